@@ -1,0 +1,119 @@
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What class of failure an [`Error`] is. Serialized in `snake_case`; every binding exposes the
+/// same strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// A frame from the peer could not be decoded (syntax, missing field, bad value).
+    Decode,
+    /// The peer broke the protocol (unexpected message in this state, unknown reply id, ...).
+    Protocol,
+    /// The peer answered with an error of its own (the code says which).
+    Remote,
+    /// Authentication is missing or was refused.
+    Auth,
+    /// The peer asked us to slow down.
+    RateLimited,
+    /// No common protocol version.
+    Version,
+    /// A request waited longer than its deadline.
+    Timeout,
+    /// The user cancelled the request.
+    Cancelled,
+    /// The connection is closed or closing.
+    Closed,
+    /// A configured bound was hit (size, requests in flight, buffered chunks).
+    Limit,
+    /// The call is not valid in the session's current state.
+    State,
+    /// The user passed an invalid argument or configuration.
+    Invalid,
+}
+
+impl ErrorKind {
+    /// The serialized name of this kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Decode => "decode",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Remote => "remote",
+            ErrorKind::Auth => "auth",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::Version => "version",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Limit => "limit",
+            ErrorKind::State => "state",
+            ErrorKind::Invalid => "invalid",
+        }
+    }
+}
+
+/// The one error shape of every engine: `{kind, code?, message, retryable}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Error {
+    pub kind: ErrorKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i64>,
+    pub message: String,
+    pub retryable: bool,
+}
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        let retryable = matches!(
+            kind,
+            ErrorKind::RateLimited | ErrorKind::Timeout | ErrorKind::Closed
+        );
+        Error { kind, code: None, message: message.into(), retryable }
+    }
+
+    pub fn with_code(mut self, code: i64) -> Self {
+        self.code = Some(code);
+        self
+    }
+
+    pub fn retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.code {
+            Some(code) => write!(f, "{} {}: {}", self.kind.as_str(), code, self.message),
+            None => write!(f, "{}: {}", self.kind.as_str(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serializes_to_the_shared_shape() {
+        let e = Error::new(ErrorKind::RateLimited, "slow down").with_code(429);
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"kind":"rate_limited","code":429,"message":"slow down","retryable":true})
+        );
+        let e = Error::new(ErrorKind::Decode, "bad");
+        assert_eq!(serde_json::to_string(&e).unwrap(), r#"{"kind":"decode","message":"bad","retryable":false}"#);
+        assert_eq!(e.to_string(), "decode: bad");
+    }
+
+    #[test]
+    fn kind_names_match_serde() {
+        for k in [ErrorKind::Decode, ErrorKind::RateLimited, ErrorKind::Invalid, ErrorKind::Closed] {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! What every agentwire protocol engine shares.
+//!
+//! Engines are sans-IO: they never read a clock, a socket or a random source. The driver passes
+//! time in as [`Millis`] (milliseconds since the Unix epoch), entropy in as an [`Entropy`], and
+//! drains [`Outgoing`] frames, events and the next timer deadline after every input.
+
+mod backoff;
+mod entropy;
+mod error;
+mod frame;
+mod time;
+mod timers;
+
+pub use backoff::Backoff;
+pub use entropy::{Entropy, SeededEntropy};
+pub use error::{Error, ErrorKind};
+pub use frame::Outgoing;
+pub use time::{format_iso8601, parse_iso8601, Millis};
+pub use timers::Timers;

@@ -1,0 +1,150 @@
+//! Time as an input: milliseconds since the Unix epoch, and the ISO 8601 text the wire uses.
+
+/// Milliseconds since 1970-01-01T00:00:00Z, passed in by the driver.
+pub type Millis = u64;
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    // Howard Hinnant's algorithm.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// `2026-06-28T12:00:00Z`, or `2026-06-28T12:00:00.123Z` when the milliseconds are not zero.
+pub fn format_iso8601(ms: Millis) -> String {
+    let secs = (ms / 1000) as i64;
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    let frac = ms % 1000;
+    if frac == 0 {
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+    } else {
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{frac:03}Z")
+    }
+}
+
+fn digits(s: &[u8], at: usize, n: usize) -> Option<i64> {
+    let part = s.get(at..at + n)?;
+    part.iter().try_fold(0i64, |acc, &b| b.is_ascii_digit().then(|| acc * 10 + i64::from(b - b'0')))
+}
+
+/// Parses RFC 3339 / ISO 8601 date-times as peers write them: `Z` or a `±HH:MM` offset, an
+/// optional fraction of any length (JavaScript's `toISOString`, Python's `isoformat`, Go's
+/// RFC 3339). Returns `None` for anything else, or a time before 1970.
+pub fn parse_iso8601(text: &str) -> Option<Millis> {
+    let s = text.trim().as_bytes();
+    if s.len() < 20 || s[4] != b'-' || s[7] != b'-' || !matches!(s[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if s[13] != b':' || s[16] != b':' {
+        return None;
+    }
+    let (y, mo, d) = (digits(s, 0, 4)?, digits(s, 5, 2)?, digits(s, 8, 2)?);
+    let (h, mi, sec) = (digits(s, 11, 2)?, digits(s, 14, 2)?, digits(s, 17, 2)?);
+    let days_in_month = match mo {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if d < 1 || d > days_in_month || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut frac_ms = 0i64;
+    if s.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while i < s.len() && s[i].is_ascii_digit() {
+            if i - start < 3 {
+                frac_ms = frac_ms * 10 + i64::from(s[i] - b'0');
+            }
+            i += 1;
+        }
+        let n = i - start;
+        if n == 0 {
+            return None;
+        }
+        for _ in n..3 {
+            frac_ms *= 10;
+        }
+    }
+    let offset_min = match s.get(i..)? {
+        b"Z" | b"z" => 0,
+        [sign @ (b'+' | b'-'), rest @ ..] if rest.len() == 5 && rest[2] == b':' => {
+            let (oh, om) = (digits(rest, 0, 2)?, digits(rest, 3, 2)?);
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let m = oh * 60 + om;
+            if *sign == b'+' { m } else { -m }
+        }
+        _ => return None,
+    };
+    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec.min(59) - offset_min * 60;
+    let ms = secs.checked_mul(1000)?.checked_add(frac_ms)?;
+    u64::try_from(ms).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const T: Millis = 1_782_648_000_000; // 2026-06-28T12:00:00Z
+
+    #[test]
+    fn formats_like_the_guide() {
+        assert_eq!(format_iso8601(T), "2026-06-28T12:00:00Z");
+        assert_eq!(format_iso8601(T + 7), "2026-06-28T12:00:00.007Z");
+        assert_eq!(format_iso8601(0), "1970-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn parses_every_client_style() {
+        assert_eq!(parse_iso8601("2026-06-28T12:00:00Z"), Some(T));
+        assert_eq!(parse_iso8601("2026-06-28T12:00:00.123Z"), Some(T + 123));
+        assert_eq!(parse_iso8601("2026-06-28T12:00:00.123456+00:00"), Some(T + 123));
+        assert_eq!(parse_iso8601("2026-06-28T21:00:00+09:00"), Some(T));
+        assert_eq!(parse_iso8601("2026-06-28T12:00:00.5Z"), Some(T + 500));
+    }
+
+    #[test]
+    fn refuses_nonsense() {
+        for bad in ["", "2026-06-28", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-06-28T12:00:00",
+            "2026-06-28T12:00:00.Z", "2026-06-28T12:00:00+9:00", "1969-12-31T23:59:59Z", "２０２６-06-28T12:00:00Z"] {
+            assert_eq!(parse_iso8601(bad), None, "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn round_trips(ms in 0u64..253_402_300_799_999) {
+            prop_assert_eq!(parse_iso8601(&format_iso8601(ms)), Some(ms));
+        }
+
+        #[test]
+        fn never_panics(s in "\\PC{0,40}") {
+            let _ = parse_iso8601(&s);
+        }
+    }
+}
