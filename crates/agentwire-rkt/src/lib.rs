@@ -1,1 +1,12 @@
+//! RKT, sans-IO: the text codec, the client and server sessions, and the reference agent that
+//! `agentwire rkt serve` runs.
+//!
+//! Nothing here reads a clock or touches a socket: time comes in as `now` (ms since the epoch),
+//! frames come in as text, and everything to send, every event and the next deadline are drained
+//! with `poll_transmit`, `poll_event` and `poll_timeout`.
 
+pub mod body;
+pub mod codec;
+
+pub use body::*;
+pub use codec::{decode, encode, DecodeError, DecodeErrorKind, Headers, Message, MessageType};

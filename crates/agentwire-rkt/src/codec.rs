@@ -1,0 +1,422 @@
+//! The RKT text codec: `RKT/1.0 TYPE`, `Name: value` headers, one blank line, optional body.
+//!
+//! Serialization follows the guide's examples exactly; parsing is tolerant where the guide's
+//! example clients differ and strict where a wrong guess would corrupt a session. Every rule is
+//! listed in `docs/protocols/rkt.md`.
+
+use agentwire_core::parse_iso8601;
+use std::borrow::Cow;
+use std::fmt;
+
+/// The default size limit of one message, in bytes (1 MiB).
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 1 << 20;
+/// The protocol token of the start line.
+pub const PROTOCOL: &str = "RKT/1.0";
+/// The WebSocket subprotocol a server requires.
+pub const SUBPROTOCOL: &str = "rkt.1.0";
+/// The longest id (`Message-ID`, `Session-ID`, `Reply-To`) accepted.
+pub const MAX_ID_LEN: usize = 128;
+
+macro_rules! message_types {
+    ($($variant:ident => $name:literal, reply: $reply:literal;)*) => {
+        /// Every message type agentwire speaks: the guide's fifteen plus `PING`/`PONG`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum MessageType { $($variant),* }
+
+        impl MessageType {
+            pub const ALL: &'static [MessageType] = &[$(MessageType::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(MessageType::$variant => $name),* }
+            }
+
+            pub fn parse(s: &str) -> Option<Self> {
+                match s { $($name => Some(MessageType::$variant),)* _ => None }
+            }
+
+            /// Replies carry `Reply-To` and may omit `TTL`.
+            pub fn is_reply(self) -> bool {
+                match self { $(MessageType::$variant => $reply),* }
+            }
+        }
+    };
+}
+
+message_types! {
+    Hello => "HELLO", reply: false;
+    HelloAck => "HELLO_ACK", reply: true;
+    Request => "REQUEST", reply: false;
+    Response => "RESPONSE", reply: true;
+    StreamBegin => "STREAM_BEGIN", reply: true;
+    StreamData => "STREAM_DATA", reply: true;
+    StreamEnd => "STREAM_END", reply: true;
+    Discover => "DISCOVER", reply: false;
+    MemorySet => "MEMORY_SET", reply: false;
+    MemoryGet => "MEMORY_GET", reply: false;
+    Pay => "PAY", reply: false;
+    Auth => "AUTH", reply: false;
+    AuthOk => "AUTH_OK", reply: true;
+    Error => "ERROR", reply: false;
+    Goodbye => "GOODBYE", reply: false;
+    Ping => "PING", reply: false;
+    Pong => "PONG", reply: true;
+}
+
+impl fmt::Display for MessageType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Headers in wire order, with their names as written. Lookups ignore ASCII case.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Headers(Vec<(String, String)>);
+
+impl Headers {
+    pub fn new() -> Self {
+        Headers(Vec::with_capacity(10))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    /// Replaces the value of `name`, or appends it. Newlines in `value` become spaces, so a
+    /// header can never split a message.
+    pub fn set(&mut self, name: &str, value: impl Into<String>) {
+        let mut value = value.into();
+        if value.contains(['\n', '\r']) {
+            value = value.replace(['\n', '\r'], " ");
+        }
+        match self.0.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((name.to_string(), value)),
+        }
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<String> {
+        let at = self.0.iter().position(|(n, _)| n.eq_ignore_ascii_case(name))?;
+        Some(self.0.remove(at).1)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// One decoded (or to-be-encoded) RKT message. The body is kept as text: the session parses the
+/// bodies it needs and hands the rest to the user as raw JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub kind: MessageType,
+    pub headers: Headers,
+    pub body: Option<String>,
+}
+
+impl Message {
+    pub fn new(kind: MessageType) -> Self {
+        Message { kind, headers: Headers::new(), body: None }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name)
+    }
+
+    pub fn message_id(&self) -> &str {
+        self.headers.get("Message-ID").unwrap_or("")
+    }
+
+    pub fn reply_to(&self) -> Option<&str> {
+        self.headers.get("Reply-To")
+    }
+
+    /// `TTL` in seconds (validated by [`decode`]).
+    pub fn ttl(&self) -> Option<u32> {
+        self.headers.get("TTL").and_then(|v| v.parse().ok())
+    }
+
+    /// `Seq` of a `STREAM_DATA` (validated by [`decode`]).
+    pub fn seq(&self) -> Option<u64> {
+        self.headers.get("Seq").and_then(|v| v.parse().ok())
+    }
+}
+
+/// What was wrong with a message that could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeErrorKind {
+    /// Larger than the configured limit.
+    TooLarge { size: usize, limit: usize },
+    /// Empty or whitespace only.
+    Empty,
+    /// The first line is not `RKT/<version> <TYPE>`.
+    BadStartLine,
+    /// `RKT/x.y` with a major version other than 1.
+    UnsupportedVersion(String),
+    /// A type the protocol does not define.
+    UnknownType(String),
+    /// A header line without `Name: value` form (1-based line number).
+    BadHeaderLine(usize),
+    /// The same header twice.
+    DuplicateHeader(String),
+    /// A header this message type requires.
+    MissingHeader(&'static str),
+    /// A header whose value is not valid.
+    BadHeaderValue { name: &'static str, reason: &'static str },
+    /// The body is not as long as `Content-Length` says, or data follows it.
+    ContentLength { declared: usize, actual: usize },
+}
+
+/// A message that could not be decoded: what was wrong, and whatever could still be read of the
+/// message's identity so the reply can name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    pub kind: DecodeErrorKind,
+    pub message_type: Option<String>,
+    pub message_id: Option<String>,
+}
+
+impl DecodeError {
+    /// The header or part of the message at fault, for the `details.field` of an ERROR reply.
+    pub fn field(&self) -> &str {
+        match &self.kind {
+            DecodeErrorKind::TooLarge { .. } | DecodeErrorKind::Empty => "message",
+            DecodeErrorKind::BadStartLine | DecodeErrorKind::UnsupportedVersion(_) => "start-line",
+            DecodeErrorKind::UnknownType(_) => "type",
+            DecodeErrorKind::BadHeaderLine(_) => "headers",
+            DecodeErrorKind::DuplicateHeader(_) => "headers",
+            DecodeErrorKind::MissingHeader(n) => n,
+            DecodeErrorKind::BadHeaderValue { name, .. } => name,
+            DecodeErrorKind::ContentLength { .. } => "Content-Length",
+        }
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            DecodeErrorKind::TooLarge { size, limit } => {
+                write!(f, "message of {size} bytes exceeds the limit of {limit} bytes")
+            }
+            DecodeErrorKind::Empty => f.write_str("empty message"),
+            DecodeErrorKind::BadStartLine => f.write_str("start line is not `RKT/1.0 TYPE`"),
+            DecodeErrorKind::UnsupportedVersion(v) => write!(f, "unsupported protocol version `{v}`"),
+            DecodeErrorKind::UnknownType(t) => write!(f, "unknown message type `{t}`"),
+            DecodeErrorKind::BadHeaderLine(n) => write!(f, "line {n} is not a `Name: value` header"),
+            DecodeErrorKind::DuplicateHeader(n) => write!(f, "header `{n}` appears twice"),
+            DecodeErrorKind::MissingHeader(n) => write!(f, "required header `{n}` is missing"),
+            DecodeErrorKind::BadHeaderValue { name, reason } => write!(f, "header `{name}` {reason}"),
+            DecodeErrorKind::ContentLength { declared, actual } => {
+                write!(f, "Content-Length is {declared} but the body is {actual} bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Serializes a message exactly like the guide's examples: start line, one `Name: value` line per
+/// header, then, with a body, `Content-Type: application/json` (unless set), one blank line and
+/// the body with no trailing newline; without a body the message ends after the last header
+/// with a single `\n`.
+pub fn encode(msg: &Message) -> String {
+    let body_len = msg.body.as_ref().map_or(0, |b| b.len() + 34);
+    let mut out = String::with_capacity(24 + msg.headers.len() * 40 + body_len);
+    encode_into(msg, &mut out);
+    out
+}
+
+/// [`encode`] into a buffer the caller reuses.
+pub fn encode_into(msg: &Message, out: &mut String) {
+    out.push_str(PROTOCOL);
+    out.push(' ');
+    out.push_str(msg.kind.as_str());
+    out.push('\n');
+    for (name, value) in msg.headers.iter() {
+        out.push_str(name);
+        out.push_str(": ");
+        out.push_str(value);
+        out.push('\n');
+    }
+    if let Some(body) = &msg.body {
+        if msg.headers.get("Content-Type").is_none() {
+            out.push_str("Content-Type: application/json\n");
+        }
+        out.push('\n');
+        out.push_str(body);
+    }
+}
+
+fn is_token(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// `Name: value` with a token name: the shape of a header line.
+fn split_header(line: &str) -> Option<(&str, &str)> {
+    let (name, value) = line.split_once(':')?;
+    let name = name.trim_end_matches([' ', '\t']);
+    is_token(name).then(|| (name, value.trim_matches([' ', '\t'])))
+}
+
+/// True when the text after a blank line is more headers rather than a body: the guide's
+/// TypeScript client writes an empty line for an empty `extra` argument before `Content-Type`.
+fn continues_headers(rest: &str) -> bool {
+    let first = rest.trim_start_matches('\n');
+    let line = first.split('\n').next().unwrap_or("");
+    let starts_json = matches!(line.trim_start().bytes().next(), Some(b'{' | b'[' | b'"'));
+    !starts_json && split_header(line).is_some()
+}
+
+fn valid_id(v: &str) -> bool {
+    !v.is_empty() && v.len() <= MAX_ID_LEN && v.bytes().all(|b| b.is_ascii_graphic())
+}
+
+fn find_message_id(text: &str) -> Option<String> {
+    text.lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(split_header)
+        .find(|(n, _)| n.eq_ignore_ascii_case("Message-ID"))
+        .map(|(_, v)| v)
+        .filter(|v| valid_id(v))
+        .map(str::to_string)
+}
+
+/// Decodes one message. See the module docs and `docs/protocols/rkt.md` for the rules.
+pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
+    let fail = |kind, message_type: Option<&str>| DecodeError {
+        kind,
+        message_type: message_type.map(str::to_string),
+        message_id: find_message_id(text),
+    };
+    if text.len() > max_size {
+        return Err(DecodeError {
+            kind: DecodeErrorKind::TooLarge { size: text.len(), limit: max_size },
+            message_type: None,
+            message_id: None,
+        });
+    }
+    let text: Cow<str> = if text.contains('\r') { Cow::Owned(text.replace("\r\n", "\n")) } else { Cow::Borrowed(text) };
+    let text = text.trim_start_matches(['\n', ' ', '\t', '\u{feff}']);
+    if text.trim().is_empty() {
+        return Err(fail(DecodeErrorKind::Empty, None));
+    }
+    let (start, mut rest) = text.split_once('\n').unwrap_or((text, ""));
+    let start = start.trim_end_matches([' ', '\t']);
+    let (proto, type_name) = start.split_once(' ').ok_or_else(|| fail(DecodeErrorKind::BadStartLine, None))?;
+    let version = proto.strip_prefix("RKT/").ok_or_else(|| fail(DecodeErrorKind::BadStartLine, None))?;
+    let type_name = type_name.trim_start_matches(' ');
+    if !version.split_once('.').is_some_and(|(maj, min)| maj == "1" && !min.is_empty() && min.bytes().all(|b| b.is_ascii_digit())) {
+        return Err(fail(DecodeErrorKind::UnsupportedVersion(version.to_string()), Some(type_name)));
+    }
+    let kind = MessageType::parse(type_name).ok_or_else(|| {
+        if is_token(type_name) {
+            fail(DecodeErrorKind::UnknownType(type_name.to_string()), Some(type_name))
+        } else {
+            fail(DecodeErrorKind::BadStartLine, None)
+        }
+    })?;
+    let fail = |k| fail(k, Some(kind.as_str()));
+
+    let mut headers = Headers::new();
+    let mut line_no = 1;
+    loop {
+        let (line, next) = rest.split_once('\n').unwrap_or((rest, ""));
+        line_no += 1;
+        if line.trim_matches([' ', '\t']).is_empty() {
+            rest = next;
+            if continues_headers(rest) {
+                let skipped = rest.len() - rest.trim_start_matches('\n').len();
+                line_no += skipped;
+                rest = &rest[skipped..];
+                continue;
+            }
+            break;
+        }
+        let (name, value) = split_header(line).ok_or_else(|| fail(DecodeErrorKind::BadHeaderLine(line_no)))?;
+        if headers.get(name).is_some() {
+            return Err(fail(DecodeErrorKind::DuplicateHeader(name.to_string())));
+        }
+        if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+            return Err(fail(DecodeErrorKind::BadHeaderLine(line_no)));
+        }
+        headers.0.push((name.to_string(), value.to_string()));
+        rest = next;
+        if next.is_empty() {
+            break;
+        }
+    }
+
+    let body = match headers.get("Content-Length") {
+        Some(v) => {
+            let declared: usize = v.parse().map_err(|_| {
+                fail(DecodeErrorKind::BadHeaderValue { name: "Content-Length", reason: "is not a byte count" })
+            })?;
+            let mismatch = || fail(DecodeErrorKind::ContentLength { declared, actual: rest.trim_end().len() });
+            if declared > rest.len() || !rest.is_char_boundary(declared) || !rest[declared..].trim().is_empty() {
+                return Err(mismatch());
+            }
+            &rest[..declared]
+        }
+        None => rest.trim_end(),
+    };
+    let body = (!body.trim().is_empty()).then(|| body.to_string());
+    let msg = Message { kind, headers, body };
+    validate(&msg).map_err(fail)?;
+    Ok(msg)
+}
+
+fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
+    let h = &msg.headers;
+    let required = |name: &'static str| h.get(name).ok_or(DecodeErrorKind::MissingHeader(name));
+    let bad = |name, reason| DecodeErrorKind::BadHeaderValue { name, reason };
+
+    let version = required("Version")?;
+    if !version.parse::<u32>().is_ok_and(|v| v >= 1) {
+        return Err(bad("Version", "is not a positive integer"));
+    }
+    for name in ["Message-ID", "Session-ID"] {
+        if !valid_id(required(name)?) {
+            return Err(bad(name, "is not an id of 1 to 128 printable characters"));
+        }
+    }
+    if parse_iso8601(required("Timestamp")?).is_none() {
+        return Err(bad("Timestamp", "is not an ISO 8601 UTC date-time"));
+    }
+    match h.get("TTL") {
+        Some(v) if v.parse::<u32>().is_err() => return Err(bad("TTL", "is not a number of seconds")),
+        None if !msg.kind.is_reply() => return Err(DecodeErrorKind::MissingHeader("TTL")),
+        _ => {}
+    }
+    match h.get("Reply-To") {
+        Some(v) if !valid_id(v) => return Err(bad("Reply-To", "is not an id of 1 to 128 printable characters")),
+        None if msg.kind.is_reply() => return Err(DecodeErrorKind::MissingHeader("Reply-To")),
+        _ => {}
+    }
+    if msg.kind == MessageType::StreamData && required("Seq")?.parse::<u64>().is_err() {
+        return Err(bad("Seq", "is not a non-negative integer"));
+    }
+    if let Some(v) = h.get("Stream") {
+        if !v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false") {
+            return Err(bad("Stream", "is not `true` or `false`"));
+        }
+    }
+    if let Some(v) = h.get("Priority") {
+        if crate::Priority::parse(v).is_none() {
+            return Err(bad("Priority", "is not LOW, NORMAL, HIGH or URGENT"));
+        }
+    }
+    if let Some(v) = h.get("Retry-After") {
+        if v.parse::<u64>().is_err() {
+            return Err(bad("Retry-After", "is not a number of seconds"));
+        }
+    }
+    Ok(())
+}
