@@ -6,7 +6,15 @@
 //! with `poll_transmit`, `poll_event` and `poll_timeout`.
 
 pub mod body;
+pub mod client;
 pub mod codec;
+mod envelope;
+pub mod errors;
+mod lines;
+pub mod server;
 
 pub use body::*;
+pub use client::{ClientConfig, ClientEvent, ClientSession, ClientState, PeerInfo, RequestOptions};
 pub use codec::{decode, encode, DecodeError, DecodeErrorKind, Headers, Message, MessageType};
+pub use errors::{codes, RktError};
+pub use server::{Inbound, InboundKind, ServerConfig, ServerEvent, ServerSession, ServerState};

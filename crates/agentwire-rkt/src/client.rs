@@ -1,0 +1,706 @@
+//! The client session: HELLO/HELLO_ACK, requests correlated by `Reply-To`, streams in `Seq`
+//! order, TTL expiry, AUTH, PAY, memory, discovery, ping, GOODBYE.
+
+use crate::body::*;
+use crate::codec::{self, decode, encode, Message, MessageType};
+use crate::envelope::{compact, envelope};
+use crate::errors::RktError;
+use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// How a client session is set up. `Default` gives the guide's values.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub user_agent: String,
+    pub from: Option<String>,
+    pub capabilities: Vec<String>,
+    pub min_version: u32,
+    pub max_version: u32,
+    /// `TTL` of each message, in seconds; also how long a request waits for its reply.
+    pub ttl_s: u32,
+    pub max_message_size: usize,
+    /// Requests sent or queued and not yet answered; past it, commands fail with `limit`.
+    pub max_in_flight: usize,
+    /// Out-of-order stream chunks held per stream; past it, the stream fails with `limit`.
+    pub max_stream_buffer: usize,
+    pub handshake_timeout_ms: u64,
+    /// `Bearer <key>`: sent as an AUTH message right after HELLO_ACK, before anything queued.
+    pub authorization: Option<String>,
+    /// Send a PING when nothing was sent for half the server's `session_timeout`.
+    pub keepalive: bool,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            user_agent: format!("agentwire/{}", env!("CARGO_PKG_VERSION")),
+            from: None,
+            capabilities: Vec::new(),
+            min_version: 1,
+            max_version: 1,
+            ttl_s: 30,
+            max_message_size: codec::DEFAULT_MAX_MESSAGE_SIZE,
+            max_in_flight: 1024,
+            max_stream_buffer: 1024,
+            handshake_timeout_ms: 10_000,
+            authorization: None,
+            keepalive: true,
+        }
+    }
+}
+
+/// Where the session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientState {
+    /// Created; `handle_open` not called yet.
+    Idle,
+    /// HELLO sent, waiting for HELLO_ACK.
+    Handshaking,
+    Ready,
+    Closed,
+}
+
+/// What the server said about itself in HELLO_ACK.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PeerInfo {
+    pub from: Option<String>,
+    pub user_agent: Option<String>,
+    pub capabilities: Vec<String>,
+}
+
+/// Options of one request.
+#[derive(Debug, Clone, Default)]
+pub struct RequestOptions {
+    pub stream: bool,
+    pub priority: Option<Priority>,
+    /// Overrides `ClientConfig::ttl_s` for this request.
+    pub ttl_s: Option<u32>,
+    pub to: Option<String>,
+    pub context: Option<Value>,
+}
+
+/// Everything the session reports. Bodies are raw JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientEvent {
+    Ready { agreed_version: u32, session_timeout: u64, server: PeerInfo },
+    /// The RESPONSE to a REQUEST, DISCOVER, MEMORY_SET, MEMORY_GET or PAY.
+    Response { id: String, body: Option<String> },
+    StreamBegin { id: String, body: Option<String> },
+    /// Delivered in `Seq` order, each `seq` once.
+    StreamData { id: String, seq: u64, body: Option<String> },
+    StreamEnd { id: String, body: Option<String> },
+    AuthOk { id: String, auth: AuthOkBody },
+    Pong { id: String, rtt_ms: u64 },
+    /// A command failed: an ERROR reply, its TTL ran out, it was cancelled, the connection
+    /// closed, or its stream had a gap.
+    Failed { id: String, error: RktError },
+    /// Something went wrong that belongs to no command: a malformed frame (dropped; the session
+    /// goes on), an unsolicited ERROR, a failed handshake.
+    Error(RktError),
+    /// The server said GOODBYE.
+    Goodbye,
+    /// The connection is over; every pending command has had its `Failed`.
+    Closed { code: u16, reason: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Request,
+    Discover,
+    MemorySet,
+    MemoryGet,
+    Pay,
+    Auth,
+    Ping,
+}
+
+#[derive(Debug, Default)]
+struct StreamState {
+    next_seq: u64,
+    held: BTreeMap<u64, Option<String>>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    op: Op,
+    ttl_ms: u64,
+    sent_at: Millis,
+    stream: Option<StreamState>,
+    /// Internal pings (keepalive) report nothing.
+    silent: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Timer {
+    Handshake,
+    Keepalive,
+    Reply(String),
+}
+
+struct Queued {
+    priority: Priority,
+    id: String,
+    msg: Message,
+}
+
+/// Ids of commands that ended early (cancelled, timed out) whose late replies are dropped quietly.
+const FORGOTTEN_CAP: usize = 256;
+
+pub struct ClientSession {
+    cfg: ClientConfig,
+    entropy: Box<dyn Entropy + Send>,
+    session_id: String,
+    state: ClientState,
+    hello_id: Option<String>,
+    pending: HashMap<String, Pending>,
+    queue: Vec<Queued>,
+    forgotten: VecDeque<String>,
+    timers: Timers<Timer>,
+    session_timeout_ms: u64,
+    last_sent: Millis,
+    transmit: VecDeque<Outgoing>,
+    events: VecDeque<ClientEvent>,
+}
+
+impl ClientSession {
+    pub fn new(cfg: ClientConfig, mut entropy: Box<dyn Entropy + Send>) -> Self {
+        let session_id = entropy.uuid_v4();
+        ClientSession {
+            cfg,
+            entropy,
+            session_id,
+            state: ClientState::Idle,
+            hello_id: None,
+            pending: HashMap::new(),
+            queue: Vec::new(),
+            forgotten: VecDeque::new(),
+            timers: Timers::new(),
+            session_timeout_ms: 0,
+            last_sent: 0,
+            transmit: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    pub fn state(&self) -> ClientState {
+        self.state
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Commands sent or queued and not yet finished.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len() + self.queue.len()
+    }
+
+    // ---- inputs -------------------------------------------------------------------------
+
+    /// The socket is open: send HELLO.
+    pub fn handle_open(&mut self, now: Millis) {
+        if self.state != ClientState::Idle {
+            return;
+        }
+        let id = self.entropy.uuid_v4();
+        let mut msg = self.new_message(MessageType::Hello, id.clone(), now, Some(self.cfg.ttl_s));
+        self.describe_self(&mut msg);
+        msg.body = Some(compact(&json!({"min_version": self.cfg.min_version, "max_version": self.cfg.max_version})));
+        self.hello_id = Some(id);
+        self.state = ClientState::Handshaking;
+        self.timers.set(Timer::Handshake, now + self.cfg.handshake_timeout_ms);
+        self.send(now, &msg);
+    }
+
+    /// A text frame arrived.
+    pub fn handle_text(&mut self, now: Millis, text: &str) {
+        if self.state == ClientState::Closed {
+            return;
+        }
+        match decode(text, self.cfg.max_message_size) {
+            Ok(msg) => self.on_message(now, msg),
+            Err(e) => self.events.push_back(ClientEvent::Error(RktError::decode(&e))),
+        }
+    }
+
+    /// A binary frame arrived: RKT is a text protocol, so it is reported and dropped.
+    pub fn handle_binary(&mut self, _now: Millis, bytes: &[u8]) {
+        let e = RktError::local(ErrorKind::Decode, format!("binary frame of {} bytes: RKT messages are text", bytes.len()));
+        self.events.push_back(ClientEvent::Error(e));
+    }
+
+    /// The socket closed (by either side).
+    pub fn handle_close(&mut self, _now: Millis, code: u16, reason: &str) {
+        self.finish(code, reason);
+    }
+
+    pub fn handle_timeout(&mut self, now: Millis) {
+        for timer in self.timers.expire(now) {
+            match timer {
+                Timer::Handshake => {
+                    let e = RktError::local(ErrorKind::Timeout, "no HELLO_ACK before the handshake timeout");
+                    self.events.push_back(ClientEvent::Error(e));
+                    self.close(1000, "handshake timeout");
+                }
+                Timer::Reply(id) => {
+                    if let Some(p) = self.pending.remove(&id) {
+                        self.forget(id.clone());
+                        if !p.silent {
+                            let msg = format!("no reply within the TTL of {} s", p.ttl_ms / 1000);
+                            let error = RktError::local(ErrorKind::Timeout, msg).for_request(&id);
+                            self.events.push_back(ClientEvent::Failed { id, error });
+                        }
+                    }
+                }
+                Timer::Keepalive => {
+                    if self.state == ClientState::Ready {
+                        if now.saturating_sub(self.last_sent) * 2 >= self.session_timeout_ms {
+                            let id = self.entropy.uuid_v4();
+                            let msg = self.new_message(MessageType::Ping, id.clone(), now, Some(self.cfg.ttl_s));
+                            self.track(now, id, Op::Ping, self.cfg.ttl_s, false, true);
+                            self.send(now, &msg);
+                        }
+                        self.arm_keepalive();
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- outputs ------------------------------------------------------------------------
+
+    pub fn poll_transmit(&mut self) -> Option<Outgoing> {
+        self.transmit.pop_front()
+    }
+
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.timers.next()
+    }
+
+    // ---- commands -----------------------------------------------------------------------
+
+    /// Sends a REQUEST for `intent`; returns its Message-ID. Replies come as `Response`, or as
+    /// `StreamBegin`/`StreamData`/`StreamEnd` when `opts.stream`.
+    pub fn request(&mut self, now: Millis, intent: &str, params: Option<Value>, opts: RequestOptions) -> Result<String, RktError> {
+        if intent.trim().is_empty() {
+            return Err(RktError::local(ErrorKind::Invalid, "intent must not be empty"));
+        }
+        let body = RequestBody { intent: intent.to_string(), params, context: opts.context.clone() };
+        let ttl = opts.ttl_s.unwrap_or(self.cfg.ttl_s);
+        self.command(now, MessageType::Request, Op::Request, ttl, opts.priority, opts.stream, |m| {
+            if let Some(to) = &opts.to {
+                m.headers.set("To", to.as_str());
+            }
+            if opts.stream {
+                m.headers.set("Stream", "true");
+            }
+            m.body = Some(serde_json::to_string(&body).unwrap_or_default());
+        })
+    }
+
+    /// Sends DISCOVER; the manifest comes as the `Response` body.
+    pub fn discover(&mut self, now: Millis) -> Result<String, RktError> {
+        self.command(now, MessageType::Discover, Op::Discover, self.cfg.ttl_s, None, false, |_| {})
+    }
+
+    pub fn memory_set(&mut self, now: Millis, key: &str, value: Value, namespace: Option<&str>, ttl_s: Option<u64>) -> Result<String, RktError> {
+        if key.is_empty() {
+            return Err(RktError::local(ErrorKind::Invalid, "memory key must not be empty"));
+        }
+        let body = MemorySetBody { key: key.into(), value, namespace: namespace.map(Into::into), ttl: ttl_s };
+        self.command(now, MessageType::MemorySet, Op::MemorySet, self.cfg.ttl_s, None, false, |m| {
+            m.body = Some(serde_json::to_string(&body).unwrap_or_default());
+        })
+    }
+
+    pub fn memory_get(&mut self, now: Millis, key: &str, namespace: Option<&str>) -> Result<String, RktError> {
+        if key.is_empty() {
+            return Err(RktError::local(ErrorKind::Invalid, "memory key must not be empty"));
+        }
+        let body = MemoryGetBody { key: key.into(), namespace: namespace.map(Into::into) };
+        self.command(now, MessageType::MemoryGet, Op::MemoryGet, self.cfg.ttl_s, None, false, |m| {
+            m.body = Some(serde_json::to_string(&body).unwrap_or_default());
+        })
+    }
+
+    pub fn pay(&mut self, now: Millis, amount: f64, currency: &str, description: Option<&str>, recipient: Option<&str>) -> Result<String, RktError> {
+        if !(amount.is_finite() && amount > 0.0) {
+            return Err(RktError::local(ErrorKind::Invalid, "amount must be a positive finite number"));
+        }
+        if currency.trim().is_empty() {
+            return Err(RktError::local(ErrorKind::Invalid, "currency must not be empty"));
+        }
+        let body = PayBody { amount, currency: currency.into(), description: description.map(Into::into), recipient: recipient.map(Into::into) };
+        self.command(now, MessageType::Pay, Op::Pay, self.cfg.ttl_s, None, false, |m| {
+            if let Some(r) = recipient {
+                m.headers.set("To", r);
+            }
+            m.body = Some(serde_json::to_string(&body).unwrap_or_default());
+        })
+    }
+
+    /// Sends AUTH; success comes as `AuthOk` with the session token.
+    pub fn auth(&mut self, now: Millis, auth: AuthBody) -> Result<String, RktError> {
+        self.command(now, MessageType::Auth, Op::Auth, self.cfg.ttl_s, Some(Priority::Urgent), false, |m| {
+            m.body = Some(serde_json::to_string(&auth).unwrap_or_default());
+        })
+    }
+
+    /// Sends PING; the round trip comes as `Pong { rtt_ms }`.
+    pub fn ping(&mut self, now: Millis) -> Result<String, RktError> {
+        self.command(now, MessageType::Ping, Op::Ping, self.cfg.ttl_s, None, false, |_| {})
+    }
+
+    /// Ends a command early: it gets `Failed` with `cancelled`, a late reply is dropped. Returns
+    /// false when the id is not pending.
+    pub fn cancel(&mut self, id: &str) -> bool {
+        let queued = self.queue.iter().position(|q| q.id == id).map(|at| self.queue.remove(at)).is_some();
+        let sent = self.pending.remove(id).is_some();
+        if !(queued || sent) {
+            return false;
+        }
+        self.timers.cancel(&Timer::Reply(id.to_string()));
+        self.forget(id.to_string());
+        let error = RktError::local(ErrorKind::Cancelled, "cancelled").for_request(id);
+        self.events.push_back(ClientEvent::Failed { id: id.to_string(), error });
+        true
+    }
+
+    /// Says GOODBYE and closes with 1000.
+    pub fn goodbye(&mut self, now: Millis) {
+        if matches!(self.state, ClientState::Handshaking | ClientState::Ready) {
+            let id = self.entropy.uuid_v4();
+            let msg = self.new_message(MessageType::Goodbye, id, now, Some(self.cfg.ttl_s));
+            self.send(now, &msg);
+        }
+        self.close(1000, "goodbye");
+    }
+
+    // ---- internals ----------------------------------------------------------------------
+
+    fn new_message(&self, kind: MessageType, id: String, now: Millis, ttl: Option<u32>) -> Message {
+        envelope(kind, id, None, &self.session_id, now, ttl)
+    }
+
+    fn describe_self(&self, msg: &mut Message) {
+        if let Some(from) = &self.cfg.from {
+            msg.headers.set("From", from.as_str());
+        }
+        msg.headers.set("User-Agent", self.cfg.user_agent.as_str());
+        if !self.cfg.capabilities.is_empty() {
+            msg.headers.set("Capabilities", self.cfg.capabilities.join(","));
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn command(
+        &mut self,
+        now: Millis,
+        kind: MessageType,
+        op: Op,
+        ttl: u32,
+        priority: Option<Priority>,
+        stream: bool,
+        fill: impl FnOnce(&mut Message),
+    ) -> Result<String, RktError> {
+        if self.state == ClientState::Closed {
+            return Err(RktError::local(ErrorKind::Closed, "the session is closed"));
+        }
+        if self.in_flight() >= self.cfg.max_in_flight {
+            let msg = format!("{} commands already in flight (max_in_flight)", self.in_flight());
+            return Err(RktError::local(ErrorKind::Limit, msg));
+        }
+        let id = self.entropy.uuid_v4();
+        let mut msg = self.new_message(kind, id.clone(), now, Some(ttl));
+        if let Some(p) = priority {
+            msg.headers.set("Priority", p.as_str());
+        }
+        fill(&mut msg);
+        let size = encode(&msg).len();
+        if size > self.cfg.max_message_size {
+            let m = format!("message of {size} bytes exceeds max_message_size {}", self.cfg.max_message_size);
+            return Err(RktError::local(ErrorKind::Limit, m));
+        }
+        self.track(now, id.clone(), op, ttl, stream, false);
+        if self.state == ClientState::Ready {
+            self.send(now, &msg);
+        } else {
+            // Sent on HELLO_ACK, highest priority first, in call order within a priority.
+            self.queue.push(Queued { priority: priority.unwrap_or_default(), id: id.clone(), msg });
+        }
+        Ok(id)
+    }
+
+    fn track(&mut self, now: Millis, id: String, op: Op, ttl: u32, stream: bool, silent: bool) {
+        let ttl_ms = u64::from(ttl) * 1000;
+        self.timers.set(Timer::Reply(id.clone()), now + ttl_ms);
+        let stream = stream.then(StreamState::default);
+        self.pending.insert(id, Pending { op, ttl_ms, sent_at: now, stream, silent });
+    }
+
+    fn send(&mut self, now: Millis, msg: &Message) {
+        self.last_sent = now;
+        self.transmit.push_back(Outgoing::Text(encode(msg)));
+    }
+
+    fn arm_keepalive(&mut self) {
+        if self.cfg.keepalive && self.session_timeout_ms >= 2000 {
+            self.timers.set(Timer::Keepalive, self.last_sent + self.session_timeout_ms / 2);
+        }
+    }
+
+    fn forget(&mut self, id: String) {
+        if self.forgotten.len() == FORGOTTEN_CAP {
+            self.forgotten.pop_front();
+        }
+        self.forgotten.push_back(id);
+    }
+
+    fn close(&mut self, code: u16, reason: &str) {
+        if self.state == ClientState::Closed {
+            return;
+        }
+        self.transmit.push_back(Outgoing::Close { code, reason: reason.to_string() });
+        self.finish(code, reason);
+    }
+
+    fn finish(&mut self, code: u16, reason: &str) {
+        if self.state == ClientState::Closed {
+            return;
+        }
+        self.state = ClientState::Closed;
+        let mut ids: Vec<(Millis, String, bool)> =
+            self.pending.drain().map(|(id, p)| (p.sent_at, id, p.silent)).collect();
+        ids.sort();
+        let queued = std::mem::take(&mut self.queue).into_iter().map(|q| (0, q.id, false));
+        for (_, id, silent) in ids.into_iter().chain(queued) {
+            if !silent {
+                let m = format!("connection closed ({code} {reason}) before a reply");
+                let error = RktError::local(ErrorKind::Closed, m).for_request(&id);
+                self.events.push_back(ClientEvent::Failed { id, error });
+            }
+        }
+        self.timers.clear();
+        self.events.push_back(ClientEvent::Closed { code, reason: reason.to_string() });
+    }
+
+    fn on_message(&mut self, now: Millis, msg: Message) {
+        match msg.kind {
+            MessageType::HelloAck => self.on_hello_ack(now, msg),
+            MessageType::Goodbye => {
+                self.events.push_back(ClientEvent::Goodbye);
+                self.close(1000, "goodbye");
+            }
+            MessageType::Ping => {
+                let id = self.entropy.uuid_v4();
+                let pong = envelope(MessageType::Pong, id, Some(msg.message_id()), &self.session_id, now, None);
+                self.send(now, &pong);
+            }
+            MessageType::Error => self.on_error(msg),
+            MessageType::Response
+            | MessageType::StreamBegin
+            | MessageType::StreamData
+            | MessageType::StreamEnd
+            | MessageType::AuthOk
+            | MessageType::Pong => self.on_reply(now, msg),
+            other => {
+                let e = RktError::local(ErrorKind::Protocol, format!("a server does not send {other}; dropped"));
+                self.events.push_back(ClientEvent::Error(e.for_request(msg.message_id())));
+            }
+        }
+    }
+
+    fn on_hello_ack(&mut self, now: Millis, msg: Message) {
+        if self.state != ClientState::Handshaking || msg.reply_to() != self.hello_id.as_deref() {
+            let e = RktError::local(ErrorKind::Protocol, "unexpected HELLO_ACK; dropped");
+            self.events.push_back(ClientEvent::Error(e));
+            return;
+        }
+        let ack: HelloAckBody = match msg.body.as_deref().map(serde_json::from_str) {
+            Some(Ok(ack)) => ack,
+            _ => {
+                let e = RktError::local(ErrorKind::Decode, "HELLO_ACK body is not {agreed_version, session_timeout}");
+                self.events.push_back(ClientEvent::Error(e));
+                self.close(1002, "bad HELLO_ACK");
+                return;
+            }
+        };
+        if !(self.cfg.min_version..=self.cfg.max_version).contains(&ack.agreed_version) {
+            let m = format!(
+                "server agreed version {} outside {}..={}",
+                ack.agreed_version, self.cfg.min_version, self.cfg.max_version
+            );
+            let mut e = RktError::local(ErrorKind::Version, m);
+            e.error.code = Some(crate::errors::codes::VERSION_UNSUPPORTED);
+            self.events.push_back(ClientEvent::Error(e));
+            self.close(1000, "version unsupported");
+            return;
+        }
+        self.timers.cancel(&Timer::Handshake);
+        self.state = ClientState::Ready;
+        self.session_timeout_ms = ack.session_timeout.saturating_mul(1000);
+        let server = PeerInfo {
+            from: msg.header("From").map(str::to_string),
+            user_agent: msg.header("User-Agent").map(str::to_string),
+            capabilities: split_list(msg.header("Capabilities")),
+        };
+        self.events.push_back(ClientEvent::Ready { agreed_version: ack.agreed_version, session_timeout: ack.session_timeout, server });
+        if let Some(authz) = self.cfg.authorization.clone() {
+            let token = authz.strip_prefix("Bearer ").unwrap_or(&authz).trim().to_string();
+            let _ = self.auth(now, AuthBody::Bearer { token, scopes: Vec::new() });
+        }
+        let mut queue = std::mem::take(&mut self.queue);
+        queue.sort_by(|a, b| b.priority.cmp(&a.priority)); // stable: call order kept
+        for q in queue {
+            if let Some(p) = self.pending.get_mut(&q.id) {
+                p.sent_at = now;
+                self.timers.set(Timer::Reply(q.id.clone()), now + p.ttl_ms);
+            }
+            self.send(now, &q.msg);
+        }
+        self.arm_keepalive();
+    }
+
+    fn on_error(&mut self, msg: Message) {
+        let body: ErrorBody = match msg.body.as_deref().map(serde_json::from_str::<ErrorBody>) {
+            Some(Ok(b)) => b,
+            _ => crate::errors::error_body(0, format!("ERROR without a valid body: {}", msg.body.as_deref().unwrap_or("")), None, None),
+        };
+        let retry_after = msg.header("Retry-After").and_then(|v| v.parse().ok());
+        let reply_to = msg.reply_to().map(str::to_string).or_else(|| body.request_id.clone());
+        let error = RktError::remote(&body, reply_to.as_deref(), retry_after);
+        if self.state == ClientState::Handshaking && (reply_to.is_none() || reply_to == self.hello_id) {
+            self.events.push_back(ClientEvent::Error(error));
+            self.close(1000, "handshake refused");
+            return;
+        }
+        match reply_to {
+            Some(id) if self.pending.contains_key(&id) => {
+                let p = self.pending.remove(&id).expect("checked");
+                self.timers.cancel(&Timer::Reply(id.clone()));
+                if !p.silent {
+                    self.events.push_back(ClientEvent::Failed { id, error });
+                }
+            }
+            Some(id) if self.forgotten.contains(&id) => {}
+            _ => self.events.push_back(ClientEvent::Error(error)),
+        }
+    }
+
+    fn on_reply(&mut self, now: Millis, msg: Message) {
+        let id = msg.reply_to().unwrap_or_default().to_string();
+        let Some(p) = self.pending.get_mut(&id) else {
+            if !self.forgotten.contains(&id) {
+                let m = format!("{} answers unknown message `{id}`; dropped", msg.kind);
+                self.events.push_back(ClientEvent::Error(RktError::local(ErrorKind::Protocol, m)));
+            }
+            return;
+        };
+        let expected = match (msg.kind, p.op, p.stream.is_some()) {
+            (MessageType::Pong, Op::Ping, _) => true,
+            (MessageType::AuthOk, Op::Auth, _) => true,
+            (MessageType::Response, op, _) => !matches!(op, Op::Ping | Op::Auth),
+            (MessageType::StreamBegin | MessageType::StreamData | MessageType::StreamEnd, Op::Request, true) => true,
+            _ => false,
+        };
+        if !expected {
+            let m = format!("{} is not a reply to this command; dropped", msg.kind);
+            self.events.push_back(ClientEvent::Error(RktError::local(ErrorKind::Protocol, m).for_request(&id)));
+            return;
+        }
+        match msg.kind {
+            MessageType::StreamBegin | MessageType::StreamData => {
+                // A stream stays alive while chunks keep coming: each one restarts the TTL.
+                let ttl_ms = p.ttl_ms;
+                self.timers.set(Timer::Reply(id.clone()), now + ttl_ms);
+                if msg.kind == MessageType::StreamBegin {
+                    self.events.push_back(ClientEvent::StreamBegin { id, body: msg.body });
+                } else {
+                    self.on_chunk(id, msg.seq().unwrap_or_default(), msg.body);
+                }
+            }
+            MessageType::StreamEnd => self.on_stream_end(id, msg.body),
+            _ => {
+                let p = self.pending.remove(&id).expect("checked");
+                self.timers.cancel(&Timer::Reply(id.clone()));
+                let event = match msg.kind {
+                    MessageType::Pong => ClientEvent::Pong { id, rtt_ms: now.saturating_sub(p.sent_at) },
+                    MessageType::AuthOk => match msg.body.as_deref().map(serde_json::from_str::<AuthOkBody>) {
+                        Some(Ok(auth)) => ClientEvent::AuthOk { id, auth },
+                        _ => ClientEvent::Failed {
+                            error: RktError::local(ErrorKind::Decode, "AUTH_OK body is not {session_token, scopes, expires_in}").for_request(&id),
+                            id,
+                        },
+                    },
+                    _ => ClientEvent::Response { id, body: msg.body },
+                };
+                if !p.silent {
+                    self.events.push_back(event);
+                }
+            }
+        }
+    }
+
+    fn on_chunk(&mut self, id: String, seq: u64, body: Option<String>) {
+        let limit = self.cfg.max_stream_buffer;
+        let Some(stream) = self.pending.get_mut(&id).and_then(|p| p.stream.as_mut()) else { return };
+        if seq < stream.next_seq || stream.held.contains_key(&seq) {
+            let m = format!("duplicate stream chunk Seq {seq}; dropped");
+            self.events.push_back(ClientEvent::Error(RktError::local(ErrorKind::Protocol, m).for_request(&id)));
+            return;
+        }
+        if seq > stream.next_seq {
+            if stream.held.len() >= limit {
+                let m = format!("more than {limit} stream chunks out of order (waiting for Seq {})", stream.next_seq);
+                self.fail(id, RktError::local(ErrorKind::Limit, m));
+                return;
+            }
+            stream.held.insert(seq, body);
+            return;
+        }
+        let mut ready = vec![(seq, body)];
+        stream.next_seq += 1;
+        while let Some(body) = stream.held.remove(&stream.next_seq) {
+            ready.push((stream.next_seq, body));
+            stream.next_seq += 1;
+        }
+        for (seq, body) in ready {
+            self.events.push_back(ClientEvent::StreamData { id: id.clone(), seq, body });
+        }
+    }
+
+    fn on_stream_end(&mut self, id: String, body: Option<String>) {
+        let Some(stream) = self.pending.get(&id).and_then(|p| p.stream.as_ref()) else { return };
+        let count = body.as_deref().and_then(|b| serde_json::from_str::<StreamEndBody>(b).ok()).map(|b| b.count);
+        let delivered = stream.next_seq;
+        if !stream.held.is_empty() || count.is_some_and(|n| n != delivered) {
+            let end = stream.held.keys().next_back().map_or(delivered, |s| s + 1).max(count.unwrap_or(0));
+            let missing: Vec<u64> = (delivered..end).filter(|s| !stream.held.contains_key(s)).take(16).collect();
+            let m = match count {
+                Some(n) if n < delivered => format!("STREAM_END says {n} chunks but {delivered} were delivered"),
+                _ => format!("stream ended with a gap: {delivered} chunks delivered in order, missing Seq {missing:?}"),
+            };
+            self.fail(id, RktError::local(ErrorKind::Protocol, m));
+            return;
+        }
+        self.pending.remove(&id);
+        self.timers.cancel(&Timer::Reply(id.clone()));
+        self.events.push_back(ClientEvent::StreamEnd { id, body });
+    }
+
+    fn fail(&mut self, id: String, error: RktError) {
+        self.pending.remove(&id);
+        self.timers.cancel(&Timer::Reply(id.clone()));
+        self.forget(id.clone());
+        self.events.push_back(ClientEvent::Failed { error: error.for_request(&id), id });
+    }
+}
+
+pub(crate) fn split_list(v: Option<&str>) -> Vec<String> {
+    v.map(|s| s.split(',').map(str::trim).filter(|c| !c.is_empty()).map(str::to_string).collect()).unwrap_or_default()
+}

@@ -1,0 +1,140 @@
+//! RKT error codes and the typed error every RKT failure becomes.
+
+use crate::body::ErrorBody;
+use crate::codec::{DecodeError, DecodeErrorKind};
+use agentwire_core::{Error, ErrorKind};
+use serde::Serialize;
+use serde_json::json;
+
+/// Error codes on the wire. The guide defines 401, 429, 602, 603 and 605; agentwire adds the
+/// others (see `docs/protocols/rkt.md`).
+pub mod codes {
+    /// The message could not be decoded or its body is invalid.
+    pub const BAD_MESSAGE: i64 = 400;
+    pub const UNAUTHORIZED: i64 = 401;
+    /// The message is not valid in the session's state (a REQUEST before HELLO, a second HELLO).
+    pub const NOT_READY: i64 = 409;
+    pub const TOO_LARGE: i64 = 413;
+    pub const RATE_LIMITED: i64 = 429;
+    pub const INTERNAL: i64 = 500;
+    pub const CAPABILITY_MISSING: i64 = 602;
+    pub const VERSION_UNSUPPORTED: i64 = 603;
+    pub const PAYMENT_REQUIRED: i64 = 605;
+
+    /// The `name` of an ERROR body for a code.
+    pub fn name(code: i64) -> &'static str {
+        match code {
+            BAD_MESSAGE => "BAD_MESSAGE",
+            UNAUTHORIZED => "UNAUTHORIZED",
+            NOT_READY => "NOT_READY",
+            TOO_LARGE => "MESSAGE_TOO_LARGE",
+            RATE_LIMITED => "RATE_LIMITED",
+            INTERNAL => "INTERNAL",
+            CAPABILITY_MISSING => "CAPABILITY_MISSING",
+            VERSION_UNSUPPORTED => "VERSION_UNSUPPORTED",
+            PAYMENT_REQUIRED => "PAYMENT_REQUIRED",
+            _ => "ERROR",
+        }
+    }
+}
+
+/// An RKT failure: the shared error shape plus what RKT says about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RktError {
+    #[serde(flatten)]
+    pub error: Error,
+    /// The ERROR body's `name`, for remote errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The ERROR body's `details`, as JSON text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<String>,
+    /// The message the error is about (`request_id` of the body, else `Reply-To`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// `Retry-After` in seconds, for 429.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<u64>,
+}
+
+impl RktError {
+    pub fn local(kind: ErrorKind, message: impl Into<String>) -> Self {
+        RktError { error: Error::new(kind, message), name: None, details: None, request_id: None, retry_after_s: None }
+    }
+
+    pub fn for_request(mut self, id: &str) -> Self {
+        self.request_id = Some(id.to_string());
+        self
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.error.kind
+    }
+
+    pub fn code(&self) -> Option<i64> {
+        self.error.code
+    }
+
+    /// The typed error for an ERROR message from the peer.
+    pub fn remote(body: &ErrorBody, reply_to: Option<&str>, retry_after_s: Option<u64>) -> Self {
+        let kind = match body.code {
+            codes::UNAUTHORIZED => ErrorKind::Auth,
+            codes::RATE_LIMITED => ErrorKind::RateLimited,
+            codes::VERSION_UNSUPPORTED => ErrorKind::Version,
+            codes::TOO_LARGE => ErrorKind::Limit,
+            codes::BAD_MESSAGE | codes::NOT_READY => ErrorKind::Protocol,
+            _ => ErrorKind::Remote,
+        };
+        let retryable = body.code == codes::RATE_LIMITED || (500..600).contains(&body.code);
+        let retry_after_s = retry_after_s.or_else(|| {
+            body.details.as_ref().and_then(|d| d.get("retry_after")).and_then(|v| v.as_u64())
+        });
+        let message = if body.message.is_empty() { codes::name(body.code).to_string() } else { body.message.clone() };
+        RktError {
+            error: Error::new(kind, message).with_code(body.code).retryable(retryable),
+            name: (!body.name.is_empty()).then(|| body.name.clone()),
+            details: body.details.as_ref().map(|d| d.to_string()),
+            request_id: body.request_id.clone().or_else(|| reply_to.map(str::to_string)),
+            retry_after_s,
+        }
+    }
+
+    /// The typed error for a frame that could not be decoded.
+    pub fn decode(err: &DecodeError) -> Self {
+        let kind = match err.kind {
+            DecodeErrorKind::TooLarge { .. } => ErrorKind::Limit,
+            DecodeErrorKind::UnsupportedVersion(_) => ErrorKind::Version,
+            _ => ErrorKind::Decode,
+        };
+        RktError {
+            error: Error::new(kind, err.to_string()),
+            name: None,
+            details: Some(json!({ "field": err.field() }).to_string()),
+            request_id: err.message_id.clone(),
+            retry_after_s: None,
+        }
+    }
+}
+
+impl std::fmt::Display for RktError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for RktError {}
+
+/// The ERROR body a server sends for a message it could not decode.
+pub fn decode_error_body(err: &DecodeError) -> ErrorBody {
+    let code = match err.kind {
+        DecodeErrorKind::TooLarge { .. } => codes::TOO_LARGE,
+        DecodeErrorKind::UnsupportedVersion(_) => codes::VERSION_UNSUPPORTED,
+        _ => codes::BAD_MESSAGE,
+    };
+    error_body(code, err.to_string(), Some(json!({ "field": err.field() })), err.message_id.clone())
+}
+
+/// An ERROR body with the standard name for `code`.
+pub fn error_body(code: i64, message: impl Into<String>, details: Option<serde_json::Value>, request_id: Option<String>) -> ErrorBody {
+    ErrorBody { code, name: codes::name(code).to_string(), message: message.into(), details, request_id }
+}

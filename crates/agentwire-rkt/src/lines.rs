@@ -1,0 +1,212 @@
+//! Reassembly of messages sent one line per WebSocket frame.
+//!
+//! `wscat` sends every line typed or pasted as its own message, blank lines included, so the
+//! guide's "paste this into wscat" arrives as ten frames. A frame that is a lone start line
+//! (`RKT/...` with no newline) begins line mode; each following frame is one more line until
+//! the message is complete:
+//! - without a body: at the blank line, unless the type carries a body (HELLO, REQUEST,
+//!   MEMORY_SET, MEMORY_GET, PAY, AUTH) or `Content-Type`/`Content-Length` is set;
+//! - with a body: when `Content-Length` bytes have arrived, or else when the body is complete
+//!   JSON (a body pasted over several lines works);
+//! - a new start line ends a message that is only waiting for an optional body.
+//!
+//! A line starting with `{` or `[` right after the headers is taken as the body (a missing blank
+//! line). The message then goes through the ordinary decoder.
+
+use crate::codec::MessageType;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Headers,
+    /// The blank line came; a body is expected (`true`) or only possible (`false`).
+    AfterBlank { body_required: bool },
+    Body,
+}
+
+#[derive(Debug)]
+pub(crate) struct LineAssembler {
+    buf: String,
+    body_start: usize,
+    phase: Phase,
+    active: bool,
+}
+
+/// True for a frame that starts line mode.
+pub(crate) fn starts_line_mode(frame: &str) -> bool {
+    let f = frame.trim_end_matches(['\r', '\n']);
+    f.starts_with("RKT/") && !f.contains('\n')
+}
+
+fn carries_body(kind: Option<MessageType>) -> bool {
+    use MessageType::*;
+    matches!(kind, Some(Hello | Request | MemorySet | MemoryGet | Pay | Auth))
+}
+
+impl LineAssembler {
+    pub fn new() -> Self {
+        LineAssembler { buf: String::new(), body_start: 0, phase: Phase::Headers, active: false }
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Takes whatever has been collected (for a timeout or an overflow).
+    pub fn take(&mut self) -> String {
+        self.active = false;
+        self.phase = Phase::Headers;
+        std::mem::take(&mut self.buf)
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        let head = &self.buf[..self.body_start.min(self.buf.len())];
+        head.lines().skip(1).filter_map(|l| l.split_once(':')).find(|(n, _)| n.trim().eq_ignore_ascii_case(name)).map(|(_, v)| v.trim())
+    }
+
+    fn kind(&self) -> Option<MessageType> {
+        let start = self.buf.lines().next()?;
+        MessageType::parse(start.split_once(' ')?.1.trim())
+    }
+
+    fn begin_body(&mut self) {
+        self.body_start = self.buf.len();
+        self.phase = Phase::Body;
+    }
+
+    fn body_complete(&self) -> bool {
+        let body = &self.buf[self.body_start..];
+        match self.header("Content-Length").and_then(|v| v.parse::<usize>().ok()) {
+            Some(n) => body.trim_end_matches('\n').len() >= n,
+            None => serde_json::from_str::<serde::de::IgnoredAny>(body).is_ok(),
+        }
+    }
+
+    /// Feeds one frame; returns the messages it completed (at most two: one ended by a new
+    /// start line, and that one if it is complete by itself).
+    pub fn push(&mut self, frame: &str) -> Vec<String> {
+        let mut done = Vec::new();
+        let frame = frame.strip_suffix("\r\n").or_else(|| frame.strip_suffix('\n')).unwrap_or(frame);
+        for line in frame.split('\n') {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if starts_line_mode(line) && self.active && self.phase != Phase::Body {
+                done.push(self.take());
+            }
+            if !self.active {
+                if !starts_line_mode(line) {
+                    continue;
+                }
+                self.active = true;
+                self.phase = Phase::Headers;
+                self.body_start = usize::MAX;
+                self.buf.clear();
+                self.buf.push_str(line);
+                continue;
+            }
+            match self.phase {
+                Phase::Headers if line.trim().is_empty() => {
+                    self.buf.push_str("\n\n");
+                    self.body_start = self.buf.len();
+                    let body_required = carries_body(self.kind())
+                        || self.header("Content-Type").is_some()
+                        || self.header("Content-Length").is_some();
+                    if !body_required {
+                        done.push(self.take());
+                    } else {
+                        self.phase = Phase::AfterBlank { body_required };
+                    }
+                }
+                Phase::Headers if line.trim_start().starts_with(['{', '[']) => {
+                    self.buf.push_str("\n\n");
+                    self.body_start = self.buf.len();
+                    self.begin_body();
+                    self.buf.push_str(line);
+                    if self.body_complete() {
+                        done.push(self.take());
+                    }
+                }
+                Phase::Headers => {
+                    self.buf.push('\n');
+                    self.buf.push_str(line);
+                }
+                Phase::AfterBlank { .. } if line.trim().is_empty() => {}
+                Phase::AfterBlank { .. } => {
+                    self.begin_body();
+                    self.buf.push_str(line);
+                    if self.body_complete() {
+                        done.push(self.take());
+                    }
+                }
+                Phase::Body => {
+                    self.buf.push('\n');
+                    self.buf.push_str(line);
+                    if self.body_complete() {
+                        done.push(self.take());
+                    }
+                }
+            }
+        }
+        done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(lines: &[&str]) -> Vec<String> {
+        let mut a = LineAssembler::new();
+        lines.iter().flat_map(|l| a.push(l)).collect()
+    }
+
+    #[test]
+    fn wscat_paste_of_the_guide_hello() {
+        let out = feed(&[
+            "RKT/1.0 HELLO",
+            "Version: 1",
+            "Message-ID: aaaaaaaa-0000-0000-0000-000000000001",
+            "Session-ID: bbbbbbbb-0000-0000-0000-000000000001",
+            "Timestamp: 2026-06-28T00:00:00Z",
+            "TTL: 30",
+            "User-Agent: wscat/test",
+            "",
+            "{\"min_version\":1,\"max_version\":1}",
+        ]);
+        assert_eq!(out.len(), 1);
+        let m = crate::decode(&out[0], 1 << 20).unwrap();
+        assert_eq!(m.kind, MessageType::Hello);
+        assert_eq!(m.body.as_deref(), Some("{\"min_version\":1,\"max_version\":1}"));
+    }
+
+    #[test]
+    fn bodiless_type_completes_at_blank_line_and_multiline_json_waits() {
+        let out = feed(&["RKT/1.0 DISCOVER", "Version: 1", ""]);
+        assert_eq!(out.len(), 1);
+        let out = feed(&["RKT/1.0 REQUEST", "TTL: 30", "", "{\"intent\":", "\"echo\"}"]);
+        assert_eq!(out, vec!["RKT/1.0 REQUEST\nTTL: 30\n\n{\"intent\":\n\"echo\"}".to_string()]);
+    }
+
+    #[test]
+    fn missing_blank_line_and_new_start_line() {
+        let out = feed(&["RKT/1.0 HELLO", "TTL: 30", "{\"min_version\":1,\"max_version\":1}"]);
+        assert_eq!(out, vec!["RKT/1.0 HELLO\nTTL: 30\n\n{\"min_version\":1,\"max_version\":1}".to_string()]);
+        let out = feed(&["RKT/1.0 HELLO", "TTL: 30", "", "RKT/1.0 GOODBYE", "TTL: 30", ""]);
+        assert_eq!(out, vec!["RKT/1.0 HELLO\nTTL: 30\n\n".to_string(), "RKT/1.0 GOODBYE\nTTL: 30\n\n".to_string()]);
+    }
+
+    #[test]
+    fn content_length_decides() {
+        let out = feed(&["RKT/1.0 PAY", "Content-Length: 2", "", "{}"]);
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn frames_outside_line_mode_are_ignored() {
+        let mut a = LineAssembler::new();
+        assert!(a.push("hello").is_empty());
+        assert!(!a.is_active());
+    }
+}

@@ -1,0 +1,460 @@
+//! The server session: answers HELLO with version negotiation, PING with PONG, malformed or
+//! untimely messages with ERROR, and hands every other message to the application as a typed
+//! [`Inbound`]; the application answers with `respond`, `stream_*`, `error` or `auth_ok`.
+
+use crate::body::*;
+use crate::client::{split_list, PeerInfo};
+use crate::codec::{self, decode, encode, Message, MessageType};
+use crate::envelope::{compact, envelope};
+use crate::errors::{codes, decode_error_body, error_body, RktError};
+use crate::lines::{starts_line_mode, LineAssembler};
+use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use std::collections::{HashMap, VecDeque};
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// `From` of the server's messages, e.g. `rkt://weather.ai`.
+    pub agent: String,
+    pub user_agent: String,
+    pub capabilities: Vec<String>,
+    pub min_version: u32,
+    pub max_version: u32,
+    /// Idle timeout announced in HELLO_ACK and enforced: no message for this long ends the
+    /// session with GOODBYE.
+    pub session_timeout_s: u64,
+    /// How long a connection may stay open without a successful HELLO.
+    pub hello_timeout_ms: u64,
+    pub max_message_size: usize,
+    /// How long a message sent line by line (wscat) may take to complete.
+    pub line_timeout_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            agent: "rkt://localhost".into(),
+            user_agent: format!("agentwire/{}", env!("CARGO_PKG_VERSION")),
+            capabilities: Vec::new(),
+            min_version: 1,
+            max_version: 1,
+            session_timeout_s: 300,
+            hello_timeout_ms: 30_000,
+            max_message_size: codec::DEFAULT_MAX_MESSAGE_SIZE,
+            line_timeout_ms: 60_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerState {
+    AwaitingHello,
+    Ready,
+    Closed,
+}
+
+/// A message for the application, already validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inbound {
+    /// Its `Message-ID`: pass it as `reply_to` when answering.
+    pub id: String,
+    pub kind: InboundKind,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    /// The `Authorization` header, if the message carried one.
+    pub authorization: Option<String>,
+    pub priority: Priority,
+    pub ttl_s: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum InboundKind {
+    Request { intent: String, params: Option<Value>, context: Option<Value>, stream: bool },
+    Discover,
+    MemorySet(MemorySetBody),
+    MemoryGet(MemoryGetBody),
+    Pay(PayBody),
+    Auth(AuthBody),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerEvent {
+    /// HELLO accepted and HELLO_ACK sent.
+    Ready { client: PeerInfo, agreed_version: u32 },
+    Inbound(Inbound),
+    /// A message was refused with an ERROR reply (already sent); the session goes on.
+    Rejected(RktError),
+    /// The client sent an ERROR.
+    PeerError(RktError),
+    /// The client said GOODBYE; the session closed with 1000.
+    Goodbye,
+    Closed { code: u16, reason: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Timer {
+    Idle,
+    Lines,
+}
+
+pub struct ServerSession {
+    cfg: ServerConfig,
+    entropy: Box<dyn Entropy + Send>,
+    state: ServerState,
+    session_id: String,
+    streams: HashMap<String, u64>,
+    lines: LineAssembler,
+    timers: Timers<Timer>,
+    transmit: VecDeque<Outgoing>,
+    events: VecDeque<ServerEvent>,
+}
+
+fn parse_body<T: DeserializeOwned>(msg: &Message) -> Result<T, String> {
+    let body = msg.body.as_deref().ok_or_else(|| format!("{} needs a JSON body", msg.kind))?;
+    serde_json::from_str(body).map_err(|e| format!("{} body: {e}", msg.kind))
+}
+
+impl ServerSession {
+    pub fn new(cfg: ServerConfig, mut entropy: Box<dyn Entropy + Send>) -> Self {
+        let session_id = entropy.uuid_v4();
+        ServerSession {
+            cfg,
+            entropy,
+            state: ServerState::AwaitingHello,
+            session_id,
+            streams: HashMap::new(),
+            lines: LineAssembler::new(),
+            timers: Timers::new(),
+            transmit: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    pub fn state(&self) -> ServerState {
+        self.state
+    }
+
+    /// The session id: the client's from its HELLO once ready.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.cfg
+    }
+
+    pub fn handle_open(&mut self, now: Millis) {
+        self.timers.set(Timer::Idle, now + self.cfg.hello_timeout_ms);
+    }
+
+    pub fn handle_text(&mut self, now: Millis, text: &str) {
+        if self.state == ServerState::Closed {
+            return;
+        }
+        if self.lines.is_active() || starts_line_mode(text) {
+            for message in self.lines.push(text) {
+                self.on_text(now, &message);
+            }
+            if self.lines.len() > self.cfg.max_message_size {
+                let partial = self.lines.take();
+                self.on_text(now, &partial);
+            }
+            if self.lines.is_active() {
+                if self.timers.deadline(&Timer::Lines).is_none() {
+                    self.timers.set(Timer::Lines, now + self.cfg.line_timeout_ms);
+                }
+            } else {
+                self.timers.cancel(&Timer::Lines);
+            }
+            return;
+        }
+        self.on_text(now, text);
+    }
+
+    pub fn handle_binary(&mut self, now: Millis, bytes: &[u8]) {
+        let m = format!("binary frame of {} bytes: RKT messages are text", bytes.len());
+        self.reject(now, None, error_body(codes::BAD_MESSAGE, m, Some(json!({"field": "frame"})), None), ErrorKind::Decode);
+    }
+
+    pub fn handle_close(&mut self, _now: Millis, code: u16, reason: &str) {
+        self.finish(code, reason);
+    }
+
+    pub fn handle_timeout(&mut self, now: Millis) {
+        for t in self.timers.expire(now) {
+            match t {
+                Timer::Lines => {
+                    let partial = self.lines.take();
+                    self.on_text(now, &partial);
+                }
+                Timer::Idle if self.state == ServerState::AwaitingHello => {
+                    self.close(1008, "no HELLO in time");
+                }
+                Timer::Idle => {
+                    let id = self.entropy.uuid_v4();
+                    let bye = self.message(MessageType::Goodbye, id, None, now);
+                    self.send(&bye);
+                    self.close(1000, "session timeout");
+                }
+            }
+        }
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<Outgoing> {
+        self.transmit.pop_front()
+    }
+
+    pub fn poll_event(&mut self) -> Option<ServerEvent> {
+        self.events.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.timers.next()
+    }
+
+    // ---- answers ------------------------------------------------------------------------
+
+    /// RESPONSE with a JSON body.
+    pub fn respond(&mut self, now: Millis, reply_to: &str, body: &Value) {
+        self.reply(now, MessageType::Response, reply_to, Some(compact(body)), &[]);
+    }
+
+    pub fn stream_begin(&mut self, now: Millis, reply_to: &str, body: &Value) {
+        self.streams.insert(reply_to.to_string(), 0);
+        self.reply(now, MessageType::StreamBegin, reply_to, Some(compact(body)), &[]);
+    }
+
+    /// STREAM_DATA with the next `Seq` (0, 1, 2, ...); returns it.
+    pub fn stream_data(&mut self, now: Millis, reply_to: &str, chunk: &Value) -> u64 {
+        let seq = self.streams.entry(reply_to.to_string()).or_insert(0);
+        let this = *seq;
+        *seq += 1;
+        self.reply(now, MessageType::StreamData, reply_to, Some(compact(chunk)), &[("Seq", this.to_string())]);
+        this
+    }
+
+    /// STREAM_END with `{"count": N}`.
+    pub fn stream_end(&mut self, now: Millis, reply_to: &str) {
+        let count = self.streams.remove(reply_to).unwrap_or(0);
+        self.reply(now, MessageType::StreamEnd, reply_to, Some(compact(&json!({"count": count}))), &[]);
+    }
+
+    pub fn auth_ok(&mut self, now: Millis, reply_to: &str, body: &AuthOkBody) {
+        let text = serde_json::to_string(body).unwrap_or_default();
+        self.reply(now, MessageType::AuthOk, reply_to, Some(text), &[]);
+    }
+
+    /// ERROR; `retry_after_s` adds the `Retry-After` header (429).
+    pub fn error(&mut self, now: Millis, reply_to: Option<&str>, body: &ErrorBody, retry_after_s: Option<u64>) {
+        let id = self.entropy.uuid_v4();
+        let mut msg = self.message(MessageType::Error, id, reply_to, now);
+        if let Some(s) = retry_after_s {
+            msg.headers.set("Retry-After", s.to_string());
+        }
+        msg.body = Some(serde_json::to_string(body).unwrap_or_default());
+        self.send(&msg);
+    }
+
+    pub fn goodbye(&mut self, now: Millis) {
+        if self.state == ServerState::Closed {
+            return;
+        }
+        let id = self.entropy.uuid_v4();
+        let bye = self.message(MessageType::Goodbye, id, None, now);
+        self.send(&bye);
+        self.close(1000, "goodbye");
+    }
+
+    // ---- internals ----------------------------------------------------------------------
+
+    fn message(&self, kind: MessageType, id: String, reply_to: Option<&str>, now: Millis) -> Message {
+        let ttl = (!kind.is_reply()).then_some(30);
+        let mut msg = envelope(kind, id, reply_to, &self.session_id, now, ttl);
+        msg.headers.set("From", self.cfg.agent.as_str());
+        msg
+    }
+
+    fn reply(&mut self, now: Millis, kind: MessageType, reply_to: &str, body: Option<String>, extra: &[(&str, String)]) {
+        if self.state == ServerState::Closed {
+            return;
+        }
+        let id = self.entropy.uuid_v4();
+        let mut msg = self.message(kind, id, Some(reply_to), now);
+        for (name, value) in extra {
+            msg.headers.set(name, value.as_str());
+        }
+        msg.body = body;
+        self.send(&msg);
+    }
+
+    fn send(&mut self, msg: &Message) {
+        if self.state != ServerState::Closed {
+            self.transmit.push_back(Outgoing::Text(encode(msg)));
+        }
+    }
+
+    fn close(&mut self, code: u16, reason: &str) {
+        if self.state == ServerState::Closed {
+            return;
+        }
+        self.transmit.push_back(Outgoing::Close { code, reason: reason.into() });
+        self.finish(code, reason);
+    }
+
+    fn finish(&mut self, code: u16, reason: &str) {
+        if self.state == ServerState::Closed {
+            return;
+        }
+        self.state = ServerState::Closed;
+        self.timers.clear();
+        self.events.push_back(ServerEvent::Closed { code, reason: reason.into() });
+    }
+
+    fn reject(&mut self, now: Millis, reply_to: Option<&str>, body: ErrorBody, kind: ErrorKind) {
+        self.error(now, reply_to, &body, None);
+        let mut e = RktError::remote(&body, reply_to, None);
+        e.error.kind = kind;
+        self.events.push_back(ServerEvent::Rejected(e));
+    }
+
+    fn on_text(&mut self, now: Millis, text: &str) {
+        match decode(text, self.cfg.max_message_size) {
+            Ok(msg) => self.on_message(now, msg),
+            Err(e) => {
+                let body = decode_error_body(&e);
+                let reply_to = e.message_id.clone();
+                self.error(now, reply_to.as_deref(), &body, None);
+                self.events.push_back(ServerEvent::Rejected(RktError::decode(&e)));
+            }
+        }
+    }
+
+    fn bad_body(&mut self, now: Millis, msg: &Message, why: String) {
+        let id = msg.message_id().to_string();
+        let body = error_body(codes::BAD_MESSAGE, why, Some(json!({"field": "body"})), Some(id.clone()));
+        self.reject(now, Some(&id), body, ErrorKind::Decode);
+    }
+
+    fn on_message(&mut self, now: Millis, msg: Message) {
+        if self.state == ServerState::Ready {
+            self.timers.set(Timer::Idle, now + self.cfg.session_timeout_s.saturating_mul(1000));
+        }
+        let id = msg.message_id().to_string();
+        let kind = match msg.kind {
+            MessageType::Hello => return self.on_hello(now, msg),
+            MessageType::Ping => {
+                return self.reply(now, MessageType::Pong, &id, None, &[]);
+            }
+            MessageType::Goodbye => {
+                self.events.push_back(ServerEvent::Goodbye);
+                return self.close(1000, "goodbye");
+            }
+            MessageType::Pong => return,
+            MessageType::Error => {
+                let body = parse_body::<ErrorBody>(&msg).unwrap_or_else(|why| error_body(0, why, None, None));
+                self.events.push_back(ServerEvent::PeerError(RktError::remote(&body, msg.reply_to(), None)));
+                return;
+            }
+            _ if self.state != ServerState::Ready => {
+                let m = format!("{} before HELLO: send HELLO first", msg.kind);
+                let body = error_body(codes::NOT_READY, m, None, Some(id.clone()));
+                return self.reject(now, Some(&id), body, ErrorKind::State);
+            }
+            MessageType::Request => match parse_body::<RequestBody>(&msg) {
+                Ok(b) if !b.intent.trim().is_empty() => InboundKind::Request {
+                    intent: b.intent,
+                    params: b.params,
+                    context: b.context,
+                    stream: msg.header("Stream").is_some_and(|v| v.eq_ignore_ascii_case("true")),
+                },
+                Ok(_) => return self.bad_body(now, &msg, "REQUEST intent must not be empty".into()),
+                Err(why) => return self.bad_body(now, &msg, why),
+            },
+            MessageType::Discover => InboundKind::Discover,
+            MessageType::MemorySet => match parse_body::<MemorySetBody>(&msg) {
+                Ok(b) if valid_key(&b.key, b.namespace.as_deref()) => InboundKind::MemorySet(b),
+                Ok(_) => return self.bad_body(now, &msg, "MEMORY_SET key and namespace must not be empty".into()),
+                Err(why) => return self.bad_body(now, &msg, why),
+            },
+            MessageType::MemoryGet => match parse_body::<MemoryGetBody>(&msg) {
+                Ok(b) if valid_key(&b.key, b.namespace.as_deref()) => InboundKind::MemoryGet(b),
+                Ok(_) => return self.bad_body(now, &msg, "MEMORY_GET key and namespace must not be empty".into()),
+                Err(why) => return self.bad_body(now, &msg, why),
+            },
+            MessageType::Pay => match parse_body::<PayBody>(&msg) {
+                Ok(b) if b.amount.is_finite() && b.amount > 0.0 && !b.currency.trim().is_empty() => InboundKind::Pay(b),
+                Ok(_) => return self.bad_body(now, &msg, "PAY needs a positive amount and a currency".into()),
+                Err(why) => return self.bad_body(now, &msg, why),
+            },
+            MessageType::Auth => match parse_body::<AuthBody>(&msg) {
+                Ok(b) => InboundKind::Auth(b),
+                Err(why) => return self.bad_body(now, &msg, why),
+            },
+            other => {
+                let m = format!("a client does not send {other}");
+                let body = error_body(codes::BAD_MESSAGE, m, Some(json!({"field": "type"})), Some(id.clone()));
+                return self.reject(now, Some(&id), body, ErrorKind::Protocol);
+            }
+        };
+        let inbound = Inbound {
+            id,
+            kind,
+            from: msg.header("From").map(str::to_string),
+            to: msg.header("To").map(str::to_string),
+            authorization: msg.header("Authorization").map(str::to_string),
+            priority: msg.header("Priority").and_then(Priority::parse).unwrap_or_default(),
+            ttl_s: msg.ttl(),
+        };
+        self.events.push_back(ServerEvent::Inbound(inbound));
+    }
+
+    fn on_hello(&mut self, now: Millis, msg: Message) {
+        let id = msg.message_id().to_string();
+        if self.state == ServerState::Ready {
+            let body = error_body(codes::NOT_READY, "the session is already established", None, Some(id.clone()));
+            return self.reject(now, Some(&id), body, ErrorKind::State);
+        }
+        let hello = match msg.body {
+            None => HelloBody { min_version: 1, max_version: 1 },
+            Some(_) => match parse_body::<HelloBody>(&msg) {
+                Ok(h) if h.min_version <= h.max_version => h,
+                Ok(_) => return self.bad_body(now, &msg, "HELLO min_version is above max_version".into()),
+                Err(why) => return self.bad_body(now, &msg, why),
+            },
+        };
+        let lo = hello.min_version.max(self.cfg.min_version);
+        let hi = hello.max_version.min(self.cfg.max_version);
+        if lo > hi {
+            let m = format!(
+                "no common version: client speaks {}..={}, server {}..={}",
+                hello.min_version, hello.max_version, self.cfg.min_version, self.cfg.max_version
+            );
+            let details = json!({"min_version": self.cfg.min_version, "max_version": self.cfg.max_version});
+            let body = error_body(codes::VERSION_UNSUPPORTED, m, Some(details), Some(id.clone()));
+            return self.reject(now, Some(&id), body, ErrorKind::Version);
+        }
+        // The client chose the session id; every message of the session shares it.
+        self.session_id = msg.header("Session-ID").unwrap_or_default().to_string();
+        self.state = ServerState::Ready;
+        self.timers.set(Timer::Idle, now + self.cfg.session_timeout_s.saturating_mul(1000));
+        let ack_id = self.entropy.uuid_v4();
+        let mut ack = self.message(MessageType::HelloAck, ack_id, Some(&id), now);
+        ack.headers.set("User-Agent", self.cfg.user_agent.as_str());
+        if !self.cfg.capabilities.is_empty() {
+            ack.headers.set("Capabilities", self.cfg.capabilities.join(","));
+        }
+        ack.body = Some(compact(&json!({"agreed_version": hi, "session_timeout": self.cfg.session_timeout_s})));
+        self.send(&ack);
+        let client = PeerInfo {
+            from: msg.header("From").map(str::to_string),
+            user_agent: msg.header("User-Agent").map(str::to_string),
+            capabilities: split_list(msg.header("Capabilities")),
+        };
+        self.events.push_back(ServerEvent::Ready { client, agreed_version: hi });
+    }
+}
+
+fn valid_key(key: &str, namespace: Option<&str>) -> bool {
+    !key.is_empty() && namespace.is_none_or(|n| !n.is_empty())
+}
