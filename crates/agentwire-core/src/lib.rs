@@ -5,6 +5,7 @@
 //! drains [`Outgoing`] frames, events and the next timer deadline after every input.
 
 mod backoff;
+mod bucket;
 mod entropy;
 mod error;
 mod frame;
@@ -12,6 +13,7 @@ mod time;
 mod timers;
 
 pub use backoff::Backoff;
+pub use bucket::TokenBucket;
 pub use entropy::{Entropy, SeededEntropy};
 pub use error::{Error, ErrorKind};
 pub use frame::Outgoing;

@@ -11,6 +11,8 @@ pub mod codec;
 mod envelope;
 pub mod errors;
 mod lines;
+pub mod reference;
+pub mod resolve;
 pub mod server;
 
 pub use body::*;
@@ -18,3 +20,4 @@ pub use client::{ClientConfig, ClientEvent, ClientSession, ClientState, PeerInfo
 pub use codec::{decode, encode, DecodeError, DecodeErrorKind, Headers, Message, MessageType};
 pub use errors::{codes, RktError};
 pub use server::{Inbound, InboundKind, ServerConfig, ServerEvent, ServerSession, ServerState};
+pub use resolve::resolve;

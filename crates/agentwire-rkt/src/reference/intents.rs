@@ -1,0 +1,70 @@
+//! The demo intents' data: deterministic, derived from the city name and the date.
+
+use agentwire_core::{format_iso8601, Millis};
+use serde_json::{json, Value};
+
+const CONDITIONS: [&str; 6] = ["Sunny", "Partly cloudy", "Cloudy", "Rain", "Showers", "Windy"];
+
+fn fnv(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in p.iter().chain(&[0xff]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// `weather.current`: `{city, temperature, condition, humidity, wind_kph}` (°C). Seoul is the
+/// guide's example: 24 and Sunny.
+pub fn current(city: &str) -> Value {
+    let h = fnv(&[city.to_lowercase().as_bytes()]);
+    let (temperature, condition) = if city.eq_ignore_ascii_case("seoul") {
+        (24, "Sunny")
+    } else {
+        (5 + (h % 31) as i64, CONDITIONS[(h >> 8) as usize % CONDITIONS.len()])
+    };
+    json!({
+        "city": city,
+        "temperature": temperature,
+        "condition": condition,
+        "humidity": 30 + (h >> 16) % 60,
+        "wind_kph": (h >> 24) % 40,
+    })
+}
+
+/// `weather.forecast`: one item per day from tomorrow, `{date, high, low, condition}`.
+pub fn forecast(city: &str, days: u32, today: Millis) -> Vec<Value> {
+    (1..=u64::from(days))
+        .map(|d| {
+            let date = format_iso8601(today - today % 86_400_000 + d * 86_400_000)[..10].to_string();
+            let h = fnv(&[city.to_lowercase().as_bytes(), date.as_bytes()]);
+            let low = (h % 20) as i64;
+            json!({
+                "date": date,
+                "high": low + 4 + ((h >> 8) % 10) as i64,
+                "low": low,
+                "condition": CONDITIONS[(h >> 16) as usize % CONDITIONS.len()],
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deterministic_and_guide_shaped() {
+        assert_eq!(current("Seoul")["temperature"], 24);
+        assert_eq!(current("Seoul")["condition"], "Sunny");
+        assert_eq!(current("Oslo"), current("Oslo"));
+        let f = forecast("Seoul", 7, 1_782_648_000_000);
+        assert_eq!(f.len(), 7);
+        assert_eq!(f[0]["date"], "2026-06-29");
+        assert_eq!(f[6]["date"], "2026-07-05");
+        assert!(f.iter().all(|d| d["high"].as_i64() > d["low"].as_i64()));
+        assert_eq!(f, forecast("Seoul", 7, 1_782_648_000_000 + 3_600_000));
+    }
+}

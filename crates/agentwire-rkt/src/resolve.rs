@@ -1,0 +1,82 @@
+//! `rkt://` addresses to WebSocket URLs.
+//!
+//! The guide's rule (its LLM tool example): `rkt://host` is `ws://host:7749/rkt`. agentwire
+//! keeps it and fills in what the guide leaves open:
+//! - `rkt://host` → `ws://host:7749/rkt`; `rkt://host:port` → `ws://host:port/rkt`;
+//!   `rkt://host/path` keeps the path; a query is kept.
+//! - `rkts://host` → `wss://host:7749/rkt` (TLS).
+//! - a bare `host[:port][/path]` is read as `rkt://...`.
+//! - `ws://` and `wss://` URLs are returned unchanged.
+//!
+//! There is no DNS or registry lookup: the guide names an "RNS" but defines none.
+
+/// The default RKT port.
+pub const DEFAULT_PORT: u16 = 7749;
+/// The default WebSocket path.
+pub const DEFAULT_PATH: &str = "/rkt";
+
+/// Why an address could not be resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolveError(pub String);
+
+impl std::fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ResolveError {}
+
+pub fn resolve(address: &str) -> Result<String, ResolveError> {
+    let address = address.trim();
+    if address.starts_with("ws://") || address.starts_with("wss://") {
+        return Ok(address.to_string());
+    }
+    let (scheme, rest) = if let Some(r) = address.strip_prefix("rkts://") {
+        ("wss", r)
+    } else if let Some(r) = address.strip_prefix("rkt://") {
+        ("ws", r)
+    } else if address.contains("://") {
+        return Err(ResolveError(format!("`{address}` is not an rkt://, rkts://, ws:// or wss:// address")));
+    } else {
+        ("ws", address)
+    };
+    let split = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(split);
+    if authority.is_empty() || authority.starts_with(':') || authority.contains('@') || authority.contains(char::is_whitespace) {
+        return Err(ResolveError(format!("`{address}` has no valid host")));
+    }
+    let has_port = match authority.rsplit_once(':') {
+        Some((host, _)) if !host.ends_with(']') && host.contains(':') => false, // bare IPv6
+        Some((_, port)) => {
+            if port.parse::<u16>().is_err() {
+                return Err(ResolveError(format!("`{port}` is not a port")));
+            }
+            true
+        }
+        None => false,
+    };
+    let authority = if has_port { authority.to_string() } else { format!("{authority}:{DEFAULT_PORT}") };
+    let tail = if tail.is_empty() || tail.starts_with('?') { format!("{DEFAULT_PATH}{tail}") } else { tail.to_string() };
+    Ok(format!("{scheme}://{authority}{tail}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules() {
+        assert_eq!(resolve("rkt://weather.ai").unwrap(), "ws://weather.ai:7749/rkt");
+        assert_eq!(resolve("weather.ai").unwrap(), "ws://weather.ai:7749/rkt");
+        assert_eq!(resolve("rkt://localhost:9000").unwrap(), "ws://localhost:9000/rkt");
+        assert_eq!(resolve("rkts://weather.ai/agents/w").unwrap(), "wss://weather.ai:7749/agents/w");
+        assert_eq!(resolve("rkt://[::1]").unwrap(), "ws://[::1]:7749/rkt");
+        assert_eq!(resolve("rkt://[::1]:80").unwrap(), "ws://[::1]:80/rkt");
+        assert_eq!(resolve("rkt://h?x=1").unwrap(), "ws://h:7749/rkt?x=1");
+        assert_eq!(resolve("ws://localhost:7749/rkt").unwrap(), "ws://localhost:7749/rkt");
+        for bad in ["http://x", "rkt://", "rkt://a:b", "rkt://u@h", "rkt://:7749", "rkt://a:99999"] {
+            assert!(resolve(bad).is_err(), "{bad}");
+        }
+    }
+}
