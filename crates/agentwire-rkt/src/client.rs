@@ -191,9 +191,9 @@ impl ClientSession {
         &self.session_id
     }
 
-    /// Commands sent or queued and not yet finished.
+    /// Commands sent or queued and not yet finished (queued ones are tracked as pending too).
     pub fn in_flight(&self) -> usize {
-        self.pending.len() + self.queue.len()
+        self.pending.len()
     }
 
     // ---- inputs -------------------------------------------------------------------------
@@ -477,8 +477,8 @@ impl ClientSession {
         let mut ids: Vec<(Millis, String, bool)> =
             self.pending.drain().map(|(id, p)| (p.sent_at, id, p.silent)).collect();
         ids.sort();
-        let queued = std::mem::take(&mut self.queue).into_iter().map(|q| (0, q.id, false));
-        for (_, id, silent) in ids.into_iter().chain(queued) {
+        self.queue.clear();
+        for (_, id, silent) in ids {
             if !silent {
                 let m = format!("connection closed ({code} {reason}) before a reply");
                 let error = RktError::local(ErrorKind::Closed, m).for_request(&id);

@@ -1,0 +1,523 @@
+//! Client and server sessions driven against each other in memory, with time passed in.
+
+use agentwire_core::{Entropy, ErrorKind, Outgoing, SeededEntropy};
+use agentwire_rkt::reference::{self, Connection, ReferenceConfig, Shared};
+use agentwire_rkt::*;
+use serde_json::{json, Value};
+
+const T0: u64 = 1_782_648_000_000;
+
+struct Pair {
+    client: ClientSession,
+    server: ServerSession,
+    cfg: ReferenceConfig,
+    shared: Shared,
+    conn: Connection,
+    entropy: SeededEntropy,
+    /// Every text frame the client sent, for assertions on the wire.
+    client_wire: Vec<String>,
+    server_wire: Vec<String>,
+    events: Vec<ClientEvent>,
+    server_events: Vec<ServerEvent>,
+    closed: bool,
+}
+
+impl Pair {
+    fn new(client_cfg: ClientConfig, cfg: ReferenceConfig) -> Pair {
+        let client = ClientSession::new(client_cfg, Box::new(SeededEntropy::new(1)));
+        let server = ServerSession::new(cfg.server_config(), Box::new(SeededEntropy::new(2)));
+        let shared = Shared::new(&cfg);
+        let conn = Connection::new(&cfg);
+        Pair { client, server, shared, conn, cfg, entropy: SeededEntropy::new(3), client_wire: vec![], server_wire: vec![], events: vec![], server_events: vec![], closed: false }
+    }
+
+    fn open(&mut self, now: u64) {
+        self.server.handle_open(now);
+        self.client.handle_open(now);
+        self.pump(now);
+    }
+
+    /// Moves frames both ways until nothing is left; the server answers with the reference agent.
+    fn pump(&mut self, now: u64) {
+        loop {
+            let mut moved = false;
+            while let Some(out) = self.client.poll_transmit() {
+                moved = true;
+                match out {
+                    Outgoing::Text(t) => {
+                        self.client_wire.push(t.clone());
+                        self.server.handle_text(now, &t);
+                    }
+                    Outgoing::Close { code, reason } => {
+                        self.server.handle_close(now, code, &reason);
+                        self.closed = true;
+                    }
+                    Outgoing::Binary(_) => unreachable!("RKT is text"),
+                }
+            }
+            while let Some(ev) = self.server.poll_event() {
+                moved = true;
+                if let ServerEvent::Inbound(msg) = ev.clone() {
+                    reference::handle(&self.cfg, &mut self.shared, &mut self.conn, &mut self.server, &mut self.entropy, now, msg);
+                }
+                self.server_events.push(ev);
+            }
+            while let Some(out) = self.server.poll_transmit() {
+                moved = true;
+                match out {
+                    Outgoing::Text(t) => {
+                        self.server_wire.push(t.clone());
+                        self.client.handle_text(now, &t);
+                    }
+                    Outgoing::Close { code, reason } => {
+                        self.client.handle_close(now, code, &reason);
+                        self.closed = true;
+                    }
+                    Outgoing::Binary(_) => unreachable!("RKT is text"),
+                }
+            }
+            while let Some(ev) = self.client.poll_event() {
+                moved = true;
+                self.events.push(ev);
+            }
+            if !moved {
+                break;
+            }
+        }
+    }
+
+    fn take_events(&mut self) -> Vec<ClientEvent> {
+        std::mem::take(&mut self.events)
+    }
+}
+
+fn ready_pair() -> Pair {
+    let mut p = Pair::new(ClientConfig::default(), ReferenceConfig::default());
+    p.open(T0);
+    assert!(matches!(p.take_events().as_slice(), [ClientEvent::Ready { agreed_version: 1, session_timeout: 300, .. }]));
+    p
+}
+
+fn body(ev: &ClientEvent) -> Value {
+    match ev {
+        ClientEvent::Response { body: Some(b), .. } => serde_json::from_str(b).unwrap(),
+        other => panic!("not a response with a body: {other:?}"),
+    }
+}
+
+#[test]
+fn handshake_then_request_correlated_by_reply_to() {
+    let mut p = ready_pair();
+    assert_eq!(p.client.state(), ClientState::Ready);
+    assert!(p.server_wire[0].starts_with("RKT/1.0 HELLO_ACK\nVersion: 1\n"));
+    let a = p.client.request(T0, "weather.current", Some(json!({"city": "Seoul"})), RequestOptions::default()).unwrap();
+    let b = p.client.request(T0, "echo", Some(json!({"n": 2})), RequestOptions::default()).unwrap();
+    p.pump(T0);
+    let ev = p.take_events();
+    assert_eq!(ev.len(), 2);
+    match (&ev[0], &ev[1]) {
+        (ClientEvent::Response { id: ia, .. }, ClientEvent::Response { id: ib, .. }) => {
+            assert_eq!((ia, ib), (&a, &b));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(body(&ev[0])["data"], json!({"city":"Seoul","temperature":24,"condition":"Sunny","humidity":body(&ev[0])["data"]["humidity"],"wind_kph":body(&ev[0])["data"]["wind_kph"]}));
+    assert_eq!(body(&ev[1])["data"], json!({"n": 2}));
+    // Every reply names the request it answers.
+    assert!(p.server_wire[1].contains(&format!("Reply-To: {a}\n")));
+}
+
+#[test]
+fn commands_before_ready_are_queued_and_sent_by_priority() {
+    let mut p = Pair::new(ClientConfig::default(), ReferenceConfig::default());
+    let low = p.client.request(T0, "echo", Some(json!(1)), RequestOptions { priority: Some(Priority::Low), ..Default::default() }).unwrap();
+    let normal = p.client.request(T0, "echo", Some(json!(2)), RequestOptions::default()).unwrap();
+    let urgent = p.client.request(T0, "echo", Some(json!(3)), RequestOptions { priority: Some(Priority::Urgent), ..Default::default() }).unwrap();
+    assert_eq!(p.client.poll_transmit(), None, "nothing is sent before the socket opens");
+    p.open(T0);
+    let order: Vec<String> = p.events.iter().filter_map(|e| match e { ClientEvent::Response { id, .. } => Some(id.clone()), _ => None }).collect();
+    assert_eq!(order, vec![urgent.clone(), normal, low]);
+    assert!(p.client_wire[1].contains("Priority: URGENT\n"));
+}
+
+#[test]
+fn stream_in_seq_order() {
+    let mut p = ready_pair();
+    let id = p.client.request(T0, "weather.forecast", Some(json!({"city": "Seoul", "days": 7})), RequestOptions { stream: true, ..Default::default() }).unwrap();
+    p.pump(T0);
+    let ev = p.take_events();
+    assert!(matches!(&ev[0], ClientEvent::StreamBegin { id: i, .. } if *i == id));
+    let seqs: Vec<u64> = ev.iter().filter_map(|e| match e { ClientEvent::StreamData { seq, .. } => Some(*seq), _ => None }).collect();
+    assert_eq!(seqs, (0..7).collect::<Vec<_>>());
+    assert!(matches!(ev.last(), Some(ClientEvent::StreamEnd { .. })));
+    assert!(p.client_wire.last().unwrap().contains("Stream: true\n"));
+}
+
+fn stream_frames(reply_to: &str, seqs: &[u64], count: u64) -> Vec<String> {
+    let head = |t: &str, extra: String| format!("RKT/1.0 {t}\nVersion: 1\nMessage-ID: m-{t}-{}\nReply-To: {reply_to}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n{extra}", extra.len());
+    let mut v = vec![head("STREAM_BEGIN", String::new())];
+    for s in seqs {
+        v.push(format!("{}\n{{\"seq\":{s}}}", head("STREAM_DATA", format!("Seq: {s}\n"))));
+    }
+    v.push(format!("{}\n{{\"count\":{count}}}", head("STREAM_END", String::new())));
+    v
+}
+
+#[test]
+fn out_of_order_chunks_are_reordered_and_duplicates_dropped() {
+    let mut p = ready_pair();
+    let id = p.client.request(T0, "x", None, RequestOptions { stream: true, ..Default::default() }).unwrap();
+    let _ = p.client.poll_transmit();
+    for f in stream_frames(&id, &[1, 0, 0, 2], 3) {
+        p.client.handle_text(T0, &f);
+    }
+    let mut ev = vec![];
+    while let Some(e) = p.client.poll_event() {
+        ev.push(e);
+    }
+    let seqs: Vec<u64> = ev.iter().filter_map(|e| match e { ClientEvent::StreamData { seq, .. } => Some(*seq), _ => None }).collect();
+    assert_eq!(seqs, vec![0, 1, 2]);
+    assert!(ev.iter().any(|e| matches!(e, ClientEvent::Error(err) if err.error.message.contains("duplicate stream chunk Seq 0"))));
+    assert!(matches!(ev.last(), Some(ClientEvent::StreamEnd { .. })));
+}
+
+#[test]
+fn a_gap_fails_the_stream_naming_the_missing_seq() {
+    let mut p = ready_pair();
+    let id = p.client.request(T0, "x", None, RequestOptions { stream: true, ..Default::default() }).unwrap();
+    let _ = p.client.poll_transmit();
+    for f in stream_frames(&id, &[0, 2], 3) {
+        p.client.handle_text(T0, &f);
+    }
+    let mut last = None;
+    while let Some(e) = p.client.poll_event() {
+        last = Some(e);
+    }
+    match last {
+        Some(ClientEvent::Failed { id: fid, error }) => {
+            assert_eq!(fid, id);
+            assert_eq!(error.kind(), ErrorKind::Protocol);
+            assert!(error.error.message.contains("missing Seq [1]"), "{}", error.error.message);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn ttl_expiry_through_handle_timeout() {
+    let mut p = ready_pair();
+    let id = p.client.request(T0, "echo", None, RequestOptions { ttl_s: Some(5), ..Default::default() }).unwrap();
+    let _ = p.client.poll_transmit(); // lost on the way
+    assert_eq!(p.client.poll_timeout(), Some(T0 + 5_000));
+    p.client.handle_timeout(T0 + 4_999);
+    assert_eq!(p.client.poll_event(), None);
+    p.client.handle_timeout(T0 + 5_000);
+    match p.client.poll_event() {
+        Some(ClientEvent::Failed { id: fid, error }) => {
+            assert_eq!(fid, id);
+            assert_eq!(error.kind(), ErrorKind::Timeout);
+            assert!(error.error.retryable);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A late reply is dropped quietly.
+    let late = format!("RKT/1.0 RESPONSE\nVersion: 1\nMessage-ID: late\nReply-To: {id}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n\n{{}}");
+    p.client.handle_text(T0 + 6_000, &late);
+    assert_eq!(p.client.poll_event(), None);
+    assert_eq!(p.client.in_flight(), 0);
+}
+
+#[test]
+fn version_without_overlap_is_603() {
+    let cfg = ClientConfig { min_version: 2, max_version: 3, ..Default::default() };
+    let mut p = Pair::new(cfg, ReferenceConfig::default());
+    p.open(T0);
+    let ev = p.take_events();
+    match &ev[0] {
+        ClientEvent::Error(e) => {
+            assert_eq!(e.code(), Some(603));
+            assert_eq!(e.kind(), ErrorKind::Version);
+            assert_eq!(e.name.as_deref(), Some("VERSION_UNSUPPORTED"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(ev.last(), Some(ClientEvent::Closed { code: 1000, .. })));
+    assert!(p.server_wire[0].starts_with("RKT/1.0 ERROR\n"));
+}
+
+#[test]
+fn auth_bearer_and_did() {
+    let cfg = ReferenceConfig { api_keys: vec!["k1".into()], allowed_dids: vec!["did:rkt:ok".into()], ..Default::default() };
+    let mut p = Pair::new(ClientConfig::default(), cfg);
+    p.open(T0);
+    p.take_events();
+    p.client.request(T0, "echo", None, RequestOptions::default()).unwrap();
+    p.pump(T0);
+    match &p.take_events()[0] {
+        ClientEvent::Failed { error, .. } => {
+            assert_eq!(error.code(), Some(401));
+            assert_eq!(error.kind(), ErrorKind::Auth);
+        }
+        other => panic!("{other:?}"),
+    }
+    p.client.auth(T0, AuthBody::Did { did: "did:rkt:nope".into(), scopes: vec![] }).unwrap();
+    p.pump(T0);
+    assert!(matches!(&p.take_events()[0], ClientEvent::Failed { error, .. } if error.code() == Some(401)));
+    p.client.auth(T0, AuthBody::Did { did: "did:rkt:ok".into(), scopes: vec!["read".into()] }).unwrap();
+    p.pump(T0);
+    match &p.take_events()[0] {
+        ClientEvent::AuthOk { auth, .. } => {
+            assert!(auth.session_token.starts_with("rkt_"));
+            assert_eq!(auth.scopes, vec!["read".to_string()]);
+        }
+        other => panic!("{other:?}"),
+    }
+    p.client.request(T0, "echo", Some(json!(1)), RequestOptions::default()).unwrap();
+    p.pump(T0);
+    assert_eq!(body(&p.take_events()[0])["data"], 1);
+}
+
+#[test]
+fn configured_bearer_is_sent_before_queued_requests() {
+    let cfg = ReferenceConfig { api_keys: vec!["k1".into()], ..Default::default() };
+    let ccfg = ClientConfig { authorization: Some("Bearer k1".into()), ..Default::default() };
+    let mut p = Pair::new(ccfg, cfg);
+    p.client.request(T0, "echo", Some(json!("hi")), RequestOptions::default()).unwrap();
+    p.open(T0);
+    let ev = p.take_events();
+    assert!(matches!(ev[1], ClientEvent::AuthOk { .. }), "{ev:?}");
+    assert_eq!(body(&ev[2])["data"], "hi");
+}
+
+#[test]
+fn pay_then_priced_intent_else_605() {
+    let mut cfg = ReferenceConfig::default();
+    cfg.prices.insert("weather.forecast".into(), 0.001);
+    let mut p = Pair::new(ClientConfig::default(), cfg);
+    p.open(T0);
+    p.take_events();
+    p.client.request(T0, "weather.forecast", None, RequestOptions::default()).unwrap();
+    p.pump(T0);
+    match &p.take_events()[0] {
+        ClientEvent::Failed { error, .. } => {
+            assert_eq!(error.code(), Some(605));
+            assert!(error.details.as_deref().unwrap().contains("\"price\":0.001"));
+        }
+        other => panic!("{other:?}"),
+    }
+    p.client.pay(T0, 0.001, "RKTT", Some("forecast call"), Some("rkt://weather.ai")).unwrap();
+    p.client.request(T0, "weather.forecast", Some(json!({"days": 2})), RequestOptions::default()).unwrap();
+    p.pump(T0);
+    let ev = p.take_events();
+    assert!(body(&ev[0])["receipt_id"].as_str().unwrap().starts_with("rcpt_"));
+    assert_eq!(body(&ev[1])["data"].as_array().unwrap().len(), 2);
+    assert_eq!(p.shared.ledger.receipts().len(), 1);
+}
+
+#[test]
+fn memory_namespaces_and_ttl() {
+    let mut p = ready_pair();
+    p.client.memory_set(T0, "city", json!("Seoul"), Some("user.prefs"), Some(10)).unwrap();
+    p.client.memory_get(T0, "city", Some("user.prefs")).unwrap();
+    p.client.memory_get(T0, "city", None).unwrap();
+    p.pump(T0);
+    let ev = p.take_events();
+    assert_eq!(body(&ev[0])["ok"], true);
+    assert_eq!(body(&ev[1])["value"], "Seoul");
+    assert_eq!(body(&ev[2])["found"], false);
+    p.client.memory_get(T0 + 10_000, "city", Some("user.prefs")).unwrap();
+    p.pump(T0 + 10_000);
+    assert_eq!(body(&p.take_events()[0])["found"], false);
+}
+
+#[test]
+fn rate_limit_is_429_with_retry_after() {
+    let cfg = ReferenceConfig { rate_per_s: 1.0, burst: 2, ..Default::default() };
+    let mut p = Pair::new(ClientConfig::default(), cfg);
+    p.open(T0);
+    p.take_events();
+    for _ in 0..3 {
+        p.client.request(T0, "echo", None, RequestOptions::default()).unwrap();
+    }
+    p.pump(T0);
+    match &p.take_events()[2] {
+        ClientEvent::Failed { error, .. } => {
+            assert_eq!(error.code(), Some(429));
+            assert_eq!(error.kind(), ErrorKind::RateLimited);
+            assert!(error.error.retryable);
+            assert_eq!(error.retry_after_s, Some(1));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(p.server_wire.iter().any(|w| w.contains("Retry-After: 1\n")));
+}
+
+#[test]
+fn unknown_intent_is_602_with_available_intents() {
+    let mut p = ready_pair();
+    p.client.request(T0, "maps.navigate", None, RequestOptions::default()).unwrap();
+    p.pump(T0);
+    match &p.take_events()[0] {
+        ClientEvent::Failed { error, .. } => {
+            assert_eq!(error.code(), Some(602));
+            assert_eq!(error.error.message, "Intent 'maps.navigate' not found");
+            let d: Value = serde_json::from_str(error.details.as_deref().unwrap()).unwrap();
+            assert_eq!(d["available_intents"], json!(["echo", "weather.current", "weather.forecast"]));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn unknown_error_codes_are_kept() {
+    let mut p = ready_pair();
+    let id = p.client.ping(T0).unwrap();
+    let _ = p.client.poll_transmit();
+    let e = format!("RKT/1.0 ERROR\nVersion: 1\nMessage-ID: e1\nReply-To: {id}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{{\"code\":777,\"name\":\"ODD\",\"message\":\"odd\"}}");
+    p.client.handle_text(T0, &e);
+    match p.client.poll_event() {
+        Some(ClientEvent::Failed { error, .. }) => {
+            assert_eq!((error.code(), error.kind(), error.name.as_deref()), (Some(777), ErrorKind::Remote, Some("ODD")));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn malformed_frames_do_not_end_either_session() {
+    let mut p = ready_pair();
+    // Client side: garbage is an error event, the session stays ready.
+    p.client.handle_text(T0, "not rkt at all");
+    p.client.handle_text(T0, "RKT/1.0 RESPONSE\nVersion: 1\n\n{}");
+    let ev = p.take_events_after_poll();
+    assert_eq!(ev.len(), 2);
+    assert!(ev.iter().all(|e| matches!(e, ClientEvent::Error(err) if err.kind() == ErrorKind::Decode)));
+    assert_eq!(p.client.state(), ClientState::Ready);
+    // Server side: an ERROR reply that names the problem, then business as usual.
+    p.server.handle_text(T0, "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: bad-1\nSession-ID: s\nTimestamp: nope\nTTL: 30\n\n{}");
+    let reply = match p.server.poll_transmit() { Some(Outgoing::Text(t)) => t, other => panic!("{other:?}") };
+    assert!(reply.starts_with("RKT/1.0 ERROR\n"));
+    assert!(reply.contains("Reply-To: bad-1\n"));
+    assert!(reply.contains("\"code\":400") && reply.contains("\"field\":\"Timestamp\""), "{reply}");
+    p.client.request(T0, "echo", Some(json!("still here")), RequestOptions::default()).unwrap();
+    p.pump(T0);
+    assert_eq!(body(&p.take_events()[0])["data"], "still here");
+}
+
+#[test]
+fn request_before_hello_is_409_and_bad_body_is_400() {
+    let mut server = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(5)));
+    server.handle_open(T0);
+    server.handle_text(T0, "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: r1\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{\"intent\":\"echo\"}");
+    let t = server.poll_transmit().unwrap();
+    assert!(t.as_text().unwrap().contains("\"code\":409"));
+    server.handle_text(T0, "RKT/1.0 HELLO\nVersion: 1\nMessage-ID: h1\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n");
+    assert!(server.poll_transmit().unwrap().as_text().unwrap().starts_with("RKT/1.0 HELLO_ACK\n"));
+    server.handle_text(T0, "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: r2\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{\"params\":{}}");
+    let t = server.poll_transmit().unwrap();
+    let t = t.as_text().unwrap();
+    assert!(t.contains("\"code\":400") && t.contains("missing field `intent`"), "{t}");
+}
+
+#[test]
+fn ping_pong_rtt_and_goodbye() {
+    let mut p = ready_pair();
+    let id = p.client.ping(T0).unwrap();
+    let frame = p.client.poll_transmit().unwrap();
+    p.server.handle_text(T0 + 3, frame.as_text().unwrap());
+    let pong = p.server.poll_transmit().unwrap();
+    p.client.handle_text(T0 + 7, pong.as_text().unwrap());
+    assert_eq!(p.client.poll_event(), Some(ClientEvent::Pong { id, rtt_ms: 7 }));
+    let pending = p.client.request(T0 + 7, "echo", None, RequestOptions::default()).unwrap();
+    p.client.goodbye(T0 + 8);
+    let out: Vec<Outgoing> = std::iter::from_fn(|| p.client.poll_transmit()).collect();
+    assert!(out[1].as_text().unwrap().starts_with("RKT/1.0 GOODBYE\n"));
+    assert_eq!(out[2], Outgoing::Close { code: 1000, reason: "goodbye".into() });
+    let ev: Vec<ClientEvent> = std::iter::from_fn(|| p.client.poll_event()).collect();
+    assert!(matches!(&ev[0], ClientEvent::Failed { id, error } if *id == pending && error.kind() == ErrorKind::Closed));
+    assert!(matches!(&ev[1], ClientEvent::Closed { code: 1000, .. }));
+    assert!(p.client.request(T0 + 9, "echo", None, RequestOptions::default()).is_err());
+}
+
+#[test]
+fn server_goodbye_on_idle_and_keepalive_pings() {
+    let mut p = ready_pair();
+    // The client pings after half the session timeout without traffic; the server stays up.
+    let half = T0 + 150_000;
+    assert_eq!(p.client.poll_timeout(), Some(half));
+    p.client.handle_timeout(half);
+    p.pump(half);
+    assert!(p.client_wire.last().unwrap().starts_with("RKT/1.0 PING\n"));
+    assert!(p.take_events().is_empty(), "keepalive pings are silent");
+    // A server without traffic for session_timeout says GOODBYE.
+    let mut server = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(5)));
+    server.handle_open(T0);
+    server.handle_text(T0, "RKT/1.0 HELLO\nVersion: 1\nMessage-ID: h1\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n");
+    let _ = server.poll_transmit();
+    assert_eq!(server.poll_timeout(), Some(T0 + 300_000));
+    server.handle_timeout(T0 + 300_000);
+    assert!(server.poll_transmit().unwrap().as_text().unwrap().starts_with("RKT/1.0 GOODBYE\n"));
+    assert_eq!(server.poll_transmit(), Some(Outgoing::Close { code: 1000, reason: "session timeout".into() }));
+}
+
+#[test]
+fn in_flight_is_bounded() {
+    let cfg = ClientConfig { max_in_flight: 2, ..Default::default() };
+    let mut c = ClientSession::new(cfg, Box::new(SeededEntropy::new(1)));
+    c.request(T0, "a", None, RequestOptions::default()).unwrap();
+    c.ping(T0).unwrap();
+    let e = c.request(T0, "a", None, RequestOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit);
+}
+
+#[test]
+fn cancel_reports_and_drops_late_reply() {
+    let mut p = ready_pair();
+    let id = p.client.request(T0, "echo", None, RequestOptions::default()).unwrap();
+    assert!(p.client.cancel(&id));
+    assert!(!p.client.cancel(&id));
+    p.pump(T0);
+    let ev = p.take_events();
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert!(matches!(&ev[0], ClientEvent::Failed { error, .. } if error.kind() == ErrorKind::Cancelled));
+}
+
+#[test]
+fn wscat_line_by_line_paste_is_understood() {
+    let mut server = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(5)));
+    server.handle_open(T0);
+    let paste = "RKT/1.0 HELLO\nVersion: 1\nMessage-ID: aaaaaaaa-0000-0000-0000-000000000001\nSession-ID: bbbbbbbb-0000-0000-0000-000000000001\nTimestamp: 2026-06-28T00:00:00Z\nTTL: 30\nUser-Agent: wscat/test\n\n{\"min_version\":1,\"max_version\":1}";
+    for line in paste.split('\n') {
+        server.handle_text(T0, line);
+    }
+    let ack = server.poll_transmit().unwrap();
+    let ack = ack.as_text().unwrap();
+    assert!(ack.starts_with("RKT/1.0 HELLO_ACK\n"), "{ack}");
+    assert!(ack.contains("Reply-To: aaaaaaaa-0000-0000-0000-000000000001\n"));
+    assert!(ack.contains("Session-ID: bbbbbbbb-0000-0000-0000-000000000001\n"));
+    // A half-typed message is answered with an ERROR once the line timeout passes.
+    server.handle_text(T0, "RKT/1.0 REQUEST");
+    server.handle_text(T0, "Version: 1");
+    let deadline = server.poll_timeout().unwrap();
+    server.handle_timeout(deadline.min(T0 + 60_000));
+    let err = server.poll_transmit().unwrap();
+    assert!(err.as_text().unwrap().starts_with("RKT/1.0 ERROR\n"));
+}
+
+#[test]
+fn seeded_runs_are_identical() {
+    let run = || {
+        let mut p = ready_pair();
+        p.client.request(T0, "echo", Some(json!(1)), RequestOptions::default()).unwrap();
+        p.pump(T0);
+        (p.client_wire, p.server_wire)
+    };
+    assert_eq!(run(), run());
+    let _ = SeededEntropy::new(0).uuid_v4();
+}
+
+impl Pair {
+    fn take_events_after_poll(&mut self) -> Vec<ClientEvent> {
+        std::iter::from_fn(|| self.client.poll_event()).collect()
+    }
+}
