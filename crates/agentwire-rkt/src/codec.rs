@@ -5,7 +5,6 @@
 //! listed in `docs/protocols/rkt.md`.
 
 use agentwire_core::parse_iso8601;
-use std::borrow::Cow;
 use std::fmt;
 
 /// The default size limit of one message, in bytes (1 MiB).
@@ -268,10 +267,23 @@ fn split_header(line: &str) -> Option<(&str, &str)> {
 /// True when the text after a blank line is more headers rather than a body: the guide's
 /// TypeScript client writes an empty line for an empty `extra` argument before `Content-Type`.
 fn continues_headers(rest: &str) -> bool {
-    let first = rest.trim_start_matches('\n');
-    let line = first.split('\n').next().unwrap_or("");
+    let mut first = rest;
+    while let Some(after) = first.strip_prefix('\n').or_else(|| first.strip_prefix("\r\n")) {
+        first = after;
+    }
+    let line = next_line(first).0;
     let starts_json = matches!(line.trim_start().bytes().next(), Some(b'{' | b'[' | b'"'));
     !starts_json && split_header(line).is_some()
+}
+
+/// The first line of `text` without its `\n` or `\r\n`, and the text after it. Only the start
+/// line and headers are split this way: the body is kept byte for byte, so `Content-Length`
+/// counts what was sent.
+fn next_line(text: &str) -> (&str, &str) {
+    match text.split_once('\n') {
+        Some((line, rest)) => (line.strip_suffix('\r').unwrap_or(line), rest),
+        None => (text, ""),
+    }
 }
 
 fn valid_id(v: &str) -> bool {
@@ -303,12 +315,11 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
             message_id: None,
         });
     }
-    let text: Cow<str> = if text.contains('\r') { Cow::Owned(text.replace("\r\n", "\n")) } else { Cow::Borrowed(text) };
-    let text = text.trim_start_matches(['\n', ' ', '\t', '\u{feff}']);
+    let text = text.trim_start_matches(['\r', '\n', ' ', '\t', '\u{feff}']);
     if text.trim().is_empty() {
         return Err(fail(DecodeErrorKind::Empty, None));
     }
-    let (start, mut rest) = text.split_once('\n').unwrap_or((text, ""));
+    let (start, mut rest) = next_line(text);
     let start = start.trim_end_matches([' ', '\t']);
     let (proto, type_name) = start.split_once(' ').ok_or_else(|| fail(DecodeErrorKind::BadStartLine, None))?;
     let version = proto.strip_prefix("RKT/").ok_or_else(|| fail(DecodeErrorKind::BadStartLine, None))?;
@@ -328,14 +339,11 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
     let mut headers = Headers::new();
     let mut line_no = 1;
     loop {
-        let (line, next) = rest.split_once('\n').unwrap_or((rest, ""));
+        let (line, next) = next_line(rest);
         line_no += 1;
         if line.trim_matches([' ', '\t']).is_empty() {
             rest = next;
             if continues_headers(rest) {
-                let skipped = rest.len() - rest.trim_start_matches('\n').len();
-                line_no += skipped;
-                rest = &rest[skipped..];
                 continue;
             }
             break;
@@ -363,11 +371,11 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
             if declared > rest.len() || !rest.is_char_boundary(declared) || !rest[declared..].trim().is_empty() {
                 return Err(mismatch());
             }
-            &rest[..declared]
+            // The declared bytes are the body, even blank ones, so it re-encodes to the same length.
+            (declared > 0).then(|| rest[..declared].to_string())
         }
-        None => rest.trim_end(),
+        None => Some(rest.trim_end()).filter(|b| !b.trim().is_empty()).map(str::to_string),
     };
-    let body = (!body.trim().is_empty()).then(|| body.to_string());
     let msg = Message { kind, headers, body };
     validate(&msg).map_err(fail)?;
     Ok(msg)

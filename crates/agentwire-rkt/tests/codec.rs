@@ -413,6 +413,29 @@ fn crlf_line_endings() {
 }
 
 #[test]
+fn crlf_bodies_are_kept_byte_for_byte() {
+    // A pretty-printed body sent with CRLF: Content-Length counts the bytes as sent.
+    let body = "{\r\n  \"intent\": \"echo\"\r\n}";
+    let head = base("REQUEST", &["Content-Type: application/json"]).replace('\n', "\r\n");
+    let text = format!("{head}Content-Length: {}\r\n\r\n{body}", body.len());
+    assert_eq!(dec(&text).body.as_deref(), Some(body));
+    // A length counted after dropping the CRs is wrong.
+    let text = format!("{head}Content-Length: {}\r\n\r\n{body}", body.len() - 2);
+    assert!(matches!(err(&text).kind, DecodeErrorKind::ContentLength { .. }));
+    // Without Content-Length the body is kept as sent, less trailing whitespace.
+    let text = format!("{head}\r\n{body}\r\n");
+    let m = dec(&text);
+    assert_eq!(m.body.as_deref(), Some(body));
+    // ...and it survives re-encoding.
+    assert_eq!(dec(&encode(&m)), m);
+    // A blank CRLF line before more headers (the TypeScript client's empty `extra`, with CRLF).
+    let text = format!("{}\r\nContent-Type: application/json\r\n\r\n{{}}", base("MEMORY_SET", &[]).replace('\n', "\r\n"));
+    let m = dec(&text);
+    assert_eq!(m.header("Content-Type"), Some("application/json"));
+    assert_eq!(m.body.as_deref(), Some("{}"));
+}
+
+#[test]
 fn header_names_in_any_case() {
     let text = format!(
         "RKT/1.0 STREAM_DATA\nversion: 1\nMESSAGE-ID: {MID}\nsession-id: {SID}\ntimeSTAMP: 2026-06-28T12:00:00Z\nreply-to: {MID}\nSEQ: 7\nconTent-tyPe: application/json\n\n[1]"
@@ -485,6 +508,10 @@ fn content_length_exact_is_honoured() {
     assert_eq!(m.body.as_deref(), Some("[1]"));
     let m = dec(&with_length("4", "[1] "));
     assert_eq!(m.body.as_deref(), Some("[1] "));
+    // A declared body of blanks is still the body, so it re-encodes to a valid message.
+    let m = dec(&with_length("2", "  "));
+    assert_eq!(m.body.as_deref(), Some("  "));
+    assert_eq!(dec(&encode(&m)), m);
     // Zero with no body.
     let m = dec(&format!("{}Content-Length: 0\n", base("GOODBYE", &[])));
     assert_eq!(m.body, None);
