@@ -1,0 +1,48 @@
+# Shared by scripts/*.sh: install what is missing, skip what is there.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+need_rust() {
+  if ! command -v cargo >/dev/null 2>&1; then
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then
+      export PATH="$HOME/.cargo/bin:$PATH"
+    else
+      echo "cargo not found: install Rust with rustup first" >&2
+      exit 1
+    fi
+  fi
+}
+
+need_node() {
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    echo "node/npm not found: installing Debian's nodejs and npm" >&2
+    apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
+  fi
+}
+
+need_python() {
+  if ! command -v python3 >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq python3 python3-venv >/dev/null
+  fi
+}
+
+# A free TCP port on 127.0.0.1.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# start_rkt_server BIN PORT LOG: starts `agentwire rkt serve` and waits until it listens.
+start_rkt_server() {
+  local bin="$1" port="$2" log="$3"
+  "$bin" rkt serve --host 127.0.0.1 --port "$port" --caps weather,forecast >"$log" 2>&1 &
+  RKT_SERVER_PID=$!
+  for _ in $(seq 1 100); do
+    if grep -q "listening on" "$log" 2>/dev/null; then return 0; fi
+    if ! kill -0 "$RKT_SERVER_PID" 2>/dev/null; then cat "$log" >&2; return 1; fi
+    sleep 0.1
+  done
+  echo "rkt server did not start in 10 s" >&2
+  cat "$log" >&2
+  return 1
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Every test: the Rust workspace (unit, property, session, vector and loopback end-to-end tests),
+# then the guide's own example clients against the reference server. Installs what it needs.
+source "$(dirname "$0")/lib.sh"
+need_rust
+need_node
+need_python
+cd "$ROOT"
+
+echo "== cargo test (workspace)"
+cargo test --workspace --all-targets
+
+echo "== guide clients against agentwire rkt serve"
+cargo build -q -p agentwire-cli
+PORT="$(free_port)"
+LOG="$(mktemp)"
+start_rkt_server "$ROOT/target/debug/agentwire" "$PORT" "$LOG"
+trap 'kill "$RKT_SERVER_PID" 2>/dev/null || true; rm -f "$LOG"' EXIT
+bash "$ROOT/tests/compat/run.sh" "ws://127.0.0.1:$PORT/rkt"
