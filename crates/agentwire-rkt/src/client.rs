@@ -555,7 +555,7 @@ impl ClientSession {
             let _ = self.auth(now, AuthBody::Bearer { token, scopes: Vec::new() });
         }
         let mut queue = std::mem::take(&mut self.queue);
-        queue.sort_by(|a, b| b.priority.cmp(&a.priority)); // stable: call order kept
+        queue.sort_by_key(|q| std::cmp::Reverse(q.priority)); // stable: call order kept
         for q in queue {
             if let Some(p) = self.pending.get_mut(&q.id) {
                 p.sent_at = now;

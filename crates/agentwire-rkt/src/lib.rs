@@ -5,6 +5,9 @@
 //! frames come in as text, and everything to send, every event and the next deadline are drained
 //! with `poll_transmit`, `poll_event` and `poll_timeout`.
 
+// Errors carry the remote ERROR body; they are rare and returned by value on purpose.
+#![allow(clippy::result_large_err)]
+
 pub mod body;
 pub mod client;
 pub mod codec;
