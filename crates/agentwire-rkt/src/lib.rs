@@ -3,7 +3,42 @@
 //!
 //! Nothing here reads a clock or touches a socket: time comes in as `now` (ms since the epoch),
 //! frames come in as text, and everything to send, every event and the next deadline are drained
-//! with `poll_transmit`, `poll_event` and `poll_timeout`.
+//! with `poll_transmit`, `poll_event` and `poll_timeout`. The protocol as implemented is in
+//! `docs/protocols/rkt.md`.
+//!
+//! A client and a reference server wired back to back, the way a driver wires a socket:
+//!
+//! ```
+//! use agentwire_core::{Outgoing, SeededEntropy};
+//! use agentwire_rkt::reference::{self, Connection, ReferenceConfig, Shared};
+//! use agentwire_rkt::{ClientConfig, ClientEvent, ClientSession, RequestOptions, ServerEvent, ServerSession};
+//!
+//! let now = 1_782_648_000_000;
+//! let cfg = ReferenceConfig::default();
+//! let (mut shared, mut conn) = (Shared::new(&cfg), Connection::new(&cfg));
+//! let mut server = ServerSession::new(cfg.server_config(), Box::new(SeededEntropy::new(1)));
+//! let mut client = ClientSession::new(ClientConfig::default(), Box::new(SeededEntropy::new(2)));
+//! let mut entropy = SeededEntropy::new(3);
+//!
+//! client.handle_open(now); // sends HELLO
+//! let id = client.request(now, "weather.current", Some(serde_json::json!({"city": "Seoul"})), RequestOptions::default())?;
+//! let mut answer = None;
+//! for _ in 0..4 {
+//!     while let Some(Outgoing::Text(t)) = client.poll_transmit() { server.handle_text(now, &t); }
+//!     while let Some(ev) = server.poll_event() {
+//!         if let ServerEvent::Inbound(msg) = ev {
+//!             reference::handle(&cfg, &mut shared, &mut conn, &mut server, &mut entropy, now, msg);
+//!         }
+//!     }
+//!     while let Some(Outgoing::Text(t)) = server.poll_transmit() { client.handle_text(now, &t); }
+//!     while let Some(ev) = client.poll_event() {
+//!         if let ClientEvent::Response { id: rid, body } = ev { if rid == id { answer = body; } }
+//!     }
+//! }
+//! let body: serde_json::Value = serde_json::from_str(&answer.unwrap()).unwrap();
+//! assert_eq!(body["data"]["temperature"], 24);
+//! # Ok::<(), agentwire_rkt::RktError>(())
+//! ```
 
 // Errors carry the remote ERROR body; they are rare and returned by value on purpose.
 #![allow(clippy::result_large_err)]
