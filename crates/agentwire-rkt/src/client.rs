@@ -209,7 +209,7 @@ impl ClientSession {
         msg.body = Some(compact(&json!({"min_version": self.cfg.min_version, "max_version": self.cfg.max_version})));
         self.hello_id = Some(id);
         self.state = ClientState::Handshaking;
-        self.timers.set(Timer::Handshake, now + self.cfg.handshake_timeout_ms);
+        self.timers.set(Timer::Handshake, now.saturating_add(self.cfg.handshake_timeout_ms));
         self.send(now, &msg);
     }
 
@@ -438,7 +438,7 @@ impl ClientSession {
 
     fn track(&mut self, now: Millis, id: String, op: Op, ttl: u32, stream: bool, silent: bool) {
         let ttl_ms = u64::from(ttl) * 1000;
-        self.timers.set(Timer::Reply(id.clone()), now + ttl_ms);
+        self.timers.set(Timer::Reply(id.clone()), now.saturating_add(ttl_ms));
         let stream = stream.then(StreamState::default);
         self.pending.insert(id, Pending { op, ttl_ms, sent_at: now, stream, silent });
     }
@@ -450,7 +450,7 @@ impl ClientSession {
 
     fn arm_keepalive(&mut self) {
         if self.cfg.keepalive && self.session_timeout_ms >= 2000 {
-            self.timers.set(Timer::Keepalive, self.last_sent + self.session_timeout_ms / 2);
+            self.timers.set(Timer::Keepalive, self.last_sent.saturating_add(self.session_timeout_ms / 2));
         }
     }
 
@@ -559,7 +559,7 @@ impl ClientSession {
         for q in queue {
             if let Some(p) = self.pending.get_mut(&q.id) {
                 p.sent_at = now;
-                self.timers.set(Timer::Reply(q.id.clone()), now + p.ttl_ms);
+                self.timers.set(Timer::Reply(q.id.clone()), now.saturating_add(p.ttl_ms));
             }
             self.send(now, &q.msg);
         }
@@ -617,7 +617,7 @@ impl ClientSession {
             MessageType::StreamBegin | MessageType::StreamData => {
                 // A stream stays alive while chunks keep coming: each one restarts the TTL.
                 let ttl_ms = p.ttl_ms;
-                self.timers.set(Timer::Reply(id.clone()), now + ttl_ms);
+                self.timers.set(Timer::Reply(id.clone()), now.saturating_add(ttl_ms));
                 if msg.kind == MessageType::StreamBegin {
                     self.events.push_back(ClientEvent::StreamBegin { id, body: msg.body });
                 } else {

@@ -145,7 +145,7 @@ impl ServerSession {
     }
 
     pub fn handle_open(&mut self, now: Millis) {
-        self.timers.set(Timer::Idle, now + self.cfg.hello_timeout_ms);
+        self.timers.set(Timer::Idle, now.saturating_add(self.cfg.hello_timeout_ms));
     }
 
     pub fn handle_text(&mut self, now: Millis, text: &str) {
@@ -162,7 +162,7 @@ impl ServerSession {
             }
             if self.lines.is_active() {
                 if self.timers.deadline(&Timer::Lines).is_none() {
-                    self.timers.set(Timer::Lines, now + self.cfg.line_timeout_ms);
+                    self.timers.set(Timer::Lines, now.saturating_add(self.cfg.line_timeout_ms));
                 }
             } else {
                 self.timers.cancel(&Timer::Lines);
@@ -338,7 +338,7 @@ impl ServerSession {
 
     fn on_message(&mut self, now: Millis, msg: Message) {
         if self.state == ServerState::Ready {
-            self.timers.set(Timer::Idle, now + self.cfg.session_timeout_s.saturating_mul(1000));
+            self.timers.set(Timer::Idle, now.saturating_add(self.cfg.session_timeout_s.saturating_mul(1000)));
         }
         let id = msg.message_id().to_string();
         let kind = match msg.kind {
@@ -437,7 +437,7 @@ impl ServerSession {
         // The client chose the session id; every message of the session shares it.
         self.session_id = msg.header("Session-ID").unwrap_or_default().to_string();
         self.state = ServerState::Ready;
-        self.timers.set(Timer::Idle, now + self.cfg.session_timeout_s.saturating_mul(1000));
+        self.timers.set(Timer::Idle, now.saturating_add(self.cfg.session_timeout_s.saturating_mul(1000)));
         let ack_id = self.entropy.uuid_v4();
         let mut ack = self.message(MessageType::HelloAck, ack_id, Some(&id), now);
         ack.headers.set("User-Agent", self.cfg.user_agent.as_str());

@@ -168,7 +168,7 @@ pub fn handle(
             };
             let token = format!("rkt_{}", entropy.uuid_v4().replace('-', ""));
             shared.tokens.retain(|_, (_, exp)| *exp > now);
-            shared.tokens.insert(token.clone(), (principal.clone(), now + cfg.token_lifetime_s * 1000));
+            shared.tokens.insert(token.clone(), (principal.clone(), now.saturating_add(cfg.token_lifetime_s.saturating_mul(1000))));
             conn.principal = Some(principal);
             session.auth_ok(now, id, &AuthOkBody { session_token: token, scopes, expires_in: cfg.token_lifetime_s });
         }
