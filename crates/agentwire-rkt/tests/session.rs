@@ -521,3 +521,76 @@ impl Pair {
         std::iter::from_fn(|| self.client.poll_event()).collect()
     }
 }
+
+mod garbage {
+    use super::*;
+    use proptest::prelude::*;
+
+    const HELLO: &str = "RKT/1.0 HELLO\nVersion: 1\nMessage-ID: h\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{\"min_version\":1,\"max_version\":1}";
+    const REQUEST: &str = "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: r\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{\"intent\":\"echo\",\"params\":7}";
+
+    fn frame() -> impl Strategy<Value = String> {
+        let valid = prop::sample::select(vec![HELLO, REQUEST, "RKT/1.0 PING\nVersion: 1\nMessage-ID: p\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n", "RKT/1.0 DISCOVER", ""]);
+        prop_oneof![
+            "\\PC{0,200}",
+            (valid, any::<prop::sample::Index>(), "\\PC{0,8}").prop_map(|(v, at, junk)| {
+                let mut s = v.to_string();
+                let cut = at.index(s.len() + 1);
+                let cut = (0..=cut).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0);
+                s.insert_str(cut, &junk);
+                s
+            }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn server_survives_any_frames_and_still_answers(frames in prop::collection::vec(frame(), 0..12)) {
+            let cfg = ReferenceConfig::default();
+            let (mut shared, mut conn, mut ent) = (Shared::new(&cfg), Connection::new(&cfg), SeededEntropy::new(4));
+            let mut server = ServerSession::new(cfg.server_config(), Box::new(SeededEntropy::new(9)));
+            server.handle_open(T0);
+            for f in &frames {
+                server.handle_text(T0, f);
+                while let Some(ev) = server.poll_event() {
+                    if let ServerEvent::Inbound(m) = ev {
+                        reference::handle(&cfg, &mut shared, &mut conn, &mut server, &mut ent, T0, m);
+                    }
+                }
+                while server.poll_transmit().is_some() {}
+            }
+            // Whatever came before, a session that is still open answers a complete exchange.
+            server.handle_timeout(T0 + 60_000); // flush a half-assembled wscat message
+            while server.poll_event().is_some() {}
+            while server.poll_transmit().is_some() {}
+            if server.state() != ServerState::Closed {
+                server.handle_text(T0 + 60_000, HELLO);
+                server.handle_text(T0 + 60_000, REQUEST);
+                while let Some(ev) = server.poll_event() {
+                    if let ServerEvent::Inbound(m) = ev {
+                        reference::handle(&cfg, &mut shared, &mut conn, &mut server, &mut ent, T0 + 60_000, m);
+                    }
+                }
+                let out: Vec<String> = std::iter::from_fn(|| server.poll_transmit()).filter_map(|o| o.as_text().map(str::to_string)).collect();
+                prop_assert!(out.iter().any(|t| t.starts_with("RKT/1.0 RESPONSE\n") && t.contains("Reply-To: r\n")), "{:?}", out);
+            }
+        }
+
+        #[test]
+        fn client_survives_any_frames(frames in prop::collection::vec(frame(), 0..12)) {
+            let mut p = ready_pair();
+            let id = p.client.request(T0, "echo", Some(json!(5)), RequestOptions::default()).unwrap();
+            let pending = p.client.poll_transmit().unwrap();
+            for f in &frames {
+                p.client.handle_text(T0, f);
+            }
+            while p.client.poll_event().is_some() {}
+            p.server.handle_text(T0, pending.as_text().unwrap());
+            p.pump(T0);
+            if p.client.state() == ClientState::Ready {
+                let answered = p.events.iter().any(|e| matches!(e, ClientEvent::Response { id: r, .. } if *r == id));
+                prop_assert!(answered, "no response among {:?}", p.events);
+            }
+        }
+    }
+}
