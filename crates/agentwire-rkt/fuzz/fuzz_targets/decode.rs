@@ -1,0 +1,27 @@
+//! Fuzzes `codec::decode`: it must never panic, and whatever it accepts must survive its own
+//! re-encoding: `decode(encode(m)) == m`, except that `encode` adds the
+//! `Content-Type: application/json` a body without one gets.
+#![no_main]
+
+use agentwire_rkt::codec::DEFAULT_MAX_MESSAGE_SIZE;
+use agentwire_rkt::{decode, encode};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    // RKT travels in WebSocket text frames, which are UTF-8: other input is not a message.
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    // A small limit sometimes, so the TooLarge path is fuzzed too.
+    let limit = if data.first() == Some(&b'!') { 64 } else { DEFAULT_MAX_MESSAGE_SIZE };
+    let Ok(msg) = decode(text, limit) else { return };
+    let wire = encode(&msg);
+    let mut expected = msg.clone();
+    if expected.body.is_some() && expected.header("Content-Type").is_none() {
+        expected.headers.set("Content-Type", "application/json");
+    }
+    match decode(&wire, usize::MAX) {
+        Ok(again) => assert_eq!(again, expected, "re-decoded message differs\ninput: {text:?}\nencoded: {wire:?}"),
+        Err(e) => panic!("re-encoding does not decode: {e} ({e:?})\ninput: {text:?}\nencoded: {wire:?}"),
+    }
+    // Encoding is a fixed point after one round.
+    assert_eq!(encode(&expected), wire);
+});

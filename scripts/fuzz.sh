@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Fuzzes the RKT decoder (crates/agentwire-rkt/fuzz, target `decode`) for $1 seconds (default 60)
+# and prints the executions and crashes. Exits 1 when a crash was found.
+#
+# The toolchain is stable, so RUSTC_BOOTSTRAP=1 lets cargo-fuzz use the nightly-only flags it
+# needs (-Zsanitizer, -Cpasses=sancov). AddressSanitizer is tried first; `--sanitizer none` is
+# the fallback if that build fails. Set FUZZ_SANITIZER=none to skip ASan.
+set -euo pipefail
+
+secs="${1:-60}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+fuzz="$root/crates/agentwire-rkt/fuzz"
+export RUSTC_BOOTSTRAP=1
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "installing cargo-fuzz" >&2
+    cargo install --locked cargo-fuzz
+fi
+
+cd "$fuzz"
+corpus="corpus/decode"
+mkdir -p "$corpus" artifacts/decode
+# Seed the corpus with every golden vector's wire text.
+if command -v python3 >/dev/null; then
+    python3 - "$root/tests/vectors/rkt" "$corpus" <<'PY'
+import json, pathlib, sys
+src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+for f in sorted(src.glob("*.json")):
+    (dst / f"vector-{f.stem}").write_text(json.loads(f.read_text())["wire"], encoding="utf-8")
+PY
+fi
+
+sanitizer="${FUZZ_SANITIZER:-address}"
+if ! cargo fuzz build --sanitizer "$sanitizer" decode; then
+    [ "$sanitizer" = none ] && exit 2
+    echo "build with --sanitizer $sanitizer failed; retrying with --sanitizer none" >&2
+    sanitizer=none
+    cargo fuzz build --sanitizer none decode
+fi
+
+before="$(ls artifacts/decode | grep -c '^crash-' || true)"
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+set +e
+cargo fuzz run --sanitizer "$sanitizer" decode "$corpus" -- \
+    -max_total_time="$secs" -dict=decode.dict -print_final_stats=1 2>&1 | tee "$log" | grep -E '^(==|INFO: Seed|#[0-9]+ +DONE|Done|thread|SUMMARY|stat::)' 
+status="${PIPESTATUS[0]}"
+set -e
+after="$(ls artifacts/decode | grep -c '^crash-' || true)"
+
+execs="$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)"
+elapsed="$(grep -oE '^Done [0-9]+ runs in [0-9]+ second' "$log" | grep -oE 'in [0-9]+' | grep -oE '[0-9]+' || echo "$secs")"
+[ "${elapsed:-0}" -gt 0 ] || elapsed=1
+crashes=$((after - before))
+echo "fuzz decode: sanitizer=$sanitizer seconds=$elapsed execs=$execs execs_per_sec=$((execs / elapsed)) crashes=$crashes corpus=$(ls "$corpus" | wc -l)"
+if [ "$crashes" -gt 0 ] || [ "$status" -ne 0 ]; then
+    ls -1 artifacts/decode/crash-* 2>/dev/null | tail -n "$((crashes > 0 ? crashes : 1))"
+    exit 1
+fi
