@@ -1,0 +1,14 @@
+//! tokio drivers of the agentwire engines. A driver only moves bytes, time and events: every
+//! protocol decision is the engine's.
+//!
+//! - [`rkt::server`]: the reference RKT agent on a `TcpListener`.
+//! - [`rkt::client`]: [`rkt::RktClient`], an async RKT client.
+
+// `RktError` (the engine's error, returned by value as the engine does) and tungstenite's
+// `ErrorResponse` (its upgrade callback's signature) are large: that is their API, not ours.
+#![allow(clippy::result_large_err)]
+
+mod clock;
+pub mod rkt;
+
+pub use clock::{now_ms, OsEntropy};

@@ -1,0 +1,487 @@
+//! [`RktClient`]: an async RKT client. One task owns the socket and the `ClientSession`; the
+//! client's methods send it commands with a reply channel, and the task routes each engine event
+//! to the command it answers by Message-ID.
+
+use super::FRAME_SLACK;
+use crate::{clock::until, now_ms, OsEntropy};
+use agentwire_core::{ErrorKind, Millis, Outgoing};
+use agentwire_rkt::codec::SUBPROTOCOL;
+use agentwire_rkt::{resolve, AuthBody, AuthOkBody, ClientConfig, ClientEvent, ClientSession, PeerInfo, RequestOptions, RktError};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::error::{ProtocolError, UrlError};
+use tokio_tungstenite::tungstenite::http::{header::SEC_WEBSOCKET_PROTOCOL, HeaderValue};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// The chunks of a stream: each STREAM_DATA body in `Seq` order; the channel ends after
+/// STREAM_END, or after one `Err` when the stream fails.
+pub type StreamChunks = mpsc::Receiver<Result<Value, RktError>>;
+
+/// Chunks a stream may hold unread before it fails with `limit` (one slot more is kept for that
+/// error).
+const STREAM_CAPACITY: usize = 1024;
+/// Commands taken from the channel in one go, so concurrent calls share a write.
+const COMMAND_BATCH: usize = 64;
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// What the server said in HELLO_ACK, and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// The `ws://` URL connected to.
+    pub url: String,
+    pub server: PeerInfo,
+    pub agreed_version: u32,
+    pub session_timeout_s: u64,
+}
+
+type Reply<T> = oneshot::Sender<Result<T, RktError>>;
+type Start = Box<dyn FnOnce(&mut ClientSession, Millis) -> Result<String, RktError> + Send>;
+
+enum Waiter {
+    /// RESPONSE body, raw.
+    Body(Reply<Option<String>>),
+    Auth(Reply<AuthOkBody>),
+    Pong { reply: Reply<Duration>, sent: Instant },
+    Stream(StreamWaiter),
+}
+
+struct StreamWaiter {
+    /// Until the first reply: who waits for the chunk receiver, and the receiver.
+    opening: Option<(Reply<StreamChunks>, StreamChunks)>,
+    chunks: mpsc::Sender<Result<Value, RktError>>,
+}
+
+enum Command {
+    Start(Start, Waiter),
+    Close(oneshot::Sender<()>),
+}
+
+fn closed_error() -> RktError {
+    RktError::local(ErrorKind::Closed, "the connection is closed")
+}
+
+fn parse_body(body: Option<String>) -> Result<Value, RktError> {
+    match body {
+        None => Ok(Value::Null),
+        Some(text) => serde_json::from_str(&text)
+            .map_err(|e| RktError::local(ErrorKind::Decode, format!("reply body is not JSON: {e}"))),
+    }
+}
+
+impl Waiter {
+    fn fail(self, error: RktError) {
+        match self {
+            Waiter::Body(r) => drop(r.send(Err(error))),
+            Waiter::Auth(r) => drop(r.send(Err(error))),
+            Waiter::Pong { reply, .. } => drop(reply.send(Err(error))),
+            Waiter::Stream(mut s) => match s.opening.take() {
+                Some((reply, _)) => drop(reply.send(Err(error))),
+                None => drop(s.chunks.try_send(Err(error))),
+            },
+        }
+    }
+}
+
+impl StreamWaiter {
+    fn new(reply: Reply<StreamChunks>) -> Self {
+        let (chunks, rx) = mpsc::channel(STREAM_CAPACITY + 1);
+        StreamWaiter { opening: Some((reply, rx)), chunks }
+    }
+
+    /// Hands the chunk receiver to the caller (on the first reply of the stream).
+    fn open(&mut self) {
+        if let Some((reply, rx)) = self.opening.take() {
+            let _ = reply.send(Ok(rx));
+        }
+    }
+
+    /// Queues a chunk; false when the stream cannot go on (reader gone or too far behind).
+    fn push(&mut self, chunk: Result<Value, RktError>) -> bool {
+        self.open();
+        if self.chunks.is_closed() {
+            return false;
+        }
+        if self.chunks.capacity() <= 1 {
+            let m = format!("{STREAM_CAPACITY} stream chunks unread: the reader fell behind");
+            let _ = self.chunks.try_send(Err(RktError::local(ErrorKind::Limit, m)));
+            return false;
+        }
+        self.chunks.try_send(chunk).is_ok()
+    }
+}
+
+/// An RKT client connection. Calls may run concurrently (`&self`); each is answered by its own
+/// reply. Dropping the client says GOODBYE and closes the connection; calls still waiting then
+/// fail with kind `closed`.
+pub struct RktClient {
+    commands: mpsc::UnboundedSender<Command>,
+    info: ServerInfo,
+}
+
+impl std::fmt::Debug for RktClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RktClient").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+impl RktClient {
+    /// Connects to `address` (`rkt://host`, `host[:port]`, `ws://...`; see
+    /// [`agentwire_rkt::resolve`]) and completes HELLO/HELLO_ACK, all within
+    /// `cfg.handshake_timeout_ms`.
+    pub async fn connect(address: &str, cfg: ClientConfig) -> Result<RktClient, RktError> {
+        let url = resolve(address).map_err(|e| RktError::local(ErrorKind::Invalid, e.0))?;
+        let limit = cfg.handshake_timeout_ms;
+        match tokio::time::timeout(Duration::from_millis(limit), Self::open(url.clone(), cfg)).await {
+            Ok(result) => result,
+            Err(_) => Err(RktError::local(ErrorKind::Timeout, format!("no RKT session with {url} within {limit} ms"))),
+        }
+    }
+
+    async fn open(url: String, cfg: ClientConfig) -> Result<RktClient, RktError> {
+        let mut request = url.as_str().into_client_request().map_err(|e| connect_error(&url, e))?;
+        request.headers_mut().insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
+        let limit = cfg.max_message_size + FRAME_SLACK;
+        let ws_cfg = WebSocketConfig::default().max_message_size(Some(limit)).max_frame_size(Some(limit));
+        let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(ws_cfg), true)
+            .await
+            .map_err(|e| connect_error(&url, e))?;
+        let (commands, inbox) = mpsc::unbounded_channel();
+        let (ready, handshake) = oneshot::channel();
+        let driver = Driver {
+            ws,
+            session: ClientSession::new(cfg, Box::new(OsEntropy)),
+            url,
+            waiters: HashMap::new(),
+            ready: Some(ready),
+            handshake_error: None,
+            closers: Vec::new(),
+            close: None,
+            broken: false,
+        };
+        tokio::spawn(driver.run(inbox));
+        let info = handshake.await.map_err(|_| closed_error())??;
+        Ok(RktClient { commands, info })
+    }
+
+    /// The server's HELLO_ACK: `From`, `User-Agent`, `Capabilities`, agreed version, timeout.
+    pub fn server_info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    async fn submit<T>(
+        &self,
+        start: impl FnOnce(&mut ClientSession, Millis) -> Result<String, RktError> + Send + 'static,
+        waiter: impl FnOnce(Reply<T>) -> Waiter,
+    ) -> Result<T, RktError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands.send(Command::Start(Box::new(start), waiter(reply))).map_err(|_| closed_error())?;
+        answer.await.unwrap_or_else(|_| Err(closed_error()))
+    }
+
+    /// REQUEST `intent`; returns the parsed RESPONSE body (`{"intent", "data"}` from the
+    /// reference agent). `opts.stream` is ignored: use [`RktClient::stream`].
+    pub async fn request(&self, intent: &str, params: Option<Value>, opts: RequestOptions) -> Result<Value, RktError> {
+        let intent = intent.to_string();
+        let opts = RequestOptions { stream: false, ..opts };
+        let body = self.submit(move |s, now| s.request(now, &intent, params, opts), Waiter::Body).await?;
+        parse_body(body)
+    }
+
+    /// REQUEST `intent` with `Stream: true`. Resolves at the first reply: an ERROR fails here;
+    /// otherwise the receiver yields every STREAM_DATA body in order and ends after STREAM_END.
+    /// A server that answers with a plain RESPONSE yields its body as the one chunk.
+    pub async fn stream(&self, intent: &str, params: Option<Value>, opts: RequestOptions) -> Result<StreamChunks, RktError> {
+        let intent = intent.to_string();
+        let opts = RequestOptions { stream: true, ..opts };
+        self.submit(move |s, now| s.request(now, &intent, params, opts), |r| Waiter::Stream(StreamWaiter::new(r))).await
+    }
+
+    /// DISCOVER: the capability manifest.
+    pub async fn discover(&self) -> Result<Value, RktError> {
+        parse_body(self.submit(|s, now| s.discover(now), Waiter::Body).await?)
+    }
+
+    /// MEMORY_SET; returns the server's acknowledgement body.
+    pub async fn memory_set(&self, key: &str, value: Value, namespace: Option<&str>, ttl_s: Option<u64>) -> Result<Value, RktError> {
+        let (key, namespace) = (key.to_string(), namespace.map(str::to_string));
+        let start = move |s: &mut ClientSession, now| s.memory_set(now, &key, value, namespace.as_deref(), ttl_s);
+        parse_body(self.submit(start, Waiter::Body).await?)
+    }
+
+    /// MEMORY_GET; `None` when the key is not set (or expired).
+    pub async fn memory_get(&self, key: &str, namespace: Option<&str>) -> Result<Option<Value>, RktError> {
+        let (key, namespace) = (key.to_string(), namespace.map(str::to_string));
+        let start = move |s: &mut ClientSession, now| s.memory_get(now, &key, namespace.as_deref());
+        let body = parse_body(self.submit(start, Waiter::Body).await?)?;
+        Ok(match body.get("found").and_then(Value::as_bool) {
+            Some(true) => Some(body.get("value").cloned().unwrap_or(Value::Null)),
+            Some(false) => None,
+            None => body.get("value").filter(|v| !v.is_null()).cloned(),
+        })
+    }
+
+    /// PAY; returns the receipt body.
+    pub async fn pay(&self, amount: f64, currency: &str, description: Option<&str>, recipient: Option<&str>) -> Result<Value, RktError> {
+        let currency = currency.to_string();
+        let (description, recipient) = (description.map(str::to_string), recipient.map(str::to_string));
+        let start = move |s: &mut ClientSession, now| s.pay(now, amount, &currency, description.as_deref(), recipient.as_deref());
+        parse_body(self.submit(start, Waiter::Body).await?)
+    }
+
+    /// AUTH; returns AUTH_OK with the session token.
+    pub async fn auth(&self, auth: AuthBody) -> Result<AuthOkBody, RktError> {
+        self.submit(move |s, now| s.auth(now, auth), Waiter::Auth).await
+    }
+
+    /// PING; the round trip measured by the driver from writing PING to reading PONG.
+    pub async fn ping(&self) -> Result<Duration, RktError> {
+        self.submit(|s, now| s.ping(now), |reply| Waiter::Pong { reply, sent: Instant::now() }).await
+    }
+
+    /// GOODBYE, close 1000, and waits (bounded) for the connection to end.
+    pub async fn close(self) {
+        let (done, closed) = oneshot::channel();
+        if self.commands.send(Command::Close(done)).is_ok() {
+            let _ = closed.await;
+        }
+    }
+}
+
+fn connect_error(url: &str, e: WsError) -> RktError {
+    match e {
+        WsError::Http(resp) => {
+            let body = resp.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+            let m = format!("{url} refused the WebSocket upgrade with HTTP {}: {}", resp.status(), body.trim());
+            RktError::local(ErrorKind::Protocol, m)
+        }
+        WsError::Protocol(ProtocolError::SecWebSocketSubProtocolError(e)) => {
+            RktError::local(ErrorKind::Protocol, format!("{url} did not accept the subprotocol {SUBPROTOCOL}: {e}"))
+        }
+        WsError::Url(UrlError::TlsFeatureNotEnabled) => {
+            RktError::local(ErrorKind::Invalid, format!("{url}: this build has no TLS support"))
+        }
+        WsError::Url(e) => RktError::local(ErrorKind::Invalid, format!("{url}: {e}")),
+        e => RktError::local(ErrorKind::Closed, format!("cannot connect to {url}: {e}")),
+    }
+}
+
+/// The task that owns the socket and the session.
+struct Driver {
+    ws: Ws,
+    session: ClientSession,
+    url: String,
+    waiters: HashMap<String, Waiter>,
+    /// Until HELLO_ACK: who waits for the session to be ready.
+    ready: Option<Reply<ServerInfo>>,
+    /// Why the handshake failed, reported when the session closes.
+    handshake_error: Option<RktError>,
+    closers: Vec<oneshot::Sender<()>>,
+    close: Option<CloseFrame>,
+    broken: bool,
+}
+
+impl Driver {
+    async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Command>) {
+        self.session.handle_open(now_ms());
+        let mut inbox_open = true;
+        loop {
+            if self.drain(now_ms()).await {
+                break;
+            }
+            let wake = self.session.poll_timeout().map(until);
+            tokio::select! {
+                command = inbox.recv(), if inbox_open => match command {
+                    Some(command) => {
+                        self.command(command);
+                        for _ in 1..COMMAND_BATCH {
+                            match inbox.try_recv() {
+                                Ok(command) => self.command(command),
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    None => {
+                        inbox_open = false;
+                        self.session.goodbye(now_ms());
+                    }
+                },
+                frame = self.ws.next() => self.on_frame(frame),
+                _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
+                    self.session.handle_timeout(now_ms());
+                }
+            }
+        }
+        if !self.broken {
+            let close = self.close.take();
+            let ws = &mut self.ws;
+            let _ = tokio::time::timeout(CLOSE_GRACE, async {
+                let _ = ws.close(close).await;
+                while let Some(Ok(_)) = ws.next().await {}
+            })
+            .await;
+        }
+        for done in self.closers.drain(..) {
+            let _ = done.send(());
+        }
+    }
+
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::Start(start, mut waiter) => match start(&mut self.session, now_ms()) {
+                Ok(id) => {
+                    if let Waiter::Pong { sent, .. } = &mut waiter {
+                        *sent = Instant::now();
+                    }
+                    self.waiters.insert(id, waiter);
+                }
+                Err(e) => waiter.fail(e),
+            },
+            Command::Close(done) => {
+                self.closers.push(done);
+                self.session.goodbye(now_ms());
+            }
+        }
+    }
+
+    fn on_frame(&mut self, frame: Option<Result<Message, WsError>>) {
+        let now = now_ms();
+        match frame {
+            Some(Ok(Message::Text(text))) => self.session.handle_text(now, text.as_str()),
+            Some(Ok(Message::Binary(bytes))) => self.session.handle_binary(now, &bytes),
+            Some(Ok(Message::Close(frame))) => {
+                let (code, reason) = frame.map_or((1005, String::new()), |f| (f.code.into(), f.reason.to_string()));
+                self.session.handle_close(now, code, &reason);
+            }
+            Some(Ok(_)) => {} // WebSocket ping/pong: answered by tungstenite
+            Some(Err(WsError::Capacity(e))) => {
+                let reason = format!("message too big: {e}");
+                self.close = Some(CloseFrame { code: CloseCode::Size, reason: reason.clone().into() });
+                self.session.handle_close(now, 1009, &reason);
+            }
+            Some(Err(e)) => self.session.handle_close(now, 1006, &e.to_string()),
+            None => self.session.handle_close(now, 1006, "connection ended without a close frame"),
+        }
+    }
+
+    /// Drains events and frames until both are empty; true once the session is over.
+    async fn drain(&mut self, now: Millis) -> bool {
+        let mut closed = false;
+        let mut wrote = false;
+        loop {
+            let mut progressed = false;
+            while let Some(event) = self.session.poll_event() {
+                progressed = true;
+                closed |= self.on_event(event);
+            }
+            while let Some(out) = self.session.poll_transmit() {
+                progressed = true;
+                let msg = match out {
+                    Outgoing::Text(text) => Message::text(text),
+                    Outgoing::Binary(bytes) => Message::binary(bytes),
+                    Outgoing::Close { code, reason } => {
+                        self.close = Some(CloseFrame { code: CloseCode::from(code), reason: reason.into() });
+                        continue;
+                    }
+                };
+                if !self.broken {
+                    wrote = true;
+                    if let Err(e) = self.ws.feed(msg).await {
+                        self.broken = true;
+                        self.session.handle_close(now, 1006, &e.to_string());
+                    }
+                }
+            }
+            if progressed {
+                continue;
+            }
+            if !wrote || self.broken {
+                return closed;
+            }
+            wrote = false;
+            if let Err(e) = self.ws.flush().await {
+                self.broken = true;
+                self.session.handle_close(now, 1006, &e.to_string());
+            }
+        }
+    }
+
+    /// Routes one event to its waiter; true when the session closed.
+    fn on_event(&mut self, event: ClientEvent) -> bool {
+        match event {
+            ClientEvent::Ready { agreed_version, session_timeout, server } => {
+                if let Some(ready) = self.ready.take() {
+                    let url = self.url.clone();
+                    let _ = ready.send(Ok(ServerInfo { url, server, agreed_version, session_timeout_s: session_timeout }));
+                }
+            }
+            ClientEvent::Response { id, body } => match self.waiters.remove(&id) {
+                Some(Waiter::Body(reply)) => drop(reply.send(Ok(body))),
+                Some(Waiter::Stream(mut stream)) => drop(stream.push(parse_body(body))),
+                Some(other) => other.fail(mismatch(&id, "RESPONSE")),
+                None => {}
+            },
+            ClientEvent::StreamBegin { id, .. } => {
+                if let Some(Waiter::Stream(stream)) = self.waiters.get_mut(&id) {
+                    stream.open();
+                }
+            }
+            ClientEvent::StreamData { id, body, .. } => {
+                if let Some(Waiter::Stream(stream)) = self.waiters.get_mut(&id) {
+                    if !stream.push(parse_body(body)) {
+                        self.waiters.remove(&id);
+                        self.session.cancel(&id);
+                    }
+                }
+            }
+            ClientEvent::StreamEnd { id, .. } => {
+                if let Some(Waiter::Stream(mut stream)) = self.waiters.remove(&id) {
+                    stream.open();
+                }
+            }
+            ClientEvent::AuthOk { id, auth } => match self.waiters.remove(&id) {
+                Some(Waiter::Auth(reply)) => drop(reply.send(Ok(auth))),
+                Some(other) => other.fail(mismatch(&id, "AUTH_OK")),
+                None => {}
+            },
+            ClientEvent::Pong { id, .. } => match self.waiters.remove(&id) {
+                Some(Waiter::Pong { reply, sent }) => drop(reply.send(Ok(sent.elapsed()))),
+                Some(other) => other.fail(mismatch(&id, "PONG")),
+                None => {}
+            },
+            ClientEvent::Failed { id, error } => {
+                if let Some(waiter) = self.waiters.remove(&id) {
+                    waiter.fail(error);
+                }
+            }
+            ClientEvent::Error(error) => {
+                if self.ready.is_some() {
+                    self.handshake_error = Some(error);
+                }
+            }
+            ClientEvent::Goodbye => {}
+            ClientEvent::Closed { code, reason } => {
+                if let Some(ready) = self.ready.take() {
+                    let m = format!("connection closed ({code} {reason}) during the handshake");
+                    let error = self.handshake_error.take().unwrap_or_else(|| RktError::local(ErrorKind::Closed, m));
+                    let _ = ready.send(Err(error));
+                }
+                return true;
+            }
+        }
+        false
+    }
+}
+
+fn mismatch(id: &str, what: &str) -> RktError {
+    RktError::local(ErrorKind::Protocol, format!("{what} does not answer this command")).for_request(id)
+}

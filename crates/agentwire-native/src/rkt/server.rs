@@ -1,0 +1,320 @@
+//! The reference RKT agent on a `TcpListener`: a `ServerSession` and a `reference::Connection`
+//! per socket, one `reference::Shared` (memory, ledger, tokens) for the whole server.
+//!
+//! The upgrade is refused with HTTP 404 off `/rkt` and with HTTP 400 when the client does not
+//! offer the `rkt.1.0` subprotocol. One line per connection goes to stderr when it opens and
+//! when it closes; message contents are never logged.
+
+use super::FRAME_SLACK;
+use crate::{clock::until, now_ms, OsEntropy};
+use agentwire_core::{Millis, Outgoing};
+use agentwire_rkt::codec::SUBPROTOCOL;
+use agentwire_rkt::reference::{self, Connection, ReferenceConfig, Shared};
+use agentwire_rkt::{ServerConfig, ServerEvent, ServerSession};
+use futures_util::{SinkExt, StreamExt};
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, watch};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, SEC_WEBSOCKET_PROTOCOL};
+use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::WebSocketStream;
+
+/// The path the agent is served at.
+pub const PATH: &str = "/rkt";
+/// How long a TCP connection may take to complete the WebSocket upgrade.
+const UPGRADE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a closing handshake, and the shutdown of open connections, may take.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+struct Agent {
+    cfg: ReferenceConfig,
+    session: ServerConfig,
+    shared: Mutex<Shared>,
+}
+
+/// Serves the reference agent on `listener` until the process ends.
+pub async fn serve(listener: TcpListener, cfg: ReferenceConfig) -> io::Result<()> {
+    serve_until(listener, cfg, std::future::pending()).await
+}
+
+/// Serves until `shutdown` completes; then every open session is ended with GOODBYE and close
+/// 1000 (connections still open after a grace period are dropped).
+pub async fn serve_until(listener: TcpListener, cfg: ReferenceConfig, shutdown: impl Future<Output = ()>) -> io::Result<()> {
+    let addr = listener.local_addr()?;
+    let agent = Arc::new(Agent { session: cfg.server_config(), shared: Mutex::new(Shared::new(&cfg)), cfg });
+    let (stop, stopped) = watch::channel(());
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, peer)) => {
+                    connections.spawn(connection(tcp, peer, agent.clone(), stopped.clone()));
+                }
+                Err(e) => {
+                    // Usually out of file descriptors: wait for connections to end.
+                    eprintln!("rkt {addr}: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            Some(joined) = connections.join_next(), if !connections.is_empty() => {
+                if let Err(e) = joined {
+                    eprintln!("rkt {addr}: connection task failed: {e}");
+                }
+            }
+        }
+    }
+    drop(listener);
+    drop(stop);
+    let _ = tokio::time::timeout(CLOSE_GRACE, async { while connections.join_next().await.is_some() {} }).await;
+    connections.shutdown().await;
+    Ok(())
+}
+
+/// A server running in the background, for tests and embedding.
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<io::Result<()>>,
+}
+
+/// Starts [`serve_until`] on a task. Dropping the handle stops the server too.
+pub fn spawn(listener: TcpListener, cfg: ReferenceConfig) -> io::Result<ServerHandle> {
+    let local_addr = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(serve_until(listener, cfg, async {
+        let _ = stopped.await;
+    }));
+    Ok(ServerHandle { local_addr, stop, task })
+}
+
+impl ServerHandle {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// `ws://ADDR/rkt`.
+    pub fn url(&self) -> String {
+        format!("ws://{}{PATH}", self.local_addr)
+    }
+
+    /// Stops accepting, ends the open sessions and waits for the server to finish.
+    pub async fn shutdown(self) -> io::Result<()> {
+        let _ = self.stop.send(());
+        self.task.await.map_err(io::Error::other)?
+    }
+}
+
+fn refusal(status: StatusCode, body: String) -> ErrorResponse {
+    let mut resp = ErrorResponse::new(None);
+    *resp.status_mut() = status;
+    let headers = resp.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    *resp.body_mut() = Some(body);
+    resp
+}
+
+/// The upgrade rules: the path is `/rkt` and the client offers `rkt.1.0`, which is echoed.
+fn check_upgrade(req: &Request, mut resp: Response) -> Result<Response, ErrorResponse> {
+    let path = req.uri().path();
+    if path != PATH {
+        return Err(refusal(StatusCode::NOT_FOUND, format!("no RKT agent at {path}: connect to {PATH}\n")));
+    }
+    let offered = req
+        .headers()
+        .get_all(SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|p| p.trim() == SUBPROTOCOL);
+    if !offered {
+        let body = format!("the WebSocket subprotocol {SUBPROTOCOL} is required (Sec-WebSocket-Protocol: {SUBPROTOCOL})\n");
+        return Err(refusal(StatusCode::BAD_REQUEST, body));
+    }
+    resp.headers_mut().insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
+    Ok(resp)
+}
+
+async fn connection(tcp: TcpStream, peer: SocketAddr, agent: Arc<Agent>, stopped: watch::Receiver<()>) {
+    let _ = tcp.set_nodelay(true);
+    let limit = agent.session.max_message_size + FRAME_SLACK;
+    let ws_cfg = WebSocketConfig::default().max_message_size(Some(limit)).max_frame_size(Some(limit));
+    let upgrade = tokio_tungstenite::accept_hdr_async_with_config(tcp, check_upgrade, Some(ws_cfg));
+    let ws = match tokio::time::timeout(UPGRADE_TIMEOUT, upgrade).await {
+        Ok(Ok(ws)) => ws,
+        Ok(Err(WsError::Http(resp))) => return eprintln!("rkt {peer}: refused with HTTP {}", resp.status()),
+        Ok(Err(e)) => return eprintln!("rkt {peer}: upgrade failed: {e}"),
+        Err(_) => return eprintln!("rkt {peer}: no WebSocket upgrade within {} s", UPGRADE_TIMEOUT.as_secs()),
+    };
+    eprintln!("rkt {peer}: open");
+    let started = Instant::now();
+    let end = Driver::new(ws, &agent).run(stopped).await;
+    eprintln!(
+        "rkt {peer}: closed {} {} ({} messages in, {} out, {:.1} s)",
+        end.code,
+        end.reason,
+        end.received,
+        end.sent,
+        started.elapsed().as_secs_f64()
+    );
+}
+
+struct End {
+    code: u16,
+    reason: String,
+    received: u64,
+    sent: u64,
+}
+
+struct Driver<'a> {
+    ws: WebSocketStream<TcpStream>,
+    agent: &'a Agent,
+    session: ServerSession,
+    conn: Connection,
+    /// The close frame to send when the session is over.
+    close: Option<CloseFrame>,
+    /// A write failed: the socket is gone, later writes are skipped.
+    broken: bool,
+    received: u64,
+    sent: u64,
+}
+
+impl<'a> Driver<'a> {
+    fn new(ws: WebSocketStream<TcpStream>, agent: &'a Agent) -> Self {
+        Driver {
+            ws,
+            agent,
+            session: ServerSession::new(agent.session.clone(), Box::new(OsEntropy)),
+            conn: Connection::new(&agent.cfg),
+            close: None,
+            broken: false,
+            received: 0,
+            sent: 0,
+        }
+    }
+
+    async fn run(mut self, mut stopped: watch::Receiver<()>) -> End {
+        self.session.handle_open(now_ms());
+        let mut stopping = false;
+        loop {
+            if let Some((code, reason)) = self.drain(now_ms()).await {
+                self.finish().await;
+                return End { code, reason, received: self.received, sent: self.sent };
+            }
+            let wake = self.session.poll_timeout().map(until);
+            tokio::select! {
+                frame = self.ws.next() => {
+                    let now = now_ms();
+                    match frame {
+                        Some(Ok(Message::Text(text))) => {
+                            self.received += 1;
+                            self.session.handle_text(now, text.as_str());
+                        }
+                        Some(Ok(Message::Binary(bytes))) => {
+                            self.received += 1;
+                            self.session.handle_binary(now, &bytes);
+                        }
+                        Some(Ok(Message::Close(frame))) => {
+                            let (code, reason) = frame.map_or((1005, String::new()), |f| (f.code.into(), f.reason.to_string()));
+                            self.session.handle_close(now, code, &reason);
+                        }
+                        Some(Ok(_)) => {} // WebSocket ping/pong: answered by tungstenite
+                        Some(Err(WsError::Capacity(e))) => {
+                            let reason = format!("message too big: {e}");
+                            self.close = Some(CloseFrame { code: CloseCode::Size, reason: reason.clone().into() });
+                            self.session.handle_close(now, 1009, &reason);
+                        }
+                        Some(Err(e)) => self.session.handle_close(now, 1006, &e.to_string()),
+                        None => self.session.handle_close(now, 1006, "connection ended without a close frame"),
+                    }
+                }
+                _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
+                    self.session.handle_timeout(now_ms());
+                }
+                _ = stopped.changed(), if !stopping => {
+                    stopping = true;
+                    self.session.goodbye(now_ms());
+                }
+            }
+        }
+    }
+
+    /// Drains events and frames until both are empty; returns the close once the session is over.
+    async fn drain(&mut self, now: Millis) -> Option<(u16, String)> {
+        let mut closed = None;
+        let mut wrote = false;
+        loop {
+            let mut progressed = false;
+            while let Some(event) = self.session.poll_event() {
+                progressed = true;
+                match event {
+                    ServerEvent::Inbound(msg) => {
+                        let mut shared = self.agent.shared.lock().unwrap_or_else(PoisonError::into_inner);
+                        reference::handle(&self.agent.cfg, &mut shared, &mut self.conn, &mut self.session, &mut OsEntropy, now, msg);
+                    }
+                    ServerEvent::Closed { code, reason } => closed = Some((code, reason)),
+                    ServerEvent::Ready { .. }
+                    | ServerEvent::Rejected(_)
+                    | ServerEvent::PeerError(_)
+                    | ServerEvent::Goodbye => {}
+                }
+            }
+            while let Some(out) = self.session.poll_transmit() {
+                progressed = true;
+                let msg = match out {
+                    Outgoing::Text(text) => Message::text(text),
+                    Outgoing::Binary(bytes) => Message::binary(bytes),
+                    Outgoing::Close { code, reason } => {
+                        self.close = Some(CloseFrame { code: CloseCode::from(code), reason: reason.into() });
+                        continue;
+                    }
+                };
+                if !self.broken {
+                    self.sent += 1;
+                    wrote = true;
+                    if let Err(e) = self.ws.feed(msg).await {
+                        self.broken = true;
+                        self.session.handle_close(now, 1006, &e.to_string());
+                    }
+                }
+            }
+            if progressed {
+                continue;
+            }
+            if !wrote || self.broken {
+                return closed;
+            }
+            wrote = false;
+            if let Err(e) = self.ws.flush().await {
+                self.broken = true;
+                self.session.handle_close(now, 1006, &e.to_string());
+            }
+        }
+    }
+
+    /// Sends the close frame (or answers the peer's) and waits, bounded, for the socket to end.
+    async fn finish(&mut self) {
+        if self.broken {
+            return;
+        }
+        let close = self.close.take();
+        let ws = &mut self.ws;
+        let _ = tokio::time::timeout(CLOSE_GRACE, async {
+            let _ = ws.close(close).await;
+            while let Some(Ok(_)) = ws.next().await {}
+        })
+        .await;
+    }
+}

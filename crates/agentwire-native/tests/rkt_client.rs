@@ -1,0 +1,237 @@
+//! RktClient against the reference server, on 127.0.0.1.
+
+mod common;
+
+use agentwire_core::ErrorKind;
+use agentwire_rkt::reference::ReferenceConfig;
+use agentwire_rkt::{AuthBody, ClientConfig, RequestOptions};
+use agentwire_native::rkt::{RktClient, ServerHandle};
+use common::{bounded, server};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+async fn client(server: &ServerHandle) -> RktClient {
+    RktClient::connect(&server.url(), ClientConfig::default()).await.unwrap()
+}
+
+fn opts() -> RequestOptions {
+    RequestOptions::default()
+}
+
+#[tokio::test]
+async fn handshake_echo_and_weather_current() {
+    bounded(async {
+        let srv = server(ReferenceConfig::default()).await;
+        let c = client(&srv).await;
+        let info = c.server_info();
+        assert_eq!(info.agreed_version, 1);
+        assert_eq!(info.server.from.as_deref(), Some("rkt://localhost"));
+        assert_eq!(info.server.capabilities, ["weather", "forecast"]);
+        assert!(info.server.user_agent.as_deref().is_some_and(|ua| ua.starts_with("agentwire/")));
+
+        let echo = c.request("echo", Some(json!({"city": "Seoul"})), opts()).await.unwrap();
+        assert_eq!(echo, json!({"intent": "echo", "data": {"city": "Seoul"}}));
+        let now = c.request("weather.current", Some(json!({"city": "Seoul"})), opts()).await.unwrap();
+        assert_eq!(now["data"]["city"], "Seoul");
+        assert_eq!(now["data"]["temperature"], 24);
+        assert_eq!(now["data"]["condition"], "Sunny");
+        assert!(c.ping().await.unwrap() < Duration::from_secs(5));
+        c.close().await;
+        srv.shutdown().await.unwrap();
+    })
+    .await
+}
+
+#[tokio::test]
+async fn stream_forecast_yields_seven_chunks_in_order() {
+    bounded(async {
+        let srv = server(ReferenceConfig::default()).await;
+        let c = client(&srv).await;
+        let mut chunks = c.stream("weather.forecast", Some(json!({"city": "Seoul", "days": 7})), opts()).await.unwrap();
+        let mut days = Vec::new();
+        while let Some(chunk) = chunks.recv().await {
+            days.push(chunk.unwrap());
+        }
+        assert_eq!(days.len(), 7);
+        let dates: Vec<&str> = days.iter().map(|d| d["date"].as_str().unwrap()).collect();
+        assert!(dates.windows(2).all(|w| w[0] < w[1]), "{dates:?}");
+        assert!(days.iter().all(|d| d["high"].as_i64() > d["low"].as_i64()));
+    })
+    .await
+}
+
+#[tokio::test]
+async fn discover_returns_the_manifest() {
+    bounded(async {
+        let srv = server(ReferenceConfig::default()).await;
+        let m = client(&srv).await.discover().await.unwrap();
+        assert_eq!(m["agent"], "rkt://localhost");
+        assert_eq!(m["capabilities"], json!(["weather", "forecast"]));
+        assert_eq!(m["intents"], json!(["echo", "weather.current", "weather.forecast"]));
+        assert_eq!(m["streaming"], true);
+        assert_eq!(m["memory"], true);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn memory_is_shared_across_connections_by_namespace() {
+    bounded(async {
+        let srv = server(ReferenceConfig::default()).await;
+        let (a, b) = (client(&srv).await, client(&srv).await);
+        let ack = a.memory_set("preferred_city", json!("Seoul"), Some("user.prefs"), Some(3600)).await.unwrap();
+        assert_eq!(ack["ok"], true);
+        a.memory_set("preferred_city", json!("Busan"), Some("user.other"), None).await.unwrap();
+        assert_eq!(b.memory_get("preferred_city", Some("user.prefs")).await.unwrap(), Some(json!("Seoul")));
+        assert_eq!(b.memory_get("preferred_city", Some("user.other")).await.unwrap(), Some(json!("Busan")));
+        assert_eq!(b.memory_get("preferred_city", None).await.unwrap(), None);
+        assert_eq!(b.memory_get("missing", Some("user.prefs")).await.unwrap(), None);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn memory_ttl_expires() {
+    bounded(async {
+        let srv = server(ReferenceConfig::default()).await;
+        let c = client(&srv).await;
+        c.memory_set("k", json!({"v": 1}), Some("ttl"), Some(1)).await.unwrap();
+        assert_eq!(c.memory_get("k", Some("ttl")).await.unwrap(), Some(json!({"v": 1})));
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        assert_eq!(c.memory_get("k", Some("ttl")).await.unwrap(), None);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn priced_intent_needs_payment() {
+    bounded(async {
+        let mut cfg = ReferenceConfig::default();
+        cfg.prices.insert("weather.current".into(), 0.5);
+        let srv = server(cfg).await;
+        let c = client(&srv).await;
+        let params = || Some(json!({"city": "Seoul"}));
+        let e = c.request("weather.current", params(), opts()).await.unwrap_err();
+        assert_eq!(e.code(), Some(605), "{e}");
+        let receipt = c.pay(1.0, "RKTT", Some("two calls"), Some("rkt://localhost")).await.unwrap();
+        assert_eq!(receipt["balance"], 1.0);
+        assert!(receipt["receipt_id"].as_str().is_some_and(|r| r.starts_with("rcpt_")));
+        for _ in 0..2 {
+            assert_eq!(c.request("weather.current", params(), opts()).await.unwrap()["data"]["temperature"], 24);
+        }
+        assert_eq!(c.request("weather.current", params(), opts()).await.unwrap_err().code(), Some(605));
+        assert!(c.request("echo", None, opts()).await.is_ok(), "unpriced intents stay free");
+    })
+    .await
+}
+
+#[tokio::test]
+async fn bearer_auth_with_configured_key() {
+    bounded(async {
+        let cfg = ReferenceConfig { api_keys: vec!["secret-key".into()], ..ReferenceConfig::default() };
+        let srv = server(cfg).await;
+        let c = client(&srv).await;
+        let e = c.request("echo", None, opts()).await.unwrap_err();
+        assert_eq!((e.kind(), e.code()), (ErrorKind::Auth, Some(401)), "{e}");
+        assert!(c.discover().await.is_ok(), "DISCOVER needs no auth");
+        let bearer = |token: &str| AuthBody::Bearer { token: token.into(), scopes: vec!["read".into()] };
+        let e = c.auth(bearer("wrong")).await.unwrap_err();
+        assert_eq!(e.code(), Some(401));
+        let ok = c.auth(bearer("secret-key")).await.unwrap();
+        assert!(ok.session_token.starts_with("rkt_"));
+        assert_eq!(ok.scopes, ["read"]);
+        assert!(c.request("echo", None, opts()).await.is_ok());
+
+        let cfg = ClientConfig { authorization: Some("Bearer secret-key".into()), ..ClientConfig::default() };
+        let d = RktClient::connect(&srv.url(), cfg).await.unwrap();
+        assert!(d.request("echo", None, opts()).await.is_ok(), "authorization in the config authenticates first");
+        let cfg = ClientConfig { authorization: Some("Bearer nope".into()), ..ClientConfig::default() };
+        let d = RktClient::connect(&srv.url(), cfg).await.unwrap();
+        assert_eq!(d.request("echo", None, opts()).await.unwrap_err().code(), Some(401));
+    })
+    .await
+}
+
+#[tokio::test]
+async fn rate_limit_answers_429_with_retry_after() {
+    bounded(async {
+        let cfg = ReferenceConfig { rate_per_s: 1.0, burst: 2, ..ReferenceConfig::default() };
+        let srv = server(cfg).await;
+        let c = client(&srv).await;
+        assert!(c.request("echo", None, opts()).await.is_ok());
+        assert!(c.request("echo", None, opts()).await.is_ok());
+        let e = c.request("echo", None, opts()).await.unwrap_err();
+        assert_eq!((e.kind(), e.code(), e.retry_after_s), (ErrorKind::RateLimited, Some(429), Some(1)), "{e}");
+        assert!(e.error.retryable);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn unknown_intent_is_602_with_available_intents() {
+    bounded(async {
+        let cfg = ReferenceConfig { capabilities: vec!["weather".into()], ..ReferenceConfig::default() };
+        let srv = server(cfg).await;
+        let c = client(&srv).await;
+        for intent in ["maps.navigate", "weather.forecast"] {
+            let e = c.request(intent, None, opts()).await.unwrap_err();
+            assert_eq!(e.code(), Some(602), "{e}");
+            assert_eq!(e.name.as_deref(), Some("CAPABILITY_MISSING"));
+            let details: Value = serde_json::from_str(e.details.as_deref().unwrap()).unwrap();
+            assert_eq!(details["available_intents"], json!(["echo", "weather.current"]));
+        }
+        let e = c.stream("maps.navigate", None, opts()).await.unwrap_err();
+        assert_eq!(e.code(), Some(602), "a refused stream fails at once");
+    })
+    .await
+}
+
+#[tokio::test]
+async fn fifty_concurrent_requests_are_correlated() {
+    bounded(async {
+        let srv = server(ReferenceConfig::default()).await;
+        let c = client(&srv).await;
+        let calls = (0..50).map(|n| {
+            let c = &c;
+            async move { (n, c.request("echo", Some(json!({"n": n})), opts()).await) }
+        });
+        let answers = futures_util::future::join_all(calls).await;
+        assert_eq!(answers.len(), 50);
+        for (n, answer) in answers {
+            assert_eq!(answer.unwrap()["data"]["n"], n);
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn server_shutdown_ends_the_session_and_later_calls_fail_closed() {
+    bounded(async {
+        let srv = server(ReferenceConfig::default()).await;
+        let c = client(&srv).await;
+        assert!(c.request("echo", None, opts()).await.is_ok());
+        srv.shutdown().await.unwrap();
+        let e = c.request("echo", None, opts()).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+        let e = c.ping().await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+    })
+    .await
+}
+
+#[tokio::test]
+async fn connect_failures_are_typed() {
+    bounded(async {
+        let e = RktClient::connect("http://example", ClientConfig::default()).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invalid);
+        // A port nothing listens on: bind one, learn it, close it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let e = RktClient::connect(&format!("rkt://127.0.0.1:{port}"), ClientConfig::default()).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+        let srv = server(ReferenceConfig::default()).await;
+        let wrong = format!("ws://{}/other", srv.local_addr());
+        let e = RktClient::connect(&wrong, ClientConfig::default()).await.unwrap_err();
+        assert!(e.to_string().contains("404"), "{e}");
+    })
+    .await
+}
