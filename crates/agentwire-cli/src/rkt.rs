@@ -1,0 +1,230 @@
+//! `agentwire rkt serve|connect|discover|ping|resolve`.
+
+use agentwire_native::rkt::{self as native, RktClient};
+use agentwire_rkt::reference::ReferenceConfig;
+use agentwire_rkt::{ClientConfig, RktError};
+use clap::{Args, Subcommand};
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run the reference agent (echo, weather.current, weather.forecast; memory, PAY, AUTH)
+    Serve(ServeArgs),
+    /// Interactive session: JSON requests and commands, one per line (`help` lists them)
+    Connect { url: String },
+    /// Print the agent's capability manifest
+    Discover { url: String },
+    /// Measure PING/PONG round trips
+    Ping {
+        url: String,
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+        count: u32,
+        /// Pause between pings
+        #[arg(long, default_value_t = 1000)]
+        interval_ms: u64,
+    },
+    /// Print the WebSocket URL of an rkt:// address
+    Resolve { address: String },
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// 0 picks a free port (the one bound is printed)
+    #[arg(long, default_value_t = agentwire_rkt::resolve::DEFAULT_PORT)]
+    port: u16,
+    /// Capabilities to advertise; `weather` and `forecast` enable their intents
+    #[arg(long, value_delimiter = ',', default_value = "weather,forecast")]
+    caps: Vec<String>,
+    /// Require AUTH with one of these API keys (repeatable)
+    #[arg(long = "api-key", value_name = "KEY")]
+    api_keys: Vec<String>,
+    /// DIDs accepted by DID AUTH when API keys are set (repeatable)
+    #[arg(long = "allow-did", value_name = "DID")]
+    allowed_dids: Vec<String>,
+    /// Price of an intent in RKTT (repeatable)
+    #[arg(long = "price", value_name = "INTENT=AMOUNT", value_parser = parse_price)]
+    prices: Vec<(String, f64)>,
+    /// Messages per second allowed per connection
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Messages allowed in a burst per connection
+    #[arg(long)]
+    burst: Option<u32>,
+}
+
+fn parse_price(s: &str) -> Result<(String, f64), String> {
+    let (intent, amount) = s.split_once('=').ok_or("expected INTENT=AMOUNT")?;
+    let amount: f64 = amount.trim().parse().map_err(|_| format!("`{amount}` is not a number"))?;
+    if intent.trim().is_empty() || !(amount.is_finite() && amount >= 0.0) {
+        return Err("expected an intent and a non-negative amount".into());
+    }
+    Ok((intent.trim().to_string(), amount))
+}
+
+pub fn run(command: Command) -> ExitCode {
+    let runtime = match &command {
+        Command::Serve(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+        // One thread: the client task and the caller share it, which keeps round trips short.
+        _ => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+    };
+    let runtime = match runtime {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("cannot start the runtime: {e}")),
+    };
+    runtime.block_on(async move {
+        match command {
+            Command::Serve(args) => serve(args).await,
+            Command::Connect { url } => match connect(&url).await {
+                Ok(client) => crate::repl::run(client).await,
+                Err(e) => fail(e),
+            },
+            Command::Discover { url } => discover(&url).await,
+            Command::Ping { url, count, interval_ms } => ping(&url, count, interval_ms).await,
+            Command::Resolve { address } => match agentwire_rkt::resolve(&address) {
+                Ok(url) => {
+                    println!("{url}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(e),
+            },
+        }
+    })
+}
+
+fn fail(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::FAILURE
+}
+
+async fn connect(url: &str) -> Result<RktClient, RktError> {
+    let cfg = ClientConfig { user_agent: format!("agentwire-cli/{}", env!("CARGO_PKG_VERSION")), ..ClientConfig::default() };
+    RktClient::connect(url, cfg).await
+}
+
+async fn serve(args: ServeArgs) -> ExitCode {
+    let defaults = ReferenceConfig::default();
+    let cfg = ReferenceConfig {
+        agent: format!("rkt://{}", args.host),
+        capabilities: args.caps.into_iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect(),
+        api_keys: args.api_keys,
+        allowed_dids: args.allowed_dids,
+        prices: args.prices.into_iter().collect(),
+        rate_per_s: args.rate.unwrap_or(defaults.rate_per_s),
+        burst: args.burst.unwrap_or(defaults.burst),
+        ..defaults
+    };
+    let listener = match tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await {
+        Ok(l) => l,
+        Err(e) => return fail(format!("cannot listen on {}:{}: {e}", args.host, args.port)),
+    };
+    let port = match listener.local_addr() {
+        Ok(addr) => addr.port(),
+        Err(e) => return fail(e),
+    };
+    let host = if args.host.contains(':') && !args.host.starts_with('[') { format!("[{}]", args.host) } else { args.host };
+    println!("listening on ws://{host}:{port}{}", native::server::PATH);
+    match native::serve_until(listener, cfg, shutdown_signal()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+async fn discover(url: &str) -> ExitCode {
+    let client = match connect(url).await {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let result = client.discover().await;
+    client.close().await;
+    match result {
+        Ok(manifest) => {
+            println!("{}", serde_json::to_string_pretty(&manifest).unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// The nearest-rank percentile `p` (0..=100) of sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
+    let client = match connect(url).await {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let mut rtts = Vec::with_capacity(count as usize);
+    for n in 0..count {
+        if n > 0 && interval_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+        }
+        match client.ping().await {
+            Ok(rtt) => {
+                let ms = rtt.as_secs_f64() * 1000.0;
+                println!("pong: {ms:.3} ms");
+                rtts.push(ms);
+            }
+            Err(e) => println!("error: {e}"),
+        }
+    }
+    client.close().await;
+    if rtts.is_empty() {
+        return fail("no PONG received");
+    }
+    rtts.sort_by(f64::total_cmp);
+    let (min, max) = (rtts[0], rtts[rtts.len() - 1]);
+    let (median, p99) = (percentile(&rtts, 50.0), percentile(&rtts, 99.0));
+    println!("{} of {count} pongs, rtt min/median/p99/max = {min:.3}/{median:.3}/{p99:.3}/{max:.3} ms", rtts.len());
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), 50.0);
+        assert_eq!(percentile(&v, 99.0), 99.0);
+        assert_eq!(percentile(&[7.0], 99.0), 7.0);
+        assert_eq!(percentile(&[1.0, 2.0, 3.0], 50.0), 2.0);
+    }
+
+    #[test]
+    fn prices_parse() {
+        assert_eq!(parse_price("weather.forecast=0.001"), Ok(("weather.forecast".into(), 0.001)));
+        assert!(parse_price("weather.forecast").is_err());
+        assert!(parse_price("=1").is_err());
+        assert!(parse_price("x=-1").is_err());
+    }
+}

@@ -1,0 +1,176 @@
+//! The built `agentwire` binary: `rkt serve` on 127.0.0.1 with port 0, driven by the other verbs.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentwire");
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// A child process killed when the guard drops, test failure or not.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Guard {
+    fn wait(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "process {} did not exit in time", self.0.id());
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+struct Server {
+    process: Guard,
+    url: String,
+}
+
+fn serve(args: &[&str]) -> Server {
+    let mut child = Command::new(BIN)
+        .args(["rkt", "serve", "--port", "0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let process = Guard(child);
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let _ = tx.send(line.unwrap_or_default());
+        }
+    });
+    let line = rx.recv_timeout(LIMIT).expect("no `listening on` line");
+    let url = line.strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line: {line}")).to_string();
+    assert!(url.starts_with("ws://127.0.0.1:") && url.ends_with("/rkt") && !url.contains(":0/"), "{url}");
+    Server { process, url }
+}
+
+/// Runs `agentwire ARGS` with `input` on stdin; returns its exit status and stdout.
+fn run(args: &[&str], input: &str) -> (ExitStatus, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut guard = Guard(child);
+    let input = input.to_string();
+    let writer = thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let reader = thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).map(|_| out)
+    });
+    let status = guard.wait();
+    writer.join().unwrap().unwrap();
+    (status, reader.join().unwrap().unwrap())
+}
+
+#[test]
+fn repl_script_runs_in_order_and_exits_with_goodbye() {
+    let server = serve(&["--caps", "weather,forecast"]);
+    let script = [
+        r#"{"intent":"echo","params":{"city":"Seoul"}}"#,
+        r#"{"intent":"maps.navigate"}"#,
+        "discover",
+        "ping",
+        r#"{"intent":"weather.forecast","params":{"days":3},"stream":true}"#,
+        r#"memory set city "Seoul" user.prefs"#,
+        "memory get city user.prefs",
+        r#"{"intent":"weather.current","params":{"city":"Seoul"}}"#,
+        "exit",
+        r#"{"intent":"echo","params":"never sent"}"#,
+    ]
+    .join("\n");
+    let (status, out) = run(&["rkt", "connect", &server.url], &script);
+    assert!(status.success(), "{status}\n{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with(&format!("connected to {} (server agentwire/", server.url)), "{out}");
+    assert!(lines[0].ends_with("caps weather,forecast)"), "{out}");
+    assert_eq!(lines[1], r#"{"data":{"city":"Seoul"},"intent":"echo"}"#);
+    assert_eq!(lines[2], "error: remote 602: Intent 'maps.navigate' not found");
+    assert!(lines[3].contains("available_intents"), "{out}");
+    let manifest_end = lines.iter().position(|l| *l == "}").expect("manifest printed");
+    let manifest: serde_json::Value = serde_json::from_str(&lines[4..=manifest_end].join("\n")).unwrap();
+    assert_eq!(manifest["capabilities"], serde_json::json!(["weather", "forecast"]));
+    let rest = &lines[manifest_end + 1..];
+    let ms = rest[0].strip_prefix("pong: ").and_then(|r| r.strip_suffix(" ms")).expect("pong line");
+    assert!(ms.parse::<f64>().unwrap() >= 0.0);
+    for day in &rest[1..4] {
+        let chunk: serde_json::Value = serde_json::from_str(day).unwrap();
+        assert!(chunk["date"].is_string(), "{day}");
+    }
+    assert!(rest[4].contains(r#""ok":true"#), "{out}");
+    assert_eq!(rest[5], r#""Seoul""#);
+    assert!(rest[6].contains(r#""temperature":24"#), "{out}");
+    assert_eq!(rest.len(), 7, "nothing runs after exit:\n{out}");
+}
+
+#[test]
+fn repl_ends_at_end_of_input_and_handles_auth() {
+    let server = serve(&["--api-key", "k1"]);
+    let script = "{\"intent\":\"echo\"}\nauth wrong\nauth k1\n{\"intent\":\"echo\",\"params\":1}\n";
+    let (status, out) = run(&["rkt", "connect", &server.url], script);
+    assert!(status.success(), "{status}\n{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[1], "error: auth 401: authentication required: send AUTH first");
+    assert_eq!(lines[2], "error: auth 401: credentials not accepted");
+    assert!(lines[3].contains("\"session_token\":\"rkt_"), "{out}");
+    assert_eq!(lines[4], r#"{"data":1,"intent":"echo"}"#);
+}
+
+#[test]
+fn ping_discover_and_graceful_sigterm() {
+    let mut server = serve(&["--caps", "weather"]);
+    let (status, out) = run(&["rkt", "ping", &server.url, "--count", "5", "--interval-ms", "10"], "");
+    assert!(status.success(), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 6, "{out}");
+    assert!(lines[..5].iter().all(|l| l.starts_with("pong: ") && l.ends_with(" ms")), "{out}");
+    let summary = lines[5].strip_prefix("5 of 5 pongs, rtt min/median/p99/max = ").expect(lines[5]);
+    let stats: Vec<f64> = summary.trim_end_matches(" ms").split('/').map(|v| v.parse().unwrap()).collect();
+    assert_eq!(stats.len(), 4);
+    assert!(stats.windows(2).all(|w| w[0] <= w[1]), "{summary}");
+
+    let (status, out) = run(&["rkt", "discover", &server.url], "");
+    assert!(status.success(), "{out}");
+    let manifest: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(manifest["agent"], "rkt://127.0.0.1");
+    assert_eq!(manifest["intents"], serde_json::json!(["echo", "weather.current"]));
+
+    let pid = server.process.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(server.process.wait().success(), "serve exits 0 on SIGTERM");
+}
+
+#[test]
+fn resolve_prints_the_websocket_url() {
+    for (address, url) in [
+        ("rkt://weather.ai", "ws://weather.ai:7749/rkt"),
+        ("weather.ai:9000", "ws://weather.ai:9000/rkt"),
+        ("ws://localhost:7749/rkt", "ws://localhost:7749/rkt"),
+    ] {
+        let (status, out) = run(&["rkt", "resolve", address], "");
+        assert!(status.success());
+        assert_eq!(out, format!("{url}\n"));
+    }
+    let (status, out) = run(&["rkt", "resolve", "http://weather.ai"], "");
+    assert!(!status.success() && out.is_empty());
+}
