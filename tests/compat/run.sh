@@ -86,7 +86,8 @@ report() {
 check_ts() {
   grep -q '^Got data: ' "$1" || { echo "no 'Got data:' line"; return 1; }
   if grep -Eq '^Got data: (undefined|null)$' "$1"; then echo "'Got data:' has no data"; return 1; fi
-  grep -q '^Got data: .*Seoul' "$1" || { echo "'Got data:' does not mention Seoul"; return 1; }
+  # console.log pretty-prints objects over several lines: look from `Got data:` to the end.
+  sed -n '/^Got data: /,$p' "$1" | grep -q "city: 'Seoul'" || { echo "'Got data:' does not show city 'Seoul'"; return 1; }
 }
 check_py() {
   grep -q '^Connected!' "$1" || { echo "no 'Connected!' line"; return 1; }
