@@ -253,15 +253,56 @@ pub fn encode_into(msg: &Message, out: &mut String) {
     }
 }
 
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
+}
+
 fn is_token(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    // No early exit, so the check vectorizes.
+    !s.is_empty() && s.bytes().fold(true, |ok, b| ok & is_token_byte(b))
+}
+
+// Byte searches and trims for the header section: `str::split_once(char)` and
+// `trim_matches([' ', '\t'])` go through the generic char searcher (a `memcmp` call per match),
+// which was about a quarter of decode's time.
+
+/// The position of the first `byte` in `s`: eight bytes at a time, then one at a time.
+fn find_byte(s: &str, byte: u8) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i + 8 <= b.len() {
+        let word = u64::from_le_bytes(b[i..i + 8].try_into().unwrap()) ^ (LO * u64::from(byte));
+        // The lowest set bit marks the first zero byte, that is the first `byte`.
+        let zero = word.wrapping_sub(LO) & !word & HI;
+        if zero != 0 {
+            return Some(i + (zero.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i..].iter().position(|&c| c == byte).map(|p| i + p)
+}
+
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// `s` without trailing spaces and tabs.
+fn trim_blanks_end(s: &str) -> &str {
+    &s[..s.bytes().rposition(|c| !is_blank(c)).map_or(0, |i| i + 1)]
+}
+
+/// `s` without leading and trailing spaces and tabs.
+fn trim_blanks(s: &str) -> &str {
+    trim_blanks_end(&s[s.bytes().position(|c| !is_blank(c)).unwrap_or(s.len())..])
 }
 
 /// `Name: value` with a token name: the shape of a header line.
 fn split_header(line: &str) -> Option<(&str, &str)> {
-    let (name, value) = line.split_once(':')?;
-    let name = name.trim_end_matches([' ', '\t']);
-    is_token(name).then(|| (name, value.trim_matches([' ', '\t'])))
+    let colon = find_byte(line, b':')?;
+    let name = trim_blanks_end(&line[..colon]);
+    is_token(name).then(|| (name, trim_blanks(&line[colon + 1..])))
 }
 
 /// True when the text after a blank line is more headers rather than a body: the guide's
@@ -271,23 +312,35 @@ fn continues_headers(rest: &str) -> bool {
     while let Some(after) = first.strip_prefix('\n').or_else(|| first.strip_prefix("\r\n")) {
         first = after;
     }
-    let line = next_line(first).0;
-    let starts_json = matches!(line.trim_start().bytes().next(), Some(b'{' | b'[' | b'"'));
-    !starts_json && split_header(line).is_some()
+    // `split_header(first line).is_some()` (a token, blanks, then `:`), without scanning the
+    // rest of the line, which for a one-line JSON body is the whole body. JSON never starts so.
+    let b = first.as_bytes();
+    let name = b.iter().take_while(|&&c| is_token_byte(c)).count();
+    name > 0 && b[name..].iter().find(|&&c| !is_blank(c)) == Some(&b':')
 }
 
 /// The first line of `text` without its `\n` or `\r\n`, and the text after it. Only the start
 /// line and headers are split this way: the body is kept byte for byte, so `Content-Length`
 /// counts what was sent.
 fn next_line(text: &str) -> (&str, &str) {
-    match text.split_once('\n') {
-        Some((line, rest)) => (line.strip_suffix('\r').unwrap_or(line), rest),
+    match find_byte(text, b'\n') {
+        Some(i) => {
+            let line = &text[..i];
+            (line.strip_suffix('\r').unwrap_or(line), &text[i + 1..])
+        }
         None => (text, ""),
     }
 }
 
 fn valid_id(v: &str) -> bool {
-    !v.is_empty() && v.len() <= MAX_ID_LEN && v.bytes().all(|b| b.is_ascii_graphic())
+    // No early exit, so the check vectorizes.
+    !v.is_empty() && v.len() <= MAX_ID_LEN && v.bytes().fold(true, |ok, b| ok & b.is_ascii_graphic())
+}
+
+/// A control character other than tab: not allowed in a header value. No early exit, so the
+/// check vectorizes.
+fn has_control(v: &str) -> bool {
+    v.bytes().fold(false, |bad, b| bad | ((b < 0x20 && b != b'\t') | (b == 0x7f)))
 }
 
 fn find_message_id(text: &str) -> Option<String> {
@@ -341,7 +394,7 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
     loop {
         let (line, next) = next_line(rest);
         line_no += 1;
-        if line.trim_matches([' ', '\t']).is_empty() {
+        if line.bytes().all(is_blank) {
             rest = next;
             if continues_headers(rest) {
                 continue;
@@ -352,7 +405,7 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
         if headers.get(name).is_some() {
             return Err(fail(DecodeErrorKind::DuplicateHeader(name.to_string())));
         }
-        if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+        if has_control(value) {
             return Err(fail(DecodeErrorKind::BadHeaderLine(line_no)));
         }
         headers.0.push((name.to_string(), value.to_string()));
