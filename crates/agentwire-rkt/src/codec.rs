@@ -417,7 +417,7 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
 
     let body = match headers.get("Content-Length") {
         Some(v) => {
-            let declared: usize = v.parse().map_err(|_| {
+            let declared: usize = digits(v).ok_or(()).map_err(|_| {
                 fail(DecodeErrorKind::BadHeaderValue { name: "Content-Length", reason: "is not a byte count" })
             })?;
             let mismatch = || fail(DecodeErrorKind::ContentLength { declared, actual: rest.trim_end().len() });
@@ -434,13 +434,18 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
     Ok(msg)
 }
 
+/// A decimal number written with digits only (`str::parse` also takes a leading `+`).
+fn digits<T: std::str::FromStr>(v: &str) -> Option<T> {
+    (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())).then(|| v.parse().ok()).flatten()
+}
+
 fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
     let h = &msg.headers;
     let required = |name: &'static str| h.get(name).ok_or(DecodeErrorKind::MissingHeader(name));
     let bad = |name, reason| DecodeErrorKind::BadHeaderValue { name, reason };
 
     let version = required("Version")?;
-    if !version.parse::<u32>().is_ok_and(|v| v >= 1) {
+    if !digits::<u32>(version).is_some_and(|v| v >= 1) {
         return Err(bad("Version", "is not a positive integer"));
     }
     for name in ["Message-ID", "Session-ID"] {
@@ -452,7 +457,7 @@ fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
         return Err(bad("Timestamp", "is not an ISO 8601 UTC date-time"));
     }
     match h.get("TTL") {
-        Some(v) if v.parse::<u32>().is_err() => return Err(bad("TTL", "is not a number of seconds")),
+        Some(v) if digits::<u32>(v).is_none() => return Err(bad("TTL", "is not a number of seconds")),
         None if !msg.kind.is_reply() => return Err(DecodeErrorKind::MissingHeader("TTL")),
         _ => {}
     }
@@ -461,7 +466,7 @@ fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
         None if msg.kind.is_reply() => return Err(DecodeErrorKind::MissingHeader("Reply-To")),
         _ => {}
     }
-    if msg.kind == MessageType::StreamData && required("Seq")?.parse::<u64>().is_err() {
+    if msg.kind == MessageType::StreamData && digits::<u64>(required("Seq")?).is_none() {
         return Err(bad("Seq", "is not a non-negative integer"));
     }
     if let Some(v) = h.get("Stream") {
@@ -475,7 +480,7 @@ fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
         }
     }
     if let Some(v) = h.get("Retry-After") {
-        if v.parse::<u64>().is_err() {
+        if digits::<u64>(v).is_none() {
             return Err(bad("Retry-After", "is not a number of seconds"));
         }
     }

@@ -1110,3 +1110,13 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn numbers_are_digits_only() {
+    let base = "RKT/1.0 STREAM_DATA\nVersion: 1\nMessage-ID: m\nReply-To: r\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n";
+    for (extra, field) in [("Seq: +1\n", "Seq"), ("Seq: 1\nTTL: +3\n", "TTL"), ("Seq: 1\nContent-Length: +2\n\n{}", "Content-Length")] {
+        let err = agentwire_rkt::decode(&format!("{base}{extra}"), 1 << 20).unwrap_err();
+        assert_eq!(err.field(), field, "{extra:?}: {err}");
+    }
+    assert!(agentwire_rkt::decode(&format!("{base}Seq: 1\nContent-Length: 2\n\n{{}}"), 1 << 20).is_ok());
+}
