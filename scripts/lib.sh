@@ -27,6 +27,17 @@ need_python() {
   fi
 }
 
+# Go and the two modules the guide's Go client imports, from Debian's packages (GOPATH mode:
+# no module proxy is reachable here).
+need_go() {
+  if ! command -v go >/dev/null 2>&1 \
+    || [ ! -d /usr/share/gocode/src/github.com/gorilla/websocket ] \
+    || [ ! -d /usr/share/gocode/src/github.com/google/uuid ]; then
+    echo "installing Debian's golang-go, gorilla/websocket and google/uuid" >&2
+    apt-get update -qq && apt-get install -y -qq golang-go golang-github-gorilla-websocket-dev golang-github-google-uuid-dev >/dev/null
+  fi
+}
+
 # A free TCP port on 127.0.0.1.
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'

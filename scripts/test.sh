@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Every test: the Rust workspace (unit, property, session, vector and loopback end-to-end tests),
-# then the guide's own example clients against the reference server. Installs what it needs.
+# then the guide's own example clients (TypeScript, Python, Go, wscat) against the reference server. Installs what it needs.
 source "$(dirname "$0")/lib.sh"
 need_rust
 need_node
 need_python
+need_go
 cd "$ROOT"
 
 echo "== cargo test (workspace)"

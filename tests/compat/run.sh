@@ -14,6 +14,8 @@
 #   python-client   rkt/rkt_client.py via websockets expects exit 0, "Connected!", "Weather data: ...Seoul..."
 #   wscat-hello     rkt/wscat-paste.txt piped into wscat, one frame per line; expects a HELLO_ACK
 #   wscat-echo      rkt/wscat-paste-echo.txt (HELLO then REQUEST echo); expects a RESPONSE
+#   go-client       rkt/main.go (gorilla/websocket, google/uuid from Debian's packages, GOPATH
+#                   mode); expects exit 0, "Handshake: HELLO_ACK", "Response data: ...Seoul..."
 #
 # Env: COMPAT_TIMEOUT (hard per-client timeout in s, default 20),
 #      COMPAT_ONLY (space-separated client names to run, default all).
@@ -88,6 +90,10 @@ check_ts() {
   if grep -Eq '^Got data: (undefined|null)$' "$1"; then echo "'Got data:' has no data"; return 1; fi
   # console.log pretty-prints objects over several lines: look from `Got data:` to the end.
   sed -n '/^Got data: /,$p' "$1" | grep -q "city: 'Seoul'" || { echo "'Got data:' does not show city 'Seoul'"; return 1; }
+}
+check_go() {
+  grep -q '^Handshake: HELLO_ACK$' "$1" || { echo "no 'Handshake: HELLO_ACK' line"; return 1; }
+  grep -q '^Response data: map\[.*city:Seoul' "$1" || { echo "'Response data:' does not show city Seoul"; return 1; }
 }
 check_py() {
   grep -q '^Connected!' "$1" || { echo "no 'Connected!' line"; return 1; }
@@ -190,6 +196,14 @@ if want wscat-echo; then
   out="$WORK/wscat-echo.out"
   run_wscat rkt/wscat-paste-echo.txt "$out" 'RKT/1\.0 RESPONSE'
   report wscat-echo "$RC" "$out" check_echo
+fi
+
+if want go-client; then
+  out="$WORK/go.out"; RC=0
+  # Debian's golang-github-* packages install under /usr/share/gocode; no module proxy is used.
+  GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS=-mod=mod GOCACHE="$WORK/gocache" \
+    timeout -k 2 60 go run rkt/main.go >"$out" 2>&1 </dev/null || RC=$?
+  report go-client "$RC" "$out" check_go
 fi
 
 echo "$passed passed, $failed failed"
