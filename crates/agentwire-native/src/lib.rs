@@ -3,6 +3,8 @@
 //!
 //! - [`rkt::server`]: the reference RKT agent on a `TcpListener`.
 //! - [`rkt::client`]: [`rkt::RktClient`], an async RKT client.
+//!
+//! Both keep their socket in a `wire::Wire`, the WebSocket plumbing every protocol's driver shares.
 
 // `RktError` (the engine's error, returned by value as the engine does) and tungstenite's
 // `ErrorResponse` (its upgrade callback's signature) are large: that is their API, not ours.
@@ -10,5 +12,6 @@
 
 mod clock;
 pub mod rkt;
+mod wire;
 
 pub use clock::{now_ms, OsEntropy};

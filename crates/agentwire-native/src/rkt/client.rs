@@ -3,11 +3,11 @@
 //! to the command it answers by Message-ID.
 
 use super::FRAME_SLACK;
+use crate::wire::Wire;
 use crate::{clock::until, now_ms, OsEntropy};
-use agentwire_core::{ErrorKind, Millis, Outgoing};
+use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
 use agentwire_rkt::{resolve, AuthBody, AuthOkBody, ClientConfig, ClientEvent, ClientSession, PeerInfo, RequestOptions, RktError};
-use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -16,12 +16,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::{ProtocolError, UrlError};
 use tokio_tungstenite::tungstenite::http::{header::SEC_WEBSOCKET_PROTOCOL, HeaderValue};
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use tokio_tungstenite::tungstenite::{Error as WsError, Message};
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-
-type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Error as WsError;
+use tokio_tungstenite::MaybeTlsStream;
 
 /// The chunks of a stream: each STREAM_DATA body in `Seq` order; the channel ends after
 /// STREAM_END, or after one `Err` when the stream fails.
@@ -32,7 +29,6 @@ pub type StreamChunks = mpsc::Receiver<Result<Value, RktError>>;
 const STREAM_CAPACITY: usize = 1024;
 /// Commands taken from the channel in one go, so concurrent calls share a write.
 const COMMAND_BATCH: usize = 64;
-const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// What the server said in HELLO_ACK, and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,15 +154,13 @@ impl RktClient {
         let (commands, inbox) = mpsc::unbounded_channel();
         let (ready, handshake) = oneshot::channel();
         let driver = Driver {
-            ws,
+            wire: Wire::new(ws),
             session: ClientSession::new(cfg, Box::new(OsEntropy)),
             url,
             waiters: HashMap::new(),
             ready: Some(ready),
             handshake_error: None,
             closers: Vec::new(),
-            close: None,
-            broken: false,
         };
         tokio::spawn(driver.run(inbox));
         let info = handshake.await.map_err(|_| closed_error())??;
@@ -277,7 +271,7 @@ fn connect_error(url: &str, e: WsError) -> RktError {
 
 /// The task that owns the socket and the session.
 struct Driver {
-    ws: Ws,
+    wire: Wire<MaybeTlsStream<TcpStream>>,
     session: ClientSession,
     url: String,
     waiters: HashMap<String, Waiter>,
@@ -286,8 +280,6 @@ struct Driver {
     /// Why the handshake failed, reported when the session closes.
     handshake_error: Option<RktError>,
     closers: Vec<oneshot::Sender<()>>,
-    close: Option<CloseFrame>,
-    broken: bool,
 }
 
 impl Driver {
@@ -315,21 +307,13 @@ impl Driver {
                         self.session.goodbye(now_ms());
                     }
                 },
-                frame = self.ws.next() => self.on_frame(frame),
+                frame = self.wire.next() => self.wire.receive(&mut self.session, now_ms(), frame),
                 _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
                     self.session.handle_timeout(now_ms());
                 }
             }
         }
-        if !self.broken {
-            let close = self.close.take();
-            let ws = &mut self.ws;
-            let _ = tokio::time::timeout(CLOSE_GRACE, async {
-                let _ = ws.close(close).await;
-                while let Some(Ok(_)) = ws.next().await {}
-            })
-            .await;
-        }
+        self.wire.finish().await;
         for done in self.closers.drain(..) {
             let _ = done.send(());
         }
@@ -353,64 +337,18 @@ impl Driver {
         }
     }
 
-    fn on_frame(&mut self, frame: Option<Result<Message, WsError>>) {
-        let now = now_ms();
-        match frame {
-            Some(Ok(Message::Text(text))) => self.session.handle_text(now, text.as_str()),
-            Some(Ok(Message::Binary(bytes))) => self.session.handle_binary(now, &bytes),
-            Some(Ok(Message::Close(frame))) => {
-                let (code, reason) = frame.map_or((1005, String::new()), |f| (f.code.into(), f.reason.to_string()));
-                self.session.handle_close(now, code, &reason);
-            }
-            Some(Ok(_)) => {} // WebSocket ping/pong: answered by tungstenite
-            Some(Err(WsError::Capacity(e))) => {
-                let reason = format!("message too big: {e}");
-                self.close = Some(CloseFrame { code: CloseCode::Size, reason: reason.clone().into() });
-                self.session.handle_close(now, 1009, &reason);
-            }
-            Some(Err(e)) => self.session.handle_close(now, 1006, &e.to_string()),
-            None => self.session.handle_close(now, 1006, "connection ended without a close frame"),
-        }
-    }
-
     /// Drains events and frames until both are empty; true once the session is over.
     async fn drain(&mut self, now: Millis) -> bool {
         let mut closed = false;
-        let mut wrote = false;
         loop {
             let mut progressed = false;
             while let Some(event) = self.session.poll_event() {
                 progressed = true;
                 closed |= self.on_event(event);
             }
-            while let Some(out) = self.session.poll_transmit() {
-                progressed = true;
-                let msg = match out {
-                    Outgoing::Text(text) => Message::text(text),
-                    Outgoing::Binary(bytes) => Message::binary(bytes),
-                    Outgoing::Close { code, reason } => {
-                        self.close = Some(CloseFrame { code: CloseCode::from(code), reason: reason.into() });
-                        continue;
-                    }
-                };
-                if !self.broken {
-                    wrote = true;
-                    if let Err(e) = self.ws.feed(msg).await {
-                        self.broken = true;
-                        self.session.handle_close(now, 1006, &e.to_string());
-                    }
-                }
-            }
-            if progressed {
-                continue;
-            }
-            if !wrote || self.broken {
+            progressed |= self.wire.transmit(&mut self.session, now).await;
+            if !progressed && !self.wire.flush(&mut self.session, now).await {
                 return closed;
-            }
-            wrote = false;
-            if let Err(e) = self.ws.flush().await {
-                self.broken = true;
-                self.session.handle_close(now, 1006, &e.to_string());
             }
         }
     }

@@ -6,12 +6,12 @@
 //! when it closes; message contents are never logged.
 
 use super::FRAME_SLACK;
+use crate::wire::{Wire, CLOSE_GRACE};
 use crate::{clock::until, now_ms, OsEntropy};
-use agentwire_core::{Millis, Outgoing};
+use agentwire_core::Millis;
 use agentwire_rkt::codec::SUBPROTOCOL;
 use agentwire_rkt::reference::{self, Connection, ReferenceConfig, Shared};
 use agentwire_rkt::{ServerConfig, ServerEvent, ServerSession};
-use futures_util::{SinkExt, StreamExt};
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -23,17 +23,14 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, SEC_WEBSOCKET_PROTOCOL};
 use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::WebSocketStream;
 
 /// The path the agent is served at.
 pub const PATH: &str = "/rkt";
 /// How long a TCP connection may take to complete the WebSocket upgrade.
 const UPGRADE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a closing handshake, and the shutdown of open connections, may take.
-const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 struct Agent {
     cfg: ReferenceConfig,
@@ -76,6 +73,7 @@ pub async fn serve_until(listener: TcpListener, cfg: ReferenceConfig, shutdown: 
     }
     drop(listener);
     drop(stop);
+    // Open connections get as long to end as one closing handshake.
     let _ = tokio::time::timeout(CLOSE_GRACE, async { while connections.join_next().await.is_some() {} }).await;
     connections.shutdown().await;
     Ok(())
@@ -179,29 +177,19 @@ struct End {
 }
 
 struct Driver<'a> {
-    ws: WebSocketStream<TcpStream>,
+    wire: Wire<TcpStream>,
     agent: &'a Agent,
     session: ServerSession,
     conn: Connection,
-    /// The close frame to send when the session is over.
-    close: Option<CloseFrame>,
-    /// A write failed: the socket is gone, later writes are skipped.
-    broken: bool,
-    received: u64,
-    sent: u64,
 }
 
 impl<'a> Driver<'a> {
     fn new(ws: WebSocketStream<TcpStream>, agent: &'a Agent) -> Self {
         Driver {
-            ws,
+            wire: Wire::new(ws),
             agent,
             session: ServerSession::new(agent.session.clone(), Box::new(OsEntropy)),
             conn: Connection::new(&agent.cfg),
-            close: None,
-            broken: false,
-            received: 0,
-            sent: 0,
         }
     }
 
@@ -210,36 +198,12 @@ impl<'a> Driver<'a> {
         let mut stopping = false;
         loop {
             if let Some((code, reason)) = self.drain(now_ms()).await {
-                self.finish().await;
-                return End { code, reason, received: self.received, sent: self.sent };
+                self.wire.finish().await;
+                return End { code, reason, received: self.wire.received(), sent: self.wire.sent() };
             }
             let wake = self.session.poll_timeout().map(until);
             tokio::select! {
-                frame = self.ws.next() => {
-                    let now = now_ms();
-                    match frame {
-                        Some(Ok(Message::Text(text))) => {
-                            self.received += 1;
-                            self.session.handle_text(now, text.as_str());
-                        }
-                        Some(Ok(Message::Binary(bytes))) => {
-                            self.received += 1;
-                            self.session.handle_binary(now, &bytes);
-                        }
-                        Some(Ok(Message::Close(frame))) => {
-                            let (code, reason) = frame.map_or((1005, String::new()), |f| (f.code.into(), f.reason.to_string()));
-                            self.session.handle_close(now, code, &reason);
-                        }
-                        Some(Ok(_)) => {} // WebSocket ping/pong: answered by tungstenite
-                        Some(Err(WsError::Capacity(e))) => {
-                            let reason = format!("message too big: {e}");
-                            self.close = Some(CloseFrame { code: CloseCode::Size, reason: reason.clone().into() });
-                            self.session.handle_close(now, 1009, &reason);
-                        }
-                        Some(Err(e)) => self.session.handle_close(now, 1006, &e.to_string()),
-                        None => self.session.handle_close(now, 1006, "connection ended without a close frame"),
-                    }
-                }
+                frame = self.wire.next() => self.wire.receive(&mut self.session, now_ms(), frame),
                 _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
                     self.session.handle_timeout(now_ms());
                 }
@@ -254,7 +218,6 @@ impl<'a> Driver<'a> {
     /// Drains events and frames until both are empty; returns the close once the session is over.
     async fn drain(&mut self, now: Millis) -> Option<(u16, String)> {
         let mut closed = None;
-        let mut wrote = false;
         loop {
             let mut progressed = false;
             while let Some(event) = self.session.poll_event() {
@@ -271,50 +234,10 @@ impl<'a> Driver<'a> {
                     | ServerEvent::Goodbye => {}
                 }
             }
-            while let Some(out) = self.session.poll_transmit() {
-                progressed = true;
-                let msg = match out {
-                    Outgoing::Text(text) => Message::text(text),
-                    Outgoing::Binary(bytes) => Message::binary(bytes),
-                    Outgoing::Close { code, reason } => {
-                        self.close = Some(CloseFrame { code: CloseCode::from(code), reason: reason.into() });
-                        continue;
-                    }
-                };
-                if !self.broken {
-                    self.sent += 1;
-                    wrote = true;
-                    if let Err(e) = self.ws.feed(msg).await {
-                        self.broken = true;
-                        self.session.handle_close(now, 1006, &e.to_string());
-                    }
-                }
-            }
-            if progressed {
-                continue;
-            }
-            if !wrote || self.broken {
+            progressed |= self.wire.transmit(&mut self.session, now).await;
+            if !progressed && !self.wire.flush(&mut self.session, now).await {
                 return closed;
             }
-            wrote = false;
-            if let Err(e) = self.ws.flush().await {
-                self.broken = true;
-                self.session.handle_close(now, 1006, &e.to_string());
-            }
         }
-    }
-
-    /// Sends the close frame (or answers the peer's) and waits, bounded, for the socket to end.
-    async fn finish(&mut self) {
-        if self.broken {
-            return;
-        }
-        let close = self.close.take();
-        let ws = &mut self.ws;
-        let _ = tokio::time::timeout(CLOSE_GRACE, async {
-            let _ = ws.close(close).await;
-            while let Some(Ok(_)) = ws.next().await {}
-        })
-        .await;
     }
 }
