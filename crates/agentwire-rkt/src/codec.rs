@@ -445,7 +445,7 @@ fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
     let bad = |name, reason| DecodeErrorKind::BadHeaderValue { name, reason };
 
     let version = required("Version")?;
-    if !digits::<u32>(version).is_some_and(|v| v >= 1) {
+    if digits::<u32>(version).is_none_or(|v| v < 1) {
         return Err(bad("Version", "is not a positive integer"));
     }
     for name in ["Message-ID", "Session-ID"] {
