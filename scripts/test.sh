@@ -8,6 +8,9 @@ need_python
 need_go
 cd "$ROOT"
 
+echo "== cargo clippy (workspace, warnings are errors)"
+cargo clippy --workspace --all-targets -q -- -D warnings
+
 echo "== cargo test (workspace)"
 cargo test --workspace --all-targets
 
