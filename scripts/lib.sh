@@ -12,6 +12,9 @@ need_rust() {
       exit 1
     fi
   fi
+  if ! cargo clippy --version >/dev/null 2>&1; then
+    rustup component add clippy
+  fi
 }
 
 need_node() {
