@@ -1,0 +1,290 @@
+//! Decoding one WebSocket message into frames.
+//!
+//! A message holds one or more top-level JSON values (released servers may concatenate several
+//! objects in one message); each value is a frame object or a batch array of them. Each frame is
+//! decoded on its own, so one bad frame does not lose the others. Only a syntax error stops the
+//! message: nothing after it can be located reliably.
+
+use crate::fields::{self, Fields, F_DATA, F_ERROR, F_EVENT, F_ID, F_JSONRPC, F_METHOD, F_PARAMS, F_RESULT, F_TYPE};
+use crate::frame::{Frame, Generation, Id, Notification, Outcome, Request, Response, RpcError};
+use crate::frame_error::{FrameError, FrameErrorKind as K};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Bounds and strictness of decoding. The defaults suit a client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Largest message, in bytes, checked before parsing (default 1 MiB).
+    pub max_message_bytes: usize,
+    /// Deepest nesting of arrays and objects, the frame itself included (default 64), checked
+    /// before parsing.
+    pub max_depth: usize,
+    /// Longest string id, in bytes (default 256).
+    pub max_id_len: usize,
+    /// Most frames in one message, batch elements and concatenated values together (default 1024).
+    pub max_frames: usize,
+    /// Refuse keys the frame's type does not have, as the released server does (default false:
+    /// a client tolerates them; a test peer imitating the server sets it).
+    pub reject_unknown_keys: bool,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions { max_message_bytes: 1 << 20, max_depth: 64, max_id_len: 256, max_frames: 1024, reject_unknown_keys: false }
+    }
+}
+
+/// Decodes a text message with the default options.
+pub fn decode_message(generation: Generation, text: &str) -> Vec<Result<Frame, FrameError>> {
+    decode_message_with(generation, text, &DecodeOptions::default())
+}
+
+/// Decodes a binary message with the default options: invalid UTF-8 is a typed error.
+pub fn decode_bytes(generation: Generation, bytes: &[u8]) -> Vec<Result<Frame, FrameError>> {
+    decode_bytes_with(generation, bytes, &DecodeOptions::default())
+}
+
+pub fn decode_bytes_with(generation: Generation, bytes: &[u8], opts: &DecodeOptions) -> Vec<Result<Frame, FrameError>> {
+    if bytes.len() > opts.max_message_bytes {
+        return vec![Err(FrameError::new(K::TooLarge { size: bytes.len(), limit: opts.max_message_bytes }))];
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => decode_message_with(generation, text, opts),
+        Err(e) => vec![Err(FrameError::new(K::InvalidUtf8 { valid_up_to: e.valid_up_to() }))],
+    }
+}
+
+/// Decodes a text message: one result per frame, in order.
+pub fn decode_message_with(generation: Generation, text: &str, opts: &DecodeOptions) -> Vec<Result<Frame, FrameError>> {
+    if text.len() > opts.max_message_bytes {
+        return vec![Err(FrameError::new(K::TooLarge { size: text.len(), limit: opts.max_message_bytes }))];
+    }
+    if text.trim_ascii().is_empty() {
+        return vec![Err(FrameError::new(K::Empty))];
+    }
+    if too_deep(text.as_bytes(), opts.max_depth) {
+        return vec![Err(FrameError::new(K::TooDeep { limit: opts.max_depth }))];
+    }
+    let mut out = Vec::with_capacity(1);
+    for value in serde_json::Deserializer::from_str(text).into_iter::<&RawValue>() {
+        let value = match value {
+            Ok(v) => v,
+            Err(e) => {
+                out.push(Err(FrameError::new(K::Syntax(e.to_string()))));
+                break;
+            }
+        };
+        if !value.get().starts_with('[') {
+            if !push(&mut out, opts, decode_frame(generation, value, opts)) {
+                break;
+            }
+            continue;
+        }
+        match serde_json::from_str::<Vec<&RawValue>>(value.get()) {
+            Ok(batch) if batch.is_empty() => out.push(Err(FrameError::new(K::EmptyBatch))),
+            Ok(batch) => {
+                if !batch.into_iter().all(|el| push(&mut out, opts, decode_frame(generation, el, opts))) {
+                    break;
+                }
+            }
+            Err(e) => out.push(Err(FrameError::new(K::Syntax(e.to_string())))),
+        }
+    }
+    out
+}
+
+/// Appends a frame; past the limit, appends one `TooManyFrames` and returns false.
+fn push(out: &mut Vec<Result<Frame, FrameError>>, opts: &DecodeOptions, frame: Result<Frame, FrameError>) -> bool {
+    if out.len() >= opts.max_frames {
+        out.push(Err(FrameError::new(K::TooManyFrames { limit: opts.max_frames })));
+        return false;
+    }
+    out.push(frame);
+    true
+}
+
+/// True when arrays and objects nest deeper than `max` (strings skipped, escapes honoured).
+fn too_deep(b: &[u8], max: usize) -> bool {
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Decodes one frame object.
+pub(crate) fn decode_frame(generation: Generation, value: &RawValue, opts: &DecodeOptions) -> Result<Frame, FrameError> {
+    if !value.get().starts_with('{') {
+        return Err(FrameError::new(K::NotAnObject));
+    }
+    let f = Fields::parse(value.get())?;
+    // The id first, so every later error names it.
+    let id = parse_id(f.id, generation, opts)?;
+    frame_from_fields(generation, &f, id.clone(), opts).map_err(|e| e.with_id(id))
+}
+
+fn frame_from_fields(generation: Generation, f: &Fields<'_>, id: Option<Id>, opts: &DecodeOptions) -> Result<Frame, FrameError> {
+    match f.jsonrpc {
+        None => return Err(FrameError::new(K::MissingField("jsonrpc"))),
+        Some(v) if string(v, "jsonrpc")? != "2.0" => return Err(FrameError::bad("jsonrpc", "must be \"2.0\"")),
+        Some(_) => {}
+    }
+    let kind = match generation {
+        Generation::Released => {
+            let t = f.kind.ok_or(FrameError::new(K::MissingField("type")))?;
+            match string(t, "type")?.as_str() {
+                "request" => Kind::Request,
+                "response" => Kind::Response,
+                "event" => Kind::Event,
+                other => return Err(FrameError::bad("type", format!("is `{other}`, not request, response or event"))),
+            }
+        }
+        Generation::Current => {
+            let answer = f.result.is_some() || f.error.is_some();
+            match (f.method.is_some(), answer) {
+                (true, true) => return Err(FrameError::new(K::Ambiguous("`method` with `result` or `error`"))),
+                (true, false) if f.id.is_some() => Kind::Request,
+                (true, false) => Kind::Event,
+                (false, true) => Kind::Response,
+                (false, false) if f.id.is_some() => return Err(FrameError::new(K::MissingField("result"))),
+                (false, false) => return Err(FrameError::new(K::MissingField("method"))),
+            }
+        }
+    };
+    if opts.reject_unknown_keys {
+        check_keys(generation, kind, f)?;
+    }
+    match kind {
+        Kind::Response => response(f, id).map(Frame::Response),
+        Kind::Request => {
+            let id = id.ok_or_else(|| match f.id {
+                None => FrameError::new(K::MissingField("id")),
+                Some(_) => FrameError::bad("id", "is null in a request"),
+            })?;
+            let method = string(f.method.ok_or(FrameError::new(K::MissingField("method")))?, "method")?;
+            Ok(Frame::Request(Request { id, method, params: f.params.map(RawValue::to_owned) }))
+        }
+        Kind::Event => {
+            let (name, payload) = match generation {
+                Generation::Released => (f.event.ok_or(FrameError::new(K::MissingField("event")))?, f.data),
+                Generation::Current => (f.method.ok_or(FrameError::new(K::MissingField("method")))?, f.params),
+            };
+            let field = if generation == Generation::Released { "event" } else { "method" };
+            Ok(Frame::Notification(Notification { name: string(name, field)?, params: payload.map(RawValue::to_owned) }))
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Request,
+    Response,
+    /// A released event or a current notification.
+    Event,
+}
+
+fn check_keys(generation: Generation, kind: Kind, f: &Fields<'_>) -> Result<(), FrameError> {
+    let typ = if generation == Generation::Released { F_TYPE } else { 0 };
+    let allowed = F_JSONRPC
+        | typ
+        | match (kind, generation) {
+            (Kind::Request, _) => F_ID | F_METHOD | F_PARAMS,
+            (Kind::Response, _) => F_ID | F_RESULT | F_ERROR,
+            (Kind::Event, Generation::Released) => F_EVENT | F_DATA,
+            (Kind::Event, Generation::Current) => F_METHOD | F_PARAMS,
+        };
+    if let Some(name) = fields::first_outside(f.present, allowed) {
+        return Err(FrameError::new(K::UnknownKey(name.to_string())));
+    }
+    match &f.unknown {
+        Some(k) => Err(FrameError::new(K::UnknownKey(k.clone()))),
+        None => Ok(()),
+    }
+}
+
+fn response(f: &Fields<'_>, id: Option<Id>) -> Result<Response, FrameError> {
+    let outcome = match (f.result, f.error) {
+        (Some(_), Some(_)) => return Err(FrameError::new(K::Ambiguous("both `result` and `error`"))),
+        (None, None) => return Err(FrameError::new(K::MissingField("result"))),
+        (Some(r), None) => {
+            if id.is_none() {
+                return Err(match f.id {
+                    None => FrameError::new(K::MissingField("id")),
+                    Some(_) => FrameError::bad("id", "is null in a successful response"),
+                });
+            }
+            Outcome::Result(r.to_owned())
+        }
+        (None, Some(e)) => Outcome::Error(rpc_error(e)?),
+    };
+    Ok(Response { id, outcome })
+}
+
+#[derive(Deserialize)]
+struct ErrorWire<'a> {
+    code: i64,
+    message: String,
+    #[serde(borrow, default)]
+    data: Option<&'a RawValue>,
+    #[serde(rename = "_tag", default)]
+    tag: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct DataTag {
+    #[serde(rename = "_tag", default)]
+    tag: Option<String>,
+}
+
+fn rpc_error(raw: &RawValue) -> Result<RpcError, FrameError> {
+    let w: ErrorWire<'_> = serde_json::from_str(raw.get()).map_err(|e| FrameError::bad("error", e.to_string()))?;
+    let tag = w.tag.or_else(|| {
+        let data = w.data?.get();
+        data.starts_with('{').then(|| serde_json::from_str::<DataTag>(data).ok()?.tag).flatten()
+    });
+    Ok(RpcError { code: w.code, message: w.message, data: w.data.map(RawValue::to_owned), tag })
+}
+
+fn string(raw: &RawValue, field: &'static str) -> Result<String, FrameError> {
+    if !raw.get().starts_with('"') {
+        return Err(FrameError::bad(field, "must be a string"));
+    }
+    serde_json::from_str(raw.get()).map_err(|e| FrameError::bad(field, e.to_string()))
+}
+
+fn parse_id(raw: Option<&RawValue>, generation: Generation, opts: &DecodeOptions) -> Result<Option<Id>, FrameError> {
+    let Some(raw) = raw else { return Ok(None) };
+    let s = raw.get();
+    match s.bytes().next().unwrap_or(b' ') {
+        b'n' => Ok(None),
+        b'"' => {
+            let id = string(raw, "id")?;
+            if id.len() > opts.max_id_len {
+                return Err(FrameError::new(K::IdTooLong { len: id.len(), limit: opts.max_id_len }));
+            }
+            Ok(Some(Id::Str(id)))
+        }
+        b'-' | b'0'..=b'9' if generation == Generation::Current => match s.parse::<i64>() {
+            Ok(n) => Ok(Some(Id::Num(n))),
+            Err(_) => Err(FrameError::bad("id", "must be an integer that fits 64 bits")),
+        },
+        _ if generation == Generation::Released => Err(FrameError::bad("id", "must be a string (released generation)")),
+        _ => Err(FrameError::bad("id", "must be a string or an integer")),
+    }
+}

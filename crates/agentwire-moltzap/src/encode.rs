@@ -1,0 +1,160 @@
+//! Encoding frames, byte for byte in the key order of the specs and of the released server:
+//! `jsonrpc`, [`type`,] `id`, then `method`/`params`, `result`/`error` or `event`/`data`.
+//! Strings are escaped like `JSON.stringify`; raw payloads are written as they are.
+
+use crate::frame::{Generation, Id, Outcome, RpcError};
+use serde_json::value::RawValue;
+use std::fmt::{self, Write};
+
+/// A frame the generation cannot carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncodeError {
+    /// The released generation only has string ids.
+    NumericIdInReleased,
+    /// A successful response needs an id.
+    ResultWithoutId,
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EncodeError::NumericIdInReleased => "the released generation only allows string ids",
+            EncodeError::ResultWithoutId => "a successful response needs an id",
+        })
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+fn head(generation: Generation, kind: &str, capacity: usize) -> String {
+    let mut out = String::with_capacity(capacity + 48);
+    out.push_str(r#"{"jsonrpc":"2.0""#);
+    if generation == Generation::Released {
+        out.push_str(r#","type":""#);
+        out.push_str(kind);
+        out.push('"');
+    }
+    out
+}
+
+fn push_id(out: &mut String, generation: Generation, id: Option<&Id>) -> Result<(), EncodeError> {
+    out.push_str(r#","id":"#);
+    match id {
+        None => out.push_str("null"),
+        Some(Id::Str(s)) => push_str(out, s),
+        Some(Id::Num(_)) if generation == Generation::Released => return Err(EncodeError::NumericIdInReleased),
+        Some(Id::Num(n)) => {
+            let _ = write!(out, "{n}");
+        }
+    }
+    Ok(())
+}
+
+fn push_raw(out: &mut String, key: &str, value: Option<&RawValue>) {
+    if let Some(v) = value {
+        out.push_str(",\"");
+        out.push_str(key);
+        out.push_str("\":");
+        out.push_str(v.get());
+    }
+}
+
+/// `{"jsonrpc":"2.0",["type":"request",]"id":…,"method":…[,"params":…]}`. Params are omitted when
+/// `None`.
+pub fn encode_request(generation: Generation, id: &Id, method: &str, params: Option<&RawValue>) -> Result<String, EncodeError> {
+    let mut out = head(generation, "request", method.len() + params.map_or(0, |p| p.get().len()));
+    push_id(&mut out, generation, Some(id))?;
+    out.push_str(r#","method":"#);
+    push_str(&mut out, method);
+    push_raw(&mut out, "params", params);
+    out.push('}');
+    Ok(out)
+}
+
+/// A server-to-client notification: `{"jsonrpc":"2.0","method","params"?}` (current) or
+/// `{"jsonrpc":"2.0","type":"event","event","data"?}` (released). Clients never send one; test
+/// peers do.
+pub fn encode_notification(generation: Generation, name: &str, params: Option<&RawValue>) -> String {
+    let mut out = head(generation, "event", name.len() + params.map_or(0, |p| p.get().len()));
+    let (name_key, payload_key) = match generation {
+        Generation::Released => (r#","event":"#, "data"),
+        Generation::Current => (r#","method":"#, "params"),
+    };
+    out.push_str(name_key);
+    push_str(&mut out, name);
+    push_raw(&mut out, payload_key, params);
+    out.push('}');
+    out
+}
+
+/// `{"jsonrpc":"2.0",["type":"response",]"id":…,"result":…}` or `…,"error":{"code","message",
+/// "_tag"?,"data"?}}`; `id: None` is written `null`. `_tag` is written in the current generation
+/// only (the released server has no such key).
+pub fn encode_response(generation: Generation, id: Option<&Id>, outcome: &Outcome) -> Result<String, EncodeError> {
+    let mut out = head(generation, "response", 64);
+    push_id(&mut out, generation, id)?;
+    match outcome {
+        Outcome::Result(r) => {
+            if id.is_none() {
+                return Err(EncodeError::ResultWithoutId);
+            }
+            push_raw(&mut out, "result", Some(r));
+        }
+        Outcome::Error(e) => push_error(&mut out, generation, e),
+    }
+    out.push('}');
+    Ok(out)
+}
+
+fn push_error(out: &mut String, generation: Generation, e: &RpcError) {
+    let _ = write!(out, r#","error":{{"code":{},"message":"#, e.code);
+    push_str(out, &e.message);
+    if let (Some(tag), Generation::Current) = (&e.tag, generation) {
+        out.push_str(r#","_tag":"#);
+        push_str(out, tag);
+    }
+    push_raw(out, "data", e.data.as_deref());
+    out.push('}');
+}
+
+/// A JSON string literal, escaped as `JSON.stringify` and serde_json do.
+pub(crate) fn push_str(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_like_serde_json() {
+        for s in ["", "plain", "q\"b\\s", "\n\r\t\u{8}\u{c}\u{0}\u{1f}\u{7f}", "é — ✓ 😀", "/"] {
+            let mut out = String::new();
+            push_str(&mut out, s);
+            assert_eq!(out, serde_json::to_string(s).unwrap());
+        }
+    }
+}

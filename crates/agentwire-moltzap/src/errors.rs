@@ -1,0 +1,223 @@
+//! MoltZap error codes, their names, and the typed error every MoltZap failure becomes.
+
+use crate::frame::{Id, RpcError};
+use crate::frame_error::FrameError;
+use agentwire_core::{Error, ErrorKind};
+use serde::Serialize;
+
+/// The error-code table of the released server (`-32700 … -32022`), defined once: each code's
+/// name (also the current generation's `_tag`), its [`ErrorKind`] and whether a retry may help.
+pub mod codes {
+    use agentwire_core::ErrorKind;
+
+    /// One row of the table.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct CodeInfo {
+        pub code: i64,
+        pub name: &'static str,
+        pub kind: ErrorKind,
+        pub retryable: bool,
+    }
+
+    macro_rules! table {
+        ($($konst:ident = $code:literal, $name:literal, $kind:ident, $retry:literal;)*) => {
+            $(pub const $konst: i64 = $code;)*
+            /// Every code, in the order the released spec lists them.
+            pub const TABLE: &[CodeInfo] = &[
+                $(CodeInfo { code: $code, name: $name, kind: ErrorKind::$kind, retryable: $retry }),*
+            ];
+        };
+    }
+
+    table! {
+        PARSE_ERROR = -32700, "ParseError", Protocol, false;
+        INVALID_REQUEST = -32600, "InvalidRequest", Protocol, false;
+        METHOD_NOT_FOUND = -32601, "MethodNotFound", Invalid, false;
+        INVALID_PARAMS = -32602, "InvalidParams", Invalid, false;
+        INTERNAL_ERROR = -32603, "InternalError", Remote, true;
+        UNAUTHORIZED = -32000, "Unauthorized", Auth, false;
+        FORBIDDEN = -32001, "Forbidden", Remote, false;
+        NOT_FOUND = -32002, "NotFound", Remote, false;
+        CONFLICT = -32003, "Conflict", Remote, false;
+        RATE_LIMITED = -32004, "RateLimited", RateLimited, true;
+        NOT_IN_CONTACTS = -32005, "NotInContacts", Remote, false;
+        BLOCKED = -32006, "Blocked", Remote, false;
+        CONVERSATION_FULL = -32007, "ConversationFull", Remote, false;
+        PROTOCOL_MISMATCH = -32008, "ProtocolMismatch", Version, false;
+        APP_NOT_FOUND = -32010, "AppNotFound", Remote, false;
+        AGENT_NOT_FOUND = -32011, "AgentNotFound", Remote, false;
+        SKILL_TIMEOUT = -32012, "SkillTimeout", Remote, false;
+        SKILL_MISMATCH = -32013, "SkillMismatch", Remote, false;
+        PERMISSION_TIMEOUT = -32014, "PermissionTimeout", Remote, false;
+        PERMISSION_DENIED = -32015, "PermissionDenied", Remote, false;
+        IDENTITY_REJECTED = -32016, "IdentityRejected", Remote, false;
+        MAX_PARTICIPANTS = -32017, "MaxParticipants", Remote, false;
+        AGENT_NO_OWNER = -32018, "AgentNoOwner", Remote, false;
+        HOOK_BLOCKED = -32019, "HookBlocked", Remote, false;
+        SESSION_CLOSED = -32020, "SessionClosed", Remote, false;
+        SESSION_NOT_FOUND = -32021, "SessionNotFound", Remote, false;
+        CONVERSATION_ARCHIVED = -32022, "ConversationArchived", Remote, false;
+    }
+
+    pub fn by_code(code: i64) -> Option<&'static CodeInfo> {
+        TABLE.iter().find(|c| c.code == code)
+    }
+
+    /// A row by name, for a current-generation `_tag`: the exact name, else the name with an
+    /// `Error` suffix removed (`"RateLimitedError"` → `RateLimited`).
+    pub fn by_tag(tag: &str) -> Option<&'static CodeInfo> {
+        TABLE
+            .iter()
+            .find(|c| c.name == tag)
+            .or_else(|| tag.strip_suffix("Error").and_then(|t| TABLE.iter().find(|c| c.name == t)))
+    }
+
+    /// The name of a code, if the table has it.
+    pub fn name(code: i64) -> Option<&'static str> {
+        by_code(code).map(|c| c.name)
+    }
+}
+
+/// A MoltZap failure: the shared error shape plus what MoltZap says about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MoltZapError {
+    #[serde(flatten)]
+    pub error: Error,
+    /// The typed name: the `_tag` when the server sent one, else the table name of the code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The `_tag` exactly as sent (current generation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// The error's `data` (remote errors) or `{"field": …}` (frame errors), as JSON text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+    /// The request the error is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<Id>,
+}
+
+impl MoltZapError {
+    pub fn local(kind: ErrorKind, message: impl Into<String>) -> Self {
+        MoltZapError { error: Error::new(kind, message), name: None, tag: None, data: None, request_id: None }
+    }
+
+    pub fn for_request(mut self, id: Id) -> Self {
+        self.request_id = Some(id);
+        self
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.error.kind
+    }
+
+    pub fn code(&self) -> Option<i64> {
+        self.error.code
+    }
+
+    /// The typed error for an error response. The `_tag` decides the kind when it is a known
+    /// name, else the code; unknown codes are [`ErrorKind::Remote`].
+    pub fn remote(err: &RpcError, request_id: Option<&Id>) -> Self {
+        let info = err.tag.as_deref().and_then(codes::by_tag).or_else(|| codes::by_code(err.code));
+        let (kind, retryable) = info.map_or((ErrorKind::Remote, false), |i| (i.kind, i.retryable));
+        let name = err.tag.clone().or_else(|| info.map(|i| i.name.to_string()));
+        let message = match (&err.message, &name) {
+            (m, Some(n)) if m.is_empty() => n.clone(),
+            (m, _) => m.clone(),
+        };
+        MoltZapError {
+            error: Error::new(kind, message).with_code(err.code).retryable(retryable),
+            name,
+            tag: err.tag.clone(),
+            data: err.data.as_ref().map(|d| d.get().to_string()),
+            request_id: request_id.cloned(),
+        }
+    }
+
+    /// The typed error for a frame that could not be decoded: [`ErrorKind::Limit`] for a bound,
+    /// else [`ErrorKind::Decode`]; `data` is `{"field": …}`.
+    pub fn frame(err: &FrameError) -> Self {
+        let kind = if err.is_limit() { ErrorKind::Limit } else { ErrorKind::Decode };
+        let mut field = String::new();
+        crate::encode::push_str(&mut field, err.field());
+        MoltZapError {
+            error: Error::new(kind, err.to_string()),
+            name: None,
+            tag: None,
+            data: Some(format!(r#"{{"field":{field}}}"#)),
+            request_id: err.id.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for MoltZapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for MoltZapError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_complete_and_unique() {
+        assert_eq!(codes::TABLE.len(), 27);
+        for (i, a) in codes::TABLE.iter().enumerate() {
+            for b in &codes::TABLE[i + 1..] {
+                assert_ne!(a.code, b.code);
+                assert_ne!(a.name, b.name);
+            }
+        }
+        assert_eq!(codes::name(-32022), Some("ConversationArchived"));
+        assert_eq!(codes::name(-32009), None);
+    }
+
+    #[test]
+    fn kinds_of_remote_errors() {
+        let cases = [
+            (-32000, ErrorKind::Auth, false),
+            (-32004, ErrorKind::RateLimited, true),
+            (-32008, ErrorKind::Version, false),
+            (-32600, ErrorKind::Protocol, false),
+            (-32601, ErrorKind::Invalid, false),
+            (-32602, ErrorKind::Invalid, false),
+            (-32603, ErrorKind::Remote, true),
+            (-32002, ErrorKind::Remote, false),
+            (-1, ErrorKind::Remote, false),
+        ];
+        for (code, kind, retryable) in cases {
+            let e = MoltZapError::remote(&RpcError::new(code, "m"), None);
+            assert_eq!((e.kind(), e.error.retryable, e.code()), (kind, retryable, Some(code)), "{code}");
+        }
+    }
+
+    #[test]
+    fn tag_wins_over_code() {
+        let mut err = RpcError::new(-32603, "no");
+        err.tag = Some("Unauthorized".into());
+        let e = MoltZapError::remote(&err, Some(&Id::from("1")));
+        assert_eq!(e.kind(), ErrorKind::Auth);
+        assert_eq!(e.name.as_deref(), Some("Unauthorized"));
+        err.tag = Some("RateLimitedError".into());
+        let e = MoltZapError::remote(&err, None);
+        assert_eq!((e.kind(), e.error.retryable), (ErrorKind::RateLimited, true));
+        assert_eq!(e.name.as_deref(), Some("RateLimitedError"));
+        err.tag = Some("SomethingNew".into());
+        let e = MoltZapError::remote(&err, None);
+        assert_eq!(e.kind(), ErrorKind::Remote);
+        assert_eq!(e.name.as_deref(), Some("SomethingNew"));
+    }
+
+    #[test]
+    fn serializes_to_the_shared_shape() {
+        let e = MoltZapError::remote(&RpcError::new(-32000, "Authentication failed"), Some(&Id::Num(7)));
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"kind":"auth","code":-32000,"message":"Authentication failed","retryable":false,"name":"Unauthorized","request_id":7})
+        );
+    }
+}

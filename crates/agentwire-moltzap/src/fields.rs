@@ -1,0 +1,138 @@
+//! The keys of one frame object, each value borrowed as raw JSON, read in one pass.
+
+use crate::frame_error::{FrameError, FrameErrorKind};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::fmt;
+
+pub(crate) const F_JSONRPC: u16 = 1;
+pub(crate) const F_TYPE: u16 = 1 << 1;
+pub(crate) const F_ID: u16 = 1 << 2;
+pub(crate) const F_METHOD: u16 = 1 << 3;
+pub(crate) const F_PARAMS: u16 = 1 << 4;
+pub(crate) const F_RESULT: u16 = 1 << 5;
+pub(crate) const F_ERROR: u16 = 1 << 6;
+pub(crate) const F_EVENT: u16 = 1 << 7;
+pub(crate) const F_DATA: u16 = 1 << 8;
+
+const NAMES: [(u16, &str); 9] = [
+    (F_JSONRPC, "jsonrpc"),
+    (F_TYPE, "type"),
+    (F_ID, "id"),
+    (F_METHOD, "method"),
+    (F_PARAMS, "params"),
+    (F_RESULT, "result"),
+    (F_ERROR, "error"),
+    (F_EVENT, "event"),
+    (F_DATA, "data"),
+];
+
+/// The name of the first known key in `present` that is not in `allowed`.
+pub(crate) fn first_outside(present: u16, allowed: u16) -> Option<&'static str> {
+    NAMES.iter().find(|(bit, _)| present & !allowed & bit != 0).map(|(_, n)| *n)
+}
+
+#[derive(Default)]
+pub(crate) struct Fields<'a> {
+    pub jsonrpc: Option<&'a RawValue>,
+    pub kind: Option<&'a RawValue>,
+    pub id: Option<&'a RawValue>,
+    pub method: Option<&'a RawValue>,
+    pub params: Option<&'a RawValue>,
+    pub result: Option<&'a RawValue>,
+    pub error: Option<&'a RawValue>,
+    pub event: Option<&'a RawValue>,
+    pub data: Option<&'a RawValue>,
+    /// Which known keys were present (`F_*` bits).
+    pub present: u16,
+    /// The first key that is none of the above.
+    pub unknown: Option<String>,
+    /// The first key seen twice.
+    duplicate: Option<String>,
+}
+
+impl<'a> Fields<'a> {
+    /// Reads the keys of a frame object (the caller checked it starts with `{`).
+    pub(crate) fn parse(json: &'a str) -> Result<Self, FrameError> {
+        let f: Fields<'a> =
+            serde_json::from_str(json).map_err(|e| FrameError::new(FrameErrorKind::Syntax(e.to_string())))?;
+        match f.duplicate {
+            Some(k) => Err(FrameError::new(FrameErrorKind::DuplicateKey(k))),
+            None => Ok(f),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(FieldsVisitor)
+    }
+}
+
+struct FieldsVisitor;
+
+impl<'de> Visitor<'de> for FieldsVisitor {
+    type Value = Fields<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a frame object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+        let mut f = Fields::default();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let (bit, slot) = match key.as_ref() {
+                "jsonrpc" => (F_JSONRPC, &mut f.jsonrpc),
+                "type" => (F_TYPE, &mut f.kind),
+                "id" => (F_ID, &mut f.id),
+                "method" => (F_METHOD, &mut f.method),
+                "params" => (F_PARAMS, &mut f.params),
+                "result" => (F_RESULT, &mut f.result),
+                "error" => (F_ERROR, &mut f.error),
+                "event" => (F_EVENT, &mut f.event),
+                "data" => (F_DATA, &mut f.data),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    if f.unknown.is_none() {
+                        f.unknown = Some(key.into_owned());
+                    }
+                    continue;
+                }
+            };
+            if f.present & bit != 0 {
+                map.next_value::<IgnoredAny>()?;
+                if f.duplicate.is_none() {
+                    f.duplicate = Some(key.into_owned());
+                }
+                continue;
+            }
+            *slot = Some(map.next_value::<&'de RawValue>()?);
+            f.present |= bit;
+        }
+        Ok(f)
+    }
+}
+
+/// An object key, borrowed unless it has escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
