@@ -2,7 +2,7 @@
 //! `jsonrpc`, [`type`,] `id`, then `method`/`params`, `result`/`error` or `event`/`data`.
 //! Strings are escaped like `JSON.stringify`; raw payloads are written as they are.
 
-use crate::frame::{Generation, Id, Outcome, RpcError};
+use crate::frame::{Frame, Generation, Id, Outcome, RpcError};
 use serde_json::value::RawValue;
 use std::fmt::{self, Write};
 
@@ -104,6 +104,15 @@ pub fn encode_response(generation: Generation, id: Option<&Id>, outcome: &Outcom
     }
     out.push('}');
     Ok(out)
+}
+
+/// Any frame, with the encoder of its kind.
+pub fn encode_frame(generation: Generation, frame: &Frame) -> Result<String, EncodeError> {
+    match frame {
+        Frame::Request(q) => encode_request(generation, &q.id, &q.method, q.params.as_deref()),
+        Frame::Response(r) => encode_response(generation, r.id.as_ref(), &r.outcome),
+        Frame::Notification(n) => Ok(encode_notification(generation, &n.name, n.params.as_deref())),
+    }
 }
 
 fn push_error(out: &mut String, generation: Generation, e: &RpcError) {

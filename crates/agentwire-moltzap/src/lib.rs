@@ -35,7 +35,7 @@ mod fields;
 mod frame_error;
 
 pub use decode::{decode_bytes, decode_bytes_with, decode_message, decode_message_with, DecodeOptions};
-pub use encode::{encode_notification, encode_request, encode_response, EncodeError};
+pub use encode::{encode_frame, encode_notification, encode_request, encode_response, EncodeError};
 pub use errors::{codes, MoltZapError};
 pub use frame::{raw, Frame, Generation, Id, Notification, Outcome, Request, Response, RpcError};
 pub use frame_error::{FrameError, FrameErrorKind};
