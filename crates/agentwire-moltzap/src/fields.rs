@@ -58,11 +58,64 @@ impl<'a> Fields<'a> {
     pub(crate) fn parse(json: &'a str) -> Result<Self, FrameError> {
         let f: Fields<'a> =
             serde_json::from_str(json).map_err(|e| FrameError::new(FrameErrorKind::Syntax(e.to_string())))?;
-        match f.duplicate {
+        f.checked()
+    }
+
+    /// Refuses a key seen twice.
+    pub(crate) fn checked(self) -> Result<Self, FrameError> {
+        match self.duplicate {
             Some(k) => Err(FrameError::new(FrameErrorKind::DuplicateKey(k))),
-            None => Ok(f),
+            None => Ok(self),
         }
     }
+}
+
+/// One top-level JSON value of a message, read in a single pass: a frame object (its keys), a
+/// batch (its elements, raw), or anything else.
+pub(crate) enum Top<'a> {
+    Frame(Fields<'a>),
+    Batch(Vec<&'a RawValue>),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Top<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(TopVisitor)
+    }
+}
+
+struct TopVisitor;
+
+macro_rules! other {
+    ($($name:ident: $t:ty),*) => {
+        $(fn $name<E: de::Error>(self, _: $t) -> Result<Top<'de>, E> { Ok(Top::Other) })*
+    };
+}
+
+impl<'de> Visitor<'de> for TopVisitor {
+    type Value = Top<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a frame object or a batch")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Top<'de>, A::Error> {
+        FieldsVisitor.visit_map(map).map(Top::Frame)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Top<'de>, A::Error> {
+        let mut batch = Vec::new();
+        while let Some(el) = seq.next_element::<&'de RawValue>()? {
+            batch.push(el);
+        }
+        Ok(Top::Batch(batch))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Top<'de>, E> {
+        Ok(Top::Other)
+    }
+
+    other!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str, visit_borrowed_str: &'de str, visit_string: String);
 }
 
 impl<'de> Deserialize<'de> for Fields<'de> {

@@ -182,6 +182,9 @@ fn limits() {
     let deep = |n: usize| format!(r#"{{"jsonrpc":"2.0","method":"n","params":{}{}}}"#, "[".repeat(n), "]".repeat(n));
     assert!(one(Current, &deep(63)).is_ok());
     assert_eq!(err(Current, &deep(64)).kind, K::TooDeep { limit: 64 });
+    // Many siblings are not depth.
+    let wide = format!(r#"{{"jsonrpc":"2.0","method":"n","params":[{}[]]}}"#, "[{}],".repeat(200));
+    assert!(one(Current, &wide).is_ok());
     // Brackets inside strings do not count; escaped quotes do not end a string.
     let s = format!(r#"{{"jsonrpc":"2.0","method":"n","params":"\"{}"}}"#, "[".repeat(500));
     assert!(one(Current, &s).is_ok());
