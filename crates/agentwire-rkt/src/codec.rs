@@ -13,6 +13,8 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 1 << 20;
 pub const PROTOCOL: &str = "RKT/1.0";
 /// The WebSocket subprotocol a server requires.
 pub const SUBPROTOCOL: &str = "rkt.1.0";
+/// The most headers one message may carry (the guide's messages have at most 12).
+pub const MAX_HEADERS: usize = 64;
 /// The longest id (`Message-ID`, `Session-ID`, `Reply-To`) accepted.
 pub const MAX_ID_LEN: usize = 128;
 
@@ -165,6 +167,8 @@ pub enum DecodeErrorKind {
     BadHeaderLine(usize),
     /// The same header twice.
     DuplicateHeader(String),
+    /// More than [`MAX_HEADERS`] headers.
+    TooManyHeaders { limit: usize },
     /// A header this message type requires.
     MissingHeader(&'static str),
     /// A header whose value is not valid.
@@ -190,7 +194,7 @@ impl DecodeError {
             DecodeErrorKind::BadStartLine | DecodeErrorKind::UnsupportedVersion(_) => "start-line",
             DecodeErrorKind::UnknownType(_) => "type",
             DecodeErrorKind::BadHeaderLine(_) => "headers",
-            DecodeErrorKind::DuplicateHeader(_) => "headers",
+            DecodeErrorKind::DuplicateHeader(_) | DecodeErrorKind::TooManyHeaders { .. } => "headers",
             DecodeErrorKind::MissingHeader(n) => n,
             DecodeErrorKind::BadHeaderValue { name, .. } => name,
             DecodeErrorKind::ContentLength { .. } => "Content-Length",
@@ -210,6 +214,7 @@ impl fmt::Display for DecodeError {
             DecodeErrorKind::UnknownType(t) => write!(f, "unknown message type `{t}`"),
             DecodeErrorKind::BadHeaderLine(n) => write!(f, "line {n} is not a `Name: value` header"),
             DecodeErrorKind::DuplicateHeader(n) => write!(f, "header `{n}` appears twice"),
+            DecodeErrorKind::TooManyHeaders { limit } => write!(f, "more than {limit} headers"),
             DecodeErrorKind::MissingHeader(n) => write!(f, "required header `{n}` is missing"),
             DecodeErrorKind::BadHeaderValue { name, reason } => write!(f, "header `{name}` {reason}"),
             DecodeErrorKind::ContentLength { declared, actual } => {
@@ -305,13 +310,17 @@ fn split_header(line: &str) -> Option<(&str, &str)> {
     is_token(name).then(|| (name, trim_blanks(&line[colon + 1..])))
 }
 
-/// True when the text after a blank line is more headers rather than a body: the guide's
-/// TypeScript client writes an empty line for an empty `extra` argument before `Content-Type`.
-fn continues_headers(rest: &str) -> bool {
-    let mut first = rest;
-    while let Some(after) = first.strip_prefix('\n').or_else(|| first.strip_prefix("\r\n")) {
-        first = after;
+/// `rest` past any empty lines (`\n` or `\r\n`).
+fn skip_empty_lines(mut rest: &str) -> &str {
+    while let Some(after) = rest.strip_prefix('\n').or_else(|| rest.strip_prefix("\r\n")) {
+        rest = after;
     }
+    rest
+}
+
+/// True when the text after the blank lines is more headers rather than a body: the guide's
+/// TypeScript client writes an empty line for an empty `extra` argument before `Content-Type`.
+fn continues_headers(first: &str) -> bool {
     // `split_header(first line).is_some()` (a token, blanks, then `:`), without scanning the
     // rest of the line, which for a one-line JSON body is the whole body. JSON never starts so.
     let b = first.as_bytes();
@@ -362,10 +371,12 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
         message_id: find_message_id(text),
     };
     if text.len() > max_size {
+        // Name the message if its id is near the top, without reading the whole of it.
+        let head = (0..=text.len().min(4096)).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
         return Err(DecodeError {
             kind: DecodeErrorKind::TooLarge { size: text.len(), limit: max_size },
             message_type: None,
-            message_id: None,
+            message_id: find_message_id(&text[..head]),
         });
     }
     let text = text.trim_start_matches(['\r', '\n', ' ', '\t', '\u{feff}']);
@@ -395,11 +406,18 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
         let (line, next) = next_line(rest);
         line_no += 1;
         if line.bytes().all(is_blank) {
-            rest = next;
-            if continues_headers(rest) {
+            // One pass over a run of empty lines, so a long run costs linear time.
+            let after = skip_empty_lines(next);
+            if continues_headers(after) {
+                line_no += next[..next.len() - after.len()].bytes().filter(|&b| b == b'\n').count();
+                rest = after;
                 continue;
             }
+            rest = next;
             break;
+        }
+        if headers.len() == MAX_HEADERS {
+            return Err(fail(DecodeErrorKind::TooManyHeaders { limit: MAX_HEADERS }));
         }
         let (name, value) = split_header(line).ok_or_else(|| fail(DecodeErrorKind::BadHeaderLine(line_no)))?;
         if headers.get(name).is_some() {

@@ -1120,3 +1120,27 @@ fn numbers_are_digits_only() {
     }
     assert!(agentwire_rkt::decode(&format!("{base}Seq: 1\nContent-Length: 2\n\n{{}}"), 1 << 20).is_ok());
 }
+
+#[test]
+fn hostile_shapes_cost_linear_time() {
+    // Many headers: refused at MAX_HEADERS, not compared pairwise.
+    let mut many = String::from("RKT/1.0 REQUEST\n");
+    for i in 0..100_000 {
+        many.push_str(&format!("x{i}:\n"));
+    }
+    let t = std::time::Instant::now();
+    let err = agentwire_rkt::decode(&many, 1 << 21).unwrap_err();
+    assert_eq!(err.kind, agentwire_rkt::DecodeErrorKind::TooManyHeaders { limit: agentwire_rkt::codec::MAX_HEADERS });
+    // A long run of blank lines before more headers is walked once.
+    let blanks = format!("RKT/1.0 GOODBYE\nVersion: 1\n{}X: y\n", "\n".repeat(1_000_000));
+    let _ = agentwire_rkt::decode(&blanks, 1 << 21);
+    // Generous: the quadratic versions took seconds to minutes even in release builds.
+    assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+}
+
+#[test]
+fn too_large_names_the_message_when_its_id_is_near_the_top() {
+    let big = format!("RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: big-1\nSession-ID: s\n\n{}", "x".repeat(2000));
+    let err = agentwire_rkt::decode(&big, 1000).unwrap_err();
+    assert_eq!(err.message_id.as_deref(), Some("big-1"));
+}

@@ -18,6 +18,7 @@ fn kind_name(k: &DecodeErrorKind) -> &'static str {
         DecodeErrorKind::UnknownType(_) => "unknown_type",
         DecodeErrorKind::BadHeaderLine(_) => "bad_header_line",
         DecodeErrorKind::DuplicateHeader(_) => "duplicate_header",
+        DecodeErrorKind::TooManyHeaders { .. } => "too_many_headers",
         DecodeErrorKind::MissingHeader(_) => "missing_header",
         DecodeErrorKind::BadHeaderValue { .. } => "bad_header_value",
         DecodeErrorKind::ContentLength { .. } => "content_length",
@@ -157,5 +158,5 @@ fn golden_vectors() {
         .collect();
     kinds.sort();
     kinds.dedup();
-    assert_eq!(kinds.len(), 10, "error kinds covered: {kinds:?}");
+    assert_eq!(kinds.len(), 11, "error kinds covered: {kinds:?}");
 }

@@ -168,6 +168,7 @@ invalid("bad-header-line-after-blank", "Line numbers count the TypeScript client
         base("MEMORY_SET") + "\nContent-Type: application/json\nnot a header\n\n{}", "bad_header_line", "headers", line=9)
 invalid("bad-header-line-control-char", "A control character in a header value.", base("REQUEST", ["To: a\u0001b"]), "bad_header_line", "headers", line=7)
 invalid("duplicate-header", "The same header twice, in any case.", base("REQUEST", ["ttl: 31"]), "duplicate_header", "headers", value="ttl")
+invalid("too-many-headers", "More than 64 headers (MAX_HEADERS) are refused before duplicates are looked for.", base("REQUEST", [f"X-{i}: {i}" for i in range(60)]), "too_many_headers", "headers")
 req_lines = {"Version": "Version: 1", "Message-ID": f"Message-ID: {MID}", "Session-ID": f"Session-ID: {SID}", "Timestamp": "Timestamp: 2026-06-28T12:00:00Z", "TTL": "TTL: 30"}
 for name in req_lines:
     lines = [l for n, l in req_lines.items() if n != name]
