@@ -24,6 +24,8 @@ pub struct ClientConfig {
     pub max_in_flight: usize,
     /// Out-of-order stream chunks held per stream; past it, the stream fails with `limit`.
     pub max_stream_buffer: usize,
+    /// Bytes of out-of-order chunks held over all streams; past it, the stream fails with `limit`.
+    pub max_stream_buffer_bytes: usize,
     pub handshake_timeout_ms: u64,
     /// `Bearer <key>`: sent as an AUTH message right after HELLO_ACK, before anything queued.
     pub authorization: Option<String>,
@@ -43,6 +45,7 @@ impl Default for ClientConfig {
             max_message_size: codec::DEFAULT_MAX_MESSAGE_SIZE,
             max_in_flight: 1024,
             max_stream_buffer: 1024,
+            max_stream_buffer_bytes: 8 << 20,
             handshake_timeout_ms: 10_000,
             authorization: None,
             keepalive: true,
@@ -157,6 +160,8 @@ pub struct ClientSession {
     queue: Vec<Queued>,
     forgotten: VecDeque<String>,
     timers: Timers<Timer>,
+    /// Bytes of out-of-order stream chunks held, over all streams.
+    held_bytes: usize,
     session_timeout_ms: u64,
     last_sent: Millis,
     transmit: VecDeque<Outgoing>,
@@ -176,6 +181,7 @@ impl ClientSession {
             queue: Vec::new(),
             forgotten: VecDeque::new(),
             timers: Timers::new(),
+            held_bytes: 0,
             session_timeout_ms: 0,
             last_sent: 0,
             transmit: VecDeque::new(),
@@ -244,7 +250,8 @@ impl ClientSession {
                     self.close(1000, "handshake timeout");
                 }
                 Timer::Reply(id) => {
-                    if let Some(p) = self.pending.remove(&id) {
+                    if let Some(p) = self.take_pending(&id) {
+                        self.queue.retain(|q| q.id != id);
                         self.forget(id.clone());
                         if !p.silent {
                             let msg = format!("no reply within the TTL of {} s", p.ttl_ms / 1000);
@@ -360,7 +367,7 @@ impl ClientSession {
     /// false when the id is not pending.
     pub fn cancel(&mut self, id: &str) -> bool {
         let queued = self.queue.iter().position(|q| q.id == id).map(|at| self.queue.remove(at)).is_some();
-        let sent = self.pending.remove(id).is_some();
+        let sent = self.take_pending(id).is_some();
         if !(queued || sent) {
             return false;
         }
@@ -478,6 +485,7 @@ impl ClientSession {
             self.pending.drain().map(|(id, p)| (p.sent_at, id, p.silent)).collect();
         ids.sort();
         self.queue.clear();
+        self.held_bytes = 0;
         for (_, id, silent) in ids {
             if !silent {
                 let m = format!("connection closed ({code} {reason}) before a reply");
@@ -552,15 +560,22 @@ impl ClientSession {
         self.events.push_back(ClientEvent::Ready { agreed_version: ack.agreed_version, session_timeout: ack.session_timeout, server });
         if let Some(authz) = self.cfg.authorization.clone() {
             let token = authz.strip_prefix("Bearer ").unwrap_or(&authz).trim().to_string();
-            let _ = self.auth(now, AuthBody::Bearer { token, scopes: Vec::new() });
+            let body = serde_json::to_string(&AuthBody::Bearer { token, scopes: Vec::new() }).unwrap_or_default();
+            // Sent ahead of the queue and outside `max_in_flight`: it must never be skipped.
+            let id = self.entropy.uuid_v4();
+            let mut msg = self.new_message(MessageType::Auth, id.clone(), now, Some(self.cfg.ttl_s));
+            msg.headers.set("Priority", Priority::Urgent.as_str());
+            msg.body = Some(body);
+            self.track(now, id, Op::Auth, self.cfg.ttl_s, false, false);
+            self.send(now, &msg);
         }
         let mut queue = std::mem::take(&mut self.queue);
         queue.sort_by_key(|q| std::cmp::Reverse(q.priority)); // stable: call order kept
         for q in queue {
-            if let Some(p) = self.pending.get_mut(&q.id) {
-                p.sent_at = now;
-                self.timers.set(Timer::Reply(q.id.clone()), now.saturating_add(p.ttl_ms));
-            }
+            // Only what is still pending: a command that timed out or was cancelled stays unsent.
+            let Some(p) = self.pending.get_mut(&q.id) else { continue };
+            p.sent_at = now;
+            self.timers.set(Timer::Reply(q.id.clone()), now.saturating_add(p.ttl_ms));
             self.send(now, &q.msg);
         }
         self.arm_keepalive();
@@ -581,7 +596,7 @@ impl ClientSession {
         }
         match reply_to {
             Some(id) if self.pending.contains_key(&id) => {
-                let p = self.pending.remove(&id).expect("checked");
+                let p = self.take_pending(&id).expect("checked");
                 self.timers.cancel(&Timer::Reply(id.clone()));
                 if !p.silent {
                     self.events.push_back(ClientEvent::Failed { id, error });
@@ -626,7 +641,7 @@ impl ClientSession {
             }
             MessageType::StreamEnd => self.on_stream_end(id, msg.body),
             _ => {
-                let p = self.pending.remove(&id).expect("checked");
+                let p = self.take_pending(&id).expect("checked");
                 self.timers.cancel(&Timer::Reply(id.clone()));
                 let event = match msg.kind {
                     MessageType::Pong => ClientEvent::Pong { id, rtt_ms: now.saturating_sub(p.sent_at) },
@@ -648,6 +663,7 @@ impl ClientSession {
 
     fn on_chunk(&mut self, id: String, seq: u64, body: Option<String>) {
         let limit = self.cfg.max_stream_buffer;
+        let held_total = self.held_bytes;
         let Some(stream) = self.pending.get_mut(&id).and_then(|p| p.stream.as_mut()) else { return };
         if seq < stream.next_seq || stream.held.contains_key(&seq) {
             let m = format!("duplicate stream chunk Seq {seq}; dropped");
@@ -655,20 +671,31 @@ impl ClientSession {
             return;
         }
         if seq > stream.next_seq {
-            if stream.held.len() >= limit {
-                let m = format!("more than {limit} stream chunks out of order (waiting for Seq {})", stream.next_seq);
+            let size = body.as_ref().map_or(0, String::len);
+            if seq - stream.next_seq > limit as u64 {
+                let m = format!("stream chunk Seq {seq} is more than {limit} ahead of Seq {}", stream.next_seq);
+                self.fail(id, RktError::local(ErrorKind::Protocol, m));
+            } else if stream.held.len() >= limit || held_total + size > self.cfg.max_stream_buffer_bytes {
+                let m = format!(
+                    "more than {limit} chunks or {} bytes held out of order (waiting for Seq {})",
+                    self.cfg.max_stream_buffer_bytes, stream.next_seq
+                );
                 self.fail(id, RktError::local(ErrorKind::Limit, m));
-                return;
+            } else {
+                stream.held.insert(seq, body);
+                self.held_bytes += size;
             }
-            stream.held.insert(seq, body);
             return;
         }
         let mut ready = vec![(seq, body)];
-        stream.next_seq += 1;
+        let mut released = 0;
+        stream.next_seq = stream.next_seq.saturating_add(1);
         while let Some(body) = stream.held.remove(&stream.next_seq) {
+            released += body.as_ref().map_or(0, String::len);
             ready.push((stream.next_seq, body));
-            stream.next_seq += 1;
+            stream.next_seq = stream.next_seq.saturating_add(1);
         }
+        self.held_bytes -= released;
         for (seq, body) in ready {
             self.events.push_back(ClientEvent::StreamData { id: id.clone(), seq, body });
         }
@@ -679,7 +706,7 @@ impl ClientSession {
         let count = body.as_deref().and_then(|b| serde_json::from_str::<StreamEndBody>(b).ok()).map(|b| b.count);
         let delivered = stream.next_seq;
         if !stream.held.is_empty() || count.is_some_and(|n| n != delivered) {
-            let end = stream.held.keys().next_back().map_or(delivered, |s| s + 1).max(count.unwrap_or(0));
+            let end = stream.held.keys().next_back().map_or(delivered, |s| s.saturating_add(1)).max(count.unwrap_or(0));
             let missing: Vec<u64> = (delivered..end).filter(|s| !stream.held.contains_key(s)).take(16).collect();
             let m = match count {
                 Some(n) if n < delivered => format!("STREAM_END says {n} chunks but {delivered} were delivered"),
@@ -688,16 +715,27 @@ impl ClientSession {
             self.fail(id, RktError::local(ErrorKind::Protocol, m));
             return;
         }
-        self.pending.remove(&id);
+        self.take_pending(&id);
         self.timers.cancel(&Timer::Reply(id.clone()));
         self.events.push_back(ClientEvent::StreamEnd { id, body });
     }
 
     fn fail(&mut self, id: String, error: RktError) {
-        self.pending.remove(&id);
+        self.take_pending(&id);
         self.timers.cancel(&Timer::Reply(id.clone()));
         self.forget(id.clone());
         self.events.push_back(ClientEvent::Failed { error: error.for_request(&id), id });
+    }
+}
+
+impl ClientSession {
+    /// Ends tracking of a command, giving back the bytes its stream held out of order.
+    fn take_pending(&mut self, id: &str) -> Option<Pending> {
+        let p = self.pending.remove(id)?;
+        if let Some(stream) = &p.stream {
+            self.held_bytes -= stream.held.values().map(|b| b.as_ref().map_or(0, String::len)).sum::<usize>();
+        }
+        Some(p)
     }
 }
 

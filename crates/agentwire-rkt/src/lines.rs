@@ -6,8 +6,8 @@
 //! the message is complete:
 //! - without a body: at the blank line, unless the type carries a body (HELLO, REQUEST,
 //!   MEMORY_SET, MEMORY_GET, PAY, AUTH) or `Content-Type`/`Content-Length` is set;
-//! - with a body: when `Content-Length` bytes have arrived, or else when the body is complete
-//!   JSON (a body pasted over several lines works);
+//! - with a body: when `Content-Length` bytes have arrived, or else when the brackets of the
+//!   JSON body balance (strings and escapes respected; a body pasted over several lines works);
 //! - a new start line ends a message that is only waiting for an optional body.
 //!
 //! A line starting with `{` or `[` right after the headers is taken as the body (a missing blank
@@ -23,12 +23,62 @@ enum Phase {
     Body,
 }
 
+/// Tracks bracket depth of a JSON body as its lines arrive, so completeness is known without
+/// parsing the body again for every line.
+#[derive(Debug, Default, Clone, Copy)]
+struct JsonScan {
+    depth: u64,
+    in_string: bool,
+    escaped: bool,
+    started: bool,
+    done: bool,
+}
+
+impl JsonScan {
+    fn feed(&mut self, line: &str) {
+        for b in line.bytes() {
+            if self.done {
+                return;
+            }
+            if self.in_string {
+                match (self.escaped, b) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => {
+                    self.depth += 1;
+                    self.started = true;
+                }
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    self.done = self.started && self.depth == 0;
+                }
+                b' ' | b'\t' | b'\r' => {}
+                // A body that is not an object or array is complete on its line.
+                _ if !self.started => self.done = true,
+                _ => {}
+            }
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct LineAssembler {
     buf: String,
     body_start: usize,
     phase: Phase,
     active: bool,
+    /// `Content-Length` of the message being assembled, read at its blank line.
+    declared: Option<usize>,
+    scan: JsonScan,
+    /// How many messages were started: a driver restarts its timeout when this changes.
+    starts: u64,
 }
 
 /// True for a frame that starts line mode.
@@ -44,11 +94,15 @@ fn carries_body(kind: Option<MessageType>) -> bool {
 
 impl LineAssembler {
     pub fn new() -> Self {
-        LineAssembler { buf: String::new(), body_start: 0, phase: Phase::Headers, active: false }
+        LineAssembler { buf: String::new(), body_start: 0, phase: Phase::Headers, active: false, declared: None, scan: JsonScan::default(), starts: 0 }
     }
 
     pub fn is_active(&self) -> bool {
         self.active
+    }
+
+    pub fn starts(&self) -> u64 {
+        self.starts
     }
 
     pub fn len(&self) -> usize {
@@ -77,11 +131,15 @@ impl LineAssembler {
         self.phase = Phase::Body;
     }
 
-    fn body_complete(&self) -> bool {
-        let body = &self.buf[self.body_start..];
-        match self.header("Content-Length").and_then(|v| v.parse::<usize>().ok()) {
-            Some(n) => body.trim_end_matches('\n').len() >= n,
-            None => serde_json::from_str::<serde::de::IgnoredAny>(body).is_ok(),
+    /// Appends a body line and says whether the body is complete.
+    fn body_line(&mut self, line: &str) -> bool {
+        self.buf.push_str(line);
+        match self.declared {
+            Some(n) => self.buf.len() - self.body_start >= n,
+            None => {
+                self.scan.feed(line);
+                self.scan.done
+            }
         }
     }
 
@@ -100,8 +158,11 @@ impl LineAssembler {
                     continue;
                 }
                 self.active = true;
+                self.starts += 1;
                 self.phase = Phase::Headers;
                 self.body_start = usize::MAX;
+                self.declared = None;
+                self.scan = JsonScan::default();
                 self.buf.clear();
                 self.buf.push_str(line);
                 continue;
@@ -110,6 +171,7 @@ impl LineAssembler {
                 Phase::Headers if line.trim().is_empty() => {
                     self.buf.push_str("\n\n");
                     self.body_start = self.buf.len();
+                    self.declared = self.header("Content-Length").and_then(|v| v.parse().ok());
                     let body_required = carries_body(self.kind())
                         || self.header("Content-Type").is_some()
                         || self.header("Content-Length").is_some();
@@ -122,9 +184,9 @@ impl LineAssembler {
                 Phase::Headers if line.trim_start().starts_with(['{', '[']) => {
                     self.buf.push_str("\n\n");
                     self.body_start = self.buf.len();
+                    self.declared = self.header("Content-Length").and_then(|v| v.parse().ok());
                     self.begin_body();
-                    self.buf.push_str(line);
-                    if self.body_complete() {
+                    if self.body_line(line) {
                         done.push(self.take());
                     }
                 }
@@ -135,15 +197,13 @@ impl LineAssembler {
                 Phase::AfterBlank { .. } if line.trim().is_empty() => {}
                 Phase::AfterBlank { .. } => {
                     self.begin_body();
-                    self.buf.push_str(line);
-                    if self.body_complete() {
+                    if self.body_line(line) {
                         done.push(self.take());
                     }
                 }
                 Phase::Body => {
                     self.buf.push('\n');
-                    self.buf.push_str(line);
-                    if self.body_complete() {
+                    if self.body_line(line) {
                         done.push(self.take());
                     }
                 }
@@ -195,6 +255,24 @@ mod tests {
         assert_eq!(out, vec!["RKT/1.0 HELLO\nTTL: 30\n\n{\"min_version\":1,\"max_version\":1}".to_string()]);
         let out = feed(&["RKT/1.0 HELLO", "TTL: 30", "", "RKT/1.0 GOODBYE", "TTL: 30", ""]);
         assert_eq!(out, vec!["RKT/1.0 HELLO\nTTL: 30\n\n".to_string(), "RKT/1.0 GOODBYE\nTTL: 30\n\n".to_string()]);
+    }
+
+    #[test]
+    fn brackets_in_strings_do_not_count_and_long_bodies_stay_linear() {
+        let out = feed(&["RKT/1.0 REQUEST", "TTL: 30", "", "{\"intent\":\"echo\",\"params\":\"}]\\\"{\"", "}"]);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].ends_with("\"}]\\\"{\"\n}"), "{}", out[0]);
+        let mut a = LineAssembler::new();
+        for l in ["RKT/1.0 PAY", "TTL: 30", "", "["] {
+            assert!(a.push(l).is_empty());
+        }
+        let t = std::time::Instant::now();
+        for _ in 0..100_000 {
+            assert!(a.push("1,").is_empty());
+        }
+        assert_eq!(a.push("1]").len(), 1);
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+        assert_eq!(a.starts(), 1);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::codec::{self, decode, encode, Message, MessageType};
 use crate::envelope::{compact, envelope};
 use crate::errors::{codes, decode_error_body, error_body, RktError};
 use crate::lines::{starts_line_mode, LineAssembler};
-use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
+use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers, TokenBucket};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
@@ -29,6 +29,11 @@ pub struct ServerConfig {
     pub max_message_size: usize,
     /// How long a message sent line by line (wscat) may take to complete.
     pub line_timeout_ms: u64,
+    /// Messages per second the session takes, and the burst it allows. Every message counts
+    /// (PING and malformed ones too) but the HELLO that opens the session; past the limit each
+    /// gets ERROR 429, and `burst` refusals in a row close the connection with 1008.
+    pub rate_per_s: f64,
+    pub burst: u32,
 }
 
 impl Default for ServerConfig {
@@ -43,6 +48,8 @@ impl Default for ServerConfig {
             hello_timeout_ms: 30_000,
             max_message_size: codec::DEFAULT_MAX_MESSAGE_SIZE,
             line_timeout_ms: 60_000,
+            rate_per_s: 1000.0,
+            burst: 2000,
         }
     }
 }
@@ -105,6 +112,9 @@ pub struct ServerSession {
     session_id: String,
     streams: HashMap<String, u64>,
     lines: LineAssembler,
+    bucket: TokenBucket,
+    /// Messages refused for the rate limit since the last one taken.
+    refused_in_a_row: u32,
     timers: Timers<Timer>,
     transmit: VecDeque<Outgoing>,
     events: VecDeque<ServerEvent>,
@@ -118,6 +128,7 @@ fn parse_body<T: DeserializeOwned>(msg: &Message) -> Result<T, String> {
 impl ServerSession {
     pub fn new(cfg: ServerConfig, mut entropy: Box<dyn Entropy + Send>) -> Self {
         let session_id = entropy.uuid_v4();
+        let bucket = TokenBucket::new(cfg.rate_per_s, f64::from(cfg.burst));
         ServerSession {
             cfg,
             entropy,
@@ -125,6 +136,8 @@ impl ServerSession {
             session_id,
             streams: HashMap::new(),
             lines: LineAssembler::new(),
+            bucket,
+            refused_in_a_row: 0,
             timers: Timers::new(),
             transmit: VecDeque::new(),
             events: VecDeque::new(),
@@ -153,6 +166,7 @@ impl ServerSession {
             return;
         }
         if self.lines.is_active() || starts_line_mode(text) {
+            let starts = self.lines.starts();
             for message in self.lines.push(text) {
                 self.on_text(now, &message);
             }
@@ -160,12 +174,11 @@ impl ServerSession {
                 let partial = self.lines.take();
                 self.on_text(now, &partial);
             }
-            if self.lines.is_active() {
-                if self.timers.deadline(&Timer::Lines).is_none() {
-                    self.timers.set(Timer::Lines, now.saturating_add(self.cfg.line_timeout_ms));
-                }
-            } else {
+            if self.state == ServerState::Closed || !self.lines.is_active() {
                 self.timers.cancel(&Timer::Lines);
+            } else if self.lines.starts() != starts {
+                // Each message gets the whole line timeout from its own start line.
+                self.timers.set(Timer::Lines, now.saturating_add(self.cfg.line_timeout_ms));
             }
             return;
         }
@@ -173,6 +186,9 @@ impl ServerSession {
     }
 
     pub fn handle_binary(&mut self, now: Millis, bytes: &[u8]) {
+        if self.state == ServerState::Closed || !self.take_token(now, None) {
+            return;
+        }
         let m = format!("binary frame of {} bytes: RKT messages are text", bytes.len());
         self.reject(now, None, error_body(codes::BAD_MESSAGE, m, Some(json!({"field": "frame"})), None), ErrorKind::Decode);
     }
@@ -183,6 +199,9 @@ impl ServerSession {
 
     pub fn handle_timeout(&mut self, now: Millis) {
         for t in self.timers.expire(now) {
+            if self.state == ServerState::Closed {
+                return;
+            }
             match t {
                 Timer::Lines => {
                     let partial = self.lines.take();
@@ -318,8 +337,44 @@ impl ServerSession {
         self.events.push_back(ServerEvent::Rejected(e));
     }
 
+    /// Takes one message's worth of the rate limit, or answers ERROR 429 (and closes with 1008
+    /// after `burst` refusals in a row). True when the message may be processed.
+    fn take_token(&mut self, now: Millis, reply_to: Option<&str>) -> bool {
+        let wait_ms = match self.bucket.take(now) {
+            Ok(()) => {
+                self.refused_in_a_row = 0;
+                return true;
+            }
+            Err(wait_ms) => wait_ms,
+        };
+        self.refused_in_a_row += 1;
+        if self.refused_in_a_row > self.cfg.burst {
+            self.close(1008, "rate limit exceeded");
+            return false;
+        }
+        let secs = wait_ms.div_ceil(1000).max(1);
+        let body = error_body(codes::RATE_LIMITED, "rate limit exceeded", Some(json!({"retry_after": secs})), reply_to.map(str::to_string));
+        self.error(now, reply_to, &body, Some(secs));
+        self.events.push_back(ServerEvent::Rejected(RktError::remote(&body, reply_to, Some(secs))));
+        false
+    }
+
     fn on_text(&mut self, now: Millis, text: &str) {
-        match decode(text, self.cfg.max_message_size) {
+        if self.state == ServerState::Closed {
+            return;
+        }
+        let decoded = decode(text, self.cfg.max_message_size);
+        let opens_session = self.state == ServerState::AwaitingHello && matches!(&decoded, Ok(m) if m.kind == MessageType::Hello);
+        if !opens_session {
+            let id = match &decoded {
+                Ok(m) => Some(m.message_id().to_string()),
+                Err(e) => e.message_id.clone(),
+            };
+            if !self.take_token(now, id.as_deref()) {
+                return;
+            }
+        }
+        match decoded {
             Ok(msg) => self.on_message(now, msg),
             Err(e) => {
                 let body = decode_error_body(&e);
@@ -337,6 +392,9 @@ impl ServerSession {
     }
 
     fn on_message(&mut self, now: Millis, msg: Message) {
+        if self.state == ServerState::Closed {
+            return;
+        }
         if self.state == ServerState::Ready {
             self.timers.set(Timer::Idle, now.saturating_add(self.cfg.session_timeout_s.saturating_mul(1000)));
         }

@@ -340,7 +340,9 @@ fn rate_limit_is_429_with_retry_after() {
         p.client.request(T0, "echo", None, RequestOptions::default()).unwrap();
     }
     p.pump(T0);
-    match &p.take_events()[2] {
+    let ev = p.take_events();
+    assert_eq!(ev.iter().filter(|e| matches!(e, ClientEvent::Response { .. })).count(), 2);
+    match ev.iter().find(|e| matches!(e, ClientEvent::Failed { .. })).unwrap() {
         ClientEvent::Failed { error, .. } => {
             assert_eq!(error.code(), Some(429));
             assert_eq!(error.kind(), ErrorKind::RateLimited);
@@ -592,5 +594,192 @@ mod garbage {
                 prop_assert!(answered, "no response among {:?}", p.events);
             }
         }
+    }
+}
+
+mod review_regressions {
+    use super::*;
+
+    fn hello(session_id: &str, id: &str) -> String {
+        format!("RKT/1.0 HELLO\nVersion: 1\nMessage-ID: {id}\nSession-ID: {session_id}\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n")
+    }
+
+    fn msg(kind: &str, id: &str, body: &str) -> String {
+        format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: {id}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{body}")
+    }
+
+    struct Server {
+        cfg: ReferenceConfig,
+        session: ServerSession,
+        conn: Connection,
+        ent: SeededEntropy,
+    }
+
+    impl Server {
+        fn new(cfg: &ReferenceConfig, seed: u64) -> Server {
+            let mut session = ServerSession::new(cfg.server_config(), Box::new(SeededEntropy::new(seed)));
+            session.handle_open(T0);
+            Server { cfg: cfg.clone(), session, conn: Connection::new(cfg), ent: SeededEntropy::new(seed + 100) }
+        }
+
+        /// Feeds one frame and returns every text frame sent back.
+        fn feed(&mut self, shared: &mut Shared, now: u64, frame: &str) -> Vec<String> {
+            self.session.handle_text(now, frame);
+            self.drain(shared, now)
+        }
+
+        fn drain(&mut self, shared: &mut Shared, now: u64) -> Vec<String> {
+            while let Some(ev) = self.session.poll_event() {
+                if let ServerEvent::Inbound(m) = ev {
+                    reference::handle(&self.cfg, shared, &mut self.conn, &mut self.session, &mut self.ent, now, m);
+                }
+            }
+            std::iter::from_fn(|| self.session.poll_transmit()).filter_map(|o| o.as_text().map(str::to_string)).collect()
+        }
+    }
+
+    #[test]
+    fn credit_is_not_shared_by_copying_a_session_id() {
+        let mut cfg = ReferenceConfig::default();
+        cfg.prices.insert("weather.current".into(), 1.0);
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        let mut b = Server::new(&cfg, 2);
+        a.feed(&mut shared, T0, &hello("bbbbbbbb-0000-0000-0000-000000000001", "h"));
+        b.feed(&mut shared, T0, &hello("bbbbbbbb-0000-0000-0000-000000000001", "h"));
+        let paid = a.feed(&mut shared, T0, &msg("PAY", "p", r#"{"amount":5,"currency":"RKTT"}"#));
+        assert!(paid[0].starts_with("RKT/1.0 RESPONSE\n"));
+        let stolen = b.feed(&mut shared, T0, &msg("REQUEST", "r", r#"{"intent":"weather.current"}"#));
+        assert!(stolen[0].contains("\"code\":605"), "{stolen:?}");
+        let own = a.feed(&mut shared, T0, &msg("REQUEST", "r", r#"{"intent":"weather.current"}"#));
+        assert!(own[0].starts_with("RKT/1.0 RESPONSE\n"), "{own:?}");
+    }
+
+    #[test]
+    fn bad_params_on_a_priced_intent_spend_nothing() {
+        let mut cfg = ReferenceConfig::default();
+        cfg.prices.insert("weather.forecast".into(), 1.0);
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        a.feed(&mut shared, T0, &hello("s", "h"));
+        a.feed(&mut shared, T0, &msg("PAY", "p", r#"{"amount":1,"currency":"RKTT"}"#));
+        let bad = a.feed(&mut shared, T0, &msg("REQUEST", "r1", r#"{"intent":"weather.forecast","params":{"days":0}}"#));
+        assert!(bad[0].contains("\"code\":400") && bad[0].contains("params.days"), "{bad:?}");
+        let ok = a.feed(&mut shared, T0, &msg("REQUEST", "r2", r#"{"intent":"weather.forecast","params":{"days":1}}"#));
+        assert!(ok[0].starts_with("RKT/1.0 RESPONSE\n"), "{ok:?}");
+    }
+
+    #[test]
+    fn goodbye_is_final_even_in_line_mode() {
+        let cfg = ReferenceConfig::default();
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        a.feed(&mut shared, T0, &hello("s", "h"));
+        a.session.handle_text(T0, "RKT/1.0 GOODBYE");
+        let rest = format!("Version: 1\nMessage-ID: g\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{}", hello("s", "h2"));
+        a.session.handle_text(T0, &rest);
+        let out: Vec<Outgoing> = std::iter::from_fn(|| a.session.poll_transmit()).collect();
+        assert_eq!(out, vec![Outgoing::Close { code: 1000, reason: "goodbye".into() }]);
+        assert_eq!(a.session.state(), ServerState::Closed);
+        a.session.handle_timeout(T0 + 10_000_000);
+        assert_eq!(a.session.poll_transmit(), None);
+    }
+
+    #[test]
+    fn each_line_mode_message_gets_its_own_timeout() {
+        let cfg = ReferenceConfig::default();
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        for l in hello("s", "h").lines() {
+            a.feed(&mut shared, T0, l);
+        }
+        a.feed(&mut shared, T0, ""); // a HELLO may still get a body: the message waits
+        let later = T0 + 59_000;
+        let acked = a.feed(&mut shared, later, "RKT/1.0 DISCOVER");
+        assert!(acked[0].starts_with("RKT/1.0 HELLO_ACK\n"), "{acked:?}");
+        assert_eq!(a.session.poll_timeout(), Some(later + 60_000), "the DISCOVER's own line timeout");
+        a.session.handle_timeout(later + 1_000);
+        assert!(a.drain(&mut shared, later + 1_000).is_empty(), "the DISCOVER is still being typed");
+    }
+
+    #[test]
+    fn pings_count_toward_the_rate_limit_and_a_flood_is_closed() {
+        let cfg = ReferenceConfig { rate_per_s: 1.0, burst: 3, ..Default::default() };
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        a.feed(&mut shared, T0, &hello("s", "h"));
+        let ping = "RKT/1.0 PING\nVersion: 1\nMessage-ID: p\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n";
+        let mut answers = vec![];
+        for _ in 0..6 {
+            answers.extend(a.feed(&mut shared, T0, ping));
+        }
+        assert_eq!(answers.iter().filter(|t| t.starts_with("RKT/1.0 PONG\n")).count(), 3);
+        assert_eq!(answers.iter().filter(|t| t.contains("\"code\":429")).count(), 3);
+        a.session.handle_text(T0, ping);
+        assert_eq!(a.session.poll_transmit(), Some(Outgoing::Close { code: 1008, reason: "rate limit exceeded".into() }));
+    }
+
+    #[test]
+    fn oversized_fields_are_refused_and_auth_replaces_the_token() {
+        let cfg = ReferenceConfig::default();
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        a.feed(&mut shared, T0, &hello("s", "h"));
+        let long = "x".repeat(reference::MAX_FIELD_LEN + 1);
+        let out = a.feed(&mut shared, T0, &msg("PAY", "p", &format!(r#"{{"amount":1,"currency":"{long}"}}"#)));
+        assert!(out[0].contains("\"field\":\"currency\""), "{out:?}");
+        let auth = msg("AUTH", "a", r#"{"scheme":"did","did":"did:rkt:x"}"#);
+        let first = a.feed(&mut shared, T0, &auth);
+        let second = a.feed(&mut shared, T0, &auth);
+        let token = |t: &str| t.split("\"session_token\":\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+        let (t1, t2) = (token(&first[0]), token(&second[0]));
+        assert_ne!(t1, t2);
+        let with_old = a.feed(&mut shared, T0, &msg("REQUEST", "r", r#"{"intent":"echo"}"#).replace("TTL: 30\n", &format!("TTL: 30\nAuthorization: Bearer {t1}\n")));
+        assert!(with_old[0].contains("\"code\":401"), "the replaced token is gone: {with_old:?}");
+    }
+
+    #[test]
+    fn did_allowlist_is_enforced_whenever_set() {
+        let cfg = ReferenceConfig { allowed_dids: vec!["did:rkt:ok".into()], ..Default::default() };
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        a.feed(&mut shared, T0, &hello("s", "h"));
+        let out = a.feed(&mut shared, T0, &msg("AUTH", "a", r#"{"scheme":"did","did":"did:rkt:other"}"#));
+        assert!(out[0].contains("\"code\":401"), "{out:?}");
+    }
+
+    #[test]
+    fn a_queued_request_that_timed_out_is_never_sent() {
+        let mut p = Pair::new(ClientConfig::default(), ReferenceConfig::default());
+        let id = p.client.request(T0, "echo", None, RequestOptions { ttl_s: Some(1), ..Default::default() }).unwrap();
+        p.client.handle_timeout(T0 + 1_000);
+        assert!(matches!(p.client.poll_event(), Some(ClientEvent::Failed { id: f, .. }) if f == id));
+        assert!(!p.client.cancel(&id), "no second terminal event");
+        p.open(T0 + 2_000);
+        assert_eq!(p.client_wire.len(), 1, "only the HELLO went out: {:?}", p.client_wire);
+    }
+
+    #[test]
+    fn a_wild_seq_fails_the_stream_without_overflow() {
+        let mut p = ready_pair();
+        let id = p.client.request(T0, "x", None, RequestOptions { stream: true, ..Default::default() }).unwrap();
+        let _ = p.client.poll_transmit();
+        for f in stream_frames(&id, &[u64::MAX], u64::MAX) {
+            p.client.handle_text(T0, &f);
+        }
+        let ev: Vec<ClientEvent> = std::iter::from_fn(|| p.client.poll_event()).collect();
+        assert!(ev.iter().any(|e| matches!(e, ClientEvent::Failed { error, .. } if error.kind() == ErrorKind::Protocol)), "{ev:?}");
+    }
+
+    #[test]
+    fn configured_auth_goes_out_even_with_a_full_queue() {
+        let ccfg = ClientConfig { authorization: Some("Bearer k1".into()), max_in_flight: 2, ..Default::default() };
+        let cfg = ReferenceConfig { api_keys: vec!["k1".into()], ..Default::default() };
+        let mut p = Pair::new(ccfg, cfg);
+        p.client.request(T0, "echo", Some(json!(1)), RequestOptions::default()).unwrap();
+        p.client.request(T0, "echo", Some(json!(2)), RequestOptions::default()).unwrap();
+        p.open(T0);
+        let responses = p.events.iter().filter(|e| matches!(e, ClientEvent::Response { .. })).count();
+        assert_eq!(responses, 2, "{:?}", p.events);
     }
 }

@@ -2,7 +2,7 @@
 
 use agentwire_core::Millis;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Receipt {
@@ -15,28 +15,36 @@ pub struct Receipt {
     pub at: Millis,
 }
 
+/// Receipts (the newest `max_receipts`) and credit by `(payer, currency)`, at most
+/// `max_accounts` of them.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    receipts: Vec<Receipt>,
+    receipts: VecDeque<Receipt>,
     credit: HashMap<(String, String), f64>,
     max_receipts: usize,
+    max_accounts: usize,
 }
 
 impl Ledger {
-    pub fn new(max_receipts: usize) -> Self {
-        Ledger { receipts: Vec::new(), credit: HashMap::new(), max_receipts }
+    pub fn new(max_receipts: usize, max_accounts: usize) -> Self {
+        Ledger { receipts: VecDeque::new(), credit: HashMap::new(), max_receipts, max_accounts }
     }
 
-    /// Records a payment and credits the payer; returns the payer's new balance.
-    pub fn pay(&mut self, receipt: Receipt) -> f64 {
-        let balance = self.credit.entry((receipt.payer.clone(), receipt.currency.clone())).or_insert(0.0);
+    /// Records a payment and credits the payer; returns the payer's new balance, or `None` when
+    /// the payment would open an account past `max_accounts`.
+    pub fn pay(&mut self, receipt: Receipt) -> Option<f64> {
+        let account = (receipt.payer.clone(), receipt.currency.clone());
+        if !self.credit.contains_key(&account) && self.credit.len() >= self.max_accounts {
+            return None;
+        }
+        let balance = self.credit.entry(account).or_insert(0.0);
         *balance += receipt.amount;
         let b = *balance;
         if self.receipts.len() >= self.max_receipts {
-            self.receipts.remove(0);
+            self.receipts.pop_front();
         }
-        self.receipts.push(receipt);
-        b
+        self.receipts.push_back(receipt);
+        Some(b)
     }
 
     pub fn balance(&self, payer: &str, currency: &str) -> f64 {
@@ -45,7 +53,12 @@ impl Ledger {
 
     /// Spends `price` of the payer's credit, or returns the balance that was too small.
     pub fn spend(&mut self, payer: &str, currency: &str, price: f64) -> Result<f64, f64> {
-        let balance = self.credit.entry((payer.to_string(), currency.to_string())).or_insert(0.0);
+        if price <= 0.0 {
+            return Ok(self.balance(payer, currency));
+        }
+        let Some(balance) = self.credit.get_mut(&(payer.to_string(), currency.to_string())) else {
+            return Err(0.0);
+        };
         // Amounts are decimal fractions: allow for binary rounding.
         if *balance + 1e-9 < price {
             return Err(*balance);
@@ -54,7 +67,7 @@ impl Ledger {
         Ok(*balance)
     }
 
-    pub fn receipts(&self) -> &[Receipt] {
-        &self.receipts
+    pub fn receipts(&self) -> impl ExactSizeIterator<Item = &Receipt> {
+        self.receipts.iter()
     }
 }

@@ -4,44 +4,83 @@ use agentwire_core::Millis;
 use serde_json::Value;
 use std::collections::HashMap;
 
+/// Values by `(namespace, key)`, bounded in entries and in bytes (namespace + key + the value's
+/// JSON text). Expired entries are dropped when read, and swept when the store is full.
 #[derive(Debug)]
 pub struct MemoryStore {
-    entries: HashMap<(String, String), (Value, Option<Millis>)>,
+    entries: HashMap<(String, String), Entry>,
     max_entries: usize,
+    max_bytes: usize,
+    bytes: usize,
+}
+
+#[derive(Debug)]
+struct Entry {
+    value: Value,
+    expires: Option<Millis>,
+    size: usize,
 }
 
 /// Why a value was not stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemoryError {
-    Full { max_entries: usize },
+    Full { max_entries: usize, max_bytes: usize },
 }
 
 impl MemoryStore {
-    pub fn new(max_entries: usize) -> Self {
-        MemoryStore { entries: HashMap::new(), max_entries }
+    pub fn new(max_entries: usize, max_bytes: usize) -> Self {
+        MemoryStore { entries: HashMap::new(), max_entries, max_bytes, bytes: 0 }
+    }
+
+    fn fits(&self, k: &(String, String), size: usize) -> bool {
+        let old = self.entries.get(k).map_or(0, |e| e.size);
+        let entries = self.entries.len() + usize::from(old == 0 && !self.entries.contains_key(k));
+        entries <= self.max_entries && self.bytes - old + size <= self.max_bytes
+    }
+
+    fn sweep(&mut self, now: Millis) {
+        let bytes = &mut self.bytes;
+        self.entries.retain(|_, e| {
+            let keep = e.expires.is_none_or(|x| x > now);
+            if !keep {
+                *bytes -= e.size;
+            }
+            keep
+        });
     }
 
     /// Stores `value`; `ttl_s` makes it expire. Returns the expiry time.
     pub fn set(&mut self, now: Millis, namespace: &str, key: &str, value: Value, ttl_s: Option<u64>) -> Result<Option<Millis>, MemoryError> {
         let k = (namespace.to_string(), key.to_string());
-        if !self.entries.contains_key(&k) && self.entries.len() >= self.max_entries {
-            self.entries.retain(|_, (_, exp)| exp.is_none_or(|e| e > now));
-            if self.entries.len() >= self.max_entries {
-                return Err(MemoryError::Full { max_entries: self.max_entries });
+        let size = namespace.len() + key.len() + serde_json::to_string(&value).map_or(0, |t| t.len());
+        if !self.fits(&k, size) {
+            self.sweep(now);
+            if !self.fits(&k, size) {
+                return Err(MemoryError::Full { max_entries: self.max_entries, max_bytes: self.max_bytes });
             }
         }
         let expires = ttl_s.map(|t| now.saturating_add(t.saturating_mul(1000)));
-        self.entries.insert(k, (value, expires));
+        if let Some(old) = self.entries.insert(k, Entry { value, expires, size }) {
+            self.bytes -= old.size;
+        }
+        self.bytes += size;
         Ok(expires)
     }
 
     pub fn get(&mut self, now: Millis, namespace: &str, key: &str) -> Option<&Value> {
         let k = (namespace.to_string(), key.to_string());
-        if self.entries.get(&k).is_some_and(|(_, exp)| exp.is_some_and(|e| e <= now)) {
-            self.entries.remove(&k);
+        if self.entries.get(&k).is_some_and(|e| e.expires.is_some_and(|x| x <= now)) {
+            if let Some(old) = self.entries.remove(&k) {
+                self.bytes -= old.size;
+            }
             return None;
         }
-        self.entries.get(&k).map(|(v, _)| v)
+        self.entries.get(&k).map(|e| &e.value)
+    }
+
+    /// Bytes held (namespace + key + value JSON of every entry).
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     pub fn len(&self) -> usize {
@@ -60,15 +99,27 @@ mod tests {
 
     #[test]
     fn namespaces_ttl_and_bound() {
-        let mut m = MemoryStore::new(2);
+        let mut m = MemoryStore::new(2, 1 << 20);
         m.set(0, "a", "k", json!(1), Some(10)).unwrap();
         m.set(0, "b", "k", json!(2), None).unwrap();
         assert_eq!(m.get(5_000, "a", "k"), Some(&json!(1)));
         assert_eq!(m.get(5_000, "b", "k"), Some(&json!(2)));
-        assert_eq!(m.set(5_000, "c", "k", json!(3), None), Err(MemoryError::Full { max_entries: 2 }));
+        assert_eq!(m.set(5_000, "c", "k", json!(3), None), Err(MemoryError::Full { max_entries: 2, max_bytes: 1 << 20 }));
         assert_eq!(m.get(10_000, "a", "k"), None);
         assert!(m.set(10_000, "c", "k", json!(3), None).is_ok());
         m.set(10_000, "b", "k", json!(4), None).unwrap(); // overwrite needs no room
         assert_eq!(m.get(10_000, "b", "k"), Some(&json!(4)));
+        assert_eq!(m.bytes(), 3 + 3);
+    }
+
+    #[test]
+    fn bytes_are_bounded() {
+        let mut m = MemoryStore::new(100, 20);
+        m.set(0, "n", "k", json!("0123456789"), Some(1)).unwrap(); // 1 + 1 + 12 bytes
+        assert!(m.set(0, "n", "k2", json!("01234"), None).is_err());
+        m.set(0, "n", "k", json!("x"), None).unwrap(); // overwriting frees the old bytes
+        assert_eq!(m.bytes(), 5);
+        m.set(0, "n", "k2", json!("01234"), None).unwrap();
+        assert_eq!(m.bytes(), 5 + 10);
     }
 }

@@ -14,7 +14,7 @@ pub use memory::{MemoryError, MemoryStore};
 use crate::body::{AuthBody, AuthOkBody, DEFAULT_NAMESPACE};
 use crate::errors::{codes, error_body};
 use crate::server::{Inbound, InboundKind, ServerConfig, ServerSession};
-use agentwire_core::{Entropy, Millis, TokenBucket};
+use agentwire_core::{Entropy, Millis};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 
@@ -24,6 +24,10 @@ pub const INTENTS: &[(&str, Option<&str>)] =
 
 /// The currency of prices and of credit.
 pub const CURRENCY: &str = "RKTT";
+/// The longest intent, key, namespace, currency, description, recipient, DID, token or scope
+/// the reference agent accepts, in bytes; and the most scopes one AUTH may ask for.
+pub const MAX_FIELD_LEN: usize = 256;
+pub const MAX_SCOPES: usize = 32;
 
 #[derive(Debug, Clone)]
 pub struct ReferenceConfig {
@@ -37,10 +41,13 @@ pub struct ReferenceConfig {
     pub allowed_dids: Vec<String>,
     /// Price per call in RKTT, by intent; a call without the credit gets 605.
     pub prices: BTreeMap<String, f64>,
-    /// Messages per second per connection, and the burst allowed.
+    /// Messages per second per connection, and the burst allowed (enforced by the session).
     pub rate_per_s: f64,
     pub burst: u32,
     pub max_memory_entries: usize,
+    pub max_memory_bytes: usize,
+    /// Session tokens alive at once, over all connections (each connection holds one).
+    pub max_tokens: usize,
     pub max_forecast_days: u32,
     pub token_lifetime_s: u64,
 }
@@ -53,9 +60,11 @@ impl Default for ReferenceConfig {
             api_keys: Vec::new(),
             allowed_dids: Vec::new(),
             prices: BTreeMap::new(),
-            rate_per_s: 100.0,
-            burst: 200,
+            rate_per_s: 1000.0,
+            burst: 2000,
             max_memory_entries: 100_000,
+            max_memory_bytes: 64 << 20,
+            max_tokens: 10_000,
             max_forecast_days: 16,
             token_lifetime_s: 3600,
         }
@@ -64,7 +73,13 @@ impl Default for ReferenceConfig {
 
 impl ReferenceConfig {
     pub fn server_config(&self) -> ServerConfig {
-        ServerConfig { agent: self.agent.clone(), capabilities: self.capabilities.clone(), ..ServerConfig::default() }
+        ServerConfig {
+            agent: self.agent.clone(),
+            capabilities: self.capabilities.clone(),
+            rate_per_s: self.rate_per_s,
+            burst: self.burst,
+            ..ServerConfig::default()
+        }
     }
 
     fn intent_enabled(&self, intent: &str) -> bool {
@@ -98,24 +113,35 @@ pub struct Shared {
     pub memory: MemoryStore,
     pub ledger: Ledger,
     tokens: HashMap<String, (String, Millis)>,
+    next_anonymous: u64,
 }
 
 impl Shared {
     pub fn new(cfg: &ReferenceConfig) -> Self {
-        Shared { memory: MemoryStore::new(cfg.max_memory_entries), ledger: Ledger::new(10_000), tokens: HashMap::new() }
+        Shared {
+            memory: MemoryStore::new(cfg.max_memory_entries, cfg.max_memory_bytes),
+            ledger: Ledger::new(10_000, 100_000),
+            tokens: HashMap::new(),
+            next_anonymous: 0,
+        }
     }
 }
 
-/// Per-connection state.
+/// Per-connection state. Authentication (AUTH, or an accepted `Authorization` header) lasts for
+/// the connection; credit without it belongs to the connection alone.
 #[derive(Debug)]
 pub struct Connection {
     principal: Option<String>,
-    bucket: TokenBucket,
+    /// The payer id of an unauthenticated connection, assigned by the server (never taken from
+    /// the client, whose Session-ID anyone can copy).
+    anonymous: Option<String>,
+    /// The session token this connection holds; a new AUTH replaces it.
+    token: Option<String>,
 }
 
 impl Connection {
-    pub fn new(cfg: &ReferenceConfig) -> Self {
-        Connection { principal: None, bucket: TokenBucket::new(cfg.rate_per_s, f64::from(cfg.burst)) }
+    pub fn new(_cfg: &ReferenceConfig) -> Self {
+        Connection { principal: None, anonymous: None, token: None }
     }
 
     pub fn principal(&self) -> Option<&str> {
@@ -134,14 +160,13 @@ pub fn handle(
     msg: Inbound,
 ) {
     let id = msg.id.as_str();
-    if let Err(wait_ms) = conn.bucket.take(now) {
-        let secs = wait_ms.div_ceil(1000).max(1);
-        let body = error_body(codes::RATE_LIMITED, "rate limit exceeded", Some(json!({"retry_after": secs})), Some(id.into()));
-        return session.error(now, Some(id), &body, Some(secs));
-    }
     let refuse = |session: &mut ServerSession, code: i64, message: String, details: Option<Value>| {
         session.error(now, Some(id), &error_body(code, message, details, Some(id.into())), None)
     };
+    if let Some(field) = oversized_field(&msg) {
+        let m = format!("{field} is longer than {MAX_FIELD_LEN} bytes (or more than {MAX_SCOPES} scopes)");
+        return refuse(session, codes::BAD_MESSAGE, m, Some(json!({"field": field})));
+    }
     if let Some(header) = &msg.authorization {
         match bearer_principal(cfg, shared, now, header) {
             Some(p) => conn.principal = Some(p),
@@ -152,23 +177,44 @@ pub fn handle(
     if needs_auth && conn.principal.is_none() {
         return refuse(session, codes::UNAUTHORIZED, "authentication required: send AUTH first".into(), None);
     }
-    let payer = conn.principal.clone().unwrap_or_else(|| format!("session:{}", session.session_id()));
+    let payer = match &conn.principal {
+        Some(p) => p.clone(),
+        None => conn
+            .anonymous
+            .get_or_insert_with(|| {
+                shared.next_anonymous += 1;
+                format!("anonymous:{}", shared.next_anonymous)
+            })
+            .clone(),
+    };
     match msg.kind {
         InboundKind::Discover => session.respond(now, id, &cfg.manifest()),
         InboundKind::Auth(auth) => {
             let (principal, scopes) = match auth {
                 AuthBody::Bearer { token, scopes } => (bearer_principal(cfg, shared, now, &token), scopes),
                 AuthBody::Did { did, scopes } => {
-                    let ok = did.starts_with("did:") && (cfg.api_keys.is_empty() || cfg.allowed_dids.contains(&did));
-                    (ok.then_some(did), scopes)
+                    // An allowlist, when set, is the only way in; without one, any DID is taken
+                    // on a server without API keys (the guide defines no proof of possession).
+                    let allowed = if cfg.allowed_dids.is_empty() { cfg.api_keys.is_empty() } else { cfg.allowed_dids.contains(&did) };
+                    ((did.starts_with("did:") && allowed).then_some(did), scopes)
                 }
             };
             let Some(principal) = principal else {
                 return refuse(session, codes::UNAUTHORIZED, "credentials not accepted".into(), None);
             };
+            if let Some(old) = conn.token.take() {
+                shared.tokens.remove(&old);
+            }
+            if shared.tokens.len() >= cfg.max_tokens {
+                shared.tokens.retain(|_, (_, exp)| *exp > now);
+                if shared.tokens.len() >= cfg.max_tokens {
+                    let details = json!({"retry_after": cfg.token_lifetime_s});
+                    return refuse(session, codes::RATE_LIMITED, "too many sessions are authenticated".into(), Some(details));
+                }
+            }
             let token = format!("rkt_{}", entropy.uuid_v4().replace('-', ""));
-            shared.tokens.retain(|_, (_, exp)| *exp > now);
             shared.tokens.insert(token.clone(), (principal.clone(), now.saturating_add(cfg.token_lifetime_s.saturating_mul(1000))));
+            conn.token = Some(token.clone());
             conn.principal = Some(principal);
             session.auth_ok(now, id, &AuthOkBody { session_token: token, scopes, expires_in: cfg.token_lifetime_s });
         }
@@ -179,8 +225,9 @@ pub fn handle(
                     let expires_at = expires.map(agentwire_core::format_iso8601);
                     session.respond(now, id, &json!({"ok": true, "key": m.key, "namespace": ns, "expires_at": expires_at}))
                 }
-                Err(MemoryError::Full { max_entries }) => {
-                    refuse(session, codes::TOO_LARGE, format!("memory is full ({max_entries} entries)"), None)
+                Err(MemoryError::Full { max_entries, max_bytes }) => {
+                    let m = format!("memory is full (at most {max_entries} entries and {max_bytes} bytes)");
+                    refuse(session, codes::TOO_LARGE, m, None)
                 }
             }
         }
@@ -191,7 +238,7 @@ pub fn handle(
         }
         InboundKind::Pay(p) => {
             let receipt_id = format!("rcpt_{}", entropy.uuid_v4().replace('-', ""));
-            let balance = shared.ledger.pay(Receipt {
+            let receipt = Receipt {
                 receipt_id: receipt_id.clone(),
                 payer,
                 amount: p.amount,
@@ -199,7 +246,10 @@ pub fn handle(
                 description: p.description,
                 recipient: p.recipient.clone(),
                 at: now,
-            });
+            };
+            let Some(balance) = shared.ledger.pay(receipt) else {
+                return refuse(session, codes::TOO_LARGE, "the ledger has no room for another account".into(), None);
+            };
             session.respond(now, id, &json!({"receipt_id": receipt_id, "amount": p.amount, "currency": p.currency, "recipient": p.recipient, "balance": balance}))
         }
         InboundKind::Request { intent, params, stream, .. } => {
@@ -207,43 +257,40 @@ pub fn handle(
                 let details = json!({"available_intents": cfg.available()});
                 return refuse(session, codes::CAPABILITY_MISSING, format!("Intent '{intent}' not found"), Some(details));
             }
+            // Parameters are checked before anything is charged.
+            let items = match run_intent(cfg, now, &intent, params.unwrap_or(Value::Null)) {
+                Ok(items) => items,
+                Err((message, field)) => return refuse(session, codes::BAD_MESSAGE, message, Some(json!({"field": field}))),
+            };
             if let Some(&price) = cfg.prices.get(&intent) {
                 if let Err(balance) = shared.ledger.spend(&payer, CURRENCY, price) {
                     let details = json!({"price": price, "currency": CURRENCY, "balance": balance});
                     return refuse(session, codes::PAYMENT_REQUIRED, format!("'{intent}' costs {price} {CURRENCY}: send PAY first"), Some(details));
                 }
             }
-            run_intent(cfg, session, now, id, &intent, params.unwrap_or(Value::Null), stream, refuse);
+            answer(session, now, id, &intent, items, stream);
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_intent(
-    cfg: &ReferenceConfig,
-    session: &mut ServerSession,
-    now: Millis,
-    id: &str,
-    intent: &str,
-    params: Value,
-    stream: bool,
-    refuse: impl Fn(&mut ServerSession, i64, String, Option<Value>),
-) {
-    let city = params.get("city").and_then(Value::as_str).unwrap_or("Seoul").to_string();
-    let items = match intent {
-        "echo" => vec![params.clone()],
-        "weather.current" => vec![intents::current(&city)],
-        _ => {
-            let days = params.get("days").map_or(Some(7), Value::as_u64);
-            match days {
-                Some(d) if (1..=u64::from(cfg.max_forecast_days)).contains(&d) => intents::forecast(&city, d as u32, now),
-                _ => {
-                    let m = format!("days must be an integer from 1 to {}", cfg.max_forecast_days);
-                    return refuse(session, codes::BAD_MESSAGE, m, Some(json!({"field": "params.days"})));
-                }
-            }
-        }
+/// The items an intent answers with, or what is wrong with its params (message, field).
+fn run_intent(cfg: &ReferenceConfig, now: Millis, intent: &str, params: Value) -> Result<Vec<Value>, (String, &'static str)> {
+    let city = match params.get("city") {
+        None => "Seoul".to_string(),
+        Some(Value::String(c)) if !c.is_empty() && c.len() <= MAX_FIELD_LEN => c.clone(),
+        Some(_) => return Err((format!("city must be a string of 1 to {MAX_FIELD_LEN} bytes"), "params.city")),
     };
+    Ok(match intent {
+        "echo" => vec![params],
+        "weather.current" => vec![intents::current(&city)],
+        _ => match params.get("days").map_or(Some(7), Value::as_u64) {
+            Some(d) if (1..=u64::from(cfg.max_forecast_days)).contains(&d) => intents::forecast(&city, d as u32, now),
+            _ => return Err((format!("days must be an integer from 1 to {}", cfg.max_forecast_days), "params.days")),
+        },
+    })
+}
+
+fn answer(session: &mut ServerSession, now: Millis, id: &str, intent: &str, items: Vec<Value>, stream: bool) {
     if stream {
         session.stream_begin(now, id, &json!({"intent": intent}));
         for item in &items {
@@ -253,6 +300,27 @@ fn run_intent(
     } else {
         let data = if intent == "weather.forecast" { Value::Array(items) } else { items.into_iter().next().unwrap_or(Value::Null) };
         session.respond(now, id, &json!({"intent": intent, "data": data}));
+    }
+}
+
+/// The first field over [`MAX_FIELD_LEN`] (or the scopes, past [`MAX_SCOPES`]).
+fn oversized_field(msg: &Inbound) -> Option<&'static str> {
+    let long = |s: &str| s.len() > MAX_FIELD_LEN;
+    let long_opt = |s: &Option<String>| s.as_deref().is_some_and(long);
+    let scopes = |s: &Vec<String>| s.len() > MAX_SCOPES || s.iter().any(|x| long(x));
+    match &msg.kind {
+        InboundKind::Request { intent, .. } if long(intent) => Some("intent"),
+        InboundKind::MemorySet(m) if long(&m.key) => Some("key"),
+        InboundKind::MemorySet(m) if long_opt(&m.namespace) => Some("namespace"),
+        InboundKind::MemoryGet(m) if long(&m.key) => Some("key"),
+        InboundKind::MemoryGet(m) if long_opt(&m.namespace) => Some("namespace"),
+        InboundKind::Pay(p) if long(&p.currency) => Some("currency"),
+        InboundKind::Pay(p) if long_opt(&p.description) => Some("description"),
+        InboundKind::Pay(p) if long_opt(&p.recipient) => Some("recipient"),
+        InboundKind::Auth(AuthBody::Bearer { token, scopes: s }) if long(token) || scopes(s) => Some("token"),
+        InboundKind::Auth(AuthBody::Did { did, scopes: s }) if long(did) || scopes(s) => Some("did"),
+        _ if msg.authorization.as_deref().is_some_and(long) => Some("Authorization"),
+        _ => None,
     }
 }
 
