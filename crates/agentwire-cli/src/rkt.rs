@@ -41,16 +41,16 @@ pub struct ServeArgs {
     /// Require AUTH with one of these API keys (repeatable)
     #[arg(long = "api-key", value_name = "KEY")]
     api_keys: Vec<String>,
-    /// DIDs accepted by DID AUTH when API keys are set (repeatable)
+    /// The only DIDs DID AUTH accepts (repeatable; without any, DID AUTH works only when no API key is set)
     #[arg(long = "allow-did", value_name = "DID")]
     allowed_dids: Vec<String>,
     /// Price of an intent in RKTT (repeatable)
     #[arg(long = "price", value_name = "INTENT=AMOUNT", value_parser = parse_price)]
     prices: Vec<(String, f64)>,
-    /// Messages per second allowed per connection
+    /// Messages per second allowed per connection [default: 1000]
     #[arg(long)]
     rate: Option<f64>,
-    /// Messages allowed in a burst per connection
+    /// Messages allowed in a burst per connection [default: 2000]
     #[arg(long)]
     burst: Option<u32>,
 }
