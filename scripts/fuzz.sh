@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes the RKT decoder (crates/agentwire-rkt/fuzz, target `decode`) for $1 seconds (default 60)
-# and prints the executions and crashes. Exits 1 when a crash was found.
+# Fuzzes an RKT target of crates/agentwire-rkt/fuzz for $1 seconds (default 60): $2 is `decode`
+# (the codec, the default) or `server` (the server session in line and whole-message mode, with
+# the reference agent). Prints the executions and crashes; exits 1 when a crash was found.
 #
 # The toolchain is stable, so RUSTC_BOOTSTRAP=1 lets cargo-fuzz use the nightly-only flags it
 # needs (-Zsanitizer, -Cpasses=sancov). AddressSanitizer is tried first; `--sanitizer none` is
@@ -8,6 +9,7 @@
 set -euo pipefail
 
 secs="${1:-60}"
+target="${2:-decode}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 fuzz="$root/crates/agentwire-rkt/fuzz"
 export RUSTC_BOOTSTRAP=1
@@ -18,8 +20,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 cd "$fuzz"
-corpus="corpus/decode"
-mkdir -p "$corpus" artifacts/decode
+corpus="corpus/$target"
+mkdir -p "$corpus" "artifacts/$target"
 # Seed the corpus with every golden vector's wire text.
 if command -v python3 >/dev/null; then
     python3 - "$root/tests/vectors/rkt" "$corpus" <<'PY'
@@ -31,29 +33,31 @@ PY
 fi
 
 sanitizer="${FUZZ_SANITIZER:-address}"
-if ! cargo fuzz build --sanitizer "$sanitizer" decode; then
+if ! cargo fuzz build --sanitizer "$sanitizer" "$target"; then
     [ "$sanitizer" = none ] && exit 2
     echo "build with --sanitizer $sanitizer failed; retrying with --sanitizer none" >&2
     sanitizer=none
-    cargo fuzz build --sanitizer none decode
+    cargo fuzz build --sanitizer none "$target"
 fi
 
-before="$(ls artifacts/decode | grep -c '^crash-' || true)"
+before="$(ls "artifacts/$target" | grep -c '^crash-' || true)"
+dict=()
+[ -f "$target.dict" ] && dict=(-dict="$target.dict")
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 set +e
-cargo fuzz run --sanitizer "$sanitizer" decode "$corpus" -- \
-    -max_total_time="$secs" -dict=decode.dict -print_final_stats=1 2>&1 | tee "$log" | grep -E '^(==|INFO: Seed|#[0-9]+ +DONE|Done|thread|SUMMARY|stat::)' 
+cargo fuzz run --sanitizer "$sanitizer" "$target" "$corpus" -- \
+    -max_total_time="$secs" "${dict[@]}" -print_final_stats=1 2>&1 | tee "$log" | grep -E '^(==|INFO: Seed|#[0-9]+ +DONE|Done|thread|SUMMARY|stat::)' 
 status="${PIPESTATUS[0]}"
 set -e
-after="$(ls artifacts/decode | grep -c '^crash-' || true)"
+after="$(ls "artifacts/$target" | grep -c '^crash-' || true)"
 
 execs="$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)"
 elapsed="$(grep -oE '^Done [0-9]+ runs in [0-9]+ second' "$log" | grep -oE 'in [0-9]+' | grep -oE '[0-9]+' || echo "$secs")"
 [ "${elapsed:-0}" -gt 0 ] || elapsed=1
 crashes=$((after - before))
-echo "fuzz decode: sanitizer=$sanitizer seconds=$elapsed execs=$execs execs_per_sec=$((execs / elapsed)) crashes=$crashes corpus=$(ls "$corpus" | wc -l)"
+echo "fuzz $target: sanitizer=$sanitizer seconds=$elapsed execs=$execs execs_per_sec=$((execs / elapsed)) crashes=$crashes corpus=$(ls "$corpus" | wc -l)"
 if [ "$crashes" -gt 0 ] || [ "$status" -ne 0 ]; then
-    ls -1 artifacts/decode/crash-* 2>/dev/null | tail -n "$((crashes > 0 ? crashes : 1))"
+    ls -1 "artifacts/$target"/crash-* 2>/dev/null | tail -n "$((crashes > 0 ? crashes : 1))"
     exit 1
 fi
