@@ -36,9 +36,21 @@ enum Line {
     Request(JsonRequest),
     Discover,
     Ping,
-    MemorySet { key: String, value: Value, namespace: Option<String>, ttl_s: Option<u64> },
-    MemoryGet { key: String, namespace: Option<String> },
-    Pay { amount: f64, currency: String, description: Option<String> },
+    MemorySet {
+        key: String,
+        value: Value,
+        namespace: Option<String>,
+        ttl_s: Option<u64>,
+    },
+    MemoryGet {
+        key: String,
+        namespace: Option<String>,
+    },
+    Pay {
+        amount: f64,
+        currency: String,
+        description: Option<String>,
+    },
     Auth(String),
     Help,
     Exit,
@@ -76,12 +88,18 @@ fn parse(line: &str) -> Result<Line, RktError> {
         "pay" => {
             let (amount, rest) = word(rest);
             let (currency, description) = word(rest);
-            let amount: f64 = amount.parse().map_err(|_| invalid("usage: pay AMOUNT CURRENCY [DESCRIPTION]"))?;
+            let amount: f64 = amount
+                .parse()
+                .map_err(|_| invalid("usage: pay AMOUNT CURRENCY [DESCRIPTION]"))?;
             if currency.is_empty() {
                 return Err(invalid("usage: pay AMOUNT CURRENCY [DESCRIPTION]"));
             }
             let description = (!description.is_empty()).then(|| description.to_string());
-            Line::Pay { amount, currency: currency.to_string(), description }
+            Line::Pay {
+                amount,
+                currency: currency.to_string(),
+                description,
+            }
         }
         "memory" => match word(rest) {
             ("set", rest) => parse_memory_set(rest)?,
@@ -91,9 +109,16 @@ fn parse(line: &str) -> Result<Line, RktError> {
                 if key.is_empty() || !extra.is_empty() {
                     return Err(invalid("usage: memory get KEY [NAMESPACE]"));
                 }
-                Line::MemoryGet { key: key.to_string(), namespace: (!namespace.is_empty()).then(|| namespace.to_string()) }
+                Line::MemoryGet {
+                    key: key.to_string(),
+                    namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
+                }
             }
-            _ => return Err(invalid("usage: memory set KEY JSON [NAMESPACE] [TTL] | memory get KEY [NAMESPACE]")),
+            _ => {
+                return Err(invalid(
+                    "usage: memory set KEY JSON [NAMESPACE] [TTL] | memory get KEY [NAMESPACE]",
+                ))
+            }
         },
         other => return Err(invalid(format!("unknown command `{other}` (try `help`)"))),
     };
@@ -120,10 +145,18 @@ fn parse_memory_set(rest: &str) -> Result<Line, RktError> {
     }
     let ttl_s = match ttl {
         "" => None,
-        t => Some(t.parse::<u64>().map_err(|_| invalid(format!("TTL `{t}` is not a number of seconds")))?),
+        t => Some(
+            t.parse::<u64>()
+                .map_err(|_| invalid(format!("TTL `{t}` is not a number of seconds")))?,
+        ),
     };
     let namespace = (!namespace.is_empty()).then(|| namespace.to_string());
-    Ok(Line::MemorySet { key: key.to_string(), value, namespace, ttl_s })
+    Ok(Line::MemorySet {
+        key: key.to_string(),
+        value,
+        namespace,
+        ttl_s,
+    })
 }
 
 fn print_json(v: &Value) {
@@ -144,29 +177,48 @@ async fn execute(client: &RktClient, line: Line) -> Result<(), RktError> {
     match line {
         Line::Empty | Line::Exit => {}
         Line::Help => println!("{HELP}"),
-        Line::Request(JsonRequest { intent, params, stream: false }) => {
-            print_json(&client.request(&intent, params, RequestOptions::default()).await?)
-        }
-        Line::Request(JsonRequest { intent, params, stream: true }) => {
+        Line::Request(JsonRequest {
+            intent,
+            params,
+            stream: false,
+        }) => print_json(&client.request(&intent, params, RequestOptions::default()).await?),
+        Line::Request(JsonRequest {
+            intent,
+            params,
+            stream: true,
+        }) => {
             let mut chunks = client.stream(&intent, params, RequestOptions::default()).await?;
             while let Some(chunk) = chunks.recv().await {
                 print_json(&chunk?);
             }
         }
-        Line::Discover => println!("{}", serde_json::to_string_pretty(&client.discover().await?).unwrap_or_default()),
+        Line::Discover => println!(
+            "{}",
+            serde_json::to_string_pretty(&client.discover().await?).unwrap_or_default()
+        ),
         Line::Ping => println!("pong: {:.3} ms", client.ping().await?.as_secs_f64() * 1000.0),
-        Line::MemorySet { key, value, namespace, ttl_s } => {
-            print_json(&client.memory_set(&key, value, namespace.as_deref(), ttl_s).await?)
-        }
+        Line::MemorySet {
+            key,
+            value,
+            namespace,
+            ttl_s,
+        } => print_json(&client.memory_set(&key, value, namespace.as_deref(), ttl_s).await?),
         Line::MemoryGet { key, namespace } => match client.memory_get(&key, namespace.as_deref()).await? {
             Some(value) => print_json(&value),
             None => println!("(not found)"),
         },
-        Line::Pay { amount, currency, description } => {
-            print_json(&client.pay(amount, &currency, description.as_deref(), None).await?)
-        }
+        Line::Pay {
+            amount,
+            currency,
+            description,
+        } => print_json(&client.pay(amount, &currency, description.as_deref(), None).await?),
         Line::Auth(token) => {
-            let ok = client.auth(AuthBody::Bearer { token, scopes: Vec::new() }).await?;
+            let ok = client
+                .auth(AuthBody::Bearer {
+                    token,
+                    scopes: Vec::new(),
+                })
+                .await?;
             println!("{}", serde_json::to_string(&ok).unwrap_or_default());
         }
     }
@@ -177,7 +229,11 @@ async fn execute(client: &RktClient, line: Line) -> Result<(), RktError> {
 pub async fn run(client: RktClient) -> ExitCode {
     let info = client.server_info();
     let user_agent = info.server.user_agent.as_deref().unwrap_or("unknown");
-    let caps = if info.server.capabilities.is_empty() { "none".to_string() } else { info.server.capabilities.join(",") };
+    let caps = if info.server.capabilities.is_empty() {
+        "none".to_string()
+    } else {
+        info.server.capabilities.join(",")
+    };
     println!("connected to {} (server {user_agent}, caps {caps})", info.url);
     let interactive = std::io::stdin().is_terminal();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
@@ -216,24 +272,54 @@ mod tests {
     #[test]
     fn parses_every_command() {
         let req = parse(r#"{"intent":"echo","params":{"city":"Seoul"}}"#).unwrap();
-        assert_eq!(req, Line::Request(JsonRequest { intent: "echo".into(), params: Some(json!({"city": "Seoul"})), stream: false }));
-        assert!(matches!(parse(r#"{"intent":"weather.forecast","stream":true}"#), Ok(Line::Request(JsonRequest { stream: true, .. }))));
+        assert_eq!(
+            req,
+            Line::Request(JsonRequest {
+                intent: "echo".into(),
+                params: Some(json!({"city": "Seoul"})),
+                stream: false
+            })
+        );
+        assert!(matches!(
+            parse(r#"{"intent":"weather.forecast","stream":true}"#),
+            Ok(Line::Request(JsonRequest { stream: true, .. }))
+        ));
         assert_eq!(parse("  discover ").unwrap(), Line::Discover);
         assert_eq!(parse("ping").unwrap(), Line::Ping);
         assert_eq!(parse("").unwrap(), Line::Empty);
         assert_eq!(parse("exit").unwrap(), Line::Exit);
         assert_eq!(
             parse(r#"memory set city {"name": "Seoul", "n": 1} user.prefs 3600"#).unwrap(),
-            Line::MemorySet { key: "city".into(), value: json!({"name": "Seoul", "n": 1}), namespace: Some("user.prefs".into()), ttl_s: Some(3600) }
+            Line::MemorySet {
+                key: "city".into(),
+                value: json!({"name": "Seoul", "n": 1}),
+                namespace: Some("user.prefs".into()),
+                ttl_s: Some(3600)
+            }
         );
         assert_eq!(
             parse(r#"memory set city "Seoul""#).unwrap(),
-            Line::MemorySet { key: "city".into(), value: json!("Seoul"), namespace: None, ttl_s: None }
+            Line::MemorySet {
+                key: "city".into(),
+                value: json!("Seoul"),
+                namespace: None,
+                ttl_s: None
+            }
         );
-        assert_eq!(parse("memory get city user.prefs").unwrap(), Line::MemoryGet { key: "city".into(), namespace: Some("user.prefs".into()) });
+        assert_eq!(
+            parse("memory get city user.prefs").unwrap(),
+            Line::MemoryGet {
+                key: "city".into(),
+                namespace: Some("user.prefs".into())
+            }
+        );
         assert_eq!(
             parse("pay 0.001 RKTT forecast API call").unwrap(),
-            Line::Pay { amount: 0.001, currency: "RKTT".into(), description: Some("forecast API call".into()) }
+            Line::Pay {
+                amount: 0.001,
+                currency: "RKTT".into(),
+                description: Some("forecast API call".into())
+            }
         );
         assert_eq!(parse("auth k1").unwrap(), Line::Auth("k1".into()));
     }

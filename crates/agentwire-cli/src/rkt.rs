@@ -57,7 +57,10 @@ pub struct ServeArgs {
 
 fn parse_price(s: &str) -> Result<(String, f64), String> {
     let (intent, amount) = s.split_once('=').ok_or("expected INTENT=AMOUNT")?;
-    let amount: f64 = amount.trim().parse().map_err(|_| format!("`{amount}` is not a number"))?;
+    let amount: f64 = amount
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{amount}` is not a number"))?;
     if intent.trim().is_empty() || !(amount.is_finite() && amount >= 0.0) {
         return Err("expected an intent and a non-negative amount".into());
     }
@@ -82,7 +85,11 @@ pub fn run(command: Command) -> ExitCode {
                 Err(e) => fail(e),
             },
             Command::Discover { url } => discover(&url).await,
-            Command::Ping { url, count, interval_ms } => ping(&url, count, interval_ms).await,
+            Command::Ping {
+                url,
+                count,
+                interval_ms,
+            } => ping(&url, count, interval_ms).await,
             Command::Resolve { address } => match agentwire_rkt::resolve(&address) {
                 Ok(url) => {
                     println!("{url}");
@@ -100,7 +107,10 @@ fn fail(e: impl std::fmt::Display) -> ExitCode {
 }
 
 async fn connect(url: &str) -> Result<RktClient, RktError> {
-    let cfg = ClientConfig { user_agent: format!("agentwire-cli/{}", env!("CARGO_PKG_VERSION")), ..ClientConfig::default() };
+    let cfg = ClientConfig {
+        user_agent: format!("agentwire-cli/{}", env!("CARGO_PKG_VERSION")),
+        ..ClientConfig::default()
+    };
     RktClient::connect(url, cfg).await
 }
 
@@ -108,7 +118,12 @@ async fn serve(args: ServeArgs) -> ExitCode {
     let defaults = ReferenceConfig::default();
     let cfg = ReferenceConfig {
         agent: format!("rkt://{}", args.host),
-        capabilities: args.caps.into_iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect(),
+        capabilities: args
+            .caps
+            .into_iter()
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .collect(),
         api_keys: args.api_keys,
         allowed_dids: args.allowed_dids,
         prices: args.prices.into_iter().collect(),
@@ -124,7 +139,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(addr) => addr.port(),
         Err(e) => return fail(e),
     };
-    let host = if args.host.contains(':') && !args.host.starts_with('[') { format!("[{}]", args.host) } else { args.host };
+    let host = if args.host.contains(':') && !args.host.starts_with('[') {
+        format!("[{}]", args.host)
+    } else {
+        args.host
+    };
     println!("listening on ws://{host}:{port}{}", native::server::PATH);
     match native::serve_until(listener, cfg, shutdown_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -203,7 +222,10 @@ async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
     rtts.sort_by(f64::total_cmp);
     let (min, max) = (rtts[0], rtts[rtts.len() - 1]);
     let (median, p99) = (percentile(&rtts, 50.0), percentile(&rtts, 99.0));
-    println!("{} of {count} pongs, rtt min/median/p99/max = {min:.3}/{median:.3}/{p99:.3}/{max:.3} ms", rtts.len());
+    println!(
+        "{} of {count} pongs, rtt min/median/p99/max = {min:.3}/{median:.3}/{p99:.3}/{max:.3} ms",
+        rtts.len()
+    );
     ExitCode::SUCCESS
 }
 
@@ -222,7 +244,10 @@ mod tests {
 
     #[test]
     fn prices_parse() {
-        assert_eq!(parse_price("weather.forecast=0.001"), Ok(("weather.forecast".into(), 0.001)));
+        assert_eq!(
+            parse_price("weather.forecast=0.001"),
+            Ok(("weather.forecast".into(), 0.001))
+        );
         assert!(parse_price("weather.forecast").is_err());
         assert!(parse_price("=1").is_err());
         assert!(parse_price("x=-1").is_err());

@@ -26,7 +26,11 @@ impl Guard {
             if let Some(status) = self.0.try_wait().unwrap() {
                 return status;
             }
-            assert!(Instant::now() < deadline, "process {} did not exit in time", self.0.id());
+            assert!(
+                Instant::now() < deadline,
+                "process {} did not exit in time",
+                self.0.id()
+            );
             thread::sleep(Duration::from_millis(10));
         }
     }
@@ -55,8 +59,14 @@ fn serve(args: &[&str]) -> Server {
         }
     });
     let line = rx.recv_timeout(LIMIT).expect("no `listening on` line");
-    let url = line.strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line: {line}")).to_string();
-    assert!(url.starts_with("ws://127.0.0.1:") && url.ends_with("/rkt") && !url.contains(":0/"), "{url}");
+    let url = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_string();
+    assert!(
+        url.starts_with("ws://127.0.0.1:") && url.ends_with("/rkt") && !url.contains(":0/"),
+        "{url}"
+    );
     Server { process, url }
 }
 
@@ -102,7 +112,10 @@ fn repl_script_runs_in_order_and_exits_with_goodbye() {
     let (status, out) = run(&["rkt", "connect", &server.url], &script);
     assert!(status.success(), "{status}\n{out}");
     let lines: Vec<&str> = out.lines().collect();
-    assert!(lines[0].starts_with(&format!("connected to {} (server agentwire/", server.url)), "{out}");
+    assert!(
+        lines[0].starts_with(&format!("connected to {} (server agentwire/", server.url)),
+        "{out}"
+    );
     assert!(lines[0].ends_with("caps weather,forecast)"), "{out}");
     assert_eq!(lines[1], r#"{"data":{"city":"Seoul"},"intent":"echo"}"#);
     assert_eq!(lines[2], "error: remote 602: Intent 'maps.navigate' not found");
@@ -111,7 +124,10 @@ fn repl_script_runs_in_order_and_exits_with_goodbye() {
     let manifest: serde_json::Value = serde_json::from_str(&lines[4..=manifest_end].join("\n")).unwrap();
     assert_eq!(manifest["capabilities"], serde_json::json!(["weather", "forecast"]));
     let rest = &lines[manifest_end + 1..];
-    let ms = rest[0].strip_prefix("pong: ").and_then(|r| r.strip_suffix(" ms")).expect("pong line");
+    let ms = rest[0]
+        .strip_prefix("pong: ")
+        .and_then(|r| r.strip_suffix(" ms"))
+        .expect("pong line");
     assert!(ms.parse::<f64>().unwrap() >= 0.0);
     for day in &rest[1..4] {
         let chunk: serde_json::Value = serde_json::from_str(day).unwrap();
@@ -143,9 +159,18 @@ fn ping_discover_and_graceful_sigterm() {
     assert!(status.success(), "{out}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 6, "{out}");
-    assert!(lines[..5].iter().all(|l| l.starts_with("pong: ") && l.ends_with(" ms")), "{out}");
-    let summary = lines[5].strip_prefix("5 of 5 pongs, rtt min/median/p99/max = ").expect(lines[5]);
-    let stats: Vec<f64> = summary.trim_end_matches(" ms").split('/').map(|v| v.parse().unwrap()).collect();
+    assert!(
+        lines[..5].iter().all(|l| l.starts_with("pong: ") && l.ends_with(" ms")),
+        "{out}"
+    );
+    let summary = lines[5]
+        .strip_prefix("5 of 5 pongs, rtt min/median/p99/max = ")
+        .expect(lines[5]);
+    let stats: Vec<f64> = summary
+        .trim_end_matches(" ms")
+        .split('/')
+        .map(|v| v.parse().unwrap())
+        .collect();
     assert_eq!(stats.len(), 4);
     assert!(stats.windows(2).all(|w| w[0] <= w[1]), "{summary}");
 

@@ -15,7 +15,12 @@ pub struct Backoff {
 
 impl Default for Backoff {
     fn default() -> Self {
-        Backoff { base_ms: 500, max_ms: 30_000, factor: 2.0, min_ms: 100 }
+        Backoff {
+            base_ms: 500,
+            max_ms: 30_000,
+            factor: 2.0,
+            min_ms: 100,
+        }
     }
 }
 

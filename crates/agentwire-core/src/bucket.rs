@@ -13,7 +13,12 @@ pub struct TokenBucket {
 impl TokenBucket {
     pub fn new(rate_per_s: f64, burst: f64) -> Self {
         let burst = burst.max(1.0);
-        TokenBucket { rate_per_s: rate_per_s.max(0.0), burst, tokens: burst, last: None }
+        TokenBucket {
+            rate_per_s: rate_per_s.max(0.0),
+            burst,
+            tokens: burst,
+            last: None,
+        }
     }
 
     fn refill(&mut self, now: Millis) {

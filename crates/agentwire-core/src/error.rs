@@ -64,11 +64,13 @@ pub struct Error {
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        let retryable = matches!(
+        let retryable = matches!(kind, ErrorKind::RateLimited | ErrorKind::Timeout | ErrorKind::Closed);
+        Error {
             kind,
-            ErrorKind::RateLimited | ErrorKind::Timeout | ErrorKind::Closed
-        );
-        Error { kind, code: None, message: message.into(), retryable }
+            code: None,
+            message: message.into(),
+            retryable,
+        }
     }
 
     pub fn with_code(mut self, code: i64) -> Self {
@@ -106,13 +108,21 @@ mod tests {
             serde_json::json!({"kind":"rate_limited","code":429,"message":"slow down","retryable":true})
         );
         let e = Error::new(ErrorKind::Decode, "bad");
-        assert_eq!(serde_json::to_string(&e).unwrap(), r#"{"kind":"decode","message":"bad","retryable":false}"#);
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"kind":"decode","message":"bad","retryable":false}"#
+        );
         assert_eq!(e.to_string(), "decode: bad");
     }
 
     #[test]
     fn kind_names_match_serde() {
-        for k in [ErrorKind::Decode, ErrorKind::RateLimited, ErrorKind::Invalid, ErrorKind::Closed] {
+        for k in [
+            ErrorKind::Decode,
+            ErrorKind::RateLimited,
+            ErrorKind::Invalid,
+            ErrorKind::Closed,
+        ] {
             assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
         }
     }

@@ -43,7 +43,9 @@ pub fn format_iso8601(ms: Millis) -> String {
 
 fn digits(s: &[u8], at: usize, n: usize) -> Option<i64> {
     let part = s.get(at..at + n)?;
-    part.iter().try_fold(0i64, |acc, &b| b.is_ascii_digit().then(|| acc * 10 + i64::from(b - b'0')))
+    part.iter().try_fold(0i64, |acc, &b| {
+        b.is_ascii_digit().then(|| acc * 10 + i64::from(b - b'0'))
+    })
 }
 
 /// Parses RFC 3339 / ISO 8601 date-times as peers write them: `Z` or a `±HH:MM` offset, an
@@ -96,7 +98,11 @@ pub fn parse_iso8601(text: &str) -> Option<Millis> {
                 return None;
             }
             let m = oh * 60 + om;
-            if *sign == b'+' { m } else { -m }
+            if *sign == b'+' {
+                m
+            } else {
+                -m
+            }
         }
         _ => return None,
     };
@@ -130,8 +136,17 @@ mod tests {
 
     #[test]
     fn refuses_nonsense() {
-        for bad in ["", "2026-06-28", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-06-28T12:00:00",
-            "2026-06-28T12:00:00.Z", "2026-06-28T12:00:00+9:00", "1969-12-31T23:59:59Z", "２０２６-06-28T12:00:00Z"] {
+        for bad in [
+            "",
+            "2026-06-28",
+            "2026-13-01T00:00:00Z",
+            "2026-02-30T00:00:00Z",
+            "2026-06-28T12:00:00",
+            "2026-06-28T12:00:00.Z",
+            "2026-06-28T12:00:00+9:00",
+            "1969-12-31T23:59:59Z",
+            "２０２６-06-28T12:00:00Z",
+        ] {
             assert_eq!(parse_iso8601(bad), None, "{bad}");
         }
     }

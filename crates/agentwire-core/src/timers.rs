@@ -14,7 +14,10 @@ pub struct Timers<K: Ord + Hash + Clone> {
 
 impl<K: Ord + Hash + Clone> Default for Timers<K> {
     fn default() -> Self {
-        Timers { by_key: HashMap::new(), order: BTreeSet::new() }
+        Timers {
+            by_key: HashMap::new(),
+            order: BTreeSet::new(),
+        }
     }
 }
 

@@ -5,7 +5,9 @@
 //! decoded on its own, so one bad frame does not lose the others. Only a syntax error stops the
 //! message: nothing after it can be located reliably.
 
-use crate::fields::{self, Fields, Top, F_DATA, F_ERROR, F_EVENT, F_ID, F_JSONRPC, F_METHOD, F_PARAMS, F_RESULT, F_TYPE};
+use crate::fields::{
+    self, Fields, Top, F_DATA, F_ERROR, F_EVENT, F_ID, F_JSONRPC, F_METHOD, F_PARAMS, F_RESULT, F_TYPE,
+};
 use crate::frame::{Frame, Generation, Id, Notification, Outcome, Request, Response, RpcError};
 use crate::frame_error::{FrameError, FrameErrorKind as K};
 use serde::Deserialize;
@@ -30,7 +32,13 @@ pub struct DecodeOptions {
 
 impl Default for DecodeOptions {
     fn default() -> Self {
-        DecodeOptions { max_message_bytes: 1 << 20, max_depth: 64, max_id_len: 256, max_frames: 1024, reject_unknown_keys: false }
+        DecodeOptions {
+            max_message_bytes: 1 << 20,
+            max_depth: 64,
+            max_id_len: 256,
+            max_frames: 1024,
+            reject_unknown_keys: false,
+        }
     }
 }
 
@@ -46,18 +54,26 @@ pub fn decode_bytes(generation: Generation, bytes: &[u8]) -> Vec<Result<Frame, F
 
 pub fn decode_bytes_with(generation: Generation, bytes: &[u8], opts: &DecodeOptions) -> Vec<Result<Frame, FrameError>> {
     if bytes.len() > opts.max_message_bytes {
-        return vec![Err(FrameError::new(K::TooLarge { size: bytes.len(), limit: opts.max_message_bytes }))];
+        return vec![Err(FrameError::new(K::TooLarge {
+            size: bytes.len(),
+            limit: opts.max_message_bytes,
+        }))];
     }
     match std::str::from_utf8(bytes) {
         Ok(text) => decode_message_with(generation, text, opts),
-        Err(e) => vec![Err(FrameError::new(K::InvalidUtf8 { valid_up_to: e.valid_up_to() }))],
+        Err(e) => vec![Err(FrameError::new(K::InvalidUtf8 {
+            valid_up_to: e.valid_up_to(),
+        }))],
     }
 }
 
 /// Decodes a text message: one result per frame, in order.
 pub fn decode_message_with(generation: Generation, text: &str, opts: &DecodeOptions) -> Vec<Result<Frame, FrameError>> {
     if text.len() > opts.max_message_bytes {
-        return vec![Err(FrameError::new(K::TooLarge { size: text.len(), limit: opts.max_message_bytes }))];
+        return vec![Err(FrameError::new(K::TooLarge {
+            size: text.len(),
+            limit: opts.max_message_bytes,
+        }))];
     }
     if text.trim_ascii().is_empty() {
         return vec![Err(FrameError::new(K::Empty))];
@@ -72,10 +88,16 @@ pub fn decode_message_with(generation: Generation, text: &str, opts: &DecodeOpti
                 out.push(Err(FrameError::new(K::Syntax(e.to_string()))));
                 false
             }
-            Ok(Top::Frame(f)) => push(&mut out, opts, f.checked().and_then(|f| decode_fields(generation, &f, opts))),
+            Ok(Top::Frame(f)) => push(
+                &mut out,
+                opts,
+                f.checked().and_then(|f| decode_fields(generation, &f, opts)),
+            ),
             Ok(Top::Other) => push(&mut out, opts, Err(FrameError::new(K::NotAnObject))),
             Ok(Top::Batch(batch)) if batch.is_empty() => push(&mut out, opts, Err(FrameError::new(K::EmptyBatch))),
-            Ok(Top::Batch(batch)) => batch.into_iter().all(|el| push(&mut out, opts, decode_frame(generation, el, opts))),
+            Ok(Top::Batch(batch)) => batch
+                .into_iter()
+                .all(|el| push(&mut out, opts, decode_frame(generation, el, opts))),
         };
         if !more {
             break;
@@ -124,7 +146,11 @@ fn too_deep(b: &[u8], max: usize) -> bool {
 }
 
 /// Decodes one frame object.
-pub(crate) fn decode_frame(generation: Generation, value: &RawValue, opts: &DecodeOptions) -> Result<Frame, FrameError> {
+pub(crate) fn decode_frame(
+    generation: Generation,
+    value: &RawValue,
+    opts: &DecodeOptions,
+) -> Result<Frame, FrameError> {
     if !value.get().starts_with('{') {
         return Err(FrameError::new(K::NotAnObject));
     }
@@ -137,10 +163,17 @@ fn decode_fields(generation: Generation, f: &Fields<'_>, opts: &DecodeOptions) -
     frame_from_fields(generation, f, id.clone(), opts).map_err(|e| e.with_id(id))
 }
 
-fn frame_from_fields(generation: Generation, f: &Fields<'_>, id: Option<Id>, opts: &DecodeOptions) -> Result<Frame, FrameError> {
+fn frame_from_fields(
+    generation: Generation,
+    f: &Fields<'_>,
+    id: Option<Id>,
+    opts: &DecodeOptions,
+) -> Result<Frame, FrameError> {
     match f.jsonrpc {
         None => return Err(FrameError::new(K::MissingField("jsonrpc"))),
-        Some(v) if v.get() != "\"2.0\"" && string(v, "jsonrpc")? != "2.0" => return Err(FrameError::bad("jsonrpc", "must be \"2.0\"")),
+        Some(v) if v.get() != "\"2.0\"" && string(v, "jsonrpc")? != "2.0" => {
+            return Err(FrameError::bad("jsonrpc", "must be \"2.0\""))
+        }
         Some(_) => {}
     }
     let kind = match generation {
@@ -156,7 +189,12 @@ fn frame_from_fields(generation: Generation, f: &Fields<'_>, id: Option<Id>, opt
                 "request" => Kind::Request,
                 "response" => Kind::Response,
                 "event" => Kind::Event,
-                other => return Err(FrameError::bad("type", format!("is `{other}`, not request, response or event"))),
+                other => {
+                    return Err(FrameError::bad(
+                        "type",
+                        format!("is `{other}`, not request, response or event"),
+                    ))
+                }
             }
         }
         Generation::Current => {
@@ -182,15 +220,26 @@ fn frame_from_fields(generation: Generation, f: &Fields<'_>, id: Option<Id>, opt
                 Some(_) => FrameError::bad("id", "is null in a request"),
             })?;
             let method = string(f.method.ok_or(FrameError::new(K::MissingField("method")))?, "method")?;
-            Ok(Frame::Request(Request { id, method, params: f.params.map(RawValue::to_owned) }))
+            Ok(Frame::Request(Request {
+                id,
+                method,
+                params: f.params.map(RawValue::to_owned),
+            }))
         }
         Kind::Event => {
             let (name, payload) = match generation {
                 Generation::Released => (f.event.ok_or(FrameError::new(K::MissingField("event")))?, f.data),
                 Generation::Current => (f.method.ok_or(FrameError::new(K::MissingField("method")))?, f.params),
             };
-            let field = if generation == Generation::Released { "event" } else { "method" };
-            Ok(Frame::Notification(Notification { name: string(name, field)?, params: payload.map(RawValue::to_owned) }))
+            let field = if generation == Generation::Released {
+                "event"
+            } else {
+                "method"
+            };
+            Ok(Frame::Notification(Notification {
+                name: string(name, field)?,
+                params: payload.map(RawValue::to_owned),
+            }))
         }
     }
 }
@@ -260,9 +309,16 @@ fn rpc_error(raw: &RawValue) -> Result<RpcError, FrameError> {
     let w: ErrorWire<'_> = serde_json::from_str(raw.get()).map_err(|e| FrameError::bad("error", e.to_string()))?;
     let tag = w.tag.or_else(|| {
         let data = w.data?.get();
-        data.starts_with('{').then(|| serde_json::from_str::<DataTag>(data).ok()?.tag).flatten()
+        data.starts_with('{')
+            .then(|| serde_json::from_str::<DataTag>(data).ok()?.tag)
+            .flatten()
     });
-    Ok(RpcError { code: w.code, message: w.message, data: w.data.map(RawValue::to_owned), tag })
+    Ok(RpcError {
+        code: w.code,
+        message: w.message,
+        data: w.data.map(RawValue::to_owned),
+        tag,
+    })
 }
 
 fn string(raw: &RawValue, field: &'static str) -> Result<String, FrameError> {
@@ -280,7 +336,10 @@ fn parse_id(raw: Option<&RawValue>, generation: Generation, opts: &DecodeOptions
         b'"' => {
             let id = string(raw, "id")?;
             if id.len() > opts.max_id_len {
-                return Err(FrameError::new(K::IdTooLong { len: id.len(), limit: opts.max_id_len }));
+                return Err(FrameError::new(K::IdTooLong {
+                    len: id.len(),
+                    limit: opts.max_id_len,
+                }));
             }
             Ok(Some(Id::Str(id)))
         }

@@ -61,8 +61,17 @@ fn push_raw(out: &mut String, key: &str, value: Option<&RawValue>) {
 
 /// `{"jsonrpc":"2.0",["type":"request",]"id":…,"method":…[,"params":…]}`. Params are omitted when
 /// `None`.
-pub fn encode_request(generation: Generation, id: &Id, method: &str, params: Option<&RawValue>) -> Result<String, EncodeError> {
-    let mut out = head(generation, "request", method.len() + params.map_or(0, |p| p.get().len()));
+pub fn encode_request(
+    generation: Generation,
+    id: &Id,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<String, EncodeError> {
+    let mut out = head(
+        generation,
+        "request",
+        method.len() + params.map_or(0, |p| p.get().len()),
+    );
     push_id(&mut out, generation, Some(id))?;
     out.push_str(r#","method":"#);
     push_str(&mut out, method);
@@ -160,7 +169,14 @@ mod tests {
 
     #[test]
     fn escapes_like_serde_json() {
-        for s in ["", "plain", "q\"b\\s", "\n\r\t\u{8}\u{c}\u{0}\u{1f}\u{7f}", "é — ✓ 😀", "/"] {
+        for s in [
+            "",
+            "plain",
+            "q\"b\\s",
+            "\n\r\t\u{8}\u{c}\u{0}\u{1f}\u{7f}",
+            "é — ✓ 😀",
+            "/",
+        ] {
             let mut out = String::new();
             push_str(&mut out, s);
             assert_eq!(out, serde_json::to_string(s).unwrap());

@@ -66,10 +66,10 @@ pub mod codes {
     /// A row by name, for a current-generation `_tag`: the exact name, else the name with an
     /// `Error` suffix removed (`"RateLimitedError"` → `RateLimited`).
     pub fn by_tag(tag: &str) -> Option<&'static CodeInfo> {
-        TABLE
-            .iter()
-            .find(|c| c.name == tag)
-            .or_else(|| tag.strip_suffix("Error").and_then(|t| TABLE.iter().find(|c| c.name == t)))
+        TABLE.iter().find(|c| c.name == tag).or_else(|| {
+            tag.strip_suffix("Error")
+                .and_then(|t| TABLE.iter().find(|c| c.name == t))
+        })
     }
 
     /// The name of a code, if the table has it.
@@ -99,7 +99,13 @@ pub struct MoltZapError {
 
 impl MoltZapError {
     pub fn local(kind: ErrorKind, message: impl Into<String>) -> Self {
-        MoltZapError { error: Error::new(kind, message), name: None, tag: None, data: None, request_id: None }
+        MoltZapError {
+            error: Error::new(kind, message),
+            name: None,
+            tag: None,
+            data: None,
+            request_id: None,
+        }
     }
 
     pub fn for_request(mut self, id: Id) -> Self {
@@ -118,7 +124,11 @@ impl MoltZapError {
     /// The typed error for an error response. The `_tag` decides the kind when it is a known
     /// name, else the code; unknown codes are [`ErrorKind::Remote`].
     pub fn remote(err: &RpcError, request_id: Option<&Id>) -> Self {
-        let info = err.tag.as_deref().and_then(codes::by_tag).or_else(|| codes::by_code(err.code));
+        let info = err
+            .tag
+            .as_deref()
+            .and_then(codes::by_tag)
+            .or_else(|| codes::by_code(err.code));
         let (kind, retryable) = info.map_or((ErrorKind::Remote, false), |i| (i.kind, i.retryable));
         let name = err.tag.clone().or_else(|| info.map(|i| i.name.to_string()));
         let message = match (&err.message, &name) {
@@ -137,7 +147,11 @@ impl MoltZapError {
     /// The typed error for a frame that could not be decoded: [`ErrorKind::Limit`] for a bound,
     /// else [`ErrorKind::Decode`]; `data` is `{"field": …}`.
     pub fn frame(err: &FrameError) -> Self {
-        let kind = if err.is_limit() { ErrorKind::Limit } else { ErrorKind::Decode };
+        let kind = if err.is_limit() {
+            ErrorKind::Limit
+        } else {
+            ErrorKind::Decode
+        };
         let mut field = String::new();
         crate::encode::push_str(&mut field, err.field());
         MoltZapError {
@@ -190,7 +204,11 @@ mod tests {
         ];
         for (code, kind, retryable) in cases {
             let e = MoltZapError::remote(&RpcError::new(code, "m"), None);
-            assert_eq!((e.kind(), e.error.retryable, e.code()), (kind, retryable, Some(code)), "{code}");
+            assert_eq!(
+                (e.kind(), e.error.retryable, e.code()),
+                (kind, retryable, Some(code)),
+                "{code}"
+            );
         }
     }
 

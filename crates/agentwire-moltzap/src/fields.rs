@@ -31,7 +31,10 @@ const NAMES: [(u16, &str); 9] = [
 
 /// The name of the first known key in `present` that is not in `allowed`.
 pub(crate) fn first_outside(present: u16, allowed: u16) -> Option<&'static str> {
-    NAMES.iter().find(|(bit, _)| present & !allowed & bit != 0).map(|(_, n)| *n)
+    NAMES
+        .iter()
+        .find(|(bit, _)| present & !allowed & bit != 0)
+        .map(|(_, n)| *n)
 }
 
 #[derive(Default)]

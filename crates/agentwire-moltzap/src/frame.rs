@@ -167,13 +167,21 @@ pub struct RpcError {
 
 impl RpcError {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
-        RpcError { code, message: message.into(), data: None, tag: None }
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+            tag: None,
+        }
     }
 }
 
 impl PartialEq for RpcError {
     fn eq(&self, other: &Self) -> bool {
-        self.code == other.code && self.message == other.message && self.tag == other.tag && raw_eq(&self.data, &other.data)
+        self.code == other.code
+            && self.message == other.message
+            && self.tag == other.tag
+            && raw_eq(&self.data, &other.data)
     }
 }
 

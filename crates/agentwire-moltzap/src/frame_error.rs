@@ -50,7 +50,10 @@ impl FrameError {
     }
 
     pub(crate) fn bad(field: &'static str, reason: impl Into<String>) -> Self {
-        FrameError::new(FrameErrorKind::BadField { field, reason: reason.into() })
+        FrameError::new(FrameErrorKind::BadField {
+            field,
+            reason: reason.into(),
+        })
     }
 
     pub(crate) fn with_id(mut self, id: Option<Id>) -> Self {
@@ -91,8 +94,12 @@ impl FrameError {
 impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            FrameErrorKind::TooLarge { size, limit } => write!(f, "message of {size} bytes exceeds the limit of {limit} bytes"),
-            FrameErrorKind::InvalidUtf8 { valid_up_to } => write!(f, "message is not UTF-8 (valid up to byte {valid_up_to})"),
+            FrameErrorKind::TooLarge { size, limit } => {
+                write!(f, "message of {size} bytes exceeds the limit of {limit} bytes")
+            }
+            FrameErrorKind::InvalidUtf8 { valid_up_to } => {
+                write!(f, "message is not UTF-8 (valid up to byte {valid_up_to})")
+            }
             FrameErrorKind::Empty => f.write_str("empty message"),
             FrameErrorKind::Syntax(e) => write!(f, "invalid JSON: {e}"),
             FrameErrorKind::TooDeep { limit } => write!(f, "JSON nests deeper than {limit} levels"),
@@ -103,7 +110,9 @@ impl fmt::Display for FrameError {
             FrameErrorKind::UnknownKey(k) => write!(f, "unknown key `{k}`"),
             FrameErrorKind::MissingField(k) => write!(f, "required key `{k}` is missing"),
             FrameErrorKind::BadField { field, reason } => write!(f, "`{field}` {reason}"),
-            FrameErrorKind::IdTooLong { len, limit } => write!(f, "id of {len} bytes exceeds the limit of {limit} bytes"),
+            FrameErrorKind::IdTooLong { len, limit } => {
+                write!(f, "id of {len} bytes exceeds the limit of {limit} bytes")
+            }
             FrameErrorKind::Ambiguous(what) => write!(f, "ambiguous frame: {what}"),
         }?;
         if let Some(id) = &self.id {

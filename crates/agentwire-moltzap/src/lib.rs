@@ -30,8 +30,8 @@
 mod decode;
 mod encode;
 pub mod errors;
-mod frame;
 mod fields;
+mod frame;
 mod frame_error;
 
 pub use decode::{decode_bytes, decode_bytes_with, decode_message, decode_message_with, DecodeOptions};

@@ -1,11 +1,11 @@
 //! Decoding and encoding rules of both generations (see docs/protocols/moltzap.md).
 
+use agentwire_core::ErrorKind;
 use agentwire_moltzap::{
     decode_bytes, decode_message, decode_message_with, encode_notification, encode_request, encode_response, raw,
     DecodeOptions, EncodeError, Frame, FrameError, FrameErrorKind as K, Generation, Generation::*, Id, MoltZapError,
     Outcome, RpcError,
 };
-use agentwire_core::ErrorKind;
 
 fn one(g: Generation, text: &str) -> Result<Frame, FrameError> {
     let mut v = decode_message(g, text);
@@ -24,24 +24,44 @@ fn current_request_response_notification() {
     assert_eq!(r.id, Some(Id::from("1")));
     assert_eq!(r.result().unwrap().get(), "{}");
 
-    let Frame::Response(r) = one(Current, r#"{"jsonrpc":"2.0","id":42,"result":null}"#).unwrap() else { panic!() };
-    assert_eq!((r.id.clone(), r.result().unwrap().get()), (Some(Id::Num(42)), "null"));
-
-    let Frame::Notification(n) = one(Current, r#"{"jsonrpc":"2.0","method":"agent/message/received","params":{"a":[1, 2]}}"#).unwrap() else {
+    let Frame::Response(r) = one(Current, r#"{"jsonrpc":"2.0","id":42,"result":null}"#).unwrap() else {
         panic!()
     };
-    assert_eq!((n.name.as_str(), n.params.unwrap().get()), ("agent/message/received", r#"{"a":[1, 2]}"#));
+    assert_eq!((r.id.clone(), r.result().unwrap().get()), (Some(Id::Num(42)), "null"));
 
-    let Frame::Notification(n) = one(Current, r#"{"jsonrpc":"2.0","method":"x"}"#).unwrap() else { panic!() };
+    let Frame::Notification(n) = one(
+        Current,
+        r#"{"jsonrpc":"2.0","method":"agent/message/received","params":{"a":[1, 2]}}"#,
+    )
+    .unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (n.name.as_str(), n.params.unwrap().get()),
+        ("agent/message/received", r#"{"a":[1, 2]}"#)
+    );
+
+    let Frame::Notification(n) = one(Current, r#"{"jsonrpc":"2.0","method":"x"}"#).unwrap() else {
+        panic!()
+    };
     assert!(n.params.is_none());
 
-    let Frame::Request(q) = one(Current, r#"{"jsonrpc":"2.0","id":-3,"method":"m","params":[1]}"#).unwrap() else { panic!() };
-    assert_eq!((q.id, q.method.as_str(), q.params.unwrap().get()), (Id::Num(-3), "m", "[1]"));
+    let Frame::Request(q) = one(Current, r#"{"jsonrpc":"2.0","id":-3,"method":"m","params":[1]}"#).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (q.id, q.method.as_str(), q.params.unwrap().get()),
+        (Id::Num(-3), "m", "[1]")
+    );
 }
 
 #[test]
 fn current_error_tags_at_top_level_or_in_data() {
-    let Frame::Response(r) = one(Current, r#"{"jsonrpc":"2.0","id":"1","error":{"code":-32000,"message":"no","_tag":"Unauthorized"}}"#).unwrap() else {
+    let Frame::Response(r) = one(
+        Current,
+        r#"{"jsonrpc":"2.0","id":"1","error":{"code":-32000,"message":"no","_tag":"Unauthorized"}}"#,
+    )
+    .unwrap() else {
         panic!()
     };
     assert_eq!(r.error().unwrap().tag.as_deref(), Some("Unauthorized"));
@@ -52,20 +72,26 @@ fn current_error_tags_at_top_level_or_in_data() {
     };
     let e = r.error().unwrap();
     assert_eq!(e.tag.as_deref(), Some("RateLimited"));
-    assert_eq!(e.data.as_ref().unwrap().get(), r#"{"_tag":"RateLimited","retryAfterMs":5}"#);
+    assert_eq!(
+        e.data.as_ref().unwrap().get(),
+        r#"{"_tag":"RateLimited","retryAfterMs":5}"#
+    );
     let typed = MoltZapError::remote(e, r.id.as_ref());
     assert_eq!((typed.kind(), typed.error.retryable), (ErrorKind::RateLimited, true));
     // data that is not an object, or a `_tag` that is not a string: no tag, no error.
     for data in [r#""x""#, "[1]", r#"{"_tag":5}"#] {
         let text = format!(r#"{{"jsonrpc":"2.0","id":"1","error":{{"code":-1,"message":"no","data":{data}}}}}"#);
-        let Frame::Response(r) = one(Current, &text).unwrap() else { panic!() };
+        let Frame::Response(r) = one(Current, &text).unwrap() else {
+            panic!()
+        };
         assert_eq!(r.error().unwrap().tag, None, "{data}");
     }
 }
 
 #[test]
 fn batches_and_concatenation_keep_good_frames() {
-    let text = r#"[{"jsonrpc":"2.0","id":1,"result":1},{"jsonrpc":"1.0","id":2,"result":2},5,{"jsonrpc":"2.0","method":"n"}]"#;
+    let text =
+        r#"[{"jsonrpc":"2.0","id":1,"result":1},{"jsonrpc":"1.0","id":2,"result":2},5,{"jsonrpc":"2.0","method":"n"}]"#;
     let v = decode_message(Current, text);
     assert_eq!(v.len(), 4);
     assert!(matches!(v[0], Ok(Frame::Response(_))));
@@ -90,24 +116,45 @@ fn batches_and_concatenation_keep_good_frames() {
 
 #[test]
 fn released_frames() {
-    let Frame::Response(r) =
-        one(Released, r#"{"jsonrpc":"2.0","type":"response","id":null,"error":{"code":-32700,"message":"Invalid JSON"}}"#).unwrap()
-    else {
+    let Frame::Response(r) = one(
+        Released,
+        r#"{"jsonrpc":"2.0","type":"response","id":null,"error":{"code":-32700,"message":"Invalid JSON"}}"#,
+    )
+    .unwrap() else {
         panic!()
     };
     assert_eq!(r.id, None);
     assert_eq!(r.error().unwrap().code, -32700);
-    let Frame::Notification(n) = one(Released, r#"{"jsonrpc":"2.0","type":"event","event":"presence/changed","data":{"s":1}}"#).unwrap() else {
+    let Frame::Notification(n) = one(
+        Released,
+        r#"{"jsonrpc":"2.0","type":"event","event":"presence/changed","data":{"s":1}}"#,
+    )
+    .unwrap() else {
         panic!()
     };
-    assert_eq!((n.name.as_str(), n.params.unwrap().get()), ("presence/changed", r#"{"s":1}"#));
+    assert_eq!(
+        (n.name.as_str(), n.params.unwrap().get()),
+        ("presence/changed", r#"{"s":1}"#)
+    );
     // The released generation needs `type`, and string ids.
-    assert_eq!(err(Released, r#"{"jsonrpc":"2.0","id":"1","result":{}}"#).kind, K::MissingField("type"));
-    assert_eq!(err(Released, r#"{"jsonrpc":"2.0","type":"response","id":1,"result":{}}"#).field(), "id");
+    assert_eq!(
+        err(Released, r#"{"jsonrpc":"2.0","id":"1","result":{}}"#).kind,
+        K::MissingField("type")
+    );
+    assert_eq!(
+        err(Released, r#"{"jsonrpc":"2.0","type":"response","id":1,"result":{}}"#).field(),
+        "id"
+    );
     assert_eq!(err(Released, r#"{"jsonrpc":"2.0","type":"ping"}"#).field(), "type");
-    assert_eq!(err(Released, r#"{"jsonrpc":"2.0","type":"event","data":{}}"#).kind, K::MissingField("event"));
+    assert_eq!(
+        err(Released, r#"{"jsonrpc":"2.0","type":"event","data":{}}"#).kind,
+        K::MissingField("event")
+    );
     // A current notification is not a released event, and `type` means nothing to the current generation.
-    assert_eq!(err(Released, r#"{"jsonrpc":"2.0","type":"event","method":"x"}"#).kind, K::MissingField("event"));
+    assert_eq!(
+        err(Released, r#"{"jsonrpc":"2.0","type":"event","method":"x"}"#).kind,
+        K::MissingField("event")
+    );
     assert!(one(Current, r#"{"jsonrpc":"2.0","type":"response","id":"1","result":{}}"#).is_ok());
 }
 
@@ -116,21 +163,41 @@ fn structural_errors_name_the_field() {
     let cases: &[(Generation, &str, &str)] = &[
         (Current, r#"{"id":"1","result":{}}"#, "jsonrpc"),
         (Current, r#"{"jsonrpc":2,"id":"1","result":{}}"#, "jsonrpc"),
-        (Current, r#"{"jsonrpc":"2.0","id":"1","result":{},"error":{"code":1,"message":""}}"#, "frame"),
+        (
+            Current,
+            r#"{"jsonrpc":"2.0","id":"1","result":{},"error":{"code":1,"message":""}}"#,
+            "frame",
+        ),
         (Current, r#"{"jsonrpc":"2.0","id":"1"}"#, "result"),
         (Current, r#"{"jsonrpc":"2.0"}"#, "method"),
-        (Current, r#"{"jsonrpc":"2.0","id":"1","method":"m","result":1}"#, "frame"),
+        (
+            Current,
+            r#"{"jsonrpc":"2.0","id":"1","method":"m","result":1}"#,
+            "frame",
+        ),
         (Current, r#"{"jsonrpc":"2.0","method":5}"#, "method"),
         (Current, r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#, "id"),
         (Current, r#"{"jsonrpc":"2.0","id":null,"result":1}"#, "id"),
         (Current, r#"{"jsonrpc":"2.0","result":1}"#, "id"),
         (Current, r#"{"jsonrpc":"2.0","id":1.5,"result":1}"#, "id"),
-        (Current, r#"{"jsonrpc":"2.0","id":99999999999999999999,"result":1}"#, "id"),
+        (
+            Current,
+            r#"{"jsonrpc":"2.0","id":99999999999999999999,"result":1}"#,
+            "id",
+        ),
         (Current, r#"{"jsonrpc":"2.0","id":true,"result":1}"#, "id"),
-        (Current, r#"{"jsonrpc":"2.0","id":"1","error":{"code":"x","message":""}}"#, "error"),
+        (
+            Current,
+            r#"{"jsonrpc":"2.0","id":"1","error":{"code":"x","message":""}}"#,
+            "error",
+        ),
         (Current, r#"{"jsonrpc":"2.0","id":"1","error":{"code":1}}"#, "error"),
         (Current, r#"{"jsonrpc":"2.0","id":"1","error":"boom"}"#, "error"),
-        (Current, r#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":"1","result":1}"#, "jsonrpc"),
+        (
+            Current,
+            r#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":"1","result":1}"#,
+            "jsonrpc",
+        ),
         (Released, r#"{"jsonrpc":"2.0","type":"response","id":"1"}"#, "result"),
         (Released, r#"{"jsonrpc":"2.0","type":7}"#, "type"),
         (Current, "\"just a string\"", "frame"),
@@ -149,9 +216,15 @@ fn structural_errors_name_the_field() {
 
 #[test]
 fn errors_keep_the_id_they_could_read() {
-    let e = err(Current, r#"{"jsonrpc":"2.0","id":"abc","result":{},"error":{"code":1,"message":""}}"#);
+    let e = err(
+        Current,
+        r#"{"jsonrpc":"2.0","id":"abc","result":{},"error":{"code":1,"message":""}}"#,
+    );
     assert_eq!(e.id, Some(Id::from("abc")));
-    let e = err(Released, r#"{"jsonrpc":"2.0","type":"response","id":"q","error":{"code":"bad"}}"#);
+    let e = err(
+        Released,
+        r#"{"jsonrpc":"2.0","type":"response","id":"q","error":{"code":"bad"}}"#,
+    );
     assert_eq!(e.id, Some(Id::from("q")));
     assert_eq!(MoltZapError::frame(&e).request_id, Some(Id::from("q")));
 }
@@ -160,15 +233,30 @@ fn errors_keep_the_id_they_could_read() {
 fn unknown_keys_tolerated_unless_strict() {
     let text = r#"{"jsonrpc":"2.0","type":"request","id":"x2","method":"system/ping","params":{},"extra":1}"#;
     assert!(one(Released, text).is_ok());
-    let strict = DecodeOptions { reject_unknown_keys: true, ..DecodeOptions::default() };
+    let strict = DecodeOptions {
+        reject_unknown_keys: true,
+        ..DecodeOptions::default()
+    };
     let v = decode_message_with(Released, text, &strict);
     assert_eq!(v[0].clone().unwrap_err().kind, K::UnknownKey("extra".into()));
     // A known key on the wrong frame type counts as unknown too.
-    let v = decode_message_with(Released, r#"{"jsonrpc":"2.0","type":"response","id":"1","result":{},"method":"m"}"#, &strict);
+    let v = decode_message_with(
+        Released,
+        r#"{"jsonrpc":"2.0","type":"response","id":"1","result":{},"method":"m"}"#,
+        &strict,
+    );
     assert_eq!(v[0].clone().unwrap_err().kind, K::UnknownKey("method".into()));
-    let v = decode_message_with(Current, r#"{"jsonrpc":"2.0","type":"request","id":"1","method":"m"}"#, &strict);
+    let v = decode_message_with(
+        Current,
+        r#"{"jsonrpc":"2.0","type":"request","id":"1","method":"m"}"#,
+        &strict,
+    );
     assert_eq!(v[0].clone().unwrap_err().kind, K::UnknownKey("type".into()));
-    let v = decode_message_with(Released, r#"{"jsonrpc":"2.0","type":"request","id":"1","method":"m","params":{}}"#, &strict);
+    let v = decode_message_with(
+        Released,
+        r#"{"jsonrpc":"2.0","type":"request","id":"1","method":"m","params":{}}"#,
+        &strict,
+    );
     assert!(v[0].is_ok());
 }
 
@@ -179,17 +267,29 @@ fn limits() {
     assert!(matches!(e.kind, K::TooLarge { limit: 1048576, .. }));
     assert_eq!(MoltZapError::frame(&e).kind(), ErrorKind::Limit);
 
-    let deep = |n: usize| format!(r#"{{"jsonrpc":"2.0","method":"n","params":{}{}}}"#, "[".repeat(n), "]".repeat(n));
+    let deep = |n: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"n","params":{}{}}}"#,
+            "[".repeat(n),
+            "]".repeat(n)
+        )
+    };
     assert!(one(Current, &deep(63)).is_ok());
     assert_eq!(err(Current, &deep(64)).kind, K::TooDeep { limit: 64 });
     // Many siblings are not depth.
-    let wide = format!(r#"{{"jsonrpc":"2.0","method":"n","params":[{}[]]}}"#, "[{}],".repeat(200));
+    let wide = format!(
+        r#"{{"jsonrpc":"2.0","method":"n","params":[{}[]]}}"#,
+        "[{}],".repeat(200)
+    );
     assert!(one(Current, &wide).is_ok());
     // Brackets inside strings do not count; escaped quotes do not end a string.
     let s = format!(r#"{{"jsonrpc":"2.0","method":"n","params":"\"{}"}}"#, "[".repeat(500));
     assert!(one(Current, &s).is_ok());
     // Far past serde_json's own recursion limit, with the depth check off: an error, no overflow.
-    let off = DecodeOptions { max_depth: usize::MAX, ..DecodeOptions::default() };
+    let off = DecodeOptions {
+        max_depth: usize::MAX,
+        ..DecodeOptions::default()
+    };
     let v = decode_message_with(Current, &"[".repeat(200_000), &off);
     assert!(v[0].is_err());
     let v = decode_message_with(Current, &deep(100_000), &off);
@@ -198,8 +298,15 @@ fn limits() {
     let long = format!(r#"{{"jsonrpc":"2.0","id":"{}","result":1}}"#, "i".repeat(257));
     assert_eq!(err(Current, &long).kind, K::IdTooLong { len: 257, limit: 256 });
 
-    let few = DecodeOptions { max_frames: 2, ..DecodeOptions::default() };
-    let v = decode_message_with(Current, r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"},{"jsonrpc":"2.0","method":"c"}]"#, &few);
+    let few = DecodeOptions {
+        max_frames: 2,
+        ..DecodeOptions::default()
+    };
+    let v = decode_message_with(
+        Current,
+        r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"},{"jsonrpc":"2.0","method":"c"}]"#,
+        &few,
+    );
     assert_eq!(v.len(), 3);
     assert_eq!(v[2].clone().unwrap_err().kind, K::TooManyFrames { limit: 2 });
 }
@@ -213,15 +320,25 @@ fn bytes_must_be_utf8() {
 
 #[test]
 fn encoders_match_the_specs() {
-    let params = raw(r#"{"agentKey":"moltzap_agent_abc123...","minProtocol":"2026.811.0","maxProtocol":"2026.811.0"}"#).unwrap();
+    let params =
+        raw(r#"{"agentKey":"moltzap_agent_abc123...","minProtocol":"2026.811.0","maxProtocol":"2026.811.0"}"#).unwrap();
     assert_eq!(
         encode_request(Current, &Id::from("1"), "agent/network/connect", Some(&params)).unwrap(),
         r#"{"jsonrpc":"2.0","id":"1","method":"agent/network/connect","params":{"agentKey":"moltzap_agent_abc123...","minProtocol":"2026.811.0","maxProtocol":"2026.811.0"}}"#
     );
-    assert_eq!(encode_request(Current, &Id::Num(7), "m", None).unwrap(), r#"{"jsonrpc":"2.0","id":7,"method":"m"}"#);
-    assert_eq!(encode_request(Released, &Id::Num(7), "m", None), Err(EncodeError::NumericIdInReleased));
+    assert_eq!(
+        encode_request(Current, &Id::Num(7), "m", None).unwrap(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"m"}"#
+    );
+    assert_eq!(
+        encode_request(Released, &Id::Num(7), "m", None),
+        Err(EncodeError::NumericIdInReleased)
+    );
     let ok = Outcome::Result(raw("{}").unwrap());
-    assert_eq!(encode_response(Current, Some(&Id::from("1")), &ok).unwrap(), r#"{"jsonrpc":"2.0","id":"1","result":{}}"#);
+    assert_eq!(
+        encode_response(Current, Some(&Id::from("1")), &ok).unwrap(),
+        r#"{"jsonrpc":"2.0","id":"1","result":{}}"#
+    );
     assert_eq!(encode_response(Current, None, &ok), Err(EncodeError::ResultWithoutId));
     let mut e = RpcError::new(-32000, "Unauthorized");
     e.tag = Some("Unauthorized".into());
@@ -233,10 +350,16 @@ fn encoders_match_the_specs() {
         encode_response(Released, None, &Outcome::Error(e)).unwrap(),
         r#"{"jsonrpc":"2.0","type":"response","id":null,"error":{"code":-32000,"message":"Unauthorized"}}"#
     );
-    assert_eq!(encode_notification(Current, "a/b", None), r#"{"jsonrpc":"2.0","method":"a/b"}"#);
+    assert_eq!(
+        encode_notification(Current, "a/b", None),
+        r#"{"jsonrpc":"2.0","method":"a/b"}"#
+    );
     assert_eq!(
         encode_notification(Released, "a/b", Some(&raw("[]").unwrap())),
         r#"{"jsonrpc":"2.0","type":"event","event":"a/b","data":[]}"#
     );
-    assert_eq!(encode_request(Current, &Id::from("q\"\n"), "é", None).unwrap(), r#"{"jsonrpc":"2.0","id":"q\"\n","method":"é"}"#);
+    assert_eq!(
+        encode_request(Current, &Id::from("q\"\n"), "é", None).unwrap(),
+        r#"{"jsonrpc":"2.0","id":"q\"\n","method":"é"}"#
+    );
 }

@@ -48,7 +48,12 @@ fn rpc_error(g: Generation) -> impl Strategy<Value = RpcError> {
     (any::<i64>(), "\\PC{0,16}", payload(), tag).prop_map(|(code, message, data, tag)| {
         // `"data": null` decodes as no data.
         let data = data.filter(|d| d.get() != "null");
-        RpcError { code, message, data, tag }
+        RpcError {
+            code,
+            message,
+            data,
+            tag,
+        }
     })
 }
 
@@ -56,23 +61,39 @@ fn frame() -> impl Strategy<Value = (Generation, Frame)> {
     generation().prop_flat_map(|g| {
         let request = (id(g), "\\PC{0,16}", payload())
             .prop_map(|(id, method, params)| Frame::Request(Request { id, method, params }));
-        let result = (id(g), json())
-            .prop_map(|(id, v)| Frame::Response(Response { id: Some(id), outcome: Outcome::Result(raw(&v.to_string()).unwrap()) }));
-        let error = (prop::option::of(id(g)), rpc_error(g))
-            .prop_map(|(id, e)| Frame::Response(Response { id, outcome: Outcome::Error(e) }));
-        let note = ("\\PC{0,16}", payload()).prop_map(|(name, params)| Frame::Notification(Notification { name, params }));
+        let result = (id(g), json()).prop_map(|(id, v)| {
+            Frame::Response(Response {
+                id: Some(id),
+                outcome: Outcome::Result(raw(&v.to_string()).unwrap()),
+            })
+        });
+        let error = (prop::option::of(id(g)), rpc_error(g)).prop_map(|(id, e)| {
+            Frame::Response(Response {
+                id,
+                outcome: Outcome::Error(e),
+            })
+        });
+        let note =
+            ("\\PC{0,16}", payload()).prop_map(|(name, params)| Frame::Notification(Notification { name, params }));
         (Just(g), prop_oneof![request, result, error, note])
     })
 }
 
 /// Whatever decodes must decode again, equal, from its own encoding.
 fn reencodes(g: Generation, text: &str) {
-    let opts = DecodeOptions { max_message_bytes: usize::MAX, ..DecodeOptions::default() };
+    let opts = DecodeOptions {
+        max_message_bytes: usize::MAX,
+        ..DecodeOptions::default()
+    };
     for f in decode_message(g, text).into_iter().flatten() {
         let wire = encode_frame(g, &f).unwrap_or_else(|e| panic!("{e}: {f:?} from {text:?}"));
         let again = decode_message_with(g, &wire, &opts);
         assert_eq!(again.len(), 1, "{wire}");
-        assert_eq!(again[0].as_ref().unwrap_or_else(|e| panic!("{e}: {wire}")), &f, "{text:?} -> {wire}");
+        assert_eq!(
+            again[0].as_ref().unwrap_or_else(|e| panic!("{e}: {wire}")),
+            &f,
+            "{text:?} -> {wire}"
+        );
     }
 }
 
@@ -84,7 +105,11 @@ fn vector_lines() -> Vec<String> {
     let mut lines = Vec::new();
     for e in std::fs::read_dir(dir).expect("vectors folder") {
         let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
-        lines.extend(text.lines().filter_map(|l| l.find('{').map(|at| l[at..].to_string())).filter(|l| l.len() < 4096));
+        lines.extend(
+            text.lines()
+                .filter_map(|l| l.find('{').map(|at| l[at..].to_string()))
+                .filter(|l| l.len() < 4096),
+        );
     }
     assert!(!lines.is_empty());
     lines

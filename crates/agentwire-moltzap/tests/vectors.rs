@@ -59,18 +59,35 @@ struct Pending {
 fn check_server_frame(text: &str, sent_ids: &[Id], where_: &str) -> Frame {
     let frames = decode_message(Released, text);
     assert_eq!(frames.len(), 1, "{where_}: {text}");
-    let frame = frames.into_iter().next().unwrap().unwrap_or_else(|e| panic!("{where_}: {e}: {text}"));
+    let frame = frames
+        .into_iter()
+        .next()
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{where_}: {e}: {text}"));
     let v: Value = serde_json::from_str(text).unwrap();
     match (&frame, v["type"].as_str()) {
         (Frame::Response(r), Some("response")) => {
             assert_eq!(r.id.as_ref().and_then(Id::as_str), v["id"].as_str(), "{where_}");
             if let Some(id) = &r.id {
-                assert!(sent_ids.contains(id), "{where_}: response to {id}, which the client never sent");
+                assert!(
+                    sent_ids.contains(id),
+                    "{where_}: response to {id}, which the client never sent"
+                );
             }
             match (r.result(), r.error()) {
-                (Some(res), None) => assert_eq!(serde_json::from_str::<Value>(res.get()).unwrap(), v["result"], "{where_}"),
+                (Some(res), None) => assert_eq!(
+                    serde_json::from_str::<Value>(res.get()).unwrap(),
+                    v["result"],
+                    "{where_}"
+                ),
                 (None, Some(e)) => {
-                    assert_eq!((e.code, e.message.as_str()), (v["error"]["code"].as_i64().unwrap(), v["error"]["message"].as_str().unwrap()));
+                    assert_eq!(
+                        (e.code, e.message.as_str()),
+                        (
+                            v["error"]["code"].as_i64().unwrap(),
+                            v["error"]["message"].as_str().unwrap()
+                        )
+                    );
                     let typed = MoltZapError::remote(e, r.id.as_ref());
                     let (name, kind) = expected_error(e.code);
                     assert_eq!((typed.name.as_deref(), typed.kind()), (Some(name), kind), "{where_}");
@@ -78,13 +95,25 @@ fn check_server_frame(text: &str, sent_ids: &[Id], where_: &str) -> Frame {
                 }
                 _ => unreachable!(),
             }
-            assert_eq!(encode_response(Released, r.id.as_ref(), &r.outcome).unwrap(), text, "{where_}: re-encoding");
+            assert_eq!(
+                encode_response(Released, r.id.as_ref(), &r.outcome).unwrap(),
+                text,
+                "{where_}: re-encoding"
+            );
         }
         (Frame::Notification(n), Some("event")) => {
             assert_eq!(Some(n.name.as_str()), v["event"].as_str(), "{where_}");
             let data = n.params.as_ref().unwrap();
-            assert_eq!(serde_json::from_str::<Value>(data.get()).unwrap(), v["data"], "{where_}");
-            assert_eq!(encode_notification(Released, &n.name, Some(data)), text, "{where_}: re-encoding");
+            assert_eq!(
+                serde_json::from_str::<Value>(data.get()).unwrap(),
+                v["data"],
+                "{where_}"
+            );
+            assert_eq!(
+                encode_notification(Released, &n.name, Some(data)),
+                text,
+                "{where_}: re-encoding"
+            );
         }
         (f, t) => panic!("{where_}: decoded {f:?} for type {t:?}"),
     }
@@ -102,10 +131,19 @@ fn check_reply(p: &Pending, r: &Response, where_: &str) {
     }
     match &p.refused {
         Some(id) => {
-            assert_eq!(code, Some(-32600), "{where_}: we refused `{}` but the server did not", p.line);
+            assert_eq!(
+                code,
+                Some(-32600),
+                "{where_}: we refused `{}` but the server did not",
+                p.line
+            );
             assert_eq!(&r.id, id, "{where_}");
         }
-        None => assert!(!matches!(code, Some(-32600 | -32700)), "{where_}: the server refused `{}`, we did not", p.line),
+        None => assert!(
+            !matches!(code, Some(-32600 | -32700)),
+            "{where_}: the server refused `{}`, we did not",
+            p.line
+        ),
     }
 }
 
@@ -119,7 +157,10 @@ fn every_captured_frame_decodes() {
         .collect();
     files.sort();
     assert!(!files.is_empty());
-    let strict = DecodeOptions { reject_unknown_keys: true, ..DecodeOptions::default() };
+    let strict = DecodeOptions {
+        reject_unknown_keys: true,
+        ..DecodeOptions::default()
+    };
     let mut n = Counts::default();
     for file in &files {
         let name = file.file_name().unwrap().to_string_lossy().to_string();
@@ -135,7 +176,12 @@ fn every_captured_frame_decodes() {
             if let Some(text) = rest.strip_prefix("=> RAW ") {
                 let e = decode_message(Released, text).remove(0).unwrap_err();
                 assert!(matches!(e.kind, FrameErrorKind::Syntax(_)), "{where_}");
-                pending.push(Pending { label, line: text.into(), refused: None, raw: true });
+                pending.push(Pending {
+                    label,
+                    line: text.into(),
+                    refused: None,
+                    raw: true,
+                });
                 n.raw += 1;
             } else if let Some(text) = rest.strip_prefix("=> ") {
                 let refused = match decode_message_with(Released, text, &strict).remove(0) {
@@ -155,10 +201,18 @@ fn every_captured_frame_decodes() {
                         Some(e.id)
                     }
                 };
-                pending.push(Pending { label, line: text.into(), refused, raw: false });
+                pending.push(Pending {
+                    label,
+                    line: text.into(),
+                    refused,
+                    raw: false,
+                });
             } else if let Some(text) = rest.strip_prefix("<= ") {
                 if let Frame::Response(r) = check_server_frame(text, &sent_ids, &where_) {
-                    let at = pending.iter().position(|p| p.label == label).unwrap_or_else(|| panic!("{where_}: unsolicited"));
+                    let at = pending
+                        .iter()
+                        .position(|p| p.label == label)
+                        .unwrap_or_else(|| panic!("{where_}: unsolicited"));
                     check_reply(&pending.remove(at), &r, &where_);
                 }
                 n.server += 1;
@@ -186,5 +240,8 @@ fn every_captured_frame_decodes() {
         n.server, n.logged, n.client_encoded, n.client_refused, n.raw, n.truncated
     );
     // What the captures of 2026-12-02 hold; more lines may be added, none may go unchecked.
-    assert!(n.server >= 38 && n.logged >= 6 && n.client_encoded >= 32 && n.client_refused >= 3 && n.raw >= 1, "too few lines checked");
+    assert!(
+        n.server >= 38 && n.logged >= 6 && n.client_encoded >= 32 && n.client_refused >= 3 && n.raw >= 1,
+        "too few lines checked"
+    );
 }

@@ -63,7 +63,14 @@ pub(crate) struct Wire<S> {
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Wire<S> {
     pub(crate) fn new(ws: WebSocketStream<S>) -> Self {
-        Wire { ws, close: None, broken: false, unflushed: false, received: 0, sent: 0 }
+        Wire {
+            ws,
+            close: None,
+            broken: false,
+            unflushed: false,
+            received: 0,
+            sent: 0,
+        }
     }
 
     pub(crate) fn received(&self) -> u64 {
@@ -98,7 +105,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Wire<S> {
             Some(Ok(_)) => {} // WebSocket ping/pong: answered by tungstenite
             Some(Err(WsError::Capacity(e))) => {
                 let reason = format!("message too big: {e}");
-                self.close = Some(CloseFrame { code: CloseCode::Size, reason: reason.clone().into() });
+                self.close = Some(CloseFrame {
+                    code: CloseCode::Size,
+                    reason: reason.clone().into(),
+                });
                 engine.handle_close(now, 1009, &reason);
             }
             Some(Err(e)) => engine.handle_close(now, 1006, &e.to_string()),
@@ -140,7 +150,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Wire<S> {
             Outgoing::Text(text) => Message::text(text),
             Outgoing::Binary(bytes) => Message::binary(bytes),
             Outgoing::Close { code, reason } => {
-                self.close = Some(CloseFrame { code: CloseCode::from(code), reason: reason.into() });
+                self.close = Some(CloseFrame {
+                    code: CloseCode::from(code),
+                    reason: reason.into(),
+                });
                 return Ok(());
             }
         };

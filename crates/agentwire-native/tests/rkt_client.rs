@@ -3,15 +3,17 @@
 mod common;
 
 use agentwire_core::ErrorKind;
+use agentwire_native::rkt::{RktClient, ServerHandle};
 use agentwire_rkt::reference::ReferenceConfig;
 use agentwire_rkt::{AuthBody, ClientConfig, RequestOptions};
-use agentwire_native::rkt::{RktClient, ServerHandle};
 use common::{bounded, server};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 async fn client(server: &ServerHandle) -> RktClient {
-    RktClient::connect(&server.url(), ClientConfig::default()).await.unwrap()
+    RktClient::connect(&server.url(), ClientConfig::default())
+        .await
+        .unwrap()
 }
 
 fn opts() -> RequestOptions {
@@ -27,11 +29,18 @@ async fn handshake_echo_and_weather_current() {
         assert_eq!(info.agreed_version, 1);
         assert_eq!(info.server.from.as_deref(), Some("rkt://localhost"));
         assert_eq!(info.server.capabilities, ["weather", "forecast"]);
-        assert!(info.server.user_agent.as_deref().is_some_and(|ua| ua.starts_with("agentwire/")));
+        assert!(info
+            .server
+            .user_agent
+            .as_deref()
+            .is_some_and(|ua| ua.starts_with("agentwire/")));
 
         let echo = c.request("echo", Some(json!({"city": "Seoul"})), opts()).await.unwrap();
         assert_eq!(echo, json!({"intent": "echo", "data": {"city": "Seoul"}}));
-        let now = c.request("weather.current", Some(json!({"city": "Seoul"})), opts()).await.unwrap();
+        let now = c
+            .request("weather.current", Some(json!({"city": "Seoul"})), opts())
+            .await
+            .unwrap();
         assert_eq!(now["data"]["city"], "Seoul");
         assert_eq!(now["data"]["temperature"], 24);
         assert_eq!(now["data"]["condition"], "Sunny");
@@ -47,7 +56,10 @@ async fn stream_forecast_yields_seven_chunks_in_order() {
     bounded(async {
         let srv = server(ReferenceConfig::default()).await;
         let c = client(&srv).await;
-        let mut chunks = c.stream("weather.forecast", Some(json!({"city": "Seoul", "days": 7})), opts()).await.unwrap();
+        let mut chunks = c
+            .stream("weather.forecast", Some(json!({"city": "Seoul", "days": 7})), opts())
+            .await
+            .unwrap();
         let mut days = Vec::new();
         while let Some(chunk) = chunks.recv().await {
             days.push(chunk.unwrap());
@@ -79,11 +91,22 @@ async fn memory_is_shared_across_connections_by_namespace() {
     bounded(async {
         let srv = server(ReferenceConfig::default()).await;
         let (a, b) = (client(&srv).await, client(&srv).await);
-        let ack = a.memory_set("preferred_city", json!("Seoul"), Some("user.prefs"), Some(3600)).await.unwrap();
+        let ack = a
+            .memory_set("preferred_city", json!("Seoul"), Some("user.prefs"), Some(3600))
+            .await
+            .unwrap();
         assert_eq!(ack["ok"], true);
-        a.memory_set("preferred_city", json!("Busan"), Some("user.other"), None).await.unwrap();
-        assert_eq!(b.memory_get("preferred_city", Some("user.prefs")).await.unwrap(), Some(json!("Seoul")));
-        assert_eq!(b.memory_get("preferred_city", Some("user.other")).await.unwrap(), Some(json!("Busan")));
+        a.memory_set("preferred_city", json!("Busan"), Some("user.other"), None)
+            .await
+            .unwrap();
+        assert_eq!(
+            b.memory_get("preferred_city", Some("user.prefs")).await.unwrap(),
+            Some(json!("Seoul"))
+        );
+        assert_eq!(
+            b.memory_get("preferred_city", Some("user.other")).await.unwrap(),
+            Some(json!("Busan"))
+        );
         assert_eq!(b.memory_get("preferred_city", None).await.unwrap(), None);
         assert_eq!(b.memory_get("missing", Some("user.prefs")).await.unwrap(), None);
     })
@@ -113,14 +136,26 @@ async fn priced_intent_needs_payment() {
         let params = || Some(json!({"city": "Seoul"}));
         let e = c.request("weather.current", params(), opts()).await.unwrap_err();
         assert_eq!(e.code(), Some(605), "{e}");
-        let receipt = c.pay(1.0, "RKTT", Some("two calls"), Some("rkt://localhost")).await.unwrap();
+        let receipt = c
+            .pay(1.0, "RKTT", Some("two calls"), Some("rkt://localhost"))
+            .await
+            .unwrap();
         assert_eq!(receipt["balance"], 1.0);
         assert!(receipt["receipt_id"].as_str().is_some_and(|r| r.starts_with("rcpt_")));
         for _ in 0..2 {
-            assert_eq!(c.request("weather.current", params(), opts()).await.unwrap()["data"]["temperature"], 24);
+            assert_eq!(
+                c.request("weather.current", params(), opts()).await.unwrap()["data"]["temperature"],
+                24
+            );
         }
-        assert_eq!(c.request("weather.current", params(), opts()).await.unwrap_err().code(), Some(605));
-        assert!(c.request("echo", None, opts()).await.is_ok(), "unpriced intents stay free");
+        assert_eq!(
+            c.request("weather.current", params(), opts()).await.unwrap_err().code(),
+            Some(605)
+        );
+        assert!(
+            c.request("echo", None, opts()).await.is_ok(),
+            "unpriced intents stay free"
+        );
     })
     .await
 }
@@ -128,13 +163,19 @@ async fn priced_intent_needs_payment() {
 #[tokio::test]
 async fn bearer_auth_with_configured_key() {
     bounded(async {
-        let cfg = ReferenceConfig { api_keys: vec!["secret-key".into()], ..ReferenceConfig::default() };
+        let cfg = ReferenceConfig {
+            api_keys: vec!["secret-key".into()],
+            ..ReferenceConfig::default()
+        };
         let srv = server(cfg).await;
         let c = client(&srv).await;
         let e = c.request("echo", None, opts()).await.unwrap_err();
         assert_eq!((e.kind(), e.code()), (ErrorKind::Auth, Some(401)), "{e}");
         assert!(c.discover().await.is_ok(), "DISCOVER needs no auth");
-        let bearer = |token: &str| AuthBody::Bearer { token: token.into(), scopes: vec!["read".into()] };
+        let bearer = |token: &str| AuthBody::Bearer {
+            token: token.into(),
+            scopes: vec!["read".into()],
+        };
         let e = c.auth(bearer("wrong")).await.unwrap_err();
         assert_eq!(e.code(), Some(401));
         let ok = c.auth(bearer("secret-key")).await.unwrap();
@@ -142,10 +183,19 @@ async fn bearer_auth_with_configured_key() {
         assert_eq!(ok.scopes, ["read"]);
         assert!(c.request("echo", None, opts()).await.is_ok());
 
-        let cfg = ClientConfig { authorization: Some("Bearer secret-key".into()), ..ClientConfig::default() };
+        let cfg = ClientConfig {
+            authorization: Some("Bearer secret-key".into()),
+            ..ClientConfig::default()
+        };
         let d = RktClient::connect(&srv.url(), cfg).await.unwrap();
-        assert!(d.request("echo", None, opts()).await.is_ok(), "authorization in the config authenticates first");
-        let cfg = ClientConfig { authorization: Some("Bearer nope".into()), ..ClientConfig::default() };
+        assert!(
+            d.request("echo", None, opts()).await.is_ok(),
+            "authorization in the config authenticates first"
+        );
+        let cfg = ClientConfig {
+            authorization: Some("Bearer nope".into()),
+            ..ClientConfig::default()
+        };
         let d = RktClient::connect(&srv.url(), cfg).await.unwrap();
         assert_eq!(d.request("echo", None, opts()).await.unwrap_err().code(), Some(401));
     })
@@ -155,13 +205,21 @@ async fn bearer_auth_with_configured_key() {
 #[tokio::test]
 async fn rate_limit_answers_429_with_retry_after() {
     bounded(async {
-        let cfg = ReferenceConfig { rate_per_s: 1.0, burst: 2, ..ReferenceConfig::default() };
+        let cfg = ReferenceConfig {
+            rate_per_s: 1.0,
+            burst: 2,
+            ..ReferenceConfig::default()
+        };
         let srv = server(cfg).await;
         let c = client(&srv).await;
         assert!(c.request("echo", None, opts()).await.is_ok());
         assert!(c.request("echo", None, opts()).await.is_ok());
         let e = c.request("echo", None, opts()).await.unwrap_err();
-        assert_eq!((e.kind(), e.code(), e.retry_after_s), (ErrorKind::RateLimited, Some(429), Some(1)), "{e}");
+        assert_eq!(
+            (e.kind(), e.code(), e.retry_after_s),
+            (ErrorKind::RateLimited, Some(429), Some(1)),
+            "{e}"
+        );
         assert!(e.error.retryable);
     })
     .await
@@ -170,7 +228,10 @@ async fn rate_limit_answers_429_with_retry_after() {
 #[tokio::test]
 async fn unknown_intent_is_602_with_available_intents() {
     bounded(async {
-        let cfg = ReferenceConfig { capabilities: vec!["weather".into()], ..ReferenceConfig::default() };
+        let cfg = ReferenceConfig {
+            capabilities: vec!["weather".into()],
+            ..ReferenceConfig::default()
+        };
         let srv = server(cfg).await;
         let c = client(&srv).await;
         for intent in ["maps.navigate", "weather.forecast"] {
@@ -222,11 +283,19 @@ async fn server_shutdown_ends_the_session_and_later_calls_fail_closed() {
 #[tokio::test]
 async fn connect_failures_are_typed() {
     bounded(async {
-        let e = RktClient::connect("http://example", ClientConfig::default()).await.unwrap_err();
+        let e = RktClient::connect("http://example", ClientConfig::default())
+            .await
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Invalid);
         // A port nothing listens on: bind one, learn it, close it.
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let e = RktClient::connect(&format!("rkt://127.0.0.1:{port}"), ClientConfig::default()).await.unwrap_err();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let e = RktClient::connect(&format!("rkt://127.0.0.1:{port}"), ClientConfig::default())
+            .await
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
         let srv = server(ReferenceConfig::default()).await;
         let wrong = format!("ws://{}/other", srv.local_addr());

@@ -51,11 +51,19 @@ fn message(kind: &str, id: &str, extra: &str, body: Option<&str>) -> String {
 }
 
 async fn hello(ws: &mut Raw) {
-    ws.send(Message::text(message("HELLO", "h-1", "User-Agent: raw/1\n", Some(r#"{"min_version":1,"max_version":1}"#))))
-        .await
-        .unwrap();
+    ws.send(Message::text(message(
+        "HELLO",
+        "h-1",
+        "User-Agent: raw/1\n",
+        Some(r#"{"min_version":1,"max_version":1}"#),
+    )))
+    .await
+    .unwrap();
     let ack = next_text(ws).await;
-    assert!(ack.starts_with("RKT/1.0 HELLO_ACK\n") && ack.contains("Reply-To: h-1\n"), "{ack}");
+    assert!(
+        ack.starts_with("RKT/1.0 HELLO_ACK\n") && ack.contains("Reply-To: h-1\n"),
+        "{ack}"
+    );
 }
 
 #[tokio::test]
@@ -89,7 +97,8 @@ async fn upgrade_echoes_the_subprotocol_among_several() {
     bounded(async {
         let srv = server(ReferenceConfig::default()).await;
         let mut req = srv.url().into_client_request().unwrap();
-        req.headers_mut().insert("Sec-WebSocket-Protocol", "other, rkt.1.0".parse().unwrap());
+        req.headers_mut()
+            .insert("Sec-WebSocket-Protocol", "other, rkt.1.0".parse().unwrap());
         let (mut ws, resp) = tokio_tungstenite::connect_async(req).await.unwrap();
         assert_eq!(resp.headers()["Sec-WebSocket-Protocol"], "rkt.1.0");
         hello(&mut ws).await;
@@ -103,16 +112,27 @@ async fn malformed_message_gets_an_error_and_the_session_goes_on() {
         let srv = server(ReferenceConfig::default()).await;
         let mut ws = raw(&srv.url(), Some("rkt.1.0")).await.unwrap();
         hello(&mut ws).await;
-        let bad = message("REQUEST", "bad-1", "", Some(r#"{"intent":"echo"}"#)).replace("2026-06-28T12:00:00Z", "yesterday");
+        let bad =
+            message("REQUEST", "bad-1", "", Some(r#"{"intent":"echo"}"#)).replace("2026-06-28T12:00:00Z", "yesterday");
         ws.send(Message::text(bad)).await.unwrap();
         let err = next_text(&mut ws).await;
         assert!(err.starts_with("RKT/1.0 ERROR\n"), "{err}");
         assert!(err.contains("Reply-To: bad-1\n"), "{err}");
         assert!(err.contains("Timestamp") && err.contains("\"code\":400"), "{err}");
 
-        ws.send(Message::text(message("REQUEST", "ok-1", "", Some(r#"{"intent":"echo","params":{"a":1}}"#)))).await.unwrap();
+        ws.send(Message::text(message(
+            "REQUEST",
+            "ok-1",
+            "",
+            Some(r#"{"intent":"echo","params":{"a":1}}"#),
+        )))
+        .await
+        .unwrap();
         let resp = next_text(&mut ws).await;
-        assert!(resp.starts_with("RKT/1.0 RESPONSE\n") && resp.contains("Reply-To: ok-1\n"), "{resp}");
+        assert!(
+            resp.starts_with("RKT/1.0 RESPONSE\n") && resp.contains("Reply-To: ok-1\n"),
+            "{resp}"
+        );
         let body: serde_json::Value = serde_json::from_str(resp.split_once("\n\n").unwrap().1).unwrap();
         assert_eq!(body, serde_json::json!({"intent": "echo", "data": {"a": 1}}));
     })
@@ -127,9 +147,14 @@ async fn oversized_messages_get_413_or_close_1009() {
         let mut ws = raw(&srv.url(), Some("rkt.1.0")).await.unwrap();
         hello(&mut ws).await;
         let body = format!(r#"{{"intent":"echo","params":"{}"}}"#, "x".repeat(limit));
-        ws.send(Message::text(message("REQUEST", "big-1", "", Some(&body)))).await.unwrap();
+        ws.send(Message::text(message("REQUEST", "big-1", "", Some(&body))))
+            .await
+            .unwrap();
         let err = next_text(&mut ws).await;
-        assert!(err.starts_with("RKT/1.0 ERROR\n") && err.contains("\"code\":413"), "{err}");
+        assert!(
+            err.starts_with("RKT/1.0 ERROR\n") && err.contains("\"code\":413"),
+            "{err}"
+        );
 
         let huge = "x".repeat(2 * limit);
         ws.send(Message::text(huge)).await.unwrap();

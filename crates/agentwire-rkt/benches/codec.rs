@@ -53,7 +53,9 @@ fn benches(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("rkt_request");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("decode", |bch| bch.iter(|| decode(black_box(&wire), DEFAULT_MAX_MESSAGE_SIZE).unwrap()));
+    g.bench_function("decode", |bch| {
+        bch.iter(|| decode(black_box(&wire), DEFAULT_MAX_MESSAGE_SIZE).unwrap())
+    });
     g.bench_function("encode", |bch| bch.iter(|| encode(black_box(&msg))));
     let mut buf = String::with_capacity(wire.len());
     g.bench_function("encode_into_reused_buffer", |bch| {

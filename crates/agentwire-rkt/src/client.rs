@@ -86,25 +86,54 @@ pub struct RequestOptions {
 /// Everything the session reports. Bodies are raw JSON text.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientEvent {
-    Ready { agreed_version: u32, session_timeout: u64, server: PeerInfo },
+    Ready {
+        agreed_version: u32,
+        session_timeout: u64,
+        server: PeerInfo,
+    },
     /// The RESPONSE to a REQUEST, DISCOVER, MEMORY_SET, MEMORY_GET or PAY.
-    Response { id: String, body: Option<String> },
-    StreamBegin { id: String, body: Option<String> },
+    Response {
+        id: String,
+        body: Option<String>,
+    },
+    StreamBegin {
+        id: String,
+        body: Option<String>,
+    },
     /// Delivered in `Seq` order, each `seq` once.
-    StreamData { id: String, seq: u64, body: Option<String> },
-    StreamEnd { id: String, body: Option<String> },
-    AuthOk { id: String, auth: AuthOkBody },
-    Pong { id: String, rtt_ms: u64 },
+    StreamData {
+        id: String,
+        seq: u64,
+        body: Option<String>,
+    },
+    StreamEnd {
+        id: String,
+        body: Option<String>,
+    },
+    AuthOk {
+        id: String,
+        auth: AuthOkBody,
+    },
+    Pong {
+        id: String,
+        rtt_ms: u64,
+    },
     /// A command failed: an ERROR reply, its TTL ran out, it was cancelled, the connection
     /// closed, or its stream had a gap.
-    Failed { id: String, error: RktError },
+    Failed {
+        id: String,
+        error: RktError,
+    },
     /// Something went wrong that belongs to no command: a malformed frame (dropped; the session
     /// goes on), an unsolicited ERROR, a failed handshake.
     Error(RktError),
     /// The server said GOODBYE.
     Goodbye,
     /// The connection is over; every pending command has had its `Failed`.
-    Closed { code: u16, reason: String },
+    Closed {
+        code: u16,
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,10 +241,13 @@ impl ClientSession {
         let id = self.entropy.uuid_v4();
         let mut msg = self.new_message(MessageType::Hello, id.clone(), now, Some(self.cfg.ttl_s));
         self.describe_self(&mut msg);
-        msg.body = Some(compact(&json!({"min_version": self.cfg.min_version, "max_version": self.cfg.max_version})));
+        msg.body = Some(compact(
+            &json!({"min_version": self.cfg.min_version, "max_version": self.cfg.max_version}),
+        ));
         self.hello_id = Some(id);
         self.state = ClientState::Handshaking;
-        self.timers.set(Timer::Handshake, now.saturating_add(self.cfg.handshake_timeout_ms));
+        self.timers
+            .set(Timer::Handshake, now.saturating_add(self.cfg.handshake_timeout_ms));
         self.send(now, &msg);
     }
 
@@ -232,7 +264,10 @@ impl ClientSession {
 
     /// A binary frame arrived: RKT is a text protocol, so it is reported and dropped.
     pub fn handle_binary(&mut self, _now: Millis, bytes: &[u8]) {
-        let e = RktError::local(ErrorKind::Decode, format!("binary frame of {} bytes: RKT messages are text", bytes.len()));
+        let e = RktError::local(
+            ErrorKind::Decode,
+            format!("binary frame of {} bytes: RKT messages are text", bytes.len()),
+        );
         self.events.push_back(ClientEvent::Error(e));
     }
 
@@ -293,56 +328,128 @@ impl ClientSession {
 
     /// Sends a REQUEST for `intent`; returns its Message-ID. Replies come as `Response`, or as
     /// `StreamBegin`/`StreamData`/`StreamEnd` when `opts.stream`.
-    pub fn request(&mut self, now: Millis, intent: &str, params: Option<Value>, opts: RequestOptions) -> Result<String, RktError> {
+    pub fn request(
+        &mut self,
+        now: Millis,
+        intent: &str,
+        params: Option<Value>,
+        opts: RequestOptions,
+    ) -> Result<String, RktError> {
         if intent.trim().is_empty() {
             return Err(RktError::local(ErrorKind::Invalid, "intent must not be empty"));
         }
-        let body = RequestBody { intent: intent.to_string(), params, context: opts.context.clone() };
+        let body = RequestBody {
+            intent: intent.to_string(),
+            params,
+            context: opts.context.clone(),
+        };
         let ttl = opts.ttl_s.unwrap_or(self.cfg.ttl_s);
-        self.command(now, MessageType::Request, Op::Request, ttl, opts.priority, opts.stream, |m| {
-            if let Some(to) = &opts.to {
-                m.headers.set("To", to.as_str());
-            }
-            if opts.stream {
-                m.headers.set("Stream", "true");
-            }
-            m.body = Some(serde_json::to_string(&body).unwrap_or_default());
-        })
+        self.command(
+            now,
+            MessageType::Request,
+            Op::Request,
+            ttl,
+            opts.priority,
+            opts.stream,
+            |m| {
+                if let Some(to) = &opts.to {
+                    m.headers.set("To", to.as_str());
+                }
+                if opts.stream {
+                    m.headers.set("Stream", "true");
+                }
+                m.body = Some(serde_json::to_string(&body).unwrap_or_default());
+            },
+        )
     }
 
     /// Sends DISCOVER; the manifest comes as the `Response` body.
     pub fn discover(&mut self, now: Millis) -> Result<String, RktError> {
-        self.command(now, MessageType::Discover, Op::Discover, self.cfg.ttl_s, None, false, |_| {})
+        self.command(
+            now,
+            MessageType::Discover,
+            Op::Discover,
+            self.cfg.ttl_s,
+            None,
+            false,
+            |_| {},
+        )
     }
 
-    pub fn memory_set(&mut self, now: Millis, key: &str, value: Value, namespace: Option<&str>, ttl_s: Option<u64>) -> Result<String, RktError> {
+    pub fn memory_set(
+        &mut self,
+        now: Millis,
+        key: &str,
+        value: Value,
+        namespace: Option<&str>,
+        ttl_s: Option<u64>,
+    ) -> Result<String, RktError> {
         if key.is_empty() {
             return Err(RktError::local(ErrorKind::Invalid, "memory key must not be empty"));
         }
-        let body = MemorySetBody { key: key.into(), value, namespace: namespace.map(Into::into), ttl: ttl_s };
-        self.command(now, MessageType::MemorySet, Op::MemorySet, self.cfg.ttl_s, None, false, |m| {
-            m.body = Some(serde_json::to_string(&body).unwrap_or_default());
-        })
+        let body = MemorySetBody {
+            key: key.into(),
+            value,
+            namespace: namespace.map(Into::into),
+            ttl: ttl_s,
+        };
+        self.command(
+            now,
+            MessageType::MemorySet,
+            Op::MemorySet,
+            self.cfg.ttl_s,
+            None,
+            false,
+            |m| {
+                m.body = Some(serde_json::to_string(&body).unwrap_or_default());
+            },
+        )
     }
 
     pub fn memory_get(&mut self, now: Millis, key: &str, namespace: Option<&str>) -> Result<String, RktError> {
         if key.is_empty() {
             return Err(RktError::local(ErrorKind::Invalid, "memory key must not be empty"));
         }
-        let body = MemoryGetBody { key: key.into(), namespace: namespace.map(Into::into) };
-        self.command(now, MessageType::MemoryGet, Op::MemoryGet, self.cfg.ttl_s, None, false, |m| {
-            m.body = Some(serde_json::to_string(&body).unwrap_or_default());
-        })
+        let body = MemoryGetBody {
+            key: key.into(),
+            namespace: namespace.map(Into::into),
+        };
+        self.command(
+            now,
+            MessageType::MemoryGet,
+            Op::MemoryGet,
+            self.cfg.ttl_s,
+            None,
+            false,
+            |m| {
+                m.body = Some(serde_json::to_string(&body).unwrap_or_default());
+            },
+        )
     }
 
-    pub fn pay(&mut self, now: Millis, amount: f64, currency: &str, description: Option<&str>, recipient: Option<&str>) -> Result<String, RktError> {
+    pub fn pay(
+        &mut self,
+        now: Millis,
+        amount: f64,
+        currency: &str,
+        description: Option<&str>,
+        recipient: Option<&str>,
+    ) -> Result<String, RktError> {
         if !(amount.is_finite() && amount > 0.0) {
-            return Err(RktError::local(ErrorKind::Invalid, "amount must be a positive finite number"));
+            return Err(RktError::local(
+                ErrorKind::Invalid,
+                "amount must be a positive finite number",
+            ));
         }
         if currency.trim().is_empty() {
             return Err(RktError::local(ErrorKind::Invalid, "currency must not be empty"));
         }
-        let body = PayBody { amount, currency: currency.into(), description: description.map(Into::into), recipient: recipient.map(Into::into) };
+        let body = PayBody {
+            amount,
+            currency: currency.into(),
+            description: description.map(Into::into),
+            recipient: recipient.map(Into::into),
+        };
         self.command(now, MessageType::Pay, Op::Pay, self.cfg.ttl_s, None, false, |m| {
             if let Some(r) = recipient {
                 m.headers.set("To", r);
@@ -353,9 +460,17 @@ impl ClientSession {
 
     /// Sends AUTH; success comes as `AuthOk` with the session token.
     pub fn auth(&mut self, now: Millis, auth: AuthBody) -> Result<String, RktError> {
-        self.command(now, MessageType::Auth, Op::Auth, self.cfg.ttl_s, Some(Priority::Urgent), false, |m| {
-            m.body = Some(serde_json::to_string(&auth).unwrap_or_default());
-        })
+        self.command(
+            now,
+            MessageType::Auth,
+            Op::Auth,
+            self.cfg.ttl_s,
+            Some(Priority::Urgent),
+            false,
+            |m| {
+                m.body = Some(serde_json::to_string(&auth).unwrap_or_default());
+            },
+        )
     }
 
     /// Sends PING; the round trip comes as `Pong { rtt_ms }`.
@@ -366,7 +481,12 @@ impl ClientSession {
     /// Ends a command early: it gets `Failed` with `cancelled`, a late reply is dropped. Returns
     /// false when the id is not pending.
     pub fn cancel(&mut self, id: &str) -> bool {
-        let queued = self.queue.iter().position(|q| q.id == id).map(|at| self.queue.remove(at)).is_some();
+        let queued = self
+            .queue
+            .iter()
+            .position(|q| q.id == id)
+            .map(|at| self.queue.remove(at))
+            .is_some();
         let sent = self.take_pending(id).is_some();
         if !(queued || sent) {
             return false;
@@ -374,7 +494,10 @@ impl ClientSession {
         self.timers.cancel(&Timer::Reply(id.to_string()));
         self.forget(id.to_string());
         let error = RktError::local(ErrorKind::Cancelled, "cancelled").for_request(id);
-        self.events.push_back(ClientEvent::Failed { id: id.to_string(), error });
+        self.events.push_back(ClientEvent::Failed {
+            id: id.to_string(),
+            error,
+        });
         true
     }
 
@@ -430,7 +553,10 @@ impl ClientSession {
         fill(&mut msg);
         let size = encode(&msg).len();
         if size > self.cfg.max_message_size {
-            let m = format!("message of {size} bytes exceeds max_message_size {}", self.cfg.max_message_size);
+            let m = format!(
+                "message of {size} bytes exceeds max_message_size {}",
+                self.cfg.max_message_size
+            );
             return Err(RktError::local(ErrorKind::Limit, m));
         }
         self.track(now, id.clone(), op, ttl, stream, false);
@@ -438,7 +564,11 @@ impl ClientSession {
             self.send(now, &msg);
         } else {
             // Sent on HELLO_ACK, highest priority first, in call order within a priority.
-            self.queue.push(Queued { priority: priority.unwrap_or_default(), id: id.clone(), msg });
+            self.queue.push(Queued {
+                priority: priority.unwrap_or_default(),
+                id: id.clone(),
+                msg,
+            });
         }
         Ok(id)
     }
@@ -447,7 +577,16 @@ impl ClientSession {
         let ttl_ms = u64::from(ttl) * 1000;
         self.timers.set(Timer::Reply(id.clone()), now.saturating_add(ttl_ms));
         let stream = stream.then(StreamState::default);
-        self.pending.insert(id, Pending { op, ttl_ms, sent_at: now, stream, silent });
+        self.pending.insert(
+            id,
+            Pending {
+                op,
+                ttl_ms,
+                sent_at: now,
+                stream,
+                silent,
+            },
+        );
     }
 
     fn send(&mut self, now: Millis, msg: &Message) {
@@ -457,7 +596,10 @@ impl ClientSession {
 
     fn arm_keepalive(&mut self) {
         if self.cfg.keepalive && self.session_timeout_ms >= 2000 {
-            self.timers.set(Timer::Keepalive, self.last_sent.saturating_add(self.session_timeout_ms / 2));
+            self.timers.set(
+                Timer::Keepalive,
+                self.last_sent.saturating_add(self.session_timeout_ms / 2),
+            );
         }
     }
 
@@ -472,7 +614,10 @@ impl ClientSession {
         if self.state == ClientState::Closed {
             return;
         }
-        self.transmit.push_back(Outgoing::Close { code, reason: reason.to_string() });
+        self.transmit.push_back(Outgoing::Close {
+            code,
+            reason: reason.to_string(),
+        });
         self.finish(code, reason);
     }
 
@@ -494,7 +639,10 @@ impl ClientSession {
             }
         }
         self.timers.clear();
-        self.events.push_back(ClientEvent::Closed { code, reason: reason.to_string() });
+        self.events.push_back(ClientEvent::Closed {
+            code,
+            reason: reason.to_string(),
+        });
     }
 
     fn on_message(&mut self, now: Millis, msg: Message) {
@@ -506,7 +654,14 @@ impl ClientSession {
             }
             MessageType::Ping => {
                 let id = self.entropy.uuid_v4();
-                let pong = envelope(MessageType::Pong, id, Some(msg.message_id()), &self.session_id, now, None);
+                let pong = envelope(
+                    MessageType::Pong,
+                    id,
+                    Some(msg.message_id()),
+                    &self.session_id,
+                    now,
+                    None,
+                );
                 self.send(now, &pong);
             }
             MessageType::Error => self.on_error(msg),
@@ -518,7 +673,8 @@ impl ClientSession {
             | MessageType::Pong => self.on_reply(now, msg),
             other => {
                 let e = RktError::local(ErrorKind::Protocol, format!("a server does not send {other}; dropped"));
-                self.events.push_back(ClientEvent::Error(e.for_request(msg.message_id())));
+                self.events
+                    .push_back(ClientEvent::Error(e.for_request(msg.message_id())));
             }
         }
     }
@@ -532,7 +688,10 @@ impl ClientSession {
         let ack: HelloAckBody = match msg.body.as_deref().map(serde_json::from_str) {
             Some(Ok(ack)) => ack,
             _ => {
-                let e = RktError::local(ErrorKind::Decode, "HELLO_ACK body is not {agreed_version, session_timeout}");
+                let e = RktError::local(
+                    ErrorKind::Decode,
+                    "HELLO_ACK body is not {agreed_version, session_timeout}",
+                );
                 self.events.push_back(ClientEvent::Error(e));
                 self.close(1002, "bad HELLO_ACK");
                 return;
@@ -557,10 +716,18 @@ impl ClientSession {
             user_agent: msg.header("User-Agent").map(str::to_string),
             capabilities: split_list(msg.header("Capabilities")),
         };
-        self.events.push_back(ClientEvent::Ready { agreed_version: ack.agreed_version, session_timeout: ack.session_timeout, server });
+        self.events.push_back(ClientEvent::Ready {
+            agreed_version: ack.agreed_version,
+            session_timeout: ack.session_timeout,
+            server,
+        });
         if let Some(authz) = self.cfg.authorization.clone() {
             let token = authz.strip_prefix("Bearer ").unwrap_or(&authz).trim().to_string();
-            let body = serde_json::to_string(&AuthBody::Bearer { token, scopes: Vec::new() }).unwrap_or_default();
+            let body = serde_json::to_string(&AuthBody::Bearer {
+                token,
+                scopes: Vec::new(),
+            })
+            .unwrap_or_default();
             // Sent ahead of the queue and outside `max_in_flight`: it must never be skipped.
             let id = self.entropy.uuid_v4();
             let mut msg = self.new_message(MessageType::Auth, id.clone(), now, Some(self.cfg.ttl_s));
@@ -575,7 +742,8 @@ impl ClientSession {
             // Only what is still pending: a command that timed out or was cancelled stays unsent.
             let Some(p) = self.pending.get_mut(&q.id) else { continue };
             p.sent_at = now;
-            self.timers.set(Timer::Reply(q.id.clone()), now.saturating_add(p.ttl_ms));
+            self.timers
+                .set(Timer::Reply(q.id.clone()), now.saturating_add(p.ttl_ms));
             self.send(now, &q.msg);
         }
         self.arm_keepalive();
@@ -584,7 +752,12 @@ impl ClientSession {
     fn on_error(&mut self, msg: Message) {
         let body: ErrorBody = match msg.body.as_deref().map(serde_json::from_str::<ErrorBody>) {
             Some(Ok(b)) => b,
-            _ => crate::errors::error_body(0, format!("ERROR without a valid body: {}", msg.body.as_deref().unwrap_or("")), None, None),
+            _ => crate::errors::error_body(
+                0,
+                format!("ERROR without a valid body: {}", msg.body.as_deref().unwrap_or("")),
+                None,
+                None,
+            ),
         };
         let retry_after = msg.header("Retry-After").and_then(|v| v.parse().ok());
         let reply_to = msg.reply_to().map(str::to_string).or_else(|| body.request_id.clone());
@@ -612,7 +785,8 @@ impl ClientSession {
         let Some(p) = self.pending.get_mut(&id) else {
             if !self.forgotten.contains(&id) {
                 let m = format!("{} answers unknown message `{id}`; dropped", msg.kind);
-                self.events.push_back(ClientEvent::Error(RktError::local(ErrorKind::Protocol, m)));
+                self.events
+                    .push_back(ClientEvent::Error(RktError::local(ErrorKind::Protocol, m)));
             }
             return;
         };
@@ -625,7 +799,9 @@ impl ClientSession {
         };
         if !expected {
             let m = format!("{} is not a reply to this command; dropped", msg.kind);
-            self.events.push_back(ClientEvent::Error(RktError::local(ErrorKind::Protocol, m).for_request(&id)));
+            self.events.push_back(ClientEvent::Error(
+                RktError::local(ErrorKind::Protocol, m).for_request(&id),
+            ));
             return;
         }
         match msg.kind {
@@ -644,11 +820,18 @@ impl ClientSession {
                 let p = self.take_pending(&id).expect("checked");
                 self.timers.cancel(&Timer::Reply(id.clone()));
                 let event = match msg.kind {
-                    MessageType::Pong => ClientEvent::Pong { id, rtt_ms: now.saturating_sub(p.sent_at) },
+                    MessageType::Pong => ClientEvent::Pong {
+                        id,
+                        rtt_ms: now.saturating_sub(p.sent_at),
+                    },
                     MessageType::AuthOk => match msg.body.as_deref().map(serde_json::from_str::<AuthOkBody>) {
                         Some(Ok(auth)) => ClientEvent::AuthOk { id, auth },
                         _ => ClientEvent::Failed {
-                            error: RktError::local(ErrorKind::Decode, "AUTH_OK body is not {session_token, scopes, expires_in}").for_request(&id),
+                            error: RktError::local(
+                                ErrorKind::Decode,
+                                "AUTH_OK body is not {session_token, scopes, expires_in}",
+                            )
+                            .for_request(&id),
                             id,
                         },
                     },
@@ -664,16 +847,23 @@ impl ClientSession {
     fn on_chunk(&mut self, id: String, seq: u64, body: Option<String>) {
         let limit = self.cfg.max_stream_buffer;
         let held_total = self.held_bytes;
-        let Some(stream) = self.pending.get_mut(&id).and_then(|p| p.stream.as_mut()) else { return };
+        let Some(stream) = self.pending.get_mut(&id).and_then(|p| p.stream.as_mut()) else {
+            return;
+        };
         if seq < stream.next_seq || stream.held.contains_key(&seq) {
             let m = format!("duplicate stream chunk Seq {seq}; dropped");
-            self.events.push_back(ClientEvent::Error(RktError::local(ErrorKind::Protocol, m).for_request(&id)));
+            self.events.push_back(ClientEvent::Error(
+                RktError::local(ErrorKind::Protocol, m).for_request(&id),
+            ));
             return;
         }
         if seq > stream.next_seq {
             let size = body.as_ref().map_or(0, String::len);
             if seq - stream.next_seq > limit as u64 {
-                let m = format!("stream chunk Seq {seq} is more than {limit} ahead of Seq {}", stream.next_seq);
+                let m = format!(
+                    "stream chunk Seq {seq} is more than {limit} ahead of Seq {}",
+                    stream.next_seq
+                );
                 self.fail(id, RktError::local(ErrorKind::Protocol, m));
             } else if stream.held.len() >= limit || held_total + size > self.cfg.max_stream_buffer_bytes {
                 let m = format!(
@@ -697,17 +887,34 @@ impl ClientSession {
         }
         self.held_bytes -= released;
         for (seq, body) in ready {
-            self.events.push_back(ClientEvent::StreamData { id: id.clone(), seq, body });
+            self.events.push_back(ClientEvent::StreamData {
+                id: id.clone(),
+                seq,
+                body,
+            });
         }
     }
 
     fn on_stream_end(&mut self, id: String, body: Option<String>) {
-        let Some(stream) = self.pending.get(&id).and_then(|p| p.stream.as_ref()) else { return };
-        let count = body.as_deref().and_then(|b| serde_json::from_str::<StreamEndBody>(b).ok()).map(|b| b.count);
+        let Some(stream) = self.pending.get(&id).and_then(|p| p.stream.as_ref()) else {
+            return;
+        };
+        let count = body
+            .as_deref()
+            .and_then(|b| serde_json::from_str::<StreamEndBody>(b).ok())
+            .map(|b| b.count);
         let delivered = stream.next_seq;
         if !stream.held.is_empty() || count.is_some_and(|n| n != delivered) {
-            let end = stream.held.keys().next_back().map_or(delivered, |s| s.saturating_add(1)).max(count.unwrap_or(0));
-            let missing: Vec<u64> = (delivered..end).filter(|s| !stream.held.contains_key(s)).take(16).collect();
+            let end = stream
+                .held
+                .keys()
+                .next_back()
+                .map_or(delivered, |s| s.saturating_add(1))
+                .max(count.unwrap_or(0));
+            let missing: Vec<u64> = (delivered..end)
+                .filter(|s| !stream.held.contains_key(s))
+                .take(16)
+                .collect();
             let m = match count {
                 Some(n) if n < delivered => format!("STREAM_END says {n} chunks but {delivered} were delivered"),
                 _ => format!("stream ended with a gap: {delivered} chunks delivered in order, missing Seq {missing:?}"),
@@ -724,7 +931,10 @@ impl ClientSession {
         self.take_pending(&id);
         self.timers.cancel(&Timer::Reply(id.clone()));
         self.forget(id.clone());
-        self.events.push_back(ClientEvent::Failed { error: error.for_request(&id), id });
+        self.events.push_back(ClientEvent::Failed {
+            error: error.for_request(&id),
+            id,
+        });
     }
 }
 
@@ -733,12 +943,23 @@ impl ClientSession {
     fn take_pending(&mut self, id: &str) -> Option<Pending> {
         let p = self.pending.remove(id)?;
         if let Some(stream) = &p.stream {
-            self.held_bytes -= stream.held.values().map(|b| b.as_ref().map_or(0, String::len)).sum::<usize>();
+            self.held_bytes -= stream
+                .held
+                .values()
+                .map(|b| b.as_ref().map_or(0, String::len))
+                .sum::<usize>();
         }
         Some(p)
     }
 }
 
 pub(crate) fn split_list(v: Option<&str>) -> Vec<String> {
-    v.map(|s| s.split(',').map(str::trim).filter(|c| !c.is_empty()).map(str::to_string).collect()).unwrap_or_default()
+    v.map(|s| {
+        s.split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect()
+    })
+    .unwrap_or_default()
 }

@@ -79,7 +79,10 @@ impl Headers {
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     /// Replaces the value of `name`, or appends it. Newlines in `value` become spaces, so a
@@ -124,7 +127,11 @@ pub struct Message {
 
 impl Message {
     pub fn new(kind: MessageType) -> Self {
-        Message { kind, headers: Headers::new(), body: None }
+        Message {
+            kind,
+            headers: Headers::new(),
+            body: None,
+        }
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -349,7 +356,8 @@ fn valid_id(v: &str) -> bool {
 /// A control character other than tab: not allowed in a header value. No early exit, so the
 /// check vectorizes.
 fn has_control(v: &str) -> bool {
-    v.bytes().fold(false, |bad, b| bad | ((b < 0x20 && b != b'\t') | (b == 0x7f)))
+    v.bytes()
+        .fold(false, |bad, b| bad | ((b < 0x20 && b != b'\t') | (b == 0x7f)))
 }
 
 fn find_message_id(text: &str) -> Option<String> {
@@ -372,9 +380,15 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
     };
     if text.len() > max_size {
         // Name the message if its id is near the top, without reading the whole of it.
-        let head = (0..=text.len().min(4096)).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        let head = (0..=text.len().min(4096))
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
         return Err(DecodeError {
-            kind: DecodeErrorKind::TooLarge { size: text.len(), limit: max_size },
+            kind: DecodeErrorKind::TooLarge {
+                size: text.len(),
+                limit: max_size,
+            },
             message_type: None,
             message_id: find_message_id(&text[..head]),
         });
@@ -385,11 +399,21 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
     }
     let (start, mut rest) = next_line(text);
     let start = start.trim_end_matches([' ', '\t']);
-    let (proto, type_name) = start.split_once(' ').ok_or_else(|| fail(DecodeErrorKind::BadStartLine, None))?;
-    let version = proto.strip_prefix("RKT/").ok_or_else(|| fail(DecodeErrorKind::BadStartLine, None))?;
+    let (proto, type_name) = start
+        .split_once(' ')
+        .ok_or_else(|| fail(DecodeErrorKind::BadStartLine, None))?;
+    let version = proto
+        .strip_prefix("RKT/")
+        .ok_or_else(|| fail(DecodeErrorKind::BadStartLine, None))?;
     let type_name = type_name.trim_start_matches(' ');
-    if !version.split_once('.').is_some_and(|(maj, min)| maj == "1" && !min.is_empty() && min.bytes().all(|b| b.is_ascii_digit())) {
-        return Err(fail(DecodeErrorKind::UnsupportedVersion(version.to_string()), Some(type_name)));
+    if !version
+        .split_once('.')
+        .is_some_and(|(maj, min)| maj == "1" && !min.is_empty() && min.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(fail(
+            DecodeErrorKind::UnsupportedVersion(version.to_string()),
+            Some(type_name),
+        ));
     }
     let kind = MessageType::parse(type_name).ok_or_else(|| {
         if is_token(type_name) {
@@ -436,16 +460,26 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
     let body = match headers.get("Content-Length") {
         Some(v) => {
             let declared: usize = digits(v).ok_or(()).map_err(|_| {
-                fail(DecodeErrorKind::BadHeaderValue { name: "Content-Length", reason: "is not a byte count" })
+                fail(DecodeErrorKind::BadHeaderValue {
+                    name: "Content-Length",
+                    reason: "is not a byte count",
+                })
             })?;
-            let mismatch = || fail(DecodeErrorKind::ContentLength { declared, actual: rest.trim_end().len() });
+            let mismatch = || {
+                fail(DecodeErrorKind::ContentLength {
+                    declared,
+                    actual: rest.trim_end().len(),
+                })
+            };
             if declared > rest.len() || !rest.is_char_boundary(declared) || !rest[declared..].trim().is_empty() {
                 return Err(mismatch());
             }
             // The declared bytes are the body, even blank ones, so it re-encodes to the same length.
             (declared > 0).then(|| rest[..declared].to_string())
         }
-        None => Some(rest.trim_end()).filter(|b| !b.trim().is_empty()).map(str::to_string),
+        None => Some(rest.trim_end())
+            .filter(|b| !b.trim().is_empty())
+            .map(str::to_string),
     };
     let msg = Message { kind, headers, body };
     validate(&msg).map_err(fail)?;
@@ -454,7 +488,9 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
 
 /// A decimal number written with digits only (`str::parse` also takes a leading `+`).
 fn digits<T: std::str::FromStr>(v: &str) -> Option<T> {
-    (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())).then(|| v.parse().ok()).flatten()
+    (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| v.parse().ok())
+        .flatten()
 }
 
 fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {

@@ -59,7 +59,13 @@ pub struct RktError {
 
 impl RktError {
     pub fn local(kind: ErrorKind, message: impl Into<String>) -> Self {
-        RktError { error: Error::new(kind, message), name: None, details: None, request_id: None, retry_after_s: None }
+        RktError {
+            error: Error::new(kind, message),
+            name: None,
+            details: None,
+            request_id: None,
+            retry_after_s: None,
+        }
     }
 
     pub fn for_request(mut self, id: &str) -> Self {
@@ -87,9 +93,16 @@ impl RktError {
         };
         let retryable = body.code == codes::RATE_LIMITED || (500..600).contains(&body.code);
         let retry_after_s = retry_after_s.or_else(|| {
-            body.details.as_ref().and_then(|d| d.get("retry_after")).and_then(|v| v.as_u64())
+            body.details
+                .as_ref()
+                .and_then(|d| d.get("retry_after"))
+                .and_then(|v| v.as_u64())
         });
-        let message = if body.message.is_empty() { codes::name(body.code).to_string() } else { body.message.clone() };
+        let message = if body.message.is_empty() {
+            codes::name(body.code).to_string()
+        } else {
+            body.message.clone()
+        };
         RktError {
             error: Error::new(kind, message).with_code(body.code).retryable(retryable),
             name: (!body.name.is_empty()).then(|| body.name.clone()),
@@ -131,10 +144,26 @@ pub fn decode_error_body(err: &DecodeError) -> ErrorBody {
         DecodeErrorKind::UnsupportedVersion(_) => codes::VERSION_UNSUPPORTED,
         _ => codes::BAD_MESSAGE,
     };
-    error_body(code, err.to_string(), Some(json!({ "field": err.field() })), err.message_id.clone())
+    error_body(
+        code,
+        err.to_string(),
+        Some(json!({ "field": err.field() })),
+        err.message_id.clone(),
+    )
 }
 
 /// An ERROR body with the standard name for `code`.
-pub fn error_body(code: i64, message: impl Into<String>, details: Option<serde_json::Value>, request_id: Option<String>) -> ErrorBody {
-    ErrorBody { code, name: codes::name(code).to_string(), message: message.into(), details, request_id }
+pub fn error_body(
+    code: i64,
+    message: impl Into<String>,
+    details: Option<serde_json::Value>,
+    request_id: Option<String>,
+) -> ErrorBody {
+    ErrorBody {
+        code,
+        name: codes::name(code).to_string(),
+        message: message.into(),
+        details,
+        request_id,
+    }
 }

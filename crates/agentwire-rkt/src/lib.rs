@@ -57,5 +57,5 @@ pub use body::*;
 pub use client::{ClientConfig, ClientEvent, ClientSession, ClientState, PeerInfo, RequestOptions};
 pub use codec::{decode, encode, DecodeError, DecodeErrorKind, Headers, Message, MessageType};
 pub use errors::{codes, RktError};
-pub use server::{Inbound, InboundKind, ServerConfig, ServerEvent, ServerSession, ServerState};
 pub use resolve::resolve;
+pub use server::{Inbound, InboundKind, ServerConfig, ServerEvent, ServerSession, ServerState};

@@ -19,7 +19,9 @@ use crate::codec::MessageType;
 enum Phase {
     Headers,
     /// The blank line came; a body is expected (`true`) or only possible (`false`).
-    AfterBlank { body_required: bool },
+    AfterBlank {
+        body_required: bool,
+    },
     Body,
 }
 
@@ -94,7 +96,15 @@ fn carries_body(kind: Option<MessageType>) -> bool {
 
 impl LineAssembler {
     pub fn new() -> Self {
-        LineAssembler { buf: String::new(), body_start: 0, phase: Phase::Headers, active: false, declared: None, scan: JsonScan::default(), starts: 0 }
+        LineAssembler {
+            buf: String::new(),
+            body_start: 0,
+            phase: Phase::Headers,
+            active: false,
+            declared: None,
+            scan: JsonScan::default(),
+            starts: 0,
+        }
     }
 
     pub fn is_active(&self) -> bool {
@@ -118,7 +128,11 @@ impl LineAssembler {
 
     fn header(&self, name: &str) -> Option<&str> {
         let head = &self.buf[..self.body_start.min(self.buf.len())];
-        head.lines().skip(1).filter_map(|l| l.split_once(':')).find(|(n, _)| n.trim().eq_ignore_ascii_case(name)).map(|(_, v)| v.trim())
+        head.lines()
+            .skip(1)
+            .filter_map(|l| l.split_once(':'))
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
     }
 
     fn kind(&self) -> Option<MessageType> {
@@ -147,7 +161,10 @@ impl LineAssembler {
     /// start line, and that one if it is complete by itself).
     pub fn push(&mut self, frame: &str) -> Vec<String> {
         let mut done = Vec::new();
-        let frame = frame.strip_suffix("\r\n").or_else(|| frame.strip_suffix('\n')).unwrap_or(frame);
+        let frame = frame
+            .strip_suffix("\r\n")
+            .or_else(|| frame.strip_suffix('\n'))
+            .unwrap_or(frame);
         for line in frame.split('\n') {
             let line = line.strip_suffix('\r').unwrap_or(line);
             if starts_line_mode(line) && self.active && self.phase != Phase::Body {
@@ -246,20 +263,38 @@ mod tests {
         let out = feed(&["RKT/1.0 DISCOVER", "Version: 1", ""]);
         assert_eq!(out.len(), 1);
         let out = feed(&["RKT/1.0 REQUEST", "TTL: 30", "", "{\"intent\":", "\"echo\"}"]);
-        assert_eq!(out, vec!["RKT/1.0 REQUEST\nTTL: 30\n\n{\"intent\":\n\"echo\"}".to_string()]);
+        assert_eq!(
+            out,
+            vec!["RKT/1.0 REQUEST\nTTL: 30\n\n{\"intent\":\n\"echo\"}".to_string()]
+        );
     }
 
     #[test]
     fn missing_blank_line_and_new_start_line() {
         let out = feed(&["RKT/1.0 HELLO", "TTL: 30", "{\"min_version\":1,\"max_version\":1}"]);
-        assert_eq!(out, vec!["RKT/1.0 HELLO\nTTL: 30\n\n{\"min_version\":1,\"max_version\":1}".to_string()]);
+        assert_eq!(
+            out,
+            vec!["RKT/1.0 HELLO\nTTL: 30\n\n{\"min_version\":1,\"max_version\":1}".to_string()]
+        );
         let out = feed(&["RKT/1.0 HELLO", "TTL: 30", "", "RKT/1.0 GOODBYE", "TTL: 30", ""]);
-        assert_eq!(out, vec!["RKT/1.0 HELLO\nTTL: 30\n\n".to_string(), "RKT/1.0 GOODBYE\nTTL: 30\n\n".to_string()]);
+        assert_eq!(
+            out,
+            vec![
+                "RKT/1.0 HELLO\nTTL: 30\n\n".to_string(),
+                "RKT/1.0 GOODBYE\nTTL: 30\n\n".to_string()
+            ]
+        );
     }
 
     #[test]
     fn brackets_in_strings_do_not_count_and_long_bodies_stay_linear() {
-        let out = feed(&["RKT/1.0 REQUEST", "TTL: 30", "", "{\"intent\":\"echo\",\"params\":\"}]\\\"{\"", "}"]);
+        let out = feed(&[
+            "RKT/1.0 REQUEST",
+            "TTL: 30",
+            "",
+            "{\"intent\":\"echo\",\"params\":\"}]\\\"{\"",
+            "}",
+        ]);
         assert_eq!(out.len(), 1);
         assert!(out[0].ends_with("\"}]\\\"{\"\n}"), "{}", out[0]);
         let mut a = LineAssembler::new();

@@ -37,13 +37,19 @@ pub fn resolve(address: &str) -> Result<String, ResolveError> {
     } else if let Some(r) = address.strip_prefix("rkt://") {
         ("ws", r)
     } else if address.contains("://") {
-        return Err(ResolveError(format!("`{address}` is not an rkt://, rkts://, ws:// or wss:// address")));
+        return Err(ResolveError(format!(
+            "`{address}` is not an rkt://, rkts://, ws:// or wss:// address"
+        )));
     } else {
         ("ws", address)
     };
     let split = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(split);
-    if authority.is_empty() || authority.starts_with(':') || authority.contains('@') || authority.contains(char::is_whitespace) {
+    if authority.is_empty()
+        || authority.starts_with(':')
+        || authority.contains('@')
+        || authority.contains(char::is_whitespace)
+    {
         return Err(ResolveError(format!("`{address}` has no valid host")));
     }
     let has_port = match authority.rsplit_once(':') {
@@ -56,8 +62,16 @@ pub fn resolve(address: &str) -> Result<String, ResolveError> {
         }
         None => false,
     };
-    let authority = if has_port { authority.to_string() } else { format!("{authority}:{DEFAULT_PORT}") };
-    let tail = if tail.is_empty() || tail.starts_with('?') { format!("{DEFAULT_PATH}{tail}") } else { tail.to_string() };
+    let authority = if has_port {
+        authority.to_string()
+    } else {
+        format!("{authority}:{DEFAULT_PORT}")
+    };
+    let tail = if tail.is_empty() || tail.starts_with('?') {
+        format!("{DEFAULT_PATH}{tail}")
+    } else {
+        tail.to_string()
+    };
     Ok(format!("{scheme}://{authority}{tail}"))
 }
 
@@ -70,12 +84,22 @@ mod tests {
         assert_eq!(resolve("rkt://weather.ai").unwrap(), "ws://weather.ai:7749/rkt");
         assert_eq!(resolve("weather.ai").unwrap(), "ws://weather.ai:7749/rkt");
         assert_eq!(resolve("rkt://localhost:9000").unwrap(), "ws://localhost:9000/rkt");
-        assert_eq!(resolve("rkts://weather.ai/agents/w").unwrap(), "wss://weather.ai:7749/agents/w");
+        assert_eq!(
+            resolve("rkts://weather.ai/agents/w").unwrap(),
+            "wss://weather.ai:7749/agents/w"
+        );
         assert_eq!(resolve("rkt://[::1]").unwrap(), "ws://[::1]:7749/rkt");
         assert_eq!(resolve("rkt://[::1]:80").unwrap(), "ws://[::1]:80/rkt");
         assert_eq!(resolve("rkt://h?x=1").unwrap(), "ws://h:7749/rkt?x=1");
         assert_eq!(resolve("ws://localhost:7749/rkt").unwrap(), "ws://localhost:7749/rkt");
-        for bad in ["http://x", "rkt://", "rkt://a:b", "rkt://u@h", "rkt://:7749", "rkt://a:99999"] {
+        for bad in [
+            "http://x",
+            "rkt://",
+            "rkt://a:b",
+            "rkt://u@h",
+            "rkt://:7749",
+            "rkt://a:99999",
+        ] {
             assert!(resolve(bad).is_err(), "{bad}");
         }
     }

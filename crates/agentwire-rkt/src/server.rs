@@ -77,7 +77,12 @@ pub struct Inbound {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum InboundKind {
-    Request { intent: String, params: Option<Value>, context: Option<Value>, stream: bool },
+    Request {
+        intent: String,
+        params: Option<Value>,
+        context: Option<Value>,
+        stream: bool,
+    },
     Discover,
     MemorySet(MemorySetBody),
     MemoryGet(MemoryGetBody),
@@ -88,7 +93,10 @@ pub enum InboundKind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerEvent {
     /// HELLO accepted and HELLO_ACK sent.
-    Ready { client: PeerInfo, agreed_version: u32 },
+    Ready {
+        client: PeerInfo,
+        agreed_version: u32,
+    },
     Inbound(Inbound),
     /// A message was refused with an ERROR reply (already sent); the session goes on.
     Rejected(RktError),
@@ -96,7 +104,10 @@ pub enum ServerEvent {
     PeerError(RktError),
     /// The client said GOODBYE; the session closed with 1000.
     Goodbye,
-    Closed { code: u16, reason: String },
+    Closed {
+        code: u16,
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -121,7 +132,10 @@ pub struct ServerSession {
 }
 
 fn parse_body<T: DeserializeOwned>(msg: &Message) -> Result<T, String> {
-    let body = msg.body.as_deref().ok_or_else(|| format!("{} needs a JSON body", msg.kind))?;
+    let body = msg
+        .body
+        .as_deref()
+        .ok_or_else(|| format!("{} needs a JSON body", msg.kind))?;
     serde_json::from_str(body).map_err(|e| format!("{} body: {e}", msg.kind))
 }
 
@@ -158,7 +172,8 @@ impl ServerSession {
     }
 
     pub fn handle_open(&mut self, now: Millis) {
-        self.timers.set(Timer::Idle, now.saturating_add(self.cfg.hello_timeout_ms));
+        self.timers
+            .set(Timer::Idle, now.saturating_add(self.cfg.hello_timeout_ms));
     }
 
     pub fn handle_text(&mut self, now: Millis, text: &str) {
@@ -178,7 +193,8 @@ impl ServerSession {
                 self.timers.cancel(&Timer::Lines);
             } else if self.lines.starts() != starts {
                 // Each message gets the whole line timeout from its own start line.
-                self.timers.set(Timer::Lines, now.saturating_add(self.cfg.line_timeout_ms));
+                self.timers
+                    .set(Timer::Lines, now.saturating_add(self.cfg.line_timeout_ms));
             }
             return;
         }
@@ -190,7 +206,12 @@ impl ServerSession {
             return;
         }
         let m = format!("binary frame of {} bytes: RKT messages are text", bytes.len());
-        self.reject(now, None, error_body(codes::BAD_MESSAGE, m, Some(json!({"field": "frame"})), None), ErrorKind::Decode);
+        self.reject(
+            now,
+            None,
+            error_body(codes::BAD_MESSAGE, m, Some(json!({"field": "frame"})), None),
+            ErrorKind::Decode,
+        );
     }
 
     pub fn handle_close(&mut self, _now: Millis, code: u16, reason: &str) {
@@ -249,14 +270,26 @@ impl ServerSession {
         let seq = self.streams.entry(reply_to.to_string()).or_insert(0);
         let this = *seq;
         *seq += 1;
-        self.reply(now, MessageType::StreamData, reply_to, Some(compact(chunk)), &[("Seq", this.to_string())]);
+        self.reply(
+            now,
+            MessageType::StreamData,
+            reply_to,
+            Some(compact(chunk)),
+            &[("Seq", this.to_string())],
+        );
         this
     }
 
     /// STREAM_END with `{"count": N}`.
     pub fn stream_end(&mut self, now: Millis, reply_to: &str) {
         let count = self.streams.remove(reply_to).unwrap_or(0);
-        self.reply(now, MessageType::StreamEnd, reply_to, Some(compact(&json!({"count": count}))), &[]);
+        self.reply(
+            now,
+            MessageType::StreamEnd,
+            reply_to,
+            Some(compact(&json!({"count": count}))),
+            &[],
+        );
     }
 
     pub fn auth_ok(&mut self, now: Millis, reply_to: &str, body: &AuthOkBody) {
@@ -294,7 +327,14 @@ impl ServerSession {
         msg
     }
 
-    fn reply(&mut self, now: Millis, kind: MessageType, reply_to: &str, body: Option<String>, extra: &[(&str, String)]) {
+    fn reply(
+        &mut self,
+        now: Millis,
+        kind: MessageType,
+        reply_to: &str,
+        body: Option<String>,
+        extra: &[(&str, String)],
+    ) {
         if self.state == ServerState::Closed {
             return;
         }
@@ -317,7 +357,10 @@ impl ServerSession {
         if self.state == ServerState::Closed {
             return;
         }
-        self.transmit.push_back(Outgoing::Close { code, reason: reason.into() });
+        self.transmit.push_back(Outgoing::Close {
+            code,
+            reason: reason.into(),
+        });
         self.finish(code, reason);
     }
 
@@ -327,7 +370,10 @@ impl ServerSession {
         }
         self.state = ServerState::Closed;
         self.timers.clear();
-        self.events.push_back(ServerEvent::Closed { code, reason: reason.into() });
+        self.events.push_back(ServerEvent::Closed {
+            code,
+            reason: reason.into(),
+        });
     }
 
     fn reject(&mut self, now: Millis, reply_to: Option<&str>, body: ErrorBody, kind: ErrorKind) {
@@ -353,9 +399,15 @@ impl ServerSession {
             return false;
         }
         let secs = wait_ms.div_ceil(1000).max(1);
-        let body = error_body(codes::RATE_LIMITED, "rate limit exceeded", Some(json!({"retry_after": secs})), reply_to.map(str::to_string));
+        let body = error_body(
+            codes::RATE_LIMITED,
+            "rate limit exceeded",
+            Some(json!({"retry_after": secs})),
+            reply_to.map(str::to_string),
+        );
         self.error(now, reply_to, &body, Some(secs));
-        self.events.push_back(ServerEvent::Rejected(RktError::remote(&body, reply_to, Some(secs))));
+        self.events
+            .push_back(ServerEvent::Rejected(RktError::remote(&body, reply_to, Some(secs))));
         false
     }
 
@@ -364,7 +416,8 @@ impl ServerSession {
             return;
         }
         let decoded = decode(text, self.cfg.max_message_size);
-        let opens_session = self.state == ServerState::AwaitingHello && matches!(&decoded, Ok(m) if m.kind == MessageType::Hello);
+        let opens_session =
+            self.state == ServerState::AwaitingHello && matches!(&decoded, Ok(m) if m.kind == MessageType::Hello);
         if !opens_session {
             let id = match &decoded {
                 Ok(m) => Some(m.message_id().to_string()),
@@ -387,7 +440,12 @@ impl ServerSession {
 
     fn bad_body(&mut self, now: Millis, msg: &Message, why: String) {
         let id = msg.message_id().to_string();
-        let body = error_body(codes::BAD_MESSAGE, why, Some(json!({"field": "body"})), Some(id.clone()));
+        let body = error_body(
+            codes::BAD_MESSAGE,
+            why,
+            Some(json!({"field": "body"})),
+            Some(id.clone()),
+        );
         self.reject(now, Some(&id), body, ErrorKind::Decode);
     }
 
@@ -396,7 +454,10 @@ impl ServerSession {
             return;
         }
         if self.state == ServerState::Ready {
-            self.timers.set(Timer::Idle, now.saturating_add(self.cfg.session_timeout_s.saturating_mul(1000)));
+            self.timers.set(
+                Timer::Idle,
+                now.saturating_add(self.cfg.session_timeout_s.saturating_mul(1000)),
+            );
         }
         let id = msg.message_id().to_string();
         let kind = match msg.kind {
@@ -411,7 +472,8 @@ impl ServerSession {
             MessageType::Pong => return,
             MessageType::Error => {
                 let body = parse_body::<ErrorBody>(&msg).unwrap_or_else(|why| error_body(0, why, None, None));
-                self.events.push_back(ServerEvent::PeerError(RktError::remote(&body, msg.reply_to(), None)));
+                self.events
+                    .push_back(ServerEvent::PeerError(RktError::remote(&body, msg.reply_to(), None)));
                 return;
             }
             _ if self.state != ServerState::Ready => {
@@ -470,11 +532,19 @@ impl ServerSession {
     fn on_hello(&mut self, now: Millis, msg: Message) {
         let id = msg.message_id().to_string();
         if self.state == ServerState::Ready {
-            let body = error_body(codes::NOT_READY, "the session is already established", None, Some(id.clone()));
+            let body = error_body(
+                codes::NOT_READY,
+                "the session is already established",
+                None,
+                Some(id.clone()),
+            );
             return self.reject(now, Some(&id), body, ErrorKind::State);
         }
         let hello = match msg.body {
-            None => HelloBody { min_version: 1, max_version: 1 },
+            None => HelloBody {
+                min_version: 1,
+                max_version: 1,
+            },
             Some(_) => match parse_body::<HelloBody>(&msg) {
                 Ok(h) if h.min_version <= h.max_version => h,
                 Ok(_) => return self.bad_body(now, &msg, "HELLO min_version is above max_version".into()),
@@ -495,21 +565,29 @@ impl ServerSession {
         // The client chose the session id; every message of the session shares it.
         self.session_id = msg.header("Session-ID").unwrap_or_default().to_string();
         self.state = ServerState::Ready;
-        self.timers.set(Timer::Idle, now.saturating_add(self.cfg.session_timeout_s.saturating_mul(1000)));
+        self.timers.set(
+            Timer::Idle,
+            now.saturating_add(self.cfg.session_timeout_s.saturating_mul(1000)),
+        );
         let ack_id = self.entropy.uuid_v4();
         let mut ack = self.message(MessageType::HelloAck, ack_id, Some(&id), now);
         ack.headers.set("User-Agent", self.cfg.user_agent.as_str());
         if !self.cfg.capabilities.is_empty() {
             ack.headers.set("Capabilities", self.cfg.capabilities.join(","));
         }
-        ack.body = Some(compact(&json!({"agreed_version": hi, "session_timeout": self.cfg.session_timeout_s})));
+        ack.body = Some(compact(
+            &json!({"agreed_version": hi, "session_timeout": self.cfg.session_timeout_s}),
+        ));
         self.send(&ack);
         let client = PeerInfo {
             from: msg.header("From").map(str::to_string),
             user_agent: msg.header("User-Agent").map(str::to_string),
             capabilities: split_list(msg.header("Capabilities")),
         };
-        self.events.push_back(ServerEvent::Ready { client, agreed_version: hi });
+        self.events.push_back(ServerEvent::Ready {
+            client,
+            agreed_version: hi,
+        });
     }
 }
 

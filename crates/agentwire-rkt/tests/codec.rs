@@ -127,7 +127,10 @@ fn guide_hello_ack_decodes_without_ttl() {
     );
     assert_eq!(m.ttl(), None);
     assert_eq!(m.reply_to(), Some(MID));
-    assert_eq!(body_json(&m), serde_json::json!({"agreed_version": 1, "session_timeout": 300}));
+    assert_eq!(
+        body_json(&m),
+        serde_json::json!({"agreed_version": 1, "session_timeout": 300})
+    );
 }
 
 #[test]
@@ -178,7 +181,11 @@ fn ts_send(kind: &str, msg_id: &str, extra: &str, body: Option<&str>) -> String 
         "Timestamp: 2026-06-28T12:00:00.123Z".to_string(),
         "TTL: 30".to_string(),
         extra.to_string(),
-        if body.is_some() { "Content-Type: application/json".to_string() } else { String::new() },
+        if body.is_some() {
+            "Content-Type: application/json".to_string()
+        } else {
+            String::new()
+        },
         String::new(),
         body.unwrap_or("").to_string(),
     ]
@@ -203,7 +210,12 @@ fn assert_headers_owned(m: &Message, expected: &[(String, String)]) {
 #[test]
 fn typescript_hello_with_extra_and_body() {
     let body = r#"{"min_version":1,"max_version":1}"#;
-    let wire = ts_send("HELLO", "11111111-1111-4111-8111-111111111111", "User-Agent: MyAgent/1.0\nCapabilities: language", Some(body));
+    let wire = ts_send(
+        "HELLO",
+        "11111111-1111-4111-8111-111111111111",
+        "User-Agent: MyAgent/1.0\nCapabilities: language",
+        Some(body),
+    );
     assert!(wire.ends_with("Content-Type: application/json\n\n{\"min_version\":1,\"max_version\":1}"));
     let m = dec(&wire);
     assert_eq!(m.kind, MessageType::Hello);
@@ -218,7 +230,12 @@ fn typescript_hello_with_extra_and_body() {
 #[test]
 fn typescript_request_with_extra_and_body() {
     let body = r#"{"intent":"weather.current","params":{"city":"Seoul"}}"#;
-    let wire = ts_send("REQUEST", "22222222-2222-4222-8222-222222222222", "To: rkt://weather.ai", Some(body));
+    let wire = ts_send(
+        "REQUEST",
+        "22222222-2222-4222-8222-222222222222",
+        "To: rkt://weather.ai",
+        Some(body),
+    );
     let m = dec(&wire);
     assert_eq!(m.kind, MessageType::Request);
     let mut h = required("22222222-2222-4222-8222-222222222222", "2026-06-28T12:00:00.123Z");
@@ -233,7 +250,10 @@ fn typescript_memory_set_with_empty_extra_keeps_content_type_as_header() {
     let body = r#"{"key":"preferred_city","value":"Seoul","namespace":"user.prefs","ttl":3600}"#;
     let wire = ts_send("MEMORY_SET", "33333333-3333-4333-8333-333333333333", "", Some(body));
     // The empty `extra` puts a blank line between TTL and Content-Type.
-    assert!(wire.contains("TTL: 30\n\nContent-Type: application/json\n\n{"), "{wire:?}");
+    assert!(
+        wire.contains("TTL: 30\n\nContent-Type: application/json\n\n{"),
+        "{wire:?}"
+    );
     let m = dec(&wire);
     assert_eq!(m.kind, MessageType::MemorySet);
     assert_eq!(m.header("Content-Type"), Some("application/json"));
@@ -249,13 +269,21 @@ fn typescript_goodbye_with_empty_extra_and_no_body() {
     assert!(wire.ends_with("TTL: 30\n\n\n\n"), "{wire:?}");
     let m = dec(&wire);
     assert_eq!(m.kind, MessageType::Goodbye);
-    assert_headers_owned(&m, &required("44444444-4444-4444-8444-444444444444", "2026-06-28T12:00:00.123Z"));
+    assert_headers_owned(
+        &m,
+        &required("44444444-4444-4444-8444-444444444444", "2026-06-28T12:00:00.123Z"),
+    );
     assert_eq!(m.body, None);
 }
 
 #[test]
 fn typescript_request_with_extra_and_no_body() {
-    let wire = ts_send("DISCOVER", "55555555-5555-4555-8555-555555555555", "To: rkt://weather.ai", None);
+    let wire = ts_send(
+        "DISCOVER",
+        "55555555-5555-4555-8555-555555555555",
+        "To: rkt://weather.ai",
+        None,
+    );
     assert!(wire.ends_with("To: rkt://weather.ai\n\n\n"), "{wire:?}");
     let m = dec(&wire);
     assert_eq!(m.header("To"), Some("rkt://weather.ai"));
@@ -293,7 +321,13 @@ fn python_client_messages() {
     let ts = "2026-06-28T12:00:00.123456+00:00";
     // json.dumps default separators: ", " and ": ".
     let hello_body = r#"{"min_version": 1, "max_version": 1}"#;
-    let wire = py_make_msg("HELLO", "66666666-6666-4666-8666-666666666666", ts, "User-Agent: PythonAgent/1.0\nCapabilities: language,vision", Some(hello_body));
+    let wire = py_make_msg(
+        "HELLO",
+        "66666666-6666-4666-8666-666666666666",
+        ts,
+        "User-Agent: PythonAgent/1.0\nCapabilities: language,vision",
+        Some(hello_body),
+    );
     assert!(wire.ends_with(&format!("Content-Length: 36\n\n{hello_body}")));
     let m = dec(&wire);
     assert_eq!(m.kind, MessageType::Hello);
@@ -306,23 +340,44 @@ fn python_client_messages() {
     assert_eq!(m.body.as_deref(), Some(hello_body));
 
     let req_body = r#"{"intent": "weather.current", "params": {"city": "Seoul"}, "context": {"language": "ko", "timezone": "Asia/Seoul"}}"#;
-    let m = dec(&py_make_msg("REQUEST", "77777777-7777-4777-8777-777777777777", ts, "To: rkt://weather.ai", Some(req_body)));
+    let m = dec(&py_make_msg(
+        "REQUEST",
+        "77777777-7777-4777-8777-777777777777",
+        ts,
+        "To: rkt://weather.ai",
+        Some(req_body),
+    ));
     assert_eq!(m.kind, MessageType::Request);
     assert_eq!(m.header("To"), Some("rkt://weather.ai"));
     assert_eq!(m.body.as_deref(), Some(req_body));
 
     let mem_body = r#"{"key": "city", "value": "Seoul", "namespace": "prefs", "ttl": 3600}"#;
-    let m = dec(&py_make_msg("MEMORY_SET", "88888888-8888-4888-8888-888888888888", ts, "", Some(mem_body)));
+    let m = dec(&py_make_msg(
+        "MEMORY_SET",
+        "88888888-8888-4888-8888-888888888888",
+        ts,
+        "",
+        Some(mem_body),
+    ));
     assert_eq!(m.kind, MessageType::MemorySet);
     assert_eq!(m.header("Content-Length"), Some(mem_body.len().to_string().as_str()));
     assert_eq!(m.body.as_deref(), Some(mem_body));
 
     // isoformat() drops the fraction when the microseconds are zero.
-    let wire = py_make_msg("GOODBYE", "99999999-9999-4999-8999-999999999999", "2026-06-28T12:00:00+00:00", "", None);
+    let wire = py_make_msg(
+        "GOODBYE",
+        "99999999-9999-4999-8999-999999999999",
+        "2026-06-28T12:00:00+00:00",
+        "",
+        None,
+    );
     assert!(wire.ends_with("TTL: 30\n"));
     let m = dec(&wire);
     assert_eq!(m.kind, MessageType::Goodbye);
-    assert_headers_owned(&m, &required("99999999-9999-4999-8999-999999999999", "2026-06-28T12:00:00+00:00"));
+    assert_headers_owned(
+        &m,
+        &required("99999999-9999-4999-8999-999999999999", "2026-06-28T12:00:00+00:00"),
+    );
     assert_eq!(m.body, None);
 }
 
@@ -335,9 +390,15 @@ fn content_length_counts_utf8_bytes() {
     assert_eq!(dec(&text).body.as_deref(), Some(body));
     // A length in characters is wrong, and one that splits a character too.
     let text = format!("{}Content-Length: 13\n\n{body}", base("REQUEST", &[]));
-    assert!(matches!(err(&text).kind, DecodeErrorKind::ContentLength { declared: 13, .. }));
+    assert!(matches!(
+        err(&text).kind,
+        DecodeErrorKind::ContentLength { declared: 13, .. }
+    ));
     let text = format!("{}Content-Length: 10\n\n{body}", base("REQUEST", &[]));
-    assert!(matches!(err(&text).kind, DecodeErrorKind::ContentLength { declared: 10, .. }));
+    assert!(matches!(
+        err(&text).kind,
+        DecodeErrorKind::ContentLength { declared: 10, .. }
+    ));
 }
 
 /// The guide's Go `makeMsg`: like Python's but without Content-Length, RFC 3339 timestamps, and
@@ -368,7 +429,12 @@ fn go_make_msg(kind: &str, msg_id: &str, extra: &str, body: Option<&str>) -> Str
 #[test]
 fn go_client_messages() {
     let hello_body = r#"{"max_version":1,"min_version":1}"#;
-    let m = dec(&go_make_msg("HELLO", "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", "User-Agent: GoAgent/1.0\nCapabilities: language", Some(hello_body)));
+    let m = dec(&go_make_msg(
+        "HELLO",
+        "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa",
+        "User-Agent: GoAgent/1.0\nCapabilities: language",
+        Some(hello_body),
+    ));
     assert_eq!(m.kind, MessageType::Hello);
     let mut h = required("aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", "2026-06-28T12:00:00Z");
     h.push(("User-Agent".into(), "GoAgent/1.0".into()));
@@ -378,14 +444,22 @@ fn go_client_messages() {
     assert_eq!(m.body.as_deref(), Some(hello_body));
 
     let req_body = r#"{"intent":"weather.current","params":{"city":"Seoul"}}"#;
-    let m = dec(&go_make_msg("REQUEST", "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb", "To: rkt://weather.ai", Some(req_body)));
+    let m = dec(&go_make_msg(
+        "REQUEST",
+        "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb",
+        "To: rkt://weather.ai",
+        Some(req_body),
+    ));
     assert_eq!(m.header("To"), Some("rkt://weather.ai"));
     assert_eq!(m.body.as_deref(), Some(req_body));
 
     let wire = go_make_msg("GOODBYE", "cccccccc-cccc-4ccc-8ccc-cccccccccccc", "", None);
     assert!(wire.ends_with("TTL: 30\n"));
     let m = dec(&wire);
-    assert_headers_owned(&m, &required("cccccccc-cccc-4ccc-8ccc-cccccccccccc", "2026-06-28T12:00:00Z"));
+    assert_headers_owned(
+        &m,
+        &required("cccccccc-cccc-4ccc-8ccc-cccccccccccc", "2026-06-28T12:00:00Z"),
+    );
     assert_eq!(m.body, None);
 }
 
@@ -429,7 +503,10 @@ fn crlf_bodies_are_kept_byte_for_byte() {
     // ...and it survives re-encoding.
     assert_eq!(dec(&encode(&m)), m);
     // A blank CRLF line before more headers (the TypeScript client's empty `extra`, with CRLF).
-    let text = format!("{}\r\nContent-Type: application/json\r\n\r\n{{}}", base("MEMORY_SET", &[]).replace('\n', "\r\n"));
+    let text = format!(
+        "{}\r\nContent-Type: application/json\r\n\r\n{{}}",
+        base("MEMORY_SET", &[]).replace('\n', "\r\n")
+    );
     let m = dec(&text);
     assert_eq!(m.header("Content-Type"), Some("application/json"));
     assert_eq!(m.body.as_deref(), Some("{}"));
@@ -464,7 +541,12 @@ fn trailing_newlines_missing_or_extra() {
     let reference = dec(&no_body);
     assert_eq!(reference.body, None);
     let trimmed = no_body.trim_end();
-    for text in [trimmed.to_string(), no_body.clone(), format!("{no_body}\n"), format!("{no_body}\n\n\n")] {
+    for text in [
+        trimmed.to_string(),
+        no_body.clone(),
+        format!("{no_body}\n"),
+        format!("{no_body}\n\n\n"),
+    ] {
         assert_eq!(dec(&text), reference, "{text:?}");
     }
     // Leading blank lines before the start line are skipped.
@@ -492,7 +574,10 @@ fn lenient_values() {
 // ---------------------------------------------------------------------------------------------
 
 fn with_length(declared: &str, body: &str) -> String {
-    format!("{}Content-Type: application/json\nContent-Length: {declared}\n\n{body}", base("REQUEST", &[]))
+    format!(
+        "{}Content-Type: application/json\nContent-Length: {declared}\n\n{body}",
+        base("REQUEST", &[])
+    )
 }
 
 #[test]
@@ -521,7 +606,13 @@ fn content_length_exact_is_honoured() {
 fn content_length_too_long() {
     let body = r#"{"intent":"echo"}"#;
     let e = err(&with_length("100", body));
-    assert_eq!(e.kind, DecodeErrorKind::ContentLength { declared: 100, actual: body.len() });
+    assert_eq!(
+        e.kind,
+        DecodeErrorKind::ContentLength {
+            declared: 100,
+            actual: body.len()
+        }
+    );
     assert_eq!(e.field(), "Content-Length");
     assert_eq!(e.message_id.as_deref(), Some(MID));
     assert_eq!(e.message_type.as_deref(), Some("REQUEST"));
@@ -531,7 +622,13 @@ fn content_length_too_long() {
 fn content_length_too_short() {
     let body = r#"{"intent":"echo"}"#;
     let e = err(&with_length("5", body));
-    assert_eq!(e.kind, DecodeErrorKind::ContentLength { declared: 5, actual: body.len() });
+    assert_eq!(
+        e.kind,
+        DecodeErrorKind::ContentLength {
+            declared: 5,
+            actual: body.len()
+        }
+    );
     assert_eq!(e.field(), "Content-Length");
 }
 
@@ -540,7 +637,10 @@ fn data_after_the_declared_length() {
     let body = r#"{"intent":"echo"}"#;
     let text = with_length(&body.len().to_string(), &format!("{body}\n\nRKT/1.0 GOODBYE\n"));
     let e = err(&text);
-    assert!(matches!(e.kind, DecodeErrorKind::ContentLength { declared, .. } if declared == body.len()), "{e:?}");
+    assert!(
+        matches!(e.kind, DecodeErrorKind::ContentLength { declared, .. } if declared == body.len()),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -549,7 +649,10 @@ fn content_length_not_a_number() {
         let e = err(&with_length(v, "{}"));
         assert_eq!(
             e.kind,
-            DecodeErrorKind::BadHeaderValue { name: "Content-Length", reason: "is not a byte count" },
+            DecodeErrorKind::BadHeaderValue {
+                name: "Content-Length",
+                reason: "is not a byte count"
+            },
             "{v}"
         );
         assert_eq!(e.field(), "Content-Length");
@@ -576,7 +679,13 @@ fn default_size_limit_is_one_mib() {
     assert!(dec(&at_limit).body.is_some());
     let over = request_of_size(DEFAULT_MAX_MESSAGE_SIZE + 1);
     let e = err(&over);
-    assert_eq!(e.kind, DecodeErrorKind::TooLarge { size: DEFAULT_MAX_MESSAGE_SIZE + 1, limit: DEFAULT_MAX_MESSAGE_SIZE });
+    assert_eq!(
+        e.kind,
+        DecodeErrorKind::TooLarge {
+            size: DEFAULT_MAX_MESSAGE_SIZE + 1,
+            limit: DEFAULT_MAX_MESSAGE_SIZE
+        }
+    );
     assert_eq!(e.field(), "message");
 }
 
@@ -585,7 +694,13 @@ fn custom_size_limit() {
     let len = GUIDE_HELLO.len();
     assert!(decode(GUIDE_HELLO, len).is_ok());
     let e = decode(GUIDE_HELLO, len - 1).unwrap_err();
-    assert_eq!(e.kind, DecodeErrorKind::TooLarge { size: len, limit: len - 1 });
+    assert_eq!(
+        e.kind,
+        DecodeErrorKind::TooLarge {
+            size: len,
+            limit: len - 1
+        }
+    );
     let e = decode(GUIDE_HELLO, 64).unwrap_err();
     assert_eq!(e.kind, DecodeErrorKind::TooLarge { size: len, limit: 64 });
     // The limit is checked before anything else: even garbage is TooLarge, not BadStartLine.
@@ -608,7 +723,14 @@ fn empty_messages() {
 
 #[test]
 fn bad_start_lines() {
-    for text in ["HELLO\nVersion: 1\n", "RKT/1.0\n", "HTTP/1.1 200 OK\n", "rkt/1.0 HELLO\n", "RKT/1.0 HELLO WORLD\n", "{\"a\":1}"] {
+    for text in [
+        "HELLO\nVersion: 1\n",
+        "RKT/1.0\n",
+        "HTTP/1.1 200 OK\n",
+        "rkt/1.0 HELLO\n",
+        "RKT/1.0 HELLO WORLD\n",
+        "{\"a\":1}",
+    ] {
         let e = err(text);
         assert_eq!(e.kind, DecodeErrorKind::BadStartLine, "{text:?}");
         assert_eq!(e.field(), "start-line");
@@ -637,7 +759,10 @@ fn unknown_type_recovers_message_id() {
     let e = err(&GUIDE_HELLO.replacen("HELLO", "hello", 1));
     assert_eq!(e.kind, DecodeErrorKind::UnknownType("hello".into()));
     // Also through CRLF and a lower-case header name.
-    let text = GUIDE_HELLO.replacen("HELLO", "TELEPORT", 1).replace("Message-ID", "message-id").replace('\n', "\r\n");
+    let text = GUIDE_HELLO
+        .replacen("HELLO", "TELEPORT", 1)
+        .replace("Message-ID", "message-id")
+        .replace('\n', "\r\n");
     assert_eq!(err(&text).message_id.as_deref(), Some(MID));
 }
 
@@ -692,16 +817,20 @@ fn missing_each_required_header() {
             let removed = without.remove(i);
             let name = removed.split(':').next().unwrap();
             let e = err(&assemble(kind, &without));
-            assert_eq!(e.kind, DecodeErrorKind::MissingHeader(match name {
-                "Version" => "Version",
-                "Message-ID" => "Message-ID",
-                "Session-ID" => "Session-ID",
-                "Timestamp" => "Timestamp",
-                "TTL" => "TTL",
-                "Reply-To" => "Reply-To",
-                "Seq" => "Seq",
-                other => panic!("unexpected {other}"),
-            }), "{kind} without {name}");
+            assert_eq!(
+                e.kind,
+                DecodeErrorKind::MissingHeader(match name {
+                    "Version" => "Version",
+                    "Message-ID" => "Message-ID",
+                    "Session-ID" => "Session-ID",
+                    "Timestamp" => "Timestamp",
+                    "TTL" => "TTL",
+                    "Reply-To" => "Reply-To",
+                    "Seq" => "Seq",
+                    other => panic!("unexpected {other}"),
+                }),
+                "{kind} without {name}"
+            );
             assert_eq!(e.field(), name);
             assert_eq!(e.message_type.as_deref(), Some(kind.as_str()));
             if name != "Message-ID" {
@@ -748,13 +877,25 @@ fn bad_value(text: &str) -> &'static str {
 #[test]
 fn bad_priority_stream_retry_after() {
     for v in ["MEDIUM", "1", "", "NORMAL!"] {
-        assert_eq!(bad_value(&base("REQUEST", &[&format!("Priority: {v}")])), "Priority", "{v:?}");
+        assert_eq!(
+            bad_value(&base("REQUEST", &[&format!("Priority: {v}")])),
+            "Priority",
+            "{v:?}"
+        );
     }
     for v in ["yes", "1", "", "truee"] {
-        assert_eq!(bad_value(&base("REQUEST", &[&format!("Stream: {v}")])), "Stream", "{v:?}");
+        assert_eq!(
+            bad_value(&base("REQUEST", &[&format!("Stream: {v}")])),
+            "Stream",
+            "{v:?}"
+        );
     }
     for v in ["soon", "-1", "1.5", ""] {
-        assert_eq!(bad_value(&base("ERROR", &[&format!("Retry-After: {v}")])), "Retry-After", "{v:?}");
+        assert_eq!(
+            bad_value(&base("ERROR", &[&format!("Retry-After: {v}")])),
+            "Retry-After",
+            "{v:?}"
+        );
     }
     let e = err(&base("REQUEST", &["Priority: MEDIUM"]));
     assert_eq!(e.field(), "Priority");
@@ -771,15 +912,28 @@ fn bad_required_values() {
     assert_eq!(bad_value(&text), "TTL");
     let text = GUIDE_HELLO.replace("TTL: 30", "TTL: -1");
     assert_eq!(bad_value(&text), "TTL");
-    for ts in ["yesterday", "2026-06-28", "2026-02-30T12:00:00Z", "2026-06-28T12:00:00", "1969-12-31T23:59:59Z"] {
+    for ts in [
+        "yesterday",
+        "2026-06-28",
+        "2026-02-30T12:00:00Z",
+        "2026-06-28T12:00:00",
+        "1969-12-31T23:59:59Z",
+    ] {
         let text = GUIDE_HELLO.replace("2026-06-28T12:00:00Z", ts);
         assert_eq!(bad_value(&text), "Timestamp", "{ts}");
     }
     let long = "x".repeat(MAX_ID_LEN + 1);
     assert_eq!(bad_value(&GUIDE_HELLO.replace(SID, &long)), "Session-ID");
-    assert!(decode(&GUIDE_HELLO.replace(SID, &"x".repeat(MAX_ID_LEN)), DEFAULT_MAX_MESSAGE_SIZE).is_ok());
+    assert!(decode(
+        &GUIDE_HELLO.replace(SID, &"x".repeat(MAX_ID_LEN)),
+        DEFAULT_MAX_MESSAGE_SIZE
+    )
+    .is_ok());
     assert_eq!(bad_value(&GUIDE_HELLO.replace(MID, "has space")), "Message-ID");
-    assert_eq!(bad_value(&GUIDE_HELLO_ACK.replace(&format!("Reply-To: {MID}"), "Reply-To: a b")), "Reply-To");
+    assert_eq!(
+        bad_value(&GUIDE_HELLO_ACK.replace(&format!("Reply-To: {MID}"), "Reply-To: a b")),
+        "Reply-To"
+    );
     let mut lines = lines_for(MessageType::StreamData);
     *lines.last_mut().unwrap() = "Seq: -3".into();
     assert_eq!(bad_value(&assemble(MessageType::StreamData, &lines)), "Seq");
@@ -797,16 +951,31 @@ fn non_header_line_reports_its_line_number() {
     let e = err(&base("REQUEST", &[": no name"]));
     assert_eq!(e.kind, DecodeErrorKind::BadHeaderLine(7));
     // Counted across the TypeScript client's blank line before Content-Type (line 7).
-    let text = format!("{}\nContent-Type: application/json\nnot a header\n\n{{}}", base("MEMORY_SET", &[]));
+    let text = format!(
+        "{}\nContent-Type: application/json\nnot a header\n\n{{}}",
+        base("MEMORY_SET", &[])
+    );
     assert_eq!(err(&text).kind, DecodeErrorKind::BadHeaderLine(9));
     // ...and several blank lines.
-    let text = format!("{}\n\n\nContent-Type: application/json\nnot a header\n\n{{}}", base("MEMORY_SET", &[]));
+    let text = format!(
+        "{}\n\n\nContent-Type: application/json\nnot a header\n\n{{}}",
+        base("MEMORY_SET", &[])
+    );
     assert_eq!(err(&text).kind, DecodeErrorKind::BadHeaderLine(11));
     // Counted in CRLF messages too.
-    assert_eq!(err(&base("REQUEST", &["bogus"]).replace('\n', "\r\n")).kind, DecodeErrorKind::BadHeaderLine(7));
+    assert_eq!(
+        err(&base("REQUEST", &["bogus"]).replace('\n', "\r\n")).kind,
+        DecodeErrorKind::BadHeaderLine(7)
+    );
     // A control character in a value makes the line bad.
-    assert_eq!(err(&base("REQUEST", &["To: a\u{1}b"])).kind, DecodeErrorKind::BadHeaderLine(7));
-    assert_eq!(err(&base("REQUEST", &["To: a\rb"])).kind, DecodeErrorKind::BadHeaderLine(7));
+    assert_eq!(
+        err(&base("REQUEST", &["To: a\u{1}b"])).kind,
+        DecodeErrorKind::BadHeaderLine(7)
+    );
+    assert_eq!(
+        err(&base("REQUEST", &["To: a\rb"])).kind,
+        DecodeErrorKind::BadHeaderLine(7)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -880,8 +1049,18 @@ fn encode_keeps_an_existing_content_type_and_flattens_newlines() {
 
 /// Names whose values decode validates or that frame the body; the generator sets them itself.
 const RESERVED: &[&str] = &[
-    "Version", "Message-ID", "Session-ID", "Timestamp", "TTL", "Reply-To", "Seq", "Stream", "Priority",
-    "Retry-After", "Content-Type", "Content-Length",
+    "Version",
+    "Message-ID",
+    "Session-ID",
+    "Timestamp",
+    "TTL",
+    "Reply-To",
+    "Seq",
+    "Stream",
+    "Priority",
+    "Retry-After",
+    "Content-Type",
+    "Content-Length",
 ];
 
 fn id() -> impl Strategy<Value = String> {
@@ -894,9 +1073,9 @@ fn timestamp() -> impl Strategy<Value = String> {
         let z = agentwire_core::format_iso8601(ms - ms % 1000);
         let secs = &z[..19];
         match style {
-            0 => z,                                                                      // Go / guide
-            1 => format!("{secs}.{:03}Z", ms % 1000),                                    // toISOString
-            2 => format!("{secs}.{micros:06}+00:00"),                                    // isoformat
+            0 => z,                                                                           // Go / guide
+            1 => format!("{secs}.{:03}Z", ms % 1000),                                         // toISOString
+            2 => format!("{secs}.{micros:06}+00:00"),                                         // isoformat
             _ => format!("{secs}{}{oh:02}:{om:02}", if micros % 2 == 0 { '+' } else { '-' }), // offsets
         }
     })
@@ -908,18 +1087,24 @@ fn header_value() -> impl Strategy<Value = String> {
 }
 
 fn extra_headers() -> impl Strategy<Value = Vec<(String, String)>> {
-    proptest::collection::vec((proptest::string::string_regex("[A-Za-z0-9_-]{1,24}").unwrap(), header_value()), 0..8)
-        .prop_map(|v| {
-            let mut out: Vec<(String, String)> = Vec::new();
-            for (n, val) in v {
-                let taken = RESERVED.iter().any(|r| r.eq_ignore_ascii_case(&n))
-                    || out.iter().any(|(o, _)| o.eq_ignore_ascii_case(&n));
-                if !taken {
-                    out.push((n, val));
-                }
+    proptest::collection::vec(
+        (
+            proptest::string::string_regex("[A-Za-z0-9_-]{1,24}").unwrap(),
+            header_value(),
+        ),
+        0..8,
+    )
+    .prop_map(|v| {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (n, val) in v {
+            let taken = RESERVED.iter().any(|r| r.eq_ignore_ascii_case(&n))
+                || out.iter().any(|(o, _)| o.eq_ignore_ascii_case(&n));
+            if !taken {
+                out.push((n, val));
             }
-            out
-        })
+        }
+        out
+    })
 }
 
 fn json_value() -> impl Strategy<Value = serde_json::Value> {
@@ -928,7 +1113,9 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         any::<String>().prop_map(Value::String),
     ];
     leaf.prop_recursive(3, 24, 6, |inner| {
@@ -955,56 +1142,78 @@ const PRIORITIES: &[&str] = &["LOW", "NORMAL", "HIGH", "URGENT"];
 /// Content-Length), in any header order.
 fn valid_message() -> impl Strategy<Value = Message> {
     let ids = (1u32..=u32::MAX, id(), id(), timestamp(), id());
-    let flags = (any::<u32>(), any::<bool>(), any::<bool>(), any::<u64>(), any::<bool>(), any::<bool>());
+    let flags = (
+        any::<u32>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<u64>(),
+        any::<bool>(),
+        any::<bool>(),
+    );
     let optional = (
         proptest::option::of(prop_oneof![case_variant("true"), case_variant("false")]),
         proptest::option::of(proptest::sample::select(PRIORITIES).prop_flat_map(case_variant)),
         proptest::option::of(any::<u64>()),
     );
     let body = proptest::option::of(json_value().prop_map(|v| v.to_string()));
-    (proptest::sample::select(MessageType::ALL), ids, flags, optional, extra_headers(), body).prop_flat_map(
-        |(kind, (version, message_id, session_id, ts, reply_to), (ttl, ttl_on_reply, reply_to_on_request, seq, content_length, ct_without_body), (stream, priority, retry_after), extras, body)| {
-            let mut h: Vec<(String, String)> = vec![
-                ("Version".into(), version.to_string()),
-                ("Message-ID".into(), message_id),
-                ("Session-ID".into(), session_id),
-                ("Timestamp".into(), ts),
-            ];
-            if !kind.is_reply() || ttl_on_reply {
-                h.push(("TTL".into(), ttl.to_string()));
-            }
-            if kind.is_reply() || reply_to_on_request {
-                h.push(("Reply-To".into(), reply_to));
-            }
-            if kind == MessageType::StreamData {
-                h.push(("Seq".into(), seq.to_string()));
-            }
-            if let Some(v) = stream {
-                h.push(("Stream".into(), v));
-            }
-            if let Some(v) = priority {
-                h.push(("Priority".into(), v));
-            }
-            if let Some(v) = retry_after {
-                h.push(("Retry-After".into(), v.to_string()));
-            }
-            if body.is_some() || ct_without_body {
-                h.push(("Content-Type".into(), "application/json".into()));
-            }
-            if let (Some(b), true) = (&body, content_length) {
-                h.push(("Content-Length".into(), b.len().to_string()));
-            }
-            h.extend(extras);
-            (Just(h).prop_shuffle(), Just(kind), Just(body))
-        },
+    (
+        proptest::sample::select(MessageType::ALL),
+        ids,
+        flags,
+        optional,
+        extra_headers(),
+        body,
     )
-    .prop_map(|(order, kind, body)| {
-        let mut headers = Headers::new();
-        for (n, v) in order {
-            headers.set(&n, v);
-        }
-        Message { kind, headers, body }
-    })
+        .prop_flat_map(
+            |(
+                kind,
+                (version, message_id, session_id, ts, reply_to),
+                (ttl, ttl_on_reply, reply_to_on_request, seq, content_length, ct_without_body),
+                (stream, priority, retry_after),
+                extras,
+                body,
+            )| {
+                let mut h: Vec<(String, String)> = vec![
+                    ("Version".into(), version.to_string()),
+                    ("Message-ID".into(), message_id),
+                    ("Session-ID".into(), session_id),
+                    ("Timestamp".into(), ts),
+                ];
+                if !kind.is_reply() || ttl_on_reply {
+                    h.push(("TTL".into(), ttl.to_string()));
+                }
+                if kind.is_reply() || reply_to_on_request {
+                    h.push(("Reply-To".into(), reply_to));
+                }
+                if kind == MessageType::StreamData {
+                    h.push(("Seq".into(), seq.to_string()));
+                }
+                if let Some(v) = stream {
+                    h.push(("Stream".into(), v));
+                }
+                if let Some(v) = priority {
+                    h.push(("Priority".into(), v));
+                }
+                if let Some(v) = retry_after {
+                    h.push(("Retry-After".into(), v.to_string()));
+                }
+                if body.is_some() || ct_without_body {
+                    h.push(("Content-Type".into(), "application/json".into()));
+                }
+                if let (Some(b), true) = (&body, content_length) {
+                    h.push(("Content-Length".into(), b.len().to_string()));
+                }
+                h.extend(extras);
+                (Just(h).prop_shuffle(), Just(kind), Just(body))
+            },
+        )
+        .prop_map(|(order, kind, body)| {
+            let mut headers = Headers::new();
+            for (n, v) in order {
+                headers.set(&n, v);
+            }
+            Message { kind, headers, body }
+        })
 }
 
 /// What `decode(encode(m))` gives for a decoded `m`: encode adds `Content-Type` to a body
@@ -1026,7 +1235,9 @@ enum Edit {
 }
 
 fn edit() -> impl Strategy<Value = Edit> {
-    let interesting = proptest::sample::select(vec!['\n', '\r', ':', ' ', '\t', '{', '}', '"', 'é', '\u{0}', '\u{feff}', '0', 'a', '-']);
+    let interesting = proptest::sample::select(vec![
+        '\n', '\r', ':', ' ', '\t', '{', '}', '"', 'é', '\u{0}', '\u{feff}', '0', 'a', '-',
+    ]);
     prop_oneof![
         (any::<usize>(), interesting).prop_map(|(i, c)| Edit::Insert(i, c)),
         (any::<usize>(), 0usize..40).prop_map(|(i, n)| Edit::Delete(i, n)),
@@ -1113,8 +1324,13 @@ proptest! {
 
 #[test]
 fn numbers_are_digits_only() {
-    let base = "RKT/1.0 STREAM_DATA\nVersion: 1\nMessage-ID: m\nReply-To: r\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n";
-    for (extra, field) in [("Seq: +1\n", "Seq"), ("Seq: 1\nTTL: +3\n", "TTL"), ("Seq: 1\nContent-Length: +2\n\n{}", "Content-Length")] {
+    let base =
+        "RKT/1.0 STREAM_DATA\nVersion: 1\nMessage-ID: m\nReply-To: r\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n";
+    for (extra, field) in [
+        ("Seq: +1\n", "Seq"),
+        ("Seq: 1\nTTL: +3\n", "TTL"),
+        ("Seq: 1\nContent-Length: +2\n\n{}", "Content-Length"),
+    ] {
         let err = agentwire_rkt::decode(&format!("{base}{extra}"), 1 << 20).unwrap_err();
         assert_eq!(err.field(), field, "{extra:?}: {err}");
     }
@@ -1130,7 +1346,12 @@ fn hostile_shapes_cost_linear_time() {
     }
     let t = std::time::Instant::now();
     let err = agentwire_rkt::decode(&many, 1 << 21).unwrap_err();
-    assert_eq!(err.kind, agentwire_rkt::DecodeErrorKind::TooManyHeaders { limit: agentwire_rkt::codec::MAX_HEADERS });
+    assert_eq!(
+        err.kind,
+        agentwire_rkt::DecodeErrorKind::TooManyHeaders {
+            limit: agentwire_rkt::codec::MAX_HEADERS
+        }
+    );
     // A long run of blank lines before more headers is walked once.
     let blanks = format!("RKT/1.0 GOODBYE\nVersion: 1\n{}X: y\n", "\n".repeat(1_000_000));
     let _ = agentwire_rkt::decode(&blanks, 1 << 21);
@@ -1140,7 +1361,10 @@ fn hostile_shapes_cost_linear_time() {
 
 #[test]
 fn too_large_names_the_message_when_its_id_is_near_the_top() {
-    let big = format!("RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: big-1\nSession-ID: s\n\n{}", "x".repeat(2000));
+    let big = format!(
+        "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: big-1\nSession-ID: s\n\n{}",
+        "x".repeat(2000)
+    );
     let err = agentwire_rkt::decode(&big, 1000).unwrap_err();
     assert_eq!(err.message_id.as_deref(), Some("big-1"));
 }

@@ -28,7 +28,19 @@ impl Pair {
         let server = ServerSession::new(cfg.server_config(), Box::new(SeededEntropy::new(2)));
         let shared = Shared::new(&cfg);
         let conn = Connection::new(&cfg);
-        Pair { client, server, shared, conn, cfg, entropy: SeededEntropy::new(3), client_wire: vec![], server_wire: vec![], events: vec![], server_events: vec![], closed: false }
+        Pair {
+            client,
+            server,
+            shared,
+            conn,
+            cfg,
+            entropy: SeededEntropy::new(3),
+            client_wire: vec![],
+            server_wire: vec![],
+            events: vec![],
+            server_events: vec![],
+            closed: false,
+        }
     }
 
     fn open(&mut self, now: u64) {
@@ -58,7 +70,15 @@ impl Pair {
             while let Some(ev) = self.server.poll_event() {
                 moved = true;
                 if let ServerEvent::Inbound(msg) = ev.clone() {
-                    reference::handle(&self.cfg, &mut self.shared, &mut self.conn, &mut self.server, &mut self.entropy, now, msg);
+                    reference::handle(
+                        &self.cfg,
+                        &mut self.shared,
+                        &mut self.conn,
+                        &mut self.server,
+                        &mut self.entropy,
+                        now,
+                        msg,
+                    );
                 }
                 self.server_events.push(ev);
             }
@@ -94,7 +114,14 @@ impl Pair {
 fn ready_pair() -> Pair {
     let mut p = Pair::new(ClientConfig::default(), ReferenceConfig::default());
     p.open(T0);
-    assert!(matches!(p.take_events().as_slice(), [ClientEvent::Ready { agreed_version: 1, session_timeout: 300, .. }]));
+    assert!(matches!(
+        p.take_events().as_slice(),
+        [ClientEvent::Ready {
+            agreed_version: 1,
+            session_timeout: 300,
+            ..
+        }]
+    ));
     p
 }
 
@@ -110,8 +137,19 @@ fn handshake_then_request_correlated_by_reply_to() {
     let mut p = ready_pair();
     assert_eq!(p.client.state(), ClientState::Ready);
     assert!(p.server_wire[0].starts_with("RKT/1.0 HELLO_ACK\nVersion: 1\n"));
-    let a = p.client.request(T0, "weather.current", Some(json!({"city": "Seoul"})), RequestOptions::default()).unwrap();
-    let b = p.client.request(T0, "echo", Some(json!({"n": 2})), RequestOptions::default()).unwrap();
+    let a = p
+        .client
+        .request(
+            T0,
+            "weather.current",
+            Some(json!({"city": "Seoul"})),
+            RequestOptions::default(),
+        )
+        .unwrap();
+    let b = p
+        .client
+        .request(T0, "echo", Some(json!({"n": 2})), RequestOptions::default())
+        .unwrap();
     p.pump(T0);
     let ev = p.take_events();
     assert_eq!(ev.len(), 2);
@@ -121,7 +159,10 @@ fn handshake_then_request_correlated_by_reply_to() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(body(&ev[0])["data"], json!({"city":"Seoul","temperature":24,"condition":"Sunny","humidity":body(&ev[0])["data"]["humidity"],"wind_kph":body(&ev[0])["data"]["wind_kph"]}));
+    assert_eq!(
+        body(&ev[0])["data"],
+        json!({"city":"Seoul","temperature":24,"condition":"Sunny","humidity":body(&ev[0])["data"]["humidity"],"wind_kph":body(&ev[0])["data"]["wind_kph"]})
+    );
     assert_eq!(body(&ev[1])["data"], json!({"n": 2}));
     // Every reply names the request it answers.
     assert!(p.server_wire[1].contains(&format!("Reply-To: {a}\n")));
@@ -130,12 +171,48 @@ fn handshake_then_request_correlated_by_reply_to() {
 #[test]
 fn commands_before_ready_are_queued_and_sent_by_priority() {
     let mut p = Pair::new(ClientConfig::default(), ReferenceConfig::default());
-    let low = p.client.request(T0, "echo", Some(json!(1)), RequestOptions { priority: Some(Priority::Low), ..Default::default() }).unwrap();
-    let normal = p.client.request(T0, "echo", Some(json!(2)), RequestOptions::default()).unwrap();
-    let urgent = p.client.request(T0, "echo", Some(json!(3)), RequestOptions { priority: Some(Priority::Urgent), ..Default::default() }).unwrap();
-    assert_eq!(p.client.poll_transmit(), None, "nothing is sent before the socket opens");
+    let low = p
+        .client
+        .request(
+            T0,
+            "echo",
+            Some(json!(1)),
+            RequestOptions {
+                priority: Some(Priority::Low),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let normal = p
+        .client
+        .request(T0, "echo", Some(json!(2)), RequestOptions::default())
+        .unwrap();
+    let urgent = p
+        .client
+        .request(
+            T0,
+            "echo",
+            Some(json!(3)),
+            RequestOptions {
+                priority: Some(Priority::Urgent),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        p.client.poll_transmit(),
+        None,
+        "nothing is sent before the socket opens"
+    );
     p.open(T0);
-    let order: Vec<String> = p.events.iter().filter_map(|e| match e { ClientEvent::Response { id, .. } => Some(id.clone()), _ => None }).collect();
+    let order: Vec<String> = p
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            ClientEvent::Response { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(order, vec![urgent.clone(), normal, low]);
     assert!(p.client_wire[1].contains("Priority: URGENT\n"));
 }
@@ -143,21 +220,43 @@ fn commands_before_ready_are_queued_and_sent_by_priority() {
 #[test]
 fn stream_in_seq_order() {
     let mut p = ready_pair();
-    let id = p.client.request(T0, "weather.forecast", Some(json!({"city": "Seoul", "days": 7})), RequestOptions { stream: true, ..Default::default() }).unwrap();
+    let id = p
+        .client
+        .request(
+            T0,
+            "weather.forecast",
+            Some(json!({"city": "Seoul", "days": 7})),
+            RequestOptions {
+                stream: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     p.pump(T0);
     let ev = p.take_events();
     assert!(matches!(&ev[0], ClientEvent::StreamBegin { id: i, .. } if *i == id));
-    let seqs: Vec<u64> = ev.iter().filter_map(|e| match e { ClientEvent::StreamData { seq, .. } => Some(*seq), _ => None }).collect();
+    let seqs: Vec<u64> = ev
+        .iter()
+        .filter_map(|e| match e {
+            ClientEvent::StreamData { seq, .. } => Some(*seq),
+            _ => None,
+        })
+        .collect();
     assert_eq!(seqs, (0..7).collect::<Vec<_>>());
     assert!(matches!(ev.last(), Some(ClientEvent::StreamEnd { .. })));
     assert!(p.client_wire.last().unwrap().contains("Stream: true\n"));
 }
 
 fn stream_frames(reply_to: &str, seqs: &[u64], count: u64) -> Vec<String> {
-    let head = |t: &str, extra: String| format!("RKT/1.0 {t}\nVersion: 1\nMessage-ID: m-{t}-{}\nReply-To: {reply_to}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n{extra}", extra.len());
+    let head = |t: &str, extra: String| {
+        format!("RKT/1.0 {t}\nVersion: 1\nMessage-ID: m-{t}-{}\nReply-To: {reply_to}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n{extra}", extra.len())
+    };
     let mut v = vec![head("STREAM_BEGIN", String::new())];
     for s in seqs {
-        v.push(format!("{}\n{{\"seq\":{s}}}", head("STREAM_DATA", format!("Seq: {s}\n"))));
+        v.push(format!(
+            "{}\n{{\"seq\":{s}}}",
+            head("STREAM_DATA", format!("Seq: {s}\n"))
+        ));
     }
     v.push(format!("{}\n{{\"count\":{count}}}", head("STREAM_END", String::new())));
     v
@@ -166,7 +265,18 @@ fn stream_frames(reply_to: &str, seqs: &[u64], count: u64) -> Vec<String> {
 #[test]
 fn out_of_order_chunks_are_reordered_and_duplicates_dropped() {
     let mut p = ready_pair();
-    let id = p.client.request(T0, "x", None, RequestOptions { stream: true, ..Default::default() }).unwrap();
+    let id = p
+        .client
+        .request(
+            T0,
+            "x",
+            None,
+            RequestOptions {
+                stream: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     let _ = p.client.poll_transmit();
     for f in stream_frames(&id, &[1, 0, 0, 2], 3) {
         p.client.handle_text(T0, &f);
@@ -175,16 +285,35 @@ fn out_of_order_chunks_are_reordered_and_duplicates_dropped() {
     while let Some(e) = p.client.poll_event() {
         ev.push(e);
     }
-    let seqs: Vec<u64> = ev.iter().filter_map(|e| match e { ClientEvent::StreamData { seq, .. } => Some(*seq), _ => None }).collect();
+    let seqs: Vec<u64> = ev
+        .iter()
+        .filter_map(|e| match e {
+            ClientEvent::StreamData { seq, .. } => Some(*seq),
+            _ => None,
+        })
+        .collect();
     assert_eq!(seqs, vec![0, 1, 2]);
-    assert!(ev.iter().any(|e| matches!(e, ClientEvent::Error(err) if err.error.message.contains("duplicate stream chunk Seq 0"))));
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, ClientEvent::Error(err) if err.error.message.contains("duplicate stream chunk Seq 0"))));
     assert!(matches!(ev.last(), Some(ClientEvent::StreamEnd { .. })));
 }
 
 #[test]
 fn a_gap_fails_the_stream_naming_the_missing_seq() {
     let mut p = ready_pair();
-    let id = p.client.request(T0, "x", None, RequestOptions { stream: true, ..Default::default() }).unwrap();
+    let id = p
+        .client
+        .request(
+            T0,
+            "x",
+            None,
+            RequestOptions {
+                stream: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     let _ = p.client.poll_transmit();
     for f in stream_frames(&id, &[0, 2], 3) {
         p.client.handle_text(T0, &f);
@@ -197,7 +326,11 @@ fn a_gap_fails_the_stream_naming_the_missing_seq() {
         Some(ClientEvent::Failed { id: fid, error }) => {
             assert_eq!(fid, id);
             assert_eq!(error.kind(), ErrorKind::Protocol);
-            assert!(error.error.message.contains("missing Seq [1]"), "{}", error.error.message);
+            assert!(
+                error.error.message.contains("missing Seq [1]"),
+                "{}",
+                error.error.message
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -206,7 +339,18 @@ fn a_gap_fails_the_stream_naming_the_missing_seq() {
 #[test]
 fn ttl_expiry_through_handle_timeout() {
     let mut p = ready_pair();
-    let id = p.client.request(T0, "echo", None, RequestOptions { ttl_s: Some(5), ..Default::default() }).unwrap();
+    let id = p
+        .client
+        .request(
+            T0,
+            "echo",
+            None,
+            RequestOptions {
+                ttl_s: Some(5),
+                ..Default::default()
+            },
+        )
+        .unwrap();
     let _ = p.client.poll_transmit(); // lost on the way
     assert_eq!(p.client.poll_timeout(), Some(T0 + 5_000));
     p.client.handle_timeout(T0 + 4_999);
@@ -229,7 +373,11 @@ fn ttl_expiry_through_handle_timeout() {
 
 #[test]
 fn version_without_overlap_is_603() {
-    let cfg = ClientConfig { min_version: 2, max_version: 3, ..Default::default() };
+    let cfg = ClientConfig {
+        min_version: 2,
+        max_version: 3,
+        ..Default::default()
+    };
     let mut p = Pair::new(cfg, ReferenceConfig::default());
     p.open(T0);
     let ev = p.take_events();
@@ -247,7 +395,11 @@ fn version_without_overlap_is_603() {
 
 #[test]
 fn auth_bearer_and_did() {
-    let cfg = ReferenceConfig { api_keys: vec!["k1".into()], allowed_dids: vec!["did:rkt:ok".into()], ..Default::default() };
+    let cfg = ReferenceConfig {
+        api_keys: vec!["k1".into()],
+        allowed_dids: vec!["did:rkt:ok".into()],
+        ..Default::default()
+    };
     let mut p = Pair::new(ClientConfig::default(), cfg);
     p.open(T0);
     p.take_events();
@@ -260,10 +412,26 @@ fn auth_bearer_and_did() {
         }
         other => panic!("{other:?}"),
     }
-    p.client.auth(T0, AuthBody::Did { did: "did:rkt:nope".into(), scopes: vec![] }).unwrap();
+    p.client
+        .auth(
+            T0,
+            AuthBody::Did {
+                did: "did:rkt:nope".into(),
+                scopes: vec![],
+            },
+        )
+        .unwrap();
     p.pump(T0);
     assert!(matches!(&p.take_events()[0], ClientEvent::Failed { error, .. } if error.code() == Some(401)));
-    p.client.auth(T0, AuthBody::Did { did: "did:rkt:ok".into(), scopes: vec!["read".into()] }).unwrap();
+    p.client
+        .auth(
+            T0,
+            AuthBody::Did {
+                did: "did:rkt:ok".into(),
+                scopes: vec!["read".into()],
+            },
+        )
+        .unwrap();
     p.pump(T0);
     match &p.take_events()[0] {
         ClientEvent::AuthOk { auth, .. } => {
@@ -272,17 +440,27 @@ fn auth_bearer_and_did() {
         }
         other => panic!("{other:?}"),
     }
-    p.client.request(T0, "echo", Some(json!(1)), RequestOptions::default()).unwrap();
+    p.client
+        .request(T0, "echo", Some(json!(1)), RequestOptions::default())
+        .unwrap();
     p.pump(T0);
     assert_eq!(body(&p.take_events()[0])["data"], 1);
 }
 
 #[test]
 fn configured_bearer_is_sent_before_queued_requests() {
-    let cfg = ReferenceConfig { api_keys: vec!["k1".into()], ..Default::default() };
-    let ccfg = ClientConfig { authorization: Some("Bearer k1".into()), ..Default::default() };
+    let cfg = ReferenceConfig {
+        api_keys: vec!["k1".into()],
+        ..Default::default()
+    };
+    let ccfg = ClientConfig {
+        authorization: Some("Bearer k1".into()),
+        ..Default::default()
+    };
     let mut p = Pair::new(ccfg, cfg);
-    p.client.request(T0, "echo", Some(json!("hi")), RequestOptions::default()).unwrap();
+    p.client
+        .request(T0, "echo", Some(json!("hi")), RequestOptions::default())
+        .unwrap();
     p.open(T0);
     let ev = p.take_events();
     assert!(matches!(ev[1], ClientEvent::AuthOk { .. }), "{ev:?}");
@@ -296,7 +474,9 @@ fn pay_then_priced_intent_else_605() {
     let mut p = Pair::new(ClientConfig::default(), cfg);
     p.open(T0);
     p.take_events();
-    p.client.request(T0, "weather.forecast", None, RequestOptions::default()).unwrap();
+    p.client
+        .request(T0, "weather.forecast", None, RequestOptions::default())
+        .unwrap();
     p.pump(T0);
     match &p.take_events()[0] {
         ClientEvent::Failed { error, .. } => {
@@ -305,8 +485,17 @@ fn pay_then_priced_intent_else_605() {
         }
         other => panic!("{other:?}"),
     }
-    p.client.pay(T0, 0.001, "RKTT", Some("forecast call"), Some("rkt://weather.ai")).unwrap();
-    p.client.request(T0, "weather.forecast", Some(json!({"days": 2})), RequestOptions::default()).unwrap();
+    p.client
+        .pay(T0, 0.001, "RKTT", Some("forecast call"), Some("rkt://weather.ai"))
+        .unwrap();
+    p.client
+        .request(
+            T0,
+            "weather.forecast",
+            Some(json!({"days": 2})),
+            RequestOptions::default(),
+        )
+        .unwrap();
     p.pump(T0);
     let ev = p.take_events();
     assert!(body(&ev[0])["receipt_id"].as_str().unwrap().starts_with("rcpt_"));
@@ -317,7 +506,9 @@ fn pay_then_priced_intent_else_605() {
 #[test]
 fn memory_namespaces_and_ttl() {
     let mut p = ready_pair();
-    p.client.memory_set(T0, "city", json!("Seoul"), Some("user.prefs"), Some(10)).unwrap();
+    p.client
+        .memory_set(T0, "city", json!("Seoul"), Some("user.prefs"), Some(10))
+        .unwrap();
     p.client.memory_get(T0, "city", Some("user.prefs")).unwrap();
     p.client.memory_get(T0, "city", None).unwrap();
     p.pump(T0);
@@ -332,7 +523,11 @@ fn memory_namespaces_and_ttl() {
 
 #[test]
 fn rate_limit_is_429_with_retry_after() {
-    let cfg = ReferenceConfig { rate_per_s: 1.0, burst: 2, ..Default::default() };
+    let cfg = ReferenceConfig {
+        rate_per_s: 1.0,
+        burst: 2,
+        ..Default::default()
+    };
     let mut p = Pair::new(ClientConfig::default(), cfg);
     p.open(T0);
     p.take_events();
@@ -341,7 +536,10 @@ fn rate_limit_is_429_with_retry_after() {
     }
     p.pump(T0);
     let ev = p.take_events();
-    assert_eq!(ev.iter().filter(|e| matches!(e, ClientEvent::Response { .. })).count(), 2);
+    assert_eq!(
+        ev.iter().filter(|e| matches!(e, ClientEvent::Response { .. })).count(),
+        2
+    );
     match ev.iter().find(|e| matches!(e, ClientEvent::Failed { .. })).unwrap() {
         ClientEvent::Failed { error, .. } => {
             assert_eq!(error.code(), Some(429));
@@ -357,14 +555,19 @@ fn rate_limit_is_429_with_retry_after() {
 #[test]
 fn unknown_intent_is_602_with_available_intents() {
     let mut p = ready_pair();
-    p.client.request(T0, "maps.navigate", None, RequestOptions::default()).unwrap();
+    p.client
+        .request(T0, "maps.navigate", None, RequestOptions::default())
+        .unwrap();
     p.pump(T0);
     match &p.take_events()[0] {
         ClientEvent::Failed { error, .. } => {
             assert_eq!(error.code(), Some(602));
             assert_eq!(error.error.message, "Intent 'maps.navigate' not found");
             let d: Value = serde_json::from_str(error.details.as_deref().unwrap()).unwrap();
-            assert_eq!(d["available_intents"], json!(["echo", "weather.current", "weather.forecast"]));
+            assert_eq!(
+                d["available_intents"],
+                json!(["echo", "weather.current", "weather.forecast"])
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -379,7 +582,10 @@ fn unknown_error_codes_are_kept() {
     p.client.handle_text(T0, &e);
     match p.client.poll_event() {
         Some(ClientEvent::Failed { error, .. }) => {
-            assert_eq!((error.code(), error.kind(), error.name.as_deref()), (Some(777), ErrorKind::Remote, Some("ODD")));
+            assert_eq!(
+                (error.code(), error.kind(), error.name.as_deref()),
+                (Some(777), ErrorKind::Remote, Some("ODD"))
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -393,15 +599,28 @@ fn malformed_frames_do_not_end_either_session() {
     p.client.handle_text(T0, "RKT/1.0 RESPONSE\nVersion: 1\n\n{}");
     let ev = p.take_events_after_poll();
     assert_eq!(ev.len(), 2);
-    assert!(ev.iter().all(|e| matches!(e, ClientEvent::Error(err) if err.kind() == ErrorKind::Decode)));
+    assert!(ev
+        .iter()
+        .all(|e| matches!(e, ClientEvent::Error(err) if err.kind() == ErrorKind::Decode)));
     assert_eq!(p.client.state(), ClientState::Ready);
     // Server side: an ERROR reply that names the problem, then business as usual.
-    p.server.handle_text(T0, "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: bad-1\nSession-ID: s\nTimestamp: nope\nTTL: 30\n\n{}");
-    let reply = match p.server.poll_transmit() { Some(Outgoing::Text(t)) => t, other => panic!("{other:?}") };
+    p.server.handle_text(
+        T0,
+        "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: bad-1\nSession-ID: s\nTimestamp: nope\nTTL: 30\n\n{}",
+    );
+    let reply = match p.server.poll_transmit() {
+        Some(Outgoing::Text(t)) => t,
+        other => panic!("{other:?}"),
+    };
     assert!(reply.starts_with("RKT/1.0 ERROR\n"));
     assert!(reply.contains("Reply-To: bad-1\n"));
-    assert!(reply.contains("\"code\":400") && reply.contains("\"field\":\"Timestamp\""), "{reply}");
-    p.client.request(T0, "echo", Some(json!("still here")), RequestOptions::default()).unwrap();
+    assert!(
+        reply.contains("\"code\":400") && reply.contains("\"field\":\"Timestamp\""),
+        "{reply}"
+    );
+    p.client
+        .request(T0, "echo", Some(json!("still here")), RequestOptions::default())
+        .unwrap();
     p.pump(T0);
     assert_eq!(body(&p.take_events()[0])["data"], "still here");
 }
@@ -413,12 +632,23 @@ fn request_before_hello_is_409_and_bad_body_is_400() {
     server.handle_text(T0, "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: r1\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{\"intent\":\"echo\"}");
     let t = server.poll_transmit().unwrap();
     assert!(t.as_text().unwrap().contains("\"code\":409"));
-    server.handle_text(T0, "RKT/1.0 HELLO\nVersion: 1\nMessage-ID: h1\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n");
-    assert!(server.poll_transmit().unwrap().as_text().unwrap().starts_with("RKT/1.0 HELLO_ACK\n"));
+    server.handle_text(
+        T0,
+        "RKT/1.0 HELLO\nVersion: 1\nMessage-ID: h1\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n",
+    );
+    assert!(server
+        .poll_transmit()
+        .unwrap()
+        .as_text()
+        .unwrap()
+        .starts_with("RKT/1.0 HELLO_ACK\n"));
     server.handle_text(T0, "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: r2\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{\"params\":{}}");
     let t = server.poll_transmit().unwrap();
     let t = t.as_text().unwrap();
-    assert!(t.contains("\"code\":400") && t.contains("missing field `intent`"), "{t}");
+    assert!(
+        t.contains("\"code\":400") && t.contains("missing field `intent`"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -430,15 +660,27 @@ fn ping_pong_rtt_and_goodbye() {
     let pong = p.server.poll_transmit().unwrap();
     p.client.handle_text(T0 + 7, pong.as_text().unwrap());
     assert_eq!(p.client.poll_event(), Some(ClientEvent::Pong { id, rtt_ms: 7 }));
-    let pending = p.client.request(T0 + 7, "echo", None, RequestOptions::default()).unwrap();
+    let pending = p
+        .client
+        .request(T0 + 7, "echo", None, RequestOptions::default())
+        .unwrap();
     p.client.goodbye(T0 + 8);
     let out: Vec<Outgoing> = std::iter::from_fn(|| p.client.poll_transmit()).collect();
     assert!(out[1].as_text().unwrap().starts_with("RKT/1.0 GOODBYE\n"));
-    assert_eq!(out[2], Outgoing::Close { code: 1000, reason: "goodbye".into() });
+    assert_eq!(
+        out[2],
+        Outgoing::Close {
+            code: 1000,
+            reason: "goodbye".into()
+        }
+    );
     let ev: Vec<ClientEvent> = std::iter::from_fn(|| p.client.poll_event()).collect();
     assert!(matches!(&ev[0], ClientEvent::Failed { id, error } if *id == pending && error.kind() == ErrorKind::Closed));
     assert!(matches!(&ev[1], ClientEvent::Closed { code: 1000, .. }));
-    assert!(p.client.request(T0 + 9, "echo", None, RequestOptions::default()).is_err());
+    assert!(p
+        .client
+        .request(T0 + 9, "echo", None, RequestOptions::default())
+        .is_err());
 }
 
 #[test]
@@ -454,17 +696,34 @@ fn server_goodbye_on_idle_and_keepalive_pings() {
     // A server without traffic for session_timeout says GOODBYE.
     let mut server = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(5)));
     server.handle_open(T0);
-    server.handle_text(T0, "RKT/1.0 HELLO\nVersion: 1\nMessage-ID: h1\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n");
+    server.handle_text(
+        T0,
+        "RKT/1.0 HELLO\nVersion: 1\nMessage-ID: h1\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n",
+    );
     let _ = server.poll_transmit();
     assert_eq!(server.poll_timeout(), Some(T0 + 300_000));
     server.handle_timeout(T0 + 300_000);
-    assert!(server.poll_transmit().unwrap().as_text().unwrap().starts_with("RKT/1.0 GOODBYE\n"));
-    assert_eq!(server.poll_transmit(), Some(Outgoing::Close { code: 1000, reason: "session timeout".into() }));
+    assert!(server
+        .poll_transmit()
+        .unwrap()
+        .as_text()
+        .unwrap()
+        .starts_with("RKT/1.0 GOODBYE\n"));
+    assert_eq!(
+        server.poll_transmit(),
+        Some(Outgoing::Close {
+            code: 1000,
+            reason: "session timeout".into()
+        })
+    );
 }
 
 #[test]
 fn in_flight_is_bounded() {
-    let cfg = ClientConfig { max_in_flight: 2, ..Default::default() };
+    let cfg = ClientConfig {
+        max_in_flight: 2,
+        ..Default::default()
+    };
     let mut c = ClientSession::new(cfg, Box::new(SeededEntropy::new(1)));
     c.request(T0, "a", None, RequestOptions::default()).unwrap();
     c.ping(T0).unwrap();
@@ -510,7 +769,9 @@ fn wscat_line_by_line_paste_is_understood() {
 fn seeded_runs_are_identical() {
     let run = || {
         let mut p = ready_pair();
-        p.client.request(T0, "echo", Some(json!(1)), RequestOptions::default()).unwrap();
+        p.client
+            .request(T0, "echo", Some(json!(1)), RequestOptions::default())
+            .unwrap();
         p.pump(T0);
         (p.client_wire, p.server_wire)
     };
@@ -532,7 +793,13 @@ mod garbage {
     const REQUEST: &str = "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: r\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{\"intent\":\"echo\",\"params\":7}";
 
     fn frame() -> impl Strategy<Value = String> {
-        let valid = prop::sample::select(vec![HELLO, REQUEST, "RKT/1.0 PING\nVersion: 1\nMessage-ID: p\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n", "RKT/1.0 DISCOVER", ""]);
+        let valid = prop::sample::select(vec![
+            HELLO,
+            REQUEST,
+            "RKT/1.0 PING\nVersion: 1\nMessage-ID: p\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n",
+            "RKT/1.0 DISCOVER",
+            "",
+        ]);
         prop_oneof![
             "\\PC{0,200}",
             (valid, any::<prop::sample::Index>(), "\\PC{0,8}").prop_map(|(v, at, junk)| {
@@ -619,7 +886,12 @@ mod review_regressions {
         fn new(cfg: &ReferenceConfig, seed: u64) -> Server {
             let mut session = ServerSession::new(cfg.server_config(), Box::new(SeededEntropy::new(seed)));
             session.handle_open(T0);
-            Server { cfg: cfg.clone(), session, conn: Connection::new(cfg), ent: SeededEntropy::new(seed + 100) }
+            Server {
+                cfg: cfg.clone(),
+                session,
+                conn: Connection::new(cfg),
+                ent: SeededEntropy::new(seed + 100),
+            }
         }
 
         /// Feeds one frame and returns every text frame sent back.
@@ -631,10 +903,20 @@ mod review_regressions {
         fn drain(&mut self, shared: &mut Shared, now: u64) -> Vec<String> {
             while let Some(ev) = self.session.poll_event() {
                 if let ServerEvent::Inbound(m) = ev {
-                    reference::handle(&self.cfg, shared, &mut self.conn, &mut self.session, &mut self.ent, now, m);
+                    reference::handle(
+                        &self.cfg,
+                        shared,
+                        &mut self.conn,
+                        &mut self.session,
+                        &mut self.ent,
+                        now,
+                        m,
+                    );
                 }
             }
-            std::iter::from_fn(|| self.session.poll_transmit()).filter_map(|o| o.as_text().map(str::to_string)).collect()
+            std::iter::from_fn(|| self.session.poll_transmit())
+                .filter_map(|o| o.as_text().map(str::to_string))
+                .collect()
         }
     }
 
@@ -663,9 +945,20 @@ mod review_regressions {
         let mut a = Server::new(&cfg, 1);
         a.feed(&mut shared, T0, &hello("s", "h"));
         a.feed(&mut shared, T0, &msg("PAY", "p", r#"{"amount":1,"currency":"RKTT"}"#));
-        let bad = a.feed(&mut shared, T0, &msg("REQUEST", "r1", r#"{"intent":"weather.forecast","params":{"days":0}}"#));
-        assert!(bad[0].contains("\"code\":400") && bad[0].contains("params.days"), "{bad:?}");
-        let ok = a.feed(&mut shared, T0, &msg("REQUEST", "r2", r#"{"intent":"weather.forecast","params":{"days":1}}"#));
+        let bad = a.feed(
+            &mut shared,
+            T0,
+            &msg("REQUEST", "r1", r#"{"intent":"weather.forecast","params":{"days":0}}"#),
+        );
+        assert!(
+            bad[0].contains("\"code\":400") && bad[0].contains("params.days"),
+            "{bad:?}"
+        );
+        let ok = a.feed(
+            &mut shared,
+            T0,
+            &msg("REQUEST", "r2", r#"{"intent":"weather.forecast","params":{"days":1}}"#),
+        );
         assert!(ok[0].starts_with("RKT/1.0 RESPONSE\n"), "{ok:?}");
     }
 
@@ -676,10 +969,19 @@ mod review_regressions {
         let mut a = Server::new(&cfg, 1);
         a.feed(&mut shared, T0, &hello("s", "h"));
         a.session.handle_text(T0, "RKT/1.0 GOODBYE");
-        let rest = format!("Version: 1\nMessage-ID: g\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{}", hello("s", "h2"));
+        let rest = format!(
+            "Version: 1\nMessage-ID: g\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{}",
+            hello("s", "h2")
+        );
         a.session.handle_text(T0, &rest);
         let out: Vec<Outgoing> = std::iter::from_fn(|| a.session.poll_transmit()).collect();
-        assert_eq!(out, vec![Outgoing::Close { code: 1000, reason: "goodbye".into() }]);
+        assert_eq!(
+            out,
+            vec![Outgoing::Close {
+                code: 1000,
+                reason: "goodbye".into()
+            }]
+        );
         assert_eq!(a.session.state(), ServerState::Closed);
         a.session.handle_timeout(T0 + 10_000_000);
         assert_eq!(a.session.poll_transmit(), None);
@@ -697,14 +999,25 @@ mod review_regressions {
         let later = T0 + 59_000;
         let acked = a.feed(&mut shared, later, "RKT/1.0 DISCOVER");
         assert!(acked[0].starts_with("RKT/1.0 HELLO_ACK\n"), "{acked:?}");
-        assert_eq!(a.session.poll_timeout(), Some(later + 60_000), "the DISCOVER's own line timeout");
+        assert_eq!(
+            a.session.poll_timeout(),
+            Some(later + 60_000),
+            "the DISCOVER's own line timeout"
+        );
         a.session.handle_timeout(later + 1_000);
-        assert!(a.drain(&mut shared, later + 1_000).is_empty(), "the DISCOVER is still being typed");
+        assert!(
+            a.drain(&mut shared, later + 1_000).is_empty(),
+            "the DISCOVER is still being typed"
+        );
     }
 
     #[test]
     fn pings_count_toward_the_rate_limit_and_a_flood_is_closed() {
-        let cfg = ReferenceConfig { rate_per_s: 1.0, burst: 3, ..Default::default() };
+        let cfg = ReferenceConfig {
+            rate_per_s: 1.0,
+            burst: 3,
+            ..Default::default()
+        };
         let mut shared = Shared::new(&cfg);
         let mut a = Server::new(&cfg, 1);
         a.feed(&mut shared, T0, &hello("s", "h"));
@@ -716,7 +1029,13 @@ mod review_regressions {
         assert_eq!(answers.iter().filter(|t| t.starts_with("RKT/1.0 PONG\n")).count(), 3);
         assert_eq!(answers.iter().filter(|t| t.contains("\"code\":429")).count(), 3);
         a.session.handle_text(T0, ping);
-        assert_eq!(a.session.poll_transmit(), Some(Outgoing::Close { code: 1008, reason: "rate limit exceeded".into() }));
+        assert_eq!(
+            a.session.poll_transmit(),
+            Some(Outgoing::Close {
+                code: 1008,
+                reason: "rate limit exceeded".into()
+            })
+        );
     }
 
     #[test]
@@ -726,32 +1045,70 @@ mod review_regressions {
         let mut a = Server::new(&cfg, 1);
         a.feed(&mut shared, T0, &hello("s", "h"));
         let long = "x".repeat(reference::MAX_FIELD_LEN + 1);
-        let out = a.feed(&mut shared, T0, &msg("PAY", "p", &format!(r#"{{"amount":1,"currency":"{long}"}}"#)));
+        let out = a.feed(
+            &mut shared,
+            T0,
+            &msg("PAY", "p", &format!(r#"{{"amount":1,"currency":"{long}"}}"#)),
+        );
         assert!(out[0].contains("\"field\":\"currency\""), "{out:?}");
         let auth = msg("AUTH", "a", r#"{"scheme":"did","did":"did:rkt:x"}"#);
         let first = a.feed(&mut shared, T0, &auth);
         let second = a.feed(&mut shared, T0, &auth);
-        let token = |t: &str| t.split("\"session_token\":\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+        let token = |t: &str| {
+            t.split("\"session_token\":\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .to_string()
+        };
         let (t1, t2) = (token(&first[0]), token(&second[0]));
         assert_ne!(t1, t2);
-        let with_old = a.feed(&mut shared, T0, &msg("REQUEST", "r", r#"{"intent":"echo"}"#).replace("TTL: 30\n", &format!("TTL: 30\nAuthorization: Bearer {t1}\n")));
-        assert!(with_old[0].contains("\"code\":401"), "the replaced token is gone: {with_old:?}");
+        let with_old = a.feed(
+            &mut shared,
+            T0,
+            &msg("REQUEST", "r", r#"{"intent":"echo"}"#)
+                .replace("TTL: 30\n", &format!("TTL: 30\nAuthorization: Bearer {t1}\n")),
+        );
+        assert!(
+            with_old[0].contains("\"code\":401"),
+            "the replaced token is gone: {with_old:?}"
+        );
     }
 
     #[test]
     fn did_allowlist_is_enforced_whenever_set() {
-        let cfg = ReferenceConfig { allowed_dids: vec!["did:rkt:ok".into()], ..Default::default() };
+        let cfg = ReferenceConfig {
+            allowed_dids: vec!["did:rkt:ok".into()],
+            ..Default::default()
+        };
         let mut shared = Shared::new(&cfg);
         let mut a = Server::new(&cfg, 1);
         a.feed(&mut shared, T0, &hello("s", "h"));
-        let out = a.feed(&mut shared, T0, &msg("AUTH", "a", r#"{"scheme":"did","did":"did:rkt:other"}"#));
+        let out = a.feed(
+            &mut shared,
+            T0,
+            &msg("AUTH", "a", r#"{"scheme":"did","did":"did:rkt:other"}"#),
+        );
         assert!(out[0].contains("\"code\":401"), "{out:?}");
     }
 
     #[test]
     fn a_queued_request_that_timed_out_is_never_sent() {
         let mut p = Pair::new(ClientConfig::default(), ReferenceConfig::default());
-        let id = p.client.request(T0, "echo", None, RequestOptions { ttl_s: Some(1), ..Default::default() }).unwrap();
+        let id = p
+            .client
+            .request(
+                T0,
+                "echo",
+                None,
+                RequestOptions {
+                    ttl_s: Some(1),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
         p.client.handle_timeout(T0 + 1_000);
         assert!(matches!(p.client.poll_event(), Some(ClientEvent::Failed { id: f, .. }) if f == id));
         assert!(!p.client.cancel(&id), "no second terminal event");
@@ -762,24 +1119,54 @@ mod review_regressions {
     #[test]
     fn a_wild_seq_fails_the_stream_without_overflow() {
         let mut p = ready_pair();
-        let id = p.client.request(T0, "x", None, RequestOptions { stream: true, ..Default::default() }).unwrap();
+        let id = p
+            .client
+            .request(
+                T0,
+                "x",
+                None,
+                RequestOptions {
+                    stream: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
         let _ = p.client.poll_transmit();
         for f in stream_frames(&id, &[u64::MAX], u64::MAX) {
             p.client.handle_text(T0, &f);
         }
         let ev: Vec<ClientEvent> = std::iter::from_fn(|| p.client.poll_event()).collect();
-        assert!(ev.iter().any(|e| matches!(e, ClientEvent::Failed { error, .. } if error.kind() == ErrorKind::Protocol)), "{ev:?}");
+        assert!(
+            ev.iter()
+                .any(|e| matches!(e, ClientEvent::Failed { error, .. } if error.kind() == ErrorKind::Protocol)),
+            "{ev:?}"
+        );
     }
 
     #[test]
     fn configured_auth_goes_out_even_with_a_full_queue() {
-        let ccfg = ClientConfig { authorization: Some("Bearer k1".into()), max_in_flight: 2, ..Default::default() };
-        let cfg = ReferenceConfig { api_keys: vec!["k1".into()], ..Default::default() };
+        let ccfg = ClientConfig {
+            authorization: Some("Bearer k1".into()),
+            max_in_flight: 2,
+            ..Default::default()
+        };
+        let cfg = ReferenceConfig {
+            api_keys: vec!["k1".into()],
+            ..Default::default()
+        };
         let mut p = Pair::new(ccfg, cfg);
-        p.client.request(T0, "echo", Some(json!(1)), RequestOptions::default()).unwrap();
-        p.client.request(T0, "echo", Some(json!(2)), RequestOptions::default()).unwrap();
+        p.client
+            .request(T0, "echo", Some(json!(1)), RequestOptions::default())
+            .unwrap();
+        p.client
+            .request(T0, "echo", Some(json!(2)), RequestOptions::default())
+            .unwrap();
         p.open(T0);
-        let responses = p.events.iter().filter(|e| matches!(e, ClientEvent::Response { .. })).count();
+        let responses = p
+            .events
+            .iter()
+            .filter(|e| matches!(e, ClientEvent::Response { .. }))
+            .count();
         assert_eq!(responses, 2, "{:?}", p.events);
     }
 }

@@ -32,7 +32,12 @@ fn check_ok(m: &Message, expect: &Value) -> Result<(), String> {
     }
     let headers = expect["headers"].as_object().ok_or("expect.headers is not an object")?;
     if m.headers.len() != headers.len() {
-        return Err(format!("{} headers decoded, {} expected: {:?}", m.headers.len(), headers.len(), m.headers));
+        return Err(format!(
+            "{} headers decoded, {} expected: {:?}",
+            m.headers.len(),
+            headers.len(),
+            m.headers
+        ));
     }
     for (n, v) in headers {
         let got = m.headers.iter().find(|(name, _)| name == n).map(|(_, v)| v);
@@ -65,7 +70,13 @@ fn check_err(e: &DecodeError, want: &Value) -> Result<(), String> {
     if e.field() != field {
         return Err(format!("field {} != {field}", e.field()));
     }
-    let num = |k: &str| want.get(k).map(|v| v.as_u64().map(|n| n as usize).ok_or(format!("error.{k} is not a number")));
+    let num = |k: &str| {
+        want.get(k).map(|v| {
+            v.as_u64()
+                .map(|n| n as usize)
+                .ok_or(format!("error.{k} is not a number"))
+        })
+    };
     if let Some(line) = num("line").transpose()? {
         if e.kind != DecodeErrorKind::BadHeaderLine(line) {
             return Err(format!("{:?} is not at line {line}", e.kind));
@@ -73,7 +84,9 @@ fn check_err(e: &DecodeError, want: &Value) -> Result<(), String> {
     }
     if let Some(v) = want.get("value") {
         let got = match &e.kind {
-            DecodeErrorKind::UnsupportedVersion(s) | DecodeErrorKind::UnknownType(s) | DecodeErrorKind::DuplicateHeader(s) => s.as_str(),
+            DecodeErrorKind::UnsupportedVersion(s)
+            | DecodeErrorKind::UnknownType(s)
+            | DecodeErrorKind::DuplicateHeader(s) => s.as_str(),
             other => return Err(format!("error.value given for {other:?}")),
         };
         if Some(got) != v.as_str() {
@@ -108,7 +121,10 @@ fn check_err(e: &DecodeError, want: &Value) -> Result<(), String> {
 
 fn check(v: &Value) -> Result<(), String> {
     let wire = v["wire"].as_str().ok_or("wire is not a string")?;
-    let max = v.get("max_size").map_or(Some(DEFAULT_MAX_MESSAGE_SIZE as u64), Value::as_u64).ok_or("max_size")? as usize;
+    let max = v
+        .get("max_size")
+        .map_or(Some(DEFAULT_MAX_MESSAGE_SIZE as u64), Value::as_u64)
+        .ok_or("max_size")? as usize;
     let got = decode(wire, max);
     match (v.get("expect"), v.get("error"), got) {
         (Some(expect), None, Ok(m)) => check_ok(&m, expect),
@@ -133,7 +149,10 @@ fn golden_vectors() {
     let (mut valid, mut invalid) = (0, 0);
     for path in &files {
         let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        let v: Value = match std::fs::read_to_string(path).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+        let v: Value = match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        {
             Ok(v) => v,
             Err(e) => {
                 failures.push(format!("{file}: unreadable: {e}"));
@@ -143,12 +162,22 @@ fn golden_vectors() {
         if v["name"].as_str() != file.strip_suffix(".json") {
             failures.push(format!("{file}: name {} does not match the file name", v["name"]));
         }
-        if v.get("expect").is_some() { valid += 1 } else { invalid += 1 }
+        if v.get("expect").is_some() {
+            valid += 1
+        } else {
+            invalid += 1
+        }
         if let Err(e) = check(&v) {
             failures.push(format!("{file}: {e}"));
         }
     }
-    assert!(failures.is_empty(), "{} of {} vectors failed:\n{}", failures.len(), files.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} vectors failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
     assert!(valid > 0 && invalid > 0, "{valid} valid and {invalid} invalid vectors");
     // Every error kind has a vector.
     let mut kinds: Vec<String> = files

@@ -7,7 +7,9 @@ use crate::wire::Wire;
 use crate::{clock::until, now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
-use agentwire_rkt::{resolve, AuthBody, AuthOkBody, ClientConfig, ClientEvent, ClientSession, PeerInfo, RequestOptions, RktError};
+use agentwire_rkt::{
+    resolve, AuthBody, AuthOkBody, ClientConfig, ClientEvent, ClientSession, PeerInfo, RequestOptions, RktError,
+};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -47,7 +49,10 @@ enum Waiter {
     /// RESPONSE body, raw.
     Body(Reply<Option<String>>),
     Auth(Reply<AuthOkBody>),
-    Pong { reply: Reply<Duration>, sent: Instant },
+    Pong {
+        reply: Reply<Duration>,
+        sent: Instant,
+    },
     Stream(StreamWaiter),
 }
 
@@ -91,7 +96,10 @@ impl Waiter {
 impl StreamWaiter {
     fn new(reply: Reply<StreamChunks>) -> Self {
         let (chunks, rx) = mpsc::channel(STREAM_CAPACITY + 1);
-        StreamWaiter { opening: Some((reply, rx)), chunks }
+        StreamWaiter {
+            opening: Some((reply, rx)),
+            chunks,
+        }
     }
 
     /// Hands the chunk receiver to the caller (on the first reply of the stream).
@@ -126,7 +134,9 @@ pub struct RktClient {
 
 impl std::fmt::Debug for RktClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RktClient").field("info", &self.info).finish_non_exhaustive()
+        f.debug_struct("RktClient")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
     }
 }
 
@@ -139,15 +149,22 @@ impl RktClient {
         let limit = cfg.handshake_timeout_ms;
         match tokio::time::timeout(Duration::from_millis(limit), Self::open(url.clone(), cfg)).await {
             Ok(result) => result,
-            Err(_) => Err(RktError::local(ErrorKind::Timeout, format!("no RKT session with {url} within {limit} ms"))),
+            Err(_) => Err(RktError::local(
+                ErrorKind::Timeout,
+                format!("no RKT session with {url} within {limit} ms"),
+            )),
         }
     }
 
     async fn open(url: String, cfg: ClientConfig) -> Result<RktClient, RktError> {
         let mut request = url.as_str().into_client_request().map_err(|e| connect_error(&url, e))?;
-        request.headers_mut().insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
+        request
+            .headers_mut()
+            .insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
         let limit = cfg.max_message_size + FRAME_SLACK;
-        let ws_cfg = WebSocketConfig::default().max_message_size(Some(limit)).max_frame_size(Some(limit));
+        let ws_cfg = WebSocketConfig::default()
+            .max_message_size(Some(limit))
+            .max_frame_size(Some(limit));
         let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(ws_cfg), true)
             .await
             .map_err(|e| connect_error(&url, e))?;
@@ -178,7 +195,9 @@ impl RktClient {
         waiter: impl FnOnce(Reply<T>) -> Waiter,
     ) -> Result<T, RktError> {
         let (reply, answer) = oneshot::channel();
-        self.commands.send(Command::Start(Box::new(start), waiter(reply))).map_err(|_| closed_error())?;
+        self.commands
+            .send(Command::Start(Box::new(start), waiter(reply)))
+            .map_err(|_| closed_error())?;
         answer.await.unwrap_or_else(|_| Err(closed_error()))
     }
 
@@ -187,17 +206,28 @@ impl RktClient {
     pub async fn request(&self, intent: &str, params: Option<Value>, opts: RequestOptions) -> Result<Value, RktError> {
         let intent = intent.to_string();
         let opts = RequestOptions { stream: false, ..opts };
-        let body = self.submit(move |s, now| s.request(now, &intent, params, opts), Waiter::Body).await?;
+        let body = self
+            .submit(move |s, now| s.request(now, &intent, params, opts), Waiter::Body)
+            .await?;
         parse_body(body)
     }
 
     /// REQUEST `intent` with `Stream: true`. Resolves at the first reply: an ERROR fails here;
     /// otherwise the receiver yields every STREAM_DATA body in order and ends after STREAM_END.
     /// A server that answers with a plain RESPONSE yields its body as the one chunk.
-    pub async fn stream(&self, intent: &str, params: Option<Value>, opts: RequestOptions) -> Result<StreamChunks, RktError> {
+    pub async fn stream(
+        &self,
+        intent: &str,
+        params: Option<Value>,
+        opts: RequestOptions,
+    ) -> Result<StreamChunks, RktError> {
         let intent = intent.to_string();
         let opts = RequestOptions { stream: true, ..opts };
-        self.submit(move |s, now| s.request(now, &intent, params, opts), |r| Waiter::Stream(StreamWaiter::new(r))).await
+        self.submit(
+            move |s, now| s.request(now, &intent, params, opts),
+            |r| Waiter::Stream(StreamWaiter::new(r)),
+        )
+        .await
     }
 
     /// DISCOVER: the capability manifest.
@@ -206,7 +236,13 @@ impl RktClient {
     }
 
     /// MEMORY_SET; returns the server's acknowledgement body.
-    pub async fn memory_set(&self, key: &str, value: Value, namespace: Option<&str>, ttl_s: Option<u64>) -> Result<Value, RktError> {
+    pub async fn memory_set(
+        &self,
+        key: &str,
+        value: Value,
+        namespace: Option<&str>,
+        ttl_s: Option<u64>,
+    ) -> Result<Value, RktError> {
         let (key, namespace) = (key.to_string(), namespace.map(str::to_string));
         let start = move |s: &mut ClientSession, now| s.memory_set(now, &key, value, namespace.as_deref(), ttl_s);
         parse_body(self.submit(start, Waiter::Body).await?)
@@ -225,10 +261,18 @@ impl RktClient {
     }
 
     /// PAY; returns the receipt body.
-    pub async fn pay(&self, amount: f64, currency: &str, description: Option<&str>, recipient: Option<&str>) -> Result<Value, RktError> {
+    pub async fn pay(
+        &self,
+        amount: f64,
+        currency: &str,
+        description: Option<&str>,
+        recipient: Option<&str>,
+    ) -> Result<Value, RktError> {
         let currency = currency.to_string();
         let (description, recipient) = (description.map(str::to_string), recipient.map(str::to_string));
-        let start = move |s: &mut ClientSession, now| s.pay(now, amount, &currency, description.as_deref(), recipient.as_deref());
+        let start = move |s: &mut ClientSession, now| {
+            s.pay(now, amount, &currency, description.as_deref(), recipient.as_deref())
+        };
         parse_body(self.submit(start, Waiter::Body).await?)
     }
 
@@ -239,7 +283,14 @@ impl RktClient {
 
     /// PING; the round trip measured by the driver from writing PING to reading PONG.
     pub async fn ping(&self) -> Result<Duration, RktError> {
-        self.submit(|s, now| s.ping(now), |reply| Waiter::Pong { reply, sent: Instant::now() }).await
+        self.submit(
+            |s, now| s.ping(now),
+            |reply| Waiter::Pong {
+                reply,
+                sent: Instant::now(),
+            },
+        )
+        .await
     }
 
     /// GOODBYE, close 1000, and waits (bounded) for the connection to end.
@@ -255,12 +306,17 @@ fn connect_error(url: &str, e: WsError) -> RktError {
     match e {
         WsError::Http(resp) => {
             let body = resp.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
-            let m = format!("{url} refused the WebSocket upgrade with HTTP {}: {}", resp.status(), body.trim());
+            let m = format!(
+                "{url} refused the WebSocket upgrade with HTTP {}: {}",
+                resp.status(),
+                body.trim()
+            );
             RktError::local(ErrorKind::Protocol, m)
         }
-        WsError::Protocol(ProtocolError::SecWebSocketSubProtocolError(e)) => {
-            RktError::local(ErrorKind::Protocol, format!("{url} did not accept the subprotocol {SUBPROTOCOL}: {e}"))
-        }
+        WsError::Protocol(ProtocolError::SecWebSocketSubProtocolError(e)) => RktError::local(
+            ErrorKind::Protocol,
+            format!("{url} did not accept the subprotocol {SUBPROTOCOL}: {e}"),
+        ),
         WsError::Url(UrlError::TlsFeatureNotEnabled) => {
             RktError::local(ErrorKind::Invalid, format!("{url}: this build has no TLS support"))
         }
@@ -356,10 +412,19 @@ impl Driver {
     /// Routes one event to its waiter; true when the session closed.
     fn on_event(&mut self, event: ClientEvent) -> bool {
         match event {
-            ClientEvent::Ready { agreed_version, session_timeout, server } => {
+            ClientEvent::Ready {
+                agreed_version,
+                session_timeout,
+                server,
+            } => {
                 if let Some(ready) = self.ready.take() {
                     let url = self.url.clone();
-                    let _ = ready.send(Ok(ServerInfo { url, server, agreed_version, session_timeout_s: session_timeout }));
+                    let _ = ready.send(Ok(ServerInfo {
+                        url,
+                        server,
+                        agreed_version,
+                        session_timeout_s: session_timeout,
+                    }));
                 }
             }
             ClientEvent::Response { id, body } => match self.waiters.remove(&id) {
@@ -410,7 +475,10 @@ impl Driver {
             ClientEvent::Closed { code, reason } => {
                 if let Some(ready) = self.ready.take() {
                     let m = format!("connection closed ({code} {reason}) during the handshake");
-                    let error = self.handshake_error.take().unwrap_or_else(|| RktError::local(ErrorKind::Closed, m));
+                    let error = self
+                        .handshake_error
+                        .take()
+                        .unwrap_or_else(|| RktError::local(ErrorKind::Closed, m));
                     let _ = ready.send(Err(error));
                 }
                 return true;

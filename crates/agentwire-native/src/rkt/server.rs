@@ -45,9 +45,17 @@ pub async fn serve(listener: TcpListener, cfg: ReferenceConfig) -> io::Result<()
 
 /// Serves until `shutdown` completes; then every open session is ended with GOODBYE and close
 /// 1000 (connections still open after a grace period are dropped).
-pub async fn serve_until(listener: TcpListener, cfg: ReferenceConfig, shutdown: impl Future<Output = ()>) -> io::Result<()> {
+pub async fn serve_until(
+    listener: TcpListener,
+    cfg: ReferenceConfig,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
     let addr = listener.local_addr()?;
-    let agent = Arc::new(Agent { session: cfg.server_config(), shared: Mutex::new(Shared::new(&cfg)), cfg });
+    let agent = Arc::new(Agent {
+        session: cfg.server_config(),
+        shared: Mutex::new(Shared::new(&cfg)),
+        cfg,
+    });
     let (stop, stopped) = watch::channel(());
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
@@ -128,7 +136,10 @@ fn refusal(status: StatusCode, body: String) -> ErrorResponse {
 fn check_upgrade(req: &Request, mut resp: Response) -> Result<Response, ErrorResponse> {
     let path = req.uri().path();
     if path != PATH {
-        return Err(refusal(StatusCode::NOT_FOUND, format!("no RKT agent at {path}: connect to {PATH}\n")));
+        return Err(refusal(
+            StatusCode::NOT_FOUND,
+            format!("no RKT agent at {path}: connect to {PATH}\n"),
+        ));
     }
     let offered = req
         .headers()
@@ -138,23 +149,32 @@ fn check_upgrade(req: &Request, mut resp: Response) -> Result<Response, ErrorRes
         .flat_map(|v| v.split(','))
         .any(|p| p.trim() == SUBPROTOCOL);
     if !offered {
-        let body = format!("the WebSocket subprotocol {SUBPROTOCOL} is required (Sec-WebSocket-Protocol: {SUBPROTOCOL})\n");
+        let body =
+            format!("the WebSocket subprotocol {SUBPROTOCOL} is required (Sec-WebSocket-Protocol: {SUBPROTOCOL})\n");
         return Err(refusal(StatusCode::BAD_REQUEST, body));
     }
-    resp.headers_mut().insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
+    resp.headers_mut()
+        .insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
     Ok(resp)
 }
 
 async fn connection(tcp: TcpStream, peer: SocketAddr, agent: Arc<Agent>, stopped: watch::Receiver<()>) {
     let _ = tcp.set_nodelay(true);
     let limit = agent.session.max_message_size + FRAME_SLACK;
-    let ws_cfg = WebSocketConfig::default().max_message_size(Some(limit)).max_frame_size(Some(limit));
+    let ws_cfg = WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit));
     let upgrade = tokio_tungstenite::accept_hdr_async_with_config(tcp, check_upgrade, Some(ws_cfg));
     let ws = match tokio::time::timeout(UPGRADE_TIMEOUT, upgrade).await {
         Ok(Ok(ws)) => ws,
         Ok(Err(WsError::Http(resp))) => return eprintln!("rkt {peer}: refused with HTTP {}", resp.status()),
         Ok(Err(e)) => return eprintln!("rkt {peer}: upgrade failed: {e}"),
-        Err(_) => return eprintln!("rkt {peer}: no WebSocket upgrade within {} s", UPGRADE_TIMEOUT.as_secs()),
+        Err(_) => {
+            return eprintln!(
+                "rkt {peer}: no WebSocket upgrade within {} s",
+                UPGRADE_TIMEOUT.as_secs()
+            )
+        }
     };
     eprintln!("rkt {peer}: open");
     let started = Instant::now();
@@ -199,7 +219,12 @@ impl<'a> Driver<'a> {
         loop {
             if let Some((code, reason)) = self.drain(now_ms()).await {
                 self.wire.finish().await;
-                return End { code, reason, received: self.wire.received(), sent: self.wire.sent() };
+                return End {
+                    code,
+                    reason,
+                    received: self.wire.received(),
+                    sent: self.wire.sent(),
+                };
             }
             let wake = self.session.poll_timeout().map(until);
             tokio::select! {
@@ -225,7 +250,15 @@ impl<'a> Driver<'a> {
                 match event {
                     ServerEvent::Inbound(msg) => {
                         let mut shared = self.agent.shared.lock().unwrap_or_else(PoisonError::into_inner);
-                        reference::handle(&self.agent.cfg, &mut shared, &mut self.conn, &mut self.session, &mut OsEntropy, now, msg);
+                        reference::handle(
+                            &self.agent.cfg,
+                            &mut shared,
+                            &mut self.conn,
+                            &mut self.session,
+                            &mut OsEntropy,
+                            now,
+                            msg,
+                        );
                     }
                     ServerEvent::Closed { code, reason } => closed = Some((code, reason)),
                     ServerEvent::Ready { .. }

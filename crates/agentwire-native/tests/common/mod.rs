@@ -7,7 +7,9 @@ use std::time::Duration;
 
 /// Runs a test body with a hard time limit.
 pub async fn bounded<T>(body: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), body).await.expect("test timed out")
+    tokio::time::timeout(Duration::from_secs(20), body)
+        .await
+        .expect("test timed out")
 }
 
 pub async fn server(cfg: ReferenceConfig) -> ServerHandle {

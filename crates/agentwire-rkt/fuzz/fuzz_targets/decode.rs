@@ -11,7 +11,11 @@ fuzz_target!(|data: &[u8]| {
     // RKT travels in WebSocket text frames, which are UTF-8: other input is not a message.
     let Ok(text) = std::str::from_utf8(data) else { return };
     // A small limit sometimes, so the TooLarge path is fuzzed too.
-    let limit = if data.first() == Some(&b'!') { 64 } else { DEFAULT_MAX_MESSAGE_SIZE };
+    let limit = if data.first() == Some(&b'!') {
+        64
+    } else {
+        DEFAULT_MAX_MESSAGE_SIZE
+    };
     let Ok(msg) = decode(text, limit) else { return };
     let wire = encode(&msg);
     let mut expected = msg.clone();
@@ -19,7 +23,10 @@ fuzz_target!(|data: &[u8]| {
         expected.headers.set("Content-Type", "application/json");
     }
     match decode(&wire, usize::MAX) {
-        Ok(again) => assert_eq!(again, expected, "re-decoded message differs\ninput: {text:?}\nencoded: {wire:?}"),
+        Ok(again) => assert_eq!(
+            again, expected,
+            "re-decoded message differs\ninput: {text:?}\nencoded: {wire:?}"
+        ),
         Err(e) => panic!("re-encoding does not decode: {e} ({e:?})\ninput: {text:?}\nencoded: {wire:?}"),
     }
     // Encoding is a fixed point after one round.

@@ -10,7 +10,8 @@ use agentwire_rkt::{ServerEvent, ServerSession, ServerState};
 use libfuzzer_sys::fuzz_target;
 
 const T0: u64 = 1_782_648_000_000;
-const HELLO: &str = "RKT/1.0 HELLO\nVersion: 1\nMessage-ID: h\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n";
+const HELLO: &str =
+    "RKT/1.0 HELLO\nVersion: 1\nMessage-ID: h\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n";
 const PING: &str = "RKT/1.0 PING\nVersion: 1\nMessage-ID: p\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n";
 
 fuzz_target!(|data: &[u8]| {
@@ -54,6 +55,11 @@ fuzz_target!(|data: &[u8]| {
         while let Some(out) = session.poll_transmit() {
             answers.push(out);
         }
-        assert!(answers.iter().any(|o| o.as_text().is_some_and(|t| t.starts_with("RKT/1.0 PONG\n"))), "{answers:?}");
+        assert!(
+            answers
+                .iter()
+                .any(|o| o.as_text().is_some_and(|t| t.starts_with("RKT/1.0 PONG\n"))),
+            "{answers:?}"
+        );
     }
 });

@@ -27,7 +27,12 @@ pub struct Ledger {
 
 impl Ledger {
     pub fn new(max_receipts: usize, max_accounts: usize) -> Self {
-        Ledger { receipts: VecDeque::new(), credit: HashMap::new(), max_receipts, max_accounts }
+        Ledger {
+            receipts: VecDeque::new(),
+            credit: HashMap::new(),
+            max_receipts,
+            max_accounts,
+        }
     }
 
     /// Records a payment and credits the payer; returns the payer's new balance, or `None` when
@@ -48,7 +53,10 @@ impl Ledger {
     }
 
     pub fn balance(&self, payer: &str, currency: &str) -> f64 {
-        self.credit.get(&(payer.to_string(), currency.to_string())).copied().unwrap_or(0.0)
+        self.credit
+            .get(&(payer.to_string(), currency.to_string()))
+            .copied()
+            .unwrap_or(0.0)
     }
 
     /// Spends `price` of the payer's credit, or returns the balance that was too small.

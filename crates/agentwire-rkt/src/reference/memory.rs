@@ -29,7 +29,12 @@ pub enum MemoryError {
 
 impl MemoryStore {
     pub fn new(max_entries: usize, max_bytes: usize) -> Self {
-        MemoryStore { entries: HashMap::new(), max_entries, max_bytes, bytes: 0 }
+        MemoryStore {
+            entries: HashMap::new(),
+            max_entries,
+            max_bytes,
+            bytes: 0,
+        }
     }
 
     fn fits(&self, k: &(String, String), size: usize) -> bool {
@@ -50,13 +55,23 @@ impl MemoryStore {
     }
 
     /// Stores `value`; `ttl_s` makes it expire. Returns the expiry time.
-    pub fn set(&mut self, now: Millis, namespace: &str, key: &str, value: Value, ttl_s: Option<u64>) -> Result<Option<Millis>, MemoryError> {
+    pub fn set(
+        &mut self,
+        now: Millis,
+        namespace: &str,
+        key: &str,
+        value: Value,
+        ttl_s: Option<u64>,
+    ) -> Result<Option<Millis>, MemoryError> {
         let k = (namespace.to_string(), key.to_string());
         let size = namespace.len() + key.len() + serde_json::to_string(&value).map_or(0, |t| t.len());
         if !self.fits(&k, size) {
             self.sweep(now);
             if !self.fits(&k, size) {
-                return Err(MemoryError::Full { max_entries: self.max_entries, max_bytes: self.max_bytes });
+                return Err(MemoryError::Full {
+                    max_entries: self.max_entries,
+                    max_bytes: self.max_bytes,
+                });
             }
         }
         let expires = ttl_s.map(|t| now.saturating_add(t.saturating_mul(1000)));
@@ -69,7 +84,11 @@ impl MemoryStore {
 
     pub fn get(&mut self, now: Millis, namespace: &str, key: &str) -> Option<&Value> {
         let k = (namespace.to_string(), key.to_string());
-        if self.entries.get(&k).is_some_and(|e| e.expires.is_some_and(|x| x <= now)) {
+        if self
+            .entries
+            .get(&k)
+            .is_some_and(|e| e.expires.is_some_and(|x| x <= now))
+        {
             if let Some(old) = self.entries.remove(&k) {
                 self.bytes -= old.size;
             }
@@ -104,7 +123,13 @@ mod tests {
         m.set(0, "b", "k", json!(2), None).unwrap();
         assert_eq!(m.get(5_000, "a", "k"), Some(&json!(1)));
         assert_eq!(m.get(5_000, "b", "k"), Some(&json!(2)));
-        assert_eq!(m.set(5_000, "c", "k", json!(3), None), Err(MemoryError::Full { max_entries: 2, max_bytes: 1 << 20 }));
+        assert_eq!(
+            m.set(5_000, "c", "k", json!(3), None),
+            Err(MemoryError::Full {
+                max_entries: 2,
+                max_bytes: 1 << 20
+            })
+        );
         assert_eq!(m.get(10_000, "a", "k"), None);
         assert!(m.set(10_000, "c", "k", json!(3), None).is_ok());
         m.set(10_000, "b", "k", json!(4), None).unwrap(); // overwrite needs no room

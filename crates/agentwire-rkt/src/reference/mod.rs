@@ -19,8 +19,11 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 
 /// The intents the reference agent knows, and the capability each needs.
-pub const INTENTS: &[(&str, Option<&str>)] =
-    &[("echo", None), ("weather.current", Some("weather")), ("weather.forecast", Some("forecast"))];
+pub const INTENTS: &[(&str, Option<&str>)] = &[
+    ("echo", None),
+    ("weather.current", Some("weather")),
+    ("weather.forecast", Some("forecast")),
+];
 
 /// The currency of prices and of credit.
 pub const CURRENCY: &str = "RKTT";
@@ -83,11 +86,17 @@ impl ReferenceConfig {
     }
 
     fn intent_enabled(&self, intent: &str) -> bool {
-        INTENTS.iter().any(|(name, cap)| *name == intent && cap.is_none_or(|c| self.capabilities.iter().any(|x| x == c)))
+        INTENTS
+            .iter()
+            .any(|(name, cap)| *name == intent && cap.is_none_or(|c| self.capabilities.iter().any(|x| x == c)))
     }
 
     fn available(&self) -> Vec<&'static str> {
-        INTENTS.iter().map(|(n, _)| *n).filter(|n| self.intent_enabled(n)).collect()
+        INTENTS
+            .iter()
+            .map(|(n, _)| *n)
+            .filter(|n| self.intent_enabled(n))
+            .collect()
     }
 
     /// The DISCOVER manifest.
@@ -141,7 +150,11 @@ pub struct Connection {
 
 impl Connection {
     pub fn new(_cfg: &ReferenceConfig) -> Self {
-        Connection { principal: None, anonymous: None, token: None }
+        Connection {
+            principal: None,
+            anonymous: None,
+            token: None,
+        }
     }
 
     pub fn principal(&self) -> Option<&str> {
@@ -161,7 +174,12 @@ pub fn handle(
 ) {
     let id = msg.id.as_str();
     let refuse = |session: &mut ServerSession, code: i64, message: String, details: Option<Value>| {
-        session.error(now, Some(id), &error_body(code, message, details, Some(id.into())), None)
+        session.error(
+            now,
+            Some(id),
+            &error_body(code, message, details, Some(id.into())),
+            None,
+        )
     };
     if let Some(field) = oversized_field(&msg) {
         let m = format!("{field} is longer than {MAX_FIELD_LEN} bytes (or more than {MAX_SCOPES} scopes)");
@@ -170,12 +188,24 @@ pub fn handle(
     if let Some(header) = &msg.authorization {
         match bearer_principal(cfg, shared, now, header) {
             Some(p) => conn.principal = Some(p),
-            None => return refuse(session, codes::UNAUTHORIZED, "Authorization header not accepted".into(), None),
+            None => {
+                return refuse(
+                    session,
+                    codes::UNAUTHORIZED,
+                    "Authorization header not accepted".into(),
+                    None,
+                )
+            }
         }
     }
     let needs_auth = !cfg.api_keys.is_empty() && !matches!(msg.kind, InboundKind::Discover | InboundKind::Auth(_));
     if needs_auth && conn.principal.is_none() {
-        return refuse(session, codes::UNAUTHORIZED, "authentication required: send AUTH first".into(), None);
+        return refuse(
+            session,
+            codes::UNAUTHORIZED,
+            "authentication required: send AUTH first".into(),
+            None,
+        );
     }
     let payer = match &conn.principal {
         Some(p) => p.clone(),
@@ -195,7 +225,11 @@ pub fn handle(
                 AuthBody::Did { did, scopes } => {
                     // An allowlist, when set, is the only way in; without one, any DID is taken
                     // on a server without API keys (the guide defines no proof of possession).
-                    let allowed = if cfg.allowed_dids.is_empty() { cfg.api_keys.is_empty() } else { cfg.allowed_dids.contains(&did) };
+                    let allowed = if cfg.allowed_dids.is_empty() {
+                        cfg.api_keys.is_empty()
+                    } else {
+                        cfg.allowed_dids.contains(&did)
+                    };
                     ((did.starts_with("did:") && allowed).then_some(did), scopes)
                 }
             };
@@ -209,21 +243,44 @@ pub fn handle(
                 shared.tokens.retain(|_, (_, exp)| *exp > now);
                 if shared.tokens.len() >= cfg.max_tokens {
                     let details = json!({"retry_after": cfg.token_lifetime_s});
-                    return refuse(session, codes::RATE_LIMITED, "too many sessions are authenticated".into(), Some(details));
+                    return refuse(
+                        session,
+                        codes::RATE_LIMITED,
+                        "too many sessions are authenticated".into(),
+                        Some(details),
+                    );
                 }
             }
             let token = format!("rkt_{}", entropy.uuid_v4().replace('-', ""));
-            shared.tokens.insert(token.clone(), (principal.clone(), now.saturating_add(cfg.token_lifetime_s.saturating_mul(1000))));
+            shared.tokens.insert(
+                token.clone(),
+                (
+                    principal.clone(),
+                    now.saturating_add(cfg.token_lifetime_s.saturating_mul(1000)),
+                ),
+            );
             conn.token = Some(token.clone());
             conn.principal = Some(principal);
-            session.auth_ok(now, id, &AuthOkBody { session_token: token, scopes, expires_in: cfg.token_lifetime_s });
+            session.auth_ok(
+                now,
+                id,
+                &AuthOkBody {
+                    session_token: token,
+                    scopes,
+                    expires_in: cfg.token_lifetime_s,
+                },
+            );
         }
         InboundKind::MemorySet(m) => {
             let ns = m.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE);
             match shared.memory.set(now, ns, &m.key, m.value, m.ttl) {
                 Ok(expires) => {
                     let expires_at = expires.map(agentwire_core::format_iso8601);
-                    session.respond(now, id, &json!({"ok": true, "key": m.key, "namespace": ns, "expires_at": expires_at}))
+                    session.respond(
+                        now,
+                        id,
+                        &json!({"ok": true, "key": m.key, "namespace": ns, "expires_at": expires_at}),
+                    )
                 }
                 Err(MemoryError::Full { max_entries, max_bytes }) => {
                     let m = format!("memory is full (at most {max_entries} entries and {max_bytes} bytes)");
@@ -234,7 +291,11 @@ pub fn handle(
         InboundKind::MemoryGet(m) => {
             let ns = m.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE);
             let value = shared.memory.get(now, ns, &m.key).cloned();
-            session.respond(now, id, &json!({"key": m.key, "namespace": ns, "found": value.is_some(), "value": value}))
+            session.respond(
+                now,
+                id,
+                &json!({"key": m.key, "namespace": ns, "found": value.is_some(), "value": value}),
+            )
         }
         InboundKind::Pay(p) => {
             let receipt_id = format!("rcpt_{}", entropy.uuid_v4().replace('-', ""));
@@ -248,24 +309,43 @@ pub fn handle(
                 at: now,
             };
             let Some(balance) = shared.ledger.pay(receipt) else {
-                return refuse(session, codes::TOO_LARGE, "the ledger has no room for another account".into(), None);
+                return refuse(
+                    session,
+                    codes::TOO_LARGE,
+                    "the ledger has no room for another account".into(),
+                    None,
+                );
             };
             session.respond(now, id, &json!({"receipt_id": receipt_id, "amount": p.amount, "currency": p.currency, "recipient": p.recipient, "balance": balance}))
         }
-        InboundKind::Request { intent, params, stream, .. } => {
+        InboundKind::Request {
+            intent, params, stream, ..
+        } => {
             if !cfg.intent_enabled(&intent) {
                 let details = json!({"available_intents": cfg.available()});
-                return refuse(session, codes::CAPABILITY_MISSING, format!("Intent '{intent}' not found"), Some(details));
+                return refuse(
+                    session,
+                    codes::CAPABILITY_MISSING,
+                    format!("Intent '{intent}' not found"),
+                    Some(details),
+                );
             }
             // Parameters are checked before anything is charged.
             let items = match run_intent(cfg, now, &intent, params.unwrap_or(Value::Null)) {
                 Ok(items) => items,
-                Err((message, field)) => return refuse(session, codes::BAD_MESSAGE, message, Some(json!({"field": field}))),
+                Err((message, field)) => {
+                    return refuse(session, codes::BAD_MESSAGE, message, Some(json!({"field": field})))
+                }
             };
             if let Some(&price) = cfg.prices.get(&intent) {
                 if let Err(balance) = shared.ledger.spend(&payer, CURRENCY, price) {
                     let details = json!({"price": price, "currency": CURRENCY, "balance": balance});
-                    return refuse(session, codes::PAYMENT_REQUIRED, format!("'{intent}' costs {price} {CURRENCY}: send PAY first"), Some(details));
+                    return refuse(
+                        session,
+                        codes::PAYMENT_REQUIRED,
+                        format!("'{intent}' costs {price} {CURRENCY}: send PAY first"),
+                        Some(details),
+                    );
                 }
             }
             answer(session, now, id, &intent, items, stream);
@@ -274,18 +354,33 @@ pub fn handle(
 }
 
 /// The items an intent answers with, or what is wrong with its params (message, field).
-fn run_intent(cfg: &ReferenceConfig, now: Millis, intent: &str, params: Value) -> Result<Vec<Value>, (String, &'static str)> {
+fn run_intent(
+    cfg: &ReferenceConfig,
+    now: Millis,
+    intent: &str,
+    params: Value,
+) -> Result<Vec<Value>, (String, &'static str)> {
     let city = match params.get("city") {
         None => "Seoul".to_string(),
         Some(Value::String(c)) if !c.is_empty() && c.len() <= MAX_FIELD_LEN => c.clone(),
-        Some(_) => return Err((format!("city must be a string of 1 to {MAX_FIELD_LEN} bytes"), "params.city")),
+        Some(_) => {
+            return Err((
+                format!("city must be a string of 1 to {MAX_FIELD_LEN} bytes"),
+                "params.city",
+            ))
+        }
     };
     Ok(match intent {
         "echo" => vec![params],
         "weather.current" => vec![intents::current(&city)],
         _ => match params.get("days").map_or(Some(7), Value::as_u64) {
             Some(d) if (1..=u64::from(cfg.max_forecast_days)).contains(&d) => intents::forecast(&city, d as u32, now),
-            _ => return Err((format!("days must be an integer from 1 to {}", cfg.max_forecast_days), "params.days")),
+            _ => {
+                return Err((
+                    format!("days must be an integer from 1 to {}", cfg.max_forecast_days),
+                    "params.days",
+                ))
+            }
         },
     })
 }
@@ -298,7 +393,11 @@ fn answer(session: &mut ServerSession, now: Millis, id: &str, intent: &str, item
         }
         session.stream_end(now, id);
     } else {
-        let data = if intent == "weather.forecast" { Value::Array(items) } else { items.into_iter().next().unwrap_or(Value::Null) };
+        let data = if intent == "weather.forecast" {
+            Value::Array(items)
+        } else {
+            items.into_iter().next().unwrap_or(Value::Null)
+        };
         session.respond(now, id, &json!({"intent": intent, "data": data}));
     }
 }
@@ -329,5 +428,9 @@ fn bearer_principal(cfg: &ReferenceConfig, shared: &Shared, now: Millis, header:
     if let Some(i) = cfg.api_keys.iter().position(|k| k == token) {
         return Some(format!("key:{i}"));
     }
-    shared.tokens.get(token).filter(|(_, exp)| *exp > now).map(|(p, _)| p.clone())
+    shared
+        .tokens
+        .get(token)
+        .filter(|(_, exp)| *exp > now)
+        .map(|(p, _)| p.clone())
 }
