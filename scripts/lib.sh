@@ -15,6 +15,9 @@ need_rust() {
   if ! cargo clippy --version >/dev/null 2>&1; then
     rustup component add clippy
   fi
+  if ! cargo fmt --version >/dev/null 2>&1; then
+    rustup component add rustfmt
+  fi
 }
 
 need_node() {

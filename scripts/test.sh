@@ -8,6 +8,9 @@ need_python
 need_go
 cd "$ROOT"
 
+echo "== cargo fmt --check"
+cargo fmt --all --check
+
 echo "== cargo clippy (workspace, warnings are errors)"
 cargo clippy --workspace --all-targets -q -- -D warnings
 
