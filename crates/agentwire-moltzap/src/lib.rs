@@ -1,4 +1,5 @@
-//! MoltZap, sans-IO. This crate holds the frame layer: decoding every WebSocket text message a
+//! MoltZap, sans-IO. This crate holds the client [`Session`] (handshake of both generations and
+//! `auto`, request correlation, typed methods, typed events) over the frame layer: decoding every WebSocket text message a
 //! MoltZap server sends into [`Frame`]s, encoding the frames a client (or a test peer) sends, and
 //! the typed errors. It speaks both generations ([`Generation`]): the current one (standard
 //! JSON-RPC 2.0, protocol `2026.811.0`) and the released one (protocol `2026.425.3`, with the
@@ -33,12 +34,14 @@ pub mod errors;
 mod fields;
 mod frame;
 mod frame_error;
+pub mod session;
 
 pub use decode::{decode_bytes, decode_bytes_with, decode_message, decode_message_with, DecodeOptions};
 pub use encode::{encode_frame, encode_notification, encode_request, encode_response, EncodeError};
 pub use errors::{codes, MoltZapError};
 pub use frame::{raw, Frame, Generation, Id, Notification, Outcome, Request, Response, RpcError};
 pub use frame_error::{FrameError, FrameErrorKind};
+pub use session::{Credentials, Event, GenerationChoice, HelloOk, RequestId, Session, SessionConfig, SessionState};
 
 /// The protocol version of the current generation.
 pub const CURRENT_PROTOCOL: &str = "2026.811.0";

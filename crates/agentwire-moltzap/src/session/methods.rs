@@ -1,0 +1,294 @@
+//! Typed methods: the released method table in full, plus the current generation's
+//! `agent/message/list`. Each builds its params with serde and goes through [`Session::call`];
+//! the result comes as [`super::Event::Response`] (raw JSON).
+
+use super::{Part, RequestId, Session};
+use crate::errors::MoltZapError;
+use agentwire_core::Millis;
+use serde::Serialize;
+
+/// `dm` or `group`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConversationKind {
+    Dm,
+    Group,
+}
+
+/// A conversation participant: `{"type":"agent","id"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Participant {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub id: String,
+}
+
+impl Participant {
+    pub fn agent(id: impl Into<String>) -> Participant {
+        Participant {
+            kind: "agent".to_string(),
+            id: id.into(),
+        }
+    }
+}
+
+/// `conversations/create` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CreateConversation {
+    #[serde(rename = "type")]
+    pub kind: ConversationKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub participants: Vec<Participant>,
+}
+
+/// `conversations/list` `archived` filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArchivedFilter {
+    Exclude,
+    Include,
+    Only,
+}
+
+/// `conversations/list` params (all optional).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ListConversations {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archived: Option<ArchivedFilter>,
+}
+
+/// `messages/send` params: a `conversation_id`, or `to: "agent:<name>"` (creates or reuses a DM).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendMessage {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    pub parts: Vec<Part>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_to_id: Option<String>,
+}
+
+impl SendMessage {
+    /// One text part to a conversation.
+    pub fn text_to_conversation(conversation_id: impl Into<String>, text: impl Into<String>) -> SendMessage {
+        SendMessage {
+            conversation_id: Some(conversation_id.into()),
+            parts: vec![Part::text(text)],
+            ..SendMessage::default()
+        }
+    }
+
+    /// One text part to `agent:<name>`.
+    pub fn text_to_agent(name: &str, text: impl Into<String>) -> SendMessage {
+        SendMessage {
+            to: Some(format!("agent:{name}")),
+            parts: vec![Part::text(text)],
+            ..SendMessage::default()
+        }
+    }
+}
+
+/// `presence/update` status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PresenceStatus {
+    Online,
+    Offline,
+    Away,
+}
+
+/// `agent/message/list` params (current generation): the spec names only `limit`, which bounds
+/// the window recovered after a reconnect; `conversation_id` narrows it when set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentMessageList {
+    pub limit: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Empty {}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConversationId<'a> {
+    conversation_id: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AgentIds<'a> {
+    agent_ids: &'a [&'a str],
+}
+
+#[derive(Serialize)]
+struct Names<'a> {
+    names: &'a [&'a str],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Update<'a> {
+    conversation_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Mute<'a> {
+    conversation_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    until: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WithParticipant<'a> {
+    conversation_id: &'a str,
+    participant: &'a Participant,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListMessages<'a> {
+    conversation_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limit: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct Status {
+    status: PresenceStatus,
+}
+
+type R = Result<RequestId, MoltZapError>;
+
+impl Session {
+    /// `system/ping {}` → `{ts}`.
+    pub fn system_ping(&mut self, now: Millis) -> R {
+        self.call_serialized(now, "system/ping", &Empty {})
+    }
+
+    /// `agents/lookup {agentIds}` → `{agents:[AgentCard]}`.
+    pub fn agents_lookup(&mut self, now: Millis, agent_ids: &[&str]) -> R {
+        self.call_serialized(now, "agents/lookup", &AgentIds { agent_ids })
+    }
+
+    /// `agents/lookupByName {names}` → `{agents:[AgentCard]}`.
+    pub fn agents_lookup_by_name(&mut self, now: Millis, names: &[&str]) -> R {
+        self.call_serialized(now, "agents/lookupByName", &Names { names })
+    }
+
+    /// `agents/list {}` → `{agents:{id:AgentCard}}`.
+    pub fn agents_list(&mut self, now: Millis) -> R {
+        self.call_serialized(now, "agents/list", &Empty {})
+    }
+
+    /// `conversations/create` → `{conversation}`.
+    pub fn conversations_create(&mut self, now: Millis, params: &CreateConversation) -> R {
+        self.call_serialized(now, "conversations/create", params)
+    }
+
+    /// `conversations/list` → `{conversations, cursor?}`.
+    pub fn conversations_list(&mut self, now: Millis, params: &ListConversations) -> R {
+        self.call_serialized(now, "conversations/list", params)
+    }
+
+    /// `conversations/get {conversationId}` → `{conversation, participants}`.
+    pub fn conversations_get(&mut self, now: Millis, conversation_id: &str) -> R {
+        self.call_serialized(now, "conversations/get", &ConversationId { conversation_id })
+    }
+
+    /// `conversations/update {conversationId, name?}` → `{}`.
+    pub fn conversations_update(&mut self, now: Millis, conversation_id: &str, name: Option<&str>) -> R {
+        self.call_serialized(now, "conversations/update", &Update { conversation_id, name })
+    }
+
+    /// `conversations/mute {conversationId, until?}` → `{}`.
+    pub fn conversations_mute(&mut self, now: Millis, conversation_id: &str, until: Option<&str>) -> R {
+        self.call_serialized(now, "conversations/mute", &Mute { conversation_id, until })
+    }
+
+    /// `conversations/unmute {conversationId}` → `{}`.
+    pub fn conversations_unmute(&mut self, now: Millis, conversation_id: &str) -> R {
+        self.call_serialized(now, "conversations/unmute", &ConversationId { conversation_id })
+    }
+
+    /// `conversations/leave {conversationId}` → `{}`.
+    pub fn conversations_leave(&mut self, now: Millis, conversation_id: &str) -> R {
+        self.call_serialized(now, "conversations/leave", &ConversationId { conversation_id })
+    }
+
+    /// `conversations/archive {conversationId}` → `{}`.
+    pub fn conversations_archive(&mut self, now: Millis, conversation_id: &str) -> R {
+        self.call_serialized(now, "conversations/archive", &ConversationId { conversation_id })
+    }
+
+    /// `conversations/unarchive {conversationId}` → `{}`.
+    pub fn conversations_unarchive(&mut self, now: Millis, conversation_id: &str) -> R {
+        self.call_serialized(now, "conversations/unarchive", &ConversationId { conversation_id })
+    }
+
+    /// `conversations/addParticipant {conversationId, participant}` → `{}`.
+    pub fn conversations_add_participant(
+        &mut self,
+        now: Millis,
+        conversation_id: &str,
+        participant: &Participant,
+    ) -> R {
+        let p = WithParticipant {
+            conversation_id,
+            participant,
+        };
+        self.call_serialized(now, "conversations/addParticipant", &p)
+    }
+
+    /// `conversations/removeParticipant {conversationId, participant}` → `{}`.
+    pub fn conversations_remove_participant(
+        &mut self,
+        now: Millis,
+        conversation_id: &str,
+        participant: &Participant,
+    ) -> R {
+        let p = WithParticipant {
+            conversation_id,
+            participant,
+        };
+        self.call_serialized(now, "conversations/removeParticipant", &p)
+    }
+
+    /// `messages/send` → `{message}` (decode with [`super::Message::from_wrapped`]).
+    pub fn messages_send(&mut self, now: Millis, params: &SendMessage) -> R {
+        self.call_serialized(now, "messages/send", params)
+    }
+
+    /// `messages/list {conversationId, limit?}` → `{messages, hasMore}`.
+    pub fn messages_list(&mut self, now: Millis, conversation_id: &str, limit: Option<u32>) -> R {
+        self.call_serialized(now, "messages/list", &ListMessages { conversation_id, limit })
+    }
+
+    /// `presence/update {status}` → `{}`.
+    pub fn presence_update(&mut self, now: Millis, status: PresenceStatus) -> R {
+        self.call_serialized(now, "presence/update", &Status { status })
+    }
+
+    /// `presence/subscribe {agentIds}` → `{statuses:[{agentId,status}]}`.
+    pub fn presence_subscribe(&mut self, now: Millis, agent_ids: &[&str]) -> R {
+        self.call_serialized(now, "presence/subscribe", &AgentIds { agent_ids })
+    }
+
+    /// `agent/message/list` (current generation): a bounded window of recent messages, e.g.
+    /// after a reconnect.
+    pub fn agent_message_list(&mut self, now: Millis, params: &AgentMessageList) -> R {
+        self.call_serialized(now, "agent/message/list", params)
+    }
+}

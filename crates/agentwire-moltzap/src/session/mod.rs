@@ -1,0 +1,672 @@
+//! The client session, sans-IO: the handshake of both generations (and `auto`), request
+//! correlation with timeouts, cancellation and a bound on requests in flight, server pushes as
+//! typed events, ping watching. The decisions are in `docs/protocols/moltzap.md` ("Session").
+
+mod events;
+mod methods;
+
+pub use events::{Event, HelloOk, Message, Part, RequestId};
+pub use methods::{
+    AgentMessageList, ArchivedFilter, ConversationKind, CreateConversation, ListConversations, Participant,
+    PresenceStatus, SendMessage,
+};
+
+use crate::decode::{decode_bytes_with, decode_message_with, DecodeOptions};
+use crate::encode::encode_request;
+use crate::errors::{codes, MoltZapError};
+use crate::frame::{Frame, Generation, Id, Outcome, Response};
+use crate::frame_error::FrameError;
+use crate::{CURRENT_PROTOCOL, RELEASED_PROTOCOL};
+use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// Which generation a session speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GenerationChoice {
+    /// `agent/network/connect`, protocol `2026.811.0`.
+    #[default]
+    Current,
+    /// `auth/connect`, protocol `2026.425.3`.
+    Released,
+    /// The current handshake first; a `-32600` answer switches to the released one on the same
+    /// socket.
+    Auto,
+}
+
+/// How a session is set up. `Default` gives the documented values.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    pub generation: GenerationChoice,
+    /// How long a request waits for its response (default 30 s).
+    pub request_timeout_ms: u64,
+    /// Requests sent and not yet answered; past it, `call` fails with `limit` (default 1024).
+    pub max_in_flight: usize,
+    /// How long a connect waits for its HelloOk (default 10 s).
+    pub handshake_timeout_ms: u64,
+    /// The server's WebSocket ping interval (current generation). When set, three intervals
+    /// without a ping report [`Event::MissedPings`]. Default `None`: the spec names no interval.
+    /// Ignored in the released generation, whose servers send no pings.
+    pub ping_interval_ms: Option<u64>,
+    pub decode: DecodeOptions,
+    /// Prefix of request ids (default `"aw-"`); the ids are `<prefix>1`, `<prefix>2`, ...
+    pub id_prefix: String,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            generation: GenerationChoice::Current,
+            request_timeout_ms: 30_000,
+            max_in_flight: 1024,
+            handshake_timeout_ms: 10_000,
+            ping_interval_ms: None,
+            decode: DecodeOptions::default(),
+            id_prefix: "aw-".to_string(),
+        }
+    }
+}
+
+/// How `connect` authenticates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credentials {
+    /// `moltzap_agent_…`; both generations.
+    AgentKey(String),
+    /// A user session token; released generation only.
+    SessionToken(String),
+}
+
+/// Where the session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// No socket: created, or after `handle_close`. `handle_open` moves to `Open`.
+    Closed,
+    /// The socket is open; not authenticated. `connect` may be called.
+    Open,
+    /// A connect is in flight.
+    Connecting,
+    /// Authenticated: requests may be sent.
+    Ready,
+}
+
+/// How many request ids that ended early (cancelled, timed out) are remembered, so their late
+/// responses are dropped quietly.
+pub const FORGOTTEN_CAP: usize = 1024;
+
+/// Pings missed before [`Event::MissedPings`].
+pub const MISSED_PINGS: u32 = 3;
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Timer {
+    Request(String),
+    Ping,
+}
+
+#[derive(Debug)]
+struct Connecting {
+    id: String,
+    credentials: Credentials,
+    /// The generation of the connect on the wire.
+    generation: Generation,
+    /// `auto` and still on the current handshake: a `-32600` switches to released.
+    may_fall_back: bool,
+}
+
+pub struct Session {
+    cfg: SessionConfig,
+    #[allow(dead_code)]
+    entropy: Box<dyn Entropy + Send>,
+    state: SessionState,
+    /// The generation frames are decoded and encoded in.
+    generation: Generation,
+    connecting: Option<Connecting>,
+    next_id: u64,
+    /// Requests sent and not answered: id → sent at.
+    pending: HashMap<String, Millis>,
+    forgotten: VecDeque<String>,
+    forgotten_set: HashSet<String>,
+    timers: Timers<Timer>,
+    pings_missed_reported: bool,
+    transmit: VecDeque<Outgoing>,
+    events: VecDeque<Event>,
+}
+
+impl Session {
+    /// A session; `entropy` is kept for ids and jitter (the request ids themselves come from a
+    /// counter, so a session is deterministic without it).
+    pub fn new(cfg: SessionConfig, entropy: Box<dyn Entropy + Send>) -> Self {
+        let generation = match cfg.generation {
+            GenerationChoice::Released => Generation::Released,
+            _ => Generation::Current,
+        };
+        Session {
+            cfg,
+            entropy,
+            state: SessionState::Closed,
+            generation,
+            connecting: None,
+            next_id: 1,
+            pending: HashMap::new(),
+            forgotten: VecDeque::new(),
+            forgotten_set: HashSet::new(),
+            timers: Timers::new(),
+            pings_missed_reported: false,
+            transmit: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    pub fn state(&self) -> SessionState {
+        self.state
+    }
+
+    /// The generation the session speaks now (for `auto`: `Current` until a fallback).
+    pub fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// Requests sent and not yet answered (the connect excluded).
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn config(&self) -> &SessionConfig {
+        &self.cfg
+    }
+
+    // ---- inputs -------------------------------------------------------------------------
+
+    /// The socket is open. `auto` starts again from the current handshake on every socket.
+    pub fn handle_open(&mut self, _now: Millis) {
+        if self.state != SessionState::Closed {
+            return;
+        }
+        self.state = SessionState::Open;
+        self.generation = match self.cfg.generation {
+            GenerationChoice::Released => Generation::Released,
+            _ => Generation::Current,
+        };
+        self.pings_missed_reported = false;
+    }
+
+    /// A text message arrived.
+    pub fn handle_text(&mut self, now: Millis, text: &str) {
+        if self.state == SessionState::Closed {
+            return;
+        }
+        let frames = decode_message_with(self.generation, text, &self.cfg.decode);
+        self.on_frames(now, frames);
+    }
+
+    /// A binary message arrived: decoded as UTF-8 JSON text (invalid UTF-8 is a diagnostic).
+    pub fn handle_binary(&mut self, now: Millis, bytes: &[u8]) {
+        if self.state == SessionState::Closed {
+            return;
+        }
+        let frames = decode_bytes_with(self.generation, bytes, &self.cfg.decode);
+        self.on_frames(now, frames);
+    }
+
+    /// The driver answered a WebSocket ping (it sends the pong itself).
+    pub fn handle_ping(&mut self, now: Millis) {
+        if self.state == SessionState::Closed {
+            return;
+        }
+        self.pings_missed_reported = false;
+        self.arm_ping(now);
+    }
+
+    /// The socket closed (either side): every pending request fails with `closed`, then
+    /// `Disconnected`. No reconnect: call `handle_open` for a new socket, then `connect`.
+    pub fn handle_close(&mut self, _now: Millis, code: u16, reason: &str) {
+        self.finish(code, reason);
+    }
+
+    pub fn handle_timeout(&mut self, now: Millis) {
+        for timer in self.timers.expire(now) {
+            match timer {
+                Timer::Request(id) => self.on_request_timeout(id),
+                Timer::Ping => {
+                    if self.state != SessionState::Closed && !self.pings_missed_reported {
+                        self.pings_missed_reported = true;
+                        self.events.push_back(Event::MissedPings { count: MISSED_PINGS });
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- outputs ------------------------------------------------------------------------
+
+    pub fn poll_transmit(&mut self) -> Option<Outgoing> {
+        self.transmit.pop_front()
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.timers.next()
+    }
+
+    // ---- commands -----------------------------------------------------------------------
+
+    /// Authenticates: the first message on the socket. The answer comes as `Connected` or
+    /// `ConnectFailed` with the returned id.
+    pub fn connect(&mut self, now: Millis, credentials: Credentials) -> Result<RequestId, MoltZapError> {
+        match self.state {
+            SessionState::Closed => return Err(state_error("the socket is not open (call handle_open first)")),
+            SessionState::Connecting => return Err(state_error("a connect is already in flight")),
+            SessionState::Ready => return Err(state_error("already connected")),
+            SessionState::Open => {}
+        }
+        let (generation, may_fall_back) = match (self.cfg.generation, &credentials) {
+            (GenerationChoice::Current, Credentials::SessionToken(_)) => {
+                return Err(MoltZapError::local(
+                    ErrorKind::Invalid,
+                    "session tokens are a released-generation feature (generation current)",
+                ))
+            }
+            (GenerationChoice::Current, _) => (Generation::Current, false),
+            (GenerationChoice::Released, _) => (Generation::Released, false),
+            // Only released servers take session tokens: go straight to auth/connect.
+            (GenerationChoice::Auto, Credentials::SessionToken(_)) => (Generation::Released, false),
+            (GenerationChoice::Auto, Credentials::AgentKey(_)) => {
+                (self.generation, self.generation == Generation::Current)
+            }
+        };
+        let (Credentials::AgentKey(k) | Credentials::SessionToken(k)) = &credentials;
+        if k.is_empty() {
+            return Err(MoltZapError::local(ErrorKind::Invalid, "empty credential"));
+        }
+        let id = self.new_id();
+        self.generation = generation;
+        self.connecting = Some(Connecting {
+            id: id.clone(),
+            credentials,
+            generation,
+            may_fall_back,
+        });
+        self.state = SessionState::Connecting;
+        self.send_connect(now);
+        Ok(id)
+    }
+
+    /// Sends a request; the answer comes as `Response` or `Failed` with the returned id.
+    /// `params` is JSON text (an object or an array) or `None`. Only after `Connected`.
+    pub fn call(&mut self, now: Millis, method: &str, params: Option<&str>) -> Result<RequestId, MoltZapError> {
+        let timeout = self.cfg.request_timeout_ms;
+        self.call_with_timeout(now, method, params, timeout)
+    }
+
+    /// [`Session::call`] with its own timeout.
+    pub fn call_with_timeout(
+        &mut self,
+        now: Millis,
+        method: &str,
+        params: Option<&str>,
+        timeout_ms: u64,
+    ) -> Result<RequestId, MoltZapError> {
+        match self.state {
+            SessionState::Ready => {}
+            SessionState::Closed => return Err(MoltZapError::local(ErrorKind::Closed, "the socket is closed")),
+            _ => return Err(state_error("not connected: call connect and wait for Connected")),
+        }
+        if method.is_empty() {
+            return Err(MoltZapError::local(ErrorKind::Invalid, "method must not be empty"));
+        }
+        let params = match params {
+            None => None,
+            Some(p) => {
+                let raw = RawValue::from_string(p.trim().to_string())
+                    .map_err(|e| MoltZapError::local(ErrorKind::Invalid, format!("params are not JSON: {e}")))?;
+                if !(raw.get().starts_with('{') || raw.get().starts_with('[')) {
+                    return Err(MoltZapError::local(
+                        ErrorKind::Invalid,
+                        "params must be a JSON object or array",
+                    ));
+                }
+                Some(raw)
+            }
+        };
+        if self.pending.len() >= self.cfg.max_in_flight {
+            let m = format!("{} requests already in flight (max_in_flight)", self.pending.len());
+            return Err(MoltZapError::local(ErrorKind::Limit, m));
+        }
+        let id = self.new_id();
+        let wire = encode_request(self.generation, &Id::Str(id.clone()), method, params.as_deref())
+            .map_err(|e| MoltZapError::local(ErrorKind::Invalid, e.to_string()))?;
+        self.pending.insert(id.clone(), now);
+        self.timers
+            .set(Timer::Request(id.clone()), now.saturating_add(timeout_ms));
+        self.transmit.push_back(Outgoing::Text(wire));
+        Ok(id)
+    }
+
+    /// Serializes `params` and calls `method` (the typed methods go through here).
+    pub fn call_serialized<P: Serialize + ?Sized>(
+        &mut self,
+        now: Millis,
+        method: &str,
+        params: &P,
+    ) -> Result<RequestId, MoltZapError> {
+        let json = serde_json::to_string(params)
+            .map_err(|e| MoltZapError::local(ErrorKind::Invalid, format!("params: {e}")))?;
+        self.call(now, method, Some(&json))
+    }
+
+    /// Ends a request early: `Failed` with `cancelled`; a late response is dropped quietly.
+    /// A pending connect can be cancelled too (`ConnectFailed`). False when `id` is not pending.
+    pub fn cancel(&mut self, id: &str) -> bool {
+        let error = MoltZapError::local(ErrorKind::Cancelled, "cancelled").for_request(Id::from(id));
+        if self.connecting.as_ref().is_some_and(|c| c.id == id) {
+            self.connect_failed(error);
+            self.forget(id.to_string());
+            return true;
+        }
+        if self.pending.remove(id).is_none() {
+            return false;
+        }
+        self.timers.cancel(&Timer::Request(id.to_string()));
+        self.forget(id.to_string());
+        self.events.push_back(Event::Failed {
+            id: id.to_string(),
+            error,
+        });
+        true
+    }
+
+    /// Closes the socket with `code`/`reason`: pending requests fail with `closed`.
+    pub fn close(&mut self, code: u16, reason: &str) {
+        if self.state == SessionState::Closed {
+            return;
+        }
+        self.transmit.push_back(Outgoing::Close {
+            code,
+            reason: reason.to_string(),
+        });
+        self.finish(code, reason);
+    }
+
+    // ---- internals ----------------------------------------------------------------------
+
+    fn new_id(&mut self) -> String {
+        let id = format!("{}{}", self.cfg.id_prefix, self.next_id);
+        self.next_id += 1;
+        id
+    }
+
+    fn send_connect(&mut self, now: Millis) {
+        let Some(c) = &self.connecting else { return };
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct ConnectParams<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            agent_key: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            session_token: Option<&'a str>,
+            min_protocol: &'a str,
+            max_protocol: &'a str,
+        }
+        let (agent_key, session_token) = match &c.credentials {
+            Credentials::AgentKey(k) => (Some(k.as_str()), None),
+            Credentials::SessionToken(t) => (None, Some(t.as_str())),
+        };
+        let (method, protocol) = match c.generation {
+            Generation::Current => ("agent/network/connect", CURRENT_PROTOCOL),
+            Generation::Released => ("auth/connect", RELEASED_PROTOCOL),
+        };
+        let params = ConnectParams {
+            agent_key,
+            session_token,
+            min_protocol: protocol,
+            max_protocol: protocol,
+        };
+        let params = serde_json::value::to_raw_value(&params).expect("plain strings serialize");
+        let wire = encode_request(c.generation, &Id::Str(c.id.clone()), method, Some(&params))
+            .expect("string ids encode in both generations");
+        self.timers.set(
+            Timer::Request(c.id.clone()),
+            now.saturating_add(self.cfg.handshake_timeout_ms),
+        );
+        self.transmit.push_back(Outgoing::Text(wire));
+    }
+
+    fn on_frames(&mut self, now: Millis, frames: Vec<Result<Frame, FrameError>>) {
+        for frame in frames {
+            match frame {
+                Ok(Frame::Response(r)) => self.on_response(now, r),
+                Ok(Frame::Notification(n)) => {
+                    let data = n.params.map(|p| p.get().to_string());
+                    self.events.push_back(events::push_event(n.name, data));
+                }
+                Ok(Frame::Request(q)) => {
+                    let m = format!(
+                        "the server sent a request (`{}`), which MoltZap servers never do; dropped",
+                        q.method
+                    );
+                    self.diagnostic(MoltZapError::local(ErrorKind::Protocol, m).for_request(q.id));
+                }
+                Err(e) => self.on_frame_error(e),
+            }
+        }
+    }
+
+    fn on_frame_error(&mut self, e: FrameError) {
+        let error = MoltZapError::frame(&e);
+        self.diagnostic(error.clone());
+        let Some(Id::Str(id)) = &e.id else { return };
+        if self.connecting.as_ref().is_some_and(|c| &c.id == id) {
+            self.connect_failed(error);
+        } else if self.pending.remove(id).is_some() {
+            self.timers.cancel(&Timer::Request(id.clone()));
+            self.events.push_back(Event::Failed { id: id.clone(), error });
+        }
+    }
+
+    fn on_response(&mut self, now: Millis, r: Response) {
+        let id = match r.id {
+            Some(Id::Str(id)) => id,
+            Some(Id::Num(n)) => {
+                let m = format!("response to numeric id {n}, which this session never sends; dropped");
+                return self.diagnostic(MoltZapError::local(ErrorKind::Protocol, m).for_request(Id::Num(n)));
+            }
+            None => return self.on_null_id(now, r.outcome),
+        };
+        if self.connecting.as_ref().is_some_and(|c| c.id == id) {
+            return self.on_connect_response(now, r.outcome);
+        }
+        if self.pending.remove(&id).is_none() {
+            if !self.forgotten_set.contains(&id) {
+                let m = format!("response to unknown id `{id}`; dropped");
+                self.diagnostic(MoltZapError::local(ErrorKind::Protocol, m).for_request(Id::Str(id)));
+            }
+            return;
+        }
+        self.timers.cancel(&Timer::Request(id.clone()));
+        let event = match r.outcome {
+            Outcome::Result(result) => Event::Response {
+                id,
+                result: result.get().to_string(),
+            },
+            Outcome::Error(e) => Event::Failed {
+                error: MoltZapError::remote(&e, Some(&Id::Str(id.clone()))),
+                id,
+            },
+        };
+        self.events.push_back(event);
+    }
+
+    /// An error response with `id: null`: the server could not read a frame's id (or the frame).
+    /// It is reported as a diagnostic; when exactly one request (or the connect) is waiting, the
+    /// unreadable frame can only be that one, so it also fails it.
+    fn on_null_id(&mut self, now: Millis, outcome: Outcome) {
+        let Outcome::Error(e) = outcome else { return };
+        let error = MoltZapError::remote(&e, None);
+        self.diagnostic(error.clone());
+        let waiting = self.pending.len() + usize::from(self.connecting.is_some());
+        if waiting != 1 {
+            return;
+        }
+        if self.connecting.is_some() {
+            return self.on_connect_response(now, Outcome::Error(e));
+        }
+        let id = self.pending.keys().next().cloned().expect("one pending");
+        self.pending.remove(&id);
+        self.timers.cancel(&Timer::Request(id.clone()));
+        self.events.push_back(Event::Failed {
+            error: error.for_request(Id::Str(id.clone())),
+            id,
+        });
+    }
+
+    fn on_connect_response(&mut self, now: Millis, outcome: Outcome) {
+        let Some(c) = &mut self.connecting else { return };
+        let id = c.id.clone();
+        match outcome {
+            Outcome::Error(e) if c.may_fall_back && e.code == codes::INVALID_REQUEST => {
+                // A released server refusing a frame without `type`: retry as released, same id.
+                c.may_fall_back = false;
+                c.generation = Generation::Released;
+                self.generation = Generation::Released;
+                self.send_connect(now);
+            }
+            Outcome::Error(e) => {
+                let error = MoltZapError::remote(&e, Some(&Id::Str(id)));
+                self.connect_failed(error);
+            }
+            Outcome::Result(result) => {
+                let generation = c.generation;
+                self.timers.cancel(&Timer::Request(id.clone()));
+                self.connecting = None;
+                let hello = match HelloOk::parse(result.get()) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        self.state = SessionState::Open;
+                        let error = e.for_request(Id::Str(id.clone()));
+                        self.events.push_back(Event::ConnectFailed { id, error });
+                        return;
+                    }
+                };
+                if let Some(v) = &hello.protocol_version {
+                    let expected = match generation {
+                        Generation::Current => CURRENT_PROTOCOL,
+                        Generation::Released => RELEASED_PROTOCOL,
+                    };
+                    if !version_in_range(v, expected, expected) {
+                        let m = format!("server protocol {v} is outside {expected}..={expected}");
+                        let error = MoltZapError::local(ErrorKind::Version, m).for_request(Id::Str(id.clone()));
+                        self.events.push_back(Event::ConnectFailed { id, error });
+                        self.close(1000, "protocol version unsupported");
+                        return;
+                    }
+                }
+                self.state = SessionState::Ready;
+                self.events.push_back(Event::Connected { id, generation, hello });
+                if generation == Generation::Current {
+                    self.arm_ping(now);
+                }
+            }
+        }
+    }
+
+    /// Ends the connect in flight with `error`; the socket stays open for another connect.
+    fn connect_failed(&mut self, error: MoltZapError) {
+        let Some(c) = self.connecting.take() else { return };
+        self.timers.cancel(&Timer::Request(c.id.clone()));
+        self.state = SessionState::Open;
+        self.events.push_back(Event::ConnectFailed { id: c.id, error });
+    }
+
+    fn on_request_timeout(&mut self, id: String) {
+        if self.connecting.as_ref().is_some_and(|c| c.id == id) {
+            let m = format!("no HelloOk within {} ms", self.cfg.handshake_timeout_ms);
+            let error = MoltZapError::local(ErrorKind::Timeout, m).for_request(Id::Str(id.clone()));
+            self.connect_failed(error);
+            self.forget(id);
+            return;
+        }
+        if self.pending.remove(&id).is_some() {
+            self.forget(id.clone());
+            let m = "no response before the request timeout";
+            let error = MoltZapError::local(ErrorKind::Timeout, m).for_request(Id::Str(id.clone()));
+            self.events.push_back(Event::Failed { id, error });
+        }
+    }
+
+    fn arm_ping(&mut self, now: Millis) {
+        if self.generation != Generation::Current {
+            return;
+        }
+        if let Some(interval) = self.cfg.ping_interval_ms.filter(|i| *i > 0) {
+            let at = now.saturating_add(interval.saturating_mul(u64::from(MISSED_PINGS)));
+            self.timers.set(Timer::Ping, at);
+        }
+    }
+
+    fn diagnostic(&mut self, e: MoltZapError) {
+        self.events.push_back(Event::Diagnostic(e));
+    }
+
+    fn forget(&mut self, id: String) {
+        if self.forgotten.len() >= FORGOTTEN_CAP {
+            if let Some(old) = self.forgotten.pop_front() {
+                self.forgotten_set.remove(&old);
+            }
+        }
+        if self.forgotten_set.insert(id.clone()) {
+            self.forgotten.push_back(id);
+        }
+    }
+
+    fn finish(&mut self, code: u16, reason: &str) {
+        if self.state == SessionState::Closed {
+            return;
+        }
+        self.state = SessionState::Closed;
+        let closed = |id: &str| {
+            let m = format!("connection closed ({code} {reason}) before a response");
+            MoltZapError::local(ErrorKind::Closed, m).for_request(Id::from(id))
+        };
+        if let Some(c) = self.connecting.take() {
+            let error = closed(&c.id);
+            self.events.push_back(Event::ConnectFailed { id: c.id, error });
+        }
+        let mut ids: Vec<(Millis, String)> = self.pending.drain().map(|(id, at)| (at, id)).collect();
+        ids.sort();
+        for (_, id) in ids {
+            let error = closed(&id);
+            self.events.push_back(Event::Failed { id, error });
+        }
+        self.timers.clear();
+        self.events.push_back(Event::Disconnected {
+            code,
+            reason: reason.to_string(),
+        });
+    }
+}
+
+fn state_error(m: &str) -> MoltZapError {
+    MoltZapError::local(ErrorKind::State, m)
+}
+
+/// True when dotted version `v` lies in `min..=max`, comparing numeric components (missing
+/// components count as 0). A version that is not dotted numbers is out of range.
+pub fn version_in_range(v: &str, min: &str, max: &str) -> bool {
+    fn parse(s: &str) -> Option<Vec<u64>> {
+        s.split('.').map(|p| p.parse().ok()).collect()
+    }
+    let (Some(v), Some(lo), Some(hi)) = (parse(v), parse(min), parse(max)) else {
+        return false;
+    };
+    let cmp = |a: &[u64], b: &[u64]| {
+        let n = a.len().max(b.len());
+        (0..n)
+            .map(|i| a.get(i).copied().unwrap_or(0).cmp(&b.get(i).copied().unwrap_or(0)))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    };
+    cmp(&v, &lo).is_ge() && cmp(&v, &hi).is_le()
+}

@@ -1,0 +1,838 @@
+//! The client session driven with literal server frames (the released ones taken from the
+//! captures in `shared/vectors/moltzap-2026.425/`). Deterministic: time is passed in.
+
+use agentwire_core::{ErrorKind, Outgoing, SeededEntropy};
+use agentwire_moltzap::session::{
+    AgentMessageList, ArchivedFilter, ConversationKind, CreateConversation, ListConversations, Message, Part,
+    Participant, PresenceStatus, SendMessage, FORGOTTEN_CAP,
+};
+use agentwire_moltzap::{
+    Credentials, Event, Generation, GenerationChoice, Session, SessionConfig, SessionState, CURRENT_PROTOCOL,
+    RELEASED_PROTOCOL,
+};
+use serde_json::{json, Value};
+
+const KEY: &str = "moltzap_agent_ca5f41b0a56c4169_9d8d82a1e90c89f40b71eb74d4d4d57cfce54c354f90e03f";
+/// The HelloOk result of `smoke.sample.out` (A-3).
+const HELLO: &str = r#"{"protocolVersion":"2026.425.3","agentId":"f5d5da7e-550a-482f-966b-7bab19bfa2b4","conversations":[],"unreadCounts":{},"policy":{"maxMessageBytes":65536,"maxPartsPerMessage":10,"maxTextLength":32768,"maxGroupParticipants":256,"heartbeatIntervalMs":30000,"rateLimits":{"messagesPerMinute":60,"requestsPerMinute":120}}}"#;
+/// `messages/received` as B got it in `smoke.sample.out`.
+const RECEIVED: &str = r#"{"jsonrpc":"2.0","type":"event","event":"messages/received","data":{"message":{"id":"559081f9-4898-406d-9901-376f83859d30","conversationId":"000c5a76-408a-476c-864d-6bff007cf25f","senderId":"f5d5da7e-550a-482f-966b-7bab19bfa2b4","parts":[{"type":"text","text":"hello from A"}],"createdAt":"2026-12-02T12:36:49.853Z"}}}"#;
+
+fn session(generation: GenerationChoice) -> Session {
+    session_with(SessionConfig {
+        generation,
+        ..SessionConfig::default()
+    })
+}
+
+fn session_with(cfg: SessionConfig) -> Session {
+    let mut s = Session::new(cfg, Box::new(SeededEntropy::new(1)));
+    s.handle_open(0);
+    s
+}
+
+fn sent(s: &mut Session) -> Vec<Value> {
+    let mut out = Vec::new();
+    while let Some(o) = s.poll_transmit() {
+        match o {
+            Outgoing::Text(t) => out.push(serde_json::from_str(&t).expect("the session writes JSON")),
+            other => out.push(json!({"close": format!("{other:?}")})),
+        }
+    }
+    out
+}
+
+fn events(s: &mut Session) -> Vec<Event> {
+    std::iter::from_fn(|| s.poll_event()).collect()
+}
+
+fn released_response(id: &str, result: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","type":"response","id":"{id}","result":{result}}}"#)
+}
+
+fn released_error(id: &str, code: i64, message: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","type":"response","id":"{id}","error":{{"code":{code},"message":"{message}"}}}}"#)
+}
+
+/// A released session, connected.
+fn released_ready() -> Session {
+    let mut s = session(GenerationChoice::Released);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    sent(&mut s);
+    s.handle_text(1, &released_response(&id, HELLO));
+    assert!(matches!(events(&mut s)[..], [Event::Connected { .. }]));
+    s
+}
+
+/// A current session, connected.
+fn current_ready(cfg: SessionConfig) -> Session {
+    let mut s = session_with(cfg);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    sent(&mut s);
+    s.handle_text(1, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#));
+    assert!(matches!(events(&mut s)[..], [Event::Connected { .. }]));
+    s
+}
+
+fn failed_kind(e: &Event) -> Option<(String, ErrorKind)> {
+    match e {
+        Event::Failed { id, error } => Some((id.clone(), error.kind())),
+        _ => None,
+    }
+}
+
+#[test]
+fn connect_current() {
+    let mut s = session(GenerationChoice::Current);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    assert_eq!(s.state(), SessionState::Connecting);
+    assert_eq!(
+        sent(&mut s),
+        vec![json!({"jsonrpc":"2.0","id":id,"method":"agent/network/connect",
+            "params":{"agentKey":KEY,"minProtocol":CURRENT_PROTOCOL,"maxProtocol":CURRENT_PROTOCOL}})]
+    );
+    s.handle_text(5, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#));
+    match &events(&mut s)[..] {
+        [Event::Connected {
+            id: got,
+            generation,
+            hello,
+        }] => {
+            assert_eq!(got, &id);
+            assert_eq!(*generation, Generation::Current);
+            assert_eq!(hello.raw, "{}");
+            assert_eq!(hello.protocol_version, None);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.state(), SessionState::Ready);
+}
+
+#[test]
+fn connect_released_with_the_full_hello() {
+    let mut s = session(GenerationChoice::Released);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    let wire = sent(&mut s);
+    assert_eq!(
+        wire,
+        vec![json!({"jsonrpc":"2.0","type":"request","id":id,"method":"auth/connect",
+            "params":{"agentKey":KEY,"minProtocol":RELEASED_PROTOCOL,"maxProtocol":RELEASED_PROTOCOL}})]
+    );
+    // Key order on the wire is the server's.
+    s.handle_text(3, &released_response(&id, HELLO));
+    match &events(&mut s)[..] {
+        [Event::Connected { generation, hello, .. }] => {
+            assert_eq!(*generation, Generation::Released);
+            assert_eq!(hello.raw, HELLO);
+            assert_eq!(hello.protocol_version.as_deref(), Some("2026.425.3"));
+            assert_eq!(hello.agent_id.as_deref(), Some("f5d5da7e-550a-482f-966b-7bab19bfa2b4"));
+            assert_eq!(hello.heartbeat_interval_ms, Some(30000));
+        }
+        other => panic!("{other:?}"),
+    }
+    // A session token in the released generation: exactly one credential key.
+    let mut s = session(GenerationChoice::Released);
+    s.connect(0, Credentials::SessionToken("t".into())).unwrap();
+    let params = &sent(&mut s)[0]["params"];
+    assert_eq!(params.as_object().unwrap().len(), 3);
+    assert_eq!(params["sessionToken"], "t");
+    assert!(params.get("agentKey").is_none());
+}
+
+#[test]
+fn session_tokens_are_refused_in_the_current_generation() {
+    let mut s = session(GenerationChoice::Current);
+    let e = s.connect(0, Credentials::SessionToken("t".into())).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+    assert_eq!(s.state(), SessionState::Open);
+    // auto goes straight to auth/connect with a token.
+    let mut s = session(GenerationChoice::Auto);
+    s.connect(0, Credentials::SessionToken("t".into())).unwrap();
+    assert_eq!(sent(&mut s)[0]["method"], "auth/connect");
+}
+
+#[test]
+fn released_unauthorized_then_retry_on_the_same_socket() {
+    let mut s = session(GenerationChoice::Released);
+    let a = s
+        .connect(0, Credentials::AgentKey("moltzap_agent_bad_bad".into()))
+        .unwrap();
+    sent(&mut s);
+    s.handle_text(1, &released_error(&a, -32000, "Authentication failed"));
+    match &events(&mut s)[..] {
+        [Event::ConnectFailed { id, error }] => {
+            assert_eq!(id, &a);
+            assert_eq!(error.kind(), ErrorKind::Auth);
+            assert_eq!(error.code(), Some(-32000));
+            assert_eq!(error.name.as_deref(), Some("Unauthorized"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.state(), SessionState::Open);
+    // Commands before auth are refused, not queued.
+    assert_eq!(s.system_ping(2).unwrap_err().kind(), ErrorKind::State);
+    assert!(sent(&mut s).is_empty());
+    let b = s.connect(3, Credentials::AgentKey(KEY.into())).unwrap();
+    assert_ne!(a, b);
+    assert_eq!(sent(&mut s).len(), 1);
+    s.handle_text(4, &released_response(&b, HELLO));
+    assert!(matches!(&events(&mut s)[..], [Event::Connected { id, .. }] if id == &b));
+    assert_eq!(s.state(), SessionState::Ready);
+    assert_eq!(
+        s.connect(5, Credentials::AgentKey(KEY.into())).unwrap_err().kind(),
+        ErrorKind::State
+    );
+}
+
+#[test]
+fn current_unauthorized_tag_then_retry() {
+    let mut s = session(GenerationChoice::Current);
+    let a = s.connect(0, Credentials::AgentKey("bad".into())).unwrap();
+    sent(&mut s);
+    s.handle_text(
+        1,
+        &format!(r#"{{"jsonrpc":"2.0","id":"{a}","error":{{"code":-32603,"message":"no","_tag":"Unauthorized"}}}}"#),
+    );
+    match &events(&mut s)[..] {
+        [Event::ConnectFailed { error, .. }] => {
+            assert_eq!(error.kind(), ErrorKind::Auth);
+            assert_eq!(error.tag.as_deref(), Some("Unauthorized"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let b = s.connect(2, Credentials::AgentKey(KEY.into())).unwrap();
+    s.handle_text(3, &format!(r#"{{"jsonrpc":"2.0","id":"{b}","result":{{}}}}"#));
+    assert!(matches!(&events(&mut s)[..], [Event::Connected { .. }]));
+}
+
+#[test]
+fn auto_falls_back_to_released_on_invalid_request_frame() {
+    let mut s = session(GenerationChoice::Auto);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    let first = sent(&mut s);
+    assert_eq!(first[0]["method"], "agent/network/connect");
+    assert!(first[0].get("type").is_none());
+    // The released server's answer to a frame without `type` (probe-edges: "missing type").
+    s.handle_text(
+        1,
+        &format!(
+            r#"{{"jsonrpc":"2.0","type":"response","id":"{id}","error":{{"code":-32600,"message":"Invalid request frame"}}}}"#
+        ),
+    );
+    assert!(events(&mut s).is_empty(), "the fallback is silent");
+    assert_eq!(s.generation(), Generation::Released);
+    let retry = sent(&mut s);
+    assert_eq!(
+        retry,
+        vec![json!({"jsonrpc":"2.0","type":"request","id":id,"method":"auth/connect",
+            "params":{"agentKey":KEY,"minProtocol":RELEASED_PROTOCOL,"maxProtocol":RELEASED_PROTOCOL}})]
+    );
+    s.handle_text(2, &released_response(&id, HELLO));
+    assert!(matches!(
+        &events(&mut s)[..],
+        [Event::Connected {
+            generation: Generation::Released,
+            ..
+        }]
+    ));
+    // From now on, released frames.
+    let p = s.system_ping(3).unwrap();
+    assert_eq!(sent(&mut s)[0]["type"], "request");
+    s.handle_text(4, &released_response(&p, r#"{"ts":"2026-12-02T12:36:49.731Z"}"#));
+    assert!(matches!(&events(&mut s)[..], [Event::Response { id, .. }] if id == &p));
+    s.handle_text(5, RECEIVED);
+    assert!(matches!(&events(&mut s)[..], [Event::MessageReceived { .. }]));
+
+    // The `id: null` form of the same refusal also falls back; a second -32600 does not loop.
+    let mut s = session(GenerationChoice::Auto);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    sent(&mut s);
+    let null =
+        r#"{"jsonrpc":"2.0","type":"response","id":null,"error":{"code":-32600,"message":"Invalid request frame"}}"#;
+    s.handle_text(1, null);
+    assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(_)]));
+    assert_eq!(sent(&mut s)[0]["method"], "auth/connect");
+    s.handle_text(2, &released_error(&id, -32600, "Invalid request frame"));
+    assert!(matches!(&events(&mut s)[..], [Event::ConnectFailed { error, .. }] if error.kind() == ErrorKind::Protocol));
+    assert!(sent(&mut s).is_empty());
+
+    // A current server answering auto: stays current.
+    let mut s = session(GenerationChoice::Auto);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    s.handle_text(1, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#));
+    assert!(matches!(
+        &events(&mut s)[..],
+        [Event::Connected {
+            generation: Generation::Current,
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn protocol_out_of_range_is_a_version_error() {
+    let mut s = session(GenerationChoice::Released);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    sent(&mut s);
+    let hello = HELLO.replace("2026.425.3", "2026.500.0");
+    s.handle_text(1, &released_response(&id, &hello));
+    let ev = events(&mut s);
+    assert!(matches!(&ev[0], Event::ConnectFailed { error, .. } if error.kind() == ErrorKind::Version));
+    assert!(matches!(&ev[1], Event::Disconnected { code: 1000, .. }));
+    assert!(matches!(s.poll_transmit(), Some(Outgoing::Close { code: 1000, .. })));
+    assert_eq!(s.state(), SessionState::Closed);
+    assert!(agentwire_moltzap::session::version_in_range(
+        "2026.425.3",
+        "2026.425.3",
+        "2026.425.3"
+    ));
+    assert!(agentwire_moltzap::session::version_in_range(
+        "2026.425",
+        "2026.0.0",
+        "2026.425.0"
+    ));
+    assert!(!agentwire_moltzap::session::version_in_range("x", "1", "2"));
+}
+
+#[test]
+fn many_requests_in_flight_correlated_out_of_order() {
+    let mut s = released_ready();
+    let ids: Vec<String> = (0..50)
+        .map(|i| s.messages_list(10, "c", Some(i + 1)).unwrap())
+        .collect();
+    assert_eq!(s.in_flight(), 50);
+    let wire = sent(&mut s);
+    assert_eq!(wire.len(), 50);
+    assert_eq!(wire[3]["params"], json!({"conversationId":"c","limit":4}));
+    for id in ids.iter().rev() {
+        s.handle_text(11, &released_response(id, &format!(r#"{{"echo":"{id}"}}"#)));
+    }
+    let ev = events(&mut s);
+    assert_eq!(ev.len(), 50);
+    for (e, id) in ev.iter().zip(ids.iter().rev()) {
+        assert_eq!(
+            e,
+            &Event::Response {
+                id: id.clone(),
+                result: format!(r#"{{"echo":"{id}"}}"#)
+            }
+        );
+    }
+    assert_eq!(s.in_flight(), 0);
+    assert_eq!(s.poll_timeout(), None);
+}
+
+#[test]
+fn error_responses_are_typed() {
+    let mut s = released_ready();
+    let a = s.call(1, "nope/nope", Some("{}")).unwrap();
+    s.handle_text(2, &released_error(&a, -32601, "Unknown method: nope/nope"));
+    match &events(&mut s)[..] {
+        [Event::Failed { id, error }] => {
+            assert_eq!(id, &a);
+            assert_eq!(
+                (error.kind(), error.name.as_deref()),
+                (ErrorKind::Invalid, Some("MethodNotFound"))
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn timeout_then_late_reply_dropped() {
+    let mut s = released_ready();
+    let a = s.call_with_timeout(100, "system/ping", Some("{}"), 500).unwrap();
+    let b = s.system_ping(100).unwrap();
+    assert_eq!(s.poll_timeout(), Some(600));
+    s.handle_timeout(599);
+    assert!(events(&mut s).is_empty());
+    s.handle_timeout(600);
+    assert_eq!(failed_kind(&events(&mut s)[0]), Some((a.clone(), ErrorKind::Timeout)));
+    assert_eq!(s.poll_timeout(), Some(30_100));
+    s.handle_text(700, &released_response(&a, "{}"));
+    assert!(events(&mut s).is_empty(), "late reply dropped quietly");
+    s.handle_timeout(30_100);
+    assert_eq!(failed_kind(&events(&mut s)[0]), Some((b, ErrorKind::Timeout)));
+}
+
+#[test]
+fn cancel_then_late_reply_dropped() {
+    let mut s = released_ready();
+    let a = s.system_ping(1).unwrap();
+    assert!(s.cancel(&a));
+    assert!(!s.cancel(&a));
+    assert_eq!(failed_kind(&events(&mut s)[0]), Some((a.clone(), ErrorKind::Cancelled)));
+    s.handle_text(2, &released_response(&a, "{}"));
+    assert!(events(&mut s).is_empty());
+    assert_eq!(s.poll_timeout(), None);
+    // An id never sent is a diagnostic.
+    s.handle_text(3, &released_response("zz", "{}"));
+    assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(e)] if e.kind() == ErrorKind::Protocol));
+    // The memory of forgotten ids is bounded: the oldest is forgotten first.
+    let ids: Vec<String> = (0..FORGOTTEN_CAP + 1)
+        .map(|_| {
+            let id = s.system_ping(4).unwrap();
+            assert!(s.cancel(&id));
+            id
+        })
+        .collect();
+    events(&mut s);
+    s.handle_text(5, &released_response(&ids[0], "{}"));
+    assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(_)]));
+    s.handle_text(5, &released_response(&ids[1], "{}"));
+    assert!(events(&mut s).is_empty());
+}
+
+#[test]
+fn max_in_flight_is_a_limit_error() {
+    let mut s = {
+        let mut s = session_with(SessionConfig {
+            generation: GenerationChoice::Released,
+            max_in_flight: 3,
+            ..SessionConfig::default()
+        });
+        let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+        s.handle_text(1, &released_response(&id, HELLO));
+        events(&mut s);
+        sent(&mut s);
+        s
+    };
+    let ids: Vec<String> = (0..3).map(|_| s.system_ping(2).unwrap()).collect();
+    let e = s.system_ping(2).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit);
+    assert_eq!(sent(&mut s).len(), 3);
+    s.handle_text(3, &released_response(&ids[1], "{}"));
+    events(&mut s);
+    assert!(s.system_ping(4).is_ok());
+}
+
+#[test]
+fn bad_params_are_refused() {
+    let mut s = released_ready();
+    assert_eq!(s.call(1, "x/y", Some("{nope")).unwrap_err().kind(), ErrorKind::Invalid);
+    assert_eq!(s.call(1, "x/y", Some("3")).unwrap_err().kind(), ErrorKind::Invalid);
+    assert_eq!(s.call(1, "", None).unwrap_err().kind(), ErrorKind::Invalid);
+    assert!(sent(&mut s).is_empty());
+    assert_eq!(s.in_flight(), 0);
+    s.call(1, "x/y", None).unwrap();
+    assert!(sent(&mut s)[0].get("params").is_none());
+}
+
+#[test]
+fn malformed_frames_are_dropped_with_diagnostics() {
+    let mut s = released_ready();
+    let a = s.system_ping(1).unwrap();
+    for bad in [
+        "{not json",
+        "",
+        "42",
+        "[]",
+        r#"{"jsonrpc":"2.0","id":"x"}"#,
+        r#"{"jsonrpc":"1.0","type":"event","event":"e"}"#,
+        &"[".repeat(100),
+    ] {
+        s.handle_text(2, bad);
+        let ev = events(&mut s);
+        assert_eq!(ev.len(), 1, "{bad:?}: {ev:?}");
+        assert!(matches!(&ev[0], Event::Diagnostic(_)), "{bad:?}");
+    }
+    s.handle_binary(2, b"\xff\xfe");
+    assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(e)] if e.kind() == ErrorKind::Decode));
+    // The server sending a request is a protocol diagnostic.
+    s.handle_text(2, r#"{"jsonrpc":"2.0","type":"request","id":"s","method":"x"}"#);
+    assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(e)] if e.kind() == ErrorKind::Protocol));
+    // Still alive: the pending request completes.
+    assert_eq!(s.state(), SessionState::Ready);
+    s.handle_text(3, &released_response(&a, "{}"));
+    assert!(matches!(&events(&mut s)[..], [Event::Response { .. }]));
+}
+
+#[test]
+fn frame_error_with_a_pending_id_fails_that_request() {
+    let mut s = released_ready();
+    let a = s.system_ping(1).unwrap();
+    let b = s.system_ping(1).unwrap();
+    // A response with both result and error: refused, but the id was read.
+    s.handle_text(
+        2,
+        &format!(
+            r#"{{"jsonrpc":"2.0","type":"response","id":"{a}","result":{{}},"error":{{"code":1,"message":"m"}}}}"#
+        ),
+    );
+    let ev = events(&mut s);
+    assert!(matches!(&ev[0], Event::Diagnostic(e) if e.kind() == ErrorKind::Decode));
+    assert_eq!(failed_kind(&ev[1]), Some((a, ErrorKind::Decode)));
+    assert_eq!(ev.len(), 2);
+    assert_eq!(s.in_flight(), 1);
+    s.handle_text(3, &released_response(&b, "{}"));
+    assert!(matches!(&events(&mut s)[..], [Event::Response { .. }]));
+}
+
+#[test]
+fn null_id_error_fails_the_only_request_in_flight() {
+    let null = r#"{"jsonrpc":"2.0","type":"response","id":null,"error":{"code":-32700,"message":"Invalid JSON"}}"#;
+    let mut s = released_ready();
+    // Nothing in flight: a diagnostic only.
+    s.handle_text(1, null);
+    assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(e)] if e.code() == Some(-32700)));
+    let a = s.system_ping(2).unwrap();
+    s.handle_text(3, null);
+    let ev = events(&mut s);
+    assert!(matches!(&ev[0], Event::Diagnostic(_)));
+    assert_eq!(failed_kind(&ev[1]), Some((a, ErrorKind::Protocol)));
+    // Two in flight: ambiguous, diagnostic only; both stay pending.
+    s.system_ping(4).unwrap();
+    s.system_ping(4).unwrap();
+    s.handle_text(5, null);
+    assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(_)]));
+    assert_eq!(s.in_flight(), 2);
+}
+
+#[test]
+fn concatenated_and_batched_frames_in_one_message() {
+    let mut s = released_ready();
+    let a = s.system_ping(1).unwrap();
+    let b = s.system_ping(1).unwrap();
+    let msg = format!(
+        "{}{}\n{}",
+        released_response(&b, r#"{"ts":"2"}"#),
+        RECEIVED,
+        released_response(&a, r#"{"ts":"1"}"#)
+    );
+    s.handle_text(2, &msg);
+    let ev = events(&mut s);
+    assert_eq!(ev.len(), 3);
+    assert!(matches!(&ev[0], Event::Response { id, result } if id == &b && result == r#"{"ts":"2"}"#));
+    assert!(matches!(&ev[1], Event::MessageReceived { .. }));
+    assert!(matches!(&ev[2], Event::Response { id, .. } if id == &a));
+
+    let mut s = current_ready(SessionConfig::default());
+    let a = s.system_ping(1).unwrap();
+    let batch = format!(
+        r#"[{{"jsonrpc":"2.0","id":"{a}","result":1}},{{"jsonrpc":"2.0","method":"presence/changed","params":{{"agentId":"x","status":"away"}}}},7]"#
+    );
+    s.handle_text(2, &batch);
+    let ev = events(&mut s);
+    assert!(matches!(&ev[0], Event::Response { result, .. } if result == "1"));
+    assert!(
+        matches!(&ev[1], Event::PresenceChanged { agent_id: Some(x), status: Some(st), .. } if x == "x" && st == "away")
+    );
+    assert!(matches!(&ev[2], Event::Diagnostic(_)));
+}
+
+#[test]
+fn events_are_typed_and_unknown_ones_pass_through() {
+    let mut s = released_ready();
+    s.handle_text(1, RECEIVED);
+    match &events(&mut s)[..] {
+        [Event::MessageReceived {
+            data,
+            conversation_id,
+            message_id,
+            sender_id,
+        }] => {
+            assert_eq!(conversation_id.as_deref(), Some("000c5a76-408a-476c-864d-6bff007cf25f"));
+            assert_eq!(message_id.as_deref(), Some("559081f9-4898-406d-9901-376f83859d30"));
+            assert_eq!(sender_id.as_deref(), Some("f5d5da7e-550a-482f-966b-7bab19bfa2b4"));
+            let m = Message::from_wrapped(data).unwrap();
+            assert_eq!(m.parts, vec![Part::text("hello from A")]);
+            assert_eq!(m.created_at, "2026-12-02T12:36:49.853Z");
+        }
+        other => panic!("{other:?}"),
+    }
+    let created = r#"{"jsonrpc":"2.0","type":"event","event":"conversations/created","data":{"conversation":{"id":"e3200a0e-a269-4ca6-846c-dcfa511dde24","type":"group","name":"trio","createdBy":"2c1fbb30-b8c3-4d82-9173-bd5ef180364e","createdAt":"2026-12-02T12:39:27.414Z","updatedAt":"2026-12-02T12:39:27.414Z"}}}"#;
+    s.handle_text(2, created);
+    assert!(matches!(
+        &events(&mut s)[..],
+        [Event::ConversationCreated { conversation_id: Some(c), .. }] if c == "e3200a0e-a269-4ca6-846c-dcfa511dde24"
+    ));
+    let ev = |name: &str, data: &str| format!(r#"{{"jsonrpc":"2.0","type":"event","event":"{name}","data":{data}}}"#);
+    s.handle_text(3, &ev("conversations/updated", r#"{"conversation":{"id":"c1"}}"#));
+    s.handle_text(
+        3,
+        &ev(
+            "conversations/archived",
+            r#"{"conversationId":"c2","archivedAt":"t","by":"a"}"#,
+        ),
+    );
+    s.handle_text(
+        3,
+        &ev("conversations/unarchived", r#"{"conversationId":"c3","by":"a"}"#),
+    );
+    s.handle_text(3, &ev("presence/changed", r#"{"agentId":"a1","status":"away"}"#));
+    s.handle_text(3, &ev("app/sessionReady", r#"{"x":[1,2]}"#));
+    s.handle_text(3, r#"{"jsonrpc":"2.0","type":"event","event":"permissions/required"}"#);
+    // A known name with an unexpected payload still arrives, without routing fields.
+    s.handle_text(3, &ev("messages/received", "[1]"));
+    let got = events(&mut s);
+    assert!(matches!(&got[0], Event::ConversationUpdated { conversation_id: Some(c), .. } if c == "c1"));
+    assert!(matches!(&got[1], Event::ConversationArchived { conversation_id: Some(c), .. } if c == "c2"));
+    assert!(matches!(&got[2], Event::ConversationUnarchived { conversation_id: Some(c), .. } if c == "c3"));
+    assert!(matches!(&got[3], Event::PresenceChanged { agent_id: Some(a), .. } if a == "a1"));
+    assert_eq!(
+        got[4],
+        Event::Other {
+            name: "app/sessionReady".into(),
+            data: Some(r#"{"x":[1,2]}"#.into())
+        }
+    );
+    assert_eq!(
+        got[5],
+        Event::Other {
+            name: "permissions/required".into(),
+            data: None
+        }
+    );
+    assert!(matches!(&got[6], Event::MessageReceived { data, conversation_id: None, .. } if data == "[1]"));
+}
+
+#[test]
+fn disconnect_fails_pending_with_closed_and_reconnect_is_explicit() {
+    let mut s = released_ready();
+    let a = s.system_ping(1).unwrap();
+    let b = s.system_ping(2).unwrap();
+    sent(&mut s);
+    s.handle_close(3, 1006, "gone");
+    let ev = events(&mut s);
+    assert_eq!(ev.len(), 3);
+    for (e, id) in ev.iter().zip([&a, &b]) {
+        match e {
+            Event::Failed { id: got, error } => {
+                assert_eq!(got, id);
+                assert_eq!(error.kind(), ErrorKind::Closed);
+                assert!(error.error.retryable);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        ev[2],
+        Event::Disconnected {
+            code: 1006,
+            reason: "gone".into()
+        }
+    );
+    assert_eq!(s.state(), SessionState::Closed);
+    assert_eq!(s.poll_timeout(), None);
+    assert!(sent(&mut s).is_empty(), "no automatic reconnect");
+    assert_eq!(s.system_ping(4).unwrap_err().kind(), ErrorKind::Closed);
+    assert_eq!(
+        s.connect(4, Credentials::AgentKey(KEY.into())).unwrap_err().kind(),
+        ErrorKind::State
+    );
+    s.handle_close(5, 1000, "again");
+    assert!(events(&mut s).is_empty());
+    // A new socket: connect again, then fetch the window.
+    s.handle_open(10);
+    let c = s.connect(10, Credentials::AgentKey(KEY.into())).unwrap();
+    assert!(![&a, &b].contains(&&c), "ids are never reused");
+    s.handle_text(11, &released_response(&c, HELLO));
+    assert!(matches!(&events(&mut s)[..], [Event::Connected { .. }]));
+    sent(&mut s);
+    s.agent_message_list(
+        12,
+        &AgentMessageList {
+            limit: 50,
+            conversation_id: None,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        sent(&mut s)[0],
+        json!({"jsonrpc":"2.0","type":"request","id":"aw-5","method":"agent/message/list","params":{"limit":50}})
+    );
+}
+
+#[test]
+fn a_pending_connect_fails_on_close_and_on_timeout() {
+    let mut s = session(GenerationChoice::Current);
+    let a = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    assert_eq!(s.poll_timeout(), Some(10_000));
+    s.handle_timeout(10_000);
+    assert!(
+        matches!(&events(&mut s)[..], [Event::ConnectFailed { id, error }] if id == &a && error.kind() == ErrorKind::Timeout)
+    );
+    assert_eq!(s.state(), SessionState::Open);
+    s.handle_text(10_001, &format!(r#"{{"jsonrpc":"2.0","id":"{a}","result":{{}}}}"#));
+    assert!(events(&mut s).is_empty(), "a late HelloOk is dropped");
+    let b = s.connect(10_002, Credentials::AgentKey(KEY.into())).unwrap();
+    s.handle_close(10_003, 1001, "bye");
+    let ev = events(&mut s);
+    assert!(matches!(&ev[0], Event::ConnectFailed { id, error } if id == &b && error.kind() == ErrorKind::Closed));
+    assert!(matches!(&ev[1], Event::Disconnected { code: 1001, .. }));
+}
+
+#[test]
+fn missed_pings_current_only() {
+    let cfg = SessionConfig {
+        ping_interval_ms: Some(1000),
+        ..SessionConfig::default()
+    };
+    let mut s = current_ready(cfg.clone());
+    assert_eq!(s.poll_timeout(), Some(3001));
+    s.handle_ping(2000);
+    assert_eq!(s.poll_timeout(), Some(5000));
+    s.handle_timeout(4999);
+    assert!(events(&mut s).is_empty());
+    s.handle_timeout(5000);
+    assert_eq!(events(&mut s), vec![Event::MissedPings { count: 3 }]);
+    s.handle_timeout(100_000);
+    assert!(events(&mut s).is_empty(), "reported once");
+    s.handle_ping(100_000);
+    s.handle_timeout(103_000);
+    assert_eq!(events(&mut s), vec![Event::MissedPings { count: 3 }]);
+
+    // Released: the server sends no pings, so none are awaited.
+    let mut s = session_with(SessionConfig {
+        generation: GenerationChoice::Released,
+        ..cfg
+    });
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    s.handle_text(1, &released_response(&id, HELLO));
+    events(&mut s);
+    assert_eq!(s.poll_timeout(), None);
+    s.handle_ping(2);
+    assert_eq!(s.poll_timeout(), None);
+    s.handle_timeout(1_000_000);
+    assert!(events(&mut s).is_empty());
+}
+
+#[test]
+fn typed_methods_build_the_released_params() {
+    let mut s = released_ready();
+    let p = Participant::agent("b");
+    s.system_ping(1).unwrap();
+    s.agents_lookup(1, &["u1", "u2"]).unwrap();
+    s.agents_lookup_by_name(1, &["pb"]).unwrap();
+    s.agents_list(1).unwrap();
+    s.conversations_create(
+        1,
+        &CreateConversation {
+            kind: ConversationKind::Group,
+            name: Some("trio".into()),
+            participants: vec![p.clone()],
+        },
+    )
+    .unwrap();
+    s.conversations_list(
+        1,
+        &ListConversations {
+            limit: Some(5),
+            cursor: None,
+            archived: Some(ArchivedFilter::Include),
+        },
+    )
+    .unwrap();
+    s.conversations_get(1, "c").unwrap();
+    s.conversations_update(1, "c", Some("n")).unwrap();
+    s.conversations_mute(1, "c", None).unwrap();
+    s.conversations_unmute(1, "c").unwrap();
+    s.conversations_leave(1, "c").unwrap();
+    s.conversations_archive(1, "c").unwrap();
+    s.conversations_unarchive(1, "c").unwrap();
+    s.conversations_add_participant(1, "c", &p).unwrap();
+    s.conversations_remove_participant(1, "c", &p).unwrap();
+    s.messages_send(1, &SendMessage::text_to_agent("sb", "hello from A"))
+        .unwrap();
+    s.messages_send(
+        1,
+        &SendMessage {
+            conversation_id: Some("c".into()),
+            parts: vec![
+                Part::Image {
+                    url: "u".into(),
+                    alt_text: Some("a".into()),
+                },
+                Part::File {
+                    url: "u".into(),
+                    name: "f".into(),
+                    mime_type: None,
+                    size: Some(3),
+                },
+            ],
+            reply_to_id: Some("m".into()),
+            ..SendMessage::default()
+        },
+    )
+    .unwrap();
+    s.messages_list(1, "c", Some(10)).unwrap();
+    s.presence_update(1, PresenceStatus::Away).unwrap();
+    s.presence_subscribe(1, &["u1"]).unwrap();
+    let got: Vec<(String, Value)> = sent(&mut s)
+        .into_iter()
+        .map(|f| (f["method"].as_str().unwrap().to_string(), f["params"].clone()))
+        .collect();
+    let want = vec![
+        ("system/ping", json!({})),
+        ("agents/lookup", json!({"agentIds":["u1","u2"]})),
+        ("agents/lookupByName", json!({"names":["pb"]})),
+        ("agents/list", json!({})),
+        (
+            "conversations/create",
+            json!({"type":"group","name":"trio","participants":[{"type":"agent","id":"b"}]}),
+        ),
+        ("conversations/list", json!({"limit":5,"archived":"include"})),
+        ("conversations/get", json!({"conversationId":"c"})),
+        ("conversations/update", json!({"conversationId":"c","name":"n"})),
+        ("conversations/mute", json!({"conversationId":"c"})),
+        ("conversations/unmute", json!({"conversationId":"c"})),
+        ("conversations/leave", json!({"conversationId":"c"})),
+        ("conversations/archive", json!({"conversationId":"c"})),
+        ("conversations/unarchive", json!({"conversationId":"c"})),
+        (
+            "conversations/addParticipant",
+            json!({"conversationId":"c","participant":{"type":"agent","id":"b"}}),
+        ),
+        (
+            "conversations/removeParticipant",
+            json!({"conversationId":"c","participant":{"type":"agent","id":"b"}}),
+        ),
+        (
+            "messages/send",
+            json!({"to":"agent:sb","parts":[{"type":"text","text":"hello from A"}]}),
+        ),
+        (
+            "messages/send",
+            json!({"conversationId":"c","parts":[{"type":"image","url":"u","altText":"a"},{"type":"file","url":"u","name":"f","size":3}],"replyToId":"m"}),
+        ),
+        ("messages/list", json!({"conversationId":"c","limit":10})),
+        ("presence/update", json!({"status":"away"})),
+        ("presence/subscribe", json!({"agentIds":["u1"]})),
+    ];
+    let want: Vec<(String, Value)> = want.into_iter().map(|(m, p)| (m.to_string(), p)).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn the_smoke_capture_replayed() {
+    // A's side of smoke.sample.out: our ids differ, so the server lines are re-addressed.
+    let mut s = session(GenerationChoice::Released);
+    let c = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    s.handle_text(1, &released_response(&c, HELLO));
+    let send = s
+        .messages_send(2, &SendMessage::text_to_agent("sb-mx641ffa", "hello from A"))
+        .unwrap();
+    let result = r#"{"message":{"id":"559081f9-4898-406d-9901-376f83859d30","conversationId":"000c5a76-408a-476c-864d-6bff007cf25f","senderId":"f5d5da7e-550a-482f-966b-7bab19bfa2b4","parts":[{"type":"text","text":"hello from A"}],"createdAt":"2026-12-02T12:36:49.853Z"}}"#;
+    s.handle_text(3, &released_response(&send, result));
+    let bad = s
+        .messages_send(
+            4,
+            &SendMessage::text_to_conversation("000c5a76-408a-476c-864d-6bff007cf25f", ""),
+        )
+        .unwrap();
+    s.handle_text(5, &released_error(&bad, -32602, "Invalid parameters"));
+    let ev = events(&mut s);
+    assert!(matches!(&ev[0], Event::Connected { .. }));
+    match &ev[1] {
+        Event::Response { id, result: r } => {
+            assert_eq!(id, &send);
+            assert_eq!(
+                Message::from_wrapped(r).unwrap().id,
+                "559081f9-4898-406d-9901-376f83859d30"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(&ev[2], Event::Failed { error, .. } if error.kind() == ErrorKind::Invalid));
+}
