@@ -436,6 +436,10 @@ impl Session {
 
     fn on_frames(&mut self, now: Millis, frames: Vec<Result<Frame, FrameError>>) {
         for frame in frames {
+            if self.state == SessionState::Closed {
+                // The session closed itself (protocol version out of range): the rest is moot.
+                return;
+            }
             match frame {
                 Ok(Frame::Response(r)) => self.on_response(now, r),
                 Ok(Frame::Notification(n)) => {
