@@ -836,3 +836,20 @@ fn the_smoke_capture_replayed() {
     }
     assert!(matches!(&ev[2], Event::Failed { error, .. } if error.kind() == ErrorKind::Invalid));
 }
+
+#[test]
+fn auto_fallback_stops_waiting_for_pings() {
+    let mut s = session_with(SessionConfig {
+        generation: GenerationChoice::Auto,
+        ping_interval_ms: Some(1000),
+        ..SessionConfig::default()
+    });
+    s.handle_ping(0);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    assert_eq!(s.poll_timeout(), Some(3000));
+    s.handle_text(1, &released_error(&id, -32600, "Invalid request frame"));
+    assert_eq!(s.poll_timeout(), Some(10_001), "only the handshake timer is left");
+    s.handle_text(2, &released_response(&id, HELLO));
+    assert!(matches!(&events(&mut s)[..], [Event::Connected { .. }]));
+    assert_eq!(s.poll_timeout(), None);
+}

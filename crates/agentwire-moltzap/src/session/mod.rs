@@ -2,8 +2,11 @@
 //! correlation with timeouts, cancellation and a bound on requests in flight, server pushes as
 //! typed events, ping watching. The decisions are in `docs/protocols/moltzap.md` ("Session").
 
+mod connect;
 mod events;
 mod methods;
+
+pub use connect::version_in_range;
 
 pub use events::{Event, HelloOk, Message, Part, RequestId};
 pub use methods::{
@@ -13,10 +16,9 @@ pub use methods::{
 
 use crate::decode::{decode_bytes_with, decode_message_with, DecodeOptions};
 use crate::encode::encode_request;
-use crate::errors::{codes, MoltZapError};
+use crate::errors::MoltZapError;
 use crate::frame::{Frame, Generation, Id, Outcome, Response};
 use crate::frame_error::FrameError;
-use crate::{CURRENT_PROTOCOL, RELEASED_PROTOCOL};
 use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -253,47 +255,6 @@ impl Session {
 
     // ---- commands -----------------------------------------------------------------------
 
-    /// Authenticates: the first message on the socket. The answer comes as `Connected` or
-    /// `ConnectFailed` with the returned id.
-    pub fn connect(&mut self, now: Millis, credentials: Credentials) -> Result<RequestId, MoltZapError> {
-        match self.state {
-            SessionState::Closed => return Err(state_error("the socket is not open (call handle_open first)")),
-            SessionState::Connecting => return Err(state_error("a connect is already in flight")),
-            SessionState::Ready => return Err(state_error("already connected")),
-            SessionState::Open => {}
-        }
-        let (generation, may_fall_back) = match (self.cfg.generation, &credentials) {
-            (GenerationChoice::Current, Credentials::SessionToken(_)) => {
-                return Err(MoltZapError::local(
-                    ErrorKind::Invalid,
-                    "session tokens are a released-generation feature (generation current)",
-                ))
-            }
-            (GenerationChoice::Current, _) => (Generation::Current, false),
-            (GenerationChoice::Released, _) => (Generation::Released, false),
-            // Only released servers take session tokens: go straight to auth/connect.
-            (GenerationChoice::Auto, Credentials::SessionToken(_)) => (Generation::Released, false),
-            (GenerationChoice::Auto, Credentials::AgentKey(_)) => {
-                (self.generation, self.generation == Generation::Current)
-            }
-        };
-        let (Credentials::AgentKey(k) | Credentials::SessionToken(k)) = &credentials;
-        if k.is_empty() {
-            return Err(MoltZapError::local(ErrorKind::Invalid, "empty credential"));
-        }
-        let id = self.new_id();
-        self.generation = generation;
-        self.connecting = Some(Connecting {
-            id: id.clone(),
-            credentials,
-            generation,
-            may_fall_back,
-        });
-        self.state = SessionState::Connecting;
-        self.send_connect(now);
-        Ok(id)
-    }
-
     /// Sends a request; the answer comes as `Response` or `Failed` with the returned id.
     /// `params` is JSON text (an object or an array) or `None`. Only after `Connected`.
     pub fn call(&mut self, now: Millis, method: &str, params: Option<&str>) -> Result<RequestId, MoltZapError> {
@@ -398,42 +359,6 @@ impl Session {
         id
     }
 
-    fn send_connect(&mut self, now: Millis) {
-        let Some(c) = &self.connecting else { return };
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct ConnectParams<'a> {
-            #[serde(skip_serializing_if = "Option::is_none")]
-            agent_key: Option<&'a str>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            session_token: Option<&'a str>,
-            min_protocol: &'a str,
-            max_protocol: &'a str,
-        }
-        let (agent_key, session_token) = match &c.credentials {
-            Credentials::AgentKey(k) => (Some(k.as_str()), None),
-            Credentials::SessionToken(t) => (None, Some(t.as_str())),
-        };
-        let (method, protocol) = match c.generation {
-            Generation::Current => ("agent/network/connect", CURRENT_PROTOCOL),
-            Generation::Released => ("auth/connect", RELEASED_PROTOCOL),
-        };
-        let params = ConnectParams {
-            agent_key,
-            session_token,
-            min_protocol: protocol,
-            max_protocol: protocol,
-        };
-        let params = serde_json::value::to_raw_value(&params).expect("plain strings serialize");
-        let wire = encode_request(c.generation, &Id::Str(c.id.clone()), method, Some(&params))
-            .expect("string ids encode in both generations");
-        self.timers.set(
-            Timer::Request(c.id.clone()),
-            now.saturating_add(self.cfg.handshake_timeout_ms),
-        );
-        self.transmit.push_back(Outgoing::Text(wire));
-    }
-
     fn on_frames(&mut self, now: Millis, frames: Vec<Result<Frame, FrameError>>) {
         for frame in frames {
             if self.state == SessionState::Closed {
@@ -466,6 +391,7 @@ impl Session {
             self.connect_failed(error);
         } else if self.pending.remove(id).is_some() {
             self.timers.cancel(&Timer::Request(id.clone()));
+            self.forget(id.clone());
             self.events.push_back(Event::Failed { id: id.clone(), error });
         }
     }
@@ -520,68 +446,11 @@ impl Session {
         let id = self.pending.keys().next().cloned().expect("one pending");
         self.pending.remove(&id);
         self.timers.cancel(&Timer::Request(id.clone()));
+        self.forget(id.clone());
         self.events.push_back(Event::Failed {
             error: error.for_request(Id::Str(id.clone())),
             id,
         });
-    }
-
-    fn on_connect_response(&mut self, now: Millis, outcome: Outcome) {
-        let Some(c) = &mut self.connecting else { return };
-        let id = c.id.clone();
-        match outcome {
-            Outcome::Error(e) if c.may_fall_back && e.code == codes::INVALID_REQUEST => {
-                // A released server refusing a frame without `type`: retry as released, same id.
-                c.may_fall_back = false;
-                c.generation = Generation::Released;
-                self.generation = Generation::Released;
-                self.send_connect(now);
-            }
-            Outcome::Error(e) => {
-                let error = MoltZapError::remote(&e, Some(&Id::Str(id)));
-                self.connect_failed(error);
-            }
-            Outcome::Result(result) => {
-                let generation = c.generation;
-                self.timers.cancel(&Timer::Request(id.clone()));
-                self.connecting = None;
-                let hello = match HelloOk::parse(result.get()) {
-                    Ok(h) => h,
-                    Err(e) => {
-                        self.state = SessionState::Open;
-                        let error = e.for_request(Id::Str(id.clone()));
-                        self.events.push_back(Event::ConnectFailed { id, error });
-                        return;
-                    }
-                };
-                if let Some(v) = &hello.protocol_version {
-                    let expected = match generation {
-                        Generation::Current => CURRENT_PROTOCOL,
-                        Generation::Released => RELEASED_PROTOCOL,
-                    };
-                    if !version_in_range(v, expected, expected) {
-                        let m = format!("server protocol {v} is outside {expected}..={expected}");
-                        let error = MoltZapError::local(ErrorKind::Version, m).for_request(Id::Str(id.clone()));
-                        self.events.push_back(Event::ConnectFailed { id, error });
-                        self.close(1000, "protocol version unsupported");
-                        return;
-                    }
-                }
-                self.state = SessionState::Ready;
-                self.events.push_back(Event::Connected { id, generation, hello });
-                if generation == Generation::Current {
-                    self.arm_ping(now);
-                }
-            }
-        }
-    }
-
-    /// Ends the connect in flight with `error`; the socket stays open for another connect.
-    fn connect_failed(&mut self, error: MoltZapError) {
-        let Some(c) = self.connecting.take() else { return };
-        self.timers.cancel(&Timer::Request(c.id.clone()));
-        self.state = SessionState::Open;
-        self.events.push_back(Event::ConnectFailed { id: c.id, error });
     }
 
     fn on_request_timeout(&mut self, id: String) {
@@ -654,23 +523,4 @@ impl Session {
 
 fn state_error(m: &str) -> MoltZapError {
     MoltZapError::local(ErrorKind::State, m)
-}
-
-/// True when dotted version `v` lies in `min..=max`, comparing numeric components (missing
-/// components count as 0). A version that is not dotted numbers is out of range.
-pub fn version_in_range(v: &str, min: &str, max: &str) -> bool {
-    fn parse(s: &str) -> Option<Vec<u64>> {
-        s.split('.').map(|p| p.parse().ok()).collect()
-    }
-    let (Some(v), Some(lo), Some(hi)) = (parse(v), parse(min), parse(max)) else {
-        return false;
-    };
-    let cmp = |a: &[u64], b: &[u64]| {
-        let n = a.len().max(b.len());
-        (0..n)
-            .map(|i| a.get(i).copied().unwrap_or(0).cmp(&b.get(i).copied().unwrap_or(0)))
-            .find(|o| o.is_ne())
-            .unwrap_or(std::cmp::Ordering::Equal)
-    };
-    cmp(&v, &lo).is_ge() && cmp(&v, &hi).is_le()
 }
