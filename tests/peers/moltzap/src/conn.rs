@@ -1,0 +1,332 @@
+//! One WebSocket connection: decoding the client's requests with the frame layer, answering
+//! them, the outbound queue, pings (current generation) and the faults.
+
+use crate::http::Prefixed;
+use crate::state::{Fail, Out};
+use crate::{Faults, Peer, Step, GARBAGE};
+use agentwire_moltzap::{
+    codes, decode_message_with, encode_response, DecodeOptions, Frame, FrameErrorKind, Generation, Id, Outcome,
+    Request, RpcError,
+};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::value::RawValue;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch, Notify};
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request as HttpRequest, Response};
+use tokio_tungstenite::tungstenite::http::StatusCode;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::WebSocketStream;
+
+type Ws = WebSocketStream<Prefixed<TcpStream>>;
+
+/// Unanswered pings after which the connection is closed (current generation).
+pub const MAX_MISSED_PINGS: u32 = 3;
+/// Close code sent after [`MAX_MISSED_PINGS`] unanswered pings.
+pub const PING_TIMEOUT_CLOSE: u16 = 1001;
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+// tungstenite fixes the callback's error type.
+#[allow(clippy::result_large_err)]
+fn check_path(req: &HttpRequest, resp: Response) -> Result<Response, ErrorResponse> {
+    if req.uri().path() == "/ws" {
+        Ok(resp)
+    } else {
+        let mut err = ErrorResponse::new(None);
+        *err.status_mut() = StatusCode::NOT_FOUND;
+        Err(err)
+    }
+}
+
+/// Upgrades and serves one WebSocket until it ends.
+pub(crate) async fn websocket(stream: Prefixed<TcpStream>, peer: &Peer, stopped: watch::Receiver<bool>) {
+    let limit = peer.cfg.max_message_bytes;
+    let ws_cfg = WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit));
+    let upgrade = tokio_tungstenite::accept_hdr_async_with_config(stream, check_path, Some(ws_cfg));
+    let Ok(Ok(ws)) = tokio::time::timeout(Duration::from_secs(10), upgrade).await else {
+        return;
+    };
+    peer.open_ws.fetch_add(1, Ordering::Relaxed);
+    let id = peer.next_conn.fetch_add(1, Ordering::Relaxed);
+    let (tx, rx) = mpsc::channel(peer.cfg.outbound_queue.max(1));
+    let kill = Arc::new(Notify::new());
+    peer.state().open(id, tx.clone(), kill.clone());
+    let mut conn = Conn {
+        ws,
+        peer,
+        id,
+        tx,
+        kill,
+        received: 0,
+        missed: 0,
+    };
+    conn.run(rx, stopped).await;
+    peer.state().close(id);
+    peer.open_ws.fetch_sub(1, Ordering::Relaxed);
+}
+
+struct Conn<'a> {
+    ws: Ws,
+    peer: &'a Peer,
+    id: u64,
+    tx: mpsc::Sender<Out>,
+    kill: Arc<Notify>,
+    /// Text and binary messages received.
+    received: u64,
+    /// Pings sent since the last pong.
+    missed: u32,
+}
+
+impl Conn<'_> {
+    fn generation(&self) -> Generation {
+        self.peer.cfg.generation
+    }
+
+    async fn run(&mut self, mut rx: mpsc::Receiver<Out>, mut stopped: watch::Receiver<bool>) {
+        let pinging = self.generation() == Generation::Current;
+        let every = self.peer.cfg.ping_interval.max(Duration::from_millis(1));
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        let kill = self.kill.clone();
+        loop {
+            tokio::select! {
+                biased;
+                _ = kill.notified() => {
+                    return self.close(1008, "slow consumer: outbound queue full").await;
+                }
+                _ = stopped.changed() => return self.close(1001, "server shutting down").await,
+                out = rx.recv() => match out {
+                    Some(Out::Text(text)) => {
+                        if !self.send(Message::text(text)).await {
+                            return;
+                        }
+                    }
+                    Some(Out::Drop) | None => return,
+                },
+                frame = self.ws.next() => match frame {
+                    Some(Ok(Message::Text(text))) => self.on_text(text.as_str()),
+                    Some(Ok(Message::Binary(bytes))) => match std::str::from_utf8(&bytes) {
+                        Ok(text) => self.on_text(text),
+                        Err(_) => {
+                            self.received += 1;
+                            self.reply_error(None, "", &Fail { code: -32700, message: "Invalid JSON".into() });
+                        }
+                    },
+                    Some(Ok(Message::Pong(_))) => {
+                        if !self.peer.faults().ignore_pongs {
+                            self.missed = 0;
+                        }
+                    }
+                    Some(Ok(_)) => {} // pings are answered by tungstenite; a close is answered too
+                    Some(Err(WsError::Capacity(_))) => return self.close(1009, "message too big").await,
+                    Some(Err(_)) | None => return,
+                },
+                _ = ticker.tick(), if pinging => {
+                    if self.peer.faults().no_pings {
+                        continue;
+                    }
+                    if self.missed >= MAX_MISSED_PINGS {
+                        return self.close(PING_TIMEOUT_CLOSE, "3 pings unanswered").await;
+                    }
+                    self.missed += 1;
+                    let payload = self.missed.to_string().into_bytes();
+                    if !self.send(Message::Ping(payload.into())).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends one message; false when the socket is gone (or the connection was killed while the
+    /// write was blocked).
+    async fn send(&mut self, msg: Message) -> bool {
+        let kill = self.kill.clone();
+        tokio::select! {
+            r = self.ws.send(msg) => r.is_ok(),
+            _ = kill.notified() => false,
+        }
+    }
+
+    async fn close(&mut self, code: u16, reason: &str) {
+        let frame = CloseFrame {
+            code: CloseCode::from(code),
+            reason: reason.to_string().into(),
+        };
+        let ws = &mut self.ws;
+        let _ = tokio::time::timeout(CLOSE_GRACE, async {
+            let _ = ws.close(Some(frame)).await;
+            while let Some(Ok(_)) = ws.next().await {}
+        })
+        .await;
+    }
+
+    /// Queues an outbound message; a full queue makes this connection a slow consumer.
+    fn queue(&self, out: Out) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(out) {
+            self.kill.notify_one();
+        }
+    }
+
+    fn on_text(&mut self, text: &str) {
+        self.received += 1;
+        let faults = self.peer.faults();
+        match self.generation() {
+            Generation::Released => match self.released_request(text) {
+                Ok(req) => self.handle(&faults, req),
+                Err((id, fail)) => self.reply_error(id.as_ref(), "", &fail),
+            },
+            Generation::Current => {
+                let opts = DecodeOptions {
+                    max_message_bytes: self.peer.cfg.max_message_bytes,
+                    ..DecodeOptions::default()
+                };
+                for frame in decode_message_with(Generation::Current, text, &opts) {
+                    match frame {
+                        Ok(Frame::Request(req)) => self.handle(&faults, req),
+                        Ok(Frame::Notification(_)) => {} // JSON-RPC: notifications are not answered
+                        Ok(Frame::Response(r)) => self.reply_error(r.id.as_ref(), "", &invalid_frame()),
+                        Err(e) if matches!(e.kind, FrameErrorKind::Syntax(_) | FrameErrorKind::Empty) => {
+                            self.reply_error(None, "", &invalid_json())
+                        }
+                        Err(e) => self.reply_error(e.id.as_ref(), "", &invalid_frame()),
+                    }
+                }
+            }
+        }
+        if faults.drop_after_frames.is_some_and(|n| self.received >= n) {
+            self.queue(Out::Drop);
+        }
+    }
+
+    /// A released server reads one JSON value per message (`JSON.parse`): anything else is
+    /// -32700; a value that is not one request object is -32600.
+    fn released_request(&self, text: &str) -> Result<Request, (Option<Id>, Fail)> {
+        if serde_json::from_str::<&RawValue>(text).is_err() {
+            return Err((None, invalid_json()));
+        }
+        if !text.trim_start().starts_with('{') {
+            return Err((None, invalid_frame()));
+        }
+        let opts = DecodeOptions {
+            max_message_bytes: self.peer.cfg.max_message_bytes,
+            reject_unknown_keys: true,
+            ..DecodeOptions::default()
+        };
+        match decode_message_with(Generation::Released, text, &opts)
+            .into_iter()
+            .next()
+        {
+            Some(Ok(Frame::Request(req))) => Ok(req),
+            Some(Ok(Frame::Response(r))) => Err((r.id, invalid_frame())),
+            Some(Err(e)) => Err((e.id, invalid_frame())),
+            _ => Err((None, invalid_frame())),
+        }
+    }
+
+    fn handle(&mut self, faults: &Faults, req: Request) {
+        let method = req.method.as_str();
+        if faults.drop_at.as_ref() == Some(&Step::BeforeAnswer(method.to_string())) {
+            return self.queue(Out::Drop);
+        }
+        let handshake = match self.generation() {
+            Generation::Released => "auth/connect",
+            Generation::Current => "agent/network/connect",
+        };
+        let mut connected = false;
+        let answer = {
+            let mut state = self.peer.state();
+            let was = state.authenticated(self.id);
+            if method == handshake {
+                let r = state.connect(self.id, req.params.as_deref());
+                connected = r.is_ok() && !was;
+                r
+            } else if !was {
+                Err(Fail {
+                    code: codes::UNAUTHORIZED,
+                    message: format!("Not authenticated. Send {handshake} first."),
+                })
+            } else {
+                state.call(self.id, method, req.params.as_deref())
+            }
+        };
+        match answer {
+            Ok(result) => self.reply(faults, &req.id, method, &Outcome::Result(result)),
+            Err(fail) => self.reply(faults, &req.id, method, &Outcome::Error(self.rpc_error(&fail))),
+        }
+        if connected && faults.drop_at == Some(Step::AfterConnect) {
+            self.queue(Out::Drop);
+        }
+        if faults.drop_at.as_ref() == Some(&Step::AfterAnswer(method.to_string())) {
+            self.queue(Out::Drop);
+        }
+    }
+
+    fn rpc_error(&self, fail: &Fail) -> RpcError {
+        let mut e = RpcError::new(fail.code, fail.message.clone());
+        if self.generation() == Generation::Current {
+            e.tag = codes::name(fail.code).map(str::to_string);
+        }
+        e
+    }
+
+    fn reply_error(&self, id: Option<&Id>, method: &str, fail: &Fail) {
+        let faults = self.peer.faults();
+        let outcome = Outcome::Error(self.rpc_error(fail));
+        if let Ok(text) = encode_response(self.generation(), id, &outcome) {
+            self.answer(&faults, method, text);
+        }
+    }
+
+    fn reply(&self, faults: &Faults, id: &Id, method: &str, outcome: &Outcome) {
+        if let Ok(text) = encode_response(self.generation(), Some(id), outcome) {
+            self.answer(faults, method, text);
+        }
+    }
+
+    /// Puts an answer on the queue, with the faults that concern answers.
+    fn answer(&self, faults: &Faults, method: &str, text: String) {
+        if faults.never_answer.iter().any(|m| m == method) {
+            return;
+        }
+        let garbage = self.peer.take_garbage();
+        let delay = faults.delay_ms.iter().find(|(m, _)| m == method).map(|(_, d)| *d);
+        match delay {
+            Some(ms) => {
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    if garbage {
+                        let _ = tx.send(Out::Text(GARBAGE.to_string())).await;
+                    }
+                    let _ = tx.send(Out::Text(text)).await;
+                });
+            }
+            None => {
+                if garbage {
+                    self.queue(Out::Text(GARBAGE.to_string()));
+                }
+                self.queue(Out::Text(text));
+            }
+        }
+    }
+}
+
+fn invalid_json() -> Fail {
+    Fail {
+        code: codes::PARSE_ERROR,
+        message: "Invalid JSON".into(),
+    }
+}
+
+fn invalid_frame() -> Fail {
+    Fail {
+        code: codes::INVALID_REQUEST,
+        message: "Invalid request frame".into(),
+    }
+}
