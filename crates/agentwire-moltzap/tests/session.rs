@@ -853,3 +853,23 @@ fn auto_fallback_stops_waiting_for_pings() {
     assert!(matches!(&events(&mut s)[..], [Event::Connected { .. }]));
     assert_eq!(s.poll_timeout(), None);
 }
+
+#[test]
+fn the_session_is_send_and_auto_stays_released_within_a_socket() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Session>();
+    let mut s = session(GenerationChoice::Auto);
+    let a = s.connect(0, Credentials::AgentKey("bad".into())).unwrap();
+    s.handle_text(1, &released_error(&a, -32600, "Invalid request frame"));
+    sent(&mut s);
+    s.handle_text(2, &released_error(&a, -32000, "Authentication failed"));
+    assert!(matches!(&events(&mut s)[..], [Event::ConnectFailed { error, .. }] if error.kind() == ErrorKind::Auth));
+    // The retry on the same socket goes straight to auth/connect.
+    s.connect(3, Credentials::AgentKey(KEY.into())).unwrap();
+    assert_eq!(sent(&mut s)[0]["method"], "auth/connect");
+    // A new socket starts again from the current handshake.
+    s.handle_close(4, 1000, "");
+    s.handle_open(5);
+    s.connect(5, Credentials::AgentKey(KEY.into())).unwrap();
+    assert_eq!(sent(&mut s)[0]["method"], "agent/network/connect");
+}

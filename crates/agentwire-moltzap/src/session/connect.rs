@@ -145,6 +145,8 @@ impl Session {
     pub(super) fn connect_failed(&mut self, error: MoltZapError) {
         let Some(c) = self.connecting.take() else { return };
         self.timers.cancel(&Timer::Request(c.id.clone()));
+        // A late answer (after a timeout, a cancel or a frame error) is dropped quietly.
+        self.forget(c.id.clone());
         self.state = SessionState::Open;
         self.events.push_back(Event::ConnectFailed { id: c.id, error });
     }

@@ -324,7 +324,6 @@ impl Session {
         let error = MoltZapError::local(ErrorKind::Cancelled, "cancelled").for_request(Id::from(id));
         if self.connecting.as_ref().is_some_and(|c| c.id == id) {
             self.connect_failed(error);
-            self.forget(id.to_string());
             return true;
         }
         if self.pending.remove(id).is_none() {
@@ -458,7 +457,6 @@ impl Session {
             let m = format!("no HelloOk within {} ms", self.cfg.handshake_timeout_ms);
             let error = MoltZapError::local(ErrorKind::Timeout, m).for_request(Id::Str(id.clone()));
             self.connect_failed(error);
-            self.forget(id);
             return;
         }
         if self.pending.remove(&id).is_some() {
@@ -483,7 +481,7 @@ impl Session {
         self.events.push_back(Event::Diagnostic(e));
     }
 
-    fn forget(&mut self, id: String) {
+    pub(super) fn forget(&mut self, id: String) {
         if self.forgotten.len() >= FORGOTTEN_CAP {
             if let Some(old) = self.forgotten.pop_front() {
                 self.forgotten_set.remove(&old);
