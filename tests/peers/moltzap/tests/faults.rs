@@ -1,0 +1,303 @@
+//! Each fault, and the current generation's pings.
+
+mod common;
+
+use agentwire_peer_moltzap::{Faults, Generation, PeerConfig, Step, GARBAGE};
+use common::*;
+use futures_util::{SinkExt, StreamExt};
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::Message;
+
+async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    tokio::time::timeout(Duration::from_secs(20), f)
+        .await
+        .expect("test timed out");
+}
+
+/// How the socket ended: `Some(code)` for a close frame, `None` for an abrupt end.
+async fn end_of(w: &mut Ws) -> Option<u16> {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match w.next().await {
+                Some(Ok(Message::Close(f))) => return f.map(|f| u16::from(f.code)),
+                Some(Ok(Message::Text(t))) => panic!("unexpected text {t}"),
+                Some(Ok(_)) => continue,
+                Some(Err(_)) | None => return None,
+            }
+        }
+    })
+    .await
+    .expect("socket did not end")
+}
+
+fn ping() -> String {
+    rreq("p", "system/ping", "{}")
+}
+
+#[tokio::test]
+async fn drop_after_frames() {
+    bounded(async {
+        let h = peer(PeerConfig::new(Generation::Released).with_faults(Faults {
+            drop_after_frames: Some(2),
+            ..Faults::default()
+        }))
+        .await;
+        let (_, key) = register(&h, "drop-n").await;
+        let mut w = ws(&h).await;
+        auth_released(&mut w, &key).await;
+        assert!(call(&mut w, &ping()).await["result"]["ts"].is_string());
+        assert_eq!(end_of(&mut w).await, None);
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn drop_at_steps() {
+    bounded(async {
+        let h = released().await;
+        let (_, key) = register(&h, "drop-step").await;
+        // At the upgrade: the WebSocket handshake fails.
+        h.set_faults(Faults {
+            drop_at: Some(Step::Upgrade),
+            ..Faults::default()
+        });
+        let r = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(h.ws_url()))
+            .await
+            .unwrap();
+        assert!(r.is_err());
+        // After connect: the HelloOk arrives, then the socket drops.
+        h.set_faults(Faults {
+            drop_at: Some(Step::AfterConnect),
+            ..Faults::default()
+        });
+        let mut w = ws(&h).await;
+        auth_released(&mut w, &key).await;
+        assert_eq!(end_of(&mut w).await, None);
+        // Before answering a method: no answer.
+        h.set_faults(Faults {
+            drop_at: Some(Step::BeforeAnswer("system/ping".into())),
+            ..Faults::default()
+        });
+        let mut w = ws(&h).await;
+        auth_released(&mut w, &key).await;
+        send(&mut w, &ping()).await;
+        assert_eq!(end_of(&mut w).await, None);
+        // After answering it.
+        h.set_faults(Faults {
+            drop_at: Some(Step::AfterAnswer("system/ping".into())),
+            ..Faults::default()
+        });
+        let mut w = ws(&h).await;
+        auth_released(&mut w, &key).await;
+        assert!(call(&mut w, &ping()).await["result"].is_object());
+        assert_eq!(end_of(&mut w).await, None);
+        // Cleared: a normal session.
+        h.set_faults(Faults::default());
+        let mut w = ws(&h).await;
+        auth_released(&mut w, &key).await;
+        assert!(call(&mut w, &ping()).await["result"].is_object());
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn delay_and_never_answer() {
+    bounded(async {
+        let h = released().await;
+        let (_, key) = register(&h, "slowpoke").await;
+        let (_, kb) = register(&h, "slow-b").await;
+        let mut w = ws(&h).await;
+        let mut b = ws(&h).await;
+        auth_released(&mut w, &key).await;
+        auth_released(&mut b, &kb).await;
+        h.set_faults(Faults {
+            delay_ms: vec![("system/ping".into(), 300)],
+            never_answer: vec!["messages/send".into()],
+            ..Faults::default()
+        });
+        let t = Instant::now();
+        send(&mut w, &rreq("d", "system/ping", "{}")).await;
+        send(&mut w, &rreq("q", "agents/list", "{}")).await;
+        // The undelayed answer overtakes the delayed one.
+        assert_eq!(next_json(&mut w).await["id"], "q");
+        assert_eq!(next_json(&mut w).await["id"], "d");
+        assert!(t.elapsed() >= Duration::from_millis(300));
+        // Never answered, but the message is still delivered.
+        send(
+            &mut w,
+            &rreq(
+                "n",
+                "messages/send",
+                r#"{"to":"agent:slow-b","parts":[{"type":"text","text":"x"}]}"#,
+            ),
+        )
+        .await;
+        assert_eq!(next_json(&mut b).await["event"], "messages/received");
+        silent(&mut w, Duration::from_millis(200)).await;
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn garbage_before_next_answer() {
+    bounded(async {
+        let h = current().await;
+        let (_, key) = register(&h, "garbage").await;
+        let mut w = ws(&h).await;
+        auth_current(&mut w, &key).await;
+        h.set_faults(Faults {
+            garbage_before_answers: 1,
+            ..Faults::default()
+        });
+        send(&mut w, &creq("1", "system/ping", "{}")).await;
+        assert_eq!(next_text(&mut w).await, GARBAGE);
+        assert_eq!(next_json(&mut w).await["id"], "1");
+        // Only once.
+        assert_eq!(call(&mut w, &creq("2", "system/ping", "{}")).await["id"], "2");
+        assert_eq!(h.faults().garbage_before_answers, 0);
+        h.shutdown().await;
+    })
+    .await;
+}
+
+fn pinging(ms: u64) -> PeerConfig {
+    PeerConfig::new(Generation::Current).with_ping_interval(Duration::from_millis(ms))
+}
+
+#[tokio::test]
+async fn healthy_client_keeps_its_socket() {
+    bounded(async {
+        let h = peer(pinging(40)).await;
+        let (_, key) = register(&h, "ponger").await;
+        let mut w = ws(&h).await;
+        auth_current(&mut w, &key).await;
+        // tungstenite answers pings while the client reads.
+        let mut pings = 0;
+        let until = Instant::now() + Duration::from_millis(400);
+        while let Ok(m) = tokio::time::timeout_at(until.into(), w.next()).await {
+            match m {
+                Some(Ok(Message::Ping(_))) => pings += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(pings >= 5, "{pings} pings");
+        assert!(call(&mut w, &creq("1", "system/ping", "{}")).await["result"]["ts"].is_string());
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn silent_client_is_closed_after_three_pings() {
+    bounded(async {
+        let h = peer(pinging(40)).await;
+        let (_, key) = register(&h, "deaf").await;
+        let mut w = ws(&h).await;
+        auth_current(&mut w, &key).await;
+        // Not reading: no pong goes out.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let mut pings = 0;
+        let code = tokio::time::timeout(WAIT, async {
+            loop {
+                match w.next().await {
+                    Some(Ok(Message::Ping(_))) => pings += 1,
+                    Some(Ok(Message::Close(f))) => return f.map(|f| u16::from(f.code)),
+                    Some(Ok(m)) => panic!("{m:?}"),
+                    Some(Err(_)) | None => return None,
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!((pings, code), (3, Some(1001)));
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn ignored_pongs_and_no_pings() {
+    bounded(async {
+        let h = peer(pinging(30).with_faults(Faults {
+            ignore_pongs: true,
+            ..Faults::default()
+        }))
+        .await;
+        let (_, key) = register(&h, "ignored").await;
+        let mut w = ws(&h).await;
+        auth_current(&mut w, &key).await;
+        assert_eq!(end_of(&mut w).await, Some(1001)); // reading (so ponging) does not help
+        h.set_faults(Faults {
+            no_pings: true,
+            ..Faults::default()
+        });
+        let mut w = ws(&h).await;
+        auth_current(&mut w, &key).await;
+        let got = tokio::time::timeout(Duration::from_millis(300), w.next()).await;
+        assert!(got.is_err(), "{got:?}");
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn slow_consumer_is_cut_off() {
+    bounded(async {
+        let mut cfg = PeerConfig::new(Generation::Released);
+        cfg.outbound_queue = 2;
+        let h = peer(cfg).await;
+        let (_, ka) = register(&h, "fast-a").await;
+        let (_, kb) = register(&h, "slow-b2").await;
+        let mut a = ws(&h).await;
+        let mut b = ws(&h).await;
+        auth_released(&mut a, &ka).await;
+        auth_released(&mut b, &kb).await;
+        // B stops reading; A sends ~10 MB to B.
+        let text = "y".repeat(32_000);
+        let frame = rreq(
+            "s",
+            "messages/send",
+            &format!(r#"{{"to":"agent:slow-b2","parts":[{{"type":"text","text":"{text}"}}]}}"#),
+        );
+        let (mut sink, mut stream) = a.split();
+        let answers = tokio::spawn(async move {
+            let mut n = 0;
+            while n < 300 {
+                match stream.next().await {
+                    Some(Ok(Message::Text(t))) => {
+                        assert!(t.contains(r#""result""#), "{t}");
+                        n += 1;
+                    }
+                    Some(Ok(_)) => {}
+                    other => panic!("{other:?}"),
+                }
+            }
+        });
+        for _ in 0..300 {
+            sink.feed(Message::text(frame.clone())).await.unwrap();
+        }
+        sink.flush().await.unwrap();
+        answers.await.unwrap();
+        let mut events = 0;
+        let ended = tokio::time::timeout(WAIT, async {
+            loop {
+                match b.next().await {
+                    Some(Ok(Message::Text(_))) => events += 1,
+                    Some(Ok(Message::Close(f))) => return f.map(|f| u16::from(f.code)),
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => return None,
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert!(events < 300, "all {events} events arrived");
+        assert!(matches!(ended, None | Some(1008)), "{ended:?}");
+        assert_eq!(h.connections(), 1);
+        h.shutdown().await;
+    })
+    .await;
+}
