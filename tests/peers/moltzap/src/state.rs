@@ -176,6 +176,10 @@ struct Conversation {
     last: Option<(String, String)>,
     /// Sequence of the last activity, for ordering lists.
     touched: u64,
+    /// Set by `conversations/archive` (for every participant).
+    archived_at: Option<String>,
+    /// Agents that muted the conversation.
+    muted: HashSet<String>,
 }
 
 #[derive(Serialize)]
@@ -556,6 +560,14 @@ impl State {
             "messages/send" => self.send_message(conn, &me, p),
             "messages/list" => self.list_messages(&me, p, false),
             "agent/message/list" if self.generation == Generation::Current => self.list_messages(&me, p, true),
+            "conversations/update"
+            | "conversations/mute"
+            | "conversations/unmute"
+            | "conversations/leave"
+            | "conversations/archive"
+            | "conversations/unarchive"
+            | "conversations/addParticipant"
+            | "conversations/removeParticipant" => self.manage(conn, &me, method, p),
             "presence/update" => {
                 #[derive(Deserialize)]
                 #[serde(deny_unknown_fields)]
@@ -690,6 +702,147 @@ impl State {
         Ok(raw)
     }
 
+    /// The conversation management methods; each answers `{}`.
+    fn manage(&mut self, conn: u64, me: &str, method: &str, p: Option<&RawValue>) -> Answer {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Ref {
+            #[serde(rename = "type")]
+            kind: String,
+            id: String,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        struct P {
+            conversation_id: String,
+            #[serde(default)]
+            name: Option<String>,
+            #[serde(default)]
+            until: Option<String>,
+            #[serde(default)]
+            participant: Option<Ref>,
+        }
+        let p: P = params(p)?;
+        let allowed = match method {
+            "conversations/update" => p.until.is_none() && p.participant.is_none(),
+            "conversations/mute" => p.name.is_none() && p.participant.is_none(),
+            "conversations/addParticipant" | "conversations/removeParticipant" => {
+                p.name.is_none()
+                    && p.until.is_none()
+                    && p.participant
+                        .as_ref()
+                        .is_some_and(|r| r.kind == "agent" && is_uuid(&r.id))
+            }
+            _ => p.name.is_none() && p.until.is_none() && p.participant.is_none(),
+        };
+        if !allowed {
+            return Err(invalid());
+        }
+        let id = self.conversation_of(me, &p.conversation_id)?.id.clone();
+        let now = now_iso();
+        let members_before: Vec<String> = self.conversations[&id]
+            .members
+            .iter()
+            .map(|m| m.agent.clone())
+            .collect();
+        let (event, payload) = {
+            let c = self.conversations.get_mut(&id).ok_or_else(not_participant)?;
+            match method {
+                "conversations/update" => {
+                    match p.name {
+                        Some(n) if c.kind == "group" && !n.is_empty() && n.len() <= 256 => c.name = Some(n),
+                        Some(_) => return Err(invalid()),
+                        None => {}
+                    }
+                    c.updated_at = now.clone();
+                    (Some("conversations/updated"), wrap("conversation", &c.view())?)
+                }
+                "conversations/mute" => {
+                    c.muted.insert(me.to_string());
+                    (None, ok(&serde_json::json!({}))?)
+                }
+                "conversations/unmute" => {
+                    c.muted.remove(me);
+                    (None, ok(&serde_json::json!({}))?)
+                }
+                "conversations/leave" => {
+                    c.members.retain(|m| m.agent != me);
+                    (None, ok(&serde_json::json!({}))?)
+                }
+                "conversations/archive" => {
+                    c.archived_at = Some(now.clone());
+                    #[derive(Serialize)]
+                    #[serde(rename_all = "camelCase")]
+                    struct Archived<'a> {
+                        conversation_id: &'a str,
+                        archived_at: &'a str,
+                        by: &'a str,
+                    }
+                    let raw = ok(&Archived {
+                        conversation_id: &id,
+                        archived_at: &now,
+                        by: me,
+                    })?;
+                    (Some("conversations/archived"), raw)
+                }
+                "conversations/unarchive" => {
+                    c.archived_at = None;
+                    #[derive(Serialize)]
+                    #[serde(rename_all = "camelCase")]
+                    struct Unarchived<'a> {
+                        conversation_id: &'a str,
+                        by: &'a str,
+                    }
+                    let raw = ok(&Unarchived {
+                        conversation_id: &id,
+                        by: me,
+                    })?;
+                    (Some("conversations/unarchived"), raw)
+                }
+                _ => {
+                    let target = p.participant.map(|r| r.id).unwrap_or_default();
+                    if c.kind != "group" {
+                        return Err(invalid());
+                    }
+                    if method == "conversations/addParticipant" {
+                        if !self.agents.contains_key(&target) {
+                            return Err(fail(-32002, format!("Agent '{target}' not found")));
+                        }
+                        if c.members.len() >= MAX_GROUP {
+                            return Err(fail(-32017, "Maximum participants exceeded"));
+                        }
+                        if !c.has(&target) {
+                            c.members.push(Member {
+                                agent: target,
+                                role: "member",
+                                joined_at: now.clone(),
+                            });
+                        }
+                    } else {
+                        c.members.retain(|m| m.agent != target);
+                    }
+                    c.updated_at = now.clone();
+                    (Some("conversations/updated"), wrap("conversation", &c.view())?)
+                }
+            }
+        };
+        if let Some(event) = event {
+            let mut members: Vec<&str> = members_before.iter().map(String::as_str).collect();
+            let now_members: Vec<String> = self.conversations[&id]
+                .members
+                .iter()
+                .map(|m| m.agent.clone())
+                .collect();
+            for m in &now_members {
+                if !members.contains(&m.as_str()) {
+                    members.push(m);
+                }
+            }
+            self.fan_out(&members, conn, event, &payload);
+        }
+        ok(&serde_json::json!({}))
+    }
+
     fn find_dm(&self, a: &str, b: &str) -> Option<String> {
         self.conversations
             .values()
@@ -729,6 +882,8 @@ impl State {
                 total: 0,
                 last: None,
                 touched,
+                archived_at: None,
+                muted: HashSet::new(),
             },
         );
         Ok(id)
@@ -768,11 +923,17 @@ impl State {
             None => 0,
             Some(c) => c.parse::<usize>().map_err(|_| invalid())?,
         };
-        let mut convs: Vec<&Conversation> = if p.archived.as_deref() == Some("only") {
-            Vec::new() // nothing is ever archived here
-        } else {
-            self.conversations.values().filter(|c| c.has(me)).collect()
-        };
+        let archived = p.archived.as_deref().unwrap_or("exclude");
+        let mut convs: Vec<&Conversation> = self
+            .conversations
+            .values()
+            .filter(|c| c.has(me))
+            .filter(|c| match archived {
+                "exclude" => c.archived_at.is_none(),
+                "only" => c.archived_at.is_some(),
+                _ => true,
+            })
+            .collect();
         convs.sort_by_key(|c| std::cmp::Reverse(c.touched));
         let page: Vec<Summary<'_>> = convs.iter().skip(start).take(limit).map(|c| c.summary()).collect();
         #[derive(Serialize)]
@@ -841,7 +1002,13 @@ impl State {
             return Err(invalid());
         }
         let conv_id = match (p.conversation_id, p.to) {
-            (Some(id), None) => self.conversation_of(me, &id)?.id.clone(),
+            (Some(id), None) => {
+                let c = self.conversation_of(me, &id)?;
+                if c.archived_at.is_some() {
+                    return Err(fail(-32022, "Conversation is archived"));
+                }
+                c.id.clone()
+            }
             (None, Some(to)) => {
                 let Some(name) = to.strip_prefix("agent:") else {
                     return Err(fail(-32602, "Invalid 'to' format — use agent:<name>"));

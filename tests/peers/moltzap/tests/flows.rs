@@ -376,3 +376,111 @@ async fn oversized_message_closes_1009() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn conversation_management() {
+    bounded(async {
+        let h = released().await;
+        let (_, ka) = register(&h, "ma-1").await;
+        let (ib, kb) = register(&h, "mb-1").await;
+        let (ic, kc) = register(&h, "mc-1").await;
+        let (mut a, mut b, mut c) = (ws(&h).await, ws(&h).await, ws(&h).await);
+        auth_released(&mut a, &ka).await;
+        auth_released(&mut b, &kb).await;
+        auth_released(&mut c, &kc).await;
+        let p = format!(r#"{{"type":"group","name":"duo","participants":[{{"type":"agent","id":"{ib}"}}]}}"#);
+        let id = call(&mut a, &rreq("g", "conversations/create", &p)).await["result"]["conversation"]["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        next_json(&mut b).await; // conversations/created
+        let cid = format!(r#"{{"conversationId":"{id}"}}"#);
+        let up = call(
+            &mut a,
+            &rreq(
+                "u",
+                "conversations/update",
+                &format!(r#"{{"conversationId":"{id}","name":"renamed"}}"#),
+            ),
+        )
+        .await;
+        assert_eq!(up["result"], json!({}));
+        let ev = next_json(&mut b).await;
+        assert_eq!(
+            (ev["event"].as_str(), ev["data"]["conversation"]["name"].as_str()),
+            (Some("conversations/updated"), Some("renamed"))
+        );
+        let add = format!(r#"{{"conversationId":"{id}","participant":{{"type":"agent","id":"{ic}"}}}}"#);
+        assert_eq!(
+            call(&mut a, &rreq("add", "conversations/addParticipant", &add)).await["result"],
+            json!({})
+        );
+        assert_eq!(next_json(&mut b).await["event"], "conversations/updated");
+        assert_eq!(next_json(&mut c).await["event"], "conversations/updated");
+        assert_eq!(
+            call(&mut c, &rreq("m", "conversations/mute", &cid)).await["result"],
+            json!({})
+        );
+        assert_eq!(
+            call(&mut c, &rreq("um", "conversations/unmute", &cid)).await["result"],
+            json!({})
+        );
+        assert_eq!(
+            call(&mut a, &rreq("ar", "conversations/archive", &cid)).await["result"],
+            json!({})
+        );
+        let ev = next_json(&mut b).await;
+        assert_eq!(ev["event"], "conversations/archived");
+        assert_eq!(ev["data"]["conversationId"], id.as_str());
+        next_json(&mut c).await;
+        let listed = call(&mut b, &rreq("l", "conversations/list", "{}")).await;
+        assert_eq!(listed["result"]["conversations"], json!([]));
+        let only = call(&mut b, &rreq("l2", "conversations/list", r#"{"archived":"only"}"#)).await;
+        assert_eq!(only["result"]["conversations"][0]["id"], id.as_str());
+        let send = format!(r#"{{"conversationId":"{id}","parts":[{{"type":"text","text":"x"}}]}}"#);
+        assert_eq!(
+            call(&mut b, &rreq("s", "messages/send", &send)).await["error"]["code"],
+            -32022
+        );
+        assert_eq!(
+            call(&mut a, &rreq("un", "conversations/unarchive", &cid)).await["result"],
+            json!({})
+        );
+        assert_eq!(next_json(&mut b).await["event"], "conversations/unarchived");
+        next_json(&mut c).await;
+        assert_eq!(
+            call(&mut c, &rreq("lv", "conversations/leave", &cid)).await["result"],
+            json!({})
+        );
+        assert_eq!(
+            call(&mut c, &rreq("g2", "conversations/get", &cid)).await["error"]["code"],
+            -32001
+        );
+        let rm = format!(r#"{{"conversationId":"{id}","participant":{{"type":"agent","id":"{ib}"}}}}"#);
+        assert_eq!(
+            call(&mut a, &rreq("rm", "conversations/removeParticipant", &rm)).await["result"],
+            json!({})
+        );
+        assert_eq!(next_json(&mut b).await["event"], "conversations/updated");
+        assert_eq!(
+            call(&mut b, &rreq("s2", "messages/send", &send)).await["error"]["code"],
+            -32001
+        );
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn connection_limit() {
+    bounded(async {
+        let mut cfg = agentwire_peer_moltzap::PeerConfig::new(agentwire_peer_moltzap::Generation::Released);
+        cfg.max_connections = 1;
+        let h = peer(cfg).await;
+        let _w = ws(&h).await;
+        let (status, body) = http(h.local_addr(), "GET", "/health", None).await;
+        assert_eq!((status, body.as_str()), (503, r#"{"error":"Too many connections"}"#));
+        h.shutdown().await;
+    })
+    .await;
+}
