@@ -296,7 +296,12 @@ async fn slow_consumer_is_cut_off() {
         .unwrap();
         assert!(events < 300, "all {events} events arrived");
         assert!(matches!(ended, None | Some(1008)), "{ended:?}");
-        assert_eq!(h.connections(), 1);
+        // The peer forgets B (its close handshake may still be finishing).
+        let t = Instant::now();
+        while h.connections() != 1 {
+            assert!(t.elapsed() < WAIT, "{} connections", h.connections());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         h.shutdown().await;
     })
     .await;
