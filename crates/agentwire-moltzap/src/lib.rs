@@ -34,6 +34,7 @@ pub mod errors;
 mod fields;
 mod frame;
 mod frame_error;
+pub mod register;
 pub mod session;
 
 pub use decode::{decode_bytes, decode_bytes_with, decode_message, decode_message_with, DecodeOptions};

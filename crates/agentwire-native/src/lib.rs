@@ -3,14 +3,17 @@
 //!
 //! - [`rkt::server`]: the reference RKT agent on a `TcpListener`.
 //! - [`rkt::client`]: [`rkt::RktClient`], an async RKT client.
+//! - [`moltzap`]: [`moltzap::MoltZapClient`], an async MoltZap client (both generations), and
+//!   [`moltzap::register`].
 //!
-//! Both keep their socket in a `wire::Wire`, the WebSocket plumbing every protocol's driver shares.
+//! Each keeps its socket in a `wire::Wire`, the WebSocket plumbing every protocol's driver shares.
 
 // `RktError` (the engine's error, returned by value as the engine does) and tungstenite's
 // `ErrorResponse` (its upgrade callback's signature) are large: that is their API, not ours.
 #![allow(clippy::result_large_err)]
 
 mod clock;
+pub mod moltzap;
 pub mod rkt;
 mod wire;
 

@@ -23,11 +23,19 @@ pub(crate) trait Engine {
     fn handle_binary(&mut self, now: Millis, bytes: &[u8]);
     fn handle_close(&mut self, now: Millis, code: u16, reason: &str);
     fn poll_transmit(&mut self) -> Option<Outgoing>;
+    /// A WebSocket ping arrived (tungstenite answers it); most engines do not care.
+    fn handle_ping(&mut self, _now: Millis) {}
 }
 
 /// Implements [`Engine`] by the sessions' own methods of the same names.
 macro_rules! engines {
-    ($($session:ty),* $(,)?) => {$(
+    ($($session:ty),* $(,)?) => {$( engines!(@impl $session {}); )*};
+    (@ping $($session:ty),* $(,)?) => {$( engines!(@impl $session {
+        fn handle_ping(&mut self, now: Millis) {
+            <$session>::handle_ping(self, now)
+        }
+    }); )*};
+    (@impl $session:ty { $($extra:tt)* }) => {
         impl Engine for $session {
             fn handle_text(&mut self, now: Millis, text: &str) {
                 <$session>::handle_text(self, now, text)
@@ -41,11 +49,13 @@ macro_rules! engines {
             fn poll_transmit(&mut self) -> Option<Outgoing> {
                 <$session>::poll_transmit(self)
             }
+            $($extra)*
         }
-    )*};
+    };
 }
 
 engines!(agentwire_rkt::ClientSession, agentwire_rkt::ServerSession);
+engines!(@ping agentwire_moltzap::Session);
 
 /// A WebSocket, the close frame to end it with, and what went over it.
 pub(crate) struct Wire<S> {
@@ -102,7 +112,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Wire<S> {
                 let (code, reason) = frame.map_or((1005, String::new()), |f| (f.code.into(), f.reason.to_string()));
                 engine.handle_close(now, code, &reason);
             }
-            Some(Ok(_)) => {} // WebSocket ping/pong: answered by tungstenite
+            Some(Ok(Message::Ping(_))) => engine.handle_ping(now), // the pong is tungstenite's
+            Some(Ok(_)) => {}                                      // WebSocket pong, raw frame
             Some(Err(WsError::Capacity(e))) => {
                 let reason = format!("message too big: {e}");
                 self.close = Some(CloseFrame {

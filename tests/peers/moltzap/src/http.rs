@@ -174,7 +174,7 @@ pub(crate) async fn connection(mut tcp: TcpStream, peer: &Peer, stopped: watch::
             );
             respond(&mut tcp, 200, &body).await;
         }
-        ("POST", "/api/v1/auth/register") => {
+        ("POST", agentwire_moltzap::register::PATH) => {
             let Some(len) = head.content_length else {
                 return respond(&mut tcp, 400, &error_body("Content-Length required")).await;
             };

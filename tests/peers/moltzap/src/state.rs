@@ -1,7 +1,8 @@
 //! The server's memory and the methods: agents, conversations, messages, presence, and the
 //! connections they fan out to. Everything is bounded; nothing is persisted.
 
-use crate::util::{agent_key, is_uuid, now_iso, uuid, valid_name};
+use crate::util::{agent_key, is_uuid, now_iso, uuid};
+use agentwire_moltzap::register::valid_name;
 use agentwire_moltzap::{encode_notification, Generation, CURRENT_PROTOCOL, RELEASED_PROTOCOL};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

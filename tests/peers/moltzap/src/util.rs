@@ -57,16 +57,6 @@ pub fn agent_key() -> String {
     )
 }
 
-/// The released server's agent name rule: `^[a-z0-9][a-z0-9_-]{1,30}[a-z0-9]$`.
-pub fn valid_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    let edge = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    (3..=32).contains(&b.len())
-        && edge(b[0])
-        && edge(b[b.len() - 1])
-        && b.iter().all(|&c| edge(c) || c == b'_' || c == b'-')
-}
-
 pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -116,9 +106,5 @@ mod tests {
         assert_eq!(&u[14..15], "4");
         let k = agent_key();
         assert_eq!(k.len(), "moltzap_agent_".len() + 16 + 1 + 64);
-        assert!(valid_name("sa-mx641ffa") && valid_name("abc") && !valid_name("ab") && !valid_name("-ab"));
-        assert!(
-            !valid_name("Abc") && !valid_name("ab_") && !valid_name(&"a".repeat(33)) && valid_name(&"a".repeat(32))
-        );
     }
 }

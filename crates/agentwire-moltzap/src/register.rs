@@ -1,0 +1,152 @@
+//! Agent registration over HTTP, sans-IO: the request a driver sends to
+//! `POST /api/v1/auth/register` and the decoding of its answer. The transport (HTTP client,
+//! `fetch`) is the driver's; the shapes, the name rule and the error mapping live here once.
+//!
+//! ```
+//! use agentwire_moltzap::register::{parse_response, Registration};
+//!
+//! let body = Registration::new("alice-bot").description("tests").body()?;
+//! assert_eq!(body, r#"{"name":"alice-bot","description":"tests"}"#);
+//! let ok = parse_response(201, r#"{"agentId":"a1","apiKey":"moltzap_agent_x"}"#)?;
+//! assert_eq!(ok.api_key, "moltzap_agent_x");
+//! # Ok::<(), agentwire_moltzap::MoltZapError>(())
+//! ```
+
+use crate::errors::MoltZapError;
+use agentwire_core::ErrorKind;
+use serde::{Deserialize, Serialize};
+
+/// The path of the registration endpoint on the server's HTTP origin.
+pub const PATH: &str = "/api/v1/auth/register";
+
+/// Bytes of a registration answer a driver reads at most.
+pub const MAX_RESPONSE_BYTES: usize = 64 * 1024;
+
+/// True when `name` is a valid agent name: `^[a-z0-9][a-z0-9_-]{1,30}[a-z0-9]$`.
+pub fn valid_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    let edge = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    (3..=32).contains(&b.len())
+        && edge(b[0])
+        && edge(b[b.len() - 1])
+        && b.iter().all(|&c| edge(c) || c == b'_' || c == b'-')
+}
+
+/// What to register.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Registration {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invite_code: Option<String>,
+}
+
+impl Registration {
+    pub fn new(name: impl Into<String>) -> Self {
+        Registration {
+            name: name.into(),
+            description: None,
+            invite_code: None,
+        }
+    }
+
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    pub fn invite_code(mut self, code: impl Into<String>) -> Self {
+        self.invite_code = Some(code.into());
+        self
+    }
+
+    /// The JSON body to POST; an invalid name is refused here, before anything is sent.
+    pub fn body(&self) -> Result<String, MoltZapError> {
+        if !valid_name(&self.name) {
+            let m = format!(
+                "invalid agent name {:?}: must match ^[a-z0-9][a-z0-9_-]{{1,30}}[a-z0-9]$",
+                self.name
+            );
+            return Err(MoltZapError::local(ErrorKind::Invalid, m));
+        }
+        serde_json::to_string(self).map_err(|e| MoltZapError::local(ErrorKind::Invalid, e.to_string()))
+    }
+}
+
+/// A registered agent: its id and the agent key to connect with.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Registered {
+    pub agent_id: String,
+    pub api_key: String,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: String,
+}
+
+/// Decodes the answer: 200/201 with `{agentId, apiKey}`, or an error status with
+/// `{"error": "..."}` (400 invalid → `invalid`; 500 "Registration failed", e.g. a taken name →
+/// `remote`; anything else → `remote` naming the status). The error's code is the HTTP status.
+pub fn parse_response(status: u16, body: &str) -> Result<Registered, MoltZapError> {
+    if (200..300).contains(&status) {
+        return serde_json::from_str::<Registered>(body).map_err(|e| {
+            MoltZapError::local(
+                ErrorKind::Decode,
+                format!("registration answer is not {{agentId, apiKey}}: {e}"),
+            )
+        });
+    }
+    let said = serde_json::from_str::<ErrorBody>(body)
+        .map(|b| b.error)
+        .unwrap_or_else(|_| body.chars().take(200).collect());
+    let kind = match status {
+        400 | 422 => ErrorKind::Invalid,
+        401 | 403 => ErrorKind::Auth,
+        429 => ErrorKind::RateLimited,
+        _ => ErrorKind::Remote,
+    };
+    let mut e = MoltZapError::local(kind, format!("registration refused with HTTP {status}: {said}"));
+    e.error = e
+        .error
+        .with_code(i64::from(status))
+        .retryable(status == 429 || status >= 502);
+    Err(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_rule() {
+        for ok in ["abc", "a-b_c", "0ab", &"a".repeat(32)] {
+            assert!(valid_name(ok), "{ok}");
+        }
+        for bad in ["ab", "-ab", "ab-", "Abc", "a b", "a.c", &"a".repeat(33), "", "ąbc"] {
+            assert!(!valid_name(bad), "{bad}");
+        }
+        let e = Registration::new("Bad").body().unwrap_err();
+        assert_eq!(e.error.kind, ErrorKind::Invalid);
+        assert!(e.error.message.contains("\"Bad\""), "{}", e.error.message);
+    }
+
+    #[test]
+    fn bodies_and_answers() {
+        let body = Registration::new("abc").invite_code("i1").body().unwrap();
+        assert_eq!(body, r#"{"name":"abc","inviteCode":"i1"}"#);
+        let ok = parse_response(201, r#"{"agentId":"a","apiKey":"k","extra":1}"#).unwrap();
+        assert_eq!((ok.agent_id.as_str(), ok.api_key.as_str()), ("a", "k"));
+        let e = parse_response(500, r#"{"error":"Registration failed"}"#).unwrap_err();
+        assert_eq!((e.error.kind, e.error.code), (ErrorKind::Remote, Some(500)));
+        assert!(e.error.message.ends_with("Registration failed"));
+        let e = parse_response(400, "not json").unwrap_err();
+        assert_eq!(e.error.kind, ErrorKind::Invalid);
+        assert!(e.error.message.ends_with("not json"));
+        assert!(parse_response(429, "").unwrap_err().error.retryable);
+        assert_eq!(parse_response(200, "{}").unwrap_err().error.kind, ErrorKind::Decode);
+    }
+}

@@ -1,0 +1,413 @@
+//! [`MoltZapClient`]: an async MoltZap client. One task owns the socket and the engine's
+//! [`Session`]; the client's calls reach it as commands with a reply channel, answered by
+//! request id, and server pushes go to one bounded event channel.
+
+use crate::wire::Wire;
+use crate::{clock::until, now_ms, OsEntropy};
+use agentwire_core::{ErrorKind, Millis};
+use agentwire_moltzap::{Credentials, Event, Generation, HelloOk, MoltZapError, RequestId, Session, SessionConfig};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::error::UrlError;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Error as WsError;
+use tokio_tungstenite::MaybeTlsStream;
+
+/// Server pushes, diagnostics and the final `Disconnected`, in arrival order; the channel ends
+/// after `Disconnected`.
+pub type Events = mpsc::Receiver<Event>;
+
+/// Commands taken from the channel in one go, so concurrent calls share a write.
+const COMMAND_BATCH: usize = 64;
+/// Bytes allowed on a WebSocket message beyond the engine's limit, so a message just over it
+/// still reaches the engine and gets its diagnostic while a far larger one is refused unread.
+const FRAME_SLACK: usize = 4096;
+
+/// How a client is set up. `Default` gives the engine's defaults and 4096 buffered events.
+#[derive(Debug, Clone)]
+pub struct MoltZapConfig {
+    pub session: SessionConfig,
+    /// Events held for the reader of [`MoltZapClient::events`]. When the reader falls this far
+    /// behind, the client closes the connection (`Disconnected` with code 1008 follows): recover
+    /// by connecting again and reading a bounded `agent/message/list` window.
+    pub event_capacity: usize,
+}
+
+impl Default for MoltZapConfig {
+    fn default() -> Self {
+        MoltZapConfig {
+            session: SessionConfig::default(),
+            event_capacity: 4096,
+        }
+    }
+}
+
+/// Where the client is connected, and what the server said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    pub url: String,
+    /// The generation spoken (the one `auto` chose).
+    pub generation: Generation,
+    pub hello: HelloOk,
+}
+
+type Reply<T> = oneshot::Sender<Result<T, MoltZapError>>;
+type Start = Box<dyn FnOnce(&mut Session, Millis) -> Result<RequestId, MoltZapError> + Send>;
+
+enum Command {
+    Start {
+        ticket: u64,
+        start: Start,
+        reply: Reply<String>,
+    },
+    Cancel(u64),
+    Close(oneshot::Sender<()>),
+}
+
+fn closed_error() -> MoltZapError {
+    MoltZapError::local(ErrorKind::Closed, "the connection is closed")
+}
+
+/// A MoltZap connection, authenticated. Calls may run concurrently (`&self`). Dropping a call's
+/// future cancels the request; dropping the client closes the connection (1000).
+pub struct MoltZapClient {
+    commands: mpsc::UnboundedSender<Command>,
+    info: ConnectionInfo,
+    events: Option<Events>,
+    tickets: AtomicU64,
+}
+
+impl std::fmt::Debug for MoltZapClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MoltZapClient")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MoltZapClient {
+    /// Opens the WebSocket at `url` (`ws://host:port/ws`) and authenticates, in the generation
+    /// of `cfg.session.generation`. The upgrade and the handshake each take at most
+    /// `handshake_timeout_ms`. A refused connect (`auth`), a protocol version out of range
+    /// (`version`) or a timeout is the error; the socket is then closed.
+    pub async fn connect(
+        url: &str,
+        credentials: Credentials,
+        cfg: MoltZapConfig,
+    ) -> Result<MoltZapClient, MoltZapError> {
+        let limit = cfg.session.handshake_timeout_ms;
+        let upgrade = tokio::time::timeout(Duration::from_millis(limit), open(url, &cfg.session)).await;
+        let ws = match upgrade {
+            Ok(ws) => ws?,
+            Err(_) => {
+                let m = format!("no WebSocket upgrade from {url} within {limit} ms");
+                return Err(MoltZapError::local(ErrorKind::Timeout, m));
+            }
+        };
+        let (commands, inbox) = mpsc::unbounded_channel();
+        let (events_tx, events) = mpsc::channel(cfg.event_capacity.max(1) + 1);
+        let (ready, handshake) = oneshot::channel();
+        let driver = Driver {
+            wire: Wire::new(ws),
+            session: Session::new(cfg.session, Box::new(OsEntropy)),
+            events: events_tx,
+            overflowed: false,
+            waiters: HashMap::new(),
+            tickets: HashMap::new(),
+            connect: None,
+            closers: Vec::new(),
+        };
+        tokio::spawn(driver.run(inbox, credentials, ready));
+        let (generation, hello) = handshake.await.map_err(|_| closed_error())??;
+        Ok(MoltZapClient {
+            commands,
+            info: ConnectionInfo {
+                url: url.to_string(),
+                generation,
+                hello,
+            },
+            events: Some(events),
+            tickets: AtomicU64::new(1),
+        })
+    }
+
+    pub fn info(&self) -> &ConnectionInfo {
+        &self.info
+    }
+
+    /// The event channel; `None` after the first call. Events not read are held (bounded by
+    /// `event_capacity`); drop the receiver to discard them.
+    pub fn events(&mut self) -> Option<Events> {
+        self.events.take()
+    }
+
+    /// Sends `method` with `params` (JSON text: an object or an array) and returns the
+    /// response's `result` as raw JSON text. Fails with the server's typed error, `timeout`
+    /// (`request_timeout_ms`), `limit` (`max_in_flight`) or `closed`.
+    pub async fn call(&self, method: &str, params: Option<&str>) -> Result<String, MoltZapError> {
+        let (method, params) = (method.to_string(), params.map(str::to_string));
+        self.request(move |s, now| s.call(now, &method, params.as_deref()))
+            .await
+    }
+
+    /// [`MoltZapClient::call`] with its own timeout.
+    pub async fn call_with_timeout(
+        &self,
+        method: &str,
+        params: Option<&str>,
+        timeout: Duration,
+    ) -> Result<String, MoltZapError> {
+        let (method, params) = (method.to_string(), params.map(str::to_string));
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        self.request(move |s, now| s.call_with_timeout(now, &method, params.as_deref(), ms))
+            .await
+    }
+
+    /// Any request the engine builds, typed methods included:
+    /// `client.request(|s, now| s.messages_send(now, &msg)).await`.
+    pub async fn request(
+        &self,
+        start: impl FnOnce(&mut Session, Millis) -> Result<RequestId, MoltZapError> + Send + 'static,
+    ) -> Result<String, MoltZapError> {
+        let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Start {
+                ticket,
+                start: Box::new(start),
+                reply,
+            })
+            .map_err(|_| closed_error())?;
+        let mut guard = CancelOnDrop {
+            commands: &self.commands,
+            ticket,
+            armed: true,
+        };
+        let result = answer.await.unwrap_or_else(|_| Err(closed_error()));
+        guard.armed = false;
+        result
+    }
+
+    /// Closes the connection (1000) and waits, bounded, for it to end.
+    pub async fn close(self) {
+        let (done, closed) = oneshot::channel();
+        if self.commands.send(Command::Close(done)).is_ok() {
+            let _ = closed.await;
+        }
+    }
+}
+
+/// Cancels a request whose caller stopped waiting.
+struct CancelOnDrop<'a> {
+    commands: &'a mpsc::UnboundedSender<Command>,
+    ticket: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.commands.send(Command::Cancel(self.ticket));
+        }
+    }
+}
+
+async fn open(
+    url: &str,
+    cfg: &SessionConfig,
+) -> Result<tokio_tungstenite::WebSocketStream<MaybeTlsStream<TcpStream>>, MoltZapError> {
+    let request = url.into_client_request().map_err(|e| connect_error(url, e))?;
+    let limit = cfg.decode.max_message_bytes.saturating_add(FRAME_SLACK);
+    let ws_cfg = WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit));
+    let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(ws_cfg), true)
+        .await
+        .map_err(|e| connect_error(url, e))?;
+    Ok(ws)
+}
+
+fn connect_error(url: &str, e: WsError) -> MoltZapError {
+    let (kind, m) = match e {
+        WsError::Http(resp) => {
+            let body = resp.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+            let status = resp.status();
+            let kind = if status.as_u16() == 401 {
+                ErrorKind::Auth
+            } else {
+                ErrorKind::Protocol
+            };
+            (
+                kind,
+                format!(
+                    "{url} refused the WebSocket upgrade with HTTP {status}: {}",
+                    body.trim()
+                ),
+            )
+        }
+        WsError::Url(UrlError::TlsFeatureNotEnabled) => {
+            (ErrorKind::Invalid, format!("{url}: this build has no TLS support"))
+        }
+        WsError::Url(e) => (ErrorKind::Invalid, format!("{url}: {e}")),
+        WsError::HttpFormat(e) => (ErrorKind::Invalid, format!("{url} is not a ws:// URL: {e}")),
+        e => (ErrorKind::Closed, format!("cannot connect to {url}: {e}")),
+    };
+    MoltZapError::local(kind, m)
+}
+
+type Hello = Reply<(Generation, HelloOk)>;
+
+/// The task that owns the socket and the session.
+struct Driver {
+    wire: Wire<MaybeTlsStream<TcpStream>>,
+    session: Session,
+    events: mpsc::Sender<Event>,
+    /// The reader fell behind: only `Disconnected` is delivered from now on.
+    overflowed: bool,
+    waiters: HashMap<RequestId, (u64, Reply<String>)>,
+    tickets: HashMap<u64, RequestId>,
+    /// Until the handshake ends: the connect's id and who waits for it.
+    connect: Option<(RequestId, Hello)>,
+    closers: Vec<oneshot::Sender<()>>,
+}
+
+impl Driver {
+    async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Command>, credentials: Credentials, ready: Hello) {
+        let now = now_ms();
+        self.session.handle_open(now);
+        match self.session.connect(now, credentials) {
+            Ok(id) => self.connect = Some((id, ready)),
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                self.session.close(1000, "connect refused locally");
+            }
+        }
+        let mut inbox_open = true;
+        loop {
+            if self.drain(now_ms()).await {
+                break;
+            }
+            let wake = self.session.poll_timeout().map(until);
+            tokio::select! {
+                command = inbox.recv(), if inbox_open => match command {
+                    Some(command) => {
+                        self.command(command);
+                        for _ in 1..COMMAND_BATCH {
+                            match inbox.try_recv() {
+                                Ok(command) => self.command(command),
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    None => {
+                        inbox_open = false;
+                        self.session.close(1000, "client dropped");
+                    }
+                },
+                frame = self.wire.next() => self.wire.receive(&mut self.session, now_ms(), frame),
+                _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
+                    self.session.handle_timeout(now_ms());
+                }
+            }
+        }
+        self.wire.finish().await;
+        for done in self.closers.drain(..) {
+            let _ = done.send(());
+        }
+    }
+
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::Start { ticket, start, reply } => match start(&mut self.session, now_ms()) {
+                Ok(id) => {
+                    self.tickets.insert(ticket, id.clone());
+                    self.waiters.insert(id, (ticket, reply));
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            Command::Cancel(ticket) => {
+                if let Some(id) = self.tickets.remove(&ticket) {
+                    self.waiters.remove(&id);
+                    self.session.cancel(&id);
+                }
+            }
+            Command::Close(done) => {
+                self.closers.push(done);
+                self.session.close(1000, "client closed");
+            }
+        }
+    }
+
+    /// Drains events and frames until both are empty; true once the session is over.
+    async fn drain(&mut self, now: Millis) -> bool {
+        let mut closed = false;
+        loop {
+            let mut progressed = false;
+            while let Some(event) = self.session.poll_event() {
+                progressed = true;
+                closed |= self.on_event(event);
+            }
+            progressed |= self.wire.transmit(&mut self.session, now).await;
+            if !progressed && !self.wire.flush(&mut self.session, now).await {
+                return closed;
+            }
+        }
+    }
+
+    /// Routes one event; true when the session is over.
+    fn on_event(&mut self, event: Event) -> bool {
+        match event {
+            Event::Connected { id, generation, hello } => {
+                if let Some((_, ready)) = self.connect.take().filter(|(c, _)| *c == id) {
+                    let _ = ready.send(Ok((generation, hello)));
+                }
+            }
+            Event::ConnectFailed { id, error } => {
+                if let Some((_, ready)) = self.connect.take().filter(|(c, _)| *c == id) {
+                    let _ = ready.send(Err(error));
+                    self.session.close(1000, "connect failed");
+                }
+            }
+            Event::Response { id, result } => self.answer(&id, Ok(result)),
+            Event::Failed { id, error } => self.answer(&id, Err(error)),
+            Event::Disconnected { code, reason } => {
+                if let Some((_, ready)) = self.connect.take() {
+                    let m = format!("connection closed ({code} {reason}) during the handshake");
+                    let _ = ready.send(Err(MoltZapError::local(ErrorKind::Closed, m)));
+                }
+                let _ = self.events.try_send(Event::Disconnected { code, reason });
+                return true;
+            }
+            push => self.push(push),
+        }
+        false
+    }
+
+    fn answer(&mut self, id: &str, result: Result<String, MoltZapError>) {
+        if let Some((ticket, reply)) = self.waiters.remove(id) {
+            self.tickets.remove(&ticket);
+            let _ = reply.send(result);
+        }
+    }
+
+    /// Hands a push to the reader; a reader `event_capacity` behind ends the connection.
+    fn push(&mut self, event: Event) {
+        if self.overflowed || self.events.is_closed() {
+            return;
+        }
+        if self.events.capacity() <= 1 {
+            self.overflowed = true;
+            let m = format!(
+                "{} events unread: the reader fell behind",
+                self.events.max_capacity() - 1
+            );
+            self.session.close(1008, &m);
+            return;
+        }
+        let _ = self.events.try_send(event);
+    }
+}

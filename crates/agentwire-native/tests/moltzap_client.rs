@@ -1,0 +1,314 @@
+//! `MoltZapClient` end to end against the MoltZap peer on 127.0.0.1, in both generations and
+//! `auto`: registration, handshake, send and fan-out, list windows, errors, timeouts,
+//! cancellation, dropped sockets, garbage, pings, a reader that falls behind. Every wait is
+//! bounded.
+
+// `MoltZapError` is the engine's error, by value, as the engine returns it.
+#![allow(clippy::result_large_err)]
+
+use agentwire_core::ErrorKind;
+use agentwire_moltzap::register::Registration;
+use agentwire_moltzap::session::{AgentMessageList, SendMessage};
+use agentwire_moltzap::{Credentials, Event, Generation, GenerationChoice, MoltZapError};
+use agentwire_native::moltzap::{register, Events, MoltZapClient, MoltZapConfig};
+use agentwire_peer_moltzap::{spawn, Faults, PeerConfig, PeerHandle, Step};
+use serde_json::Value;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+const WAIT: Duration = Duration::from_secs(5);
+
+async fn peer(cfg: PeerConfig) -> PeerHandle {
+    spawn(TcpListener::bind("127.0.0.1:0").await.unwrap(), cfg).unwrap()
+}
+
+fn config(generation: GenerationChoice) -> MoltZapConfig {
+    let mut cfg = MoltZapConfig::default();
+    cfg.session.generation = generation;
+    cfg.session.handshake_timeout_ms = 3_000;
+    cfg
+}
+
+async fn agent(h: &PeerHandle, name: &str) -> String {
+    register(&h.http_url(), &Registration::new(name), WAIT)
+        .await
+        .unwrap()
+        .api_key
+}
+
+async fn connect(h: &PeerHandle, key: &str, cfg: MoltZapConfig) -> Result<MoltZapClient, MoltZapError> {
+    tokio::time::timeout(
+        WAIT,
+        MoltZapClient::connect(&h.ws_url(), Credentials::AgentKey(key.into()), cfg),
+    )
+    .await
+    .expect("connect is bounded")
+}
+
+/// The next event that is not a presence change.
+async fn next_event(events: &mut Events) -> Event {
+    loop {
+        let event = tokio::time::timeout(WAIT, events.recv())
+            .await
+            .expect("an event within 5 s")
+            .expect("the event channel is open");
+        if !matches!(event, Event::PresenceChanged { .. }) {
+            return event;
+        }
+    }
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
+}
+
+async fn dm_round_trip(peer_gen: Generation, choice: GenerationChoice) {
+    let h = peer(PeerConfig::new(peer_gen)).await;
+    let (ka, kb) = (agent(&h, "alice").await, agent(&h, "bob").await);
+    let a = connect(&h, &ka, config(choice)).await.unwrap();
+    let mut b = connect(&h, &kb, config(choice)).await.unwrap();
+    assert_eq!(a.info().generation, peer_gen, "{choice:?}");
+    let mut inbox = b.events().unwrap();
+    assert!(b.events().is_none(), "the event channel is taken once");
+
+    let sent = a
+        .request(|s, now| s.messages_send(now, &SendMessage::text_to_agent("bob", "hello bob")))
+        .await
+        .unwrap();
+    let sent = json(&sent);
+    match next_event(&mut inbox).await {
+        Event::ConversationCreated { .. } => match next_event(&mut inbox).await {
+            Event::MessageReceived { data, .. } => assert!(data.contains("hello bob"), "{data}"),
+            other => panic!("{other:?}"),
+        },
+        Event::MessageReceived { data, .. } => assert!(data.contains("hello bob"), "{data}"),
+        other => panic!("{other:?}"),
+    }
+    let conversation = sent["message"]["conversationId"].as_str().unwrap().to_string();
+    let list = b
+        .request(move |s, now| s.messages_list(now, &conversation, Some(10)))
+        .await
+        .unwrap();
+    assert!(list.contains("hello bob"), "{list}");
+    let pong = json(&a.call("system/ping", Some("{}")).await.unwrap());
+    assert!(pong["ts"].is_string(), "{pong}");
+    a.close().await;
+    b.close().await;
+    h.shutdown().await;
+}
+
+#[tokio::test]
+async fn current_generation_round_trip() {
+    dm_round_trip(Generation::Current, GenerationChoice::Current).await;
+}
+
+#[tokio::test]
+async fn released_generation_round_trip() {
+    dm_round_trip(Generation::Released, GenerationChoice::Released).await;
+}
+
+#[tokio::test]
+async fn auto_picks_each_generation() {
+    dm_round_trip(Generation::Released, GenerationChoice::Auto).await;
+    dm_round_trip(Generation::Current, GenerationChoice::Auto).await;
+}
+
+#[tokio::test]
+async fn released_hello_carries_the_agent() {
+    let h = peer(PeerConfig::new(Generation::Released)).await;
+    let key = agent(&h, "carol").await;
+    let c = connect(&h, &key, config(GenerationChoice::Released)).await.unwrap();
+    let hello = &c.info().hello;
+    assert_eq!(
+        hello.protocol_version.as_deref(),
+        Some(agentwire_moltzap::RELEASED_PROTOCOL)
+    );
+    assert!(
+        hello.agent_id.is_some() && hello.heartbeat_interval_ms.is_some(),
+        "{hello:?}"
+    );
+}
+
+#[tokio::test]
+async fn refusals_are_typed() {
+    for generation in [Generation::Current, Generation::Released] {
+        let h = peer(PeerConfig::new(generation)).await;
+        let choice = GenerationChoice::Auto;
+        let e = connect(&h, "moltzap_agent_wrong", config(choice)).await.unwrap_err();
+        assert_eq!(e.error.kind, ErrorKind::Auth, "{generation:?}: {e:?}");
+        let key = agent(&h, "dave").await;
+        let c = connect(&h, &key, config(choice)).await.unwrap();
+        let e = c.call("no/such/method", Some("{}")).await.unwrap_err();
+        assert_eq!(e.error.code, Some(-32601), "{e:?}");
+        let e = c.call("system/ping", Some("not json")).await.unwrap_err();
+        assert_eq!(e.error.kind, ErrorKind::Invalid);
+        let e = register(&h.http_url(), &Registration::new("dave"), WAIT)
+            .await
+            .unwrap_err();
+        assert_eq!((e.error.kind, e.error.code), (ErrorKind::Remote, Some(500)), "{e:?}");
+        let e = register(&h.http_url(), &Registration::new("No"), WAIT)
+            .await
+            .unwrap_err();
+        assert_eq!(e.error.kind, ErrorKind::Invalid);
+    }
+    let e = MoltZapClient::connect(
+        "not a url",
+        Credentials::AgentKey("k".into()),
+        config(GenerationChoice::Current),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.error.kind, ErrorKind::Invalid, "{e:?}");
+}
+
+#[tokio::test]
+async fn timeouts_and_cancellation_free_their_slot() {
+    let h = peer(PeerConfig::new(Generation::Current)).await;
+    let key = agent(&h, "erin").await;
+    let mut cfg = config(GenerationChoice::Current);
+    cfg.session.max_in_flight = 1;
+    let c = connect(&h, &key, cfg).await.unwrap();
+    h.set_faults(Faults {
+        never_answer: vec!["system/ping".into()],
+        ..Faults::default()
+    });
+    let e = c
+        .call_with_timeout("system/ping", Some("{}"), Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert_eq!(e.error.kind, ErrorKind::Timeout);
+    // A call whose future is dropped is cancelled: its slot is free for the next one.
+    let gave_up = tokio::time::timeout(Duration::from_millis(100), c.call("system/ping", Some("{}"))).await;
+    assert!(gave_up.is_err());
+    h.set_faults(Faults::default());
+    let pong = tokio::time::timeout(WAIT, c.call("system/ping", Some("{}")))
+        .await
+        .unwrap();
+    assert!(pong.is_ok(), "{pong:?}");
+}
+
+#[tokio::test]
+async fn a_dropped_socket_is_reported_and_a_new_connect_recovers_the_window() {
+    let h = peer(PeerConfig::new(Generation::Current)).await;
+    let (ka, kb) = (agent(&h, "frank").await, agent(&h, "gina").await);
+    let a = connect(&h, &ka, config(GenerationChoice::Current)).await.unwrap();
+    let mut b = connect(&h, &kb, config(GenerationChoice::Current)).await.unwrap();
+    let mut events = b.events().unwrap();
+    h.set_faults(Faults {
+        drop_at: Some(Step::BeforeAnswer("system/ping".into())),
+        ..Faults::default()
+    });
+    let e = b.call("system/ping", Some("{}")).await.unwrap_err();
+    assert_eq!(e.error.kind, ErrorKind::Closed);
+    assert!(e.error.retryable);
+    loop {
+        match next_event(&mut events).await {
+            Event::Disconnected { code, .. } => {
+                assert_eq!(code, 1006);
+                break;
+            }
+            Event::Diagnostic(_) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        tokio::time::timeout(WAIT, events.recv()).await.unwrap().is_none(),
+        "the channel ends"
+    );
+    assert_eq!(
+        b.call("system/ping", Some("{}")).await.unwrap_err().error.kind,
+        ErrorKind::Closed
+    );
+    h.set_faults(Faults::default());
+    // Missed while away, read back after the new connect.
+    a.request(|s, now| s.messages_send(now, &SendMessage::text_to_agent("gina", "while you were out")))
+        .await
+        .unwrap();
+    let b = connect(&h, &kb, config(GenerationChoice::Current)).await.unwrap();
+    let window = b
+        .request(|s, now| {
+            s.agent_message_list(
+                now,
+                &AgentMessageList {
+                    limit: 5,
+                    ..Default::default()
+                },
+            )
+        })
+        .await
+        .unwrap();
+    assert!(window.contains("while you were out"), "{window}");
+}
+
+#[tokio::test]
+async fn garbage_is_a_diagnostic_and_the_session_goes_on() {
+    for generation in [Generation::Current, Generation::Released] {
+        let h = peer(PeerConfig::new(generation)).await;
+        let key = agent(&h, "hank").await;
+        let mut c = connect(&h, &key, config(GenerationChoice::Auto)).await.unwrap();
+        let mut events = c.events().unwrap();
+        h.set_faults(Faults {
+            garbage_before_answers: 1,
+            ..Faults::default()
+        });
+        assert!(c.call("system/ping", Some("{}")).await.is_ok());
+        match next_event(&mut events).await {
+            Event::Diagnostic(e) => assert_eq!(e.error.kind, ErrorKind::Decode, "{e:?}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(c.call("system/ping", Some("{}")).await.is_ok());
+    }
+}
+
+#[tokio::test]
+async fn pings_are_answered_and_missing_ones_reported() {
+    let cfg = PeerConfig::new(Generation::Current).with_ping_interval(Duration::from_millis(100));
+    let h = peer(cfg).await;
+    let key = agent(&h, "ivy").await;
+    let mut client_cfg = config(GenerationChoice::Current);
+    client_cfg.session.ping_interval_ms = Some(100);
+    let mut c = connect(&h, &key, client_cfg.clone()).await.unwrap();
+    let mut events = c.events().unwrap();
+    // Ten ping intervals: the driver answers every ping, the peer keeps the socket.
+    let quiet = tokio::time::timeout(Duration::from_millis(1_000), next_event(&mut events)).await;
+    assert!(quiet.is_err(), "no event while pings flow: {quiet:?}");
+    assert!(c.call("system/ping", Some("{}")).await.is_ok());
+    h.set_faults(Faults {
+        no_pings: true,
+        ..Faults::default()
+    });
+    let mut c2 = connect(&h, &key, client_cfg).await.unwrap();
+    let mut events2 = c2.events().unwrap();
+    match next_event(&mut events2).await {
+        Event::MissedPings { count } => assert_eq!(count, 3),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_reader_that_falls_behind_ends_the_connection() {
+    let h = peer(PeerConfig::new(Generation::Current)).await;
+    let (ka, kb) = (agent(&h, "jack").await, agent(&h, "kate").await);
+    let a = connect(&h, &ka, config(GenerationChoice::Current)).await.unwrap();
+    let mut cfg = config(GenerationChoice::Current);
+    cfg.event_capacity = 3;
+    let mut b = connect(&h, &kb, cfg).await.unwrap();
+    let mut events = b.events().unwrap();
+    for i in 0..6 {
+        let m = SendMessage::text_to_agent("kate", format!("m{i}"));
+        a.request(move |s, now| s.messages_send(now, &m)).await.unwrap();
+    }
+    let mut seen = 0;
+    loop {
+        match tokio::time::timeout(WAIT, events.recv()).await.unwrap() {
+            Some(Event::Disconnected { code, reason }) => {
+                assert_eq!(code, 1008);
+                assert!(reason.contains("fell behind"), "{reason}");
+                break;
+            }
+            Some(_) => seen += 1,
+            None => panic!("ended without Disconnected"),
+        }
+    }
+    assert_eq!(seen, 3, "the capacity, then the close");
+}
