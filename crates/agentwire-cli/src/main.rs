@@ -1,8 +1,10 @@
 //! `agentwire`: run, connect to and probe agents.
 
-// `RktError`, the engine's error, is large and returned by value as the engine does.
+// `RktError` and `MoltZapError`, the engines' errors, are large and returned by value as the engine does.
 #![allow(clippy::result_large_err)]
 
+mod moltzap;
+mod peers;
 mod repl;
 mod rkt;
 
@@ -21,10 +23,18 @@ enum Protocol {
     /// RKT agents (WebSocket, subprotocol rkt.1.0)
     #[command(subcommand)]
     Rkt(rkt::Command),
+    /// MoltZap agents (JSON-RPC over WebSocket, both generations)
+    #[command(subcommand)]
+    Moltzap(moltzap::Command),
+    /// Local test peers on 127.0.0.1
+    #[command(subcommand)]
+    Peers(peers::Command),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().protocol {
         Protocol::Rkt(command) => rkt::run(command),
+        Protocol::Moltzap(command) => moltzap::run(command),
+        Protocol::Peers(command) => peers::run(command),
     }
 }

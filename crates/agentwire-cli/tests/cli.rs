@@ -1,40 +1,9 @@
 //! The built `agentwire` binary: `rkt serve` on 127.0.0.1 with port 0, driven by the other verbs.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::thread;
-use std::time::{Duration, Instant};
+mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_agentwire");
-const LIMIT: Duration = Duration::from_secs(20);
-
-/// A child process killed when the guard drops, test failure or not.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Guard {
-    fn wait(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + LIMIT;
-        loop {
-            if let Some(status) = self.0.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "process {} did not exit in time",
-                self.0.id()
-            );
-            thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
+use common::{listen, run, Guard};
+use std::process::Command;
 
 struct Server {
     process: Guard,
@@ -42,55 +11,11 @@ struct Server {
 }
 
 fn serve(args: &[&str]) -> Server {
-    let mut child = Command::new(BIN)
-        .args(["rkt", "serve", "--port", "0"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let process = Guard(child);
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let _ = tx.send(line.unwrap_or_default());
-        }
-    });
-    let line = rx.recv_timeout(LIMIT).expect("no `listening on` line");
-    let url = line
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
-        .to_string();
-    assert!(
-        url.starts_with("ws://127.0.0.1:") && url.ends_with("/rkt") && !url.contains(":0/"),
-        "{url}"
-    );
+    let mut all = vec!["rkt", "serve", "--port", "0"];
+    all.extend_from_slice(args);
+    let (process, url) = listen(&all);
+    assert!(url.ends_with("/rkt"), "{url}");
     Server { process, url }
-}
-
-/// Runs `agentwire ARGS` with `input` on stdin; returns its exit status and stdout.
-fn run(args: &[&str], input: &str) -> (ExitStatus, String) {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut guard = Guard(child);
-    let input = input.to_string();
-    let writer = thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let reader = thread::spawn(move || {
-        let mut out = String::new();
-        stdout.read_to_string(&mut out).map(|_| out)
-    });
-    let status = guard.wait();
-    writer.join().unwrap().unwrap();
-    (status, reader.join().unwrap().unwrap())
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 mod connect;
 mod events;
+mod json;
 mod methods;
 
 pub use connect::version_in_range;

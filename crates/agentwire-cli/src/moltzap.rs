@@ -1,0 +1,321 @@
+//! `agentwire moltzap register|connect|send|list|watch|call`. Results and events are printed as
+//! one JSON object per line on stdout; errors go to stderr with a failing exit code.
+
+use agentwire_moltzap::register::Registration;
+use agentwire_moltzap::session::{AgentMessageList, ListConversations, SendMessage};
+use agentwire_moltzap::{Credentials, Event, Generation, GenerationChoice, MoltZapError};
+use agentwire_native::moltzap::{register, Events, MoltZapClient, MoltZapConfig};
+use clap::{Args, Subcommand, ValueEnum};
+use std::process::ExitCode;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// The playground's MoltZap peer.
+pub const DEFAULT_PORT: u16 = 7750;
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Register an agent over HTTP; prints {"agentId","apiKey"}
+    Register {
+        /// Agent name: ^[a-z0-9][a-z0-9_-]{1,30}[a-z0-9]$
+        name: String,
+        #[arg(long)]
+        description: Option<String>,
+        #[arg(long)]
+        invite_code: Option<String>,
+        /// The server's HTTP origin
+        #[arg(long, default_value_t = format!("http://127.0.0.1:{DEFAULT_PORT}"))]
+        server: String,
+    },
+    /// Interactive session: `send <agent> <text>`, `sendc <conversation> <text>`,
+    /// `list [conversation]`, `call <method> [json]`, `quit`; events print as they arrive
+    Connect(Conn),
+    /// Send a text message to an agent (`--to`) or a conversation (`--conversation`)
+    Send {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long, conflicts_with = "conversation", required_unless_present = "conversation")]
+        to: Option<String>,
+        #[arg(long)]
+        conversation: Option<String>,
+        text: String,
+    },
+    /// List messages: of one conversation, or the recent window across all of them
+    List {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        conversation: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+    /// Print events as they arrive, until `--count` events or `--for-ms` elapsed (or Ctrl-C)
+    Watch {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        count: Option<u64>,
+        #[arg(long)]
+        for_ms: Option<u64>,
+    },
+    /// Call any method with JSON params; prints the result
+    Call {
+        #[command(flatten)]
+        conn: Conn,
+        method: String,
+        params: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Gen {
+    Current,
+    Released,
+    Auto,
+}
+
+#[derive(Args)]
+pub struct Conn {
+    /// The server's WebSocket URL
+    #[arg(long, default_value_t = format!("ws://127.0.0.1:{DEFAULT_PORT}/ws"))]
+    url: String,
+    /// The agent key (`moltzap_agent_…`)
+    #[arg(long, env = "MOLTZAP_AGENT_KEY", hide_env_values = true)]
+    key: String,
+    #[arg(long, value_enum, default_value = "auto")]
+    generation: Gen,
+    /// Request timeout
+    #[arg(long, default_value_t = 30_000)]
+    timeout_ms: u64,
+}
+
+pub fn run(command: Command) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("cannot start the runtime: {e}")),
+    };
+    runtime.block_on(async move {
+        match main(command).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(e.error),
+        }
+    })
+}
+
+fn fail(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::FAILURE
+}
+
+/// Prints a raw JSON result compactly (text that is not JSON as it is).
+fn print_json(raw: &str) {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(v) => println!("{v}"),
+        Err(_) => println!("{raw}"),
+    }
+}
+
+async fn main(command: Command) -> Result<(), MoltZapError> {
+    match command {
+        Command::Register {
+            name,
+            description,
+            invite_code,
+            server,
+        } => {
+            let mut r = Registration::new(name);
+            r.description = description;
+            r.invite_code = invite_code;
+            let ok = register(&server, &r, Duration::from_secs(10)).await?;
+            println!("{}", serde_json::json!({"agentId": ok.agent_id, "apiKey": ok.api_key}));
+        }
+        Command::Connect(conn) => {
+            let mut client = connect(&conn).await?;
+            let events = client.events().expect("first take");
+            repl(client, events).await?;
+        }
+        Command::Send {
+            conn,
+            to,
+            conversation,
+            text,
+        } => {
+            let mut client = connect(&conn).await?;
+            drop(client.events());
+            let msg = match (to, conversation) {
+                (Some(to), _) => SendMessage::text_to_agent(&to, text),
+                (None, Some(c)) => SendMessage::text_to_conversation(c, text),
+                (None, None) => unreachable!("clap requires one"),
+            };
+            print_json(&client.request(move |s, now| s.messages_send(now, &msg)).await?);
+            client.close().await;
+        }
+        Command::List {
+            conn,
+            conversation,
+            limit,
+        } => {
+            let mut client = connect(&conn).await?;
+            drop(client.events());
+            print_json(&list(&client, conversation, limit).await?);
+            client.close().await;
+        }
+        Command::Watch { conn, count, for_ms } => {
+            let mut client = connect(&conn).await?;
+            let events = client.events().expect("first take");
+            watch(events, count, for_ms).await;
+            client.close().await;
+        }
+        Command::Call { conn, method, params } => {
+            let mut client = connect(&conn).await?;
+            drop(client.events());
+            print_json(&client.call(&method, params.as_deref()).await?);
+            client.close().await;
+        }
+    }
+    Ok(())
+}
+
+async fn connect(conn: &Conn) -> Result<MoltZapClient, MoltZapError> {
+    let mut cfg = MoltZapConfig::default();
+    cfg.session.generation = match conn.generation {
+        Gen::Current => GenerationChoice::Current,
+        Gen::Released => GenerationChoice::Released,
+        Gen::Auto => GenerationChoice::Auto,
+    };
+    cfg.session.request_timeout_ms = conn.timeout_ms;
+    let client = MoltZapClient::connect(&conn.url, Credentials::AgentKey(conn.key.clone()), cfg).await?;
+    let info = client.info();
+    eprintln!(
+        "connected to {} ({} generation{})",
+        info.url,
+        info.generation.as_str(),
+        info.hello
+            .agent_id
+            .as_deref()
+            .map(|a| format!(", agent {a}"))
+            .unwrap_or_default()
+    );
+    Ok(client)
+}
+
+/// One conversation's messages, or the window across all: `agent/message/list` (current) or
+/// the conversations with their last messages (released, which has no such method).
+async fn list(client: &MoltZapClient, conversation: Option<String>, limit: u32) -> Result<String, MoltZapError> {
+    match conversation {
+        Some(c) => {
+            client
+                .request(move |s, now| s.messages_list(now, &c, Some(limit)))
+                .await
+        }
+        None if client.info().generation == Generation::Current => {
+            let p = AgentMessageList {
+                limit,
+                ..Default::default()
+            };
+            client.request(move |s, now| s.agent_message_list(now, &p)).await
+        }
+        None => {
+            let p = ListConversations {
+                limit: Some(limit),
+                ..Default::default()
+            };
+            client.request(move |s, now| s.conversations_list(now, &p)).await
+        }
+    }
+}
+
+async fn watch(mut events: Events, count: Option<u64>, for_ms: Option<u64>) {
+    let deadline = for_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
+    let mut seen = 0;
+    while count.is_none_or(|c| seen < c) {
+        let next = async {
+            match deadline {
+                Some(d) => tokio::time::timeout_at(d, events.recv()).await.ok().flatten(),
+                None => events.recv().await,
+            }
+        };
+        let event = tokio::select! {
+            e = next => e,
+            _ = tokio::signal::ctrl_c() => None,
+        };
+        let Some(event) = event else { break };
+        let last = matches!(event, Event::Disconnected { .. });
+        println!("{}", event.to_json());
+        seen += 1;
+        if last {
+            break;
+        }
+    }
+}
+
+async fn repl(client: MoltZapClient, mut events: Events) -> Result<(), MoltZapError> {
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        tokio::select! {
+            event = events.recv() => match event {
+                Some(event) => {
+                    let last = matches!(event, Event::Disconnected { .. });
+                    println!("{}", event.to_json());
+                    if last {
+                        return Ok(());
+                    }
+                }
+                None => return Ok(()),
+            },
+            line = lines.next_line() => {
+                let Ok(Some(line)) = line else { break };
+                let line = line.trim();
+                if line.is_empty() {
+                    continue;
+                }
+                if matches!(line, "quit" | "exit") {
+                    break;
+                }
+                match command_line(&client, line).await {
+                    Ok(Some(raw)) => print_json(&raw),
+                    Ok(None) => {}
+                    Err(e) => eprintln!("error: {}", e.error),
+                }
+            }
+        }
+    }
+    client.close().await;
+    Ok(())
+}
+
+const HELP: &str =
+    "send <agent> <text> | sendc <conversation> <text> | list [conversation] | call <method> [json] | quit";
+
+async fn command_line(client: &MoltZapClient, line: &str) -> Result<Option<String>, MoltZapError> {
+    let (verb, rest) = line.split_once(' ').unwrap_or((line, ""));
+    let rest = rest.trim();
+    let two = |rest: &str| rest.split_once(' ').map(|(a, b)| (a.to_string(), b.trim().to_string()));
+    let answer = match verb {
+        "send" | "sendc" => {
+            let Some((target, text)) = two(rest) else {
+                eprintln!("usage: {verb} <target> <text>");
+                return Ok(None);
+            };
+            let msg = if verb == "send" {
+                SendMessage::text_to_agent(&target, text)
+            } else {
+                SendMessage::text_to_conversation(target, text)
+            };
+            client.request(move |s, now| s.messages_send(now, &msg)).await?
+        }
+        "list" => {
+            let conversation = (!rest.is_empty()).then(|| rest.to_string());
+            list(client, conversation, 20).await?
+        }
+        "call" => {
+            let (method, params) = rest.split_once(' ').map_or((rest, None), |(m, p)| (m, Some(p.trim())));
+            client.call(method, params).await?
+        }
+        _ => {
+            eprintln!("{HELP}");
+            return Ok(None);
+        }
+    };
+    Ok(Some(answer))
+}

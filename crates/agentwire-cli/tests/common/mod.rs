@@ -1,0 +1,89 @@
+//! Helpers of the CLI tests: the built binary as a child process, killed when the test ends,
+//! every wait bounded.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_agentwire");
+pub const LIMIT: Duration = Duration::from_secs(20);
+
+/// A child process killed when the guard drops, test failure or not.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Guard {
+    pub fn wait(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "process {} did not exit in time",
+                self.0.id()
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Runs `agentwire ARGS` with `input` on stdin; returns its exit status and stdout.
+pub fn run(args: &[&str], input: &str) -> (ExitStatus, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut guard = Guard(child);
+    let input = input.to_string();
+    let writer = thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let reader = thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).map(|_| out)
+    });
+    let status = guard.wait();
+    writer.join().unwrap().unwrap();
+    (status, reader.join().unwrap().unwrap())
+}
+
+/// Starts `agentwire ARGS`, a server that prints `listening on URL` first; returns the guard
+/// and the URL.
+pub fn listen(args: &[&str]) -> (Guard, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let process = Guard(child);
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let _ = tx.send(line.unwrap_or_default());
+        }
+    });
+    let line = rx.recv_timeout(LIMIT).expect("no `listening on` line");
+    let url = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_string();
+    assert!(url.starts_with("ws://127.0.0.1:") && !url.contains(":0/"), "{url}");
+    (process, url)
+}

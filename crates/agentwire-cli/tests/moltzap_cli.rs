@@ -1,0 +1,125 @@
+//! The built `agentwire` binary: `peers moltzap` on 127.0.0.1 with port 0, in both generations,
+//! driven by `moltzap register|send|list|watch|call|connect`.
+
+mod common;
+
+use common::{listen, run};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::thread;
+use std::time::Duration;
+
+/// `GET /health` of the peer: its JSON body.
+fn health(addr: &str) -> String {
+    let mut tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(tcp, "GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut out = String::new();
+    let _ = tcp.read_to_string(&mut out);
+    out
+}
+
+fn json(line: &str) -> Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+fn register(http: &str, name: &str) -> String {
+    let (status, out) = run(&["moltzap", "register", name, "--server", http], "");
+    assert!(status.success(), "{out}");
+    let v = json(out.trim());
+    assert!(v["agentId"].is_string(), "{out}");
+    v["apiKey"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn register_send_watch_list_in_both_generations() {
+    for generation in ["current", "released"] {
+        let (_peer, url) = listen(&["peers", "moltzap", "--port", "0", "--generation", generation]);
+        assert!(url.ends_with("/ws"), "{url}");
+        let http = url.replace("ws://", "http://").replace("/ws", "");
+        let (ka, kb) = (register(&http, "alice"), register(&http, "bob"));
+
+        let (watch_url, watch_key) = (url.clone(), kb.clone());
+        let watcher = thread::spawn(move || {
+            let args = [
+                "moltzap", "watch", "--url", &watch_url, "--key", &watch_key, "--count", "1", "--for-ms", "10000",
+            ];
+            run(&args, "")
+        });
+        // Wait (bounded) for the watcher's socket; its connect follows the upgrade within a
+        // round trip, well inside the pause after it.
+        let addr = http.trim_start_matches("http://").to_string();
+        let open = (0..500).any(|_| {
+            thread::sleep(Duration::from_millis(10));
+            health(&addr).contains(r#""connections":1"#)
+        });
+        assert!(open, "the watcher never connected");
+        thread::sleep(Duration::from_millis(200));
+        let (status, out) = run(
+            &[
+                "moltzap",
+                "send",
+                "--url",
+                &url,
+                "--key",
+                &ka,
+                "--to",
+                "bob",
+                "hello bob",
+            ],
+            "",
+        );
+        assert!(status.success(), "{generation}: {out}");
+        assert_eq!(json(out.trim())["message"]["parts"][0]["text"], "hello bob", "{out}");
+
+        let (status, out) = watcher.join().unwrap();
+        assert!(status.success(), "{out}");
+        let events: Vec<Value> = out.lines().map(json).collect();
+        assert!(
+            events
+                .iter()
+                .any(|e| e["type"] == "messageReceived" && e["data"]["message"]["parts"][0]["text"] == "hello bob"),
+            "{generation}: {out}"
+        );
+
+        let (status, out) = run(&["moltzap", "list", "--url", &url, "--key", &kb], "");
+        assert!(status.success(), "{out}");
+        assert!(out.contains("hello bob"), "{generation}: {out}");
+
+        let script = "call system/ping {}\nsend bob again\nnonsense\nquit\ncall system/ping {}\n";
+        let (status, out) = run(&["moltzap", "connect", "--url", &url, "--key", &ka], script);
+        assert!(status.success(), "{out}");
+        let lines: Vec<&str> = out.lines().filter(|l| !l.contains("presenceChanged")).collect();
+        assert_eq!(lines.len(), 2, "nothing runs after quit: {out}");
+        assert!(json(lines[0])["ts"].is_string(), "{out}");
+        assert_eq!(json(lines[1])["message"]["parts"][0]["text"], "again");
+    }
+}
+
+#[test]
+fn refusals_fail_with_the_typed_error() {
+    let (_peer, url) = listen(&["peers", "moltzap", "--port", "0"]);
+    let (status, out) = run(
+        &[
+            "moltzap",
+            "send",
+            "--url",
+            &url,
+            "--key",
+            "moltzap_agent_bad",
+            "--to",
+            "x",
+            "hi",
+        ],
+        "",
+    );
+    assert!(!status.success() && out.is_empty(), "{out}");
+    let (status, _) = run(
+        &["moltzap", "register", "Bad Name", "--server", "http://127.0.0.1:9"],
+        "",
+    );
+    assert!(!status.success());
+    let (status, _) = run(&["moltzap", "send", "--url", &url, "--key", "k", "hi"], "");
+    assert!(!status.success(), "--to or --conversation is required");
+}
