@@ -49,17 +49,32 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-# start_rkt_server BIN PORT LOG: starts `agentwire rkt serve` and waits until it listens.
-start_rkt_server() {
-  local bin="$1" port="$2" log="$3"
-  "$bin" rkt serve --host 127.0.0.1 --port "$port" --caps weather,forecast >"$log" 2>&1 &
-  RKT_SERVER_PID=$!
+# start_listening LOG CMD...: starts CMD in the background (its output in LOG) and waits until
+# it prints `listening on`; SERVER_PID is its pid.
+start_listening() {
+  local log="$1"
+  shift
+  "$@" >"$log" 2>&1 &
+  SERVER_PID=$!
   for _ in $(seq 1 100); do
     if grep -q "listening on" "$log" 2>/dev/null; then return 0; fi
-    if ! kill -0 "$RKT_SERVER_PID" 2>/dev/null; then cat "$log" >&2; return 1; fi
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then cat "$log" >&2; return 1; fi
     sleep 0.1
   done
-  echo "rkt server did not start in 10 s" >&2
+  echo "$* did not start in 10 s" >&2
   cat "$log" >&2
   return 1
+}
+
+# start_rkt_server BIN PORT LOG: starts `agentwire rkt serve`; RKT_SERVER_PID is its pid.
+start_rkt_server() {
+  start_listening "$3" "$1" rkt serve --host 127.0.0.1 --port "$2" --caps weather,forecast
+  RKT_SERVER_PID=$SERVER_PID
+}
+
+# start_moltzap_peer BIN PORT LOG [GENERATION]: starts `agentwire peers moltzap`;
+# MOLTZAP_PEER_PID is its pid.
+start_moltzap_peer() {
+  start_listening "$3" "$1" peers moltzap --port "$2" --generation "${4:-current}"
+  MOLTZAP_PEER_PID=$SERVER_PID
 }
