@@ -873,3 +873,29 @@ fn the_session_is_send_and_auto_stays_released_within_a_socket() {
     s.connect(5, Credentials::AgentKey(KEY.into())).unwrap();
     assert_eq!(sent(&mut s)[0]["method"], "agent/network/connect");
 }
+
+#[test]
+fn auto_fallback_gets_a_full_handshake_timeout() {
+    let mut s = session(GenerationChoice::Auto);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    sent(&mut s);
+    let timeout = s.config().handshake_timeout_ms;
+    // The released server's refusal arrives late, just before the first deadline.
+    let late = timeout - 1;
+    s.handle_text(late, &released_error(&id, -32600, "Invalid request frame"));
+    sent(&mut s);
+    assert_eq!(
+        s.poll_timeout(),
+        Some(late + timeout),
+        "the retry is timed from its own send"
+    );
+    s.handle_timeout(timeout + 1);
+    assert!(events(&mut s).is_empty(), "the first deadline no longer applies");
+    s.handle_timeout(late + timeout);
+    match &events(&mut s)[..] {
+        [Event::ConnectFailed { id: failed, error }] => {
+            assert_eq!((failed, error.kind()), (&id, ErrorKind::Timeout));
+        }
+        other => panic!("{other:?}"),
+    }
+}
