@@ -14,6 +14,7 @@
 
 mod clock;
 pub mod moltzap;
+mod pump;
 pub mod rkt;
 mod wire;
 

@@ -2,8 +2,9 @@
 //! [`Session`]; the client's calls reach it as commands with a reply channel, answered by
 //! request id, and server pushes go to one bounded event channel.
 
+use crate::pump::{pump, Handler};
 use crate::wire::Wire;
-use crate::{clock::until, now_ms, OsEntropy};
+use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::{Credentials, Event, Generation, HelloOk, MoltZapError, RequestId, Session, SessionConfig};
 use std::collections::HashMap;
@@ -21,8 +22,6 @@ use tokio_tungstenite::MaybeTlsStream;
 /// after `Disconnected`.
 pub type Events = mpsc::Receiver<Event>;
 
-/// Commands taken from the channel in one go, so concurrent calls share a write.
-const COMMAND_BATCH: usize = 64;
 /// Bytes allowed on a WebSocket message beyond the engine's limit, so a message just over it
 /// still reaches the engine and gets its diagnostic while a far larger one is refused unread.
 const FRAME_SLACK: usize = 4096;
@@ -111,9 +110,7 @@ impl MoltZapClient {
         let (commands, inbox) = mpsc::unbounded_channel();
         let (events_tx, events) = mpsc::channel(cfg.event_capacity.max(1) + 1);
         let (ready, handshake) = oneshot::channel();
-        let driver = Driver {
-            wire: Wire::new(ws),
-            session: Session::new(cfg.session, Box::new(OsEntropy)),
+        let routes = Routes {
             events: events_tx,
             overflowed: false,
             waiters: HashMap::new(),
@@ -121,7 +118,8 @@ impl MoltZapClient {
             connect: None,
             closers: Vec::new(),
         };
-        tokio::spawn(driver.run(inbox, credentials, ready));
+        let session = Session::new(cfg.session, Box::new(OsEntropy));
+        tokio::spawn(drive(Wire::new(ws), session, routes, inbox, credentials, ready));
         let (generation, hello) = handshake.await.map_err(|_| closed_error())??;
         Ok(MoltZapClient {
             commands,
@@ -261,10 +259,8 @@ fn connect_error(url: &str, e: WsError) -> MoltZapError {
 
 type Hello = Reply<(Generation, HelloOk)>;
 
-/// The task that owns the socket and the session.
-struct Driver {
-    wire: Wire<MaybeTlsStream<TcpStream>>,
-    session: Session,
+/// Routes the session's events to the calls waiting for them and to the event channel.
+struct Routes {
     events: mpsc::Sender<Event>,
     /// The reader fell behind: only `Disconnected` is delivered from now on.
     overflowed: bool,
@@ -275,54 +271,36 @@ struct Driver {
     closers: Vec<oneshot::Sender<()>>,
 }
 
-impl Driver {
-    async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Command>, credentials: Credentials, ready: Hello) {
-        let now = now_ms();
-        self.session.handle_open(now);
-        match self.session.connect(now, credentials) {
-            Ok(id) => self.connect = Some((id, ready)),
-            Err(e) => {
-                let _ = ready.send(Err(e));
-                self.session.close(1000, "connect refused locally");
-            }
-        }
-        let mut inbox_open = true;
-        loop {
-            if self.drain(now_ms()).await {
-                break;
-            }
-            let wake = self.session.poll_timeout().map(until);
-            tokio::select! {
-                command = inbox.recv(), if inbox_open => match command {
-                    Some(command) => {
-                        self.command(command);
-                        for _ in 1..COMMAND_BATCH {
-                            match inbox.try_recv() {
-                                Ok(command) => self.command(command),
-                                Err(_) => break,
-                            }
-                        }
-                    }
-                    None => {
-                        inbox_open = false;
-                        self.session.close(1000, "client dropped");
-                    }
-                },
-                frame = self.wire.next() => self.wire.receive(&mut self.session, now_ms(), frame),
-                _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
-                    self.session.handle_timeout(now_ms());
-                }
-            }
-        }
-        self.wire.finish().await;
-        for done in self.closers.drain(..) {
-            let _ = done.send(());
+/// The task that owns the socket and the session.
+async fn drive(
+    mut wire: Wire<MaybeTlsStream<TcpStream>>,
+    mut session: Session,
+    mut routes: Routes,
+    mut inbox: mpsc::UnboundedReceiver<Command>,
+    credentials: Credentials,
+    ready: Hello,
+) {
+    let now = now_ms();
+    session.handle_open(now);
+    match session.connect(now, credentials) {
+        Ok(id) => routes.connect = Some((id, ready)),
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            session.close(1000, "connect refused locally");
         }
     }
+    pump(&mut wire, &mut session, &mut routes, &mut inbox).await;
+    for done in routes.closers.drain(..) {
+        let _ = done.send(());
+    }
+}
 
-    fn command(&mut self, command: Command) {
+impl Handler<Session> for Routes {
+    type Input = Command;
+
+    fn on_input(&mut self, session: &mut Session, command: Command) {
         match command {
-            Command::Start { ticket, start, reply } => match start(&mut self.session, now_ms()) {
+            Command::Start { ticket, start, reply } => match start(session, now_ms()) {
                 Ok(id) => {
                     self.tickets.insert(ticket, id.clone());
                     self.waiters.insert(id, (ticket, reply));
@@ -332,34 +310,22 @@ impl Driver {
             Command::Cancel(ticket) => {
                 if let Some(id) = self.tickets.remove(&ticket) {
                     self.waiters.remove(&id);
-                    self.session.cancel(&id);
+                    session.cancel(&id);
                 }
             }
             Command::Close(done) => {
                 self.closers.push(done);
-                self.session.close(1000, "client closed");
+                session.close(1000, "client closed");
             }
         }
     }
 
-    /// Drains events and frames until both are empty; true once the session is over.
-    async fn drain(&mut self, now: Millis) -> bool {
-        let mut closed = false;
-        loop {
-            let mut progressed = false;
-            while let Some(event) = self.session.poll_event() {
-                progressed = true;
-                closed |= self.on_event(event);
-            }
-            progressed |= self.wire.transmit(&mut self.session, now).await;
-            if !progressed && !self.wire.flush(&mut self.session, now).await {
-                return closed;
-            }
-        }
+    fn on_input_end(&mut self, session: &mut Session) {
+        session.close(1000, "client dropped");
     }
 
     /// Routes one event; true when the session is over.
-    fn on_event(&mut self, event: Event) -> bool {
+    fn on_event(&mut self, session: &mut Session, _now: Millis, event: Event) -> bool {
         match event {
             Event::Connected { id, generation, hello } => {
                 if let Some((_, ready)) = self.connect.take().filter(|(c, _)| *c == id) {
@@ -369,7 +335,7 @@ impl Driver {
             Event::ConnectFailed { id, error } => {
                 if let Some((_, ready)) = self.connect.take().filter(|(c, _)| *c == id) {
                     let _ = ready.send(Err(error));
-                    self.session.close(1000, "connect failed");
+                    session.close(1000, "connect failed");
                 }
             }
             Event::Response { id, result } => self.answer(&id, Ok(result)),
@@ -382,11 +348,13 @@ impl Driver {
                 let _ = self.events.try_send(Event::Disconnected { code, reason });
                 return true;
             }
-            push => self.push(push),
+            push => self.push(session, push),
         }
         false
     }
+}
 
+impl Routes {
     fn answer(&mut self, id: &str, result: Result<String, MoltZapError>) {
         if let Some((ticket, reply)) = self.waiters.remove(id) {
             self.tickets.remove(&ticket);
@@ -395,7 +363,7 @@ impl Driver {
     }
 
     /// Hands a push to the reader; a reader `event_capacity` behind ends the connection.
-    fn push(&mut self, event: Event) {
+    fn push(&mut self, session: &mut Session, event: Event) {
         if self.overflowed || self.events.is_closed() {
             return;
         }
@@ -405,7 +373,7 @@ impl Driver {
                 "{} events unread: the reader fell behind",
                 self.events.max_capacity() - 1
             );
-            self.session.close(1008, &m);
+            session.close(1008, &m);
             return;
         }
         let _ = self.events.try_send(event);

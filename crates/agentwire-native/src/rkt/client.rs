@@ -3,8 +3,9 @@
 //! to the command it answers by Message-ID.
 
 use super::FRAME_SLACK;
+use crate::pump::{pump, Handler};
 use crate::wire::Wire;
-use crate::{clock::until, now_ms, OsEntropy};
+use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
 use agentwire_rkt::{
@@ -29,8 +30,6 @@ pub type StreamChunks = mpsc::Receiver<Result<Value, RktError>>;
 /// Chunks a stream may hold unread before it fails with `limit` (one slot more is kept for that
 /// error).
 const STREAM_CAPACITY: usize = 1024;
-/// Commands taken from the channel in one go, so concurrent calls share a write.
-const COMMAND_BATCH: usize = 64;
 
 /// What the server said in HELLO_ACK, and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,16 +169,15 @@ impl RktClient {
             .map_err(|e| connect_error(&url, e))?;
         let (commands, inbox) = mpsc::unbounded_channel();
         let (ready, handshake) = oneshot::channel();
-        let driver = Driver {
-            wire: Wire::new(ws),
-            session: ClientSession::new(cfg, Box::new(OsEntropy)),
+        let routes = Routes {
             url,
             waiters: HashMap::new(),
             ready: Some(ready),
             handshake_error: None,
             closers: Vec::new(),
         };
-        tokio::spawn(driver.run(inbox));
+        let session = ClientSession::new(cfg, Box::new(OsEntropy));
+        tokio::spawn(drive(Wire::new(ws), session, routes, inbox));
         let info = handshake.await.map_err(|_| closed_error())??;
         Ok(RktClient { commands, info })
     }
@@ -325,10 +323,8 @@ fn connect_error(url: &str, e: WsError) -> RktError {
     }
 }
 
-/// The task that owns the socket and the session.
-struct Driver {
-    wire: Wire<MaybeTlsStream<TcpStream>>,
-    session: ClientSession,
+/// Routes the session's events to the calls waiting for them.
+struct Routes {
     url: String,
     waiters: HashMap<String, Waiter>,
     /// Until HELLO_ACK: who waits for the session to be ready.
@@ -338,46 +334,26 @@ struct Driver {
     closers: Vec<oneshot::Sender<()>>,
 }
 
-impl Driver {
-    async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Command>) {
-        self.session.handle_open(now_ms());
-        let mut inbox_open = true;
-        loop {
-            if self.drain(now_ms()).await {
-                break;
-            }
-            let wake = self.session.poll_timeout().map(until);
-            tokio::select! {
-                command = inbox.recv(), if inbox_open => match command {
-                    Some(command) => {
-                        self.command(command);
-                        for _ in 1..COMMAND_BATCH {
-                            match inbox.try_recv() {
-                                Ok(command) => self.command(command),
-                                Err(_) => break,
-                            }
-                        }
-                    }
-                    None => {
-                        inbox_open = false;
-                        self.session.goodbye(now_ms());
-                    }
-                },
-                frame = self.wire.next() => self.wire.receive(&mut self.session, now_ms(), frame),
-                _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
-                    self.session.handle_timeout(now_ms());
-                }
-            }
-        }
-        self.wire.finish().await;
-        for done in self.closers.drain(..) {
-            let _ = done.send(());
-        }
+/// The task that owns the socket and the session.
+async fn drive(
+    mut wire: Wire<MaybeTlsStream<TcpStream>>,
+    mut session: ClientSession,
+    mut routes: Routes,
+    mut inbox: mpsc::UnboundedReceiver<Command>,
+) {
+    session.handle_open(now_ms());
+    pump(&mut wire, &mut session, &mut routes, &mut inbox).await;
+    for done in routes.closers.drain(..) {
+        let _ = done.send(());
     }
+}
 
-    fn command(&mut self, command: Command) {
+impl Handler<ClientSession> for Routes {
+    type Input = Command;
+
+    fn on_input(&mut self, session: &mut ClientSession, command: Command) {
         match command {
-            Command::Start(start, mut waiter) => match start(&mut self.session, now_ms()) {
+            Command::Start(start, mut waiter) => match start(session, now_ms()) {
                 Ok(id) => {
                     if let Waiter::Pong { sent, .. } = &mut waiter {
                         *sent = Instant::now();
@@ -388,29 +364,17 @@ impl Driver {
             },
             Command::Close(done) => {
                 self.closers.push(done);
-                self.session.goodbye(now_ms());
+                session.goodbye(now_ms());
             }
         }
     }
 
-    /// Drains events and frames until both are empty; true once the session is over.
-    async fn drain(&mut self, now: Millis) -> bool {
-        let mut closed = false;
-        loop {
-            let mut progressed = false;
-            while let Some(event) = self.session.poll_event() {
-                progressed = true;
-                closed |= self.on_event(event);
-            }
-            progressed |= self.wire.transmit(&mut self.session, now).await;
-            if !progressed && !self.wire.flush(&mut self.session, now).await {
-                return closed;
-            }
-        }
+    fn on_input_end(&mut self, session: &mut ClientSession) {
+        session.goodbye(now_ms());
     }
 
     /// Routes one event to its waiter; true when the session closed.
-    fn on_event(&mut self, event: ClientEvent) -> bool {
+    fn on_event(&mut self, session: &mut ClientSession, _now: Millis, event: ClientEvent) -> bool {
         match event {
             ClientEvent::Ready {
                 agreed_version,
@@ -442,7 +406,7 @@ impl Driver {
                 if let Some(Waiter::Stream(stream)) = self.waiters.get_mut(&id) {
                     if !stream.push(parse_body(body)) {
                         self.waiters.remove(&id);
-                        self.session.cancel(&id);
+                        session.cancel(&id);
                     }
                 }
             }

@@ -6,8 +6,9 @@
 //! when it closes; message contents are never logged.
 
 use super::FRAME_SLACK;
+use crate::pump::{pump, Handler, StopSignal};
 use crate::wire::{Wire, CLOSE_GRACE};
-use crate::{clock::until, now_ms, OsEntropy};
+use crate::{now_ms, OsEntropy};
 use agentwire_core::Millis;
 use agentwire_rkt::codec::SUBPROTOCOL;
 use agentwire_rkt::reference::{self, Connection, ReferenceConfig, Shared};
@@ -213,64 +214,69 @@ impl<'a> Driver<'a> {
         }
     }
 
-    async fn run(mut self, mut stopped: watch::Receiver<()>) -> End {
+    async fn run(mut self, stopped: watch::Receiver<()>) -> End {
         self.session.handle_open(now_ms());
-        let mut stopping = false;
-        loop {
-            if let Some((code, reason)) = self.drain(now_ms()).await {
-                self.wire.finish().await;
-                return End {
-                    code,
-                    reason,
-                    received: self.wire.received(),
-                    sent: self.wire.sent(),
-                };
+        let mut handler = Reference {
+            agent: self.agent,
+            conn: self.conn,
+            closed: None,
+        };
+        pump(
+            &mut self.wire,
+            &mut self.session,
+            &mut handler,
+            &mut StopSignal::new(stopped),
+        )
+        .await;
+        let (code, reason) = handler.closed.unwrap_or((1006, String::new()));
+        End {
+            code,
+            reason,
+            received: self.wire.received(),
+            sent: self.wire.sent(),
+        }
+    }
+}
+
+/// Hands each inbound message to the reference agent.
+struct Reference<'a> {
+    agent: &'a Agent,
+    conn: Connection,
+    /// The close, once the session is over.
+    closed: Option<(u16, String)>,
+}
+
+impl Handler<ServerSession> for Reference<'_> {
+    type Input = ();
+
+    fn on_event(&mut self, session: &mut ServerSession, now: Millis, event: ServerEvent) -> bool {
+        match event {
+            ServerEvent::Inbound(msg) => {
+                let mut shared = self.agent.shared.lock().unwrap_or_else(PoisonError::into_inner);
+                reference::handle(
+                    &self.agent.cfg,
+                    &mut shared,
+                    &mut self.conn,
+                    session,
+                    &mut OsEntropy,
+                    now,
+                    msg,
+                );
             }
-            let wake = self.session.poll_timeout().map(until);
-            tokio::select! {
-                frame = self.wire.next() => self.wire.receive(&mut self.session, now_ms(), frame),
-                _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
-                    self.session.handle_timeout(now_ms());
-                }
-                _ = stopped.changed(), if !stopping => {
-                    stopping = true;
-                    self.session.goodbye(now_ms());
-                }
+            ServerEvent::Closed { code, reason } => {
+                self.closed = Some((code, reason));
+                return true;
+            }
+            ServerEvent::Ready { .. } | ServerEvent::Rejected(_) | ServerEvent::PeerError(_) | ServerEvent::Goodbye => {
             }
         }
+        false
     }
 
-    /// Drains events and frames until both are empty; returns the close once the session is over.
-    async fn drain(&mut self, now: Millis) -> Option<(u16, String)> {
-        let mut closed = None;
-        loop {
-            let mut progressed = false;
-            while let Some(event) = self.session.poll_event() {
-                progressed = true;
-                match event {
-                    ServerEvent::Inbound(msg) => {
-                        let mut shared = self.agent.shared.lock().unwrap_or_else(PoisonError::into_inner);
-                        reference::handle(
-                            &self.agent.cfg,
-                            &mut shared,
-                            &mut self.conn,
-                            &mut self.session,
-                            &mut OsEntropy,
-                            now,
-                            msg,
-                        );
-                    }
-                    ServerEvent::Closed { code, reason } => closed = Some((code, reason)),
-                    ServerEvent::Ready { .. }
-                    | ServerEvent::Rejected(_)
-                    | ServerEvent::PeerError(_)
-                    | ServerEvent::Goodbye => {}
-                }
-            }
-            progressed |= self.wire.transmit(&mut self.session, now).await;
-            if !progressed && !self.wire.flush(&mut self.session, now).await {
-                return closed;
-            }
-        }
+    /// The server is stopping: GOODBYE.
+    fn on_input(&mut self, session: &mut ServerSession, _stop: ()) {
+        session.goodbye(now_ms());
     }
+
+    fn on_input_end(&mut self, _session: &mut ServerSession) {}
 }
