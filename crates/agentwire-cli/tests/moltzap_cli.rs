@@ -7,6 +7,7 @@ use common::{listen, run};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::process::ExitStatus;
 use std::thread;
 use std::time::Duration;
 
@@ -22,6 +23,13 @@ fn health(addr: &str) -> String {
 
 fn json(line: &str) -> Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+/// `agentwire moltzap VERB --url URL --key KEY REST...` with `input` on stdin.
+fn mz(verb: &str, url: &str, key: &str, rest: &[&str], input: &str) -> (ExitStatus, String) {
+    let mut args = vec!["moltzap", verb, "--url", url, "--key", key];
+    args.extend_from_slice(rest);
+    run(&args, input)
 }
 
 fn register(http: &str, name: &str) -> String {
@@ -41,12 +49,8 @@ fn register_send_watch_list_in_both_generations() {
         let (ka, kb) = (register(&http, "alice"), register(&http, "bob"));
 
         let (watch_url, watch_key) = (url.clone(), kb.clone());
-        let watcher = thread::spawn(move || {
-            let args = [
-                "moltzap", "watch", "--url", &watch_url, "--key", &watch_key, "--count", "1", "--for-ms", "10000",
-            ];
-            run(&args, "")
-        });
+        let watch = ["--count", "1", "--for-ms", "10000"];
+        let watcher = thread::spawn(move || mz("watch", &watch_url, &watch_key, &watch, ""));
         // Wait (bounded) for the watcher's socket; its connect follows the upgrade within a
         // round trip, well inside the pause after it.
         let addr = http.trim_start_matches("http://").to_string();
@@ -56,20 +60,7 @@ fn register_send_watch_list_in_both_generations() {
         });
         assert!(open, "the watcher never connected");
         thread::sleep(Duration::from_millis(200));
-        let (status, out) = run(
-            &[
-                "moltzap",
-                "send",
-                "--url",
-                &url,
-                "--key",
-                &ka,
-                "--to",
-                "bob",
-                "hello bob",
-            ],
-            "",
-        );
+        let (status, out) = mz("send", &url, &ka, &["--to", "bob", "hello bob"], "");
         assert!(status.success(), "{generation}: {out}");
         assert_eq!(json(out.trim())["message"]["parts"][0]["text"], "hello bob", "{out}");
 
@@ -83,12 +74,12 @@ fn register_send_watch_list_in_both_generations() {
             "{generation}: {out}"
         );
 
-        let (status, out) = run(&["moltzap", "list", "--url", &url, "--key", &kb], "");
+        let (status, out) = mz("list", &url, &kb, &[], "");
         assert!(status.success(), "{out}");
         assert!(out.contains("hello bob"), "{generation}: {out}");
 
         let script = "call system/ping {}\nsend bob again\nnonsense\nquit\ncall system/ping {}\n";
-        let (status, out) = run(&["moltzap", "connect", "--url", &url, "--key", &ka], script);
+        let (status, out) = mz("connect", &url, &ka, &[], script);
         assert!(status.success(), "{out}");
         let lines: Vec<&str> = out.lines().filter(|l| !l.contains("presenceChanged")).collect();
         assert_eq!(lines.len(), 2, "nothing runs after quit: {out}");
@@ -100,26 +91,13 @@ fn register_send_watch_list_in_both_generations() {
 #[test]
 fn refusals_fail_with_the_typed_error() {
     let (_peer, url) = listen(&["peers", "moltzap", "--port", "0"]);
-    let (status, out) = run(
-        &[
-            "moltzap",
-            "send",
-            "--url",
-            &url,
-            "--key",
-            "moltzap_agent_bad",
-            "--to",
-            "x",
-            "hi",
-        ],
-        "",
-    );
+    let (status, out) = mz("send", &url, "moltzap_agent_bad", &["--to", "x", "hi"], "");
     assert!(!status.success() && out.is_empty(), "{out}");
     let (status, _) = run(
         &["moltzap", "register", "Bad Name", "--server", "http://127.0.0.1:9"],
         "",
     );
     assert!(!status.success());
-    let (status, _) = run(&["moltzap", "send", "--url", &url, "--key", "k", "hi"], "");
+    let (status, _) = mz("send", &url, "k", &["hi"], "");
     assert!(!status.success(), "--to or --conversation is required");
 }
