@@ -245,11 +245,7 @@ impl Session {
         conversation_id: &str,
         participant: &Participant,
     ) -> R {
-        let p = WithParticipant {
-            conversation_id,
-            participant,
-        };
-        self.call_serialized(now, "conversations/addParticipant", &p)
+        self.with_participant(now, "conversations/addParticipant", conversation_id, participant)
     }
 
     /// `conversations/removeParticipant {conversationId, participant}` → `{}`.
@@ -259,11 +255,15 @@ impl Session {
         conversation_id: &str,
         participant: &Participant,
     ) -> R {
+        self.with_participant(now, "conversations/removeParticipant", conversation_id, participant)
+    }
+
+    fn with_participant(&mut self, now: Millis, method: &str, conversation_id: &str, participant: &Participant) -> R {
         let p = WithParticipant {
             conversation_id,
             participant,
         };
-        self.call_serialized(now, "conversations/removeParticipant", &p)
+        self.call_serialized(now, method, &p)
     }
 
     /// `messages/send` → `{message}` (decode with [`super::Message::from_wrapped`]).

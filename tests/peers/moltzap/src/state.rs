@@ -294,6 +294,15 @@ struct Registration {
     invite_code: Option<String>,
 }
 
+/// A participant reference in params: `{"type": "agent", "id"}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Ref {
+    #[serde(rename = "type")]
+    kind: String,
+    id: String,
+}
+
 fn error_body(message: &str) -> String {
     serde_json::json!({ "error": message }).to_string()
 }
@@ -652,13 +661,6 @@ impl State {
     fn create(&mut self, conn: u64, me: &str, p: Option<&RawValue>) -> Answer {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
-        struct Ref {
-            #[serde(rename = "type")]
-            kind: String,
-            id: String,
-        }
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
         struct P {
             #[serde(rename = "type")]
             kind: String,
@@ -705,13 +707,6 @@ impl State {
 
     /// The conversation management methods; each answers `{}`.
     fn manage(&mut self, conn: u64, me: &str, method: &str, p: Option<&RawValue>) -> Answer {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Ref {
-            #[serde(rename = "type")]
-            kind: String,
-            id: String,
-        }
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields, rename_all = "camelCase")]
         struct P {
