@@ -22,6 +22,46 @@ struct Pair {
     closed: bool,
 }
 
+/// The side of a [`Pair`] a frame is handed to.
+trait Side {
+    fn text(&mut self, now: u64, text: &str);
+    fn close(&mut self, now: u64, code: u16, reason: &str);
+}
+
+impl Side for ClientSession {
+    fn text(&mut self, now: u64, text: &str) {
+        self.handle_text(now, text)
+    }
+    fn close(&mut self, now: u64, code: u16, reason: &str) {
+        self.handle_close(now, code, reason)
+    }
+}
+
+impl Side for ServerSession {
+    fn text(&mut self, now: u64, text: &str) {
+        self.handle_text(now, text)
+    }
+    fn close(&mut self, now: u64, code: u16, reason: &str) {
+        self.handle_close(now, code, reason)
+    }
+}
+
+/// Hands one frame to `to` (its text also kept in `wire`); true when it was a close.
+fn deliver(now: u64, out: Outgoing, wire: &mut Vec<String>, to: &mut impl Side) -> bool {
+    match out {
+        Outgoing::Text(t) => {
+            to.text(now, &t);
+            wire.push(t);
+            false
+        }
+        Outgoing::Close { code, reason } => {
+            to.close(now, code, &reason);
+            true
+        }
+        Outgoing::Binary(_) => unreachable!("RKT is text"),
+    }
+}
+
 impl Pair {
     fn new(client_cfg: ClientConfig, cfg: ReferenceConfig) -> Pair {
         let client = ClientSession::new(client_cfg, Box::new(SeededEntropy::new(1)));
@@ -55,17 +95,7 @@ impl Pair {
             let mut moved = false;
             while let Some(out) = self.client.poll_transmit() {
                 moved = true;
-                match out {
-                    Outgoing::Text(t) => {
-                        self.client_wire.push(t.clone());
-                        self.server.handle_text(now, &t);
-                    }
-                    Outgoing::Close { code, reason } => {
-                        self.server.handle_close(now, code, &reason);
-                        self.closed = true;
-                    }
-                    Outgoing::Binary(_) => unreachable!("RKT is text"),
-                }
+                self.closed |= deliver(now, out, &mut self.client_wire, &mut self.server);
             }
             while let Some(ev) = self.server.poll_event() {
                 moved = true;
@@ -84,17 +114,7 @@ impl Pair {
             }
             while let Some(out) = self.server.poll_transmit() {
                 moved = true;
-                match out {
-                    Outgoing::Text(t) => {
-                        self.server_wire.push(t.clone());
-                        self.client.handle_text(now, &t);
-                    }
-                    Outgoing::Close { code, reason } => {
-                        self.client.handle_close(now, code, &reason);
-                        self.closed = true;
-                    }
-                    Outgoing::Binary(_) => unreachable!("RKT is text"),
-                }
+                self.closed |= deliver(now, out, &mut self.server_wire, &mut self.client);
             }
             while let Some(ev) = self.client.poll_event() {
                 moved = true;
