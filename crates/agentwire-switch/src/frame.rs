@@ -1,0 +1,1 @@
+//! Placeholder: the frame decoder lands here.

@@ -1,0 +1,1 @@
+//! Placeholder: the SSE parser lands here.
