@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Fuzzes an RKT target of crates/agentwire-rkt/fuzz for $1 seconds (default 60): $2 is `decode`
-# (the codec, the default) or `server` (the server session in line and whole-message mode, with
-# the reference agent). Prints the executions and crashes; exits 1 when a crash was found.
+# scripts/fuzz.sh SECS TARGET [CRATE]: fuzzes TARGET of crates/agentwire-CRATE/fuzz for SECS
+# seconds (default 60). CRATE `rkt` (the default): `decode` (the codec, the default target) or
+# `server` (the server session in line and whole-message mode, with the reference agent).
+# CRATE `moltzap`: `frame` (the frame decoder) or `session` (the client session driven by a
+# script of operations). CRATE `switch`: its targets. Prints the executions and crashes; exits 1
+# when a crash was found.
 #
 # The toolchain is stable, so RUSTC_BOOTSTRAP=1 lets cargo-fuzz use the nightly-only flags it
 # needs (-Zsanitizer, -Cpasses=sancov). AddressSanitizer is tried first; `--sanitizer none` is
@@ -10,8 +13,10 @@ set -euo pipefail
 
 secs="${1:-60}"
 target="${2:-decode}"
+crate="${3:-rkt}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-fuzz="$root/crates/agentwire-rkt/fuzz"
+fuzz="$root/crates/agentwire-$crate/fuzz"
+[ -d "$fuzz" ] || { echo "no fuzz package at $fuzz" >&2; exit 2; }
 export RUSTC_BOOTSTRAP=1
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -22,13 +27,27 @@ fi
 cd "$fuzz"
 corpus="corpus/$target"
 mkdir -p "$corpus" "artifacts/$target"
-# Seed the corpus with every golden vector's wire text.
-if command -v python3 >/dev/null; then
+# Seed the corpus with every golden vector's wire text (RKT).
+if [ "$crate" = rkt ] && command -v python3 >/dev/null; then
     python3 - "$root/tests/vectors/rkt" "$corpus" <<'PY'
 import json, pathlib, sys
 src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 for f in sorted(src.glob("*.json")):
     (dst / f"vector-{f.stem}").write_text(json.loads(f.read_text())["wire"], encoding="utf-8")
+PY
+fi
+# Seed the frame corpus with every frame of the released captures (MoltZap), the generation
+# byte (1: released) first.
+if [ "$crate" = moltzap ] && [ "$target" = frame ] && command -v python3 >/dev/null; then
+    python3 - "$root/../shared/vectors/moltzap-2026.425" "$corpus" <<'PY'
+import pathlib, re, sys
+src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+if src.is_dir():
+    for f in sorted(src.glob("*.out")):
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines()):
+            m = re.match(r"^\[\w+\] (=>|<=) (.*)$", line)
+            if m:
+                (dst / f"capture-{f.stem}-{n}").write_bytes(b"\x01" + m.group(2).encode())
 PY
 fi
 

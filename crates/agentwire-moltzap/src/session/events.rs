@@ -4,6 +4,7 @@ use crate::errors::MoltZapError;
 use crate::frame::Generation;
 use agentwire_core::ErrorKind;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 /// A request id as the session assigns it: `<prefix><counter>`, always a string (the released
 /// generation only has string ids).
@@ -125,27 +126,29 @@ pub enum Event {
     Disconnected { code: u16, reason: String },
 }
 
+/// The routing fields of a push payload, borrowed from it (no allocation but the boxes).
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct Ids {
-    #[serde(default)]
-    id: Option<serde_json::Value>,
-    #[serde(default)]
-    conversation_id: Option<serde_json::Value>,
-    #[serde(default)]
-    sender_id: Option<serde_json::Value>,
-    #[serde(default)]
-    agent_id: Option<serde_json::Value>,
-    #[serde(default)]
-    status: Option<serde_json::Value>,
-    #[serde(default)]
-    message: Option<Box<Ids>>,
-    #[serde(default)]
-    conversation: Option<Box<Ids>>,
+struct Ids<'a> {
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    conversation_id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    sender_id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    agent_id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    status: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    message: Option<Box<Ids<'a>>>,
+    #[serde(default, borrow)]
+    conversation: Option<Box<Ids<'a>>>,
 }
 
-fn text(v: &Option<serde_json::Value>) -> Option<String> {
-    v.as_ref().and_then(|v| v.as_str()).map(str::to_string)
+/// A routing field's text; `None` when absent or not a string.
+fn text(v: &Option<&RawValue>) -> Option<String> {
+    v.and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
 }
 
 /// Classifies a server push (current notification or released event) by name.

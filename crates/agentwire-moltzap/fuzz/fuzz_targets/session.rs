@@ -1,0 +1,143 @@
+//! Fuzzes the client session: the input is a script of operations (server text and bytes,
+//! HelloOk and responses to pending ids, time, calls, cancels, pings, closes and reopens) on a
+//! session that connected. Nothing may panic; `in_flight` stays within `max_in_flight`; after a
+//! close every request handed out has had exactly one terminal event, before `Disconnected`.
+#![no_main]
+
+use agentwire_core::SeededEntropy;
+use agentwire_moltzap::{Credentials, Event, GenerationChoice, Session, SessionConfig};
+use libfuzzer_sys::fuzz_target;
+use std::collections::HashSet;
+
+const MAX_IN_FLIGHT: usize = 8;
+
+struct Run {
+    s: Session,
+    now: u64,
+    /// Ids handed out and not yet ended.
+    open: HashSet<String>,
+    released: bool,
+}
+
+impl Run {
+    fn drain(&mut self) {
+        while self.s.poll_transmit().is_some() {}
+        while let Some(e) = self.s.poll_event() {
+            match e {
+                Event::Response { id, .. } | Event::Failed { id, .. } | Event::ConnectFailed { id, .. } => {
+                    assert!(self.open.remove(&id), "a second terminal event for {id}");
+                }
+                Event::Connected { id, .. } => assert!(self.open.remove(&id), "Connected for unknown {id}"),
+                Event::Disconnected { .. } => assert!(self.open.is_empty(), "left open: {:?}", self.open),
+                _ => {}
+            }
+        }
+        assert!(self.s.in_flight() <= MAX_IN_FLIGHT);
+    }
+
+    fn answer(&self, id: &str, body: &str) -> String {
+        if self.released {
+            format!(r#"{{"jsonrpc":"2.0","type":"response","id":"{id}",{body}}}"#)
+        } else {
+            format!(r#"{{"jsonrpc":"2.0","id":"{id}",{body}}}"#)
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, script)) = data.split_first() else {
+        return;
+    };
+    let generation = match mode % 3 {
+        0 => GenerationChoice::Current,
+        1 => GenerationChoice::Released,
+        _ => GenerationChoice::Auto,
+    };
+    let cfg = SessionConfig {
+        generation,
+        max_in_flight: MAX_IN_FLIGHT,
+        request_timeout_ms: 50,
+        handshake_timeout_ms: 80,
+        ping_interval_ms: (mode & 8 != 0).then_some(20),
+        ..SessionConfig::default()
+    };
+    let mut run = Run {
+        s: Session::new(cfg, Box::new(SeededEntropy::new(u64::from(mode)))),
+        now: 0,
+        open: HashSet::new(),
+        released: generation == GenerationChoice::Released,
+    };
+    run.s.handle_open(0);
+    if let Ok(id) = run.s.connect(0, Credentials::AgentKey("moltzap_agent_fuzz".into())) {
+        run.open.insert(id);
+    }
+    run.drain();
+    // Operations are separated by 0xff; the first byte of each picks what it is.
+    for op in script.split(|&b| b == 0xff) {
+        let Some((&kind, rest)) = op.split_first() else {
+            continue;
+        };
+        let pending: Vec<String> = run.open.iter().cloned().collect();
+        let pick = |n: u8| pending.get(usize::from(n) % pending.len().max(1)).cloned();
+        match kind % 10 {
+            0 => run.s.handle_text(run.now, &String::from_utf8_lossy(rest)),
+            1 => run.s.handle_binary(run.now, rest),
+            2 => {
+                if let Some(id) = pick(rest.first().copied().unwrap_or(0)) {
+                    let hello = if run.released {
+                        r#""result":{"protocolVersion":"2026.425.3","agentId":"a"}"#
+                    } else {
+                        r#""result":{}"#
+                    };
+                    let text = run.answer(&id, hello);
+                    run.s.handle_text(run.now, &text);
+                }
+            }
+            3 => {
+                if let Some(id) = pick(rest.first().copied().unwrap_or(0)) {
+                    let body = format!(r#""error":{{"code":-326{:02},"message":"x"}}"#, rest.len() % 100);
+                    let text = run.answer(&id, &body);
+                    run.s.handle_text(run.now, &text);
+                }
+            }
+            4 => {
+                run.now += u64::from(rest.first().copied().unwrap_or(1));
+                run.s.handle_timeout(run.now);
+            }
+            5 => {
+                let params = String::from_utf8_lossy(rest);
+                if let Ok(id) = run.s.call(run.now, "system/ping", Some(&params)) {
+                    run.open.insert(id);
+                }
+            }
+            6 => {
+                if let Ok(id) = run.s.system_ping(run.now) {
+                    run.open.insert(id);
+                }
+            }
+            7 => {
+                if let Some(id) = pick(rest.first().copied().unwrap_or(0)) {
+                    assert!(run.s.cancel(&id), "a pending id cancels");
+                }
+            }
+            8 => run.s.handle_ping(run.now),
+            _ => {
+                run.s.handle_close(run.now, 1006, "fuzz");
+                run.drain();
+                assert!(run.open.is_empty());
+                run.s.handle_open(run.now);
+                run.released = generation == GenerationChoice::Released;
+                if let Ok(id) = run.s.connect(run.now, Credentials::AgentKey("moltzap_agent_fuzz".into())) {
+                    run.open.insert(id);
+                }
+            }
+        }
+        if generation == GenerationChoice::Auto {
+            run.released = run.s.generation() == agentwire_moltzap::Generation::Released;
+        }
+        run.drain();
+    }
+    run.s.handle_close(run.now, 1000, "end");
+    run.drain();
+    assert!(run.open.is_empty());
+});
