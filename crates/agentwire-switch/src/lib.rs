@@ -4,4 +4,5 @@
 //! `docs/protocols/switch.md`.
 
 pub mod frame;
+pub mod open;
 pub mod sse;

@@ -1,0 +1,285 @@
+//! The open request of a connection: `/agents/{agent_id}/connection/ws?…` (current) or
+//! `/agents/{agent_id}/events?…` (released SSE), with every query parameter of the spec,
+//! validated before anything is sent. The `Authorization: Bearer` header is the driver's (or the
+//! relay's); the key never passes through here.
+
+use agentwire_core::{Error, ErrorKind};
+use std::fmt::Write;
+
+/// `scope`: one room at a time, or every room the agent belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scope {
+    #[default]
+    Single,
+    All,
+}
+
+/// `filter`: everything in the covered rooms, or only what is notifiable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Filter {
+    #[default]
+    All,
+    Addressed,
+}
+
+/// `start_from`: the head, or the sequence to resume after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StartFrom {
+    #[default]
+    Head,
+    After(u64),
+}
+
+/// The protocol revisions a client handles: `protocol` (what it speaks) and `protocol_accepts`
+/// (the oldest it handles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProtocolRange {
+    pub speaks: u32,
+    pub accepts: u32,
+}
+
+/// Longest id (agent, room, generation) accepted in a path or query, in bytes.
+pub const MAX_ID_LEN: usize = 256;
+/// Most rooms declared on one open URL.
+pub const MAX_ROOMS: usize = 256;
+
+/// What a connection is opened with. `connection_id` is a UUID the client chooses once and
+/// reuses on every reconnect (the session keeps it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenParams {
+    pub agent_id: String,
+    pub connection_id: String,
+    pub scope: Scope,
+    pub filter: Filter,
+    pub start_from: StartFrom,
+    /// Rooms to claim at open (with takeover), so catch-up covers them.
+    pub rooms: Vec<String>,
+    /// The generation of the last `connection_state`, to fence a reconnect.
+    pub expected_generation: Option<String>,
+    pub spawn_capable: bool,
+    pub protocol: Option<ProtocolRange>,
+    /// Reported in `connection_state`, never judged.
+    pub client: Option<String>,
+    pub client_version: Option<String>,
+}
+
+impl OpenParams {
+    /// The defaults of the spec (`single`, `all`, `head`, no rooms) for `agent_id`.
+    pub fn new(agent_id: impl Into<String>, connection_id: impl Into<String>) -> Self {
+        OpenParams {
+            agent_id: agent_id.into(),
+            connection_id: connection_id.into(),
+            scope: Scope::Single,
+            filter: Filter::All,
+            start_from: StartFrom::Head,
+            rooms: Vec::new(),
+            expected_generation: None,
+            spawn_capable: false,
+            protocol: None,
+            client: None,
+            client_version: None,
+        }
+    }
+
+    /// Every rule a server would refuse the open for (4400 / HTTP 400), checked here first.
+    pub fn validate(&self) -> Result<(), Error> {
+        check_id("agent_id", &self.agent_id)?;
+        if !is_uuid(&self.connection_id) {
+            return Err(invalid(format!(
+                "connection_id must be a UUID (got {:?}); generate one and reuse it on every reconnect",
+                self.connection_id
+            )));
+        }
+        if self.rooms.len() > MAX_ROOMS {
+            return Err(invalid(format!(
+                "{} rooms declared; at most {MAX_ROOMS}",
+                self.rooms.len()
+            )));
+        }
+        for room in &self.rooms {
+            check_id("rooms", room)?;
+            if room.contains(',') {
+                return Err(invalid(format!(
+                    "room id {room:?} contains a comma (rooms are comma-separated)"
+                )));
+            }
+        }
+        if let Some(g) = &self.expected_generation {
+            check_id("expected_generation", g)?;
+        }
+        if let Some(p) = self.protocol {
+            if p.accepts > p.speaks {
+                return Err(invalid(format!(
+                    "protocol_accepts {} is newer than protocol {}",
+                    p.accepts, p.speaks
+                )));
+            }
+        }
+        for (name, v) in [("client", &self.client), ("client_version", &self.client_version)] {
+            if let Some(v) = v {
+                if v.is_empty() || v.len() > MAX_ID_LEN || v.chars().any(char::is_control) {
+                    return Err(invalid(format!("{name} must be 1..={MAX_ID_LEN} printable characters")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Path and query of the WebSocket open (current generation).
+    pub fn ws_path(&self) -> Result<String, Error> {
+        self.path("connection/ws")
+    }
+
+    /// Path and query of the SSE stream (released generation). `Last-Event-ID` is a header the
+    /// driver adds from the cursor; it wins over `start_from` on the server.
+    pub fn sse_path(&self) -> Result<String, Error> {
+        self.path("events")
+    }
+
+    fn path(&self, tail: &str) -> Result<String, Error> {
+        self.validate()?;
+        let mut out = format!(
+            "/agents/{}/{tail}?connection_id={}",
+            encode(&self.agent_id),
+            self.connection_id
+        );
+        let mut param = |name: &str, value: &str| {
+            let _ = write!(out, "&{name}={}", encode(value));
+        };
+        if self.scope == Scope::All {
+            param("scope", "all");
+        }
+        if self.filter == Filter::Addressed {
+            param("filter", "addressed");
+        }
+        if let StartFrom::After(n) = self.start_from {
+            param("start_from", &n.to_string());
+        }
+        if !self.rooms.is_empty() {
+            param("rooms", &self.rooms.join(","));
+        }
+        if let Some(g) = &self.expected_generation {
+            param("expected_generation", g);
+        }
+        if self.spawn_capable {
+            param("spawn_capable", "true");
+        }
+        if let Some(p) = self.protocol {
+            param("protocol", &p.speaks.to_string());
+            param("protocol_accepts", &p.accepts.to_string());
+        }
+        if let Some(c) = &self.client {
+            param("client", c);
+        }
+        if let Some(v) = &self.client_version {
+            param("client_version", v);
+        }
+        Ok(out)
+    }
+}
+
+fn invalid(m: String) -> Error {
+    Error::new(ErrorKind::Invalid, m)
+}
+
+fn check_id(name: &str, v: &str) -> Result<(), Error> {
+    if v.is_empty() || v.len() > MAX_ID_LEN || v.chars().any(|c| c.is_control() || c == '/') {
+        return Err(invalid(format!(
+            "{name} must be 1..={MAX_ID_LEN} characters without '/' or control characters (got {v:?})"
+        )));
+    }
+    Ok(())
+}
+
+/// True for the 8-4-4-4-12 hex form.
+pub fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            8 | 13 | 18 | 23 => c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters (commas in `rooms` too: the
+/// server decodes the query before splitting it).
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for &b in s.as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CID: &str = "0f8fad5b-d9cb-469f-a165-70867728950e";
+
+    #[test]
+    fn defaults_send_only_the_connection_id() {
+        let p = OpenParams::new("agent-1", CID);
+        assert_eq!(
+            p.ws_path().unwrap(),
+            format!("/agents/agent-1/connection/ws?connection_id={CID}")
+        );
+        assert_eq!(
+            p.sse_path().unwrap(),
+            format!("/agents/agent-1/events?connection_id={CID}")
+        );
+    }
+
+    #[test]
+    fn every_parameter() {
+        let p = OpenParams {
+            scope: Scope::All,
+            filter: Filter::Addressed,
+            start_from: StartFrom::After(4813),
+            rooms: vec!["r1".into(), "r 2".into()],
+            expected_generation: Some("7".into()),
+            spawn_capable: true,
+            protocol: Some(ProtocolRange { speaks: 6, accepts: 1 }),
+            client: Some("agentwire".into()),
+            client_version: Some("0.1.0".into()),
+            ..OpenParams::new("a/../b".replace('/', "_"), CID)
+        };
+        assert_eq!(
+            p.ws_path().unwrap(),
+            format!(
+                "/agents/a_.._b/connection/ws?connection_id={CID}&scope=all&filter=addressed&start_from=4813\
+                 &rooms=r1%2Cr%202&expected_generation=7&spawn_capable=true&protocol=6&protocol_accepts=1\
+                 &client=agentwire&client_version=0.1.0"
+            )
+        );
+    }
+
+    #[test]
+    fn refusals_before_sending() {
+        let bad = |p: OpenParams| p.ws_path().unwrap_err();
+        assert!(bad(OpenParams::new("a", "nope")).message.contains("UUID"));
+        assert!(bad(OpenParams::new("", CID)).message.contains("agent_id"));
+        assert!(bad(OpenParams::new("a/b", CID)).message.contains("'/'"));
+        let rooms = |r: &str| OpenParams {
+            rooms: vec![r.into()],
+            ..OpenParams::new("a", CID)
+        };
+        assert!(bad(rooms("x,y")).message.contains("comma"));
+        assert!(bad(rooms("")).message.contains("rooms"));
+        let range = OpenParams {
+            protocol: Some(ProtocolRange { speaks: 1, accepts: 2 }),
+            ..OpenParams::new("a", CID)
+        };
+        assert!(bad(range).message.contains("protocol_accepts"));
+        let client = OpenParams {
+            client: Some("a\nb".into()),
+            ..OpenParams::new("a", CID)
+        };
+        assert_eq!(bad(client).kind, ErrorKind::Invalid);
+        assert!(is_uuid(CID) && !is_uuid(&CID.replace('-', "x")));
+    }
+}
