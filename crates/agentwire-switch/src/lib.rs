@@ -2,7 +2,22 @@
 //! `../shared/specs/switch-agent-connection.md`) and of released servers (switch-core 0.19: an
 //! SSE stream plus HTTP beats, `../shared/specs/switch-released-0.19.md`). The decisions are in
 //! `docs/protocols/switch.md`.
+//!
+//! - [`open`]: the open request (path and query), validated.
+//! - [`frame`]: every frame of both generations, decoded and encoded.
+//! - [`sse`]: the SSE parser (any chunk boundary) and encoder.
+//! - [`ops`]: operations and the connection routes (subscribe, placements, beat) as HTTP
+//!   requests, and their answers.
+//! - [`error`]: [`SwitchError`], the one error type.
 
+pub mod connection;
+pub mod error;
 pub mod frame;
+pub mod http;
 pub mod open;
+pub mod ops;
 pub mod sse;
+
+pub use connection::{Connection, ConnectionConfig, Event, State, Transmit, Transport, Wire};
+pub use error::SwitchError;
+pub use http::{HttpRequest, Method};

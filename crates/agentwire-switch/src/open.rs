@@ -140,11 +140,11 @@ impl OpenParams {
         self.validate()?;
         let mut out = format!(
             "/agents/{}/{tail}?connection_id={}",
-            encode(&self.agent_id),
+            encode_segment(&self.agent_id),
             self.connection_id
         );
         let mut param = |name: &str, value: &str| {
-            let _ = write!(out, "&{name}={}", encode(value));
+            let _ = write!(out, "&{name}={}", encode_segment(value));
         };
         if self.scope == Scope::All {
             param("scope", "all");
@@ -182,7 +182,7 @@ fn invalid(m: String) -> Error {
     Error::new(ErrorKind::Invalid, m)
 }
 
-fn check_id(name: &str, v: &str) -> Result<(), Error> {
+pub(crate) fn check_id(name: &str, v: &str) -> Result<(), Error> {
     if v.is_empty() || v.len() > MAX_ID_LEN || v.chars().any(|c| c.is_control() || c == '/') {
         return Err(invalid(format!(
             "{name} must be 1..={MAX_ID_LEN} characters without '/' or control characters (got {v:?})"
@@ -203,7 +203,7 @@ pub fn is_uuid(s: &str) -> bool {
 
 /// Percent-encodes everything but RFC 3986 unreserved characters (commas in `rooms` too: the
 /// server decodes the query before splitting it).
-fn encode(s: &str) -> String {
+pub(crate) fn encode_segment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for &b in s.as_bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {

@@ -1,0 +1,171 @@
+//! What each decoded frame does to the connection.
+
+use super::{Connection, Event, Item, State, Timer, Wire};
+use crate::error::SwitchError;
+use crate::frame::{
+    encode_pong, ConnectionState, DomainEvent, Evicted, EvictionPolicy, Frame, FrameError, Gap, Refused,
+};
+use agentwire_core::{ErrorKind, Millis};
+
+impl Connection {
+    pub(super) fn on_decoded(&mut self, now: Millis, frame: Result<Frame, FrameError>) {
+        let frame = match frame {
+            Ok(f) => f,
+            Err(e) => {
+                let mut err = SwitchError::from(e.clone());
+                if let Some(field) = &e.field {
+                    err.code = Some(field.clone());
+                }
+                err.message = format!("frame dropped: {}", err.message);
+                return self.diagnostic(err);
+            }
+        };
+        match frame {
+            Frame::ConnectionState(s) => self.on_connection_state(now, s),
+            Frame::Refused(r) => self.on_refused(r),
+            Frame::Evicted(e) => self.on_evicted(now, e),
+            _ if self.state != State::Live => {
+                let m = "a frame before `connection_state`; dropped (connection_state is always first)";
+                self.diagnostic(SwitchError::local(ErrorKind::Protocol, m));
+            }
+            Frame::Event(e) => self.on_event(e),
+            Frame::Ping => self.on_ping(now),
+            Frame::Gap(g) => self.on_gap(g),
+            Frame::SubscriptionChanged(s) => {
+                self.remember_rooms(&s.rooms);
+                self.push(Event::SubscriptionChanged(s));
+            }
+            Frame::RoomReleased(r) => {
+                self.declare.retain(|room| room != &r.room_id);
+                self.rooms.retain(|room| room != &r.room_id);
+                self.push(Event::RoomReleased(r));
+            }
+            Frame::Unknown { name, raw } => self.push(Event::Control { name, raw }),
+        }
+    }
+
+    fn on_connection_state(&mut self, now: Millis, s: ConnectionState) {
+        if s.connection_id != self.cfg.open.connection_id {
+            let m = format!(
+                "connection_state names connection {:?}, not this one ({:?}); kept, but the server may be confused",
+                s.connection_id, self.cfg.open.connection_id
+            );
+            self.diagnostic(SwitchError::local(ErrorKind::Protocol, m));
+        }
+        if let Some(g) = &s.generation {
+            self.generation = Some(g.clone());
+        }
+        if let Some(secs) = s.heartbeat_interval_seconds {
+            if secs.is_finite() && secs > 0.0 {
+                self.heartbeat_ms = ((secs * 1000.0) as u64).clamp(100, 600_000);
+            }
+        }
+        if self.cursor.is_none() && self.received.is_none() {
+            // Nothing processed yet: the server's cursor is where reading starts.
+            self.cursor = Some(s.cursor);
+            self.received = Some(s.cursor);
+        }
+        self.remember_rooms(&s.rooms);
+        let resumed = self.ever_attached;
+        self.ever_attached = true;
+        self.state = State::Live;
+        self.timers.cancel(&Timer::Open);
+        match self.wire {
+            Wire::WebSocket => self.arm_ping(now),
+            Wire::Sse => self.timers.set(Timer::Beat, now.saturating_add(self.heartbeat_ms)),
+        }
+        self.push(Event::Connected {
+            state: s,
+            wire: self.wire,
+            resumed,
+        });
+    }
+
+    fn on_refused(&mut self, r: Refused) {
+        let error = SwitchError::refused(r.status, Some(&r.detail));
+        // The close (4000 + status) follows; stop now so no reconnect happens in between.
+        self.stop(Some(error), "refused");
+    }
+
+    fn on_event(&mut self, e: DomainEvent) {
+        if let Some(high) = self.received {
+            if e.sequence <= high {
+                let m = format!(
+                    "event {} ({}) is at or below sequence {high}, already received; dropped",
+                    e.sequence,
+                    e.kind.as_str()
+                );
+                return self.diagnostic(SwitchError::local(ErrorKind::Protocol, m).with_code("duplicate"));
+            }
+        }
+        if self.overflowed {
+            // Taking a later event now would skip the ones already refused: wait for the reopen.
+            return;
+        }
+        if self.queued_events >= self.cfg.max_queued_events {
+            if !self.overflowed {
+                self.overflowed = true;
+                let m = format!(
+                    "{} events wait to be polled; later ones are not taken and the connection reopens from the cursor once they are",
+                    self.queued_events
+                );
+                self.diagnostic(SwitchError::local(ErrorKind::Limit, m));
+            }
+            return;
+        }
+        self.received = Some(e.sequence);
+        self.queued_events += 1;
+        self.queue.push_back(Item::Event(Event::Event { event: e, gap: None }));
+    }
+
+    fn on_ping(&mut self, now: Millis) {
+        if self.wire != Wire::WebSocket {
+            return;
+        }
+        self.transmit
+            .push_back(super::Transmit::Text(encode_pong(self.cursor.unwrap_or(0))));
+        self.pongs_unsent += 1;
+        self.attempt = 0;
+        self.arm_ping(now);
+    }
+
+    fn on_gap(&mut self, g: Gap) {
+        // Events after the gap are numbered from `resumed_at`: they are new even when below the
+        // old numbering (a restart that lost it).
+        self.received = Some(g.resumed_at);
+        self.queue.push_back(Item::Gap(g));
+    }
+
+    fn on_evicted(&mut self, now: Millis, e: Evicted) {
+        let code = e.effective_code();
+        // The user sees the code even when the server sent only text (switch-core 0.19).
+        self.push(Event::Evicted(Evicted {
+            code: Some(code.clone()),
+            ..e.clone()
+        }));
+        match code.policy() {
+            EvictionPolicy::Resume => self.reconnect(now, None, &format!("evicted: {}", code.as_str()), true),
+            EvictionPolicy::Stop => {
+                let error = SwitchError::local(
+                    ErrorKind::Closed,
+                    format!("taken over by another open of this connection id: {}", e.reason),
+                )
+                .with_code(code.as_str())
+                .retryable(false);
+                self.stop(Some(error), "taken over");
+            }
+            EvictionPolicy::ReadReason => {
+                let error = SwitchError::local(
+                    ErrorKind::Closed,
+                    format!(
+                        "the server closed the connection: {} (not retried automatically)",
+                        e.reason
+                    ),
+                )
+                .with_code(code.as_str())
+                .retryable(false);
+                self.stop(Some(error), "closed by the server");
+            }
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Liveness: server pings on the WebSocket, client beats over HTTP for SSE, the open deadline
+//! and the SSE stream's idle deadline.
+
+use super::{Connection, State, Timer, Transmit, Wire};
+use crate::error::SwitchError;
+use crate::ops::{beat, decode_beat};
+use agentwire_core::{ErrorKind, Millis};
+
+impl Connection {
+    /// WebSocket: the socket is dead after `missed_heartbeats` intervals without a ping.
+    pub(super) fn arm_ping(&mut self, now: Millis) {
+        let window = self
+            .heartbeat_ms
+            .saturating_mul(u64::from(self.cfg.missed_heartbeats.max(1)));
+        self.timers.set(Timer::Ping, now.saturating_add(window));
+    }
+
+    pub(super) fn on_ping_timeout(&mut self, now: Millis) {
+        if self.state != State::Live || self.wire != Wire::WebSocket {
+            return;
+        }
+        let window = self
+            .heartbeat_ms
+            .saturating_mul(u64::from(self.cfg.missed_heartbeats.max(1)));
+        self.reconnect(now, None, &format!("no ping for {window} ms"), true);
+    }
+
+    pub(super) fn on_open_timeout(&mut self, now: Millis) {
+        if !matches!(self.state, State::Opening | State::Attaching) {
+            return;
+        }
+        let m = format!("no connection_state within {} ms of opening", self.cfg.open_timeout_ms);
+        self.reconnect(now, None, &m, true);
+    }
+
+    pub(super) fn arm_stream_idle(&mut self, now: Millis) {
+        if self.cfg.stream_idle_timeout_ms > 0 {
+            self.timers
+                .set(Timer::StreamIdle, now.saturating_add(self.cfg.stream_idle_timeout_ms));
+        }
+    }
+
+    pub(super) fn on_stream_idle(&mut self, now: Millis) {
+        if !matches!(self.state, State::Attaching | State::Live) || self.wire != Wire::Sse {
+            return;
+        }
+        let m = format!("nothing on the stream for {} ms", self.cfg.stream_idle_timeout_ms);
+        self.reconnect(now, None, &m, true);
+    }
+
+    /// SSE: `POST .../connection/beat {connection_id, cursor}`, one at a time.
+    pub(super) fn send_beat(&mut self, now: Millis) {
+        if self.state != State::Live || self.wire != Wire::Sse {
+            return;
+        }
+        self.timers.set(Timer::Beat, now.saturating_add(self.heartbeat_ms));
+        if self.beat_in_flight.is_some() {
+            return;
+        }
+        let request = match beat(
+            &self.cfg.open.agent_id,
+            &self.cfg.open.connection_id,
+            self.cursor.unwrap_or(0),
+        ) {
+            Ok(r) => r,
+            Err(e) => return self.stop(Some(e), "cannot beat"),
+        };
+        let id = self.next_http_id;
+        self.next_http_id += 1;
+        self.beat_in_flight = Some(id);
+        self.timers
+            .set(Timer::BeatTimeout, now.saturating_add(self.cfg.beat_timeout_ms));
+        self.transmit.push_back(Transmit::Http { id, request });
+    }
+
+    pub(super) fn on_beat_timeout(&mut self, now: Millis) {
+        if self.beat_in_flight.take().is_none() {
+            return;
+        }
+        let m = format!("beat got no answer within {} ms", self.cfg.beat_timeout_ms);
+        self.beat_failed(now, m);
+    }
+
+    pub(super) fn on_beat_answer(&mut self, now: Millis, id: u64, answer: Result<(u16, &str), &str>) {
+        if self.beat_in_flight != Some(id) {
+            let m = format!("answer to HTTP call {id}, which is not waiting (late or unknown); dropped");
+            return self.diagnostic(SwitchError::local(ErrorKind::Protocol, m));
+        }
+        self.beat_in_flight = None;
+        self.timers.cancel(&Timer::BeatTimeout);
+        if self.state != State::Live {
+            return;
+        }
+        let (status, body) = match answer {
+            Ok(a) => a,
+            Err(reason) => return self.beat_failed(now, format!("beat failed: {reason}")),
+        };
+        match decode_beat(status, body) {
+            Ok(b) => {
+                self.beats_failed = 0;
+                self.attempt = 0;
+                if !b.rooms.is_empty() || !self.rooms.is_empty() {
+                    self.rooms = b.rooms;
+                }
+            }
+            Err(e) => self.on_beat_refused(now, e),
+        }
+    }
+
+    /// The spec's beat table: 401 fix the key; 404 reopen; 409 reopen except `taken_over`;
+    /// 422 fix the request. Anything else (5xx, 429, an unreadable 200) is a failed beat.
+    fn on_beat_refused(&mut self, now: Millis, e: SwitchError) {
+        match (e.status, e.code.as_deref()) {
+            (Some(401), _) => self.stop(Some(e), "bad credentials"),
+            (Some(409), Some("taken_over")) => {
+                let e = e.retryable(false);
+                self.stop(Some(e), "taken over");
+            }
+            (Some(404 | 409), _) => {
+                let reason = format!("beat refused: {}", e.message);
+                self.reconnect(now, None, &reason, true);
+            }
+            (Some(422), _) => {
+                let e = SwitchError {
+                    kind: ErrorKind::Protocol,
+                    message: format!("the server refused this client's beat as malformed: {}", e.message),
+                    ..e
+                };
+                self.stop(Some(e), "beat refused as malformed");
+            }
+            _ => self.beat_failed(now, format!("beat failed: {}", e.message)),
+        }
+    }
+
+    /// A beat that did not get through. The server lapses the connection after its TTL, so
+    /// `missed_heartbeats` in a row reopen the stream.
+    fn beat_failed(&mut self, now: Millis, message: String) {
+        self.beats_failed += 1;
+        let limit = self.cfg.missed_heartbeats.max(1);
+        if self.beats_failed >= limit {
+            self.reconnect(
+                now,
+                None,
+                &format!("{limit} beats in a row failed; last: {message}"),
+                true,
+            );
+        } else {
+            self.diagnostic(SwitchError::local(ErrorKind::Timeout, message));
+        }
+    }
+}

@@ -1,0 +1,653 @@
+//! The agent connection, sans-IO: one `connection_id` across any number of sockets (WebSocket)
+//! or streams (SSE), with liveness (pongs, or beats), the cursor, resume, gaps and the
+//! reconnect policy of the spec. The decisions are in `docs/protocols/switch.md` ("Connection").
+//!
+//! The driver owns the socket and the clock:
+//!
+//! 1. [`Connection::start`] queues [`Transmit::Open`]: open that request (a WebSocket upgrade,
+//!    or an SSE `GET`) with `Authorization: Bearer <key>` added.
+//! 2. Report what happened: [`Connection::handle_open`] or
+//!    [`Connection::handle_open_failed`]; then every WebSocket text message with
+//!    [`Connection::handle_text`] or every SSE body chunk with [`Connection::handle_bytes`];
+//!    the end with [`Connection::handle_close`]; answers to [`Transmit::Http`] (beats) with
+//!    [`Connection::handle_http_response`] / [`Connection::handle_http_failed`]; and
+//!    [`Connection::handle_timeout`] at [`Connection::poll_timeout`].
+//! 3. After every input, drain [`Connection::poll_transmit`] and [`Connection::poll_event`]
+//!    until both are empty. [`Transmit::Close`] means: drop the current socket or stream and
+//!    report nothing more about it; a new [`Transmit::Open`] follows when the engine reconnects.
+//!
+//! `poll_event` holds events back while a pong is waiting in `poll_transmit`, so pings are
+//! answered before queued events reach the user, whatever order the driver polls in.
+
+mod frames;
+mod liveness;
+mod reconnect;
+
+use crate::error::SwitchError;
+use crate::frame::{
+    ConnGeneration, ConnectionState, DecodeOptions, DomainEvent, Evicted, Gap, RoomReleased, SubscriptionChanged,
+};
+use crate::http::HttpRequest;
+use crate::open::{OpenParams, Scope, StartFrom};
+use crate::sse::{SseLimits, SseParser};
+use agentwire_core::{Backoff, Entropy, ErrorKind, Millis, Timers};
+use serde_json::value::RawValue;
+use std::collections::VecDeque;
+
+/// Which transport a connection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// The WebSocket at `/agents/{id}/connection/ws` (current generation).
+    #[default]
+    WebSocket,
+    /// The SSE stream at `/agents/{id}/events` plus HTTP beats (switch-core 0.19).
+    Sse,
+    /// The WebSocket first; an upgrade answered with HTTP 403, 404 or 405 (a server without the
+    /// WebSocket route, as switch-core 0.19) switches to SSE for this and every later open.
+    Auto,
+}
+
+/// The transport an open uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    WebSocket,
+    Sse,
+}
+
+/// How a connection behaves. `ConnectionConfig::new` gives the documented defaults.
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    /// Agent, connection id, scope, filter, rooms, protocol, client. `start_from` is where the
+    /// first open starts (a saved cursor resumes from it); later opens use the cursor.
+    pub open: OpenParams,
+    pub transport: Transport,
+    /// Delay before reconnect attempt `n` (default: 500 ms doubling to 30 s, full jitter).
+    pub backoff: Backoff,
+    /// Reconnects in a row before giving up (default `None`: never give up).
+    pub max_reconnect_attempts: Option<u32>,
+    /// From an open to its `connection_state` (default 10 s).
+    pub open_timeout_ms: u64,
+    /// Ping (WebSocket) or beat (SSE) interval until `connection_state` says otherwise (2 s).
+    pub heartbeat_interval_ms: u64,
+    /// Intervals without a ping, or failed beats in a row, before the socket counts as dead (3).
+    pub missed_heartbeats: u32,
+    /// How long a beat waits for its answer (default 4 s).
+    pub beat_timeout_ms: u64,
+    /// SSE: no byte (event or keepalive comment) for this long and the stream counts as dead
+    /// (default 45 s: three of the server's 15 s keepalives).
+    pub stream_idle_timeout_ms: u64,
+    /// Domain events decoded and not yet polled. Past it, further events are not taken; once the
+    /// user has drained the queue the connection reopens from its cursor, so nothing is lost
+    /// (default 4096).
+    pub max_queued_events: usize,
+    pub decode: DecodeOptions,
+    pub sse: SseLimits,
+}
+
+impl ConnectionConfig {
+    pub fn new(open: OpenParams) -> Self {
+        ConnectionConfig {
+            open,
+            transport: Transport::WebSocket,
+            backoff: Backoff::default(),
+            max_reconnect_attempts: None,
+            open_timeout_ms: 10_000,
+            heartbeat_interval_ms: 2_000,
+            missed_heartbeats: 3,
+            beat_timeout_ms: 4_000,
+            stream_idle_timeout_ms: 45_000,
+            max_queued_events: 4096,
+            decode: DecodeOptions::default(),
+            sse: SseLimits::default(),
+        }
+    }
+}
+
+/// Where the connection is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Created; `start` opens it.
+    Idle,
+    /// An open was handed to the driver; its socket or stream is not open yet.
+    Opening,
+    /// Open, waiting for `connection_state`.
+    Attaching,
+    /// `connection_state` received: events flow.
+    Live,
+    /// Between sockets, waiting to reopen.
+    Backoff,
+    /// Over: closed by the user, or a final refusal or eviction. Nothing more happens.
+    Stopped,
+}
+
+/// An open the driver performs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenRequest {
+    pub wire: Wire,
+    /// `GET` with the path and query, and `Accept`/`Last-Event-ID` for SSE.
+    pub request: HttpRequest,
+}
+
+/// What the driver puts on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transmit {
+    /// Open a new socket (WebSocket) or stream (SSE) with this request.
+    Open(OpenRequest),
+    /// A WebSocket text message: the pong.
+    Text(String),
+    /// An HTTP call (the SSE beat); answer with `handle_http_response(id, ..)` or
+    /// `handle_http_failed(id, ..)`.
+    Http { id: u64, request: HttpRequest },
+    /// Drop the current socket or stream (for a WebSocket, with this close code and reason).
+    Close { code: u16, reason: String },
+}
+
+/// What the user sees.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A `connection_state`: attached. `resumed` is false only for the first attach.
+    Connected {
+        state: ConnectionState,
+        wire: Wire,
+        resumed: bool,
+    },
+    /// A domain event, never one at or below the cursor. `gap` is the gap held since the last
+    /// surfaced event: events were lost before this one; re-read the room's history.
+    Event {
+        event: DomainEvent,
+        gap: Option<Gap>,
+    },
+    SubscriptionChanged(SubscriptionChanged),
+    RoomReleased(RoomReleased),
+    /// A control frame this client does not know, passed through.
+    Control {
+        name: String,
+        raw: Box<RawValue>,
+    },
+    /// An `evicted` frame (for SSE, with the code read from the reason). A `Disconnected` or
+    /// `Stopped` follows, as the code decides.
+    Evicted(Evicted),
+    /// The socket or stream is gone; the engine reopens after `retry_in_ms` (attempt `attempt`).
+    Disconnected {
+        code: Option<u16>,
+        reason: String,
+        retry_in_ms: u64,
+        attempt: u32,
+    },
+    /// Over. `None` when the user closed it; otherwise why (a refusal, `taken_over`, a
+    /// permanent `closed`, bad credentials, too many attempts).
+    Stopped {
+        error: Option<SwitchError>,
+    },
+    /// Something was dropped or ignored (a malformed frame, a duplicate event, a late answer);
+    /// the connection goes on.
+    Diagnostic(SwitchError),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Timer {
+    /// Opening/attaching took too long.
+    Open,
+    /// WebSocket: no ping for `missed_heartbeats` intervals.
+    Ping,
+    /// SSE: time to beat.
+    Beat,
+    /// SSE: the beat in flight got no answer.
+    BeatTimeout,
+    /// SSE: no byte on the stream.
+    StreamIdle,
+    /// Reopen after a backoff (or right away).
+    Reopen,
+}
+
+/// One queued item: an event, or a gap to hold for the next event.
+#[derive(Debug)]
+enum Item {
+    Event(Event),
+    Gap(Gap),
+}
+
+/// Non-domain items beyond `max_queued_events` kept before further ones are dropped.
+const CONTROL_SLACK: usize = 256;
+
+pub struct Connection {
+    cfg: ConnectionConfig,
+    entropy: Box<dyn Entropy + Send>,
+    state: State,
+    wire: Wire,
+    now: Millis,
+    // -- position --
+    /// Highest sequence surfaced to the user (the pong's and the resume's cursor).
+    cursor: Option<u64>,
+    /// Highest sequence accepted into the queue (dedup bound).
+    received: Option<u64>,
+    generation: Option<ConnGeneration>,
+    held_gap: Option<Gap>,
+    /// Rooms the server reported (`connection_state`, `subscription_changed`, beats).
+    rooms: Vec<String>,
+    /// Rooms declared on the next open.
+    declare: Vec<String>,
+    heartbeat_ms: u64,
+    ever_attached: bool,
+    // -- this socket --
+    /// The driver holds a socket or stream (from `Transmit::Open` to `Transmit::Close` or
+    /// `handle_close`).
+    socket_open: bool,
+    sse: SseParser,
+    beat_in_flight: Option<u64>,
+    beats_failed: u32,
+    next_http_id: u64,
+    /// Events were dropped because the queue was full: reopen once it drains.
+    overflowed: bool,
+    // -- reconnect --
+    attempt: u32,
+    timers: Timers<Timer>,
+    // -- outputs --
+    transmit: VecDeque<Transmit>,
+    pongs_unsent: usize,
+    queue: VecDeque<Item>,
+    queued_events: usize,
+    dropped_control: u64,
+}
+
+impl Connection {
+    /// A connection; `entropy` draws the reconnect jitter. Nothing happens before
+    /// [`Connection::start`].
+    pub fn new(cfg: ConnectionConfig, entropy: Box<dyn Entropy + Send>) -> Self {
+        let cursor = match cfg.open.start_from {
+            StartFrom::After(n) => Some(n),
+            StartFrom::Head => None,
+        };
+        let wire = match cfg.transport {
+            Transport::Sse => Wire::Sse,
+            _ => Wire::WebSocket,
+        };
+        Connection {
+            declare: cfg.open.rooms.clone(),
+            generation: cfg.open.expected_generation.clone().map(ConnGeneration::Text),
+            sse: SseParser::new(cfg.sse),
+            heartbeat_ms: cfg.heartbeat_interval_ms.max(1),
+            cfg,
+            entropy,
+            state: State::Idle,
+            wire,
+            now: 0,
+            cursor,
+            received: cursor,
+            held_gap: None,
+            rooms: Vec::new(),
+            ever_attached: false,
+            socket_open: false,
+            beat_in_flight: None,
+            beats_failed: 0,
+            next_http_id: 1,
+            overflowed: false,
+            attempt: 0,
+            timers: Timers::new(),
+            transmit: VecDeque::new(),
+            pongs_unsent: 0,
+            queue: VecDeque::new(),
+            queued_events: 0,
+            dropped_control: 0,
+        }
+    }
+
+    // ---- accessors ----------------------------------------------------------------------
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// The transport of the current (or next) open.
+    pub fn wire(&self) -> Wire {
+        self.wire
+    }
+
+    /// The highest sequence surfaced to the user; `None` before any (from the head).
+    pub fn cursor(&self) -> Option<u64> {
+        self.cursor
+    }
+
+    /// The generation of the last `connection_state`, sent as `expected_generation`.
+    pub fn generation(&self) -> Option<&ConnGeneration> {
+        self.generation.as_ref()
+    }
+
+    pub fn agent_id(&self) -> &str {
+        &self.cfg.open.agent_id
+    }
+
+    pub fn connection_id(&self) -> &str {
+        &self.cfg.open.connection_id
+    }
+
+    /// The covered rooms as the server last reported them.
+    pub fn rooms(&self) -> &[String] {
+        &self.rooms
+    }
+
+    /// A gap received and not yet attached to an event.
+    pub fn pending_gap(&self) -> Option<&Gap> {
+        self.held_gap.as_ref()
+    }
+
+    /// Reconnect attempts since the connection was last stable.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The ping or beat interval in force.
+    pub fn heartbeat_interval_ms(&self) -> u64 {
+        self.heartbeat_ms
+    }
+
+    /// Control events and diagnostics dropped because the queue was over its bound.
+    pub fn dropped_control(&self) -> u64 {
+        self.dropped_control
+    }
+
+    pub fn config(&self) -> &ConnectionConfig {
+        &self.cfg
+    }
+
+    // ---- commands -----------------------------------------------------------------------
+
+    /// Opens the connection (the first [`Transmit::Open`]). The open parameters are checked
+    /// first: an invalid one is an `invalid` error and nothing is sent.
+    pub fn start(&mut self, now: Millis) -> Result<(), SwitchError> {
+        self.now = now;
+        if self.state != State::Idle {
+            return Err(SwitchError::local(
+                ErrorKind::State,
+                "the connection was already started",
+            ));
+        }
+        self.cfg
+            .open
+            .validate()
+            .map_err(|e| SwitchError::local(e.kind, e.message))?;
+        self.open(now);
+        Ok(())
+    }
+
+    /// Closes for good: the socket is closed with 1000 and `Stopped { error: None }` follows.
+    pub fn close(&mut self, now: Millis) {
+        self.now = now;
+        if self.state == State::Stopped {
+            return;
+        }
+        self.stop(None, "client closed");
+    }
+
+    /// Rooms to declare (`rooms=`) on the next open, replacing the current list. Declaring
+    /// takes the rooms over, and catch-up covers them.
+    pub fn set_declared_rooms(&mut self, rooms: Vec<String>) {
+        self.declare = rooms;
+    }
+
+    // ---- outputs ------------------------------------------------------------------------
+
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        let t = self.transmit.pop_front()?;
+        if matches!(t, Transmit::Text(_)) {
+            self.pongs_unsent = self.pongs_unsent.saturating_sub(1);
+        }
+        Some(t)
+    }
+
+    /// The next event; `None` while a pong is still to be sent.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        if self.pongs_unsent > 0 {
+            return None;
+        }
+        loop {
+            match self.queue.pop_front() {
+                None => {
+                    if self.overflowed {
+                        self.overflowed = false;
+                        self.on_drained();
+                    }
+                    return None;
+                }
+                Some(Item::Gap(g)) => {
+                    self.cursor = Some(g.resumed_at);
+                    self.held_gap = Some(match self.held_gap.take() {
+                        Some(first) => merge_gaps(first, g),
+                        None => g,
+                    });
+                }
+                Some(Item::Event(Event::Event { event, .. })) => {
+                    self.queued_events -= 1;
+                    self.cursor = Some(event.sequence);
+                    let gap = self.held_gap.take();
+                    return Some(Event::Event { event, gap });
+                }
+                Some(Item::Event(e)) => return Some(e),
+            }
+        }
+    }
+
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.timers.next()
+    }
+
+    // ---- inputs -------------------------------------------------------------------------
+
+    /// The socket (or the stream's `200`) is open.
+    pub fn handle_open(&mut self, now: Millis) {
+        self.now = now;
+        if self.state != State::Opening {
+            return;
+        }
+        self.state = State::Attaching;
+        if self.wire == Wire::Sse {
+            self.sse.reset();
+            self.arm_stream_idle(now);
+        }
+    }
+
+    /// The open failed: `status` is the HTTP status of a refused upgrade or stream (`None` when
+    /// no answer came: refused connection, DNS, TLS), `body` its body.
+    pub fn handle_open_failed(&mut self, now: Millis, status: Option<u16>, body: &str) {
+        self.now = now;
+        if self.state != State::Opening {
+            return;
+        }
+        self.on_open_failed(now, status, body);
+    }
+
+    /// A WebSocket text message.
+    pub fn handle_text(&mut self, now: Millis, text: &str) {
+        self.now = now;
+        if !matches!(self.state, State::Attaching | State::Live) || self.wire != Wire::WebSocket {
+            return;
+        }
+        let frame = crate::frame::decode_with(text, &self.cfg.decode);
+        self.on_decoded(now, frame);
+    }
+
+    /// A WebSocket binary message: read as UTF-8 text (Switch sends none).
+    pub fn handle_binary(&mut self, now: Millis, bytes: &[u8]) {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => self.handle_text(now, text),
+            Err(e) => {
+                self.now = now;
+                if matches!(self.state, State::Attaching | State::Live) {
+                    let m = format!("binary message of {} bytes is not UTF-8 ({e}); dropped", bytes.len());
+                    self.diagnostic(SwitchError::local(ErrorKind::Decode, m));
+                }
+            }
+        }
+    }
+
+    /// A chunk of the SSE body (any split).
+    pub fn handle_bytes(&mut self, now: Millis, chunk: &[u8]) {
+        self.now = now;
+        if !matches!(self.state, State::Attaching | State::Live) || self.wire != Wire::Sse {
+            return;
+        }
+        self.arm_stream_idle(now);
+        let mut out = Vec::new();
+        self.sse.feed(chunk, &mut out);
+        for item in out {
+            if self.state != State::Attaching && self.state != State::Live {
+                break;
+            }
+            match item {
+                Ok(ev) => {
+                    let frame = crate::frame::decode_sse_with(&ev.event, &ev.data, ev.id.as_deref(), &self.cfg.decode);
+                    self.on_decoded(now, frame);
+                }
+                Err(e) => {
+                    let e = crate::frame::FrameError::from(e);
+                    self.diagnostic(SwitchError::from(e));
+                }
+            }
+        }
+    }
+
+    /// The socket closed (`code` from its close frame; 1006 when it dropped without one) or the
+    /// SSE stream ended (any code; 1006 is fine).
+    pub fn handle_close(&mut self, now: Millis, code: u16, reason: &str) {
+        self.now = now;
+        match self.state {
+            State::Opening => self.on_open_failed(now, None, reason),
+            State::Attaching | State::Live => self.on_socket_closed(now, code, reason),
+            _ => {}
+        }
+    }
+
+    /// The answer to a [`Transmit::Http`].
+    pub fn handle_http_response(&mut self, now: Millis, id: u64, status: u16, body: &str) {
+        self.now = now;
+        self.on_beat_answer(now, id, Ok((status, body)));
+    }
+
+    /// A [`Transmit::Http`] got no answer (connection refused, reset, timed out).
+    pub fn handle_http_failed(&mut self, now: Millis, id: u64, reason: &str) {
+        self.now = now;
+        self.on_beat_answer(now, id, Err(reason));
+    }
+
+    pub fn handle_timeout(&mut self, now: Millis) {
+        self.now = now;
+        for timer in self.timers.expire(now) {
+            match timer {
+                Timer::Open => self.on_open_timeout(now),
+                Timer::Ping => self.on_ping_timeout(now),
+                Timer::Beat => self.send_beat(now),
+                Timer::BeatTimeout => self.on_beat_timeout(now),
+                Timer::StreamIdle => self.on_stream_idle(now),
+                Timer::Reopen => {
+                    if self.state == State::Backoff {
+                        self.open(now);
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- shared internals -----------------------------------------------------------------
+
+    /// The parameters of the next open: the cursor, the generation, the declared rooms.
+    fn next_params(&self) -> OpenParams {
+        let mut p = self.cfg.open.clone();
+        p.start_from = self.cursor.map_or(StartFrom::Head, StartFrom::After);
+        p.expected_generation = self.generation.as_ref().map(ToString::to_string);
+        p.rooms = self.declare.clone();
+        p
+    }
+
+    fn open(&mut self, now: Millis) {
+        let params = self.next_params();
+        let request = match self.wire {
+            Wire::WebSocket => params.ws_path().map(HttpRequest::get),
+            Wire::Sse => params.sse_path().map(|path| {
+                let mut r = HttpRequest::get(path);
+                r.headers = vec![("Accept", "text/event-stream".to_owned())];
+                if let Some(c) = self.cursor {
+                    r.headers.push(("Last-Event-ID", c.to_string()));
+                }
+                r
+            }),
+        };
+        let request = match request {
+            Ok(r) => r,
+            Err(e) => {
+                // Only a generation the server sent could make a valid configuration invalid.
+                let e = SwitchError::local(ErrorKind::Protocol, format!("cannot reopen: {}", e.message));
+                return self.stop(Some(e), "cannot reopen");
+            }
+        };
+        self.state = State::Opening;
+        self.socket_open = true;
+        self.beat_in_flight = None;
+        self.beats_failed = 0;
+        self.timers.clear();
+        self.timers
+            .set(Timer::Open, now.saturating_add(self.cfg.open_timeout_ms));
+        self.transmit.push_back(Transmit::Open(OpenRequest {
+            wire: self.wire,
+            request,
+        }));
+    }
+
+    fn push(&mut self, event: Event) {
+        if self.queue.len() >= self.cfg.max_queued_events.saturating_add(CONTROL_SLACK) {
+            self.dropped_control += 1;
+            return;
+        }
+        self.queue.push_back(Item::Event(event));
+    }
+
+    fn diagnostic(&mut self, e: SwitchError) {
+        self.push(Event::Diagnostic(e));
+    }
+
+    /// Drops the current socket (if any) and ends the connection.
+    fn stop(&mut self, error: Option<SwitchError>, reason: &str) {
+        self.close_socket(reason);
+        self.state = State::Stopped;
+        self.timers.clear();
+        self.overflowed = false;
+        // Stopped goes after everything queued, whatever the bound.
+        self.queue.push_back(Item::Event(Event::Stopped { error }));
+    }
+
+    /// For a single-scope connection, the rooms it held are what it declares again; an
+    /// all-scope connection declares only what it was configured with and still covers.
+    fn remember_rooms(&mut self, rooms: &[String]) {
+        self.rooms = rooms.to_vec();
+        if self.cfg.open.scope == Scope::Single {
+            self.declare = rooms.to_vec();
+        } else {
+            self.declare.retain(|r| rooms.contains(r));
+        }
+    }
+}
+
+/// Two gaps before one event: one loss from the first gap's start to the last one's resume.
+fn merge_gaps(first: Gap, last: Gap) -> Gap {
+    let rooms = match (first.rooms, last.rooms.clone()) {
+        (Some(mut a), Some(b)) => {
+            for r in b {
+                if !a.contains(&r) {
+                    a.push(r);
+                }
+            }
+            Some(a)
+        }
+        (a, b) => a.or(b),
+    };
+    Gap {
+        from_sequence: first.from_sequence.min(last.from_sequence),
+        resumed_at: last.resumed_at,
+        resumed_position: last.resumed_position,
+        rooms,
+        all_rooms: match (first.all_rooms, last.all_rooms) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(false) || b.unwrap_or(false)),
+        },
+        reason: last.reason,
+    }
+}

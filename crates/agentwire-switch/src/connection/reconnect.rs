@@ -1,0 +1,124 @@
+//! The reconnect policy: which closes, refusals and open failures end the connection, which
+//! reopen it, and when.
+
+use super::{Connection, Event, State, Timer, Transmit, Transport, Wire};
+use crate::error::SwitchError;
+use crate::frame::{close_code_policy, refusal_status, ClosePolicy};
+use agentwire_core::{ErrorKind, Millis};
+
+impl Connection {
+    /// Drops the socket (when `close` and one is open) and schedules the next open after the
+    /// jittered backoff of the next attempt, or stops after `max_reconnect_attempts`.
+    pub(super) fn reconnect(&mut self, now: Millis, code: Option<u16>, reason: &str, close: bool) {
+        if close {
+            self.close_socket(reason);
+        }
+        self.socket_open = false;
+        self.timers.clear();
+        self.beat_in_flight = None;
+        if let Some(max) = self.cfg.max_reconnect_attempts {
+            if self.attempt >= max {
+                let m = format!("gave up after {max} reconnect attempts; last: {reason}");
+                let error = SwitchError::local(ErrorKind::Closed, m).retryable(true);
+                return self.stop(Some(error), "gave up");
+            }
+        }
+        let delay = self.cfg.backoff.delay(self.attempt, &mut *self.entropy);
+        self.attempt += 1;
+        self.state = State::Backoff;
+        self.timers.set(Timer::Reopen, now.saturating_add(delay));
+        self.push(Event::Disconnected {
+            code,
+            reason: reason.to_owned(),
+            retry_in_ms: delay,
+            attempt: self.attempt,
+        });
+    }
+
+    /// Reopens right away, without counting an attempt (the queue drained after an overflow, or
+    /// `auto` moving to SSE).
+    fn reopen_now(&mut self, now: Millis, reason: &str) {
+        self.close_socket(reason);
+        self.socket_open = false;
+        self.timers.clear();
+        self.beat_in_flight = None;
+        self.state = State::Backoff;
+        self.timers.set(Timer::Reopen, now);
+        self.push(Event::Disconnected {
+            code: None,
+            reason: reason.to_owned(),
+            retry_in_ms: 0,
+            attempt: self.attempt,
+        });
+    }
+
+    pub(super) fn close_socket(&mut self, reason: &str) {
+        if self.socket_open {
+            self.socket_open = false;
+            self.transmit.push_back(Transmit::Close {
+                code: 1000,
+                reason: reason.to_owned(),
+            });
+        }
+    }
+
+    pub(super) fn on_drained(&mut self) {
+        if matches!(self.state, State::Attaching | State::Live) {
+            let now = self.now;
+            self.reopen_now(now, "reopening from the cursor after the event queue overflowed");
+        }
+    }
+
+    pub(super) fn on_open_failed(&mut self, now: Millis, status: Option<u16>, body: &str) {
+        self.socket_open = false;
+        let Some(status) = status else {
+            let reason = if body.is_empty() { "open failed" } else { body };
+            return self.reconnect(now, None, &format!("open failed: {reason}"), false);
+        };
+        let no_ws_route = self.wire == Wire::WebSocket && matches!(status, 403 | 404 | 405 | 426);
+        if no_ws_route && self.cfg.transport == Transport::Auto {
+            self.wire = Wire::Sse;
+            let m =
+                format!("the WebSocket upgrade got HTTP {status} (a server without the WebSocket route); using SSE");
+            self.diagnostic(SwitchError::local(ErrorKind::Version, m).with_status(status));
+            return self.reopen_now(now, "switching to SSE");
+        }
+        let mut error = SwitchError::http(status, body);
+        if no_ws_route {
+            error.kind = ErrorKind::Version;
+            error.message = format!(
+                "{}: the server has no WebSocket route (switch-core 0.19 serves only SSE); use the SSE or auto transport",
+                error.message
+            );
+        }
+        if status == 409 && body.contains("\"contract\"") {
+            error.kind = ErrorKind::Version;
+        }
+        match status {
+            408 | 429 | 500..=599 => self.reconnect(now, None, &error.message, false),
+            _ => self.stop(Some(error.retryable(false)), "refused"),
+        }
+    }
+
+    pub(super) fn on_socket_closed(&mut self, now: Millis, code: u16, reason: &str) {
+        self.socket_open = false;
+        match close_code_policy(code) {
+            ClosePolicy::Stop => {
+                let status = refusal_status(code).unwrap_or(code);
+                let mut error = SwitchError::refused(status, None);
+                if !reason.is_empty() {
+                    error.message = format!("{} ({reason})", error.message);
+                }
+                self.stop(Some(error), "refused");
+            }
+            ClosePolicy::Reconnect | ClosePolicy::FollowEviction => {
+                let reason = if reason.is_empty() {
+                    format!("closed with {code}")
+                } else {
+                    format!("closed with {code}: {reason}")
+                };
+                self.reconnect(now, Some(code), &reason, false);
+            }
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The one error type of the Switch engine: what went wrong (`kind`), the HTTP or refusal status
+//! when a server said it, the server's `code` (`taken_over`, `no_stream`, ...) when it gave one,
+//! its `detail` as sent, and whether the same call may succeed later.
+
+use crate::frame::{detail_text, FrameError};
+use agentwire_core::{Error, ErrorKind};
+use serde_json::value::RawValue;
+use std::fmt;
+
+/// A typed Switch error. `status` is the HTTP status of an HTTP answer, or the status of a
+/// `refused` frame / a `4000 + status` close code. `code` is the eviction or refusal code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchError {
+    pub kind: ErrorKind,
+    pub status: Option<u16>,
+    pub code: Option<String>,
+    pub message: String,
+    /// The server's `detail` (a string or an object), as JSON text.
+    pub detail: Option<String>,
+    pub retryable: bool,
+}
+
+impl SwitchError {
+    /// An error of this engine (not a server's answer); retryable as [`Error::new`] decides.
+    pub fn local(kind: ErrorKind, message: impl Into<String>) -> Self {
+        let e = Error::new(kind, message);
+        SwitchError {
+            kind: e.kind,
+            status: None,
+            code: None,
+            message: e.message,
+            detail: None,
+            retryable: e.retryable,
+        }
+    }
+
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
+    pub fn retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+
+    /// An error answer over HTTP (an operation, a beat, a stream open): the kind from the
+    /// status, the message from the body's `detail` (string, object `message`, or a validation
+    /// list), the body's `code` when it has one.
+    pub fn http(status: u16, body: &str) -> Self {
+        let (detail, code) = body_detail(body);
+        let text = match &detail {
+            Some(raw) => detail_text(raw),
+            None if body.trim().is_empty() => String::new(),
+            None => truncate(body.trim(), 512),
+        };
+        let (kind, retryable) = match status {
+            400 | 404 | 413 | 422 => (ErrorKind::Invalid, false),
+            401 => (ErrorKind::Auth, false),
+            403 => (ErrorKind::Auth, false),
+            408 => (ErrorKind::Timeout, true),
+            409 => (ErrorKind::State, code.as_deref() != Some("taken_over")),
+            429 => (ErrorKind::RateLimited, true),
+            500..=599 => (ErrorKind::Remote, true),
+            _ => (ErrorKind::Remote, false),
+        };
+        let message = if text.is_empty() {
+            format!("HTTP {status}")
+        } else {
+            format!("HTTP {status}: {text}")
+        };
+        SwitchError {
+            kind,
+            status: Some(status),
+            code,
+            message,
+            detail: detail.map(|d| d.get().to_owned()),
+            retryable,
+        }
+    }
+
+    /// A `refused` frame (or a `4000 + status` close without one).
+    pub fn refused(status: u16, detail: Option<&RawValue>) -> Self {
+        let text = detail.map(detail_text).unwrap_or_default();
+        let kind = match status {
+            401 | 403 => ErrorKind::Auth,
+            409 if text.contains("protocol") || detail.is_some_and(|d| d.get().contains("\"contract\"")) => {
+                ErrorKind::Version
+            }
+            409 => ErrorKind::State,
+            _ => ErrorKind::Invalid,
+        };
+        let message = if text.is_empty() {
+            format!("connection refused with status {status}")
+        } else {
+            format!("connection refused with status {status}: {text}")
+        };
+        SwitchError {
+            kind,
+            status: Some(status),
+            code: None,
+            message,
+            detail: detail.map(|d| d.get().to_owned()),
+            retryable: false,
+        }
+    }
+}
+
+/// `detail` and `code` of an error body, when it is a JSON object.
+fn body_detail(body: &str) -> (Option<Box<RawValue>>, Option<String>) {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        #[serde(default)]
+        detail: Option<Box<RawValue>>,
+        #[serde(default)]
+        code: Option<String>,
+        #[serde(default)]
+        error: Option<Box<RawValue>>,
+    }
+    match serde_json::from_str::<Body>(body) {
+        Ok(b) => {
+            // A `detail` object may carry the code itself (`{"detail": {"code": ..}}`).
+            let code = b.code.or_else(|| {
+                #[derive(serde::Deserialize)]
+                struct Coded {
+                    code: String,
+                }
+                b.detail
+                    .as_ref()
+                    .and_then(|d| serde_json::from_str::<Coded>(d.get()).ok())
+                    .map(|c| c.code)
+            });
+            (b.detail.or(b.error), code)
+        }
+        Err(_) => (None, None),
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+impl fmt::Display for SwitchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.as_str(), self.message)?;
+        if let Some(code) = &self.code {
+            write!(f, " ({code})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SwitchError {}
+
+impl From<FrameError> for SwitchError {
+    fn from(e: FrameError) -> Self {
+        let e = Error::from(e);
+        SwitchError::local(e.kind, e.message).retryable(false)
+    }
+}
+
+impl From<SwitchError> for Error {
+    /// The shared shape: `code` is the status.
+    fn from(e: SwitchError) -> Self {
+        let mut out = Error::new(e.kind, e.message).retryable(e.retryable);
+        out.code = e.status.map(i64::from);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_bodies_of_the_captures() {
+        let e = SwitchError::http(
+            400,
+            r#"{"detail": "Not connected to a room. Call connect_to_room first."}"#,
+        );
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        assert_eq!(
+            e.message,
+            "HTTP 400: Not connected to a room. Call connect_to_room first."
+        );
+        let e = SwitchError::http(401, "Invalid credentials");
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::Auth, "HTTP 401: Invalid credentials")
+        );
+        let e = SwitchError::http(409, r#"{"detail":"x","code":"taken_over"}"#);
+        assert_eq!((e.code.as_deref(), e.retryable), (Some("taken_over"), false));
+        let e = SwitchError::http(409, r#"{"detail":"connection c has no stream attached"}"#);
+        assert!(e.retryable);
+        let e = SwitchError::http(503, "");
+        assert_eq!(
+            (e.kind, e.retryable, e.message.as_str()),
+            (ErrorKind::Remote, true, "HTTP 503")
+        );
+        let shared: Error = e.into();
+        assert_eq!(shared.code, Some(503));
+    }
+
+    #[test]
+    fn refusals() {
+        let d: Box<RawValue> =
+            serde_json::from_str(r#"{"message":"ranges do not overlap","contract":"agent-protocol"}"#).unwrap();
+        let e = SwitchError::refused(409, Some(&d));
+        assert_eq!(e.kind, ErrorKind::Version);
+        assert_eq!(e.message, "connection refused with status 409: ranges do not overlap");
+        assert_eq!(SwitchError::refused(403, None).kind, ErrorKind::Auth);
+    }
+}

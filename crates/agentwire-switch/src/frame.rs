@@ -1,1 +1,0 @@
-//! Placeholder: the frame decoder lands here.

@@ -1,0 +1,261 @@
+//! One inbound frame of the agent connection, typed.
+//!
+//! [`decode`] reads one WebSocket text message of the current generation; [`decode_sse`] reads
+//! one SSE frame (`event:`, `data:`, optional `id:`) of the released generation (switch-core 0.19).
+//! Both give the same [`Frame`].
+//!
+//! **Shape of a control frame on the WebSocket.** The spec shows only the domain-event envelope
+//! `{"event", "data", "id"}` and says control frames are the same kind of frame without `id`, so
+//! the canonical shape is `{"event": "gap", "data": {...}}`: the SSE `event:`/`data:` pair moved
+//! into one JSON object, which is what the migration section implies ("the same query
+//! parameters", "read `id` as a JSON number"). The flat `{"type": "ping", ...fields}` is also
+//! accepted, because the one client frame (the pong) is flat and a server may mirror it. A
+//! top-level `event` wins; otherwise a top-level `type` names a flat frame.
+//!
+//! **Domain or control.** A frame that carries an `id` (or whose name is a known domain kind) is
+//! a domain event; an unknown name with an id is [`EventKind::Other`], passed through. An unknown
+//! name without an id is [`Frame::Unknown`].
+//!
+//! Decoding is tolerant of unknown keys and never panics; limits on size and depth are checked
+//! before parsing.
+
+mod decode;
+mod encode;
+mod error;
+mod payload;
+mod policy;
+
+pub use decode::{decode, decode_sse, decode_sse_with, decode_with, DecodeOptions};
+pub use encode::{encode, sse_parts};
+pub use error::{FrameError, FrameErrorKind};
+pub use payload::{Attachment, CommandPayload, MessagePayload, RoomJoinPayload, TaskPayload};
+pub use policy::{
+    close_code_policy, encode_pong, eviction_from_reason, refusal_status, ClosePolicy, EvictionCode, EvictionPolicy,
+};
+
+use serde_json::value::RawValue;
+
+/// One decoded frame.
+#[derive(Debug, Clone)]
+pub enum Frame {
+    Event(DomainEvent),
+    ConnectionState(ConnectionState),
+    Gap(Gap),
+    Evicted(Evicted),
+    SubscriptionChanged(SubscriptionChanged),
+    RoomReleased(RoomReleased),
+    Ping,
+    Refused(Refused),
+    /// A control frame this client does not know: its name and the whole frame (WebSocket) or
+    /// its `data` (SSE), raw.
+    Unknown {
+        name: String,
+        raw: Box<RawValue>,
+    },
+}
+
+/// The kind of a domain event (`data.type`, the SSE `event:` name).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    Message,
+    Command,
+    RoomJoin,
+    TaskDelegate,
+    TaskAccept,
+    TaskUpdate,
+    TaskFinalise,
+    TaskCancel,
+    /// A kind this client does not know, passed through.
+    Other(String),
+}
+
+impl EventKind {
+    pub fn parse(name: &str) -> Self {
+        Self::known(name).unwrap_or_else(|| EventKind::Other(name.to_owned()))
+    }
+
+    /// The known kind of that name, if it is one.
+    pub fn known(name: &str) -> Option<Self> {
+        Some(match name {
+            "message" => EventKind::Message,
+            "command" => EventKind::Command,
+            "room_join" => EventKind::RoomJoin,
+            "task_delegate" => EventKind::TaskDelegate,
+            "task_accept" => EventKind::TaskAccept,
+            "task_update" => EventKind::TaskUpdate,
+            "task_finalise" => EventKind::TaskFinalise,
+            "task_cancel" => EventKind::TaskCancel,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            EventKind::Message => "message",
+            EventKind::Command => "command",
+            EventKind::RoomJoin => "room_join",
+            EventKind::TaskDelegate => "task_delegate",
+            EventKind::TaskAccept => "task_accept",
+            EventKind::TaskUpdate => "task_update",
+            EventKind::TaskFinalise => "task_finalise",
+            EventKind::TaskCancel => "task_cancel",
+            EventKind::Other(s) => s,
+        }
+    }
+
+    pub fn is_task(&self) -> bool {
+        matches!(
+            self,
+            EventKind::TaskDelegate
+                | EventKind::TaskAccept
+                | EventKind::TaskUpdate
+                | EventKind::TaskFinalise
+                | EventKind::TaskCancel
+        )
+    }
+}
+
+/// A domain event: `id` (checked equal to `sequence`), the envelope fields, the payload raw.
+#[derive(Debug, Clone)]
+pub struct DomainEvent {
+    pub kind: EventKind,
+    pub room_id: String,
+    pub bridge_id: Option<String>,
+    pub channel_type: Option<String>,
+    pub sequence: u64,
+    pub payload: Box<RawValue>,
+}
+
+/// `connection_state`, always the first frame.
+#[derive(Debug, Clone)]
+pub struct ConnectionState {
+    pub connection_id: String,
+    pub agent_id: String,
+    /// Absent in the released generation; keep it for `expected_generation`.
+    pub generation: Option<ConnGeneration>,
+    pub scope: String,
+    pub filter: String,
+    pub spawn_capable: bool,
+    pub rooms: Vec<String>,
+    pub cursor: u64,
+    pub protocol: Option<u64>,
+    pub heartbeat_interval_seconds: Option<f64>,
+    /// `{version, contracts}`, raw; [`ConnectionState::server_info`] types it.
+    pub server: Option<Box<RawValue>>,
+    /// The echo of what the client declared, raw.
+    pub client: Option<Box<RawValue>>,
+}
+
+/// The generation a server issued an attach. The spec does not give its JSON type, so a number
+/// and a string are both kept as they came and sent back as `expected_generation` unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize, serde::Serialize)]
+#[serde(untagged)]
+pub enum ConnGeneration {
+    Number(u64),
+    Text(String),
+}
+
+impl std::fmt::Display for ConnGeneration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnGeneration::Number(n) => write!(f, "{n}"),
+            ConnGeneration::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// The typed view of `connection_state.server`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct ServerInfo {
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Contract name (`agent-protocol`) → the range the server speaks and accepts.
+    #[serde(default)]
+    pub contracts: std::collections::BTreeMap<String, ContractRange>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+pub struct ContractRange {
+    pub speaks: u64,
+    pub accepts: u64,
+}
+
+impl ConnectionState {
+    /// `server` as `{version, contracts}`; `None` when absent.
+    pub fn server_info(&self) -> Option<Result<ServerInfo, FrameError>> {
+        self.server.as_ref().map(|raw| {
+            serde_json::from_str(raw.get()).map_err(|e| FrameError::wrong("server", format_args!("is not valid: {e}")))
+        })
+    }
+}
+
+/// `gap`: the server can't replay every event since the cursor. Take `resumed_at` as the cursor.
+#[derive(Debug, Clone)]
+pub struct Gap {
+    pub from_sequence: u64,
+    pub resumed_at: u64,
+    /// Newer generations only; its type is not given by the spec, so it is kept raw.
+    pub resumed_position: Option<Box<RawValue>>,
+    pub rooms: Option<Vec<String>>,
+    pub all_rooms: Option<bool>,
+    pub reason: String,
+}
+
+/// `evicted`: the connection is gone. `code` is as sent: absent on switch-core 0.19, whose
+/// frames carry free text only; [`Evicted::effective_code`] reads the code from that text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evicted {
+    pub code: Option<EvictionCode>,
+    pub reason: String,
+    /// The room the eviction concerns, when the server names one (newer servers send it,
+    /// often `null`).
+    pub room_id: Option<String>,
+}
+
+impl Evicted {
+    /// The code, or the one the reason text maps to when the frame has none.
+    pub fn effective_code(&self) -> EvictionCode {
+        self.code.clone().unwrap_or_else(|| eviction_from_reason(&self.reason))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionChanged {
+    pub rooms: Vec<String>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomReleased {
+    pub room_id: String,
+    pub session_id: Option<String>,
+}
+
+/// `refused`: the open was refused; the socket closes with 4000 + `status`.
+#[derive(Debug, Clone)]
+pub struct Refused {
+    pub status: u16,
+    /// A string or an object (a protocol mismatch), raw.
+    pub detail: Box<RawValue>,
+}
+
+impl Refused {
+    /// The detail as text: the string itself, an object's `message`, or the raw JSON.
+    pub fn detail_text(&self) -> String {
+        detail_text(&self.detail)
+    }
+}
+
+pub(crate) fn detail_text(raw: &RawValue) -> String {
+    #[derive(serde::Deserialize)]
+    struct WithMessage {
+        message: String,
+    }
+    if let Ok(s) = serde_json::from_str::<String>(raw.get()) {
+        return s;
+    }
+    if let Ok(m) = serde_json::from_str::<WithMessage>(raw.get()) {
+        return m.message;
+    }
+    raw.get().to_owned()
+}

@@ -1,1 +1,0 @@
-//! Placeholder: the SSE parser lands here.
