@@ -1,0 +1,368 @@
+//! The connection over SSE + beats (switch-core 0.19), fed the captured frames, time passed in.
+
+mod common;
+
+use agentwire_core::ErrorKind;
+use agentwire_switch::connection::{ConnectionConfig, Event, State, Transmit, Transport, Wire};
+use agentwire_switch::frame::EvictionCode;
+use agentwire_switch::open::StartFrom;
+use common::*;
+
+fn capture(name: &str) -> String {
+    let path = format!(
+        "{}/../../../shared/vectors/switch-0.19/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn sse() -> ConnectionConfig {
+    let mut cfg = config(Transport::Sse);
+    // The captures' connection_state says cursor 4; start before it to see every captured event.
+    cfg.open.start_from = StartFrom::After(0);
+    cfg
+}
+
+fn bytes(d: &mut Driver, s: &str) {
+    d.conn.handle_bytes(d.now, s.as_bytes());
+}
+
+/// Opened and attached with the captured `connection_state`.
+fn live() -> Driver {
+    let (mut d, path) = Driver::opened(sse());
+    assert_eq!(path, format!("/agents/{AGENT}/events?connection_id={CID}&start_from=0"));
+    bytes(&mut d, &capture("connection_state.sse"));
+    match &d.events()[..] {
+        [Event::Connected {
+            state,
+            wire: Wire::Sse,
+            resumed: false,
+        }] => {
+            assert_eq!(state.generation, None, "no generation in this generation");
+            assert_eq!(state.cursor, 4);
+        }
+        other => panic!("{other:?}"),
+    }
+    d
+}
+
+/// The beat sent now: its id and cursor.
+fn beat(d: &mut Driver) -> (u64, u64) {
+    let t = d.transmits();
+    match &t[..] {
+        [Transmit::Http { id, request }] => {
+            assert_eq!(request.path, format!("/agents/{AGENT}/connection/beat"));
+            let v: serde_json::Value = serde_json::from_str(request.body.as_deref().unwrap()).unwrap();
+            assert_eq!(v["connection_id"], CID);
+            (*id, v["cursor"].as_u64().unwrap())
+        }
+        other => panic!("expected one beat, got {other:?}"),
+    }
+}
+
+#[test]
+fn open_request_and_the_captured_frames() {
+    let mut d = Driver::new(sse());
+    d.conn.start(d.now).unwrap();
+    match &d.transmits()[..] {
+        [Transmit::Open(o)] => {
+            assert_eq!(o.wire, Wire::Sse);
+            assert_eq!(o.request.header("Accept"), Some("text/event-stream"));
+            assert_eq!(o.request.header("Last-Event-ID"), Some("0"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut d = live();
+    for name in [
+        "room_join.sse",
+        "message_addressed.sse",
+        "message_unaddressed.sse",
+        "task_accept.sse",
+        "command.sse",
+        "message_threaded_addressed.sse",
+        "task_delegate.sse",
+    ] {
+        bytes(&mut d, &capture(name));
+    }
+    bytes(&mut d, &capture("subscription_changed.sse"));
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![1, 2, 5, 12, 13, 14, 15]);
+    assert!(matches!(e.last(), Some(Event::SubscriptionChanged(s)) if s.rooms == [ROOM]));
+    // Captures of other runs reuse sequences: 13 and 14 again are duplicates, dropped.
+    bytes(&mut d, &capture("task_update.sse"));
+    bytes(&mut d, &capture("task_finalise.sse"));
+    assert!(d.delivered().is_empty());
+    assert_eq!(d.conn.cursor(), Some(15));
+}
+
+#[test]
+fn any_chunking_gives_the_same_events() {
+    let stream: String = [
+        "connection_state.sse",
+        "room_join.sse",
+        "message_addressed.sse",
+        "gap_restart.sse",
+        "message_threaded_addressed.sse",
+    ]
+    .iter()
+    .map(|n| capture(n))
+    .collect::<Vec<_>>()
+    .join(": keepalive\r\n\r\n");
+    let crlf = stream.replace('\n', "\r\n");
+    for s in [&stream, &crlf] {
+        for split in 0..=s.len() {
+            let (mut d, _) = Driver::opened(sse());
+            d.conn.handle_bytes(d.now, &s.as_bytes()[..split]);
+            d.conn.handle_bytes(d.now, &s.as_bytes()[split..]);
+            let e = d.events();
+            assert!(matches!(e[0], Event::Connected { .. }), "{split}");
+            assert_eq!(sequences(&e), vec![1, 2, 14], "{split}");
+            let Event::Event { gap: Some(g), .. } = &e[3] else {
+                panic!("{split}: {e:?}")
+            };
+            assert_eq!((g.from_sequence, g.resumed_at), (8, 8));
+        }
+    }
+}
+
+#[test]
+fn beats_carry_the_cursor_every_interval() {
+    let mut d = live();
+    bytes(&mut d, &capture("message_addressed.sse"));
+    d.events();
+    d.advance(1_999);
+    assert!(d.transmits().is_empty());
+    d.advance(1);
+    let (id, cursor) = beat(&mut d);
+    assert_eq!(cursor, 2);
+    d.conn
+        .handle_http_response(d.now, id, 200, r#"{"ok":true,"rooms":["r"],"cursor":2}"#);
+    assert!(d.events().is_empty());
+    assert_eq!(d.conn.rooms(), ["r".to_owned()]);
+    d.advance(2_000);
+    let (id2, _) = beat(&mut d);
+    assert_ne!(id, id2);
+    // A late answer to the old beat is a diagnostic, nothing else.
+    d.conn.handle_http_response(d.now, id, 200, "{}");
+    assert!(matches!(&d.events()[..], [Event::Diagnostic(_)]));
+}
+
+#[test]
+fn beat_answers_follow_the_table() {
+    // (status, body, reopens)
+    let cases: [(u16, &str, Option<bool>); 6] = [
+        (
+            404,
+            r#"{"detail":"connection nope is not open; reconnect and resume from your cursor"}"#,
+            Some(true),
+        ),
+        (
+            409,
+            r#"{"detail":"connection c has no stream attached; reopen the event stream"}"#,
+            Some(true),
+        ),
+        (409, r#"{"detail":"x","code":"no_stream"}"#, Some(true)),
+        (409, r#"{"detail":"x","code":"unfenced"}"#, Some(true)),
+        (409, r#"{"detail":"x","code":"taken_over"}"#, Some(false)),
+        (401, "Invalid credentials", Some(false)),
+    ];
+    for (status, body, reopens) in cases {
+        let mut d = live();
+        d.advance(2_000);
+        let (id, _) = beat(&mut d);
+        d.conn.handle_http_response(d.now, id, status, body);
+        let (t, e) = d.drain();
+        assert!(matches!(&t[..], [Transmit::Close { .. }]), "{status} {body}: {t:?}");
+        match reopens {
+            Some(true) => {
+                assert!(matches!(&e[..], [Event::Disconnected { .. }]), "{status}: {e:?}");
+                let path = d.reopen();
+                assert!(path.contains("/events?"), "{path}");
+            }
+            _ => {
+                let [Event::Stopped { error: Some(err) }] = &e[..] else {
+                    panic!("{status}: {e:?}")
+                };
+                assert_eq!(err.status, Some(status));
+                assert!(!err.retryable);
+                assert_eq!(d.conn.state(), State::Stopped);
+            }
+        }
+    }
+    let mut d = live();
+    d.advance(2_000);
+    let (id, _) = beat(&mut d);
+    let malformed = r#"{"detail":[{"type":"missing","loc":["body","connection_id"],"msg":"Field required"}]}"#;
+    d.conn.handle_http_response(d.now, id, 422, malformed);
+    let e = d.drain().1;
+    assert!(
+        matches!(&e[..], [Event::Stopped { error: Some(err) }] if err.kind == ErrorKind::Protocol && err.status == Some(422))
+    );
+}
+
+#[test]
+fn failed_beats_in_a_row_reopen_the_stream() {
+    let mut d = live();
+    for n in 1..=3 {
+        d.advance(2_000);
+        let (id, _) = beat(&mut d);
+        if n == 2 {
+            d.advance(4_000); // no answer: the beat timeout
+            continue;
+        }
+        d.conn.handle_http_failed(d.now, id, "connection refused");
+        if n < 3 {
+            assert!(matches!(&d.events()[..], [Event::Diagnostic(e)] if e.kind == ErrorKind::Timeout));
+        }
+    }
+    let (t, e) = d.drain();
+    assert!(matches!(&t[..], [Transmit::Close { .. }]), "{t:?}");
+    assert!(
+        matches!(e.last(), Some(Event::Disconnected { reason, .. }) if reason.contains("3 beats in a row failed")),
+        "{e:?}"
+    );
+    // A 5xx counts as a failed beat too, and a good answer resets the count.
+    let mut d = live();
+    for status in [503, 200, 503, 503, 200] {
+        d.advance(2_000);
+        let (id, _) = beat(&mut d);
+        d.conn.handle_http_response(d.now, id, status, r#"{"ok":true}"#);
+    }
+    assert_eq!(d.conn.state(), State::Live);
+}
+
+#[test]
+fn released_evictions_are_read_from_the_reason() {
+    let mut d = live();
+    bytes(&mut d, &capture("evicted_heartbeat.sse"));
+    let (t, e) = d.drain();
+    assert!(matches!(&t[..], [Transmit::Close { .. }]));
+    assert!(
+        matches!(&e[0], Event::Evicted(ev) if ev.code == Some(EvictionCode::HeartbeatLapsed)),
+        "{e:?}"
+    );
+    assert!(matches!(&e[1], Event::Disconnected { .. }));
+    d.conn.handle_close(d.now, 1006, "stream ended");
+    assert!(d.drain().1.is_empty());
+    let path = d.reopen();
+    assert!(path.contains("start_from=0"), "our cursor, not the server's: {path}");
+
+    let mut d = live();
+    bytes(&mut d, &capture("evicted_superseded.sse"));
+    let e = d.drain().1;
+    assert!(matches!(&e[0], Event::Evicted(ev) if ev.code == Some(EvictionCode::TakenOver)));
+    assert!(matches!(&e[1], Event::Stopped { error: Some(err) } if err.code.as_deref() == Some("taken_over")));
+}
+
+#[test]
+fn a_resume_sends_last_event_id() {
+    let mut d = live();
+    bytes(&mut d, &capture("message_unaddressed.sse"));
+    d.events();
+    d.conn.handle_close(d.now, 1006, "stream ended");
+    d.drain();
+    let at = d.conn.poll_timeout().unwrap();
+    d.now = at;
+    d.conn.handle_timeout(at);
+    match &d.transmits()[..] {
+        [Transmit::Open(o)] => {
+            assert_eq!(o.request.header("Last-Event-ID"), Some("5"));
+            assert!(o.request.path.contains("start_from=5"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_idle_stream_is_dead_but_keepalives_keep_it() {
+    let mut d = live();
+    for n in 1..=60 {
+        d.advance(2_000);
+        if n % 5 == 0 {
+            bytes(&mut d, ": keepalive\n\n");
+        }
+        let (id, _) = beat(&mut d);
+        d.conn.handle_http_response(d.now, id, 200, r#"{"ok":true}"#);
+    }
+    assert_eq!(d.conn.state(), State::Live);
+    let mut cfg = sse();
+    cfg.stream_idle_timeout_ms = 5_000;
+    cfg.heartbeat_interval_ms = 60_000;
+    let (mut d, _) = Driver::opened(cfg);
+    d.advance(5_000);
+    let (t, e) = d.drain();
+    assert!(matches!(&t[..], [Transmit::Close { .. }]));
+    assert!(matches!(&e[..], [Event::Disconnected { reason, .. }] if reason.contains("nothing on the stream")));
+}
+
+#[test]
+fn stream_open_refusals_are_http_statuses() {
+    let mismatch = r#"{"detail":{"message":"this client speaks agent-protocol 2-2 and the server speaks 1-1; the ranges do not overlap, so update switch-core","contract":"agent-protocol","server":{"version":"0.19.0","speaks":1,"accepts":1},"client":{"speaks":2,"accepts":2},"remedy":"update switch-core"}}"#;
+    let cases: [(u16, &str, Option<ErrorKind>); 6] = [
+        (
+            400,
+            r#"{"detail":"scope must be 'single' or 'all', got 'everything'"}"#,
+            Some(ErrorKind::Invalid),
+        ),
+        (401, "Missing or invalid Authorization header", Some(ErrorKind::Auth)),
+        (
+            403,
+            r#"{"detail":"Room not found: 00000000-0000-0000-0000-000000000000"}"#,
+            Some(ErrorKind::Auth),
+        ),
+        (409, mismatch, Some(ErrorKind::Version)),
+        (
+            422,
+            r#"{"detail":[{"msg":"Input should be a valid integer"}]}"#,
+            Some(ErrorKind::Invalid),
+        ),
+        (503, "", None),
+    ];
+    for (status, body, stops) in cases {
+        let mut d = Driver::new(sse());
+        d.conn.start(d.now).unwrap();
+        d.expect_open();
+        d.conn.handle_open_failed(d.now, Some(status), body);
+        let e = d.events();
+        match stops {
+            Some(kind) => {
+                let [Event::Stopped { error: Some(err) }] = &e[..] else {
+                    panic!("{status}: {e:?}")
+                };
+                assert_eq!((err.kind, err.status), (kind, Some(status)), "{err:?}");
+            }
+            None => assert!(matches!(&e[..], [Event::Disconnected { .. }]), "{status}: {e:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_huge_data_line_is_dropped_and_the_stream_goes_on() {
+    let mut cfg = sse();
+    cfg.sse.max_event_bytes = 4096;
+    cfg.sse.max_line_bytes = 4096;
+    let (mut d, _) = Driver::opened(cfg);
+    bytes(&mut d, &capture("connection_state.sse"));
+    d.events();
+    let huge = format!("id: 6\nevent: message\ndata: {}\n\n", "x".repeat(1 << 20));
+    for chunk in huge.as_bytes().chunks(1 << 14) {
+        d.conn.handle_bytes(d.now, chunk);
+    }
+    let e = d.events();
+    assert!(
+        matches!(&e[..], [Event::Diagnostic(err)] if err.kind == ErrorKind::Limit),
+        "{e:?}"
+    );
+    bytes(&mut d, &capture("message_unaddressed.sse"));
+    assert_eq!(d.delivered(), vec![5]);
+}
+
+#[test]
+fn sse_input_is_ignored_on_a_websocket_and_the_reverse() {
+    let mut d = live();
+    d.text(&message(9));
+    assert!(d.events().is_empty());
+    let mut d = Driver::live_ws(config(Transport::WebSocket), 0, &[]);
+    bytes(&mut d, &capture("message_addressed.sse"));
+    assert!(d.events().is_empty());
+}

@@ -1,0 +1,559 @@
+//! The connection over the WebSocket (current generation), frame by frame, time passed in.
+
+mod common;
+
+use agentwire_core::ErrorKind;
+use agentwire_switch::connection::{ConnectionConfig, Event, State, Transmit, Transport, Wire};
+use agentwire_switch::frame::EvictionCode;
+use agentwire_switch::open::StartFrom;
+use common::*;
+
+fn ws() -> ConnectionConfig {
+    config(Transport::WebSocket)
+}
+
+fn pong(t: &Transmit) -> Option<u64> {
+    match t {
+        Transmit::Text(s) => {
+            let v: serde_json::Value = serde_json::from_str(s).unwrap();
+            assert_eq!(v["type"], "pong", "{s}");
+            v["cursor"].as_u64()
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn first_open_and_connection_state() {
+    let (mut d, path) = Driver::opened(ws());
+    assert_eq!(path, format!("/agents/{AGENT}/connection/ws?connection_id={CID}"));
+    assert_eq!(d.conn.state(), State::Attaching);
+    d.text(&connection_state(Some(3), 40, &[ROOM]));
+    match &d.events()[..] {
+        [Event::Connected { state, wire, resumed }] => {
+            assert_eq!((state.cursor, *wire, *resumed), (40, Wire::WebSocket, false));
+            assert_eq!(state.rooms, vec![ROOM.to_owned()]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(d.conn.state(), State::Live);
+    assert_eq!(d.conn.generation().map(ToString::to_string).as_deref(), Some("3"));
+    assert_eq!(
+        d.conn.cursor(),
+        Some(40),
+        "nothing processed: the server's cursor is adopted"
+    );
+    assert_eq!(d.conn.heartbeat_interval_ms(), 2_000);
+}
+
+#[test]
+fn invalid_open_parameters_send_nothing() {
+    let mut cfg = ws();
+    cfg.open.connection_id = "not-a-uuid".into();
+    let mut d = Driver::new(cfg);
+    let e = d.conn.start(0).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    assert!(d.transmits().is_empty());
+    assert_eq!(d.conn.state(), State::Idle);
+}
+
+#[test]
+fn pings_are_answered_before_queued_events_surface() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.text(&message(1));
+    d.text(&message(2));
+    assert_eq!(d.delivered(), vec![1, 2]);
+    // Two more arrive, then a ping, before the driver polls anything.
+    d.text(&message(3));
+    d.text(&message(4));
+    d.text(PING);
+    assert!(d.conn.poll_event().is_none(), "no event while the pong waits");
+    let t = d.transmits();
+    assert_eq!(
+        t.iter().filter_map(pong).collect::<Vec<_>>(),
+        vec![2],
+        "the cursor is the last processed"
+    );
+    assert_eq!(d.delivered(), vec![3, 4]);
+    d.text(PING);
+    assert_eq!(d.transmits().iter().filter_map(pong).collect::<Vec<_>>(), vec![4]);
+    // The order a driver sees when it polls events first: the pong still goes out first.
+    d.text(&message(5));
+    d.text(PING);
+    let (t, e) = d.drain();
+    assert_eq!(t.iter().filter_map(pong).collect::<Vec<_>>(), vec![4]);
+    assert_eq!(sequences(&e), vec![5]);
+}
+
+#[test]
+fn three_intervals_without_a_ping_is_a_dead_socket() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.advance(5_999);
+    assert!(d.transmits().is_empty());
+    d.text(PING);
+    d.transmits();
+    d.advance(5_999);
+    assert!(d.transmits().is_empty(), "the ping moved the deadline");
+    d.advance(1);
+    let (t, e) = d.drain();
+    assert!(
+        matches!(&t[..], [Transmit::Close { reason, .. }] if reason.contains("no ping for 6000 ms")),
+        "{t:?}"
+    );
+    assert!(matches!(&e[..], [Event::Disconnected { attempt: 1, .. }]), "{e:?}");
+    assert_eq!(d.conn.state(), State::Backoff);
+}
+
+#[test]
+fn the_interval_comes_from_connection_state() {
+    let (mut d, _) = Driver::opened(ws());
+    d.text(&connection_state(Some(1), 0, &[]).replace("2.0", "0.5"));
+    d.events();
+    assert_eq!(d.conn.heartbeat_interval_ms(), 500);
+    d.advance(1_500);
+    assert!(matches!(&d.transmits()[..], [Transmit::Close { .. }]));
+}
+
+#[test]
+fn resume_reopens_with_cursor_generation_and_rooms_and_never_delivers_twice() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    for n in 1..=5 {
+        d.text(&message(n));
+    }
+    assert_eq!(d.delivered(), vec![1, 2, 3, 4, 5]);
+    d.conn.handle_close(d.now, 1006, "");
+    let (_, e) = d.drain();
+    let Event::Disconnected { retry_in_ms, code, .. } = &e[0] else {
+        panic!("{e:?}")
+    };
+    assert_eq!(*code, Some(1006));
+    d.advance(*retry_in_ms);
+    let path = d.expect_open();
+    assert_eq!(
+        path,
+        format!("/agents/{AGENT}/connection/ws?connection_id={CID}&start_from=5&rooms={ROOM}&expected_generation=3")
+    );
+    d.conn.handle_open(d.now);
+    d.text(&connection_state(Some(4), 5, &[ROOM]));
+    match &d.events()[..] {
+        [Event::Connected { resumed: true, .. }] => {}
+        other => panic!("{other:?}"),
+    }
+    // The server replays from an older point: 3..=7. Only 6 and 7 are new.
+    for n in 3..=7 {
+        d.text(&message(n));
+    }
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![6, 7]);
+    let dups = e
+        .iter()
+        .filter(|e| matches!(e, Event::Diagnostic(err) if err.code.as_deref() == Some("duplicate")))
+        .count();
+    assert_eq!(dups, 3);
+    assert_eq!(d.conn.generation().map(ToString::to_string).as_deref(), Some("4"));
+}
+
+#[test]
+fn a_saved_cursor_resumes_the_first_open() {
+    let mut cfg = ws();
+    cfg.open.start_from = StartFrom::After(41);
+    let (mut d, path) = Driver::opened(cfg);
+    assert!(path.contains("start_from=41"), "{path}");
+    d.text(&connection_state(Some(1), 60, &[]));
+    d.events();
+    assert_eq!(d.conn.cursor(), Some(41), "our cursor, not the server's");
+    d.text(&message(41));
+    d.text(&message(42));
+    assert_eq!(d.delivered(), vec![42]);
+}
+
+#[test]
+fn a_gap_is_held_and_attached_to_the_next_event() {
+    let mut d = Driver::live_ws(ws(), 10, &[ROOM]);
+    d.text(&gap(10, 500));
+    assert!(d.events().is_empty(), "a gap alone does not wake the user");
+    assert_eq!(d.conn.cursor(), Some(500), "resumed_at is the new cursor");
+    assert_eq!(d.conn.pending_gap().map(|g| g.resumed_at), Some(500));
+    d.text(&message(501));
+    d.text(&message(502));
+    let e = d.events();
+    match &e[..] {
+        [Event::Event { event, gap: Some(g) }, Event::Event { gap: None, .. }] => {
+            assert_eq!((event.sequence, g.from_sequence, g.resumed_at), (501, 10, 500));
+            assert_eq!(g.all_rooms, Some(false));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(d.conn.pending_gap().is_none());
+}
+
+#[test]
+fn a_held_gap_survives_a_reconnect_and_gaps_merge() {
+    let mut d = Driver::live_ws(ws(), 10, &[ROOM]);
+    d.text(&gap(10, 20));
+    d.events();
+    d.conn.handle_close(d.now, 1012, "restart");
+    d.drain();
+    let path = d.reopen();
+    assert!(path.contains("start_from=20"), "{path}");
+    d.conn.handle_open(d.now);
+    d.text(&connection_state(Some(4), 20, &[ROOM]));
+    d.text(&gap(20, 30));
+    d.text(&message(31));
+    let e = d.events();
+    let gaps: Vec<_> = e
+        .iter()
+        .filter_map(|e| match e {
+            Event::Event { gap, .. } => gap.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(gaps.len(), 1);
+    assert_eq!((gaps[0].from_sequence, gaps[0].resumed_at), (10, 30));
+}
+
+#[test]
+fn a_restart_that_lost_the_numbering_restarts_the_cursor() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    for n in 1..=20 {
+        d.text(&message(n));
+    }
+    assert_eq!(d.delivered().len(), 20);
+    d.conn.handle_close(d.now, 1012, "");
+    d.drain();
+    d.reopen();
+    d.conn.handle_open(d.now);
+    d.text(&connection_state(Some(1), 0, &[ROOM]));
+    d.text(&gap(20, 0));
+    d.text(&message(1));
+    d.text(&message(2));
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![1, 2], "new numbering: not duplicates");
+    assert_eq!(d.conn.cursor(), Some(2));
+}
+
+#[test]
+fn frames_before_connection_state_and_malformed_frames_are_diagnostics() {
+    let (mut d, _) = Driver::opened(ws());
+    d.text(&message(1));
+    assert!(matches!(&d.events()[..], [Event::Diagnostic(e)] if e.kind == ErrorKind::Protocol));
+    d.text(&connection_state(Some(1), 0, &[]));
+    d.events();
+    for bad in [
+        "",
+        "not json",
+        "[1,2]",
+        r#"{"event":"message","data":{"sequence":1},"id":"1"}"#,
+        r#"{"event":"message","data":{"type":"message","room_id":"r","payload":{},"sequence":2},"id":3}"#,
+        r#"{"event":"gap","data":{"from_sequence":"x"}}"#,
+        &"[".repeat(100_000),
+    ] {
+        d.text(bad);
+        let e = d.events();
+        assert!(
+            matches!(&e[..], [Event::Diagnostic(err)] if matches!(err.kind, ErrorKind::Decode | ErrorKind::Limit)),
+            "{bad:.40}: {e:?}"
+        );
+    }
+    d.conn.handle_binary(d.now, &[0xff, 0xfe]);
+    assert!(matches!(&d.events()[..], [Event::Diagnostic(_)]));
+    d.text(&message(1));
+    assert_eq!(d.delivered(), vec![1], "the session kept its state");
+    assert_eq!(d.conn.state(), State::Live);
+}
+
+#[test]
+fn unknown_kinds_pass_through() {
+    let mut d = Driver::live_ws(ws(), 0, &[]);
+    d.text(r#"{"event":"approval_outcome","data":{"x":1}}"#);
+    d.text(&message(1).replace("\"message\"", "\"novel_kind\""));
+    let e = d.events();
+    assert!(
+        matches!(&e[0], Event::Control { name, .. } if name == "approval_outcome"),
+        "{e:?}"
+    );
+    assert!(
+        matches!(&e[1], Event::Event { event, .. } if event.kind.as_str() == "novel_kind"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn close_codes_follow_the_table() {
+    for (code, reconnects) in [
+        (1000, true),
+        (1001, true),
+        (1006, true),
+        (1011, true),
+        (1012, true),
+        (4400, false),
+        (4401, false),
+        (4403, false),
+        (4409, false),
+    ] {
+        let mut d = Driver::live_ws(ws(), 0, &[]);
+        d.conn.handle_close(d.now, code, "bye");
+        let (t, e) = d.drain();
+        assert!(t.is_empty(), "{code}: the socket is already closed: {t:?}");
+        if reconnects {
+            assert!(
+                matches!(&e[..], [Event::Disconnected { code: Some(c), .. }] if *c == code),
+                "{code}: {e:?}"
+            );
+            d.reopen();
+        } else {
+            match &e[..] {
+                [Event::Stopped { error: Some(err) }] => {
+                    assert_eq!(err.status, Some(code - 4000), "{code}");
+                    assert!(!err.retryable);
+                    let auth = code == 4401 || code == 4403;
+                    assert_eq!(err.kind == ErrorKind::Auth, auth, "{code}: {err:?}");
+                }
+                other => panic!("{code}: {other:?}"),
+            }
+            d.advance(600_000);
+            assert!(d.transmits().is_empty(), "{code}: never reopened");
+            assert_eq!(d.conn.state(), State::Stopped);
+        }
+    }
+}
+
+#[test]
+fn a_refused_frame_is_a_typed_error_and_the_close_after_it_changes_nothing() {
+    let (mut d, _) = Driver::opened(ws());
+    d.text(r#"{"event":"refused","data":{"status":409,"detail":{"code":"protocol_mismatch","message":"this client speaks agent-protocol 9-9 and the server speaks 1-6; the ranges do not overlap, so update the client","contract":"agent-protocol"}}}"#);
+    let (t, e) = d.drain();
+    assert!(matches!(&t[..], [Transmit::Close { .. }]));
+    match &e[..] {
+        [Event::Stopped { error: Some(err) }] => {
+            assert_eq!((err.kind, err.status), (ErrorKind::Version, Some(409)));
+            assert!(err.message.contains("ranges do not overlap"), "{}", err.message);
+            assert!(err.detail.as_deref().unwrap().contains("protocol_mismatch"));
+        }
+        other => panic!("{other:?}"),
+    }
+    d.conn.handle_close(d.now, 4409, "");
+    assert!(d.drain().1.is_empty());
+    let (mut d, _) = Driver::opened(ws());
+    d.text(r#"{"event":"refused","data":{"status":400,"detail":"scope must be 'single' or 'all', got 'everywhere'"}}"#);
+    assert!(
+        matches!(&d.events()[..], [Event::Stopped { error: Some(e) }] if e.kind == ErrorKind::Invalid && e.message.contains("everywhere"))
+    );
+}
+
+#[test]
+fn eviction_codes_follow_the_table() {
+    for (code, resumes) in [
+        ("taken_over", false),
+        ("heartbeat_lapsed", true),
+        ("no_stream", true),
+        ("unfenced", true),
+        ("connection_error", true),
+        ("closed", false),
+        ("something_new", false),
+    ] {
+        let mut d = Driver::live_ws(ws(), 0, &[]);
+        d.text(&evicted(code));
+        let (t, e) = d.drain();
+        assert!(matches!(&t[..], [Transmit::Close { .. }]), "{code}: {t:?}");
+        assert!(
+            matches!(&e[0], Event::Evicted(ev) if ev.code == Some(EvictionCode::parse(code))),
+            "{code}: {e:?}"
+        );
+        if resumes {
+            assert!(matches!(&e[1], Event::Disconnected { .. }), "{code}: {e:?}");
+            d.conn.handle_close(d.now, 1000, "");
+            assert!(
+                d.drain().1.is_empty(),
+                "{code}: the close after the eviction adds nothing"
+            );
+            d.reopen();
+        } else {
+            match &e[1] {
+                Event::Stopped { error: Some(err) } => {
+                    assert_eq!(err.code.as_deref(), Some(code));
+                    assert!(!err.retryable);
+                }
+                other => panic!("{code}: {other:?}"),
+            }
+            d.conn.handle_close(d.now, 1000, "");
+            d.advance(600_000);
+            assert!(d.transmits().is_empty(), "{code}: never reopened");
+        }
+    }
+}
+
+#[test]
+fn backoff_is_jittered_exponential_and_resets_once_stable() {
+    let mut d = Driver::live_ws(ws(), 0, &[]);
+    let mut delays = Vec::new();
+    for _ in 0..8 {
+        d.conn.handle_close(d.now, 1006, "");
+        let (_, e) = d.drain();
+        let Some(Event::Disconnected {
+            retry_in_ms, attempt, ..
+        }) = e.last()
+        else {
+            panic!("{e:?}")
+        };
+        delays.push((*attempt, *retry_in_ms));
+        d.advance(*retry_in_ms);
+        d.expect_open();
+        d.conn.handle_open(d.now);
+        d.text(&connection_state(Some(1), 0, &[]));
+        d.events();
+    }
+    let b = agentwire_core::Backoff::default();
+    for (attempt, delay) in &delays {
+        assert!(
+            *delay >= b.min_ms && *delay <= b.ceiling(attempt - 1),
+            "{attempt}: {delay}"
+        );
+    }
+    assert_eq!(
+        delays.iter().map(|d| d.0).collect::<Vec<_>>(),
+        (1..=8).collect::<Vec<_>>()
+    );
+    // A ping marks the connection stable: the next drop is attempt 1 again.
+    d.text(PING);
+    d.drain();
+    d.conn.handle_close(d.now, 1006, "");
+    assert!(matches!(d.drain().1[..], [Event::Disconnected { attempt: 1, .. }]));
+}
+
+#[test]
+fn max_reconnect_attempts_stop_the_connection() {
+    let mut cfg = ws();
+    cfg.max_reconnect_attempts = Some(2);
+    let mut d = Driver::new(cfg);
+    d.conn.start(d.now).unwrap();
+    d.expect_open();
+    for _ in 0..2 {
+        d.conn.handle_open_failed(d.now, None, "connection refused");
+        d.drain();
+        d.reopen();
+    }
+    d.conn.handle_open_failed(d.now, None, "connection refused");
+    match &d.drain().1[..] {
+        [Event::Stopped { error: Some(e) }] => assert!(e.message.contains("gave up after 2"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_open_without_connection_state_times_out() {
+    let (mut d, _) = Driver::opened(ws());
+    d.advance(10_000);
+    let (t, e) = d.drain();
+    assert!(matches!(&t[..], [Transmit::Close { .. }]));
+    assert!(matches!(&e[..], [Event::Disconnected { reason, .. }] if reason.contains("connection_state")));
+}
+
+#[test]
+fn upgrade_refusals() {
+    // 401 on the upgrade (a released server without a key): stop.
+    let mut d = Driver::new(ws());
+    d.conn.start(0).unwrap();
+    d.expect_open();
+    d.conn
+        .handle_open_failed(0, Some(401), "Missing or invalid Authorization header");
+    assert!(matches!(&d.events()[..], [Event::Stopped { error: Some(e) }] if e.kind == ErrorKind::Auth));
+    // 403 (no WebSocket route) with the WebSocket transport: a version error naming SSE.
+    let mut d = Driver::new(ws());
+    d.conn.start(0).unwrap();
+    d.expect_open();
+    d.conn.handle_open_failed(0, Some(403), "");
+    assert!(
+        matches!(&d.events()[..], [Event::Stopped { error: Some(e) }] if e.kind == ErrorKind::Version && e.message.contains("SSE"))
+    );
+    // 503: try again later.
+    let mut d = Driver::new(ws());
+    d.conn.start(0).unwrap();
+    d.expect_open();
+    d.conn.handle_open_failed(0, Some(503), "");
+    assert!(matches!(&d.events()[..], [Event::Disconnected { .. }]));
+}
+
+#[test]
+fn auto_moves_to_sse_when_the_server_has_no_websocket_route() {
+    let mut d = Driver::new(config(Transport::Auto));
+    d.conn.start(0).unwrap();
+    assert!(d.expect_open().contains("/connection/ws?"));
+    d.conn.handle_open_failed(0, Some(403), "");
+    d.drain();
+    d.advance(0);
+    let t = d.transmits();
+    match &t[..] {
+        [Transmit::Open(o)] => {
+            assert_eq!(o.wire, Wire::Sse);
+            assert!(o.request.path.contains("/events?"), "{}", o.request.path);
+            assert_eq!(o.request.header("Accept"), Some("text/event-stream"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(d.conn.attempt(), 0, "switching is not a failed attempt");
+}
+
+#[test]
+fn rooms_declared_on_reopen_follow_the_server() {
+    let mut d = Driver::live_ws(ws(), 0, &["r1"]);
+    d.text(r#"{"event":"subscription_changed","data":{"rooms":["r2"],"reason":"subscription updated"}}"#);
+    assert!(matches!(&d.events()[..], [Event::SubscriptionChanged(s)] if s.rooms == ["r2"]));
+    assert_eq!(d.conn.rooms(), ["r2".to_owned()]);
+    d.text(r#"{"event":"room_released","data":{"room_id":"r2","session_id":null}}"#);
+    assert!(matches!(&d.events()[..], [Event::RoomReleased(r)] if r.room_id == "r2" && r.session_id.is_none()));
+    d.conn.handle_close(d.now, 1006, "");
+    d.drain();
+    let path = d.reopen();
+    assert!(!path.contains("rooms="), "a released room is not taken back: {path}");
+}
+
+#[test]
+fn the_user_closes() {
+    let mut d = Driver::live_ws(ws(), 0, &[]);
+    d.text(&message(1));
+    d.conn.close(d.now);
+    let (t, e) = d.drain();
+    assert!(matches!(&t[..], [Transmit::Close { code: 1000, .. }]));
+    assert!(
+        matches!(&e[..], [Event::Event { .. }, Event::Stopped { error: None }]),
+        "{e:?}"
+    );
+    d.text(&message(2));
+    d.conn.handle_close(d.now, 1000, "");
+    d.advance(600_000);
+    let (t, e) = d.drain();
+    assert!(t.is_empty() && e.is_empty(), "{t:?} {e:?}");
+}
+
+#[test]
+fn a_full_queue_loses_nothing() {
+    let mut cfg = ws();
+    cfg.max_queued_events = 3;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    for n in 1..=6 {
+        d.text(&message(n));
+    }
+    d.text(PING);
+    let t = d.transmits();
+    assert_eq!(t.iter().filter_map(pong).collect::<Vec<_>>(), vec![0]);
+    let (t, e) = d.drain();
+    assert_eq!(sequences(&e), vec![1, 2, 3]);
+    assert!(e
+        .iter()
+        .any(|e| matches!(e, Event::Diagnostic(err) if err.kind == ErrorKind::Limit)));
+    assert!(
+        matches!(e.last(), Some(Event::Disconnected { retry_in_ms: 0, .. })),
+        "{e:?}"
+    );
+    assert!(matches!(&t[..], [Transmit::Close { .. }]), "{t:?}");
+    d.advance(0);
+    let path = d.expect_open();
+    assert!(path.contains("start_from=3"), "{path}");
+    d.conn.handle_open(d.now);
+    d.text(&connection_state(Some(3), 3, &[ROOM]));
+    for n in 4..=6 {
+        d.text(&message(n));
+    }
+    assert_eq!(d.delivered(), vec![4, 5, 6]);
+}

@@ -1,0 +1,220 @@
+//! Every frame of the current generation's WebSocket, decoded field by field; the errors name the
+//! field at fault; encoders and decoders agree.
+
+use agentwire_switch::frame::{
+    decode, decode_with, encode, encode_pong, ConnGeneration, DecodeOptions, EventKind, EvictionCode, Frame,
+    FrameErrorKind,
+};
+
+const ROOM: &str = "47e911ea-014b-427b-a600-1c72595f0c98";
+
+fn ok(text: &str) -> Frame {
+    decode(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+fn err(text: &str) -> (FrameErrorKind, Option<String>) {
+    let e = decode(text).expect_err(text);
+    (e.kind, e.field)
+}
+
+#[test]
+fn domain_event_with_every_field() {
+    let text = format!(
+        r#"{{"event":"message","data":{{"type":"message","room_id":"{ROOM}","bridge_id":"b1","channel_type":"channel_public","payload":{{"addressed":true,"sender":"@bob:localhost","sender_name":"bob","message_id":"$m","body":"hi","timestamp":1796214836233,"thread_id":null,"attachments":[{{"filename":"a.txt","mimetype":"text/plain","size":3,"mxc":"mxc://x","msgtype":"m.file"}}]}},"sequence":4813}},"id":4813}}"#
+    );
+    let Frame::Event(e) = ok(&text) else { panic!() };
+    assert_eq!(e.kind, EventKind::Message);
+    assert_eq!((e.room_id.as_str(), e.sequence), (ROOM, 4813));
+    assert_eq!(e.bridge_id.as_deref(), Some("b1"));
+    assert_eq!(e.channel_type.as_deref(), Some("channel_public"));
+    let m = e.message().unwrap();
+    assert!(m.addressed);
+    assert_eq!((m.sender.as_str(), m.body.as_str()), ("@bob:localhost", "hi"));
+    assert_eq!(m.timestamp, Some(1_796_214_836_233));
+    assert_eq!(m.attachments[0].size, Some(3));
+    assert!(e.command().is_err(), "a message is not a command");
+    // Re-encoding gives the same frame back, byte for byte.
+    assert_eq!(encode(&Frame::Event(e)), text);
+}
+
+#[test]
+fn id_must_be_a_json_number_equal_to_sequence() {
+    let ev = |id: &str, seq: &str| {
+        format!(
+            r#"{{"event":"message","data":{{"type":"message","room_id":"r","payload":{{}},"sequence":{seq}}},"id":{id}}}"#
+        )
+    };
+    assert_eq!(err(&ev(r#""5""#, "5")), (FrameErrorKind::WrongType, Some("id".into())));
+    assert_eq!(err(&ev("5", "6")), (FrameErrorKind::IdMismatch, Some("id".into())));
+    assert_eq!(err(&ev("-1", "-1")).1, Some("id".into()));
+    assert_eq!(err(&ev("1.5", "1.5")).1, Some("id".into()));
+    assert_eq!(
+        err(&ev("5", r#""5""#)),
+        (FrameErrorKind::WrongType, Some("data.sequence".into()))
+    );
+    let no_id = r#"{"event":"message","data":{"type":"message","room_id":"r","payload":{},"sequence":5}}"#;
+    assert_eq!(err(no_id), (FrameErrorKind::MissingField, Some("id".into())));
+    let wrong_type = r#"{"event":"message","data":{"type":"command","room_id":"r","payload":{},"sequence":5},"id":5}"#;
+    assert_eq!(err(wrong_type), (FrameErrorKind::IdMismatch, Some("data.type".into())));
+    let no_room = r#"{"event":"message","data":{"payload":{},"sequence":5},"id":5}"#;
+    assert_eq!(
+        err(no_room),
+        (FrameErrorKind::MissingField, Some("data.room_id".into()))
+    );
+    let no_payload = r#"{"event":"message","data":{"room_id":"r","sequence":5},"id":5}"#;
+    assert_eq!(
+        err(no_payload),
+        (FrameErrorKind::MissingField, Some("data.payload".into()))
+    );
+}
+
+#[test]
+fn connection_state_with_every_field() {
+    let text = r#"{"event":"connection_state","data":{"connection_id":"c","agent_id":"a","generation":7,"scope":"all","filter":"addressed","spawn_capable":true,"rooms":["r1","r2"],"cursor":4813,"protocol":6,"heartbeat_interval_seconds":2.0,"server":{"version":"0.20.0","contracts":{"agent-protocol":{"speaks":6,"accepts":1}}},"client":{"speaks":6,"accepts":1,"artifact":"agentwire","version":"0.1.0"}}}"#;
+    let Frame::ConnectionState(s) = ok(text) else { panic!() };
+    assert_eq!(s.generation, Some(ConnGeneration::Number(7)));
+    assert_eq!(
+        (s.scope.as_str(), s.filter.as_str(), s.spawn_capable),
+        ("all", "addressed", true)
+    );
+    assert_eq!(
+        (s.cursor, s.protocol, s.heartbeat_interval_seconds),
+        (4813, Some(6), Some(2.0))
+    );
+    let server = s.server_info().unwrap().unwrap();
+    assert_eq!(server.version.as_deref(), Some("0.20.0"));
+    assert_eq!(server.contracts["agent-protocol"].speaks, 6);
+    assert_eq!(encode(&Frame::ConnectionState(s)), text);
+    // A string generation is kept as text.
+    let text = text.replace(r#""generation":7"#, r#""generation":"g-7""#);
+    let Frame::ConnectionState(s) = ok(&text) else { panic!() };
+    assert_eq!(s.generation.unwrap().to_string(), "g-7");
+}
+
+#[test]
+fn the_other_control_frames() {
+    let Frame::Gap(g) = ok(
+        r#"{"event":"gap","data":{"from_sequence":10,"resumed_at":500,"resumed_position":{"x":1},"rooms":["r"],"all_rooms":true,"reason":"the server restarted"}}"#,
+    ) else {
+        panic!()
+    };
+    assert_eq!((g.from_sequence, g.resumed_at, g.all_rooms), (10, 500, Some(true)));
+    assert_eq!(g.resumed_position.unwrap().get(), r#"{"x":1}"#);
+    let Frame::Evicted(e) =
+        ok(r#"{"event":"evicted","data":{"code":"heartbeat_lapsed","reason":"lapsed","room_id":null}}"#)
+    else {
+        panic!()
+    };
+    assert_eq!(e.code, Some(EvictionCode::HeartbeatLapsed));
+    let Frame::SubscriptionChanged(s) =
+        ok(r#"{"event":"subscription_changed","data":{"rooms":["r"],"reason":"subscription updated"}}"#)
+    else {
+        panic!()
+    };
+    assert_eq!(s.rooms, ["r"]);
+    let Frame::RoomReleased(r) = ok(r#"{"event":"room_released","data":{"room_id":"r","session_id":"s1"}}"#) else {
+        panic!()
+    };
+    assert_eq!(r.session_id.as_deref(), Some("s1"));
+    let Frame::Refused(r) =
+        ok(r#"{"event":"refused","data":{"status":400,"detail":"scope must be 'single' or 'all'"}}"#)
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (r.status, r.detail_text().as_str()),
+        (400, "scope must be 'single' or 'all'")
+    );
+    assert!(matches!(ok(r#"{"event":"ping","data":{}}"#), Frame::Ping));
+    assert!(matches!(ok(r#"{"event":"ping"}"#), Frame::Ping));
+    assert!(
+        matches!(ok(r#"{"type":"ping"}"#), Frame::Ping),
+        "the flat shape is accepted too"
+    );
+    assert!(matches!(
+        ok(r#"{"type":"gap","from_sequence":1,"resumed_at":2,"reason":""}"#),
+        Frame::Gap(_)
+    ));
+}
+
+#[test]
+fn unknown_kinds_are_passed_through() {
+    match ok(r#"{"event":"session_commands","data":{"session_ids":["s"]}}"#) {
+        Frame::Unknown { name, raw } => {
+            assert_eq!(name, "session_commands");
+            assert!(raw.get().contains("session_ids"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let Frame::Event(e) = ok(
+        r#"{"event":"task_cancel","data":{"type":"task_cancel","room_id":"r","payload":{"task_id":"t","reason":"no"},"sequence":3},"id":3}"#,
+    ) else {
+        panic!()
+    };
+    assert_eq!(e.task().unwrap().task_id, "t");
+    let Frame::Event(e) = ok(r#"{"event":"novel","data":{"room_id":"r","payload":{},"sequence":3},"id":3}"#) else {
+        panic!()
+    };
+    assert_eq!(e.kind, EventKind::Other("novel".into()));
+}
+
+#[test]
+fn malformed_frames_name_what_was_wrong() {
+    assert_eq!(err("").0, FrameErrorKind::Syntax);
+    assert_eq!(err("[]").0, FrameErrorKind::Syntax);
+    assert_eq!(err(r#"{"event":"gap""#).0, FrameErrorKind::Syntax);
+    assert_eq!(
+        err(r#"{"data":{}}"#),
+        (FrameErrorKind::MissingField, Some("event".into()))
+    );
+    assert_eq!(err(r#"{"event":5}"#), (FrameErrorKind::WrongType, Some("event".into())));
+    assert_eq!(
+        err(r#"{"event":"gap","data":[]}"#),
+        (FrameErrorKind::WrongType, Some("data".into()))
+    );
+    assert_eq!(
+        err(r#"{"event":"gap","data":{"resumed_at":1}}"#),
+        (FrameErrorKind::MissingField, Some("data.from_sequence".into()))
+    );
+    assert_eq!(
+        err(r#"{"event":"refused","data":{"status":"409"}}"#),
+        (FrameErrorKind::WrongType, Some("data.status".into()))
+    );
+    assert_eq!(
+        err(r#"{"event":"connection_state","data":{"connection_id":"c"}}"#),
+        (FrameErrorKind::MissingField, Some("data.agent_id".into()))
+    );
+    let opts = DecodeOptions {
+        max_message_bytes: 64,
+        max_depth: 4,
+    };
+    let big = format!(r#"{{"event":"x","data":{{"pad":"{}"}}}}"#, "a".repeat(100));
+    assert_eq!(decode_with(&big, &opts).unwrap_err().kind, FrameErrorKind::TooLarge);
+    assert_eq!(
+        decode_with(r#"{"event":"x","data":{"a":[[[[1]]]]}}"#, &opts)
+            .unwrap_err()
+            .kind,
+        FrameErrorKind::TooDeep
+    );
+    // Brackets inside strings do not count as depth.
+    assert!(decode_with(r#"{"event":"x","data":{"a":"[[[[[["}}"#, &opts).is_ok());
+}
+
+#[test]
+fn the_pong_is_exactly_the_spec_shape() {
+    assert_eq!(encode_pong(4813), r#"{"type":"pong","cursor":4813}"#);
+}
+
+#[test]
+fn control_frames_encode_to_the_event_data_envelope() {
+    assert_eq!(encode(&Frame::Ping), r#"{"event":"ping","data":{}}"#);
+    for text in [
+        r#"{"event":"gap","data":{"from_sequence":8,"resumed_at":8,"reason":"the server restarted \u2014 re-read"}}"#,
+        r#"{"event":"evicted","data":{"code":"taken_over","reason":"another stream attached to this connection"}}"#,
+        r#"{"event":"subscription_changed","data":{"rooms":[],"reason":"subscription updated"}}"#,
+        r#"{"event":"room_released","data":{"room_id":"r","session_id":null}}"#,
+        r#"{"event":"refused","data":{"status":409,"detail":{"message":"m"}}}"#,
+    ] {
+        assert_eq!(encode(&ok(text)), text, "non-ASCII is escaped as switch-core does");
+    }
+}
