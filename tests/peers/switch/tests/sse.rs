@@ -1,0 +1,326 @@
+//! The SSE stream and beats, mostly in the released generation, compared with the captures of
+//! `../shared/vectors/switch-0.19/` (ids substituted).
+
+mod common;
+
+use agentwire_peer_switch::Generation;
+use common::*;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const RESTART_REASON: &str = "the server restarted since your last connection; sequence numbers have been reset and \
+    events from before the restart are gone \\u2014 re-read room context";
+
+#[tokio::test]
+async fn released_frames_match_the_captures() {
+    bounded(async {
+        let (h, a, _, room) = world(Generation::Released).await;
+        let c = cid();
+        let q = format!("connection_id={c}&rooms={room}&protocol=1&protocol_accepts=1&client=peer-probe&client_version=0.0.1");
+        let mut s = sse(&h, &a, &q).await;
+        assert_eq!(s.header("content-type").as_deref(), Some("text/event-stream; charset=utf-8"));
+        assert_eq!(s.header("transfer-encoding").as_deref(), Some("chunked"));
+        assert!(s.header("content-length").is_none());
+        let (event, data, id) = s.next_raw().await.unwrap();
+        assert_eq!((event.as_str(), id), ("connection_state", None));
+        assert_eq!(
+            data,
+            format!(
+                r#"{{"connection_id":"{c}","agent_id":"{}","scope":"single","filter":"all","spawn_capable":false,"rooms":["{room}"],"cursor":0,"protocol":1,"heartbeat_interval_seconds":0.1,"server":{{"version":"0.19.0","contracts":{{"agent-protocol":{{"speaks":1,"accepts":1}}}}}},"client":{{"speaks":1,"accepts":1,"artifact":"peer-probe","version":"0.0.1"}}}}"#,
+                a.id
+            )
+        );
+        let event_id = h.post_as_user(&room, "bob", "threaded reply @alice \u{2014} ok");
+        let (event, data, id) = s.next_raw().await.unwrap();
+        assert_eq!((event.as_str(), id.as_deref()), ("message", Some("1")));
+        let v: Value = serde_json::from_str(&data).unwrap();
+        let ts = v["payload"]["timestamp"].as_u64().unwrap();
+        assert_eq!(
+            data,
+            format!(
+                r#"{{"type":"message","room_id":"{room}","bridge_id":null,"channel_type":"channel_public","payload":{{"addressed":true,"sender":"@bob:localhost","sender_name":"@bob:localhost","message_id":"{event_id}","body":"threaded reply @alice \u2014 ok","timestamp":{ts},"thread_id":null,"attachments":[]}},"sequence":1}}"#
+            )
+        );
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn open_errors_are_http_statuses() {
+    bounded(async {
+        let (h, a, _, _) = world(Generation::Released).await;
+        let c = cid();
+        let path = format!("/agents/{}/events?connection_id={c}", a.id);
+        for (auth, body) in [
+            (None, "Missing or invalid Authorization header"),
+            (Some(format!("Token {}", a.key)), "Missing or invalid Authorization header"),
+            (Some("Bearer nope".to_string()), "Invalid credentials"),
+        ] {
+            let headers: Vec<(&str, &str)> = auth.iter().map(|v| ("authorization", v.as_str())).collect();
+            let r = sse_raw(h.addr(), &path, &headers).await.err().unwrap();
+            assert_eq!((r.status, r.body.as_str()), (401, body));
+            assert!(r.header("content-type").unwrap().starts_with("text/plain"));
+        }
+        let cases = [
+            ("scope=all".to_string(), 400, r#"{"detail":"connection_id is required to open an event stream; generate a UUID and reuse it when reconnecting so the connection survives the drop"}"#.to_string()),
+            (format!("connection_id={c}&scope=everything"), 400, r#"{"detail":"scope must be 'single' or 'all', got 'everything'"}"#.to_string()),
+            (format!("connection_id={c}&start_from=banana"), 400, r#"{"detail":"start_from must be 'head' or a sequence number, got 'banana'"}"#.to_string()),
+            (format!("connection_id={c}&rooms=00000000-0000-0000-0000-000000000000"), 403, r#"{"detail":"Room not found: 00000000-0000-0000-0000-000000000000"}"#.to_string()),
+            (format!("connection_id={c}&protocol=2&protocol_accepts=2"), 409, r#"{"detail":{"message":"this client speaks agent-protocol 2-2 and the server speaks 1-1; the ranges do not overlap, so update switch-core","contract":"agent-protocol","server":{"version":"0.19.0","speaks":1,"accepts":1},"client":{"speaks":2,"accepts":2},"remedy":"update switch-core"}}"#.to_string()),
+            (format!("connection_id={c}&protocol=one"), 422, r#"{"detail":[{"type":"int_parsing","loc":["query","protocol"],"msg":"Input should be a valid integer, unable to parse string as an integer","input":"one"}]}"#.to_string()),
+        ];
+        for (query, status, body) in cases {
+            let r = sse_try(&h, &a, &query, None).await.err().unwrap();
+            assert_eq!((r.status, r.body), (status, body), "{query}");
+        }
+        assert_eq!(h.connections(&a.id), 0);
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn last_event_id_wins_over_start_from() {
+    bounded(async {
+        let (h, a, _, room) = world(Generation::Released).await;
+        for i in 1..=3 {
+            h.post_as_user(&room, "carol", &format!("m{i}"));
+        }
+        let q = format!("connection_id={}&rooms={room}&start_from=0", cid());
+        let mut s = sse_try(&h, &a, &q, Some("2")).await.ok().unwrap();
+        assert_eq!(s.next().await.1["cursor"], 2);
+        let (event, data, id) = s.next().await;
+        assert_eq!(
+            (event.as_str(), id.as_deref(), data["payload"]["body"].as_str()),
+            ("message", Some("3"), Some("m3"))
+        );
+        s.quiet(Duration::from_millis(200)).await;
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn beats() {
+    bounded(async {
+        let (h, a, _, room) = world(Generation::Released).await;
+        let c = cid();
+        let mut s = sse(&h, &a, &format!("connection_id={c}&rooms={room}")).await;
+        s.next().await;
+        assert_eq!(beat(&h, &a, &c, 0).await, (200, json!({"ok": true, "rooms": [room], "cursor": 0})));
+        h.post_as_user(&room, "carol", "one");
+        h.post_as_user(&room, "carol", "two");
+        assert_eq!(beat(&h, &a, &c, 1).await.1["cursor"], 1);
+        assert_eq!(beat(&h, &a, &c, 0).await.1["cursor"], 1, "never rewinds");
+        assert_eq!(beat(&h, &a, &c, 99).await.1["cursor"], 2, "clamped to the head");
+        let raw = post(&h, &format!("/agents/{}/connection/beat", a.id), &a.key, r#"{"connection_id":"nope","cursor":0}"#).await;
+        assert_eq!((raw.status, raw.body.as_str()), (404, r#"{"detail":"connection nope is not open; reconnect and resume from your cursor"}"#));
+        let bad = post(&h, &format!("/agents/{}/connection/beat", a.id), &a.key, r#"{"cursor":0}"#).await;
+        assert_eq!(
+            (bad.status, bad.body.as_str()),
+            (422, r#"{"detail":[{"type":"missing","loc":["body","connection_id"],"msg":"Field required","input":{"cursor":0}}]}"#)
+        );
+        assert_eq!(route(&h, &a, "beat", "not json").await.0, 422);
+        assert_eq!(route(&h, &a, "beat", &format!(r#"{{"connection_id":"{c}","cursor":"x"}}"#)).await.0, 422);
+        let (status, body) = route(&h, &a, "beat", &format!(r#"{{"connection_id":"{c}","cursor":2,"generation":0}}"#)).await;
+        assert_eq!((status, body["code"].as_str()), (409, Some("taken_over")));
+        // The stream goes away: the connection survives, but beats alone cannot hold it.
+        drop(s);
+        let mut answer = (0, Value::Null);
+        for _ in 0..50 {
+            answer = beat(&h, &a, &c, 2).await;
+            if answer.0 == 409 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let detail = format!("connection {c} has no stream attached; reopen the event stream");
+        assert_eq!(answer, (409, json!({"detail": detail, "code": "no_stream"})));
+        assert_eq!(h.connections(&a.id), 1);
+        let r = request(h.addr(), "POST", &format!("/agents/{}/connection/beat", a.id), &[], Some("{}")).await;
+        assert_eq!((r.status, r.body.as_str()), (401, "Missing or invalid Authorization header"));
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn takeover_and_lapse_end_the_stream() {
+    bounded(async {
+        let mut c = cfg(Generation::Released);
+        c.heartbeat_ttl = Duration::from_millis(300);
+        let h = peer(c).await;
+        let a = h.add_agent("alice");
+        let id = cid();
+        let mut s1 = sse(&h, &a, &format!("connection_id={id}")).await;
+        s1.next().await;
+        let mut s2 = sse(&h, &a, &format!("connection_id={id}")).await;
+        assert_eq!(s2.next().await.0, "connection_state");
+        assert_eq!(
+            s1.next_raw().await,
+            Some((
+                "evicted".into(),
+                r#"{"reason":"another stream attached to this connection"}"#.into(),
+                None
+            ))
+        );
+        assert_eq!(s1.next_raw().await, None);
+        assert!(s1.finished, "the stream ends with the last chunk");
+        // No beats: the connection lapses.
+        assert_eq!(
+            s2.next_raw().await,
+            Some((
+                "evicted".into(),
+                r#"{"reason":"heartbeat lapsed; reopen the stream and resume from your cursor"}"#.into(),
+                None
+            ))
+        );
+        assert_eq!(s2.next_raw().await, None);
+        assert!(s2.finished);
+        assert_eq!(beat(&h, &a, &id, 0).await.0, 404);
+        assert_eq!(h.connections(&a.id), 0);
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn beats_keep_a_stream_alive() {
+    bounded(async {
+        let mut c = cfg(Generation::Released);
+        c.heartbeat_ttl = Duration::from_millis(300);
+        let h = peer(c).await;
+        let a = h.add_agent("alice");
+        let id = cid();
+        let mut s = sse(&h, &a, &format!("connection_id={id}")).await;
+        s.next().await;
+        for _ in 0..8 {
+            assert_eq!(beat(&h, &a, &id, 0).await.0, 200);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(h.connections(&a.id), 1);
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn keepalive_comments_when_idle() {
+    bounded(async {
+        let mut c = cfg(Generation::Released);
+        c.keepalive = Duration::from_millis(100);
+        let h = peer(c).await;
+        let a = h.add_agent("alice");
+        let mut s = sse(&h, &a, &format!("connection_id={}", cid())).await;
+        s.next().await;
+        assert_eq!(s.item_within(WAIT).await, Some(Item::Comment("keepalive".into())));
+        assert_eq!(s.item_within(WAIT).await, Some(Item::Comment("keepalive".into())));
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn restart_gap_in_the_released_shape() {
+    bounded(async {
+        let (h, a, _, room) = world(Generation::Released).await;
+        let id = cid();
+        let mut s = sse(&h, &a, &format!("connection_id={id}&rooms={room}")).await;
+        s.next().await;
+        for i in 1..=3 {
+            h.post_as_user(&room, "carol", &format!("m{i}"));
+            s.next().await;
+        }
+        h.restart(true);
+        assert_eq!(s.next_raw().await, None);
+        assert!(s.finished);
+        let mut s = sse_try(&h, &a, &format!("connection_id={id}&rooms={room}"), Some("3"))
+            .await
+            .ok()
+            .unwrap();
+        s.next().await;
+        assert_eq!(
+            s.next_raw().await,
+            Some((
+                "gap".into(),
+                format!(r#"{{"from_sequence":3,"resumed_at":0,"reason":"{RESTART_REASON}"}}"#),
+                None
+            ))
+        );
+        h.post_as_user(&room, "carol", "after");
+        assert_eq!(s.next().await.2.as_deref(), Some("1"));
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_current_generation_serves_sse_with_the_newer_fields() {
+    bounded(async {
+        let (h, a, _, room) = world(Generation::Current).await;
+        let id = cid();
+        let mut s1 = sse(&h, &a, &format!("connection_id={id}&rooms={room}")).await;
+        let (_, state, _) = s1.next().await;
+        let generation = state["generation"].as_u64().unwrap();
+        assert_eq!(
+            state["server"]["contracts"]["agent-protocol"],
+            json!({"speaks": 6, "accepts": 1})
+        );
+        let mut s2 = sse(&h, &a, &format!("connection_id={id}&expected_generation={generation}")).await;
+        s2.next().await;
+        let (event, data, _) = s1.next().await;
+        assert_eq!(
+            (event.as_str(), data),
+            (
+                "evicted",
+                json!({"code": "taken_over", "reason": "another stream attached to this connection"})
+            )
+        );
+        // A stale generation is refused with HTTP 409 and code taken_over.
+        let r = sse_try(
+            &h,
+            &a,
+            &format!("connection_id={id}&expected_generation={generation}"),
+            None,
+        )
+        .await
+        .err()
+        .unwrap();
+        assert_eq!(r.status, 409);
+        let v = r.json();
+        assert_eq!(v["code"], "taken_over");
+        assert!(v["detail"].as_str().unwrap().starts_with("taken_over: "));
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn events_older_than_the_max_age_leave_the_buffer() {
+    bounded(async {
+        let mut c = cfg(Generation::Released);
+        c.replay_max_age = Duration::from_millis(100);
+        let h = peer(c).await;
+        let a = h.add_agent("alice");
+        let room = h.add_room("lobby", &[&a.id]);
+        h.post_as_user(&room, "carol", "old");
+        h.post_as_user(&room, "carol", "old too");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        h.post_as_user(&room, "carol", "fresh");
+        let mut s = sse(&h, &a, &format!("connection_id={}&rooms={room}&start_from=0", cid())).await;
+        assert_eq!(s.next().await.1["cursor"], 0);
+        let (event, data, _) = s.next_raw().await.unwrap();
+        assert_eq!(
+            (event.as_str(), data.as_str()),
+            (
+                "gap",
+                r#"{"from_sequence":0,"resumed_at":2,"reason":"events older than the retention window were dropped; re-read room context"}"#
+            )
+        );
+        let (_, data, id) = s.next().await;
+        assert_eq!((id.as_deref(), data["payload"]["body"].as_str()), (Some("3"), Some("fresh")));
+        h.shutdown().await;
+    })
+    .await;
+}
