@@ -5,8 +5,12 @@
 //! - [`rkt::client`]: [`rkt::RktClient`], an async RKT client.
 //! - [`moltzap`]: [`moltzap::MoltZapClient`], an async MoltZap client (both generations), and
 //!   [`moltzap::register`].
+//! - [`switch`]: [`switch::SwitchClient`], a Switch Rooms agent connection (WebSocket, or SSE
+//!   plus beats for switch-core 0.19) with operations over HTTP/1.1.
 //!
-//! Each keeps its socket in a `wire::Wire`, the WebSocket plumbing every protocol's driver shares.
+//! The RKT and MoltZap drivers keep their socket in a `wire::Wire`, the WebSocket plumbing they
+//! share; the Switch driver has its own (a connection outlives its sockets, and one may be an SSE
+//! stream).
 
 // `RktError` (the engine's error, returned by value as the engine does) and tungstenite's
 // `ErrorResponse` (its upgrade callback's signature) are large: that is their API, not ours.
@@ -16,6 +20,7 @@ mod clock;
 pub mod moltzap;
 mod pump;
 pub mod rkt;
+pub mod switch;
 mod wire;
 
 pub use clock::{now_ms, OsEntropy};

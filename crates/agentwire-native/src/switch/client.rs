@@ -1,0 +1,248 @@
+//! [`SwitchClient`]: one agent connection, its events, and operations acting for it.
+
+use super::driver::{Command, Driver};
+use super::http::{check_key, exchange, Origin};
+use super::socket::{Dialer, CLOSE_GRACE};
+use super::Status;
+use crate::{now_ms, OsEntropy};
+use agentwire_core::ErrorKind;
+use agentwire_switch::frame::ConnectionState;
+use agentwire_switch::ops::{self, Operation, OpsCatalog, Placed, Subscribed};
+use agentwire_switch::{Connection, ConnectionConfig, Event, HttpRequest, State, SwitchError};
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// Each operation's bound unless [`SwitchOptions::op_timeout`] says otherwise.
+pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(30);
+/// [`SwitchClient::connect`] waits for the first `connection_state` at most this many times the
+/// engine's `open_timeout_ms` (the engine's own reconnects, with their backoff, run meanwhile).
+pub const CONNECT_OPEN_TIMEOUTS: u32 = 3;
+
+/// How a client is set up beyond the engine's [`ConnectionConfig`].
+#[derive(Debug, Clone)]
+pub struct SwitchOptions {
+    /// Events waiting in the channel for [`SwitchClient::next_event`] (default 256). Beyond it,
+    /// events wait in the engine, bounded by `max_queued_events` (see the module docs).
+    pub event_capacity: usize,
+    /// Each operation's bound, from connecting to the last byte (default 30 s).
+    pub op_timeout: Duration,
+    /// `connect`'s bound; `None`: [`CONNECT_OPEN_TIMEOUTS`] × `open_timeout_ms`.
+    pub connect_timeout: Option<Duration>,
+}
+
+impl Default for SwitchOptions {
+    fn default() -> Self {
+        SwitchOptions {
+            event_capacity: 256,
+            op_timeout: DEFAULT_OP_TIMEOUT,
+            connect_timeout: None,
+        }
+    }
+}
+
+/// An agent connection to a Switch server, attached. Events arrive through
+/// [`SwitchClient::next_event`] (the first is the `Connected` of the first attach); operations
+/// run concurrently over HTTP (`&self`), each cancel-safe. Dropping the client closes the
+/// connection; [`SwitchClient::close`] does it and waits.
+pub struct SwitchClient {
+    origin: Origin,
+    key: Arc<str>,
+    agent_id: String,
+    connection_id: String,
+    attached: ConnectionState,
+    op_timeout: Duration,
+    commands: mpsc::UnboundedSender<Command>,
+    events: mpsc::Receiver<Event>,
+    status: Arc<Mutex<Status>>,
+    task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for SwitchClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwitchClient")
+            .field("origin", &self.origin)
+            .field("agent_id", &self.agent_id)
+            .field("connection_id", &self.connection_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SwitchClient {
+    /// Connects with [`SwitchOptions::default`].
+    pub async fn connect(origin: &str, key: &str, cfg: ConnectionConfig) -> Result<SwitchClient, SwitchError> {
+        Self::connect_with(origin, key, cfg, SwitchOptions::default()).await
+    }
+
+    /// Opens the connection at `origin` (`http://host:port` or `ws://host:port`, optionally with
+    /// a path prefix) with `key`, and resolves on the first `connection_state`. It fails with the
+    /// error of the engine's `Stopped` (a refusal, a bad key, a server without the chosen
+    /// transport) as soon as the engine gives up, or with a `timeout` error when nothing attached
+    /// within [`SwitchOptions::connect_timeout`] (default [`CONNECT_OPEN_TIMEOUTS`] ×
+    /// `cfg.open_timeout_ms`; the engine reopens with its backoff in between). Invalid parameters
+    /// are an `invalid` error before anything is sent.
+    pub async fn connect_with(
+        origin: &str,
+        key: &str,
+        cfg: ConnectionConfig,
+        opts: SwitchOptions,
+    ) -> Result<SwitchClient, SwitchError> {
+        let parsed = Origin::parse(origin)?;
+        check_key(key)?;
+        let limit = opts.connect_timeout.unwrap_or_else(|| {
+            Duration::from_millis(cfg.open_timeout_ms.saturating_mul(u64::from(CONNECT_OPEN_TIMEOUTS)))
+        });
+        let key: Arc<str> = Arc::from(key);
+        let dialer = Dialer {
+            origin: parsed.clone(),
+            key: key.clone(),
+            max_message_bytes: cfg.decode.max_message_bytes,
+            open_timeout: Duration::from_millis(cfg.open_timeout_ms.max(1)),
+        };
+        let (agent_id, connection_id) = (cfg.open.agent_id.clone(), cfg.open.connection_id.clone());
+        let mut conn = Connection::new(cfg, Box::new(OsEntropy));
+        conn.start(now_ms())?;
+        let status = Arc::new(Mutex::new(Status {
+            state: conn.state(),
+            wire: conn.wire(),
+            cursor: conn.cursor(),
+            generation: None,
+            rooms: Vec::new(),
+            attempt: 0,
+            last_problem: None,
+        }));
+        let (commands, inbox) = mpsc::unbounded_channel();
+        let (events_tx, events) = mpsc::channel(opts.event_capacity.max(1));
+        let (ready, attached) = oneshot::channel();
+        let seen = status.clone();
+        let driver = Driver::new(conn, dialer, events_tx, inbox, status.clone(), ready);
+        let task = tokio::spawn(driver.run());
+        let client = |attached| SwitchClient {
+            origin: parsed,
+            key,
+            agent_id,
+            connection_id,
+            attached,
+            op_timeout: opts.op_timeout,
+            commands,
+            events,
+            status,
+            task,
+        };
+        match tokio::time::timeout(limit, attached).await {
+            Ok(Ok(Ok(state))) => Ok(client(state)),
+            Ok(Ok(Err(e))) => Err(e),
+            Ok(Err(_)) => Err(SwitchError::local(ErrorKind::Closed, "the connection task ended")),
+            Err(_) => {
+                let last = seen.lock().ok().and_then(|s| s.last_problem.clone());
+                let m = format!(
+                    "no connection_state from {origin} within {} ms{}",
+                    limit.as_millis(),
+                    last.map(|l| format!(" (last: {l})")).unwrap_or_default()
+                );
+                Err(SwitchError::local(ErrorKind::Timeout, m))
+            } // the task sees its commands end and closes
+        }
+    }
+
+    pub fn agent_id(&self) -> &str {
+        &self.agent_id
+    }
+
+    pub fn connection_id(&self) -> &str {
+        &self.connection_id
+    }
+
+    /// The `connection_state` of the first attach.
+    pub fn attached(&self) -> &ConnectionState {
+        &self.attached
+    }
+
+    /// Where the connection is now.
+    pub fn status(&self) -> Status {
+        match self.status.lock() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Changes the bound of later operations.
+    pub fn set_op_timeout(&mut self, timeout: Duration) {
+        self.op_timeout = timeout;
+    }
+
+    /// The next event; `None` after `Stopped` (and after `close`).
+    pub async fn next_event(&mut self) -> Option<Event> {
+        self.events.recv().await
+    }
+
+    /// An event already waiting, if any.
+    pub fn try_next_event(&mut self) -> Option<Event> {
+        self.events.try_recv().ok()
+    }
+
+    async fn send(&self, request: &HttpRequest) -> Result<(u16, String), SwitchError> {
+        exchange(&self.origin, &self.key, request, self.op_timeout).await
+    }
+
+    /// Runs operation `name` with `args` (a JSON object) for this connection; the answer's
+    /// `result`, raw. The server's refusals are typed: 400 `invalid` (bad argument, not
+    /// connected to a room), 403 `auth`, 404 `invalid` (unknown operation), 409 `state`.
+    pub async fn op(&self, name: &str, args_json: &str) -> Result<Box<RawValue>, SwitchError> {
+        let request = ops::op(&self.agent_id, Some(&self.connection_id), name, args_json)?;
+        let (status, body) = self.send(&request).await?;
+        ops::decode_result(status, &body)
+    }
+
+    /// A typed operation for this connection: `client.call(&PostMessage::new("hi"))`.
+    pub async fn call<O: Operation>(&self, args: &O) -> Result<O::Output, SwitchError> {
+        let request = ops::request(&self.agent_id, Some(&self.connection_id), args)?;
+        let (status, body) = self.send(&request).await?;
+        ops::decode::<O>(status, &body)
+    }
+
+    /// `GET ops`: the operations the server offers.
+    pub async fn list_ops(&self) -> Result<OpsCatalog, SwitchError> {
+        let (status, body) = self.send(&ops::list_ops(&self.agent_id)?).await?;
+        ops::decode_ops(status, &body)
+    }
+
+    /// Claims `room` cooperatively (409 when a live sibling holds it, unless `takeover`).
+    pub async fn subscribe(&self, room: &str, takeover: bool) -> Result<Subscribed, SwitchError> {
+        let request = ops::subscribe(&self.agent_id, &self.connection_id, room, takeover)?;
+        let (status, body) = self.send(&request).await?;
+        ops::decode_subscribe(status, &body)
+    }
+
+    pub async fn unsubscribe(&self, room: &str) -> Result<Subscribed, SwitchError> {
+        let request = ops::unsubscribe(&self.agent_id, &self.connection_id, room)?;
+        let (status, body) = self.send(&request).await?;
+        ops::decode_unsubscribe(status, &body)
+    }
+
+    /// Replaces every placement of this connection (session id → room), fenced with the
+    /// generation of the last `connection_state`.
+    pub async fn placements(&self, map: &BTreeMap<String, String>) -> Result<Placed, SwitchError> {
+        let generation = self.status().generation;
+        let request = ops::placements(&self.agent_id, &self.connection_id, map, generation.as_ref())?;
+        let (status, body) = self.send(&request).await?;
+        ops::decode_placements(status, &body)
+    }
+
+    /// Closes the connection (a WebSocket with 1000) and waits, bounded, for its task to end.
+    /// Events not read yet are dropped.
+    pub async fn close(mut self) {
+        self.events.close();
+        let _ = self.commands.send(Command::Close);
+        let task = &mut self.task;
+        let _ = tokio::time::timeout(CLOSE_GRACE + Duration::from_secs(1), task).await;
+    }
+
+    /// True once the connection has stopped (closed, refused, taken over).
+    pub fn is_stopped(&self) -> bool {
+        self.status().state == State::Stopped
+    }
+}

@@ -1,0 +1,292 @@
+//! The task that owns a [`Connection`]: it performs the engine's transmits (opens, the pong,
+//! beats, closes), feeds it what the socket, the beats and the clock bring, and hands its events
+//! to the client through a bounded channel.
+//!
+//! **Backpressure.** The socket is always read, so pings are answered and beats sent whatever
+//! the reader does. Events are taken from the engine only while the channel has room (one more
+//! waits, parked, for a slot); the rest stay queued in the engine, whose `max_queued_events` is
+//! the bound: past it the engine takes no further event and, once the reader has drained the
+//! queue, reopens from its cursor, so a slow reader loses nothing and memory stays bounded by
+//! `event_capacity + 1 + max_queued_events` events (plus the engine's control slack).
+
+use super::socket::{Dialer, Incoming, OpenFailed, Socket, CLOSE_GRACE};
+use super::Status;
+use crate::clock::until;
+use crate::now_ms;
+use agentwire_core::ErrorKind;
+use agentwire_switch::connection::Transmit;
+use agentwire_switch::frame::ConnectionState;
+use agentwire_switch::{Connection, Event, SwitchError};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// What the client asks of its task.
+pub(crate) enum Command {
+    Close,
+}
+
+type Opening = Pin<Box<dyn Future<Output = Result<Socket, OpenFailed>> + Send>>;
+type BeatAnswer = (u64, Result<(u16, String), SwitchError>);
+pub(crate) type Ready = oneshot::Sender<Result<ConnectionState, SwitchError>>;
+
+pub(crate) struct Driver {
+    pub(crate) conn: Connection,
+    pub(crate) dialer: Dialer,
+    pub(crate) events: mpsc::Sender<Event>,
+    pub(crate) commands: mpsc::UnboundedReceiver<Command>,
+    pub(crate) status: Arc<Mutex<Status>>,
+    /// Until the first `Connected` (or `Stopped`): who waits in `connect`.
+    pub(crate) ready: Option<Ready>,
+    /// Bound on a beat (the engine's own beat timeout decides first).
+    pub(crate) beat_timeout: Duration,
+    socket: Option<Socket>,
+    opening: Option<Opening>,
+    beats: JoinSet<BeatAnswer>,
+    /// WebSocket closing handshakes in flight.
+    closing: Vec<JoinHandle<()>>,
+    /// An event taken from the engine, waiting for room in the channel.
+    parked: Option<Event>,
+    /// `Stopped` was taken from the engine: the task ends once it is delivered.
+    stopped: bool,
+}
+
+impl Driver {
+    pub(crate) fn new(
+        conn: Connection,
+        dialer: Dialer,
+        events: mpsc::Sender<Event>,
+        commands: mpsc::UnboundedReceiver<Command>,
+        status: Arc<Mutex<Status>>,
+        ready: Ready,
+    ) -> Self {
+        let beat_timeout = Duration::from_millis(conn.config().beat_timeout_ms.saturating_add(1_000));
+        Driver {
+            conn,
+            dialer,
+            events,
+            commands,
+            status,
+            ready: Some(ready),
+            beat_timeout,
+            socket: None,
+            opening: None,
+            beats: JoinSet::new(),
+            closing: Vec::new(),
+            parked: None,
+            stopped: false,
+        }
+    }
+
+    /// Runs until the connection has stopped and its `Stopped` was delivered (or nobody reads).
+    pub(crate) async fn run(mut self) {
+        let mut commands_open = true;
+        loop {
+            self.flush().await;
+            self.publish();
+            if self.stopped && self.parked.is_none() {
+                break;
+            }
+            let wake = self.conn.poll_timeout().map(until);
+            tokio::select! {
+                command = self.commands.recv(), if commands_open => {
+                    if command.is_none() {
+                        commands_open = false; // the client is gone
+                    }
+                    self.conn.close(now_ms());
+                }
+                opened = next_opened(&mut self.opening) => {
+                    self.opening = None;
+                    let now = now_ms();
+                    match opened {
+                        Ok(socket) => {
+                            self.socket = Some(socket);
+                            self.conn.handle_open(now);
+                        }
+                        Err((status, body)) => self.conn.handle_open_failed(now, status, &body),
+                    }
+                }
+                incoming = next_incoming(&mut self.socket) => self.on_incoming(incoming),
+                Some(answer) = self.beats.join_next(), if !self.beats.is_empty() => {
+                    if let Ok((id, answer)) = answer {
+                        let now = now_ms();
+                        match answer {
+                            Ok((status, body)) => self.conn.handle_http_response(now, id, status, &body),
+                            Err(e) => self.conn.handle_http_failed(now, id, &e.message),
+                        }
+                    }
+                }
+                () = send_parked(&self.events, &mut self.parked), if self.parked.is_some() => {}
+                _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
+                    self.conn.handle_timeout(now_ms());
+                }
+            }
+        }
+        self.finish().await;
+    }
+
+    /// Drains the engine's transmits and events until both are empty (events only while the
+    /// channel has room).
+    async fn flush(&mut self) {
+        loop {
+            let mut progressed = false;
+            while let Some(t) = self.conn.poll_transmit() {
+                progressed = true;
+                self.transmit(t).await;
+            }
+            while self.parked.is_none() {
+                let Some(event) = self.conn.poll_event() else { break };
+                progressed = true;
+                self.observe(&event);
+                match self.events.try_send(event) {
+                    Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+                    Err(mpsc::error::TrySendError::Full(event)) => self.parked = Some(event),
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    async fn transmit(&mut self, t: Transmit) {
+        match t {
+            Transmit::Open(open) => {
+                self.drop_socket(None);
+                self.opening = Some(Box::pin(self.dialer.clone().open(open)));
+            }
+            Transmit::Text(text) => {
+                let Some(socket) = &mut self.socket else { return };
+                if let Err(reason) = socket.send_text(text).await {
+                    self.drop_socket(None);
+                    self.conn.handle_close(now_ms(), 1006, &reason);
+                }
+            }
+            Transmit::Http { id, request } => {
+                let (origin, key, limit) = (self.dialer.origin.clone(), self.dialer.key.clone(), self.beat_timeout);
+                self.beats
+                    .spawn(async move { (id, super::http::exchange(&origin, &key, &request, limit).await) });
+            }
+            Transmit::Close { code, reason } => {
+                self.opening = None;
+                // Every close makes the engine forget the beat in flight: its answer would only be late.
+                self.beats.abort_all();
+                self.drop_socket(Some((code, &reason)));
+            }
+        }
+    }
+
+    /// Drops the current socket; a WebSocket gets its close frame in a task of its own.
+    fn drop_socket(&mut self, frame: Option<(u16, &str)>) {
+        if let Some(socket) = self.socket.take() {
+            self.closing.retain(|h| !h.is_finished());
+            if let Some(handle) = socket.close(frame.or(Some((1000, "")))) {
+                self.closing.push(handle);
+            }
+        }
+    }
+
+    fn on_incoming(&mut self, incoming: Incoming) {
+        let now = now_ms();
+        match incoming {
+            Incoming::Text(text) => self.conn.handle_text(now, text.as_str()),
+            Incoming::Binary(bytes) => self.conn.handle_binary(now, &bytes),
+            Incoming::Bytes(bytes) => self.conn.handle_bytes(now, &bytes),
+            Incoming::Closed { code, reason } => {
+                // Answer the peer's close frame (or drop the stream), then tell the engine.
+                if let Some(socket) = self.socket.take() {
+                    self.closing.retain(|h| !h.is_finished());
+                    self.closing.extend(socket.close(None));
+                }
+                self.conn.handle_close(now, code, &reason);
+            }
+        }
+    }
+
+    /// What the task itself needs from an event on its way to the reader.
+    fn observe(&mut self, event: &Event) {
+        match event {
+            Event::Connected { state, .. } => {
+                if let Some(ready) = self.ready.take() {
+                    self.publish(); // `connect` returns into a client whose status is already Live
+                    let _ = ready.send(Ok(state.clone()));
+                }
+            }
+            Event::Disconnected { reason, .. } => {
+                if let Ok(mut s) = self.status.lock() {
+                    s.last_problem = Some(reason.clone());
+                }
+            }
+            Event::Stopped { error } => {
+                self.stopped = true;
+                if let Some(ready) = self.ready.take() {
+                    let error = error.clone().unwrap_or_else(|| {
+                        SwitchError::local(ErrorKind::Closed, "the connection was closed before it attached")
+                    });
+                    let _ = ready.send(Err(error));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Copies the engine's position for the client's `status()`.
+    fn publish(&self) {
+        let Ok(mut s) = self.status.lock() else { return };
+        s.state = self.conn.state();
+        s.wire = self.conn.wire();
+        s.cursor = self.conn.cursor();
+        s.attempt = self.conn.attempt();
+        if s.generation.as_ref() != self.conn.generation() {
+            s.generation = self.conn.generation().cloned();
+        }
+        if s.rooms != self.conn.rooms() {
+            s.rooms = self.conn.rooms().to_vec();
+        }
+    }
+
+    /// Ends what is left: the socket (its close frame), beats, and waits (bounded) for the
+    /// closing handshakes.
+    async fn finish(&mut self) {
+        self.drop_socket(None);
+        self.opening = None;
+        self.beats.abort_all();
+        let closing = std::mem::take(&mut self.closing);
+        let _ = tokio::time::timeout(CLOSE_GRACE + Duration::from_millis(500), async {
+            for handle in closing {
+                let _ = handle.await;
+            }
+        })
+        .await;
+    }
+}
+
+async fn next_opened(opening: &mut Option<Opening>) -> Result<Socket, OpenFailed> {
+    match opening {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sends the parked event once the channel has room (drops it when nobody reads any more).
+/// Cancel-safe: the event leaves `parked` only with a slot reserved.
+async fn send_parked(events: &mpsc::Sender<Event>, parked: &mut Option<Event>) {
+    match events.reserve().await {
+        Ok(permit) => {
+            if let Some(event) = parked.take() {
+                permit.send(event);
+            }
+        }
+        Err(_) => *parked = None,
+    }
+}
+
+async fn next_incoming(socket: &mut Option<Socket>) -> Incoming {
+    match socket {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}

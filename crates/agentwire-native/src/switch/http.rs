@@ -1,0 +1,392 @@
+//! A small HTTP/1.1 client over a tokio `TcpStream`, for what Switch needs: one request per
+//! connection (`Connection: close`) with `Authorization: Bearer <key>` added, the response head
+//! read with `httparse` (at most [`MAX_HEAD_BYTES`]), and the body by `Content-Length`,
+//! `chunked` (decoded incrementally, so an SSE stream is read as it arrives) or up to the close.
+//! No TLS.
+
+use super::chunked::Dechunker;
+use agentwire_core::ErrorKind;
+use agentwire_switch::ops::MAX_RESPONSE_BYTES;
+use agentwire_switch::{HttpRequest, SwitchError};
+use std::fmt::Write as _;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Largest response head (status line and headers).
+pub(crate) const MAX_HEAD_BYTES: usize = 16 << 10;
+/// Most headers read from a response head.
+const MAX_HEADERS: usize = 64;
+/// Bytes read from the socket at a time.
+const READ_BUF: usize = 16 << 10;
+
+/// Where requests go: `http://host:port[/prefix]` or `ws://…` (the same server).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Origin {
+    /// `host:port`, the `Host` header and what the socket connects to.
+    pub(crate) authority: String,
+    /// A path prefix before every `/agents/...` path, without a trailing `/` (often empty).
+    pub(crate) prefix: String,
+}
+
+impl Origin {
+    pub(crate) fn parse(origin: &str) -> Result<Origin, SwitchError> {
+        let invalid = |m: &str| SwitchError::local(ErrorKind::Invalid, format!("{origin}: {m}"));
+        let rest = match origin.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("ws") => rest,
+            Some((scheme, _)) if scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("wss") => {
+                return Err(invalid("this build has no TLS support"))
+            }
+            Some(_) => return Err(invalid("expected an http:// or ws:// origin")),
+            None => origin,
+        };
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        if authority.is_empty()
+            || authority.starts_with(':')
+            || authority.chars().any(|c| "@ ?#".contains(c) || c.is_control())
+        {
+            return Err(invalid("no host"));
+        }
+        let has_port = authority
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| p.parse::<u16>().is_ok() && (!h.contains(':') || h.ends_with(']')));
+        let authority = if has_port {
+            authority.to_owned()
+        } else {
+            format!("{authority}:80")
+        };
+        let path = path.trim_end_matches('/');
+        if path.chars().any(|c| "?# ".contains(c) || c.is_control()) {
+            return Err(invalid("the origin may not carry a query, a fragment or spaces"));
+        }
+        let prefix = if path.is_empty() {
+            String::new()
+        } else {
+            format!("/{path}")
+        };
+        Ok(Origin { authority, prefix })
+    }
+
+    /// The WebSocket URL of a request path (`/agents/...?...`).
+    pub(crate) fn ws_url(&self, path: &str) -> String {
+        format!("ws://{}{}{path}", self.authority, self.prefix)
+    }
+}
+
+/// The key goes into a header: refuse anything that could break the request.
+pub(crate) fn check_key(key: &str) -> Result<(), SwitchError> {
+    if key.is_empty() || key.len() > 4096 || !key.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(SwitchError::local(
+            ErrorKind::Invalid,
+            "the agent key must be 1..=4096 printable ASCII characters without spaces",
+        ));
+    }
+    Ok(())
+}
+
+fn closed(m: String) -> SwitchError {
+    SwitchError::local(ErrorKind::Closed, m).retryable(true)
+}
+
+fn decode(m: impl std::fmt::Display) -> SwitchError {
+    SwitchError::local(ErrorKind::Decode, format!("HTTP answer: {m}"))
+}
+
+/// One request, its whole answer: `(status, body)`; bounded by `timeout` from connecting to
+/// the last byte, and the body by [`MAX_RESPONSE_BYTES`].
+pub(crate) async fn exchange(
+    origin: &Origin,
+    key: &str,
+    request: &HttpRequest,
+    timeout: Duration,
+) -> Result<(u16, String), SwitchError> {
+    let call = async {
+        let response = Response::send(origin, key, request).await?;
+        let status = response.status;
+        Ok((status, response.body_string(MAX_RESPONSE_BYTES).await?))
+    };
+    match tokio::time::timeout(timeout, call).await {
+        Ok(r) => r,
+        Err(_) => Err(SwitchError::local(
+            ErrorKind::Timeout,
+            format!(
+                "no answer to {} {} from {} within {} ms",
+                request.method.as_str(),
+                path_only(&request.path),
+                origin.authority,
+                timeout.as_millis()
+            ),
+        )),
+    }
+}
+
+/// The path of a request without its query (for messages).
+fn path_only(path: &str) -> &str {
+    path.split('?').next().unwrap_or(path)
+}
+
+/// The request bytes: method, path, `Host`, `Authorization`, the request's headers, the body.
+fn request_bytes(origin: &Origin, key: &str, request: &HttpRequest) -> Result<Vec<u8>, SwitchError> {
+    check_key(key)?;
+    let bad = |what: &str| SwitchError::local(ErrorKind::Invalid, format!("request {what} has control characters"));
+    if request.path.bytes().any(|b| b.is_ascii_control() || b == b' ') || !request.path.starts_with('/') {
+        return Err(bad("path"));
+    }
+    let mut head = format!(
+        "{} {}{} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {key}\r\n",
+        request.method.as_str(),
+        origin.prefix,
+        request.path,
+        origin.authority
+    );
+    for (name, value) in &request.headers {
+        if value.bytes().any(|b| b.is_ascii_control()) {
+            return Err(bad("header"));
+        }
+        let _ = write!(head, "{name}: {value}\r\n");
+    }
+    if let Some(body) = &request.body {
+        let _ = write!(head, "Content-Length: {}\r\n", body.len());
+    }
+    head.push_str("Connection: close\r\n\r\n");
+    let mut bytes = head.into_bytes();
+    if let Some(body) = &request.body {
+        bytes.extend_from_slice(body.as_bytes());
+    }
+    Ok(bytes)
+}
+
+/// How the body of a response is delimited, and how much of it is left.
+#[derive(Debug)]
+enum Body {
+    Length(u64),
+    Chunked(Dechunker),
+    ToClose,
+    Done,
+}
+
+/// A response whose head has been read; the body is read with [`Response::chunk`].
+#[derive(Debug)]
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    stream: TcpStream,
+    /// Bytes read past the head and not decoded yet.
+    pending: Vec<u8>,
+    body: Body,
+}
+
+impl Response {
+    /// Connects, sends the request and reads the head. Not bounded in time: the caller bounds it.
+    pub(crate) async fn send(origin: &Origin, key: &str, request: &HttpRequest) -> Result<Response, SwitchError> {
+        let bytes = request_bytes(origin, key, request)?;
+        let mut stream = TcpStream::connect(&origin.authority)
+            .await
+            .map_err(|e| closed(format!("cannot connect to {}: {e}", origin.authority)))?;
+        let _ = stream.set_nodelay(true);
+        stream
+            .write_all(&bytes)
+            .await
+            .map_err(|e| closed(format!("cannot send to {}: {e}", origin.authority)))?;
+        let mut buf = Vec::with_capacity(1024);
+        loop {
+            let (status, head_len, body) = loop {
+                if let Some(head) = parse_head(&buf)? {
+                    break head;
+                }
+                if buf.len() >= MAX_HEAD_BYTES {
+                    return Err(SwitchError::local(
+                        ErrorKind::Limit,
+                        format!("HTTP answer head over {MAX_HEAD_BYTES} bytes"),
+                    ));
+                }
+                let mut chunk = [0u8; 4096];
+                let room = (MAX_HEAD_BYTES - buf.len()).min(chunk.len());
+                let n = stream
+                    .read(&mut chunk[..room])
+                    .await
+                    .map_err(|e| closed(format!("{}: {e}", origin.authority)))?;
+                if n == 0 {
+                    return Err(closed(format!(
+                        "{} closed the connection before answering",
+                        origin.authority
+                    )));
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            };
+            buf.drain(..head_len);
+            // An informational answer (100 Continue) is followed by the real one.
+            if (100..200).contains(&status) {
+                continue;
+            }
+            return Ok(Response {
+                status,
+                stream,
+                pending: buf,
+                body,
+            });
+        }
+    }
+
+    /// The next piece of the body, decoded; `None` at its end. Cancel-safe: nothing read is
+    /// lost when the future is dropped (bytes are taken from the socket only by a completed read).
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Vec<u8>>, SwitchError> {
+        loop {
+            let mut out = Vec::new();
+            let input = std::mem::take(&mut self.pending);
+            match &mut self.body {
+                Body::Done => return Ok(None),
+                Body::ToClose => out = input,
+                Body::Length(left) => {
+                    let take = (*left).min(input.len() as u64) as usize;
+                    out.extend_from_slice(&input[..take]);
+                    *left -= take as u64;
+                    if *left == 0 {
+                        self.body = Body::Done;
+                    }
+                }
+                Body::Chunked(d) => {
+                    d.feed(&input, &mut out).map_err(decode)?;
+                    if d.done() {
+                        self.body = Body::Done;
+                    }
+                }
+            }
+            if !out.is_empty() {
+                return Ok(Some(out));
+            }
+            if matches!(self.body, Body::Done) {
+                return Ok(None);
+            }
+            let mut buf = vec![0u8; READ_BUF];
+            let n = self.stream.read(&mut buf).await.map_err(|e| closed(e.to_string()))?;
+            if n == 0 {
+                return match self.body {
+                    Body::ToClose => {
+                        self.body = Body::Done;
+                        Ok(None)
+                    }
+                    _ => Err(closed("the connection closed before the end of the body".into())),
+                };
+            }
+            buf.truncate(n);
+            self.pending = buf;
+        }
+    }
+
+    /// The whole body as text (lossy UTF-8), at most `limit` bytes (past it: a `limit` error).
+    pub(crate) async fn body_string(mut self, limit: usize) -> Result<String, SwitchError> {
+        let mut body = Vec::new();
+        while let Some(piece) = self.chunk().await? {
+            if body.len() + piece.len() > limit {
+                return Err(
+                    SwitchError::local(ErrorKind::Limit, format!("HTTP answer body over {limit} bytes"))
+                        .with_status(self.status),
+                );
+            }
+            body.extend_from_slice(&piece);
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
+    }
+}
+
+/// The status, the head's length and the body's framing, once `buf` holds a whole head.
+fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Body)>, SwitchError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let head_len = match response.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(decode(e)),
+    };
+    let status = response.code.ok_or_else(|| decode("no status"))?;
+    let mut chunked = false;
+    let mut length = None;
+    for h in response.headers.iter() {
+        if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked |= String::from_utf8_lossy(h.value)
+                .to_ascii_lowercase()
+                .contains("chunked");
+        } else if h.name.eq_ignore_ascii_case("content-length") {
+            let v = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            length = Some(v.ok_or_else(|| decode("bad Content-Length"))?);
+        }
+    }
+    let body = if (100..200).contains(&status) || status == 204 || status == 304 {
+        Body::Done
+    } else if chunked {
+        Body::Chunked(Dechunker::default())
+    } else {
+        match length {
+            Some(0) => Body::Done,
+            Some(n) => Body::Length(n),
+            None => Body::ToClose,
+        }
+    };
+    Ok(Some((status, head_len, body)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins() {
+        let o = Origin::parse("http://127.0.0.1:9/").unwrap();
+        assert_eq!((o.authority.as_str(), o.prefix.as_str()), ("127.0.0.1:9", ""));
+        let o = Origin::parse("ws://localhost/base/").unwrap();
+        assert_eq!((o.authority.as_str(), o.prefix.as_str()), ("localhost:80", "/base"));
+        assert_eq!(o.ws_url("/agents/a"), "ws://localhost:80/base/agents/a");
+        let o = Origin::parse("[::1]").unwrap();
+        assert_eq!(o.authority, "[::1]:80");
+        for bad in [
+            "https://x",
+            "wss://x",
+            "ftp://x",
+            "http://",
+            "http://u@h/",
+            "http://h/?q",
+            "http://:80",
+        ] {
+            assert_eq!(Origin::parse(bad).unwrap_err().kind, ErrorKind::Invalid, "{bad}");
+        }
+        assert!(Origin::parse("https://x").unwrap_err().message.contains("no TLS"));
+    }
+
+    #[test]
+    fn keys_and_requests() {
+        assert!(check_key("sk_switch_abc").is_ok());
+        for bad in ["", "a b", "a\r\nX: y", "é"] {
+            assert!(check_key(bad).is_err(), "{bad:?}");
+        }
+        let o = Origin::parse("http://h:1/p").unwrap();
+        let r = HttpRequest::post_json("/agents/a/ops/x".into(), "{}".into());
+        let text = String::from_utf8(request_bytes(&o, "k", &r).unwrap()).unwrap();
+        assert!(text.starts_with("POST /p/agents/a/ops/x HTTP/1.1\r\nHost: h:1\r\nAuthorization: Bearer k\r\n"));
+        assert!(
+            text.ends_with("Content-Length: 2\r\nConnection: close\r\n\r\n{}"),
+            "{text}"
+        );
+        let r = HttpRequest::get("/a".into()).with_header("X", "a\nb");
+        assert!(request_bytes(&o, "k", &r).is_err());
+    }
+
+    #[test]
+    fn heads() {
+        let (s, n, b) = parse_head(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}")
+            .unwrap()
+            .unwrap();
+        assert_eq!((s, n), (200, 38));
+        assert!(matches!(b, Body::Length(2)));
+        let (_, _, b) = parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert!(matches!(b, Body::Chunked(_)));
+        let (_, _, b) = parse_head(b"HTTP/1.1 200 OK\r\n\r\n").unwrap().unwrap();
+        assert!(matches!(b, Body::ToClose));
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\n").unwrap().is_none());
+        assert!(parse_head(b"garbage\r\n\r\n").is_err());
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n").is_err());
+    }
+}

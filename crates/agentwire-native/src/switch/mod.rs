@@ -1,0 +1,84 @@
+//! Switch Rooms over tokio: [`SwitchClient`], an agent connection (WebSocket, or the released
+//! generation's SSE stream plus beats) driven by the sans-IO [`agentwire_switch::Connection`],
+//! and operations over plain HTTP/1.1.
+//!
+//! The engine decides everything about the protocol (open parameters, pongs, beats, resume,
+//! gaps, reconnects and when to stop); the task behind a client only performs its transmits and
+//! reports what happened, with time from [`crate::now_ms`] and entropy from [`crate::OsEntropy`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), agentwire_switch::SwitchError> {
+//! use agentwire_native::switch::SwitchClient;
+//! use agentwire_switch::open::OpenParams;
+//! use agentwire_switch::ops::{ConnectToRoom, PostMessage};
+//! use agentwire_switch::{ConnectionConfig, Transport};
+//!
+//! let mut cfg = ConnectionConfig::new(OpenParams::new("agent-id", "0f8fad5b-d9cb-469f-a165-70867728950e"));
+//! cfg.transport = Transport::Auto;
+//! cfg.open.rooms = vec!["room-id".into()];
+//! let mut client = SwitchClient::connect("http://127.0.0.1:7751", "sk_switch_...", cfg).await?;
+//! client.call(&ConnectToRoom::new("room-id")).await?;
+//! client.call(&PostMessage::new("hello")).await?;
+//! while let Some(event) = client.next_event().await {
+//!     println!("{event:?}");
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! No TLS: `https://` and `wss://` origins are refused.
+
+mod chunked;
+mod client;
+mod driver;
+mod http;
+mod socket;
+
+pub use client::{SwitchClient, SwitchOptions, CONNECT_OPEN_TIMEOUTS, DEFAULT_OP_TIMEOUT};
+
+use agentwire_switch::frame::ConnGeneration;
+use agentwire_switch::ops::{self, OpsCatalog};
+use agentwire_switch::{State, SwitchError, Wire};
+use serde_json::value::RawValue;
+
+/// Where a connection is, as its task last saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Status {
+    pub state: State,
+    /// The transport of the current (or next) open.
+    pub wire: Wire,
+    /// The highest sequence handed to the reader's channel (the pong's and the resume's cursor).
+    pub cursor: Option<u64>,
+    /// The generation of the last `connection_state` (sent as `expected_generation`).
+    pub generation: Option<ConnGeneration>,
+    /// The covered rooms as the server last reported them.
+    pub rooms: Vec<String>,
+    /// Reconnect attempts since the connection was last stable.
+    pub attempt: u32,
+    /// The reason of the last `Disconnected`.
+    pub last_problem: Option<String>,
+}
+
+/// `POST /agents/{agent_id}/ops/{name}` with `args` (a JSON object), without a client: acting
+/// for `connection_id` when given. Returns the answer's `result`, raw. Bounded by
+/// [`DEFAULT_OP_TIMEOUT`].
+pub async fn op(
+    origin: &str,
+    key: &str,
+    agent_id: &str,
+    connection_id: Option<&str>,
+    name: &str,
+    args: &str,
+) -> Result<Box<RawValue>, SwitchError> {
+    let origin = http::Origin::parse(origin)?;
+    let request = ops::op(agent_id, connection_id, name, args)?;
+    let (status, body) = http::exchange(&origin, key, &request, DEFAULT_OP_TIMEOUT).await?;
+    ops::decode_result(status, &body)
+}
+
+/// `GET /agents/{agent_id}/ops`: the operations the server offers, without a client.
+pub async fn list_ops(origin: &str, key: &str, agent_id: &str) -> Result<OpsCatalog, SwitchError> {
+    let origin = http::Origin::parse(origin)?;
+    let request = ops::list_ops(agent_id)?;
+    let (status, body) = http::exchange(&origin, key, &request, DEFAULT_OP_TIMEOUT).await?;
+    ops::decode_ops(status, &body)
+}

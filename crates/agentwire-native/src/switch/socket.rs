@@ -1,0 +1,222 @@
+//! The socket of one open: a WebSocket, or the body of an SSE `GET`. Opening it, reading what
+//! arrives as the engine's inputs, writing the pong, and dropping it.
+
+use super::http::{Origin, Response};
+use agentwire_switch::connection::OpenRequest;
+use agentwire_switch::Wire;
+use futures_util::{SinkExt, StreamExt};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// How long a closing handshake may take (in its own task).
+pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// How long writing the pong may take before the socket counts as dead.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most bytes of a refused open's body read for its error.
+const REFUSAL_BODY: usize = 64 << 10;
+/// Bytes allowed on a WebSocket message beyond the engine's limit, so a message just over it
+/// still reaches the engine (and becomes its diagnostic) while a far larger one is refused unread.
+const FRAME_SLACK: usize = 4096;
+
+/// What an open needs besides its request.
+#[derive(Debug, Clone)]
+pub(crate) struct Dialer {
+    pub(crate) origin: Origin,
+    pub(crate) key: Arc<str>,
+    /// The engine's largest message; the WebSocket refuses far larger ones.
+    pub(crate) max_message_bytes: usize,
+    /// Bound on connecting and reading the SSE head (the engine's open timeout).
+    pub(crate) open_timeout: Duration,
+}
+
+/// An open that failed: the HTTP status of a refusal (`None`: no answer) and its body or reason.
+pub(crate) type OpenFailed = (Option<u16>, String);
+
+pub(crate) enum Socket {
+    Ws(Box<Ws>),
+    Sse(Box<Response>),
+}
+
+/// One input from the socket.
+pub(crate) enum Incoming {
+    Text(Utf8Bytes),
+    Binary(Vec<u8>),
+    /// A piece of the SSE body.
+    Bytes(Vec<u8>),
+    /// The socket or stream ended (1006: without a close frame, or any end of an SSE body).
+    Closed {
+        code: u16,
+        reason: String,
+    },
+}
+
+impl Dialer {
+    /// Performs a `Transmit::Open`: the WebSocket upgrade, or the SSE `GET` up to its `200` head.
+    pub(crate) async fn open(self, open: OpenRequest) -> Result<Socket, OpenFailed> {
+        match open.wire {
+            Wire::WebSocket => self.open_ws(open).await,
+            Wire::Sse => {
+                let limit = self.open_timeout;
+                match tokio::time::timeout(limit, self.open_sse(open)).await {
+                    Ok(r) => r,
+                    Err(_) => Err((
+                        None,
+                        format!("no answer to the stream open within {} ms", limit.as_millis()),
+                    )),
+                }
+            }
+        }
+    }
+
+    async fn open_ws(&self, open: OpenRequest) -> Result<Socket, OpenFailed> {
+        let url = self.origin.ws_url(&open.request.path);
+        let mut request = url
+            .as_str()
+            .into_client_request()
+            .map_err(|e| (None, format!("{url}: {e}")))?;
+        let headers = request.headers_mut();
+        let auth = HeaderValue::from_str(&format!("Bearer {}", self.key)).map_err(|e| (None, e.to_string()))?;
+        headers.insert("Authorization", auth);
+        for (name, value) in &open.request.headers {
+            if let Ok(v) = HeaderValue::from_str(value) {
+                headers.insert(*name, v);
+            }
+        }
+        let limit = self.max_message_bytes.saturating_add(FRAME_SLACK);
+        let cfg = WebSocketConfig::default()
+            .max_message_size(Some(limit))
+            .max_frame_size(Some(limit));
+        match tokio_tungstenite::connect_async_with_config(request, Some(cfg), true).await {
+            Ok((ws, _)) => Ok(Socket::Ws(Box::new(ws))),
+            Err(WsError::Http(response)) => {
+                let body = response
+                    .body()
+                    .as_deref()
+                    .map(String::from_utf8_lossy)
+                    .unwrap_or_default();
+                Err((Some(response.status().as_u16()), body.into_owned()))
+            }
+            Err(e) => Err((None, format!("cannot open {url}: {e}"))),
+        }
+    }
+
+    async fn open_sse(&self, open: OpenRequest) -> Result<Socket, OpenFailed> {
+        let response = Response::send(&self.origin, &self.key, &open.request)
+            .await
+            .map_err(|e| (None, e.message))?;
+        if response.status == 200 {
+            return Ok(Socket::Sse(Box::new(response)));
+        }
+        let status = response.status;
+        // The refusal's body, bounded in size and time; a body that cannot be read is empty.
+        let body = tokio::time::timeout(CLOSE_GRACE, response.body_string(REFUSAL_BODY)).await;
+        Err((Some(status), body.ok().and_then(Result::ok).unwrap_or_default()))
+    }
+}
+
+impl Socket {
+    /// The next input; cancel-safe (a `select!` branch). WebSocket pings and pongs are
+    /// tungstenite's and skipped.
+    pub(crate) async fn recv(&mut self) -> Incoming {
+        match self {
+            Socket::Ws(ws) => loop {
+                match ws.next().await {
+                    Some(Ok(Message::Text(t))) => return Incoming::Text(t),
+                    Some(Ok(Message::Binary(b))) => return Incoming::Binary(b.to_vec()),
+                    Some(Ok(Message::Close(frame))) => {
+                        let (code, reason) =
+                            frame.map_or((1005, String::new()), |f| (f.code.into(), f.reason.to_string()));
+                        return Incoming::Closed { code, reason };
+                    }
+                    Some(Ok(_)) => continue,
+                    Some(Err(WsError::Capacity(e))) => {
+                        return Incoming::Closed {
+                            code: 1009,
+                            reason: format!("message too big: {e}"),
+                        }
+                    }
+                    Some(Err(e)) => {
+                        return Incoming::Closed {
+                            code: 1006,
+                            reason: e.to_string(),
+                        }
+                    }
+                    None => {
+                        return Incoming::Closed {
+                            code: 1006,
+                            reason: "the socket ended without a close frame".into(),
+                        }
+                    }
+                }
+            },
+            Socket::Sse(body) => match body.chunk().await {
+                Ok(Some(bytes)) => Incoming::Bytes(bytes),
+                Ok(None) => Incoming::Closed {
+                    code: 1006,
+                    reason: "the event stream ended".into(),
+                },
+                Err(e) => Incoming::Closed {
+                    code: 1006,
+                    reason: format!("the event stream broke: {}", e.message),
+                },
+            },
+        }
+    }
+
+    /// Sends a WebSocket text message (the pong); the error is why the socket is dead.
+    pub(crate) async fn send_text(&mut self, text: String) -> Result<(), String> {
+        let Socket::Ws(ws) = self else {
+            return Ok(()); // the SSE transport sends nothing on its stream
+        };
+        match tokio::time::timeout(WRITE_TIMEOUT, ws.send(Message::text(text))).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("write failed: {e}")),
+            Err(_) => Err(format!("write blocked for {} ms", WRITE_TIMEOUT.as_millis())),
+        }
+    }
+
+    /// Ends the socket: a WebSocket gets its close frame (`code`, `reason`; `None` to answer the
+    /// peer's) and a bounded handshake in a task of its own; an SSE stream is dropped.
+    pub(crate) fn close(self, frame: Option<(u16, &str)>) -> Option<tokio::task::JoinHandle<()>> {
+        let Socket::Ws(mut ws) = self else {
+            return None;
+        };
+        let frame = frame.map(|(code, reason)| CloseFrame {
+            code: CloseCode::from(sendable(code)),
+            reason: truncate(reason, 123).to_owned().into(),
+        });
+        Some(tokio::spawn(async move {
+            let _ = tokio::time::timeout(CLOSE_GRACE, async {
+                let _ = ws.close(frame).await;
+                while let Some(Ok(_)) = ws.next().await {}
+            })
+            .await;
+        }))
+    }
+}
+
+/// A close code a client may put on the wire (1005, 1006 and 1015 are reserved): others are 1000.
+fn sendable(code: u16) -> u16 {
+    match code {
+        1000..=1003 | 1007..=1014 | 3000..=4999 => code,
+        _ => 1000,
+    }
+}
+
+/// At most `max` bytes of `s`, cut at a character boundary (a close reason fits 123 bytes).
+fn truncate(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}

@@ -1,0 +1,294 @@
+//! `SwitchClient` end to end against the Switch test peer on 127.0.0.1, in both generations:
+//! the WebSocket and SSE transports and `auto`, fan-out, resume after a restart (with and
+//! without lost numbering), takeover, operations and their typed errors, a wrong key. The
+//! faults are in `switch_faults.rs`. Every test is bounded; heartbeats are 200 ms.
+
+// `SwitchError` is the engine's error, by value, as the engine returns it.
+#![allow(clippy::result_large_err)]
+
+mod switch_common;
+
+use agentwire_core::ErrorKind;
+use agentwire_native::switch::{self, SwitchClient};
+use agentwire_peer_switch::Generation;
+use agentwire_switch::frame::EvictionCode;
+use agentwire_switch::ops::{ConnectToRoom, PostMessage};
+use agentwire_switch::{Event, State, Transport, Wire};
+use std::collections::BTreeMap;
+use switch_common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_post_message_reaches_another_agent() {
+    bounded(async {
+        let w = world(peer_config(Generation::Current)).await;
+        let a = connect(&w.h, &w.a.key, config(&w.a, Transport::WebSocket, &[]))
+            .await
+            .unwrap();
+        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[&w.room]))
+            .await
+            .unwrap();
+        match next(&mut b).await {
+            Event::Connected { wire, resumed, state } => {
+                assert_eq!((wire, resumed), (Wire::WebSocket, false));
+                assert_eq!(state.rooms, vec![w.room.clone()]);
+                assert_eq!(b.attached().connection_id, b.connection_id());
+            }
+            other => panic!("{other:?}"),
+        }
+        let status = b.status();
+        assert_eq!((status.state, status.wire), (State::Live, Wire::WebSocket));
+        assert!(status.generation.is_some(), "the current generation issues one");
+
+        let ctx = a.call(&ConnectToRoom::new(&w.room)).await.unwrap();
+        assert_eq!(ctx.room_id, w.room);
+        let posted = a.call(&PostMessage::new("hello bob")).await.unwrap();
+        assert!(!posted.event_id.is_empty());
+        let (event, gap) = next_domain(&mut b, &mut Vec::new()).await;
+        assert!(gap.is_none());
+        assert_eq!(event.room_id, w.room);
+        let m = event.message().unwrap();
+        assert_eq!(m.body, "hello bob");
+        assert_eq!(b.status().cursor, Some(event.sequence));
+        a.close().await;
+        b.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_resumes_with_exactly_the_missed_events() {
+    bounded(async {
+        let w = world(peer_config(Generation::Current)).await;
+        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[&w.room]))
+            .await
+            .unwrap();
+        posts(&w, &["m1", "m2", "m3"]);
+        let (bodies, _, _) = domain_events(&mut b, 3).await;
+        assert_eq!(bodies, ["m1", "m2", "m3"]);
+        w.h.restart(false);
+        match until(&mut b, "the disconnect", |e| matches!(e, Event::Disconnected { .. })).await {
+            Event::Disconnected { code, .. } => assert_eq!(code, Some(1012)),
+            _ => unreachable!(),
+        }
+        posts(&w, &["m4", "m5", "m6"]);
+        let (bodies, seqs, other) = domain_events(&mut b, 3).await;
+        assert_eq!(bodies, ["m4", "m5", "m6"], "the missed events, in order");
+        assert!(seqs.windows(2).all(|s| s[0] < s[1]), "{seqs:?}");
+        assert!(
+            other
+                .iter()
+                .any(|e| matches!(e, Event::Connected { resumed: true, .. })),
+            "{other:?}"
+        );
+        let rest = quiet(&mut b, 500).await;
+        assert!(
+            !rest.iter().any(|e| matches!(e, Event::Event { .. })),
+            "no duplicates: {rest:?}"
+        );
+        b.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_that_lost_the_numbering_attaches_a_gap() {
+    bounded(async {
+        let w = world(peer_config(Generation::Current)).await;
+        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[&w.room]))
+            .await
+            .unwrap();
+        posts(&w, &["m1", "m2", "m3"]);
+        domain_events(&mut b, 3).await;
+        w.h.restart(true);
+        until(&mut b, "the resumed attach", |e| {
+            matches!(e, Event::Connected { resumed: true, .. })
+        })
+        .await;
+        posts(&w, &["after"]);
+        let (event, gap) = next_domain(&mut b, &mut Vec::new()).await;
+        assert_eq!(event.message().unwrap().body, "after");
+        let gap = gap.expect("the gap rides on the next event");
+        assert_eq!(gap.from_sequence, 3);
+        assert_eq!(gap.all_rooms, Some(true));
+        assert!(
+            event.sequence > gap.resumed_at,
+            "{} after {}",
+            event.sequence,
+            gap.resumed_at
+        );
+        b.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_against_a_released_peer_stays_alive_on_beats() {
+    bounded(async {
+        let w = world(peer_config(Generation::Released)).await;
+        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::Sse, &[&w.room]))
+            .await
+            .unwrap();
+        match next(&mut b).await {
+            Event::Connected { wire, state, .. } => {
+                assert_eq!(wire, Wire::Sse);
+                assert!(state.generation.is_none(), "0.19 has no generation");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Three TTLs without a stream byte from us: only the beats keep it.
+        let meanwhile = quiet(&mut b, 3_000).await;
+        assert!(!meanwhile.iter().any(is_disruption), "{meanwhile:?}");
+        assert_eq!(w.h.connections(&w.b.id), 1);
+        posts(&w, &["over sse"]);
+        let (event, _) = next_domain(&mut b, &mut Vec::new()).await;
+        assert_eq!(event.message().unwrap().body, "over sse");
+        assert_eq!(b.status().wire, Wire::Sse);
+        b.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_ends_on_sse_against_a_released_peer() {
+    bounded(async {
+        let w = world(peer_config(Generation::Released)).await;
+        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::Auto, &[&w.room]))
+            .await
+            .unwrap();
+        assert_eq!(b.status().wire, Wire::Sse);
+        let first = until(&mut b, "connected", |e| matches!(e, Event::Connected { .. })).await;
+        assert!(
+            matches!(
+                first,
+                Event::Connected {
+                    wire: Wire::Sse,
+                    resumed: false,
+                    ..
+                }
+            ),
+            "{first:?}"
+        );
+        posts(&w, &["auto"]);
+        let (event, _) = next_domain(&mut b, &mut Vec::new()).await;
+        assert_eq!(event.message().unwrap().body, "auto");
+        b.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_stops_the_first_client() {
+    bounded(async {
+        for (generation, transport) in [
+            (Generation::Current, Transport::WebSocket),
+            (Generation::Released, Transport::Sse),
+        ] {
+            let w = world(peer_config(generation)).await;
+            let cfg = config(&w.b, transport, &[&w.room]);
+            let mut first = connect(&w.h, &w.b.key, cfg.clone()).await.unwrap();
+            let second = connect(&w.h, &w.b.key, cfg).await.unwrap();
+            let evicted = until(&mut first, "the eviction", |e| matches!(e, Event::Evicted(_))).await;
+            let Event::Evicted(ev) = evicted else { unreachable!() };
+            assert_eq!(ev.effective_code(), EvictionCode::TakenOver, "{transport:?}");
+            match next(&mut first).await {
+                Event::Stopped { error: Some(e) } => {
+                    assert_eq!(e.code.as_deref(), Some("taken_over"), "{transport:?}");
+                    assert!(!e.retryable);
+                }
+                other => panic!("{transport:?}: {other:?}"),
+            }
+            let end = tokio::time::timeout(WAIT, first.next_event()).await.unwrap();
+            assert!(end.is_none(), "nothing after Stopped");
+            assert!(first.is_stopped());
+            assert_eq!(second.status().state, State::Live);
+            second.close().await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_and_their_typed_errors() {
+    bounded(async {
+        let w = world(peer_config(Generation::Current)).await;
+        let a = connect(&w.h, &w.a.key, config(&w.a, Transport::WebSocket, &[]))
+            .await
+            .unwrap();
+        let catalog = a.list_ops().await.unwrap();
+        assert!(catalog.operations.contains_key("post_message"));
+        assert!(catalog.operations.contains_key("connect_to_room"));
+
+        let e = a.call(&PostMessage::new("too early")).await.unwrap_err();
+        assert_eq!((e.kind, e.status), (ErrorKind::Invalid, Some(400)), "{e}");
+        let e = a.op("no_such_operation", "{}").await.unwrap_err();
+        assert_eq!((e.kind, e.status), (ErrorKind::Invalid, Some(404)), "{e}");
+        let e = a.op("../x", "{}").await.unwrap_err();
+        assert_eq!((e.kind, e.status), (ErrorKind::Invalid, None), "refused before sending");
+
+        a.call(&ConnectToRoom::new(&w.room)).await.unwrap();
+        let raw = a.op("post_message", r#"{"body":"raw"}"#).await.unwrap();
+        assert!(raw.get().contains("event_id"), "{}", raw.get());
+
+        let sub = a.subscribe(&w.room, true).await.unwrap();
+        assert!(sub.rooms.contains(&w.room), "{sub:?}");
+        let unsub = a.unsubscribe(&w.room).await.unwrap();
+        assert!(!unsub.rooms.contains(&w.room), "{unsub:?}");
+        let placed = a
+            .placements(&BTreeMap::from([("session-1".to_owned(), w.room.clone())]))
+            .await
+            .unwrap();
+        assert_eq!(placed.placements.get("session-1"), Some(&w.room));
+
+        // Without a client.
+        let catalog = switch::list_ops(&w.h.http_url(), &w.a.key, &w.a.id).await.unwrap();
+        assert!(catalog.operations.contains_key("post_message"));
+        let e = switch::op(&w.h.http_url(), "sk_switch_wrong", &w.a.id, None, "list_rooms", "{}")
+            .await
+            .unwrap_err();
+        assert_eq!((e.kind, e.status), (ErrorKind::Auth, Some(401)), "{e}");
+        let e = switch::op("https://127.0.0.1:1", "k", "a", None, "list_rooms", "{}")
+            .await
+            .unwrap_err();
+        assert!(e.kind == ErrorKind::Invalid && e.message.contains("TLS"), "{e}");
+        let e = switch::list_ops("http://127.0.0.1:1", "k", "a").await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Closed, "{e}");
+        a.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_key_stops_with_an_auth_error() {
+    bounded(async {
+        for (generation, transport) in [
+            (Generation::Current, Transport::WebSocket),
+            (Generation::Current, Transport::Sse),
+            (Generation::Released, Transport::Auto),
+            (Generation::Released, Transport::Sse),
+        ] {
+            let w = world(peer_config(generation)).await;
+            let e = connect(&w.h, "sk_switch_wrong", config(&w.b, transport, &[]))
+                .await
+                .unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Auth, "{transport:?}: {e}");
+            assert!(!e.retryable);
+        }
+        // A released server has no WebSocket: the WebSocket transport is refused as a version error.
+        let w = world(peer_config(Generation::Released)).await;
+        let e = connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[]))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Version, "{e}");
+        // Nothing listening: the engine keeps retrying; connect gives up with a timeout.
+        let mut cfg = config(&w.b, Transport::WebSocket, &[]);
+        cfg.open_timeout_ms = 300;
+        let e = SwitchClient::connect("http://127.0.0.1:1", "k", cfg).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+        assert!(e.message.contains("open failed"), "{e}");
+        let e = SwitchClient::connect("wss://x", "k", config(&w.b, Transport::WebSocket, &[]))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid);
+    })
+    .await;
+}
