@@ -1,12 +1,15 @@
 //! `agentwire`: run, connect to and probe agents.
 
-// `RktError` and `MoltZapError`, the engines' errors, are large and returned by value as the engine does.
+// `RktError`, `MoltZapError` and `SwitchError`, the engines' errors, are large and returned by value as the engine does.
 #![allow(clippy::result_large_err)]
 
 mod moltzap;
 mod peers;
 mod repl;
 mod rkt;
+mod switch;
+mod switch_json;
+mod switch_peer;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -26,6 +29,9 @@ enum Protocol {
     /// MoltZap agents (JSON-RPC over WebSocket, both generations)
     #[command(subcommand)]
     Moltzap(moltzap::Command),
+    /// Switch Rooms agents (WebSocket or SSE, both generations)
+    #[command(subcommand)]
+    Switch(switch::Command),
     /// Local test peers on 127.0.0.1
     #[command(subcommand)]
     Peers(peers::Command),
@@ -35,6 +41,7 @@ fn main() -> ExitCode {
     match Cli::parse().protocol {
         Protocol::Rkt(command) => rkt::run(command),
         Protocol::Moltzap(command) => moltzap::run(command),
+        Protocol::Switch(command) => switch::run(command),
         Protocol::Peers(command) => peers::run(command),
     }
 }

@@ -87,3 +87,67 @@ pub fn listen(args: &[&str]) -> (Guard, String) {
     assert!(url.starts_with("ws://127.0.0.1:") && !url.contains(":0/"), "{url}");
     (process, url)
 }
+
+/// Runs `agentwire ARGS` with nothing on stdin; returns its exit status, stdout and stderr.
+pub fn run_full(args: &[&str]) -> (ExitStatus, String, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = read_all(child.stdout.take().unwrap());
+    let err = read_all(child.stderr.take().unwrap());
+    let status = Guard(child).wait();
+    (status, out.join().unwrap(), err.join().unwrap())
+}
+
+fn read_all(mut r: impl Read + Send + 'static) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut out = String::new();
+        let _ = r.read_to_string(&mut out);
+        out
+    })
+}
+
+/// A running `agentwire ARGS` whose stdout is read line by line, every wait bounded.
+pub struct Lines {
+    pub process: Guard,
+    rx: mpsc::Receiver<String>,
+}
+
+impl Lines {
+    pub fn spawn(args: &[&str]) -> Lines {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines {
+            process: Guard(child),
+            rx,
+        }
+    }
+
+    /// The next line; `None` once stdout has ended.
+    pub fn next(&self) -> Option<String> {
+        match self.rx.recv_timeout(LIMIT) {
+            Ok(line) => Some(line),
+            Err(mpsc::RecvTimeoutError::Disconnected) => None,
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!("no line within {LIMIT:?}"),
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! `agentwire switch watch|post|ops|op`: a Switch Rooms agent over the WebSocket or the
+//! released generation's SSE stream. Results and events are printed as one JSON object per line
+//! on stdout; errors go to stderr with a failing exit code.
+
+use crate::switch_json::event_json;
+use agentwire_core::Entropy;
+use agentwire_native::switch::{self, SwitchClient, SwitchOptions};
+use agentwire_native::OsEntropy;
+use agentwire_switch::open::{Filter, OpenParams, Scope, StartFrom};
+use agentwire_switch::ops::{ConnectToRoom, PostMessage};
+use agentwire_switch::{ConnectionConfig, Event, SwitchError, Transport, Wire};
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::{json, Value};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The playground's Switch peer.
+pub const DEFAULT_PORT: u16 = 7751;
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Print events as they arrive, one JSON object per line, until `--count` domain events,
+    /// `--for-ms` elapsed, the connection stops, or Ctrl-C
+    Watch {
+        #[command(flatten)]
+        conn: Conn,
+        /// A room to claim at open (repeatable)
+        #[arg(long = "room")]
+        rooms: Vec<String>,
+        /// `single`: one room at a time; `all`: every room the agent belongs to
+        #[arg(long, value_enum, default_value = "single")]
+        scope: ScopeArg,
+        /// `all`: everything in the covered rooms; `addressed`: only what is notifiable
+        #[arg(long, value_enum, default_value = "all")]
+        filter: FilterArg,
+        /// Resume after this sequence (default: the head)
+        #[arg(long)]
+        start_from: Option<u64>,
+        /// Stop after this many domain events (message, command, room_join, task_*)
+        #[arg(long)]
+        count: Option<u64>,
+        /// Stop after this many milliseconds
+        #[arg(long)]
+        for_ms: Option<u64>,
+    },
+    /// Post a message to a room (connect, connect_to_room, post_message); prints the result
+    Post {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        room: String,
+        /// Reply in this thread
+        #[arg(long)]
+        thread: Option<String>,
+        text: String,
+    },
+    /// The operations the server offers: names one per line, or the catalog with `--json`
+    Ops {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run any operation with JSON arguments; prints the result. With `--room`, on a connection
+    /// that has claimed the room (connect_to_room first); without, for `--connection-id` if given
+    Op {
+        #[command(flatten)]
+        conn: Conn,
+        name: String,
+        /// The arguments, a JSON object (default `{}`)
+        args: Option<String>,
+        #[arg(long)]
+        room: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum TransportArg {
+    Ws,
+    Sse,
+    Auto,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ScopeArg {
+    Single,
+    All,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum FilterArg {
+    All,
+    Addressed,
+}
+
+#[derive(Args)]
+pub struct Conn {
+    /// The server's origin (`http://host:port` or `ws://host:port`, optionally with a path prefix)
+    #[arg(long, default_value_t = format!("http://127.0.0.1:{DEFAULT_PORT}"))]
+    url: String,
+    /// The agent's API key
+    #[arg(long, env = "SWITCH_AGENT_KEY", hide_env_values = true)]
+    key: String,
+    /// The agent id
+    #[arg(long, env = "SWITCH_AGENT_ID")]
+    agent: String,
+    /// `auto`: the WebSocket, then SSE when the server has no WebSocket route (switch-core 0.19)
+    #[arg(long, value_enum, default_value = "auto")]
+    transport: TransportArg,
+    /// The connection id, a UUID (default: a fresh one)
+    #[arg(long)]
+    connection_id: Option<String>,
+    /// Each operation's timeout
+    #[arg(long, default_value_t = 30_000)]
+    timeout_ms: u64,
+}
+
+pub fn run(command: Command) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("cannot start the runtime: {e}")),
+    };
+    runtime.block_on(async move {
+        match main(command).await {
+            Ok(code) => code,
+            Err(e) => fail(e),
+        }
+    })
+}
+
+fn fail(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::FAILURE
+}
+
+async fn main(command: Command) -> Result<ExitCode, SwitchError> {
+    match command {
+        Command::Watch {
+            conn,
+            rooms,
+            scope,
+            filter,
+            start_from,
+            count,
+            for_ms,
+        } => {
+            let mut cfg = config(&conn, rooms);
+            cfg.open.scope = match scope {
+                ScopeArg::Single => Scope::Single,
+                ScopeArg::All => Scope::All,
+            };
+            cfg.open.filter = match filter {
+                FilterArg::All => Filter::All,
+                FilterArg::Addressed => Filter::Addressed,
+            };
+            cfg.open.start_from = start_from.map_or(StartFrom::Head, StartFrom::After);
+            let client = connect(&conn, cfg).await?;
+            return Ok(watch(client, count, for_ms).await);
+        }
+        Command::Post {
+            conn,
+            room,
+            thread,
+            text,
+        } => {
+            let client = connect(&conn, config(&conn, vec![room.clone()])).await?;
+            let answer = async {
+                claim(&client, &room).await?;
+                let args = PostMessage {
+                    body: text,
+                    thread_id: thread,
+                };
+                let args = serde_json::to_string(&args).unwrap_or_default();
+                client.op("post_message", &args).await
+            }
+            .await;
+            client.close().await;
+            println!("{}", as_json(answer?.get()));
+        }
+        Command::Ops { conn, json } => {
+            let catalog = switch::list_ops(&conn.url, &conn.key, &conn.agent).await?;
+            if json {
+                let ops: serde_json::Map<String, Value> = catalog
+                    .operations
+                    .iter()
+                    .map(|(name, spec)| {
+                        let schema = as_json(spec.input_schema.get());
+                        (
+                            name.clone(),
+                            json!({"description": spec.description, "input_schema": schema}),
+                        )
+                    })
+                    .collect();
+                println!("{}", json!({ "operations": ops }));
+            } else {
+                for name in catalog.operations.keys() {
+                    println!("{name}");
+                }
+            }
+        }
+        Command::Op { conn, name, args, room } => {
+            let args = args.unwrap_or_else(|| "{}".to_owned());
+            let answer = match room {
+                Some(room) => {
+                    let client = connect(&conn, config(&conn, vec![room.clone()])).await?;
+                    let answer = async {
+                        claim(&client, &room).await?;
+                        client.op(&name, &args).await
+                    }
+                    .await;
+                    client.close().await;
+                    answer?
+                }
+                None => {
+                    let cid = conn.connection_id.as_deref();
+                    switch::op(&conn.url, &conn.key, &conn.agent, cid, &name, &args).await?
+                }
+            };
+            println!("{}", as_json(answer.get()));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The connection's configuration from the common flags, claiming `rooms` at open.
+fn config(conn: &Conn, rooms: Vec<String>) -> ConnectionConfig {
+    let cid = conn.connection_id.clone().unwrap_or_else(|| OsEntropy.uuid_v4());
+    let mut open = OpenParams::new(conn.agent.clone(), cid);
+    open.rooms = rooms;
+    open.client = Some("agentwire".to_owned());
+    open.client_version = Some(env!("CARGO_PKG_VERSION").to_owned());
+    let mut cfg = ConnectionConfig::new(open);
+    cfg.transport = match conn.transport {
+        TransportArg::Ws => Transport::WebSocket,
+        TransportArg::Sse => Transport::Sse,
+        TransportArg::Auto => Transport::Auto,
+    };
+    cfg
+}
+
+async fn connect(conn: &Conn, cfg: ConnectionConfig) -> Result<SwitchClient, SwitchError> {
+    let opts = SwitchOptions {
+        op_timeout: Duration::from_millis(conn.timeout_ms.max(1)),
+        ..SwitchOptions::default()
+    };
+    let client = SwitchClient::connect_with(&conn.url, &conn.key, cfg, opts).await?;
+    let wire = match client.status().wire {
+        Wire::WebSocket => "websocket",
+        Wire::Sse => "sse",
+    };
+    eprintln!(
+        "connected to {} over {wire} (agent {}, connection {})",
+        conn.url,
+        client.agent_id(),
+        client.connection_id()
+    );
+    Ok(client)
+}
+
+/// `connect_to_room`, surfacing the warning when it took the room off another connection.
+async fn claim(client: &SwitchClient, room: &str) -> Result<(), SwitchError> {
+    let context = client.call(&ConnectToRoom::new(room)).await?;
+    if let Some(w) = context.warning.filter(|w| !w.is_empty()) {
+        eprintln!("warning: {w}");
+    }
+    Ok(())
+}
+
+/// Raw JSON printed compactly (text that is not JSON as a string).
+fn as_json(raw: &str) -> Value {
+    serde_json::from_str(raw).unwrap_or_else(|_| json!(raw))
+}
+
+/// Prints events until the count, the time limit, the end of the connection or Ctrl-C. A
+/// connection that stopped with an error fails the command.
+async fn watch(mut client: SwitchClient, count: Option<u64>, for_ms: Option<u64>) -> ExitCode {
+    let deadline = for_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
+    let mut seen = 0;
+    let mut code = ExitCode::SUCCESS;
+    while count.is_none_or(|c| seen < c) {
+        let next = async {
+            match deadline {
+                Some(d) => tokio::time::timeout_at(d, client.next_event()).await.ok().flatten(),
+                None => client.next_event().await,
+            }
+        };
+        let event = tokio::select! {
+            e = next => e,
+            _ = tokio::signal::ctrl_c() => None,
+        };
+        let Some(event) = event else { break };
+        println!("{}", event_json(&event));
+        match &event {
+            Event::Event { .. } => seen += 1,
+            Event::Stopped { error } => {
+                if let Some(e) = error {
+                    eprintln!("error: {e}");
+                    code = ExitCode::FAILURE;
+                }
+                break;
+            }
+            _ => {}
+        }
+    }
+    client.close().await;
+    code
+}

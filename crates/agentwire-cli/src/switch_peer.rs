@@ -1,0 +1,95 @@
+//! `agentwire peers switch`: the Switch test peer (`agentwire-peer-switch`) with the flags and
+//! the output of its own binary, `switch-peer` (only the default port differs: 7751 here).
+
+use agentwire_peer_switch::{bind, Agent, Generation, PeerConfig};
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Gen {
+    Current,
+    Released,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// 0 picks a free port (the URL is printed)
+    #[arg(long, default_value_t = crate::switch::DEFAULT_PORT)]
+    port: u16,
+    /// `current`: the WebSocket and the SSE stream; `released` (switch-core 0.19): SSE only
+    #[arg(long, value_enum, default_value = "current")]
+    generation: Gen,
+    /// An agent to register (repeatable); with no --agent and no --room: alice and bob
+    #[arg(long = "agent", value_name = "NAME")]
+    agents: Vec<String>,
+    /// A room and its members (repeatable; unknown agents are registered); with no --agent and
+    /// no --room: lobby:alice,bob
+    #[arg(long = "room", value_name = "NAME:AGENT,AGENT")]
+    rooms: Vec<String>,
+    /// Ping interval (WebSocket) and announced beat interval, in milliseconds
+    #[arg(long, default_value_t = 2000)]
+    heartbeat_interval_ms: u64,
+    /// No pong or beat for this long lapses a connection, in milliseconds
+    #[arg(long, default_value_t = 6000)]
+    heartbeat_ttl_ms: u64,
+    /// Bearer token for `POST /agents`
+    #[arg(long, default_value = "switch-peer-registration")]
+    registration_token: String,
+}
+
+pub async fn run(args: Args) -> ExitCode {
+    let generation = match args.generation {
+        Gen::Current => Generation::Current,
+        Gen::Released => Generation::Released,
+    };
+    let mut cfg = PeerConfig::new(generation);
+    cfg.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms.max(1));
+    cfg.heartbeat_ttl = Duration::from_millis(args.heartbeat_ttl_ms.max(1));
+    cfg.registration_token = args.registration_token;
+    let (agents, rooms) = if args.agents.is_empty() && args.rooms.is_empty() {
+        (
+            vec!["alice".to_owned(), "bob".to_owned()],
+            vec!["lobby:alice,bob".to_owned()],
+        )
+    } else {
+        (args.agents, args.rooms)
+    };
+    let handle = match bind(args.port, cfg).await {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: cannot listen on 127.0.0.1:{}: {e}", args.port);
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("listening on {}", handle.http_url());
+    let mut registered: Vec<Agent> = Vec::new();
+    let mut register = |name: &str| -> String {
+        if let Some(a) = registered.iter().find(|a| a.name == name) {
+            return a.id.clone();
+        }
+        let a = handle.add_agent(name);
+        println!("agent {} id={} key={}", a.name, a.id, a.key);
+        let id = a.id.clone();
+        registered.push(a);
+        id
+    };
+    for name in &agents {
+        register(name);
+    }
+    for spec in &rooms {
+        let (name, members) = spec.split_once(':').unwrap_or((spec.as_str(), ""));
+        let names: Vec<&str> = members.split(',').map(str::trim).filter(|m| !m.is_empty()).collect();
+        let ids: Vec<String> = names.iter().map(|m| register(m)).collect();
+        let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let id = handle.add_room(name, &id_refs);
+        println!("room {name} id={id} members={}", names.join(","));
+    }
+    eprintln!(
+        "switch peer, {} generation; try `agentwire switch watch --url {} --agent ID --key KEY --room ROOM_ID`",
+        generation.as_str(),
+        handle.http_url()
+    );
+    let _ = tokio::signal::ctrl_c().await;
+    handle.shutdown().await;
+    ExitCode::SUCCESS
+}

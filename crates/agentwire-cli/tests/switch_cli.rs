@@ -1,0 +1,218 @@
+//! The built `agentwire` binary: `peers switch` on 127.0.0.1 with port 0, in both generations,
+//! driven by `switch watch|post|ops|op`.
+
+mod common;
+
+use common::{run_full, Lines};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+fn json(line: &str) -> Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+/// A running `peers switch`: its URL, agents (name → (id, key)) and rooms (name → id).
+struct Peer {
+    _lines: Lines,
+    url: String,
+    agents: BTreeMap<String, (String, String)>,
+    rooms: BTreeMap<String, String>,
+}
+
+/// `peers switch --port 0 ARGS`, read up to its `agents + rooms` lines after `listening on`.
+fn peer(args: &[&str], agents: usize, rooms: usize) -> Peer {
+    let mut all = vec!["peers", "switch", "--port", "0"];
+    all.extend_from_slice(args);
+    let lines = Lines::spawn(&all);
+    let first = lines.next().expect("a first line");
+    let url = first
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {first}"))
+        .to_owned();
+    assert!(url.starts_with("http://127.0.0.1:") && !url.ends_with(":0"), "{url}");
+    let field = |line: &str, name: &str| {
+        line.split(' ')
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name}= in {line}"))
+            .to_owned()
+    };
+    let mut peer = Peer {
+        _lines: lines,
+        url,
+        agents: BTreeMap::new(),
+        rooms: BTreeMap::new(),
+    };
+    for _ in 0..agents {
+        let line = peer._lines.next().expect("an agent line");
+        let name = line
+            .strip_prefix("agent ")
+            .and_then(|l| l.split(' ').next())
+            .expect(&line)
+            .to_owned();
+        peer.agents.insert(name, (field(&line, "id"), field(&line, "key")));
+    }
+    for _ in 0..rooms {
+        let line = peer._lines.next().expect("a room line");
+        let name = line
+            .strip_prefix("room ")
+            .and_then(|l| l.split(' ').next())
+            .expect(&line)
+            .to_owned();
+        assert!(line.contains(" members="), "{line}");
+        peer.rooms.insert(name, field(&line, "id"));
+    }
+    peer
+}
+
+impl Peer {
+    /// `switch VERB --url URL --agent ID --key KEY REST...` as agent `who`.
+    fn args<'a>(&'a self, verb: &'a str, who: &str, rest: &[&'a str]) -> Vec<&'a str> {
+        let (id, key) = &self.agents[who];
+        let mut args = vec!["switch", verb, "--url", &self.url, "--agent", id, "--key", key];
+        args.extend_from_slice(rest);
+        args
+    }
+}
+
+#[test]
+fn peers_switch_prints_its_agents_and_rooms() {
+    let p = peer(&[], 2, 1);
+    assert_eq!(p.agents.keys().collect::<Vec<_>>(), ["alice", "bob"]);
+    let (id, key) = &p.agents["alice"];
+    assert_eq!(id.len(), 36, "a UUID: {id}");
+    assert!(key.starts_with("sk_switch_"), "{key}");
+    assert!(p.rooms.contains_key("lobby"));
+    let p = peer(
+        &[
+            "--generation",
+            "released",
+            "--agent",
+            "x",
+            "--agent",
+            "y",
+            "--room",
+            "r:x,y",
+            "--room",
+            "s:y",
+        ],
+        2,
+        2,
+    );
+    assert_eq!(p.agents.keys().collect::<Vec<_>>(), ["x", "y"]);
+    assert_eq!(p.rooms.keys().collect::<Vec<_>>(), ["r", "s"]);
+}
+
+#[test]
+fn watch_sees_a_post_from_another_agent_in_both_generations() {
+    for generation in ["current", "released"] {
+        let p = peer(&["--generation", generation], 2, 1);
+        let room = p.rooms["lobby"].clone();
+        let watch = p.args("watch", "bob", &["--room", &room, "--count", "1", "--for-ms", "15000"]);
+        let watcher = Lines::spawn(&watch);
+        // `auto` against a released peer: a diagnostic and a disconnect (the move to SSE) first.
+        let connected = loop {
+            let event = json(&watcher.next().expect("the connected event"));
+            if event["type"] == "connected" {
+                break event;
+            }
+            assert!(
+                matches!(event["type"].as_str(), Some("diagnostic" | "disconnected")),
+                "{event}"
+            );
+        };
+        let wire = if generation == "current" { "websocket" } else { "sse" };
+        assert_eq!(connected["wire"], wire, "{connected}");
+        assert_eq!(connected["state"]["rooms"][0], room.as_str());
+
+        let (status, out, err) = run_full(&p.args("post", "alice", &["--room", &room, "hello bob"]));
+        assert!(status.success(), "{generation}: {err}");
+        assert!(json(out.trim())["event_id"].is_string(), "{out}");
+
+        let mut events = Vec::new();
+        while let Some(line) = watcher.next() {
+            events.push(json(&line));
+        }
+        let mut process = watcher.process;
+        assert!(process.wait().success(), "{generation}: {events:?}");
+        let message = events.iter().find(|e| e["type"] == "event").expect("the message");
+        assert_eq!(message["kind"], "message");
+        assert_eq!(message["room_id"], room.as_str());
+        assert_eq!(message["payload"]["body"], "hello bob", "{message}");
+        assert!(message["sequence"].as_u64().is_some());
+    }
+}
+
+#[test]
+fn ops_lists_the_operations_and_op_runs_one() {
+    let p = peer(&[], 2, 1);
+    let (status, out, err) = run_full(&p.args("ops", "alice", &[]));
+    assert!(status.success(), "{err}");
+    let names: Vec<&str> = out.lines().collect();
+    assert!(
+        names.contains(&"post_message") && names.contains(&"connect_to_room"),
+        "{out}"
+    );
+    let (status, out, _) = run_full(&p.args("ops", "alice", &["--json"]));
+    assert!(status.success());
+    assert!(
+        json(out.trim())["operations"]["post_message"]["input_schema"].is_object(),
+        "{out}"
+    );
+
+    let room = p.rooms["lobby"].clone();
+    let (status, out, err) = run_full(&p.args(
+        "op",
+        "alice",
+        &["post_message", r#"{"body":"via op"}"#, "--room", &room],
+    ));
+    assert!(status.success(), "{err}");
+    assert!(json(out.trim())["event_id"].is_string(), "{out}");
+}
+
+#[test]
+fn errors_exit_non_zero_with_a_clear_message() {
+    let p = peer(&[], 2, 1);
+    let room = p.rooms["lobby"].clone();
+
+    let (id, _) = &p.agents["bob"];
+    let bad_key = [
+        "switch",
+        "watch",
+        "--url",
+        &p.url,
+        "--agent",
+        id,
+        "--key",
+        "sk_switch_wrong",
+        "--for-ms",
+        "5000",
+    ];
+    let (status, out, err) = run_full(&bad_key);
+    assert!(!status.success() && out.is_empty(), "{out}");
+    assert!(err.contains("error: auth"), "{err}");
+
+    let (status, out, err) = run_full(&p.args("op", "alice", &["no_such_operation", "{}"]));
+    assert!(!status.success() && out.is_empty(), "{out}");
+    assert!(err.contains("404"), "{err}");
+
+    let (status, _, err) = run_full(&p.args("post", "alice", &["--room", &room, "--connection-id", "nope", "x"]));
+    assert!(!status.success());
+    assert!(err.contains("UUID"), "{err}");
+
+    let (status, _, err) = run_full(&[
+        "switch",
+        "ops",
+        "--url",
+        "https://example.com",
+        "--agent",
+        "a",
+        "--key",
+        "k",
+    ]);
+    assert!(!status.success());
+    assert!(err.contains("no TLS"), "{err}");
+
+    let (status, _, err) = run_full(&["switch", "ops", "--url", &p.url, "--key", "k"]);
+    assert!(!status.success(), "--agent is required");
+    assert!(err.contains("--agent"), "{err}");
+}
