@@ -3,7 +3,8 @@
 # seconds (default 60). CRATE `rkt` (the default): `decode` (the codec, the default target) or
 # `server` (the server session in line and whole-message mode, with the reference agent).
 # CRATE `moltzap`: `frame` (the frame decoder) or `session` (the client session driven by a
-# script of operations). CRATE `switch`: its targets. Prints the executions and crashes; exits 1
+# script of operations). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
+# (both frame decoders, with re-encoding) or `connection` (the connection driven by a script). Prints the executions and crashes; exits 1
 # when a crash was found.
 #
 # The toolchain is stable, so RUSTC_BOOTSTRAP=1 lets cargo-fuzz use the nightly-only flags it
@@ -48,6 +49,33 @@ if src.is_dir():
             m = re.match(r"^\[\w+\] (=>|<=) (.*)$", line)
             if m:
                 (dst / f"capture-{f.stem}-{n}").write_bytes(b"\x01" + m.group(2).encode())
+PY
+fi
+
+# Seed the Switch corpora with the 0.19 captures: `sse` takes the bytes as they are; `frame`
+# takes each as an SSE frame (mode byte 1: event NUL data NUL id) and as the WebSocket message
+# the same frame becomes (mode byte 0).
+if [ "$crate" = switch ] && command -v python3 >/dev/null; then
+    python3 - "$root/../shared/vectors/switch-0.19" "$corpus" "$target" <<'PY'
+import json, pathlib, sys
+src, dst, target = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
+if src.is_dir():
+    for f in sorted(src.glob("*.sse")):
+        raw = f.read_bytes()
+        if target == "sse":
+            (dst / f"capture-{f.stem}").write_bytes(raw)
+        elif target == "frame":
+            fields = {}
+            for line in raw.decode().splitlines():
+                if ": " in line:
+                    k, v = line.split(": ", 1)
+                    fields[k] = v
+            sse = "\0".join([fields.get("event", ""), fields.get("data", "")] + ([fields["id"]] if "id" in fields else []))
+            (dst / f"capture-sse-{f.stem}").write_bytes(b"\x01" + sse.encode())
+            ws = {"event": fields.get("event"), "data": json.loads(fields.get("data", "{}"))}
+            if "id" in fields:
+                ws["id"] = int(fields["id"])
+            (dst / f"capture-ws-{f.stem}").write_bytes(b"\x00" + json.dumps(ws).encode())
 PY
 fi
 
