@@ -142,7 +142,7 @@ fn unknown_kinds_are_passed_through() {
     match ok(r#"{"event":"session_commands","data":{"session_ids":["s"]}}"#) {
         Frame::Unknown { name, raw } => {
             assert_eq!(name, "session_commands");
-            assert!(raw.get().contains("session_ids"));
+            assert_eq!(raw.get(), r#"{"session_ids":["s"]}"#, "the data, as on SSE");
         }
         other => panic!("{other:?}"),
     }
@@ -166,6 +166,10 @@ fn malformed_frames_name_what_was_wrong() {
     assert_eq!(
         err(r#"{"data":{}}"#),
         (FrameErrorKind::MissingField, Some("event".into()))
+    );
+    assert_eq!(
+        err(r#"{"type":"command"}"#),
+        (FrameErrorKind::MissingField, Some("id".into()))
     );
     assert_eq!(err(r#"{"event":5}"#), (FrameErrorKind::WrongType, Some("event".into())));
     assert_eq!(

@@ -68,10 +68,14 @@ pub fn decode_with(text: &str, opts: &DecodeOptions) -> Result<Frame, FrameError
             return domain(&name, data, id, "data.");
         }
         let body = env.data.unwrap_or(empty_object());
-        return control(&name, body, "data.", || raw_whole(text));
+        return control(&name, body, "data.", || body.to_owned());
     }
     if let Some(kind) = env.kind {
         let name = string(kind, "type")?;
+        if EventKind::known(&name).is_some() {
+            // Only control frames come flat; a domain event needs its envelope and id.
+            return Err(FrameError::missing("id"));
+        }
         let whole: &RawValue = serde_json::from_str(text).map_err(|e| FrameError::syntax(e.to_string()))?;
         return control(&name, whole, "", || whole.to_owned());
     }
@@ -154,10 +158,6 @@ fn too_deep(b: &[u8], max: usize) -> bool {
 
 fn empty_object() -> &'static RawValue {
     serde_json::from_str("{}").expect("`{}` is JSON")
-}
-
-fn raw_whole(text: &str) -> Box<RawValue> {
-    serde_json::from_str::<&RawValue>(text).map_or_else(|_| empty_object().to_owned(), |r| r.to_owned())
 }
 
 /// `id` on the WebSocket: a JSON number, a u64.

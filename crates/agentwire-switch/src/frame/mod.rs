@@ -46,8 +46,8 @@ pub enum Frame {
     RoomReleased(RoomReleased),
     Ping,
     Refused(Refused),
-    /// A control frame this client does not know: its name and the whole frame (WebSocket) or
-    /// its `data` (SSE), raw.
+    /// A control frame this client does not know: its name and its `data` (for the flat
+    /// `{"type": ..}` shape, the whole object), raw.
     Unknown {
         name: String,
         raw: Box<RawValue>,
