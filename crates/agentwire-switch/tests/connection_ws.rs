@@ -257,9 +257,51 @@ fn frames_before_connection_state_and_malformed_frames_are_diagnostics() {
     }
     d.conn.handle_binary(d.now, &[0xff, 0xfe]);
     assert!(matches!(&d.events()[..], [Event::Diagnostic(_)]));
-    d.text(&message(1));
-    assert_eq!(d.delivered(), vec![1], "the session kept its state");
+    d.text(&message(4));
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![4], "the session kept its state");
+    // Event 3 (id readable, body not) and the over-deep message were events lost to this
+    // client: the next event carries them as a gap.
+    let Event::Event { gap: Some(g), .. } = &e[0] else {
+        panic!("{e:?}")
+    };
+    assert_eq!((g.from_sequence, g.resumed_at), (0, 3));
+    assert!(g.reason.contains("could not be read"), "{}", g.reason);
     assert_eq!(d.conn.state(), State::Live);
+}
+
+#[test]
+fn an_unreadable_event_becomes_a_gap_and_is_not_waited_for_again() {
+    let mut cfg = ws();
+    cfg.decode.max_message_bytes = 4096;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    d.text(&message(1));
+    let huge = message(2).replace("\"body\":\"m2\"", &format!("\"body\":\"{}\"", "x".repeat(10_000)));
+    d.text(&huge);
+    d.text(&message(2));
+    d.text(&message(3));
+    let e = d.events();
+    assert!(
+        matches!(&e[1], Event::Diagnostic(err) if err.kind == ErrorKind::Limit),
+        "{e:?}"
+    );
+    assert_eq!(sequences(&e), vec![1, 3], "2 was lost; its replay is a duplicate");
+    let gaps: Vec<_> = e
+        .iter()
+        .filter_map(|e| match e {
+            Event::Event { gap: Some(g), event } => Some((event.sequence, g.from_sequence, g.resumed_at)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(gaps, vec![(3, 1, 2)]);
+    // Garbage that is not an event is only a diagnostic.
+    d.text("}{ not json");
+    d.text(&message(4));
+    let e = d.events();
+    assert!(
+        matches!(&e[..], [Event::Diagnostic(_), Event::Event { gap: None, .. }]),
+        "{e:?}"
+    );
 }
 
 #[test]

@@ -205,6 +205,27 @@ fn malformed_frames_name_what_was_wrong() {
 }
 
 #[test]
+fn the_sequence_of_an_unreadable_event_is_read_from_its_tail() {
+    use agentwire_switch::frame::event_id_hint;
+    assert_eq!(
+        event_id_hint(r#"{"event":"message","data":{"x":[[[[]]]]},"id":4813}"#),
+        Some(4813)
+    );
+    assert_eq!(event_id_hint("{\"event\":\"x\",\"id\" : 7 }\n"), Some(7));
+    for none in [
+        "",
+        "}",
+        r#"{"id":"7"}"#,
+        r#"{"xid":7}"#,
+        r#"{"id":7"#,
+        r#"{"data":{"id":7}}"#,
+        r#"{"id":123456789012345678901}"#,
+    ] {
+        assert_eq!(event_id_hint(none), None, "{none}");
+    }
+}
+
+#[test]
 fn the_pong_is_exactly_the_spec_shape() {
     assert_eq!(encode_pong(4813), r#"{"type":"pong","cursor":4813}"#);
 }

@@ -23,9 +23,12 @@ pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(2);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most bytes of a refused open's body read for its error.
 const REFUSAL_BODY: usize = 64 << 10;
-/// Bytes allowed on a WebSocket message beyond the engine's limit, so a message just over it
-/// still reaches the engine (and becomes its diagnostic) while a far larger one is refused unread.
-const FRAME_SLACK: usize = 4096;
+/// The WebSocket's own cap, as a multiple of the engine's limit (at least 16 MiB): a message over
+/// the engine's limit but under this one reaches the engine, which reports the event as lost (a
+/// gap on the next event) and moves past it; only a larger one closes the socket (1009), and the
+/// resume would meet it again.
+const HARD_CAP_FACTOR: usize = 16;
+const HARD_CAP_MIN: usize = 16 << 20;
 
 /// What an open needs besides its request.
 #[derive(Debug, Clone)]
@@ -91,7 +94,7 @@ impl Dialer {
                 headers.insert(*name, v);
             }
         }
-        let limit = self.max_message_bytes.saturating_add(FRAME_SLACK);
+        let limit = self.max_message_bytes.saturating_mul(HARD_CAP_FACTOR).max(HARD_CAP_MIN);
         let cfg = WebSocketConfig::default()
             .max_message_size(Some(limit))
             .max_frame_size(Some(limit));

@@ -8,17 +8,12 @@ use crate::frame::{
 use agentwire_core::{ErrorKind, Millis};
 
 impl Connection {
-    pub(super) fn on_decoded(&mut self, now: Millis, frame: Result<Frame, FrameError>) {
+    /// `sequence` is what the transport says about an undecodable frame: the SSE `id:` line, or
+    /// the tail of a WebSocket message ([`crate::frame::event_id_hint`]).
+    pub(super) fn on_decoded(&mut self, now: Millis, frame: Result<Frame, FrameError>, sequence: Option<u64>) {
         let frame = match frame {
             Ok(f) => f,
-            Err(e) => {
-                let mut err = SwitchError::from(e.clone());
-                if let Some(field) = &e.field {
-                    err.code = Some(field.clone());
-                }
-                err.message = format!("frame dropped: {}", err.message);
-                return self.diagnostic(err);
-            }
+            Err(e) => return self.on_undecodable(&e, sequence),
         };
         match frame {
             Frame::ConnectionState(s) => self.on_connection_state(now, s),
@@ -42,6 +37,38 @@ impl Connection {
             }
             Frame::Unknown { name, raw } => self.push(Event::Control { name, raw }),
         }
+    }
+
+    /// A frame that could not be decoded. When it was (or may have been) a domain event, the
+    /// event is lost to this client: that is recorded as a gap held for the next event, so the
+    /// user re-reads the room, and the dedup bound moves past it when its sequence is known (a
+    /// reopen would only replay the same bytes). Anything else is a diagnostic.
+    pub(super) fn on_undecodable(&mut self, e: &FrameError, sequence: Option<u64>) {
+        let mut err = SwitchError::from(e.clone());
+        if let Some(field) = &e.field {
+            err.code = Some(field.clone());
+        }
+        err.message = format!("frame dropped: {}", err.message);
+        self.diagnostic(err);
+        let may_be_event = sequence.is_some() || e.is_limit();
+        if self.state != State::Live || self.overflowed || !may_be_event {
+            return;
+        }
+        let from = self.received.unwrap_or(0);
+        if sequence.is_some_and(|n| n <= from) {
+            return; // a duplicate of something already taken
+        }
+        let resumed_at = sequence.unwrap_or(from);
+        self.received = Some(resumed_at);
+        let which = sequence.map_or_else(|| "an event".to_owned(), |n| format!("event {n}"));
+        self.queue.push_back(Item::Gap(Gap {
+            from_sequence: from,
+            resumed_at,
+            resumed_position: None,
+            rooms: None,
+            all_rooms: None,
+            reason: format!("{which} could not be read ({}); re-read room context", e.message),
+        }));
     }
 
     fn on_connection_state(&mut self, now: Millis, s: ConnectionState) {

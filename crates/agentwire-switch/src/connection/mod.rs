@@ -463,7 +463,12 @@ impl Connection {
             return;
         }
         let frame = crate::frame::decode_with(text, &self.cfg.decode);
-        self.on_decoded(now, frame);
+        let hint = if frame.is_err() {
+            crate::frame::event_id_hint(text)
+        } else {
+            None
+        };
+        self.on_decoded(now, frame, hint);
     }
 
     /// A WebSocket binary message: read as UTF-8 text (Switch sends none).
@@ -496,12 +501,10 @@ impl Connection {
             match item {
                 Ok(ev) => {
                     let frame = crate::frame::decode_sse_with(&ev.event, &ev.data, ev.id.as_deref(), &self.cfg.decode);
-                    self.on_decoded(now, frame);
+                    let hint = ev.id.as_deref().and_then(|id| id.trim().parse().ok());
+                    self.on_decoded(now, frame, hint);
                 }
-                Err(e) => {
-                    let e = crate::frame::FrameError::from(e);
-                    self.diagnostic(SwitchError::from(e));
-                }
+                Err(e) => self.on_undecodable(&crate::frame::FrameError::from(e), None),
             }
         }
     }

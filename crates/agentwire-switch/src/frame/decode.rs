@@ -106,6 +106,27 @@ pub fn decode_sse_with(
     control(event_name, body, "data.", || body.to_owned())
 }
 
+/// The sequence of a WebSocket domain event that could not be decoded, read from the end of the
+/// text without parsing it (`..., "id": N}`, where switch-core puts it): a hint for reporting the
+/// loss, `None` when the tail does not look like that.
+pub fn event_id_hint(text: &str) -> Option<u64> {
+    let b = text.trim_ascii_end().as_bytes();
+    let b = b.strip_suffix(b"}")?.trim_ascii_end();
+    let end = b.len();
+    let mut start = end;
+    while start > 0 && b[start - 1].is_ascii_digit() {
+        start -= 1;
+    }
+    if start == end || end - start > 20 {
+        return None;
+    }
+    let digits = &b[start..end];
+    let mut rest = b[..start].trim_ascii_end();
+    rest = rest.strip_suffix(b":")?.trim_ascii_end();
+    rest.strip_suffix(b"\"id\"")?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
 fn check_limits(text: &str, opts: &DecodeOptions) -> Result<(), FrameError> {
     if text.len() > opts.max_message_bytes {
         return Err(FrameError::new(

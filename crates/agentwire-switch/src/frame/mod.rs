@@ -25,7 +25,7 @@ mod error;
 mod payload;
 mod policy;
 
-pub use decode::{decode, decode_sse, decode_sse_with, decode_with, DecodeOptions};
+pub use decode::{decode, decode_sse, decode_sse_with, decode_with, event_id_hint, DecodeOptions};
 pub use encode::{encode, sse_parts};
 pub use error::{FrameError, FrameErrorKind};
 pub use payload::{Attachment, CommandPayload, MessagePayload, RoomJoinPayload, TaskPayload};
