@@ -2,7 +2,6 @@
 //! released generation's SSE stream. Results and events are printed as one JSON object per line
 //! on stdout; errors go to stderr with a failing exit code.
 
-use crate::switch_json::event_json;
 use agentwire_core::Entropy;
 use agentwire_native::switch::{self, SwitchClient, SwitchOptions};
 use agentwire_native::OsEntropy;
@@ -289,7 +288,7 @@ async fn watch(mut client: SwitchClient, count: Option<u64>, for_ms: Option<u64>
             _ = tokio::signal::ctrl_c() => None,
         };
         let Some(event) = event else { break };
-        println!("{}", event_json(&event));
+        println!("{}", event.to_json());
         match &event {
             Event::Event { .. } => seen += 1,
             Event::Stopped { error } => {

@@ -20,6 +20,7 @@
 //! answered before queued events reach the user, whatever order the driver polls in.
 
 mod frames;
+mod json;
 mod liveness;
 mod reconnect;
 

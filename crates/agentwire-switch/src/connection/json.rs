@@ -1,18 +1,31 @@
-//! An [`Event`] of the Switch engine as one JSON object, `type` first in meaning: `connected`,
-//! `event` (a domain event, with `kind` and an optional `gap`), `subscription_changed`,
-//! `room_released`, `control`, `evicted`, `disconnected`, `stopped`, `diagnostic`. Field names
-//! are the protocol's (snake_case); payloads are embedded as JSON; absent fields are left out.
-//!
-//! This belongs in the engine crate (`agentwire_switch::Event::to_json`, as MoltZap has), so every
-//! binding prints the same shape; it lives here until it moves.
+//! [`Event::to_json`]: one JSON object per event, the shape the CLI prints and bindings hand to
+//! JavaScript hosts: `type` is `connected`, `event` (a domain event, with `kind` and an optional
+//! `gap`), `subscription_changed`, `room_released`, `control`, `evicted`, `disconnected`,
+//! `stopped` or `diagnostic`. Field names are the protocol's (snake_case); payloads are embedded
+//! as JSON; absent fields are left out.
 
-use agentwire_switch::frame::{ConnGeneration, Gap};
-use agentwire_switch::{Event, SwitchError, Wire};
+use super::{Event, Wire};
+use crate::error::SwitchError;
+use crate::frame::{ConnGeneration, Gap};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+impl Event {
+    /// The event as one JSON object.
+    pub fn to_json(&self) -> Value {
+        event_json(self)
+    }
+}
+
+impl SwitchError {
+    /// `{kind, status?, code?, message, detail?, retryable}`; `detail` embedded when it is JSON.
+    pub fn to_json(&self) -> Value {
+        error_json(self)
+    }
+}
+
 /// The event as JSON.
-pub fn event_json(event: &Event) -> Value {
+fn event_json(event: &Event) -> Value {
     let mut o = Map::new();
     let mut put = |k: &str, v: Value| {
         if !v.is_null() {
@@ -99,7 +112,7 @@ pub fn event_json(event: &Event) -> Value {
 }
 
 /// `{kind, status?, code?, message, detail?, retryable}`; `detail` embedded when it is JSON.
-pub fn error_json(e: &SwitchError) -> Value {
+fn error_json(e: &SwitchError) -> Value {
     let mut o = Map::new();
     o.insert("kind".into(), json!(e.kind.as_str()));
     if let Some(s) = e.status {
@@ -156,8 +169,8 @@ fn raw(r: &RawValue) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::{decode, Frame};
     use agentwire_core::ErrorKind;
-    use agentwire_switch::frame::{decode, Frame};
 
     #[test]
     fn events_as_json() {
