@@ -78,3 +78,21 @@ start_moltzap_peer() {
   start_listening "$3" "$1" peers moltzap --port "$2" --generation "${4:-current}"
   MOLTZAP_PEER_PID=$SERVER_PID
 }
+
+# start_switch_peer BIN PORT LOG: starts `agentwire peers switch` (agents alice and bob, room
+# lobby); SWITCH_PEER_PID is its pid. The agents' ids and keys are read with switch_field.
+start_switch_peer() {
+  start_listening "$3" "$1" peers switch --port "$2"
+  SWITCH_PEER_PID=$SERVER_PID
+  for _ in $(seq 1 50); do
+    if grep -q "^room lobby" "$3" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "the Switch peer printed no room" >&2
+  return 1
+}
+
+# switch_field LOG KIND NAME FIELD: a field (id, key) of an agent or room line of the peer's log.
+switch_field() {
+  grep "^$2 $3 " "$1" | tr ' ' '\n' | sed -n "s/^$4=//p"
+}
