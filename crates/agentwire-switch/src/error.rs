@@ -88,7 +88,8 @@ impl SwitchError {
     pub fn refused(status: u16, detail: Option<&RawValue>) -> Self {
         let text = detail.map(detail_text).unwrap_or_default();
         let kind = match status {
-            401 | 403 => ErrorKind::Auth,
+            // 4403 is "a declared room can't be served", not a credential problem.
+            401 => ErrorKind::Auth,
             409 if text.contains("protocol") || detail.is_some_and(|d| d.get().contains("\"contract\"")) => {
                 ErrorKind::Version
             }
@@ -220,6 +221,7 @@ mod tests {
         let e = SwitchError::refused(409, Some(&d));
         assert_eq!(e.kind, ErrorKind::Version);
         assert_eq!(e.message, "connection refused with status 409: ranges do not overlap");
-        assert_eq!(SwitchError::refused(403, None).kind, ErrorKind::Auth);
+        assert_eq!(SwitchError::refused(401, None).kind, ErrorKind::Auth);
+        assert_eq!(SwitchError::refused(403, None).kind, ErrorKind::Invalid);
     }
 }

@@ -14,6 +14,8 @@ enum Step {
     Next,
     /// The server sends an old event again (a replay overlap).
     Repeat(u8),
+    /// This many new events are lost on the server (outside its window): a `gap` covers them.
+    Lose(u8),
     Ping,
     Garbage(String),
     /// The socket drops; the server will replay from what the client's open asks.
@@ -27,6 +29,7 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         6 => Just(Step::Next),
         1 => any::<u8>().prop_map(Step::Repeat),
+        1 => (1u8..5).prop_map(Step::Lose),
         2 => Just(Step::Ping),
         1 => ".{0,40}".prop_map(Step::Garbage),
         1 => prop::sample::select(vec![1000u16, 1006, 1011, 1012]).prop_map(Step::Drop),
@@ -50,6 +53,9 @@ struct Sim {
     next_on_socket: u64,
     open: bool,
     delivered: Vec<u64>,
+    lost: std::collections::BTreeSet<u64>,
+    /// Delivered events that carried a gap.
+    with_gap: Vec<u64>,
 }
 
 impl Sim {
@@ -58,7 +64,10 @@ impl Sim {
         while n < limit {
             while self.d.conn.poll_transmit().is_some() {}
             match self.d.conn.poll_event() {
-                Some(Event::Event { event, .. }) => {
+                Some(Event::Event { event, gap }) => {
+                    if gap.is_some() {
+                        self.with_gap.push(event.sequence);
+                    }
                     self.delivered.push(event.sequence);
                     n += 1;
                 }
@@ -89,6 +98,15 @@ impl Sim {
         // Replay what the server has beyond the socket's position.
         while self.open && self.next_on_socket <= self.head && self.d.conn.state() == State::Live {
             let n = self.next_on_socket;
+            if self.lost.contains(&n) {
+                let mut end = n;
+                while self.lost.contains(&(end + 1)) {
+                    end += 1;
+                }
+                self.d.text(&gap(n - 1, end));
+                self.next_on_socket = end + 1;
+                continue;
+            }
             self.d.text(&message(n));
             self.next_on_socket += 1;
             self.serve();
@@ -105,7 +123,15 @@ proptest! {
         cfg.max_queued_events = cap;
         let mut d = Driver::new(cfg);
         d.conn.start(d.now).unwrap();
-        let mut sim = Sim { d, head: 0, next_on_socket: 1, open: false, delivered: Vec::new() };
+        let mut sim = Sim {
+            d,
+            head: 0,
+            next_on_socket: 1,
+            open: false,
+            delivered: Vec::new(),
+            lost: Default::default(),
+            with_gap: Vec::new(),
+        };
         sim.serve();
         for s in steps {
             match s {
@@ -113,10 +139,18 @@ proptest! {
                     sim.head += 1;
                     sim.send_pending();
                 }
+                Step::Lose(k) => {
+                    for _ in 0..k {
+                        sim.head += 1;
+                        sim.lost.insert(sim.head);
+                    }
+                }
                 Step::Repeat(k) => {
                     if sim.open && sim.head > 0 {
                         let n = 1 + u64::from(k) % sim.head;
-                        sim.d.text(&message(n));
+                        if !sim.lost.contains(&n) {
+                            sim.d.text(&message(n));
+                        }
                     }
                 }
                 Step::Ping => {
@@ -157,7 +191,12 @@ proptest! {
             }
         }
         sim.collect(usize::MAX);
-        let expected: Vec<u64> = (1..=sim.head).collect();
+        let expected: Vec<u64> = (1..=sim.head).filter(|n| !sim.lost.contains(n)).collect();
+        // Every event right after a lost run carries a gap.
+        let after_loss: Vec<u64> = expected.iter().copied().filter(|n| sim.lost.contains(&(n - 1))).collect();
+        for n in &after_loss {
+            prop_assert!(sim.with_gap.contains(n), "event {} after a loss has no gap: {:?}", n, sim.with_gap);
+        }
         prop_assert_eq!(sim.delivered, expected);
     }
 

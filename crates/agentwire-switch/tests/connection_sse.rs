@@ -308,7 +308,7 @@ fn stream_open_refusals_are_http_statuses() {
         (
             403,
             r#"{"detail":"Room not found: 00000000-0000-0000-0000-000000000000"}"#,
-            Some(ErrorKind::Auth),
+            Some(ErrorKind::Invalid),
         ),
         (409, mismatch, Some(ErrorKind::Version)),
         (

@@ -149,7 +149,8 @@ fn resume_reopens_with_cursor_generation_and_rooms_and_never_delivers_twice() {
         .iter()
         .filter(|e| matches!(e, Event::Diagnostic(err) if err.code.as_deref() == Some("duplicate")))
         .count();
-    assert_eq!(dups, 3);
+    assert_eq!(dups, 1, "one diagnostic per run of replayed events");
+    assert_eq!(d.conn.duplicates(), 3);
     assert_eq!(d.conn.generation().map(ToString::to_string).as_deref(), Some("4"));
 }
 
@@ -348,7 +349,7 @@ fn close_codes_follow_the_table() {
                 [Event::Stopped { error: Some(err) }] => {
                     assert_eq!(err.status, Some(code - 4000), "{code}");
                     assert!(!err.retryable);
-                    let auth = code == 4401 || code == 4403;
+                    let auth = code == 4401;
                     assert_eq!(err.kind == ErrorKind::Auth, auth, "{code}: {err:?}");
                 }
                 other => panic!("{code}: {other:?}"),
@@ -598,4 +599,101 @@ fn a_full_queue_loses_nothing() {
         d.text(&message(n));
     }
     assert_eq!(d.delivered(), vec![4, 5, 6]);
+}
+
+#[test]
+fn a_resume_asks_from_the_highest_received_and_queued_events_survive_it() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    for n in 1..=5 {
+        d.text(&message(n));
+    }
+    d.conn.handle_close(d.now, 1006, "");
+    let path = d.reopen();
+    assert!(path.contains("start_from=5"), "not the processed cursor (0): {path}");
+    d.conn.handle_open(d.now);
+    d.text(&connection_state(Some(4), 5, &[ROOM]));
+    d.text(&message(6));
+    assert_eq!(d.delivered(), vec![1, 2, 3, 4, 5, 6]);
+}
+
+#[test]
+fn a_gap_while_the_queue_is_full_is_left_for_the_reopen() {
+    let mut cfg = ws();
+    cfg.max_queued_events = 3;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    for n in 1..=5 {
+        d.text(&message(n));
+    }
+    d.text(&gap(5, 10));
+    assert_eq!(d.delivered(), vec![1, 2, 3]);
+    let path = d.reopen();
+    assert!(path.contains("start_from=3"), "4 and 5 are asked for again: {path}");
+}
+
+#[test]
+fn gaps_and_state_events_are_bounded_and_never_crowded_out() {
+    let mut cfg = ws();
+    cfg.max_queued_events = 4;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    for n in 0..10_000u64 {
+        d.text(&gap(n, n + 1));
+    }
+    for n in 1..=20 {
+        d.text(&message(n)); // 20 events at or below 10 000: one diagnostic
+    }
+    for _ in 0..400 {
+        d.text("}{ garbage");
+    }
+    d.text(r#"{"event":"subscription_changed","data":{"rooms":["r2"],"reason":"subscription updated"}}"#);
+    d.text(&message(10_002));
+    let e = d.events();
+    assert!(e.len() <= 4 + 256 + 3, "{}", e.len());
+    assert!(d.conn.dropped_control() > 0);
+    assert!(
+        e.iter().any(|e| matches!(e, Event::SubscriptionChanged(_))),
+        "a state event is never dropped"
+    );
+    let Some(Event::Event { gap: Some(g), .. }) = e.last() else {
+        panic!("{:?}", e.last())
+    };
+    assert_eq!((g.from_sequence, g.resumed_at), (0, 10_000));
+}
+
+#[test]
+fn zero_bounds_are_refused() {
+    let mut cfg = ws();
+    cfg.max_queued_events = 0;
+    let mut d = Driver::new(cfg);
+    assert!(d.conn.start(0).unwrap_err().message.contains("max_queued_events"));
+}
+
+#[test]
+fn a_refusal_close_before_the_open_was_reported_stops() {
+    let mut d = Driver::new(ws());
+    d.conn.start(0).unwrap();
+    d.expect_open();
+    d.conn.handle_close(0, 4401, "");
+    assert!(matches!(&d.events()[..], [Event::Stopped { error: Some(e) }] if e.kind == ErrorKind::Auth));
+}
+
+#[test]
+fn a_message_before_the_open_was_reported_opens_it() {
+    let mut d = Driver::new(ws());
+    d.conn.start(0).unwrap();
+    d.expect_open();
+    d.text(&connection_state(Some(1), 0, &[]));
+    assert!(matches!(&d.events()[..], [Event::Connected { .. }]));
+    assert_eq!(d.conn.state(), State::Live);
+}
+
+#[test]
+fn has_pending_events_tells_a_held_event_from_none() {
+    let mut d = Driver::live_ws(ws(), 0, &[]);
+    d.text(&message(1));
+    d.text(PING);
+    assert!(d.conn.poll_event().is_none());
+    assert!(d.conn.has_pending_events());
+    d.transmits();
+    assert_eq!(d.delivered(), vec![1]);
+    assert!(!d.conn.has_pending_events());
 }

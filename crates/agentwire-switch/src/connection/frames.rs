@@ -61,14 +61,14 @@ impl Connection {
         let resumed_at = sequence.unwrap_or(from);
         self.received = Some(resumed_at);
         let which = sequence.map_or_else(|| "an event".to_owned(), |n| format!("event {n}"));
-        self.queue.push_back(Item::Gap(Gap {
+        self.push_gap(Gap {
             from_sequence: from,
             resumed_at,
             resumed_position: None,
             rooms: None,
             all_rooms: None,
             reason: format!("{which} could not be read ({}); re-read room context", e.message),
-        }));
+        });
     }
 
     fn on_connection_state(&mut self, now: Millis, s: ConnectionState) {
@@ -117,6 +117,10 @@ impl Connection {
     fn on_event(&mut self, e: DomainEvent) {
         if let Some(high) = self.received {
             if e.sequence <= high {
+                self.duplicates += 1;
+                if std::mem::replace(&mut self.in_duplicate_run, true) {
+                    return; // one diagnostic per run of replayed events
+                }
                 let m = format!(
                     "event {} ({}) is at or below sequence {high}, already received; dropped",
                     e.sequence,
@@ -125,6 +129,7 @@ impl Connection {
                 return self.diagnostic(SwitchError::local(ErrorKind::Protocol, m).with_code("duplicate"));
             }
         }
+        self.in_duplicate_run = false;
         if self.overflowed {
             // Taking a later event now would skip the ones already refused: wait for the reopen.
             return;
@@ -159,8 +164,13 @@ impl Connection {
     fn on_gap(&mut self, g: Gap) {
         // Events after the gap are numbered from `resumed_at`: they are new even when below the
         // old numbering (a restart that lost it).
+        if self.overflowed {
+            // Events before it were refused; the reopen asks for them again, and the server
+            // sends this gap again if it still applies.
+            return;
+        }
         self.received = Some(g.resumed_at);
-        self.queue.push_back(Item::Gap(g));
+        self.push_gap(g);
     }
 
     fn on_evicted(&mut self, now: Millis, e: Evicted) {

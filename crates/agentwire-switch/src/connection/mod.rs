@@ -249,6 +249,9 @@ pub struct Connection {
     queue: VecDeque<Item>,
     queued_events: usize,
     dropped_control: u64,
+    /// Events dropped as already received, and whether the last event was one.
+    duplicates: u64,
+    in_duplicate_run: bool,
 }
 
 impl Connection {
@@ -290,6 +293,8 @@ impl Connection {
             queue: VecDeque::new(),
             queued_events: 0,
             dropped_control: 0,
+            duplicates: 0,
+            in_duplicate_run: false,
         }
     }
 
@@ -342,9 +347,21 @@ impl Connection {
         self.heartbeat_ms
     }
 
-    /// Control events and diagnostics dropped because the queue was over its bound.
+    /// Diagnostics and unknown control frames dropped because the queue was over its bound.
     pub fn dropped_control(&self) -> u64 {
         self.dropped_control
+    }
+
+    /// Events dropped as already received (replays overlapping after a resume). Each run of
+    /// them is reported by one `Diagnostic` coded `duplicate`.
+    pub fn duplicates(&self) -> u64 {
+        self.duplicates
+    }
+
+    /// True while events are queued, including while `poll_event` holds them back behind an
+    /// unsent pong: drain `poll_transmit` and poll again.
+    pub fn has_pending_events(&self) -> bool {
+        !self.queue.is_empty()
     }
 
     pub fn config(&self) -> &ConnectionConfig {
@@ -367,6 +384,20 @@ impl Connection {
             .open
             .validate()
             .map_err(|e| SwitchError::local(e.kind, e.message))?;
+        for (name, value) in [
+            ("max_queued_events", self.cfg.max_queued_events as u64),
+            ("open_timeout_ms", self.cfg.open_timeout_ms),
+            ("heartbeat_interval_ms", self.cfg.heartbeat_interval_ms),
+            ("missed_heartbeats", u64::from(self.cfg.missed_heartbeats)),
+            ("beat_timeout_ms", self.cfg.beat_timeout_ms),
+        ] {
+            if value == 0 {
+                return Err(SwitchError::local(
+                    ErrorKind::Invalid,
+                    format!("{name} must be at least 1"),
+                ));
+            }
+        }
         self.open(now);
         Ok(())
     }
@@ -396,7 +427,9 @@ impl Connection {
         Some(t)
     }
 
-    /// The next event; `None` while a pong is still to be sent.
+    /// The next event; `None` when there is none, **and while a pong is still to be sent**: drain
+    /// [`Connection::poll_transmit`] too, until both are empty ([`Connection::has_pending_events`]
+    /// tells the two apart).
     pub fn poll_event(&mut self) -> Option<Event> {
         if self.pongs_unsent > 0 {
             return None;
@@ -460,6 +493,7 @@ impl Connection {
     /// A WebSocket text message.
     pub fn handle_text(&mut self, now: Millis, text: &str) {
         self.now = now;
+        self.implicit_open(now, Wire::WebSocket);
         if !matches!(self.state, State::Attaching | State::Live) || self.wire != Wire::WebSocket {
             return;
         }
@@ -489,6 +523,7 @@ impl Connection {
     /// A chunk of the SSE body (any split).
     pub fn handle_bytes(&mut self, now: Millis, chunk: &[u8]) {
         self.now = now;
+        self.implicit_open(now, Wire::Sse);
         if !matches!(self.state, State::Attaching | State::Live) || self.wire != Wire::Sse {
             return;
         }
@@ -510,12 +545,20 @@ impl Connection {
         }
     }
 
+    /// Input on a socket the driver has not reported open: it is open.
+    fn implicit_open(&mut self, now: Millis, wire: Wire) {
+        if self.state == State::Opening && self.wire == wire {
+            self.handle_open(now);
+        }
+    }
+
     /// The socket closed (`code` from its close frame; 1006 when it dropped without one) or the
     /// SSE stream ended (any code; 1006 is fine).
     pub fn handle_close(&mut self, now: Millis, code: u16, reason: &str) {
         self.now = now;
         match self.state {
-            State::Opening => self.on_open_failed(now, None, reason),
+            State::Opening if !(4000..=4999).contains(&code) => self.on_open_failed(now, None, reason),
+            State::Opening => self.on_socket_closed(now, code, reason),
             State::Attaching | State::Live => self.on_socket_closed(now, code, reason),
             _ => {}
         }
@@ -556,7 +599,8 @@ impl Connection {
     /// The parameters of the next open: the cursor, the generation, the declared rooms.
     fn next_params(&self) -> OpenParams {
         let mut p = self.cfg.open.clone();
-        p.start_from = self.cursor.map_or(StartFrom::Head, StartFrom::After);
+        // The highest *received*: queued events survive the reconnect and are still delivered.
+        p.start_from = self.received.map_or(StartFrom::Head, StartFrom::After);
         p.expected_generation = self.generation.as_ref().map(ToString::to_string);
         p.rooms = self.declare.clone();
         p
@@ -569,7 +613,7 @@ impl Connection {
             Wire::Sse => params.sse_path().map(|path| {
                 let mut r = HttpRequest::get(path);
                 r.headers = vec![("Accept", "text/event-stream".to_owned())];
-                if let Some(c) = self.cursor {
+                if let Some(c) = self.received {
                     r.headers.push(("Last-Event-ID", c.to_string()));
                 }
                 r
@@ -585,6 +629,7 @@ impl Connection {
         };
         self.state = State::Opening;
         self.socket_open = true;
+        self.overflowed = false;
         self.beat_in_flight = None;
         self.beats_failed = 0;
         self.timers.clear();
@@ -596,12 +641,37 @@ impl Connection {
         }));
     }
 
+    /// Queues an event. State events always go in (each is one per frame the server chose to
+    /// send, or one per reconnect); diagnostics and unknown control frames past the bound are
+    /// counted and dropped.
     fn push(&mut self, event: Event) {
-        if self.queue.len() >= self.cfg.max_queued_events.saturating_add(CONTROL_SLACK) {
+        let droppable = matches!(event, Event::Diagnostic(_) | Event::Control { .. });
+        if droppable && self.queue.len() >= self.cfg.max_queued_events.saturating_add(CONTROL_SLACK) {
             self.dropped_control += 1;
             return;
         }
         self.queue.push_back(Item::Event(event));
+    }
+
+    /// Queues a gap, merged into the one at the back of the queue if there is one (so gaps alone
+    /// can never fill memory).
+    fn push_gap(&mut self, g: Gap) {
+        if let Some(Item::Gap(last)) = self.queue.back_mut() {
+            let first = std::mem::replace(
+                last,
+                Gap {
+                    from_sequence: 0,
+                    resumed_at: 0,
+                    resumed_position: None,
+                    rooms: None,
+                    all_rooms: None,
+                    reason: String::new(),
+                },
+            );
+            *last = merge_gaps(first, g);
+        } else {
+            self.queue.push_back(Item::Gap(g));
+        }
     }
 
     fn diagnostic(&mut self, e: SwitchError) {

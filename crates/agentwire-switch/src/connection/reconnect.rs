@@ -91,6 +91,10 @@ impl Connection {
                 error.message
             );
         }
+        if status == 403 && self.wire == Wire::Sse {
+            // A room declared on the open the agent is not in (not a credential problem).
+            error.kind = ErrorKind::Invalid;
+        }
         if status == 409 && body.contains("\"contract\"") {
             error.kind = ErrorKind::Version;
         }
