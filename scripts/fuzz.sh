@@ -40,7 +40,7 @@ fi
 # Seed the frame corpus with every frame of the released captures (MoltZap), the generation
 # byte (1: released) first.
 if [ "$crate" = moltzap ] && [ "$target" = frame ] && command -v python3 >/dev/null; then
-    python3 - "$root/../shared/vectors/moltzap-2026.425" "$corpus" <<'PY'
+    python3 - "$root/tests/vectors/moltzap-2026.425" "$corpus" <<'PY'
 import pathlib, re, sys
 src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 if src.is_dir():
@@ -56,7 +56,7 @@ fi
 # takes each as an SSE frame (mode byte 1: event NUL data NUL id) and as the WebSocket message
 # the same frame becomes (mode byte 0).
 if [ "$crate" = switch ] && command -v python3 >/dev/null; then
-    python3 - "$root/../shared/vectors/switch-0.19" "$corpus" "$target" <<'PY'
+    python3 - "$root/tests/vectors/switch-0.19" "$corpus" "$target" <<'PY'
 import json, pathlib, sys
 src, dst, target = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
 if src.is_dir():

@@ -98,10 +98,7 @@ fn reencodes(g: Generation, text: &str) {
 }
 
 fn vector_lines() -> Vec<String> {
-    let dir = std::env::var_os("AGENTWIRE_SHARED")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
-        .join("vectors/moltzap-2026.425");
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/moltzap-2026.425");
     let mut lines = Vec::new();
     for e in std::fs::read_dir(dir).expect("vectors folder") {
         let text = std::fs::read_to_string(e.unwrap().path()).unwrap();

@@ -1,5 +1,5 @@
 //! The client session driven with literal server frames (the released ones taken from the
-//! captures in `shared/vectors/moltzap-2026.425/`). Deterministic: time is passed in.
+//! captures in `tests/vectors/moltzap-2026.425/`). Deterministic: time is passed in.
 
 use agentwire_core::{ErrorKind, Outgoing, SeededEntropy};
 use agentwire_moltzap::session::{

@@ -1,5 +1,5 @@
 //! Every frame captured from a released MoltZap server (2026.425.3) in
-//! `shared/vectors/moltzap-2026.425/*.sample.out` decodes to the frame it is, re-encodes byte for
+//! `tests/vectors/moltzap-2026.425/*.sample.out` decodes to the frame it is, re-encodes byte for
 //! byte, and every error maps to the right typed error. Every line the client sent is either
 //! something our encoder writes byte for byte, or a frame our strict decoder refuses exactly
 //! where the server refused it.
@@ -15,10 +15,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn folder() -> PathBuf {
-    let shared = std::env::var_os("AGENTWIRE_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    shared.join("vectors/moltzap-2026.425")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/moltzap-2026.425")
 }
 
 /// The typed name and kind each error code seen in the captures must map to (written out here,
@@ -151,7 +148,7 @@ fn check_reply(p: &Pending, r: &Response, where_: &str) {
 fn every_captured_frame_decodes() {
     let dir = folder();
     let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e} (set AGENTWIRE_SHARED to the shared folder)", dir.display()))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_string_lossy().ends_with(".sample.out"))
         .collect();

@@ -6,7 +6,7 @@ use agentwire_switch::sse::{encode_comment, SseEvent, SseLimits, SseParser};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::fs;
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/switch-0.19");
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vectors/switch-0.19");
 const TARGET_BYTES: usize = 1 << 20;
 const CHUNK: usize = 16 << 10;
 

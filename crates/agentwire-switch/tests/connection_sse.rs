@@ -9,10 +9,7 @@ use agentwire_switch::open::StartFrom;
 use common::*;
 
 fn capture(name: &str) -> String {
-    let path = format!(
-        "{}/../../../shared/vectors/switch-0.19/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/../../tests/vectors/switch-0.19/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 

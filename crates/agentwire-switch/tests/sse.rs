@@ -5,7 +5,7 @@ use agentwire_switch::sse::*;
 use proptest::prelude::*;
 use std::fs;
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/switch-0.19");
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vectors/switch-0.19");
 
 /// One capture file and what it says, read independently of the parser.
 struct Capture {

@@ -1,4 +1,4 @@
-//! Every capture of switch-core 0.19.0 in `shared/vectors/switch-0.19/` decodes to what it is,
+//! Every capture of switch-core 0.19.0 in `tests/vectors/switch-0.19/` decodes to what it is,
 //! re-encodes byte for byte, and every captured HTTP answer maps to the right typed result.
 
 use agentwire_core::ErrorKind;
@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/switch-0.19")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/switch-0.19")
 }
 
 fn read(name: &str) -> String {

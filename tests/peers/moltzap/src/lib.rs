@@ -4,7 +4,7 @@
 //! - HTTP and WebSocket on one port: `POST /api/v1/auth/register`, `GET /health`, and the
 //!   WebSocket at `/ws`.
 //! - [`Generation::Released`] answers like a released server (protocol `2026.425.3`, captured in
-//!   `../shared/vectors/moltzap-2026.425/`): `type` frames, `auth/connect`, the full HelloOk,
+//!   `tests/vectors/moltzap-2026.425/`): `type` frames, `auth/connect`, the full HelloOk,
 //!   events, the released error messages, no WebSocket pings.
 //! - [`Generation::Current`] speaks protocol `2026.811.0`: plain JSON-RPC 2.0,
 //!   `agent/network/connect` → `{}`, notifications, `_tag` errors, WebSocket pings every

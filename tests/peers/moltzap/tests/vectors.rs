@@ -1,5 +1,5 @@
 //! Replays the client lines (`=>`) of the captured released-server sessions in
-//! `../shared/vectors/moltzap-2026.425/` against the released peer and checks every answer
+//! `tests/vectors/moltzap-2026.425/` against the released peer and checks every answer
 //! (`<=`, and the events of the "queue"/"got" lines) against the capture, byte for byte once
 //! uuids and timestamps are normalized. Captured uuids are mapped to the peer's as they are
 //! learnt (the same captured uuid must always stand for the same peer uuid), and substituted in
@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 fn vectors() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/vectors/moltzap-2026.425");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../vectors/moltzap-2026.425");
     assert!(dir.is_dir(), "vectors not found at {}", dir.display());
     dir
 }

@@ -1,5 +1,5 @@
 //! `GET /agents/{id}/ops` and `POST /agents/{id}/ops/{name}`: the catalog (descriptions and
-//! input schemas copied from switch-core 0.19's, `../shared/vectors/switch-0.19/ops.json`), the
+//! input schemas copied from switch-core 0.19's, `tests/vectors/switch-0.19/ops.json`), the
 //! arguments checked as switch-core does, and the dispatch to the state.
 
 use crate::query::Refusal;

@@ -1,5 +1,5 @@
 //! Operations over raw HTTP/1.1, with the answers of
-//! `../shared/vectors/switch-0.19/http_responses.json` where it has them. The connection routes
+//! `tests/vectors/switch-0.19/http_responses.json` where it has them. The connection routes
 //! and registration are in `routes.rs`.
 
 mod common;
@@ -23,7 +23,7 @@ async fn the_catalog_copies_switch_core_schemas() {
         let r = get(&h, &format!("/agents/{}/ops", a.id), &a.key).await;
         assert_eq!(r.status, 200);
         let ours = r.json()["operations"].clone();
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/vectors/switch-0.19/ops.json");
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../vectors/switch-0.19/ops.json");
         let theirs: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let names: Vec<&String> = ours.as_object().unwrap().keys().collect();
         assert_eq!(names.len(), 6);

@@ -1,5 +1,5 @@
 //! The SSE stream and beats, mostly in the released generation, compared with the captures of
-//! `../shared/vectors/switch-0.19/` (ids substituted).
+//! `tests/vectors/switch-0.19/` (ids substituted).
 
 mod common;
 
