@@ -4,7 +4,7 @@
 //! something our encoder writes byte for byte, or a frame our strict decoder refuses exactly
 //! where the server refused it.
 //!
-//! The folder is `$AGENTWIRE_SHARED/vectors/moltzap-2026.425`, else `shared/` beside the clone.
+//! The folder is `tests/vectors/moltzap-2026.425` of this repository.
 
 use agentwire_core::ErrorKind;
 use agentwire_moltzap::{
