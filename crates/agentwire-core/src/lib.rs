@@ -9,6 +9,7 @@ mod bucket;
 mod entropy;
 mod error;
 mod frame;
+pub mod json;
 mod time;
 mod timers;
 

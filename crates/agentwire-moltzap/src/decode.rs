@@ -78,7 +78,7 @@ pub fn decode_message_with(generation: Generation, text: &str, opts: &DecodeOpti
     if text.trim_ascii().is_empty() {
         return vec![Err(FrameError::new(K::Empty))];
     }
-    if too_deep(text.as_bytes(), opts.max_depth) {
+    if agentwire_core::json::nests_deeper_than(text.as_bytes(), opts.max_depth) {
         return vec![Err(FrameError::new(K::TooDeep { limit: opts.max_depth }))];
     }
     let mut out = Vec::with_capacity(1);
@@ -114,35 +114,6 @@ fn push(out: &mut Vec<Result<Frame, FrameError>>, opts: &DecodeOptions, frame: R
     }
     out.push(frame);
     true
-}
-
-/// True when arrays and objects nest deeper than `max` (strings skipped, escapes honoured).
-fn too_deep(b: &[u8], max: usize) -> bool {
-    // Fast path: nesting cannot exceed the number of `[` and `{` (a loop that vectorizes).
-    if b.iter().map(|&c| usize::from(c == b'[' || c == b'{')).sum::<usize>() <= max {
-        return false;
-    }
-    let (mut depth, mut i) = (0usize, 0usize);
-    while i < b.len() {
-        match b[i] {
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > max {
-                    return true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    false
 }
 
 /// Decodes one frame object.

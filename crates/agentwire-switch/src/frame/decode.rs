@@ -139,7 +139,7 @@ fn check_limits(text: &str, opts: &DecodeOptions) -> Result<(), FrameError> {
             ),
         ));
     }
-    if too_deep(text.as_bytes(), opts.max_depth) {
+    if agentwire_core::json::nests_deeper_than(text.as_bytes(), opts.max_depth) {
         return Err(FrameError::new(
             FrameErrorKind::TooDeep,
             Some("message".into()),
@@ -147,34 +147,6 @@ fn check_limits(text: &str, opts: &DecodeOptions) -> Result<(), FrameError> {
         ));
     }
     Ok(())
-}
-
-/// True when arrays and objects nest deeper than `max` (strings skipped, escapes honoured).
-fn too_deep(b: &[u8], max: usize) -> bool {
-    if b.iter().map(|&c| usize::from(c == b'[' || c == b'{')).sum::<usize>() <= max {
-        return false;
-    }
-    let (mut depth, mut i) = (0usize, 0usize);
-    while i < b.len() {
-        match b[i] {
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > max {
-                    return true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    false
 }
 
 fn empty_object() -> &'static RawValue {

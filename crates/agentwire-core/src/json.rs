@@ -1,0 +1,51 @@
+//! Checks on JSON text made before parsing it, shared by every engine's decoder.
+
+/// True when arrays and objects in `b` nest deeper than `max` (strings skipped, escapes
+/// honoured). Not a validator: it only bounds what a parser would recurse into.
+pub fn nests_deeper_than(b: &[u8], max: usize) -> bool {
+    // Fast path: nesting cannot exceed the number of `[` and `{` (a loop that vectorizes).
+    if b.iter().map(|&c| usize::from(c == b'[' || c == b'{')).sum::<usize>() <= max {
+        return false;
+    }
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nests_deeper_than;
+
+    #[test]
+    fn depth_counts_only_structure() {
+        assert!(!nests_deeper_than(br#"{"a":[[1]]}"#, 3));
+        assert!(nests_deeper_than(br#"{"a":[[[1]]]}"#, 3));
+        assert!(
+            !nests_deeper_than(br#"{"a":"[[[[[[\"[[[["}"#, 1),
+            "brackets in strings do not count"
+        );
+        assert!(
+            !nests_deeper_than(b"[]".repeat(100).as_slice(), 1),
+            "siblings are not nesting"
+        );
+        assert!(!nests_deeper_than(br#""\"#, 0), "an escape at the end does not overrun");
+    }
+}
