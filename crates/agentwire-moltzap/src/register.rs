@@ -13,7 +13,7 @@
 //! ```
 
 use crate::errors::MoltZapError;
-use agentwire_core::ErrorKind;
+use agentwire_core::{ErrorKind, HttpRequest};
 use serde::{Deserialize, Serialize};
 
 /// The path of the registration endpoint on the server's HTTP origin.
@@ -72,6 +72,11 @@ impl Registration {
             return Err(MoltZapError::local(ErrorKind::Invalid, m));
         }
         serde_json::to_string(self).map_err(|e| MoltZapError::local(ErrorKind::Invalid, e.to_string()))
+    }
+
+    /// `POST /api/v1/auth/register` with [`Registration::body`], for a driver to send (no key).
+    pub fn request(&self) -> Result<HttpRequest, MoltZapError> {
+        Ok(HttpRequest::post_json(PATH.to_owned(), self.body()?))
     }
 }
 

@@ -17,6 +17,7 @@
 #![allow(clippy::result_large_err)]
 
 mod clock;
+mod http;
 pub mod moltzap;
 mod pump;
 pub mod rkt;

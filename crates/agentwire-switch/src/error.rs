@@ -172,6 +172,25 @@ impl From<FrameError> for SwitchError {
     }
 }
 
+impl From<Error> for SwitchError {
+    /// A shared-shape error (a driver's transport failure): `code` is taken as a status when it
+    /// is one.
+    fn from(e: Error) -> Self {
+        let status = e
+            .code
+            .and_then(|c| u16::try_from(c).ok())
+            .filter(|s| (100..600).contains(s));
+        SwitchError {
+            kind: e.kind,
+            status,
+            code: None,
+            message: e.message,
+            detail: None,
+            retryable: e.retryable,
+        }
+    }
+}
+
 impl From<SwitchError> for Error {
     /// The shared shape: `code` is the status.
     fn from(e: SwitchError) -> Self {

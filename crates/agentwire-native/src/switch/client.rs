@@ -1,9 +1,10 @@
 //! [`SwitchClient`]: one agent connection, its events, and operations acting for it.
 
 use super::driver::{Command, Driver};
-use super::http::{check_key, exchange, Origin};
+use super::exchange;
 use super::socket::{Dialer, CLOSE_GRACE};
 use super::Status;
+use crate::http::{check_key, Origin};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::ErrorKind;
 use agentwire_switch::frame::ConnectionState;

@@ -168,7 +168,7 @@ impl Driver {
             Transmit::Http { id, request } => {
                 let (origin, key, limit) = (self.dialer.origin.clone(), self.dialer.key.clone(), self.beat_timeout);
                 self.beats
-                    .spawn(async move { (id, super::http::exchange(&origin, &key, &request, limit).await) });
+                    .spawn(async move { (id, super::exchange(&origin, &key, &request, limit).await) });
             }
             Transmit::Close { code, reason } => {
                 self.opening = None;

@@ -27,17 +27,16 @@
 //!
 //! No TLS: `https://` and `wss://` origins are refused.
 
-mod chunked;
 mod client;
 mod driver;
-mod http;
 mod socket;
 
 pub use client::{SwitchClient, SwitchOptions, CONNECT_OPEN_TIMEOUTS, DEFAULT_OP_TIMEOUT};
 
+use crate::http;
 use agentwire_switch::frame::ConnGeneration;
 use agentwire_switch::ops::{self, OpsCatalog};
-use agentwire_switch::{State, SwitchError, Wire};
+use agentwire_switch::{HttpRequest, State, SwitchError, Wire};
 use serde_json::value::RawValue;
 
 /// Where a connection is, as its task last saw it.
@@ -71,7 +70,7 @@ pub async fn op(
 ) -> Result<Box<RawValue>, SwitchError> {
     let origin = http::Origin::parse(origin)?;
     let request = ops::op(agent_id, connection_id, name, args)?;
-    let (status, body) = http::exchange(&origin, key, &request, DEFAULT_OP_TIMEOUT).await?;
+    let (status, body) = exchange(&origin, key, &request, DEFAULT_OP_TIMEOUT).await?;
     ops::decode_result(status, &body)
 }
 
@@ -79,6 +78,16 @@ pub async fn op(
 pub async fn list_ops(origin: &str, key: &str, agent_id: &str) -> Result<OpsCatalog, SwitchError> {
     let origin = http::Origin::parse(origin)?;
     let request = ops::list_ops(agent_id)?;
-    let (status, body) = http::exchange(&origin, key, &request, DEFAULT_OP_TIMEOUT).await?;
+    let (status, body) = exchange(&origin, key, &request, DEFAULT_OP_TIMEOUT).await?;
     ops::decode_ops(status, &body)
+}
+
+/// One Switch call with the agent key: the answer, or the transport failure as a `SwitchError`.
+pub(crate) async fn exchange(
+    origin: &http::Origin,
+    key: &str,
+    request: &HttpRequest,
+    timeout: std::time::Duration,
+) -> Result<(u16, String), SwitchError> {
+    Ok(http::exchange(origin, Some(key), request, timeout, ops::MAX_RESPONSE_BYTES).await?)
 }

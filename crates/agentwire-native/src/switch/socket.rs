@@ -1,7 +1,7 @@
 //! The socket of one open: a WebSocket, or the body of an SSE `GET`. Opening it, reading what
 //! arrives as the engine's inputs, writing the pong, and dropping it.
 
-use super::http::{Origin, Response};
+use crate::http::{Origin, Response};
 use agentwire_switch::connection::OpenRequest;
 use agentwire_switch::Wire;
 use futures_util::{SinkExt, StreamExt};
@@ -113,7 +113,7 @@ impl Dialer {
     }
 
     async fn open_sse(&self, open: OpenRequest) -> Result<Socket, OpenFailed> {
-        let response = Response::send(&self.origin, &self.key, &open.request)
+        let response = Response::send(&self.origin, Some(&self.key), &open.request)
             .await
             .map_err(|e| (None, e.message))?;
         if response.status == 200 {

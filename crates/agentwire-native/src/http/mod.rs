@@ -1,13 +1,14 @@
-//! A small HTTP/1.1 client over a tokio `TcpStream`, for what Switch needs: one request per
-//! connection (`Connection: close`) with `Authorization: Bearer <key>` added, the response head
+//! A small HTTP/1.1 client over a tokio `TcpStream`, shared by the drivers (Switch operations,
+//! beats and SSE streams; MoltZap registration): one request per connection
+//! (`Connection: close`) with `Authorization: Bearer <key>` added when a key is given, the response head
 //! read with `httparse` (at most [`MAX_HEAD_BYTES`]), and the body by `Content-Length`,
 //! `chunked` (decoded incrementally, so an SSE stream is read as it arrives) or up to the close.
 //! No TLS.
 
-use super::chunked::Dechunker;
-use agentwire_core::ErrorKind;
-use agentwire_switch::ops::MAX_RESPONSE_BYTES;
-use agentwire_switch::{HttpRequest, SwitchError};
+mod chunked;
+
+use agentwire_core::{Error, ErrorKind, HttpRequest};
+use chunked::Dechunker;
 use std::fmt::Write as _;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -30,8 +31,8 @@ pub(crate) struct Origin {
 }
 
 impl Origin {
-    pub(crate) fn parse(origin: &str) -> Result<Origin, SwitchError> {
-        let invalid = |m: &str| SwitchError::local(ErrorKind::Invalid, format!("{origin}: {m}"));
+    pub(crate) fn parse(origin: &str) -> Result<Origin, Error> {
+        let invalid = |m: &str| Error::new(ErrorKind::Invalid, format!("{origin}: {m}"));
         let rest = match origin.split_once("://") {
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("ws") => rest,
             Some((scheme, _)) if scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("wss") => {
@@ -74,9 +75,9 @@ impl Origin {
 }
 
 /// The key goes into a header: refuse anything that could break the request.
-pub(crate) fn check_key(key: &str) -> Result<(), SwitchError> {
+pub(crate) fn check_key(key: &str) -> Result<(), Error> {
     if key.is_empty() || key.len() > 4096 || !key.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(SwitchError::local(
+        return Err(Error::new(
             ErrorKind::Invalid,
             "the agent key must be 1..=4096 printable ASCII characters without spaces",
         ));
@@ -84,30 +85,31 @@ pub(crate) fn check_key(key: &str) -> Result<(), SwitchError> {
     Ok(())
 }
 
-fn closed(m: String) -> SwitchError {
-    SwitchError::local(ErrorKind::Closed, m).retryable(true)
+fn closed(m: String) -> Error {
+    Error::new(ErrorKind::Closed, m).retryable(true)
 }
 
-fn decode(m: impl std::fmt::Display) -> SwitchError {
-    SwitchError::local(ErrorKind::Decode, format!("HTTP answer: {m}"))
+fn decode(m: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Decode, format!("HTTP answer: {m}"))
 }
 
 /// One request, its whole answer: `(status, body)`; bounded by `timeout` from connecting to
-/// the last byte, and the body by [`MAX_RESPONSE_BYTES`].
+/// the last byte, and the body by `max_body` bytes. `key`: the Bearer token, if any.
 pub(crate) async fn exchange(
     origin: &Origin,
-    key: &str,
+    key: Option<&str>,
     request: &HttpRequest,
     timeout: Duration,
-) -> Result<(u16, String), SwitchError> {
+    max_body: usize,
+) -> Result<(u16, String), Error> {
     let call = async {
         let response = Response::send(origin, key, request).await?;
         let status = response.status;
-        Ok((status, response.body_string(MAX_RESPONSE_BYTES).await?))
+        Ok((status, response.body_string(max_body).await?))
     };
     match tokio::time::timeout(timeout, call).await {
         Ok(r) => r,
-        Err(_) => Err(SwitchError::local(
+        Err(_) => Err(Error::new(
             ErrorKind::Timeout,
             format!(
                 "no answer to {} {} from {} within {} ms",
@@ -126,19 +128,22 @@ fn path_only(path: &str) -> &str {
 }
 
 /// The request bytes: method, path, `Host`, `Authorization`, the request's headers, the body.
-fn request_bytes(origin: &Origin, key: &str, request: &HttpRequest) -> Result<Vec<u8>, SwitchError> {
-    check_key(key)?;
-    let bad = |what: &str| SwitchError::local(ErrorKind::Invalid, format!("request {what} has control characters"));
+fn request_bytes(origin: &Origin, key: Option<&str>, request: &HttpRequest) -> Result<Vec<u8>, Error> {
+    let bad = |what: &str| Error::new(ErrorKind::Invalid, format!("request {what} has control characters"));
     if request.path.bytes().any(|b| b.is_ascii_control() || b == b' ') || !request.path.starts_with('/') {
         return Err(bad("path"));
     }
     let mut head = format!(
-        "{} {}{} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {key}\r\n",
+        "{} {}{} HTTP/1.1\r\nHost: {}\r\n",
         request.method.as_str(),
         origin.prefix,
         request.path,
         origin.authority
     );
+    if let Some(key) = key {
+        check_key(key)?;
+        let _ = write!(head, "Authorization: Bearer {key}\r\n");
+    }
     for (name, value) in &request.headers {
         if value.bytes().any(|b| b.is_ascii_control()) {
             return Err(bad("header"));
@@ -177,7 +182,7 @@ pub(crate) struct Response {
 
 impl Response {
     /// Connects, sends the request and reads the head. Not bounded in time: the caller bounds it.
-    pub(crate) async fn send(origin: &Origin, key: &str, request: &HttpRequest) -> Result<Response, SwitchError> {
+    pub(crate) async fn send(origin: &Origin, key: Option<&str>, request: &HttpRequest) -> Result<Response, Error> {
         let bytes = request_bytes(origin, key, request)?;
         let mut stream = TcpStream::connect(&origin.authority)
             .await
@@ -194,7 +199,7 @@ impl Response {
                     break head;
                 }
                 if buf.len() >= MAX_HEAD_BYTES {
-                    return Err(SwitchError::local(
+                    return Err(Error::new(
                         ErrorKind::Limit,
                         format!("HTTP answer head over {MAX_HEAD_BYTES} bytes"),
                     ));
@@ -229,7 +234,7 @@ impl Response {
 
     /// The next piece of the body, decoded; `None` at its end. Cancel-safe: nothing read is
     /// lost when the future is dropped (bytes are taken from the socket only by a completed read).
-    pub(crate) async fn chunk(&mut self) -> Result<Option<Vec<u8>>, SwitchError> {
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Vec<u8>>, Error> {
         loop {
             let mut out = Vec::new();
             let input = std::mem::take(&mut self.pending);
@@ -274,13 +279,13 @@ impl Response {
     }
 
     /// The whole body as text (lossy UTF-8), at most `limit` bytes (past it: a `limit` error).
-    pub(crate) async fn body_string(mut self, limit: usize) -> Result<String, SwitchError> {
+    pub(crate) async fn body_string(mut self, limit: usize) -> Result<String, Error> {
         let mut body = Vec::new();
         while let Some(piece) = self.chunk().await? {
             if body.len() + piece.len() > limit {
                 return Err(
-                    SwitchError::local(ErrorKind::Limit, format!("HTTP answer body over {limit} bytes"))
-                        .with_status(self.status),
+                    Error::new(ErrorKind::Limit, format!("HTTP answer body over {limit} bytes"))
+                        .with_code(i64::from(self.status)),
                 );
             }
             body.extend_from_slice(&piece);
@@ -290,7 +295,7 @@ impl Response {
 }
 
 /// The status, the head's length and the body's framing, once `buf` holds a whole head.
-fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Body)>, SwitchError> {
+fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Body)>, Error> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut headers);
     let head_len = match response.parse(buf) {
@@ -362,14 +367,16 @@ mod tests {
         }
         let o = Origin::parse("http://h:1/p").unwrap();
         let r = HttpRequest::post_json("/agents/a/ops/x".into(), "{}".into());
-        let text = String::from_utf8(request_bytes(&o, "k", &r).unwrap()).unwrap();
+        let text = String::from_utf8(request_bytes(&o, Some("k"), &r).unwrap()).unwrap();
         assert!(text.starts_with("POST /p/agents/a/ops/x HTTP/1.1\r\nHost: h:1\r\nAuthorization: Bearer k\r\n"));
         assert!(
             text.ends_with("Content-Length: 2\r\nConnection: close\r\n\r\n{}"),
             "{text}"
         );
         let r = HttpRequest::get("/a".into()).with_header("X", "a\nb");
-        assert!(request_bytes(&o, "k", &r).is_err());
+        assert!(request_bytes(&o, Some("k"), &r).is_err());
+        let text = String::from_utf8(request_bytes(&o, None, &HttpRequest::get("/a".into())).unwrap()).unwrap();
+        assert!(!text.contains("Authorization"), "{text}");
     }
 
     #[test]
