@@ -141,6 +141,8 @@ impl Driver {
                 let Some(event) = self.conn.poll_event() else { break };
                 progressed = true;
                 self.observe(&event);
+                // The reader's `status()` already shows the cursor this event moved.
+                self.publish();
                 match self.events.try_send(event) {
                     Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
                     Err(mpsc::error::TrySendError::Full(event)) => self.parked = Some(event),
