@@ -8,7 +8,6 @@ mod peers;
 mod repl;
 mod rkt;
 mod switch;
-mod switch_peer;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -1,13 +1,13 @@
 //! One WebSocket connection: decoding the client's requests with the frame layer, answering
 //! them, the outbound queue, pings (current generation) and the faults.
 
-use crate::http::Prefixed;
 use crate::state::{Fail, Out};
 use crate::{Faults, Peer, Step, GARBAGE};
 use agentwire_moltzap::{
     codes, decode_message_with, encode_response, DecodeOptions, Frame, FrameErrorKind, Generation, Id, Outcome,
     Request, RpcError,
 };
+use agentwire_peer_kit::http::Prefixed;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::value::RawValue;
 use std::sync::atomic::Ordering;

@@ -12,23 +12,26 @@
 //! - [`Faults`] make it misbehave on purpose, set in [`PeerConfig`] or at runtime with
 //!   [`PeerHandle::set_faults`].
 //!
-//! Frames are decoded and encoded with `agentwire-moltzap`'s frame layer.
+//! Frames are decoded and encoded with `agentwire-moltzap`'s frame layer; the HTTP plumbing and
+//! the accept loop are `agentwire-peer-kit`'s. [`Args`] and [`run`] are the command line of the
+//! `moltzap-peer` binary and of `agentwire peers moltzap`.
 
+mod cli;
 mod conn;
 mod http;
 mod state;
 mod util;
 
 pub use agentwire_moltzap::Generation;
+pub use cli::{run, Args};
 
+use agentwire_peer_kit::server::{self, Server};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tokio::task::{JoinHandle, JoinSet};
 
 /// Where a socket can be dropped by [`Faults::drop_at`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,8 +126,6 @@ pub(crate) struct Peer {
     pub(crate) state: Mutex<state::State>,
     /// Open WebSocket connections (for `/health`).
     pub(crate) open_ws: AtomicUsize,
-    /// Open TCP connections.
-    pub(crate) open_tcp: AtomicUsize,
     pub(crate) next_conn: AtomicU64,
 }
 
@@ -151,25 +152,23 @@ impl Peer {
 
 /// A peer running in the background. Dropping it stops the accept loop too.
 pub struct PeerHandle {
-    local_addr: SocketAddr,
+    server: Server,
     peer: Arc<Peer>,
-    stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
 }
 
 impl PeerHandle {
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.server.addr()
     }
 
     /// `ws://ADDR/ws`.
     pub fn ws_url(&self) -> String {
-        format!("ws://{}/ws", self.local_addr)
+        format!("{}/ws", self.server.ws_url())
     }
 
     /// `http://ADDR`.
     pub fn http_url(&self) -> String {
-        format!("http://{}", self.local_addr)
+        self.server.http_url()
     }
 
     pub fn generation(&self) -> Generation {
@@ -192,61 +191,28 @@ impl PeerHandle {
 
     /// Stops accepting, closes open WebSockets with 1001 and waits (bounded) for them to end.
     pub async fn shutdown(self) {
-        let _ = self.stop.send(true);
-        let _ = self.task.await;
+        self.server.shutdown().await;
     }
 }
 
 /// Starts the peer on `listener` (bind it to 127.0.0.1).
 pub fn spawn(listener: TcpListener, cfg: PeerConfig) -> io::Result<PeerHandle> {
-    let local_addr = listener.local_addr()?;
     let peer = Arc::new(Peer {
         faults: Mutex::new(cfg.faults.clone()),
         state: Mutex::new(state::State::new(cfg.generation)),
         cfg,
         open_ws: AtomicUsize::new(0),
-        open_tcp: AtomicUsize::new(0),
         next_conn: AtomicU64::new(1),
     });
-    let (stop, stopped) = watch::channel(false);
-    let task = tokio::spawn(accept_loop(listener, peer.clone(), stopped));
-    Ok(PeerHandle {
-        local_addr,
-        peer,
-        stop,
-        task,
-    })
+    let served = peer.clone();
+    let server = server::spawn(listener, move |tcp, open, stopped| {
+        let peer = served.clone();
+        async move { http::connection(tcp, open, &peer, stopped).await }
+    })?;
+    Ok(PeerHandle { server, peer })
 }
 
 /// Binds 127.0.0.1:`port` (0 for any) and starts the peer.
 pub async fn bind(port: u16, cfg: PeerConfig) -> io::Result<PeerHandle> {
-    spawn(TcpListener::bind(("127.0.0.1", port)).await?, cfg)
-}
-
-async fn accept_loop(listener: TcpListener, peer: Arc<Peer>, mut stopped: watch::Receiver<bool>) {
-    let mut tasks = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = stopped.changed() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => {
-                    let peer = peer.clone();
-                    let stopped = stopped.clone();
-                    tasks.spawn(async move {
-                        peer.open_tcp.fetch_add(1, Ordering::Relaxed);
-                        http::connection(tcp, &peer, stopped).await;
-                        peer.open_tcp.fetch_sub(1, Ordering::Relaxed);
-                    });
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            },
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-        }
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(Duration::from_secs(2), async {
-        while tasks.join_next().await.is_some() {}
-    })
-    .await;
-    tasks.shutdown().await;
+    spawn(server::listen(port).await?, cfg)
 }

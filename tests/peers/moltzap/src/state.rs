@@ -1,9 +1,10 @@
 //! The server's memory and the methods: agents, conversations, messages, presence, and the
 //! connections they fan out to. Everything is bounded; nothing is persisted.
 
-use crate::util::{agent_key, is_uuid, now_iso, uuid};
+use crate::util::{agent_key, now_iso};
 use agentwire_moltzap::register::valid_name;
 use agentwire_moltzap::{encode_notification, Generation, CURRENT_PROTOCOL, RELEASED_PROTOCOL};
+use agentwire_peer_kit::ids::{is_uuid, uuid};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::{to_raw_value, RawValue};

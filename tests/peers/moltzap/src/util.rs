@@ -1,52 +1,6 @@
-//! Ids, keys and timestamps.
+//! Keys and timestamps (UUIDs and the clock are `agentwire_peer_kit::ids`).
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-fn random_bytes<const N: usize>() -> [u8; N] {
-    let mut b = [0u8; N];
-    if getrandom::fill(&mut b).is_err() {
-        // No OS entropy: a test peer may fall back to the clock and a counter.
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static SEQ: AtomicU64 = AtomicU64::new(1);
-        let mut x = now_ms() ^ SEQ.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
-        for byte in b.iter_mut() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *byte = x as u8;
-        }
-    }
-    b
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A random UUID v4, lowercase.
-pub fn uuid() -> String {
-    let mut b = random_bytes::<16>();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = hex(&b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
-/// True for a UUID in the 8-4-4-4-12 hex form (any version, either case).
-pub fn is_uuid(s: &str) -> bool {
-    s.len() == 36
-        && s.bytes().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => c == b'-',
-            _ => c.is_ascii_hexdigit(),
-        })
-}
+use agentwire_peer_kit::ids::{hex, now_ms, random_bytes};
 
 /// `moltzap_agent_<16 hex>_<64 hex>`.
 pub fn agent_key() -> String {
@@ -55,12 +9,6 @@ pub fn agent_key() -> String {
         hex(&random_bytes::<8>()),
         hex(&random_bytes::<32>())
     )
-}
-
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// `2026-12-02T12:36:49.731Z` (what `Date.prototype.toISOString` writes).
@@ -101,9 +49,6 @@ mod tests {
         assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso(1_796_215_009_731), "2026-12-02T12:36:49.731Z");
         assert_eq!(iso(951_782_400_000), "2000-02-29T00:00:00.000Z");
-        let u = uuid();
-        assert!(is_uuid(&u), "{u}");
-        assert_eq!(&u[14..15], "4");
         let k = agent_key();
         assert_eq!(k.len(), "moltzap_agent_".len() + 16 + 1 + 64);
     }

@@ -3,6 +3,7 @@
 
 mod common;
 
+use agentwire_peer_kit::testing::exchange;
 use common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -73,6 +74,33 @@ async fn http_registration_and_health() {
             next_text(&mut w).await,
             r#"{"jsonrpc":"2.0","type":"response","id":null,"error":{"code":-32700,"message":"Invalid JSON"}}"#
         );
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn request_bounds() {
+    bounded(async {
+        let h = current().await;
+        let addr = h.local_addr();
+        // Over 16 KiB, though complete within the reads that cross the bound.
+        let big_head = format!("GET /health HTTP/1.1\r\nx-filler: {}\r\n\r\n", "a".repeat(17 * 1024));
+        let got = exchange(addr, &big_head).await;
+        assert!(got.starts_with("HTTP/1.1 431 "), "{got:?}");
+        assert!(got.ends_with(r#"{"error":"Request head too large"}"#), "{got:?}");
+        // A body over 64 KiB, sent in full.
+        let big_body = format!(
+            "POST /api/v1/auth/register HTTP/1.1\r\ncontent-length: 70000\r\n\r\n{}",
+            "a".repeat(70_000)
+        );
+        let got = exchange(addr, &big_body).await;
+        assert!(got.starts_with("HTTP/1.1 413 "), "{got:?}");
+        assert!(got.ends_with(r#"{"error":"Body too large"}"#), "{got:?}");
+        let got = exchange(addr, "NOT HTTP\r\n\r\n").await;
+        assert!(got.starts_with("HTTP/1.1 400 "), "{got:?}");
+        // Still serving.
+        assert_eq!(http(addr, "GET", "/health", None).await.0, 200);
         h.shutdown().await;
     })
     .await;

@@ -1,8 +1,9 @@
 //! A Switch Rooms test peer: an in-memory Switch server on 127.0.0.1 for end-to-end tests and
 //! the playground, in either generation.
 //!
-//! - One port serves HTTP and the WebSocket: the request head is read here (httparse), a
-//!   WebSocket upgrade is handed to tungstenite with those bytes replayed.
+//! - One port serves HTTP and the WebSocket: the request head is read here (with
+//!   `agentwire-peer-kit`), a WebSocket upgrade is handed to tungstenite with those bytes
+//!   replayed.
 //! - [`Generation::Current`]: the WebSocket at `/agents/{id}/connection/ws` (pings, pongs,
 //!   refusals as `refused` frames and 4000 + status closes) **and** the SSE stream + beats.
 //! - [`Generation::Released`] (switch-core 0.19): the SSE stream at `/agents/{id}/events` and
@@ -13,8 +14,11 @@
 //!
 //! Every frame is built as an `agentwire_switch::frame::Frame` and written with the engine's
 //! encoders (`frame::encode`, `frame::sse_parts` + `sse::encode_event`). See
-//! `tests/peers/README.md` for what is served, the bounds and what is left out.
+//! `tests/peers/README.md` for what is served, the bounds and what is left out. The HTTP
+//! plumbing and the accept loop are `agentwire-peer-kit`'s; [`Args`] and [`run`] are the command
+//! line of the `switch-peer` binary and of `agentwire peers switch`.
 
+mod cli;
 mod frames;
 mod http;
 mod ops;
@@ -26,14 +30,15 @@ mod state;
 mod util;
 mod ws;
 
+pub use cli::{run, Args};
+
+use agentwire_peer_kit::server::{self, Server};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::{JoinHandle, JoinSet};
 
 /// Which server the peer is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -134,7 +139,6 @@ pub(crate) struct Peer {
     pub(crate) cfg: PeerConfig,
     pub(crate) faults: watch::Sender<Faults>,
     pub(crate) state: Mutex<state::State>,
-    pub(crate) open_tcp: AtomicUsize,
 }
 
 impl Peer {
@@ -149,25 +153,23 @@ impl Peer {
 
 /// A peer running in the background. Dropping it stops the accept loop too.
 pub struct PeerHandle {
-    addr: SocketAddr,
+    server: Server,
     peer: Arc<Peer>,
-    stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
 }
 
 impl PeerHandle {
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// `http://127.0.0.1:PORT`.
     pub fn http_url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.server.http_url()
     }
 
     /// `ws://127.0.0.1:PORT`.
     pub fn ws_url(&self) -> String {
-        format!("ws://{}", self.addr)
+        self.server.ws_url()
     }
 
     pub fn generation(&self) -> Generation {
@@ -220,65 +222,38 @@ impl PeerHandle {
     /// Stops accepting, ends every socket (WS close 1001) and stream, and waits (bounded) for
     /// the tasks to end.
     pub async fn shutdown(self) {
-        let _ = self.stop.send(true);
-        let _ = self.task.await;
+        self.server.shutdown().await;
     }
 }
 
 /// Serves on `listener` (bind it to 127.0.0.1). One port serves HTTP and the WebSocket.
 pub fn spawn(listener: TcpListener, cfg: PeerConfig) -> io::Result<PeerHandle> {
-    let addr = listener.local_addr()?;
     let (faults, _) = watch::channel(cfg.faults.clone());
+    let every = reap_every(&cfg);
     let peer = Arc::new(Peer {
         faults,
         state: Mutex::new(state::State::new(&cfg)),
         cfg,
-        open_tcp: AtomicUsize::new(0),
     });
-    let (stop, stopped) = watch::channel(false);
-    let task = tokio::spawn(accept_loop(listener, peer.clone(), stopped));
-    Ok(PeerHandle { addr, peer, stop, task })
+    let (served, reaped) = (peer.clone(), peer.clone());
+    let server = server::spawn_with_tick(
+        listener,
+        move |tcp, open, stopped| {
+            let peer = served.clone();
+            async move { http::connection(tcp, open, &peer, stopped).await }
+        },
+        every,
+        move || reaped.state().reap(tokio::time::Instant::now()),
+    )?;
+    Ok(PeerHandle { server, peer })
 }
 
 /// Binds 127.0.0.1:`port` (0 = any free port) and spawns.
 pub async fn bind(port: u16, cfg: PeerConfig) -> io::Result<PeerHandle> {
-    spawn(TcpListener::bind(("127.0.0.1", port)).await?, cfg)
+    spawn(server::listen(port).await?, cfg)
 }
 
 /// How often connections are checked for a lapsed heartbeat.
 fn reap_every(cfg: &PeerConfig) -> Duration {
     (cfg.heartbeat_ttl / 8).clamp(Duration::from_millis(10), Duration::from_millis(500))
-}
-
-async fn accept_loop(listener: TcpListener, peer: Arc<Peer>, mut stopped: watch::Receiver<bool>) {
-    let mut tasks = JoinSet::new();
-    let mut reaper = tokio::time::interval(reap_every(&peer.cfg));
-    reaper.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = stopped.changed() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => {
-                    let peer = peer.clone();
-                    let stopped = stopped.clone();
-                    peer.open_tcp.fetch_add(1, Ordering::Relaxed);
-                    tasks.spawn(async move {
-                        http::connection(tcp, &peer, stopped).await;
-                        peer.open_tcp.fetch_sub(1, Ordering::Relaxed);
-                    });
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            },
-            _ = reaper.tick() => {
-                peer.state().reap(tokio::time::Instant::now());
-            }
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-        }
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(Duration::from_secs(2), async {
-        while tasks.join_next().await.is_some() {}
-    })
-    .await;
-    tasks.shutdown().await;
 }

@@ -4,8 +4,9 @@
 //! overlap.
 
 use crate::frames::{protocol_range, server_version, ClientEcho};
-use crate::util::{is_uuid, query_pairs};
+use crate::util::query_pairs;
 use crate::Generation;
+use agentwire_peer_kit::ids::is_uuid;
 use agentwire_switch::open::{Filter, Scope};
 use serde::Serialize;
 use serde_json::value::{to_raw_value, RawValue};

@@ -3,11 +3,12 @@
 //! Bodies are checked the way FastAPI does (422 with a `detail` list).
 
 use crate::frames::server_info;
-use crate::http::{Head, Reply};
+use crate::http::Reply;
 use crate::query::{unprocessable, Refusal};
 use crate::state::Sender;
 use crate::util::percent_decode;
 use crate::{ops, Generation, Peer};
+use agentwire_peer_kit::http::Head;
 use serde_json::{Map, Value};
 
 pub(crate) const MISSING_AUTH: &str = "Missing or invalid Authorization header";
@@ -138,7 +139,7 @@ pub(crate) fn handle(peer: &Peer, head: &Head, seg: &[&str], body: &[u8]) -> Rep
         ("POST", ["agents"]) => return register(peer, head, body),
         _ => {}
     }
-    let agent = match authenticate(peer, head.authorization.as_deref()) {
+    let agent = match authenticate(peer, head.header("authorization")) {
         Ok(a) => a,
         Err(reply) => return reply,
     };
@@ -148,7 +149,7 @@ pub(crate) fn handle(peer: &Peer, head: &Head, seg: &[&str], body: &[u8]) -> Rep
 }
 
 fn inner(peer: &Peer, head: &Head, seg: &[&str], body: &[u8], agent: &str) -> Result<Reply, Reply> {
-    let conn_header = head.connection_id.as_deref();
+    let conn_header = head.header("x-switch-connection-id");
     Ok(match (head.method.as_str(), seg) {
         ("GET", ["agents", _, "ops"]) => Reply::json(200, ops::CATALOG.trim_end().to_owned()),
         ("POST", ["agents", _, "ops", name]) => answer(ops::call(&mut peer.state(), agent, conn_header, name, body)),
@@ -214,7 +215,7 @@ fn inner(peer: &Peer, head: &Head, seg: &[&str], body: &[u8], agent: &str) -> Re
 
 /// `POST /agents {name, ...}` with the registration token → `{id, api_key}`.
 fn register(peer: &Peer, head: &Head, body: &[u8]) -> Reply {
-    let token = match bearer(head.authorization.as_deref()) {
+    let token = match bearer(head.header("authorization")) {
         Ok(t) => t,
         Err(reply) => return reply,
     };

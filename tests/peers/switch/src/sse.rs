@@ -5,10 +5,11 @@
 //! drop. `: keepalive` comments when idle.
 
 use crate::frames::{Out, GARBAGE};
-use crate::http::{respond, Head, Reply};
+use crate::http::{respond, Reply};
 use crate::pump::{Pump, WRITE_TIMEOUT};
 use crate::state::{EndKind, Opened};
 use crate::{query, routes, Peer};
+use agentwire_peer_kit::http::Head;
 use agentwire_switch::sse::{encode_comment, encode_event};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -44,11 +45,11 @@ async fn finish(tcp: &mut TcpStream) {
 
 /// Opens and serves one stream until it ends.
 pub(crate) async fn serve(mut tcp: TcpStream, head: Head, peer: &Peer, stopped: watch::Receiver<bool>) {
-    let agent_id = match routes::authenticate(peer, head.authorization.as_deref()) {
+    let agent_id = match routes::authenticate(peer, head.header("authorization")) {
         Ok(a) => a,
         Err(reply) => return respond(&mut tcp, reply).await,
     };
-    let last_event_id = head.last_event_id.as_deref().and_then(|v| v.trim().parse::<u64>().ok());
+    let last_event_id = head.header("last-event-id").and_then(|v| v.trim().parse::<u64>().ok());
     let opened = query::parse_open(peer.cfg.generation, &head.query)
         .and_then(|req| peer.state().open(&agent_id, &req, last_event_id));
     let opened = match opened {

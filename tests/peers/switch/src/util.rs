@@ -1,52 +1,7 @@
-//! Ids, keys, timestamps, percent-decoding and mentions.
+//! Keys, event ids, timestamps, percent-decoding and mentions (UUIDs and the clock are
+//! `agentwire_peer_kit::ids`).
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-fn random_bytes<const N: usize>() -> [u8; N] {
-    let mut b = [0u8; N];
-    if getrandom::fill(&mut b).is_err() {
-        // No OS entropy: a test peer may fall back to the clock and a counter.
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static SEQ: AtomicU64 = AtomicU64::new(1);
-        let mut x = now_ms() ^ SEQ.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
-        for byte in b.iter_mut() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *byte = x as u8;
-        }
-    }
-    b
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A random UUID v4, lowercase.
-pub(crate) fn uuid() -> String {
-    let mut b = random_bytes::<16>();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = hex(&b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
-/// True for a UUID in the 8-4-4-4-12 hex form (any version, either case).
-pub(crate) fn is_uuid(s: &str) -> bool {
-    s.len() == 36
-        && s.bytes().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => c == b'-',
-            _ => c.is_ascii_hexdigit(),
-        })
-}
+use agentwire_peer_kit::ids::{hex, random_bytes};
 
 /// `sk_switch_<48 hex>`.
 pub(crate) fn agent_key() -> String {
@@ -67,12 +22,6 @@ pub(crate) fn event_id() -> String {
     }
     out.truncate(44);
     out
-}
-
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Decodes `%XX` escapes (and `+` as a space when `plus` is set); invalid escapes stay as they
@@ -200,9 +149,6 @@ mod tests {
 
     #[test]
     fn shapes() {
-        let u = uuid();
-        assert!(is_uuid(&u), "{u}");
-        assert_eq!(&u[14..15], "4");
         assert_eq!(agent_key().len(), "sk_switch_".len() + 48);
         let e = event_id();
         assert_eq!(e.len(), 44);

@@ -4,10 +4,10 @@
 //! interval, pongs read back, and the faults.
 
 use crate::frames::{self, Encoded, Out, GARBAGE};
-use crate::http::{Head, Prefixed, MAX_BODY};
 use crate::pump::{Pump, WRITE_TIMEOUT};
 use crate::state::{EndKind, Opened};
 use crate::{query, routes, Peer};
+use agentwire_peer_kit::http::{Head, Prefixed, MAX_BODY, REQUEST_TIMEOUT};
 use agentwire_switch::frame::Frame;
 use futures_util::{SinkExt, StreamExt};
 use std::time::Duration;
@@ -54,10 +54,10 @@ pub(crate) async fn serve(stream: Prefixed<TcpStream>, head: Head, peer: &Peer, 
         .max_message_size(Some(MAX_BODY))
         .max_frame_size(Some(MAX_BODY));
     let upgrade = tokio_tungstenite::accept_hdr_async_with_config(stream, accept, Some(cfg));
-    let Ok(Ok(mut ws)) = tokio::time::timeout(crate::http::REQUEST_TIMEOUT, upgrade).await else {
+    let Ok(Ok(mut ws)) = tokio::time::timeout(REQUEST_TIMEOUT, upgrade).await else {
         return;
     };
-    let Ok(agent_id) = routes::authenticate(peer, head.authorization.as_deref()) else {
+    let Ok(agent_id) = routes::authenticate(peer, head.header("authorization")) else {
         return close(&mut ws, 4401, "").await;
     };
     let opened =

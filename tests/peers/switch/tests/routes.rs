@@ -3,6 +3,7 @@
 
 mod common;
 
+use agentwire_peer_kit::testing::exchange;
 use agentwire_peer_switch::{Agent, Generation, PeerHandle};
 use common::*;
 use serde_json::json;
@@ -149,25 +150,17 @@ async fn registration_and_the_legacy_routes() {
 #[tokio::test]
 async fn request_bounds() {
     bounded(async {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let (h, a, _, _) = world(Generation::Current).await;
         let addr = h.addr();
-        let raw = |text: String| async move {
-            let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-            let _ = tcp.write_all(text.as_bytes()).await;
-            let mut out = Vec::new();
-            let _ = tcp.read_to_end(&mut out).await;
-            String::from_utf8_lossy(&out).to_string()
-        };
         let big_head = format!("GET /version HTTP/1.1\r\nx-filler: {}\r\n\r\n", "a".repeat(17 * 1024));
-        let got = raw(big_head).await;
+        let got = exchange(addr, &big_head).await;
         assert!(got.starts_with("HTTP/1.1 431 "), "{got:?}");
         let big_body = format!(
             "POST /agents/{}/ops/list_rooms HTTP/1.1\r\nauthorization: Bearer {}\r\ncontent-length: 70000\r\n\r\n",
             a.id, a.key
         );
-        assert!(raw(big_body).await.starts_with("HTTP/1.1 413 "));
-        assert!(raw("NOT HTTP\r\n\r\n".to_string()).await.starts_with("HTTP/1.1 400 "));
+        assert!(exchange(addr, &big_body).await.starts_with("HTTP/1.1 413 "));
+        assert!(exchange(addr, "NOT HTTP\r\n\r\n").await.starts_with("HTTP/1.1 400 "));
         h.shutdown().await;
     })
     .await;

@@ -17,8 +17,9 @@ pub(crate) use conn::{Attach, Conn, EndKind, Ender};
 pub(crate) use open::Opened;
 
 use crate::frames::{self, Encoded, MessagePayload, Out};
-use crate::util::{agent_key, event_id, mentions, now_ms, uuid};
+use crate::util::{agent_key, event_id, mentions};
 use crate::{Agent, Generation, PeerConfig};
+use agentwire_peer_kit::ids::{now_ms, uuid};
 use agentwire_switch::frame::{EventKind, EvictionCode};
 use agentwire_switch::open::Filter;
 use std::collections::{BTreeSet, HashMap, VecDeque};

@@ -50,18 +50,9 @@ pub async fn world(generation: Generation) -> (PeerHandle, Agent, Agent, String)
     (h, a, b, room)
 }
 
+/// A fresh connection id (a UUID v4).
 pub fn cid() -> String {
-    let mut b = [0u8; 16];
-    getrandom::fill(&mut b).unwrap();
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-4{}-a{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[13..16],
-        &h[17..20],
-        &h[20..32]
-    )
+    agentwire_peer_kit::ids::uuid()
 }
 
 // ---- HTTP ------------------------------------------------------------------------------

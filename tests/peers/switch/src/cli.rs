@@ -1,24 +1,19 @@
-//! `agentwire peers switch`: the Switch test peer (`agentwire-peer-switch`) with the flags and
-//! the output of its own binary, `switch-peer` (only the default port differs: 7751 here).
+//! The command line of `switch-peer` and of `agentwire peers switch`: the flags and what is
+//! printed, written once for both.
 
-use agentwire_peer_switch::{bind, Agent, Generation, PeerConfig};
+use crate::{bind, Agent, Generation, PeerConfig};
+use agentwire_peer_kit::cli::{Listen, Wire};
 use std::process::ExitCode;
 use std::time::Duration;
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum Gen {
-    Current,
-    Released,
-}
-
-#[derive(clap::Args)]
-pub struct Args {
-    /// 0 picks a free port (the URL is printed)
-    #[arg(long, default_value_t = crate::switch::DEFAULT_PORT)]
-    port: u16,
+/// The flags; `DEFAULT_PORT` is the default of `--port` (0 picks a free port).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args<const DEFAULT_PORT: u16 = 0> {
+    #[command(flatten)]
+    listen: Listen<DEFAULT_PORT>,
     /// `current`: the WebSocket and the SSE stream; `released` (switch-core 0.19): SSE only
     #[arg(long, value_enum, default_value = "current")]
-    generation: Gen,
+    generation: Wire,
     /// An agent to register (repeatable); with no --agent and no --room: alice and bob
     #[arg(long = "agent", value_name = "NAME")]
     agents: Vec<String>,
@@ -37,10 +32,14 @@ pub struct Args {
     registration_token: String,
 }
 
-pub async fn run(args: Args) -> ExitCode {
+/// Runs the peer until Ctrl-C. Prints (stdout) `listening on http://127.0.0.1:PORT` once it is
+/// bound, then `agent NAME id=UUID key=KEY` per agent and `room NAME id=UUID members=NAME,NAME`
+/// per room (an agent first named as a member is registered, and printed, just before its
+/// room); then how to try it (stderr).
+pub async fn run<const DEFAULT_PORT: u16>(args: Args<DEFAULT_PORT>) -> ExitCode {
     let generation = match args.generation {
-        Gen::Current => Generation::Current,
-        Gen::Released => Generation::Released,
+        Wire::Current => Generation::Current,
+        Wire::Released => Generation::Released,
     };
     let mut cfg = PeerConfig::new(generation);
     cfg.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms.max(1));
@@ -54,12 +53,9 @@ pub async fn run(args: Args) -> ExitCode {
     } else {
         (args.agents, args.rooms)
     };
-    let handle = match bind(args.port, cfg).await {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: cannot listen on 127.0.0.1:{}: {e}", args.port);
-            return ExitCode::FAILURE;
-        }
+    let (handle, interrupt) = match args.listen.start(|port| bind(port, cfg)).await {
+        Ok(started) => started,
+        Err(code) => return code,
     };
     println!("listening on {}", handle.http_url());
     let mut registered: Vec<Agent> = Vec::new();
@@ -85,11 +81,12 @@ pub async fn run(args: Args) -> ExitCode {
         println!("room {name} id={id} members={}", names.join(","));
     }
     eprintln!(
-        "switch peer, {} generation; try `agentwire switch watch --url {} --agent ID --key KEY --room ROOM_ID`",
+        "switch peer, {} generation; try `agentwire switch watch --url {url} --agent ID --key KEY --room ROOM_ID`; \
+         register more agents with POST {url}/agents (Bearer registration token)",
         generation.as_str(),
-        handle.http_url()
+        url = handle.http_url(),
     );
-    let _ = tokio::signal::ctrl_c().await;
+    interrupt.wait().await;
     handle.shutdown().await;
     ExitCode::SUCCESS
 }
