@@ -8,6 +8,7 @@ mod peers;
 mod repl;
 mod rkt;
 mod switch;
+mod watch;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -226,20 +226,12 @@ async fn list(client: &MoltZapClient, conversation: Option<String>, limit: u32) 
 }
 
 async fn watch(mut events: Events, count: Option<u64>, for_ms: Option<u64>) {
-    let deadline = for_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
+    let deadline = crate::watch::deadline(for_ms);
     let mut seen = 0;
     while count.is_none_or(|c| seen < c) {
-        let next = async {
-            match deadline {
-                Some(d) => tokio::time::timeout_at(d, events.recv()).await.ok().flatten(),
-                None => events.recv().await,
-            }
+        let Some(event) = crate::watch::next_or_stop(deadline, events.recv()).await else {
+            break;
         };
-        let event = tokio::select! {
-            e = next => e,
-            _ = tokio::signal::ctrl_c() => None,
-        };
-        let Some(event) = event else { break };
         let last = matches!(event, Event::Disconnected { .. });
         println!("{}", event.to_json());
         seen += 1;

@@ -273,21 +273,13 @@ fn as_json(raw: &str) -> Value {
 /// Prints events until the count, the time limit, the end of the connection or Ctrl-C. A
 /// connection that stopped with an error fails the command.
 async fn watch(mut client: SwitchClient, count: Option<u64>, for_ms: Option<u64>) -> ExitCode {
-    let deadline = for_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
+    let deadline = crate::watch::deadline(for_ms);
     let mut seen = 0;
     let mut code = ExitCode::SUCCESS;
     while count.is_none_or(|c| seen < c) {
-        let next = async {
-            match deadline {
-                Some(d) => tokio::time::timeout_at(d, client.next_event()).await.ok().flatten(),
-                None => client.next_event().await,
-            }
+        let Some(event) = crate::watch::next_or_stop(deadline, client.next_event()).await else {
+            break;
         };
-        let event = tokio::select! {
-            e = next => e,
-            _ = tokio::signal::ctrl_c() => None,
-        };
-        let Some(event) = event else { break };
         println!("{}", event.to_json());
         match &event {
             Event::Event { .. } => seen += 1,
