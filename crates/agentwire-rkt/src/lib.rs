@@ -48,6 +48,7 @@ pub mod client;
 pub mod codec;
 mod envelope;
 pub mod errors;
+pub mod json;
 mod lines;
 pub mod reference;
 pub mod resolve;

@@ -1,0 +1,56 @@
+//! Errors as JavaScript values, and the panic hook.
+//!
+//! Every error the engines report has the shape `{kind, code?, message, retryable, ...}`. The
+//! npm package registers a factory (`setErrorFactory`) that turns that JSON into its
+//! `AgentwireError`; without one (the raw wasm-bindgen module) a plain `Error` carries the JSON
+//! as its message.
+
+use agentwire_core::{Error, ErrorKind};
+use js_sys::Function;
+use serde_json::Value;
+use std::cell::RefCell;
+use wasm_bindgen::prelude::*;
+
+thread_local! {
+    static FACTORY: RefCell<Option<Function>> = const { RefCell::new(None) };
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Registers `(json: string) => Error`, used for every error handed to JavaScript.
+#[wasm_bindgen(js_name = setErrorFactory)]
+pub fn set_error_factory(factory: Function) {
+    FACTORY.with(|f| *f.borrow_mut() = Some(factory));
+}
+
+/// An error object (`{kind, code?, message, retryable, ...}` as JSON) as a JavaScript error.
+pub(crate) fn to_js(json: &Value) -> JsValue {
+    let text = json.to_string();
+    let made = FACTORY.with(|f| {
+        f.borrow()
+            .as_ref()
+            .and_then(|f| f.call1(&JsValue::UNDEFINED, &JsValue::from_str(&text)).ok())
+    });
+    made.unwrap_or_else(|| js_sys::Error::new(&text).into())
+}
+
+/// A local error of the shared shape as a JavaScript error.
+pub(crate) fn local(kind: ErrorKind, message: impl Into<String>) -> JsValue {
+    to_js(&serde_json::to_value(Error::new(kind, message)).unwrap_or(Value::Null))
+}
+
+/// The message of the last panic, if one happened: after it the module is unusable, and the npm
+/// package reports it as an error of kind `internal`.
+#[wasm_bindgen(js_name = lastPanic)]
+pub fn last_panic() -> Option<String> {
+    LAST_PANIC.with(|p| p.borrow().clone())
+}
+
+/// Installed at start-up: a panic (a bug; no input should cause one) is kept for `lastPanic` and
+/// written to `console.error` before the trap.
+pub(crate) fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = format!("agentwire bug: {info}");
+        LAST_PANIC.with(|p| *p.borrow_mut() = Some(message.clone()));
+        web_sys::console::error_1(&JsValue::from_str(&message));
+    }));
+}

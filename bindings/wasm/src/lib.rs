@@ -1,0 +1,23 @@
+//! agentwire for JavaScript hosts (browsers, Node, Workers): wasm-bindgen drivers that run the
+//! engines over the host's `WebSocket` (or an injected constructor) and `fetch`, and the sans-IO
+//! sessions themselves for users who bring their own transport. The npm package `agentwire`
+//! (`npm/`) wraps this module in an idiomatic TypeScript API.
+//!
+//! Every protocol decision is in the engine crates; a driver only moves frames, time and timer
+//! ticks in and the engine's frames and events out. Values cross as JSON text: JavaScript's
+//! `JSON.parse` is faster than building objects through the boundary.
+
+mod errors;
+mod host;
+mod outgoing;
+pub mod rkt;
+mod socket;
+
+pub use errors::{last_panic, set_error_factory};
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(start)]
+fn start() {
+    errors::install_panic_hook();
+}

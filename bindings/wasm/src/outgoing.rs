@@ -1,0 +1,38 @@
+//! Frames of the low-level sessions as JavaScript values: `{type: "text", text}`,
+//! `{type: "binary", data: Uint8Array}` or `{type: "close", code, reason}`.
+
+use agentwire_core::{Millis, Outgoing};
+use js_sys::{Object, Reflect, Uint8Array};
+use wasm_bindgen::JsValue;
+
+fn object(fields: &[(&str, JsValue)]) -> JsValue {
+    let o = Object::new();
+    for (k, v) in fields {
+        let _ = Reflect::set(&o, &JsValue::from_str(k), v);
+    }
+    o.into()
+}
+
+pub(crate) fn to_js(frame: Outgoing) -> JsValue {
+    match frame {
+        Outgoing::Text(text) => object(&[("type", "text".into()), ("text", text.into())]),
+        Outgoing::Binary(bytes) => object(&[
+            ("type", "binary".into()),
+            ("data", Uint8Array::from(bytes.as_slice()).into()),
+        ]),
+        Outgoing::Close { code, reason } => object(&[
+            ("type", "close".into()),
+            ("code", code.into()),
+            ("reason", reason.into()),
+        ]),
+    }
+}
+
+/// A time from JavaScript (ms since the epoch, a `number`) as the engine's.
+pub(crate) fn millis(now: f64) -> Millis {
+    if now.is_finite() && now > 0.0 {
+        now as Millis
+    } else {
+        0
+    }
+}

@@ -1,0 +1,312 @@
+//! `RktDriver`: an RKT client over a WebSocket. The engine decides everything; the driver feeds
+//! it the socket, the clock and the timer, sends its frames and routes its events: replies to
+//! the callbacks of the command they answer, everything else to `onEvent`.
+
+use super::options;
+use crate::errors;
+use crate::host::{JsEntropy, Timer};
+use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket};
+use agentwire_core::{ErrorKind, Millis, Outgoing};
+use agentwire_rkt::codec::SUBPROTOCOL;
+use agentwire_rkt::json::error_json;
+use agentwire_rkt::{resolve, ClientEvent, ClientSession, RktError};
+use js_sys::Function;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+
+enum Waiter {
+    /// `resolve(body JSON text | undefined)`, `reject(error)`.
+    Reply { resolve: Function, reject: Function },
+    /// `chunk(body JSON text | undefined)` per chunk in order, then `end(undefined | error)`.
+    Stream { chunk: Function, end: Function },
+}
+
+struct Driver {
+    session: ClientSession,
+    socket: Option<Socket>,
+    timer: Option<Timer>,
+    url: String,
+    waiters: HashMap<String, Waiter>,
+    on_event: Function,
+    /// Until HELLO_ACK: `(resolve(ready JSON), reject(error))`.
+    ready: Option<(Function, Function)>,
+    handshake_error: Option<RktError>,
+    closed: bool,
+}
+
+fn err(e: &RktError) -> JsValue {
+    errors::to_js(&error_json(e))
+}
+
+fn body(b: Option<String>) -> JsValue {
+    b.map_or(JsValue::UNDEFINED, JsValue::from)
+}
+
+impl Sink for Driver {
+    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) {
+        match input {
+            Input::Open => self.session.handle_open(now),
+            Input::Text(t) => self.session.handle_text(now, &t),
+            Input::Binary(b) => self.session.handle_binary(now, &b),
+            Input::Closed { code, reason } => self.session.handle_close(now, code, &reason),
+            Input::Timer => {
+                if let Some(t) = &mut self.timer {
+                    t.fired();
+                }
+                self.session.handle_timeout(now);
+            }
+        }
+        self.pump(now, calls);
+    }
+}
+
+impl Driver {
+    /// Sends the engine's frames, routes its events and re-arms the timer.
+    fn pump(&mut self, now: Millis, calls: &mut Calls) {
+        while let Some(frame) = self.session.poll_transmit() {
+            let Some(socket) = &self.socket else { continue };
+            match frame {
+                Outgoing::Text(t) => drop(socket.send(&t)),
+                Outgoing::Binary(b) => drop(socket.send_binary(&b)),
+                Outgoing::Close { code, reason } => socket.close(code, &reason),
+            }
+        }
+        while let Some(event) = self.session.poll_event() {
+            self.route(event, calls);
+        }
+        if let Some(t) = &mut self.timer {
+            match self.closed {
+                true => t.cancel(),
+                false => t.arm(self.session.poll_timeout(), now),
+            }
+        }
+    }
+
+    fn route(&mut self, event: ClientEvent, calls: &mut Calls) {
+        match event {
+            ClientEvent::Ready { .. } => {
+                if let Some((resolve, _)) = self.ready.take() {
+                    let mut info = event.to_json();
+                    info["url"] = self.url.clone().into();
+                    calls.push(&resolve, info.to_string().into());
+                }
+            }
+            ClientEvent::Response { id, body: b } => match self.waiters.remove(&id) {
+                Some(Waiter::Reply { resolve, .. }) => calls.push(&resolve, body(b)),
+                Some(Waiter::Stream { chunk, end }) => {
+                    calls.push(&chunk, body(b));
+                    calls.push(&end, JsValue::UNDEFINED);
+                }
+                None => {}
+            },
+            ClientEvent::StreamBegin { .. } => {}
+            ClientEvent::StreamData { id, body: b, .. } => {
+                if let Some(Waiter::Stream { chunk, .. }) = self.waiters.get(&id) {
+                    calls.push(chunk, body(b));
+                }
+            }
+            ClientEvent::StreamEnd { id, .. } => {
+                if let Some(Waiter::Stream { end, .. }) = self.waiters.remove(&id) {
+                    calls.push(&end, JsValue::UNDEFINED);
+                }
+            }
+            ClientEvent::AuthOk { ref id, .. } | ClientEvent::Pong { ref id, .. } => {
+                if let Some(Waiter::Reply { resolve, .. }) = self.waiters.remove(id) {
+                    calls.push(&resolve, event.to_json().to_string().into());
+                }
+            }
+            ClientEvent::Failed { id, error } => match self.waiters.remove(&id) {
+                Some(Waiter::Reply { reject, .. }) => calls.push(&reject, err(&error)),
+                Some(Waiter::Stream { end, .. }) => calls.push(&end, err(&error)),
+                None => {}
+            },
+            ClientEvent::Error(ref error) => {
+                if self.ready.is_some() {
+                    self.handshake_error = Some(error.clone());
+                }
+                calls.push(&self.on_event, event.to_json().to_string().into());
+            }
+            ClientEvent::Goodbye => calls.push(&self.on_event, event.to_json().to_string().into()),
+            ClientEvent::Closed { code, ref reason } => {
+                self.closed = true;
+                if let Some((_, reject)) = self.ready.take() {
+                    let m = format!("{}: connection closed ({code} {reason}) during the handshake", self.url);
+                    let error = self
+                        .handshake_error
+                        .take()
+                        .unwrap_or_else(|| RktError::local(ErrorKind::Closed, m));
+                    calls.push(&reject, err(&error));
+                }
+                // Every command has had its `Failed` by now; anything left is answered here.
+                for (_, w) in self.waiters.drain() {
+                    let error = err(&RktError::local(ErrorKind::Closed, "the connection is closed"));
+                    match w {
+                        Waiter::Reply { reject, .. } => calls.push(&reject, error),
+                        Waiter::Stream { end, .. } => calls.push(&end, error),
+                    }
+                }
+                calls.push(&self.on_event, event.to_json().to_string().into());
+            }
+        }
+    }
+}
+
+/// An RKT client connection driven by the engine. The npm package's `RktClient` wraps it.
+#[wasm_bindgen]
+pub struct RktDriver {
+    state: Rc<RefCell<Driver>>,
+}
+
+#[wasm_bindgen]
+impl RktDriver {
+    /// Opens `address` (`rkt://host`, `host[:port]`, `ws://...`) offering `rkt.1.0`, with
+    /// `webSocket` as the constructor when given. `onReady(readyJson)` follows HELLO_ACK;
+    /// `onFail(error)` a handshake that failed or a socket that closed first. `onEvent(json)`
+    /// gets what answers no command: `error`, `goodbye`, `closed`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        address: &str,
+        options: Option<String>,
+        web_socket: Option<Function>,
+        on_event: Function,
+        on_ready: Function,
+        on_fail: Function,
+    ) -> Result<RktDriver, JsValue> {
+        let url = resolve(address).map_err(|e| errors::local(ErrorKind::Invalid, e.0))?;
+        let cfg = options::config(options)?;
+        let state = Rc::new(RefCell::new(Driver {
+            session: ClientSession::new(cfg, Box::new(JsEntropy)),
+            socket: None,
+            timer: None,
+            url: url.clone(),
+            waiters: HashMap::new(),
+            on_event,
+            ready: Some((on_ready, on_fail)),
+            handshake_error: None,
+            closed: false,
+        }));
+        let sink = as_sink(&state);
+        let socket = Socket::open(&url, &[SUBPROTOCOL], web_socket.as_ref(), sink.clone())
+            .map_err(|m| errors::local(ErrorKind::Invalid, format!("{url}: {m}")))?;
+        {
+            let mut d = state.borrow_mut();
+            d.socket = Some(socket);
+            d.timer = Some(timer(sink));
+        }
+        Ok(RktDriver { state })
+    }
+
+    /// Starts a command with `waiter`; returns its id. Throws when the engine refuses it.
+    fn start(
+        &self,
+        waiter: Waiter,
+        command: impl FnOnce(&mut ClientSession, Millis) -> Result<String, RktError>,
+    ) -> Result<String, JsValue> {
+        deliver_calls(&self.state, |d, now, calls| {
+            if d.closed {
+                return Err(err(&RktError::local(ErrorKind::Closed, "the connection is closed")));
+            }
+            let id = command(&mut d.session, now).map_err(|e| err(&e))?;
+            d.waiters.insert(id.clone(), waiter);
+            d.pump(now, calls);
+            Ok(id)
+        })
+    }
+
+    /// REQUEST `intent` with `params` (JSON text); `resolve(body JSON text | undefined)`.
+    pub fn request(
+        &self,
+        intent: &str,
+        params: Option<String>,
+        options: Option<String>,
+        resolve: Function,
+        reject: Function,
+    ) -> Result<String, JsValue> {
+        let params = options::json_arg("params", params)?;
+        let opts = options::request(options, false)?;
+        self.start(Waiter::Reply { resolve, reject }, |s, now| {
+            s.request(now, intent, params, opts)
+        })
+    }
+
+    /// REQUEST `intent` with `Stream: true`: `chunk(body)` for each chunk in order, then
+    /// `end(undefined)`, or `end(error)` when it fails.
+    pub fn stream(
+        &self,
+        intent: &str,
+        params: Option<String>,
+        options: Option<String>,
+        chunk: Function,
+        end: Function,
+    ) -> Result<String, JsValue> {
+        let params = options::json_arg("params", params)?;
+        let opts = options::request(options, true)?;
+        self.start(Waiter::Stream { chunk, end }, |s, now| {
+            s.request(now, intent, params, opts)
+        })
+    }
+
+    pub fn discover(&self, resolve: Function, reject: Function) -> Result<String, JsValue> {
+        self.start(Waiter::Reply { resolve, reject }, |s, now| s.discover(now))
+    }
+
+    #[wasm_bindgen(js_name = memorySet)]
+    pub fn memory_set(
+        &self,
+        key: &str,
+        value: &str,
+        namespace: Option<String>,
+        ttl_s: Option<f64>,
+        resolve: Function,
+        reject: Function,
+    ) -> Result<String, JsValue> {
+        let value = options::json_arg("value", Some(value.to_string()))?.unwrap_or_default();
+        let ttl = ttl_s.map(|t| t.max(0.0) as u64);
+        self.start(Waiter::Reply { resolve, reject }, |s, now| {
+            s.memory_set(now, key, value, namespace.as_deref(), ttl)
+        })
+    }
+
+    #[wasm_bindgen(js_name = memoryGet)]
+    pub fn memory_get(
+        &self,
+        key: &str,
+        namespace: Option<String>,
+        resolve: Function,
+        reject: Function,
+    ) -> Result<String, JsValue> {
+        self.start(Waiter::Reply { resolve, reject }, |s, now| {
+            s.memory_get(now, key, namespace.as_deref())
+        })
+    }
+
+    /// PING; `resolve(pong JSON: {type, id, rttMs})`.
+    pub fn ping(&self, resolve: Function, reject: Function) -> Result<String, JsValue> {
+        self.start(Waiter::Reply { resolve, reject }, |s, now| s.ping(now))
+    }
+
+    /// Ends a command early: its reject (or stream end) gets kind `cancelled`.
+    pub fn cancel(&self, id: &str) -> bool {
+        deliver_calls(&self.state, |d, now, calls| {
+            let found = d.session.cancel(id);
+            d.pump(now, calls);
+            found
+        })
+    }
+
+    /// GOODBYE and close 1000; `onEvent` gets `closed` when the socket has closed.
+    pub fn close(&self) {
+        deliver_calls(&self.state, |d, now, calls| {
+            d.session.goodbye(now);
+            d.pump(now, calls);
+        })
+    }
+
+    /// Whether the connection is over.
+    #[wasm_bindgen(getter)]
+    pub fn closed(&self) -> bool {
+        self.state.try_borrow().map(|d| d.closed).unwrap_or(false)
+    }
+}

@@ -1,0 +1,182 @@
+//! The socket half of every driver: a WebSocket (the host's, or a constructor the user injects,
+//! such as undici's on Node 20), its events turned into [`Input`]s for a [`Sink`], and the
+//! deferred JavaScript calls a sink produces, made once the sink is no longer borrowed (a user
+//! callback may call the driver again).
+
+use crate::host::{now, Timer};
+use agentwire_core::Millis;
+use js_sys::{Array, Function, Reflect, Uint8Array};
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+use wasm_bindgen::prelude::*;
+use web_sys::{BinaryType, CloseEvent, MessageEvent, WebSocket};
+
+/// What happened on the socket or the timer.
+pub(crate) enum Input {
+    Open,
+    Text(String),
+    Binary(Vec<u8>),
+    Closed { code: u16, reason: String },
+    Timer,
+}
+
+/// JavaScript calls to make after the sink is released: `(function, argument)`.
+#[derive(Default)]
+pub(crate) struct Calls(Vec<(Function, JsValue)>);
+
+impl Calls {
+    pub(crate) fn push(&mut self, f: &Function, arg: JsValue) {
+        self.0.push((f.clone(), arg));
+    }
+
+    /// Makes the calls in order. A callback that throws does not stop the others; what it threw
+    /// is written to `console.error`.
+    pub(crate) fn run(self) {
+        for (f, arg) in self.0 {
+            if let Err(e) = f.call1(&JsValue::UNDEFINED, &arg) {
+                report(&e);
+            }
+        }
+    }
+}
+
+fn report(e: &JsValue) {
+    web_sys::console::error_1(e);
+}
+
+/// A driver's state, fed by its socket and timer.
+pub(crate) trait Sink {
+    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls);
+}
+
+/// Feeds `input` to the sink, if it still exists, then makes its calls.
+pub(crate) fn deliver(sink: &Weak<RefCell<dyn Sink>>, input: Input) {
+    let Some(sink) = sink.upgrade() else { return };
+    let mut calls = Calls::default();
+    // Socket and timer callbacks are separate tasks, so the sink is never borrowed here; if it
+    // were, dropping the input is better than a panic.
+    if let Ok(mut s) = sink.try_borrow_mut() {
+        s.input(now(), input, &mut calls);
+    }
+    drop(sink);
+    calls.run();
+}
+
+/// A timer that delivers [`Input::Timer`] to `sink`.
+pub(crate) fn timer(sink: Weak<RefCell<dyn Sink>>) -> Timer {
+    Timer::new(Closure::new(move || deliver(&sink, Input::Timer)))
+}
+
+/// An open (or opening) WebSocket and its handlers.
+pub(crate) struct Socket {
+    ws: WebSocket,
+    _handlers: [Closure<dyn FnMut(JsValue)>; 3],
+}
+
+impl Socket {
+    /// Opens `url` offering `protocols`, with `ctor` when given (else the global `WebSocket`).
+    /// Fails when the constructor throws (a malformed URL, a blocked port).
+    pub(crate) fn open(
+        url: &str,
+        protocols: &[&str],
+        ctor: Option<&Function>,
+        sink: Weak<RefCell<dyn Sink>>,
+    ) -> Result<Socket, String> {
+        let list: Array = protocols.iter().map(|p| JsValue::from_str(p)).collect();
+        let ws: WebSocket = match ctor {
+            Some(ctor) => Reflect::construct(ctor, &Array::of2(&JsValue::from_str(url), &list))
+                .map_err(|e| describe(&e))?
+                .unchecked_into(),
+            None => WebSocket::new_with_str_sequence(url, &list).map_err(|e| describe(&e))?,
+        };
+        ws.set_binary_type(BinaryType::Arraybuffer);
+        let s = sink.clone();
+        let on_open = Closure::<dyn FnMut(JsValue)>::new(move |_| deliver(&s, Input::Open));
+        let s = sink.clone();
+        let on_message = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
+            let data = ev.unchecked_ref::<MessageEvent>().data();
+            let input = match data.as_string() {
+                Some(text) => Input::Text(text),
+                None => Input::Binary(Uint8Array::new(&data).to_vec()),
+            };
+            deliver(&s, input)
+        });
+        let on_close = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
+            // Read structurally: Node 20's undici events are not instances of a global CloseEvent.
+            let ev = ev.unchecked_ref::<CloseEvent>();
+            let (code, reason) = (ev.code(), ev.reason());
+            deliver(&sink, Input::Closed { code, reason })
+        });
+        ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+        ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+        Ok(Socket {
+            ws,
+            _handlers: [on_open, on_message, on_close],
+        })
+    }
+
+    /// Sends a text frame; false when the socket is not open (the close event follows).
+    pub(crate) fn send(&self, text: &str) -> bool {
+        self.ws.ready_state() == WebSocket::OPEN && self.ws.send_with_str(text).is_ok()
+    }
+
+    pub(crate) fn send_binary(&self, bytes: &[u8]) -> bool {
+        self.ws.ready_state() == WebSocket::OPEN && self.ws.send_with_u8_array(bytes).is_ok()
+    }
+
+    /// Starts the closing handshake. Codes a script may not send (anything but 1000 and
+    /// 3000–4999) go as 1000; a reason is cut to the 123 bytes a close frame holds.
+    pub(crate) fn close(&self, code: u16, reason: &str) {
+        let code = if code == 1000 || (3000..=4999).contains(&code) {
+            code
+        } else {
+            1000
+        };
+        let mut end = reason.len().min(123);
+        while !reason.is_char_boundary(end) {
+            end -= 1;
+        }
+        let _ = self.ws.close_with_code_and_reason(code, &reason[..end]);
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        self.ws.set_onopen(None);
+        self.ws.set_onmessage(None);
+        self.ws.set_onclose(None);
+        if matches!(self.ws.ready_state(), WebSocket::CONNECTING | WebSocket::OPEN) {
+            let _ = self.ws.close();
+        }
+    }
+}
+
+/// A thrown JavaScript value as text.
+pub(crate) fn describe(e: &JsValue) -> String {
+    if let Some(s) = e.as_string() {
+        return s;
+    }
+    match Reflect::get(e, &JsValue::from_str("message"))
+        .ok()
+        .and_then(|m| m.as_string())
+    {
+        Some(m) => m,
+        None => format!("{e:?}"),
+    }
+}
+
+/// A shared driver state as the trait object its socket and timer feed.
+pub(crate) fn as_sink<S: Sink + 'static>(state: &Rc<RefCell<S>>) -> Weak<RefCell<dyn Sink>> {
+    let dynamic: Rc<RefCell<dyn Sink>> = state.clone();
+    Rc::downgrade(&dynamic)
+}
+
+/// Runs `f` on the driver state with the time and a call list, then makes the calls: how a
+/// user command enters a driver. `f` is never re-entered: the calls run after the borrow ends.
+pub(crate) fn deliver_calls<S, T>(state: &Rc<RefCell<S>>, f: impl FnOnce(&mut S, Millis, &mut Calls) -> T) -> T {
+    let mut calls = Calls::default();
+    let out = f(&mut state.borrow_mut(), now(), &mut calls);
+    calls.run();
+    out
+}

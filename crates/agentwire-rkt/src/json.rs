@@ -1,0 +1,166 @@
+//! [`ClientEvent::to_json`]: one JSON object per event, the shape bindings hand to JavaScript
+//! hosts. `type` is `ready`, `response`, `streamBegin`, `streamData`, `streamEnd`, `authOk`,
+//! `pong`, `failed`, `error`, `goodbye` or `closed`; fields are camelCase; bodies are embedded as
+//! JSON (a body that is not JSON stays a string); absent fields are left out.
+
+use crate::client::ClientEvent;
+use crate::errors::RktError;
+use serde_json::{json, Map, Value};
+
+fn body(b: &Option<String>) -> Value {
+    match b {
+        None => Value::Null,
+        Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
+    }
+}
+
+/// `{kind, code?, message, retryable, name?, details?, requestId?, retryAfterS?}`; `details`
+/// embedded when it is JSON.
+pub fn error_json(e: &RktError) -> Value {
+    let mut o = Map::new();
+    o.insert("kind".into(), json!(e.error.kind.as_str()));
+    if let Some(code) = e.error.code {
+        o.insert("code".into(), json!(code));
+    }
+    o.insert("message".into(), json!(e.error.message));
+    o.insert("retryable".into(), json!(e.error.retryable));
+    if let Some(name) = &e.name {
+        o.insert("name".into(), json!(name));
+    }
+    if e.details.is_some() {
+        o.insert("details".into(), body(&e.details));
+    }
+    if let Some(id) = &e.request_id {
+        o.insert("requestId".into(), json!(id));
+    }
+    if let Some(s) = e.retry_after_s {
+        o.insert("retryAfterS".into(), json!(s));
+    }
+    Value::Object(o)
+}
+
+impl ClientEvent {
+    /// The event as one JSON object.
+    pub fn to_json(&self) -> Value {
+        let mut o = Map::new();
+        let mut put = |k: &str, v: Value| {
+            if !v.is_null() {
+                o.insert(k.to_string(), v);
+            }
+        };
+        let name = match self {
+            ClientEvent::Ready {
+                agreed_version,
+                session_timeout,
+                server,
+            } => {
+                put("agreedVersion", json!(agreed_version));
+                put("sessionTimeout", json!(session_timeout));
+                put("from", json!(server.from));
+                put("userAgent", json!(server.user_agent));
+                put("capabilities", json!(server.capabilities));
+                "ready"
+            }
+            ClientEvent::Response { id, body: b } => {
+                put("id", json!(id));
+                put("body", body(b));
+                "response"
+            }
+            ClientEvent::StreamBegin { id, body: b } => {
+                put("id", json!(id));
+                put("body", body(b));
+                "streamBegin"
+            }
+            ClientEvent::StreamData { id, seq, body: b } => {
+                put("id", json!(id));
+                put("seq", json!(seq));
+                put("body", body(b));
+                "streamData"
+            }
+            ClientEvent::StreamEnd { id, body: b } => {
+                put("id", json!(id));
+                put("body", body(b));
+                "streamEnd"
+            }
+            ClientEvent::AuthOk { id, auth } => {
+                put("id", json!(id));
+                put("auth", serde_json::to_value(auth).unwrap_or(Value::Null));
+                "authOk"
+            }
+            ClientEvent::Pong { id, rtt_ms } => {
+                put("id", json!(id));
+                put("rttMs", json!(rtt_ms));
+                "pong"
+            }
+            ClientEvent::Failed { id, error } => {
+                put("id", json!(id));
+                put("error", error_json(error));
+                "failed"
+            }
+            ClientEvent::Error(error) => {
+                put("error", error_json(error));
+                "error"
+            }
+            ClientEvent::Goodbye => "goodbye",
+            ClientEvent::Closed { code, reason } => {
+                put("code", json!(code));
+                put("reason", json!(reason));
+                "closed"
+            }
+        };
+        o.insert("type".to_string(), json!(name));
+        Value::Object(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PeerInfo;
+    use agentwire_core::ErrorKind;
+
+    #[test]
+    fn bodies_are_embedded_and_empty_fields_left_out() {
+        let e = ClientEvent::StreamData {
+            id: "m1".into(),
+            seq: 2,
+            body: Some(r#"{"day":1}"#.into()),
+        };
+        assert_eq!(
+            e.to_json(),
+            json!({"type": "streamData", "id": "m1", "seq": 2, "body": {"day": 1}})
+        );
+        let r = ClientEvent::Response {
+            id: "m2".into(),
+            body: None,
+        };
+        assert_eq!(r.to_json(), json!({"type": "response", "id": "m2"}));
+        let ready = ClientEvent::Ready {
+            agreed_version: 1,
+            session_timeout: 300,
+            server: PeerInfo {
+                from: Some("agent://w".into()),
+                user_agent: None,
+                capabilities: vec!["weather".into()],
+            },
+        };
+        assert_eq!(ready.to_json()["capabilities"], json!(["weather"]));
+    }
+
+    #[test]
+    fn errors_keep_the_shared_shape() {
+        let mut err = RktError::local(ErrorKind::Remote, "nope").for_request("m3");
+        err.error.code = Some(602);
+        err.details = Some("not json".into());
+        let j = ClientEvent::Failed {
+            id: "m3".into(),
+            error: err,
+        }
+        .to_json();
+        assert_eq!(
+            j,
+            json!({"type": "failed", "id": "m3", "error": {"kind": "remote", "code": 602, "message": "nope",
+                "retryable": false, "details": "not json", "requestId": "m3"}})
+        );
+    }
+}
