@@ -7,6 +7,9 @@
 //! ticks in and the engine's frames and events out. Values cross as JSON text: JavaScript's
 //! `JSON.parse` is faster than building objects through the boundary.
 
+// Engine errors carry what the peer said; they are returned by value on purpose, as in the engines.
+#![allow(clippy::result_large_err)]
+
 mod errors;
 mod host;
 mod outgoing;
