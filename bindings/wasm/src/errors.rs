@@ -54,3 +54,9 @@ pub(crate) fn install_panic_hook() {
         web_sys::console::error_1(&JsValue::from_str(&message));
     }));
 }
+
+/// The engine's error kinds, for the package's check of its own `ErrorKind` type.
+#[wasm_bindgen(js_name = errorKinds)]
+pub fn error_kinds() -> Vec<String> {
+    ErrorKind::ALL.iter().map(|k| k.as_str().to_string()).collect()
+}

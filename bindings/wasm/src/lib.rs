@@ -16,7 +16,7 @@ mod outgoing;
 pub mod rkt;
 mod socket;
 
-pub use errors::{last_panic, set_error_factory};
+pub use errors::{error_kinds, last_panic, set_error_factory};
 
 use wasm_bindgen::prelude::*;
 

@@ -6,7 +6,7 @@
 use crate::host::{now, Timer};
 use agentwire_core::Millis;
 use js_sys::{Array, Function, Reflect, Uint8Array};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
 use web_sys::{BinaryType, CloseEvent, MessageEvent, WebSocket};
@@ -70,7 +70,7 @@ pub(crate) fn timer(sink: Weak<RefCell<dyn Sink>>) -> Timer {
 /// An open (or opening) WebSocket and its handlers.
 pub(crate) struct Socket {
     ws: WebSocket,
-    _handlers: [Closure<dyn FnMut(JsValue)>; 3],
+    _handlers: [Closure<dyn FnMut(JsValue)>; 4],
 }
 
 impl Socket {
@@ -101,18 +101,31 @@ impl Socket {
             };
             deliver(&s, input)
         });
+        // The end is delivered once: at `close`, or at `error` (which always ends the socket
+        // with 1006; undici 6 fires no `close` at all when the connection cannot be made).
+        let ended = Rc::new(Cell::new(false));
+        let (s, done) = (sink.clone(), ended.clone());
         let on_close = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
             // Read structurally: Node 20's undici events are not instances of a global CloseEvent.
             let ev = ev.unchecked_ref::<CloseEvent>();
             let (code, reason) = (ev.code(), ev.reason());
-            deliver(&sink, Input::Closed { code, reason })
+            if !done.replace(true) {
+                deliver(&s, Input::Closed { code, reason })
+            }
+        });
+        let on_error = Closure::<dyn FnMut(JsValue)>::new(move |_| {
+            if !ended.replace(true) {
+                let reason = "the connection failed".to_string();
+                deliver(&sink, Input::Closed { code: 1006, reason })
+            }
         });
         ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
         ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+        ws.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         Ok(Socket {
             ws,
-            _handlers: [on_open, on_message, on_close],
+            _handlers: [on_open, on_message, on_close, on_error],
         })
     }
 
@@ -146,6 +159,7 @@ impl Drop for Socket {
         self.ws.set_onopen(None);
         self.ws.set_onmessage(None);
         self.ws.set_onclose(None);
+        self.ws.set_onerror(None);
         if matches!(self.ws.ready_state(), WebSocket::CONNECTING | WebSocket::OPEN) {
             let _ = self.ws.close();
         }

@@ -30,9 +30,29 @@ pub enum ErrorKind {
     State,
     /// The user passed an invalid argument or configuration.
     Invalid,
+    /// A bug in agentwire (in wasm, a panic: the module is unusable after it). No input from a
+    /// peer or a user should ever produce one.
+    Internal,
 }
 
 impl ErrorKind {
+    /// Every kind, in declaration order: what bindings check their own lists against.
+    pub const ALL: [ErrorKind; 13] = [
+        ErrorKind::Decode,
+        ErrorKind::Protocol,
+        ErrorKind::Remote,
+        ErrorKind::Auth,
+        ErrorKind::RateLimited,
+        ErrorKind::Version,
+        ErrorKind::Timeout,
+        ErrorKind::Cancelled,
+        ErrorKind::Closed,
+        ErrorKind::Limit,
+        ErrorKind::State,
+        ErrorKind::Invalid,
+        ErrorKind::Internal,
+    ];
+
     /// The serialized name of this kind.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -48,6 +68,7 @@ impl ErrorKind {
             ErrorKind::Limit => "limit",
             ErrorKind::State => "state",
             ErrorKind::Invalid => "invalid",
+            ErrorKind::Internal => "internal",
         }
     }
 }
@@ -117,12 +138,7 @@ mod tests {
 
     #[test]
     fn kind_names_match_serde() {
-        for k in [
-            ErrorKind::Decode,
-            ErrorKind::RateLimited,
-            ErrorKind::Invalid,
-            ErrorKind::Closed,
-        ] {
+        for k in ErrorKind::ALL {
             assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
         }
     }

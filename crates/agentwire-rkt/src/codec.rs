@@ -193,6 +193,25 @@ pub struct DecodeError {
     pub message_id: Option<String>,
 }
 
+impl DecodeErrorKind {
+    /// The kind's name in snake_case, as the golden vectors and the bindings spell it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DecodeErrorKind::TooLarge { .. } => "too_large",
+            DecodeErrorKind::Empty => "empty",
+            DecodeErrorKind::BadStartLine => "bad_start_line",
+            DecodeErrorKind::UnsupportedVersion(_) => "unsupported_version",
+            DecodeErrorKind::UnknownType(_) => "unknown_type",
+            DecodeErrorKind::BadHeaderLine(_) => "bad_header_line",
+            DecodeErrorKind::DuplicateHeader(_) => "duplicate_header",
+            DecodeErrorKind::TooManyHeaders { .. } => "too_many_headers",
+            DecodeErrorKind::MissingHeader(_) => "missing_header",
+            DecodeErrorKind::BadHeaderValue { .. } => "bad_header_value",
+            DecodeErrorKind::ContentLength { .. } => "content_length",
+        }
+    }
+}
+
 impl DecodeError {
     /// The header or part of the message at fault, for the `details.field` of an ERROR reply.
     pub fn field(&self) -> &str {

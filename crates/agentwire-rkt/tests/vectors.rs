@@ -10,19 +10,7 @@ fn vectors_dir() -> PathBuf {
 }
 
 fn kind_name(k: &DecodeErrorKind) -> &'static str {
-    match k {
-        DecodeErrorKind::TooLarge { .. } => "too_large",
-        DecodeErrorKind::Empty => "empty",
-        DecodeErrorKind::BadStartLine => "bad_start_line",
-        DecodeErrorKind::UnsupportedVersion(_) => "unsupported_version",
-        DecodeErrorKind::UnknownType(_) => "unknown_type",
-        DecodeErrorKind::BadHeaderLine(_) => "bad_header_line",
-        DecodeErrorKind::DuplicateHeader(_) => "duplicate_header",
-        DecodeErrorKind::TooManyHeaders { .. } => "too_many_headers",
-        DecodeErrorKind::MissingHeader(_) => "missing_header",
-        DecodeErrorKind::BadHeaderValue { .. } => "bad_header_value",
-        DecodeErrorKind::ContentLength { .. } => "content_length",
-    }
+    k.name()
 }
 
 fn check_ok(m: &Message, expect: &Value) -> Result<(), String> {

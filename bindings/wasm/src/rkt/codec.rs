@@ -1,0 +1,27 @@
+//! `rktDecode`: the RKT codec on its own, for tools and for the package's vector tests.
+
+use crate::errors;
+use agentwire_rkt::codec::{decode, DEFAULT_MAX_MESSAGE_SIZE};
+use serde_json::{json, Map, Value};
+use wasm_bindgen::prelude::*;
+
+/// Decodes one RKT message (`maxSize` bytes at most, default 1 MiB) into JSON text
+/// `{type, headers: {name: value}, body: text | null}`. Throws an error of kind `decode` with
+/// `reason` (the decode error's name, e.g. `bad_header_value`) and `field`.
+#[wasm_bindgen(js_name = rktDecode)]
+pub fn rkt_decode(wire: &str, max_size: Option<u32>) -> Result<String, JsValue> {
+    let limit = max_size.map_or(DEFAULT_MAX_MESSAGE_SIZE, |m| m as usize);
+    match decode(wire, limit) {
+        Ok(m) => {
+            let headers: Map<String, Value> = m.headers.iter().map(|(n, v)| (n.to_string(), json!(v))).collect();
+            Ok(json!({"type": m.kind.as_str(), "headers": headers, "body": m.body}).to_string())
+        }
+        Err(e) => Err(errors::to_js(&json!({
+            "kind": "decode",
+            "message": e.to_string(),
+            "retryable": false,
+            "reason": e.kind.name(),
+            "field": e.field(),
+        }))),
+    }
+}

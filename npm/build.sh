@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the `agentwire` package from source into npm/dist: the wasm32 engine (cargo, profile
+# `wasm`), its JS glue (wasm-bindgen, the exact version the crate pins, installed with cargo
+# when missing), wasm-opt from npm's binaryen (never Debian's: it breaks wasm-bindgen output),
+# the TypeScript facade (tsc), esbuild's minifier over all the JS, then prints the gzipped sizes and fails over the budget.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+export PATH="$HOME/.cargo/bin:$PATH"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+WASM_BUDGET=$((120 * 1024))
+JS_BUDGET=$((12 * 1024))
+
+rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+WB="$(sed -n 's/^wasm-bindgen = "=\(.*\)"$/\1/p' "$ROOT/bindings/wasm/Cargo.toml")"
+if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $WB" ]; then
+  echo "== installing wasm-bindgen-cli $WB (cargo, about 2 minutes)"
+  cargo install -q wasm-bindgen-cli --version "$WB"
+fi
+if [ ! -x "$HERE/node_modules/.bin/tsc" ] || [ "$HERE/package-lock.json" -nt "$HERE/node_modules/.package-lock.json" ]; then
+  (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+echo "== cargo build (wasm32, profile wasm)"
+(cd "$ROOT" && cargo build -q --target wasm32-unknown-unknown --profile wasm -p agentwire-wasm)
+rm -rf "$HERE/dist"
+mkdir -p "$HERE/dist/wasm"
+wasm-bindgen --target web --out-dir "$HERE/dist/wasm" --out-name agentwire_wasm --remove-name-section \
+  --remove-producers-section "$ROOT/target/wasm32-unknown-unknown/wasm/agentwire_wasm.wasm"
+"$HERE/node_modules/.bin/wasm-opt" -Oz --strip-debug --enable-bulk-memory --enable-nontrapping-float-to-int \
+  --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types \
+  "$HERE/dist/wasm/agentwire_wasm_bg.wasm" -o "$HERE/dist/wasm/agentwire_wasm_bg.wasm"
+
+echo "== tsc"
+(cd "$HERE" && node_modules/.bin/tsc -p tsconfig.json)
+echo "== esbuild --minify (the facade and the glue, in place)"
+for f in "$HERE"/dist/*.js "$HERE/dist/wasm/agentwire_wasm.js"; do
+  "$HERE/node_modules/.bin/esbuild" "$f" --minify --format=esm --target=es2022 --log-level=warning \
+    --outfile="$f" --allow-overwrite
+done
+
+gz() { gzip -9 -c "$@" | wc -c; }
+WASM_GZ="$(gz "$HERE/dist/wasm/agentwire_wasm_bg.wasm")"
+JS_GZ="$(cat "$HERE"/dist/*.js "$HERE/dist/wasm/agentwire_wasm.js" | gzip -9 -c | wc -c)"
+printf 'size: wasm %d bytes (%d gzipped; budget %d)\n' "$(wc -c <"$HERE/dist/wasm/agentwire_wasm_bg.wasm")" "$WASM_GZ" "$WASM_BUDGET"
+printf 'size: JS glue + facade %d bytes (%d gzipped; budget %d)\n' "$(cat "$HERE"/dist/*.js "$HERE/dist/wasm/agentwire_wasm.js" | wc -c)" "$JS_GZ" "$JS_BUDGET"
+if [ "$WASM_GZ" -gt "$WASM_BUDGET" ] || [ "$JS_GZ" -gt "$JS_BUDGET" ]; then
+  echo "size budget exceeded" >&2
+  exit 1
+fi

@@ -1,0 +1,251 @@
+/** What every client shares: calls with `AbortSignal` and timeouts, bounded async queues, the
+ * event fan-out, and the host types the package needs without the DOM library. */
+import { AgentwireError, agentwireError, toError } from "./errors.js";
+
+/** The `AbortSignal` members agentwire uses (DOM's and Node's both fit). */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
+/** A `WebSocket` constructor (the browser's, or e.g. undici's `WebSocket` on Node 20). */
+export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => object;
+
+/** Options of every call that waits. */
+export interface CallOptions {
+  /** Abort the call: it rejects with kind `cancelled` (`timeout` for `AbortSignal.timeout`). */
+  signal?: AbortSignalLike;
+  /** Give up after this many milliseconds: it rejects with kind `timeout`. */
+  timeoutMs?: number;
+}
+
+/** Options of every `connect`. */
+export interface ConnectOptions extends CallOptions {
+  /** The `WebSocket` constructor to use instead of the global one (Node 20 has none). */
+  webSocket?: WebSocketConstructor;
+  /** Events as they arrive, instead of buffering them for `events()`. */
+  onEvent?: (event: never) => void;
+  /** Events held for `events()` before the oldest are dropped (default 4096). */
+  maxBufferedEvents?: number;
+}
+
+export function abortError(signal: AbortSignalLike): AgentwireError {
+  const r = signal.reason as { name?: unknown } | undefined;
+  if (r !== null && typeof r === "object" && r.name === "TimeoutError") {
+    return agentwireError("timeout", "the call timed out (AbortSignal)", signal.reason);
+  }
+  return agentwireError("cancelled", "the call was aborted", signal.reason);
+}
+
+/** Starts a call with `start(resolve, reject)` (which returns its id) and settles it on its
+ * reply, on `signal`, or after `timeoutMs`; the last two also `cancel(id)` it in the engine. */
+export function call<T>(
+  start: (resolve: (v: T) => void, reject: (e: unknown) => void) => string,
+  cancel: (id: string) => unknown,
+  opts: CallOptions = {},
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const { signal, timeoutMs } = opts;
+    if (signal?.aborted) return reject(abortError(signal));
+    let id: string | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let settled = false;
+    const finish = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      if (timer !== undefined) clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      return true;
+    };
+    const giveUp = (e: AgentwireError) => {
+      if (!finish()) return;
+      reject(e);
+      if (id !== undefined) cancel(id);
+    };
+    const onAbort = () => giveUp(abortError(signal!));
+    try {
+      id = start(
+        (v) => finish() && resolve(v),
+        (e) => finish() && reject(toError(e)),
+      );
+    } catch (e) {
+      finish();
+      return reject(toError(e));
+    }
+    if (settled) return;
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(() => giveUp(agentwireError("timeout", `no reply within ${timeoutMs} ms`)), timeoutMs);
+    }
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** An async iterator over pushed values: `push`, then `end` (or `end(error)`). At most `limit`
+ * values wait; past it `overflow()` decides (drop the oldest, or end the queue). */
+export class Queue<T> implements AsyncIterableIterator<T> {
+  #items: T[] = [];
+  #head = 0;
+  #waiting: ((r: IteratorResult<T>) => void)[] = [];
+  #failWaiting: ((e: unknown) => void)[] = [];
+  #ended = false;
+  #error: AgentwireError | undefined;
+  /** Values dropped because nobody read them in time. */
+  dropped = 0;
+
+  constructor(
+    readonly limit: number,
+    private readonly onOverflow: (q: Queue<T>) => void,
+    private readonly onReturn?: () => void,
+  ) {}
+
+  get size(): number {
+    return this.#items.length - this.#head;
+  }
+
+  push(v: T): void {
+    if (this.#ended) return;
+    const w = this.#waiting.shift();
+    if (w) {
+      this.#failWaiting.shift();
+      return w({ value: v, done: false });
+    }
+    if (this.size >= this.limit) {
+      this.onOverflow(this);
+      if (this.#ended) return;
+    }
+    this.#items.push(v);
+  }
+
+  /** Drops the oldest value (an overflow policy). */
+  dropOldest(): void {
+    if (this.size === 0) return;
+    this.#head++;
+    this.dropped++;
+    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+
+  end(error?: AgentwireError): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#error = error;
+    const waiting = this.#waiting.splice(0);
+    const failing = this.#failWaiting.splice(0);
+    waiting.forEach((w, i) => (error ? failing[i]!(error) : w({ value: undefined, done: true })));
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    if (this.size > 0) {
+      const value = this.#items[this.#head++] as T;
+      if (this.size === 0) {
+        this.#items = [];
+        this.#head = 0;
+      }
+      return Promise.resolve({ value, done: false });
+    }
+    if (this.#ended) {
+      const e = this.#error;
+      this.#error = undefined;
+      return e ? Promise.reject(e) : Promise.resolve({ value: undefined, done: true });
+    }
+    return new Promise((resolve, reject) => {
+      this.#waiting.push(resolve);
+      this.#failWaiting.push(reject);
+    });
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    if (!this.#ended) {
+      this.end();
+      this.onReturn?.();
+    }
+    this.#items = [];
+    this.#head = 0;
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+    return this;
+  }
+}
+
+/** A client's events: to `onEvent` when given, else buffered for `events()`; the queue ends
+ * after the event of type `last`. */
+export class Events<E extends { type: string }> {
+  readonly #queue: Queue<E> | undefined;
+  readonly #onEvent: ((e: E) => void) | undefined;
+  #closed = false;
+  readonly #whenClosed: Promise<void>;
+  #markClosed!: () => void;
+
+  constructor(
+    private readonly last: string,
+    opts: ConnectOptions,
+  ) {
+    this.#onEvent = opts.onEvent as ((e: E) => void) | undefined;
+    if (!this.#onEvent) this.#queue = new Queue<E>(opts.maxBufferedEvents ?? 4096, (q) => q.dropOldest());
+    this.#whenClosed = new Promise((r) => (this.#markClosed = r));
+  }
+
+  /** One event from the engine, as JSON text. */
+  readonly emit = (json: string): void => {
+    const event = JSON.parse(json) as E;
+    if (this.#onEvent) {
+      try {
+        this.#onEvent(event);
+      } catch (e) {
+        console.error(e);
+      }
+    } else {
+      this.#queue!.push(event);
+    }
+    if (event.type === this.last) {
+      this.#closed = true;
+      this.#queue?.end();
+      this.#markClosed();
+    }
+  };
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Resolves once the last event has been emitted, or after `graceMs`. */
+  whenClosed(graceMs: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const grace = new Promise<void>((r) => (timer = setTimeout(r, graceMs)));
+    return Promise.race([this.#whenClosed, grace]).finally(() => clearTimeout(timer));
+  }
+
+  /** The buffered events as an async iterator (ends after the connection closes). */
+  iterator(): AsyncIterableIterator<E> {
+    if (!this.#queue) throw agentwireError("state", "events go to the onEvent callback given to connect");
+    return this.#queue;
+  }
+
+  /** Events dropped because nobody read them. */
+  get dropped(): number {
+    return this.#queue?.dropped ?? 0;
+  }
+}
+
+/** Splits connect options into the engine's (sent as JSON) and the package's own. */
+export function engineOptions(opts: object): string {
+  const { webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, ...engine } = opts as ConnectOptions & Record<string, unknown>;
+  void webSocket, signal, timeoutMs, onEvent, maxBufferedEvents;
+  return JSON.stringify(engine);
+}
+
+/** `Symbol.asyncDispose`, where the host has one (Node 20 may not). */
+export const asyncDispose: typeof Symbol.asyncDispose =
+  (Symbol as { asyncDispose?: typeof Symbol.asyncDispose }).asyncDispose ??
+  (Symbol.for("Symbol.asyncDispose") as typeof Symbol.asyncDispose);
+
+/** Parses an engine reply body (JSON text, or `undefined` for none). */
+export function parseBody<T>(body: string | undefined): T {
+  return (body === undefined ? undefined : JSON.parse(body)) as T;
+}

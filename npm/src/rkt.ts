@@ -1,0 +1,296 @@
+/** RKT over WebSocket: `RktClient` (the engine's driver behind an idiomatic API) and
+ * `RktSession` (the sans-IO session, for your own transport). */
+import { RktDriver, RktSession as WasmRktSession, rktDecode as wasmRktDecode } from "./wasm/agentwire_wasm.js";
+import {
+  abortError,
+  asyncDispose,
+  call,
+  engineOptions,
+  Events,
+  parseBody,
+  Queue,
+  type CallOptions,
+  type ConnectOptions,
+} from "./calls.js";
+import { agentwireError, toError, type AgentwireError, type ErrorInfo } from "./errors.js";
+import type { Transmit } from "./session.js";
+
+/** The engine's options (`agentwire_rkt::ClientConfig`); absent fields keep its defaults. */
+export interface RktOptions {
+  userAgent?: string;
+  from?: string;
+  capabilities?: string[];
+  /** `TTL` of each message in seconds, and how long a request waits (default 30). */
+  ttlS?: number;
+  /** Largest message accepted, in bytes (default 1 MiB). */
+  maxMessageSize?: number;
+  maxInFlight?: number;
+  maxStreamBuffer?: number;
+  maxStreamBufferBytes?: number;
+  handshakeTimeoutMs?: number;
+  /** Sent as `AUTH {scheme: "bearer"}` right after the handshake. */
+  apiKey?: string;
+  /** PING when idle for half the server's session timeout (default true). */
+  keepalive?: boolean;
+}
+
+export interface RktConnectOptions extends RktOptions, Omit<ConnectOptions, "onEvent"> {
+  onEvent?: (event: RktEvent) => void;
+}
+
+export type RktPriority = "LOW" | "NORMAL" | "HIGH" | "URGENT";
+
+export interface RktRequestOptions extends CallOptions {
+  priority?: RktPriority;
+  /** This request's TTL in seconds. */
+  ttlS?: number;
+  to?: string;
+  context?: unknown;
+}
+
+/** What the server said in HELLO_ACK. */
+export interface RktServerInfo {
+  url: string;
+  agreedVersion: number;
+  sessionTimeout: number;
+  from?: string;
+  userAgent?: string;
+  capabilities: string[];
+}
+
+/** Events that answer no call. */
+export type RktEvent =
+  | { type: "error"; error: ErrorInfo }
+  | { type: "goodbye" }
+  | { type: "closed"; code: number; reason: string };
+
+/** Every event of the sans-IO session (`RktSession.pollEvent`). */
+export type RktSessionEvent =
+  | RktEvent
+  | ({ type: "ready" } & Omit<RktServerInfo, "url">)
+  | { type: "response" | "streamBegin" | "streamEnd"; id: string; body?: unknown }
+  | { type: "streamData"; id: string; seq: number; body?: unknown }
+  | { type: "authOk"; id: string; auth: { session_token: string; scopes: string[]; expires_in: number } }
+  | { type: "pong"; id: string; rttMs: number }
+  | { type: "failed"; id: string; error: ErrorInfo };
+
+/** The MEMORY_GET reply as the server sends it (the reference agent: `{key, value, found}`). */
+export interface RktMemoryEntry {
+  key?: string;
+  value?: unknown;
+  found?: boolean;
+  [field: string]: unknown;
+}
+
+/** Unread chunks a stream holds before it fails with kind `limit`. */
+const STREAM_CAPACITY = 1024;
+
+export class RktClient {
+  readonly #driver: RktDriver;
+  readonly #events: Events<RktEvent>;
+  /** HELLO_ACK: who the server is and what it offers. */
+  readonly server: RktServerInfo;
+
+  private constructor(driver: RktDriver, events: Events<RktEvent>, server: RktServerInfo) {
+    this.#driver = driver;
+    this.#events = events;
+    this.server = server;
+  }
+
+  /** Connects to `address` (`rkt://host`, `host[:port]`, `ws://…`) and completes the handshake
+   * (bounded by `handshakeTimeoutMs`, and by `timeoutMs` / `signal` when given). */
+  static connect(address: string, opts: RktConnectOptions = {}): Promise<RktClient> {
+    const events = new Events<RktEvent>("closed", opts as ConnectOptions);
+    return new Promise<RktClient>((resolve, reject) => {
+      const { signal, timeoutMs } = opts;
+      if (signal?.aborted) return reject(abortError(signal));
+      let driver: RktDriver | undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const done = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+      };
+      const fail = (e: AgentwireError) => {
+        done();
+        reject(e);
+        driver?.close();
+      };
+      const onAbort = () => fail(abortError(signal!));
+      const ready = (json: string) => {
+        done();
+        const { type, ...info } = JSON.parse(json) as { type: string } & RktServerInfo;
+        void type;
+        resolve(new RktClient(driver!, events, info));
+      };
+      try {
+        driver = new RktDriver(
+          address,
+          engineOptions(opts),
+          opts.webSocket as unknown as (() => void) | undefined,
+          events.emit,
+          ready,
+          (e: unknown) => fail(toError(e)),
+        );
+      } catch (e) {
+        return fail(toError(e));
+      }
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => fail(agentwireError("timeout", `no RKT session within ${timeoutMs} ms`)), timeoutMs);
+      }
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  #cancel = (id: string) => this.#driver.cancel(id);
+
+  /** REQUEST `intent`; resolves with the parsed RESPONSE body. */
+  request<T = unknown>(intent: string, params?: unknown, opts: RktRequestOptions = {}): Promise<T> {
+    const [json, options] = [toJson(params), requestOptions(opts)];
+    return call<string | undefined>((res, rej) => this.#driver.request(intent, json, options, res, rej), this.#cancel, opts).then(
+      (b) => parseBody<T>(b),
+    );
+  }
+
+  /** REQUEST `intent` with `Stream: true`: the chunks in order (a plain RESPONSE is one chunk).
+   * Leaving the loop early cancels the stream; so do `signal` and `timeoutMs`. */
+  stream<T = unknown>(intent: string, params?: unknown, opts: RktRequestOptions = {}): AsyncIterableIterator<T> {
+    let id: string | undefined;
+    const queue = new Queue<T>(
+      STREAM_CAPACITY,
+      (q) => {
+        q.end(agentwireError("limit", `${STREAM_CAPACITY} stream chunks unread: the reader fell behind`));
+        if (id !== undefined) this.#driver.cancel(id);
+      },
+      () => id !== undefined && this.#driver.cancel(id),
+    );
+    const end = (e?: unknown) => queue.end(e === undefined || e === null ? undefined : toError(e));
+    try {
+      id = this.#driver.stream(intent, toJson(params), requestOptions(opts), (b?: string) => queue.push(parseBody<T>(b)), end);
+    } catch (e) {
+      end(e);
+      return queue;
+    }
+    const { signal, timeoutMs } = opts;
+    const stop = (e: AgentwireError) => {
+      queue.end(e);
+      this.#driver.cancel(id!);
+    };
+    if (signal?.aborted) stop(abortError(signal));
+    signal?.addEventListener("abort", () => stop(abortError(signal)), { once: true });
+    if (timeoutMs !== undefined) {
+      const t = setTimeout(() => stop(agentwireError("timeout", `stream not finished within ${timeoutMs} ms`)), timeoutMs);
+      const unref = (t as { unref?: () => void }).unref;
+      if (unref) unref.call(t);
+    }
+    return queue;
+  }
+
+  /** DISCOVER: the capability manifest. */
+  discover<T = unknown>(opts: CallOptions = {}): Promise<T> {
+    return call<string | undefined>((res, rej) => this.#driver.discover(res, rej), this.#cancel, opts).then((b) => parseBody<T>(b));
+  }
+
+  /** MEMORY_SET `key` = `value`; resolves with the server's acknowledgement. */
+  memorySet(key: string, value: unknown, opts: CallOptions & { namespace?: string; ttlS?: number } = {}): Promise<unknown> {
+    const json = JSON.stringify(value ?? null);
+    return call<string | undefined>(
+      (res, rej) => this.#driver.memorySet(key, json, opts.namespace, opts.ttlS, res, rej),
+      this.#cancel,
+      opts,
+    ).then((b) => parseBody<unknown>(b));
+  }
+
+  /** MEMORY_GET `key`: the reply as the server sends it. */
+  memoryGet(key: string, opts: CallOptions & { namespace?: string } = {}): Promise<RktMemoryEntry> {
+    return call<string | undefined>((res, rej) => this.#driver.memoryGet(key, opts.namespace, res, rej), this.#cancel, opts).then(
+      (b) => parseBody<RktMemoryEntry>(b),
+    );
+  }
+
+  /** PING; resolves with the round trip in milliseconds. */
+  ping(opts: CallOptions = {}): Promise<number> {
+    return call<string>((res, rej) => this.#driver.ping(res, rej), this.#cancel, opts).then(
+      (j) => (JSON.parse(j) as { rttMs: number }).rttMs,
+    );
+  }
+
+  /** Events that answer no call (`error`, `goodbye`, `closed`); ends after `closed`. */
+  events(): AsyncIterableIterator<RktEvent> {
+    return this.#events.iterator();
+  }
+
+  /** Events dropped because `events()` was not read in time. */
+  get droppedEvents(): number {
+    return this.#events.dropped;
+  }
+
+  get closed(): boolean {
+    return this.#events.closed;
+  }
+
+  /** GOODBYE, close 1000; resolves when the socket has closed (or after 2 s). Calls still
+   * waiting reject with kind `closed`; calls after it reject with kind `closed`. */
+  async close(): Promise<void> {
+    if (!this.#driver.closed) this.#driver.close();
+    await this.#events.whenClosed(2000);
+  }
+
+  [asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+function toJson(v: unknown): string | undefined {
+  return v === undefined ? undefined : JSON.stringify(v);
+}
+
+function requestOptions(opts: RktRequestOptions): string {
+  const { signal, timeoutMs, ...engine } = opts;
+  void signal, timeoutMs;
+  return JSON.stringify(engine);
+}
+
+/** The sans-IO RKT client session: feed it socket events with the time (ms since the epoch),
+ * then drain `pollTransmit`, `pollEvent` and `pollTimeout` until empty. */
+export interface RktSession {
+  handleOpen(now: number): void;
+  handleText(now: number, text: string): void;
+  handleBinary(now: number, bytes: Uint8Array): void;
+  handleClose(now: number, code: number, reason: string): void;
+  handleTimeout(now: number): void;
+  pollTransmit(): Transmit | undefined;
+  /** The next event as JSON text (parse it as `RktSessionEvent`). */
+  pollEvent(): string | undefined;
+  pollTimeout(): number | undefined;
+  request(now: number, intent: string, paramsJson: string | undefined, optionsJson: string | undefined, stream: boolean): string;
+  discover(now: number): string;
+  memorySet(now: number, key: string, valueJson: string, namespace: string | undefined, ttlS: number | undefined): string;
+  memoryGet(now: number, key: string, namespace: string | undefined): string;
+  ping(now: number): string;
+  cancel(id: string): boolean;
+  goodbye(now: number): void;
+  free(): void;
+}
+
+export const RktSession: new (optionsJson?: string) => RktSession = WasmRktSession as unknown as new (
+  optionsJson?: string,
+) => RktSession;
+
+/** One RKT message as the codec reads it. */
+export interface RktMessage {
+  type: string;
+  headers: Record<string, string>;
+  /** The body as sent (JSON text), or `null`. */
+  body: string | null;
+}
+
+/** Decodes one RKT message (at most `maxSize` bytes, default 1 MiB). Throws an
+ * `AgentwireError` of kind `decode` whose `info.reason` names what was wrong (e.g.
+ * `bad_header_value`) and `info.field` where. */
+export function rktDecode(wire: string, maxSize?: number): RktMessage {
+  try {
+    return JSON.parse(wasmRktDecode(wire, maxSize)) as RktMessage;
+  } catch (e) {
+    throw toError(e);
+  }
+}

@@ -1,0 +1,19 @@
+// What the scenarios need, read from the environment run.sh sets up: the peers' URLs and keys
+// (AGENTWIRE_TEST_ENV, JSON) and the golden vectors from tests/vectors.
+import { readFileSync, readdirSync } from "node:fs";
+
+const vectors = new URL("../vectors/", import.meta.url);
+
+function rktVectors() {
+  const dir = new URL("rkt/", vectors);
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".json"))
+    .sort()
+    .map((f) => JSON.parse(readFileSync(new URL(f, dir), "utf8")));
+}
+
+export function testEnv() {
+  const raw = process.env.AGENTWIRE_TEST_ENV;
+  if (!raw) throw new Error("AGENTWIRE_TEST_ENV is not set: run tests/js/run.sh");
+  return { ...JSON.parse(raw), vectors: { rkt: rktVectors() } };
+}

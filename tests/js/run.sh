@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The npm package's tests against the local peers on 127.0.0.1: Node 20 (undici's WebSocket
+# injected), Node 22 when it can be installed from npm (its global WebSocket), and headless
+# Chromium (playwright-core driving Debian's chromium). Builds the package first unless
+# AGENTWIRE_SKIP_BUILD=1.
+source "$(dirname "$0")/../../scripts/lib.sh"
+need_rust
+need_node
+need_python
+cd "$ROOT"
+[ "${AGENTWIRE_SKIP_BUILD:-0}" = 1 ] || bash npm/build.sh
+(cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
+cargo build -q -p agentwire-cli
+BIN="$ROOT/target/debug/agentwire"
+LOGS="$(mktemp -d)"
+trap 'kill "${RKT_SERVER_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
+RKT_PORT="$(free_port)"
+start_rkt_server "$BIN" "$RKT_PORT" "$LOGS/rkt.log"
+MZ_PORT="$(free_port)"
+start_moltzap_peer "$BIN" "$MZ_PORT" "$LOGS/moltzap.log"
+SW_PORT="$(free_port)"
+start_switch_peer "$BIN" "$SW_PORT" "$LOGS/switch.log"
+key() { "$BIN" moltzap register "$1" --server "http://127.0.0.1:$MZ_PORT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["apiKey"])'; }
+sw() { switch_field "$LOGS/switch.log" "$@"; }
+AGENTWIRE_TEST_ENV="$(python3 - "$RKT_PORT" "$(free_port)" "$MZ_PORT" "$(key alice)" "$(key bob)" "$(key carol)" "$SW_PORT" \
+  "$(sw agent alice id)" "$(sw agent alice key)" "$(sw agent bob id)" "$(sw agent bob key)" "$(sw room lobby id)" <<'PY'
+import json, sys
+a = sys.argv[1:]
+print(json.dumps({
+    "rkt": f"ws://127.0.0.1:{a[0]}/rkt",
+    "closedRkt": f"ws://127.0.0.1:{a[1]}/rkt",
+    "moltzap": f"ws://127.0.0.1:{a[2]}/ws",
+    "moltzapKeys": {"alice": a[3], "bob": a[4], "carol": a[5]},
+    "switch": f"http://127.0.0.1:{a[6]}",
+    "switchAgents": {"alice": {"id": a[7], "key": a[8]}, "bob": {"id": a[9], "key": a[10]}},
+    "switchLobby": a[11],
+}))
+PY
+)"
+export AGENTWIRE_TEST_ENV
+echo "== node $(node --version) (undici's WebSocket)"
+(cd tests/js && node --test --test-reporter=spec node.test.mjs)

@@ -1,0 +1,136 @@
+// The package's behaviour against the local peers, written once and run in Node (node.test.mjs)
+// and in headless Chromium (browser.test.mjs). Each scenario gets the package's module and
+// `env`: the peers' URLs and keys, the golden vectors, and a WebSocket constructor when the
+// host has none.
+
+export class Failure extends Error {}
+
+function check(cond, what) {
+  if (!cond) throw new Failure(what);
+}
+
+function same(a, b) {
+  return JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b));
+}
+
+function sortKeys(v) {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === "object") return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys(v[k])]));
+  return v;
+}
+
+/** The rejection of `p`, which must reject with an AgentwireError of `kind`. */
+async function rejects(aw, p, kind, what) {
+  try {
+    await p;
+  } catch (e) {
+    check(e instanceof aw.AgentwireError, `${what}: not an AgentwireError: ${e}`);
+    check(e.kind === kind, `${what}: kind ${e.kind} (${e.message}), expected ${kind}`);
+    return e;
+  }
+  throw new Failure(`${what}: resolved, expected a ${kind} rejection`);
+}
+
+const opts = (env, more = {}) => (env.webSocket ? { webSocket: env.webSocket, ...more } : more);
+
+export const scenarios = {
+  async "error kinds match the engine's"(aw) {
+    const kinds = aw.errorKinds();
+    check(kinds.includes("internal") && kinds.includes("rate_limited"), `errorKinds: ${kinds}`);
+    // ErrorKind in the package's types lists exactly these (checked by tsc in the consumer test).
+  },
+
+  async "rkt vectors decode as the Rust codec does"(aw, env) {
+    check(env.vectors.rkt.length > 40, `only ${env.vectors.rkt.length} RKT vectors`);
+    for (const v of env.vectors.rkt) {
+      if (v.expect) {
+        const m = aw.rktDecode(v.wire, v.max_size);
+        check(m.type === v.expect.type, `${v.name}: type ${m.type}`);
+        for (const [k, val] of Object.entries(v.expect.headers ?? {})) {
+          check(m.headers[k] === val, `${v.name}: header ${k} = ${m.headers[k]}`);
+        }
+        const body = m.body === null ? null : JSON.parse(m.body);
+        check(same(body, v.expect.body ?? null), `${v.name}: body ${m.body}`);
+        if (v.expect.body_text !== undefined) check(m.body === v.expect.body_text, `${v.name}: body text`);
+      } else {
+        let thrown;
+        try {
+          aw.rktDecode(v.wire, v.max_size);
+        } catch (e) {
+          thrown = e;
+        }
+        check(thrown instanceof aw.AgentwireError && thrown.kind === "decode", `${v.name}: not refused`);
+        check(thrown.info.reason === v.error.kind, `${v.name}: reason ${thrown.info.reason} != ${v.error.kind}`);
+        check(thrown.info.field === v.error.field, `${v.name}: field ${thrown.info.field} != ${v.error.field}`);
+      }
+    }
+  },
+
+  async "rkt request, stream, memory, discover, ping"(aw, env) {
+    const client = await aw.RktClient.connect(env.rkt, opts(env));
+    try {
+      check(client.server.capabilities.includes("weather"), `capabilities ${client.server.capabilities}`);
+      const now = await client.request("weather.current", { city: "Seoul" });
+      check(now.data.temperature === 24, `weather.current: ${JSON.stringify(now)}`);
+      const days = [];
+      for await (const chunk of client.stream("weather.forecast", { city: "Seoul", days: 3 })) days.push(chunk);
+      check(days.length === 3 && days.every((d) => typeof d.high === "number"), `forecast: ${JSON.stringify(days)}`);
+      const key = `k${Math.random().toString(36).slice(2)}`;
+      await client.memorySet(key, { city: "Seoul" }, { namespace: "user.prefs", ttlS: 60 });
+      const got = await client.memoryGet(key, { namespace: "user.prefs" });
+      check(same(got.value, { city: "Seoul" }), `memory get: ${JSON.stringify(got)}`);
+      const missing = await client.memoryGet(`${key}-absent`, { namespace: "user.prefs" });
+      check(missing.found === false, `missing key: ${JSON.stringify(missing)}`);
+      const manifest = await client.discover();
+      check(JSON.stringify(manifest).includes("weather.forecast"), `discover: ${JSON.stringify(manifest)}`);
+      const rtt = await client.ping();
+      check(typeof rtt === "number" && rtt >= 0, `ping: ${rtt}`);
+      // Concurrent calls are each answered by their own reply.
+      const many = await Promise.all(["Seoul", "Paris", "Lima"].map((city) => client.request("weather.current", { city })));
+      check(many.map((m) => m.data.city).join() === "Seoul,Paris,Lima", `concurrent: ${JSON.stringify(many)}`);
+    } finally {
+      await client.close();
+    }
+    check(client.closed, "closed after close()");
+  },
+
+  async "rkt errors are typed rejections"(aw, env) {
+    await rejects(aw, aw.RktClient.connect("not a url at all", opts(env)), "invalid", "a malformed address");
+    await rejects(aw, aw.RktClient.connect(env.closedRkt, opts(env)), "closed", "a port nobody listens on");
+    const client = await aw.RktClient.connect(env.rkt, opts(env));
+    const e = await rejects(aw, client.request("no.such.intent", {}), "remote", "an unknown intent");
+    check(typeof e.code === "number" && e.retryable === false, `remote error fields: ${JSON.stringify(e.info)}`);
+    await rejects(aw, client.request("weather.current", {}, { signal: AbortSignal.abort() }), "cancelled", "a pre-aborted signal");
+    const ac = new AbortController();
+    const pending = client.request("weather.current", { city: "Seoul" }, { signal: ac.signal });
+    ac.abort();
+    await rejects(aw, pending, "cancelled", "an abort in flight");
+    await rejects(aw, client.request("", {}), "invalid", "an empty intent");
+    // A stream left early is cancelled; the connection goes on.
+    for await (const chunk of client.stream("weather.forecast", { city: "Seoul", days: 5 })) {
+      check(chunk.date, "a chunk");
+      break;
+    }
+    const ok = await client.request("weather.current", { city: "Seoul" });
+    check(ok.data.temperature === 24, "still usable after errors");
+    const inFlight = client.request("weather.current", { city: "Seoul" });
+    await client.close();
+    await inFlight.then(
+      () => {},
+      (err) => check(err.kind === "closed", `in flight at close: ${err.kind}`),
+    );
+    await rejects(aw, client.request("weather.current", {}), "closed", "a call after close");
+    await rejects(aw, client.ping(), "closed", "a ping after close");
+  },
+
+  async "rkt events() ends after closed"(aw, env) {
+    const client = await aw.RktClient.connect(env.rkt, opts(env));
+    const seen = [];
+    const reading = (async () => {
+      for await (const ev of client.events()) seen.push(ev.type);
+    })();
+    await client.close();
+    await reading;
+    check(seen.at(-1) === "closed", `events: ${seen}`);
+  },
+};
