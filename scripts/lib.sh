@@ -27,6 +27,14 @@ need_node() {
   fi
 }
 
+# Debian's chromium (the browser tests drive it with playwright-core; never a downloaded one).
+need_chromium() {
+  if [ ! -x /usr/bin/chromium ]; then
+    echo "installing Debian's chromium" >&2
+    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  fi
+}
+
 need_python() {
   if ! command -v python3 >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq python3 python3-venv >/dev/null

@@ -7,6 +7,7 @@ source "$(dirname "$0")/../../scripts/lib.sh"
 need_rust
 need_node
 need_python
+need_chromium
 cd "$ROOT"
 [ "${AGENTWIRE_SKIP_BUILD:-0}" = 1 ] || bash npm/build.sh
 (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
@@ -40,3 +41,5 @@ PY
 export AGENTWIRE_TEST_ENV
 echo "== node $(node --version) (undici's WebSocket)"
 (cd tests/js && node --test --test-reporter=spec node.test.mjs)
+echo "== chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}') (playwright-core)"
+(cd tests/js && node --test --test-reporter=spec browser.test.mjs)

@@ -1,0 +1,42 @@
+// The scenarios in headless Chromium: each runs inside a page that imports the package through
+// an import map (the browser entry: fetch + instantiate), with the browser's own WebSocket.
+import { after, before, test } from "node:test";
+import { launch } from "./chromium.mjs";
+import { page, serve } from "./serve.mjs";
+import { scenarios } from "./scenarios.mjs";
+import { testEnv } from "./env.mjs";
+
+const env = testEnv();
+let browser, server, tab;
+const errors = [];
+
+before(async () => {
+  const served = await serve({ "/test.html": page("agentwire tests", "<p>agentwire tests</p>") });
+  server = served.server;
+  browser = await launch();
+  tab = await browser.newPage();
+  tab.on("pageerror", (e) => errors.push(`uncaught in the page: ${e.message}`));
+  await tab.goto(`${served.origin}/test.html`);
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+for (const name of Object.keys(scenarios)) {
+  test(`chromium: ${name}`, { timeout: 20_000 }, async () => {
+    await tab.evaluate(
+      async ([name, env]) => {
+        const aw = await import("agentwire");
+        const { scenarios } = await import("/tests/js/scenarios.mjs");
+        await scenarios[name](aw, env);
+      },
+      [name, env],
+    );
+  });
+}
+
+test("chromium: nothing uncaught in the page", () => {
+  if (errors.length) throw new Error(errors.join("\n"));
+});

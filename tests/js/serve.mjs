@@ -1,0 +1,51 @@
+// A static file server on 127.0.0.1 for the browser tests and the playground: the repository's
+// files under their own paths (the package is /npm/dist/browser.js), read-only, nothing outside
+// the repository, and an import map page per entry.
+import { createServer } from "node:http";
+import { readFile } from "node:fs/promises";
+import { extname, normalize, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = resolve(fileURLToPath(new URL("../..", import.meta.url)));
+const TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".json": "application/json",
+  ".wasm": "application/wasm",
+  ".css": "text/css; charset=utf-8",
+  ".png": "image/png",
+};
+
+/** A page that maps `agentwire` to the built package and runs `body` (a module script). */
+export function page(title, body, head = "") {
+  return `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title>
+<script type="importmap">{"imports": {"agentwire": "/npm/dist/browser.js"}}</script>${head}</head>
+<body>${body}</body></html>`;
+}
+
+/** Serves the repository, plus `pages` (path → HTML), on a free port; resolves with the server
+ * and its origin. */
+export function serve(pages = {}, port = 0) {
+  const server = createServer(async (req, res) => {
+    const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
+    if (pages[path] !== undefined) {
+      res.writeHead(200, { "content-type": TYPES[".html"], "cache-control": "no-store" });
+      return res.end(pages[path]);
+    }
+    const file = normalize(resolve(ROOT, "." + path));
+    if (!file.startsWith(ROOT + sep) || file.includes(`${sep}.git${sep}`)) {
+      res.writeHead(403);
+      return res.end();
+    }
+    try {
+      const data = await readFile(file);
+      res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream", "cache-control": "no-store" });
+      res.end(data);
+    } catch {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  return new Promise((ok) => server.listen(port, "127.0.0.1", () => ok({ server, origin: `http://127.0.0.1:${server.address().port}` })));
+}
