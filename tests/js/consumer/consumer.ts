@@ -1,0 +1,57 @@
+// A strict TypeScript consumer of the package: no DOM library, no Node types, every strictness
+// flag, skipLibCheck off. It must compile; run, it checks that the package's ErrorKind type
+// lists exactly the engine's kinds.
+import { AgentwireError, RktClient, errorKinds, rktDecode, type ErrorKind, type RktEvent } from "agentwire";
+
+// Exactly the ErrorKind union: a kind missing here or unknown to the type fails to compile.
+const KINDS: Record<ErrorKind, true> = {
+  decode: true,
+  protocol: true,
+  remote: true,
+  auth: true,
+  rate_limited: true,
+  version: true,
+  timeout: true,
+  cancelled: true,
+  closed: true,
+  limit: true,
+  state: true,
+  invalid: true,
+  internal: true,
+};
+
+interface Weather {
+  data: { city: string; temperature: number };
+}
+
+export async function usage(url: string, signal: AbortSignalLikeForTest): Promise<number> {
+  await using client = await RktClient.connect(url, { timeoutMs: 5000, ttlS: 10, apiKey: "k" });
+  const w = await client.request<Weather>("weather.current", { city: "Seoul" }, { signal, timeoutMs: 1000, priority: "HIGH" });
+  let days = 0;
+  for await (const chunk of client.stream<{ high: number }>("weather.forecast", { days: 3 })) days += chunk.high > 0 ? 1 : 0;
+  for await (const ev of client.events()) {
+    const e: RktEvent = ev;
+    if (e.type === "closed") return e.code;
+    if (e.type === "error") return e.error.retryable ? 1 : 0;
+  }
+  try {
+    await client.discover({ signal });
+  } catch (err) {
+    if (err instanceof AgentwireError && err.kind === "timeout" && err.retryable) return err.code ?? 0;
+  }
+  return w.data.temperature + days + (await client.ping());
+}
+
+type AbortSignalLikeForTest = Parameters<typeof RktClient.connect>[1] extends infer O
+  ? O extends { signal?: infer S }
+    ? NonNullable<S>
+    : never
+  : never;
+
+const engine = errorKinds().sort().join();
+const declared = Object.keys(KINDS).sort().join();
+if (engine !== declared) throw new Error(`ErrorKind type ${declared} != engine ${engine}`);
+if (rktDecode("RKT/1.0 PING\nVersion: 1\nMessage-ID: a\nSession-ID: b\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 5\n").type !== "PING") {
+  throw new Error("rktDecode");
+}
+(globalThis as unknown as { console: { log(m: string): void } }).console.log(`strict consumer: ${Object.keys(KINDS).length} error kinds, as the engine has`);
