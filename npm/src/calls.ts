@@ -249,3 +249,52 @@ export const asyncDispose: typeof Symbol.asyncDispose =
 export function parseBody<T>(body: string | undefined): T {
   return (body === undefined ? undefined : JSON.parse(body)) as T;
 }
+
+/** A driver `close()`s. */
+interface Closable {
+  close(): void;
+}
+
+/** Opens a driver with `make(onReady, onFail)` and resolves with `ready(driver, readyJson)`
+ * once the engine reports the connection ready; rejects on failure, on `signal` and after
+ * `timeoutMs` (closing the driver). */
+export function open<D extends Closable, C>(
+  opts: CallOptions,
+  make: (onReady: (json: string) => void, onFail: (e: unknown) => void) => D,
+  ready: (driver: D, json: string) => C,
+  what: string,
+): Promise<C> {
+  return new Promise<C>((resolve, reject) => {
+    const { signal, timeoutMs } = opts;
+    if (signal?.aborted) return reject(abortError(signal));
+    let driver: D | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let settled = false;
+    const done = () => {
+      settled = true;
+      if (timer !== undefined) clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const fail = (e: AgentwireError) => {
+      if (settled) return;
+      done();
+      reject(e);
+      driver?.close();
+    };
+    const onAbort = () => fail(abortError(signal!));
+    const onReady = (json: string) => {
+      if (settled) return;
+      done();
+      resolve(ready(driver!, json));
+    };
+    try {
+      driver = make(onReady, (e) => fail(toError(e)));
+    } catch (e) {
+      return fail(toError(e));
+    }
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(() => fail(agentwireError("timeout", `no ${what} within ${timeoutMs} ms`)), timeoutMs);
+    }
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

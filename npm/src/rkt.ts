@@ -7,6 +7,7 @@ import {
   call,
   engineOptions,
   Events,
+  open,
   parseBody,
   Queue,
   type CallOptions,
@@ -101,44 +102,17 @@ export class RktClient {
    * (bounded by `handshakeTimeoutMs`, and by `timeoutMs` / `signal` when given). */
   static connect(address: string, opts: RktConnectOptions = {}): Promise<RktClient> {
     const events = new Events<RktEvent>("closed", opts as ConnectOptions);
-    return new Promise<RktClient>((resolve, reject) => {
-      const { signal, timeoutMs } = opts;
-      if (signal?.aborted) return reject(abortError(signal));
-      let driver: RktDriver | undefined;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const done = () => {
-        if (timer !== undefined) clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-      };
-      const fail = (e: AgentwireError) => {
-        done();
-        reject(e);
-        driver?.close();
-      };
-      const onAbort = () => fail(abortError(signal!));
-      const ready = (json: string) => {
-        done();
+    return open(
+      opts,
+      (onReady, onFail) =>
+        new RktDriver(address, engineOptions(opts), opts.webSocket as (() => void) | undefined, events.emit, onReady, onFail),
+      (driver, json) => {
         const { type, ...info } = JSON.parse(json) as { type: string } & RktServerInfo;
         void type;
-        resolve(new RktClient(driver!, events, info));
-      };
-      try {
-        driver = new RktDriver(
-          address,
-          engineOptions(opts),
-          opts.webSocket as unknown as (() => void) | undefined,
-          events.emit,
-          ready,
-          (e: unknown) => fail(toError(e)),
-        );
-      } catch (e) {
-        return fail(toError(e));
-      }
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(() => fail(agentwireError("timeout", `no RKT session within ${timeoutMs} ms`)), timeoutMs);
-      }
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
+        return new RktClient(driver, events, info);
+      },
+      "RKT session",
+    );
   }
 
   #cancel = (id: string) => this.#driver.cancel(id);

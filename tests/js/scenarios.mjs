@@ -133,4 +133,76 @@ export const scenarios = {
     await reading;
     check(seen.at(-1) === "closed", `events: ${seen}`);
   },
+
+  async "moltzap released transcripts: every server frame gives a typed event"(aw, env) {
+    const known = new Set(["connected", "connectFailed", "response", "failed", "messageReceived", "conversationCreated",
+      "conversationUpdated", "conversationArchived", "conversationUnarchived", "presenceChanged", "other", "diagnostic",
+      "missedPings", "disconnected"]);
+    let received = 0;
+    for (const t of env.vectors.moltzap) {
+      const s = new aw.MoltZapSession(JSON.stringify({ generation: "released" }));
+      s.handleOpen(Date.now());
+      for (const line of t.server) {
+        s.handleText(Date.now(), line);
+        for (let ev = s.pollEvent(); ev !== undefined; ev = s.pollEvent()) {
+          const e = JSON.parse(ev);
+          check(known.has(e.type), `${t.name}: event type ${e.type}`);
+          if (e.type === "messageReceived") {
+            received++;
+            check(typeof e.conversationId === "string" && typeof e.senderId === "string", `${t.name}: ${ev}`);
+          }
+        }
+      }
+      s.free();
+    }
+    check(received === 2, `messages/received events: ${received}`); // the two `<=` pushes in smoke
+  },
+
+  async "moltzap connect, send, receive, list, call"(aw, env) {
+    const keys = env.moltzapKeys;
+    const bob = await aw.MoltZapClient.connect(env.moltzap, opts(env, { agentKey: keys.bob }));
+    const alice = await aw.MoltZapClient.connect(env.moltzap, opts(env, { agentKey: keys.alice, generation: "auto" }));
+    try {
+      check(alice.info.generation === "current", `generation ${alice.info.generation}`);
+      const text = `hello bob ${Math.random().toString(36).slice(2)}`;
+      const inbox = bob.events();
+      const sent = await alice.send({ agent: "bob" }, text);
+      check(sent.message && typeof sent.message.conversationId === "string", `send: ${JSON.stringify(sent)}`);
+      let got;
+      while (!got) {
+        const { value, done } = await inbox.next();
+        check(!done, "bob's events ended");
+        if (value.type === "messageReceived" && JSON.stringify(value.data).includes(text)) got = value;
+      }
+      check(got.conversationId === sent.message.conversationId, `conversation ${got.conversationId}`);
+      const recent = await bob.recentMessages({ limit: 10 });
+      check(JSON.stringify(recent).includes(text), `recentMessages: ${JSON.stringify(recent).slice(0, 300)}`);
+      const inConv = await alice.recentMessages({ conversationId: sent.message.conversationId, limit: 5 });
+      check(JSON.stringify(inConv).includes(text), "messages of the conversation");
+      const pong = await alice.call("system/ping", {});
+      check(pong && typeof pong === "object", `system/ping: ${JSON.stringify(pong)}`);
+    } finally {
+      await alice.close();
+      await bob.close();
+    }
+    check(alice.closed && bob.closed, "closed after close()");
+  },
+
+  async "moltzap errors are typed rejections"(aw, env) {
+    await rejects(aw, aw.MoltZapClient.connect(env.moltzap, opts(env, { agentKey: "moltzap_agent_bad_bad" })), "auth", "a bad key");
+    await rejects(aw, aw.MoltZapClient.connect(env.moltzap, opts(env)), "invalid", "no credentials");
+    await rejects(aw, aw.MoltZapClient.connect(env.closedRkt, opts(env, { agentKey: "k" })), "closed", "nobody listening");
+    const c = await aw.MoltZapClient.connect(env.moltzap, opts(env, { agentKey: env.moltzapKeys.carol }));
+    // JSON-RPC -32601 is the caller's mistake: the engine classifies it `invalid`.
+    const e = await rejects(aw, c.call("no/such/method", {}), "invalid", "an unknown method");
+    check(e.code === -32601, `code ${e.code}`);
+    await rejects(aw, c.send({ agent: "nobody-here" }, "hi"), "remote", "an unknown agent");
+    await rejects(aw, c.call("system/ping", {}, { signal: AbortSignal.abort() }), "cancelled", "a pre-aborted signal");
+    const ok = await c.call("system/ping", {});
+    check(ok, "still usable");
+    const inFlight = c.call("system/ping", {});
+    await c.close();
+    await inFlight.then(() => {}, (err) => check(err.kind === "closed", `in flight at close: ${err.kind}`));
+    await rejects(aw, c.call("system/ping", {}), "closed", "a call after close");
+  },
 };

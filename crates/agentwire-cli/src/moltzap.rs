@@ -2,8 +2,8 @@
 //! one JSON object per line on stdout; errors go to stderr with a failing exit code.
 
 use agentwire_moltzap::register::Registration;
-use agentwire_moltzap::session::{AgentMessageList, ListConversations, SendMessage};
-use agentwire_moltzap::{Credentials, Event, Generation, GenerationChoice, MoltZapError};
+use agentwire_moltzap::session::SendMessage;
+use agentwire_moltzap::{Credentials, Event, GenerationChoice, MoltZapError};
 use agentwire_native::moltzap::{register, Events, MoltZapClient, MoltZapConfig};
 use clap::{Args, Subcommand, ValueEnum};
 use std::process::ExitCode;
@@ -199,30 +199,11 @@ async fn connect(conn: &Conn) -> Result<MoltZapClient, MoltZapError> {
     Ok(client)
 }
 
-/// One conversation's messages, or the window across all: `agent/message/list` (current) or
-/// the conversations with their last messages (released, which has no such method).
+/// One conversation's messages, or the window across all ([`Session::recent_messages`]).
 async fn list(client: &MoltZapClient, conversation: Option<String>, limit: u32) -> Result<String, MoltZapError> {
-    match conversation {
-        Some(c) => {
-            client
-                .request(move |s, now| s.messages_list(now, &c, Some(limit)))
-                .await
-        }
-        None if client.info().generation == Generation::Current => {
-            let p = AgentMessageList {
-                limit,
-                ..Default::default()
-            };
-            client.request(move |s, now| s.agent_message_list(now, &p)).await
-        }
-        None => {
-            let p = ListConversations {
-                limit: Some(limit),
-                ..Default::default()
-            };
-            client.request(move |s, now| s.conversations_list(now, &p)).await
-        }
-    }
+    client
+        .request(move |s, now| s.recent_messages(now, conversation.as_deref(), limit))
+        .await
 }
 
 async fn watch(mut events: Events, count: Option<u64>, for_ms: Option<u64>) {

@@ -1,7 +1,11 @@
 //! [`Event::to_json`]: one JSON object per event, the shape the CLI prints and bindings hand to
-//! JavaScript hosts. Payloads are embedded as JSON, not as strings.
+//! JavaScript hosts. Payloads are embedded as JSON, not as strings. [`Event::to_json_string`]
+//! writes the same object as text directly, copying the payloads verbatim (no tree is built).
 
 use super::Event;
+use crate::MoltZapError;
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 /// A payload the session kept as raw JSON text, embedded (text that is not JSON stays a string).
@@ -13,7 +17,235 @@ fn error(e: &crate::MoltZapError) -> Value {
     serde_json::to_value(e).unwrap_or(Value::Null)
 }
 
+/// A payload as [`Event::to_json_string`] writes it: verbatim when it is JSON, else as a string.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Embed<'a> {
+    Json(&'a RawValue),
+    Text(&'a str),
+}
+
+/// [`payload`] without building the value: `None` where `payload` gives `null` (left out). The
+/// syntax check is `RawValue`'s; the rare text that passes it but that a `Value` parse refuses
+/// (see [`may_refuse`]) is decided by that parse, so the result always matches [`payload`].
+fn embed(data: &str) -> Option<Embed<'_>> {
+    let Ok(raw) = serde_json::from_str::<&RawValue>(data) else {
+        return Some(Embed::Text(data));
+    };
+    if raw.get() == "null" {
+        return None;
+    }
+    if may_refuse(raw.get().as_bytes()) {
+        return match serde_json::from_str::<Value>(data) {
+            Ok(Value::Null) => None,
+            Ok(_) => Some(Embed::Json(raw)),
+            Err(_) => Some(Embed::Text(data)),
+        };
+    }
+    Some(Embed::Json(raw))
+}
+
+/// True when syntactically valid JSON text might still be refused by a `Value` parse, which,
+/// unlike `RawValue`, refuses lone surrogate escapes, numbers beyond `f64` and nesting deeper
+/// than 128. Conservative: it flags every `\uD…` escape, every exponent, runs of more than 300
+/// digits and nesting deeper than 100.
+fn may_refuse(raw: &[u8]) -> bool {
+    let (mut depth, mut digits, mut i) = (0usize, 0usize, 0usize);
+    while let Some(&b) = raw.get(i) {
+        i += 1;
+        match b {
+            b'"' => {
+                // Valid JSON: the string ends at the next quote that is not escaped.
+                loop {
+                    i = plain_run(raw, i);
+                    let Some(&c) = raw.get(i) else { break };
+                    i += 1;
+                    if c == b'"' {
+                        break;
+                    }
+                    if c == b'\\' {
+                        if raw.get(i) == Some(&b'u') && matches!(raw.get(i + 1), Some(b'd' | b'D')) {
+                            return true;
+                        }
+                        i += 1;
+                    }
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > 100 {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b'0'..=b'9' => {
+                digits += 1;
+                if digits > 300 {
+                    return true;
+                }
+                continue;
+            }
+            b'.' => continue,
+            b'e' | b'E' if digits > 0 => return true,
+            _ => {}
+        }
+        digits = 0;
+    }
+    false
+}
+
+/// The end of the run of string bytes from `i` that are neither `"` nor `\\`, skipped a word
+/// at a time (payloads are mostly string bytes).
+fn plain_run(raw: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    const QUOTE: u64 = ONES * b'"' as u64;
+    const BACKSLASH: u64 = ONES * b'\\' as u64;
+    // A zero byte in `w ^ pattern` is a match: `(x - ONES) & !x & HIGH` is non-zero then.
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH != 0;
+    while let Some(word) = raw.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+        let w = u64::from_ne_bytes(word);
+        if zero_byte(w ^ QUOTE) || zero_byte(w ^ BACKSLASH) {
+            break;
+        }
+        i += 8;
+    }
+    while raw.get(i).is_some_and(|&c| c != b'"' && c != b'\\') {
+        i += 1;
+    }
+    i
+}
+
+/// The object [`Event::to_json_string`] writes; fields left out when `None`.
+#[derive(Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Out<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generation: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hello: Option<Embed<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<Embed<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a MoltZapError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conversation_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sender_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<Embed<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+}
+
 impl Event {
+    /// [`Event::to_json`] as JSON text, written directly: payloads are copied verbatim after a
+    /// syntax check instead of being parsed into a tree and written again. Parsing the text
+    /// gives exactly `to_json()` (key order aside).
+    pub fn to_json_string(&self) -> String {
+        let out = match self {
+            Event::Connected { id, generation, hello } => Out {
+                kind: "connected",
+                id: Some(id),
+                generation: Some(generation.as_str()),
+                hello: embed(&hello.raw),
+                ..Out::default()
+            },
+            Event::ConnectFailed { id, error } => Out {
+                kind: "connectFailed",
+                id: Some(id),
+                error: Some(error),
+                ..Out::default()
+            },
+            Event::Response { id, result } => Out {
+                kind: "response",
+                id: Some(id),
+                result: embed(result),
+                ..Out::default()
+            },
+            Event::Failed { id, error } => Out {
+                kind: "failed",
+                id: Some(id),
+                error: Some(error),
+                ..Out::default()
+            },
+            Event::MessageReceived {
+                data,
+                conversation_id,
+                message_id,
+                sender_id,
+            } => Out {
+                kind: "messageReceived",
+                conversation_id: conversation_id.as_deref(),
+                message_id: message_id.as_deref(),
+                sender_id: sender_id.as_deref(),
+                data: embed(data),
+                ..Out::default()
+            },
+            Event::ConversationCreated { data, conversation_id }
+            | Event::ConversationUpdated { data, conversation_id }
+            | Event::ConversationArchived { data, conversation_id }
+            | Event::ConversationUnarchived { data, conversation_id } => Out {
+                kind: match self {
+                    Event::ConversationCreated { .. } => "conversationCreated",
+                    Event::ConversationUpdated { .. } => "conversationUpdated",
+                    Event::ConversationArchived { .. } => "conversationArchived",
+                    _ => "conversationUnarchived",
+                },
+                conversation_id: conversation_id.as_deref(),
+                data: embed(data),
+                ..Out::default()
+            },
+            Event::PresenceChanged { data, agent_id, status } => Out {
+                kind: "presenceChanged",
+                agent_id: agent_id.as_deref(),
+                status: status.as_deref(),
+                data: embed(data),
+                ..Out::default()
+            },
+            Event::Other { name, data } => Out {
+                kind: "other",
+                name: Some(name),
+                data: data.as_deref().and_then(embed),
+                ..Out::default()
+            },
+            Event::Diagnostic(error) => Out {
+                kind: "diagnostic",
+                error: Some(error),
+                ..Out::default()
+            },
+            Event::MissedPings { count } => Out {
+                kind: "missedPings",
+                count: Some(*count),
+                ..Out::default()
+            },
+            Event::Disconnected { code, reason } => Out {
+                kind: "disconnected",
+                code: Some(*code),
+                reason: Some(reason),
+                ..Out::default()
+            },
+        };
+        // Strings, raw JSON and an error struct cannot fail to serialize; the tree is a fallback.
+        serde_json::to_string(&out).unwrap_or_else(|_| self.to_json().to_string())
+    }
+
     /// `{"type": "<name>", ...}` with the variant's fields in camelCase; `type` is `connected`,
     /// `connectFailed`, `response`, `failed`, `messageReceived`, `conversationCreated`,
     /// `conversationUpdated`, `conversationArchived`, `conversationUnarchived`,
@@ -135,5 +367,208 @@ mod tests {
             reason: "gone".into(),
         };
         assert_eq!(c.to_json()["code"], 1006);
+    }
+
+    use crate::frame::{Generation, Id};
+    use crate::session::HelloOk;
+    use proptest::prelude::*;
+
+    fn same(e: &Event) {
+        let text = e.to_json_string();
+        let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|err| panic!("{err}: {text}"));
+        assert_eq!(parsed, e.to_json(), "{e:?} wrote {text}");
+    }
+
+    /// Every variant, with `data` for the payloads.
+    fn variants(data: &str, id: &str, text: Option<String>, error: &MoltZapError) -> Vec<Event> {
+        let hello = HelloOk {
+            raw: data.to_string(),
+            protocol_version: text.clone(),
+            agent_id: None,
+            heartbeat_interval_ms: None,
+        };
+        vec![
+            Event::Connected {
+                id: id.into(),
+                generation: Generation::Released,
+                hello,
+            },
+            Event::ConnectFailed {
+                id: id.into(),
+                error: error.clone(),
+            },
+            Event::Response {
+                id: id.into(),
+                result: data.into(),
+            },
+            Event::Failed {
+                id: id.into(),
+                error: error.clone(),
+            },
+            Event::MessageReceived {
+                data: data.into(),
+                conversation_id: text.clone(),
+                message_id: Some(id.into()),
+                sender_id: None,
+            },
+            Event::ConversationCreated {
+                data: data.into(),
+                conversation_id: text.clone(),
+            },
+            Event::ConversationUpdated {
+                data: data.into(),
+                conversation_id: None,
+            },
+            Event::ConversationArchived {
+                data: data.into(),
+                conversation_id: text.clone(),
+            },
+            Event::ConversationUnarchived {
+                data: data.into(),
+                conversation_id: text.clone(),
+            },
+            Event::PresenceChanged {
+                data: data.into(),
+                agent_id: text.clone(),
+                status: Some(id.into()),
+            },
+            Event::Other {
+                name: id.into(),
+                data: Some(data.into()),
+            },
+            Event::Other {
+                name: id.into(),
+                data: None,
+            },
+            Event::Diagnostic(error.clone()),
+            Event::MissedPings { count: 3 },
+            Event::Disconnected {
+                code: 1006,
+                reason: id.into(),
+            },
+        ]
+    }
+
+    fn remote_error() -> MoltZapError {
+        let mut e = MoltZapError::local(ErrorKind::Auth, "refused \"here\"").for_request(Id::Num(7));
+        e.error.code = Some(-32000);
+        e.name = Some("Unauthorized".into());
+        e.tag = Some("Unauthorized".into());
+        e.data = Some(r#"{"why":"key"}"#.into());
+        e
+    }
+
+    #[test]
+    fn the_string_is_the_value_for_every_variant_and_edge_payload() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let payloads = [
+            r#"{"message":{"id":"m1","conversationId":"c1","parts":[{"type":"text","text":"hé \n \u00e9"}]}}"#
+                .to_string(),
+            "{}".into(),
+            "[]".into(),
+            "null".into(),
+            " null ".into(),
+            "  {\"a\" : [1, 2.5, -0, true, false, null]}\n".into(),
+            "\"just a string\"".into(),
+            "42".into(),
+            "1.5e3".into(),
+            "1e400".into(),
+            "-1E-400".into(),
+            "9".repeat(400),
+            format!("0.{}", "1".repeat(400)),
+            r#""\ud800""#.into(),
+            r#"{"a":"\uD83D\uDE00"}"#.into(),
+            r#"{"a":"\uDE00\uD83D"}"#.into(),
+            r#"["\\ud800"]"#.into(),
+            r#"{"e":"true","f":[true,false,1e2]}"#.into(),
+            deep(64),
+            deep(128),
+            deep(129),
+            deep(300),
+            "".into(),
+            "not json".into(),
+            "{\"a\":1".into(),
+            "{} {}".into(),
+            "01".into(),
+            "[1,]".into(),
+            "\"tab\there\"".into(),
+            "nul".into(),
+        ];
+        let errors = [remote_error(), MoltZapError::local(ErrorKind::Closed, "closed")];
+        for data in &payloads {
+            for error in &errors {
+                for e in variants(data, "aw-1", Some("c\"1".into()), error) {
+                    same(&e);
+                }
+                for e in variants(data, "", None, error) {
+                    same(&e);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn escapes_are_found_at_every_offset_of_a_long_string() {
+        for at in 0..40 {
+            let pad = "x".repeat(at);
+            let tail = "y".repeat(40 - at);
+            let risky = format!(r#"{{"t":"{pad}\uD800{tail}","n":1}}"#);
+            assert!(may_refuse(risky.as_bytes()), "{risky}");
+            for safe in [
+                format!(r#"{{"t":"{pad}\\uD800{tail}","n":1}}"#),
+                format!(r#"{{"t":"{pad}\"1e999{tail}","n":1}}"#),
+                format!(r#"{{"t":"{pad}\u00e9{tail}","e":[true,1.5,false]}}"#),
+            ] {
+                assert!(!may_refuse(safe.as_bytes()), "{safe}");
+            }
+            // A quote inside the string does not end it early: the exponent after it is in a string.
+            let quoted = format!(r#"["{pad}\"]1e5{tail}"]"#);
+            assert!(!may_refuse(quoted.as_bytes()), "{quoted}");
+            let number = format!(r#"["{pad}",1e5]"#);
+            assert!(may_refuse(number.as_bytes()), "{number}");
+        }
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            "\\PC{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("\\PC{0,5}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn payload_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            json_value().prop_map(|v| v.to_string()),
+            json_value().prop_map(|v| serde_json::to_string_pretty(&v).unwrap_or_default()),
+            "\\PC{0,16}",
+            "[\\[\\]{}\"\\\\ue0-9.,:a-zA-Z+-]{0,24}",
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn the_string_is_the_value(
+            data in payload_text(),
+            id in "\\PC{0,12}",
+            text in proptest::option::of("\\PC{0,12}"),
+        ) {
+            for error in [remote_error(), MoltZapError::local(ErrorKind::Decode, id.clone())] {
+                for e in variants(&data, &id, text.clone(), &error) {
+                    let parsed = serde_json::from_str::<Value>(&e.to_json_string());
+                    let parsed = parsed.map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    prop_assert_eq!(parsed, e.to_json());
+                }
+            }
+        }
     }
 }

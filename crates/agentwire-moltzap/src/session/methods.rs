@@ -4,6 +4,7 @@
 
 use super::{Part, RequestId, Session};
 use crate::errors::MoltZapError;
+use crate::frame::Generation;
 use agentwire_core::Millis;
 use serde::Serialize;
 
@@ -290,5 +291,28 @@ impl Session {
     /// after a reconnect.
     pub fn agent_message_list(&mut self, now: Millis, params: &AgentMessageList) -> R {
         self.call_serialized(now, "agent/message/list", params)
+    }
+
+    /// Recent messages: one conversation's (`messages/list`), or the window across all of them:
+    /// `agent/message/list` in the current generation, the conversations with their last
+    /// messages (`conversations/list`) in the released one, which has no such method.
+    pub fn recent_messages(&mut self, now: Millis, conversation_id: Option<&str>, limit: u32) -> R {
+        match conversation_id {
+            Some(c) => self.messages_list(now, c, Some(limit)),
+            None if self.generation() == Generation::Current => {
+                let p = AgentMessageList {
+                    limit,
+                    ..Default::default()
+                };
+                self.agent_message_list(now, &p)
+            }
+            None => {
+                let p = ListConversations {
+                    limit: Some(limit),
+                    ..Default::default()
+                };
+                self.conversations_list(now, &p)
+            }
+        }
     }
 }

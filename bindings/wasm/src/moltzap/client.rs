@@ -1,0 +1,343 @@
+//! `MoltZapDriver`: a MoltZap client over a WebSocket. The engine decides everything; the
+//! driver feeds it the socket, the clock and the timer, sends its frames and routes its events:
+//! the connect's answer to `onReady`/`onFail`, a request's answer to the callbacks of its call,
+//! everything else to `onEvent`.
+
+use super::options::{self, error, json_arg};
+use crate::errors;
+use crate::host::{JsEntropy, Timer};
+use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket};
+use agentwire_core::{ErrorKind, Millis, Outgoing};
+use agentwire_moltzap::session::SendMessage;
+use agentwire_moltzap::{Credentials, Event, MoltZapError, RequestId, Session, SessionState};
+use js_sys::Function;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+
+struct Driver {
+    session: Session,
+    socket: Option<Socket>,
+    timer: Option<Timer>,
+    url: String,
+    /// Until the socket opens: what the connect sends.
+    credentials: Option<Credentials>,
+    /// The connect in flight.
+    connect_id: Option<RequestId>,
+    /// Per request: `resolve(result JSON text)`, `reject(error)`.
+    waiters: HashMap<RequestId, (Function, Function)>,
+    on_event: Function,
+    /// Until `Connected`: `(onReady(ready JSON), onFail(error))`.
+    ready: Option<(Function, Function)>,
+    closed: bool,
+}
+
+fn closed_error(m: impl Into<String>) -> MoltZapError {
+    MoltZapError::local(ErrorKind::Closed, m)
+}
+
+impl Sink for Driver {
+    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) {
+        match input {
+            Input::Open => {
+                self.session.handle_open(now);
+                if let Some(credentials) = self.credentials.take() {
+                    match self.session.connect(now, credentials) {
+                        Ok(id) => self.connect_id = Some(id),
+                        Err(e) => {
+                            if let Some((_, on_fail)) = self.ready.take() {
+                                calls.push(&on_fail, error(&e));
+                            }
+                            self.session.close(1000, "connect refused locally");
+                        }
+                    }
+                }
+            }
+            Input::Text(t) => self.session.handle_text(now, &t),
+            Input::Binary(b) => self.session.handle_binary(now, &b),
+            Input::Closed { code, reason } => {
+                if self.session.state() == SessionState::Closed && !self.closed {
+                    // The socket never opened (refused, unreachable): the session has nothing to end.
+                    let m = format!("{}: connection closed ({code} {reason}) before it opened", self.url);
+                    self.end_unopened(code, &reason, m, calls);
+                } else {
+                    self.session.handle_close(now, code, &reason);
+                }
+            }
+            Input::Timer => {
+                if let Some(t) = &mut self.timer {
+                    t.fired();
+                }
+                self.session.handle_timeout(now);
+            }
+        }
+        self.pump(now, calls);
+    }
+}
+
+impl Driver {
+    /// Sends the engine's frames, routes its events (which may queue frames: a failed connect
+    /// closes the socket) and re-arms the timer.
+    fn pump(&mut self, now: Millis, calls: &mut Calls) {
+        loop {
+            let mut idle = true;
+            while let Some(frame) = self.session.poll_transmit() {
+                idle = false;
+                let Some(socket) = &self.socket else { continue };
+                match frame {
+                    Outgoing::Text(t) => drop(socket.send(&t)),
+                    Outgoing::Binary(b) => drop(socket.send_binary(&b)),
+                    Outgoing::Close { code, reason } => socket.close(code, &reason),
+                }
+            }
+            while let Some(event) = self.session.poll_event() {
+                idle = false;
+                self.route(event, calls);
+            }
+            if idle {
+                break;
+            }
+        }
+        if let Some(t) = &mut self.timer {
+            match self.closed {
+                true => t.cancel(),
+                false => t.arm(self.session.poll_timeout(), now),
+            }
+        }
+    }
+
+    fn route(&mut self, event: Event, calls: &mut Calls) {
+        match event {
+            Event::Response { id, result } => {
+                if let Some((resolve, _)) = self.waiters.remove(&id) {
+                    calls.push(&resolve, result.into());
+                }
+            }
+            Event::Failed { id, error: e } => {
+                if let Some((_, reject)) = self.waiters.remove(&id) {
+                    calls.push(&reject, error(&e));
+                }
+            }
+            Event::Connected { ref id, .. } => {
+                if self.connect_id.as_ref() == Some(id) {
+                    self.connect_id = None;
+                    if let Some((on_ready, _)) = self.ready.take() {
+                        let mut info = event.to_json();
+                        info["url"] = self.url.clone().into();
+                        if let Some(o) = info.as_object_mut() {
+                            o.remove("type");
+                            o.remove("id");
+                        }
+                        calls.push(&on_ready, info.to_string().into());
+                    }
+                }
+            }
+            Event::ConnectFailed { id, error: e } => {
+                if self.connect_id.as_ref() == Some(&id) {
+                    self.connect_id = None;
+                    if let Some((_, on_fail)) = self.ready.take() {
+                        calls.push(&on_fail, error(&e));
+                    }
+                    // A connection that was never ready ends (no-op when the session is closed).
+                    self.session.close(1000, "connect failed");
+                }
+            }
+            Event::Disconnected { code, ref reason } => {
+                self.closed = true;
+                self.connect_id = None;
+                if let Some((_, on_fail)) = self.ready.take() {
+                    let m = format!("{}: connection closed ({code} {reason}) during the handshake", self.url);
+                    calls.push(&on_fail, error(&closed_error(m)));
+                }
+                // Every request has had its `Failed` by now; anything left is answered here.
+                for (_, (_, reject)) in self.waiters.drain() {
+                    calls.push(&reject, error(&closed_error("the connection is closed")));
+                }
+                calls.push(&self.on_event, event.to_json_string().into());
+            }
+            other => calls.push(&self.on_event, other.to_json_string().into()),
+        }
+    }
+
+    /// Ends a connection whose socket never opened (the session never saw it): `onFail(closed)`
+    /// with `message`, then `disconnected`.
+    fn end_unopened(&mut self, code: u16, reason: &str, message: String, calls: &mut Calls) {
+        self.credentials = None;
+        // Dropping the socket removes its handlers and closes it if it is still connecting.
+        self.socket = None;
+        if let Some((_, on_fail)) = self.ready.take() {
+            calls.push(&on_fail, error(&closed_error(message)));
+        }
+        let reason = reason.to_string();
+        self.route(Event::Disconnected { code, reason }, calls);
+    }
+}
+
+/// A MoltZap client connection driven by the engine. The npm package's `MoltZapClient` wraps
+/// it.
+#[wasm_bindgen]
+pub struct MoltZapDriver {
+    state: Rc<RefCell<Driver>>,
+}
+
+#[wasm_bindgen]
+impl MoltZapDriver {
+    /// Opens `url` (`ws(s)://host:port/ws`, no subprotocol) with `webSocket` as the constructor
+    /// when given, and connects with the options' `agentKey` or `sessionToken` (required).
+    /// `onReady(readyJson: {url, generation, hello})` follows the HelloOk; `onFail(error)` a
+    /// connect that failed or a socket that closed first (the connection then ends). `onEvent(json)`
+    /// gets what answers no call: pushes, `diagnostic`, and `disconnected` last.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        url: &str,
+        options: Option<String>,
+        web_socket: Option<Function>,
+        on_event: Function,
+        on_ready: Function,
+        on_fail: Function,
+    ) -> Result<MoltZapDriver, JsValue> {
+        let o = options::options(options)?;
+        let invalid = |m: &str| errors::local(ErrorKind::Invalid, m);
+        let credentials = o
+            .credentials
+            .ok_or_else(|| invalid("MoltZap options: agentKey or sessionToken is required"))?;
+        if o.session.ping_interval_ms.is_some() {
+            // The WebSocket API answers pings itself and never reports them.
+            return Err(invalid(
+                "MoltZap options: pingIntervalMs needs a transport that reports pings (MoltZapSession)",
+            ));
+        }
+        let state = Rc::new(RefCell::new(Driver {
+            session: Session::new(o.session, Box::new(JsEntropy)),
+            socket: None,
+            timer: None,
+            url: url.to_string(),
+            credentials: Some(credentials),
+            connect_id: None,
+            waiters: HashMap::new(),
+            on_event,
+            ready: Some((on_ready, on_fail)),
+            closed: false,
+        }));
+        let sink = as_sink(&state);
+        let socket = Socket::open(url, &[], web_socket.as_ref(), sink.clone())
+            .map_err(|m| errors::local(ErrorKind::Invalid, format!("{url}: {m}")))?;
+        {
+            let mut d = state.borrow_mut();
+            d.socket = Some(socket);
+            d.timer = Some(timer(sink));
+        }
+        Ok(MoltZapDriver { state })
+    }
+
+    /// Starts a request the engine builds with `start`; its reply goes to `resolve(result JSON
+    /// text)` or `reject(error)`. Throws when the engine refuses it.
+    fn start(
+        &self,
+        resolve: Function,
+        reject: Function,
+        start: impl FnOnce(&mut Session, Millis) -> Result<String, MoltZapError>,
+    ) -> Result<String, JsValue> {
+        deliver_calls(&self.state, |d, now, calls| {
+            if d.closed {
+                return Err(error(&closed_error("the connection is closed")));
+            }
+            let id = start(&mut d.session, now).map_err(|e| error(&e))?;
+            d.waiters.insert(id.clone(), (resolve, reject));
+            d.pump(now, calls);
+            Ok(id)
+        })
+    }
+
+    /// Sends `method` with `params` (JSON text: an object or an array); `resolve(result JSON
+    /// text)` or `reject(error)`. `timeoutMs` overrides `requestTimeoutMs`. Returns the request
+    /// id; throws when the engine refuses the call (not connected, `limit`, bad params).
+    pub fn call(
+        &self,
+        method: &str,
+        params: Option<String>,
+        timeout_ms: Option<f64>,
+        resolve: Function,
+        reject: Function,
+    ) -> Result<String, JsValue> {
+        let timeout = timeout_ms.map(options::timeout_ms).transpose()?;
+        self.start(resolve, reject, |s, now| {
+            let params = json_arg(&params);
+            match timeout {
+                None => s.call(now, method, params),
+                Some(ms) => s.call_with_timeout(now, method, params, ms),
+            }
+        })
+    }
+
+    /// `messages/send` of one text part to `agent:<toAgent>` or to `conversationId`;
+    /// `resolve(result JSON text: {message})`.
+    #[wasm_bindgen(js_name = sendText)]
+    pub fn send_text(
+        &self,
+        to_agent: Option<String>,
+        conversation_id: Option<String>,
+        text: &str,
+        resolve: Function,
+        reject: Function,
+    ) -> Result<String, JsValue> {
+        let msg = match (to_agent, conversation_id) {
+            (Some(name), None) => SendMessage::text_to_agent(&name, text),
+            (None, Some(c)) => SendMessage::text_to_conversation(c, text),
+            _ => {
+                let m = "sendText: give exactly one of an agent name and a conversation id";
+                return Err(errors::local(ErrorKind::Invalid, m));
+            }
+        };
+        self.start(resolve, reject, |s, now| s.messages_send(now, &msg))
+    }
+
+    /// Recent messages (`Session::recent_messages`): one conversation's, or the window across
+    /// all; `resolve(result JSON text)`.
+    #[wasm_bindgen(js_name = recentMessages)]
+    pub fn recent_messages(
+        &self,
+        conversation_id: Option<String>,
+        limit: u32,
+        resolve: Function,
+        reject: Function,
+    ) -> Result<String, JsValue> {
+        self.start(resolve, reject, |s, now| {
+            s.recent_messages(now, conversation_id.as_deref(), limit)
+        })
+    }
+
+    /// Ends a call early: its `reject` gets kind `cancelled`. False when it is not pending.
+    pub fn cancel(&self, id: &str) -> bool {
+        deliver_calls(&self.state, |d, now, calls| {
+            let found = d.waiters.contains_key(id) && d.session.cancel(id);
+            d.pump(now, calls);
+            found
+        })
+    }
+
+    /// Closes the connection (1000): pending calls are rejected with `closed`, then `onEvent`
+    /// gets `disconnected`.
+    pub fn close(&self) {
+        deliver_calls(&self.state, |d, now, calls| {
+            if d.closed {
+                return;
+            }
+            if d.session.state() == SessionState::Closed {
+                // Still opening: the session has no socket to close.
+                let m = format!("{}: closed by the client before the connection opened", d.url);
+                d.end_unopened(1000, "client closed", m, calls);
+            } else {
+                d.session.close(1000, "client closed");
+            }
+            d.pump(now, calls);
+        })
+    }
+
+    /// Whether the connection is over.
+    #[wasm_bindgen(getter)]
+    pub fn closed(&self) -> bool {
+        self.state.try_borrow().map(|d| d.closed).unwrap_or(false)
+    }
+}

@@ -1,0 +1,167 @@
+/** MoltZap over WebSocket: `MoltZapClient` (the engine's driver behind an idiomatic API) and
+ * `MoltZapSession` (the sans-IO session, for your own transport). */
+import { MoltZapDriver, MoltZapSession as WasmMoltZapSession } from "./wasm/agentwire_wasm.js";
+import { asyncDispose, call, engineOptions, Events, open, type CallOptions, type ConnectOptions } from "./calls.js";
+import type { ErrorInfo } from "./errors.js";
+import type { Transmit } from "./session.js";
+
+export type MoltZapGeneration = "current" | "released";
+
+/** The engine's options (`agentwire_moltzap::SessionConfig`) and the credentials. */
+export interface MoltZapOptions {
+  /** `current` (default), `released`, or `auto` (the current handshake, then the released one). */
+  generation?: MoltZapGeneration | "auto";
+  /** How long a call waits for its response (default 30 000). */
+  requestTimeoutMs?: number;
+  maxInFlight?: number;
+  handshakeTimeoutMs?: number;
+  /** Prefix of request ids (default `aw-`). */
+  idPrefix?: string;
+  /** `moltzap_agent_…` (both generations). */
+  agentKey?: string;
+  /** A user session token (released generation). */
+  sessionToken?: string;
+}
+
+export interface MoltZapConnectOptions extends MoltZapOptions, Omit<ConnectOptions, "onEvent"> {
+  onEvent?: (event: MoltZapEvent) => void;
+}
+
+/** Where the client is connected and what the server said. */
+export interface MoltZapInfo {
+  url: string;
+  /** The generation spoken (the one `auto` chose). */
+  generation: MoltZapGeneration;
+  /** The HelloOk result as received. */
+  hello: unknown;
+}
+
+/** Server pushes and what answers no call; `disconnected` comes last. */
+export type MoltZapEvent =
+  | { type: "messageReceived"; conversationId?: string; messageId?: string; senderId?: string; data: unknown }
+  | {
+      type: "conversationCreated" | "conversationUpdated" | "conversationArchived" | "conversationUnarchived";
+      conversationId?: string;
+      data: unknown;
+    }
+  | { type: "presenceChanged"; agentId?: string; status?: string; data: unknown }
+  | { type: "other"; name: string; data?: unknown }
+  | { type: "diagnostic"; error: ErrorInfo }
+  | { type: "missedPings"; count: number }
+  | { type: "disconnected"; code: number; reason: string };
+
+/** Every event of the sans-IO session (`MoltZapSession.pollEvent`). */
+export type MoltZapSessionEvent =
+  | MoltZapEvent
+  | { type: "connected"; id: string; generation: MoltZapGeneration; hello: unknown }
+  | { type: "connectFailed" | "failed"; id: string; error: ErrorInfo }
+  | { type: "response"; id: string; result: unknown };
+
+/** Where `send` goes: an agent by name (a DM is created or reused) or a conversation. */
+export type MoltZapTarget = { agent: string } | { conversationId: string };
+
+export class MoltZapClient {
+  readonly #driver: MoltZapDriver;
+  readonly #events: Events<MoltZapEvent>;
+  readonly info: MoltZapInfo;
+
+  private constructor(driver: MoltZapDriver, events: Events<MoltZapEvent>, info: MoltZapInfo) {
+    this.#driver = driver;
+    this.#events = events;
+    this.info = info;
+  }
+
+  /** Connects to `url` (`ws://host:port/ws`) and authenticates with `agentKey` (or
+   * `sessionToken`), bounded by `handshakeTimeoutMs`, `timeoutMs` and `signal`. */
+  static connect(url: string, opts: MoltZapConnectOptions): Promise<MoltZapClient> {
+    const events = new Events<MoltZapEvent>("disconnected", opts as ConnectOptions);
+    return open(
+      opts,
+      (onReady, onFail) =>
+        new MoltZapDriver(url, engineOptions(opts), opts.webSocket as (() => void) | undefined, events.emit, onReady, onFail),
+      (driver, json) => new MoltZapClient(driver, events, JSON.parse(json) as MoltZapInfo),
+      "MoltZap connection",
+    );
+  }
+
+  #cancel = (id: string) => this.#driver.cancel(id);
+
+  /** Any method, with `params` (an object or an array); resolves with the parsed result.
+   * `timeoutMs` is the engine's request timeout for this call. */
+  call<T = unknown>(method: string, params?: unknown, opts: CallOptions = {}): Promise<T> {
+    const json = params === undefined ? undefined : JSON.stringify(params);
+    const { timeoutMs, ...rest } = opts;
+    return call<string>((res, rej) => this.#driver.call(method, json, timeoutMs, res, rej), this.#cancel, rest).then(
+      (r) => JSON.parse(r) as T,
+    );
+  }
+
+  /** `messages/send` of one text part; resolves with the result (`{message}`). */
+  send<T = unknown>(to: MoltZapTarget, text: string, opts: CallOptions = {}): Promise<T> {
+    const [agent, conversation] = "agent" in to ? [to.agent, undefined] : [undefined, to.conversationId];
+    return call<string>((res, rej) => this.#driver.sendText(agent, conversation, text, res, rej), this.#cancel, opts).then(
+      (r) => JSON.parse(r) as T,
+    );
+  }
+
+  /** Recent messages: one conversation's, or the window across all (the method depends on the
+   * generation; the engine picks it). */
+  recentMessages<T = unknown>(opts: CallOptions & { conversationId?: string; limit?: number } = {}): Promise<T> {
+    const { conversationId, limit = 20, ...rest } = opts;
+    return call<string>(
+      (res, rej) => this.#driver.recentMessages(conversationId, limit, res, rej),
+      this.#cancel,
+      rest,
+    ).then((r) => JSON.parse(r) as T);
+  }
+
+  /** Pushes, diagnostics and `disconnected` (the last); ends after it. */
+  events(): AsyncIterableIterator<MoltZapEvent> {
+    return this.#events.iterator();
+  }
+
+  get droppedEvents(): number {
+    return this.#events.dropped;
+  }
+
+  get closed(): boolean {
+    return this.#events.closed;
+  }
+
+  /** Closes (1000); calls still waiting reject with kind `closed`. */
+  async close(): Promise<void> {
+    if (!this.#driver.closed) this.#driver.close();
+    await this.#events.whenClosed(2000);
+  }
+
+  [asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/** The sans-IO MoltZap client session. */
+export interface MoltZapSession {
+  handleOpen(now: number): void;
+  handleText(now: number, text: string): void;
+  handleBinary(now: number, bytes: Uint8Array): void;
+  handlePing(now: number): void;
+  handleClose(now: number, code: number, reason: string): void;
+  handleTimeout(now: number): void;
+  pollTransmit(): Transmit | undefined;
+  /** The next event as JSON text (parse it as `MoltZapSessionEvent`). */
+  pollEvent(): string | undefined;
+  pollTimeout(): number | undefined;
+  /** Connects with `{"agentKey": …}` / `{"sessionToken": …}` JSON, a bare agent key, or the
+   * options' credentials. */
+  connect(now: number, credentials?: string): string;
+  call(now: number, method: string, paramsJson?: string, timeoutMs?: number): string;
+  cancel(id: string): boolean;
+  close(code: number, reason: string): void;
+  readonly state: "closed" | "open" | "connecting" | "ready";
+  readonly generation: MoltZapGeneration;
+  free(): void;
+}
+
+export const MoltZapSession: new (optionsJson?: string) => MoltZapSession = WasmMoltZapSession as unknown as new (
+  optionsJson?: string,
+) => MoltZapSession;
