@@ -191,9 +191,13 @@ export class Events<E extends { type: string }> {
     this.#whenClosed = new Promise((r) => (this.#markClosed = r));
   }
 
+  /** Sees every event first (a connect waiting for its outcome). */
+  tap: ((e: E) => void) | undefined;
+
   /** One event from the engine, as JSON text. */
   readonly emit = (json: string): void => {
     const event = JSON.parse(json) as E;
+    this.tap?.(event);
     if (this.#onEvent) {
       try {
         this.#onEvent(event);

@@ -6,3 +6,5 @@ export { AgentwireError, errorKinds, type ErrorInfo, type ErrorKind } from "./er
 export type { AbortSignalLike, CallOptions, ConnectOptions, WebSocketConstructor } from "./calls.js";
 export type { Transmit } from "./session.js";
 export * from "./rkt.js";
+export * from "./moltzap.js";
+export * from "./switch.js";

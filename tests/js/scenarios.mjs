@@ -205,4 +205,57 @@ export const scenarios = {
     await inFlight.then(() => {}, (err) => check(err.kind === "closed", `in flight at close: ${err.kind}`));
     await rejects(aw, c.call("system/ping", {}), "closed", "a call after close");
   },
+
+  // Against the Switch peer directly, which wants the agent key in an Authorization header: only
+  // hosts whose WebSocket can send one (Node's undici). Browsers go through the relay.
+  async "switch connect, ops, post, receive, status"(aw, env) {
+    if (!env.switchSocket) return "skipped: this host's WebSocket cannot send Authorization (the relay is for browsers)";
+    const { alice, bob } = env.switchAgents;
+    const lobby = env.switchLobby;
+    const connect = (who, more = {}) =>
+      aw.SwitchClient.connect(env.switch, { token: who.key, agentId: who.id, webSocket: env.switchSocket(who.key), timeoutMs: 10_000, ...more });
+    const b = await connect(bob, { rooms: [lobby] });
+    const a = await connect(alice);
+    try {
+      const ops = await a.listOps();
+      check(ops.operations && ops.operations.post_message, `listOps: ${Object.keys(ops.operations ?? {})}`);
+      await a.op("connect_to_room", { room_id: lobby });
+      const text = `hello bob ${Math.random().toString(36).slice(2)}`;
+      const posted = await a.op("post_message", { body: text });
+      check(posted && typeof posted === "object", `post_message: ${JSON.stringify(posted)}`);
+      const inbox = b.events();
+      let got;
+      while (!got) {
+        const { value, done } = await inbox.next();
+        check(!done, "bob's events ended");
+        if (value.type === "event" && JSON.stringify(value.payload).includes(text)) got = value;
+      }
+      check(got.room_id === lobby && typeof got.sequence === "number", `event: ${JSON.stringify(got)}`);
+      const st = b.status();
+      check(st.state === "live" && st.rooms.includes(lobby), `status: ${JSON.stringify(st)}`);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+    check(a.closed && b.closed, "closed after close()");
+  },
+
+  async "switch errors are typed rejections"(aw, env) {
+    await rejects(aw, aw.SwitchClient.connect("ftp://x", { token: "t", agentId: "a" }), "invalid", "a bad relay URL");
+    await rejects(aw, aw.SwitchClient.connect(env.switch, { token: "t", agentId: "a", transport: "sse" }), "invalid", "SSE in the driver");
+    if (!env.switchSocket) return "skipped: the rest needs the peer directly";
+    const { alice } = env.switchAgents;
+    const bad = "sk_switch_not_a_key";
+    await rejects(
+      aw,
+      aw.SwitchClient.connect(env.switch, { token: bad, agentId: alice.id, webSocket: env.switchSocket(bad), timeoutMs: 10_000 }),
+      "auth",
+      "a bad key",
+    );
+    const a = await aw.SwitchClient.connect(env.switch, { token: alice.key, agentId: alice.id, webSocket: env.switchSocket(alice.key) });
+    const unknown = await rejects(aw, a.op("no_such_operation", {}), "invalid", "an unknown operation");
+    check(unknown.info.status === 404, `status ${unknown.info.status}`);
+    await rejects(aw, a.op("post_message", {}, { signal: AbortSignal.abort() }), "cancelled", "a pre-aborted signal");
+    await a.close();
+  },
 };

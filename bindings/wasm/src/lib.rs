@@ -12,9 +12,11 @@
 
 mod errors;
 mod host;
+pub mod moltzap;
 mod outgoing;
 pub mod rkt;
 mod socket;
+pub mod switch;
 
 pub use errors::{error_kinds, last_panic, set_error_factory};
 

@@ -15,6 +15,12 @@ impl Event {
     pub fn to_json(&self) -> Value {
         event_json(self)
     }
+
+    /// The same object as [`Event::to_json`], written straight to text: payloads and other raw
+    /// JSON are copied verbatim, never parsed. What bindings hand to JavaScript per event.
+    pub fn to_json_string(&self) -> String {
+        event_text(self)
+    }
 }
 
 impl SwitchError {
@@ -166,10 +172,241 @@ fn raw(r: &RawValue) -> Value {
     serde_json::from_str(r.get()).unwrap_or_else(|_| json!(r.get()))
 }
 
+/// The event as JSON text, key for key what [`event_json`] builds (`type` first).
+fn event_text(event: &Event) -> String {
+    let (name, extra) = match event {
+        Event::Connected { .. } => ("connected", 512),
+        Event::Event { event, .. } => ("event", 128 + event.room_id.len() + event.payload.get().len()),
+        Event::SubscriptionChanged(_) => ("subscription_changed", 128),
+        Event::RoomReleased(_) => ("room_released", 128),
+        Event::Control { raw, .. } => ("control", 64 + raw.get().len()),
+        Event::Evicted(_) => ("evicted", 128),
+        Event::Disconnected { .. } => ("disconnected", 128),
+        Event::Stopped { .. } => ("stopped", 256),
+        Event::Diagnostic(_) => ("diagnostic", 256),
+    };
+    let mut out = String::with_capacity(extra);
+    let mut o = Obj::begin(&mut out);
+    o.str("type", name);
+    match event {
+        Event::Connected { state, wire, resumed } => {
+            o.str("wire", wire_name(*wire));
+            o.bool("resumed", *resumed);
+            o.key("state");
+            let mut s = Obj::begin(o.out);
+            s.str("connection_id", &state.connection_id);
+            s.str("agent_id", &state.agent_id);
+            s.key("generation");
+            match &state.generation {
+                Some(ConnGeneration::Number(n)) => push_u64(s.out, *n),
+                Some(ConnGeneration::Text(t)) => push_string(s.out, t),
+                None => s.out.push_str("null"),
+            }
+            s.str("scope", &state.scope);
+            s.str("filter", &state.filter);
+            s.bool("spawn_capable", state.spawn_capable);
+            s.strings("rooms", &state.rooms);
+            s.u64("cursor", state.cursor);
+            s.key("protocol");
+            match state.protocol {
+                Some(p) => push_u64(s.out, p),
+                None => s.out.push_str("null"),
+            }
+            s.key("heartbeat_interval_seconds");
+            match state.heartbeat_interval_seconds {
+                // serde_json's own float text (`2.0`, not `2`), `null` when not finite.
+                Some(f) => s
+                    .out
+                    .push_str(&serde_json::to_string(&f).unwrap_or_else(|_| "null".into())),
+                None => s.out.push_str("null"),
+            }
+            for (k, v) in [("server", &state.server), ("client", &state.client)] {
+                s.key(k);
+                s.out.push_str(v.as_deref().map_or("null", RawValue::get));
+            }
+            s.end();
+        }
+        Event::Event { event, gap } => {
+            o.str("kind", event.kind.as_str());
+            o.u64("sequence", event.sequence);
+            o.str("room_id", &event.room_id);
+            o.opt_str("bridge_id", event.bridge_id.as_deref());
+            o.opt_str("channel_type", event.channel_type.as_deref());
+            o.raw("payload", &event.payload);
+            if let Some(g) = gap {
+                o.key("gap");
+                let mut n = Obj::begin(o.out);
+                n.u64("from_sequence", g.from_sequence);
+                n.u64("resumed_at", g.resumed_at);
+                if let Some(p) = &g.resumed_position {
+                    n.key("resumed_position");
+                    n.out.push_str(p.get());
+                }
+                if let Some(r) = &g.rooms {
+                    n.strings("rooms", r);
+                }
+                if let Some(a) = g.all_rooms {
+                    n.bool("all_rooms", a);
+                }
+                n.str("reason", &g.reason);
+                n.end();
+            }
+        }
+        Event::SubscriptionChanged(s) => {
+            o.strings("rooms", &s.rooms);
+            o.str("reason", &s.reason);
+        }
+        Event::RoomReleased(r) => {
+            o.str("room_id", &r.room_id);
+            o.opt_str("session_id", r.session_id.as_deref());
+        }
+        Event::Control { name, raw } => {
+            o.str("name", name);
+            o.raw("data", raw);
+        }
+        Event::Evicted(e) => {
+            o.str("code", e.effective_code().as_str());
+            o.str("reason", &e.reason);
+            o.opt_str("room_id", e.room_id.as_deref());
+        }
+        Event::Disconnected {
+            code,
+            reason,
+            retry_in_ms,
+            attempt,
+        } => {
+            if let Some(c) = code {
+                o.u64("code", u64::from(*c));
+            }
+            o.str("reason", reason);
+            o.u64("retry_in_ms", *retry_in_ms);
+            o.u64("attempt", u64::from(*attempt));
+        }
+        // Errors are rare: built as values, so `detail` is embedded exactly as `to_json` does.
+        Event::Stopped { error } => {
+            if let Some(e) = error {
+                o.key("error");
+                o.out.push_str(&error_json(e).to_string());
+            }
+        }
+        Event::Diagnostic(e) => {
+            o.key("error");
+            o.out.push_str(&error_json(e).to_string());
+        }
+    }
+    o.end();
+    out
+}
+
+/// A JSON object being written: keys are this module's own (ASCII, nothing to escape).
+struct Obj<'a> {
+    out: &'a mut String,
+    first: bool,
+}
+
+impl<'a> Obj<'a> {
+    fn begin(out: &'a mut String) -> Self {
+        out.push('{');
+        Obj { out, first: true }
+    }
+
+    fn key(&mut self, k: &str) {
+        if !std::mem::replace(&mut self.first, false) {
+            self.out.push(',');
+        }
+        self.out.push('"');
+        self.out.push_str(k);
+        self.out.push_str("\":");
+    }
+
+    fn str(&mut self, k: &str, v: &str) {
+        self.key(k);
+        push_string(self.out, v);
+    }
+
+    fn opt_str(&mut self, k: &str, v: Option<&str>) {
+        if let Some(v) = v {
+            self.str(k, v);
+        }
+    }
+
+    fn u64(&mut self, k: &str, v: u64) {
+        self.key(k);
+        push_u64(self.out, v);
+    }
+
+    fn bool(&mut self, k: &str, v: bool) {
+        self.key(k);
+        self.out.push_str(if v { "true" } else { "false" });
+    }
+
+    fn strings(&mut self, k: &str, v: &[String]) {
+        self.key(k);
+        self.out.push('[');
+        for (i, s) in v.iter().enumerate() {
+            if i > 0 {
+                self.out.push(',');
+            }
+            push_string(self.out, s);
+        }
+        self.out.push(']');
+    }
+
+    /// Raw JSON, verbatim; left out when it is `null` (as `to_json` leaves out null fields).
+    fn raw(&mut self, k: &str, v: &RawValue) {
+        let text = v.get();
+        if text.trim() != "null" {
+            self.key(k);
+            self.out.push_str(text);
+        }
+    }
+
+    fn end(self) {
+        self.out.push('}');
+    }
+}
+
+fn push_u64(out: &mut String, n: u64) {
+    use std::fmt::Write;
+    let _ = write!(out, "{n}");
+}
+
+/// A JSON string literal, escaped as serde_json escapes it.
+fn push_string(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        // `i` is at an ASCII byte, so a char boundary.
+        out.push_str(&s[start..i]);
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 0xf)] as char);
+        } else {
+            out.push_str(escape);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::{decode, Frame};
+    use crate::frame::{decode, ConnectionState, DomainEvent, Evicted, Frame};
     use agentwire_core::ErrorKind;
 
     #[test]
@@ -210,5 +447,166 @@ mod tests {
             attempt: 1,
         };
         assert_eq!(event_json(&gone)["retry_in_ms"], 500);
+    }
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    fn state(generation: Option<ConnGeneration>, heartbeat: Option<f64>, raw_parts: bool) -> ConnectionState {
+        ConnectionState {
+            connection_id: "0f8fad5b-d9cb-469f-a165-70867728950e".into(),
+            agent_id: "agent \"1\"".into(),
+            generation,
+            scope: "single".into(),
+            filter: "all".into(),
+            spawn_capable: true,
+            rooms: vec!["r1".into(), "r\u{7}2".into()],
+            cursor: u64::MAX,
+            protocol: raw_parts.then_some(3),
+            heartbeat_interval_seconds: heartbeat,
+            server: raw_parts
+                .then(|| raw(r#"{"version":"1.2","contracts":{"agent-protocol":{"speaks":2,"accepts":1}}}"#)),
+            client: raw_parts.then(|| raw("null")),
+        }
+    }
+
+    fn domain(payload: &str, optional: bool) -> DomainEvent {
+        DomainEvent {
+            kind: crate::frame::EventKind::Other("x\ty".into()),
+            room_id: "room\\é\u{1f600}".into(),
+            bridge_id: optional.then(|| "b".into()),
+            channel_type: optional.then(|| "channel_public".into()),
+            sequence: 9_007_199_254_740_993,
+            payload: raw(payload),
+        }
+    }
+
+    fn every_variant() -> Vec<Event> {
+        use crate::frame::{EvictionCode, RoomReleased, SubscriptionChanged};
+        let full_gap = Gap {
+            from_sequence: 3,
+            resumed_at: 10,
+            resumed_position: Some(raw(r#"{"t":1.5e3,"n":null}"#)),
+            rooms: Some(vec!["a".into(), "\u{0}b".into()]),
+            all_rooms: Some(false),
+            reason: "re\r\nstart".into(),
+        };
+        let null_position = Gap {
+            resumed_position: Some(raw("null")),
+            rooms: Some(Vec::new()),
+            all_rooms: None,
+            ..full_gap.clone()
+        };
+        let detailed = SwitchError::http(409, r#"{"detail":{"message":"m","code":"taken_over"},"x":[1,2.5]}"#);
+        let plain = SwitchError::http(502, "<html>bad\u{1}gateway</html>");
+        let mut text_detail = SwitchError::local(ErrorKind::Protocol, "d").with_code("c");
+        text_detail.detail = Some("not json {".into());
+        vec![
+            Event::Connected {
+                state: state(Some(ConnGeneration::Number(7)), Some(2.0), true),
+                wire: Wire::WebSocket,
+                resumed: false,
+            },
+            Event::Connected {
+                state: state(Some(ConnGeneration::Text("g-7".into())), Some(f64::NAN), false),
+                wire: Wire::Sse,
+                resumed: true,
+            },
+            Event::Connected {
+                state: state(None, Some(0.25), false),
+                wire: Wire::Sse,
+                resumed: true,
+            },
+            Event::Connected {
+                state: state(None, None, false),
+                wire: Wire::WebSocket,
+                resumed: true,
+            },
+            Event::Event {
+                event: domain(r#"{"body":"hi \"there\"","n":[1,-2,3.25,1e2],"o":{}}"#, true),
+                gap: Some(full_gap),
+            },
+            Event::Event {
+                event: domain("null", false),
+                gap: Some(null_position),
+            },
+            Event::Event {
+                event: domain(r#""just a string""#, false),
+                gap: None,
+            },
+            Event::SubscriptionChanged(SubscriptionChanged {
+                rooms: vec!["r".into()],
+                reason: "subscribe".into(),
+            }),
+            Event::SubscriptionChanged(SubscriptionChanged {
+                rooms: Vec::new(),
+                reason: String::new(),
+            }),
+            Event::RoomReleased(RoomReleased {
+                room_id: "r".into(),
+                session_id: Some("s".into()),
+            }),
+            Event::RoomReleased(RoomReleased {
+                room_id: "r".into(),
+                session_id: None,
+            }),
+            Event::Control {
+                name: "future_frame".into(),
+                raw: raw(r#"{"a":[true,false,null]}"#),
+            },
+            Event::Control {
+                name: "nothing".into(),
+                raw: raw("null"),
+            },
+            Event::Evicted(Evicted {
+                code: Some(EvictionCode::Other("odd\u{1f}".into())),
+                reason: "why".into(),
+                room_id: Some("r".into()),
+            }),
+            Event::Evicted(Evicted {
+                code: None,
+                reason: "another stream attached to this connection".into(),
+                room_id: None,
+            }),
+            Event::Disconnected {
+                code: Some(1006),
+                reason: "gone".into(),
+                retry_in_ms: 500,
+                attempt: 1,
+            },
+            Event::Disconnected {
+                code: None,
+                reason: String::new(),
+                retry_in_ms: 0,
+                attempt: 0,
+            },
+            Event::Stopped { error: None },
+            Event::Stopped { error: Some(detailed) },
+            Event::Stopped { error: Some(plain) },
+            Event::Diagnostic(text_detail),
+            Event::Diagnostic(SwitchError::local(ErrorKind::Decode, "bad\u{7f}\u{2028}")),
+        ]
+    }
+
+    #[test]
+    fn text_is_the_same_object() {
+        for e in every_variant() {
+            let text = e.to_json_string();
+            let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|err| panic!("{text}: {err}"));
+            assert_eq!(parsed, e.to_json(), "{text}");
+            assert!(text.starts_with(r#"{"type":""#), "{text}");
+        }
+    }
+
+    #[test]
+    fn strings_escape_as_serde_json_does() {
+        let all: String = (0u8..0x80)
+            .map(char::from)
+            .chain("é\u{2028}\u{1f600}".chars())
+            .collect();
+        let mut out = String::new();
+        push_string(&mut out, &all);
+        assert_eq!(out, serde_json::to_string(&all).unwrap());
     }
 }

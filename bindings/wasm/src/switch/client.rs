@@ -1,0 +1,576 @@
+//! `SwitchDriver`: a Switch agent connection over a relay (or, in tests, a Switch server that
+//! takes the key as the token). The engine decides everything; the driver performs its
+//! transmits (a WebSocket per `open`, its pongs, `fetch` for its HTTP calls, closes), feeds it
+//! the socket, the answers, the clock and the timer, and hands every event to `onEvent`.
+//! Operations (`op`, `listOps`, subscribe, ...) are `fetch` calls built and decoded by the
+//! engine's `ops` module.
+
+use super::fetch::{self, FetchError};
+use super::{options, state_name, wire_name};
+use crate::errors;
+use crate::host::{now, JsEntropy, Timer};
+use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket};
+use agentwire_core::{ErrorKind, Millis};
+use agentwire_switch::connection::Transmit;
+use agentwire_switch::ops;
+use agentwire_switch::{Connection, HttpRequest, State, SwitchError};
+use js_sys::Function;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::{Rc, Weak};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::spawn_local;
+use web_sys::AbortController;
+
+/// The subprotocol the relay speaks (and echoes).
+pub const SUBPROTOCOL: &str = "agentwire.v1";
+/// The prefix of the subprotocol that carries the relay token.
+pub const TOKEN_PREFIX: &str = "agentwire.token.";
+/// Longest token accepted.
+const MAX_TOKEN_LEN: usize = 4096;
+
+fn err(e: &SwitchError) -> JsValue {
+    errors::to_js(&e.to_json())
+}
+
+fn invalid(m: impl Into<String>) -> JsValue {
+    errors::local(ErrorKind::Invalid, m)
+}
+
+/// The socket of one `open`, and the sink its events go through (tagged with the open's number,
+/// so a socket that was replaced can never speak for the current one).
+struct Current {
+    socket: Socket,
+    epoch: u64,
+    /// Its `open` event came.
+    opened: bool,
+    _sink: Rc<RefCell<SocketSink>>,
+}
+
+struct SocketSink {
+    driver: Weak<RefCell<Driver>>,
+    epoch: u64,
+}
+
+impl Sink for SocketSink {
+    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) {
+        let Some(driver) = self.driver.upgrade() else { return };
+        // Socket events are tasks of their own: the driver is never borrowed here.
+        if let Ok(mut d) = driver.try_borrow_mut() {
+            d.socket_input(self.epoch, now, input, calls);
+        };
+    }
+}
+
+struct Driver {
+    conn: Connection,
+    me: Weak<RefCell<Driver>>,
+    /// `http(s)://host[:port][/prefix]`, without a trailing `/`.
+    http_base: Rc<str>,
+    /// The same with `ws(s)://`.
+    ws_base: String,
+    token: Rc<str>,
+    token_protocol: String,
+    ctor: Option<Function>,
+    socket: Option<Current>,
+    /// Sockets replaced or closed, dropped in a later task (never inside their own callback).
+    retired: Vec<Current>,
+    epoch: u64,
+    timer: Option<Timer>,
+    on_event: Function,
+    /// The engine's HTTP calls in flight (one beat at most); a close aborts them (their answers
+    /// would be late).
+    calls_in_flight: Vec<(u64, AbortController)>,
+    http_timeout_ms: u64,
+}
+
+impl Sink for Driver {
+    /// The timer's input (socket events come through their [`SocketSink`]).
+    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) {
+        if let Input::Timer = input {
+            if let Some(t) = &mut self.timer {
+                t.fired();
+            }
+            self.conn.handle_timeout(now);
+            self.pump(now, calls);
+        }
+    }
+}
+
+impl Driver {
+    fn socket_input(&mut self, epoch: u64, now: Millis, input: Input, calls: &mut Calls) {
+        let Some(current) = self.socket.as_mut().filter(|c| c.epoch == epoch) else {
+            return; // a replaced socket
+        };
+        match input {
+            Input::Open => {
+                current.opened = true;
+                self.conn.handle_open(now);
+            }
+            Input::Text(text) => self.conn.handle_text(now, &text),
+            Input::Binary(bytes) => self.conn.handle_binary(now, &bytes),
+            Input::Closed { code, reason } => {
+                let opened = current.opened;
+                self.retire_socket(None);
+                if opened || (4000..=4999).contains(&code) {
+                    self.conn.handle_close(now, code, &reason);
+                } else {
+                    // The WebSocket API tells nothing of a failed open but a close (1006): no
+                    // status, so the engine retries as for an unreachable server.
+                    let reason = if reason.is_empty() {
+                        format!(
+                            "the WebSocket to {} did not open (code {code}; the host does not say why: \
+                             unreachable, refused, or the token was not accepted)",
+                            self.ws_base
+                        )
+                    } else {
+                        reason
+                    };
+                    self.conn.handle_open_failed(now, None, &reason);
+                }
+            }
+            Input::Timer => return,
+        }
+        self.pump(now, calls);
+    }
+
+    /// Performs the engine's transmits and hands its events to `onEvent` until both are
+    /// drained, then re-arms the timer.
+    fn pump(&mut self, now: Millis, calls: &mut Calls) {
+        loop {
+            let mut progressed = false;
+            while let Some(t) = self.conn.poll_transmit() {
+                progressed = true;
+                self.transmit(now, t);
+            }
+            while let Some(event) = self.conn.poll_event() {
+                progressed = true;
+                calls.push(&self.on_event, JsValue::from(event.to_json_string()));
+            }
+            if !progressed {
+                break;
+            }
+        }
+        let stopped = self.conn.state() == State::Stopped;
+        if let Some(t) = &mut self.timer {
+            match stopped {
+                true => t.cancel(),
+                false => t.arm(self.conn.poll_timeout(), now),
+            }
+        }
+        if !self.retired.is_empty() {
+            let retired = std::mem::take(&mut self.retired);
+            spawn_local(async move { drop(retired) });
+        }
+    }
+
+    fn transmit(&mut self, now: Millis, t: Transmit) {
+        match t {
+            Transmit::Open(open) => {
+                // The relay always speaks the WebSocket, and the options allow no other transport.
+                self.retire_socket(Some((1000, "")));
+                self.epoch += 1;
+                let url = format!("{}{}", self.ws_base, open.request.path);
+                let sink = Rc::new(RefCell::new(SocketSink {
+                    driver: self.me.clone(),
+                    epoch: self.epoch,
+                }));
+                let protocols = [SUBPROTOCOL, self.token_protocol.as_str()];
+                match Socket::open(&url, &protocols, self.ctor.as_ref(), as_sink(&sink)) {
+                    Ok(socket) => {
+                        self.socket = Some(Current {
+                            socket,
+                            epoch: self.epoch,
+                            opened: false,
+                            _sink: sink,
+                        })
+                    }
+                    Err(m) => {
+                        let m = format!("the WebSocket to {} could not be created: {m}", self.ws_base);
+                        self.conn.handle_open_failed(now, None, &m);
+                    }
+                }
+            }
+            Transmit::Text(text) => {
+                // False when the socket is not open: its close event follows.
+                if let Some(c) = &self.socket {
+                    let _ = c.socket.send(&text);
+                }
+            }
+            Transmit::Http { id, request } => self.call(now, id, request),
+            Transmit::Close { code, reason } => {
+                self.retire_socket(Some((code, &reason)));
+                for (_, c) in self.calls_in_flight.drain(..) {
+                    c.abort();
+                }
+            }
+        }
+    }
+
+    /// Moves the current socket to `retired`, closing it with `frame` when given.
+    fn retire_socket(&mut self, frame: Option<(u16, &str)>) {
+        if let Some(c) = self.socket.take() {
+            if let Some((code, reason)) = frame {
+                c.socket.close(code, reason);
+            }
+            self.retired.push(c);
+        }
+    }
+
+    /// One of the engine's HTTP calls; its answer goes back into the engine.
+    fn call(&mut self, now: Millis, id: u64, request: HttpRequest) {
+        let controller = match fetch::controller() {
+            Ok(c) => c,
+            Err(e) => return self.conn.handle_http_failed(now, id, &e.message),
+        };
+        self.calls_in_flight.push((id, controller.clone()));
+        let (me, base, token) = (self.me.clone(), self.http_base.clone(), self.token.clone());
+        let limit = self.http_timeout_ms;
+        spawn_local(async move {
+            let answer = fetch::fetch(base, token, request, limit, controller).await;
+            let Some(state) = me.upgrade() else { return };
+            deliver_calls(&state, |d, now, calls| {
+                let Some(at) = d.calls_in_flight.iter().position(|(i, _)| *i == id) else {
+                    return; // aborted by a close
+                };
+                d.calls_in_flight.swap_remove(at);
+                match answer {
+                    Ok((status, body)) => d.conn.handle_http_response(now, id, status, &body),
+                    Err(e) => d.conn.handle_http_failed(now, id, &e.message),
+                }
+                d.pump(now, calls);
+            });
+        });
+    }
+}
+
+impl Drop for Driver {
+    /// The sockets and the timer go in a later task: the driver may be freed from a callback of
+    /// one of them.
+    fn drop(&mut self) {
+        for (_, c) in self.calls_in_flight.drain(..) {
+            c.abort();
+        }
+        let mut sockets = std::mem::take(&mut self.retired);
+        sockets.extend(self.socket.take());
+        let timer = self.timer.take();
+        spawn_local(async move { drop((sockets, timer)) });
+    }
+}
+
+/// `http(s)://host[:port][/prefix]` as the HTTP base and the WebSocket base (`ws(s)://`), both
+/// without a trailing `/`.
+fn bases(url: &str) -> Result<(String, String), String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| format!("{url:?} is not an http(s) URL"))?;
+    let ws = match scheme.to_ascii_lowercase().as_str() {
+        "http" => "ws",
+        "https" => "wss",
+        _ => return Err(format!("{url:?}: the scheme must be http or https")),
+    };
+    if rest.contains(['?', '#']) {
+        return Err(format!("{url:?}: a base URL has no query or fragment"));
+    }
+    if rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{url:?}: spaces or control characters"));
+    }
+    let authority = rest.split('/').next().unwrap_or_default();
+    if authority.is_empty() || authority.contains('@') {
+        return Err(format!("{url:?}: a host is required, without credentials"));
+    }
+    let rest = rest.trim_end_matches('/');
+    let scheme = scheme.to_ascii_lowercase();
+    Ok((format!("{scheme}://{rest}"), format!("{ws}://{rest}")))
+}
+
+/// A relay token is base64url (with `.` between parts): valid in a subprotocol name.
+fn check_token(token: &str) -> Result<(), String> {
+    if token.is_empty() || token.len() > MAX_TOKEN_LEN {
+        return Err(format!("the token must be 1..={MAX_TOKEN_LEN} characters"));
+    }
+    if !token
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return Err("the token must be base64url (A-Z a-z 0-9 - _, parts joined by .)".into());
+    }
+    Ok(())
+}
+
+/// A Switch agent connection driven by the engine. The npm package's `SwitchClient` wraps it.
+#[wasm_bindgen]
+pub struct SwitchDriver {
+    state: Rc<RefCell<Driver>>,
+    agent_id: String,
+    connection_id: String,
+    http_base: Rc<str>,
+    token: Rc<str>,
+    op_timeout_ms: u64,
+}
+
+#[wasm_bindgen]
+impl SwitchDriver {
+    /// Opens the connection through the relay at `baseUrl` (`http(s)://host[:port][/prefix]`)
+    /// with `token` (offered as the subprotocol `agentwire.token.<token>` beside `agentwire.v1`,
+    /// and sent as `Authorization: Bearer` on HTTP calls), the options JSON (`SwitchOptions`;
+    /// `agentId` required) and `webSocket` as the constructor when given. `onEvent(json)` gets
+    /// every event of the connection, `connected` first once attached, `stopped` last. Throws an
+    /// `invalid` error for a bad URL, token or option.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        base_url: &str,
+        token: &str,
+        options: &str,
+        web_socket: Option<Function>,
+        on_event: Function,
+    ) -> Result<SwitchDriver, JsValue> {
+        let parsed = options::config(options, true)?;
+        let (http_base, ws_base) = bases(base_url).map_err(invalid)?;
+        check_token(token).map_err(invalid)?;
+        let http_base: Rc<str> = Rc::from(http_base);
+        let token: Rc<str> = Rc::from(token);
+        let (agent_id, connection_id) = (parsed.cfg.open.agent_id.clone(), parsed.cfg.open.connection_id.clone());
+        // Past the engine's own beat timeout, which decides first (as the native driver does).
+        let http_timeout_ms = parsed.cfg.beat_timeout_ms.saturating_add(1_000);
+        let state = Rc::new_cyclic(|me| {
+            RefCell::new(Driver {
+                conn: Connection::new(parsed.cfg, Box::new(JsEntropy)),
+                me: me.clone(),
+                http_base: http_base.clone(),
+                ws_base,
+                token: token.clone(),
+                token_protocol: format!("{TOKEN_PREFIX}{token}"),
+                ctor: web_socket,
+                socket: None,
+                retired: Vec::new(),
+                epoch: 0,
+                timer: None,
+                on_event,
+                calls_in_flight: Vec::new(),
+                http_timeout_ms,
+            })
+        });
+        state.borrow_mut().timer = Some(timer(as_sink(&state)));
+        deliver_calls(&state, |d, now, calls| {
+            d.conn.start(now).map_err(|e| err(&e))?;
+            d.pump(now, calls);
+            Ok::<_, JsValue>(())
+        })?;
+        Ok(SwitchDriver {
+            state,
+            agent_id,
+            connection_id,
+            http_base,
+            token,
+            op_timeout_ms: parsed.op_timeout_ms,
+        })
+    }
+
+    /// Runs `f` on the driver, then makes its calls; a `state` error when the driver is busy
+    /// (called from inside the WebSocket constructor).
+    fn with<T>(&self, f: impl FnOnce(&mut Driver, Millis, &mut Calls) -> T) -> Result<T, JsValue> {
+        let mut calls = Calls::default();
+        let out = {
+            let Ok(mut d) = self.state.try_borrow_mut() else {
+                return Err(errors::local(ErrorKind::State, "the driver is busy (re-entrant call)"));
+            };
+            f(&mut d, now(), &mut calls)
+        };
+        calls.run();
+        Ok(out)
+    }
+
+    /// Sends `request` with the token; `resolve(decode(status, body))` or `reject(error)`.
+    fn http(
+        &self,
+        request: Result<HttpRequest, SwitchError>,
+        timeout_ms: u64,
+        decode: fn(u16, &str) -> Result<String, SwitchError>,
+        resolve: Function,
+        reject: Function,
+    ) -> Result<(), JsValue> {
+        let request = request.map_err(|e| err(&e))?;
+        let controller = fetch::controller().map_err(|e| err(&e.into()))?;
+        let (base, token) = (self.http_base.clone(), self.token.clone());
+        spawn_local(async move {
+            let answer = fetch::fetch(base, token, request, timeout_ms, controller)
+                .await
+                .map_err(|e: FetchError| SwitchError::from(e))
+                .and_then(|(status, body)| decode(status, &body));
+            let mut calls = Calls::default();
+            match answer {
+                Ok(text) => calls.push(&resolve, JsValue::from(text)),
+                Err(e) => calls.push(&reject, err(&e)),
+            }
+            calls.run();
+        });
+        Ok(())
+    }
+
+    /// Operation `name` with `args` (a JSON object; `undefined`: `{}`) acting for this connection;
+    /// `resolve(result JSON text)`, the answer's `result` as sent. Bounded by `timeoutMs`
+    /// (default `opTimeoutMs`). Throws an `invalid` error for a bad name or arguments.
+    pub fn op(
+        &self,
+        name: &str,
+        args: Option<String>,
+        timeout_ms: Option<f64>,
+        resolve: Function,
+        reject: Function,
+    ) -> Result<(), JsValue> {
+        let timeout = options::timeout_ms(timeout_ms, self.op_timeout_ms)?;
+        let request = ops::op(
+            &self.agent_id,
+            Some(&self.connection_id),
+            name,
+            args.as_deref().unwrap_or(""),
+        );
+        self.http(
+            request,
+            timeout,
+            |status, body| ops::decode_result(status, body).map(|r| r.get().to_owned()),
+            resolve,
+            reject,
+        )
+    }
+
+    /// `GET ops`: `resolve(JSON text {operations: {name: {description, input_schema}}})`.
+    #[wasm_bindgen(js_name = listOps)]
+    pub fn list_ops(&self, resolve: Function, reject: Function) -> Result<(), JsValue> {
+        self.http(
+            ops::list_ops(&self.agent_id),
+            self.op_timeout_ms,
+            |status, body| ops::decode_ops(status, body).map(|_| body.to_owned()),
+            resolve,
+            reject,
+        )
+    }
+
+    /// Claims `room` for this connection (409 `state` when a live sibling holds it, unless
+    /// `takeover`); `resolve(JSON text {ok, rooms, evicted_connection_id?, warning?})`.
+    pub fn subscribe(&self, room: &str, takeover: bool, resolve: Function, reject: Function) -> Result<(), JsValue> {
+        self.http(
+            ops::subscribe(&self.agent_id, &self.connection_id, room, takeover),
+            self.op_timeout_ms,
+            |status, body| ops::decode_subscribe(status, body).map(|_| body.to_owned()),
+            resolve,
+            reject,
+        )
+    }
+
+    /// Releases `room`; `resolve(JSON text {ok, rooms, ...})`.
+    pub fn unsubscribe(&self, room: &str, resolve: Function, reject: Function) -> Result<(), JsValue> {
+        self.http(
+            ops::unsubscribe(&self.agent_id, &self.connection_id, room),
+            self.op_timeout_ms,
+            |status, body| ops::decode_unsubscribe(status, body).map(|_| body.to_owned()),
+            resolve,
+            reject,
+        )
+    }
+
+    /// Replaces every placement of this connection with `map` (JSON object: session id → room),
+    /// fenced with the generation of the last `connection_state`; `resolve(JSON text
+    /// {placements, rooms, released})`.
+    pub fn placements(&self, map: &str, resolve: Function, reject: Function) -> Result<(), JsValue> {
+        let map: BTreeMap<String, String> =
+            serde_json::from_str(map).map_err(|e| invalid(format!("placements: {e} (an object of strings)")))?;
+        let generation = self.with(|d, _, _| d.conn.generation().cloned())?;
+        self.http(
+            ops::placements(&self.agent_id, &self.connection_id, &map, generation.as_ref()),
+            self.op_timeout_ms,
+            |status, body| ops::decode_placements(status, body).map(|_| body.to_owned()),
+            resolve,
+            reject,
+        )
+    }
+
+    /// Closes for good: the socket with 1000, then `onEvent` gets `stopped` (without `error`).
+    pub fn close(&self) -> Result<(), JsValue> {
+        self.with(|d, now, calls| {
+            d.conn.close(now);
+            d.pump(now, calls);
+        })
+    }
+
+    /// Where the connection is, as JSON text: `{state, wire, cursor?, generation?, connectionId,
+    /// agentId, rooms, attempt}`.
+    pub fn status(&self) -> Result<String, JsValue> {
+        let d = self
+            .state
+            .try_borrow()
+            .map_err(|_| errors::local(ErrorKind::State, "the driver is busy (re-entrant call)"))?;
+        let c = &d.conn;
+        let mut s = serde_json::json!({
+            "state": state_name(c.state()),
+            "wire": wire_name(c.wire()),
+            "connectionId": c.connection_id(),
+            "agentId": c.agent_id(),
+            "rooms": c.rooms(),
+            "attempt": c.attempt(),
+        });
+        if let Some(cursor) = c.cursor() {
+            s["cursor"] = cursor.into();
+        }
+        if let Some(g) = c.generation() {
+            s["generation"] = serde_json::to_value(g).unwrap_or_default();
+        }
+        Ok(s.to_string())
+    }
+
+    /// Whether the connection is over (closed, refused, taken over, gave up).
+    #[wasm_bindgen(getter)]
+    pub fn stopped(&self) -> bool {
+        self.state
+            .try_borrow()
+            .map(|d| d.conn.state() == State::Stopped)
+            .unwrap_or(false)
+    }
+
+    #[wasm_bindgen(getter, js_name = connectionId)]
+    pub fn connection_id(&self) -> String {
+        self.connection_id.clone()
+    }
+
+    #[wasm_bindgen(getter, js_name = agentId)]
+    pub fn agent_id(&self) -> String {
+        self.agent_id.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls() {
+        assert_eq!(
+            bases("https://relay.example/switch/").unwrap(),
+            (
+                "https://relay.example/switch".into(),
+                "wss://relay.example/switch".into()
+            )
+        );
+        assert_eq!(
+            bases("HTTP://127.0.0.1:7751").unwrap(),
+            ("http://127.0.0.1:7751".into(), "ws://127.0.0.1:7751".into())
+        );
+        for bad in [
+            "ws://h",
+            "h:1",
+            "http://",
+            "http:///x",
+            "http://h/?q",
+            "http://h#f",
+            "http://u:p@h",
+            "http://h /x",
+        ] {
+            assert!(bases(bad).is_err(), "{bad}");
+        }
+        assert!(check_token("sk_switch_abc-DEF.sig").is_ok());
+        for bad in ["", "a b", "a=", "a/b", "a,b"] {
+            assert!(check_token(bad).is_err(), "{bad}");
+        }
+    }
+}

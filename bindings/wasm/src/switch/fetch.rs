@@ -1,0 +1,134 @@
+//! One HTTP call of an engine's [`HttpRequest`] over the host's global `fetch` (windows, workers,
+//! Node ≥ 20), with `Authorization: Bearer <token>`, a deadline (an `AbortController`) and the
+//! engine's bound on the answer's body.
+
+use super::headers_object;
+use crate::host::{now, Timer};
+use crate::socket::describe;
+use agentwire_core::ErrorKind;
+use agentwire_switch::ops::MAX_RESPONSE_BYTES;
+use agentwire_switch::{HttpRequest, SwitchError};
+use js_sys::{Promise, Reflect};
+use std::cell::Cell;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{AbortController, RequestInit, Response};
+
+#[wasm_bindgen]
+extern "C" {
+    /// The global `fetch`, whatever the global object is.
+    #[wasm_bindgen(catch, js_name = fetch)]
+    fn global_fetch(url: &str, init: &RequestInit) -> Result<Promise, JsValue>;
+}
+
+/// The longest deadline `setTimeout` keeps (about 24.8 days); longer ones are cut to it.
+const MAX_TIMEOUT_MS: u64 = (1 << 31) - 1;
+
+/// Why a call got no usable answer.
+#[derive(Debug)]
+pub(crate) struct FetchError {
+    pub(crate) kind: ErrorKind,
+    pub(crate) message: String,
+    /// The status, when an answer came but was refused (too large).
+    pub(crate) status: Option<u16>,
+}
+
+impl From<FetchError> for SwitchError {
+    fn from(e: FetchError) -> Self {
+        let retryable = e.kind != ErrorKind::Limit;
+        let mut out = SwitchError::local(e.kind, e.message).retryable(retryable);
+        out.status = e.status;
+        out
+    }
+}
+
+/// A controller to cancel a call with (`abort()`); the call then fails with kind `cancelled`.
+pub(crate) fn controller() -> Result<AbortController, FetchError> {
+    AbortController::new().map_err(|e| FetchError {
+        kind: ErrorKind::Internal,
+        message: format!("AbortController is not available: {}", describe(&e)),
+        status: None,
+    })
+}
+
+/// Sends `request` to `base` + its path; the status and the body text of the answer, whatever
+/// the status. Fails when no answer came within `timeout_ms` (kind `timeout`), when `controller`
+/// was aborted (`cancelled`), when the body exceeds [`MAX_RESPONSE_BYTES`] (`limit`), or when the
+/// host could not make the call (`closed`: refused, DNS, CORS, TLS).
+pub(crate) async fn fetch(
+    base: Rc<str>,
+    token: Rc<str>,
+    request: HttpRequest,
+    timeout_ms: u64,
+    controller: AbortController,
+) -> Result<(u16, String), FetchError> {
+    let method = request.method.as_str();
+    let url = format!("{base}{}", request.path);
+    let init = RequestInit::new();
+    init.set_method(method);
+    let headers = headers_object(&request);
+    let _ = Reflect::set(
+        &headers,
+        &JsValue::from_str("Authorization"),
+        &JsValue::from_str(&format!("Bearer {token}")),
+    );
+    init.set_headers(&headers);
+    if let Some(body) = &request.body {
+        init.set_body(&JsValue::from_str(body));
+    }
+    let signal = controller.signal();
+    init.set_signal(Some(&signal));
+
+    // Aborts the call (the body's reading too) at the deadline; cancelled when dropped.
+    let timed_out = Rc::new(Cell::new(false));
+    let mut deadline = {
+        let (flag, controller) = (timed_out.clone(), controller.clone());
+        Timer::new(Closure::new(move || {
+            flag.set(true);
+            controller.abort();
+        }))
+    };
+    let start = now();
+    deadline.arm(Some(start.saturating_add(timeout_ms.min(MAX_TIMEOUT_MS))), start);
+
+    let failed = |e: JsValue| {
+        let (kind, message) = if timed_out.get() {
+            (ErrorKind::Timeout, format!("no answer within {timeout_ms} ms"))
+        } else if signal.aborted() {
+            (ErrorKind::Cancelled, "the call was cancelled".to_owned())
+        } else {
+            (ErrorKind::Closed, describe(&e))
+        };
+        FetchError {
+            kind,
+            message: format!("{method} {url}: {message}"),
+            status: None,
+        }
+    };
+    let promise = global_fetch(&url, &init).map_err(failed)?;
+    let response: Response = JsFuture::from(promise).await.map_err(failed)?.unchecked_into();
+    let status = response.status();
+    let too_large = |size: String| FetchError {
+        kind: ErrorKind::Limit,
+        message: format!("{method} {url}: answer of {size} bytes exceeds {MAX_RESPONSE_BYTES}"),
+        status: Some(status),
+    };
+    if let Ok(Some(length)) = response.headers().get("content-length") {
+        if length
+            .trim()
+            .parse::<u64>()
+            .is_ok_and(|n| n > MAX_RESPONSE_BYTES as u64)
+        {
+            controller.abort();
+            return Err(too_large(length));
+        }
+    }
+    let text = JsFuture::from(response.text().map_err(failed)?).await.map_err(failed)?;
+    let text = text.as_string().unwrap_or_default();
+    if text.len() > MAX_RESPONSE_BYTES {
+        return Err(too_large(text.len().to_string()));
+    }
+    deadline.cancel();
+    Ok((status, text))
+}

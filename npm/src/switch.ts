@@ -1,0 +1,245 @@
+/** Switch Rooms: `SwitchClient` (through the relay: the browser never holds the agent key) and
+ * `SwitchSession` (the sans-IO connection, for your own transport). */
+import { SwitchDriver, SwitchSession as WasmSwitchSession } from "./wasm/agentwire_wasm.js";
+import { abortError, asyncDispose, Events, type CallOptions, type ConnectOptions } from "./calls.js";
+import { AgentwireError, agentwireError, toError, type ErrorInfo } from "./errors.js";
+
+/** The connection's options (`agentwire_switch::ConnectionConfig`); absent fields keep the
+ * engine's defaults. */
+export interface SwitchOptions {
+  agentId: string;
+  /** Default: a fresh UUID. */
+  connectionId?: string;
+  rooms?: string[];
+  scope?: "single" | "all";
+  filter?: "all" | "addressed";
+  startFrom?: "head" | number | string;
+  expectedGeneration?: number | string;
+  spawnCapable?: boolean;
+  protocol?: number;
+  protocolAccepts?: [number, number] | { min: number; max: number };
+  client?: string;
+  clientVersion?: string;
+  /** The relay always speaks the WebSocket generation. */
+  transport?: "websocket";
+  /** `false`: stop at the first disconnect. */
+  reconnect?: boolean;
+  maxReconnectAttempts?: number;
+  backoff?: { baseMs?: number; maxMs?: number; factor?: number; minMs?: number };
+  openTimeoutMs?: number;
+  heartbeatIntervalMs?: number;
+  missedHeartbeats?: number;
+  beatTimeoutMs?: number;
+  streamIdleTimeoutMs?: number;
+  maxQueuedEvents?: number;
+  maxMessageBytes?: number;
+  maxDepth?: number;
+  /** How long an operation waits (default 30 000). */
+  opTimeoutMs?: number;
+}
+
+export interface SwitchConnectOptions extends SwitchOptions, Omit<ConnectOptions, "onEvent"> {
+  /** The relay token the app's backend minted for this agent. */
+  token: string;
+  onEvent?: (event: SwitchEvent) => void;
+}
+
+/** A connection's events, as the engine reports them (snake_case, as the protocol). */
+export type SwitchEvent =
+  | { type: "connected"; wire: "websocket" | "sse"; resumed: boolean; state: Record<string, unknown> }
+  | {
+      type: "event";
+      kind: string;
+      sequence: number;
+      room_id?: string;
+      bridge_id?: string;
+      channel_type?: string;
+      payload: unknown;
+      gap?: Record<string, unknown>;
+    }
+  | { type: "subscription_changed"; rooms: string[]; reason?: string }
+  | { type: "room_released"; room_id: string; session_id?: string }
+  | { type: "control"; name: string; data?: unknown }
+  | { type: "evicted"; code: string; reason?: string; room_id?: string }
+  | { type: "disconnected"; code?: number; reason?: string; retry_in_ms?: number; attempt?: number }
+  | { type: "stopped"; error?: ErrorInfo }
+  | { type: "diagnostic"; error: ErrorInfo };
+
+/** Where a connection is. */
+export interface SwitchStatus {
+  state: "idle" | "opening" | "attaching" | "live" | "backoff" | "stopped";
+  wire: "websocket" | "sse";
+  cursor?: number;
+  generation?: number | string;
+  connectionId: string;
+  agentId: string;
+  rooms: string[];
+  attempt: number;
+}
+
+export class SwitchClient {
+  readonly #driver: SwitchDriver;
+  readonly #events: Events<SwitchEvent>;
+
+  private constructor(driver: SwitchDriver, events: Events<SwitchEvent>) {
+    this.#driver = driver;
+    this.#events = events;
+  }
+
+  /** Connects through the relay at `relayUrl` (`https://relay.example[/prefix]`) with a relay
+   * token, and resolves once the connection is attached (`connected`); rejects when it stops
+   * first (refused token, eviction, no server), on `signal`, or after `timeoutMs`. */
+  static connect(relayUrl: string, opts: SwitchConnectOptions): Promise<SwitchClient> {
+    const { token, webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, ...engine } = opts;
+    void onEvent, maxBufferedEvents;
+    const events = new Events<SwitchEvent>("stopped", opts as ConnectOptions);
+    return new Promise<SwitchClient>((resolve, reject) => {
+      if (signal?.aborted) return reject(abortError(signal));
+      let settled = false;
+      let driver: SwitchDriver | undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const settle = (e?: AgentwireError) => {
+        if (settled) return;
+        settled = true;
+        events.tap = undefined;
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        if (!e) return resolve(new SwitchClient(driver!, events));
+        reject(e);
+        if (driver && !driver.stopped) driver.close();
+      };
+      const onAbort = () => settle(abortError(signal!));
+      events.tap = (ev) => {
+        if (ev.type === "connected") settle();
+        if (ev.type === "stopped") settle(ev.error ? new AgentwireError(ev.error) : agentwireError("closed", "the connection stopped"));
+      };
+      try {
+        driver = new SwitchDriver(relayUrl, token, JSON.stringify(engine), webSocket as (() => void) | undefined, events.emit);
+      } catch (e) {
+        return settle(toError(e));
+      }
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => settle(agentwireError("timeout", `not connected within ${timeoutMs} ms`)), timeoutMs);
+      }
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /** Operation `name` with `args` (an object) acting for this connection; resolves with its
+   * `result`. `timeoutMs` bounds the HTTP call (default `opTimeoutMs`). */
+  op<T = unknown>(name: string, args?: Record<string, unknown>, opts: CallOptions = {}): Promise<T> {
+    const json = args === undefined ? undefined : JSON.stringify(args);
+    return this.#http<T>((res, rej) => this.#driver.op(name, json, opts.timeoutMs, res, rej), opts.signal);
+  }
+
+  /** The operations the server offers: `{operations: {name: {description, input_schema}}}`. */
+  listOps<T = unknown>(opts: CallOptions = {}): Promise<T> {
+    return this.#http<T>((res, rej) => this.#driver.listOps(res, rej), opts.signal);
+  }
+
+  /** Claims `room` for this connection (kind `state` when a live sibling holds it, unless
+   * `takeover`). */
+  subscribe<T = unknown>(room: string, opts: CallOptions & { takeover?: boolean } = {}): Promise<T> {
+    return this.#http<T>((res, rej) => this.#driver.subscribe(room, opts.takeover ?? false, res, rej), opts.signal);
+  }
+
+  unsubscribe<T = unknown>(room: string, opts: CallOptions = {}): Promise<T> {
+    return this.#http<T>((res, rej) => this.#driver.unsubscribe(room, res, rej), opts.signal);
+  }
+
+  /** Replaces every placement of this connection (session id → room). */
+  placements<T = unknown>(map: Record<string, string>, opts: CallOptions = {}): Promise<T> {
+    return this.#http<T>((res, rej) => this.#driver.placements(JSON.stringify(map), res, rej), opts.signal);
+  }
+
+  /** An HTTP call of the driver: its reply parsed. An abort rejects at once; the request itself
+   * is bounded by the op timeout. */
+  #http<T>(start: (res: (json: string) => void, rej: (e: unknown) => void) => void, signal?: CallOptions["signal"]): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (signal?.aborted) return reject(abortError(signal));
+      const onAbort = () => reject(abortError(signal!));
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const done = () => signal?.removeEventListener("abort", onAbort);
+      try {
+        start(
+          (json) => {
+            done();
+            resolve(JSON.parse(json) as T);
+          },
+          (e) => {
+            done();
+            reject(toError(e));
+          },
+        );
+      } catch (e) {
+        done();
+        reject(toError(e));
+      }
+    });
+  }
+
+  status(): SwitchStatus {
+    return JSON.parse(this.#driver.status()) as SwitchStatus;
+  }
+
+  get connectionId(): string {
+    return this.#driver.connectionId;
+  }
+
+  /** Every event (`connected` again after a reconnect, domain `event`s, `disconnected`, ...);
+   * ends after `stopped`. */
+  events(): AsyncIterableIterator<SwitchEvent> {
+    return this.#events.iterator();
+  }
+
+  get droppedEvents(): number {
+    return this.#events.dropped;
+  }
+
+  get closed(): boolean {
+    return this.#events.closed;
+  }
+
+  /** Closes for good (1000); resolves once `stopped` (or after 2 s). */
+  async close(): Promise<void> {
+    if (!this.#driver.stopped) this.#driver.close();
+    await this.#events.whenClosed(2000);
+  }
+
+  [asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/** The sans-IO Switch connection. */
+export interface SwitchSession {
+  start(now: number): void;
+  handleOpen(now: number): void;
+  handleOpenFailed(now: number, status: number | undefined, body: string): void;
+  handleText(now: number, text: string): void;
+  handleBinary(now: number, bytes: Uint8Array): void;
+  handleBytes(now: number, chunk: Uint8Array): void;
+  handleClose(now: number, code: number, reason: string): void;
+  handleHttpResponse(now: number, id: number, status: number, body: string): void;
+  handleHttpFailed(now: number, id: number, reason: string): void;
+  handleTimeout(now: number): void;
+  close(now: number): void;
+  pollTransmit(): SwitchTransmit | undefined;
+  /** The next event as JSON text (parse it as `SwitchEvent`). */
+  pollEvent(): string | undefined;
+  pollTimeout(): number | undefined;
+  readonly connectionId: string;
+  readonly agentId: string;
+  free(): void;
+}
+
+/** What a sans-IO Switch connection wants done. */
+export type SwitchTransmit =
+  | { type: "open"; wire: "websocket" | "sse"; method: string; path: string; headers: Record<string, string> }
+  | { type: "text"; text: string }
+  | { type: "http"; id: number; method: string; path: string; headers: Record<string, string>; body?: string }
+  | { type: "close"; code: number; reason: string };
+
+export const SwitchSession: new (optionsJson: string) => SwitchSession = WasmSwitchSession as unknown as new (
+  optionsJson: string,
+) => SwitchSession;
