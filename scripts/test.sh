@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Every test: the Rust workspace (unit, property, session, vector and loopback end-to-end tests),
-# then the guide's own example clients (TypeScript, Python, Go, wscat) against the reference server. Installs what it needs.
+# then the guide's own example clients (TypeScript, Python, Go, wscat) against the reference server,
+# then the npm package (built from source) in Node 20, Node 22 and headless Chromium against the
+# local peers (tests/js/run.sh). Installs what it needs.
 source "$(dirname "$0")/lib.sh"
 need_rust
 need_node
@@ -24,3 +26,6 @@ LOG="$(mktemp)"
 start_rkt_server "$ROOT/target/debug/agentwire" "$PORT" "$LOG"
 trap 'kill "$RKT_SERVER_PID" 2>/dev/null || true; rm -f "$LOG"' EXIT
 bash "$ROOT/tests/compat/run.sh" "ws://127.0.0.1:$PORT/rkt"
+
+echo "== the npm package: build, lint, Node 20, Node 22, Chromium (tests/js/run.sh)"
+bash "$ROOT/tests/js/run.sh"

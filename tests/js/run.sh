@@ -18,17 +18,21 @@ if grep -nE '(:|<|\||,) *any\b|\bany\[\]' npm/dist/*.d.ts; then echo "the packag
 cargo build -q -p agentwire-cli
 BIN="$ROOT/target/debug/agentwire"
 LOGS="$(mktemp -d)"
-trap 'kill "${RKT_SERVER_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
+trap 'kill "${RKT_SERVER_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" "${GARBAGE_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
 RKT_PORT="$(free_port)"
 start_rkt_server "$BIN" "$RKT_PORT" "$LOGS/rkt.log"
 MZ_PORT="$(free_port)"
 start_moltzap_peer "$BIN" "$MZ_PORT" "$LOGS/moltzap.log"
 SW_PORT="$(free_port)"
 start_switch_peer "$BIN" "$SW_PORT" "$LOGS/switch.log"
+start_listening "$LOGS/garbage.log" node tests/js/garbage.mjs --for-ms 900000
+GARBAGE_PID=$SERVER_PID
+GARBAGE_URL="$(sed -n 's/^listening on //p' "$LOGS/garbage.log")"
 key() { "$BIN" moltzap register "$1" --server "http://127.0.0.1:$MZ_PORT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["apiKey"])'; }
 sw() { switch_field "$LOGS/switch.log" "$@"; }
 AGENTWIRE_TEST_ENV="$(python3 - "$RKT_PORT" "$(free_port)" "$MZ_PORT" "$(key alice)" "$(key bob)" "$(key carol)" "$SW_PORT" \
-  "$(sw agent alice id)" "$(sw agent alice key)" "$(sw agent bob id)" "$(sw agent bob key)" "$(sw room lobby id)" <<'PY'
+  "$(sw agent alice id)" "$(sw agent alice key)" "$(sw agent bob id)" "$(sw agent bob key)" "$(sw room lobby id)" \
+  "$GARBAGE_URL" <<'PY'
 import json, sys
 a = sys.argv[1:]
 print(json.dumps({
@@ -39,6 +43,7 @@ print(json.dumps({
     "switch": f"http://127.0.0.1:{a[6]}",
     "switchAgents": {"alice": {"id": a[7], "key": a[8]}, "bob": {"id": a[9], "key": a[10]}},
     "switchLobby": a[11],
+    "garbage": a[12],
 }))
 PY
 )"

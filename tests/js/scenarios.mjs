@@ -258,4 +258,34 @@ export const scenarios = {
     await rejects(aw, a.op("post_message", {}, { signal: AbortSignal.abort() }), "cancelled", "a pre-aborted signal");
     await a.close();
   },
+
+  // Bad input: a typed rejection or an error event, never an uncaught exception, never a dead
+  // instance (the Chromium runner also fails on anything uncaught in the page).
+  async "bad input: garbage, a socket dying mid-request, calls after close"(aw, env) {
+    const g = env.garbage;
+    // The handshake fails with the last thing that went wrong before the close: a binary frame.
+    await rejects(aw, aw.RktClient.connect(`${g}/rkt/garbage`, opts(env, { timeoutMs: 5000 })), "decode", "RKT garbage then 1011");
+    const rkt = await aw.RktClient.connect(`${g}/rkt/midrequest`, opts(env, { timeoutMs: 5000 }));
+    await rejects(aw, rkt.request("weather.current", { city: "Seoul" }), "closed", "RKT socket dies mid-request");
+    await rejects(aw, rkt.ping(), "closed", "RKT call after the socket died");
+    const stream = rkt.stream("weather.forecast", {});
+    await rejects(aw, stream.next(), "closed", "RKT stream after the socket died");
+
+    const events = [];
+    const mz = await aw.MoltZapClient.connect(`${g}/moltzap/garbage`, opts(env, { agentKey: "k", onEvent: (e) => events.push(e) }));
+    await rejects(aw, mz.call("system/ping", {}), "closed", "MoltZap garbage then the socket dies");
+    await mz.close();
+    check(events.some((e) => e.type === "diagnostic" && e.error.kind === "decode"), `diagnostics: ${JSON.stringify(events.map((e) => e.type))}`);
+    check(events.at(-1).type === "disconnected", "disconnected last");
+    await rejects(aw, mz.send({ agent: "bob" }, "hi"), "closed", "MoltZap call after close");
+
+    const sw = aw.SwitchClient.connect(g.replace("ws:", "http:"), { token: "t0k3n", agentId: "a1", reconnect: false, webSocket: env.webSocket, timeoutMs: 5000 });
+    await rejects(aw, sw, "closed", "Switch garbage then the socket dies");
+
+    // The instance is alive: the real peers still work.
+    check(aw.errorKinds().length === 13, "the module still answers");
+    const ok = await aw.RktClient.connect(env.rkt, opts(env));
+    check((await ok.request("weather.current", { city: "Seoul" })).data.temperature === 24, "a real request after the garbage");
+    await ok.close();
+  },
 };

@@ -1,0 +1,82 @@
+// A hostile server on 127.0.0.1 for the bad-input scenarios: each path misbehaves in one way.
+//   /rkt/garbage      HELLO answered with garbage text, a binary frame and invalid UTF-8, then a 1011 close
+//   /rkt/midrequest   a real HELLO_ACK, then the socket dies (no close frame) at the first REQUEST
+//   /moltzap/garbage  the connect answered, then garbage and binary at the first call, then the socket dies
+//   /switch/...       (any /agents/ path) the upgrade accepted with agentwire.v1, garbage, then the socket dies
+// Prints `listening on ws://127.0.0.1:PORT`; stops by itself after `--for-ms` (default 120 s).
+import { WebSocketServer } from "ws";
+
+const forMs = Number(process.argv[process.argv.indexOf("--for-ms") + 1]) || 120_000;
+const GARBAGE = ["", "{", "\u0000\u0001not a frame", "RKT/9.9 HELLO\n\n", '{"jsonrpc":"2.0","id":', "x".repeat(70_000)];
+
+const wss = new WebSocketServer({
+  host: "127.0.0.1",
+  port: 0,
+  handleProtocols: (protocols) => (protocols.has("rkt.1.0") ? "rkt.1.0" : protocols.has("agentwire.v1") ? "agentwire.v1" : false),
+});
+
+function header(text, name) {
+  const m = text.match(new RegExp(`^${name}: (.*)$`, "m"));
+  return m ? m[1].trim() : "";
+}
+
+function helloAck(hello) {
+  const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  return [
+    "RKT/1.0 HELLO_ACK",
+    "Version: 1",
+    `Message-ID: 01960000-0000-7000-ab12-${String(Date.now()).padStart(12, "0").slice(-12)}`,
+    `Reply-To: ${header(hello, "Message-ID")}`,
+    `Session-ID: ${header(hello, "Session-ID")}`,
+    `Timestamp: ${now}`,
+    "From: rkt://garbage",
+    "Capabilities: weather",
+    "",
+    '{"agreed_version":1,"session_timeout":300}',
+  ].join("\n");
+}
+
+function spew(ws) {
+  for (const g of GARBAGE) ws.send(g);
+  ws.send(Buffer.from([0xff, 0xfe, 0x00, 0x01]), { binary: true });
+}
+
+wss.on("connection", (ws, req) => {
+  const path = new URL(req.url, "http://x").pathname;
+  ws.on("error", () => {});
+  if (path.startsWith("/agents/")) {
+    spew(ws);
+    setTimeout(() => ws.terminate(), 50);
+    return;
+  }
+  ws.on("message", (data, isBinary) => {
+    const text = isBinary ? "" : data.toString();
+    if (path === "/rkt/garbage") {
+      spew(ws);
+      ws.close(1011, "garbage over");
+    } else if (path === "/rkt/midrequest") {
+      if (text.startsWith("RKT/1.0 HELLO")) ws.send(helloAck(text));
+      else if (text.startsWith("RKT/1.0 REQUEST")) ws.terminate();
+    } else if (path === "/moltzap/garbage") {
+      let msg;
+      try {
+        msg = JSON.parse(text);
+      } catch {
+        return;
+      }
+      if (msg.method === "agent/network/connect") {
+        ws.send(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: {} }));
+      } else {
+        spew(ws);
+        setTimeout(() => ws.terminate(), 50);
+      }
+    }
+  });
+});
+
+wss.on("listening", () => console.log(`listening on ws://127.0.0.1:${wss.address().port}`));
+setTimeout(() => {
+  for (const c of wss.clients) c.terminate();
+  wss.close();
+  process.exit(0);
+}, forMs).unref();
