@@ -30,7 +30,9 @@ GARBAGE_PID=$SERVER_PID
 GARBAGE_URL="$(sed -n 's/^listening on //p' "$LOGS/garbage.log")"
 key() { "$BIN" moltzap register "$1" --server "http://127.0.0.1:$MZ_PORT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["apiKey"])'; }
 sw() { switch_field "$LOGS/switch.log" "$@"; }
-AGENTWIRE_TEST_ENV="$(python3 - "$RKT_PORT" "$(free_port)" "$MZ_PORT" "$(key alice)" "$(key bob)" "$(key carol)" "$SW_PORT" \
+MZ_ALICE="$(key alice)"
+MZ_BOB="$(key bob)"
+AGENTWIRE_TEST_ENV="$(python3 - "$RKT_PORT" "$(free_port)" "$MZ_PORT" "$MZ_ALICE" "$MZ_BOB" "$(key carol)" "$SW_PORT" \
   "$(sw agent alice id)" "$(sw agent alice key)" "$(sw agent bob id)" "$(sw agent bob key)" "$(sw room lobby id)" \
   "$GARBAGE_URL" <<'PY'
 import json, sys
@@ -57,6 +59,10 @@ fi
 if [ -x "$NODE22" ]; then
   echo "== node $("$NODE22" --version) (its global WebSocket)"
   (cd tests/js && "$NODE22" --test --test-reporter=spec node.test.mjs)
+  echo "== the package's examples (npm/examples, Node 22)"
+  (cd npm && "$NODE22" examples/rkt.mjs "ws://127.0.0.1:$RKT_PORT/rkt" \
+    && "$NODE22" examples/moltzap.mjs "ws://127.0.0.1:$MZ_PORT/ws" "$MZ_ALICE" "$MZ_BOB" \
+    && "$NODE22" examples/switch.mjs "http://127.0.0.1:$SW_PORT" "$(sw agent alice id)" "$(sw agent alice key)" "$(sw room lobby id)")
 else
   echo "== node 22 could not be installed from npm: skipped"
 fi
