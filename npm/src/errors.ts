@@ -3,7 +3,7 @@
  * subclass. The kinds are the engine's (`agentwire_core::ErrorKind`); a test checks this list
  * against the wasm module's `errorKinds()`.
  */
-import { errorKinds as wasmErrorKinds, lastPanic, setErrorFactory } from "./wasm/agentwire_wasm.js";
+import { errorKinds as wasmErrorKinds, eventTypes as wasmEventTypes, lastPanic, setErrorFactory } from "./wasm/agentwire_wasm.js";
 
 export type ErrorKind =
   | "decode"
@@ -79,4 +79,9 @@ export function registerErrors(): void {
 /** The engine's error kinds (what `ErrorKind` must list). */
 export function errorKinds(): string[] {
   return wasmErrorKinds();
+}
+
+/** The engine's event `type`s of a protocol (what the package's event types must list). */
+export function eventTypes(protocol: "rkt" | "moltzap" | "switch"): string[] {
+  return wasmEventTypes(protocol);
 }

@@ -60,3 +60,16 @@ pub(crate) fn install_panic_hook() {
 pub fn error_kinds() -> Vec<String> {
     ErrorKind::ALL.iter().map(|k| k.as_str().to_string()).collect()
 }
+
+/// The `type`s of the events of `protocol` (`rkt`, `moltzap`, `switch`), as the engine names
+/// them, for the package's check of its own event types.
+#[wasm_bindgen(js_name = eventTypes)]
+pub fn event_types(protocol: &str) -> Vec<String> {
+    let list: &[&str] = match protocol {
+        "rkt" => &agentwire_rkt::json::EVENT_TYPES,
+        "moltzap" => &agentwire_moltzap::session::EVENT_TYPES,
+        "switch" => &agentwire_switch::connection::EVENT_TYPES,
+        _ => &[],
+    };
+    list.iter().map(|t| t.to_string()).collect()
+}

@@ -18,7 +18,7 @@ pub mod rkt;
 mod socket;
 pub mod switch;
 
-pub use errors::{error_kinds, last_panic, set_error_factory};
+pub use errors::{error_kinds, event_types, last_panic, set_error_factory};
 
 use wasm_bindgen::prelude::*;
 

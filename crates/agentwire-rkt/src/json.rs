@@ -39,6 +39,21 @@ pub fn error_json(e: &RktError) -> Value {
     Value::Object(o)
 }
 
+/// Every `type` [`ClientEvent::to_json`] can give, for bindings to check their own types against.
+pub const EVENT_TYPES: [&str; 11] = [
+    "ready",
+    "response",
+    "streamBegin",
+    "streamData",
+    "streamEnd",
+    "authOk",
+    "pong",
+    "failed",
+    "error",
+    "goodbye",
+    "closed",
+];
+
 impl ClientEvent {
     /// The event as one JSON object.
     pub fn to_json(&self) -> Value {
@@ -116,6 +131,60 @@ impl ClientEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_types_lists_every_variant() {
+        let err = RktError::local(ErrorKind::Closed, "x");
+        let body = Some("{}".to_string());
+        let all = [
+            ClientEvent::Ready {
+                agreed_version: 1,
+                session_timeout: 1,
+                server: PeerInfo::default(),
+            },
+            ClientEvent::Response {
+                id: "a".into(),
+                body: body.clone(),
+            },
+            ClientEvent::StreamBegin {
+                id: "a".into(),
+                body: body.clone(),
+            },
+            ClientEvent::StreamData {
+                id: "a".into(),
+                seq: 1,
+                body: body.clone(),
+            },
+            ClientEvent::StreamEnd { id: "a".into(), body },
+            ClientEvent::AuthOk {
+                id: "a".into(),
+                auth: crate::AuthOkBody {
+                    session_token: "t".into(),
+                    scopes: vec![],
+                    expires_in: 1,
+                },
+            },
+            ClientEvent::Pong {
+                id: "a".into(),
+                rtt_ms: 1,
+            },
+            ClientEvent::Failed {
+                id: "a".into(),
+                error: err.clone(),
+            },
+            ClientEvent::Error(err),
+            ClientEvent::Goodbye,
+            ClientEvent::Closed {
+                code: 1000,
+                reason: String::new(),
+            },
+        ];
+        let seen: Vec<String> = all
+            .iter()
+            .map(|e| e.to_json()["type"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(seen, EVENT_TYPES);
+    }
     use crate::PeerInfo;
     use agentwire_core::ErrorKind;
 

@@ -1,7 +1,18 @@
 // A strict TypeScript consumer of the package: no DOM library, no Node types, every strictness
 // flag, skipLibCheck off. It must compile; run, it checks that the package's ErrorKind type
 // lists exactly the engine's kinds.
-import { AgentwireError, RktClient, errorKinds, rktDecode, type ErrorKind, type RktEvent } from "agentwire";
+import {
+  AgentwireError,
+  RktClient,
+  errorKinds,
+  eventTypes,
+  rktDecode,
+  type ErrorKind,
+  type MoltZapSessionEvent,
+  type RktEvent,
+  type RktSessionEvent,
+  type SwitchEvent,
+} from "agentwire";
 
 // Exactly the ErrorKind union: a kind missing here or unknown to the type fails to compile.
 const KINDS: Record<ErrorKind, true> = {
@@ -18,6 +29,48 @@ const KINDS: Record<ErrorKind, true> = {
   state: true,
   invalid: true,
   internal: true,
+};
+
+// Exactly the event unions' `type`s, compared with the engine's lists below.
+const RKT_TYPES: Record<RktSessionEvent["type"], true> = {
+  ready: true,
+  response: true,
+  streamBegin: true,
+  streamData: true,
+  streamEnd: true,
+  authOk: true,
+  pong: true,
+  failed: true,
+  error: true,
+  goodbye: true,
+  closed: true,
+};
+const MOLTZAP_TYPES: Record<MoltZapSessionEvent["type"], true> = {
+  connected: true,
+  connectFailed: true,
+  response: true,
+  failed: true,
+  messageReceived: true,
+  conversationCreated: true,
+  conversationUpdated: true,
+  conversationArchived: true,
+  conversationUnarchived: true,
+  presenceChanged: true,
+  other: true,
+  diagnostic: true,
+  missedPings: true,
+  disconnected: true,
+};
+const SWITCH_TYPES: Record<SwitchEvent["type"], true> = {
+  connected: true,
+  event: true,
+  subscription_changed: true,
+  room_released: true,
+  control: true,
+  evicted: true,
+  disconnected: true,
+  stopped: true,
+  diagnostic: true,
 };
 
 interface Weather {
@@ -51,7 +104,16 @@ type AbortSignalLikeForTest = Parameters<typeof RktClient.connect>[1] extends in
 const engine = errorKinds().sort().join();
 const declared = Object.keys(KINDS).sort().join();
 if (engine !== declared) throw new Error(`ErrorKind type ${declared} != engine ${engine}`);
+for (const [protocol, declaredTypes] of [
+  ["rkt", RKT_TYPES],
+  ["moltzap", MOLTZAP_TYPES],
+  ["switch", SWITCH_TYPES],
+] as const) {
+  const a = eventTypes(protocol).sort().join();
+  const b = Object.keys(declaredTypes).sort().join();
+  if (a !== b) throw new Error(`${protocol} event types: package ${b} != engine ${a}`);
+}
 if (rktDecode("RKT/1.0 PING\nVersion: 1\nMessage-ID: a\nSession-ID: b\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 5\n").type !== "PING") {
   throw new Error("rktDecode");
 }
-(globalThis as unknown as { console: { log(m: string): void } }).console.log(`strict consumer: ${Object.keys(KINDS).length} error kinds, as the engine has`);
+(globalThis as unknown as { console: { log(m: string): void } }).console.log(`strict consumer: ${Object.keys(KINDS).length} error kinds and every event type, as the engine has`);

@@ -154,6 +154,24 @@ struct Out<'a> {
     reason: Option<&'a str>,
 }
 
+/// Every `type` [`Event::to_json`] can give, for bindings to check their own types against.
+pub const EVENT_TYPES: [&str; 14] = [
+    "connected",
+    "connectFailed",
+    "response",
+    "failed",
+    "messageReceived",
+    "conversationCreated",
+    "conversationUpdated",
+    "conversationArchived",
+    "conversationUnarchived",
+    "presenceChanged",
+    "other",
+    "diagnostic",
+    "missedPings",
+    "disconnected",
+];
+
 impl Event {
     /// [`Event::to_json`] as JSON text, written directly: payloads are copied verbatim after a
     /// syntax check instead of being parsed into a tree and written again. Parsing the text
@@ -337,6 +355,20 @@ impl Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_types_lists_every_variant() {
+        let e = MoltZapError::local(ErrorKind::Decode, "bad");
+        let mut seen: Vec<String> = variants("{}", "a1", Some("x".into()), &e)
+            .iter()
+            .map(|v| v.to_json()["type"].as_str().unwrap_or_default().to_string())
+            .collect();
+        seen.sort();
+        seen.dedup();
+        let mut listed: Vec<String> = EVENT_TYPES.iter().map(|t| t.to_string()).collect();
+        listed.sort();
+        assert_eq!(seen, listed);
+    }
     use crate::MoltZapError;
     use agentwire_core::ErrorKind;
 

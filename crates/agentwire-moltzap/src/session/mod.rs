@@ -5,6 +5,7 @@
 mod connect;
 mod events;
 mod json;
+pub use json::EVENT_TYPES;
 mod methods;
 
 pub use connect::version_in_range;

@@ -10,6 +10,19 @@ use crate::frame::{ConnGeneration, Gap};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+/// Every `type` [`Event::to_json`] can give, for bindings to check their own types against.
+pub const EVENT_TYPES: [&str; 9] = [
+    "connected",
+    "event",
+    "subscription_changed",
+    "room_released",
+    "control",
+    "evicted",
+    "disconnected",
+    "stopped",
+    "diagnostic",
+];
+
 impl Event {
     /// The event as one JSON object.
     pub fn to_json(&self) -> Value {
@@ -406,6 +419,19 @@ fn push_string(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_types_lists_every_variant() {
+        let mut seen: Vec<String> = every_variant()
+            .iter()
+            .map(|v| v.to_json()["type"].as_str().unwrap_or_default().to_string())
+            .collect();
+        seen.sort();
+        seen.dedup();
+        let mut listed: Vec<String> = EVENT_TYPES.iter().map(|t| t.to_string()).collect();
+        listed.sort();
+        assert_eq!(seen, listed);
+    }
     use crate::frame::{decode, ConnectionState, DomainEvent, Evicted, Frame};
     use agentwire_core::ErrorKind;
 

@@ -21,6 +21,7 @@
 
 mod frames;
 mod json;
+pub use json::EVENT_TYPES;
 mod liveness;
 mod reconnect;
 
