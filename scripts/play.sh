@@ -1,34 +1,94 @@
 #!/usr/bin/env bash
 # The playground on 127.0.0.1: the RKT reference server (:7749), the MoltZap peer (:7750,
-# current generation) with two registered agents, alice and bob, and the Switch peer (:7751, the
-# WebSocket and the SSE generation) with agents alice and bob in room lobby. The session is the RKT REPL:
-# a JSON intent per line ({"intent":"weather.current","params":{"city":"Seoul"}}), `discover`,
-# `ping`, `help` or `exit`. The MoltZap commands to try from a second terminal are printed.
-# `./scripts/play.sh moltzap` makes the session a MoltZap REPL as alice instead;
-# `./scripts/play.sh switch` makes it a Switch watch as bob in the lobby (post from another
-# terminal with the printed command).
+# current generation) with two registered agents, alice and bob, the Switch peer (:7751, the
+# WebSocket and the SSE generation) with agents alice and bob in room lobby, and the playground
+# page (:7700, playground/: the npm package in the browser against those peers). Builds the
+# package first (AGENTWIRE_SKIP_BUILD=1 skips it when npm/dist exists).
+#
+#   ./scripts/play.sh            the page, and an RKT REPL here: a JSON intent per line
+#                                ({"intent":"weather.current","params":{"city":"Seoul"}}),
+#                                `discover`, `ping`, `help` or `exit`
+#   ./scripts/play.sh moltzap    the page, and a MoltZap REPL as alice
+#   ./scripts/play.sh switch     the page, and a Switch watch as bob in the lobby (post from
+#                                another terminal with the printed command)
+#   ./scripts/play.sh --no-repl  the page only, until Ctrl-C (also: `page`)
+#
+# The MoltZap and Switch commands to try from a second terminal are printed. Exiting the session
+# (or Ctrl-C) stops everything. Ports: RKT_PORT, MOLTZAP_PORT, SWITCH_PORT, PLAYGROUND_PORT.
 source "$(dirname "$0")/lib.sh"
+MODE="${1:-rkt}"
+case "$MODE" in
+  rkt | moltzap | switch | page | --no-repl) ;;
+  *)
+    echo "usage: $0 [rkt | moltzap | switch | --no-repl]" >&2
+    exit 2
+    ;;
+esac
 need_rust
+need_node
 need_python
 cd "$ROOT"
+if [ "${AGENTWIRE_SKIP_BUILD:-0}" != 1 ] || [ ! -f npm/dist/browser.js ]; then
+  bash npm/build.sh
+fi
+if [ ! -d tests/js/node_modules/playwright-core ]; then
+  (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
+fi
 cargo build --release -q -p agentwire-cli
 BIN="$ROOT/target/release/agentwire"
 RKT_PORT="${RKT_PORT:-7749}"
 MZ_PORT="${MOLTZAP_PORT:-7750}"
 SW_PORT="${SWITCH_PORT:-7751}"
+PG_PORT="${PLAYGROUND_PORT:-7700}"
 LOGS="$(mktemp -d)"
-trap 'kill "${RKT_SERVER_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
+trap 'kill "${RKT_SERVER_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" "${PLAYGROUND_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
 start_rkt_server "$BIN" "$RKT_PORT" "$LOGS/rkt.log"
 start_moltzap_peer "$BIN" "$MZ_PORT" "$LOGS/moltzap.log"
 start_switch_peer "$BIN" "$SW_PORT" "$LOGS/switch.log"
 SW="http://127.0.0.1:$SW_PORT"
-LOBBY="$(switch_field "$LOGS/switch.log" room lobby id)"
-SW_ALICE="--agent $(switch_field "$LOGS/switch.log" agent alice id) --key $(switch_field "$LOGS/switch.log" agent alice key)"
-SW_BOB="--agent $(switch_field "$LOGS/switch.log" agent bob id) --key $(switch_field "$LOGS/switch.log" agent bob key)"
-key() { "$BIN" moltzap register "$1" --server "http://127.0.0.1:$MZ_PORT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["apiKey"])'; }
-ALICE="$(key alice)"
-BOB="$(key bob)"
+sw() { switch_field "$LOGS/switch.log" "$@"; }
+LOBBY="$(sw room lobby id)"
+SW_ALICE="--agent $(sw agent alice id) --key $(sw agent alice key)"
+SW_BOB="--agent $(sw agent bob id) --key $(sw agent bob key)"
+# `moltzap register` prints {"agentId","apiKey"}.
+"$BIN" moltzap register alice --server "http://127.0.0.1:$MZ_PORT" >"$LOGS/alice.json"
+"$BIN" moltzap register bob --server "http://127.0.0.1:$MZ_PORT" >"$LOGS/bob.json"
+field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$LOGS/$1.json" "$2"; }
+ALICE="$(field alice apiKey)"
+BOB="$(field bob apiKey)"
 MZ="ws://127.0.0.1:$MZ_PORT/ws"
+
+# The playground page: its config (see playground/serve.mjs) from what the peers said.
+AGENTWIRE_PLAYGROUND_CONFIG="$(python3 - "$RKT_PORT" "$MZ" "$ALICE" "$BOB" "$(field alice agentId)" "$(field bob agentId)" \
+  "$SW" "$(sw agent alice id)" "$(sw agent alice key)" "$(sw agent bob id)" "$(sw agent bob key)" "$LOBBY" "$BIN" <<'PY'
+import json, sys
+a = sys.argv[1:]
+print(json.dumps({
+    "rkt": f"ws://127.0.0.1:{a[0]}/rkt",
+    "moltzap": a[1],
+    "moltzapKeys": {"alice": a[2], "bob": a[3]},
+    "moltzapIds": {"alice": a[4], "bob": a[5]},
+    "switch": a[6],
+    "switchAgents": {"alice": {"id": a[7], "key": a[8]}, "bob": {"id": a[9], "key": a[10]}},
+    "switchLobby": a[11],
+    "cli": a[12],
+}))
+PY
+)"
+AGENTWIRE_PLAYGROUND_CONFIG="$AGENTWIRE_PLAYGROUND_CONFIG" PORT="$PG_PORT" node playground/serve.mjs >"$LOGS/playground.log" 2>&1 &
+PLAYGROUND_PID=$!
+for _ in $(seq 1 100); do
+  if grep -q "^playground on " "$LOGS/playground.log" 2>/dev/null; then break; fi
+  if ! kill -0 "$PLAYGROUND_PID" 2>/dev/null; then cat "$LOGS/playground.log" >&2; exit 1; fi
+  sleep 0.1
+done
+PAGE="$(sed -n 's/^playground on //p' "$LOGS/playground.log")"
+if [ -z "$PAGE" ]; then
+  echo "the playground server did not start in 10 s" >&2
+  cat "$LOGS/playground.log" >&2
+  exit 1
+fi
+
 cat <<INFO
 RKT reference server  ws://127.0.0.1:$RKT_PORT/rkt (caps weather,forecast)
 MoltZap peer          $MZ (current generation; agents alice and bob)
@@ -43,15 +103,26 @@ From another terminal, while this one runs:
   $BIN switch ops   --url $SW $SW_ALICE
   (add --transport sse to speak the released generation's SSE + beats)
 Logs: $LOGS
+
+Playground page       $PAGE  (open it in a browser: RKT, MoltZap and Switch from the page)
+
 INFO
-if [ "${1:-rkt}" = switch ]; then
-  echo "Switch session: bob watching the lobby (Ctrl-C ends it); post as alice from another terminal"
-  # shellcheck disable=SC2086
-  "$BIN" switch watch --url "$SW" $SW_BOB --room "$LOBBY"
-elif [ "${1:-rkt}" = moltzap ]; then
-  echo "MoltZap session as alice: send bob <text> | list | call system/ping {} | quit"
-  "$BIN" moltzap connect --url "$MZ" --key "$ALICE"
-else
-  echo 'RKT session: {"intent":"weather.current","params":{"city":"Seoul"}}   {"intent":"weather.forecast","params":{"days":3},"stream":true}   discover   ping   exit'
-  "$BIN" rkt connect "ws://127.0.0.1:$RKT_PORT/rkt"
-fi
+case "$MODE" in
+  switch)
+    echo "Switch session: bob watching the lobby (Ctrl-C ends it); post as alice from another terminal"
+    # shellcheck disable=SC2086
+    "$BIN" switch watch --url "$SW" $SW_BOB --room "$LOBBY"
+    ;;
+  moltzap)
+    echo "MoltZap session as alice: send bob <text> | list | call system/ping {} | quit"
+    "$BIN" moltzap connect --url "$MZ" --key "$ALICE"
+    ;;
+  page | --no-repl)
+    echo "Serving the playground at $PAGE until Ctrl-C"
+    wait "$PLAYGROUND_PID"
+    ;;
+  *)
+    echo 'RKT session: {"intent":"weather.current","params":{"city":"Seoul"}}   {"intent":"weather.forecast","params":{"days":3},"stream":true}   discover   ping   exit'
+    "$BIN" rkt connect "ws://127.0.0.1:$RKT_PORT/rkt"
+    ;;
+esac

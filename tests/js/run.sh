@@ -68,3 +68,5 @@ else
 fi
 echo "== chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}') (playwright-core)"
 (cd tests/js && node --test --test-reporter=spec browser.test.mjs)
+echo "== playground (chromium, playwright-core)"
+(cd tests/js && node --test --test-reporter=spec playground.test.mjs)

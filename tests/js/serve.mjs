@@ -24,14 +24,22 @@ export function page(title, body, head = "") {
 <body>${body}</body></html>`;
 }
 
-/** Serves the repository, plus `pages` (path → HTML), on a free port; resolves with the server
- * and its origin. */
+/** Serves the repository, plus `pages` (path → HTML, or `{type, body}` for another content
+ * type), on `port` (default: a free one); resolves with the server and its origin, rejects when
+ * it cannot listen. */
 export function serve(pages = {}, port = 0) {
   const server = createServer(async (req, res) => {
-    const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
+    let path;
+    try {
+      path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
+    } catch {
+      res.writeHead(400);
+      return res.end();
+    }
     if (pages[path] !== undefined) {
-      res.writeHead(200, { "content-type": TYPES[".html"], "cache-control": "no-store" });
-      return res.end(pages[path]);
+      const { type = TYPES[".html"], body } = typeof pages[path] === "string" ? { body: pages[path] } : pages[path];
+      res.writeHead(200, { "content-type": type, "cache-control": "no-store" });
+      return res.end(body);
     }
     const file = normalize(resolve(ROOT, "." + path));
     if (!file.startsWith(ROOT + sep) || file.includes(`${sep}.git${sep}`)) {
@@ -47,5 +55,8 @@ export function serve(pages = {}, port = 0) {
       res.end();
     }
   });
-  return new Promise((ok) => server.listen(port, "127.0.0.1", () => ok({ server, origin: `http://127.0.0.1:${server.address().port}` })));
+  return new Promise((ok, fail) => {
+    server.once("error", fail);
+    server.listen(port, "127.0.0.1", () => ok({ server, origin: `http://127.0.0.1:${server.address().port}` }));
+  });
 }
