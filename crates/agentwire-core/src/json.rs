@@ -30,6 +30,39 @@ pub fn nests_deeper_than(b: &[u8], max: usize) -> bool {
     false
 }
 
+/// Appends `s` as a JSON string literal, escaped exactly as `serde_json` and `JSON.stringify`
+/// escape it (so hand-written JSON matches theirs byte for byte).
+pub fn push_string(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        // `i` is at an ASCII byte, so a char boundary.
+        out.push_str(&s[start..i]);
+        if escape.is_empty() {
+            out.push_str("\\u00");
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 0xf)] as char);
+        } else {
+            out.push_str(escape);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::nests_deeper_than;

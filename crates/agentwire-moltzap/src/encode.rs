@@ -3,6 +3,7 @@
 //! Strings are escaped like `JSON.stringify`; raw payloads are written as they are.
 
 use crate::frame::{Frame, Generation, Id, Outcome, RpcError};
+pub(crate) use agentwire_core::json::push_string as push_str;
 use serde_json::value::RawValue;
 use std::fmt::{self, Write};
 
@@ -133,34 +134,6 @@ fn push_error(out: &mut String, generation: Generation, e: &RpcError) {
     }
     push_raw(out, "data", e.data.as_deref());
     out.push('}');
-}
-
-/// A JSON string literal, escaped as `JSON.stringify` and serde_json do.
-pub(crate) fn push_str(out: &mut String, s: &str) {
-    out.push('"');
-    let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let esc = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0x00..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        if esc.is_empty() {
-            let _ = write!(out, "\\u{b:04x}");
-        } else {
-            out.push_str(esc);
-        }
-        start = i + 1;
-    }
-    out.push_str(&s[start..]);
-    out.push('"');
 }
 
 #[cfg(test)]

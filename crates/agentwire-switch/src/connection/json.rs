@@ -7,6 +7,7 @@
 use super::{Event, Wire};
 use crate::error::SwitchError;
 use crate::frame::{ConnGeneration, Gap};
+use agentwire_core::json::push_string;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
@@ -382,38 +383,6 @@ impl<'a> Obj<'a> {
 fn push_u64(out: &mut String, n: u64) {
     use std::fmt::Write;
     let _ = write!(out, "{n}");
-}
-
-/// A JSON string literal, escaped as serde_json escapes it.
-fn push_string(out: &mut String, s: &str) {
-    out.push('"');
-    let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0x00..=0x1f => "",
-            _ => continue,
-        };
-        // `i` is at an ASCII byte, so a char boundary.
-        out.push_str(&s[start..i]);
-        if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.push_str("\\u00");
-            out.push(HEX[usize::from(b >> 4)] as char);
-            out.push(HEX[usize::from(b & 0xf)] as char);
-        } else {
-            out.push_str(escape);
-        }
-        start = i + 1;
-    }
-    out.push_str(&s[start..]);
-    out.push('"');
 }
 
 #[cfg(test)]
