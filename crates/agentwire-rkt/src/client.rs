@@ -628,7 +628,7 @@ impl ClientSession {
         self.state = ClientState::Closed;
         let mut ids: Vec<(Millis, String, bool)> =
             self.pending.drain().map(|(id, p)| (p.sent_at, id, p.silent)).collect();
-        ids.sort();
+        ids.sort_unstable(); // ids are unique: the same order as a stable sort
         self.queue.clear();
         self.held_bytes = 0;
         for (_, id, silent) in ids {
@@ -736,9 +736,13 @@ impl ClientSession {
             self.track(now, id, Op::Auth, self.cfg.ttl_s, false, false);
             self.send(now, &msg);
         }
-        let mut queue = std::mem::take(&mut self.queue);
-        queue.sort_by_key(|q| std::cmp::Reverse(q.priority)); // stable: call order kept
-        for q in queue {
+        let queue = std::mem::take(&mut self.queue);
+        // Highest priority first, call order kept within a level (no sort: smaller wasm).
+        let levels = [Priority::Urgent, Priority::High, Priority::Normal, Priority::Low];
+        for q in levels
+            .iter()
+            .flat_map(|l| queue.iter().filter(move |q| q.priority == *l))
+        {
             // Only what is still pending: a command that timed out or was cancelled stays unsent.
             let Some(p) = self.pending.get_mut(&q.id) else { continue };
             p.sent_at = now;
