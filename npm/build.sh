@@ -29,7 +29,11 @@ rm -rf "$HERE/dist"
 mkdir -p "$HERE/dist/wasm"
 wasm-bindgen --target web --out-dir "$HERE/dist/wasm" --out-name agentwire_wasm --remove-name-section \
   --remove-producers-section "$ROOT/target/wasm32-unknown-unknown/wasm/agentwire_wasm.wasm"
-"$HERE/node_modules/.bin/wasm-opt" -Oz --strip-debug --enable-bulk-memory --enable-nontrapping-float-to-int \
+# --converge: -Oz until the size stops falling; --low-memory-unused: the first 1 KiB of memory is
+# the far end of the 1 MiB stack that Rust puts first (data start at 1 MiB), touched only by a stack
+# overflow, so constant offsets may fold into loads and stores. --merge-similar-functions first
+# (before -Oz, where it still finds the monomorphized copies that differ only in constants).
+"$HERE/node_modules/.bin/wasm-opt" --merge-similar-functions -Oz --converge --low-memory-unused --strip-debug --enable-bulk-memory --enable-nontrapping-float-to-int \
   --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types \
   "$HERE/dist/wasm/agentwire_wasm_bg.wasm" -o "$HERE/dist/wasm/agentwire_wasm_bg.wasm"
 

@@ -2,22 +2,20 @@
 //! for `handle_timeout`.
 
 use crate::Millis;
-use std::collections::{BTreeSet, HashMap};
 use std::hash::Hash;
 
 /// A set of deadlines keyed by `K`. Setting a key again moves its deadline.
+///
+/// One vector sorted by `(deadline, key)`: a session holds a handful of timers, and one small
+/// vector per key type keeps the wasm build far smaller than a map plus an ordered set.
 #[derive(Debug, Clone)]
 pub struct Timers<K: Ord + Hash + Clone> {
-    by_key: HashMap<K, Millis>,
-    order: BTreeSet<(Millis, K)>,
+    order: Vec<(Millis, K)>,
 }
 
 impl<K: Ord + Hash + Clone> Default for Timers<K> {
     fn default() -> Self {
-        Timers {
-            by_key: HashMap::new(),
-            order: BTreeSet::new(),
-        }
+        Timers { order: Vec::new() }
     }
 }
 
@@ -26,17 +24,22 @@ impl<K: Ord + Hash + Clone> Timers<K> {
         Self::default()
     }
 
+    fn position(&self, key: &K) -> Option<usize> {
+        self.order.iter().position(|(_, k)| k == key)
+    }
+
     pub fn set(&mut self, key: K, at: Millis) {
-        if let Some(old) = self.by_key.insert(key.clone(), at) {
-            self.order.remove(&(old, key.clone()));
+        if let Some(i) = self.position(&key) {
+            self.order.remove(i);
         }
-        self.order.insert((at, key));
+        let i = self.order.partition_point(|(t, k)| (*t, k) < (at, &key));
+        self.order.insert(i, (at, key));
     }
 
     pub fn cancel(&mut self, key: &K) -> bool {
-        match self.by_key.remove(key) {
-            Some(at) => {
-                self.order.remove(&(at, key.clone()));
+        match self.position(key) {
+            Some(i) => {
+                self.order.remove(i);
                 true
             }
             None => false,
@@ -44,7 +47,7 @@ impl<K: Ord + Hash + Clone> Timers<K> {
     }
 
     pub fn deadline(&self, key: &K) -> Option<Millis> {
-        self.by_key.get(key).copied()
+        self.position(key).map(|i| self.order[i].0)
     }
 
     /// The earliest deadline, for `poll_timeout`.
@@ -54,28 +57,19 @@ impl<K: Ord + Hash + Clone> Timers<K> {
 
     /// Removes and returns every key whose deadline is at or before `now`, earliest first.
     pub fn expire(&mut self, now: Millis) -> Vec<K> {
-        let mut out = Vec::new();
-        while let Some((at, _)) = self.order.first() {
-            if *at > now {
-                break;
-            }
-            let (_, key) = self.order.pop_first().expect("checked non-empty");
-            self.by_key.remove(&key);
-            out.push(key);
-        }
-        out
+        let due = self.order.partition_point(|(at, _)| *at <= now);
+        self.order.drain(..due).map(|(_, key)| key).collect()
     }
 
     pub fn len(&self) -> usize {
-        self.by_key.len()
+        self.order.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_key.is_empty()
+        self.order.is_empty()
     }
 
     pub fn clear(&mut self) {
-        self.by_key.clear();
         self.order.clear();
     }
 }

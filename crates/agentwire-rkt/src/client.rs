@@ -7,7 +7,7 @@ use crate::envelope::{compact, envelope};
 use crate::errors::RktError;
 use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 /// How a client session is set up. `Default` gives the guide's values.
 #[derive(Debug, Clone)]
@@ -150,7 +150,41 @@ enum Op {
 #[derive(Debug, Default)]
 struct StreamState {
     next_seq: u64,
-    held: BTreeMap<u64, Option<String>>,
+    held: Held,
+}
+
+/// Out-of-order chunks by Seq, in a vector sorted by Seq (at most `max_stream_buffer` of them):
+/// far less wasm than a `BTreeMap` of its own.
+#[derive(Debug, Default)]
+struct Held(Vec<(u64, Option<String>)>);
+
+impl Held {
+    fn find(&self, seq: u64) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&seq, |(s, _)| *s)
+    }
+
+    fn contains(&self, seq: u64) -> bool {
+        self.find(seq).is_ok()
+    }
+
+    fn insert(&mut self, seq: u64, body: Option<String>) {
+        match self.find(seq) {
+            Ok(i) => self.0[i].1 = body,
+            Err(i) => self.0.insert(i, (seq, body)),
+        }
+    }
+
+    fn remove(&mut self, seq: u64) -> Option<Option<String>> {
+        self.find(seq).ok().map(|i| self.0.remove(i).1)
+    }
+
+    fn last(&self) -> Option<u64> {
+        self.0.last().map(|(s, _)| *s)
+    }
+
+    fn bytes(&self) -> usize {
+        self.0.iter().map(|(_, b)| b.as_ref().map_or(0, String::len)).sum()
+    }
 }
 
 #[derive(Debug)]
@@ -628,7 +662,7 @@ impl ClientSession {
         self.state = ClientState::Closed;
         let mut ids: Vec<(Millis, String, bool)> =
             self.pending.drain().map(|(id, p)| (p.sent_at, id, p.silent)).collect();
-        ids.sort();
+        ids.sort_unstable(); // ids are unique: the same order as a stable sort
         self.queue.clear();
         self.held_bytes = 0;
         for (_, id, silent) in ids {
@@ -736,9 +770,13 @@ impl ClientSession {
             self.track(now, id, Op::Auth, self.cfg.ttl_s, false, false);
             self.send(now, &msg);
         }
-        let mut queue = std::mem::take(&mut self.queue);
-        queue.sort_by_key(|q| std::cmp::Reverse(q.priority)); // stable: call order kept
-        for q in queue {
+        let queue = std::mem::take(&mut self.queue);
+        // Highest priority first, call order kept within a level (no sort: smaller wasm).
+        let levels = [Priority::Urgent, Priority::High, Priority::Normal, Priority::Low];
+        for q in levels
+            .iter()
+            .flat_map(|l| queue.iter().filter(move |q| q.priority == *l))
+        {
             // Only what is still pending: a command that timed out or was cancelled stays unsent.
             let Some(p) = self.pending.get_mut(&q.id) else { continue };
             p.sent_at = now;
@@ -850,7 +888,7 @@ impl ClientSession {
         let Some(stream) = self.pending.get_mut(&id).and_then(|p| p.stream.as_mut()) else {
             return;
         };
-        if seq < stream.next_seq || stream.held.contains_key(&seq) {
+        if seq < stream.next_seq || stream.held.contains(seq) {
             let m = format!("duplicate stream chunk Seq {seq}; dropped");
             self.events.push_back(ClientEvent::Error(
                 RktError::local(ErrorKind::Protocol, m).for_request(&id),
@@ -865,7 +903,7 @@ impl ClientSession {
                     stream.next_seq
                 );
                 self.fail(id, RktError::local(ErrorKind::Protocol, m));
-            } else if stream.held.len() >= limit || held_total + size > self.cfg.max_stream_buffer_bytes {
+            } else if stream.held.0.len() >= limit || held_total + size > self.cfg.max_stream_buffer_bytes {
                 let m = format!(
                     "more than {limit} chunks or {} bytes held out of order (waiting for Seq {})",
                     self.cfg.max_stream_buffer_bytes, stream.next_seq
@@ -880,7 +918,7 @@ impl ClientSession {
         let mut ready = vec![(seq, body)];
         let mut released = 0;
         stream.next_seq = stream.next_seq.saturating_add(1);
-        while let Some(body) = stream.held.remove(&stream.next_seq) {
+        while let Some(body) = stream.held.remove(stream.next_seq) {
             released += body.as_ref().map_or(0, String::len);
             ready.push((stream.next_seq, body));
             stream.next_seq = stream.next_seq.saturating_add(1);
@@ -904,15 +942,14 @@ impl ClientSession {
             .and_then(|b| serde_json::from_str::<StreamEndBody>(b).ok())
             .map(|b| b.count);
         let delivered = stream.next_seq;
-        if !stream.held.is_empty() || count.is_some_and(|n| n != delivered) {
+        if !stream.held.0.is_empty() || count.is_some_and(|n| n != delivered) {
             let end = stream
                 .held
-                .keys()
-                .next_back()
+                .last()
                 .map_or(delivered, |s| s.saturating_add(1))
                 .max(count.unwrap_or(0));
             let missing: Vec<u64> = (delivered..end)
-                .filter(|s| !stream.held.contains_key(s))
+                .filter(|s| !stream.held.contains(*s))
                 .take(16)
                 .collect();
             let m = match count {
@@ -943,11 +980,7 @@ impl ClientSession {
     fn take_pending(&mut self, id: &str) -> Option<Pending> {
         let p = self.pending.remove(id)?;
         if let Some(stream) = &p.stream {
-            self.held_bytes -= stream
-                .held
-                .values()
-                .map(|b| b.as_ref().map_or(0, String::len))
-                .sum::<usize>();
+            self.held_bytes -= stream.held.bytes();
         }
         Some(p)
     }

@@ -2,7 +2,7 @@
 
 use crate::errors;
 use agentwire_rkt::codec::{decode, DEFAULT_MAX_MESSAGE_SIZE};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 use wasm_bindgen::prelude::*;
 
 /// Decodes one RKT message (`maxSize` bytes at most, default 1 MiB) into JSON text
@@ -13,7 +13,12 @@ pub fn rkt_decode(wire: &str, max_size: Option<u32>) -> Result<String, JsValue> 
     let limit = max_size.map_or(DEFAULT_MAX_MESSAGE_SIZE, |m| m as usize);
     match decode(wire, limit) {
         Ok(m) => {
-            let headers: Map<String, Value> = m.headers.iter().map(|(n, v)| (n.to_string(), json!(v))).collect();
+            // Inserted one by one (the last of a repeated name wins, as with `collect`): a
+            // `collect` into the map sorts first, and the sort is sizeable code in the wasm.
+            let mut headers = Map::new();
+            for (n, v) in m.headers.iter() {
+                headers.insert(n.to_string(), json!(v));
+            }
             Ok(json!({"type": m.kind.as_str(), "headers": headers, "body": m.body}).to_string())
         }
         Err(e) => Err(errors::to_js(&json!({

@@ -508,7 +508,7 @@ impl Session {
             self.events.push_back(Event::ConnectFailed { id: c.id, error });
         }
         let mut ids: Vec<(Millis, String)> = self.pending.drain().map(|(id, at)| (at, id)).collect();
-        ids.sort();
+        ids.sort_unstable(); // ids are unique: the same order as a stable sort
         for (_, id) in ids {
             let error = closed(&id);
             self.events.push_back(Event::Failed { id, error });
