@@ -5,6 +5,7 @@
 export { AgentwireError, errorKinds, eventTypes, type ErrorInfo, type ErrorKind } from "./errors.js";
 export type { AbortSignalLike, CallOptions, ConnectOptions, WebSocketConstructor } from "./calls.js";
 export type { Transmit } from "./session.js";
+export type { Client } from "./client.js";
 export * from "./rkt.js";
 export * from "./moltzap.js";
 export * from "./switch.js";

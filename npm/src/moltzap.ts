@@ -1,9 +1,10 @@
 /** MoltZap over WebSocket: `MoltZapClient` (the engine's driver behind an idiomatic API) and
  * `MoltZapSession` (the sans-IO session, for your own transport). */
 import { MoltZapDriver, MoltZapSession as WasmMoltZapSession } from "./wasm/agentwire_wasm.js";
-import { asyncDispose, call, engineOptions, Events, open, type CallOptions, type ConnectOptions } from "./calls.js";
+import { call, engineOptions, Events, open, type CallOptions, type ConnectOptions } from "./calls.js";
 import type { ErrorInfo } from "./errors.js";
 import type { Transmit } from "./session.js";
+import { Client } from "./client.js";
 
 export type MoltZapGeneration = "current" | "released";
 
@@ -60,14 +61,13 @@ export type MoltZapSessionEvent =
 /** Where `send` goes: an agent by name (a DM is created or reused) or a conversation. */
 export type MoltZapTarget = { agent: string } | { conversationId: string };
 
-export class MoltZapClient {
+export class MoltZapClient extends Client<MoltZapEvent> {
   readonly #driver: MoltZapDriver;
-  readonly #events: Events<MoltZapEvent>;
   readonly info: MoltZapInfo;
 
   private constructor(driver: MoltZapDriver, events: Events<MoltZapEvent>, info: MoltZapInfo) {
+    super(events, { get over() { return driver.closed; }, close: () => driver.close() });
     this.#driver = driver;
-    this.#events = events;
     this.info = info;
   }
 
@@ -115,28 +115,6 @@ export class MoltZapClient {
     ).then((r) => JSON.parse(r) as T);
   }
 
-  /** Pushes, diagnostics and `disconnected` (the last); ends after it. */
-  events(): AsyncIterableIterator<MoltZapEvent> {
-    return this.#events.iterator();
-  }
-
-  get droppedEvents(): number {
-    return this.#events.dropped;
-  }
-
-  get closed(): boolean {
-    return this.#events.closed;
-  }
-
-  /** Closes (1000); calls still waiting reject with kind `closed`. */
-  async close(): Promise<void> {
-    if (!this.#driver.closed) this.#driver.close();
-    await this.#events.whenClosed(2000);
-  }
-
-  [asyncDispose](): Promise<void> {
-    return this.close();
-  }
 }
 
 /** The sans-IO MoltZap client session. */

@@ -3,7 +3,6 @@
 import { RktDriver, RktSession as WasmRktSession, rktDecode as wasmRktDecode } from "./wasm/agentwire_wasm.js";
 import {
   abortError,
-  asyncDispose,
   call,
   engineOptions,
   Events,
@@ -15,6 +14,7 @@ import {
 } from "./calls.js";
 import { agentwireError, toError, type AgentwireError, type ErrorInfo } from "./errors.js";
 import type { Transmit } from "./session.js";
+import { Client } from "./client.js";
 
 /** The engine's options (`agentwire_rkt::ClientConfig`); absent fields keep its defaults. */
 export interface RktOptions {
@@ -86,15 +86,14 @@ export interface RktMemoryEntry {
 /** Unread chunks a stream holds before it fails with kind `limit`. */
 const STREAM_CAPACITY = 1024;
 
-export class RktClient {
+export class RktClient extends Client<RktEvent> {
   readonly #driver: RktDriver;
-  readonly #events: Events<RktEvent>;
   /** HELLO_ACK: who the server is and what it offers. */
   readonly server: RktServerInfo;
 
   private constructor(driver: RktDriver, events: Events<RktEvent>, server: RktServerInfo) {
+    super(events, { get over() { return driver.closed; }, close: () => driver.close() });
     this.#driver = driver;
-    this.#events = events;
     this.server = server;
   }
 
@@ -188,30 +187,6 @@ export class RktClient {
     );
   }
 
-  /** Events that answer no call (`error`, `goodbye`, `closed`); ends after `closed`. */
-  events(): AsyncIterableIterator<RktEvent> {
-    return this.#events.iterator();
-  }
-
-  /** Events dropped because `events()` was not read in time. */
-  get droppedEvents(): number {
-    return this.#events.dropped;
-  }
-
-  get closed(): boolean {
-    return this.#events.closed;
-  }
-
-  /** GOODBYE, close 1000; resolves when the socket has closed (or after 2 s). Calls still
-   * waiting reject with kind `closed`; calls after it reject with kind `closed`. */
-  async close(): Promise<void> {
-    if (!this.#driver.closed) this.#driver.close();
-    await this.#events.whenClosed(2000);
-  }
-
-  [asyncDispose](): Promise<void> {
-    return this.close();
-  }
 }
 
 function toJson(v: unknown): string | undefined {

@@ -1,8 +1,9 @@
 /** Switch Rooms: `SwitchClient` (through the relay: the browser never holds the agent key) and
  * `SwitchSession` (the sans-IO connection, for your own transport). */
 import { SwitchDriver, SwitchSession as WasmSwitchSession } from "./wasm/agentwire_wasm.js";
-import { abortError, asyncDispose, Events, type CallOptions, type ConnectOptions } from "./calls.js";
+import { abortError, Events, type CallOptions, type ConnectOptions } from "./calls.js";
 import { AgentwireError, agentwireError, toError, type ErrorInfo } from "./errors.js";
+import { Client } from "./client.js";
 
 /** The connection's options (`agentwire_switch::ConnectionConfig`); absent fields keep the
  * engine's defaults. */
@@ -77,13 +78,12 @@ export interface SwitchStatus {
   attempt: number;
 }
 
-export class SwitchClient {
+export class SwitchClient extends Client<SwitchEvent> {
   readonly #driver: SwitchDriver;
-  readonly #events: Events<SwitchEvent>;
 
   private constructor(driver: SwitchDriver, events: Events<SwitchEvent>) {
+    super(events, { get over() { return driver.stopped; }, close: () => driver.close() });
     this.#driver = driver;
-    this.#events = events;
   }
 
   /** Connects through the relay at `relayUrl` (`https://relay.example[/prefix]`) with a relay
@@ -186,29 +186,6 @@ export class SwitchClient {
     return this.#driver.connectionId;
   }
 
-  /** Every event (`connected` again after a reconnect, domain `event`s, `disconnected`, ...);
-   * ends after `stopped`. */
-  events(): AsyncIterableIterator<SwitchEvent> {
-    return this.#events.iterator();
-  }
-
-  get droppedEvents(): number {
-    return this.#events.dropped;
-  }
-
-  get closed(): boolean {
-    return this.#events.closed;
-  }
-
-  /** Closes for good (1000); resolves once `stopped` (or after 2 s). */
-  async close(): Promise<void> {
-    if (!this.#driver.stopped) this.#driver.close();
-    await this.#events.whenClosed(2000);
-  }
-
-  [asyncDispose](): Promise<void> {
-    return this.close();
-  }
 }
 
 /** The sans-IO Switch connection. */

@@ -1,0 +1,48 @@
+/** What the three clients share: their events (to `onEvent`, or buffered for `events()`),
+ * `close()` bounded by a grace period, and `Symbol.asyncDispose`. */
+import { asyncDispose, type Events } from "./calls.js";
+
+/** The driver half a client closes. */
+export interface Closing {
+  /** Whether the connection is already over. */
+  readonly over: boolean;
+  /** Starts closing; the events end with the protocol's last event. */
+  close(): void;
+}
+
+export abstract class Client<E extends { type: string }> {
+  readonly #events: Events<E>;
+  readonly #closing: Closing;
+
+  protected constructor(events: Events<E>, closing: Closing) {
+    this.#events = events;
+    this.#closing = closing;
+  }
+
+  /** The events as an async iterator, which ends after the last one (when no `onEvent` was
+   * given to `connect`). */
+  events(): AsyncIterableIterator<E> {
+    return this.#events.iterator();
+  }
+
+  /** Events dropped because `events()` was not read in time. */
+  get droppedEvents(): number {
+    return this.#events.dropped;
+  }
+
+  /** Whether the last event has been emitted. */
+  get closed(): boolean {
+    return this.#events.closed;
+  }
+
+  /** Closes the connection and resolves once its last event has been emitted (or after 2 s).
+   * Calls still waiting, and calls made after it, reject with kind `closed`. */
+  async close(): Promise<void> {
+    if (!this.#closing.over) this.#closing.close();
+    await this.#events.whenClosed(2000);
+  }
+
+  [asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
