@@ -152,16 +152,22 @@ export class SwitchClient extends Client<SwitchEvent> {
     return this.#http<T>((res, rej) => this.#driver.placements(JSON.stringify(map), res, rej), opts.signal);
   }
 
-  /** An HTTP call of the driver: its reply parsed. An abort rejects at once; the request itself
-   * is bounded by the op timeout. */
-  #http<T>(start: (res: (json: string) => void, rej: (e: unknown) => void) => void, signal?: CallOptions["signal"]): Promise<T> {
+  /** An HTTP call of the driver: its reply parsed. `signal` aborts the fetch itself (the call
+   * rejects with kind `cancelled`, `timeout` for `AbortSignal.timeout`). */
+  #http<T>(
+    start: (res: (json: string) => void, rej: (e: unknown) => void) => { abort(): void },
+    signal?: CallOptions["signal"],
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (signal?.aborted) return reject(abortError(signal));
-      const onAbort = () => reject(abortError(signal!));
-      signal?.addEventListener("abort", onAbort, { once: true });
+      let fetch: { abort(): void } | undefined;
+      const onAbort = () => {
+        reject(abortError(signal!));
+        fetch?.abort();
+      };
       const done = () => signal?.removeEventListener("abort", onAbort);
       try {
-        start(
+        fetch = start(
           (json) => {
             done();
             resolve(JSON.parse(json) as T);
@@ -172,9 +178,9 @@ export class SwitchClient extends Client<SwitchEvent> {
           },
         );
       } catch (e) {
-        done();
-        reject(toError(e));
+        return reject(toError(e));
       }
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 

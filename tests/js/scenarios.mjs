@@ -256,6 +256,11 @@ export const scenarios = {
     const unknown = await rejects(aw, a.op("no_such_operation", {}), "invalid", "an unknown operation");
     check(unknown.info.status === 404, `status ${unknown.info.status}`);
     await rejects(aw, a.op("post_message", {}, { signal: AbortSignal.abort() }), "cancelled", "a pre-aborted signal");
+    const ac = new AbortController();
+    const inFlight = a.listOps({ signal: ac.signal });
+    ac.abort();
+    await rejects(aw, inFlight, "cancelled", "an abort in flight");
+    check((await a.listOps()).operations, "still usable after an abort");
     await a.close();
   },
 

@@ -389,9 +389,10 @@ impl SwitchDriver {
         decode: fn(u16, &str) -> Result<String, SwitchError>,
         resolve: Function,
         reject: Function,
-    ) -> Result<(), JsValue> {
+    ) -> Result<AbortController, JsValue> {
         let request = request.map_err(|e| err(&e))?;
         let controller = fetch::controller().map_err(|e| err(&e.into()))?;
+        let handle = controller.clone();
         let (base, token) = (self.http_base.clone(), self.token.clone());
         spawn_local(async move {
             let answer = fetch::fetch(base, token, request, timeout_ms, controller)
@@ -405,9 +406,12 @@ impl SwitchDriver {
             }
             calls.run();
         });
-        Ok(())
+        Ok(handle)
     }
 
+    /// The HTTP calls below return the `AbortController` of their fetch: aborting it ends the call
+    /// with kind `cancelled`.
+    ///
     /// Operation `name` with `args` (a JSON object; `undefined`: `{}`) acting for this connection;
     /// `resolve(result JSON text)`, the answer's `result` as sent. Bounded by `timeoutMs`
     /// (default `opTimeoutMs`). Throws an `invalid` error for a bad name or arguments.
@@ -418,7 +422,7 @@ impl SwitchDriver {
         timeout_ms: Option<f64>,
         resolve: Function,
         reject: Function,
-    ) -> Result<(), JsValue> {
+    ) -> Result<AbortController, JsValue> {
         let timeout = options::timeout_ms(timeout_ms, self.op_timeout_ms)?;
         let request = ops::op(
             &self.agent_id,
@@ -437,7 +441,7 @@ impl SwitchDriver {
 
     /// `GET ops`: `resolve(JSON text {operations: {name: {description, input_schema}}})`.
     #[wasm_bindgen(js_name = listOps)]
-    pub fn list_ops(&self, resolve: Function, reject: Function) -> Result<(), JsValue> {
+    pub fn list_ops(&self, resolve: Function, reject: Function) -> Result<AbortController, JsValue> {
         self.http(
             ops::list_ops(&self.agent_id),
             self.op_timeout_ms,
@@ -449,7 +453,13 @@ impl SwitchDriver {
 
     /// Claims `room` for this connection (409 `state` when a live sibling holds it, unless
     /// `takeover`); `resolve(JSON text {ok, rooms, evicted_connection_id?, warning?})`.
-    pub fn subscribe(&self, room: &str, takeover: bool, resolve: Function, reject: Function) -> Result<(), JsValue> {
+    pub fn subscribe(
+        &self,
+        room: &str,
+        takeover: bool,
+        resolve: Function,
+        reject: Function,
+    ) -> Result<AbortController, JsValue> {
         self.http(
             ops::subscribe(&self.agent_id, &self.connection_id, room, takeover),
             self.op_timeout_ms,
@@ -460,7 +470,7 @@ impl SwitchDriver {
     }
 
     /// Releases `room`; `resolve(JSON text {ok, rooms, ...})`.
-    pub fn unsubscribe(&self, room: &str, resolve: Function, reject: Function) -> Result<(), JsValue> {
+    pub fn unsubscribe(&self, room: &str, resolve: Function, reject: Function) -> Result<AbortController, JsValue> {
         self.http(
             ops::unsubscribe(&self.agent_id, &self.connection_id, room),
             self.op_timeout_ms,
@@ -473,7 +483,7 @@ impl SwitchDriver {
     /// Replaces every placement of this connection with `map` (JSON object: session id → room),
     /// fenced with the generation of the last `connection_state`; `resolve(JSON text
     /// {placements, rooms, released})`.
-    pub fn placements(&self, map: &str, resolve: Function, reject: Function) -> Result<(), JsValue> {
+    pub fn placements(&self, map: &str, resolve: Function, reject: Function) -> Result<AbortController, JsValue> {
         let map: BTreeMap<String, String> =
             serde_json::from_str(map).map_err(|e| invalid(format!("placements: {e} (an object of strings)")))?;
         let generation = self.with(|d, _, _| d.conn.generation().cloned())?;
