@@ -4,7 +4,7 @@
 //! callback may call the driver again).
 
 use crate::host::{now, Timer};
-use agentwire_core::Millis;
+use agentwire_core::{Millis, Outgoing};
 use js_sys::{Array, Function, Reflect, Uint8Array};
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -127,6 +127,16 @@ impl Socket {
             ws,
             _handlers: [on_open, on_message, on_close, on_error],
         })
+    }
+
+    /// Puts an engine's frame on the socket; a frame for a socket that is not open is dropped
+    /// (its close event follows and tells the engine).
+    pub(crate) fn transmit(&self, frame: Outgoing) {
+        match frame {
+            Outgoing::Text(t) => drop(self.send(&t)),
+            Outgoing::Binary(b) => drop(self.send_binary(&b)),
+            Outgoing::Close { code, reason } => self.close(code, &reason),
+        }
     }
 
     /// Sends a text frame; false when the socket is not open (the close event follows).

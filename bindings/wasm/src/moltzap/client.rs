@@ -7,7 +7,7 @@ use super::options::{self, error, json_arg};
 use crate::errors;
 use crate::host::{JsEntropy, Timer};
 use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket};
-use agentwire_core::{ErrorKind, Millis, Outgoing};
+use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::session::SendMessage;
 use agentwire_moltzap::{Credentials, Event, MoltZapError, RequestId, Session, SessionState};
 use js_sys::Function;
@@ -85,11 +85,7 @@ impl Driver {
             while let Some(frame) = self.session.poll_transmit() {
                 idle = false;
                 let Some(socket) = &self.socket else { continue };
-                match frame {
-                    Outgoing::Text(t) => drop(socket.send(&t)),
-                    Outgoing::Binary(b) => drop(socket.send_binary(&b)),
-                    Outgoing::Close { code, reason } => socket.close(code, &reason),
-                }
+                socket.transmit(frame)
             }
             while let Some(event) = self.session.poll_event() {
                 idle = false;

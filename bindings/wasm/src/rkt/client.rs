@@ -6,7 +6,7 @@ use super::options;
 use crate::errors;
 use crate::host::{JsEntropy, Timer};
 use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket};
-use agentwire_core::{ErrorKind, Millis, Outgoing};
+use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
 use agentwire_rkt::json::error_json;
 use agentwire_rkt::{resolve, ClientEvent, ClientSession, RktError};
@@ -67,11 +67,7 @@ impl Driver {
     fn pump(&mut self, now: Millis, calls: &mut Calls) {
         while let Some(frame) = self.session.poll_transmit() {
             let Some(socket) = &self.socket else { continue };
-            match frame {
-                Outgoing::Text(t) => drop(socket.send(&t)),
-                Outgoing::Binary(b) => drop(socket.send_binary(&b)),
-                Outgoing::Close { code, reason } => socket.close(code, &reason),
-            }
+            socket.transmit(frame)
         }
         while let Some(event) = self.session.poll_event() {
             self.route(event, calls);
