@@ -5,6 +5,7 @@
 //! drains [`Outgoing`] frames, events and the next timer deadline after every input.
 
 mod backoff;
+pub mod base64url;
 mod bucket;
 mod entropy;
 mod error;
