@@ -1,1 +1,74 @@
-//! (being written)
+//! Close codes and reasons that may cross the relay.
+//!
+//! A code one side received is not always one the relay may send on the other: 1005 (no status),
+//! 1006 (abnormal closure) and 1015 (TLS failure) are reported by a WebSocket stack but never
+//! sent, and the reserved ranges may not be sent either. Those become 1011 (an internal error:
+//! the client engine reconnects). Every other code crosses unchanged, so a Switch refusal
+//! (4000 + status) or an eviction (1000) reaches the browser as the server sent it.
+
+/// What the relay sends when it cannot forward the code it got.
+pub const FALLBACK: u16 = 1011;
+/// A message larger than the relay's limit.
+pub const TOO_BIG: u16 = 1009;
+/// The relay's rate limit (a reconnect later may succeed).
+pub const TRY_AGAIN_LATER: u16 = 1013;
+/// A peer that broke the relay's rules (a frame it must not send).
+pub const POLICY: u16 = 1008;
+/// Longest close reason a WebSocket close frame carries, in bytes.
+pub const MAX_REASON: usize = 123;
+
+/// The code to send on the other side for a close received with `code` (`None`: no code).
+pub fn forward(code: Option<u16>) -> u16 {
+    match code {
+        Some(c @ (1000..=1003 | 1007..=1014 | 3000..=4999)) => c,
+        _ => FALLBACK,
+    }
+}
+
+/// `reason` cut to at most [`MAX_REASON`] bytes, on a character boundary.
+pub fn reason(reason: &str) -> &str {
+    if reason.len() <= MAX_REASON {
+        return reason;
+    }
+    let mut end = MAX_REASON;
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    &reason[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_that_cannot_cross_become_1011() {
+        for c in [
+            None,
+            Some(1005),
+            Some(1006),
+            Some(1015),
+            Some(1004),
+            Some(999),
+            Some(2000),
+            Some(5000),
+            Some(0),
+        ] {
+            assert_eq!(forward(c), 1011, "{c:?}");
+        }
+        for c in [
+            1000, 1001, 1002, 1003, 1007, 1008, 1009, 1011, 1012, 1013, 1014, 3000, 4000, 4401, 4409, 4999,
+        ] {
+            assert_eq!(forward(Some(c)), c);
+        }
+    }
+
+    #[test]
+    fn reasons_fit_a_close_frame() {
+        assert_eq!(reason("bye"), "bye");
+        let long = "é".repeat(100);
+        let cut = reason(&long);
+        assert!(cut.len() <= MAX_REASON && long.starts_with(cut));
+        assert_eq!(cut.len(), 122);
+    }
+}

@@ -1,1 +1,417 @@
-//! (being written)
+//! The relay's configuration, read once from its environment (Worker vars and secrets) and
+//! validated: a relay that is misconfigured says which setting is wrong, never its value.
+//!
+//! | Name | Kind | Default | Meaning |
+//! |---|---|---|---|
+//! | `UPSTREAM` | var | required | The one Switch origin, `http(s)://host[:port][/prefix]` |
+//! | `UPSTREAM_GENERATION` | var | `auto` | `ws` (current servers), `sse` (released: bridge), `auto` (try the WebSocket, bridge on refusal) |
+//! | `AGENT_KEYS` | secret | required | JSON object: agent id → that agent's Switch API key |
+//! | `RELAY_TOKEN_SECRET` | secret | required | The HMAC key relay tokens are verified with (≥ 32 bytes) |
+//! | `RELAY_TOKEN_SECRET_PREVIOUS` | secret | none | The previous key, still accepted during a rotation |
+//! | `ALLOWED_ORIGINS` | var | none | Comma-separated exact origins (`https://app.example`) a browser may come from |
+//! | `ALLOW_NO_ORIGIN` | var | `false` | Whether a request with no `Origin` (a server, a CLI) is served |
+//! | `PATH_PREFIX` | var | none | The relay's own path prefix (`/switch`), stripped before routing |
+//! | `MAX_MESSAGE_BYTES` | var | 262144 | Largest WebSocket message either way (else close 1009) |
+//! | `MAX_BODY_BYTES` | var | 65536 | Largest HTTP request body (else 413) |
+//! | `RATE_LIMIT_PER_MINUTE` | var | 600 | Requests, opens and frames per agent a minute |
+//! | `RATE_LIMIT_BURST` | var | 60 | How many of them at once |
+//! | `MAX_TOKEN_LIFETIME_S` | var | 3600 | Tokens expiring later than this are refused |
+//! | `UPSTREAM_TIMEOUT_MS` | var | 10000 | Longest wait for the upstream to answer an open or a call |
+//! | `PING_INTERVAL_MS` | var | 2000 | The bridge's ping interval towards the browser |
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// How the relay reaches the upstream's event stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamGeneration {
+    /// The current WebSocket route: frames are piped.
+    Ws,
+    /// The released SSE stream and beats: the relay bridges.
+    Sse,
+    /// Try the WebSocket; bridge when the upstream refuses the upgrade.
+    Auto,
+}
+
+impl UpstreamGeneration {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpstreamGeneration::Ws => "ws",
+            UpstreamGeneration::Sse => "sse",
+            UpstreamGeneration::Auto => "auto",
+        }
+    }
+}
+
+/// A setting that is missing or wrong. `Display` names the setting and what is wrong with it,
+/// never its value (it may be a secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub name: &'static str,
+    pub problem: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "relay setting {}: {}", self.name, self.problem)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn bad(name: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError {
+        name,
+        problem: problem.into(),
+    }
+}
+
+/// The relay's configuration. `Debug` never shows keys or secrets.
+#[derive(Clone)]
+pub struct Config {
+    /// `http(s)://host[:port]`, no trailing slash.
+    pub upstream_origin: String,
+    /// `""` or `/prefix` (no trailing slash).
+    pub upstream_prefix: String,
+    pub generation: UpstreamGeneration,
+    pub(crate) agent_keys: BTreeMap<String, String>,
+    pub(crate) token_secrets: Vec<Vec<u8>>,
+    pub allowed_origins: Vec<String>,
+    pub allow_no_origin: bool,
+    pub path_prefix: String,
+    pub max_message_bytes: usize,
+    pub max_body_bytes: usize,
+    pub rate_per_minute: u32,
+    pub rate_burst: u32,
+    pub max_token_lifetime_s: u64,
+    pub upstream_timeout_ms: u64,
+    pub ping_interval_ms: u64,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("upstream_origin", &self.upstream_origin)
+            .field("upstream_prefix", &self.upstream_prefix)
+            .field("generation", &self.generation)
+            .field("agents", &self.agent_keys.keys().collect::<Vec<_>>())
+            .field("token_secrets", &self.token_secrets.len())
+            .field("allowed_origins", &self.allowed_origins)
+            .field("allow_no_origin", &self.allow_no_origin)
+            .field("path_prefix", &self.path_prefix)
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("rate_per_minute", &self.rate_per_minute)
+            .field("rate_burst", &self.rate_burst)
+            .field("max_token_lifetime_s", &self.max_token_lifetime_s)
+            .field("upstream_timeout_ms", &self.upstream_timeout_ms)
+            .field("ping_interval_ms", &self.ping_interval_ms)
+            .finish()
+    }
+}
+
+/// Longest agent key accepted.
+const MAX_KEY_LEN: usize = 1024;
+
+impl Config {
+    /// Reads the settings through `get` (the Worker's `env`; absent or empty is unset).
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let get = |name: &str| get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let (upstream_origin, upstream_prefix) =
+            parse_upstream(&get("UPSTREAM").ok_or_else(|| bad("UPSTREAM", "is required"))?)?;
+        let generation = match get("UPSTREAM_GENERATION").as_deref() {
+            None | Some("auto") => UpstreamGeneration::Auto,
+            Some("ws") => UpstreamGeneration::Ws,
+            Some("sse") => UpstreamGeneration::Sse,
+            Some(_) => return Err(bad("UPSTREAM_GENERATION", "must be ws, sse or auto")),
+        };
+        let agent_keys = parse_keys(&get("AGENT_KEYS").ok_or_else(|| bad("AGENT_KEYS", "is required"))?)?;
+        let mut token_secrets = Vec::new();
+        for name in ["RELAY_TOKEN_SECRET", "RELAY_TOKEN_SECRET_PREVIOUS"] {
+            match get(name) {
+                Some(s) if s.len() < crate::token::MIN_SECRET_LEN => {
+                    return Err(bad(
+                        name,
+                        format!("must be at least {} bytes", crate::token::MIN_SECRET_LEN),
+                    ))
+                }
+                Some(s) => token_secrets.push(s.into_bytes()),
+                None if name == "RELAY_TOKEN_SECRET" => return Err(bad(name, "is required")),
+                None => {}
+            }
+        }
+        let allowed_origins = match get("ALLOWED_ORIGINS") {
+            None => Vec::new(),
+            Some(list) => list
+                .split(',')
+                .map(str::trim)
+                .filter(|o| !o.is_empty())
+                .map(|o| {
+                    if is_origin(o) {
+                        Ok(o.to_owned())
+                    } else {
+                        Err(bad("ALLOWED_ORIGINS", format!("{o:?} is not scheme://host[:port]")))
+                    }
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let allow_no_origin = flag(get("ALLOW_NO_ORIGIN"), "ALLOW_NO_ORIGIN")?;
+        let path_prefix = match get("PATH_PREFIX") {
+            None => String::new(),
+            Some(p) => prefix(&p).ok_or_else(|| bad("PATH_PREFIX", "must be /segment[/segment...]"))?,
+        };
+        let num = |name: &'static str, default: u64, min: u64, max: u64| -> Result<u64, ConfigError> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => match v.parse::<u64>() {
+                    Ok(n) if (min..=max).contains(&n) => Ok(n),
+                    _ => Err(bad(name, format!("must be an integer in {min}..={max}"))),
+                },
+            }
+        };
+        Ok(Config {
+            upstream_origin,
+            upstream_prefix,
+            generation,
+            agent_keys,
+            token_secrets,
+            allowed_origins,
+            allow_no_origin,
+            path_prefix,
+            max_message_bytes: num("MAX_MESSAGE_BYTES", 262_144, 1024, 32 << 20)? as usize,
+            max_body_bytes: num("MAX_BODY_BYTES", 65_536, 1024, 32 << 20)? as usize,
+            rate_per_minute: num("RATE_LIMIT_PER_MINUTE", 600, 1, 1_000_000)? as u32,
+            rate_burst: num("RATE_LIMIT_BURST", 60, 1, 1_000_000)? as u32,
+            max_token_lifetime_s: num("MAX_TOKEN_LIFETIME_S", 3600, 1, 7 * 86_400)?,
+            upstream_timeout_ms: num("UPSTREAM_TIMEOUT_MS", 10_000, 100, 120_000)?,
+            ping_interval_ms: num("PING_INTERVAL_MS", 2000, 100, 60_000)?,
+        })
+    }
+
+    /// The Switch key of `agent`, if the relay holds one.
+    pub(crate) fn key(&self, agent: &str) -> Option<&str> {
+        self.agent_keys.get(agent).map(String::as_str)
+    }
+
+    /// The token secrets, newest first.
+    pub(crate) fn secrets(&self) -> Vec<&[u8]> {
+        self.token_secrets.iter().map(Vec::as_slice).collect()
+    }
+
+    /// Every agent key, so a driver can make sure none ever leaves in an answer or a log line.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.agent_keys.values().map(String::as_str)
+    }
+}
+
+fn flag(v: Option<String>, name: &'static str) -> Result<bool, ConfigError> {
+    match v.as_deref() {
+        None | Some("false") | Some("0") => Ok(false),
+        Some("true") | Some("1") => Ok(true),
+        Some(_) => Err(bad(name, "must be true or false")),
+    }
+}
+
+/// `scheme://host[:port]` with a lowercase http(s) scheme, a host of letters, digits, `-` and
+/// `.` (or a bracketed IPv6 literal) and an optional port: the exact form of an `Origin` header.
+pub(crate) fn is_origin(o: &str) -> bool {
+    let Some(rest) = o.strip_prefix("https://").or_else(|| o.strip_prefix("http://")) else {
+        return false;
+    };
+    let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((h, p)) if !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit() || c == ':') => (h, p),
+            _ => return false,
+        }
+    } else {
+        let (h, p) = match rest.find(':') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        if h.is_empty() || !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.') {
+            return false;
+        }
+        (h, p)
+    };
+    let _ = host;
+    match port.strip_prefix(':') {
+        None => port.is_empty(),
+        Some(p) => !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok(),
+    }
+}
+
+/// `/a/b` from `/a/b/` or `a/b`: segments of unreserved characters only.
+fn prefix(p: &str) -> Option<String> {
+    let segs: Vec<&str> = p.split('/').filter(|s| !s.is_empty()).collect();
+    let ok = segs
+        .iter()
+        .all(|s| *s != "." && *s != ".." && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)));
+    ok.then(|| segs.iter().map(|s| format!("/{s}")).collect())
+}
+
+fn parse_upstream(u: &str) -> Result<(String, String), ConfigError> {
+    let scheme_end = u.find("://").map_or(0, |i| i + 3);
+    let (origin, path) = match u[scheme_end..].find('/') {
+        Some(i) => u.split_at(scheme_end + i),
+        None => (u, ""),
+    };
+    if !is_origin(origin) {
+        return Err(bad(
+            "UPSTREAM",
+            "must be http(s)://host[:port][/prefix], with no credentials",
+        ));
+    }
+    if path.contains(['?', '#']) {
+        return Err(bad("UPSTREAM", "has no query or fragment"));
+    }
+    let path = if path.is_empty() {
+        String::new()
+    } else {
+        prefix(path).ok_or_else(|| bad("UPSTREAM", "the path must be plain segments"))?
+    };
+    Ok((origin.to_owned(), path))
+}
+
+fn parse_keys(json: &str) -> Result<BTreeMap<String, String>, ConfigError> {
+    let keys: BTreeMap<String, String> =
+        serde_json::from_str(json).map_err(|_| bad("AGENT_KEYS", "must be a JSON object of agent id to key"))?;
+    if keys.is_empty() {
+        return Err(bad("AGENT_KEYS", "names no agent"));
+    }
+    for (agent, key) in &keys {
+        if !crate::route::is_segment(agent) {
+            return Err(bad(
+                "AGENT_KEYS",
+                format!("agent id {agent:?} is not a plain path segment"),
+            ));
+        }
+        let printable = key.bytes().all(|b| (0x21..0x7f).contains(&b));
+        if key.is_empty() || key.len() > MAX_KEY_LEN || !printable {
+            return Err(bad(
+                "AGENT_KEYS",
+                format!("the key of {agent:?} must be 1..={MAX_KEY_LEN} printable ASCII characters"),
+            ));
+        }
+    }
+    Ok(keys)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) const SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+    pub(crate) fn env(extra: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let mut vars: BTreeMap<String, String> = [
+            ("UPSTREAM", "http://127.0.0.1:7751"),
+            (
+                "AGENT_KEYS",
+                r#"{"agent-a":"sk_switch_aaaa","agent-b":"sk_switch_bbbb"}"#,
+            ),
+            ("RELAY_TOKEN_SECRET", SECRET),
+            ("ALLOWED_ORIGINS", "http://127.0.0.1:7700, https://app.example"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        for (k, v) in extra {
+            vars.insert(k.to_string(), v.to_string());
+        }
+        move |k| vars.get(k).cloned()
+    }
+
+    #[test]
+    fn defaults() {
+        let c = Config::from_env(env(&[])).unwrap();
+        assert_eq!(c.upstream_origin, "http://127.0.0.1:7751");
+        assert_eq!(c.upstream_prefix, "");
+        assert_eq!(c.generation, UpstreamGeneration::Auto);
+        assert_eq!(c.allowed_origins, ["http://127.0.0.1:7700", "https://app.example"]);
+        assert!(!c.allow_no_origin);
+        assert_eq!(
+            (c.max_message_bytes, c.rate_per_minute, c.ping_interval_ms),
+            (262_144, 600, 2000)
+        );
+        assert_eq!(c.key("agent-a"), Some("sk_switch_aaaa"));
+        let debug = format!("{c:?}");
+        assert!(!debug.contains("sk_switch") && !debug.contains(SECRET), "{debug}");
+    }
+
+    #[test]
+    fn every_setting() {
+        let c = Config::from_env(env(&[
+            ("UPSTREAM", "https://switch.example:8443/api/"),
+            ("UPSTREAM_GENERATION", "sse"),
+            ("RELAY_TOKEN_SECRET_PREVIOUS", "fedcba9876543210fedcba9876543210"),
+            ("ALLOW_NO_ORIGIN", "true"),
+            ("PATH_PREFIX", "/switch/"),
+            ("MAX_MESSAGE_BYTES", "4096"),
+            ("RATE_LIMIT_PER_MINUTE", "6"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (c.upstream_origin.as_str(), c.upstream_prefix.as_str()),
+            ("https://switch.example:8443", "/api")
+        );
+        assert_eq!(c.generation, UpstreamGeneration::Sse);
+        assert_eq!(c.secrets().len(), 2);
+        assert!(c.allow_no_origin);
+        assert_eq!(c.path_prefix, "/switch");
+        assert_eq!((c.max_message_bytes, c.rate_per_minute), (4096, 6));
+    }
+
+    #[test]
+    fn errors_name_the_setting_never_the_value() {
+        for (name, value) in [
+            ("UPSTREAM", "ftp://x"),
+            ("UPSTREAM", "http://user:pw@host"),
+            ("UPSTREAM", "http://host/a?b"),
+            ("UPSTREAM", "http://host/../x"),
+            ("UPSTREAM_GENERATION", "grpc"),
+            ("AGENT_KEYS", "sk_switch_secret"),
+            ("AGENT_KEYS", "{}"),
+            ("AGENT_KEYS", r#"{"a/b":"sk_switch_x"}"#),
+            ("AGENT_KEYS", r#"{"a":"sk switch"}"#),
+            ("RELAY_TOKEN_SECRET", "short-secret-value"),
+            ("ALLOWED_ORIGINS", "https://app.example/path"),
+            ("ALLOWED_ORIGINS", "*"),
+            ("ALLOW_NO_ORIGIN", "yes"),
+            ("PATH_PREFIX", "/a/../b"),
+            ("MAX_MESSAGE_BYTES", "12"),
+            ("RATE_LIMIT_BURST", "-1"),
+        ] {
+            let e = Config::from_env(env(&[(name, value)])).unwrap_err();
+            assert_eq!(e.name, name, "{value}");
+            let shown = e.to_string();
+            assert!(!shown.contains(value) || value.len() < 4, "{shown}");
+        }
+        assert_eq!(
+            Config::from_env(env(&[("UPSTREAM", "")])).unwrap_err().problem,
+            "is required"
+        );
+    }
+
+    #[test]
+    fn origins() {
+        for o in [
+            "http://127.0.0.1:7700",
+            "https://app.example",
+            "http://[::1]:80",
+            "https://a-b.c",
+        ] {
+            assert!(is_origin(o), "{o}");
+        }
+        for o in [
+            "https://app.example/",
+            "app.example",
+            "https://",
+            "https://a:99999",
+            "https://a:",
+            "null",
+            "https://u@a",
+        ] {
+            assert!(!is_origin(o), "{o}");
+        }
+    }
+}

@@ -1,1 +1,79 @@
-//! (being written)
+//! Per-agent rate limits: one token bucket per agent for everything a browser asks of the
+//! relay (a WebSocket open, an HTTP call, a frame sent up the socket).
+//!
+//! Buckets are only made for agents that passed the token check and have a configured key, so
+//! the map is bounded by the relay's configuration, and again by [`MAX_AGENTS`]. In a Worker the
+//! state lives in one isolate: Cloudflare may run several, each with its own buckets, so the
+//! limit is per isolate (docs in `worker-relay/README.md`).
+
+use agentwire_core::{Millis, TokenBucket};
+use std::collections::BTreeMap;
+
+/// Most agents tracked at once; past it the longest-idle bucket is dropped.
+pub const MAX_AGENTS: usize = 4096;
+
+/// The rate limits of one relay.
+#[derive(Debug, Clone)]
+pub struct Limiter {
+    per_minute: u32,
+    burst: u32,
+    buckets: BTreeMap<String, (TokenBucket, Millis)>,
+}
+
+impl Limiter {
+    /// `per_minute` requests a minute per agent, with up to `burst` at once.
+    pub fn new(per_minute: u32, burst: u32) -> Self {
+        Limiter {
+            per_minute,
+            burst,
+            buckets: BTreeMap::new(),
+        }
+    }
+
+    /// Takes one request's worth for `agent`, or says in how many ms one is available.
+    pub fn take(&mut self, agent: &str, now: Millis) -> Result<(), Millis> {
+        if !self.buckets.contains_key(agent) && self.buckets.len() >= MAX_AGENTS {
+            let idle = self
+                .buckets
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone());
+            if let Some(idle) = idle {
+                self.buckets.remove(&idle);
+            }
+        }
+        let (per_minute, burst) = (self.per_minute, self.burst);
+        let (bucket, used) = self
+            .buckets
+            .entry(agent.to_owned())
+            .or_insert_with(|| (TokenBucket::new(f64::from(per_minute) / 60.0, f64::from(burst)), now));
+        *used = now;
+        bucket.take(now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_agent_has_its_own_bucket() {
+        let mut l = Limiter::new(60, 2);
+        assert!(l.take("a", 0).is_ok());
+        assert!(l.take("a", 0).is_ok());
+        assert_eq!(l.take("a", 0), Err(1000));
+        assert!(l.take("b", 0).is_ok());
+        assert!(l.take("a", 1000).is_ok());
+    }
+
+    #[test]
+    fn the_map_stays_bounded() {
+        let mut l = Limiter::new(60, 1);
+        for i in 0..(MAX_AGENTS + 10) {
+            assert!(l.take(&format!("agent-{i}"), i as Millis).is_ok());
+        }
+        assert_eq!(l.buckets.len(), MAX_AGENTS);
+        // The most recent agent kept its (empty) bucket.
+        assert!(l.take(&format!("agent-{}", MAX_AGENTS + 9), 0).is_err());
+    }
+}

@@ -1,0 +1,164 @@
+//! The open URL's query, as the relay forwards it: parsed strictly (percent-decoding that must
+//! be valid UTF-8, no repeated names), reduced to the parameters the spec names, and written
+//! again with its own encoding, so nothing a browser puts in the query reaches the upstream
+//! except those values.
+
+use std::fmt::Write;
+
+/// The open parameters of the spec; anything else (the relay `token` included) is dropped.
+pub const FORWARDED: [&str; 11] = [
+    "connection_id",
+    "scope",
+    "filter",
+    "start_from",
+    "rooms",
+    "expected_generation",
+    "spawn_capable",
+    "protocol",
+    "protocol_accepts",
+    "client",
+    "client_version",
+];
+
+/// Longest value of one parameter, in bytes (`rooms` may list many ids).
+pub const MAX_VALUE: usize = 256;
+/// Longest `rooms` value, in bytes.
+pub const MAX_ROOMS_VALUE: usize = 16 * 1024;
+/// Most parameters in one query.
+const MAX_PARAMS: usize = 64;
+
+/// A parsed query: (name, decoded value) in the order given.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Query(pub Vec<(String, String)>);
+
+impl Query {
+    /// Parses `raw` (without the `?`). `+` is a space, as in a form.
+    pub fn parse(raw: &str) -> Result<Query, String> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for pair in raw.split('&').filter(|p| !p.is_empty()) {
+            if out.len() == MAX_PARAMS {
+                return Err(format!("more than {MAX_PARAMS} query parameters"));
+            }
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let name = decode(name).ok_or("a query parameter name is not valid percent-encoded UTF-8")?;
+            let value =
+                decode(value).ok_or_else(|| format!("the value of {name:?} is not valid percent-encoded UTF-8"))?;
+            if out.iter().any(|(n, _)| *n == name) {
+                return Err(format!("the query parameter {name:?} is repeated"));
+            }
+            let max = if name == "rooms" { MAX_ROOMS_VALUE } else { MAX_VALUE };
+            if value.len() > max || value.chars().any(char::is_control) {
+                return Err(format!("the value of {name:?} is too long or has control characters"));
+            }
+            out.push((name, value));
+        }
+        Ok(Query(out))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The `rooms` value split on commas, empty entries dropped.
+    pub fn rooms(&self) -> Vec<&str> {
+        self.get("rooms")
+            .map(|r| r.split(',').map(str::trim).filter(|r| !r.is_empty()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The forwarded parameters, except those in `drop`, encoded again (`?` included unless
+    /// empty).
+    pub fn forward(&self, drop: &[&str]) -> String {
+        let mut out = String::new();
+        for (name, value) in &self.0 {
+            if !FORWARDED.contains(&name.as_str()) || drop.contains(&name.as_str()) {
+                continue;
+            }
+            out.push(if out.is_empty() { '?' } else { '&' });
+            encode_into(&mut out, name, false);
+            out.push('=');
+            encode_into(&mut out, value, name == "rooms");
+        }
+        out
+    }
+}
+
+/// Percent-decoding of one component; `None` for a bad escape or bytes that are not UTF-8.
+pub fn decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = b.get(i + 1..i + 3)?;
+                let hex = std::str::from_utf8(hex).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Writes `s` with every byte but the unreserved ones (and `,` when `commas`) escaped.
+fn encode_into(out: &mut String, s: &str, commas: bool) {
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) || (commas && b == b',') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwards_only_the_spec_parameters_encoded_again() {
+        let q =
+            Query::parse("connection_id=c-1&token=abc&rooms=r1,r%202&evil=1&start_from=42&client=a+b%26c=d").unwrap();
+        assert_eq!(q.get("token"), Some("abc"));
+        assert_eq!(q.rooms(), ["r1", "r 2"]);
+        assert_eq!(
+            q.forward(&[]),
+            "?connection_id=c-1&rooms=r1,r%202&start_from=42&client=a%20b%26c%3Dd"
+        );
+        assert_eq!(q.forward(&["rooms", "client"]), "?connection_id=c-1&start_from=42");
+        assert_eq!(Query::parse("").unwrap().forward(&[]), "");
+    }
+
+    #[test]
+    fn refuses_what_cannot_be_read_one_way() {
+        for bad in [
+            "a=%zz",
+            "a=%e9",
+            "a=%4",
+            "a=1&a=2",
+            "a=%0a",
+            &format!("a={}", "x".repeat(300)),
+        ] {
+            assert!(Query::parse(bad).is_err(), "{bad}");
+        }
+        let many: Vec<String> = (0..65).map(|i| format!("p{i}=1")).collect();
+        assert!(Query::parse(&many.join("&")).is_err());
+    }
+
+    #[test]
+    fn a_forwarded_query_cannot_smuggle_a_separator() {
+        let q = Query::parse("connection_id=a%26token%3Dx%23frag%2F..").unwrap();
+        let f = q.forward(&[]);
+        assert_eq!(f, "?connection_id=a%26token%3Dx%23frag%2F..");
+        assert!(!f[1..].contains(['&', '#', '/', '?']));
+    }
+}

@@ -1,0 +1,468 @@
+use super::*;
+use crate::config::tests::{env, SECRET};
+use crate::token::mint;
+
+const NOW: Millis = 1_800_000_000_000;
+const APP: &str = "https://app.example";
+
+fn relay(extra: &[(&str, &str)]) -> Relay {
+    Relay::new(Config::from_env(env(extra)).unwrap())
+}
+
+fn token(agent: &str, f: impl FnOnce(&mut Claims)) -> String {
+    let mut c = Claims::new(agent, NOW / 1000 + 300);
+    f(&mut c);
+    mint(SECRET.as_bytes(), &c).unwrap()
+}
+
+fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+}
+
+fn ws(relay: &mut Relay, url: &str, headers: &[(&str, &str)]) -> Decision {
+    let mut all = h(&[("Upgrade", "websocket"), ("Origin", APP)]);
+    for (n, v) in headers {
+        all.retain(|(k, _)| !k.eq_ignore_ascii_case(n));
+        all.push((n.to_string(), v.to_string()));
+    }
+    relay.route(
+        &Request {
+            method: "GET",
+            url,
+            headers: &all,
+            body: None,
+        },
+        NOW,
+    )
+}
+
+fn ws_token(relay: &mut Relay, url: &str, tok: &str) -> Decision {
+    ws(
+        relay,
+        url,
+        &[(
+            "Sec-WebSocket-Protocol",
+            &format!("agentwire.v1, agentwire.token.{tok}"),
+        )],
+    )
+}
+
+fn http(relay: &mut Relay, method: &str, url: &str, headers: &[(&str, &str)], body: Option<&str>) -> Decision {
+    let all = h(headers);
+    relay.route(
+        &Request {
+            method,
+            url,
+            headers: &all,
+            body,
+        },
+        NOW,
+    )
+}
+
+const WS: &str = "https://relay.example/agents/agent-a/connection/ws?connection_id=c-1";
+
+fn refused(d: Decision) -> Refusal {
+    match d {
+        Decision::Refuse(r) => r,
+        other => panic!("not refused over the socket: {other:?}"),
+    }
+}
+
+fn answered(d: Decision) -> Answer {
+    match d {
+        Decision::Respond(a) => a,
+        other => panic!("not answered: {other:?}"),
+    }
+}
+
+#[test]
+fn a_good_open_connects_upstream_with_the_key_and_echoes_only_the_protocol() {
+    let mut r = relay(&[]);
+    let t = token("agent-a", |_| {});
+    let url = format!("{WS}&rooms=r1,r2&start_from=7&token={t}&evil=x");
+    let Decision::Connect(c) = ws_token(&mut r, &url, &t) else {
+        panic!()
+    };
+    assert_eq!(c.protocol, Some("agentwire.v1"));
+    assert_eq!(c.transport, Transport::Auto);
+    assert_eq!(c.connection_id, "c-1");
+    assert_eq!(
+        c.ws_url,
+        "http://127.0.0.1:7751/agents/agent-a/connection/ws?connection_id=c-1&rooms=r1,r2&start_from=7"
+    );
+    assert_eq!(
+        c.sse_url,
+        "http://127.0.0.1:7751/agents/agent-a/events?connection_id=c-1&rooms=r1,r2&start_from=7"
+    );
+    assert_eq!(c.headers, h(&[("Authorization", "Bearer sk_switch_aaaa")]));
+    // The token may come in the query alone (no subprotocol offered: none echoed).
+    let Decision::Connect(c) = ws(&mut r, &format!("{WS}&token={t}"), &[]) else {
+        panic!()
+    };
+    assert_eq!(c.protocol, None);
+}
+
+#[test]
+fn tokens_missing_forged_expired_or_for_another_agent_are_refused() {
+    let mut r = relay(&[]);
+    let other_secret = mint(
+        b"another-secret-another-secret-32b",
+        &Claims::new("agent-a", NOW / 1000 + 60),
+    )
+    .unwrap();
+    let expired = token("agent-a", |c| c.exp = NOW / 1000 - 1);
+    let too_long = token("agent-a", |c| c.exp = NOW / 1000 + 7200);
+    let mut forged = token("agent-a", |_| {});
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    for (tok, code) in [
+        (None, 4401),
+        (Some(other_secret.as_str()), 4401),
+        (Some(expired.as_str()), 4401),
+        (Some(too_long.as_str()), 4401),
+        (Some(forged.as_str()), 4401),
+        (Some(token("agent-b", |_| {})).as_deref(), 4403),
+    ] {
+        let r = refused(match tok {
+            Some(t) => ws_token(&mut r, WS, t),
+            None => ws(&mut r, WS, &[("Sec-WebSocket-Protocol", "agentwire.v1")]),
+        });
+        assert_eq!(r.code, code, "{r:?}");
+        assert_eq!(r.protocol, Some("agentwire.v1"));
+        // 4401 closes without a refused frame, as Switch does; others send one.
+        assert_eq!(r.frame.is_some(), code != 4401);
+        assert!(!r.reason.contains("sk_switch"));
+    }
+    // Over HTTP: 401 / 403 with a JSON detail.
+    let a = answered(http(
+        &mut r,
+        "GET",
+        "https://relay.example/agents/agent-a/ops",
+        &[("Origin", APP)],
+        None,
+    ));
+    assert_eq!(a.status, 401);
+    assert!(a.body.contains(r#""error":"token""#), "{}", a.body);
+    let b = format!("Bearer {}", token("agent-b", |_| {}));
+    let a = answered(http(
+        &mut r,
+        "GET",
+        "https://relay.example/agents/agent-a/ops",
+        &[("Origin", APP), ("Authorization", &b)],
+        None,
+    ));
+    assert_eq!(a.status, 403);
+}
+
+#[test]
+fn a_rotated_secret_still_verifies() {
+    let mut r = relay(&[
+        ("RELAY_TOKEN_SECRET", "new-secret-new-secret-new-secret"),
+        ("RELAY_TOKEN_SECRET_PREVIOUS", SECRET),
+    ]);
+    let t = token("agent-a", |_| {});
+    assert!(matches!(ws_token(&mut r, WS, &t), Decision::Connect(_)));
+}
+
+#[test]
+fn origins_are_checked_against_the_list_and_the_token() {
+    let mut r = relay(&[]);
+    let t = token("agent-a", |_| {});
+    for bad in [
+        "https://evil.example",
+        "null",
+        "https://app.example.evil",
+        "https://app.example:443",
+    ] {
+        let f = refused(ws(
+            &mut r,
+            WS,
+            &[
+                ("Origin", bad),
+                ("Sec-WebSocket-Protocol", &format!("agentwire.v1, agentwire.token.{t}")),
+            ],
+        ));
+        assert_eq!(f.code, 4403, "{bad}");
+    }
+    // No Origin: refused unless ALLOW_NO_ORIGIN.
+    let mut hs = h(&[
+        ("Upgrade", "websocket"),
+        ("Sec-WebSocket-Protocol", &format!("agentwire.v1, agentwire.token.{t}")),
+    ]);
+    let req = Request {
+        method: "GET",
+        url: WS,
+        headers: &hs,
+        body: None,
+    };
+    assert_eq!(refused(r.route(&req, NOW)).code, 4403);
+    let mut open = relay(&[("ALLOW_NO_ORIGIN", "true")]);
+    assert!(matches!(open.route(&req, NOW), Decision::Connect(_)));
+    // A token bound to an origin needs exactly it.
+    let bound = token("agent-a", |c| c.origin = Some("http://127.0.0.1:7700".into()));
+    assert_eq!(refused(ws_token(&mut r, WS, &bound)).code, 4403);
+    hs.push(("Origin".into(), "http://127.0.0.1:7700".into()));
+    hs[1].1 = format!("agentwire.v1, agentwire.token.{bound}");
+    assert!(matches!(
+        r.route(
+            &Request {
+                method: "GET",
+                url: WS,
+                headers: &hs,
+                body: None
+            },
+            NOW
+        ),
+        Decision::Connect(_)
+    ));
+}
+
+#[test]
+fn no_path_or_query_changes_the_upstream_host() {
+    let mut r = relay(&[("ALLOW_NO_ORIGIN", "true")]);
+    let t = format!("Bearer {}", token("agent-a", |_| {}));
+    for path in [
+        "/agents/agent-a/../agent-b/ops",
+        "/agents/agent-a/ops/..%2F..%2Fadmin",
+        "/agents/agent-a%2F..%2Fx/ops",
+        "/agents/agent-a/ops/%2e%2e",
+        "//evil.example/agents/agent-a/ops",
+        "/agents/agent-a//ops",
+        "/agents/agent-a/ops\\..\\x",
+        "/agents/@evil.example/ops",
+        "/agents/agent-a/ops/x/y",
+        "/agents/agent-a/events",
+        "/agents",
+    ] {
+        let d = http(
+            &mut r,
+            "GET",
+            &format!("https://relay.example{path}"),
+            &[("Authorization", &t)],
+            None,
+        );
+        let a = answered(d);
+        assert!(matches!(a.status, 400 | 404 | 405), "{path}: {}", a.status);
+    }
+    for (url, host) in [
+        (
+            "https://evil.example/agents/agent-a/ops?x=http://evil",
+            "http://127.0.0.1:7751/agents/agent-a/ops",
+        ),
+        (
+            "http://relay.example:80/agents/agent-a/ops#@evil.example",
+            "http://127.0.0.1:7751/agents/agent-a/ops",
+        ),
+    ] {
+        let d = http(
+            &mut r,
+            "GET",
+            url,
+            &[("Authorization", &t), ("Host", "evil.example")],
+            None,
+        );
+        let Decision::Proxy(p) = d else { panic!("{d:?}") };
+        assert_eq!(p.url, host);
+    }
+}
+
+#[test]
+fn only_the_relays_own_headers_go_upstream() {
+    let mut r = relay(&[]);
+    let t = format!("Bearer {}", token("agent-a", |_| {}));
+    let d = http(
+        &mut r,
+        "POST",
+        "https://relay.example/agents/agent-a/ops/post_message",
+        &[
+            ("Origin", APP),
+            ("Authorization", &t),
+            ("Cookie", "session=1"),
+            ("cf-connecting-ip", "1.2.3.4"),
+            ("X-Forwarded-Host", "evil.example"),
+            ("X-Switch-Connection-Id", "c-1"),
+        ],
+        Some(r#"{"body":"hi"}"#),
+    );
+    let Decision::Proxy(p) = d else { panic!("{d:?}") };
+    assert_eq!(p.method, "POST");
+    assert_eq!(p.url, "http://127.0.0.1:7751/agents/agent-a/ops/post_message");
+    let names: Vec<&str> = p.headers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["Authorization", "Accept", "X-Switch-Connection-Id", "Content-Type"]
+    );
+    assert_eq!(p.headers[0].1, "Bearer sk_switch_aaaa");
+    assert_eq!(p.cors[0], ("Access-Control-Allow-Origin".into(), APP.into()));
+    assert_eq!(p.body.as_deref(), Some(r#"{"body":"hi"}"#));
+}
+
+#[test]
+fn preflights_are_answered_by_the_relay() {
+    let mut r = relay(&[]);
+    let url = "https://relay.example/agents/agent-a/ops/post_message";
+    let a = answered(http(
+        &mut r,
+        "OPTIONS",
+        url,
+        &[("Origin", APP), ("Access-Control-Request-Method", "POST")],
+        None,
+    ));
+    assert_eq!(a.status, 204);
+    assert!(a.headers.contains(&("Access-Control-Allow-Origin".into(), APP.into())));
+    let a = answered(http(
+        &mut r,
+        "OPTIONS",
+        url,
+        &[
+            ("Origin", "https://evil.example"),
+            ("Access-Control-Request-Method", "POST"),
+        ],
+        None,
+    ));
+    assert_eq!(a.status, 403);
+    assert!(!a.headers.iter().any(|(n, _)| n.starts_with("Access-Control-Allow")));
+}
+
+#[test]
+fn rooms_claims_limit_what_can_be_claimed() {
+    let mut r = relay(&[]);
+    let t = token("agent-a", |c| c.rooms = Some(vec!["r1".into()]));
+    assert!(matches!(
+        ws_token(&mut r, &format!("{WS}&rooms=r1"), &t),
+        Decision::Connect(_)
+    ));
+    assert_eq!(refused(ws_token(&mut r, &format!("{WS}&rooms=r1,r2"), &t)).code, 4403);
+    assert_eq!(refused(ws_token(&mut r, &format!("{WS}&scope=all"), &t)).code, 4403);
+    let bearer = format!("Bearer {t}");
+    let post = |r: &mut Relay, path: &str, body: &str| {
+        http(
+            r,
+            "POST",
+            &format!("https://relay.example/agents/agent-a/{path}"),
+            &[("Origin", APP), ("Authorization", &bearer)],
+            Some(body),
+        )
+    };
+    assert!(matches!(
+        post(&mut r, "ops/connect_to_room", r#"{"room_id":"r1"}"#),
+        Decision::Proxy(_)
+    ));
+    assert_eq!(
+        answered(post(&mut r, "ops/connect_to_room", r#"{"room_id":"r2"}"#)).status,
+        403
+    );
+    assert_eq!(
+        answered(post(
+            &mut r,
+            "connection/subscribe",
+            r#"{"connection_id":"c","room_id":"r2"}"#
+        ))
+        .status,
+        403
+    );
+    assert_eq!(
+        answered(post(&mut r, "connection/placements", r#"{"placements":{"s":"r2"}}"#)).status,
+        403
+    );
+    assert_eq!(
+        answered(post(&mut r, "ops/connect_to_room", r#"{"room_id":7}"#)).status,
+        403
+    );
+    assert_eq!(answered(post(&mut r, "ops/connect_to_room", "not json")).status, 400);
+}
+
+#[test]
+fn the_rate_limit_is_per_agent() {
+    let mut r = relay(&[("RATE_LIMIT_BURST", "2"), ("RATE_LIMIT_PER_MINUTE", "1")]);
+    let t = token("agent-a", |_| {});
+    assert!(matches!(ws_token(&mut r, WS, &t), Decision::Connect(_)));
+    assert!(matches!(ws_token(&mut r, WS, &t), Decision::Connect(_)));
+    assert_eq!(refused(ws_token(&mut r, WS, &t)).code, 1013);
+    let bearer = format!("Bearer {t}");
+    let a = answered(http(
+        &mut r,
+        "GET",
+        "https://relay.example/agents/agent-a/ops",
+        &[("Origin", APP), ("Authorization", &bearer)],
+        None,
+    ));
+    assert_eq!(a.status, 429);
+    assert!(a.headers.contains(&("Retry-After".into(), "60".into())));
+    let b = token("agent-b", |_| {});
+    let url = "https://relay.example/agents/agent-b/connection/ws?connection_id=c-2";
+    assert!(matches!(ws_token(&mut r, url, &b), Decision::Connect(_)));
+}
+
+#[test]
+fn a_bad_open_is_refused_like_switch_does() {
+    let mut r = relay(&[]);
+    let t = token("agent-a", |_| {});
+    let f = refused(ws_token(
+        &mut r,
+        "https://relay.example/agents/agent-a/connection/ws",
+        &t,
+    ));
+    assert_eq!(f.code, 4400);
+    assert_eq!(
+        f.frame.as_deref(),
+        Some(r#"{"type":"refused","status":400,"detail":"connection_id is required (a UUID)"}"#)
+    );
+    // Offering protocols without ours: the handshake cannot succeed, so HTTP 4xx.
+    let d = ws(
+        &mut r,
+        WS,
+        &[("Sec-WebSocket-Protocol", &format!("chat, agentwire.token.{t}"))],
+    );
+    assert_eq!(answered(d).status, 400);
+    // The WebSocket route is only an upgrade; the others never are.
+    let a = answered(http(&mut r, "GET", WS, &[("Origin", APP)], None));
+    assert_eq!(a.status, 426);
+    let a = answered(http(
+        &mut r,
+        "POST",
+        "https://relay.example/agents/agent-a/ops",
+        &[("Origin", APP)],
+        Some("{}"),
+    ));
+    assert_eq!(a.status, 405);
+}
+
+#[test]
+fn a_prefix_and_a_learned_released_upstream() {
+    let mut r = relay(&[("PATH_PREFIX", "/switch"), ("UPSTREAM", "http://127.0.0.1:9/base")]);
+    let t = token("agent-a", |_| {});
+    assert_eq!(refused(ws_token(&mut r, WS, &t)).code, 4404);
+    let url = "https://relay.example/switch/agents/agent-a/connection/ws?connection_id=c-1&expected_generation=g1";
+    let Decision::Connect(c) = ws_token(&mut r, url, &t) else {
+        panic!()
+    };
+    assert_eq!(
+        c.ws_url,
+        "http://127.0.0.1:9/base/agents/agent-a/connection/ws?connection_id=c-1&expected_generation=g1"
+    );
+    assert_eq!(
+        c.sse_url,
+        "http://127.0.0.1:9/base/agents/agent-a/events?connection_id=c-1"
+    );
+    r.learn_released(NOW);
+    let Decision::Connect(c) = ws_token(&mut r, url, &t) else {
+        panic!()
+    };
+    assert_eq!(c.transport, Transport::Sse);
+    assert_eq!(upgrade_refused(403), UpgradeRefused::Bridge);
+    assert_eq!(upgrade_refused(401), UpgradeRefused::Close { code: 4401 });
+    assert_eq!(upgrade_refused(502), UpgradeRefused::Close { code: 1011 });
+}
+
+#[test]
+fn decisions_serialise_for_the_worker() {
+    let mut r = relay(&[]);
+    let t = token("agent-a", |_| {});
+    let json = serde_json::to_string(&ws_token(&mut r, WS, &t)).unwrap();
+    assert!(
+        json.starts_with(r#"{"action":"connect","protocol":"agentwire.v1","transport":"auto","agentId":"agent-a""#),
+        "{json}"
+    );
+}
