@@ -20,6 +20,19 @@ need_rust() {
   fi
 }
 
+# The wasm32 target and wasm-bindgen-cli at exactly the version bindings/wasm pins (a cargo
+# install, about 2 minutes, skipped when it is already there).
+need_wasm_bindgen() {
+  need_rust
+  rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+  local want
+  want="$(sed -n 's/^wasm-bindgen = "=\(.*\)"$/\1/p' "$ROOT/bindings/wasm/Cargo.toml")"
+  if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $want" ]; then
+    echo "== installing wasm-bindgen-cli $want (cargo, about 2 minutes)" >&2
+    cargo install -q wasm-bindgen-cli --version "$want"
+  fi
+}
+
 need_node() {
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     echo "node/npm not found: installing Debian's nodejs and npm" >&2

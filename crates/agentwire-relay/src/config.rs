@@ -18,6 +18,7 @@
 //! | `MAX_TOKEN_LIFETIME_S` | var | 3600 | Tokens expiring later than this are refused |
 //! | `UPSTREAM_TIMEOUT_MS` | var | 10000 | Longest wait for the upstream to answer an open or a call |
 //! | `PING_INTERVAL_MS` | var | 2000 | The bridge's ping interval towards the browser |
+//! | `UPSTREAM_IDLE_MS` | var | 10000 | An upstream socket silent this long is gone (Switch pings every 2 s): both sides are closed with 1011 |
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -86,6 +87,7 @@ pub struct Config {
     pub max_token_lifetime_s: u64,
     pub upstream_timeout_ms: u64,
     pub ping_interval_ms: u64,
+    pub upstream_idle_ms: u64,
 }
 
 impl fmt::Debug for Config {
@@ -106,6 +108,7 @@ impl fmt::Debug for Config {
             .field("max_token_lifetime_s", &self.max_token_lifetime_s)
             .field("upstream_timeout_ms", &self.upstream_timeout_ms)
             .field("ping_interval_ms", &self.ping_interval_ms)
+            .field("upstream_idle_ms", &self.upstream_idle_ms)
             .finish()
     }
 }
@@ -185,6 +188,7 @@ impl Config {
             max_token_lifetime_s: num("MAX_TOKEN_LIFETIME_S", 3600, 1, 7 * 86_400)?,
             upstream_timeout_ms: num("UPSTREAM_TIMEOUT_MS", 10_000, 100, 120_000)?,
             ping_interval_ms: num("PING_INTERVAL_MS", 2000, 100, 60_000)?,
+            upstream_idle_ms: num("UPSTREAM_IDLE_MS", 10_000, 500, 600_000)?,
         })
     }
 

@@ -120,11 +120,15 @@ pub struct Connect {
     pub ws_url: String,
     /// The released SSE stream.
     pub sse_url: String,
+    /// The upstream origin and prefix, for the bridge's beats (`{base}{path}`).
+    pub upstream_base: String,
     /// Sent upstream with either (`Authorization` with the key).
     pub headers: Headers,
     pub timeout_ms: u64,
     pub max_message_bytes: usize,
     pub ping_interval_ms: u64,
+    /// Close both sides when the upstream socket is silent this long.
+    pub idle_timeout_ms: u64,
 }
 
 /// What a refused upstream upgrade means: the released server has no WebSocket route (403 with
@@ -232,6 +236,12 @@ impl Relay {
     /// bridge straight away for the next [`RELEASED_MEMORY_MS`].
     pub fn learn_released(&mut self, now: Millis) {
         self.released_until = Some(now.saturating_add(RELEASED_MEMORY_MS));
+    }
+
+    /// Takes one request's worth of `agent`'s rate limit (a frame the browser sends up the
+    /// socket counts too), or says in how many ms one is available.
+    pub fn take(&mut self, agent: &str, now: Millis) -> Result<(), Millis> {
+        self.limiter.take(agent, now)
     }
 
     /// Decides what to do with `req` at `now`.
@@ -400,10 +410,12 @@ impl Relay {
             connection_id,
             ws_url: format!("{base}/connection/ws{}", query.forward(&[])),
             sse_url: format!("{base}/events{}", query.forward(&["expected_generation"])),
+            upstream_base: format!("{}{}", self.cfg.upstream_origin, self.cfg.upstream_prefix),
             headers: vec![auth],
             timeout_ms: self.cfg.upstream_timeout_ms,
             max_message_bytes: self.cfg.max_message_bytes,
             ping_interval_ms: self.cfg.ping_interval_ms,
+            idle_timeout_ms: self.cfg.upstream_idle_ms,
         }))
     }
 

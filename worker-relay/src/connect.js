@@ -1,0 +1,70 @@
+// A WebSocket the engine allowed: accept the browser's socket at once (echoing only
+// `agentwire.v1`), then reach the upstream: its WebSocket (frames piped both ways) or, for a
+// released server, the SSE bridge. Whatever happens, both sides end within bounded time.
+import { CODES, acceptSocket, closeQuietly, upgradeRefused } from "./core.js";
+import { pipe } from "./pipe.js";
+import { bridge } from "./bridge.js";
+
+/** Frames a browser may send before the upstream is there (pongs: one every 2 s). */
+const EARLY_FRAMES = 16;
+
+export function connect(relay, d) {
+  const { server, response } = acceptSocket(d.protocol);
+  const early = [];
+  let ended = false;
+  const onEarly = (ev) => {
+    if (early.length === EARLY_FRAMES) return end(CODES.policy, "too many frames before the upstream answered");
+    early.push(ev.data);
+  };
+  const onEarlyClose = () => {
+    ended = true;
+    upstreamAbort.abort();
+  };
+  const end = (code, reason) => {
+    if (ended) return;
+    ended = true;
+    upstreamAbort.abort();
+    closeQuietly(server, code, reason);
+  };
+  const upstreamAbort = new AbortController();
+  server.addEventListener("message", onEarly);
+  server.addEventListener("close", onEarlyClose);
+  server.addEventListener("error", onEarlyClose);
+  const handOver = () => {
+    server.removeEventListener("message", onEarly);
+    server.removeEventListener("close", onEarlyClose);
+    server.removeEventListener("error", onEarlyClose);
+    return early;
+  };
+  const start = async () => {
+    if (d.transport === "sse") return bridge(relay, d, server, handOver(), upstreamAbort);
+    let answer;
+    try {
+      answer = await fetch(d.wsUrl, {
+        headers: [...d.headers, ["Upgrade", "websocket"]],
+        signal: AbortSignal.any([upstreamAbort.signal, AbortSignal.timeout(d.timeoutMs)]),
+      });
+    } catch (e) {
+      if (!ended) console.error(`agentwire relay: upstream open failed: ${relay.redact(String(e?.message ?? e))}`);
+      return end(CODES.fallback, "the upstream could not be reached");
+    }
+    if (ended) return answer.webSocket?.close(1000);
+    if (answer.status === 101 && answer.webSocket) {
+      const up = answer.webSocket;
+      up.accept();
+      return pipe(relay, d, server, up, handOver());
+    }
+    await answer.body?.cancel();
+    const then = JSON.parse(upgradeRefused(answer.status));
+    if (then.then === "bridge" && d.transport === "auto") {
+      relay.learnReleased(Date.now());
+      return bridge(relay, d, server, handOver(), upstreamAbort);
+    }
+    end(then.code ?? CODES.fallback, `the upstream refused the connection (HTTP ${answer.status})`);
+  };
+  start().catch((e) => {
+    console.error(`agentwire relay: ${relay.redact(String(e?.stack ?? e))}`);
+    end(CODES.fallback, "relay failure");
+  });
+  return response;
+}

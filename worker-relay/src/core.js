@@ -1,0 +1,64 @@
+// The engine, loaded once per isolate: `RelayCore` (configuration, policy, rate limits) is
+// built from `env` on first use and rebuilt only when the settings change.
+import wasm from "../gen/agentwire_relay_wasm_bg.wasm";
+import * as engine from "../gen/agentwire_relay_wasm.js";
+
+engine.initSync({ module: wasm });
+
+export const { BridgeCore, forwardClose, closeReason, upgradeRefused } = engine;
+export const CODES = JSON.parse(engine.closeCodes());
+const NAMES = engine.settingNames();
+
+let current = null;
+
+/** The relay for `env`; throws an `Error` naming a bad setting (never its value). */
+export function relayFor(env) {
+  const settings = {};
+  for (const name of NAMES) {
+    const v = env[name];
+    if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") settings[name] = v;
+  }
+  const fingerprint = JSON.stringify(settings);
+  if (current === null || current.fingerprint !== fingerprint) {
+    current = { fingerprint, relay: new engine.RelayCore(fingerprint) };
+  }
+  return current.relay;
+}
+
+/** A JSON error answer in the relay's shape (`{detail, error}`). */
+export function jsonError(status, error, detail, headers = []) {
+  return new Response(JSON.stringify({ detail, error }), {
+    status,
+    headers: [["Content-Type", "application/json"], ["Cache-Control", "no-store"], ...headers],
+  });
+}
+
+/** Size of a WebSocket message in bytes, without encoding when the bound is clear. */
+const encoder = new TextEncoder();
+export function messageBytes(data, max) {
+  if (typeof data !== "string") return data.byteLength;
+  if (data.length > max || data.length * 3 <= max) return data.length;
+  return encoder.encode(data).byteLength;
+}
+
+/** A socket pair whose server end is accepted, answered with `protocol` echoed. */
+export function acceptSocket(protocol) {
+  const pair = new WebSocketPair();
+  const [client, server] = [pair[0], pair[1]];
+  server.accept();
+  const headers = protocol ? { "Sec-WebSocket-Protocol": protocol } : {};
+  return { server, response: new Response(null, { status: 101, webSocket: client, headers }) };
+}
+
+/** Closes `ws` if it is still open; never throws (a socket may already be gone). */
+export function closeQuietly(ws, code, reason) {
+  try {
+    ws.close(code, closeReason(reason ?? ""));
+  } catch {
+    try {
+      ws.close(CODES.fallback);
+    } catch {
+      /* already closed */
+    }
+  }
+}

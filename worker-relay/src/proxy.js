@@ -1,0 +1,35 @@
+// An HTTP route the engine allowed: the call goes to the URL and with the headers the engine
+// wrote (never the browser's), and the answer comes back with only its status, body,
+// `Content-Type` and `Retry-After`, plus the CORS headers the engine chose.
+import { jsonError } from "./core.js";
+
+const PASSED = ["content-type", "retry-after"];
+
+export async function proxy(relay, d) {
+  let answer;
+  try {
+    answer = await fetch(d.url, {
+      method: d.method,
+      headers: d.headers,
+      body: d.body ?? undefined,
+      redirect: "manual",
+      signal: AbortSignal.timeout(d.timeoutMs),
+    });
+  } catch (e) {
+    const timedOut = e?.name === "TimeoutError" || e?.name === "AbortError";
+    console.error(`agentwire relay: upstream ${d.method} failed: ${relay.redact(String(e?.message ?? e))}`);
+    return timedOut
+      ? jsonError(504, "upstream", "the upstream did not answer in time", d.cors)
+      : jsonError(502, "upstream", "the upstream could not be reached", d.cors);
+  }
+  if (answer.status >= 300 && answer.status < 400) {
+    await answer.body?.cancel();
+    return jsonError(502, "upstream", "the upstream answered with a redirect", d.cors);
+  }
+  const headers = [...d.cors, ["Cache-Control", "no-store"]];
+  for (const name of PASSED) {
+    const v = answer.headers.get(name);
+    if (v !== null) headers.push([name, v]);
+  }
+  return new Response(answer.body, { status: answer.status, headers });
+}

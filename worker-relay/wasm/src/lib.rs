@@ -1,0 +1,155 @@
+//! The Worker's view of `agentwire-relay`: every decision the relay makes is made here, by the
+//! engine, and the Worker's JavaScript (`worker-relay/src/`) only performs it (sockets, `fetch`,
+//! timers). Values cross as JSON text.
+//!
+//! - [`RelayCore`]: the configuration and the per-agent rate limits of one isolate; `route`
+//!   returns the [`Decision`](agentwire_relay::route::Decision) for a request.
+//! - [`BridgeCore`]: one SSE bridge (a browser socket over a released upstream).
+//! - [`forwardClose`], [`closeReason`], [`upgradeRefused`]: close codes and refused upgrades.
+
+mod bridge;
+
+pub use bridge::BridgeCore;
+
+use agentwire_core::Millis;
+use agentwire_relay::config::Config;
+use agentwire_relay::route::{self, Relay, Request};
+use wasm_bindgen::prelude::*;
+
+/// Every setting the relay reads from its `env` (vars and secrets).
+pub const SETTINGS: [&str; 16] = [
+    "UPSTREAM",
+    "UPSTREAM_GENERATION",
+    "AGENT_KEYS",
+    "RELAY_TOKEN_SECRET",
+    "RELAY_TOKEN_SECRET_PREVIOUS",
+    "ALLOWED_ORIGINS",
+    "ALLOW_NO_ORIGIN",
+    "PATH_PREFIX",
+    "MAX_MESSAGE_BYTES",
+    "MAX_BODY_BYTES",
+    "RATE_LIMIT_PER_MINUTE",
+    "RATE_LIMIT_BURST",
+    "MAX_TOKEN_LIFETIME_S",
+    "UPSTREAM_TIMEOUT_MS",
+    "PING_INTERVAL_MS",
+    "UPSTREAM_IDLE_MS",
+];
+
+pub(crate) fn millis(now: f64) -> Millis {
+    if now.is_finite() && now > 0.0 {
+        now as Millis
+    } else {
+        0
+    }
+}
+
+/// The names of the settings, for the Worker to read from `env`.
+#[wasm_bindgen(js_name = settingNames)]
+pub fn setting_names() -> Vec<String> {
+    SETTINGS.iter().map(|s| s.to_string()).collect()
+}
+
+/// The relay of one isolate.
+#[wasm_bindgen]
+pub struct RelayCore {
+    relay: Relay,
+    keys: Vec<String>,
+}
+
+#[wasm_bindgen]
+impl RelayCore {
+    /// Reads the settings from `env_json` (`{NAME: string}`); throws an `Error` naming the bad
+    /// setting (never its value).
+    #[wasm_bindgen(constructor)]
+    pub fn new(env_json: &str) -> Result<RelayCore, JsError> {
+        let env: std::collections::BTreeMap<String, serde_json::Value> =
+            serde_json::from_str(env_json).map_err(|_| JsError::new("relay settings: not a JSON object"))?;
+        let get = |name: &str| match env.get(name) {
+            Some(serde_json::Value::String(s)) => Some(s.clone()),
+            Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+            Some(serde_json::Value::Bool(b)) => Some(b.to_string()),
+            _ => None,
+        };
+        let cfg = Config::from_env(get).map_err(|e| JsError::new(&e.to_string()))?;
+        let mut keys: Vec<String> = cfg.keys().map(str::to_owned).collect();
+        keys.sort_by_key(|k| std::cmp::Reverse(k.len()));
+        Ok(RelayCore {
+            relay: Relay::new(cfg),
+            keys,
+        })
+    }
+
+    /// The decision for one request, as JSON (`{"action": "respond"|"refuse"|"proxy"|"connect",
+    /// ...}`). `headers_json` is `[[name, value], ...]`.
+    pub fn route(&mut self, method: &str, url: &str, headers_json: &str, body: Option<String>, now: f64) -> String {
+        let headers: Vec<(String, String)> = serde_json::from_str(headers_json).unwrap_or_default();
+        let req = Request {
+            method,
+            url,
+            headers: &headers,
+            body: body.as_deref(),
+        };
+        let decision = self.relay.route(&req, millis(now));
+        serde_json::to_string(&decision).unwrap_or_default()
+    }
+
+    /// The upstream refused a WebSocket upgrade in a way that means it has none.
+    #[wasm_bindgen(js_name = learnReleased)]
+    pub fn learn_released(&mut self, now: f64) {
+        self.relay.learn_released(millis(now));
+    }
+
+    /// Takes one request's worth of `agent`'s rate limit (a frame sent up the socket).
+    pub fn take(&mut self, agent: &str, now: f64) -> bool {
+        self.relay.take(agent, millis(now)).is_ok()
+    }
+
+    #[wasm_bindgen(getter, js_name = maxMessageBytes)]
+    pub fn max_message_bytes(&self) -> usize {
+        self.relay.config().max_message_bytes
+    }
+
+    #[wasm_bindgen(getter, js_name = maxBodyBytes)]
+    pub fn max_body_bytes(&self) -> usize {
+        self.relay.config().max_body_bytes
+    }
+
+    /// `text` with every agent key replaced by `[key]`: for any text the relay did not write
+    /// itself (an upstream error, an exception) before it goes to a log line or a browser.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for k in &self.keys {
+            if out.contains(k.as_str()) {
+                out = out.replace(k.as_str(), "[key]");
+            }
+        }
+        out
+    }
+}
+
+/// The close code to send on the other side for one received (`undefined`: none).
+#[wasm_bindgen(js_name = forwardClose)]
+pub fn forward_close(code: Option<u16>) -> u16 {
+    agentwire_relay::close::forward(code)
+}
+
+/// A close reason cut to what a close frame carries.
+#[wasm_bindgen(js_name = closeReason)]
+pub fn close_reason(reason: &str) -> String {
+    agentwire_relay::close::reason(reason).to_owned()
+}
+
+/// What a refused upstream upgrade with `status` means: `{"then":"bridge"}` or
+/// `{"then":"close","code":N}`.
+#[wasm_bindgen(js_name = upgradeRefused)]
+pub fn upgrade_refused(status: u16) -> String {
+    serde_json::to_string(&route::upgrade_refused(status)).unwrap_or_default()
+}
+
+/// Close codes the relay itself uses: `{tooBig, tryAgainLater, policy, fallback}`.
+#[wasm_bindgen(js_name = closeCodes)]
+pub fn close_codes() -> String {
+    use agentwire_relay::close::*;
+    format!(r#"{{"tooBig":{TOO_BIG},"tryAgainLater":{TRY_AGAIN_LATER},"policy":{POLICY},"fallback":{FALLBACK}}}"#)
+}
