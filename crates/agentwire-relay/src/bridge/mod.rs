@@ -1,1 +1,412 @@
-//! (being written)
+//! The SSE bridge: the browser speaks the current Switch WebSocket generation to the relay, and
+//! the relay speaks switch-core 0.19's SSE stream and HTTP beats upstream, so that a client
+//! following `switch-agent-connection.md` (our own `agentwire_switch::Connection` in WebSocket
+//! transport, or any other) cannot tell it is not talking to a current server. The translation
+//! table and every decision are in `docs/relay-bridge.md`; in short:
+//!
+//! - **Open.** The Worker opens `GET /agents/{agent}/events?<the browser's query>` with
+//!   `Accept: text/event-stream` and the key, and reports the answer with
+//!   [`Bridge::handle_open_response`]. `200 text/event-stream` streams. `401` closes 4401 with no
+//!   frame; `400`, `403`, `409`, `422` send `refused {status, detail}` then close 4000 + status;
+//!   anything else (404, 5xx, 200 that is not an event stream, no answer) closes 1011, which the
+//!   browser retries. No `connection_state` within `open_timeout_ms` (10 s): 1011.
+//! - **Frames.** Every SSE frame is decoded by the engine (`frame::decode_sse_with`) and written
+//!   back with the engine's encoder (`frame::encode`): domain events as `{"event","data","id"}`,
+//!   control frames as `{"event","data"}`. Released quirks are filled in: `evicted` gets its
+//!   `code` from the reason (`frame::eviction_from_reason`), `gap` gets `rooms` (the covered
+//!   rooms) and `all_rooms: true`, `connection_state`'s `heartbeat_interval_seconds` becomes the
+//!   ping interval the bridge really uses. `connection_state` keeps **no `generation`**: the
+//!   released server issues none and cannot fence, and the engine, seeing none, sends no
+//!   `expected_generation` on its reopen, which a released server would not understand (a
+//!   made-up generation sent back could only be refused or ignored). SSE comments (`: keepalive`)
+//!   are not forwarded; an upstream `ping` is dropped (the bridge pings itself).
+//! - **Bad frames.** A frame the engine cannot decode, an SSE line or event over the parser's
+//!   limits, or a frame whose WebSocket text would exceed `max_frame_bytes` is dropped and
+//!   counted ([`BridgeStats::frames_dropped`]); the bridge never closes for one. When it was (or
+//!   may have been) a domain event after the browser attached, the loss is reported as a `gap`
+//!   frame (from the last sequence forwarded to the dropped one's, when its `id:` line says it),
+//!   as a current server reports events it cannot replay: the browser re-reads the room. Not
+//!   1009: the browser would reconnect and the server replay the same frame, forever.
+//! - **Ending.** `evicted` is forwarded, then the bridge closes 1000 (the released server ends
+//!   the stream after it). The stream ending or failing without one: 1011 (the browser reopens
+//!   with `start_from` and the relay forwards it). The browser closing: [`Output::Close`] 1000
+//!   all the same, so the Worker has one signal to abort the upstream.
+//! - **Liveness.** After the first `connection_state`, a `ping` frame (`{"event":"ping","data":{}}`,
+//!   the shape `docs/protocols/switch.md` records) every ping interval. Each browser pong
+//!   `{"type":"pong","cursor":N}` becomes one beat (`ops::beat`), the cursor never lower than an
+//!   earlier one; at most one beat is in flight, and pongs meanwhile are folded into one more
+//!   beat with the latest cursor. No pong for `missed_pongs` intervals (6 s):
+//!   `evicted heartbeat_lapsed` and close 1000, as a current server does. Any other browser text
+//!   is ignored and counted ([`BridgeStats::client_texts_ignored`]).
+//! - **Beat answers.** 2xx alive; 401 close 4401; 404 `evicted heartbeat_lapsed` (the released
+//!   server forgot the connection: its liveness lapsed) and 1000; 409 `evicted` with the body's
+//!   `code` (`no_stream` when it has none; `taken_over` is final for the browser) and 1000;
+//!   anything else (422, 429, 5xx, network failure) is a failed beat, retried at the next pong,
+//!   and `max_beat_failures` in a row close 1011. A beat unanswered for `beat_timeout_ms`: 1011.
+//!
+//! Sans-IO: nothing here reads a clock; `now` is passed in. After every input the Worker drains
+//! [`Bridge::poll_output`] and re-arms its timer at [`Bridge::poll_timeout`]. [`Output::Close`]
+//! is always the last output, there is exactly one per bridge, and [`Bridge::is_closed`] is true
+//! from then on. Drain the outputs right after [`Bridge::new`] too: a configuration the bridge
+//! cannot serve (a `connection_id` that is not a UUID) is refused at once, as a current server
+//! refuses it (`refused 400`, close 4400), before anything is opened upstream.
+
+mod config;
+mod liveness;
+mod open;
+mod upstream;
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod testutil;
+
+pub use config::{BridgeConfig, MAX_PING_INTERVAL_MS, MIN_PING_INTERVAL_MS};
+
+use agentwire_core::{HttpRequest, Millis, Timers};
+use agentwire_switch::frame::{encode, Frame, Refused};
+use agentwire_switch::ops;
+use agentwire_switch::sse::SseParser;
+use serde_json::value::RawValue;
+use std::collections::VecDeque;
+
+/// What the Worker does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Send this WebSocket text frame to the browser.
+    ToClient(String),
+    /// POST this upstream with `Authorization: Bearer <key>` and report the answer with
+    /// [`Bridge::handle_beat_response`]. Never more than one unanswered.
+    Beat(HttpRequest),
+    /// Close the browser's socket with this code and reason (at most 123 bytes) and abort the
+    /// upstream stream and any beat. Always the last output.
+    Close { code: u16, reason: String },
+}
+
+/// What the bridge has seen and done: diagnostics for the Worker's logs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BridgeStats {
+    /// SSE frames forwarded to the browser.
+    pub frames_forwarded: u64,
+    /// SSE frames dropped: undecodable, over a limit, or too large for one WebSocket frame.
+    pub frames_dropped: u64,
+    /// `gap` frames the bridge made up to report a dropped domain event.
+    pub gaps_reported: u64,
+    /// SSE comment lines (the 15 s `: keepalive`), not forwarded.
+    pub keepalives: u64,
+    pub pings_sent: u64,
+    /// Browser pongs taken.
+    pub pongs: u64,
+    /// Browser texts that were not a pong (or came before the browser was attached).
+    pub client_texts_ignored: u64,
+    pub beats_sent: u64,
+    /// Beats that failed (not counting 401, 404 and 409, which end the bridge).
+    pub beats_failed: u64,
+    /// Beat answers that came with no beat in flight (dropped).
+    pub beat_answers_ignored: u64,
+}
+
+/// Where the bridge is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the answer to the upstream open.
+    Opening,
+    /// The stream is open; waiting for `connection_state`.
+    Attaching,
+    /// `connection_state` forwarded: pinging, taking pongs.
+    Live,
+    /// [`Output::Close`] emitted; nothing more happens.
+    Closed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Timer {
+    /// No `connection_state` yet.
+    Open,
+    /// No byte on the stream.
+    StreamIdle,
+    /// Time to ping.
+    Ping,
+    /// No pong.
+    PongTtl,
+    /// The beat in flight has no answer.
+    BeatTimeout,
+}
+
+/// The longest close reason a WebSocket close frame carries.
+const MAX_CLOSE_REASON: usize = 123;
+
+/// One browser connection bridged to one upstream SSE stream. See the module documentation.
+pub struct Bridge {
+    cfg: BridgeConfig,
+    phase: Phase,
+    sse: SseParser,
+    timers: Timers<Timer>,
+    out: VecDeque<Output>,
+    /// Bytes of the `ToClient` frames in `out`.
+    pending_bytes: usize,
+    /// The ping interval in force.
+    ping_ms: u64,
+    /// The rooms the connection covers, as the upstream last said.
+    rooms: Vec<String>,
+    /// The highest sequence forwarded (or the cursor of `connection_state`, or a gap's
+    /// `resumed_at`): where a made-up gap starts.
+    last_seq: u64,
+    /// The highest cursor a pong carried.
+    cursor: Option<u64>,
+    beat_in_flight: bool,
+    /// A pong came while a beat was in flight: beat again when it is answered.
+    beat_wanted: bool,
+    beat_failures: u32,
+    stats: BridgeStats,
+}
+
+impl Bridge {
+    /// A bridge waiting for the answer to the upstream open, which the Worker starts now. Drain
+    /// [`poll_output`](Self::poll_output) first: an unusable configuration closes at once.
+    pub fn new(cfg: BridgeConfig, now: Millis) -> Bridge {
+        let mut bridge = Bridge {
+            sse: SseParser::new(cfg.sse),
+            ping_ms: cfg.ping_interval(),
+            cfg,
+            phase: Phase::Opening,
+            timers: Timers::new(),
+            out: VecDeque::new(),
+            pending_bytes: 0,
+            rooms: Vec::new(),
+            last_seq: 0,
+            cursor: None,
+            beat_in_flight: false,
+            beat_wanted: false,
+            beat_failures: 0,
+            stats: BridgeStats::default(),
+        };
+        // Every beat is built from these two; a current server refuses the open with 4400 when
+        // `connection_id` is missing or malformed, so refuse the same way before opening.
+        if let Err(e) = ops::beat(&bridge.cfg.agent_id, &bridge.cfg.connection_id, 0) {
+            let detail = json_string(&e.message);
+            bridge.refuse(400, detail, &e.message);
+            return bridge;
+        }
+        bridge
+            .timers
+            .set(Timer::Open, now.saturating_add(bridge.cfg.open_timeout_ms));
+        bridge
+    }
+
+    pub fn config(&self) -> &BridgeConfig {
+        &self.cfg
+    }
+
+    pub fn stats(&self) -> &BridgeStats {
+        &self.stats
+    }
+
+    /// Frames dropped so far ([`BridgeStats::frames_dropped`]).
+    pub fn dropped_frames(&self) -> u64 {
+        self.stats.frames_dropped
+    }
+
+    /// The ping interval in force (the configured one, or the upstream's when shorter).
+    pub fn ping_interval_ms(&self) -> u64 {
+        self.ping_ms
+    }
+
+    /// True once [`Output::Close`] has been queued.
+    pub fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    /// True from the first `connection_state` forwarded until the close.
+    pub fn is_attached(&self) -> bool {
+        self.phase == Phase::Live
+    }
+
+    /// Bytes held in partial SSE state (bounded by the SSE limits).
+    pub fn buffered_bytes(&self) -> usize {
+        self.sse.buffered_bytes()
+    }
+
+    pub fn poll_output(&mut self) -> Option<Output> {
+        let o = self.out.pop_front()?;
+        if let Output::ToClient(text) = &o {
+            self.pending_bytes = self.pending_bytes.saturating_sub(text.len());
+        }
+        Some(o)
+    }
+
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.timers.next()
+    }
+
+    /// The browser closed its socket (or it dropped): the bridge ends with [`Output::Close`] 1000,
+    /// the Worker's signal to abort the upstream stream. Frames not yet sent are dropped.
+    pub fn handle_client_close(&mut self, _now: Millis) {
+        if self.phase == Phase::Closed {
+            return;
+        }
+        self.out.clear();
+        self.pending_bytes = 0;
+        self.close(1000, "client closed");
+    }
+
+    pub fn handle_timeout(&mut self, now: Millis) {
+        for timer in self.timers.expire(now) {
+            if self.phase == Phase::Closed {
+                return;
+            }
+            match timer {
+                Timer::Open => {
+                    let m = format!("no connection_state within {} ms", self.cfg.open_timeout_ms);
+                    self.close(1011, &m);
+                }
+                Timer::StreamIdle => {
+                    let m = format!("upstream silent for {} ms", self.cfg.stream_idle_timeout_ms);
+                    self.close(1011, &m);
+                }
+                Timer::Ping => self.on_ping_timer(now),
+                Timer::PongTtl => self.on_pong_lapsed(),
+                Timer::BeatTimeout => {
+                    let m = format!("beat unanswered for {} ms", self.cfg.beat_timeout_ms);
+                    self.close(1011, &m);
+                }
+            }
+        }
+    }
+
+    // ---- shared internals ---------------------------------------------------------------
+
+    /// Queues a frame for the browser. Past `max_pending_bytes` (the Worker is not draining) the
+    /// bridge closes 1011 instead: the browser resumes from its cursor, nothing is lost.
+    fn send_text(&mut self, text: String) {
+        if self.phase == Phase::Closed {
+            return;
+        }
+        if self.pending_bytes > 0 && self.pending_bytes.saturating_add(text.len()) > self.cfg.max_pending_bytes {
+            let m = format!("{} bytes wait for the browser", self.pending_bytes);
+            return self.close(1011, &m);
+        }
+        self.pending_bytes += text.len();
+        self.out.push_back(Output::ToClient(text));
+    }
+
+    fn send_frame(&mut self, frame: &Frame) {
+        self.send_text(encode(frame));
+    }
+
+    /// `refused {status, detail}`, then close 4000 + status.
+    fn refuse(&mut self, status: u16, detail: Box<RawValue>, reason: &str) {
+        self.send_frame(&Frame::Refused(Refused { status, detail }));
+        self.close(4000 + status, reason);
+    }
+
+    /// The terminal output.
+    fn close(&mut self, code: u16, reason: &str) {
+        if self.phase == Phase::Closed {
+            return;
+        }
+        self.phase = Phase::Closed;
+        self.timers.clear();
+        self.beat_in_flight = false;
+        self.beat_wanted = false;
+        self.out.push_back(Output::Close {
+            code,
+            reason: clip(reason, MAX_CLOSE_REASON).to_owned(),
+        });
+    }
+}
+
+/// `s` cut to at most `max` bytes at a character boundary.
+fn clip(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// `s` as a JSON string.
+fn json_string(s: &str) -> Box<RawValue> {
+    let mut out = String::with_capacity(s.len() + 2);
+    agentwire_core::json::push_string(&mut out, s);
+    RawValue::from_string(out).unwrap_or_else(|_| RawValue::from_string("\"\"".to_owned()).expect("JSON"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn a_connection_id_that_is_not_a_uuid_is_refused_like_a_current_server() {
+        let mut b = Bridge::new(BridgeConfig::new("agent", "nope"), 0);
+        let out = drain(&mut b);
+        assert_eq!(out.len(), 2, "{out:?}");
+        let v = json(&out[0]);
+        assert_eq!(v["event"], "refused");
+        assert_eq!(v["data"]["status"], 400);
+        assert!(v["data"]["detail"].as_str().unwrap().contains("UUID"));
+        assert!(matches!(&out[1], Output::Close { code: 4400, .. }));
+        assert!(b.is_closed() && b.poll_timeout().is_none());
+        b.handle_open_response(1, 200, Some("text/event-stream"), "");
+        b.handle_sse(1, SSE_STATE.as_bytes());
+        assert!(drain(&mut b).is_empty());
+    }
+
+    #[test]
+    fn the_browser_closing_ends_the_bridge_with_one_close_and_nothing_after() {
+        let mut b = live(0);
+        b.handle_sse(10, message_frame(5, "x").as_bytes());
+        b.handle_client_close(11);
+        assert_eq!(
+            drain(&mut b),
+            vec![Output::Close {
+                code: 1000,
+                reason: "client closed".into()
+            }]
+        );
+        b.handle_client_close(12);
+        b.handle_timeout(1_000_000);
+        b.handle_client_text(13, r#"{"type":"pong","cursor":5}"#);
+        assert!(drain(&mut b).is_empty());
+    }
+
+    #[test]
+    fn close_reasons_fit_a_close_frame() {
+        assert_eq!(clip("ééé", 5), "éé");
+        let mut b = opening(0);
+        b.handle_open_response(1, 503, None, &"x".repeat(500));
+        let out = drain(&mut b);
+        let Output::Close { code, reason } = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(*code, 1011);
+        assert!(reason.len() <= MAX_CLOSE_REASON);
+    }
+
+    #[test]
+    fn a_worker_that_does_not_drain_is_bounded() {
+        let mut cfg = BridgeConfig::new("agent", CID);
+        cfg.max_pending_bytes = 4096;
+        let mut b = Bridge::new(cfg, 0);
+        b.handle_open_response(0, 200, Some("text/event-stream"), "");
+        b.handle_sse(0, SSE_STATE.as_bytes());
+        for seq in 1..200 {
+            b.handle_sse(1, message_frame(seq, "a body of some length").as_bytes());
+        }
+        assert!(b.is_closed());
+        let out = drain(&mut b);
+        let bytes: usize = out
+            .iter()
+            .map(|o| match o {
+                Output::ToClient(t) => t.len(),
+                _ => 0,
+            })
+            .sum();
+        assert!(bytes <= 4096, "{bytes}");
+        assert!(matches!(out.last(), Some(Output::Close { code: 1011, .. })));
+    }
+}

@@ -1,0 +1,82 @@
+//! [`BridgeConfig`]: who the bridge speaks for, its pace and its bounds.
+
+use agentwire_switch::frame::DecodeOptions;
+use agentwire_switch::sse::SseLimits;
+
+/// The shortest ping interval the bridge uses, whatever the configuration or the upstream says.
+pub const MIN_PING_INTERVAL_MS: u64 = 100;
+/// The longest ping interval the bridge uses.
+pub const MAX_PING_INTERVAL_MS: u64 = 600_000;
+
+/// How one bridge behaves. [`BridgeConfig::new`] gives the documented defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BridgeConfig {
+    /// The agent of the token (the path of the upstream stream and of every beat).
+    pub agent_id: String,
+    /// The browser's `connection_id` (a UUID), forwarded on the upstream open and on every beat.
+    pub connection_id: String,
+    /// A `ping` frame to the browser this often once attached (2 s, the spec's interval). When
+    /// the upstream's `connection_state` announces a shorter `heartbeat_interval_seconds`, that
+    /// is used instead (beats must keep the upstream's pace); clamped to 100 ms..=600 s.
+    pub ping_interval_ms: u64,
+    /// Ping intervals without a pong before the browser is evicted `heartbeat_lapsed` (3: the
+    /// spec's 6 s TTL at 2 s).
+    pub missed_pongs: u32,
+    /// Largest WebSocket text frame sent to the browser (1 MiB, Cloudflare's message limit); also
+    /// the decoder's limit on one SSE frame's `data`.
+    pub max_frame_bytes: usize,
+    /// Deepest JSON nesting of one SSE frame (64, the engine's default).
+    pub max_depth: usize,
+    /// The SSE parser's bounds (by default `max_frame_bytes` of data per event and per line,
+    /// plus room for the `data: ` prefix).
+    pub sse: SseLimits,
+    /// From [`Bridge::new`](super::Bridge::new) to the upstream's `connection_state` (10 s, as
+    /// the engine waits).
+    pub open_timeout_ms: u64,
+    /// No byte at all on the upstream stream for this long (45 s: three of switch-core's 15 s
+    /// keepalives) and it counts as dead.
+    pub stream_idle_timeout_ms: u64,
+    /// A beat without an answer for this long means the Worker's fetch is stuck (10 s).
+    pub beat_timeout_ms: u64,
+    /// Failed beats in a row (network failure, 5xx, 429, 422, ...) before the bridge gives up (3).
+    pub max_beat_failures: u32,
+    /// Bytes of browser frames waiting in [`poll_output`](super::Bridge::poll_output) (4 MiB).
+    /// The Worker drains after every input; past the bound the bridge closes with 1011 and the
+    /// browser resumes from its cursor.
+    pub max_pending_bytes: usize,
+}
+
+impl BridgeConfig {
+    pub fn new(agent_id: impl Into<String>, connection_id: impl Into<String>) -> Self {
+        let max_frame_bytes = 1 << 20;
+        BridgeConfig {
+            agent_id: agent_id.into(),
+            connection_id: connection_id.into(),
+            ping_interval_ms: 2_000,
+            missed_pongs: 3,
+            max_frame_bytes,
+            max_depth: 64,
+            sse: SseLimits {
+                max_event_bytes: max_frame_bytes,
+                max_line_bytes: max_frame_bytes + 64,
+            },
+            open_timeout_ms: 10_000,
+            stream_idle_timeout_ms: 45_000,
+            beat_timeout_ms: 10_000,
+            max_beat_failures: 3,
+            max_pending_bytes: 4 << 20,
+        }
+    }
+
+    pub(super) fn decode_options(&self) -> DecodeOptions {
+        DecodeOptions {
+            max_message_bytes: self.max_frame_bytes,
+            max_depth: self.max_depth.max(1),
+        }
+    }
+
+    /// The configured ping interval, clamped.
+    pub(super) fn ping_interval(&self) -> u64 {
+        self.ping_interval_ms.clamp(MIN_PING_INTERVAL_MS, MAX_PING_INTERVAL_MS)
+    }
+}

@@ -1,0 +1,444 @@
+//! Liveness across the bridge: `ping` frames to the browser, its pongs turned into beats
+//! upstream, and the beats' answers turned into the current generation's evictions and closes.
+
+use super::{Bridge, Output, Phase, Timer};
+use agentwire_core::Millis;
+use agentwire_switch::frame::{Evicted, EvictionCode, Frame};
+use agentwire_switch::ops;
+use agentwire_switch::SwitchError;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+
+/// A browser text longer than this is not a pong and is not parsed.
+const MAX_PONG_BYTES: usize = 1024;
+
+impl Bridge {
+    pub(super) fn on_ping_timer(&mut self, now: Millis) {
+        if self.phase != Phase::Live {
+            return;
+        }
+        self.stats.pings_sent += 1;
+        self.send_frame(&Frame::Ping);
+        self.timers.set(Timer::Ping, now.saturating_add(self.ping_ms));
+    }
+
+    pub(super) fn arm_pong_ttl(&mut self, now: Millis) {
+        let ttl = self.ping_ms.saturating_mul(u64::from(self.cfg.missed_pongs.max(1)));
+        self.timers.set(Timer::PongTtl, now.saturating_add(ttl));
+    }
+
+    /// No pong for the TTL: what a current server does (`evicted heartbeat_lapsed`, close 1000).
+    /// The upstream lapses the connection on its own: no beat reaches it any more.
+    pub(super) fn on_pong_lapsed(&mut self) {
+        if self.phase != Phase::Live {
+            return;
+        }
+        let ttl = self.ping_ms.saturating_mul(u64::from(self.cfg.missed_pongs.max(1)));
+        self.evict(
+            EvictionCode::HeartbeatLapsed,
+            format!("heartbeat lapsed: no pong for {ttl} ms; reopen and resume from your cursor"),
+        );
+    }
+
+    /// A text frame from the browser. Only `{"type":"pong","cursor":N}` means something (the spec:
+    /// the server ignores anything else); it becomes a beat. A pong without a readable cursor
+    /// still counts as alive and beats with the cursor already known.
+    pub fn handle_client_text(&mut self, now: Millis, text: &str) {
+        if self.phase == Phase::Closed {
+            return;
+        }
+        let cursor = match (self.phase, parse_pong(text)) {
+            (Phase::Live, Some(cursor)) => cursor,
+            _ => {
+                self.stats.client_texts_ignored += 1;
+                return;
+            }
+        };
+        self.stats.pongs += 1;
+        if let Some(c) = cursor {
+            self.cursor = Some(self.cursor.map_or(c, |old| old.max(c)));
+        }
+        self.arm_pong_ttl(now);
+        if self.beat_in_flight {
+            self.beat_wanted = true;
+        } else {
+            self.send_beat(now);
+        }
+    }
+
+    fn send_beat(&mut self, now: Millis) {
+        self.beat_wanted = false;
+        let cursor = self.cursor.unwrap_or(0);
+        match ops::beat(&self.cfg.agent_id, &self.cfg.connection_id, cursor) {
+            Ok(request) => {
+                self.beat_in_flight = true;
+                self.stats.beats_sent += 1;
+                self.timers
+                    .set(Timer::BeatTimeout, now.saturating_add(self.cfg.beat_timeout_ms));
+                self.out.push_back(Output::Beat(request));
+            }
+            // `new` checked both ids; nothing else can fail.
+            Err(e) => self.close(1011, &format!("cannot beat: {}", e.message)),
+        }
+    }
+
+    /// The answer to the last [`Output::Beat`]: its status (0: no answer, a network failure) and
+    /// body. Without a beat in flight it is ignored.
+    pub fn handle_beat_response(&mut self, now: Millis, status: u16, body: &str) {
+        if self.phase == Phase::Closed {
+            return;
+        }
+        if !self.beat_in_flight {
+            self.stats.beat_answers_ignored += 1;
+            return;
+        }
+        self.beat_in_flight = false;
+        self.timers.cancel(&Timer::BeatTimeout);
+        match status {
+            // Alive. The body (`{ok, rooms, cursor}`) is not needed: the browser learns its rooms
+            // from the stream's frames.
+            200..=299 => self.beat_failures = 0,
+            401 => {
+                let m = SwitchError::http(401, body).message;
+                return self.close(4401, &m);
+            }
+            404 => {
+                // "The connection is unknown or dead": the released server forgot it because its
+                // liveness lapsed, which a current server reports as `heartbeat_lapsed`
+                // (recoverable: the browser reopens and resumes).
+                let e = SwitchError::http(404, body);
+                return self.evict(
+                    EvictionCode::HeartbeatLapsed,
+                    reason_of(&e, "connection unknown or dead"),
+                );
+            }
+            409 => {
+                // The body's `code`: `no_stream`, `unfenced` or `taken_over` (final); 0.19 may
+                // send none, which means no stream attached.
+                let e = SwitchError::http(409, body);
+                let code = e.code.as_deref().map_or(EvictionCode::NoStream, EvictionCode::parse);
+                return self.evict(code, reason_of(&e, "beat refused"));
+            }
+            _ => {
+                // 422 (our beat malformed), 429, 5xx, a network failure: retried at the next pong.
+                self.stats.beats_failed += 1;
+                self.beat_failures += 1;
+                if self.beat_failures >= self.cfg.max_beat_failures.max(1) {
+                    let what = if status == 0 {
+                        "no answer".to_owned()
+                    } else {
+                        format!("HTTP {status}")
+                    };
+                    let m = format!("{} beats in a row failed (last: {what})", self.beat_failures);
+                    return self.close(1011, &m);
+                }
+            }
+        }
+        if self.beat_wanted {
+            self.send_beat(now);
+        }
+    }
+
+    /// `evicted {code, reason}` to the browser, then close 1000.
+    fn evict(&mut self, code: EvictionCode, reason: String) {
+        let close_reason = format!("evicted: {}", code.as_str());
+        self.send_frame(&Frame::Evicted(Evicted {
+            code: Some(code),
+            reason,
+            room_id: None,
+        }));
+        self.close(1000, &close_reason);
+    }
+}
+
+/// `Some(cursor)` for a pong (the cursor when it is a non-negative integer), `None` for
+/// anything else.
+fn parse_pong(text: &str) -> Option<Option<u64>> {
+    #[derive(Deserialize)]
+    struct Pong<'a> {
+        #[serde(borrow, default, rename = "type")]
+        kind: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        cursor: Option<&'a RawValue>,
+    }
+    if text.len() > MAX_PONG_BYTES {
+        return None;
+    }
+    let pong: Pong<'_> = serde_json::from_str(text).ok()?;
+    if pong.kind? != "pong" {
+        return None;
+    }
+    Some(pong.cursor.and_then(|c| c.get().parse::<u64>().ok()))
+}
+
+/// The server's detail text, or `fallback` when it gave none.
+fn reason_of(e: &SwitchError, fallback: &str) -> String {
+    let status = e.status.unwrap_or(0);
+    match e.message.strip_prefix(&format!("HTTP {status}: ")) {
+        Some(text) if !text.is_empty() => text.to_owned(),
+        _ => fallback.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::super::{Bridge, BridgeConfig, Output};
+    use super::*;
+
+    fn pong(b: &mut Bridge, now: Millis, cursor: u64) {
+        b.handle_client_text(now, &format!(r#"{{"type":"pong","cursor":{cursor}}}"#));
+    }
+
+    fn beat_cursor(o: &Output) -> u64 {
+        let Output::Beat(req) = o else { panic!("{o:?}") };
+        assert_eq!(req.path, "/agents/agent/connection/beat");
+        let v: serde_json::Value = serde_json::from_str(req.body.as_deref().unwrap()).unwrap();
+        assert_eq!(v["connection_id"], CID);
+        v["cursor"].as_u64().unwrap()
+    }
+
+    #[test]
+    fn pings_every_interval_from_the_attach() {
+        let mut b = live(0); // attached at 1
+        let mut pings = 0;
+        for t in (0..=10_000).step_by(100) {
+            b.handle_timeout(t);
+            for o in drain(&mut b) {
+                assert_eq!(text(&o), r#"{"event":"ping","data":{}}"#);
+                pings += 1;
+            }
+            if t % 2_000 == 1_000 {
+                pong(&mut b, t, 4);
+                b.handle_beat_response(t, 200, "{}");
+                drain(&mut b);
+            }
+        }
+        assert_eq!(pings, 4, "at 2001, 4001, 6001, 8001 (checked every 100 ms)");
+        assert!(matches!(
+            agentwire_switch::frame::decode(r#"{"event":"ping","data":{}}"#).unwrap(),
+            Frame::Ping
+        ));
+    }
+
+    #[test]
+    fn a_pong_is_a_beat_with_a_cursor_that_never_goes_back() {
+        let mut b = live(0);
+        pong(&mut b, 10, 7);
+        let out = drain(&mut b);
+        assert_eq!(beat_cursor(&out[0]), 7);
+        b.handle_beat_response(11, 200, r#"{"ok":true,"rooms":["r1"],"cursor":7}"#);
+        pong(&mut b, 12, 3);
+        assert_eq!(beat_cursor(&drain(&mut b)[0]), 7);
+        b.handle_beat_response(13, 200, "");
+        // A pong without a cursor is alive all the same.
+        b.handle_client_text(14, r#"{"type":"pong"}"#);
+        assert_eq!(beat_cursor(&drain(&mut b)[0]), 7);
+        b.handle_beat_response(15, 200, "not json");
+        b.handle_client_text(16, r#"{"type":"pong","cursor":9,"generation":3}"#);
+        assert_eq!(beat_cursor(&drain(&mut b)[0]), 9);
+        assert_eq!(b.stats().pongs, 4);
+    }
+
+    #[test]
+    fn one_beat_in_flight_and_pongs_meanwhile_fold_into_one() {
+        let mut b = live(0);
+        pong(&mut b, 10, 5);
+        assert_eq!(drain(&mut b).len(), 1);
+        pong(&mut b, 20, 6);
+        pong(&mut b, 30, 8);
+        assert!(drain(&mut b).is_empty(), "a beat is in flight");
+        b.handle_beat_response(40, 200, "{}");
+        let out = drain(&mut b);
+        assert_eq!(out.len(), 1);
+        assert_eq!(beat_cursor(&out[0]), 8);
+        b.handle_beat_response(50, 200, "{}");
+        assert!(drain(&mut b).is_empty());
+        // An answer with nothing in flight is ignored.
+        b.handle_beat_response(60, 401, "");
+        assert!(drain(&mut b).is_empty() && !b.is_closed());
+        assert_eq!(b.stats().beat_answers_ignored, 1);
+    }
+
+    #[test]
+    fn anything_but_a_pong_is_ignored_and_counted() {
+        let mut b = live(0);
+        for t in [
+            "",
+            "hello",
+            "{}",
+            r#"{"type":"ping"}"#,
+            r#"{"type":"PONG","cursor":1}"#,
+            r#"{"event":"pong","cursor":1}"#,
+            r#"[{"type":"pong"}]"#,
+        ] {
+            b.handle_client_text(1, t);
+        }
+        b.handle_client_text(
+            1,
+            &format!(r#"{{"type":"pong","cursor":1,"pad":"{}"}}"#, "x".repeat(2000)),
+        );
+        assert!(drain(&mut b).is_empty());
+        assert_eq!(b.stats().client_texts_ignored, 8);
+        // Before the attach, even a pong is ignored.
+        let mut b = streaming(0);
+        pong(&mut b, 1, 1);
+        assert!(drain(&mut b).is_empty());
+        assert_eq!(b.stats().client_texts_ignored, 1);
+    }
+
+    #[test]
+    fn no_pong_for_the_ttl_evicts_heartbeat_lapsed() {
+        let mut b = live(0); // attached at 1: TTL 6 s
+        b.handle_timeout(6_000);
+        assert!(!b.is_closed());
+        pong(&mut b, 6_000, 4); // moves it to 12 s
+        b.handle_beat_response(6_000, 200, "{}");
+        b.handle_timeout(11_999);
+        assert!(!b.is_closed());
+        drain(&mut b);
+        b.handle_timeout(12_000);
+        let out = drain(&mut b);
+        assert_eq!(out.len(), 2, "{out:?}");
+        let v = json(&out[0]);
+        assert_eq!(
+            (v["event"].as_str(), v["data"]["code"].as_str()),
+            (Some("evicted"), Some("heartbeat_lapsed"))
+        );
+        assert!(v["data"]["reason"].as_str().unwrap().starts_with("heartbeat lapsed"));
+        assert_eq!(
+            out[1],
+            Output::Close {
+                code: 1000,
+                reason: "evicted: heartbeat_lapsed".into()
+            }
+        );
+    }
+
+    fn answered(status: u16, body: &str) -> Vec<Output> {
+        let mut b = live(0);
+        pong(&mut b, 10, 5);
+        drain(&mut b);
+        b.handle_beat_response(11, status, body);
+        drain(&mut b)
+    }
+
+    #[test]
+    fn beat_refusals_become_evictions_and_closes() {
+        let out = answered(401, "Invalid credentials");
+        assert!(matches!(&out[..], [Output::Close { code: 4401, .. }]), "{out:?}");
+
+        let out = answered(
+            404,
+            r#"{"detail":"connection c is not open; reconnect and resume from your cursor"}"#,
+        );
+        let v = json(&out[0]);
+        assert_eq!(v["data"]["code"], "heartbeat_lapsed");
+        assert_eq!(
+            v["data"]["reason"],
+            "connection c is not open; reconnect and resume from your cursor"
+        );
+        assert!(matches!(out[1], Output::Close { code: 1000, .. }));
+
+        for (body, code) in [
+            (r#"{"detail":"no stream","code":"no_stream"}"#, "no_stream"),
+            (r#"{"detail":"moved on","code":"unfenced"}"#, "unfenced"),
+            (r#"{"detail":"taken","code":"taken_over"}"#, "taken_over"),
+            (r#"{"detail":"connection c has no stream attached"}"#, "no_stream"),
+            ("", "no_stream"),
+        ] {
+            let out = answered(409, body);
+            assert_eq!(out.len(), 2, "{out:?}");
+            assert_eq!(json(&out[0])["data"]["code"], code, "{body}");
+            assert_eq!(
+                out[1],
+                Output::Close {
+                    code: 1000,
+                    reason: format!("evicted: {code}")
+                }
+            );
+        }
+        // The engine's reading of a taken_over eviction: final.
+        let out = answered(409, r#"{"detail":"taken","code":"taken_over"}"#);
+        let Frame::Evicted(e) = agentwire_switch::frame::decode(text(&out[0])).unwrap() else {
+            panic!()
+        };
+        assert!(!e.effective_code().should_reconnect());
+    }
+
+    #[test]
+    fn other_failures_retry_at_the_next_pong_then_close_1011() {
+        let mut b = live(0);
+        let mut t = 10;
+        for status in [0, 503] {
+            pong(&mut b, t, 5);
+            assert_eq!(drain(&mut b).len(), 1);
+            b.handle_beat_response(t, status, "");
+            assert!(drain(&mut b).is_empty() && !b.is_closed());
+            t += 10;
+        }
+        // A success resets the count.
+        pong(&mut b, t, 5);
+        drain(&mut b);
+        b.handle_beat_response(t, 200, "{}");
+        for (i, status) in [422, 429, 500].into_iter().enumerate() {
+            t += 10;
+            pong(&mut b, t, 5);
+            assert_eq!(drain(&mut b).len(), 1);
+            b.handle_beat_response(t, status, r#"{"detail":"x"}"#);
+            let out = drain(&mut b);
+            if i < 2 {
+                assert!(out.is_empty());
+            } else {
+                assert!(
+                    matches!(&out[..], [Output::Close { code: 1011, reason }] if reason.contains("3 beats")),
+                    "{out:?}"
+                );
+            }
+        }
+        assert_eq!(b.stats().beats_failed, 5);
+    }
+
+    #[test]
+    fn a_failed_beat_with_a_pong_waiting_beats_again_at_once() {
+        let mut b = live(0);
+        pong(&mut b, 10, 5);
+        drain(&mut b);
+        pong(&mut b, 20, 6);
+        b.handle_beat_response(30, 0, "");
+        let out = drain(&mut b);
+        assert_eq!(out.len(), 1);
+        assert_eq!(beat_cursor(&out[0]), 6);
+    }
+
+    #[test]
+    fn a_beat_never_answered_closes_1011() {
+        let mut cfg = BridgeConfig::new("agent", CID);
+        cfg.beat_timeout_ms = 3_000;
+        let mut b = Bridge::new(cfg, 0);
+        b.handle_open_response(0, 200, Some("text/event-stream"), "");
+        b.handle_sse(0, SSE_STATE.as_bytes());
+        drain(&mut b);
+        pong(&mut b, 100, 4);
+        drain(&mut b);
+        b.handle_timeout(3_099);
+        assert!(!b.is_closed(), "{:?}", drain(&mut b));
+        drain(&mut b);
+        b.handle_timeout(3_100);
+        assert!(matches!(drain(&mut b)[..], [Output::Close { code: 1011, ref reason }] if reason.contains("beat")));
+    }
+
+    #[test]
+    fn pong_parsing() {
+        assert_eq!(parse_pong(r#"{"type":"pong","cursor":4813}"#), Some(Some(4813)));
+        assert_eq!(parse_pong(r#" { "cursor" : 1 , "type" : "pong" } "#), Some(Some(1)));
+        assert_eq!(parse_pong(r#"{"type":"pong","cursor":-1}"#), Some(None));
+        assert_eq!(parse_pong(r#"{"type":"pong","cursor":"5"}"#), Some(None));
+        assert_eq!(parse_pong(r#"{"type":"pong","cursor":1.5}"#), Some(None));
+        assert_eq!(parse_pong(r#"{"type":"pong","cursor":null}"#), Some(None));
+        assert_eq!(parse_pong(r#"{"type":"pon\u0067"}"#), Some(None));
+        assert_eq!(parse_pong(r#"{"type":7,"cursor":1}"#), None);
+        assert_eq!(parse_pong(r#"{"type":"pong""#), None);
+    }
+}
