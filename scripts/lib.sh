@@ -100,10 +100,11 @@ start_moltzap_peer() {
   MOLTZAP_PEER_PID=$SERVER_PID
 }
 
-# start_switch_peer BIN PORT LOG: starts `agentwire peers switch` (agents alice and bob, room
-# lobby); SWITCH_PEER_PID is its pid. The agents' ids and keys are read with switch_field.
+# start_switch_peer BIN PORT LOG [FLAGS...]: starts `agentwire peers switch` (agents alice and
+# bob, room lobby; FLAGS such as --generation released); SWITCH_PEER_PID is its pid. The agents'
+# ids and keys are read with switch_field.
 start_switch_peer() {
-  start_listening "$3" "$1" peers switch --port "$2"
+  start_listening "$3" "$1" peers switch --port "$2" "${@:4}"
   SWITCH_PEER_PID=$SERVER_PID
   for _ in $(seq 1 50); do
     if grep -q "^room lobby" "$3" 2>/dev/null; then return 0; fi
@@ -111,6 +112,33 @@ start_switch_peer() {
   done
   echo "the Switch peer printed no room" >&2
   return 1
+}
+
+# start_relay PORT LOG BIN PEER_LOG SECRET [NAME=VALUE...]: the relay (worker-relay/dev.mjs, real
+# workerd) on 127.0.0.1:PORT in front of the Switch peer whose log is PEER_LOG, holding alice's and
+# bob's keys, verifying tokens with SECRET; extra settings as NAME=VALUE. RELAY_PID is its pid.
+# Needs worker-relay/build.sh first.
+start_relay() {
+  local port="$1" log="$2" bin="$3" peer_log="$4" secret="$5"
+  shift 5
+  local vars
+  vars="$(python3 - "$peer_log" "$secret" "$@" <<'PY'
+import json, re, sys
+log, secret, extra = open(sys.argv[1]).read(), sys.argv[2], sys.argv[3:]
+keys = {m[1]: m[2] for m in re.findall(r"^agent \S+ id=(\S+) key=(\S+)$", log, re.M)}
+url = re.search(r"^listening on (\S+)$", log, re.M)[1]
+vars = {"UPSTREAM": url, "AGENT_KEYS": json.dumps(keys), "RELAY_TOKEN_SECRET": secret}
+vars.update(e.split("=", 1) for e in extra)
+print(json.dumps(vars))
+PY
+)"
+  RELAY_VARS="$vars" WRANGLER_SEND_METRICS=false start_listening "$log" node "$ROOT/worker-relay/dev.mjs" --port "$port"
+  RELAY_PID=$SERVER_PID
+}
+
+# relay_token BIN SECRET AGENT_ID: a relay token for the agent, valid for an hour.
+relay_token() {
+  AGENTWIRE_RELAY_SECRET="$2" "$1" relay token --agent "$3" --exp-in 3600
 }
 
 # switch_field LOG KIND NAME FIELD: a field (id, key) of an agent or room line of the peer's log.

@@ -12,7 +12,7 @@ if [ ! -x "$HERE/node_modules/.bin/wrangler" ] || [ "$HERE/package-lock.json" -n
   (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 (cd "$ROOT" && cargo build -q --target wasm32-unknown-unknown --profile wasm -p agentwire-relay-wasm)
-rm -rf "$HERE/gen"
+mkdir -p "$HERE/gen"
 wasm-bindgen --target web --out-dir "$HERE/gen" --out-name agentwire_relay_wasm --remove-name-section \
   --remove-producers-section "$ROOT/target/wasm32-unknown-unknown/wasm/agentwire_relay_wasm.wasm"
 printf 'relay wasm: %d bytes (%d gzipped)\n' "$(wc -c <"$HERE/gen/agentwire_relay_wasm_bg.wasm")" \

@@ -1,7 +1,7 @@
 // The SSE bridge for a released upstream: the engine's `BridgeCore` turns the SSE stream into
 // the current generation's frames, pings the browser, turns pongs into beats and decides every
 // close; this file reads the stream, sends the beats and runs the timer.
-import { BridgeCore, closeQuietly } from "./core.js";
+import { BridgeCore, closeQuietly, forwardClose } from "./core.js";
 
 const MAX_ERROR_BODY = 16 * 1024;
 
@@ -70,13 +70,15 @@ export function bridge(relay, d, client, early, abort) {
     const text = typeof ev.data === "string" ? ev.data : "";
     step(() => core.handleClientText(Date.now(), text));
   });
-  const gone = () => {
+  const gone = (ev) => {
     if (closed) return;
     core.handleClientClose(Date.now());
     closed = true;
     clearTimeout(timer);
     abort.abort();
     core.free();
+    // Completes the browser's closing handshake (an error event has no code: 1011).
+    closeQuietly(client, forwardClose(ev?.code), ev?.reason);
   };
   client.addEventListener("close", gone);
   client.addEventListener("error", gone);

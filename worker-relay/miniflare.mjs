@@ -1,0 +1,29 @@
+// The relay's Worker under Miniflare (real workerd), as the tests, the playground and the bench
+// run it: the module Worker in src/ with the engine's wasm as a compiled module.
+import { Miniflare } from "miniflare";
+import { fileURLToPath } from "node:url";
+
+export const RELAY_SCRIPT = fileURLToPath(new URL("src/index.js", import.meta.url));
+
+/** Starts `script` (default: the relay) with `vars` as its env on 127.0.0.1:`port` (0: a free
+ * one); `log(text)` gets workerd's output. Resolves with `{mf, url}`. */
+export async function startWorker({ vars, script = RELAY_SCRIPT, port = 0, log = () => {} }) {
+  const mf = new Miniflare({
+    scriptPath: script,
+    modules: true,
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"] },
+    ],
+    compatibilityDate: "2025-09-01",
+    host: "127.0.0.1",
+    port,
+    bindings: vars,
+    handleRuntimeStdio(stdout, stderr) {
+      stdout.on("data", (d) => log(String(d)));
+      stderr.on("data", (d) => log(String(d)));
+    },
+  });
+  const url = (await mf.ready).href.replace(/\/$/, "");
+  return { mf, url };
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The relay's tests in real workerd (Miniflare): builds the engine's wasm (./build.sh), the npm
+# package's token helper (esbuild, from npm/src/relay-token.ts) and the Switch peer, then runs
+# every test/*.test.mjs with node's test runner. Network: 127.0.0.1 only.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$HERE/../scripts/lib.sh"
+bash "$HERE/build.sh"
+if [ ! -x "$ROOT/npm/node_modules/.bin/esbuild" ]; then
+  (cd "$ROOT/npm" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+"$ROOT/npm/node_modules/.bin/esbuild" "$ROOT/npm/src/relay-token.ts" --bundle --format=esm --target=es2022 \
+  --log-level=warning --outfile="$HERE/gen/relay-token.js"
+(cd "$ROOT" && cargo build -q -p agentwire-cli)
+export WRANGLER_SEND_METRICS=false
+cd "$HERE"
+node --test --test-reporter=spec --test-concurrency=1 "$@" test/*.test.mjs
