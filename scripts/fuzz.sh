@@ -4,8 +4,9 @@
 # `server` (the server session in line and whole-message mode, with the reference agent).
 # CRATE `moltzap`: `frame` (the frame decoder) or `session` (the client session driven by a
 # script of operations). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
-# (both frame decoders, with re-encoding) or `connection` (the connection driven by a script). Prints the executions and crashes; exits 1
-# when a crash was found.
+# (both frame decoders, with re-encoding) or `connection` (the connection driven by a script).
+# CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
+# signs). Prints the executions and crashes; exits 1 when a crash was found.
 #
 # The toolchain is stable, so RUSTC_BOOTSTRAP=1 lets cargo-fuzz use the nightly-only flags it
 # needs (-Zsanitizer, -Cpasses=sancov). AddressSanitizer is tried first; `--sanitizer none` is
