@@ -5,6 +5,7 @@
 
 mod moltzap;
 mod peers;
+mod relay;
 mod repl;
 mod rkt;
 mod switch;
@@ -34,6 +35,9 @@ enum Protocol {
     /// Local test peers on 127.0.0.1
     #[command(subcommand)]
     Peers(peers::Command),
+    /// The Switch relay: mint relay tokens for browsers
+    #[command(subcommand)]
+    Relay(relay::Command),
 }
 
 fn main() -> ExitCode {
@@ -42,5 +46,6 @@ fn main() -> ExitCode {
         Protocol::Moltzap(command) => moltzap::run(command),
         Protocol::Switch(command) => switch::run(command),
         Protocol::Peers(command) => peers::run(command),
+        Protocol::Relay(command) => relay::run(command),
     }
 }

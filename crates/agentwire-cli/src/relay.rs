@@ -1,0 +1,72 @@
+//! `agentwire relay token`: mints a relay token (`docs/relay-token.md`) for a browser, as an app
+//! backend would. The secret comes from the environment (`AGENTWIRE_RELAY_SECRET`, its UTF-8
+//! bytes), never from a flag, so it stays out of shell history and process listings.
+
+use agentwire_relay::token::{mint, Claims};
+use clap::Subcommand;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The variable that holds the relay secret.
+pub const SECRET_ENV: &str = "AGENTWIRE_RELAY_SECRET";
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Print a relay token for an agent (secret from $AGENTWIRE_RELAY_SECRET, at least 32 bytes)
+    Token {
+        /// The agent the browser acts as
+        #[arg(long = "agent", value_name = "ID")]
+        agent: String,
+        /// Seconds from now until the token expires
+        #[arg(long = "exp-in", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+        exp_in: u64,
+        /// The one browser origin allowed (`scheme://host[:port]`); default: any the relay allows
+        #[arg(long)]
+        origin: Option<String>,
+        /// A room the browser may use (repeatable); default: all of the agent's
+        #[arg(long = "room", value_name = "ROOM")]
+        rooms: Vec<String>,
+    },
+}
+
+pub fn run(command: Command) -> ExitCode {
+    match command {
+        Command::Token {
+            agent,
+            exp_in,
+            origin,
+            rooms,
+        } => match token(agent, exp_in, origin, rooms) {
+            Ok(token) => {
+                println!("{token}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn token(agent: String, exp_in: u64, origin: Option<String>, rooms: Vec<String>) -> Result<String, String> {
+    let secret = match std::env::var(SECRET_ENV) {
+        Ok(s) if !s.is_empty() => s,
+        Ok(_) | Err(std::env::VarError::NotPresent) => return Err(format!("set {SECRET_ENV} to the relay secret")),
+        Err(std::env::VarError::NotUnicode(_)) => return Err(format!("{SECRET_ENV} is not valid UTF-8")),
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_err(|e| format!("the clock is before 1970: {e}"))?
+        .as_secs();
+    let exp = now
+        .checked_add(exp_in)
+        .ok_or_else(|| format!("--exp-in {exp_in} is too far away"))?;
+    let claims = Claims {
+        agent_id: agent,
+        exp,
+        origin,
+        rooms: (!rooms.is_empty()).then_some(rooms),
+    };
+    mint(secret.as_bytes(), &claims).map_err(|e| e.to_string())
+}
