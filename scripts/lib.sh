@@ -125,7 +125,7 @@ start_relay() {
   vars="$(python3 - "$peer_log" "$secret" "$@" <<'PY'
 import json, re, sys
 log, secret, extra = open(sys.argv[1]).read(), sys.argv[2], sys.argv[3:]
-keys = {m[1]: m[2] for m in re.findall(r"^agent \S+ id=(\S+) key=(\S+)$", log, re.M)}
+keys = {m[0]: m[1] for m in re.findall(r"^agent \S+ id=(\S+) key=(\S+)$", log, re.M)}
 url = re.search(r"^listening on (\S+)$", log, re.M)[1]
 vars = {"UPSTREAM": url, "AGENT_KEYS": json.dumps(keys), "RELAY_TOKEN_SECRET": secret}
 vars.update(e.split("=", 1) for e in extra)

@@ -11,7 +11,8 @@ let browser, server, tab;
 const errors = [];
 
 before(async () => {
-  const served = await serve({ "/test.html": page("agentwire tests", "<p>agentwire tests</p>") });
+  // On the port the relays allow as the page's origin.
+  const served = await serve({ "/test.html": page("agentwire tests", "<p>agentwire tests</p>") }, env.pagePort ?? 0);
   server = served.server;
   browser = await launch();
   tab = await browser.newPage();

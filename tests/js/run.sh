@@ -16,25 +16,47 @@ echo "== package: publint, arethetypeswrong (ESM only), no any in the types, a s
 if grep -nE '(:|<|\||,) *any\b|\bany\[\]' npm/dist/*.d.ts; then echo "the package's types use any" >&2; exit 1; fi
 (cd tests/js/consumer && rm -rf out && ../../../npm/node_modules/.bin/tsc -p tsconfig.json && node out/consumer.js)
 cargo build -q -p agentwire-cli
+bash worker-relay/build.sh
 BIN="$ROOT/target/debug/agentwire"
 LOGS="$(mktemp -d)"
-trap 'kill "${RKT_SERVER_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" "${GARBAGE_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
+trap 'kill "${RKT_SERVER_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" "${SWITCH_RELEASED_PID:-}" "${RELAY_PID:-}" "${RELAY_RELEASED_PID:-}" "${GARBAGE_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
 RKT_PORT="$(free_port)"
 start_rkt_server "$BIN" "$RKT_PORT" "$LOGS/rkt.log"
 MZ_PORT="$(free_port)"
 start_moltzap_peer "$BIN" "$MZ_PORT" "$LOGS/moltzap.log"
 SW_PORT="$(free_port)"
+# Switch through the relay (real workerd): one relay in front of the current peer, one in front of
+# a released (SSE-only) peer, which it bridges. The browser page's origin is allowed; Node sends
+# no Origin.
+SWR_PORT="$(free_port)"
+start_switch_peer "$BIN" "$SWR_PORT" "$LOGS/switch-released.log" --generation released
+SWITCH_RELEASED_PID=$SWITCH_PEER_PID
 start_switch_peer "$BIN" "$SW_PORT" "$LOGS/switch.log"
+PAGE_PORT="$(free_port)"
+RELAY_SECRET="$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+RELAY_PORT="$(free_port)"
+start_relay "$RELAY_PORT" "$LOGS/relay.log" "$BIN" "$LOGS/switch.log" "$RELAY_SECRET" \
+  "ALLOWED_ORIGINS=http://127.0.0.1:$PAGE_PORT" ALLOW_NO_ORIGIN=true UPSTREAM_GENERATION=auto
+RELAY_RELEASED_PORT="$(free_port)"
+RELAY_CURRENT_PID=$RELAY_PID
+start_relay "$RELAY_RELEASED_PORT" "$LOGS/relay-released.log" "$BIN" "$LOGS/switch-released.log" "$RELAY_SECRET" \
+  "ALLOWED_ORIGINS=http://127.0.0.1:$PAGE_PORT" ALLOW_NO_ORIGIN=true UPSTREAM_GENERATION=auto
+RELAY_RELEASED_PID=$RELAY_PID
+RELAY_PID=$RELAY_CURRENT_PID
 start_listening "$LOGS/garbage.log" node tests/js/garbage.mjs --for-ms 900000
 GARBAGE_PID=$SERVER_PID
 GARBAGE_URL="$(sed -n 's/^listening on //p' "$LOGS/garbage.log")"
 key() { "$BIN" moltzap register "$1" --server "http://127.0.0.1:$MZ_PORT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["apiKey"])'; }
 sw() { switch_field "$LOGS/switch.log" "$@"; }
+swr() { switch_field "$LOGS/switch-released.log" "$@"; }
+tok() { relay_token "$BIN" "$RELAY_SECRET" "$1"; }
 MZ_ALICE="$(key alice)"
 MZ_BOB="$(key bob)"
 AGENTWIRE_TEST_ENV="$(python3 - "$RKT_PORT" "$(free_port)" "$MZ_PORT" "$MZ_ALICE" "$MZ_BOB" "$(key carol)" "$SW_PORT" \
   "$(sw agent alice id)" "$(sw agent alice key)" "$(sw agent bob id)" "$(sw agent bob key)" "$(sw room lobby id)" \
-  "$GARBAGE_URL" <<'PY'
+  "$GARBAGE_URL" "$PAGE_PORT" "http://127.0.0.1:$RELAY_PORT" "$(tok "$(sw agent alice id)")" "$(tok "$(sw agent bob id)")" \
+  "$(sw agent bob id)" "http://127.0.0.1:$RELAY_RELEASED_PORT" "$(tok "$(swr agent alice id)")" "$(tok "$(swr agent bob id)")" \
+  "$(swr agent alice id)" "$(swr agent bob id)" "$(swr room lobby id)" <<'PY'
 import json, sys
 a = sys.argv[1:]
 print(json.dumps({
@@ -46,6 +68,13 @@ print(json.dumps({
     "switchAgents": {"alice": {"id": a[7], "key": a[8]}, "bob": {"id": a[9], "key": a[10]}},
     "switchLobby": a[11],
     "garbage": a[12],
+    "pagePort": int(a[13]),
+    "switchRelays": [
+        {"name": "current", "url": a[14], "lobby": a[11],
+         "alice": {"id": a[7], "token": a[15]}, "bob": {"id": a[17], "token": a[16]}},
+        {"name": "released", "url": a[18], "lobby": a[23],
+         "alice": {"id": a[21], "token": a[19]}, "bob": {"id": a[22], "token": a[20]}},
+    ],
 }))
 PY
 )"

@@ -240,6 +240,48 @@ export const scenarios = {
     check(a.closed && b.closed, "closed after close()");
   },
 
+  // Through the relay (real workerd), with a relay token: the way a browser uses Switch. Once in
+  // front of the current peer (frames piped) and once in front of a released, SSE-only peer (the
+  // relay bridges), with the same client code.
+  async "switch through the relay: current and released upstreams"(aw, env) {
+    for (const relay of env.switchRelays) {
+      const connect = (who, more = {}) =>
+        aw.SwitchClient.connect(relay.url, { token: who.token, agentId: who.id, webSocket: env.webSocket, timeoutMs: 10_000, ...more });
+      const b = await connect(relay.bob, { rooms: [relay.lobby] });
+      const a = await connect(relay.alice);
+      try {
+        const ops = await a.listOps();
+        check(ops.operations?.post_message, `${relay.name}: listOps through the relay`);
+        await a.op("connect_to_room", { room_id: relay.lobby });
+        const text = `hello through the ${relay.name} relay ${Math.random().toString(36).slice(2)}`;
+        await a.op("post_message", { body: text });
+        const inbox = b.events();
+        let got;
+        while (!got) {
+          const { value, done } = await inbox.next();
+          check(!done, `${relay.name}: bob's events ended`);
+          if (value.type === "event" && JSON.stringify(value.payload).includes(text)) got = value;
+        }
+        check(got.room_id === relay.lobby, `${relay.name}: event ${JSON.stringify(got)}`);
+        const st = b.status();
+        check(st.state === "live" && st.rooms.includes(relay.lobby), `${relay.name}: status ${JSON.stringify(st)}`);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    }
+    // A token for another agent is refused by the relay (a refused frame, status 403, and close
+    // 4403), which the engine reports as a final refusal.
+    const [relay] = env.switchRelays;
+    const refused = await rejects(
+      aw,
+      aw.SwitchClient.connect(relay.url, { token: relay.bob.token, agentId: relay.alice.id, webSocket: env.webSocket, timeoutMs: 10_000 }),
+      "invalid",
+      "another agent's token",
+    );
+    check(/403.*another agent/.test(refused.message) && !refused.retryable, `refusal: ${refused.message}`);
+  },
+
   async "switch errors are typed rejections"(aw, env) {
     await rejects(aw, aw.SwitchClient.connect("ftp://x", { token: "t", agentId: "a" }), "invalid", "a bad relay URL");
     await rejects(aw, aw.SwitchClient.connect(env.switch, { token: "t", agentId: "a", transport: "sse" }), "invalid", "SSE in the driver");
