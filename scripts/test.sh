@@ -2,7 +2,8 @@
 # Every test: the Rust workspace (unit, property, session, vector and loopback end-to-end tests),
 # then the guide's own example clients (TypeScript, Python, Go, wscat) against the reference server,
 # then the npm package (built from source) in Node 20, Node 22 and headless Chromium against the
-# local peers (tests/js/run.sh). Installs what it needs.
+# local peers and the relay (tests/js/run.sh), then the relay's own tests in real workerd
+# (worker-relay/test.sh). Installs what it needs.
 source "$(dirname "$0")/lib.sh"
 need_rust
 need_node
@@ -29,3 +30,6 @@ bash "$ROOT/tests/compat/run.sh" "ws://127.0.0.1:$PORT/rkt"
 
 echo "== the npm package: build, lint, Node 20, Node 22, Chromium (tests/js/run.sh)"
 bash "$ROOT/tests/js/run.sh"
+
+echo "== the relay in workerd: security, proxy, bridge, bad input, load (worker-relay/test.sh)"
+bash "$ROOT/worker-relay/test.sh"

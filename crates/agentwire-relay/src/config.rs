@@ -153,7 +153,7 @@ impl Config {
                     if is_origin(o) {
                         Ok(o.to_owned())
                     } else {
-                        Err(bad("ALLOWED_ORIGINS", format!("{o:?} is not scheme://host[:port]")))
+                        Err(bad("ALLOWED_ORIGINS", "every entry must be scheme://host[:port]"))
                     }
                 })
                 .collect::<Result<_, _>>()?,
