@@ -10,8 +10,11 @@
 //   switch        "http://127.0.0.1:7751"
 //   switchAgents  {"alice": {"id", "key"}, "bob": {"id", "key"}}
 //   switchLobby   "<room id>"
-//   switchRelay   {"url": "http://…", "tokens": {"alice": "…", "bob": "…"}}   optional: with it
-//                 the Switch panel connects through the relay; without it, it shows the CLI
+//   switchRelay   {"url": "http://…", "secret": "…"}   optional: with it the Switch panel connects
+//                 through the relay; without it, it shows the CLI. This server plays the app's
+//                 backend: every config.json it serves carries fresh relay tokens for alice and
+//                 bob (10 minutes, bound to the page's origin), minted with the package's
+//                 `agentwire/relay-token`; the secret itself is never served
 //   cli           the agentwire binary, for the commands the page prints (default `agentwire`)
 import { readFile } from "node:fs/promises";
 import { serve } from "../tests/js/serve.mjs";
@@ -31,15 +34,33 @@ try {
 
 const index = await readFile(new URL("index.html", import.meta.url), "utf8");
 const port = Number(process.env.PORT ?? 7700);
+let pageOrigin;
+
+/** The page's config: with a relay, fresh tokens in place of the secret. */
+async function pageConfig() {
+  if (!config.switchRelay?.secret) return config;
+  const { mintRelayToken } = await import("../npm/dist/relay-token.js");
+  const { secret, ...relay } = config.switchRelay;
+  const tokens = {};
+  for (const [name, agent] of Object.entries(config.switchAgents ?? {})) {
+    tokens[name] = await mintRelayToken(secret, { agentId: agent.id, expiresIn: 600, origin: pageOrigin });
+  }
+  const { switchAgents, ...rest } = config;
+  // The page needs the agents' ids, never their keys.
+  const agents = Object.fromEntries(Object.entries(switchAgents).map(([n, a]) => [n, { id: a.id }]));
+  return { ...rest, switchAgents: agents, switchRelay: { ...relay, tokens } };
+}
+
 try {
   const { origin } = await serve(
     {
       "/": index,
       "/playground/": index,
-      "/playground/config.json": { type: "application/json", body: JSON.stringify(config) },
+      "/playground/config.json": async () => ({ type: "application/json", body: JSON.stringify(await pageConfig()) }),
     },
     port,
   );
+  pageOrigin = origin;
   console.log(`playground on ${origin}/`);
 } catch (e) {
   console.error(`the playground cannot listen on 127.0.0.1:${port}: ${e.message}`);

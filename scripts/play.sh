@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The playground on 127.0.0.1: the RKT reference server (:7749), the MoltZap peer (:7750,
 # current generation) with two registered agents, alice and bob, the Switch peer (:7751, the
-# WebSocket and the SSE generation) with agents alice and bob in room lobby, and the playground
-# page (:7700, playground/: the npm package in the browser against those peers). Builds the
-# package first (AGENTWIRE_SKIP_BUILD=1 skips it when npm/dist exists).
+# WebSocket and the SSE generation) with agents alice and bob in room lobby, the relay in front of
+# it (:7752, worker-relay/ in real workerd, holding their keys), and the playground page (:7700,
+# playground/: the npm package in the browser against those peers; Switch through the relay with
+# tokens the page's server mints). Builds the package and the relay first (AGENTWIRE_SKIP_BUILD=1
+# skips the package when npm/dist exists).
 #
 #   ./scripts/play.sh            the page, and an RKT REPL here: a JSON intent per line
 #                                ({"intent":"weather.current","params":{"city":"Seoul"}}),
@@ -14,7 +16,8 @@
 #   ./scripts/play.sh --no-repl  the page only, until Ctrl-C (also: `page`)
 #
 # The MoltZap and Switch commands to try from a second terminal are printed. Exiting the session
-# (or Ctrl-C) stops everything. Ports: RKT_PORT, MOLTZAP_PORT, SWITCH_PORT, PLAYGROUND_PORT.
+# (or Ctrl-C) stops everything. Ports: RKT_PORT, MOLTZAP_PORT, SWITCH_PORT, RELAY_PORT,
+# PLAYGROUND_PORT.
 source "$(dirname "$0")/lib.sh"
 MODE="${1:-rkt}"
 case "$MODE" in
@@ -35,19 +38,26 @@ if [ ! -d tests/js/node_modules/playwright-core ]; then
   (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
 fi
 cargo build --release -q -p agentwire-cli
+bash worker-relay/build.sh
 BIN="$ROOT/target/release/agentwire"
 RKT_PORT="${RKT_PORT:-7749}"
 MZ_PORT="${MOLTZAP_PORT:-7750}"
 SW_PORT="${SWITCH_PORT:-7751}"
+RELAY_PORT="${RELAY_PORT:-7752}"
 PG_PORT="${PLAYGROUND_PORT:-7700}"
 LOGS="$(mktemp -d)"
-trap 'kill "${RKT_SERVER_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" "${PLAYGROUND_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
+trap 'kill "${RKT_SERVER_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" "${RELAY_PID:-}" "${PLAYGROUND_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
 start_rkt_server "$BIN" "$RKT_PORT" "$LOGS/rkt.log"
 start_moltzap_peer "$BIN" "$MZ_PORT" "$LOGS/moltzap.log"
 start_switch_peer "$BIN" "$SW_PORT" "$LOGS/switch.log"
 SW="http://127.0.0.1:$SW_PORT"
 sw() { switch_field "$LOGS/switch.log" "$@"; }
 LOBBY="$(sw room lobby id)"
+# A secret for this session only: the relay verifies with it, the page's server mints with it.
+RELAY_SECRET="$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+start_relay "$RELAY_PORT" "$LOGS/relay.log" "$BIN" "$LOGS/switch.log" "$RELAY_SECRET" \
+  "ALLOWED_ORIGINS=http://127.0.0.1:$PG_PORT" ALLOW_NO_ORIGIN=true
+RELAY="http://127.0.0.1:$RELAY_PORT"
 SW_ALICE="--agent $(sw agent alice id) --key $(sw agent alice key)"
 SW_BOB="--agent $(sw agent bob id) --key $(sw agent bob key)"
 # `moltzap register` prints {"agentId","apiKey"}.
@@ -60,7 +70,8 @@ MZ="ws://127.0.0.1:$MZ_PORT/ws"
 
 # The playground page: its config (see playground/serve.mjs) from what the peers said.
 AGENTWIRE_PLAYGROUND_CONFIG="$(python3 - "$RKT_PORT" "$MZ" "$ALICE" "$BOB" "$(field alice agentId)" "$(field bob agentId)" \
-  "$SW" "$(sw agent alice id)" "$(sw agent alice key)" "$(sw agent bob id)" "$(sw agent bob key)" "$LOBBY" "$BIN" <<'PY'
+  "$SW" "$(sw agent alice id)" "$(sw agent alice key)" "$(sw agent bob id)" "$(sw agent bob key)" "$LOBBY" "$BIN" \
+  "$RELAY" "$RELAY_SECRET" <<'PY'
 import json, sys
 a = sys.argv[1:]
 print(json.dumps({
@@ -72,6 +83,7 @@ print(json.dumps({
     "switchAgents": {"alice": {"id": a[7], "key": a[8]}, "bob": {"id": a[9], "key": a[10]}},
     "switchLobby": a[11],
     "cli": a[12],
+    "switchRelay": {"url": a[13], "secret": a[14]},
 }))
 PY
 )"
@@ -102,6 +114,8 @@ From another terminal, while this one runs:
   $BIN switch post  --url $SW $SW_ALICE --room $LOBBY "hello @bob"
   $BIN switch ops   --url $SW $SW_ALICE
   (add --transport sse to speak the released generation's SSE + beats)
+Relay                 $RELAY (real workerd, holds alice's and bob's keys; the page's origin allowed)
+  a token for a browser: AGENTWIRE_RELAY_SECRET=<the session's secret> $BIN relay token --agent ID --exp-in 600
 Logs: $LOGS
 
 Playground page       $PAGE  (open it in a browser: RKT, MoltZap and Switch from the page)

@@ -45,7 +45,7 @@ export interface RelayTokenClaims {
   /** Seconds from `now` until expiry (a positive integer; default 300). */
   expiresIn?: number;
   /** The one browser origin allowed, as browsers write `Origin`: `scheme://host[:port]`,
-   * lowercase, no path. Absent: any origin the relay allows. */
+   * lowercase, no path. Absent: every origin the relay allows. */
   origin?: string;
   /** The rooms the browser may use: 1 to 64 distinct ids, each 1 to 256 UTF-8 bytes without
    * `/`, `,` or control characters. Absent: all of the agent's rooms. */

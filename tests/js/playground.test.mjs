@@ -28,7 +28,8 @@ const problems = [];
 /** Starts playground/serve.mjs on a free port; resolves with its origin once it prints it. */
 function startServer() {
   const child = spawn(process.execPath, [`${ROOT}playground/serve.mjs`], {
-    env: { ...process.env, PORT: "0", AGENTWIRE_PLAYGROUND_CONFIG: JSON.stringify(config) },
+    // On the port the relay allows as an origin.
+    env: { ...process.env, PORT: String(env.playgroundPort ?? 0), AGENTWIRE_PLAYGROUND_CONFIG: JSON.stringify(config) },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

