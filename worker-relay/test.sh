@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The relay's tests in real workerd (Miniflare): builds the engine's wasm (./build.sh), the npm
+# The relay's tests in real workerd (Miniflare): checks that `wrangler deploy` bundles it, builds the engine's wasm (./build.sh), the npm
 # package's token helper (esbuild, from npm/src/relay-token.ts) and the Switch peer, then runs
 # every test/*.test.mjs with node's test runner. Network: 127.0.0.1 only.
 set -euo pipefail
@@ -14,4 +14,9 @@ fi
 (cd "$ROOT" && cargo build -q -p agentwire-cli)
 export WRANGLER_SEND_METRICS=false
 cd "$HERE"
+echo "== wrangler deploy --dry-run (the Worker bundles as it would deploy)"
+OUT="$(mktemp -d)"
+node_modules/.bin/wrangler deploy --dry-run --outdir "$OUT" >"$OUT/log" 2>&1 || { cat "$OUT/log" >&2; exit 1; }
+grep -E "Total Upload" "$OUT/log"
+rm -rf "$OUT"
 node --test --test-reporter=spec --test-concurrency=1 "$@" test/*.test.mjs
