@@ -64,7 +64,7 @@ mod testutil;
 pub use config::{BridgeConfig, MAX_PING_INTERVAL_MS, MIN_PING_INTERVAL_MS};
 
 use agentwire_core::{HttpRequest, Millis, Timers};
-use agentwire_switch::frame::{encode, Frame, Refused};
+use agentwire_switch::frame::{encode, Evicted, Frame, Gap, Refused};
 use agentwire_switch::ops;
 use agentwire_switch::sse::SseParser;
 use serde_json::value::RawValue;
@@ -135,6 +135,8 @@ enum Timer {
 
 /// The longest close reason a WebSocket close frame carries.
 const MAX_CLOSE_REASON: usize = 123;
+/// What a reason or detail is cut to when its frame would not fit `max_frame_bytes`.
+const SHORT_TEXT: usize = 200;
 
 /// One browser connection bridged to one upstream SSE stream. See the module documentation.
 pub struct Bridge {
@@ -290,8 +292,42 @@ impl Bridge {
         self.out.push_back(Output::ToClient(text));
     }
 
+    /// A frame the bridge wrote (or translated) for the browser; dropped and counted when it
+    /// cannot be made to fit `max_frame_bytes`.
     fn send_frame(&mut self, frame: &Frame) {
-        self.send_text(encode(frame));
+        match self.fit(frame) {
+            Some(text) => self.send_text(text),
+            None => self.stats.frames_dropped += 1,
+        }
+    }
+
+    /// The frame's WebSocket text within `max_frame_bytes`. What the bridge writes itself (a
+    /// gap's rooms and reason, an eviction's reason, a refusal's detail) is shortened to fit: a
+    /// gap then names no rooms and says `all_rooms: true`. `None` when even that does not fit.
+    fn fit(&self, frame: &Frame) -> Option<String> {
+        let text = encode(frame);
+        if text.len() <= self.cfg.max_frame_bytes {
+            return Some(text);
+        }
+        let shorter = match frame {
+            Frame::Gap(g) => Frame::Gap(Gap {
+                rooms: Some(Vec::new()),
+                all_rooms: Some(true),
+                reason: clip(&g.reason, SHORT_TEXT).to_owned(),
+                ..g.clone()
+            }),
+            Frame::Evicted(e) => Frame::Evicted(Evicted {
+                reason: clip(&e.reason, SHORT_TEXT).to_owned(),
+                ..e.clone()
+            }),
+            Frame::Refused(r) => Frame::Refused(Refused {
+                status: r.status,
+                detail: json_string(clip(&r.detail_text(), SHORT_TEXT)),
+            }),
+            _ => return None,
+        };
+        let text = encode(&shorter);
+        (text.len() <= self.cfg.max_frame_bytes).then_some(text)
     }
 
     /// `refused {status, detail}`, then close 4000 + status.
@@ -339,6 +375,7 @@ fn json_string(s: &str) -> Box<RawValue> {
 mod tests {
     use super::testutil::*;
     use super::*;
+    use agentwire_switch::sse::encode_event;
 
     #[test]
     fn a_connection_id_that_is_not_a_uuid_is_refused_like_a_current_server() {
@@ -385,6 +422,66 @@ mod tests {
         };
         assert_eq!(*code, 1011);
         assert!(reason.len() <= MAX_CLOSE_REASON);
+    }
+
+    #[test]
+    fn frames_the_bridge_writes_are_shortened_to_fit_the_frame_limit() {
+        let small = || {
+            let mut cfg = BridgeConfig::new("agent", CID);
+            cfg.max_frame_bytes = 300;
+            Bridge::new(cfg, 0)
+        };
+        let mut b = small();
+        b.handle_open_response(1, 403, None, &"r".repeat(1000));
+        let out = drain(&mut b);
+        assert!(text(&out[0]).len() <= 300);
+        assert_eq!(json(&out[0])["data"]["detail"], "r".repeat(SHORT_TEXT));
+        assert!(matches!(out[1], Output::Close { code: 4403, .. }));
+
+        let mut b = small();
+        b.handle_open_response(1, 200, Some("text/event-stream"), "");
+        b.handle_sse(1, SSE_STATE.as_bytes());
+        assert!(
+            drain(&mut b).is_empty(),
+            "a connection_state over the limit cannot be sent"
+        );
+        assert_eq!(b.dropped_frames(), 1);
+
+        let mut cfg = BridgeConfig::new("agent", CID);
+        cfg.max_frame_bytes = 700;
+        let mut b = Bridge::new(cfg, 0);
+        b.handle_open_response(1, 200, Some("text/event-stream"), "");
+        b.handle_sse(1, SSE_STATE.as_bytes());
+        // Rooms that fit in a `subscription_changed` but not beside a gap's reason.
+        let rooms = (0..60).map(|i| format!("room-{i:02}")).collect::<Vec<_>>();
+        let data = serde_json::json!({"rooms": rooms, "reason": "x"}).to_string();
+        b.handle_sse(1, encode_event("subscription_changed", &data, None).as_bytes());
+        assert_eq!(drain(&mut b).len(), 2);
+        b.handle_sse(2, "id: 9\nevent: message\ndata: {\n\n".as_bytes());
+        let out = drain(&mut b);
+        let gap = json(&out[0]);
+        assert!(text(&out[0]).len() <= 700);
+        assert_eq!(
+            (
+                gap["data"]["all_rooms"].as_bool(),
+                gap["data"]["rooms"].as_array().map(Vec::len)
+            ),
+            (Some(true), Some(0))
+        );
+
+        let mut b = small();
+        b.handle_open_response(1, 200, Some("text/event-stream"), "");
+        let state = format!(
+            r#"{{"connection_id":"{CID}","agent_id":"agent","scope":"single","filter":"all","rooms":[],"cursor":4}}"#
+        );
+        b.handle_sse(1, encode_event("connection_state", &state, None).as_bytes());
+        assert_eq!(drain(&mut b).len(), 1);
+        b.handle_client_text(2, r#"{"type":"pong","cursor":4}"#);
+        drain(&mut b);
+        b.handle_beat_response(3, 404, &format!(r#"{{"detail":"{}"}}"#, "d".repeat(2000)));
+        let out = drain(&mut b);
+        assert_eq!(json(&out[0])["data"]["reason"], "d".repeat(SHORT_TEXT));
+        assert!(matches!(out[1], Output::Close { code: 1000, .. }));
     }
 
     #[test]

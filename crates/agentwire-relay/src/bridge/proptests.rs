@@ -86,12 +86,13 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn config() -> BridgeConfig {
+/// Small limits, so that every limit is reached (frames the bridge writes itself included).
+fn config(limit: usize) -> BridgeConfig {
     let mut cfg = BridgeConfig::new("agent", CID);
-    cfg.max_frame_bytes = 2048;
-    cfg.sse.max_event_bytes = 2048;
-    cfg.sse.max_line_bytes = 2048;
-    cfg.max_pending_bytes = 64 << 10;
+    cfg.max_frame_bytes = limit;
+    cfg.sse.max_event_bytes = limit;
+    cfg.sse.max_line_bytes = limit + 64;
+    cfg.max_pending_bytes = 16 * limit;
     cfg
 }
 
@@ -99,8 +100,11 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn arbitrary_inputs_keep_the_invariants(ops in proptest::collection::vec(op(), 0..80)) {
-        let cfg = config();
+    fn arbitrary_inputs_keep_the_invariants(
+        ops in proptest::collection::vec(op(), 0..80),
+        limit in prop_oneof![48usize..400, Just(2048usize)],
+    ) {
+        let cfg = config(limit);
         let mut b = Bridge::new(cfg.clone(), 0);
         let mut now = 0u64;
         let mut closed = false;
@@ -155,7 +159,7 @@ proptest! {
             prop_assert!(pending <= cfg.max_pending_bytes + cfg.max_frame_bytes);
             prop_assert_eq!(b.is_closed(), closed);
             prop_assert_eq!(b.poll_timeout().is_none(), closed);
-            prop_assert!(b.buffered_bytes() <= 4 * 2048 + 2);
+            prop_assert!(b.buffered_bytes() <= limit + 3 * (limit + 64) + 2);
         }
     }
 

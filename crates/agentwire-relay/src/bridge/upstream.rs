@@ -78,20 +78,19 @@ impl Bridge {
             }
             other => other,
         };
-        let text = encode(&frame);
-        if text.len() > self.cfg.max_frame_bytes {
+        let Some(text) = self.fit(&frame) else {
             let seq = match &frame {
                 Frame::Event(e) => Some(e.sequence),
                 _ => None,
             };
             let m = format!(
                 "frame of {} bytes exceeds the browser frame limit of {} bytes",
-                text.len(),
+                encode(&frame).len(),
                 self.cfg.max_frame_bytes
             );
             let e = FrameError::new(agentwire_switch::frame::FrameErrorKind::TooLarge, None, m);
             return self.on_dropped(&e, seq);
-        }
+        };
         self.stats.frames_forwarded += 1;
         self.send_text(text);
         match frame {
