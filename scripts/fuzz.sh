@@ -6,7 +6,8 @@
 # script of operations). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
 # (both frame decoders, with re-encoding) or `connection` (the connection driven by a script).
 # CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
-# signs). Prints the executions and crashes; exits 1 when a crash was found.
+# signs) or `bridge` (the SSE bridge driven by a script of upstream bytes, pongs, beat answers and
+# timeouts). Prints the executions and crashes; exits 1 when a crash was found.
 #
 # The toolchain is stable, so RUSTC_BOOTSTRAP=1 lets cargo-fuzz use the nightly-only flags it
 # needs (-Zsanitizer, -Cpasses=sancov). AddressSanitizer is tried first; `--sanitizer none` is
