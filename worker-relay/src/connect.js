@@ -39,16 +39,26 @@ export function connect(relay, d) {
   const start = async () => {
     if (d.transport === "sse") return bridge(relay, d, server, handOver(), upstreamAbort);
     let answer;
+    // The timeout covers the upgrade only: a signal still armed afterwards would end the socket.
+    const timer = setTimeout(() => upstreamAbort.abort(), d.timeoutMs);
     try {
       answer = await fetch(d.wsUrl, {
         headers: [...d.headers, ["Upgrade", "websocket"]],
-        signal: AbortSignal.any([upstreamAbort.signal, AbortSignal.timeout(d.timeoutMs)]),
+        signal: upstreamAbort.signal,
       });
     } catch (e) {
       if (!ended) console.error(`agentwire relay: upstream open failed: ${relay.redact(String(e?.message ?? e))}`);
-      return end(CODES.fallback, "the upstream could not be reached");
+      return end(CODES.fallback, "the upstream could not be reached in time");
+    } finally {
+      clearTimeout(timer);
     }
-    if (ended) return answer.webSocket?.close(1000);
+    if (ended) {
+      if (answer.webSocket) {
+        answer.webSocket.accept();
+        closeQuietly(answer.webSocket, 1000, "the browser left");
+      }
+      return;
+    }
     if (answer.status === 101 && answer.webSocket) {
       const up = answer.webSocket;
       up.accept();
