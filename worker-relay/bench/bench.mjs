@@ -101,8 +101,7 @@ async function main() {
     UPSTREAM_GENERATION: "ws",
     RATE_LIMIT_PER_MINUTE: "1000000",
     RATE_LIMIT_BURST: "1000000",
-    // Above every run: see the README (an open's timeout also ends the piped socket).
-    UPSTREAM_TIMEOUT_MS: "120000",
+    // The echo upstream never pings: no idle close between runs.
     UPSTREAM_IDLE_MS: "600000",
   }));
   const pipe = await startRelay({ UPSTREAM: echo.url }, { script: path.join(ROOT, "worker-relay/test/pipe-worker.js") });
