@@ -1,14 +1,9 @@
 // The SSE bridge for a released upstream: the engine's `BridgeCore` turns the SSE stream into
 // the current generation's frames, pings the browser, turns pongs into beats and decides every
 // close; this file reads the stream, sends the beats and runs the timer.
-import { BridgeCore, closeQuietly, forwardClose } from "./core.js";
+import { BridgeCore, CODES, boundedText, closeQuietly, forwardClose, messageBytes } from "./core.js";
 
-const MAX_ERROR_BODY = 16 * 1024;
-
-async function boundedText(answer) {
-  const text = await answer.text().catch(() => "");
-  return text.length > MAX_ERROR_BODY ? text.slice(0, MAX_ERROR_BODY) : text;
-}
+let sockets = 0;
 
 export function bridge(relay, d, client, early, abort) {
   const core = new BridgeCore(
@@ -21,22 +16,40 @@ export function bridge(relay, d, client, early, abort) {
     }),
     Date.now(),
   );
+  const key = `${d.agentId}/${d.connectionId}/bridge${++sockets}`;
   let closed = false;
   let timer = null;
+  /** Ends the bridge: the upstream aborted, the browser closed with `code`. */
+  const closeWith = (code, reason) => {
+    if (closed) return;
+    closed = true;
+    clearTimeout(timer);
+    abort.abort();
+    relay.forgetConnection(key);
+    closeQuietly(client, code, reason);
+    try {
+      core.free();
+    } catch {
+      /* after a trap the core may be unusable: nothing more to free */
+    }
+  };
+  const fail = (e) => {
+    console.error(`agentwire relay: bridge: ${relay.redact(String(e?.stack ?? e))}`);
+    closeWith(CODES.fallback, "relay failure");
+  };
   const pump = () => {
     for (let out = core.pollOutput(); out !== undefined && !closed; out = core.pollOutput()) {
       const o = JSON.parse(out);
       if (o.toClient !== undefined) {
-        client.send(o.toClient);
+        try {
+          client.send(o.toClient);
+        } catch {
+          /* the browser is gone: its close event ends the bridge */
+        }
       } else if (o.beat !== undefined) {
         beat(o.beat);
       } else if (o.close !== undefined) {
-        closed = true;
-        clearTimeout(timer);
-        abort.abort();
-        closeQuietly(client, o.close.code, o.close.reason);
-        core.free();
-        return;
+        return closeWith(o.close.code, o.close.reason);
       }
     }
     if (closed) return;
@@ -48,8 +61,12 @@ export function bridge(relay, d, client, early, abort) {
   };
   const step = (f) => {
     if (closed) return;
-    f();
-    pump();
+    try {
+      f();
+      pump();
+    } catch (e) {
+      fail(e);
+    }
   };
   const beat = (req) => {
     fetch(`${d.upstreamBase}${req.path}`, {
@@ -60,29 +77,32 @@ export function bridge(relay, d, client, early, abort) {
       signal: AbortSignal.any([abort.signal, AbortSignal.timeout(d.timeoutMs)]),
     }).then(
       async (answer) => {
-        const body = await boundedText(answer);
+        const body = relay.redact(await boundedText(answer));
         step(() => core.handleBeatResponse(Date.now(), answer.status, body));
       },
       () => step(() => core.handleBeatResponse(Date.now(), 0, "")),
     );
   };
-  client.addEventListener("message", (ev) => {
-    const text = typeof ev.data === "string" ? ev.data : "";
-    step(() => core.handleClientText(Date.now(), text));
-  });
+  const fromClient = (data) => {
+    if (closed) return;
+    if (messageBytes(data, d.maxMessageBytes) > d.maxMessageBytes) return closeWith(CODES.tooBig, "message too big");
+    if (!relay.takeFrame(key, Date.now())) return closeWith(CODES.policy, "too many frames");
+    step(() => core.handleClientText(Date.now(), typeof data === "string" ? data : ""));
+  };
+  client.addEventListener("message", (ev) => fromClient(ev.data));
   const gone = (ev) => {
     if (closed) return;
-    core.handleClientClose(Date.now());
-    closed = true;
-    clearTimeout(timer);
-    abort.abort();
-    core.free();
+    try {
+      core.handleClientClose(Date.now());
+    } catch {
+      /* ending anyway */
+    }
     // Completes the browser's closing handshake (an error event has no code: 1011).
-    closeQuietly(client, forwardClose(ev?.code), ev?.reason);
+    closeWith(forwardClose(ev?.code), ev?.reason);
   };
   client.addEventListener("close", gone);
   client.addEventListener("error", gone);
-  for (const data of early) step(() => core.handleClientText(Date.now(), typeof data === "string" ? data : ""));
+  for (const data of early) fromClient(data);
   pump();
 
   (async () => {
@@ -98,7 +118,7 @@ export function bridge(relay, d, client, early, abort) {
     }
     const type = answer.headers.get("content-type") ?? undefined;
     if (answer.status !== 200) {
-      const body = await boundedText(answer);
+      const body = relay.redact(await boundedText(answer));
       return step(() => core.handleOpenResponse(Date.now(), answer.status, type, body));
     }
     step(() => core.handleOpenResponse(Date.now(), 200, type, ""));
@@ -115,8 +135,5 @@ export function bridge(relay, d, client, early, abort) {
     } catch (e) {
       step(() => core.handleSseEnd(Date.now(), String(e?.message ?? e)));
     }
-  })().catch((e) => {
-    console.error(`agentwire relay: bridge: ${relay.redact(String(e?.stack ?? e))}`);
-    step(() => core.handleSseEnd(Date.now(), "relay failure"));
-  });
+  })().catch(fail);
 }

@@ -1,7 +1,7 @@
 // A WebSocket the engine allowed: accept the browser's socket at once (echoing only
 // `agentwire.v1`), then reach the upstream: its WebSocket (frames piped both ways) or, for a
 // released server, the SSE bridge. Whatever happens, both sides end within bounded time.
-import { CODES, acceptSocket, closeQuietly, upgradeRefused } from "./core.js";
+import { CODES, acceptSocket, closeQuietly, forwardClose, messageBytes, upgradeRefused } from "./core.js";
 import { pipe } from "./pipe.js";
 import { bridge } from "./bridge.js";
 
@@ -11,14 +11,23 @@ const EARLY_FRAMES = 16;
 export function connect(relay, d) {
   const { server, response } = acceptSocket(d.protocol);
   const early = [];
+  let earlyBytes = 0;
   let ended = false;
   const onEarly = (ev) => {
-    if (early.length === EARLY_FRAMES) return end(CODES.policy, "too many frames before the upstream answered");
+    const size = messageBytes(ev.data, d.maxMessageBytes);
+    if (size > d.maxMessageBytes) return end(CODES.tooBig, "message too big");
+    earlyBytes += size;
+    if (early.length === EARLY_FRAMES || earlyBytes > d.maxMessageBytes) {
+      return end(CODES.policy, "too many frames before the upstream answered");
+    }
     early.push(ev.data);
   };
-  const onEarlyClose = () => {
+  const onEarlyClose = (ev) => {
+    if (ended) return;
     ended = true;
     upstreamAbort.abort();
+    // Completes the browser's closing handshake (an error event has no code: 1011).
+    closeQuietly(server, forwardClose(ev?.code), ev?.reason);
   };
   const end = (code, reason) => {
     if (ended) return;
@@ -44,6 +53,7 @@ export function connect(relay, d) {
     try {
       answer = await fetch(d.wsUrl, {
         headers: [...d.headers, ["Upgrade", "websocket"]],
+        redirect: "manual",
         signal: upstreamAbort.signal,
       });
     } catch (e) {

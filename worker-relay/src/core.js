@@ -25,6 +25,11 @@ export function relayFor(env) {
   return current.relay;
 }
 
+/** Forgets the relay (after a trap in the engine), so the next request builds a new one. */
+export function dropRelay() {
+  current = null;
+}
+
 /** A JSON error answer in the relay's shape (`{detail, error}`). */
 export function jsonError(status, error, detail, headers = []) {
   return new Response(JSON.stringify({ detail, error }), {
@@ -61,4 +66,32 @@ export function closeQuietly(ws, code, reason) {
       /* already closed */
     }
   }
+}
+
+/** At most `max` bytes of an answer's body, as text; the rest is not read. */
+export async function boundedText(answer, max = 16 * 1024) {
+  if (!answer.body) return "";
+  const reader = answer.body.getReader();
+  const chunks = [];
+  let size = 0;
+  try {
+    while (size < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } catch {
+    /* what was read is enough */
+  }
+  reader.cancel().catch(() => {});
+  const all = new Uint8Array(Math.min(size, max));
+  let at = 0;
+  for (const c of chunks) {
+    const part = c.subarray(0, all.length - at);
+    all.set(part, at);
+    at += part.length;
+    if (at === all.length) break;
+  }
+  return new TextDecoder().decode(all);
 }

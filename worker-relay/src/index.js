@@ -2,7 +2,7 @@
 // Every decision (route, origin, token, agent, rooms, rate limit, upstream URL and headers,
 // close codes, the SSE bridge) is the engine's (`agentwire-relay`, compiled to wasm); this file
 // only carries them out.
-import { relayFor, jsonError, acceptSocket, closeQuietly } from "./core.js";
+import { relayFor, dropRelay, jsonError, acceptSocket, closeQuietly } from "./core.js";
 import { proxy } from "./proxy.js";
 import { connect } from "./connect.js";
 
@@ -48,7 +48,15 @@ export default {
       if (body === null) return jsonError(413, "size", `the body is over ${relay.maxBodyBytes} bytes`);
     }
     const headers = JSON.stringify([...request.headers]);
-    const decision = JSON.parse(relay.route(request.method, request.url, headers, body, Date.now()));
+    let decision;
+    try {
+      decision = JSON.parse(relay.route(request.method, request.url, headers, body, Date.now()));
+    } catch (e) {
+      // A bug in the engine (a trap): the next request builds a fresh relay.
+      dropRelay();
+      console.error(`agentwire relay: route failed: ${String(e?.message ?? e)}`);
+      return jsonError(500, "internal", "the relay failed on this request");
+    }
     switch (decision.action) {
       case "respond":
         return new Response(decision.body === "" ? null : decision.body, {

@@ -1,16 +1,22 @@
-// Frames piped between the browser's socket and the upstream's, unchanged: sizes capped (1009),
-// the browser's frames counted against its agent's rate limit (1008), close codes forwarded
-// through the engine's table (1005, 1006, 1015 → 1011), and a silent upstream closed (1011).
+// Frames piped between the browser's socket and the upstream's, unchanged: the browser's frames
+// capped in size (1009) and in rate per socket (1008), close codes forwarded through the
+// engine's table (1005, 1006, 1015 → 1011), and a silent upstream closed (1011). The upstream's
+// frames are not capped here: closing on one would make the browser reconnect and the server
+// replay the same event forever (the platform's own message limit still applies).
 import { CODES, closeQuietly, forwardClose, messageBytes } from "./core.js";
+
+let sockets = 0;
 
 export function pipe(relay, d, client, up, early) {
   const max = d.maxMessageBytes;
+  const key = `${d.agentId}/${d.connectionId}/${++sockets}`;
   let done = false;
   let idle = null;
   const finish = (toClient, toUp) => {
     if (done) return;
     done = true;
     clearTimeout(idle);
+    relay.forgetConnection(key);
     closeQuietly(client, toClient.code, toClient.reason);
     closeQuietly(up, toUp.code, toUp.reason);
   };
@@ -22,15 +28,21 @@ export function pipe(relay, d, client, up, early) {
   const fromClient = (data) => {
     if (done) return;
     if (messageBytes(data, max) > max) return both(CODES.tooBig, "message too big");
-    if (!relay.take(d.agentId, Date.now())) return both(CODES.policy, "rate limit");
-    up.send(data);
+    if (!relay.takeFrame(key, Date.now())) return both(CODES.policy, "too many frames");
+    send(up, data);
+  };
+  const send = (ws, data) => {
+    try {
+      ws.send(data);
+    } catch {
+      both(CODES.fallback, "a socket failed");
+    }
   };
   client.addEventListener("message", (ev) => fromClient(ev.data));
   up.addEventListener("message", (ev) => {
     if (done) return;
     watch();
-    if (messageBytes(ev.data, max) > max) return both(CODES.tooBig, "message too big");
-    client.send(ev.data);
+    send(client, ev.data);
   });
   client.addEventListener("close", (ev) => {
     const code = forwardClose(ev.code);
@@ -38,7 +50,8 @@ export function pipe(relay, d, client, up, early) {
   });
   up.addEventListener("close", (ev) => {
     const code = forwardClose(ev.code);
-    finish({ code, reason: ev.reason }, { code, reason: ev.reason });
+    const reason = relay.redact(ev.reason ?? "");
+    finish({ code, reason }, { code, reason });
   });
   client.addEventListener("error", () => both(CODES.fallback, "the browser's socket failed"));
   up.addEventListener("error", () => both(CODES.fallback, "the upstream's socket failed"));

@@ -1,9 +1,12 @@
 // An HTTP route the engine allowed: the call goes to the URL and with the headers the engine
 // wrote (never the browser's), and the answer comes back with only its status, body,
-// `Content-Type` and `Retry-After`, plus the CORS headers the engine chose.
-import { jsonError } from "./core.js";
+// `Content-Type` and `Retry-After`, plus the CORS headers the engine chose. An error answer's
+// body is read (bounded) and passed through `redact`, in case the upstream quotes the key it was
+// sent; a success streams through.
+import { boundedText, jsonError } from "./core.js";
 
 const PASSED = ["content-type", "retry-after"];
+const MAX_ERROR_BODY = 64 * 1024;
 
 export async function proxy(relay, d) {
   let answer;
@@ -31,5 +34,7 @@ export async function proxy(relay, d) {
     const v = answer.headers.get(name);
     if (v !== null) headers.push([name, v]);
   }
-  return new Response(answer.body, { status: answer.status, headers });
+  if (answer.status < 400) return new Response(answer.body, { status: answer.status, headers });
+  const body = relay.redact(await boundedText(answer, MAX_ERROR_BODY));
+  return new Response(body, { status: answer.status, headers });
 }

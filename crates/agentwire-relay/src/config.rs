@@ -11,7 +11,7 @@
 //! | `ALLOWED_ORIGINS` | var | none | Comma-separated exact origins (`https://app.example`) a browser may come from |
 //! | `ALLOW_NO_ORIGIN` | var | `false` | Whether a request with no `Origin` (a server, a CLI) is served |
 //! | `PATH_PREFIX` | var | none | The relay's own path prefix (`/switch`), stripped before routing |
-//! | `MAX_MESSAGE_BYTES` | var | 262144 | Largest WebSocket message either way (else close 1009) |
+//! | `MAX_MESSAGE_BYTES` | var | 262144 | Largest WebSocket message from the browser (else close 1009), and the bridge's largest frame to it |
 //! | `MAX_BODY_BYTES` | var | 65536 | Largest HTTP request body (else 413) |
 //! | `RATE_LIMIT_PER_MINUTE` | var | 600 | Requests, opens and frames per agent a minute |
 //! | `RATE_LIMIT_BURST` | var | 60 | How many of them at once |
@@ -119,7 +119,13 @@ const MAX_KEY_LEN: usize = 1024;
 impl Config {
     /// Reads the settings through `get` (the Worker's `env`; absent or empty is unset).
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        let get = |name: &str| get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        // Values are trimmed, except the token secrets: a backend mints with the exact bytes.
+        let get = |name: &str| {
+            let secret = name.starts_with("RELAY_TOKEN_SECRET");
+            get(name)
+                .map(|v| if secret { v } else { v.trim().to_owned() })
+                .filter(|v| !v.trim().is_empty())
+        };
         let (upstream_origin, upstream_prefix) =
             parse_upstream(&get("UPSTREAM").ok_or_else(|| bad("UPSTREAM", "is required"))?)?;
         let generation = match get("UPSTREAM_GENERATION").as_deref() {

@@ -1,5 +1,7 @@
-//! Per-agent rate limits: one token bucket per agent for everything a browser asks of the
-//! relay (a WebSocket open, an HTTP call, a frame sent up the socket).
+//! Rate limits: one token bucket per agent for what a browser asks of the relay (a WebSocket
+//! open, an HTTP call), and one per connection for the frames a browser sends up its socket
+//! (a Switch client sends one pong per ping: [`FRAMES_PER_MINUTE`] is far above that, and a
+//! browser's frames never eat into its agent's budget, so one tab cannot close the others).
 //!
 //! Buckets are only made for agents that passed the token check and have a configured key, so
 //! the map is bounded by the relay's configuration, and again by [`MAX_AGENTS`]. In a Worker the
@@ -9,8 +11,12 @@
 use agentwire_core::{Millis, TokenBucket};
 use std::collections::BTreeMap;
 
-/// Most agents tracked at once; past it the longest-idle bucket is dropped.
+/// Most agents (or connections) tracked at once; past it the longest-idle bucket is dropped.
 pub const MAX_AGENTS: usize = 4096;
+/// Frames a browser may send up one socket a minute (a pong every 2 s is 30)...
+pub const FRAMES_PER_MINUTE: u32 = 600;
+/// ...and at once.
+pub const FRAMES_BURST: u32 = 20;
 
 /// The rate limits of one relay.
 #[derive(Debug, Clone)]
@@ -52,6 +58,13 @@ impl Limiter {
     }
 }
 
+impl Limiter {
+    /// Drops `key`'s bucket (a connection that ended).
+    pub fn forget(&mut self, key: &str) {
+        self.buckets.remove(key);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +77,15 @@ mod tests {
         assert_eq!(l.take("a", 0), Err(1000));
         assert!(l.take("b", 0).is_ok());
         assert!(l.take("a", 1000).is_ok());
+    }
+
+    #[test]
+    fn a_forgotten_key_starts_full() {
+        let mut l = Limiter::new(60, 1);
+        assert!(l.take("c", 0).is_ok());
+        assert!(l.take("c", 0).is_err());
+        l.forget("c");
+        assert!(l.take("c", 0).is_ok());
     }
 
     #[test]

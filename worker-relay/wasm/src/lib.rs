@@ -100,9 +100,16 @@ impl RelayCore {
         self.relay.learn_released(millis(now));
     }
 
-    /// Takes one request's worth of `agent`'s rate limit (a frame sent up the socket).
-    pub fn take(&mut self, agent: &str, now: f64) -> bool {
-        self.relay.take(agent, millis(now)).is_ok()
+    /// Takes one frame's worth of the socket `connection`'s limit (a key unique per socket).
+    #[wasm_bindgen(js_name = takeFrame)]
+    pub fn take_frame(&mut self, connection: &str, now: f64) -> bool {
+        self.relay.take_frame(connection, millis(now)).is_ok()
+    }
+
+    /// The socket `connection` ended.
+    #[wasm_bindgen(js_name = forgetConnection)]
+    pub fn forget_connection(&mut self, connection: &str) {
+        self.relay.forget_connection(connection);
     }
 
     #[wasm_bindgen(getter, js_name = maxMessageBytes)]

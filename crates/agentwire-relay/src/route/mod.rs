@@ -161,6 +161,8 @@ const MAX_ID: usize = 256;
 pub struct Relay {
     cfg: Config,
     limiter: Limiter,
+    /// Per connection: the frames a browser sends up its socket.
+    frames: Limiter,
     /// Until when the upstream is known to have no WebSocket route (`auto`).
     released_until: Option<Millis>,
 }
@@ -224,6 +226,7 @@ impl Relay {
         Relay {
             cfg,
             limiter,
+            frames: Limiter::new(crate::limit::FRAMES_PER_MINUTE, crate::limit::FRAMES_BURST),
             released_until: None,
         }
     }
@@ -238,10 +241,16 @@ impl Relay {
         self.released_until = Some(now.saturating_add(RELEASED_MEMORY_MS));
     }
 
-    /// Takes one request's worth of `agent`'s rate limit (a frame the browser sends up the
-    /// socket counts too), or says in how many ms one is available.
-    pub fn take(&mut self, agent: &str, now: Millis) -> Result<(), Millis> {
-        self.limiter.take(agent, now)
+    /// Takes one frame's worth of the limit of the socket `connection` (a key the driver picks
+    /// per socket), or says in how many ms one is available. Over it, the driver closes with
+    /// [`close::POLICY`](crate::close::POLICY).
+    pub fn take_frame(&mut self, connection: &str, now: Millis) -> Result<(), Millis> {
+        self.frames.take(connection, now)
+    }
+
+    /// The socket `connection` ended: its frame bucket goes.
+    pub fn forget_connection(&mut self, connection: &str) {
+        self.frames.forget(connection);
     }
 
     /// Decides what to do with `req` at `now`.
@@ -384,11 +393,11 @@ impl Relay {
             .ok_or_else(|| no(400, "invalid", "connection_id is required (a UUID)"))?
             .to_owned();
         if let Some(allowed) = &claims.rooms {
-            if query.get("scope") == Some("all") {
+            if query.get("scope").is_some_and(|s| s != "single") {
                 return Err(no(
                     403,
                     "rooms",
-                    "the relay token limits rooms: scope=all is not allowed",
+                    "the relay token limits rooms: only scope=single is allowed",
                 ));
             }
             check_rooms(allowed, query.rooms().into_iter())?;
@@ -450,11 +459,12 @@ impl Relay {
                     format!("the body is over {} bytes", self.cfg.max_body_bytes),
                 ));
             }
-            if let Some(allowed) = &claims.rooms {
-                check_body_rooms(allowed, route, body)?;
-            }
+            let body = match &claims.rooms {
+                Some(allowed) => check_body_rooms(allowed, route, body)?,
+                None => body.to_owned(),
+            };
             headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
-            Some(body.to_owned())
+            Some(body)
         } else {
             None
         };
@@ -570,7 +580,9 @@ fn check_rooms<'a>(allowed: &[String], asked: impl Iterator<Item = &'a str>) -> 
 
 /// With a `rooms` claim, the rooms a call names must be among them: `room_id` of subscribe,
 /// unsubscribe and any operation (`connect_to_room`), every room of `placements`.
-fn check_body_rooms(allowed: &[String], route: Route<'_>, body: &str) -> Result<(), No> {
+/// Returns the body to forward: the checked value written again, so the upstream reads exactly
+/// what was checked (a duplicated `room_id` cannot mean one room here and another there).
+fn check_body_rooms(allowed: &[String], route: Route<'_>, body: &str) -> Result<String, No> {
     if agentwire_core::json::nests_deeper_than(body.as_bytes(), 64) {
         return Err(no(400, "invalid", "the body nests too deeply"));
     }
@@ -587,7 +599,7 @@ fn check_body_rooms(allowed: &[String], route: Route<'_>, body: &str) -> Result<
         let rooms = rooms.ok_or_else(|| no(400, "invalid", "placements must be an object"))?;
         check_rooms(allowed, rooms.values().map(|r| r.as_str().unwrap_or("\u{0}")))?;
     }
-    Ok(())
+    Ok(value.to_string())
 }
 
 fn refused_frame(status: u16, detail: &str) -> String {

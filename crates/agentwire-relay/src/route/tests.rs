@@ -335,6 +335,11 @@ fn rooms_claims_limit_what_can_be_claimed() {
     ));
     assert_eq!(refused(ws_token(&mut r, &format!("{WS}&rooms=r1,r2"), &t)).code, 4403);
     assert_eq!(refused(ws_token(&mut r, &format!("{WS}&scope=all"), &t)).code, 4403);
+    assert_eq!(refused(ws_token(&mut r, &format!("{WS}&scope=ALL"), &t)).code, 4403);
+    assert!(matches!(
+        ws_token(&mut r, &format!("{WS}&scope=single"), &t),
+        Decision::Connect(_)
+    ));
     let bearer = format!("Bearer {t}");
     let post = |r: &mut Relay, path: &str, body: &str| {
         http(
@@ -393,6 +398,21 @@ fn the_rate_limit_is_per_agent() {
     let b = token("agent-b", |_| {});
     let url = "https://relay.example/agents/agent-b/connection/ws?connection_id=c-2";
     assert!(matches!(ws_token(&mut r, url, &b), Decision::Connect(_)));
+}
+
+#[test]
+fn frames_are_limited_per_socket_not_per_agent() {
+    let mut r = relay(&[("RATE_LIMIT_BURST", "1"), ("RATE_LIMIT_PER_MINUTE", "1")]);
+    for _ in 0..crate::limit::FRAMES_BURST {
+        assert!(r.take_frame("alice/c-1/1", NOW).is_ok());
+    }
+    assert!(r.take_frame("alice/c-1/1", NOW).is_err());
+    assert!(r.take_frame("alice/c-2/2", NOW).is_ok());
+    r.forget_connection("alice/c-1/1");
+    assert!(r.take_frame("alice/c-1/1", NOW).is_ok());
+    // The agent's own budget is untouched by frames.
+    let t = token("agent-a", |_| {});
+    assert!(matches!(ws_token(&mut r, WS, &t), Decision::Connect(_)));
 }
 
 #[test]
