@@ -10,7 +10,7 @@ import http from "node:http";
 import {
   startPeer, startRelay, relayVars, token, open, wsPath, withToken, cleanup, within, ORIGIN, SECRET, OLD_SECRET,
 } from "./harness.mjs";
-import { startUpstream, stopHostile, until } from "./hostile.mjs";
+import { startUpstream, startSseUpstream, stopHostile, until } from "./hostile.mjs";
 
 const T = { timeout: 30_000 };
 const ORIGIN2 = "https://app.example";
@@ -457,13 +457,13 @@ test("no client input changes the upstream host or path (path, encoded slashes, 
   assert.equal(evil.requests.length, 0, "nothing ever reached the other host");
 });
 
-test("messages over MAX_MESSAGE_BYTES are closed 1009, both directions; at the limit they pass", T, async () => {
+test("browser messages over MAX_MESSAGE_BYTES are closed 1009 both ways; at the limit they pass; the upstream's are not capped", T, async () => {
   const tok = await token(FAKE.id);
   const openEcho = async () => {
     const c = ws(wsPath(echoRelay, FAKE.id), { protocols: withToken(tok) });
     await within(10_000, "the open", c.opened);
-    const n = up.sockets.size;
-    await until(() => up.sockets.size >= n && up.wsRequests().length > 0, 5_000, "the upstream socket");
+    c.ws.send("hello");
+    await c.next((f) => f.raw === "hello", 5_000, "the echo");
     return c;
   };
   // At the limit: echoed.
@@ -477,23 +477,24 @@ test("messages over MAX_MESSAGE_BYTES are closed 1009, both directions; at the l
   for (const [what, data] of [["text", "y".repeat(1025)], ["utf-8", "é".repeat(600)], ["binary", Buffer.alloc(1025, 1)]]) {
     const closes = up.closes.length;
     const c = await openEcho();
-    c.ws.send("hello");
-    await c.next((f) => f.raw === "hello", 5_000, "the echo");
     c.ws.send(data);
     const got = await within(5_000, `${what}: the close`, c.closed);
     assert.equal(got.code, 1009, `${what}: ${got.code} ${got.reason}`);
     await until(() => up.closes.slice(closes).some((x) => x.code === 1009), 5_000, `${what}: the upstream closed 1009`);
   }
-  // Over it, from the upstream.
-  up.behave = (s) => s.on("message", (d) => s.send(String(d) === "big" ? "z".repeat(1025) : d));
+  // Over it before the upstream is there (the relay holds early frames): 1009 too.
+  const early = ws(wsPath(echoRelay, FAKE.id), { protocols: withToken(tok) });
+  early.ws.on("open", () => early.ws.send("w".repeat(1025)));
+  assert.equal((await within(5_000, "the early close", early.closed)).code, 1009);
+  // From the upstream: forwarded as it is (closing would make the browser reconnect and the
+  // server replay the same event forever; the platform's own limit still applies).
+  up.behave = (s) => s.on("message", (d) => s.send(String(d) === "big" ? "z".repeat(4096) : String(d)));
   try {
-    const closes = up.closes.length;
     const c = await openEcho();
     c.ws.send("big");
-    const got = await within(5_000, "the close", c.closed);
-    assert.equal(got.code, 1009);
-    assert.ok(!c.frames.some((f) => typeof f.raw === "string" && f.raw.length > 1024), "the big frame did not cross");
-    await until(() => up.closes.slice(closes).some((x) => x.code === 1009), 5_000, "the upstream closed 1009");
+    await c.next((f) => f.raw === "z".repeat(4096), 5_000, "the big frame");
+    assert.equal(c.ws.readyState, c.ws.OPEN);
+    c.ws.close(1000);
   } finally {
     up.behave = (s) => s.on("message", (d, bin) => s.send(d, { binary: bin }));
   }
@@ -526,20 +527,34 @@ test("per-agent rate limit: the burst+1th open closes 1013, HTTP 429 with Retry-
   for (const c of [...opened, b]) c.ws.close(1000);
 });
 
-test("per-agent rate limit on frames: past the burst the socket closes 1008 both ways", T, async () => {
+test("frames are limited per socket: a flood closes that socket 1008 both ways; the agent's other socket and calls are untouched", T, async () => {
   const tok = await token(RATE_F.id);
-  const closes = up.closes.length;
-  const c = ws(wsPath(rateRelay, RATE_F.id), { protocols: withToken(tok) }); // 1 of 3
-  await within(10_000, "the open", c.opened);
-  for (const m of ["f1", "f2"]) { // 2 and 3 of 3
-    c.ws.send(m);
-    await c.next((f) => f.raw === m, 5_000, `the echo of ${m}`);
+  const open1 = async () => {
+    const c = ws(wsPath(rateRelay, RATE_F.id), { protocols: withToken(tok) }); // 1 of the agent's 3
+    await within(10_000, "the open", c.opened);
+    c.ws.send("hello");
+    await c.next((f) => f.raw === "hello", 5_000, "the first echo");
+    return c;
+  };
+  const calm = await open1();
+  const flood = await open1();
+  const n = up.closes.length;
+  const flooded = [];
+  up.behave = (s) => s.on("message", (d) => { flooded.push(String(d)); s.send(d); });
+  try {
+    for (let i = 0; i < 200; i++) flood.ws.send(`f${i}`);
+    const got = await within(5_000, "the close", flood.closed);
+    assert.equal(got.code, 1008, got.reason);
+    await until(() => up.closes.slice(n).some((x) => x.code === 1008), 5_000, "the upstream closed 1008");
+    assert.ok(flood.frames.filter((f) => /^f\d+$/.test(f.raw ?? "")).length < 200, "not all of the flood crossed");
+  } finally {
+    up.behave = (s) => s.on("message", (d, bin) => s.send(d, { binary: bin }));
   }
-  c.ws.send("f3");
-  const got = await within(5_000, "the close", c.closed);
-  assert.equal(got.code, 1008, got.reason);
-  assert.ok(!c.frames.some((f) => f.raw === "f3"), "f3 did not cross");
-  await until(() => up.closes.slice(closes).some((x) => x.code === 1008), 5_000, "the upstream closed 1008");
+  // A pong every 2 s is far below the limit; the other socket and the agent's calls go on.
+  calm.ws.send("still here");
+  await calm.next((f) => f.raw === "still here", 5_000, "the calm socket's echo");
+  assert.equal((await call(rateRelay, RATE_F.id, "ops", { tok })).status, 200);
+  calm.ws.close(1000);
 });
 
 test("a misconfigured relay answers 500 without the bad value, a key or a secret", T, async () => {
@@ -571,10 +586,7 @@ test("a misconfigured relay answers 500 without the bad value, a key or a secret
   }
 });
 
-test("an upstream that quotes the key in an error: the relay does not pass the key on", {
-  ...T,
-  todo: "upstream text reaches the browser unredacted: proxy.js passes error bodies as they are, pipe.js forwards close reasons, bridge refusals carry the upstream's detail; relay.redact() is only used for log lines",
-}, async () => {
+test("an upstream that quotes the key in an error (HTTP body, close reason, SSE refusal): the relay does not pass the key on", T, async () => {
   // A key of its own, so the file-wide check below stays about the relay's own answers.
   const agent = { id: "agent-quoted", key: "sk_switch_quoted_by_upstream_0007" };
   const quoting = await startUpstream({
@@ -593,6 +605,19 @@ test("an upstream that quotes the key in an error: the relay does not pass the k
   assert.equal(closed.code, 4401);
   assert.ok(!h.text.includes(agent.key), `HTTP body: ${h.text}`);
   assert.ok(!closed.reason.includes(agent.key), `close reason: ${closed.reason}`);
+  // The bridge: a released upstream refusing the stream open with the key in its detail.
+  const sse = await startSseUpstream((res, req) => {
+    res.writeHead(400, { "content-type": "application/json" });
+    res.end(JSON.stringify({ detail: `bad scope for key ${req.headers.authorization}` }));
+  }, { head: false });
+  const b = await startRelay(relayVars({ url: sse.url, agents: { q: agent } }, { UPSTREAM_GENERATION: "sse" }));
+  const d = open(wsPath(b, agent.id), { protocols: withToken(tok) });
+  const refused = await within(10_000, "the bridge's close", d.closed);
+  assert.equal(refused.code, 4400);
+  assert.ok(d.frames.some((f) => f.event === "refused"), JSON.stringify(d.frames));
+  assert.ok(!JSON.stringify(d.frames).includes(agent.key), `refused frame: ${JSON.stringify(d.frames)}`);
+  assert.ok(!refused.reason.includes(agent.key), `close reason: ${refused.reason}`);
+  for (const l of [...r.logs, ...b.logs]) assert.ok(!l.includes(agent.key), `log: ${l}`);
 });
 
 test("no agent key, token secret or relay-side secret in any answer, frame, close reason or log line of this file", T, async () => {
