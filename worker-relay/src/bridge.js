@@ -3,8 +3,6 @@
 // close; this file reads the stream, sends the beats and runs the timer.
 import { BridgeCore, CODES, boundedText, closeQuietly, forwardClose, messageBytes } from "./core.js";
 
-let sockets = 0;
-
 export function bridge(relay, d, client, early, abort) {
   const core = new BridgeCore(
     JSON.stringify({
@@ -16,7 +14,7 @@ export function bridge(relay, d, client, early, abort) {
     }),
     Date.now(),
   );
-  const key = `${d.agentId}/${d.connectionId}/bridge${++sockets}`;
+  const key = relay.newSocket();
   let closed = false;
   let timer = null;
   /** Ends the bridge: the upstream aborted, the browser closed with `code`. */
@@ -25,7 +23,7 @@ export function bridge(relay, d, client, early, abort) {
     closed = true;
     clearTimeout(timer);
     abort.abort();
-    relay.forgetConnection(key);
+    relay.forgetSocket(key);
     closeQuietly(client, code, reason);
     try {
       core.free();

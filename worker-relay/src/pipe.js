@@ -5,25 +5,26 @@
 // replay the same event forever (the platform's own message limit still applies).
 import { CODES, closeQuietly, forwardClose, messageBytes } from "./core.js";
 
-let sockets = 0;
-
 export function pipe(relay, d, client, up, early) {
   const max = d.maxMessageBytes;
-  const key = `${d.agentId}/${d.connectionId}/${++sockets}`;
+  const key = relay.newSocket();
   let done = false;
   let idle = null;
   const finish = (toClient, toUp) => {
     if (done) return;
     done = true;
     clearTimeout(idle);
-    relay.forgetConnection(key);
+    relay.forgetSocket(key);
     closeQuietly(client, toClient.code, toClient.reason);
     closeQuietly(up, toUp.code, toUp.reason);
   };
   const both = (code, reason) => finish({ code, reason }, { code, reason });
-  const watch = () => {
-    clearTimeout(idle);
-    idle = setTimeout(() => both(CODES.fallback, "the upstream went silent"), d.idleTimeoutMs);
+  // The idle watchdog re-arms from the last upstream frame's time: no timer churn per frame.
+  let lastUp = Date.now();
+  const check = () => {
+    const quiet = Date.now() - lastUp;
+    if (quiet >= d.idleTimeoutMs) return both(CODES.fallback, "the upstream went silent");
+    idle = setTimeout(check, d.idleTimeoutMs - quiet);
   };
   const fromClient = (data) => {
     if (done) return;
@@ -41,7 +42,7 @@ export function pipe(relay, d, client, up, early) {
   client.addEventListener("message", (ev) => fromClient(ev.data));
   up.addEventListener("message", (ev) => {
     if (done) return;
-    watch();
+    lastUp = Date.now();
     send(client, ev.data);
   });
   client.addEventListener("close", (ev) => {
@@ -55,6 +56,6 @@ export function pipe(relay, d, client, up, early) {
   });
   client.addEventListener("error", () => both(CODES.fallback, "the browser's socket failed"));
   up.addEventListener("error", () => both(CODES.fallback, "the upstream's socket failed"));
-  watch();
+  idle = setTimeout(check, d.idleTimeoutMs);
   for (const data of early) fromClient(data);
 }

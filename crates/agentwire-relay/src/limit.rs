@@ -18,15 +18,15 @@ pub const FRAMES_PER_MINUTE: u32 = 600;
 /// ...and at once.
 pub const FRAMES_BURST: u32 = 20;
 
-/// The rate limits of one relay.
+/// Token buckets by key (an agent id, or a socket's number).
 #[derive(Debug, Clone)]
-pub struct Limiter {
+pub struct Limiter<K = String> {
     per_minute: u32,
     burst: u32,
-    buckets: BTreeMap<String, (TokenBucket, Millis)>,
+    buckets: BTreeMap<K, (TokenBucket, Millis)>,
 }
 
-impl Limiter {
+impl<K: Ord + Clone> Limiter<K> {
     /// `per_minute` requests a minute per agent, with up to `burst` at once.
     pub fn new(per_minute: u32, burst: u32) -> Self {
         Limiter {
@@ -36,31 +36,39 @@ impl Limiter {
         }
     }
 
-    /// Takes one request's worth for `agent`, or says in how many ms one is available.
-    pub fn take(&mut self, agent: &str, now: Millis) -> Result<(), Millis> {
-        if !self.buckets.contains_key(agent) && self.buckets.len() >= MAX_AGENTS {
+    /// Takes one request's worth for `key`, or says in how many ms one is available.
+    pub fn take<Q>(&mut self, key: &Q, now: Millis) -> Result<(), Millis>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Ord + ToOwned<Owned = K> + ?Sized,
+    {
+        if !self.buckets.contains_key(key) && self.buckets.len() >= MAX_AGENTS {
             let idle = self
                 .buckets
                 .iter()
                 .min_by_key(|(_, (_, used))| *used)
                 .map(|(k, _)| k.clone());
             if let Some(idle) = idle {
-                self.buckets.remove(&idle);
+                self.buckets.remove::<K>(&idle);
             }
         }
         let (per_minute, burst) = (self.per_minute, self.burst);
         let (bucket, used) = self
             .buckets
-            .entry(agent.to_owned())
+            .entry(key.to_owned())
             .or_insert_with(|| (TokenBucket::new(f64::from(per_minute) / 60.0, f64::from(burst)), now));
         *used = now;
         bucket.take(now)
     }
 }
 
-impl Limiter {
+impl<K: Ord> Limiter<K> {
     /// Drops `key`'s bucket (a connection that ended).
-    pub fn forget(&mut self, key: &str) {
+    pub fn forget<Q>(&mut self, key: &Q)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
         self.buckets.remove(key);
     }
 }

@@ -55,6 +55,7 @@ pub fn setting_names() -> Vec<String> {
 pub struct RelayCore {
     relay: Relay,
     keys: Vec<String>,
+    sockets: u32,
 }
 
 #[wasm_bindgen]
@@ -77,6 +78,7 @@ impl RelayCore {
         Ok(RelayCore {
             relay: Relay::new(cfg),
             keys,
+            sockets: 0,
         })
     }
 
@@ -100,16 +102,23 @@ impl RelayCore {
         self.relay.learn_released(millis(now));
     }
 
-    /// Takes one frame's worth of the socket `connection`'s limit (a key unique per socket).
-    #[wasm_bindgen(js_name = takeFrame)]
-    pub fn take_frame(&mut self, connection: &str, now: f64) -> bool {
-        self.relay.take_frame(connection, millis(now)).is_ok()
+    /// A number for a new socket, for `takeFrame` and `forgetSocket`.
+    #[wasm_bindgen(js_name = newSocket)]
+    pub fn new_socket(&mut self) -> u32 {
+        self.sockets = self.sockets.wrapping_add(1);
+        self.sockets
     }
 
-    /// The socket `connection` ended.
-    #[wasm_bindgen(js_name = forgetConnection)]
-    pub fn forget_connection(&mut self, connection: &str) {
-        self.relay.forget_connection(connection);
+    /// Takes one frame's worth of `socket`'s limit.
+    #[wasm_bindgen(js_name = takeFrame)]
+    pub fn take_frame(&mut self, socket: u32, now: f64) -> bool {
+        self.relay.take_frame(socket, millis(now)).is_ok()
+    }
+
+    /// `socket` ended.
+    #[wasm_bindgen(js_name = forgetSocket)]
+    pub fn forget_socket(&mut self, socket: u32) {
+        self.relay.forget_socket(socket);
     }
 
     #[wasm_bindgen(getter, js_name = maxMessageBytes)]

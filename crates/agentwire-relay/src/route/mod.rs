@@ -161,8 +161,8 @@ const MAX_ID: usize = 256;
 pub struct Relay {
     cfg: Config,
     limiter: Limiter,
-    /// Per connection: the frames a browser sends up its socket.
-    frames: Limiter,
+    /// Per socket (a number the driver picks): the frames a browser sends up it.
+    frames: Limiter<u32>,
     /// Until when the upstream is known to have no WebSocket route (`auto`).
     released_until: Option<Millis>,
 }
@@ -241,16 +241,16 @@ impl Relay {
         self.released_until = Some(now.saturating_add(RELEASED_MEMORY_MS));
     }
 
-    /// Takes one frame's worth of the limit of the socket `connection` (a key the driver picks
-    /// per socket), or says in how many ms one is available. Over it, the driver closes with
+    /// Takes one frame's worth of the limit of `socket` (a number the driver picks per
+    /// socket), or says in how many ms one is available. Over it, the driver closes with
     /// [`close::POLICY`](crate::close::POLICY).
-    pub fn take_frame(&mut self, connection: &str, now: Millis) -> Result<(), Millis> {
-        self.frames.take(connection, now)
+    pub fn take_frame(&mut self, socket: u32, now: Millis) -> Result<(), Millis> {
+        self.frames.take(&socket, now)
     }
 
-    /// The socket `connection` ended: its frame bucket goes.
-    pub fn forget_connection(&mut self, connection: &str) {
-        self.frames.forget(connection);
+    /// `socket` ended: its frame bucket goes.
+    pub fn forget_socket(&mut self, socket: u32) {
+        self.frames.forget(&socket);
     }
 
     /// Decides what to do with `req` at `now`.
@@ -602,11 +602,16 @@ fn check_body_rooms(allowed: &[String], route: Route<'_>, body: &str) -> Result<
     Ok(value.to_string())
 }
 
+/// The `refused` frame Switch sends before a 4000 + status close, written by the engine's
+/// encoder (the one shape every refusal has, from the relay, the bridge or a server).
 fn refused_frame(status: u16, detail: &str) -> String {
-    let mut out = format!(r#"{{"type":"refused","status":{status},"detail":"#);
-    agentwire_core::json::push_string(&mut out, detail);
-    out.push('}');
-    out
+    let mut raw = String::new();
+    agentwire_core::json::push_string(&mut raw, detail);
+    let detail = serde_json::value::RawValue::from_string(raw)
+        .unwrap_or_else(|_| serde_json::value::to_raw_value("").unwrap_or_default());
+    agentwire_switch::frame::encode(&agentwire_switch::frame::Frame::Refused(
+        agentwire_switch::frame::Refused { status, detail },
+    ))
 }
 
 fn answer(no: &No, cors: &Headers) -> Decision {

@@ -404,12 +404,12 @@ fn the_rate_limit_is_per_agent() {
 fn frames_are_limited_per_socket_not_per_agent() {
     let mut r = relay(&[("RATE_LIMIT_BURST", "1"), ("RATE_LIMIT_PER_MINUTE", "1")]);
     for _ in 0..crate::limit::FRAMES_BURST {
-        assert!(r.take_frame("alice/c-1/1", NOW).is_ok());
+        assert!(r.take_frame(1, NOW).is_ok());
     }
-    assert!(r.take_frame("alice/c-1/1", NOW).is_err());
-    assert!(r.take_frame("alice/c-2/2", NOW).is_ok());
-    r.forget_connection("alice/c-1/1");
-    assert!(r.take_frame("alice/c-1/1", NOW).is_ok());
+    assert!(r.take_frame(1, NOW).is_err());
+    assert!(r.take_frame(2, NOW).is_ok());
+    r.forget_socket(1);
+    assert!(r.take_frame(1, NOW).is_ok());
     // The agent's own budget is untouched by frames.
     let t = token("agent-a", |_| {});
     assert!(matches!(ws_token(&mut r, WS, &t), Decision::Connect(_)));
@@ -425,10 +425,14 @@ fn a_bad_open_is_refused_like_switch_does() {
         &t,
     ));
     assert_eq!(f.code, 4400);
+    let frame = f.frame.unwrap();
     assert_eq!(
-        f.frame.as_deref(),
-        Some(r#"{"type":"refused","status":400,"detail":"connection_id is required (a UUID)"}"#)
+        frame,
+        r#"{"event":"refused","data":{"status":400,"detail":"connection_id is required (a UUID)"}}"#
     );
+    // The shape the engine decodes, as from a server.
+    let decoded = agentwire_switch::frame::decode(&frame).unwrap();
+    assert!(matches!(decoded, agentwire_switch::frame::Frame::Refused(r) if r.status == 400));
     // Offering protocols without ours: the handshake cannot succeed, so HTTP 4xx.
     let d = ws(
         &mut r,
