@@ -101,6 +101,8 @@ async function main() {
     UPSTREAM_GENERATION: "ws",
     RATE_LIMIT_PER_MINUTE: "1000000",
     RATE_LIMIT_BURST: "1000000",
+    FRAME_LIMIT_PER_MINUTE: "100000000",
+    FRAME_LIMIT_BURST: "1000000",
     // The echo upstream never pings: no idle close between runs.
     UPSTREAM_IDLE_MS: "600000",
   }));

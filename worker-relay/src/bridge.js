@@ -15,6 +15,14 @@ export function bridge(relay, d, client, early, abort) {
     Date.now(),
   );
   const key = relay.newSocket();
+  // Every `batch` browser frames, the engine takes them from the socket's frame limit.
+  const batch = relay.frameBatch;
+  let unchecked = 0;
+  const overLimit = () => {
+    if (++unchecked < batch) return false;
+    unchecked = 0;
+    return !relay.takeFrames(key, Date.now());
+  };
   let closed = false;
   let timer = null;
   /** Ends the bridge: the upstream aborted, the browser closed with `code`. */
@@ -84,7 +92,7 @@ export function bridge(relay, d, client, early, abort) {
   const fromClient = (data) => {
     if (closed) return;
     if (messageBytes(data, d.maxMessageBytes) > d.maxMessageBytes) return closeWith(CODES.tooBig, "message too big");
-    if (!relay.takeFrame(key, Date.now())) return closeWith(CODES.policy, "too many frames");
+    if (overLimit()) return closeWith(CODES.policy, "too many frames");
     step(() => core.handleClientText(Date.now(), typeof data === "string" ? data : ""));
   };
   client.addEventListener("message", (ev) => fromClient(ev.data));

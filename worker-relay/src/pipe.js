@@ -8,6 +8,14 @@ import { CODES, closeQuietly, forwardClose, messageBytes } from "./core.js";
 export function pipe(relay, d, client, up, early) {
   const max = d.maxMessageBytes;
   const key = relay.newSocket();
+  // Every `batch` browser frames, the engine takes them from the socket's frame limit.
+  const batch = relay.frameBatch;
+  let unchecked = 0;
+  const overLimit = () => {
+    if (++unchecked < batch) return false;
+    unchecked = 0;
+    return !relay.takeFrames(key, Date.now());
+  };
   let done = false;
   let idle = null;
   const finish = (toClient, toUp) => {
@@ -29,7 +37,7 @@ export function pipe(relay, d, client, up, early) {
   const fromClient = (data) => {
     if (done) return;
     if (messageBytes(data, max) > max) return both(CODES.tooBig, "message too big");
-    if (!relay.takeFrame(key, Date.now())) return both(CODES.policy, "too many frames");
+    if (overLimit()) return both(CODES.policy, "too many frames");
     send(up, data);
   };
   const send = (ws, data) => {

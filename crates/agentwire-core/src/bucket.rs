@@ -31,21 +31,37 @@ impl TokenBucket {
 
     /// Takes one token, or says how many ms until one is there.
     pub fn take(&mut self, now: Millis) -> Result<(), Millis> {
+        self.take_n(1, now)
+    }
+
+    /// Takes `n` tokens at once (none when they are not all there), or says how many ms until
+    /// they are; `n` over the burst can never be taken.
+    pub fn take_n(&mut self, n: u32, now: Millis) -> Result<(), Millis> {
         self.refill(now);
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
+        let n = f64::from(n);
+        if self.tokens >= n {
+            self.tokens -= n;
             return Ok(());
         }
-        if self.rate_per_s == 0.0 {
+        if self.rate_per_s == 0.0 || n > self.burst {
             return Err(Millis::MAX);
         }
-        Err((((1.0 - self.tokens) / self.rate_per_s) * 1000.0).ceil() as Millis)
+        Err((((n - self.tokens) / self.rate_per_s) * 1000.0).ceil() as Millis)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_at_once() {
+        let mut b = TokenBucket::new(1.0, 8.0);
+        assert_eq!(b.take_n(8, 0), Ok(()));
+        assert_eq!(b.take_n(8, 0), Err(8000));
+        assert_eq!(b.take_n(9, 100_000), Err(Millis::MAX));
+        assert_eq!(b.take_n(8, 100_000), Ok(()));
+    }
 
     #[test]
     fn burst_then_rate() {

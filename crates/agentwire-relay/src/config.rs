@@ -15,6 +15,8 @@
 //! | `MAX_BODY_BYTES` | var | 65536 | Largest HTTP request body (else 413) |
 //! | `RATE_LIMIT_PER_MINUTE` | var | 600 | Requests, opens and frames per agent a minute |
 //! | `RATE_LIMIT_BURST` | var | 60 | How many of them at once |
+//! | `FRAME_LIMIT_PER_MINUTE` | var | 600 | Frames a browser may send up one socket a minute (a Switch client sends a pong every 2 s: 30) |
+//! | `FRAME_LIMIT_BURST` | var | 20 | How many of them at once |
 //! | `MAX_TOKEN_LIFETIME_S` | var | 3600 | Tokens expiring later than this are refused |
 //! | `UPSTREAM_TIMEOUT_MS` | var | 10000 | Longest wait for the upstream to answer an open or a call |
 //! | `PING_INTERVAL_MS` | var | 2000 | The bridge's ping interval towards the browser |
@@ -84,6 +86,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     pub rate_per_minute: u32,
     pub rate_burst: u32,
+    pub frame_per_minute: u32,
+    pub frame_burst: u32,
     pub max_token_lifetime_s: u64,
     pub upstream_timeout_ms: u64,
     pub ping_interval_ms: u64,
@@ -105,6 +109,8 @@ impl fmt::Debug for Config {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("rate_per_minute", &self.rate_per_minute)
             .field("rate_burst", &self.rate_burst)
+            .field("frame_per_minute", &self.frame_per_minute)
+            .field("frame_burst", &self.frame_burst)
             .field("max_token_lifetime_s", &self.max_token_lifetime_s)
             .field("upstream_timeout_ms", &self.upstream_timeout_ms)
             .field("ping_interval_ms", &self.ping_interval_ms)
@@ -191,6 +197,8 @@ impl Config {
             max_body_bytes: num("MAX_BODY_BYTES", 65_536, 1024, 32 << 20)? as usize,
             rate_per_minute: num("RATE_LIMIT_PER_MINUTE", 600, 1, 1_000_000)? as u32,
             rate_burst: num("RATE_LIMIT_BURST", 60, 1, 1_000_000)? as u32,
+            frame_per_minute: num("FRAME_LIMIT_PER_MINUTE", 600, 1, 100_000_000)? as u32,
+            frame_burst: num("FRAME_LIMIT_BURST", 20, u64::from(crate::route::FRAME_BATCH), 1_000_000)? as u32,
             max_token_lifetime_s: num("MAX_TOKEN_LIFETIME_S", 3600, 1, 7 * 86_400)?,
             upstream_timeout_ms: num("UPSTREAM_TIMEOUT_MS", 10_000, 100, 120_000)?,
             ping_interval_ms: num("PING_INTERVAL_MS", 2000, 100, 60_000)?,

@@ -1,7 +1,7 @@
 //! Rate limits: one token bucket per agent for what a browser asks of the relay (a WebSocket
-//! open, an HTTP call), and one per connection for the frames a browser sends up its socket
-//! (a Switch client sends one pong per ping: [`FRAMES_PER_MINUTE`] is far above that, and a
-//! browser's frames never eat into its agent's budget, so one tab cannot close the others).
+//! open, an HTTP call), and one per socket for the frames a browser sends up it (a Switch client
+//! sends one pong per ping, far below the default `FRAME_LIMIT_PER_MINUTE`; and a browser's
+//! frames never eat into its agent's budget, so one tab cannot close the others).
 //!
 //! Buckets are only made for agents that passed the token check and have a configured key, so
 //! the map is bounded by the relay's configuration, and again by [`MAX_AGENTS`]. In a Worker the
@@ -13,10 +13,6 @@ use std::collections::BTreeMap;
 
 /// Most agents (or connections) tracked at once; past it the longest-idle bucket is dropped.
 pub const MAX_AGENTS: usize = 4096;
-/// Frames a browser may send up one socket a minute (a pong every 2 s is 30)...
-pub const FRAMES_PER_MINUTE: u32 = 600;
-/// ...and at once.
-pub const FRAMES_BURST: u32 = 20;
 
 /// Token buckets by key (an agent id, or a socket's number).
 #[derive(Debug, Clone)]
@@ -42,6 +38,15 @@ impl<K: Ord + Clone> Limiter<K> {
         K: std::borrow::Borrow<Q>,
         Q: Ord + ToOwned<Owned = K> + ?Sized,
     {
+        self.take_n(key, 1, now)
+    }
+
+    /// Takes `n` requests' worth for `key` at once.
+    pub fn take_n<Q>(&mut self, key: &Q, n: u32, now: Millis) -> Result<(), Millis>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Ord + ToOwned<Owned = K> + ?Sized,
+    {
         if !self.buckets.contains_key(key) && self.buckets.len() >= MAX_AGENTS {
             let idle = self
                 .buckets
@@ -58,7 +63,7 @@ impl<K: Ord + Clone> Limiter<K> {
             .entry(key.to_owned())
             .or_insert_with(|| (TokenBucket::new(f64::from(per_minute) / 60.0, f64::from(burst)), now));
         *used = now;
-        bucket.take(now)
+        bucket.take_n(n, now)
     }
 }
 

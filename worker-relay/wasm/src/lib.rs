@@ -17,7 +17,7 @@ use agentwire_relay::route::{self, Relay, Request};
 use wasm_bindgen::prelude::*;
 
 /// Every setting the relay reads from its `env` (vars and secrets).
-pub const SETTINGS: [&str; 16] = [
+pub const SETTINGS: [&str; 18] = [
     "UPSTREAM",
     "UPSTREAM_GENERATION",
     "AGENT_KEYS",
@@ -30,6 +30,8 @@ pub const SETTINGS: [&str; 16] = [
     "MAX_BODY_BYTES",
     "RATE_LIMIT_PER_MINUTE",
     "RATE_LIMIT_BURST",
+    "FRAME_LIMIT_PER_MINUTE",
+    "FRAME_LIMIT_BURST",
     "MAX_TOKEN_LIFETIME_S",
     "UPSTREAM_TIMEOUT_MS",
     "PING_INTERVAL_MS",
@@ -109,10 +111,17 @@ impl RelayCore {
         self.sockets
     }
 
-    /// Takes one frame's worth of `socket`'s limit.
-    #[wasm_bindgen(js_name = takeFrame)]
-    pub fn take_frame(&mut self, socket: u32, now: f64) -> bool {
-        self.relay.take_frame(socket, millis(now)).is_ok()
+    /// Takes `frameBatch` frames' worth of `socket`'s limit: call it once per `frameBatch`
+    /// frames the browser sends.
+    #[wasm_bindgen(js_name = takeFrames)]
+    pub fn take_frames(&mut self, socket: u32, now: f64) -> bool {
+        self.relay.take_frames(socket, millis(now)).is_ok()
+    }
+
+    /// How many frames one `takeFrames` counts.
+    #[wasm_bindgen(getter, js_name = frameBatch)]
+    pub fn frame_batch(&self) -> u32 {
+        route::FRAME_BATCH
     }
 
     /// `socket` ended.

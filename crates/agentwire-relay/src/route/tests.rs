@@ -402,14 +402,18 @@ fn the_rate_limit_is_per_agent() {
 
 #[test]
 fn frames_are_limited_per_socket_not_per_agent() {
-    let mut r = relay(&[("RATE_LIMIT_BURST", "1"), ("RATE_LIMIT_PER_MINUTE", "1")]);
-    for _ in 0..crate::limit::FRAMES_BURST {
-        assert!(r.take_frame(1, NOW).is_ok());
-    }
-    assert!(r.take_frame(1, NOW).is_err());
-    assert!(r.take_frame(2, NOW).is_ok());
+    let mut r = relay(&[
+        ("RATE_LIMIT_BURST", "1"),
+        ("RATE_LIMIT_PER_MINUTE", "1"),
+        ("FRAME_LIMIT_BURST", "20"),
+    ]);
+    // 20 frames of burst: two batches of 8, not a third.
+    assert!(r.take_frames(1, NOW).is_ok());
+    assert!(r.take_frames(1, NOW).is_ok());
+    assert!(r.take_frames(1, NOW).is_err());
+    assert!(r.take_frames(2, NOW).is_ok());
     r.forget_socket(1);
-    assert!(r.take_frame(1, NOW).is_ok());
+    assert!(r.take_frames(1, NOW).is_ok());
     // The agent's own budget is untouched by frames.
     let t = token("agent-a", |_| {});
     assert!(matches!(ws_token(&mut r, WS, &t), Decision::Connect(_)));
