@@ -1,7 +1,7 @@
 // The SSE bridge for a released upstream: the engine's `BridgeCore` turns the SSE stream into
 // the current generation's frames, pings the browser, turns pongs into beats and decides every
 // close; this file reads the stream, sends the beats and runs the timer.
-import { BridgeCore, CODES, boundedText, closeQuietly, forwardClose, messageBytes } from "./core.js";
+import { BridgeCore, CODES, boundedText, closeQuietly, forwardClose, frameLimit, messageBytes } from "./core.js";
 
 export function bridge(relay, d, client, early, abort) {
   const core = new BridgeCore(
@@ -14,15 +14,7 @@ export function bridge(relay, d, client, early, abort) {
     }),
     Date.now(),
   );
-  const key = relay.newSocket();
-  // Every `batch` browser frames, the engine takes them from the socket's frame limit.
-  const batch = relay.frameBatch;
-  let unchecked = 0;
-  const overLimit = () => {
-    if (++unchecked < batch) return false;
-    unchecked = 0;
-    return !relay.takeFrames(key, Date.now());
-  };
+  const frames = frameLimit(relay);
   let closed = false;
   let timer = null;
   /** Ends the bridge: the upstream aborted, the browser closed with `code`. */
@@ -31,7 +23,7 @@ export function bridge(relay, d, client, early, abort) {
     closed = true;
     clearTimeout(timer);
     abort.abort();
-    relay.forgetSocket(key);
+    frames.forget();
     closeQuietly(client, code, reason);
     try {
       core.free();
@@ -92,7 +84,7 @@ export function bridge(relay, d, client, early, abort) {
   const fromClient = (data) => {
     if (closed) return;
     if (messageBytes(data, d.maxMessageBytes) > d.maxMessageBytes) return closeWith(CODES.tooBig, "message too big");
-    if (overLimit()) return closeWith(CODES.policy, "too many frames");
+    if (frames.over()) return closeWith(CODES.policy, "too many frames");
     step(() => core.handleClientText(Date.now(), typeof data === "string" ? data : ""));
   };
   client.addEventListener("message", (ev) => fromClient(ev.data));

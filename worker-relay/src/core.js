@@ -55,6 +55,23 @@ export function acceptSocket(protocol) {
   return { server, response: new Response(null, { status: 101, webSocket: client, headers }) };
 }
 
+/** The frame limit of one browser socket: `over()` counts a frame and says whether the socket
+ * went over its limit (every `frameBatch` frames the engine takes them at once); `forget()` when
+ * the socket ends. */
+export function frameLimit(relay) {
+  const socket = relay.newSocket();
+  const batch = relay.frameBatch;
+  let unchecked = 0;
+  return {
+    over() {
+      if (++unchecked < batch) return false;
+      unchecked = 0;
+      return !relay.takeFrames(socket, Date.now());
+    },
+    forget: () => relay.forgetSocket(socket),
+  };
+}
+
 /** Closes `ws` if it is still open; never throws (a socket may already be gone). */
 export function closeQuietly(ws, code, reason) {
   try {

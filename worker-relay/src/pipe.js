@@ -3,26 +3,18 @@
 // engine's table (1005, 1006, 1015 → 1011), and a silent upstream closed (1011). The upstream's
 // frames are not capped here: closing on one would make the browser reconnect and the server
 // replay the same event forever (the platform's own message limit still applies).
-import { CODES, closeQuietly, forwardClose, messageBytes } from "./core.js";
+import { CODES, closeQuietly, forwardClose, frameLimit, messageBytes } from "./core.js";
 
 export function pipe(relay, d, client, up, early) {
   const max = d.maxMessageBytes;
-  const key = relay.newSocket();
-  // Every `batch` browser frames, the engine takes them from the socket's frame limit.
-  const batch = relay.frameBatch;
-  let unchecked = 0;
-  const overLimit = () => {
-    if (++unchecked < batch) return false;
-    unchecked = 0;
-    return !relay.takeFrames(key, Date.now());
-  };
+  const frames = frameLimit(relay);
   let done = false;
   let idle = null;
   const finish = (toClient, toUp) => {
     if (done) return;
     done = true;
     clearTimeout(idle);
-    relay.forgetSocket(key);
+    frames.forget();
     closeQuietly(client, toClient.code, toClient.reason);
     closeQuietly(up, toUp.code, toUp.reason);
   };
@@ -37,7 +29,7 @@ export function pipe(relay, d, client, up, early) {
   const fromClient = (data) => {
     if (done) return;
     if (messageBytes(data, max) > max) return both(CODES.tooBig, "message too big");
-    if (overLimit()) return both(CODES.policy, "too many frames");
+    if (frames.over()) return both(CODES.policy, "too many frames");
     send(up, data);
   };
   const send = (ws, data) => {
