@@ -34,6 +34,7 @@ pub mod errors;
 mod fields;
 mod frame;
 mod frame_error;
+pub mod harness;
 pub mod register;
 pub mod session;
 

@@ -1,0 +1,587 @@
+//! [`JsonValue`], the closed JSON the harness carries in `data` parts, and its strict parser.
+//!
+//! Closed: null, booleans, finite numbers ([`JsonNumber`], an `f64` that is never NaN or
+//! infinite), strings, arrays and string-keyed objects. Objects are maps (a key appears once);
+//! their canonical order is decided by the encoder ([`super::canonical`]), so two objects with
+//! the same members are equal whatever order they were written in.
+//!
+//! [`JsonValue::parse`] reads RFC 8259 JSON text (whitespace around the value allowed) and also
+//! refuses what is syntactically JSON but not a `JsonValue`: a key repeated in one object, a
+//! number beyond `f64` (`1e400`), a lone surrogate escape (`"\ud800"`). Nesting is bounded by
+//! [`MAX_DEPTH`], so no input can exhaust the stack. [`parse_lenient`] reads the same syntax but
+//! collects those value issues (each with its path) instead of stopping at the first, for
+//! callers that must name every failing field.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Arrays and objects nested deeper than this are refused (the value itself counts as 1).
+pub const MAX_DEPTH: usize = 128;
+
+/// A JSON object: string keys, each once.
+pub type JsonObject = BTreeMap<String, JsonValue>;
+
+/// A finite `f64`. `-0` is kept as given but equals `0` and encodes as `0`.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct JsonNumber(f64);
+
+impl JsonNumber {
+    /// `None` for NaN and the infinities.
+    pub fn new(value: f64) -> Option<JsonNumber> {
+        value.is_finite().then_some(JsonNumber(value))
+    }
+
+    pub fn get(self) -> f64 {
+        self.0
+    }
+
+    /// The value as an integer when it is one and lies within ±2^53 (where every integer is exact).
+    pub fn as_safe_integer(self) -> Option<i64> {
+        const MAX: f64 = 9_007_199_254_740_991.0;
+        (self.0.fract() == 0.0 && self.0.abs() <= MAX).then_some(self.0 as i64)
+    }
+}
+
+macro_rules! number_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for JsonNumber {
+            fn from(v: $t) -> JsonNumber {
+                JsonNumber(f64::from(v))
+            }
+        }
+        impl From<$t> for JsonValue {
+            fn from(v: $t) -> JsonValue {
+                JsonValue::Number(JsonNumber::from(v))
+            }
+        }
+    )*};
+}
+number_from!(i8, i16, i32, u8, u16, u32);
+
+/// A closed JSON value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JsonValue {
+    Null,
+    Bool(bool),
+    Number(JsonNumber),
+    String(String),
+    Array(Vec<JsonValue>),
+    Object(JsonObject),
+}
+
+impl From<bool> for JsonValue {
+    fn from(v: bool) -> JsonValue {
+        JsonValue::Bool(v)
+    }
+}
+
+impl From<&str> for JsonValue {
+    fn from(v: &str) -> JsonValue {
+        JsonValue::String(v.to_owned())
+    }
+}
+
+impl From<String> for JsonValue {
+    fn from(v: String) -> JsonValue {
+        JsonValue::String(v)
+    }
+}
+
+impl From<JsonObject> for JsonValue {
+    fn from(v: JsonObject) -> JsonValue {
+        JsonValue::Object(v)
+    }
+}
+
+impl From<Vec<JsonValue>> for JsonValue {
+    fn from(v: Vec<JsonValue>) -> JsonValue {
+        JsonValue::Array(v)
+    }
+}
+
+impl JsonValue {
+    /// Parses JSON text strictly (see the module documentation).
+    pub fn parse(text: &str) -> Result<JsonValue, JsonError> {
+        let (value, issues) = parse_lenient(text)?;
+        match issues.into_iter().next() {
+            None => Ok(value),
+            Some(issue) => Err(JsonError::Value(issue)),
+        }
+    }
+
+    /// An object from `(key, value)` pairs; a later pair replaces an earlier one with its key.
+    pub fn object<K: Into<String>>(pairs: impl IntoIterator<Item = (K, JsonValue)>) -> JsonValue {
+        JsonValue::Object(pairs.into_iter().map(|(k, v)| (k.into(), v)).collect())
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            JsonValue::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_object(&self) -> Option<&JsonObject> {
+        match self {
+            JsonValue::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[JsonValue]> {
+        match self {
+            JsonValue::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub fn as_number(&self) -> Option<JsonNumber> {
+        match self {
+            JsonValue::Number(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// `"null"`, `"boolean"`, `"number"`, `"string"`, `"array"` or `"object"`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            JsonValue::Null => "null",
+            JsonValue::Bool(_) => "boolean",
+            JsonValue::Number(_) => "number",
+            JsonValue::String(_) => "string",
+            JsonValue::Array(_) => "array",
+            JsonValue::Object(_) => "object",
+        }
+    }
+}
+
+/// Where in a value something is: `requestedSchema.properties.age.minimum`, `included[2]`; a key
+/// that is not a plain name (`[A-Za-z0-9_$-]+`) is written quoted: `content["a b"]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JsonPath(String);
+
+impl JsonPath {
+    /// The path of a named top-level field (`deadline`); empty for the value itself.
+    pub fn root(name: &str) -> JsonPath {
+        JsonPath::default().key(name)
+    }
+
+    pub fn key(&self, key: &str) -> JsonPath {
+        let plain = !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b"_$-".contains(&b));
+        let mut s = self.0.clone();
+        if plain {
+            if !s.is_empty() {
+                s.push('.');
+            }
+            s.push_str(key);
+        } else {
+            s.push('[');
+            agentwire_core::json::push_string(&mut s, key);
+            s.push(']');
+        }
+        JsonPath(s)
+    }
+
+    pub fn index(&self, i: usize) -> JsonPath {
+        JsonPath(format!("{}[{i}]", self.0))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Display for JsonPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_empty() { "(the value)" } else { &self.0 })
+    }
+}
+
+/// Syntactically valid JSON that is not a [`JsonValue`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueIssue {
+    pub path: JsonPath,
+    pub kind: ValueIssueKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueIssueKind {
+    /// This key appeared before in the same object (the lenient parse keeps the first).
+    DuplicateKey(String),
+    /// A number whose magnitude is beyond `f64` (the lenient parse reads it as `0`).
+    NumberOutOfRange,
+    /// A `\uD800`–`\uDFFF` escape not part of a pair (the lenient parse reads U+FFFD).
+    LoneSurrogate,
+}
+
+impl fmt::Display for ValueIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ValueIssueKind::DuplicateKey(k) => write!(f, "{}: the key {k:?} appears twice", self.path),
+            ValueIssueKind::NumberOutOfRange => write!(f, "{}: the number is not finite", self.path),
+            ValueIssueKind::LoneSurrogate => write!(f, "{}: a lone surrogate escape", self.path),
+        }
+    }
+}
+
+/// Why a text is not a [`JsonValue`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonError {
+    /// Not JSON text: what was expected, at this byte offset.
+    Syntax { offset: usize, expected: &'static str },
+    /// Arrays and objects nested deeper than [`MAX_DEPTH`], at this byte offset.
+    TooDeep { offset: usize },
+    /// JSON text, but not a closed value.
+    Value(ValueIssue),
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JsonError::Syntax { offset, expected } => write!(f, "invalid JSON at byte {offset}: expected {expected}"),
+            JsonError::TooDeep { offset } => write!(f, "JSON nested deeper than {MAX_DEPTH} at byte {offset}"),
+            JsonError::Value(issue) => issue.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+/// Parses JSON text, collecting value issues instead of refusing them (see the module
+/// documentation); only syntax and depth errors are errors.
+pub fn parse_lenient(text: &str) -> Result<(JsonValue, Vec<ValueIssue>), JsonError> {
+    let mut p = Parser {
+        b: text.as_bytes(),
+        text,
+        i: 0,
+        issues: Vec::new(),
+    };
+    p.ws();
+    let v = p.value(&JsonPath::default(), 1)?;
+    p.ws();
+    if p.i != p.b.len() {
+        return Err(p.syntax("the end of the text"));
+    }
+    Ok((v, p.issues))
+}
+
+struct Parser<'a> {
+    b: &'a [u8],
+    text: &'a str,
+    i: usize,
+    issues: Vec<ValueIssue>,
+}
+
+impl Parser<'_> {
+    fn syntax(&self, expected: &'static str) -> JsonError {
+        JsonError::Syntax {
+            offset: self.i,
+            expected,
+        }
+    }
+
+    fn ws(&mut self) {
+        while matches!(self.b.get(self.i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        let hit = self.b.get(self.i) == Some(&c);
+        self.i += usize::from(hit);
+        hit
+    }
+
+    fn literal(&mut self, word: &'static str, v: JsonValue) -> Result<JsonValue, JsonError> {
+        if self.b[self.i..].starts_with(word.as_bytes()) {
+            self.i += word.len();
+            Ok(v)
+        } else {
+            Err(self.syntax("a JSON value"))
+        }
+    }
+
+    fn value(&mut self, path: &JsonPath, depth: usize) -> Result<JsonValue, JsonError> {
+        match self.b.get(self.i) {
+            Some(b'{') | Some(b'[') if depth > MAX_DEPTH => Err(JsonError::TooDeep { offset: self.i }),
+            Some(b'{') => self.object(path, depth),
+            Some(b'[') => self.array(path, depth),
+            Some(b'"') => Ok(JsonValue::String(self.string(path)?)),
+            Some(b't') => self.literal("true", JsonValue::Bool(true)),
+            Some(b'f') => self.literal("false", JsonValue::Bool(false)),
+            Some(b'n') => self.literal("null", JsonValue::Null),
+            Some(b'-' | b'0'..=b'9') => self.number(path),
+            _ => Err(self.syntax("a JSON value")),
+        }
+    }
+
+    fn object(&mut self, path: &JsonPath, depth: usize) -> Result<JsonValue, JsonError> {
+        self.i += 1;
+        let mut map = JsonObject::new();
+        self.ws();
+        if self.eat(b'}') {
+            return Ok(JsonValue::Object(map));
+        }
+        loop {
+            self.ws();
+            if self.b.get(self.i) != Some(&b'"') {
+                return Err(self.syntax("a string key"));
+            }
+            let key = self.string(path)?;
+            self.ws();
+            if !self.eat(b':') {
+                return Err(self.syntax("':'"));
+            }
+            self.ws();
+            let child = path.key(&key);
+            let v = self.value(&child, depth + 1)?;
+            match map.entry(key) {
+                std::collections::btree_map::Entry::Occupied(e) => self.issues.push(ValueIssue {
+                    path: child,
+                    kind: ValueIssueKind::DuplicateKey(e.key().clone()),
+                }),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+            }
+            self.ws();
+            if self.eat(b'}') {
+                return Ok(JsonValue::Object(map));
+            }
+            if !self.eat(b',') {
+                return Err(self.syntax("',' or '}'"));
+            }
+        }
+    }
+
+    fn array(&mut self, path: &JsonPath, depth: usize) -> Result<JsonValue, JsonError> {
+        self.i += 1;
+        let mut items = Vec::new();
+        self.ws();
+        if self.eat(b']') {
+            return Ok(JsonValue::Array(items));
+        }
+        loop {
+            self.ws();
+            let v = self.value(&path.index(items.len()), depth + 1)?;
+            items.push(v);
+            self.ws();
+            if self.eat(b']') {
+                return Ok(JsonValue::Array(items));
+            }
+            if !self.eat(b',') {
+                return Err(self.syntax("',' or ']'"));
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, JsonError> {
+        let mut v = 0u32;
+        for _ in 0..4 {
+            let d = match self.b.get(self.i) {
+                Some(c @ b'0'..=b'9') => c - b'0',
+                Some(c @ b'a'..=b'f') => c - b'a' + 10,
+                Some(c @ b'A'..=b'F') => c - b'A' + 10,
+                _ => return Err(self.syntax("four hex digits")),
+            };
+            v = v << 4 | u32::from(d);
+            self.i += 1;
+        }
+        Ok(v)
+    }
+
+    /// At the opening quote; returns the unescaped string.
+    fn string(&mut self, path: &JsonPath) -> Result<String, JsonError> {
+        self.i += 1;
+        let mut out = String::new();
+        loop {
+            let start = self.i;
+            while matches!(self.b.get(self.i), Some(&c) if c != b'"' && c != b'\\' && c >= 0x20) {
+                self.i += 1;
+            }
+            // `start` and `i` sit next to ASCII bytes (or the ends), so on char boundaries.
+            out.push_str(&self.text[start..self.i]);
+            match self.b.get(self.i) {
+                Some(b'"') => {
+                    self.i += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    self.i += 1;
+                    let c = match self.b.get(self.i) {
+                        Some(b'"') => '"',
+                        Some(b'\\') => '\\',
+                        Some(b'/') => '/',
+                        Some(b'b') => '\u{8}',
+                        Some(b'f') => '\u{c}',
+                        Some(b'n') => '\n',
+                        Some(b'r') => '\r',
+                        Some(b't') => '\t',
+                        Some(b'u') => {
+                            self.i += 1;
+                            let hi = self.hex4()?;
+                            out.push(self.code_point(hi, path)?);
+                            continue;
+                        }
+                        _ => return Err(self.syntax("an escape")),
+                    };
+                    self.i += 1;
+                    out.push(c);
+                }
+                Some(_) => return Err(self.syntax("no control character in a string")),
+                None => return Err(self.syntax("'\"'")),
+            }
+        }
+    }
+
+    fn code_point(&mut self, hi: u32, path: &JsonPath) -> Result<char, JsonError> {
+        if (0xd800..0xdc00).contains(&hi) && self.b[self.i..].starts_with(b"\\u") {
+            let save = self.i;
+            self.i += 2;
+            let lo = self.hex4()?;
+            if (0xdc00..0xe000).contains(&lo) {
+                let c = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
+                return Ok(char::from_u32(c).unwrap_or('\u{fffd}'));
+            }
+            self.i = save;
+        }
+        char::from_u32(hi).map(Ok).unwrap_or_else(|| {
+            self.issues.push(ValueIssue {
+                path: path.clone(),
+                kind: ValueIssueKind::LoneSurrogate,
+            });
+            Ok('\u{fffd}')
+        })
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while matches!(self.b.get(self.i), Some(b'0'..=b'9')) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    fn number(&mut self, path: &JsonPath) -> Result<JsonValue, JsonError> {
+        let start = self.i;
+        self.eat(b'-');
+        match self.b.get(self.i) {
+            Some(b'0') => self.i += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(self.syntax("a digit")),
+        }
+        if self.eat(b'.') && self.digits() == 0 {
+            return Err(self.syntax("a digit after '.'"));
+        }
+        if self.eat(b'e') || self.eat(b'E') {
+            if !self.eat(b'+') {
+                self.eat(b'-');
+            }
+            if self.digits() == 0 {
+                return Err(self.syntax("a digit in the exponent"));
+            }
+        }
+        let v: f64 = self.text[start..self.i].parse().unwrap_or(f64::INFINITY);
+        Ok(JsonValue::Number(JsonNumber::new(v).unwrap_or_else(|| {
+            self.issues.push(ValueIssue {
+                path: path.clone(),
+                kind: ValueIssueKind::NumberOutOfRange,
+            });
+            JsonNumber(0.0)
+        })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_kind() {
+        let v = JsonValue::parse(r#" {"a":[null,true,false,-1.5e2,"x\u00e9\ud83d\ude00\n"],"b":{}} "#).unwrap();
+        let a = v.as_object().unwrap()["a"].as_array().unwrap();
+        assert_eq!(a[3], JsonValue::from(-150));
+        assert_eq!(a[4].as_str(), Some("xé😀\n"));
+    }
+
+    #[test]
+    fn refuses_duplicate_keys_nonfinite_numbers_and_lone_surrogates() {
+        let e = JsonValue::parse(r#"{"a":{"k":1,"k":2}}"#).unwrap_err();
+        assert_eq!(e.to_string(), r#"a.k: the key "k" appears twice"#);
+        let e = JsonValue::parse(r#"[1, -1e400]"#).unwrap_err();
+        assert_eq!(e.to_string(), "[1]: the number is not finite");
+        assert!(matches!(
+            JsonValue::parse(r#""\ud800x""#),
+            Err(JsonError::Value(ValueIssue {
+                kind: ValueIssueKind::LoneSurrogate,
+                ..
+            }))
+        ));
+        // Lenient: every issue, with the first duplicate kept.
+        let (v, issues) = parse_lenient(r#"{"a":1,"a":2,"b":1e999,"c":"\udc00"}"#).unwrap();
+        assert_eq!(issues.len(), 3);
+        assert_eq!(v.as_object().unwrap()["a"], JsonValue::from(1));
+    }
+
+    #[test]
+    fn refuses_bad_syntax() {
+        for bad in [
+            "",
+            " ",
+            "{",
+            "[1,]",
+            "{\"a\"}",
+            "01",
+            "1.",
+            "1e",
+            "-",
+            "+1",
+            "NaN",
+            "Infinity",
+            "'a'",
+            "\"a",
+            "\"\t\"",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "[1] 2",
+            "tru",
+            "{\"a\":1,}",
+            "{1:2}",
+        ] {
+            assert!(
+                matches!(JsonValue::parse(bad), Err(JsonError::Syntax { .. })),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn depth_is_bounded_without_recursion_past_it() {
+        let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert!(JsonValue::parse(&ok).is_ok());
+        let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
+        assert!(matches!(JsonValue::parse(&deep), Err(JsonError::TooDeep { .. })));
+        let huge = "[".repeat(1_000_000);
+        assert!(matches!(JsonValue::parse(&huge), Err(JsonError::TooDeep { .. })));
+    }
+
+    #[test]
+    fn paths_quote_keys_that_are_not_plain() {
+        let p = JsonPath::root("content").key("a b").index(2).key("x");
+        assert_eq!(p.as_str(), r#"content["a b"][2].x"#);
+    }
+
+    #[test]
+    fn safe_integers() {
+        assert_eq!(JsonNumber::new(3.0).unwrap().as_safe_integer(), Some(3));
+        assert_eq!(JsonNumber::new(3.5).unwrap().as_safe_integer(), None);
+        assert_eq!(JsonNumber::new(1e300).unwrap().as_safe_integer(), None);
+        assert!(JsonNumber::new(f64::NAN).is_none());
+    }
+}
