@@ -5,8 +5,18 @@
 //! operations over a session) is not here yet. The decisions are in
 //! `docs/protocols/moltzap-harness.md`.
 
+pub mod address;
 pub mod canonical;
+pub mod errors;
+pub mod id;
 pub mod json;
 
+pub use address::{AgentAddress, GroupAddress, MessageAddress, MessageAddressInput};
 pub use canonical::{format_number, to_canonical};
+pub use errors::{
+    CollectiveError, CollectiveFailure, ConnectError, ConnectErrorReason, DeliveryAcknowledgeError,
+    DeliveryAcknowledgeErrorReason, FieldIssue, FieldProblem, ListenError, ListenErrorReason, MessageTextError,
+    SendError, SendErrorReason,
+};
+pub use id::{CollectiveId, Nonce, PostId};
 pub use json::{JsonError, JsonNumber, JsonObject, JsonPath, JsonValue};

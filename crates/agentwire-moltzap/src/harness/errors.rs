@@ -1,0 +1,517 @@
+//! The closed failures of the contract. Every reason and kind is one of the spec's names
+//! (`as_str` gives the kebab-case name, `parse` reads it back); every message is the failed
+//! action, then its cause (`send failed: agent:dana is not a known agent`), names the input when
+//! the failing step knows it, and states no remedy.
+
+use super::address::AgentAddress;
+use super::id::CollectiveId;
+use super::json::JsonPath;
+use std::fmt;
+
+macro_rules! closed_reason {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vm])* $variant),+
+        }
+
+        impl $name {
+            /// Every reason, in the spec's order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The spec's name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            /// The reason with this name.
+            pub fn parse(s: &str) -> Option<$name> {
+                match s {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+closed_reason!(
+    /// `SendError.reason`.
+    SendErrorReason {
+        InvalidAddress => "invalid-address",
+        UnknownAgent => "unknown-agent",
+        MembershipInvalid => "membership-invalid",
+        ContentInvalid => "content-invalid",
+        NotRegistered => "not-registered",
+        VersionMismatch => "version-mismatch",
+        CertificationUnavailable => "certification-unavailable",
+        PersistenceFailed => "persistence-failed",
+        NetworkUnavailable => "network-unavailable",
+        /// The message will still be sent.
+        DeliveryPending => "delivery-pending",
+        /// The message may have been sent.
+        OutcomeUnknown => "outcome-unknown",
+    }
+);
+
+closed_reason!(
+    /// `ListenError.reason`.
+    ListenErrorReason {
+        AlreadyListening => "already-listening",
+        IncompatibleDaemon => "incompatible-daemon",
+        TransportFailed => "transport-failed",
+        DecodeFailed => "decode-failed",
+    }
+);
+
+closed_reason!(
+    /// `DeliveryAcknowledgeError.reason`.
+    DeliveryAcknowledgeErrorReason {
+        UnknownDelivery => "unknown-delivery",
+        DeliveryConflict => "delivery-conflict",
+        PersistenceFailed => "persistence-failed",
+        TransportFailed => "transport-failed",
+    }
+);
+
+closed_reason!(
+    /// `ConnectError.reason`.
+    ConnectErrorReason {
+        TransportFailed => "transport-failed",
+        DecodeFailed => "decode-failed",
+        IncompatibleDaemon => "incompatible-daemon",
+    }
+);
+
+/// The action a message says failed: a send, or a reply (an answer to a request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailedAction {
+    Send,
+    Reply,
+}
+
+impl FailedAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailedAction::Send => "send",
+            FailedAction::Reply => "reply",
+        }
+    }
+}
+
+/// A refused send: the reason, and the cause the message states.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendError {
+    pub reason: SendErrorReason,
+    pub action: FailedAction,
+    /// What failed, naming the input (`agent:dana is not a known agent`).
+    pub cause: String,
+}
+
+impl SendError {
+    pub fn new(reason: SendErrorReason, cause: impl Into<String>) -> SendError {
+        SendError {
+            reason,
+            action: FailedAction::Send,
+            cause: cause.into(),
+        }
+    }
+
+    /// The same failure, reported as a failed reply.
+    pub fn as_reply(mut self) -> SendError {
+        self.action = FailedAction::Reply;
+        self
+    }
+
+    /// `invalid-address`: `input` is not an address, because `why`.
+    pub fn invalid_address(input: &str, why: &str) -> SendError {
+        let shown = if input.chars().count() > 80 {
+            format!("{:?}…", input.chars().take(80).collect::<String>())
+        } else {
+            format!("{input:?}")
+        };
+        SendError::new(
+            SendErrorReason::InvalidAddress,
+            format!("{shown} is not an address: {why}"),
+        )
+    }
+
+    /// `unknown-agent`: `agent:dana is not a known agent`.
+    pub fn unknown_agent(agent: &AgentAddress) -> SendError {
+        SendError::new(SendErrorReason::UnknownAgent, format!("{agent} is not a known agent"))
+    }
+
+    /// `membership-invalid`, with its cause.
+    pub fn membership_invalid(cause: impl Into<String>) -> SendError {
+        SendError::new(SendErrorReason::MembershipInvalid, cause)
+    }
+
+    /// `content-invalid`, with its cause.
+    pub fn content_invalid(cause: impl Into<String>) -> SendError {
+        SendError::new(SendErrorReason::ContentInvalid, cause)
+    }
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: {}", self.action.as_str(), self.cause)
+    }
+}
+
+impl std::error::Error for SendError {}
+
+/// What is wrong with one field of a value: a schema, an answer, a message text's operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldProblem {
+    Missing,
+    Unexpected,
+    /// Present but not valid: what was expected instead.
+    Invalid(String),
+}
+
+/// One failing field, by path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldIssue {
+    pub path: JsonPath,
+    pub problem: FieldProblem,
+}
+
+impl FieldIssue {
+    pub fn missing(path: JsonPath) -> FieldIssue {
+        FieldIssue {
+            path,
+            problem: FieldProblem::Missing,
+        }
+    }
+
+    pub fn unexpected(path: JsonPath) -> FieldIssue {
+        FieldIssue {
+            path,
+            problem: FieldProblem::Unexpected,
+        }
+    }
+
+    pub fn invalid(path: JsonPath, expected: impl Into<String>) -> FieldIssue {
+        FieldIssue {
+            path,
+            problem: FieldProblem::Invalid(expected.into()),
+        }
+    }
+}
+
+impl fmt::Display for FieldIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.problem {
+            FieldProblem::Missing => write!(f, "{} is missing", self.path),
+            FieldProblem::Unexpected => write!(f, "{} is unexpected", self.path),
+            FieldProblem::Invalid(expected) => write!(f, "{}: expected {expected}", self.path),
+        }
+    }
+}
+
+fn join(f: &mut fmt::Formatter<'_>, items: impl IntoIterator<Item = impl fmt::Display>) -> fmt::Result {
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            f.write_str("; ")?;
+        }
+        write!(f, "{item}")?;
+    }
+    Ok(())
+}
+
+/// A member a gather or all_gather could not reach, with the reason its post (or its
+/// resolution) failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreachableMember {
+    pub member: AgentAddress,
+    pub reason: SendErrorReason,
+    pub detail: Option<String>,
+}
+
+impl fmt::Display for UnreachableMember {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.reason, &self.detail) {
+            (SendErrorReason::UnknownAgent, None) => write!(f, "{} is not a known agent", self.member),
+            (reason, None) => write!(f, "{} was not reached ({reason})", self.member),
+            (reason, Some(d)) => write!(f, "{} was not reached ({reason}: {d})", self.member),
+        }
+    }
+}
+
+/// `CollectiveError.failure`, keyed by `kind`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CollectiveFailure {
+    MembersUnreachable(Vec<UnreachableMember>),
+    /// Each failing path of the requested schema and the form-mode shape it expects.
+    SchemaInvalid(Vec<FieldIssue>),
+    /// Each failing field of an answer: missing, unexpected or invalid.
+    AnswerInvalid(Vec<FieldIssue>),
+    RequestNone,
+    RequestAmbiguous,
+    RequestAnswered,
+    RequestExpired,
+    DeadlinePassed,
+}
+
+impl CollectiveFailure {
+    /// The spec's `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CollectiveFailure::MembersUnreachable(_) => "members-unreachable",
+            CollectiveFailure::SchemaInvalid(_) => "schema-invalid",
+            CollectiveFailure::AnswerInvalid(_) => "answer-invalid",
+            CollectiveFailure::RequestNone => "request-none",
+            CollectiveFailure::RequestAmbiguous => "request-ambiguous",
+            CollectiveFailure::RequestAnswered => "request-answered",
+            CollectiveFailure::RequestExpired => "request-expired",
+            CollectiveFailure::DeadlinePassed => "deadline-passed",
+        }
+    }
+
+    /// Every kind, in the spec's order.
+    pub const KINDS: [&'static str; 8] = [
+        "members-unreachable",
+        "schema-invalid",
+        "answer-invalid",
+        "request-none",
+        "request-ambiguous",
+        "request-answered",
+        "request-expired",
+        "deadline-passed",
+    ];
+
+    /// `reply` for the failures of an answer, `send` for the others.
+    pub fn action(&self) -> FailedAction {
+        match self {
+            CollectiveFailure::AnswerInvalid(_)
+            | CollectiveFailure::RequestNone
+            | CollectiveFailure::RequestAmbiguous
+            | CollectiveFailure::RequestAnswered
+            | CollectiveFailure::RequestExpired => FailedAction::Reply,
+            _ => FailedAction::Send,
+        }
+    }
+}
+
+/// A refused collective operation or answer: the operation's id and one failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectiveError {
+    pub id: CollectiveId,
+    pub failure: CollectiveFailure,
+}
+
+impl fmt::Display for CollectiveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: ", self.failure.action().as_str())?;
+        match &self.failure {
+            CollectiveFailure::MembersUnreachable(members) => join(f, members),
+            CollectiveFailure::SchemaInvalid(issues) => {
+                f.write_str("the requested schema is invalid: ")?;
+                join(f, issues)
+            }
+            CollectiveFailure::AnswerInvalid(issues) => {
+                f.write_str("the answer is invalid: ")?;
+                join(f, issues)
+            }
+            CollectiveFailure::RequestNone => f.write_str("no question is open in this conversation"),
+            CollectiveFailure::RequestAmbiguous => f.write_str("more than one question is open in this conversation"),
+            CollectiveFailure::RequestAnswered => f.write_str("the question was already answered"),
+            CollectiveFailure::RequestExpired => f.write_str("the question's deadline has passed"),
+            CollectiveFailure::DeadlinePassed => f.write_str("the deadline passed before the operation was sent"),
+        }
+    }
+}
+
+impl std::error::Error for CollectiveError {}
+
+/// A message text that states an operation but does not validate: each failing field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageTextError {
+    pub issues: Vec<FieldIssue>,
+}
+
+impl fmt::Display for MessageTextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("send failed: the message states an invalid operation: ")?;
+        join(f, &self.issues)
+    }
+}
+
+impl std::error::Error for MessageTextError {}
+
+macro_rules! reason_error {
+    ($(#[$m:meta])* $name:ident, $reason:ident, $action:literal, |$r:ident| $cause:expr) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $name {
+            pub reason: $reason,
+            /// What the failing step knows (never a credential or private state).
+            pub detail: Option<String>,
+        }
+
+        impl $name {
+            pub fn new(reason: $reason) -> $name {
+                $name { reason, detail: None }
+            }
+
+            pub fn with_detail(reason: $reason, detail: impl Into<String>) -> $name {
+                $name {
+                    reason,
+                    detail: Some(detail.into()),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let $r = self.reason;
+                write!(f, concat!($action, " failed: {}"), $cause)?;
+                match &self.detail {
+                    Some(d) => write!(f, ": {d}"),
+                    None => Ok(()),
+                }
+            }
+        }
+
+        impl std::error::Error for $name {}
+    };
+}
+
+reason_error!(
+    /// Opening the message subscription failed.
+    ListenError, ListenErrorReason, "listen", |r| match r {
+        ListenErrorReason::AlreadyListening => "this endpoint already has a message subscription",
+        ListenErrorReason::IncompatibleDaemon => "the daemon does not speak this endpoint's protocol",
+        ListenErrorReason::TransportFailed => "the connection to the daemon failed",
+        ListenErrorReason::DecodeFailed => "a message from the daemon could not be read",
+    }
+);
+
+reason_error!(
+    /// Acknowledging a delivery failed.
+    DeliveryAcknowledgeError, DeliveryAcknowledgeErrorReason, "acknowledge", |r| match r {
+        DeliveryAcknowledgeErrorReason::UnknownDelivery => "the delivery is not known",
+        DeliveryAcknowledgeErrorReason::DeliveryConflict => "the delivery conflicts with the one stored",
+        DeliveryAcknowledgeErrorReason::PersistenceFailed => "the acknowledgement could not be stored",
+        DeliveryAcknowledgeErrorReason::TransportFailed => "the connection to the daemon failed",
+    }
+);
+
+reason_error!(
+    /// Acquiring the endpoint failed.
+    ConnectError, ConnectErrorReason, "connect", |r| match r {
+        ConnectErrorReason::TransportFailed => "the connection to the daemon failed",
+        ConnectErrorReason::DecodeFailed => "a message from the daemon could not be read",
+        ConnectErrorReason::IncompatibleDaemon => "the daemon does not speak this endpoint's protocol",
+    }
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_are_exactly_the_specs() {
+        let names: Vec<_> = SendErrorReason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "invalid-address",
+                "unknown-agent",
+                "membership-invalid",
+                "content-invalid",
+                "not-registered",
+                "version-mismatch",
+                "certification-unavailable",
+                "persistence-failed",
+                "network-unavailable",
+                "delivery-pending",
+                "outcome-unknown"
+            ]
+        );
+        let names = |all: &[&str]| all.join(",");
+        assert_eq!(
+            names(&ListenErrorReason::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>()),
+            "already-listening,incompatible-daemon,transport-failed,decode-failed"
+        );
+        assert_eq!(
+            names(
+                &DeliveryAcknowledgeErrorReason::ALL
+                    .iter()
+                    .map(|r| r.as_str())
+                    .collect::<Vec<_>>()
+            ),
+            "unknown-delivery,delivery-conflict,persistence-failed,transport-failed"
+        );
+        assert_eq!(
+            names(&ConnectErrorReason::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>()),
+            "transport-failed,decode-failed,incompatible-daemon"
+        );
+        for r in SendErrorReason::ALL {
+            assert_eq!(SendErrorReason::parse(r.as_str()), Some(*r));
+        }
+        assert_eq!(SendErrorReason::parse("Invalid-Address"), None);
+    }
+
+    #[test]
+    fn messages_are_the_action_then_the_cause() {
+        let dana = AgentAddress::parse("agent:dana").unwrap();
+        assert_eq!(
+            SendError::unknown_agent(&dana).to_string(),
+            "send failed: agent:dana is not a known agent"
+        );
+        let id = CollectiveId::parse("col_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap();
+        let e = CollectiveError {
+            id: id.clone(),
+            failure: CollectiveFailure::RequestExpired,
+        };
+        assert_eq!(e.to_string(), "reply failed: the question's deadline has passed");
+        let e = CollectiveError {
+            id,
+            failure: CollectiveFailure::MembersUnreachable(vec![
+                UnreachableMember {
+                    member: dana,
+                    reason: SendErrorReason::UnknownAgent,
+                    detail: None,
+                },
+                UnreachableMember {
+                    member: AgentAddress::parse("agent:erin").unwrap(),
+                    reason: SendErrorReason::CertificationUnavailable,
+                    detail: None,
+                },
+            ]),
+        };
+        assert_eq!(
+            e.to_string(),
+            "send failed: agent:dana is not a known agent; agent:erin was not reached (certification-unavailable)"
+        );
+        assert_eq!(
+            ListenError::new(ListenErrorReason::AlreadyListening).to_string(),
+            "listen failed: this endpoint already has a message subscription"
+        );
+        assert_eq!(
+            ConnectError::with_detail(ConnectErrorReason::IncompatibleDaemon, "no MCP Events").to_string(),
+            "connect failed: the daemon does not speak this endpoint's protocol: no MCP Events"
+        );
+        let m = MessageTextError {
+            issues: vec![
+                FieldIssue::missing(JsonPath::root("deadline")),
+                FieldIssue::invalid(JsonPath::root("requestedSchema").key("type"), "\"object\""),
+            ],
+        };
+        assert_eq!(
+            m.to_string(),
+            "send failed: the message states an invalid operation: deadline is missing; requestedSchema.type: expected \"object\""
+        );
+        assert_eq!(CollectiveFailure::RequestNone.kind(), "request-none");
+    }
+}
