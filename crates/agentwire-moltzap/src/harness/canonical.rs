@@ -169,7 +169,7 @@ fn break_tie_to_even(x: f64, digits: String, exp: i32) -> (String, i32) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 

@@ -10,6 +10,7 @@ pub mod canonical;
 pub mod errors;
 pub mod id;
 pub mod json;
+pub mod schema;
 
 pub use address::{AgentAddress, GroupAddress, MessageAddress, MessageAddressInput};
 pub use canonical::{format_number, to_canonical};
@@ -20,3 +21,4 @@ pub use errors::{
 };
 pub use id::{CollectiveId, Nonce, PostId};
 pub use json::{JsonError, JsonNumber, JsonObject, JsonPath, JsonValue};
+pub use schema::{AnswerContent, AnswerValue, PrimitiveSchema, RequestedSchema};
