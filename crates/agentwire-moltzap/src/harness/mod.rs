@@ -7,13 +7,18 @@
 
 pub mod address;
 pub mod canonical;
+pub mod collective;
+pub mod content;
 pub mod errors;
 pub mod id;
 pub mod json;
 pub mod schema;
+pub mod send;
 
 pub use address::{AgentAddress, GroupAddress, MessageAddress, MessageAddressInput};
 pub use canonical::{format_number, to_canonical};
+pub use collective::{AskOp, ClosePart, CollectivePart, CollectiveResponse, RecordHash, RequestPart, ResponsePart};
+pub use content::{Content, Part, MAX_CONTENT_BYTES};
 pub use errors::{
     CollectiveError, CollectiveFailure, ConnectError, ConnectErrorReason, DeliveryAcknowledgeError,
     DeliveryAcknowledgeErrorReason, FieldIssue, FieldProblem, ListenError, ListenErrorReason, MessageTextError,
@@ -22,3 +27,4 @@ pub use errors::{
 pub use id::{CollectiveId, Nonce, PostId};
 pub use json::{JsonError, JsonNumber, JsonObject, JsonPath, JsonValue};
 pub use schema::{AnswerContent, AnswerValue, PrimitiveSchema, RequestedSchema};
+pub use send::{CollectiveOperation, SendInput, SendResult};
