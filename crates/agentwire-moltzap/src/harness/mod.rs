@@ -7,6 +7,7 @@
 
 pub mod address;
 pub mod canonical;
+pub mod classify;
 pub mod collective;
 pub mod content;
 pub mod errors;
@@ -17,6 +18,7 @@ pub mod send;
 
 pub use address::{AgentAddress, GroupAddress, MessageAddress, MessageAddressInput};
 pub use canonical::{format_number, to_canonical};
+pub use classify::{classify, Classified, ConsumeReason, Conversation, InboundRequest};
 pub use collective::{AskOp, ClosePart, CollectivePart, CollectiveResponse, RecordHash, RequestPart, ResponsePart};
 pub use content::{Content, Part, MAX_CONTENT_BYTES};
 pub use errors::{
