@@ -13,6 +13,7 @@ pub mod content;
 pub mod errors;
 pub mod id;
 pub mod json;
+pub mod message_text;
 pub mod schema;
 pub mod send;
 
@@ -28,5 +29,6 @@ pub use errors::{
 };
 pub use id::{CollectiveId, Nonce, PostId};
 pub use json::{JsonError, JsonNumber, JsonObject, JsonPath, JsonValue};
+pub use message_text::parse_message_text;
 pub use schema::{AnswerContent, AnswerValue, PrimitiveSchema, RequestedSchema};
 pub use send::{CollectiveOperation, SendInput, SendResult};
