@@ -144,6 +144,7 @@ mod tests {
         let mut h = Sha256::new();
         h.update(b"org.social-harness/collective-id\x00agent:alice\x00AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8");
         assert_eq!(id.as_str(), format!("col_{}", base64url::encode(&h.finalize())));
+        assert_eq!(id.as_str(), "col_kneDoLySsE9a4305pOWapwnl273bbIt99n0dL02OgaM");
         assert_eq!(id.as_str().len(), 47);
         assert!(id.derives_from(&alice, &nonce));
         assert!(!id.derives_from(&AgentAddress::parse("agent:bob").unwrap(), &nonce));
