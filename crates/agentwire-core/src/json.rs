@@ -30,6 +30,25 @@ pub fn nests_deeper_than(b: &[u8], max: usize) -> bool {
     false
 }
 
+/// An event's JSON object split for hosts that parse payloads lazily (JavaScript): the object
+/// without its payload field, and that field's name and raw text. A host sets the field to the
+/// raw text parsed as JSON, or to the text itself when it is not JSON (what the engines'
+/// `to_json` does with a payload that is not JSON). The payload was bounded (size, depth) when
+/// its frame was decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LazyJson<'a> {
+    /// The event's JSON text without the payload field (all of it when `payload` is `None`).
+    pub envelope: String,
+    /// `(field, raw text)`: the payload to add; `None` when the event has none (or it is `null`,
+    /// which `to_json` leaves out).
+    pub payload: Option<(&'static str, &'a str)>,
+}
+
+/// True when `raw` is the JSON `null`, JSON whitespace around it allowed.
+pub fn is_null(raw: &str) -> bool {
+    raw.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r')) == "null"
+}
+
 /// Appends `s` as a JSON string literal, escaped exactly as `serde_json` and `JSON.stringify`
 /// escape it (so hand-written JSON matches theirs byte for byte).
 pub fn push_string(out: &mut String, s: &str) {
@@ -65,7 +84,17 @@ pub fn push_string(out: &mut String, s: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::nests_deeper_than;
+    use super::{is_null, nests_deeper_than};
+
+    #[test]
+    fn null_is_only_null() {
+        for t in ["null", " null", "null\n", "\t\r\n null \n"] {
+            assert!(is_null(t), "{t:?}");
+        }
+        for t in ["", "nul", "\"null\"", "null null", "\u{c}null", "[null]"] {
+            assert!(!is_null(t), "{t:?}");
+        }
+    }
 
     #[test]
     fn depth_counts_only_structure() {
