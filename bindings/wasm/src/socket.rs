@@ -109,9 +109,9 @@ impl Socket {
         let s = sink.clone();
         let on_message = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
             let data = ev.unchecked_ref::<MessageEvent>().data();
-            let input = match data.as_string() {
-                Some(text) => Input::Text(text),
-                None => Input::Binary(Uint8Array::new(&data).to_vec()),
+            let input = match data.is_string() {
+                true => Input::Text(crate::host::utf8(data.unchecked_ref())),
+                false => Input::Binary(Uint8Array::new(&data).to_vec()),
             };
             deliver(&s, input)
         });
