@@ -21,9 +21,12 @@ pub(crate) enum Input {
     Timer,
 }
 
+/// A call's arguments after the first: an event's payload field and raw text.
+type Extra = Option<(JsValue, JsValue)>;
+
 /// JavaScript calls to make after the sink is released: `(function, argument, extra)`.
 #[derive(Default)]
-pub(crate) struct Calls(Vec<(Function, JsValue, Option<(JsValue, JsValue)>)>);
+pub(crate) struct Calls(Vec<(Function, JsValue, Extra)>);
 
 impl Calls {
     pub(crate) fn push(&mut self, f: &Function, arg: JsValue) {
