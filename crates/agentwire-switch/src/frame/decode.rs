@@ -488,4 +488,3 @@ mod tests {
         assert!(matches!(decode(&texts[0]), Ok(Frame::Event(_))));
     }
 }
-
