@@ -173,6 +173,67 @@ export class Queue<T> implements AsyncIterableIterator<T> {
   }
 }
 
+/** The payload as the engine's `to_json` has it: the raw text parsed as JSON, or the text
+ * itself when it is not JSON. */
+function parsePayload(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+/** Returns the object it is given: lets `Payload` add its private fields to an event. */
+class Stamped {
+  constructor(o: object) {
+    return o;
+  }
+}
+
+const UNPARSED: unique symbol = Symbol("unparsed");
+
+/** An event's payload kept as raw text in private fields of the event itself (invisible to
+ * `JSON.stringify`, spread, `Object.keys` and `assert.deepStrictEqual`), parsed on first read. */
+class Payload extends Stamped {
+  #raw: string | undefined;
+  #value: unknown = UNPARSED;
+  constructor(o: object, raw: string) {
+    super(o);
+    this.#raw = raw;
+  }
+  static get(o: Payload): unknown {
+    if (o.#value === UNPARSED) {
+      o.#value = parsePayload(o.#raw!);
+      o.#raw = undefined;
+    }
+    return o.#value;
+  }
+  static set(o: Payload, value: unknown): void {
+    o.#value = value;
+    o.#raw = undefined;
+  }
+}
+
+/** One descriptor for every lazy field (one shape for every event of a kind). */
+const LAZY: PropertyDescriptor = {
+  get(this: Payload) {
+    return Payload.get(this);
+  },
+  set(this: Payload, value: unknown) {
+    Payload.set(this, value);
+  },
+  enumerable: true,
+  configurable: true,
+};
+
+/** Makes `o[field]` the payload `raw`, parsed on first read (and kept): a callback that never
+ * reads it never pays for the parse. The property is own and enumerable, so `JSON.stringify`,
+ * spread and `Object.keys` see it as if it had been parsed eagerly. */
+function lazyField(o: object, field: string, raw: string): void {
+  new Payload(o, raw);
+  Object.defineProperty(o, field, LAZY);
+}
+
 /** A client's events: to `onEvent` when given, else buffered for `events()`; the queue ends
  * after the event of type `last`. */
 export class Events<E extends { type: string }> {
@@ -194,9 +255,11 @@ export class Events<E extends { type: string }> {
   /** Sees every event first (a connect waiting for its outcome). */
   tap: ((e: E) => void) | undefined;
 
-  /** One event from the engine, as JSON text. */
-  readonly emit = (json: string): void => {
+  /** One event from the engine, as JSON text; or its envelope, with the payload's field and
+   * raw JSON apart (parsed on first use: see `lazyField`). */
+  readonly emit = (json: string, field?: string, raw?: string): void => {
     const event = JSON.parse(json) as E;
+    if (field !== undefined) lazyField(event, field, raw!);
     this.tap?.(event);
     if (this.#onEvent) {
       try {

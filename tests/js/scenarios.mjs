@@ -175,6 +175,11 @@ export const scenarios = {
         if (value.type === "messageReceived" && JSON.stringify(value.data).includes(text)) got = value;
       }
       check(got.conversationId === sent.message.conversationId, `conversation ${got.conversationId}`);
+      // The payload is parsed on first read (a getter), and behaves as a plain data property.
+      check(Object.keys(got).includes("data") && got.data === got.data, "the payload is own, enumerable and parsed once");
+      check(JSON.parse(JSON.stringify(got)).data.message.id === got.messageId && { ...got }.data === got.data, "stringify and spread see the payload");
+      got.data = 1;
+      check(got.data === 1, "the payload can be replaced");
       const recent = await bob.recentMessages({ limit: 10 });
       check(JSON.stringify(recent).includes(text), `recentMessages: ${JSON.stringify(recent).slice(0, 300)}`);
       const inConv = await alice.recentMessages({ conversationId: sent.message.conversationId, limit: 5 });

@@ -2,7 +2,7 @@
 //! exists in browsers, Node ≥ 20 and Workers under the same global names.
 
 use agentwire_core::{Entropy, Millis};
-use js_sys::Function;
+use js_sys::{Function, JsString, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -15,6 +15,58 @@ extern "C" {
     fn clear_timeout(handle: &JsValue);
     #[wasm_bindgen(js_namespace = crypto, js_name = getRandomValues)]
     fn get_random_values(buf: &mut [u8]);
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// The host's `TextEncoder`.
+    type Utf8Encoder;
+    #[wasm_bindgen(constructor, js_class = "TextEncoder")]
+    fn new() -> Utf8Encoder;
+    #[wasm_bindgen(method, js_class = "TextEncoder", js_name = encodeInto)]
+    fn encode_into(this: &Utf8Encoder, source: &JsString, dest: &Uint8Array) -> EncodeResult;
+    /// `{read, written}`.
+    type EncodeResult;
+    #[wasm_bindgen(method, getter)]
+    fn read(this: &EncodeResult) -> u32;
+    #[wasm_bindgen(method, getter)]
+    fn written(this: &EncodeResult) -> u32;
+}
+
+thread_local! {
+    static ENCODER: Utf8Encoder = Utf8Encoder::new();
+}
+
+/// Appends `s` as UTF-8 to `buf`, into at least `room` bytes of spare capacity (what does not
+/// fit is left out): `(UTF-16 units read, bytes written)`.
+fn encode_into(s: &JsString, buf: &mut Vec<u8>, room: usize) -> (usize, usize) {
+    buf.reserve(room);
+    let len = buf.len();
+    let spare = buf.capacity() - len;
+    // SAFETY: the view covers the vector's spare capacity, which nothing else uses while the
+    // view lives; encodeInto allocates nothing in wasm memory, so the view stays valid.
+    let view = unsafe { Uint8Array::view_mut_raw(buf.as_mut_ptr().add(len), spare) };
+    let r = ENCODER.with(|e| e.encode_into(s, &view));
+    let (read, written) = (r.read() as usize, (r.written() as usize).min(spare));
+    // SAFETY: encodeInto wrote `written` bytes (at most `spare`) after `len`.
+    unsafe { buf.set_len(len + written) };
+    (read, written)
+}
+
+/// A JavaScript string as UTF-8, written by the host's `TextEncoder.encodeInto` straight into
+/// wasm memory (native, where wasm-bindgen's own conversion copies ASCII one unit at a time in
+/// JavaScript). Lone surrogates become U+FFFD, as with wasm-bindgen's conversion.
+pub(crate) fn utf8(s: &JsString) -> String {
+    let units = s.length() as usize;
+    let mut buf = Vec::new();
+    // ASCII first: one byte per unit.
+    let (read, _) = encode_into(s, &mut buf, units);
+    if read < units {
+        // The rest needs up to 3 bytes per unit.
+        let rest = s.slice(read as u32, units as u32);
+        encode_into(&rest, &mut buf, (units - read) * 3);
+    }
+    String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Milliseconds since the epoch, from `Date.now()`.

@@ -4,6 +4,7 @@
 //! callback may call the driver again).
 
 use crate::host::{now, Timer};
+use agentwire_core::json::LazyJson;
 use agentwire_core::{Millis, Outgoing};
 use js_sys::{Array, Function, Reflect, Uint8Array};
 use std::cell::{Cell, RefCell};
@@ -20,20 +21,36 @@ pub(crate) enum Input {
     Timer,
 }
 
-/// JavaScript calls to make after the sink is released: `(function, argument)`.
+/// A call's arguments after the first: an event's payload field and raw text.
+type Extra = Option<(JsValue, JsValue)>;
+
+/// JavaScript calls to make after the sink is released: `(function, argument, extra)`.
 #[derive(Default)]
-pub(crate) struct Calls(Vec<(Function, JsValue)>);
+pub(crate) struct Calls(Vec<(Function, JsValue, Extra)>);
 
 impl Calls {
     pub(crate) fn push(&mut self, f: &Function, arg: JsValue) {
-        self.0.push((f.clone(), arg));
+        self.0.push((f.clone(), arg, None));
+    }
+
+    /// An event for `onEvent` as `(envelope JSON, field, raw payload)`: the package's facade
+    /// parses the envelope and makes the field a getter that parses the payload on first use.
+    pub(crate) fn push_event(&mut self, f: &Function, event: LazyJson<'_>) {
+        let extra = event
+            .payload
+            .map(|(field, raw)| (JsValue::from_str(field), JsValue::from_str(raw)));
+        self.0.push((f.clone(), JsValue::from(event.envelope), extra));
     }
 
     /// Makes the calls in order. A callback that throws does not stop the others; what it threw
     /// is written to `console.error`.
     pub(crate) fn run(self) {
-        for (f, arg) in self.0 {
-            if let Err(e) = f.call1(&JsValue::UNDEFINED, &arg) {
+        for (f, arg, extra) in self.0 {
+            let r = match extra {
+                None => f.call1(&JsValue::UNDEFINED, &arg),
+                Some((a, b)) => f.call3(&JsValue::UNDEFINED, &arg, &a, &b),
+            };
+            if let Err(e) = r {
                 report(&e);
             }
         }
@@ -95,9 +112,9 @@ impl Socket {
         let s = sink.clone();
         let on_message = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
             let data = ev.unchecked_ref::<MessageEvent>().data();
-            let input = match data.as_string() {
-                Some(text) => Input::Text(text),
-                None => Input::Binary(Uint8Array::new(&data).to_vec()),
+            let input = match data.is_string() {
+                true => Input::Text(crate::host::utf8(data.unchecked_ref())),
+                false => Input::Binary(Uint8Array::new(&data).to_vec()),
             };
             deliver(&s, input)
         });

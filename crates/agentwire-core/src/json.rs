@@ -3,8 +3,8 @@
 /// True when arrays and objects in `b` nest deeper than `max` (strings skipped, escapes
 /// honoured). Not a validator: it only bounds what a parser would recurse into.
 pub fn nests_deeper_than(b: &[u8], max: usize) -> bool {
-    // Fast path: nesting cannot exceed the number of `[` and `{` (a loop that vectorizes).
-    if b.iter().map(|&c| usize::from(c == b'[' || c == b'{')).sum::<usize>() <= max {
+    // Fast path: nesting cannot exceed the number of `[` and `{`.
+    if openers(b) <= max {
         return false;
     }
     let (mut depth, mut i) = (0usize, 0usize);
@@ -28,6 +28,45 @@ pub fn nests_deeper_than(b: &[u8], max: usize) -> bool {
         i += 1;
     }
     false
+}
+
+/// The number of `[` and `{` in `b`, eight bytes at a time (wasm32 has no vector loop for the
+/// byte-wise count): `[` (0x5b) and `{` (0x7b) differ only in bit 0x20.
+fn openers(b: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const LOW7: u64 = ONES * 0x7f;
+    const CASE: u64 = ONES * 0x20;
+    const OPEN: u64 = ONES * b'{' as u64;
+    let mut chunks = b.chunks_exact(8);
+    let mut n = 0usize;
+    for c in &mut chunks {
+        let w = u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        // A zero byte in `x` is an opener; the high bit of each byte of `zero` is set exactly
+        // for the zero bytes of `x` (no carries across bytes: each byte's low 7 bits + 0x7f).
+        let x = (w | CASE) ^ OPEN;
+        let zero = !(((x & LOW7) + LOW7) | x) & !LOW7;
+        n += zero.count_ones() as usize;
+    }
+    n + chunks.remainder().iter().filter(|&&c| c | 0x20 == b'{').count()
+}
+
+/// An event's JSON object split for hosts that parse payloads lazily (JavaScript): the object
+/// without its payload field, and that field's name and raw text. A host sets the field to the
+/// raw text parsed as JSON, or to the text itself when it is not JSON (what the engines'
+/// `to_json` does with a payload that is not JSON). The payload was bounded (size, depth) when
+/// its frame was decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LazyJson<'a> {
+    /// The event's JSON text without the payload field (all of it when `payload` is `None`).
+    pub envelope: String,
+    /// `(field, raw text)`: the payload to add; `None` when the event has none (or it is `null`,
+    /// which `to_json` leaves out).
+    pub payload: Option<(&'static str, &'a str)>,
+}
+
+/// True when `raw` is the JSON `null`, JSON whitespace around it allowed.
+pub fn is_null(raw: &str) -> bool {
+    raw.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r')) == "null"
 }
 
 /// Appends `s` as a JSON string literal, escaped exactly as `serde_json` and `JSON.stringify`
@@ -65,7 +104,40 @@ pub fn push_string(out: &mut String, s: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::nests_deeper_than;
+    use super::{is_null, nests_deeper_than};
+
+    #[test]
+    fn openers_counts_every_bracket_and_brace_at_every_offset() {
+        let naive = |b: &[u8]| b.iter().filter(|&&c| c == b'[' || c == b'{').count();
+        let mut text: Vec<u8> = Vec::new();
+        for i in 0..300u32 {
+            // Every byte value, brackets at varying offsets, bytes that differ from them by one bit.
+            text.push((i.wrapping_mul(37) % 256) as u8);
+            if i % 7 == 0 {
+                text.push(b'[');
+            }
+            if i % 11 == 0 {
+                text.extend_from_slice(b"{;[}]\x5b\x7b");
+            }
+        }
+        for start in 0..9 {
+            for end in (start..text.len()).step_by(13) {
+                assert_eq!(super::openers(&text[start..end]), naive(&text[start..end]));
+            }
+        }
+        assert_eq!(super::openers(&[b'{'; 64]), 64);
+        assert_eq!(super::openers(&[0xff; 64]), 0);
+    }
+
+    #[test]
+    fn null_is_only_null() {
+        for t in ["null", " null", "null\n", "\t\r\n null \n"] {
+            assert!(is_null(t), "{t:?}");
+        }
+        for t in ["", "nul", "\"null\"", "null null", "\u{c}null", "[null]"] {
+            assert!(!is_null(t), "{t:?}");
+        }
+    }
 
     #[test]
     fn depth_counts_only_structure() {

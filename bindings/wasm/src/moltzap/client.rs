@@ -152,7 +152,7 @@ impl Driver {
                 }
                 calls.push(&self.on_event, event.to_json_string().into());
             }
-            other => calls.push(&self.on_event, other.to_json_string().into()),
+            other => calls.push_event(&self.on_event, other.to_json_lazy()),
         }
     }
 

@@ -145,7 +145,7 @@ impl Driver {
             }
             while let Some(event) = self.conn.poll_event() {
                 progressed = true;
-                calls.push(&self.on_event, JsValue::from(event.to_json_string()));
+                calls.push_event(&self.on_event, event.to_json_lazy());
             }
             if !progressed {
                 break;

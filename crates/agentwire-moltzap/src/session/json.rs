@@ -4,6 +4,7 @@
 
 use super::Event;
 use crate::MoltZapError;
+use agentwire_core::json::{is_null, LazyJson};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -177,12 +178,41 @@ impl Event {
     /// syntax check instead of being parsed into a tree and written again. Parsing the text
     /// gives exactly `to_json()` (key order aside).
     pub fn to_json_string(&self) -> String {
+        let (out, _) = self.out(false);
+        // Strings, raw JSON and an error struct cannot fail to serialize; the tree is a fallback.
+        serde_json::to_string(&out).unwrap_or_else(|_| self.to_json().to_string())
+    }
+
+    /// [`Event::to_json_string`] split for hosts that parse payloads lazily: the object without
+    /// its payload (`hello`, `result` or `data`), and the payload's raw text as received, not
+    /// checked here. Setting the field to the text parsed as JSON, or to the text itself when it
+    /// is not JSON, gives [`Event::to_json`]; except that JSON a `Value` refuses (lone surrogate
+    /// escapes, numbers beyond `f64`, nesting past 128) is JSON to the host, not a string.
+    pub fn to_json_lazy(&self) -> LazyJson<'_> {
+        let (out, payload) = self.out(true);
+        let envelope = serde_json::to_string(&out).unwrap_or_else(|_| self.to_json_string());
+        LazyJson { envelope, payload }
+    }
+
+    /// The object [`Event::to_json_string`] writes; with `lazy`, without the payload, which is
+    /// returned apart (unless it is `null`: left out either way).
+    fn out<'a>(&'a self, lazy: bool) -> (Out<'a>, Option<(&'static str, &'a str)>) {
+        let mut payload = None;
+        let mut put = |field: &'static str, raw: &'a str| -> Option<Embed<'a>> {
+            if !lazy {
+                return embed(raw);
+            }
+            if !is_null(raw) {
+                payload = Some((field, raw));
+            }
+            None
+        };
         let out = match self {
             Event::Connected { id, generation, hello } => Out {
                 kind: "connected",
                 id: Some(id),
                 generation: Some(generation.as_str()),
-                hello: embed(&hello.raw),
+                hello: put("hello", &hello.raw),
                 ..Out::default()
             },
             Event::ConnectFailed { id, error } => Out {
@@ -194,7 +224,7 @@ impl Event {
             Event::Response { id, result } => Out {
                 kind: "response",
                 id: Some(id),
-                result: embed(result),
+                result: put("result", result),
                 ..Out::default()
             },
             Event::Failed { id, error } => Out {
@@ -213,7 +243,7 @@ impl Event {
                 conversation_id: conversation_id.as_deref(),
                 message_id: message_id.as_deref(),
                 sender_id: sender_id.as_deref(),
-                data: embed(data),
+                data: put("data", data),
                 ..Out::default()
             },
             Event::ConversationCreated { data, conversation_id }
@@ -227,20 +257,20 @@ impl Event {
                     _ => "conversationUnarchived",
                 },
                 conversation_id: conversation_id.as_deref(),
-                data: embed(data),
+                data: put("data", data),
                 ..Out::default()
             },
             Event::PresenceChanged { data, agent_id, status } => Out {
                 kind: "presenceChanged",
                 agent_id: agent_id.as_deref(),
                 status: status.as_deref(),
-                data: embed(data),
+                data: put("data", data),
                 ..Out::default()
             },
             Event::Other { name, data } => Out {
                 kind: "other",
                 name: Some(name),
-                data: data.as_deref().and_then(embed),
+                data: data.as_deref().and_then(|d| put("data", d)),
                 ..Out::default()
             },
             Event::Diagnostic(error) => Out {
@@ -260,8 +290,7 @@ impl Event {
                 ..Out::default()
             },
         };
-        // Strings, raw JSON and an error struct cannot fail to serialize; the tree is a fallback.
-        serde_json::to_string(&out).unwrap_or_else(|_| self.to_json().to_string())
+        (out, payload)
     }
 
     /// `{"type": "<name>", ...}` with the variant's fields in camelCase; `type` is `connected`,
@@ -531,12 +560,27 @@ mod tests {
             for error in &errors {
                 for e in variants(data, "aw-1", Some("c\"1".into()), error) {
                     same(&e);
+                    same_lazy(&e);
                 }
                 for e in variants(data, "", None, error) {
                     same(&e);
+                    same_lazy(&e);
                 }
             }
         }
+    }
+
+    /// What a host does with [`Event::to_json_lazy`]: the payload parsed, or the text when it
+    /// is not JSON (to the parser at hand: here `Value`'s, as `to_json` uses).
+    fn same_lazy(e: &Event) {
+        let lazy = e.to_json_lazy();
+        let mut parsed: Value =
+            serde_json::from_str(&lazy.envelope).unwrap_or_else(|err| panic!("{err}: {}", lazy.envelope));
+        if let Some((field, raw)) = lazy.payload {
+            assert!(parsed.get(field).is_none(), "{field} in {}", lazy.envelope);
+            parsed[field] = serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+        }
+        assert_eq!(parsed, e.to_json(), "{e:?} split as {lazy:?}");
     }
 
     #[test]
@@ -599,6 +643,7 @@ mod tests {
                     let parsed = serde_json::from_str::<Value>(&e.to_json_string());
                     let parsed = parsed.map_err(|e| TestCaseError::fail(e.to_string()))?;
                     prop_assert_eq!(parsed, e.to_json());
+                    same_lazy(&e);
                 }
             }
         }

@@ -7,7 +7,7 @@
 use super::{Event, Wire};
 use crate::error::SwitchError;
 use crate::frame::{ConnGeneration, Gap};
-use agentwire_core::json::push_string;
+use agentwire_core::json::{is_null, push_string, LazyJson};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
@@ -33,7 +33,15 @@ impl Event {
     /// The same object as [`Event::to_json`], written straight to text: payloads and other raw
     /// JSON are copied verbatim, never parsed. What bindings hand to JavaScript per event.
     pub fn to_json_string(&self) -> String {
-        event_text(self)
+        event_text(self, false).0
+    }
+
+    /// [`Event::to_json_string`] split for hosts that parse payloads lazily: the object without
+    /// the domain event's `payload` (or the control frame's `data`), and that raw JSON apart.
+    /// Setting the field to the text parsed gives [`Event::to_json`].
+    pub fn to_json_lazy(&self) -> LazyJson<'_> {
+        let (envelope, payload) = event_text(self, true);
+        LazyJson { envelope, payload }
     }
 }
 
@@ -187,12 +195,16 @@ fn raw(r: &RawValue) -> Value {
 }
 
 /// The event as JSON text, key for key what [`event_json`] builds (`type` first).
-fn event_text(event: &Event) -> String {
+/// The event's text; with `lazy`, without its payload, which is returned apart.
+fn event_text(event: &Event, lazy: bool) -> (String, Option<(&'static str, &str)>) {
+    let mut payload = None;
     let (name, extra) = match event {
         Event::Connected { .. } => ("connected", 512),
+        Event::Event { event, .. } if lazy => ("event", 128 + event.room_id.len()),
         Event::Event { event, .. } => ("event", 128 + event.room_id.len() + event.payload.get().len()),
         Event::SubscriptionChanged(_) => ("subscription_changed", 128),
         Event::RoomReleased(_) => ("room_released", 128),
+        Event::Control { .. } if lazy => ("control", 64),
         Event::Control { raw, .. } => ("control", 64 + raw.get().len()),
         Event::Evicted(_) => ("evicted", 128),
         Event::Disconnected { .. } => ("disconnected", 128),
@@ -246,7 +258,11 @@ fn event_text(event: &Event) -> String {
             o.str("room_id", &event.room_id);
             o.opt_str("bridge_id", event.bridge_id.as_deref());
             o.opt_str("channel_type", event.channel_type.as_deref());
-            o.raw("payload", &event.payload);
+            match lazy {
+                true if !is_null(event.payload.get()) => payload = Some(("payload", event.payload.get())),
+                true => {}
+                false => o.raw("payload", &event.payload),
+            }
             if let Some(g) = gap {
                 o.key("gap");
                 let mut n = Obj::begin(o.out);
@@ -276,7 +292,11 @@ fn event_text(event: &Event) -> String {
         }
         Event::Control { name, raw } => {
             o.str("name", name);
-            o.raw("data", raw);
+            match lazy {
+                true if !is_null(raw.get()) => payload = Some(("data", raw.get())),
+                true => {}
+                false => o.raw("data", raw),
+            }
         }
         Event::Evicted(e) => {
             o.str("code", e.effective_code().as_str());
@@ -309,7 +329,7 @@ fn event_text(event: &Event) -> String {
         }
     }
     o.end();
-    out
+    (out, payload)
 }
 
 /// A JSON object being written: keys are this module's own (ASCII, nothing to escape).
@@ -592,6 +612,23 @@ mod tests {
             assert_eq!(parsed, e.to_json(), "{text}");
             assert!(text.starts_with(r#"{"type":""#), "{text}");
         }
+    }
+
+    #[test]
+    fn lazy_is_the_same_object_with_the_payload_apart() {
+        let mut split = 0;
+        for e in every_variant() {
+            let lazy = e.to_json_lazy();
+            let mut parsed: Value = serde_json::from_str(&lazy.envelope).unwrap_or_else(|err| panic!("{err}"));
+            if let Some((field, raw)) = lazy.payload {
+                split += 1;
+                assert!(parsed.get(field).is_none(), "{field} is in {}", lazy.envelope);
+                let v: Value = serde_json::from_str(raw).unwrap_or_else(|err| panic!("{raw}: {err}"));
+                parsed[field] = v;
+            }
+            assert_eq!(parsed, e.to_json(), "{}", lazy.envelope);
+        }
+        assert!(split >= 2, "the domain event and the control frame carry payloads");
     }
 
     #[test]

@@ -58,6 +58,22 @@ pub fn decode_with(text: &str, opts: &DecodeOptions) -> Result<Frame, FrameError
             "frame is not a JSON object",
         ));
     }
+    // Domain events (nearly every frame) in one pass over the text; anything else, and any
+    // error, is decided by the general path below, which gives the same frame or error.
+    if let Ok(DomainEnvelope {
+        event: Some(event),
+        id: Some(id),
+        data: Some(DataObject(d)),
+    }) = serde_json::from_str::<DomainEnvelope<'_>>(text)
+    {
+        let name = string(event, "event")?;
+        return domain_fields(&name, d, json_id(id)?, "data.");
+    }
+    decode_general(text)
+}
+
+/// Any WebSocket frame, its envelope first (`data` raw), then its body.
+fn decode_general(text: &str) -> Result<Frame, FrameError> {
     let env: Envelope<'_> = serde_json::from_str(text).map_err(|e| FrameError::syntax(format!("invalid JSON: {e}")))?;
     if let Some(event) = env.event {
         let name = string(event, "event")?;
@@ -203,13 +219,15 @@ fn parse<'a, T: Deserialize<'a>>(raw: &'a RawValue, prefix: &str, name: &str) ->
     })
 }
 
+/// The error of a body that is not a JSON object (`prefix` names it: `data.`, or the frame).
+fn not_object(prefix: &str) -> FrameError {
+    let field = prefix.trim_end_matches('.');
+    FrameError::wrong(if field.is_empty() { "frame" } else { field }, "must be a JSON object")
+}
+
 fn object<'a, T: Deserialize<'a>>(body: &'a RawValue, prefix: &str) -> Result<T, FrameError> {
     if !body.get().starts_with('{') {
-        let field = prefix.trim_end_matches('.');
-        return Err(FrameError::wrong(
-            if field.is_empty() { "frame" } else { field },
-            "must be a JSON object",
-        ));
+        return Err(not_object(prefix));
     }
     serde_json::from_str(body.get()).map_err(|e| FrameError::syntax(e.to_string()))
 }
@@ -232,8 +250,46 @@ struct DataFields<'a> {
     sequence: Field<'a>,
 }
 
+/// A WebSocket frame read for a domain event: the envelope, with `data` read as an object.
+#[derive(Deserialize)]
+struct DomainEnvelope<'a> {
+    #[serde(borrow, default)]
+    event: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    data: Option<DataObject<'a>>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+}
+
+/// [`DataFields`] from a JSON object only (a derived struct would also read an array).
+struct DataObject<'a>(DataFields<'a>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for DataObject<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Object<'a>(std::marker::PhantomData<DataFields<'a>>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Object<'a> {
+            type Value = DataObject<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                DataFields::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(DataObject)
+            }
+        }
+        d.deserialize_map(Object(std::marker::PhantomData))
+    }
+}
+
 fn domain(name: &str, data: &RawValue, id: u64, p: &str) -> Result<Frame, FrameError> {
-    let d: DataFields<'_> = object(data, p)?;
+    // `object`'s check, then the same reader as the one-pass path (one copy of it in the build).
+    if !data.get().starts_with('{') {
+        return Err(not_object(p));
+    }
+    let DataObject(d) = serde_json::from_str(data.get()).map_err(|e| FrameError::syntax(e.to_string()))?;
+    domain_fields(name, d, id, p)
+}
+
+fn domain_fields(name: &str, d: DataFields<'_>, id: u64, p: &str) -> Result<Frame, FrameError> {
     let kind = EventKind::parse(name);
     if let Some(t) = d.kind {
         let t = string(t, "data.type")?;
@@ -382,4 +438,53 @@ fn control(
 
 fn empty_string() -> &'static RawValue {
     serde_json::from_str("\"\"").expect("`\"\"` is JSON")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-pass path for domain events gives exactly what the general path gives.
+    #[test]
+    fn the_domain_fast_path_agrees_with_the_general_path() {
+        let room = "47e911ea-014b-427b-a600-1c72595f0c98";
+        let data = format!(
+            r#"{{"type":"message","room_id":"{room}","bridge_id":null,"channel_type":"channel_public","payload":{{"body":"hi \"x\"","n":[1,{{"a":null}}]}},"sequence":7}}"#
+        );
+        let mut texts = vec![
+            format!(r#"{{"event":"message","data":{data},"id":7}}"#),
+            format!(r#"{{"id":7,"data":{data},"event":"message"}}"#),
+            format!(r#"{{"event":"message","data":{data},"id":8}}"#),
+            format!(r#"{{"event":"message","data":{data},"id":"7"}}"#),
+            format!(r#"{{"event":"message","data":{data},"id":-1}}"#),
+            format!(r#"{{"event":7,"data":{data},"id":7}}"#),
+            format!(r#"{{"event":"joined","data":{data},"id":7}}"#),
+            format!(r#"{{"event":"message","data":{data}}}"#),
+            format!(r#"{{"event":"message","data":{data},"id":7,"id":7}}"#),
+            format!(r#"{{"event":"message","data":{data},"id":7,"extra":[1,2]}}"#),
+            format!(r#"{{"event":"message","type":"x","data":{data},"id":7}}"#),
+            r#"{"event":"message","data":["message","r",null,null,{},7],"id":7}"#.into(),
+            r#"{"event":"message","data":"text","id":7}"#.into(),
+            r#"{"event":"message","data":null,"id":7}"#.into(),
+            r#"{"event":"message","data":{},"id":7}"#.into(),
+            r#"{"event":"message","data":{"room_id":"r","sequence":7,"sequence":7,"payload":1},"id":7}"#.into(),
+            r#"{"event":"message","data":{"room_id":"r","sequence":7},"id":7}"#.into(),
+            r#"{"event":"message","data":{"room_id":5,"sequence":7,"payload":1},"id":7}"#.into(),
+            r#"{"event":"message","data":{"type":"joined","room_id":"r","sequence":7,"payload":1},"id":7}"#.into(),
+            r#"{"event":"m\u0065ssage","data":{"room_id":"r\u00e9","sequence":7,"payload":{}},"id":7}"#.into(),
+            r#"{"event":"ping","data":{}}"#.into(),
+            r#"{"event":"gap","data":{"from_sequence":1,"resumed_at":2,"reason":"r"},"id":3}"#.into(),
+            r#"{"type":"ping"}"#.into(),
+            r#"{"event":"message","data":{"room_id":"r","sequence":7,"payload":1},"id":7"#.into(),
+        ];
+        // Every prefix of a valid frame: truncated text must fail the same way.
+        let full = texts[0].clone();
+        texts.extend((1..full.len()).map(|n| full[..n].to_string()));
+        for text in &texts {
+            let fast = format!("{:?}", decode(text));
+            let general = format!("{:?}", decode_general(text));
+            assert_eq!(fast, general, "{text}");
+        }
+        assert!(matches!(decode(&texts[0]), Ok(Frame::Event(_))));
+    }
 }
