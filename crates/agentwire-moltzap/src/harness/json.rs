@@ -105,6 +105,10 @@ impl JsonValue {
         let (value, issues) = parse_lenient(text)?;
         match issues.into_iter().next() {
             None => Ok(value),
+            Some(ValueIssue {
+                kind: ValueIssueKind::TooDeep { offset },
+                ..
+            }) => Err(JsonError::TooDeep { offset }),
             Some(issue) => Err(JsonError::Value(issue)),
         }
     }
@@ -216,6 +220,9 @@ pub enum ValueIssueKind {
     NumberOutOfRange,
     /// A `\uD800`–`\uDFFF` escape not part of a pair (the lenient parse reads U+FFFD).
     LoneSurrogate,
+    /// An array or object deeper than [`MAX_DEPTH`], starting at this byte offset (the lenient
+    /// parse reads `null`; past the limit only the brackets and strings are checked).
+    TooDeep { offset: usize },
 }
 
 impl fmt::Display for ValueIssue {
@@ -224,6 +231,7 @@ impl fmt::Display for ValueIssue {
             ValueIssueKind::DuplicateKey(k) => write!(f, "{}: the key {k:?} appears twice", self.path),
             ValueIssueKind::NumberOutOfRange => write!(f, "{}: the number is not finite", self.path),
             ValueIssueKind::LoneSurrogate => write!(f, "{}: a lone surrogate escape", self.path),
+            ValueIssueKind::TooDeep { .. } => write!(f, "{}: nested deeper than {MAX_DEPTH}", self.path),
         }
     }
 }
@@ -307,7 +315,15 @@ impl Parser<'_> {
 
     fn value(&mut self, path: &JsonPath, depth: usize) -> Result<JsonValue, JsonError> {
         match self.b.get(self.i) {
-            Some(b'{') | Some(b'[') if depth > MAX_DEPTH => Err(JsonError::TooDeep { offset: self.i }),
+            Some(b'{') | Some(b'[') if depth > MAX_DEPTH => {
+                let offset = self.i;
+                self.skip_nested()?;
+                self.issues.push(ValueIssue {
+                    path: path.clone(),
+                    kind: ValueIssueKind::TooDeep { offset },
+                });
+                Ok(JsonValue::Null)
+            }
             Some(b'{') => self.object(path, depth),
             Some(b'[') => self.array(path, depth),
             Some(b'"') => Ok(JsonValue::String(self.string(path)?)),
@@ -377,6 +393,41 @@ impl Parser<'_> {
                 return Err(self.syntax("',' or ']'"));
             }
         }
+    }
+
+    /// At a `{` or `[` past [`MAX_DEPTH`]: skips to its matching bracket without recursion,
+    /// checking only that brackets match and strings end.
+    fn skip_nested(&mut self) -> Result<(), JsonError> {
+        let mut open: Vec<u8> = Vec::new();
+        while let Some(&c) = self.b.get(self.i) {
+            self.i += 1;
+            match c {
+                b'{' => open.push(b'}'),
+                b'[' => open.push(b']'),
+                b'}' | b']' => {
+                    if open.pop() != Some(c) {
+                        self.i -= 1;
+                        return Err(self.syntax("a matching bracket"));
+                    }
+                    if open.is_empty() {
+                        return Ok(());
+                    }
+                }
+                b'"' => loop {
+                    match self.b.get(self.i) {
+                        None => return Err(self.syntax("the end of a string")),
+                        Some(b'"') => {
+                            self.i += 1;
+                            break;
+                        }
+                        Some(b'\\') => self.i += 2,
+                        Some(_) => self.i += 1,
+                    }
+                },
+                _ => {}
+            }
+        }
+        Err(self.syntax("the end of an array or object"))
     }
 
     fn hex4(&mut self) -> Result<u32, JsonError> {
@@ -568,7 +619,24 @@ mod tests {
         let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
         assert!(matches!(JsonValue::parse(&deep), Err(JsonError::TooDeep { .. })));
         let huge = "[".repeat(1_000_000);
-        assert!(matches!(JsonValue::parse(&huge), Err(JsonError::TooDeep { .. })));
+        assert!(matches!(JsonValue::parse(&huge), Err(JsonError::Syntax { .. })));
+        let huge = "[".repeat(1_000_000) + &"]".repeat(1_000_000);
+        assert!(matches!(
+            JsonValue::parse(&huge),
+            Err(JsonError::TooDeep { offset: 128 })
+        ));
+        // The lenient parse reads past it, the deep value as null, and says where it was.
+        let (v, issues) = parse_lenient(&format!(r#"{{"a":{deep},"b":1}}"#)).unwrap();
+        assert_eq!(v.as_object().map(|o| o.len()), Some(2));
+        assert_eq!(issues.len(), 1);
+        assert!(issues[0].path.as_str().starts_with("a[0]"), "{}", issues[0].path);
+        assert!(matches!(issues[0].kind, ValueIssueKind::TooDeep { .. }));
+        for bad in [
+            format!("{{\"a\":{}", "[".repeat(200)),
+            format!("[{}}}", "[".repeat(200)),
+        ] {
+            assert!(matches!(parse_lenient(&bad), Err(JsonError::Syntax { .. })), "{bad}");
+        }
     }
 
     #[test]

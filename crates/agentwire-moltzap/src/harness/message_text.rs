@@ -56,6 +56,7 @@ pub fn parse_message_text(to: MessageAddressInput, text: &str) -> Result<SendInp
                 ValueIssueKind::DuplicateKey(_) => "a key written once",
                 ValueIssueKind::NumberOutOfRange => "a finite number",
                 ValueIssueKind::LoneSurrogate => "text without a lone surrogate escape",
+                ValueIssueKind::TooDeep { .. } => "at most 128 levels of nesting",
             };
             FieldIssue::invalid(i.path, expected)
         })
@@ -330,5 +331,16 @@ mod tests {
         fn text_that_is_not_a_json_object_is_a_multicast(s in "[^{]*") {
             prop_assert!(is_multicast_of(&s));
         }
+    }
+
+    #[test]
+    fn an_operation_with_a_value_nested_too_deep_is_refused_naming_it() {
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        let text = format!(
+            r#"{{"gather":"q?","deadline":60,"requestedSchema":{{"type":"object","properties":{{}}}},"x":{deep}}}"#
+        );
+        let to = MessageAddressInput::parse("agent:bob").unwrap();
+        let err = parse_message_text(to, &text).unwrap_err().to_string();
+        assert!(err.contains("x is unexpected") && err.contains("nesting"), "{err}");
     }
 }
