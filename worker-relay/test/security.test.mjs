@@ -292,7 +292,8 @@ test("client Authorization, cookies, cf-* and x-forwarded-* never reach the upst
     Cookie: "session=cookie-value-1",
     "cf-connecting-ip": "6.6.6.6",
     "CF-Ray": "ray-value-1",
-    "cf-ipcountry": "XX",
+    // Long enough not to turn up by chance in a random Sec-WebSocket-Key (a 2-letter value did).
+    "cf-ipcountry": "country-value-1",
     "X-Forwarded-For": "6.6.6.7",
     "X-Forwarded-Host": "forwarded-host.example",
     "X-Forwarded-Proto": "gopher",
