@@ -92,6 +92,17 @@ closed_reason!(
     }
 );
 
+closed_reason!(
+    /// `FirewallSendError.refusal`: why the local message firewall refused a send.
+    FirewallRefusal {
+        Prohibited => "prohibited",
+        UnresolvedEvidence => "unresolved-evidence",
+        CheckUnavailable => "check-unavailable",
+        NormViolation => "norm-violation",
+        ApprovalRequired => "approval-required",
+    }
+);
+
 /// The action a message says failed: a send, or a reply (an answer to a request).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FailedAction {
@@ -168,6 +179,49 @@ impl fmt::Display for SendError {
 }
 
 impl std::error::Error for SendError {}
+
+/// A send the local message firewall refused: no message intent was created. Always returned
+/// on the send itself, whatever its `failureDelivery`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirewallSendError {
+    pub refusal: FirewallRefusal,
+    pub action: FailedAction,
+    /// The feedback of the registered policy template that refused it, if any.
+    pub feedback: Option<String>,
+}
+
+impl FirewallSendError {
+    pub fn new(refusal: FirewallRefusal, feedback: Option<String>) -> FirewallSendError {
+        FirewallSendError {
+            refusal,
+            action: FailedAction::Send,
+            feedback,
+        }
+    }
+
+    /// The same refusal, reported as a failed reply (a refused answer).
+    pub fn as_reply(mut self) -> FirewallSendError {
+        self.action = FailedAction::Reply;
+        self
+    }
+}
+
+impl fmt::Display for FirewallSendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} failed: the local message firewall refused it ({})",
+            self.action.as_str(),
+            self.refusal
+        )?;
+        match &self.feedback {
+            Some(feedback) => write!(f, ": {feedback}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for FirewallSendError {}
 
 /// What is wrong with one field of a value: a schema, an answer, a message text's operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -455,6 +509,24 @@ mod tests {
         assert_eq!(
             names(&ConnectErrorReason::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>()),
             "transport-failed,decode-failed,incompatible-daemon"
+        );
+        assert_eq!(
+            names(&FirewallRefusal::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>()),
+            "prohibited,unresolved-evidence,check-unavailable,norm-violation,approval-required"
+        );
+        for r in FirewallRefusal::ALL {
+            assert_eq!(FirewallRefusal::parse(r.as_str()), Some(*r));
+        }
+        let e = FirewallSendError::new(FirewallRefusal::NormViolation, Some("do not share the key".into()));
+        assert_eq!(
+            e.to_string(),
+            "send failed: the local message firewall refused it (norm-violation): do not share the key"
+        );
+        assert_eq!(
+            FirewallSendError::new(FirewallRefusal::CheckUnavailable, None)
+                .as_reply()
+                .to_string(),
+            "reply failed: the local message firewall refused it (check-unavailable)"
         );
         for r in SendErrorReason::ALL {
             assert_eq!(SendErrorReason::parse(r.as_str()), Some(*r));

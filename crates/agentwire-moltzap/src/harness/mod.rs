@@ -1,9 +1,9 @@
 //! The values of MoltZap's `HarnessEndpoint` contract (`../shared/specs/moltzap-harness-endpoint.md`),
 //! as pure, sans-IO code: canonical JSON, addresses, content, the collective part on the wire,
 //! the collective id, inbound classification of a certified record, the requested-schema and
-//! answer validation, `parseMessageText`, and the closed failures. The endpoint itself (the
-//! operations over a session) is not here yet. The decisions are in
-//! `docs/protocols/moltzap-harness.md`.
+//! answer validation, `parseMessageText`, the firewall's guidance as values, and the closed
+//! failures. The endpoint itself (the operations over a session, delivery and acknowledgement) is
+//! not here yet. The decisions are in `docs/protocols/moltzap-harness.md`.
 
 pub mod address;
 pub mod canonical;
@@ -11,6 +11,7 @@ pub mod classify;
 pub mod collective;
 pub mod content;
 pub mod errors;
+pub mod guidance;
 pub mod id;
 pub mod json;
 pub mod message_text;
@@ -24,11 +25,15 @@ pub use collective::{AskOp, ClosePart, CollectivePart, CollectiveResponse, Recor
 pub use content::{Content, Part, MAX_CONTENT_BYTES};
 pub use errors::{
     CollectiveError, CollectiveFailure, ConnectError, ConnectErrorReason, DeliveryAcknowledgeError,
-    DeliveryAcknowledgeErrorReason, FieldIssue, FieldProblem, ListenError, ListenErrorReason, MessageTextError,
-    SendError, SendErrorReason,
+    DeliveryAcknowledgeErrorReason, FieldIssue, FieldProblem, FirewallRefusal, FirewallSendError, ListenError,
+    ListenErrorReason, MessageTextError, SendError, SendErrorReason,
+};
+pub use guidance::{
+    AnswerGuidance, CheckedGuidance, Instruction, LocalGuidance, Probability, ProbabilityError, ResponseExpectation,
+    Subject,
 };
 pub use id::{CollectiveId, Nonce, PostId};
 pub use json::{JsonError, JsonNumber, JsonObject, JsonPath, JsonValue};
 pub use message_text::parse_message_text;
 pub use schema::{AnswerContent, AnswerValue, PrimitiveSchema, RequestedSchema};
-pub use send::{CollectiveOperation, SendInput, SendResult};
+pub use send::{CollectiveOperation, FailureDelivery, SendInput, SendOptions, SendResult};

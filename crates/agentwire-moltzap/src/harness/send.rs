@@ -5,7 +5,9 @@ use super::address::{AgentAddress, MessageAddressInput};
 use super::collective::{multicast_content, AskOp, CollectiveResponse, RequestPart, MAX_DEADLINE_AT};
 use super::content::Content;
 use super::errors::SendError;
+use super::guidance::CheckedGuidance;
 use super::id::{CollectiveId, Nonce};
+use super::json::{JsonObject, JsonValue};
 use super::schema::RequestedSchema;
 use agentwire_core::Millis;
 
@@ -67,11 +69,69 @@ impl SendInput {
     }
 }
 
-/// What a successful send returns (the firewall's `guidance` is not built yet).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// What a successful send returns.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct SendResult {
     /// The operation's id, for a gather or all_gather.
     pub operation_id: Option<CollectiveId>,
+    /// The local firewall's advice on the admitted send: its check's guidance, when that check
+    /// left a norm judgment uncertain.
+    pub guidance: Option<CheckedGuidance>,
+}
+
+impl SendResult {
+    /// `{"operationId"?, "guidance"?}`.
+    pub fn to_json(&self) -> JsonValue {
+        let mut fields = JsonObject::new();
+        if let Some(id) = &self.operation_id {
+            fields.insert("operationId".to_owned(), id.as_str().into());
+        }
+        if let Some(g) = &self.guidance {
+            fields.insert("guidance".to_owned(), g.to_json());
+        }
+        JsonValue::Object(fields)
+    }
+}
+
+/// Where a refused gather, all_gather or answer reports its failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum FailureDelivery {
+    /// Returned on the send (the default).
+    #[default]
+    Result,
+    /// The send completes naming its operation, and the error arrives as an `operationFailed`
+    /// item. A multicast's failure and a `FirewallSendError` are returned either way.
+    Inbound,
+}
+
+impl FailureDelivery {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureDelivery::Result => "result",
+            FailureDelivery::Inbound => "inbound",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<FailureDelivery> {
+        match s {
+            "result" => Some(FailureDelivery::Result),
+            "inbound" => Some(FailureDelivery::Inbound),
+            _ => None,
+        }
+    }
+}
+
+/// A send's runtime options: they cross MCP in request metadata, outside the model's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SendOptions {
+    pub failure_delivery: FailureDelivery,
+}
+
+impl SendOptions {
+    /// `{"failureDelivery"}`.
+    pub fn to_json(&self) -> JsonValue {
+        JsonValue::object([("failureDelivery", self.failure_delivery.as_str().into())])
+    }
 }
 
 /// True when `deadline` is a valid relative deadline (1 to 30 days in whole seconds).
@@ -104,6 +164,37 @@ pub fn build_request(
 mod tests {
     use super::*;
     use agentwire_core::SeededEntropy;
+
+    #[test]
+    fn a_send_result_and_its_options_pin_their_shapes() {
+        use crate::harness::canonical::to_canonical;
+        assert_eq!(to_canonical(&SendResult::default().to_json()), "{}");
+        let id = CollectiveId::parse("col_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap();
+        let r = SendResult {
+            operation_id: Some(id),
+            guidance: Some(crate::harness::guidance::CheckedGuidance {
+                check_id: "chk_1".into(),
+                subjects: vec![],
+                instructions: vec![],
+            }),
+        };
+        assert_eq!(
+            to_canonical(&r.to_json()),
+            r#"{"guidance":{"checkId":"chk_1","instructions":[],"subjects":[]},"operationId":"col_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"}"#
+        );
+        assert_eq!(
+            to_canonical(&SendOptions::default().to_json()),
+            r#"{"failureDelivery":"result"}"#
+        );
+        let inbound = SendOptions {
+            failure_delivery: FailureDelivery::Inbound,
+        };
+        assert_eq!(to_canonical(&inbound.to_json()), r#"{"failureDelivery":"inbound"}"#);
+        for d in [FailureDelivery::Result, FailureDelivery::Inbound] {
+            assert_eq!(FailureDelivery::parse(d.as_str()), Some(d));
+        }
+        assert_eq!(FailureDelivery::parse("Inbound"), None);
+    }
 
     #[test]
     fn a_request_derives_its_id_and_makes_the_deadline_absolute() {
