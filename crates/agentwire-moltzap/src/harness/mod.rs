@@ -1,9 +1,9 @@
 //! The values of MoltZap's `HarnessEndpoint` contract (`../shared/specs/moltzap-harness-endpoint.md`),
 //! as pure, sans-IO code: canonical JSON, addresses, content, the collective part on the wire,
 //! the collective id, inbound classification of a certified record, the requested-schema and
-//! answer validation, `parseMessageText`, the firewall's guidance as values, and the closed
-//! failures. The endpoint itself (the operations over a session, delivery and acknowledgement) is
-//! not here yet. The decisions are in `docs/protocols/moltzap-harness.md`.
+//! answer validation, `parseMessageText`, the inbound items and the firewall's guidance as
+//! values, and the closed failures. The endpoint itself (the operations over a session, delivery
+//! and acknowledgement) is not here yet. The decisions are in `docs/protocols/moltzap-harness.md`.
 
 pub mod address;
 pub mod canonical;
@@ -13,6 +13,7 @@ pub mod content;
 pub mod errors;
 pub mod guidance;
 pub mod id;
+pub mod inbound;
 pub mod json;
 pub mod message_text;
 pub mod schema;
@@ -33,6 +34,10 @@ pub use guidance::{
     Subject,
 };
 pub use id::{CollectiveId, Nonce, PostId};
+pub use inbound::{
+    CollectiveMemberOutcome, CollectiveResult, DirectMessage, GroupMessage, InboundItem, InboundMessage,
+    InboundValueError, MemberOutcome, QuestionOrWithheld, Withheld,
+};
 pub use json::{JsonError, JsonNumber, JsonObject, JsonPath, JsonValue};
 pub use message_text::parse_message_text;
 pub use schema::{AnswerContent, AnswerValue, PrimitiveSchema, RequestedSchema};
