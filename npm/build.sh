@@ -13,12 +13,9 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 WASM_BUDGET=$((120 * 1024))
 JS_BUDGET=$((12 * 1024))
 
-rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
-WB="$(sed -n 's/^wasm-bindgen = "=\(.*\)"$/\1/p' "$ROOT/bindings/wasm/Cargo.toml")"
-if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $WB" ]; then
-  echo "== installing wasm-bindgen-cli $WB (cargo, about 2 minutes)"
-  cargo install -q wasm-bindgen-cli --version "$WB"
-fi
+# The wasm32 target and wasm-bindgen-cli at the version bindings/wasm pins (scripts/lib.sh).
+source "$ROOT/scripts/lib.sh"
+need_wasm_bindgen
 if [ ! -x "$HERE/node_modules/.bin/tsc" ] || [ "$HERE/package-lock.json" -nt "$HERE/node_modules/.package-lock.json" ]; then
   (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -22,12 +22,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::spawn_local;
 use web_sys::AbortController;
 
-/// The subprotocol the relay speaks (and echoes).
-pub const SUBPROTOCOL: &str = "agentwire.v1";
-/// The prefix of the subprotocol that carries the relay token.
-pub const TOKEN_PREFIX: &str = "agentwire.token.";
-/// Longest token accepted.
-const MAX_TOKEN_LEN: usize = 4096;
+use agentwire_relay::token::MAX_TOKEN_LEN;
+use agentwire_relay::{SUBPROTOCOL, TOKEN_PROTOCOL_PREFIX as TOKEN_PREFIX};
 
 fn err(e: &SwitchError) -> JsValue {
     errors::to_js(&e.to_json())
