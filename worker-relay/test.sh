@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The relay's tests in real workerd (Miniflare): checks that `wrangler deploy` bundles it, builds the engine's wasm (./build.sh), the npm
-# package's token helper (esbuild, from npm/src/relay-token.ts) and the Switch peer, then runs
-# every test/*.test.mjs with node's test runner. Network: 127.0.0.1 only.
+# The relay's tests in real workerd (Miniflare): builds the engine's wasm (./build.sh), the npm
+# package's token helper (esbuild, from npm/src/relay-token.ts) and the Switch peer, checks that
+# `wrangler deploy --dry-run` bundles the Worker, then runs every test/*.test.mjs with node's test
+# runner. Network: 127.0.0.1 only.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/../scripts/lib.sh"

@@ -5,9 +5,6 @@ import { CODES, acceptSocket, closeQuietly, forwardClose, messageBytes, upgradeR
 import { pipe } from "./pipe.js";
 import { bridge } from "./bridge.js";
 
-/** Frames a browser may send before the upstream is there (pongs: one every 2 s). */
-const EARLY_FRAMES = 16;
-
 export function connect(relay, d) {
   const { server, response } = acceptSocket(d.protocol);
   const early = [];
@@ -17,7 +14,7 @@ export function connect(relay, d) {
     const size = messageBytes(ev.data, d.maxMessageBytes);
     if (size > d.maxMessageBytes) return end(CODES.tooBig, "message too big");
     earlyBytes += size;
-    if (early.length === EARLY_FRAMES || earlyBytes > d.maxMessageBytes) {
+    if (early.length === d.earlyFrames || earlyBytes > d.maxMessageBytes) {
       return end(CODES.policy, "too many frames before the upstream answered");
     }
     early.push(ev.data);

@@ -1,11 +1,10 @@
 // An HTTP route the engine allowed: the call goes to the URL and with the headers the engine
-// wrote (never the browser's), and the answer comes back with only its status, body,
-// `Content-Type` and `Retry-After`, plus the CORS headers the engine chose. An error answer's
+// wrote (never the browser's), and the answer comes back with only its status, body and the
+// headers the engine passes (`Content-Type`, `Retry-After`), plus the CORS headers it chose. An error answer's
 // body is read (bounded) and passed through `redact`, in case the upstream quotes the key it was
 // sent; a success streams through.
 import { boundedText, jsonError } from "./core.js";
 
-const PASSED = ["content-type", "retry-after"];
 const MAX_ERROR_BODY = 64 * 1024;
 
 export async function proxy(relay, d) {
@@ -30,7 +29,7 @@ export async function proxy(relay, d) {
     return jsonError(502, "upstream", "the upstream answered with a redirect", d.cors);
   }
   const headers = [...d.cors, ["Cache-Control", "no-store"]];
-  for (const name of PASSED) {
+  for (const name of d.passHeaders) {
     const v = answer.headers.get(name);
     if (v !== null) headers.push([name, v]);
   }

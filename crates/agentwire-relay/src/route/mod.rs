@@ -94,6 +94,8 @@ pub struct Proxy {
     pub body: Option<String>,
     /// Added to the upstream's answer.
     pub cors: Headers,
+    /// The only headers of the upstream's answer passed back (lowercase).
+    pub pass_headers: &'static [&'static str],
     pub timeout_ms: u64,
 }
 
@@ -129,6 +131,9 @@ pub struct Connect {
     pub ping_interval_ms: u64,
     /// Close both sides when the upstream socket is silent this long.
     pub idle_timeout_ms: u64,
+    /// Frames a browser may send before the upstream answers (at most `max_message_bytes` in
+    /// all); more closes with [`close::POLICY`](crate::close::POLICY).
+    pub early_frames: usize,
 }
 
 /// What a refused upstream upgrade means: the released server has no WebSocket route (403 with
@@ -150,6 +155,11 @@ pub fn upgrade_refused(status: u16) -> UpgradeRefused {
         },
     }
 }
+
+/// Headers of an upstream answer the relay passes back to the browser.
+pub const PASSED_HEADERS: &[&str] = &["content-type", "retry-after"];
+/// Frames a browser may send before the upstream answers (a pong every 2 s).
+pub const EARLY_FRAMES: usize = 16;
 
 /// Frames counted per call of [`Relay::take_frames`]; the frame burst is at least this.
 pub const FRAME_BATCH: u32 = 8;
@@ -430,6 +440,7 @@ impl Relay {
             max_message_bytes: self.cfg.max_message_bytes,
             ping_interval_ms: self.cfg.ping_interval_ms,
             idle_timeout_ms: self.cfg.upstream_idle_ms,
+            early_frames: EARLY_FRAMES,
         }))
     }
 
@@ -482,6 +493,7 @@ impl Relay {
             headers,
             body,
             cors: self.cors(origin),
+            pass_headers: PASSED_HEADERS,
             timeout_ms: self.cfg.upstream_timeout_ms,
         }))
     }
