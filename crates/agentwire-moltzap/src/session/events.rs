@@ -212,7 +212,9 @@ pub(crate) fn push_event(name: String, data: Option<String>) -> Event {
     }
 }
 
-/// A message part.
+/// A message part. `data` is agentwire's extension (current generation only; a released server
+/// refuses it with -32602): `{"type":"data","value":<any JSON>}`, the value decoded as a
+/// `serde_json::Value`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Part {
@@ -234,6 +236,10 @@ pub enum Part {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         size: Option<u64>,
     },
+    /// `{"type":"data","value":<any JSON>}` (agentwire extension, current generation).
+    Data {
+        value: serde_json::Value,
+    },
     /// A part type this version does not know (decoding only; never sent).
     #[serde(other)]
     Unknown,
@@ -243,10 +249,15 @@ impl Part {
     pub fn text(text: impl Into<String>) -> Part {
         Part::Text { text: text.into() }
     }
+
+    /// A `data` part (agentwire extension, current generation).
+    pub fn data(value: serde_json::Value) -> Part {
+        Part::Data { value }
+    }
 }
 
-/// A message entity: `{id, conversationId, senderId, replyToId?, parts, createdAt, ...}`. Other
-/// keys (`taggedEntities`, `patchedBy`) stay in the raw JSON.
+/// A message entity: `{id, conversationId, senderId, replyToId?, parts, createdAt, postId?, ...}`.
+/// Other keys (`taggedEntities`, `patchedBy`) stay in the raw JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
@@ -257,6 +268,10 @@ pub struct Message {
     pub reply_to_id: Option<String>,
     pub parts: Vec<Part>,
     pub created_at: String,
+    /// The sender's `postId`, echoed by a server that speaks agentwire's extension (current
+    /// generation); `None` otherwise.
+    #[serde(default)]
+    pub post_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -276,5 +291,40 @@ impl Message {
     /// Decodes a bare Message object.
     pub fn parse(json: &str) -> Result<Message, MoltZapError> {
         serde_json::from_str(json).map_err(|e| MoltZapError::local(ErrorKind::Decode, format!("not a Message: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn data_part_round_trip() {
+        let part = Part::data(json!({"kind": "operation", "n": [1, 2.5, null, "x"]}));
+        let text = serde_json::to_string(&part).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"data","value":{"kind":"operation","n":[1,2.5,null,"x"]}}"#
+        );
+        assert_eq!(serde_json::from_str::<Part>(&text).unwrap(), part);
+        // Any JSON value, scalars included.
+        for v in [json!(null), json!(7), json!("s"), json!([]), json!(false)] {
+            let p: Part = serde_json::from_value(json!({"type": "data", "value": v})).unwrap();
+            assert_eq!(p, Part::Data { value: v });
+        }
+        // Other types stay unknown.
+        let p: Part = serde_json::from_str(r#"{"type":"video","url":"u"}"#).unwrap();
+        assert_eq!(p, Part::Unknown);
+    }
+
+    #[test]
+    fn message_post_id() {
+        let with = r#"{"message":{"id":"m","conversationId":"c","senderId":"s","parts":[{"type":"text","text":"hi"},{"type":"data","value":{"a":1}}],"createdAt":"t","postId":"p-1"}}"#;
+        let m = Message::from_wrapped(with).unwrap();
+        assert_eq!(m.post_id.as_deref(), Some("p-1"));
+        assert_eq!(m.parts, vec![Part::text("hi"), Part::data(json!({"a": 1}))]);
+        let without = r#"{"id":"m","conversationId":"c","senderId":"s","parts":[],"createdAt":"t"}"#;
+        assert_eq!(Message::parse(without).unwrap().post_id, None);
     }
 }

@@ -63,17 +63,25 @@ pub struct ListConversations {
     pub archived: Option<ArchivedFilter>,
 }
 
-/// `messages/send` params: a `conversation_id`, or `to: "agent:<name>"` (creates or reuses a DM).
+/// `messages/send` params: a `conversation_id`, or a `to`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessage {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
+    /// `agent:<name>` creates or reuses the DM with that agent. Current generation, agentwire
+    /// extension: `group:<name>,<name>,...` resolves to the one fixed-member group conversation
+    /// of exactly those agents (the sender added when omitted), created on first use.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
     pub parts: Vec<Part>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_to_id: Option<String>,
+    /// Current generation, agentwire extension: the sender's id for this post (1..=128 printable
+    /// ASCII), echoed on the `Message`. A server deduplicates it per sender: sending the same
+    /// `postId` again answers the original message and stores nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post_id: Option<String>,
 }
 
 impl SendMessage {
@@ -314,5 +322,30 @@ impl Session {
                 self.conversations_list(now, &p)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn send_message_extension_fields() {
+        let plain = SendMessage::text_to_agent("bob", "hi");
+        assert_eq!(
+            serde_json::to_value(&plain).unwrap(),
+            json!({"to": "agent:bob", "parts": [{"type": "text", "text": "hi"}]})
+        );
+        let ext = SendMessage {
+            to: Some("group:alice,bob,carol".into()),
+            parts: vec![Part::text("q"), Part::data(json!({"op": "multicast"}))],
+            post_id: Some("post-1".into()),
+            ..SendMessage::default()
+        };
+        assert_eq!(
+            serde_json::to_string(&ext).unwrap(),
+            r#"{"to":"group:alice,bob,carol","parts":[{"type":"text","text":"q"},{"type":"data","value":{"op":"multicast"}}],"postId":"post-1"}"#
+        );
     }
 }

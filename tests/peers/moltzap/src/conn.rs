@@ -65,6 +65,7 @@ pub(crate) async fn websocket(stream: Prefixed<TcpStream>, peer: &Peer, stopped:
         kill,
         received: 0,
         missed: 0,
+        delayed: Vec::new(),
     };
     conn.run(rx, stopped).await;
     peer.state().close(id);
@@ -81,6 +82,8 @@ struct Conn<'a> {
     received: u64,
     /// Pings sent since the last pong.
     missed: u32,
+    /// Sends held back by [`Faults::delay_send_to`]: (when to handle, request).
+    delayed: Vec<(tokio::time::Instant, Request)>,
 }
 
 impl Conn<'_> {
@@ -94,6 +97,7 @@ impl Conn<'_> {
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         let kill = self.kill.clone();
         loop {
+            let (delayed, due) = (!self.delayed.is_empty(), self.next_delayed());
             tokio::select! {
                 biased;
                 _ = kill.notified() => {
@@ -126,6 +130,9 @@ impl Conn<'_> {
                     Some(Err(WsError::Capacity(_))) => return self.close(1009, "message too big").await,
                     Some(Err(_)) | None => return,
                 },
+                _ = tokio::time::sleep_until(due), if delayed => {
+                    self.run_delayed();
+                }
                 _ = ticker.tick(), if pinging => {
                     if self.peer.faults().no_pings {
                         continue;
@@ -229,11 +236,58 @@ impl Conn<'_> {
         }
     }
 
+    /// The earliest deadline among the delayed sends.
+    fn next_delayed(&self) -> tokio::time::Instant {
+        let far = tokio::time::Instant::now() + Duration::from_secs(3600);
+        self.delayed.iter().map(|(at, _)| *at).min().unwrap_or(far)
+    }
+
+    /// Handles the delayed sends that are due, in the order of their deadlines.
+    fn run_delayed(&mut self) {
+        let now = tokio::time::Instant::now();
+        let mut due: Vec<(tokio::time::Instant, Request)> = Vec::new();
+        let mut i = 0;
+        while i < self.delayed.len() {
+            if self.delayed[i].0 <= now {
+                due.push(self.delayed.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        due.sort_by_key(|(at, _)| *at);
+        let faults = self.peer.faults();
+        for (_, req) in due {
+            self.process(&faults, req);
+        }
+    }
+
     fn handle(&mut self, faults: &Faults, req: Request) {
         let method = req.method.as_str();
         if faults.drop_at.as_ref() == Some(&Step::BeforeAnswer(method.to_string())) {
             return self.queue(Out::Drop);
         }
+        if let Some(name) = send_target(&req) {
+            if self.peer.state().authenticated(self.id) {
+                if faults.refuse_send_to.contains(&name) {
+                    let fail = Fail {
+                        code: codes::INTERNAL_ERROR,
+                        message: "Internal error".into(),
+                    };
+                    return self.reply(faults, &req.id, method, &Outcome::Error(self.rpc_error(&fail)));
+                }
+                if let Some((_, ms)) = faults.delay_send_to.iter().find(|(n, _)| *n == name) {
+                    let at = tokio::time::Instant::now() + Duration::from_millis(*ms);
+                    self.delayed.push((at, req));
+                    return;
+                }
+            }
+        }
+        self.process(faults, req);
+    }
+
+    /// Handles and answers a request (after the faults that hold it back).
+    fn process(&mut self, faults: &Faults, req: Request) {
+        let method = req.method.as_str();
         let handshake = match self.generation() {
             Generation::Released => "auth/connect",
             Generation::Current => "agent/network/connect",
@@ -315,6 +369,20 @@ impl Conn<'_> {
             }
         }
     }
+}
+
+/// The agent name of a `messages/send` whose `to` is `agent:<name>`.
+fn send_target(req: &Request) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct To {
+        #[serde(default)]
+        to: Option<String>,
+    }
+    if req.method != "messages/send" {
+        return None;
+    }
+    let to: To = serde_json::from_str(req.params.as_deref()?.get()).ok()?;
+    to.to?.strip_prefix("agent:").map(str::to_string)
 }
 
 fn invalid_json() -> Fail {

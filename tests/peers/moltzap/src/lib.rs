@@ -68,6 +68,14 @@ pub struct Faults {
     pub ignore_pongs: bool,
     /// Current generation: send no WebSocket pings at all.
     pub no_pings: bool,
+    /// Agent names: a `messages/send` to `agent:<name>` (from an authenticated connection) is
+    /// answered -32603 "Internal error" and has no effect.
+    pub refuse_send_to: Vec<String>,
+    /// (agent name, ms): a `messages/send` to `agent:<name>` (from an authenticated connection)
+    /// is handled only after this many milliseconds. Unlike [`Faults::delay_ms`], its effects
+    /// (the message stored and fanned out) are delayed too; other requests, on this connection
+    /// and others, go on meanwhile. The send is lost if the connection ends first.
+    pub delay_send_to: Vec<(String, u64)>,
 }
 
 /// The garbage text message [`Faults::garbage_before_answers`] sends.

@@ -8,7 +8,7 @@ use agentwire_peer_kit::ids::{is_uuid, uuid};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::{to_raw_value, RawValue};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use tokio::sync::{mpsc, Notify};
 
@@ -20,6 +20,14 @@ pub(crate) const MAX_CONVERSATIONS: usize = 10_000;
 pub(crate) const MAX_MESSAGES_PER_CONVERSATION: usize = 10_000;
 /// Presence subscriptions per connection.
 pub(crate) const MAX_SUBSCRIPTIONS: usize = 1_000;
+/// `postId`s remembered per sender for deduplication (the oldest are forgotten first).
+pub(crate) const MAX_POST_IDS: usize = 4_096;
+/// Largest `data` part value, serialized (agentwire extension).
+pub(crate) const MAX_DATA_BYTES: usize = 65_536;
+/// Members of a `group:` conversation, the sender included (agentwire extension).
+pub(crate) const GROUP_TO_MEMBERS: std::ops::RangeInclusive<usize> = 3..=32;
+/// Longest `postId` (agentwire extension).
+const MAX_POST_ID: usize = 128;
 
 /// The released server's policy, as its HelloOk carries it (key order included).
 const POLICY: &str = r#"{"maxMessageBytes":65536,"maxPartsPerMessage":10,"maxTextLength":32768,"maxGroupParticipants":256,"heartbeatIntervalMs":30000,"rateLimits":{"messagesPerMinute":60,"requestsPerMinute":120}}"#;
@@ -87,6 +95,8 @@ fn params<T: DeserializeOwned>(p: Option<&RawValue>) -> Result<T, Fail> {
     serde_json::from_str(p.map_or("{}", RawValue::get)).map_err(|_| invalid())
 }
 
+/// A message part. `data` is agentwire's extension (current generation only): it is never
+/// deserialized through this enum but by [`parse_part`], which keeps the value's text as received.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 enum Part {
@@ -106,6 +116,38 @@ enum Part {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         size: Option<u64>,
     },
+    #[serde(skip_deserializing)]
+    Data {
+        value: Box<RawValue>,
+    },
+}
+
+/// One part of `messages/send`: a `data` part in the current generation (any JSON value, kept as
+/// received), else one of the spec's. Anything else is -32602.
+fn parse_part(raw: &RawValue, generation: Generation) -> Result<Part, Fail> {
+    #[derive(Deserialize)]
+    struct Tag {
+        #[serde(rename = "type", default)]
+        kind: Option<String>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Data {
+        #[serde(rename = "type")]
+        _kind: String,
+        value: Box<RawValue>,
+    }
+    let tag: Tag = serde_json::from_str(raw.get()).map_err(|_| invalid())?;
+    if generation == Generation::Current && tag.kind.as_deref() == Some("data") {
+        let d: Data = serde_json::from_str(raw.get()).map_err(|_| invalid())?;
+        return Ok(Part::Data { value: d.value });
+    }
+    serde_json::from_str(raw.get()).map_err(|_| invalid())
+}
+
+/// A `postId`: 1..=128 printable ASCII characters.
+fn valid_post_id(id: &str) -> bool {
+    (1..=MAX_POST_ID).contains(&id.len()) && id.bytes().all(|b| (0x20..=0x7e).contains(&b))
 }
 
 impl Part {
@@ -114,6 +156,7 @@ impl Part {
             Part::Text { text } => (1..=MAX_TEXT).contains(&text.encode_utf16().count()),
             Part::Image { url, .. } => !url.is_empty(),
             Part::File { url, name, .. } => !url.is_empty() && !name.is_empty(),
+            Part::Data { value } => value.get().len() <= MAX_DATA_BYTES,
         }
     }
 }
@@ -128,6 +171,9 @@ struct Message {
     reply_to_id: Option<String>,
     parts: Vec<Part>,
     created_at: String,
+    /// The sender's `postId` (agentwire extension, current generation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    post_id: Option<String>,
 }
 
 struct Agent {
@@ -182,6 +228,8 @@ struct Conversation {
     archived_at: Option<String>,
     /// Agents that muted the conversation.
     muted: HashSet<String>,
+    /// The fixed-member group of a `group:` send (agentwire extension): its members never change.
+    fixed: bool,
 }
 
 #[derive(Serialize)]
@@ -283,6 +331,30 @@ pub(crate) struct State {
     conversations: HashMap<String, Conversation>,
     conns: HashMap<u64, Conn>,
     seq: u64,
+    /// The `group:` conversations: sorted member ids → conversation id.
+    groups: HashMap<Vec<String>, String>,
+    /// Per sender: the answers of its sends with a `postId`.
+    posts: HashMap<String, Posts>,
+}
+
+/// A sender's `postId`s and the answers they got, the oldest forgotten past [`MAX_POST_IDS`].
+#[derive(Default)]
+struct Posts {
+    answers: HashMap<String, Box<RawValue>>,
+    order: VecDeque<String>,
+}
+
+impl Posts {
+    fn remember(&mut self, post_id: String, answer: Box<RawValue>) {
+        if self.answers.insert(post_id.clone(), answer).is_none() {
+            self.order.push_back(post_id);
+        }
+        while self.order.len() > MAX_POST_IDS {
+            if let Some(old) = self.order.pop_front() {
+                self.answers.remove(&old);
+            }
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -323,6 +395,8 @@ impl State {
             conversations: HashMap::new(),
             conns: HashMap::new(),
             seq: 0,
+            groups: HashMap::new(),
+            posts: HashMap::new(),
         }
     }
 
@@ -744,6 +818,13 @@ impl State {
             .collect();
         let (event, payload) = {
             let c = self.conversations.get_mut(&id).ok_or_else(not_participant)?;
+            let membership = matches!(
+                method,
+                "conversations/leave" | "conversations/addParticipant" | "conversations/removeParticipant"
+            );
+            if c.fixed && membership {
+                return Err(invalid());
+            }
             match method {
                 "conversations/update" => {
                     match p.name {
@@ -881,6 +962,7 @@ impl State {
                 touched,
                 archived_at: None,
                 muted: HashSet::new(),
+                fixed: false,
             },
         );
         Ok(id)
@@ -987,16 +1069,31 @@ impl State {
             conversation_id: Option<String>,
             #[serde(default)]
             to: Option<String>,
-            parts: Vec<Part>,
+            parts: Vec<Box<RawValue>>,
             #[serde(default)]
             reply_to_id: Option<String>,
+            #[serde(default)]
+            post_id: Option<String>,
         }
         let p: P = params(p)?;
-        if !(1..=MAX_PARTS).contains(&p.parts.len())
-            || !p.parts.iter().all(Part::valid)
+        let current = self.generation == Generation::Current;
+        let parts = p
+            .parts
+            .iter()
+            .map(|raw| parse_part(raw, self.generation))
+            .collect::<Result<Vec<Part>, Fail>>()?;
+        if !(1..=MAX_PARTS).contains(&parts.len())
+            || !parts.iter().all(Part::valid)
             || p.reply_to_id.as_deref().is_some_and(|r| !is_uuid(r))
+            || p.post_id.as_deref().is_some_and(|id| !current || !valid_post_id(id))
         {
             return Err(invalid());
+        }
+        // The same postId from the same sender: the original answer, nothing stored or sent.
+        if let Some(post_id) = &p.post_id {
+            if let Some(original) = self.posts.get(me).and_then(|s| s.answers.get(post_id)) {
+                return Ok(original.clone());
+            }
         }
         let conv_id = match (p.conversation_id, p.to) {
             (Some(id), None) => {
@@ -1006,23 +1103,7 @@ impl State {
                 }
                 c.id.clone()
             }
-            (None, Some(to)) => {
-                let Some(name) = to.strip_prefix("agent:") else {
-                    return Err(fail(-32602, "Invalid 'to' format — use agent:<name>"));
-                };
-                let other = self
-                    .by_name
-                    .get(name)
-                    .cloned()
-                    .ok_or_else(|| fail(-32002, format!("Agent '{name}' not found")))?;
-                if other == me {
-                    return Err(invalid());
-                }
-                match self.find_dm(me, &other) {
-                    Some(id) => id,
-                    None => self.new_conversation("dm", None, me, &[other])?,
-                }
-            }
+            (None, Some(to)) => self.resolve_to(me, &to)?,
             _ => return Err(invalid()),
         };
         let message = Message {
@@ -1030,8 +1111,9 @@ impl State {
             conversation_id: conv_id.clone(),
             sender_id: me.to_string(),
             reply_to_id: p.reply_to_id,
-            parts: p.parts,
+            parts,
             created_at: now_iso(),
+            post_id: p.post_id,
         };
         let seq = self.next_seq();
         let preview = message
@@ -1043,6 +1125,7 @@ impl State {
             })
             .unwrap_or_default();
         let raw = wrap("message", &message)?;
+        let message_post_id = message.post_id.clone();
         let Some(c) = self.conversations.get_mut(&conv_id) else {
             return Err(not_participant());
         };
@@ -1056,7 +1139,74 @@ impl State {
         let members: Vec<String> = c.members.iter().map(|m| m.agent.clone()).collect();
         let members: Vec<&str> = members.iter().map(String::as_str).collect();
         self.fan_out(&members, conn, "messages/received", &raw);
+        if let Some(post_id) = message_post_id {
+            self.posts
+                .entry(me.to_string())
+                .or_default()
+                .remember(post_id, raw.clone());
+        }
         Ok(raw)
+    }
+
+    /// A `to`: `agent:<name>` (the DM with that agent, created on first use) or, in the current
+    /// generation, `group:<name>,<name>,...` (agentwire extension, see [`State::fixed_group`]).
+    fn resolve_to(&mut self, me: &str, to: &str) -> Result<String, Fail> {
+        if self.generation == Generation::Current {
+            if let Some(names) = to.strip_prefix("group:") {
+                return self.fixed_group(me, names);
+            }
+        }
+        let Some(name) = to.strip_prefix("agent:") else {
+            return Err(fail(-32602, "Invalid 'to' format — use agent:<name>"));
+        };
+        let other = self
+            .by_name
+            .get(name)
+            .cloned()
+            .ok_or_else(|| fail(-32002, format!("Agent '{name}' not found")))?;
+        if other == me {
+            return Err(invalid());
+        }
+        match self.find_dm(me, &other) {
+            Some(id) => Ok(id),
+            None => self.new_conversation("dm", None, me, &[other]),
+        }
+    }
+
+    /// `group:<names>`: the one fixed-member group of exactly these agents and the sender (added
+    /// when omitted), created on first use. An unknown name is -32002 (the first in input
+    /// order); a name twice, or fewer than 3 or more than 32 members, is -32602.
+    fn fixed_group(&mut self, me: &str, names: &str) -> Result<String, Fail> {
+        let mut ids: Vec<String> = Vec::new();
+        for name in names.split(',') {
+            match self.by_name.get(name) {
+                Some(id) => ids.push(id.clone()),
+                None => return Err(fail(-32002, format!("Agent '{name}' not found"))),
+            }
+        }
+        let mut members: BTreeSet<String> = BTreeSet::new();
+        for id in &ids {
+            if !members.insert(id.clone()) {
+                return Err(invalid());
+            }
+        }
+        members.insert(me.to_string());
+        if !GROUP_TO_MEMBERS.contains(&members.len()) {
+            return Err(invalid());
+        }
+        let key: Vec<String> = members.into_iter().collect();
+        if let Some(id) = self.groups.get(&key) {
+            if self.conversations.contains_key(id) {
+                return Ok(id.clone());
+            }
+        }
+        let others: Vec<String> = ids.into_iter().filter(|id| id != me).collect();
+        let id = self.new_conversation("group", None, me, &others)?;
+        if let Some(c) = self.conversations.get_mut(&id) {
+            c.fixed = true;
+        }
+        self.groups.insert(key, id.clone());
+        Ok(id)
     }
 
     /// `messages/list` (conversation required) or `agent/message/list` (conversation optional:
