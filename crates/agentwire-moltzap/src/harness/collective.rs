@@ -69,6 +69,12 @@ impl RecordHash {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A hash the caller built within the rule (the endpoint's `rh_` + base64url digests).
+    pub(crate) fn from_checked(s: String) -> RecordHash {
+        debug_assert!(RecordHash::parse(&s).is_some());
+        RecordHash(s)
+    }
 }
 
 /// A gather or all_gather request's part.

@@ -10,6 +10,7 @@ pub mod canonical;
 pub mod classify;
 pub mod collective;
 pub mod content;
+pub mod endpoint;
 pub mod errors;
 pub mod guidance;
 pub mod id;
@@ -24,6 +25,10 @@ pub use canonical::{format_number, to_canonical};
 pub use classify::{classify, Classified, ConsumeReason, Conversation, InboundRequest};
 pub use collective::{AskOp, ClosePart, CollectivePart, CollectiveResponse, RecordHash, RequestPart, ResponsePart};
 pub use content::{Content, Part, MAX_CONTENT_BYTES};
+pub use endpoint::{
+    DeliveryId, Endpoint, EndpointConfig, EndpointEvent, InboundDelivery, LogEntry, LogKind, MessageFirewall,
+    OutgoingCheck, SendFailure, SendId, UnfinishedIntent,
+};
 pub use errors::{
     CollectiveError, CollectiveFailure, ConnectError, ConnectErrorReason, DeliveryAcknowledgeError,
     DeliveryAcknowledgeErrorReason, FieldIssue, FieldProblem, FirewallRefusal, FirewallSendError, ListenError,

@@ -1,0 +1,373 @@
+//! A member's side: the requests it holds, an answer matched to the one open request of its
+//! conversation, an all_gather's answers held by record hash until the requester's close, and
+//! the result that close gives.
+
+use super::{Endpoint, LogKind, SendFailure, SendId, Timer};
+use crate::harness::address::{AgentAddress, MessageAddress, MessageAddressInput};
+use crate::harness::classify::{Conversation, InboundRequest};
+use crate::harness::collective::{response_content, AskOp, ClosePart, CollectiveResponse, RecordHash, ResponsePart};
+use crate::harness::errors::{CollectiveError, CollectiveFailure, SendError};
+use crate::harness::id::{CollectiveId, PostId};
+use crate::harness::inbound::{
+    CollectiveMemberOutcome, CollectiveResult, InboundItem, MemberOutcome, QuestionOrWithheld,
+};
+use crate::harness::json::JsonPath;
+use crate::harness::schema::RequestedSchema;
+use crate::harness::send::{SendOptions, DEADLINE_GRACE_MS};
+use crate::MoltZapError;
+use agentwire_core::Millis;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq)]
+enum State {
+    /// Presented and open for an answer.
+    Open,
+    /// Kept for its close, never presented (it arrived past its deadline).
+    Late,
+    /// This member's answer is being certified.
+    Answering,
+    Answered,
+    /// The all_gather's close was applied.
+    Closed,
+}
+
+/// A request this endpoint received.
+pub(super) struct Held {
+    op: AskOp,
+    post_id: PostId,
+    from: AgentAddress,
+    /// The conversation it arrived in: the requester's `agent:` address, or the group.
+    conversation: MessageAddress,
+    question: String,
+    schema: RequestedSchema,
+    deadline_at: u64,
+    state: State,
+    /// All_gather: the answers seen in the group conversation, this member's own included.
+    answers: BTreeMap<RecordHash, (AgentAddress, CollectiveResponse)>,
+    /// A close that arrived while this member's own answer was being certified.
+    waiting_close: Option<(String, ClosePart)>,
+}
+
+impl Endpoint {
+    /// A request (`late`: an all_gather request past its deadline, kept for its close only).
+    pub(super) fn hold_request(
+        &mut self,
+        record: &str,
+        post_id: PostId,
+        conversation: &Conversation,
+        sender: &AgentAddress,
+        request: InboundRequest,
+        late: bool,
+    ) {
+        let id = request.part.id.clone();
+        if let Some(h) = self.held.get(&id) {
+            let kind = if h.post_id == post_id {
+                LogKind::Unreadable("a request already held (replayed)".to_owned())
+            } else {
+                LogKind::IdReused
+            };
+            self.log(Some(record), kind);
+            return;
+        }
+        if self.open_operations() >= self.cfg.max_operations {
+            self.log(
+                Some(record),
+                LogKind::Unreadable("too many collective operations are open".to_owned()),
+            );
+            return;
+        }
+        let address = match conversation {
+            Conversation::Direct { peer } => MessageAddress::Agent(peer.clone()),
+            Conversation::Group(g) => MessageAddress::Group(g.clone()),
+        };
+        let deadline_at = request.part.deadline_at;
+        self.timers
+            .set(Timer::Forget(id.clone()), deadline_at.saturating_add(DEADLINE_GRACE_MS));
+        self.held.insert(
+            id.clone(),
+            Held {
+                op: request.part.op,
+                post_id: post_id.clone(),
+                from: sender.clone(),
+                conversation: address.clone(),
+                question: request.question.clone(),
+                schema: request.part.requested_schema.clone(),
+                deadline_at,
+                state: if late { State::Late } else { State::Open },
+                answers: BTreeMap::new(),
+                waiting_close: None,
+            },
+        );
+        if !late {
+            self.deliver(InboundItem::CollectiveRequest {
+                op: request.part.op,
+                id,
+                post_id,
+                from: sender.clone(),
+                to: MessageAddressInput::from(address),
+                question: request.question,
+                requested_schema: request.part.requested_schema,
+                deadline_at,
+            });
+        }
+    }
+
+    /// An answer to the one open request in `to`: matched, validated, checked, then posted.
+    pub(super) fn start_answer(
+        &mut self,
+        now: Millis,
+        send: SendId,
+        to: MessageAddress,
+        response: CollectiveResponse,
+        options: SendOptions,
+    ) -> Result<(), (SendFailure, Option<(CollectiveId, MessageAddressInput)>)> {
+        let refuse = |this: &mut Endpoint, failure: CollectiveFailure| {
+            let id = CollectiveId::mint(this.entropy.as_mut());
+            let operation = Some((id.clone(), MessageAddressInput::from(to.clone())));
+            (SendFailure::Collective(CollectiveError { id, failure }), operation)
+        };
+        let id = match self.open_request(now, &to) {
+            Ok(id) => id,
+            Err(failure) => return Err(refuse(self, failure)),
+        };
+        let operation = Some((id.clone(), MessageAddressInput::from(to.clone())));
+        let Some(held) = self.held.get(&id) else {
+            return Err(refuse(self, CollectiveFailure::RequestNone));
+        };
+        if let CollectiveResponse::Accept(content) = &response {
+            if let Err(issues) = held.schema.validate(content, &JsonPath::root("content")) {
+                let failure = CollectiveError {
+                    id,
+                    failure: CollectiveFailure::AnswerInvalid(issues),
+                };
+                return Err((failure.into(), operation));
+            }
+        }
+        let content = response_content(ResponsePart {
+            id: id.clone(),
+            response,
+        })
+        .map_err(|e| (SendFailure::Send(e.as_reply()), operation.clone()))?;
+        let guidance = self.check_answer(&to, &content).map_err(|f| (f, None))?;
+        // Matched again after the check: a request that closed or expired meanwhile refuses it.
+        match self.held.get_mut(&id) {
+            Some(h) if h.state == State::Open && now < h.deadline_at => h.state = State::Answering,
+            _ => {
+                let failure = CollectiveError {
+                    id,
+                    failure: CollectiveFailure::RequestExpired,
+                };
+                return Err((failure.into(), operation));
+            }
+        }
+        self.sends.insert(
+            send,
+            super::outgoing::PendingSend {
+                options,
+                kind: super::outgoing::Kind::Answer {
+                    request: id,
+                    to: to.clone(),
+                },
+                guidance,
+            },
+        );
+        self.post(now, send, None, &to, &content);
+        Ok(())
+    }
+
+    /// The one request open in `to`: received, presented, not answered, before its deadline and
+    /// close.
+    fn open_request(&self, now: Millis, to: &MessageAddress) -> Result<CollectiveId, CollectiveFailure> {
+        let here: Vec<(&CollectiveId, &Held)> = self
+            .held
+            .iter()
+            .filter(|(_, h)| &h.conversation == to && h.state != State::Late)
+            .collect();
+        let open: Vec<&CollectiveId> = here
+            .iter()
+            .filter(|(_, h)| h.state == State::Open && now < h.deadline_at)
+            .map(|(id, _)| *id)
+            .collect();
+        match open.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] if here
+                .iter()
+                .any(|(_, h)| matches!(h.state, State::Answered | State::Answering)) =>
+            {
+                Err(CollectiveFailure::RequestAnswered)
+            }
+            [] if !here.is_empty() => Err(CollectiveFailure::RequestExpired),
+            [] => Err(CollectiveFailure::RequestNone),
+            _ => Err(CollectiveFailure::RequestAmbiguous),
+        }
+    }
+
+    /// This member's answer post was certified (the request is answered; an all_gather records
+    /// it by its record hash, and a close that waited for it is applied) or refused (the request
+    /// stays open).
+    pub(super) fn answer_settled(
+        &mut self,
+        now: Millis,
+        send: SendId,
+        request: &CollectiveId,
+        result: Result<String, MoltZapError>,
+    ) {
+        let operation = self.operation_of(send);
+        match result {
+            Ok(text) => {
+                let mut waiting = None;
+                if let Some(h) = self.held.get_mut(request) {
+                    h.state = State::Answered;
+                    if h.op == AskOp::AllGather {
+                        if let Ok(record) = super::wire::Record::from_wrapped(&text) {
+                            if let Ok(content) = record.content() {
+                                if let Some(ResponsePart { response, .. }) = response_of(&content) {
+                                    h.answers.insert(record.hash, (self.cfg.agent.clone(), response));
+                                }
+                            }
+                        }
+                        waiting = h.waiting_close.take();
+                    }
+                }
+                self.succeed(send, None);
+                if let Some((record, close)) = waiting {
+                    self.apply_close(now, &record, request, close);
+                }
+            }
+            Err(e) => {
+                if let Some(h) = self.held.get_mut(request) {
+                    if h.state == State::Answering {
+                        h.state = State::Open;
+                    }
+                }
+                let to = operation.as_ref().map(|(_, to)| to.to_string()).unwrap_or_default();
+                let failure: SendError = super::wire::send_failure(&e, &to).as_reply();
+                self.fail(send, operation, failure.into());
+            }
+        }
+    }
+
+    /// An answer in a conversation whose request this endpoint holds (not its own operation):
+    /// an all_gather member keeps it by record hash until the close.
+    pub(super) fn member_answer(
+        &mut self,
+        record: &str,
+        conversation: &Conversation,
+        sender: &AgentAddress,
+        part: ResponsePart,
+        hash: crate::harness::collective::RecordHash,
+    ) {
+        match self.held.get_mut(&part.id) {
+            Some(h)
+                if h.op == AskOp::AllGather
+                    && matches!(conversation, Conversation::Group(g) if MessageAddress::Group(g.clone()) == h.conversation)
+                    && h.state != State::Closed =>
+            {
+                h.answers.insert(hash, (sender.clone(), part.response));
+                self.log(Some(record), LogKind::AnswerRecorded);
+            }
+            _ => self.log(Some(record), LogKind::AnswerUnmatched),
+        }
+    }
+
+    /// A close in `conversation` from `sender`.
+    pub(super) fn member_close(
+        &mut self,
+        now: Millis,
+        record: &str,
+        conversation: &Conversation,
+        sender: &AgentAddress,
+        close: ClosePart,
+    ) {
+        let why = match self.held.get_mut(&close.id) {
+            None => Some("names an unknown operation"),
+            Some(h) if h.op != AskOp::AllGather => Some("closes a gather"),
+            Some(h) if !matches!(conversation, Conversation::Group(g) if MessageAddress::Group(g.clone()) == h.conversation) => {
+                Some("arrived outside the request's group")
+            }
+            Some(h) if &h.from != sender => Some("does not come from the requester"),
+            Some(h) if h.state == State::Closed => Some("is not the first close"),
+            Some(h) if h.state == State::Answering => {
+                h.waiting_close = Some((record.to_owned(), close.clone()));
+                return;
+            }
+            Some(_) => None,
+        };
+        match why {
+            Some(why) => self.log(Some(record), LogKind::CloseIgnored(why.to_owned())),
+            None => {
+                let id = close.id.clone();
+                self.apply_close(now, record, &id, close);
+            }
+        }
+    }
+
+    /// Builds the result from exactly the answers the close lists, as the requester did.
+    fn apply_close(&mut self, _now: Millis, record: &str, id: &CollectiveId, close: ClosePart) {
+        let Some(h) = self.held.get(id) else {
+            return;
+        };
+        let MessageAddress::Group(group) = &h.conversation else {
+            return;
+        };
+        let mut listed: BTreeMap<&AgentAddress, &CollectiveResponse> = BTreeMap::new();
+        for hash in &close.included {
+            match h.answers.get(hash) {
+                Some((member, response)) if member != &h.from && !listed.contains_key(member) => {
+                    listed.insert(member, response);
+                }
+                Some(_) => {
+                    self.log(
+                        Some(record),
+                        LogKind::CloseIgnored("lists two answers of one member".to_owned()),
+                    );
+                    return;
+                }
+                None => {
+                    self.log(
+                        Some(record),
+                        LogKind::CloseIgnored(format!("lists {} which this endpoint does not hold", hash.as_str())),
+                    );
+                    return;
+                }
+            }
+        }
+        let outcomes: Vec<MemberOutcome> = group
+            .others(&h.from)
+            .map(|m| MemberOutcome {
+                member: m.clone(),
+                outcome: match listed.get(m) {
+                    Some(response) => super::asks::outcome_of(response, &h.schema),
+                    None => CollectiveMemberOutcome::NoAnswer,
+                },
+            })
+            .collect();
+        let result = CollectiveResult::new(
+            AskOp::AllGather,
+            id.clone(),
+            MessageAddressInput::from(MessageAddress::Group(group.clone())),
+            QuestionOrWithheld::Text(h.question.clone()),
+            outcomes,
+        );
+        if let Some(h) = self.held.get_mut(id) {
+            h.state = State::Closed;
+        }
+        self.log(Some(record), LogKind::CloseApplied);
+        if let Ok(result) = result {
+            self.deliver(InboundItem::CollectiveResult(result));
+        }
+    }
+}
+
+/// The response part of this member's own answer content.
+fn response_of(content: &crate::harness::content::Content) -> Option<ResponsePart> {
+    use crate::harness::collective::CollectivePart;
+    use crate::harness::content::Part;
+    content.parts().iter().find_map(|p| match p {
+        Part::Data(v) => match CollectivePart::parse(v) {
+            Ok(CollectivePart::Response(r)) => Some(r),
+            _ => None,
+        },
+        _ => None,
+    })
+}

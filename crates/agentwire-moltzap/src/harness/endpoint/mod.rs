@@ -1,0 +1,689 @@
+//! The `HarnessEndpoint`, sans-IO: operations over a MoltZap [`Session`], and the classified
+//! inbound stream with acknowledgement. The host owns the socket and the clock: it feeds the
+//! socket's text and close into `handle_*`, sends what `poll_transmit` returns, calls
+//! `handle_timeout` at `poll_timeout`, and reads [`EndpointEvent`]s from `poll_event`.
+//!
+//! - [`Endpoint::send`] starts one operation (multicast, gather, all_gather, or an answer) and
+//!   returns its [`SendId`]; it ends with exactly one [`EndpointEvent::SendDone`].
+//! - [`Endpoint::listen`] opens the one message subscription: every [`InboundDelivery`] is then
+//!   reported, and replayed on the next `listen` until [`Endpoint::acknowledge`]d.
+//! - Records the endpoint consumes (answers, closes, malformed parts, ...) are acknowledged by
+//!   it and reported as [`EndpointEvent::Logged`], never delivered.
+//!
+//! The mapping onto MoltZap and every decision are in `docs/protocols/moltzap-harness.md`.
+
+mod answers;
+mod asks;
+mod outgoing;
+mod records;
+mod wire;
+
+use super::address::{AgentAddress, MessageAddress};
+use super::classify::ConsumeReason;
+use super::collective::RecordHash;
+use super::content::Content;
+use super::errors::{
+    CollectiveError, ConnectError, ConnectErrorReason, DeliveryAcknowledgeError, DeliveryAcknowledgeErrorReason,
+    FirewallSendError, ListenError, ListenErrorReason, SendError,
+};
+use super::guidance::{CheckedGuidance, LocalGuidance};
+use super::id::CollectiveId;
+use super::inbound::InboundItem;
+use super::send::SendResult;
+use crate::frame::Generation;
+use crate::session::{Credentials, Event, RequestId, Session, SessionConfig};
+use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::fmt;
+
+pub use outgoing::UnfinishedIntent;
+
+/// How an endpoint runs. [`EndpointConfig::new`] gives the documented defaults.
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// The configured local agent: every post is authored as it.
+    pub agent: AgentAddress,
+    /// How long a gather or all_gather send waits for its request posts (default 20 s, never
+    /// past the deadline). Tests shorten it.
+    pub send_wait_ms: u64,
+    /// Unacknowledged deliveries kept (default 10,000); past it the oldest is dropped and logged.
+    pub max_inbox: usize,
+    /// Records waiting for their conversation to be resolved (default 4,096); past it a new
+    /// record is dropped and logged (it stays unacknowledged on the server).
+    pub max_pending_records: usize,
+    /// Operations (asks and held requests) open at once (default 1,024); past it a send fails
+    /// with `network-unavailable` and an inbound request is consumed and logged.
+    pub max_operations: usize,
+    /// After a reconnect, the window of recent messages read back with `agent/message/list`
+    /// (current generation; default 100, 0 = none). Records already seen are skipped.
+    pub recovery_limit: u32,
+}
+
+impl EndpointConfig {
+    pub fn new(agent: AgentAddress) -> EndpointConfig {
+        EndpointConfig {
+            agent,
+            send_wait_ms: 20_000,
+            max_inbox: 10_000,
+            max_pending_records: 4_096,
+            max_operations: 1_024,
+            recovery_limit: 100,
+        }
+    }
+}
+
+/// One `send` invocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SendId(pub u64);
+
+/// One delivery: stable across replays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeliveryId(pub u64);
+
+/// Why a send failed: exactly one of the spec's closed failures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendFailure {
+    Send(SendError),
+    Collective(CollectiveError),
+    Firewall(FirewallSendError),
+}
+
+impl fmt::Display for SendFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendFailure::Send(e) => e.fmt(f),
+            SendFailure::Collective(e) => e.fmt(f),
+            SendFailure::Firewall(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SendFailure {}
+
+impl From<SendError> for SendFailure {
+    fn from(e: SendError) -> Self {
+        SendFailure::Send(e)
+    }
+}
+
+impl From<CollectiveError> for SendFailure {
+    fn from(e: CollectiveError) -> Self {
+        SendFailure::Collective(e)
+    }
+}
+
+/// One item for the runtime, with the local firewall's guidance when one is installed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboundDelivery {
+    pub id: DeliveryId,
+    pub item: InboundItem,
+    pub guidance: Option<LocalGuidance>,
+}
+
+/// What an outgoing check sees: the operation about to be posted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutgoingCheck<'a> {
+    /// `multicast`, `gather`, `all_gather` or `answer`.
+    pub op: &'static str,
+    pub to: &'a MessageAddress,
+    /// The content that would be certified.
+    pub content: &'a Content,
+}
+
+/// The optional message firewall: a pluggable check (none is built in). A refusal fails the
+/// send with nothing posted; an admitted send may carry the check's guidance.
+pub trait MessageFirewall {
+    fn check(&mut self, send: &OutgoingCheck<'_>) -> Result<Option<CheckedGuidance>, FirewallSendError>;
+}
+
+/// Why a record was consumed without delivery, or what else the endpoint noted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LogKind {
+    /// The classifier's reasons.
+    Consumed(ConsumeReason),
+    /// Not a message an endpoint can read (other part types, a bad shape, an unusable
+    /// conversation).
+    Unreadable(String),
+    /// A request reusing the id of one held from another post.
+    IdReused,
+    /// An answer to no operation this endpoint runs or holds.
+    AnswerUnmatched,
+    /// An answer after the member's first, after the deadline or after the result.
+    AnswerIgnored,
+    /// An answer recorded (requester) or held until the close (all_gather member).
+    AnswerRecorded,
+    /// A close applied: the member's result follows.
+    CloseApplied,
+    /// A close ignored: not the requester's, an unknown id, a second close, or an answer it
+    /// lists that this endpoint does not hold.
+    CloseIgnored(String),
+    /// The inbox was full: the oldest unacknowledged delivery was dropped.
+    InboxOverflow(DeliveryId),
+    /// Too many records waiting for resolution: this one was dropped.
+    RecordsOverflow,
+}
+
+/// One log line: the record it is about (a message id), if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogEntry {
+    pub record: Option<String>,
+    pub kind: LogKind,
+}
+
+/// What the endpoint reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EndpointEvent {
+    /// Connected (again): `generation` is the one the session speaks.
+    Connected {
+        generation: Generation,
+    },
+    ConnectFailed(ConnectError),
+    /// A send ended: its result, or its one refusal.
+    SendDone {
+        send: SendId,
+        outcome: Result<SendResult, SendFailure>,
+    },
+    /// An item for the runtime (only while listening; replayed until acknowledged).
+    Delivery(InboundDelivery),
+    Logged(LogEntry),
+    /// The session's diagnostics (frames that could not be decoded, ...), passed through.
+    Diagnostic(crate::MoltZapError),
+    Disconnected {
+        code: u16,
+        reason: String,
+    },
+}
+
+/// What a call the endpoint made is for.
+#[derive(Debug, Clone, PartialEq)]
+enum Call {
+    /// `agents/lookupByName` for a send's members.
+    Lookup(SendId),
+    /// `messages/send` of one post of a send; `member` for a gather's per-member posts.
+    Post { send: SendId, member: Option<AgentAddress> },
+    /// `messages/send` of an all_gather close.
+    Close(CollectiveId),
+    /// `conversations/get` of a conversation records are waiting on.
+    Conversation(String),
+    /// `agents/lookup` of its participants' names, when the conversation did not carry them.
+    Names(String),
+    /// `agent/message/list` after a reconnect.
+    Recover,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Timer {
+    /// A gather or all_gather send's wait for its request posts.
+    SendWait(SendId),
+    /// A requester's operation deadline.
+    Deadline(CollectiveId),
+    /// A held request is forgotten (an hour past its deadline).
+    Forget(CollectiveId),
+}
+
+/// The endpoint. See the module documentation.
+pub struct Endpoint {
+    cfg: EndpointConfig,
+    session: Session,
+    entropy: Box<dyn Entropy + Send>,
+    firewall: Option<Box<dyn MessageFirewall + Send>>,
+    calls: HashMap<RequestId, Call>,
+    timers: Timers<Timer>,
+    events: VecDeque<EndpointEvent>,
+    next_send: u64,
+    sends: HashMap<SendId, outgoing::PendingSend>,
+    asks: HashMap<CollectiveId, asks::Ask>,
+    held: HashMap<CollectiveId, answers::Held>,
+    records: records::Records,
+    unfinished: Vec<outgoing::UnfinishedIntent>,
+    /// Conversation kinds waiting for their participants' names.
+    pending_kinds: HashMap<String, String>,
+    inbox: BTreeMap<DeliveryId, InboundDelivery>,
+    next_delivery: u64,
+    listening: bool,
+    /// Connected at least once: the next connect recovers missed records.
+    was_connected: bool,
+}
+
+/// Ids of records seen, for dropping the duplicates a recovery reads back.
+const SEEN_CAP: usize = 4_096;
+
+impl Endpoint {
+    /// An endpoint over a new session. `entropy` mints post ids, nonces and refusal ids.
+    pub fn new(cfg: EndpointConfig, session: SessionConfig, entropy: Box<dyn Entropy + Send>) -> Endpoint {
+        // The session's own request ids do not need randomness; it gets a fixed source.
+        let session = Session::new(session, Box::new(agentwire_core::SeededEntropy::new(0)));
+        Endpoint {
+            cfg,
+            session,
+            entropy,
+            firewall: None,
+            calls: HashMap::new(),
+            timers: Timers::new(),
+            events: VecDeque::new(),
+            next_send: 1,
+            sends: HashMap::new(),
+            asks: HashMap::new(),
+            held: HashMap::new(),
+            records: records::Records::default(),
+            pending_kinds: HashMap::new(),
+            unfinished: Vec::new(),
+            inbox: BTreeMap::new(),
+            next_delivery: 1,
+            listening: false,
+            was_connected: false,
+        }
+    }
+
+    /// Installs a message firewall: every operation is checked before it posts.
+    pub fn with_firewall(mut self, firewall: Box<dyn MessageFirewall + Send>) -> Endpoint {
+        self.firewall = Some(firewall);
+        self
+    }
+
+    pub fn agent(&self) -> &AgentAddress {
+        &self.cfg.agent
+    }
+
+    /// The session underneath (state, generation).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Sends the connect; the answer comes as `Connected` or `ConnectFailed`.
+    pub fn connect(&mut self, now: Millis, credentials: Credentials) -> Result<(), ConnectError> {
+        self.session
+            .connect(now, credentials)
+            .map(|_| ())
+            .map_err(|e| ConnectError::with_detail(ConnectErrorReason::TransportFailed, e.error.message))
+    }
+
+    // ---- the socket and the clock ----
+
+    pub fn handle_open(&mut self, now: Millis) {
+        self.session.handle_open(now);
+    }
+
+    pub fn handle_text(&mut self, now: Millis, text: &str) {
+        self.session.handle_text(now, text);
+        self.drain(now);
+    }
+
+    pub fn handle_ping(&mut self, now: Millis) {
+        self.session.handle_ping(now);
+    }
+
+    pub fn handle_close(&mut self, now: Millis, code: u16, reason: &str) {
+        self.session.handle_close(now, code, reason);
+        self.drain(now);
+    }
+
+    pub fn handle_timeout(&mut self, now: Millis) {
+        self.session.handle_timeout(now);
+        self.drain(now);
+        for timer in self.timers.expire(now) {
+            match timer {
+                Timer::SendWait(send) => self.send_wait_over(now, send),
+                Timer::Deadline(id) => self.deadline(now, &id),
+                Timer::Forget(id) => {
+                    self.held.remove(&id);
+                }
+            }
+        }
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<Outgoing> {
+        self.session.poll_transmit()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        match (self.session.poll_timeout(), self.timers.next()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub fn poll_event(&mut self) -> Option<EndpointEvent> {
+        self.events.pop_front()
+    }
+
+    /// Closes the socket (the session sends the close).
+    pub fn close(&mut self, code: u16, reason: &str) {
+        self.session.close(code, reason);
+    }
+
+    // ---- the message subscription ----
+
+    /// Opens the one subscription: every unacknowledged delivery is reported again, in order,
+    /// then each new one. A second `listen` without [`Endpoint::unlisten`] is `already-listening`.
+    pub fn listen(&mut self) -> Result<(), ListenError> {
+        if self.listening {
+            return Err(ListenError::new(ListenErrorReason::AlreadyListening));
+        }
+        self.listening = true;
+        let replay: Vec<InboundDelivery> = self.inbox.values().cloned().collect();
+        self.events.extend(replay.into_iter().map(EndpointEvent::Delivery));
+        Ok(())
+    }
+
+    /// Ends the subscription; unacknowledged deliveries replay on the next `listen`.
+    pub fn unlisten(&mut self) {
+        self.listening = false;
+    }
+
+    /// Acknowledges one delivery (transport-only: it removes it from the replay set).
+    pub fn acknowledge(&mut self, id: DeliveryId) -> Result<(), DeliveryAcknowledgeError> {
+        match self.inbox.remove(&id) {
+            Some(_) => Ok(()),
+            None => Err(DeliveryAcknowledgeError::with_detail(
+                DeliveryAcknowledgeErrorReason::UnknownDelivery,
+                format!("delivery {} is not pending", id.0),
+            )),
+        }
+    }
+
+    /// Unacknowledged deliveries.
+    pub fn pending_deliveries(&self) -> usize {
+        self.inbox.len()
+    }
+
+    fn deliver(&mut self, item: InboundItem) {
+        let id = DeliveryId(self.next_delivery);
+        self.next_delivery += 1;
+        let delivery = InboundDelivery {
+            id,
+            item,
+            guidance: None,
+        };
+        if self.inbox.len() >= self.cfg.max_inbox.max(1) {
+            if let Some((&oldest, _)) = self.inbox.iter().next() {
+                self.inbox.remove(&oldest);
+                self.log(None, LogKind::InboxOverflow(oldest));
+            }
+        }
+        self.inbox.insert(id, delivery.clone());
+        if self.listening {
+            self.events.push_back(EndpointEvent::Delivery(delivery));
+        }
+    }
+
+    fn log(&mut self, record: Option<&str>, kind: LogKind) {
+        self.events.push_back(EndpointEvent::Logged(LogEntry {
+            record: record.map(str::to_owned),
+            kind,
+        }));
+    }
+
+    fn done(&mut self, send: SendId, outcome: Result<SendResult, SendFailure>) {
+        if self.sends.remove(&send).is_some() {
+            self.timers.cancel(&Timer::SendWait(send));
+            self.events.push_back(EndpointEvent::SendDone { send, outcome });
+        }
+    }
+
+    /// Reads the session's events and routes them.
+    fn drain(&mut self, now: Millis) {
+        while let Some(ev) = self.session.poll_event() {
+            match ev {
+                Event::Connected { generation, .. } => {
+                    self.events.push_back(EndpointEvent::Connected { generation });
+                    if self.was_connected {
+                        self.recover(now);
+                    }
+                    self.was_connected = true;
+                }
+                Event::ConnectFailed { error, .. } => {
+                    let reason = match error.kind() {
+                        ErrorKind::Version => ConnectErrorReason::IncompatibleDaemon,
+                        ErrorKind::Decode | ErrorKind::Protocol => ConnectErrorReason::DecodeFailed,
+                        _ => ConnectErrorReason::TransportFailed,
+                    };
+                    self.events
+                        .push_back(EndpointEvent::ConnectFailed(ConnectError::with_detail(
+                            reason,
+                            error.error.message,
+                        )));
+                }
+                Event::Response { id, result } => {
+                    if let Some(call) = self.calls.remove(&id) {
+                        self.answered(now, call, Ok(result));
+                    }
+                }
+                Event::Failed { id, error } => {
+                    if let Some(call) = self.calls.remove(&id) {
+                        self.answered(now, call, Err(error));
+                    }
+                }
+                Event::MessageReceived { data, .. } => self.record_arrived(now, &data, true),
+                Event::Diagnostic(e) => self.events.push_back(EndpointEvent::Diagnostic(e)),
+                Event::Disconnected { code, reason } => {
+                    self.records.connection_lost();
+                    self.events.push_back(EndpointEvent::Disconnected { code, reason })
+                }
+                // Conversation and presence pushes carry nothing an endpoint delivers.
+                _ => {}
+            }
+        }
+    }
+
+    fn answered(&mut self, now: Millis, call: Call, result: Result<String, crate::MoltZapError>) {
+        match call {
+            Call::Lookup(send) => self.members_resolved(now, send, result),
+            Call::Post { send, member } => self.post_answered(now, send, member, result),
+            Call::Close(id) => self.close_answered(now, &id, result),
+            Call::Conversation(c) => self.conversation_resolved(now, &c, result),
+            Call::Names(c) => self.names_resolved(now, &c, result),
+            Call::Recover => self.recovered(now, result),
+        }
+    }
+
+    fn call(&mut self, now: Millis, method: &str, params: &str, call: Call) -> Result<(), crate::MoltZapError> {
+        let id = self.session.call(now, method, Some(params))?;
+        self.calls.insert(id, call);
+        Ok(())
+    }
+
+    fn open_operations(&self) -> usize {
+        self.asks.len() + self.held.len()
+    }
+
+    /// Record hashes, for tests and hosts that log them.
+    pub fn record_hash_of(message_json: &str) -> Option<RecordHash> {
+        wire::Record::from_wrapped(message_json).ok().map(|r| r.hash)
+    }
+}
+
+/// Ids already seen, bounded (oldest forgotten first).
+#[derive(Debug, Default)]
+struct Seen {
+    order: VecDeque<String>,
+    set: HashSet<String>,
+}
+
+impl Seen {
+    /// False when `id` was seen already.
+    fn insert(&mut self, id: &str) -> bool {
+        if self.set.contains(id) {
+            return false;
+        }
+        if self.order.len() >= SEEN_CAP {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+        self.order.push_back(id.to_owned());
+        self.set.insert(id.to_owned());
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Sans-IO: a scripted server. The multi-party behaviour is tested against the peer
+    //! (`tests/peers/moltzap/tests/harness_endpoint.rs`).
+    use super::*;
+    use crate::harness::address::MessageAddressInput;
+    use crate::harness::errors::{FirewallRefusal, SendErrorReason};
+    use crate::harness::send::{CollectiveOperation, SendInput, SendOptions};
+    use agentwire_core::SeededEntropy;
+
+    fn endpoint() -> Endpoint {
+        let cfg = EndpointConfig::new(AgentAddress::parse("agent:alice").unwrap());
+        Endpoint::new(cfg, SessionConfig::default(), Box::new(SeededEntropy::new(1)))
+    }
+
+    /// Connected over a scripted socket.
+    fn connected() -> Endpoint {
+        let mut ep = endpoint();
+        ep.handle_open(0);
+        ep.connect(0, Credentials::AgentKey("moltzap_agent_k".into())).unwrap();
+        let connect = ep.poll_transmit().unwrap();
+        let id = sent_id(&connect);
+        ep.handle_text(1, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#));
+        assert!(matches!(ep.poll_event(), Some(EndpointEvent::Connected { .. })));
+        ep
+    }
+
+    fn sent_id(o: &Outgoing) -> String {
+        let v: serde_json::Value = serde_json::from_str(o.as_text().unwrap()).unwrap();
+        v["id"].as_str().unwrap().to_owned()
+    }
+
+    fn text(to: &str, t: &str) -> SendInput {
+        SendInput::Message {
+            to: MessageAddressInput::parse(to).unwrap(),
+            text: t.into(),
+            collective: None,
+        }
+    }
+
+    #[test]
+    fn a_send_before_the_connection_is_ready_is_network_unavailable_and_posts_nothing() {
+        let mut ep = endpoint();
+        let Err(SendFailure::Send(e)) = ep.send(0, text("agent:bob", "hi"), SendOptions::default()) else {
+            panic!()
+        };
+        assert_eq!(e.reason, SendErrorReason::NetworkUnavailable);
+        assert!(ep.poll_transmit().is_none());
+    }
+
+    #[test]
+    fn a_multicast_posts_text_then_its_part_with_a_post_id_and_completes_on_the_answer() {
+        let mut ep = connected();
+        let send = ep.send(5, text("agent:bob", "hi"), SendOptions::default()).unwrap();
+        let out = ep.poll_transmit().unwrap();
+        let v: serde_json::Value = serde_json::from_str(out.as_text().unwrap()).unwrap();
+        assert_eq!(v["method"], "messages/send");
+        assert_eq!(v["params"]["to"], "agent:bob");
+        assert_eq!(v["params"]["parts"][0]["text"], "hi");
+        assert_eq!(
+            v["params"]["parts"][1]["value"]["org.social-harness/collective"]["op"],
+            "multicast"
+        );
+        assert!(v["params"]["postId"].as_str().is_some_and(|p| p.len() == 36));
+        let id = sent_id(&out);
+        ep.handle_text(
+            6,
+            &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{"message":{{}}}}}}"#),
+        );
+        assert_eq!(
+            ep.poll_event(),
+            Some(EndpointEvent::SendDone {
+                send,
+                outcome: Ok(SendResult::default())
+            })
+        );
+    }
+
+    #[test]
+    fn the_closed_failures_of_listen_acknowledge_and_a_bad_deadline() {
+        let mut ep = connected();
+        ep.listen().unwrap();
+        assert_eq!(ep.listen().unwrap_err().reason, ListenErrorReason::AlreadyListening);
+        assert_eq!(
+            ep.acknowledge(DeliveryId(9)).unwrap_err().reason,
+            DeliveryAcknowledgeErrorReason::UnknownDelivery
+        );
+        let schema = crate::harness::collective::tests::schema();
+        let ask = SendInput::Message {
+            to: MessageAddressInput::parse("agent:bob").unwrap(),
+            text: "q".into(),
+            collective: Some(CollectiveOperation::Ask {
+                op: crate::harness::collective::AskOp::Gather,
+                deadline: 0,
+                requested_schema: schema,
+            }),
+        };
+        let Err(SendFailure::Send(e)) = ep.send(0, ask, SendOptions::default()) else {
+            panic!()
+        };
+        assert_eq!(e.reason, SendErrorReason::ContentInvalid);
+        assert!(ep.poll_transmit().is_none());
+    }
+
+    struct Refuse;
+    impl MessageFirewall for Refuse {
+        fn check(&mut self, send: &OutgoingCheck<'_>) -> Result<Option<CheckedGuidance>, FirewallSendError> {
+            assert_eq!(send.op, "multicast");
+            Err(FirewallSendError::new(
+                FirewallRefusal::NormViolation,
+                Some("not that".into()),
+            ))
+        }
+    }
+
+    #[test]
+    fn a_firewall_refusal_is_returned_with_nothing_posted() {
+        let mut ep = connected().with_firewall(Box::new(Refuse));
+        let Err(SendFailure::Firewall(e)) = ep.send(0, text("agent:bob", "hi"), SendOptions::default()) else {
+            panic!()
+        };
+        assert_eq!(e.refusal, FirewallRefusal::NormViolation);
+        assert!(ep.poll_transmit().is_none());
+    }
+
+    #[test]
+    fn a_closed_socket_ends_a_pending_multicast_as_outcome_unknown_and_keeps_its_intent() {
+        let mut ep = connected();
+        let send = ep.send(5, text("agent:bob", "hi"), SendOptions::default()).unwrap();
+        let out = ep.poll_transmit().unwrap();
+        let v: serde_json::Value = serde_json::from_str(out.as_text().unwrap()).unwrap();
+        ep.handle_close(9, 1006, "");
+        let done = std::iter::from_fn(|| ep.poll_event()).find(|e| matches!(e, EndpointEvent::SendDone { .. }));
+        let Some(EndpointEvent::SendDone {
+            send: s,
+            outcome: Err(SendFailure::Send(e)),
+        }) = done
+        else {
+            panic!()
+        };
+        assert_eq!((s, e.reason), (send, SendErrorReason::OutcomeUnknown));
+        assert_eq!(
+            ep.unfinished()[0].post_id.as_str(),
+            v["params"]["postId"].as_str().unwrap()
+        );
+    }
+
+    #[test]
+    fn garbage_records_are_logged_not_delivered() {
+        let mut ep = connected();
+        ep.listen().unwrap();
+        for junk in [
+            r#"{"jsonrpc":"2.0","method":"messages/received","params":{"message":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"messages/received","params":{}}"#,
+            "not json",
+        ] {
+            ep.handle_text(1, junk);
+        }
+        let events: Vec<EndpointEvent> = std::iter::from_fn(|| ep.poll_event()).collect();
+        assert!(
+            events.iter().all(|e| !matches!(e, EndpointEvent::Delivery(_))),
+            "{events:?}"
+        );
+        assert!(
+            events.iter().any(|e| matches!(e, EndpointEvent::Logged(_))),
+            "{events:?}"
+        );
+        assert_eq!(ep.pending_deliveries(), 0);
+    }
+}

@@ -1,0 +1,302 @@
+//! Inbound records: each received message waits, in arrival order, until its conversation is
+//! known (kind and members' names, from `conversations/get`), then is classified and becomes a
+//! delivery, a held request, a counted answer, an applied close, or a log line. After a
+//! reconnect, the recent window is read back and records already seen are skipped.
+
+use super::wire::Record;
+use super::{Call, Endpoint, LogKind, Seen};
+use crate::harness::address::{AgentAddress, GroupAddress};
+use crate::harness::classify::{classify, Classified, Conversation};
+use crate::harness::inbound::{DirectMessage, GroupMessage, InboundItem, InboundMessage};
+use crate::harness::json::JsonValue;
+use crate::MoltZapError;
+use agentwire_core::{ErrorKind, Millis};
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// What the endpoint knows of a conversation.
+#[derive(Debug, Clone)]
+enum Conv {
+    Usable {
+        conversation: Conversation,
+        /// Participant id → address.
+        names: HashMap<String, AgentAddress>,
+    },
+    /// Not one an endpoint can read (why).
+    Unusable(String),
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Records {
+    queue: VecDeque<Record>,
+    convs: HashMap<String, Conv>,
+    /// Conversations being looked up.
+    resolving: HashSet<String>,
+    seen: Seen,
+}
+
+impl Records {
+    /// The connection is gone: lookups in flight failed with it and are asked again later.
+    pub(super) fn connection_lost(&mut self) {
+        self.resolving.clear();
+    }
+}
+
+fn obj<'a>(v: &'a JsonValue, key: &str) -> Option<&'a JsonValue> {
+    match v {
+        JsonValue::Object(o) => o.get(key),
+        _ => None,
+    }
+}
+
+fn string(v: Option<&JsonValue>) -> Option<&str> {
+    match v {
+        Some(JsonValue::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+impl Endpoint {
+    /// A `messages/received` payload (`{"message"}`), or (`wrapped` false) a bare Message.
+    pub(super) fn record_arrived(&mut self, now: Millis, text: &str, wrapped: bool) {
+        let record = if wrapped {
+            Record::from_wrapped(text)
+        } else {
+            JsonValue::parse(text)
+                .map_err(|e| e.to_string())
+                .and_then(|v| Record::from_message(&v))
+        };
+        match record {
+            Ok(r) => self.queue_record(now, r),
+            Err(why) => self.log(None, LogKind::Unreadable(why)),
+        }
+    }
+
+    fn queue_record(&mut self, now: Millis, record: Record) {
+        if !self.records.seen.insert(&record.id) {
+            return;
+        }
+        if self.records.queue.len() >= self.cfg.max_pending_records.max(1) {
+            self.log(Some(&record.id), LogKind::RecordsOverflow);
+            return;
+        }
+        self.records.queue.push_back(record);
+        self.process(now);
+    }
+
+    /// Handles records from the front while their conversation is known.
+    fn process(&mut self, now: Millis) {
+        while let Some(front) = self.records.queue.front() {
+            let conv_id = front.conversation_id.clone();
+            match self.records.convs.get(&conv_id).cloned() {
+                Some(conv) => {
+                    if let Some(record) = self.records.queue.pop_front() {
+                        self.handle_record(now, record, &conv);
+                    }
+                }
+                None => {
+                    if self.records.resolving.insert(conv_id.clone()) {
+                        let params = crate::harness::canonical::to_canonical(&JsonValue::object([(
+                            "conversationId",
+                            conv_id.clone().into(),
+                        )]));
+                        if self
+                            .call(now, "conversations/get", &params, Call::Conversation(conv_id.clone()))
+                            .is_err()
+                        {
+                            // Not connected: asked again when the next record or connect comes.
+                            self.records.resolving.remove(&conv_id);
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(super) fn conversation_resolved(&mut self, now: Millis, conv_id: &str, result: Result<String, MoltZapError>) {
+        let value = match result {
+            Ok(text) => JsonValue::parse(&text).map_err(|e| format!("conversations/get answered no JSON: {e}")),
+            Err(e) if matches!(e.kind(), ErrorKind::Closed | ErrorKind::Timeout | ErrorKind::Cancelled) => {
+                self.records.resolving.remove(conv_id);
+                return;
+            }
+            Err(e) => Err(format!("conversations/get failed: {}", e.error.message)),
+        };
+        let parsed = value.and_then(|v| {
+            let kind = string(obj(&v, "conversation").and_then(|c| obj(c, "type")))
+                .ok_or("the conversation has no type")?
+                .to_owned();
+            let Some(JsonValue::Array(ps)) = obj(&v, "participants") else {
+                return Err("the conversation lists no participants".to_owned());
+            };
+            let mut ids = Vec::new();
+            let mut names = HashMap::new();
+            for p in ps {
+                let id = string(obj(p, "participant").and_then(|q| obj(q, "id")))
+                    .ok_or("a participant has no id")?
+                    .to_owned();
+                if let Some(a) = string(obj(p, "agentName")).and_then(AgentAddress::from_name) {
+                    names.insert(id.clone(), a);
+                }
+                ids.push(id);
+            }
+            Ok((kind, ids, names))
+        });
+        match parsed {
+            Err(why) => self.conversation_known(now, conv_id, Conv::Unusable(why)),
+            Ok((kind, ids, names)) if names.len() == ids.len() => {
+                let conv = self.build_conv(&kind, names);
+                self.conversation_known(now, conv_id, conv);
+            }
+            Ok((kind, ids, _)) => {
+                // The participants' names come from the Registry.
+                let list: Vec<JsonValue> = ids.into_iter().map(JsonValue::from).collect();
+                let params =
+                    crate::harness::canonical::to_canonical(&JsonValue::object([("agentIds", JsonValue::Array(list))]));
+                self.pending_kinds.insert(conv_id.to_owned(), kind);
+                if self
+                    .call(now, "agents/lookup", &params, Call::Names(conv_id.to_owned()))
+                    .is_err()
+                {
+                    self.records.resolving.remove(conv_id);
+                }
+            }
+        }
+    }
+
+    pub(super) fn names_resolved(&mut self, now: Millis, conv_id: &str, result: Result<String, MoltZapError>) {
+        let kind = self.pending_kinds.remove(conv_id).unwrap_or_default();
+        let conv = match result.map(|t| JsonValue::parse(&t)) {
+            Ok(Ok(v)) => {
+                let mut names = HashMap::new();
+                if let Some(JsonValue::Array(agents)) = obj(&v, "agents") {
+                    for a in agents {
+                        if let (Some(id), Some(name)) = (string(obj(a, "id")), string(obj(a, "name"))) {
+                            if let Some(addr) = AgentAddress::from_name(name) {
+                                names.insert(id.to_owned(), addr);
+                            }
+                        }
+                    }
+                }
+                self.build_conv(&kind, names)
+            }
+            Ok(Err(e)) => Conv::Unusable(format!("agents/lookup answered no JSON: {e}")),
+            Err(e) if matches!(e.kind(), ErrorKind::Closed | ErrorKind::Timeout | ErrorKind::Cancelled) => {
+                self.records.resolving.remove(conv_id);
+                return;
+            }
+            Err(e) => Conv::Unusable(format!("agents/lookup failed: {}", e.error.message)),
+        };
+        self.conversation_known(now, conv_id, conv);
+    }
+
+    fn conversation_known(&mut self, now: Millis, conv_id: &str, conv: Conv) {
+        self.records.resolving.remove(conv_id);
+        self.records.convs.insert(conv_id.to_owned(), conv);
+        self.process(now);
+    }
+
+    /// A `dm` is the direct conversation with its other participant; a `group` of 3 to 32 is
+    /// the group of its members. Anything else is not one an endpoint reads.
+    fn build_conv(&self, kind: &str, names: HashMap<String, AgentAddress>) -> Conv {
+        let me = &self.cfg.agent;
+        let members: Vec<AgentAddress> = names.values().cloned().collect();
+        if !members.contains(me) {
+            return Conv::Unusable(format!("{me} is not a participant"));
+        }
+        let conversation = match kind {
+            "dm" => match members.iter().find(|m| *m != me) {
+                Some(peer) if members.len() == 2 => Conversation::Direct { peer: peer.clone() },
+                _ => return Conv::Unusable("a direct conversation without exactly two agents".to_owned()),
+            },
+            "group" => match GroupAddress::canonical(me, &members) {
+                Ok(g) => Conversation::Group(g),
+                Err(e) => return Conv::Unusable(e.to_string()),
+            },
+            other => return Conv::Unusable(format!("a conversation of type {other:?}")),
+        };
+        Conv::Usable { conversation, names }
+    }
+
+    fn handle_record(&mut self, now: Millis, record: Record, conv: &Conv) {
+        let (conversation, names) = match conv {
+            Conv::Usable { conversation, names } => (conversation, names),
+            Conv::Unusable(why) => return self.log(Some(&record.id), LogKind::Unreadable(why.clone())),
+        };
+        let Some(sender) = names.get(&record.sender_id).cloned() else {
+            return self.log(
+                Some(&record.id),
+                LogKind::Unreadable("the sender is not a participant".to_owned()),
+            );
+        };
+        if sender == self.cfg.agent {
+            // This agent's own post, seen from another connection or read back: not inbound.
+            return;
+        }
+        let content = match record.content() {
+            Ok(c) => c,
+            Err(why) => return self.log(Some(&record.id), LogKind::Unreadable(why)),
+        };
+        match classify(&content, conversation, &sender, now) {
+            Classified::Multicast(content) => {
+                let message = match conversation {
+                    Conversation::Direct { .. } => Ok(InboundMessage::Direct(DirectMessage::new(
+                        record.post_id.clone(),
+                        sender,
+                        content,
+                    ))),
+                    Conversation::Group(g) => {
+                        GroupMessage::from_address(record.post_id.clone(), g.clone(), sender, content)
+                            .map(InboundMessage::Group)
+                    }
+                };
+                match message {
+                    Ok(message) => self.deliver(InboundItem::Multicast { message }),
+                    Err(e) => self.log(Some(&record.id), LogKind::Unreadable(e.to_string())),
+                }
+            }
+            Classified::Request(r) => {
+                self.hold_request(&record.id, record.post_id.clone(), conversation, &sender, r, false)
+            }
+            Classified::LateAllGatherRequest(r) => {
+                self.hold_request(&record.id, record.post_id.clone(), conversation, &sender, r, true)
+            }
+            Classified::Response(part) => {
+                if !self.ask_answer(now, &record.id, conversation, &sender, &part, &record.hash) {
+                    self.member_answer(&record.id, conversation, &sender, part, record.hash.clone());
+                }
+            }
+            Classified::Close(close) => self.member_close(now, &record.id, conversation, &sender, close),
+            Classified::Consumed(reason) => self.log(Some(&record.id), LogKind::Consumed(reason)),
+        }
+    }
+
+    /// After a reconnect: the recent window, oldest first, through the same path.
+    pub(super) fn recover(&mut self, now: Millis) {
+        if self.cfg.recovery_limit == 0 || self.session.generation() != crate::frame::Generation::Current {
+            self.process(now);
+            return;
+        }
+        let params = crate::harness::canonical::to_canonical(&JsonValue::object([(
+            "limit",
+            JsonValue::from(self.cfg.recovery_limit),
+        )]));
+        let _ = self.call(now, "agent/message/list", &params, Call::Recover);
+        self.process(now);
+    }
+
+    pub(super) fn recovered(&mut self, now: Millis, result: Result<String, MoltZapError>) {
+        let Ok(Ok(v)) = result.map(|t| JsonValue::parse(&t)) else {
+            return;
+        };
+        let Some(JsonValue::Array(messages)) = obj(&v, "messages") else {
+            return;
+        };
+        for m in messages {
+            match Record::from_message(m) {
+                Ok(r) => self.queue_record(now, r),
+                Err(why) => self.log(None, LogKind::Unreadable(why)),
+            }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! How the endpoint's posts and records map onto MoltZap messages (`docs/protocols/moltzap-harness.md`,
+//! "Transport mapping"): the `messages/send` params of a post, a received or returned message
+//! read as a record, its record hash, and a MoltZap failure as a `SendError` reason.
+
+use crate::codes;
+use crate::errors::MoltZapError;
+use crate::harness::collective::RecordHash;
+use crate::harness::content::Content;
+use crate::harness::errors::{SendError, SendErrorReason};
+use crate::harness::id::PostId;
+use crate::harness::json::{JsonObject, JsonValue};
+use crate::harness::{canonical::to_canonical, content::Part};
+use agentwire_core::{base64url, ErrorKind};
+use sha2::{Digest, Sha256};
+
+/// One message as the endpoint reads it: a certified record.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Record {
+    pub id: String,
+    pub conversation_id: String,
+    pub sender_id: String,
+    /// The post's identity: its `postId` when it carries one, else its message id.
+    pub post_id: PostId,
+    /// The parts as certified (the value the record hash covers).
+    pub parts: JsonValue,
+    pub hash: RecordHash,
+}
+
+fn text_field<'a>(o: &'a JsonObject, key: &str) -> Result<&'a str, String> {
+    match o.get(key) {
+        Some(JsonValue::String(s)) if !s.is_empty() => Ok(s),
+        Some(_) => Err(format!("message.{key} is not a non-empty string")),
+        None => Err(format!("message.{key} is missing")),
+    }
+}
+
+impl Record {
+    /// Reads `{"message": Message}` (a `messages/received` payload or a `messages/send` result).
+    pub fn from_wrapped(text: &str) -> Result<Record, String> {
+        let value = JsonValue::parse(text).map_err(|e| format!("not JSON: {e}"))?;
+        match &value {
+            JsonValue::Object(o) => match o.get("message") {
+                Some(m) => Record::from_message(m),
+                None => Err("no message".to_owned()),
+            },
+            _ => Err("not an object".to_owned()),
+        }
+    }
+
+    /// Reads a bare Message.
+    pub fn from_message(m: &JsonValue) -> Result<Record, String> {
+        let JsonValue::Object(o) = m else {
+            return Err("message is not an object".to_owned());
+        };
+        let id = text_field(o, "id")?.to_owned();
+        let conversation_id = text_field(o, "conversationId")?.to_owned();
+        let sender_id = text_field(o, "senderId")?.to_owned();
+        let parts = match o.get("parts") {
+            Some(p @ JsonValue::Array(_)) => p.clone(),
+            _ => return Err("message.parts is not an array".to_owned()),
+        };
+        let post_id = match o.get("postId") {
+            Some(JsonValue::String(p)) => PostId::parse(p).ok_or("message.postId is not a post id")?,
+            Some(_) => return Err("message.postId is not a string".to_owned()),
+            None => PostId::parse(&id).ok_or("message.id is not usable as a post id")?,
+        };
+        let hash = record_hash(&conversation_id, &id, &sender_id, &parts);
+        Ok(Record {
+            id,
+            conversation_id,
+            sender_id,
+            post_id,
+            parts,
+            hash,
+        })
+    }
+
+    /// The parts as harness `Content`; a record with other parts (`image`, `file`), none, or
+    /// over the limit is not one an endpoint can read.
+    pub fn content(&self) -> Result<Content, String> {
+        Content::from_json(&self.parts).map_err(|issues| {
+            let named: Vec<String> = issues.iter().map(ToString::to_string).collect();
+            format!("content is not harness content: {}", named.join("; "))
+        })
+    }
+}
+
+/// `rh_` + base64url(SHA-256(RFC 8785 of `{conversationId, id, senderId, parts}`)).
+pub(super) fn record_hash(conversation_id: &str, id: &str, sender_id: &str, parts: &JsonValue) -> RecordHash {
+    let covered = JsonValue::object([
+        ("conversationId", conversation_id.into()),
+        ("id", id.into()),
+        ("senderId", sender_id.into()),
+        ("parts", parts.clone()),
+    ]);
+    let digest = Sha256::digest(to_canonical(&covered).as_bytes());
+    // 3 + 43 base64url characters: within `RecordHash`'s rule.
+    RecordHash::from_checked(format!("rh_{}", base64url::encode(&digest)))
+}
+
+/// The `messages/send` params of a post: `{to, parts, postId}` in the current generation;
+/// `{to, parts}` with the text parts only in the released one, which has no data parts.
+pub(super) fn send_params(to: &str, content: &Content, post_id: &PostId, released: bool) -> String {
+    let parts: Vec<JsonValue> = content
+        .parts()
+        .iter()
+        .filter(|p| !released || matches!(p, Part::Text(_)))
+        .map(Part::to_json)
+        .collect();
+    let mut o = JsonObject::new();
+    o.insert("to".to_owned(), to.into());
+    o.insert("parts".to_owned(), JsonValue::Array(parts));
+    if !released {
+        o.insert("postId".to_owned(), post_id.as_str().into());
+    }
+    to_canonical(&JsonValue::Object(o))
+}
+
+/// A failed `messages/send` as the spec's reason; `sent` says whether the request may have
+/// reached the server (a timeout or a close after sending: `outcome-unknown`).
+pub(super) fn send_failure(err: &MoltZapError, to: &str) -> SendError {
+    let reason = match (err.code(), err.kind()) {
+        (Some(codes::NOT_FOUND | codes::AGENT_NOT_FOUND), _) => SendErrorReason::UnknownAgent,
+        (Some(codes::CONVERSATION_FULL | codes::MAX_PARTICIPANTS), _) => SendErrorReason::MembershipInvalid,
+        (Some(codes::UNAUTHORIZED), _) => SendErrorReason::NotRegistered,
+        (Some(codes::PROTOCOL_MISMATCH), _) | (_, ErrorKind::Version) => SendErrorReason::VersionMismatch,
+        (Some(codes::INVALID_PARAMS), _) => SendErrorReason::ContentInvalid,
+        (Some(_), _) => SendErrorReason::CertificationUnavailable,
+        (None, ErrorKind::Timeout | ErrorKind::Closed | ErrorKind::Cancelled) => SendErrorReason::OutcomeUnknown,
+        (None, ErrorKind::Limit | ErrorKind::State) => SendErrorReason::NetworkUnavailable,
+        (None, _) => SendErrorReason::OutcomeUnknown,
+    };
+    let cause = match reason {
+        SendErrorReason::UnknownAgent => format!("{to} is not a known agent"),
+        SendErrorReason::OutcomeUnknown => format!("the message to {to} may have been sent ({})", err.error.message),
+        _ => format!("{to} was not reached ({})", err.error.message),
+    };
+    SendError::new(reason, cause)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSG: &str = r#"{"message":{"id":"m1","conversationId":"c1","senderId":"a1","postId":"p-1","parts":[{"type":"text","text":"hi"},{"type":"data","value":{"org.social-harness/collective":{"kind":"operation","op":"multicast"}}}],"createdAt":"2026-12-03T00:00:00Z"}}"#;
+
+    #[test]
+    fn a_record_reads_its_post_id_parts_and_hash() {
+        let r = Record::from_wrapped(MSG).unwrap();
+        assert_eq!(r.post_id.as_str(), "p-1");
+        assert_eq!(r.content().unwrap().parts().len(), 2);
+        assert!(r.hash.as_str().starts_with("rh_") && r.hash.as_str().len() == 46);
+        // The hash covers exactly the four fields: createdAt does not change it.
+        let later = MSG.replace("2026-12-03T00:00:00Z", "2027-01-01T00:00:00Z");
+        assert_eq!(Record::from_wrapped(&later).unwrap().hash, r.hash);
+        let other = MSG.replace("\"hi\"", "\"ho\"");
+        assert_ne!(Record::from_wrapped(&other).unwrap().hash, r.hash);
+        let no_post = MSG.replace(r#""postId":"p-1","#, "");
+        assert_eq!(Record::from_wrapped(&no_post).unwrap().post_id.as_str(), "m1");
+    }
+
+    #[test]
+    fn records_that_are_not_messages_are_named() {
+        for bad in [
+            "",
+            "{}",
+            r#"{"message":1}"#,
+            r#"{"message":{"id":"m","conversationId":"c","senderId":"s","parts":{}}}"#,
+        ] {
+            assert!(Record::from_wrapped(bad).is_err(), "{bad}");
+        }
+        let image = MSG.replace(r#"{"type":"text","text":"hi"}"#, r#"{"type":"image","url":"u"}"#);
+        assert!(Record::from_wrapped(&image).unwrap().content().is_err());
+    }
+
+    #[test]
+    fn send_params_carry_the_post_id_and_drop_data_parts_for_released_servers() {
+        let c = crate::harness::collective::multicast_content("hi").unwrap();
+        let p = PostId::parse("p-1").unwrap();
+        let cur = send_params("agent:bob", &c, &p, false);
+        assert_eq!(
+            cur,
+            r#"{"parts":[{"text":"hi","type":"text"},{"type":"data","value":{"org.social-harness/collective":{"kind":"operation","op":"multicast"}}}],"postId":"p-1","to":"agent:bob"}"#
+        );
+        assert_eq!(
+            send_params("agent:bob", &c, &p, true),
+            r#"{"parts":[{"text":"hi","type":"text"}],"to":"agent:bob"}"#
+        );
+    }
+
+    #[test]
+    fn moltzap_failures_map_to_send_reasons() {
+        use crate::frame::RpcError;
+        let remote = |code: i64| MoltZapError::remote(&RpcError::new(code, "m"), None);
+        assert_eq!(
+            send_failure(&remote(-32002), "agent:dana").to_string(),
+            "send failed: agent:dana is not a known agent"
+        );
+        assert_eq!(
+            send_failure(&remote(-32603), "agent:x").reason,
+            SendErrorReason::CertificationUnavailable
+        );
+        assert_eq!(
+            send_failure(&remote(-32000), "agent:x").reason,
+            SendErrorReason::NotRegistered
+        );
+        let closed = MoltZapError::local(ErrorKind::Closed, "closed");
+        assert_eq!(send_failure(&closed, "agent:x").reason, SendErrorReason::OutcomeUnknown);
+        let full = MoltZapError::local(ErrorKind::Limit, "too many");
+        assert_eq!(
+            send_failure(&full, "agent:x").reason,
+            SendErrorReason::NetworkUnavailable
+        );
+    }
+}
