@@ -2,7 +2,8 @@
 # scripts/fuzz.sh SECS TARGET [CRATE]: fuzzes TARGET of crates/agentwire-CRATE/fuzz for SECS
 # seconds (default 60). CRATE `rkt` (the default): `decode` (the codec, the default target) or
 # `server` (the server session in line and whole-message mode, with the reference agent).
-# CRATE `moltzap`: `frame` (the frame decoder) or `session` (the client session driven by a
+# CRATE `moltzap`: `frame` (the frame decoder), `endpoint` (the harness endpoint driven by the
+# script of tests/script/endpoint.rs) or `session` (the client session driven by a
 # script of operations). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
 # (both frame decoders, with re-encoding) or `connection` (the connection driven by a script).
 # CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
