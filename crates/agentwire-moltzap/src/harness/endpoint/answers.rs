@@ -235,10 +235,16 @@ impl Endpoint {
                 }
             }
             Err(e) => {
+                let mut waiting = None;
                 if let Some(h) = self.held.get_mut(request) {
                     if h.state == State::Answering {
                         h.state = State::Open;
                     }
+                    waiting = h.waiting_close.take();
+                }
+                // A close that waited for this answer applies without it.
+                if let Some((record, close)) = waiting {
+                    self.apply_close(now, &record, request, close);
                 }
                 let to = operation.as_ref().map(|(_, to)| to.to_string()).unwrap_or_default();
                 let failure: SendError = super::wire::send_failure(&e, &to).as_reply();
@@ -287,6 +293,7 @@ impl Endpoint {
             }
             Some(h) if &h.from != sender => Some("does not come from the requester"),
             Some(h) if h.state == State::Closed => Some("is not the first close"),
+            Some(h) if h.state == State::Answering && h.waiting_close.is_some() => Some("is not the first close"),
             Some(h) if h.state == State::Answering => {
                 h.waiting_close = Some((record.to_owned(), close.clone()));
                 return;

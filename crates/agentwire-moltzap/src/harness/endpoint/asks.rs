@@ -182,8 +182,12 @@ impl Endpoint {
         let send = ask.send;
         match ask.op {
             AskOp::Gather => {
-                if ask.all_refused() {
+                if ask.all_refused() && self.sends.contains_key(&send) {
+                    // Refused before the send returned: the operation never starts.
                     self.ask_refused(id);
+                } else if ask.all_refused() {
+                    // The send already returned the id: refused members are `no-answer`.
+                    self.maybe_complete(now, id);
                 } else if !ask.any_pending() {
                     self.succeed(send, Some(id.clone()));
                     self.maybe_complete(now, id);

@@ -686,4 +686,57 @@ mod tests {
         );
         assert_eq!(ep.pending_deliveries(), 0);
     }
+
+    #[test]
+    fn a_gather_whose_only_post_fails_after_the_send_returned_still_gives_its_result() {
+        let mut ep = connected();
+        ep.cfg.send_wait_ms = 100;
+        ep.listen().unwrap();
+        let ask = SendInput::Message {
+            to: MessageAddressInput::parse("agent:bob").unwrap(),
+            text: "q".into(),
+            collective: Some(CollectiveOperation::Ask {
+                op: crate::harness::collective::AskOp::Gather,
+                deadline: 600,
+                requested_schema: crate::harness::collective::tests::schema(),
+            }),
+        };
+        let send = ep.send(10, ask, SendOptions::default()).unwrap();
+        let lookup = ep.poll_transmit().unwrap();
+        ep.handle_text(
+            11,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":"{}","result":{{"agents":[{{"id":"b","name":"bob"}}]}}}}"#,
+                sent_id(&lookup)
+            ),
+        );
+        let post = ep.poll_transmit().unwrap();
+        ep.handle_timeout(200);
+        let events: Vec<EndpointEvent> = std::iter::from_fn(|| ep.poll_event()).collect();
+        let Some(EndpointEvent::SendDone {
+            send: s,
+            outcome: Ok(r),
+        }) = events.into_iter().find(|e| matches!(e, EndpointEvent::SendDone { .. }))
+        else {
+            panic!()
+        };
+        assert!(s == send && r.operation_id.is_some());
+        // The post fails after the send returned: bob is `no-answer`, and the result comes.
+        ep.handle_text(
+            300,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":"{}","error":{{"code":-32603,"message":"Internal error"}}}}"#,
+                sent_id(&post)
+            ),
+        );
+        let events: Vec<EndpointEvent> = std::iter::from_fn(|| ep.poll_event()).collect();
+        let result = events.iter().find_map(|e| match e {
+            EndpointEvent::Delivery(d) => Some(d.item.clone()),
+            _ => None,
+        });
+        let Some(crate::harness::inbound::InboundItem::CollectiveResult(r)) = result else {
+            panic!("{events:?}")
+        };
+        assert_eq!(r.outcomes()[0].outcome.kind(), "no-answer");
+    }
 }

@@ -265,6 +265,14 @@ impl Endpoint {
         if self.session.state() != SessionState::Ready {
             return Err(SendError::new(SendErrorReason::NetworkUnavailable, "the endpoint is not connected").into());
         }
+        if self.session.generation() == Generation::Released {
+            // A released server keeps no postId: sending again could post twice.
+            return Err(SendError::new(
+                SendErrorReason::VersionMismatch,
+                "the server speaks the released MoltZap generation, which keeps no post identity to resume",
+            )
+            .into());
+        }
         self.unfinished.retain(|u| u.post_id != intent.post_id);
         let send = SendId(self.next_send);
         self.next_send += 1;

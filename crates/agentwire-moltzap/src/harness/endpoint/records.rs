@@ -120,7 +120,10 @@ impl Endpoint {
                 self.records.resolving.remove(conv_id);
                 return;
             }
-            Err(e) => Err(format!("conversations/get failed: {}", e.error.message)),
+            Err(e) => {
+                let why = format!("conversations/get failed: {}", e.error.message);
+                return self.conversation_failed(now, conv_id, why);
+            }
         };
         let parsed = value.and_then(|v| {
             let kind = string(obj(&v, "conversation").and_then(|c| obj(c, "type")))
@@ -185,9 +188,26 @@ impl Endpoint {
                 self.records.resolving.remove(conv_id);
                 return;
             }
-            Err(e) => Conv::Unusable(format!("agents/lookup failed: {}", e.error.message)),
+            Err(e) => {
+                let why = format!("agents/lookup failed: {}", e.error.message);
+                return self.conversation_failed(now, conv_id, why);
+            }
         };
         self.conversation_known(now, conv_id, conv);
+    }
+
+    /// The server refused to describe the conversation: the records waiting on it are logged
+    /// and dropped, and nothing is cached, so the next record asks again.
+    fn conversation_failed(&mut self, now: Millis, conv_id: &str, why: String) {
+        self.records.resolving.remove(conv_id);
+        let (dropped, kept): (VecDeque<Record>, VecDeque<Record>) = std::mem::take(&mut self.records.queue)
+            .into_iter()
+            .partition(|r| r.conversation_id == conv_id);
+        self.records.queue = kept;
+        for r in dropped {
+            self.log(Some(&r.id), LogKind::Unreadable(why.clone()));
+        }
+        self.process(now);
     }
 
     fn conversation_known(&mut self, now: Millis, conv_id: &str, conv: Conv) {
