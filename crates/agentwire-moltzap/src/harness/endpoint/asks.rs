@@ -133,7 +133,9 @@ impl Endpoint {
         match op {
             AskOp::Gather => {
                 for m in &members {
-                    ask_mut(&mut self.asks, id).map(|a| a.posts.insert(m.clone(), Post::Pending));
+                    if let Some(a) = self.asks.get_mut(id) {
+                        a.posts.insert(m.clone(), Post::Pending);
+                    }
                 }
                 for m in members {
                     let direct = MessageAddress::Agent(m.clone());
@@ -142,7 +144,9 @@ impl Endpoint {
             }
             AskOp::AllGather => {
                 if let Some(first) = members.first() {
-                    ask_mut(&mut self.asks, id).map(|a| a.posts.insert(first.clone(), Post::Pending));
+                    if let Some(a) = self.asks.get_mut(id) {
+                        a.posts.insert(first.clone(), Post::Pending);
+                    }
                     self.post(now, send, Some(first.clone()), &to, &content);
                 }
             }
@@ -428,8 +432,4 @@ impl Endpoint {
             self.deliver(InboundItem::CollectiveResult(result));
         }
     }
-}
-
-fn ask_mut<'a>(asks: &'a mut std::collections::HashMap<CollectiveId, Ask>, id: &CollectiveId) -> Option<&'a mut Ask> {
-    asks.get_mut(id)
 }

@@ -20,7 +20,6 @@ mod wire;
 
 use super::address::{AgentAddress, MessageAddress};
 use super::classify::ConsumeReason;
-use super::collective::RecordHash;
 use super::content::Content;
 use super::errors::{
     CollectiveError, ConnectError, ConnectErrorReason, DeliveryAcknowledgeError, DeliveryAcknowledgeErrorReason,
@@ -485,11 +484,6 @@ impl Endpoint {
 
     fn open_operations(&self) -> usize {
         self.asks.len() + self.held.len()
-    }
-
-    /// Record hashes, for tests and hosts that log them.
-    pub fn record_hash_of(message_json: &str) -> Option<RecordHash> {
-        wire::Record::from_wrapped(message_json).ok().map(|r| r.hash)
     }
 }
 

@@ -116,8 +116,8 @@ pub(super) fn send_params(to: &str, content: &Content, post_id: &PostId, release
     to_canonical(&JsonValue::Object(o))
 }
 
-/// A failed `messages/send` as the spec's reason; `sent` says whether the request may have
-/// reached the server (a timeout or a close after sending: `outcome-unknown`).
+/// A failed `messages/send` as the spec's reason: a timeout or a close after sending is
+/// `outcome-unknown`; a request that could not be sent is `network-unavailable`.
 pub(super) fn send_failure(err: &MoltZapError, to: &str) -> SendError {
     let reason = match (err.code(), err.kind()) {
         (Some(codes::NOT_FOUND | codes::AGENT_NOT_FOUND), _) => SendErrorReason::UnknownAgent,
