@@ -295,3 +295,22 @@ test("routes outside the client's set are 404 (or 405 for the wrong method)", T,
   assert.equal(wrong.status, 405);
   assert.equal(up.requests.length, n, "nothing reached the upstream");
 });
+
+test("MAX_BODY_BYTES: a body one byte over the limit is 413 and never goes upstream; one at the limit does", T, async () => {
+  const limit = 65_536; // the default, which relayVars leaves alone
+  const sized = (n) => {
+    const body = { body: "" };
+    body.body = "x".repeat(n - JSON.stringify(body).length);
+    assert.equal(JSON.stringify(body).length, n);
+    return body;
+  };
+  const n = up.httpRequests().length;
+  const over = await call(fakeRelay, FAKE.id, "ops/post_message", { method: "POST", body: sized(limit + 1) });
+  assert.equal(over.status, 413, over.text);
+  assert.equal(over.json.error, "size");
+  assert.equal(up.httpRequests().length, n, "nothing reached the upstream");
+  const at = await call(fakeRelay, FAKE.id, "ops/post_message", { method: "POST", body: sized(limit) });
+  assert.equal(at.status, 200, at.text);
+  assert.equal(up.httpRequests().length, n + 1);
+  assert.equal(up.httpRequests()[n].body.length, limit);
+});
