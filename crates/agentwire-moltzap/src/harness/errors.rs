@@ -3,7 +3,7 @@
 //! action, then its cause (`send failed: agent:dana is not a known agent`), names the input when
 //! the failing step knows it, and states no remedy.
 
-use super::address::AgentAddress;
+use super::address::{AgentAddress, MessageAddress};
 use super::id::CollectiveId;
 use super::json::JsonPath;
 use std::fmt;
@@ -309,9 +309,12 @@ pub enum CollectiveFailure {
     SchemaInvalid(Vec<FieldIssue>),
     /// Each failing field of an answer: missing, unexpected or invalid.
     AnswerInvalid(Vec<FieldIssue>),
-    RequestNone,
-    RequestAmbiguous,
-    RequestAnswered,
+    /// No request is open in the conversation the answer names.
+    RequestNone(MessageAddress),
+    /// More than one request is open in that conversation.
+    RequestAmbiguous(MessageAddress),
+    /// The conversation's requests were answered.
+    RequestAnswered(MessageAddress),
     RequestExpired,
     DeadlinePassed,
 }
@@ -323,9 +326,9 @@ impl CollectiveFailure {
             CollectiveFailure::MembersUnreachable(_) => "members-unreachable",
             CollectiveFailure::SchemaInvalid(_) => "schema-invalid",
             CollectiveFailure::AnswerInvalid(_) => "answer-invalid",
-            CollectiveFailure::RequestNone => "request-none",
-            CollectiveFailure::RequestAmbiguous => "request-ambiguous",
-            CollectiveFailure::RequestAnswered => "request-answered",
+            CollectiveFailure::RequestNone(_) => "request-none",
+            CollectiveFailure::RequestAmbiguous(_) => "request-ambiguous",
+            CollectiveFailure::RequestAnswered(_) => "request-answered",
             CollectiveFailure::RequestExpired => "request-expired",
             CollectiveFailure::DeadlinePassed => "deadline-passed",
         }
@@ -347,11 +350,24 @@ impl CollectiveFailure {
     pub fn action(&self) -> FailedAction {
         match self {
             CollectiveFailure::AnswerInvalid(_)
-            | CollectiveFailure::RequestNone
-            | CollectiveFailure::RequestAmbiguous
-            | CollectiveFailure::RequestAnswered
+            | CollectiveFailure::RequestNone(_)
+            | CollectiveFailure::RequestAmbiguous(_)
+            | CollectiveFailure::RequestAnswered(_)
             | CollectiveFailure::RequestExpired => FailedAction::Reply,
             _ => FailedAction::Send,
+        }
+    }
+}
+
+/// The conversation an answer names, in a message: `the conversation with agent:bob` (a
+/// direct conversation is named by its other agent) or the group's canonical address.
+struct Conversation<'a>(&'a MessageAddress);
+
+impl fmt::Display for Conversation<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            MessageAddress::Agent(a) => write!(f, "the conversation with {a}"),
+            MessageAddress::Group(g) => write!(f, "{g}"),
         }
     }
 }
@@ -376,9 +392,13 @@ impl fmt::Display for CollectiveError {
                 f.write_str("the answer is invalid: ")?;
                 join(f, issues)
             }
-            CollectiveFailure::RequestNone => f.write_str("no question is open in this conversation"),
-            CollectiveFailure::RequestAmbiguous => f.write_str("more than one question is open in this conversation"),
-            CollectiveFailure::RequestAnswered => f.write_str("the question was already answered"),
+            CollectiveFailure::RequestNone(to) => write!(f, "no question is open in {}", Conversation(to)),
+            CollectiveFailure::RequestAmbiguous(to) => {
+                write!(f, "more than one question is open in {}", Conversation(to))
+            }
+            CollectiveFailure::RequestAnswered(to) => {
+                write!(f, "the question in {} was already answered", Conversation(to))
+            }
             CollectiveFailure::RequestExpired => f.write_str("the question's deadline has passed"),
             CollectiveFailure::DeadlinePassed => f.write_str("the deadline passed before the operation was sent"),
         }
@@ -584,6 +604,28 @@ mod tests {
             m.to_string(),
             "send failed: the message states an invalid operation: deadline is missing; requestedSchema.type: expected \"object\""
         );
-        assert_eq!(CollectiveFailure::RequestNone.kind(), "request-none");
+        let bob = MessageAddress::Agent(AgentAddress::parse("agent:bob").unwrap());
+        let group =
+            MessageAddress::Group(crate::harness::address::GroupAddress::parse("group:alice,bob,carol").unwrap());
+        let reply = |failure| {
+            CollectiveError {
+                id: CollectiveId::parse("col_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap(),
+                failure,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            reply(CollectiveFailure::RequestNone(bob.clone())),
+            "reply failed: no question is open in the conversation with agent:bob"
+        );
+        assert_eq!(
+            reply(CollectiveFailure::RequestAmbiguous(group.clone())),
+            "reply failed: more than one question is open in group:alice,bob,carol"
+        );
+        assert_eq!(
+            reply(CollectiveFailure::RequestAnswered(bob.clone())),
+            "reply failed: the question in the conversation with agent:bob was already answered"
+        );
+        assert_eq!(CollectiveFailure::RequestNone(bob).kind(), "request-none");
     }
 }

@@ -39,6 +39,7 @@ impl Script {
         cfg.max_inbox = 16;
         cfg.max_pending_records = 8;
         cfg.max_operations = 8;
+        cfg.max_held_requests = 8;
         let session = SessionConfig {
             request_timeout_ms: 200,
             max_in_flight: 16,

@@ -8,7 +8,7 @@ use agentwire_core::{Outgoing, SeededEntropy};
 use agentwire_moltzap::harness::{
     AgentAddress, AnswerContent, AnswerValue, AskOp, CollectiveFailure, CollectiveOperation, CollectiveResponse,
     DeliveryId, Endpoint, EndpointConfig, EndpointEvent, InboundItem, InboundMessage, JsonValue, LogKind,
-    MessageAddressInput, RequestedSchema, SendErrorReason, SendFailure, SendId, SendInput, SendOptions,
+    MessageAddress, MessageAddressInput, RequestedSchema, SendErrorReason, SendFailure, SendId, SendInput, SendOptions,
 };
 use agentwire_moltzap::harness::{FailureDelivery, JsonPath};
 use agentwire_moltzap::session::SessionConfig;
@@ -20,6 +20,11 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
+
+/// The `agent:` address of `name`, as an answer's conversation.
+fn agent(name: &str) -> MessageAddress {
+    MessageAddress::Agent(AgentAddress::parse(&format!("agent:{name}")).unwrap())
+}
 
 fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
@@ -347,7 +352,10 @@ async fn a_gather_runs_end_to_end_on_three_endpoints_validating_answers_on_both_
     assert!(b.done(ok).unwrap().is_ok() && c.done(no).unwrap().is_ok());
     // Each request takes one answer.
     let again = b.send(decline("agent:alice"));
-    assert_eq!(collective_failure(again), CollectiveFailure::RequestAnswered);
+    assert_eq!(
+        collective_failure(again),
+        CollectiveFailure::RequestAnswered(agent("alice"))
+    );
     // Members get no result of a gather.
     assert!(b.results().is_empty() && c.results().is_empty());
 }
@@ -497,7 +505,7 @@ async fn a_gather_completes_at_the_deadline_with_no_answer_and_ignores_a_late_an
     // After the deadline the member's endpoint refuses an answer itself.
     assert_eq!(
         collective_failure(b.send(decline("agent:alice"))),
-        CollectiveFailure::RequestAnswered
+        CollectiveFailure::RequestAnswered(agent("alice"))
     );
 }
 
@@ -508,15 +516,24 @@ async fn an_answer_needs_exactly_one_open_request_in_its_conversation() {
     let [a, b] = &mut ps[..] else { unreachable!() };
     assert_eq!(
         collective_failure(b.send(decline("agent:alice"))),
-        CollectiveFailure::RequestNone
+        CollectiveFailure::RequestNone(agent("alice"))
     );
     a.send(ask("agent:bob", AskOp::Gather, 30)).unwrap();
     a.send(ask("agent:bob", AskOp::Gather, 30)).unwrap();
     run_until(&mut [a, b], WAIT, |ps| ps[1].requests().len() == 2).await;
     let before = b.events.len();
+    let ambiguous = b.send(decline("agent:alice"));
+    let Err(SendFailure::Collective(e)) = &ambiguous else {
+        panic!("{ambiguous:?}")
+    };
+    // The message names the conversation.
     assert_eq!(
-        collective_failure(b.send(decline("agent:alice"))),
-        CollectiveFailure::RequestAmbiguous
+        e.to_string(),
+        "reply failed: more than one question is open in the conversation with agent:alice"
+    );
+    assert_eq!(
+        collective_failure(ambiguous),
+        CollectiveFailure::RequestAmbiguous(agent("alice"))
     );
     run_for(&mut [a, b], Duration::from_millis(150)).await;
     assert!(

@@ -69,10 +69,10 @@ impl Endpoint {
             self.log(Some(record), kind);
             return;
         }
-        if self.open_operations() >= self.cfg.max_operations {
+        if self.held.len() >= self.cfg.max_held_requests {
             self.log(
                 Some(record),
-                LogKind::Unreadable("too many collective operations are open".to_owned()),
+                LogKind::Unreadable("too many requests are held".to_owned()),
             );
             return;
         }
@@ -132,7 +132,7 @@ impl Endpoint {
         };
         let operation = Some((id.clone(), MessageAddressInput::from(to.clone())));
         let Some(held) = self.held.get(&id) else {
-            return Err(refuse(self, CollectiveFailure::RequestNone));
+            return Err(refuse(self, CollectiveFailure::RequestNone(to.clone())));
         };
         if let CollectiveResponse::Accept(content) = &response {
             if let Err(issues) = held.schema.validate(content, &JsonPath::root("content")) {
@@ -194,11 +194,11 @@ impl Endpoint {
                 .iter()
                 .any(|(_, h)| matches!(h.state, State::Answered | State::Answering)) =>
             {
-                Err(CollectiveFailure::RequestAnswered)
+                Err(CollectiveFailure::RequestAnswered(to.clone()))
             }
             [] if !here.is_empty() => Err(CollectiveFailure::RequestExpired),
-            [] => Err(CollectiveFailure::RequestNone),
-            _ => Err(CollectiveFailure::RequestAmbiguous),
+            [] => Err(CollectiveFailure::RequestNone(to.clone())),
+            _ => Err(CollectiveFailure::RequestAmbiguous(to.clone())),
         }
     }
 
@@ -254,7 +254,8 @@ impl Endpoint {
     }
 
     /// An answer in a conversation whose request this endpoint holds (not its own operation):
-    /// an all_gather member keeps it by record hash until the close.
+    /// an all_gather member keeps each member's first answer by record hash until the close
+    /// (the requester counts the first too); a later one is logged `AnswerIgnored`.
     pub(super) fn member_answer(
         &mut self,
         record: &str,
@@ -269,8 +270,12 @@ impl Endpoint {
                     && matches!(conversation, Conversation::Group(g) if MessageAddress::Group(g.clone()) == h.conversation)
                     && h.state != State::Closed =>
             {
-                h.answers.insert(hash, (sender.clone(), part.response));
-                self.log(Some(record), LogKind::AnswerRecorded);
+                if h.answers.values().any(|(member, _)| member == sender) {
+                    self.log(Some(record), LogKind::AnswerIgnored);
+                } else {
+                    h.answers.insert(hash, (sender.clone(), part.response));
+                    self.log(Some(record), LogKind::AnswerRecorded);
+                }
             }
             _ => self.log(Some(record), LogKind::AnswerUnmatched),
         }

@@ -16,6 +16,8 @@ mod answers;
 mod asks;
 mod outgoing;
 mod records;
+#[cfg(test)]
+mod scripted_tests;
 mod wire;
 
 use super::address::{AgentAddress, MessageAddress};
@@ -50,11 +52,16 @@ pub struct EndpointConfig {
     /// Records waiting for their conversation to be resolved (default 4,096); past it a new
     /// record is dropped and logged (it stays unacknowledged on the server).
     pub max_pending_records: usize,
-    /// Operations (asks and held requests) open at once (default 1,024); past it a send fails
-    /// with `network-unavailable` and an inbound request is consumed and logged.
+    /// This agent's own gathers and all_gathers open at once (default 1,024); past it a send
+    /// fails with `network-unavailable`.
     pub max_operations: usize,
+    /// Requests from peers held at once (default 1,024), a budget of their own so peers cannot
+    /// fill `max_operations`; past it a new request is consumed and logged (never delivered),
+    /// and the requests already held stay.
+    pub max_held_requests: usize,
     /// After a reconnect, the window of recent messages read back with `agent/message/list`
-    /// (current generation; default 100, 0 = none). Records already seen are skipped.
+    /// (current generation; default 100, 0 = none; more than 100 asks for 100, the most a
+    /// server returns). Records already seen are skipped.
     pub recovery_limit: u32,
 }
 
@@ -66,6 +73,7 @@ impl EndpointConfig {
             max_inbox: 10_000,
             max_pending_records: 4_096,
             max_operations: 1_024,
+            max_held_requests: 1_024,
             recovery_limit: 100,
         }
     }
@@ -218,6 +226,8 @@ enum Timer {
     Deadline(CollectiveId),
     /// A held request is forgotten (an hour past its deadline).
     Forget(CollectiveId),
+    /// A conversation lookup that got no answer is asked again.
+    Resolve(String),
 }
 
 /// The endpoint. See the module documentation.
@@ -327,6 +337,7 @@ impl Endpoint {
                 Timer::Forget(id) => {
                     self.held.remove(&id);
                 }
+                Timer::Resolve(conv) => self.resolve_again(now, &conv),
             }
         }
     }
@@ -456,7 +467,7 @@ impl Endpoint {
                 Event::MessageReceived { data, .. } => self.record_arrived(now, &data, true),
                 Event::Diagnostic(e) => self.events.push_back(EndpointEvent::Diagnostic(e)),
                 Event::Disconnected { code, reason } => {
-                    self.records.connection_lost();
+                    self.records_connection_lost();
                     self.events.push_back(EndpointEvent::Disconnected { code, reason })
                 }
                 // Conversation and presence pushes carry nothing an endpoint delivers.
@@ -481,10 +492,6 @@ impl Endpoint {
         self.calls.insert(id, call);
         Ok(())
     }
-
-    fn open_operations(&self) -> usize {
-        self.asks.len() + self.held.len()
-    }
 }
 
 /// Ids already seen, bounded (oldest forgotten first).
@@ -495,6 +502,10 @@ struct Seen {
 }
 
 impl Seen {
+    fn contains(&self, id: &str) -> bool {
+        self.set.contains(id)
+    }
+
     /// False when `id` was seen already.
     fn insert(&mut self, id: &str) -> bool {
         if self.set.contains(id) {

@@ -60,15 +60,43 @@ pub(super) fn to_text(to: &MessageAddress) -> String {
 impl Endpoint {
     /// Starts one send. Validation (address, content, schema deadline, the firewall, the
     /// answer's request) happens here, before anything is posted: a refusal is returned at once
-    /// (or, for a collective refusal under `failureDelivery: "inbound"`, the send completes naming
-    /// its operation and an `operationFailed` item follows). Otherwise the outcome comes as
-    /// exactly one `SendDone` for the returned id.
+    /// (or, for a refused gather, all_gather or answer under `failureDelivery: "inbound"`, any
+    /// refusal but the firewall's, the send completes naming its operation, an id minted for
+    /// the refusal when none was yet, and an `operationFailed` item follows). Otherwise the
+    /// outcome comes as exactly one `SendDone` for the returned id.
     pub fn send(&mut self, now: Millis, input: SendInput, options: SendOptions) -> Result<SendId, SendFailure> {
         let send = SendId(self.next_send);
         self.next_send += 1;
+        let collective = matches!(
+            input,
+            SendInput::Message {
+                collective: Some(CollectiveOperation::Ask { .. }),
+                ..
+            } | SendInput::Response { .. }
+        );
+        let input_to = input.to().clone();
         match self.start(now, send, input, options) {
             Ok(()) => Ok(send),
-            Err((failure, operation)) => self.refused(send, options, operation, failure),
+            Err((failure, operation)) => {
+                let operation = match (operation, &failure) {
+                    // A gather, all_gather or answer refused before its id was minted (not
+                    // connected, its address, its deadline, the released generation): under
+                    // `failureDelivery: "inbound"` it is still a refused operation, so it gets
+                    // an id of its own and its failure goes inbound like any other.
+                    (None, SendFailure::Send(_) | SendFailure::Collective(_))
+                        if collective && options.failure_delivery == FailureDelivery::Inbound =>
+                    {
+                        let id = CollectiveId::mint(self.entropy.as_mut());
+                        let to = input_to
+                            .canonical(&self.cfg.agent)
+                            .map(MessageAddressInput::from)
+                            .unwrap_or(input_to);
+                        Some((id, to))
+                    }
+                    (operation, _) => operation,
+                };
+                self.refused(send, options, operation, failure)
+            }
         }
     }
 
@@ -212,12 +240,14 @@ impl Endpoint {
                     })?;
                 let id = part.id.clone();
                 let deadline_at = part.deadline_at;
-                let content = request_content(&text, part).map_err(plain)?;
-                if self.open_operations() >= self.cfg.max_operations {
-                    return Err(plain(SendError::new(
+                let operation = Some((id.clone(), MessageAddressInput::from(to.clone())));
+                let content = request_content(&text, part).map_err(|e| (SendFailure::Send(e), operation.clone()))?;
+                if self.asks.len() >= self.cfg.max_operations {
+                    let e = SendError::new(
                         SendErrorReason::NetworkUnavailable,
                         "too many collective operations are open",
-                    )));
+                    );
+                    return Err((SendFailure::Send(e), operation));
                 }
                 let guidance = self.check(op.as_str(), &to, &content).map_err(|f| (f, None))?;
                 self.sends.insert(

@@ -1,10 +1,11 @@
 //! Inbound records: each received message waits, in arrival order, until its conversation is
 //! known (kind and members' names, from `conversations/get`), then is classified and becomes a
 //! delivery, a held request, a counted answer, an applied close, or a log line. After a
-//! reconnect, the recent window is read back and records already seen are skipped.
+//! reconnect, the recent window is read back and records already seen are skipped; live pushes
+//! that arrive meanwhile wait until the recovered rows are queued.
 
 use super::wire::Record;
-use super::{Call, Endpoint, LogKind, Seen};
+use super::{Call, Endpoint, LogKind, Seen, Timer};
 use crate::harness::address::{AgentAddress, GroupAddress};
 use crate::harness::classify::{classify, Classified, Conversation};
 use crate::harness::inbound::{DirectMessage, GroupMessage, InboundItem, InboundMessage};
@@ -25,20 +26,26 @@ enum Conv {
     Unusable(String),
 }
 
+/// Lookups of one conversation that may fail for want of an answer (a timeout, a session with
+/// too many requests in flight) before its waiting records are dropped.
+pub(super) const RESOLVE_ATTEMPTS: u32 = 4;
+/// The wait before the first retry of such a lookup; each next one waits twice as long.
+pub(super) const RESOLVE_BACKOFF_MS: u64 = 1_000;
+/// The most rows one `agent/message/list` returns (servers cap `limit` at 100).
+pub(super) const MAX_RECOVERY_LIMIT: u32 = 100;
+
 #[derive(Debug, Default)]
 pub(super) struct Records {
     queue: VecDeque<Record>,
     convs: HashMap<String, Conv>,
-    /// Conversations being looked up.
+    /// Conversations being looked up, or waiting for a retry of their lookup.
     resolving: HashSet<String>,
+    /// Failed attempts to look up a conversation (timeouts), per conversation.
+    attempts: HashMap<String, u32>,
+    /// A recovery (`agent/message/list`) is outstanding: live pushes wait in `live`.
+    recovering: bool,
+    live: VecDeque<Record>,
     seen: Seen,
-}
-
-impl Records {
-    /// The connection is gone: lookups in flight failed with it and are asked again later.
-    pub(super) fn connection_lost(&mut self) {
-        self.resolving.clear();
-    }
 }
 
 fn obj<'a>(v: &'a JsonValue, key: &str) -> Option<&'a JsonValue> {
@@ -66,21 +73,82 @@ impl Endpoint {
                 .and_then(|v| Record::from_message(&v))
         };
         match record {
+            Ok(r) if wrapped && self.records.recovering => self.hold_live(r),
             Ok(r) => self.queue_record(now, r),
             Err(why) => self.log(None, LogKind::Unreadable(why)),
         }
     }
 
+    /// A live push while a recovery is outstanding waits for the recovered rows, so it cannot
+    /// overtake them (a close before the answers it lists). Bounded like the queue.
+    fn hold_live(&mut self, record: Record) {
+        if self.records.seen.contains(&record.id) {
+            return;
+        }
+        if self.records.live.len() >= self.cfg.max_pending_records.max(1) {
+            return self.log(Some(&record.id), LogKind::RecordsOverflow);
+        }
+        self.records.live.push_back(record);
+    }
+
+    /// A record joins the queue, unless it was seen. A record dropped because the queue is full
+    /// is not counted as seen: the next recovery can read it back.
     fn queue_record(&mut self, now: Millis, record: Record) {
-        if !self.records.seen.insert(&record.id) {
+        if self.records.seen.contains(&record.id) {
             return;
         }
         if self.records.queue.len() >= self.cfg.max_pending_records.max(1) {
             self.log(Some(&record.id), LogKind::RecordsOverflow);
             return;
         }
+        self.records.seen.insert(&record.id);
         self.records.queue.push_back(record);
         self.process(now);
+    }
+
+    /// The connection is gone: lookups in flight failed with it and are asked again at the
+    /// next connect, with their attempts counted afresh.
+    pub(super) fn records_connection_lost(&mut self) {
+        self.records.resolving.clear();
+        for conv in std::mem::take(&mut self.records.attempts).into_keys() {
+            self.timers.cancel(&Timer::Resolve(conv));
+        }
+    }
+
+    /// A retry of a lookup is due: the front record asks again.
+    pub(super) fn resolve_again(&mut self, now: Millis, conv_id: &str) {
+        self.records.resolving.remove(conv_id);
+        self.process(now);
+    }
+
+    /// A lookup got no answer (a timeout, or the session could not take the request): asked
+    /// again after a backoff, up to [`RESOLVE_ATTEMPTS`] times; then the records waiting on the
+    /// conversation are dropped and logged, so the queue never waits for good.
+    fn resolve_retry(&mut self, now: Millis, conv_id: &str, why: String) {
+        let attempts = self.records.attempts.entry(conv_id.to_owned()).or_insert(0);
+        *attempts += 1;
+        let n = *attempts;
+        if n >= RESOLVE_ATTEMPTS {
+            let why = format!("the conversation could not be looked up ({why}; {n} attempts)");
+            return self.conversation_failed(now, conv_id, why);
+        }
+        // Still `resolving`: nothing asks again before the timer.
+        self.records.resolving.insert(conv_id.to_owned());
+        let backoff = RESOLVE_BACKOFF_MS.saturating_mul(1 << (n - 1));
+        self.timers
+            .set(Timer::Resolve(conv_id.to_owned()), now.saturating_add(backoff));
+    }
+
+    /// Asks the server for a conversation (`call` is `conversations/get` or `agents/lookup`):
+    /// not connected, it is asked again at the next connect; a session that cannot take the
+    /// request now retries like a timeout.
+    fn resolve_call(&mut self, now: Millis, method: &str, params: &str, call: Call, conv_id: &str) {
+        if let Err(e) = self.call(now, method, params, call) {
+            self.records.resolving.remove(conv_id);
+            if self.session.state() == crate::session::SessionState::Ready {
+                self.resolve_retry(now, conv_id, format!("{method}: {}", e.error.message));
+            }
+        }
     }
 
     /// Handles records from the front while their conversation is known.
@@ -99,13 +167,8 @@ impl Endpoint {
                             "conversationId",
                             conv_id.clone().into(),
                         )]));
-                        if self
-                            .call(now, "conversations/get", &params, Call::Conversation(conv_id.clone()))
-                            .is_err()
-                        {
-                            // Not connected: asked again when the next record or connect comes.
-                            self.records.resolving.remove(&conv_id);
-                        }
+                        let call = Call::Conversation(conv_id.clone());
+                        self.resolve_call(now, "conversations/get", &params, call, &conv_id);
                     }
                     return;
                 }
@@ -116,9 +179,13 @@ impl Endpoint {
     pub(super) fn conversation_resolved(&mut self, now: Millis, conv_id: &str, result: Result<String, MoltZapError>) {
         let value = match result {
             Ok(text) => JsonValue::parse(&text).map_err(|e| format!("conversations/get answered no JSON: {e}")),
-            Err(e) if matches!(e.kind(), ErrorKind::Closed | ErrorKind::Timeout | ErrorKind::Cancelled) => {
+            Err(e) if e.kind() == ErrorKind::Closed => {
+                // The connection is gone: asked again at the next connect.
                 self.records.resolving.remove(conv_id);
                 return;
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Cancelled) => {
+                return self.resolve_retry(now, conv_id, format!("conversations/get: {}", e.error.message));
             }
             Err(e) => {
                 let why = format!("conversations/get failed: {}", e.error.message);
@@ -157,12 +224,7 @@ impl Endpoint {
                 let params =
                     crate::harness::canonical::to_canonical(&JsonValue::object([("agentIds", JsonValue::Array(list))]));
                 self.pending_kinds.insert(conv_id.to_owned(), kind);
-                if self
-                    .call(now, "agents/lookup", &params, Call::Names(conv_id.to_owned()))
-                    .is_err()
-                {
-                    self.records.resolving.remove(conv_id);
-                }
+                self.resolve_call(now, "agents/lookup", &params, Call::Names(conv_id.to_owned()), conv_id);
             }
         }
     }
@@ -184,9 +246,12 @@ impl Endpoint {
                 self.build_conv(&kind, names)
             }
             Ok(Err(e)) => Conv::Unusable(format!("agents/lookup answered no JSON: {e}")),
-            Err(e) if matches!(e.kind(), ErrorKind::Closed | ErrorKind::Timeout | ErrorKind::Cancelled) => {
+            Err(e) if e.kind() == ErrorKind::Closed => {
                 self.records.resolving.remove(conv_id);
                 return;
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Cancelled) => {
+                return self.resolve_retry(now, conv_id, format!("agents/lookup: {}", e.error.message));
             }
             Err(e) => {
                 let why = format!("agents/lookup failed: {}", e.error.message);
@@ -200,6 +265,8 @@ impl Endpoint {
     /// and dropped, and nothing is cached, so the next record asks again.
     fn conversation_failed(&mut self, now: Millis, conv_id: &str, why: String) {
         self.records.resolving.remove(conv_id);
+        self.records.attempts.remove(conv_id);
+        self.timers.cancel(&Timer::Resolve(conv_id.to_owned()));
         let (dropped, kept): (VecDeque<Record>, VecDeque<Record>) = std::mem::take(&mut self.records.queue)
             .into_iter()
             .partition(|r| r.conversation_id == conv_id);
@@ -212,6 +279,8 @@ impl Endpoint {
 
     fn conversation_known(&mut self, now: Millis, conv_id: &str, conv: Conv) {
         self.records.resolving.remove(conv_id);
+        self.records.attempts.remove(conv_id);
+        self.timers.cancel(&Timer::Resolve(conv_id.to_owned()));
         self.records.convs.insert(conv_id.to_owned(), conv);
         self.process(now);
     }
@@ -291,32 +360,38 @@ impl Endpoint {
         }
     }
 
-    /// After a reconnect: the recent window, oldest first, through the same path.
+    /// After a reconnect: the recent window (at most [`MAX_RECOVERY_LIMIT`] rows), oldest
+    /// first, through the same path. Until it is answered, live pushes wait.
     pub(super) fn recover(&mut self, now: Millis) {
         if self.cfg.recovery_limit == 0 || self.session.generation() != crate::frame::Generation::Current {
             self.process(now);
             return;
         }
-        let params = crate::harness::canonical::to_canonical(&JsonValue::object([(
-            "limit",
-            JsonValue::from(self.cfg.recovery_limit),
-        )]));
-        let _ = self.call(now, "agent/message/list", &params, Call::Recover);
+        let limit = self.cfg.recovery_limit.min(MAX_RECOVERY_LIMIT);
+        let params = crate::harness::canonical::to_canonical(&JsonValue::object([("limit", JsonValue::from(limit))]));
+        if self.call(now, "agent/message/list", &params, Call::Recover).is_ok() {
+            self.records.recovering = true;
+        }
         self.process(now);
     }
 
+    /// The recovered rows are queued (those seen are skipped), then the live pushes that waited
+    /// for them; a failed recovery releases the live pushes alone.
     pub(super) fn recovered(&mut self, now: Millis, result: Result<String, MoltZapError>) {
-        let Ok(Ok(v)) = result.map(|t| JsonValue::parse(&t)) else {
-            return;
-        };
-        let Some(JsonValue::Array(messages)) = obj(&v, "messages") else {
-            return;
-        };
-        for m in messages {
-            match Record::from_message(m) {
-                Ok(r) => self.queue_record(now, r),
-                Err(why) => self.log(None, LogKind::Unreadable(why)),
+        self.records.recovering = false;
+        let live = std::mem::take(&mut self.records.live);
+        if let Ok(Ok(v)) = result.map(|t| JsonValue::parse(&t)) {
+            if let Some(JsonValue::Array(messages)) = obj(&v, "messages") {
+                for m in messages {
+                    match Record::from_message(m) {
+                        Ok(r) => self.queue_record(now, r),
+                        Err(why) => self.log(None, LogKind::Unreadable(why)),
+                    }
+                }
             }
+        }
+        for r in live {
+            self.queue_record(now, r);
         }
     }
 }
