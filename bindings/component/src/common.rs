@@ -1,0 +1,66 @@
+//! What the three interfaces share: errors, outgoing frames, entropy, small conversions.
+
+use crate::bindings::exports::agentwire::engine::types::{CloseFrame, EngineError, ErrorKind, Outgoing};
+use agentwire_core::{Entropy, ErrorKind as Kind};
+
+/// The host's randomness through `wasi:random` (the component's one import of its own).
+pub struct WasiEntropy;
+
+impl Entropy for WasiEntropy {
+    fn fill(&mut self, buf: &mut [u8]) {
+        // wasi:random/random never fails; a host without it cannot instantiate the component.
+        getrandom::fill(buf).expect("wasi:random failed");
+    }
+}
+
+pub fn kind(k: Kind) -> ErrorKind {
+    match k {
+        Kind::Decode => ErrorKind::Decode,
+        Kind::Protocol => ErrorKind::Protocol,
+        Kind::Remote => ErrorKind::Remote,
+        Kind::Auth => ErrorKind::Auth,
+        Kind::RateLimited => ErrorKind::RateLimited,
+        Kind::Version => ErrorKind::Version,
+        Kind::Timeout => ErrorKind::Timeout,
+        Kind::Cancelled => ErrorKind::Cancelled,
+        Kind::Closed => ErrorKind::Closed,
+        Kind::Limit => ErrorKind::Limit,
+        Kind::State => ErrorKind::State,
+        Kind::Invalid => ErrorKind::Invalid,
+        Kind::Internal => ErrorKind::Internal,
+    }
+}
+
+/// An engine error from its core fields and the protocol's JSON of the whole error.
+pub fn engine_error(e: &agentwire_core::Error, json: String) -> EngineError {
+    EngineError {
+        kind: kind(e.kind),
+        code: e.code,
+        message: e.message.clone(),
+        retryable: e.retryable,
+        json,
+    }
+}
+
+pub fn outgoing(o: agentwire_core::Outgoing) -> Outgoing {
+    match o {
+        agentwire_core::Outgoing::Text(t) => Outgoing::Text(t),
+        agentwire_core::Outgoing::Binary(b) => Outgoing::Binary(b),
+        agentwire_core::Outgoing::Close { code, reason } => Outgoing::Close(CloseFrame { code, reason }),
+    }
+}
+
+/// A `u32` bound from WIT as the engine's `usize`.
+pub fn size(n: u32) -> usize {
+    n as usize
+}
+
+/// Optional JSON text from the host, parsed; `what` names the argument in the error.
+pub fn json_arg(what: &str, text: Option<String>) -> Result<Option<serde_json::Value>, agentwire_core::Error> {
+    match text {
+        None => Ok(None),
+        Some(t) => serde_json::from_str(&t)
+            .map(Some)
+            .map_err(|e| agentwire_core::Error::new(Kind::Invalid, format!("{what} is not JSON: {e}"))),
+    }
+}

@@ -1,0 +1,274 @@
+//! `agentwire:engine/switch`: the Switch `Connection` behind the `session` resource, and the
+//! engine's operation requests.
+
+use crate::bindings::exports::agentwire::engine::switch::{
+    Config, Connected, Disconnected, DomainEvent, Event, Filter, Guest, GuestSession, HttpCall, HttpRequest,
+    OpenRequest, Scope, State, Transmit, Transport, Wire,
+};
+use crate::bindings::exports::agentwire::engine::types::{CloseFrame, EngineError};
+use crate::common::{engine_error, size, WasiEntropy};
+use crate::Engine;
+use agentwire_switch::open::{OpenParams, StartFrom};
+use agentwire_switch::{ops, Connection, ConnectionConfig, SwitchError};
+use std::cell::RefCell;
+
+pub struct Session(RefCell<Connection>);
+
+fn err(e: SwitchError) -> EngineError {
+    let core = agentwire_core::Error {
+        kind: e.kind,
+        code: e.status.map(i64::from),
+        message: e.message.clone(),
+        retryable: e.retryable,
+    };
+    engine_error(&core, e.to_json().to_string())
+}
+
+fn request(r: agentwire_core::HttpRequest) -> HttpRequest {
+    HttpRequest {
+        method: r.method.as_str().to_owned(),
+        path: r.path,
+        headers: r.headers.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+        body: r.body,
+    }
+}
+
+fn wire(w: agentwire_switch::Wire) -> Wire {
+    match w {
+        agentwire_switch::Wire::WebSocket => Wire::Websocket,
+        agentwire_switch::Wire::Sse => Wire::Sse,
+    }
+}
+
+fn config(c: Config) -> ConnectionConfig {
+    let mut open = OpenParams::new(c.agent_id, c.connection_id);
+    open.rooms = c.rooms;
+    if let Some(s) = c.scope {
+        open.scope = match s {
+            Scope::Single => agentwire_switch::open::Scope::Single,
+            Scope::All => agentwire_switch::open::Scope::All,
+        };
+    }
+    if let Some(f) = c.filter {
+        open.filter = match f {
+            Filter::All => agentwire_switch::open::Filter::All,
+            Filter::Addressed => agentwire_switch::open::Filter::Addressed,
+        };
+    }
+    if let Some(after) = c.start_after {
+        open.start_from = StartFrom::After(after);
+    }
+    open.client = c.client.or(open.client);
+    open.client_version = c.client_version.or(open.client_version);
+    let mut cfg = ConnectionConfig::new(open);
+    if let Some(t) = c.transport {
+        cfg.transport = match t {
+            Transport::Websocket => agentwire_switch::Transport::WebSocket,
+            Transport::Sse => agentwire_switch::Transport::Sse,
+            Transport::Auto => agentwire_switch::Transport::Auto,
+        };
+    }
+    cfg.max_reconnect_attempts = c.max_reconnect_attempts;
+    cfg.open_timeout_ms = c.open_timeout_ms.unwrap_or(cfg.open_timeout_ms);
+    cfg.heartbeat_interval_ms = c.heartbeat_interval_ms.unwrap_or(cfg.heartbeat_interval_ms);
+    cfg.missed_heartbeats = c.missed_heartbeats.unwrap_or(cfg.missed_heartbeats);
+    cfg.beat_timeout_ms = c.beat_timeout_ms.unwrap_or(cfg.beat_timeout_ms);
+    cfg.stream_idle_timeout_ms = c.stream_idle_timeout_ms.unwrap_or(cfg.stream_idle_timeout_ms);
+    cfg.max_queued_events = c.max_queued_events.map_or(cfg.max_queued_events, size);
+    cfg
+}
+
+fn event(e: agentwire_switch::Event) -> Event {
+    use agentwire_switch::Event as E;
+    match e {
+        E::Connected { wire: w, resumed, .. } => {
+            let json = e.to_json_string();
+            Event::Connected(Connected {
+                wire: wire(w),
+                resumed,
+                json,
+            })
+        }
+        E::Event { ref event, ref gap } => {
+            let gap = gap.as_ref().map(|_| e.to_json()["gap"].to_string());
+            Event::Event(DomainEvent {
+                kind: event.kind.as_str().to_owned(),
+                room_id: event.room_id.clone(),
+                sequence: event.sequence,
+                bridge_id: event.bridge_id.clone(),
+                channel_type: event.channel_type.clone(),
+                payload: event.payload.get().to_owned(),
+                gap,
+            })
+        }
+        E::SubscriptionChanged(_) => Event::SubscriptionChanged(e.to_json_string()),
+        E::RoomReleased(_) => Event::RoomReleased(e.to_json_string()),
+        E::Control { .. } => Event::Control(e.to_json_string()),
+        E::Evicted(_) => Event::Evicted(e.to_json_string()),
+        E::Disconnected {
+            code,
+            reason,
+            retry_in_ms,
+            attempt,
+        } => Event::Disconnected(Disconnected {
+            code,
+            reason,
+            retry_in_ms,
+            attempt,
+        }),
+        E::Stopped { error } => Event::Stopped(error.map(err)),
+        E::Diagnostic(d) => Event::Diagnostic(err(d)),
+    }
+}
+
+fn transmit(t: agentwire_switch::Transmit) -> Transmit {
+    use agentwire_switch::Transmit as T;
+    match t {
+        T::Open(open) => Transmit::Open(OpenRequest {
+            wire: wire(open.wire),
+            request: request(open.request),
+        }),
+        T::Text(text) => Transmit::Text(text),
+        T::Http { id, request: r } => Transmit::Http(HttpCall {
+            id,
+            request: request(r),
+        }),
+        T::Close { code, reason } => Transmit::Close(CloseFrame { code, reason }),
+    }
+}
+
+impl Guest for Engine {
+    type Session = Session;
+
+    fn op_request(
+        agent_id: String,
+        connection_id: Option<String>,
+        name: String,
+        args: String,
+    ) -> Result<HttpRequest, EngineError> {
+        ops::op(&agent_id, connection_id.as_deref(), &name, &args)
+            .map(request)
+            .map_err(err)
+    }
+
+    fn op_result(status: u16, body: String) -> Result<String, EngineError> {
+        ops::decode_result(status, &body)
+            .map(|raw| raw.get().to_owned())
+            .map_err(err)
+    }
+
+    fn subscribe_request(
+        agent_id: String,
+        connection_id: String,
+        room_id: String,
+        takeover: bool,
+    ) -> Result<HttpRequest, EngineError> {
+        ops::subscribe(&agent_id, &connection_id, &room_id, takeover)
+            .map(request)
+            .map_err(err)
+    }
+
+    fn unsubscribe_request(
+        agent_id: String,
+        connection_id: String,
+        room_id: String,
+    ) -> Result<HttpRequest, EngineError> {
+        ops::unsubscribe(&agent_id, &connection_id, &room_id)
+            .map(request)
+            .map_err(err)
+    }
+}
+
+impl GuestSession for Session {
+    fn new(config_: Config) -> Self {
+        Session(RefCell::new(Connection::new(config(config_), Box::new(WasiEntropy))))
+    }
+
+    fn start(&self, now: u64) -> Result<(), EngineError> {
+        self.0.borrow_mut().start(now).map_err(err)
+    }
+
+    fn close(&self, now: u64) {
+        self.0.borrow_mut().close(now);
+    }
+
+    fn set_declared_rooms(&self, rooms: Vec<String>) {
+        self.0.borrow_mut().set_declared_rooms(rooms);
+    }
+
+    fn handle_open(&self, now: u64) {
+        self.0.borrow_mut().handle_open(now);
+    }
+
+    fn handle_open_failed(&self, now: u64, status: Option<u16>, body: String) {
+        self.0.borrow_mut().handle_open_failed(now, status, &body);
+    }
+
+    fn handle_text(&self, now: u64, text: String) {
+        self.0.borrow_mut().handle_text(now, &text);
+    }
+
+    fn handle_binary(&self, now: u64, bytes: Vec<u8>) {
+        self.0.borrow_mut().handle_binary(now, &bytes);
+    }
+
+    fn handle_bytes(&self, now: u64, chunk: Vec<u8>) {
+        self.0.borrow_mut().handle_bytes(now, &chunk);
+    }
+
+    fn handle_close(&self, now: u64, code: u16, reason: String) {
+        self.0.borrow_mut().handle_close(now, code, &reason);
+    }
+
+    fn handle_http_response(&self, now: u64, id: u64, status: u16, body: String) {
+        self.0.borrow_mut().handle_http_response(now, id, status, &body);
+    }
+
+    fn handle_http_failed(&self, now: u64, id: u64, reason: String) {
+        self.0.borrow_mut().handle_http_failed(now, id, &reason);
+    }
+
+    fn handle_timeout(&self, now: u64) {
+        self.0.borrow_mut().handle_timeout(now);
+    }
+
+    fn poll_transmit(&self) -> Option<Transmit> {
+        self.0.borrow_mut().poll_transmit().map(transmit)
+    }
+
+    fn poll_event(&self) -> Option<Event> {
+        self.0.borrow_mut().poll_event().map(event)
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        self.0.borrow().poll_timeout()
+    }
+
+    fn state(&self) -> State {
+        use agentwire_switch::State as S;
+        match self.0.borrow().state() {
+            S::Idle => State::Idle,
+            S::Opening => State::Opening,
+            S::Attaching => State::Attaching,
+            S::Live => State::Live,
+            S::Backoff => State::Backoff,
+            S::Stopped => State::Stopped,
+        }
+    }
+
+    fn cursor(&self) -> Option<u64> {
+        self.0.borrow().cursor()
+    }
+
+    fn rooms(&self) -> Vec<String> {
+        self.0.borrow().rooms().to_vec()
+    }
+
+    fn connection_id(&self) -> String {
+        self.0.borrow().connection_id().to_owned()
+    }
+
+    fn agent_id(&self) -> String {
+        self.0.borrow().agent_id().to_owned()
+    }
+}

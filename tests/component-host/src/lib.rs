@@ -1,0 +1,128 @@
+//! A wasmtime host for the agentwire component (`bindings/component`, WIT package
+//! `agentwire:engine@0.1.0`). It owns what the component leaves to its host: sockets, HTTP and
+//! the clock. [`Runtime`] compiles the component once; [`Instance`] is one store with the
+//! component instantiated; `rkt`, `moltzap` and `switch` drive one session each over a real
+//! socket.
+//!
+//! The component is built by `scripts/component.sh` (or `cargo build -p agentwire-component
+//! --target wasm32-wasip2 --profile component`); `AGENTWIRE_COMPONENT` overrides its path.
+
+pub mod moltzap;
+pub mod net;
+pub mod rkt;
+pub mod switch;
+pub mod ws;
+
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Config, Engine, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// The host side of the WIT world, generated from `bindings/component/wit`.
+pub mod bindings {
+    wasmtime::component::bindgen!({ world: "engine", path: "../../bindings/component/wit" });
+}
+
+pub use bindings::exports::agentwire::engine::types::{EngineError, ErrorKind, Outgoing};
+
+/// Where the component is: `AGENTWIRE_COMPONENT`, else the workspace's `component` build.
+pub fn component_path() -> PathBuf {
+    match std::env::var_os("AGENTWIRE_COMPONENT") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/wasm32-wasip2/component/agentwire_component.wasm"),
+    }
+}
+
+/// Milliseconds since the Unix epoch: the `now` every call takes.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A store's data: the WASI context the component's imports need (randomness; nothing else is
+/// granted: no files, no environment, no sockets).
+pub struct HostState {
+    ctx: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.ctx,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// The engine, the compiled component and its linker: made once, instantiated many times.
+pub struct Runtime {
+    engine: Engine,
+    component: Component,
+    linker: Linker<HostState>,
+}
+
+impl Runtime {
+    /// Compiles the component at [`component_path`].
+    pub fn load() -> Result<Runtime> {
+        let path = component_path();
+        let bytes = std::fs::read(&path).with_context(|| {
+            format!(
+                "no component at {} (build it: cargo build -p agentwire-component --target wasm32-wasip2 --profile component)",
+                path.display()
+            )
+        })?;
+        Runtime::from_bytes(&bytes)
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Runtime> {
+        let engine = Engine::new(&Config::new())?;
+        let component = Component::new(&engine, bytes)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        Ok(Runtime {
+            engine,
+            component,
+            linker,
+        })
+    }
+
+    /// Every import of the component, by name (`wasi:random/random@0.2.x`, ...).
+    pub fn imports(&self) -> Vec<String> {
+        self.component
+            .component_type()
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect()
+    }
+
+    /// Every export of the component, by name.
+    pub fn exports(&self) -> Vec<String> {
+        self.component
+            .component_type()
+            .exports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect()
+    }
+
+    /// A fresh store with the component instantiated.
+    pub fn instantiate(&self) -> Result<Instance> {
+        let state = HostState {
+            ctx: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        let engine = bindings::Engine::instantiate(&mut store, &self.component, &self.linker)?;
+        Ok(Instance { store, engine })
+    }
+}
+
+/// One instance of the component and its store.
+pub struct Instance {
+    pub store: Store<HostState>,
+    pub engine: bindings::Engine,
+}
