@@ -1,5 +1,5 @@
-//! The harness `Endpoint` under arbitrary scripts (`tests/script/endpoint.rs`): no panic, and
-//! every send it accepted ends with exactly one `SendDone`.
+//! The harness `Endpoint` under arbitrary scripts (`tests/script/endpoint.rs`), with and without
+//! the message firewall: no panic, and every send it accepted ends with exactly one `SendDone`.
 
 #[path = "script/endpoint.rs"]
 mod script;
@@ -16,11 +16,18 @@ proptest! {
 }
 
 #[test]
-fn a_busy_fixed_script_runs() {
-    let data: Vec<u8> = (0..600u32)
+fn a_busy_fixed_script_runs_with_and_without_the_firewall() {
+    let mut data: Vec<u8> = (0..600u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
-    let (sends, deliveries) = script::run(&data);
-    // The script reaches the endpoint's paths: sends are accepted and items delivered.
-    assert!(sends >= 10 && deliveries >= 5, "sends {sends}, deliveries {deliveries}");
+    for firewall in [false, true] {
+        data[0] = (data[0] & !1) | u8::from(firewall);
+        let (sends, deliveries, checks) = script::run(&data);
+        // The script reaches the endpoint's paths: sends are accepted, items delivered, and
+        // with the firewall, sends and items checked.
+        assert!(
+            sends >= 10 && deliveries >= 5 && (checks >= 10) == firewall,
+            "firewall {firewall}: sends {sends}, deliveries {deliveries}, checks {checks}"
+        );
+    }
 }

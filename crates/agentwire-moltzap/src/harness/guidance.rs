@@ -1,6 +1,7 @@
 //! The local message firewall's advice, as values: [`CheckedGuidance`] (on a send's result, or
-//! beside a delivered message or request) and [`LocalGuidance`] (beside a delivered item). No
-//! firewall is built; these are the shapes it hands over. They carry no private check trace.
+//! beside a delivered message or request) and [`LocalGuidance`] (beside a delivered item). The
+//! host's firewall hands them over through the endpoint's checks (`endpoint/firewall.rs`); no
+//! firewall policy is built in. They carry no private check trace.
 //!
 //! The spec gives these in prose, not TypeScript: the JSON field names here are its names in
 //! camelCase (`checkId`, `middlewareId`, `ruleId`), and the two instruction forms are told apart

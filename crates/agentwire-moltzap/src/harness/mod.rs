@@ -2,8 +2,9 @@
 //! as pure, sans-IO code: canonical JSON, addresses, content, the collective part on the wire,
 //! the collective id, inbound classification of a certified record, the requested-schema and
 //! answer validation, `parseMessageText`, the inbound items and the firewall's guidance as
-//! values, and the closed failures. The endpoint itself (the operations over a session, delivery
-//! and acknowledgement) is not here yet. The decisions are in `docs/protocols/moltzap-harness.md`.
+//! values, and the closed failures; and the endpoint (`endpoint`): the operations over a session,
+//! delivery and acknowledgement, the wait for the connection and the message firewall's checks.
+//! The decisions are in `docs/protocols/moltzap-harness.md`.
 
 pub mod address;
 pub mod canonical;
@@ -26,8 +27,8 @@ pub use classify::{classify, Classified, ConsumeReason, Conversation, InboundReq
 pub use collective::{AskOp, ClosePart, CollectivePart, CollectiveResponse, RecordHash, RequestPart, ResponsePart};
 pub use content::{Content, Part, MAX_CONTENT_BYTES};
 pub use endpoint::{
-    DeliveryId, Endpoint, EndpointConfig, EndpointEvent, InboundDelivery, LogEntry, LogKind, MessageFirewall,
-    OutgoingCheck, SendFailure, SendId, UnfinishedIntent,
+    CheckId, CheckSubject, DeliveryId, Endpoint, EndpointConfig, EndpointEvent, FirewallConfig, FirewallVerdict,
+    InboundDelivery, LogEntry, LogKind, OutgoingOp, SendFailure, SendId, UnfinishedIntent,
 };
 pub use errors::{
     CollectiveError, CollectiveFailure, ConnectError, ConnectErrorReason, DeliveryAcknowledgeError,

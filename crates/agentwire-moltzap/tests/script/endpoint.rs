@@ -1,15 +1,18 @@
 //! A script interpreter for the harness `Endpoint`, shared by the proptest
 //! (`tests/endpoint_props.rs`) and the fuzz target (`fuzz/fuzz_targets/endpoint.rs`): each byte
-//! pair is one step — the server answers a pending request (well, badly, or with an error),
-//! pushes a message built from a small vocabulary of collective parts, time passes, the user
-//! sends, listens, acknowledges, or the socket closes and reconnects. Checked: nothing panics,
-//! and every send id the endpoint returned ends with exactly one `SendDone`.
+//! pair is one step — the server answers a pending request (the connect too: well, badly, or
+//! with an error), pushes a message built from a small vocabulary of collective parts, time
+//! passes, the user sends, listens, acknowledges, the socket closes and reconnects at once or
+//! later (sends meanwhile wait for the connection), the host closes the endpoint, or the host
+//! answers a firewall check (admit, admit with guidance, refuse, or leave it to time out). The
+//! first byte's low bit installs the firewall. Checked: nothing panics, and every send id the
+//! endpoint returned ends with exactly one `SendDone`.
 
 use agentwire_core::SeededEntropy;
 use agentwire_moltzap::harness::{
-    AgentAddress, AnswerContent, AskOp, CollectiveId, CollectiveOperation, CollectiveResponse, DeliveryId, Endpoint,
-    EndpointConfig, EndpointEvent, JsonPath, JsonValue, MessageAddressInput, Nonce, RequestedSchema, SendId, SendInput,
-    SendOptions,
+    AgentAddress, AnswerContent, AskOp, CheckId, CheckedGuidance, CollectiveId, CollectiveOperation,
+    CollectiveResponse, DeliveryId, Endpoint, EndpointConfig, EndpointEvent, FirewallConfig, FirewallRefusal,
+    FirewallVerdict, JsonPath, JsonValue, MessageAddressInput, Nonce, RequestedSchema, SendId, SendInput, SendOptions,
 };
 use agentwire_moltzap::{Credentials, SessionConfig};
 use std::collections::{HashMap, HashSet};
@@ -24,6 +27,10 @@ pub struct Script {
     returned: HashSet<SendId>,
     done: HashMap<SendId, u32>,
     deliveries: Vec<DeliveryId>,
+    /// Firewall checks asked and not answered by the script.
+    checks: Vec<CheckId>,
+    /// Firewall checks asked in all.
+    asked: usize,
     msg: u64,
 }
 
@@ -33,13 +40,19 @@ fn schema() -> RequestedSchema {
 }
 
 impl Script {
-    pub fn new() -> Script {
+    /// `firewall`: every send and inbound item waits for the script's verdicts.
+    pub fn new(firewall: bool) -> Script {
         let mut cfg = EndpointConfig::new(AgentAddress::parse("agent:alice").unwrap());
         cfg.send_wait_ms = 40;
         cfg.max_inbox = 16;
         cfg.max_pending_records = 8;
         cfg.max_operations = 8;
         cfg.max_held_requests = 8;
+        cfg.attach_wait_ms = 300;
+        cfg.firewall = firewall.then_some(FirewallConfig {
+            check_timeout_ms: 500,
+            max_checks: 4,
+        });
         let session = SessionConfig {
             request_timeout_ms: 200,
             max_in_flight: 16,
@@ -52,6 +65,8 @@ impl Script {
             returned: HashSet::new(),
             done: HashMap::new(),
             deliveries: Vec::new(),
+            checks: Vec::new(),
+            asked: 0,
             msg: 0,
         };
         s.connect();
@@ -93,6 +108,10 @@ impl Script {
                     assert_eq!(self.done[&send], 1, "two SendDone for {send:?}");
                 }
                 EndpointEvent::Delivery(d) => self.deliveries.push(d.id),
+                EndpointEvent::FirewallCheck { check, .. } => {
+                    self.asked += 1;
+                    self.checks.push(check);
+                }
                 _ => {}
             }
         }
@@ -230,6 +249,55 @@ impl Script {
         }
     }
 
+    /// The host answers a check (or leaves it to time out).
+    fn verdict(&mut self, arg: u8) {
+        let check = self.checks.remove(usize::from(arg) % self.checks.len());
+        let verdict = match (arg / 8) % 4 {
+            0 => FirewallVerdict::Admit(None),
+            1 => FirewallVerdict::Admit(Some(CheckedGuidance {
+                check_id: check.to_string(),
+                subjects: Vec::new(),
+                instructions: Vec::new(),
+            })),
+            2 => FirewallVerdict::Refuse {
+                refusal: FirewallRefusal::ALL[usize::from(arg / 32) % FirewallRefusal::ALL.len()],
+                feedback: None,
+            },
+            _ => return,
+        };
+        let _ = self.ep.firewall_verdict(self.now, check, verdict);
+    }
+
+    /// The connection: lost and made again at once, lost, closed by the host, or a new socket
+    /// whose connect the server answers later.
+    fn connection(&mut self, arg: u8) {
+        match arg % 16 {
+            0 => {
+                self.ep.handle_close(self.now, 1006, "");
+                self.pending.clear();
+                self.pump();
+                self.connect();
+            }
+            1 => {
+                self.ep.handle_close(self.now, 1006, "");
+                self.pending.clear();
+            }
+            2 => {
+                self.ep.close(self.now, 1000, "");
+                self.pending.clear();
+            }
+            3 => {
+                if self.ep.session().state() == agentwire_moltzap::session::SessionState::Closed {
+                    self.ep.handle_open(self.now);
+                }
+                let _ = self
+                    .ep
+                    .connect(self.now, Credentials::AgentKey("moltzap_agent_k".into()));
+            }
+            _ => {}
+        }
+    }
+
     /// One step.
     pub fn step(&mut self, op: u8, arg: u8) {
         match op % 10 {
@@ -253,12 +321,8 @@ impl Script {
                     self.ep.unlisten();
                 }
             }
-            8 if arg.is_multiple_of(16) => {
-                self.ep.handle_close(self.now, 1006, "");
-                self.pending.clear();
-                self.pump();
-                self.connect();
-            }
+            8 if arg % 16 < 4 => self.connection(arg),
+            9 if !self.checks.is_empty() => self.verdict(arg),
             _ => self
                 .ep
                 .handle_text(self.now, &String::from_utf8_lossy(&[op, arg, b'{', b'}'])),
@@ -267,8 +331,8 @@ impl Script {
     }
 
     /// The end: the socket closes and time passes every deadline; every returned send ended once.
-    /// Returns (sends accepted, deliveries seen).
-    pub fn finish(mut self) -> (usize, usize) {
+    /// Returns (sends accepted, deliveries seen, firewall checks asked).
+    pub fn finish(mut self) -> (usize, usize, usize) {
         self.ep.handle_close(self.now, 1000, "");
         self.pump();
         for _ in 0..4 {
@@ -279,13 +343,14 @@ impl Script {
         for id in &self.returned {
             assert_eq!(self.done.get(id), Some(&1), "send {id:?} did not end exactly once");
         }
-        (self.returned.len(), self.deliveries.len())
+        (self.returned.len(), self.deliveries.len(), self.asked)
     }
 }
 
-/// Runs a whole script: (sends accepted, deliveries seen).
-pub fn run(data: &[u8]) -> (usize, usize) {
-    let mut s = Script::new();
+/// Runs a whole script: (sends accepted, deliveries seen, firewall checks asked). The first
+/// byte's low bit installs the firewall.
+pub fn run(data: &[u8]) -> (usize, usize, usize) {
+    let mut s = Script::new(data.first().is_some_and(|b| b & 1 == 1));
     for pair in data.chunks(2).take(400) {
         s.step(pair[0], pair.get(1).copied().unwrap_or(0));
     }

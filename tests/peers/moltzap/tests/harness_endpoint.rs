@@ -10,7 +10,9 @@ use agentwire_moltzap::harness::{
     DeliveryId, Endpoint, EndpointConfig, EndpointEvent, InboundItem, InboundMessage, JsonValue, LogKind,
     MessageAddress, MessageAddressInput, RequestedSchema, SendErrorReason, SendFailure, SendId, SendInput, SendOptions,
 };
-use agentwire_moltzap::harness::{FailureDelivery, JsonPath};
+use agentwire_moltzap::harness::{
+    CheckSubject, FailureDelivery, FirewallConfig, FirewallRefusal, FirewallVerdict, JsonPath, OutgoingOp,
+};
 use agentwire_moltzap::session::SessionConfig;
 use agentwire_moltzap::{Credentials, GenerationChoice};
 use agentwire_peer_moltzap::{Faults, Generation, PeerConfig, PeerHandle};
@@ -142,6 +144,25 @@ async fn party(h: &PeerHandle, name: &str, generation: GenerationChoice) -> Part
 }
 
 async fn party_with(h: &PeerHandle, name: &str, session: SessionConfig) -> Party {
+    let mut p = unconnected(h, name, session, |_| {}).await;
+    run_until(&mut [&mut p], WAIT, |ps| {
+        ps[0]
+            .events
+            .iter()
+            .any(|e| matches!(e, EndpointEvent::Connected { .. }))
+    })
+    .await;
+    p.ep.listen().unwrap();
+    p
+}
+
+/// A party whose socket is open and whose connect has gone out, not yet answered.
+async fn unconnected(
+    h: &PeerHandle,
+    name: &str,
+    session: SessionConfig,
+    tune: impl FnOnce(&mut EndpointConfig),
+) -> Party {
     let (_, key) = register(h, name).await;
     let (sink, mut stream) = ws(h).await.split();
     let (itx, rx) = mpsc::unbounded_channel();
@@ -169,28 +190,20 @@ async fn party_with(h: &PeerHandle, name: &str, session: SessionConfig) -> Party
     });
     let mut cfg = EndpointConfig::new(AgentAddress::parse(&format!("agent:{name}")).unwrap());
     cfg.send_wait_ms = 300;
+    tune(&mut cfg);
     let seed = name
         .bytes()
         .fold(7u64, |a, b| a.wrapping_mul(31).wrapping_add(u64::from(b)));
     let mut ep = Endpoint::new(cfg, session, Box::new(SeededEntropy::new(seed)));
     ep.handle_open(now());
     ep.connect(now(), Credentials::AgentKey(key)).unwrap();
-    let mut p = Party {
+    Party {
         name: name.to_owned(),
         ep,
         tx: sink,
         rx,
         events: Vec::new(),
-    };
-    run_until(&mut [&mut p], WAIT, |ps| {
-        ps[0]
-            .events
-            .iter()
-            .any(|e| matches!(e, EndpointEvent::Connected { .. }))
-    })
-    .await;
-    p.ep.listen().unwrap();
-    p
+    }
 }
 
 async fn parties(h: &PeerHandle, names: &[&str]) -> Vec<Party> {
@@ -696,4 +709,112 @@ async fn an_unfinished_intent_keeps_its_post_id_and_the_server_keeps_one_post() 
         panic!()
     };
     assert_eq!(d.post_id, intent.post_id);
+}
+
+#[tokio::test]
+async fn a_send_issued_while_connecting_waits_for_the_connection() {
+    let h = current().await;
+    let mut b = party(&h, "bob", GenerationChoice::Current).await;
+    // alice sends before her connect is answered: the send waits, then goes out.
+    let mut a = unconnected(&h, "alice", SessionConfig::default(), |_| {}).await;
+    let s = a.send(text("agent:bob", "early")).unwrap();
+    assert!(a.done(s).is_none());
+    run_until(&mut [&mut a, &mut b], WAIT, |ps| {
+        ps[0].done(s).is_some() && ps[1].deliveries().len() == 1
+    })
+    .await;
+    assert_eq!(a.done(s), Some(Ok(Default::default())));
+    let InboundItem::Multicast {
+        message: InboundMessage::Direct(d),
+    } = &b.deliveries()[0].1
+    else {
+        panic!()
+    };
+    assert_eq!(d.content.to_canonical(), r#"[{"text":"early","type":"text"}]"#);
+}
+
+/// The checks a party was asked and has not answered, in order.
+fn open_checks(
+    p: &Party,
+    answered: &[agentwire_moltzap::harness::CheckId],
+) -> Vec<(agentwire_moltzap::harness::CheckId, CheckSubject)> {
+    p.events
+        .iter()
+        .filter_map(|e| match e {
+            EndpointEvent::FirewallCheck { check, subject } if !answered.contains(check) => {
+                Some((*check, subject.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_firewall_checks_sends_and_admits_items_end_to_end() {
+    let h = current().await;
+    let mut a = party(&h, "alice", GenerationChoice::Current).await;
+    let mut b = unconnected(&h, "bob", SessionConfig::default(), |c| {
+        c.firewall = Some(FirewallConfig::default())
+    })
+    .await;
+    run_until(&mut [&mut b], WAIT, |ps| {
+        ps[0]
+            .events
+            .iter()
+            .any(|e| matches!(e, EndpointEvent::Connected { .. }))
+    })
+    .await;
+    b.ep.listen().unwrap();
+    let mut answered = Vec::new();
+    // bob's firewall withholds one multicast and admits the next.
+    a.send(text("agent:bob", "withhold me")).unwrap();
+    run_until(&mut [&mut a, &mut b], WAIT, |ps| open_checks(ps[1], &[]).len() == 1).await;
+    let (c1, _) = open_checks(&b, &answered)[0].clone();
+    assert!(b.ep.firewall_verdict(
+        now(),
+        c1,
+        FirewallVerdict::Refuse {
+            refusal: FirewallRefusal::Prohibited,
+            feedback: None,
+        }
+    ));
+    answered.push(c1);
+    // A gather from alice: bob's firewall admits the request, then bob's answer.
+    let send = a.send(ask("agent:bob", AskOp::Gather, 30)).unwrap();
+    run_until(&mut [&mut a, &mut b], WAIT, |ps| {
+        !open_checks(ps[1], &answered).is_empty()
+    })
+    .await;
+    let (c2, subject) = open_checks(&b, &answered)[0].clone();
+    assert!(
+        matches!(subject, CheckSubject::Inbound(InboundItem::CollectiveRequest { .. })),
+        "{subject:?}"
+    );
+    assert!(b.ep.firewall_verdict(now(), c2, FirewallVerdict::Admit(None)));
+    answered.push(c2);
+    run_until(&mut [&mut a, &mut b], WAIT, |ps| ps[1].requests().len() == 1).await;
+    assert_eq!(b.deliveries().len(), 1, "the withheld multicast is not shown");
+    let reply = b.send(decline("agent:alice")).unwrap();
+    run_until(&mut [&mut a, &mut b], WAIT, |ps| {
+        !open_checks(ps[1], &answered).is_empty()
+    })
+    .await;
+    let (c3, subject) = open_checks(&b, &answered)[0].clone();
+    assert!(
+        matches!(
+            subject,
+            CheckSubject::Outgoing {
+                op: OutgoingOp::Answer,
+                ..
+            }
+        ),
+        "{subject:?}"
+    );
+    assert!(b.ep.firewall_verdict(now(), c3, FirewallVerdict::Admit(None)));
+    run_until(&mut [&mut a, &mut b], WAIT, |ps| {
+        ps[0].results().len() == 1 && ps[1].done(reply).is_some()
+    })
+    .await;
+    assert!(a.done(send).unwrap().is_ok() && b.done(reply).unwrap().is_ok());
+    assert_eq!(outcomes(&a.results()[0]), vec![("agent:bob".into(), "declined")]);
 }

@@ -2,6 +2,7 @@
 //! conversation, an all_gather's answers held by record hash until the requester's close, and
 //! the result that close gives.
 
+use super::firewall::{Admission, OutgoingOp};
 use super::{Endpoint, LogKind, SendFailure, SendId, Timer};
 use crate::harness::address::{AgentAddress, MessageAddress, MessageAddressInput};
 use crate::harness::classify::{Conversation, InboundRequest};
@@ -20,6 +21,11 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq)]
 enum State {
+    /// Waiting for the firewall's admission: not presented, cannot be answered.
+    Admitting,
+    /// Withheld by the firewall: never presented, never answerable; an all_gather's close
+    /// still gives its result.
+    Withheld,
     /// Presented and open for an answer.
     Open,
     /// Kept for its close, never presented (it arrived past its deadline).
@@ -46,12 +52,17 @@ pub(super) struct Held {
     answers: BTreeMap<RecordHash, (AgentAddress, CollectiveResponse)>,
     /// A close that arrived while this member's own answer was being certified.
     waiting_close: Option<(String, ClosePart)>,
+    /// The firewall's admission of the request (none without a firewall): the question of the
+    /// result its close gives.
+    admission: Option<Admission>,
 }
 
 impl Endpoint {
     /// A request (`late`: an all_gather request past its deadline, kept for its close only).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn hold_request(
         &mut self,
+        now: Millis,
         record: &str,
         post_id: PostId,
         conversation: &Conversation,
@@ -93,26 +104,54 @@ impl Endpoint {
                 question: request.question.clone(),
                 schema: request.part.requested_schema.clone(),
                 deadline_at,
-                state: if late { State::Late } else { State::Open },
+                state: match (late, self.firewall.is_some()) {
+                    (true, _) => State::Late,
+                    (false, true) => State::Admitting,
+                    (false, false) => State::Open,
+                },
                 answers: BTreeMap::new(),
                 waiting_close: None,
+                admission: None,
             },
         );
-        if !late {
-            self.deliver(InboundItem::CollectiveRequest {
-                op: request.part.op,
-                id,
-                post_id,
-                from: sender.clone(),
-                to: MessageAddressInput::from(address),
-                question: request.question,
-                requested_schema: request.part.requested_schema,
-                deadline_at,
-            });
+        let item = InboundItem::CollectiveRequest {
+            op: request.part.op,
+            id: id.clone(),
+            post_id,
+            from: sender.clone(),
+            to: MessageAddressInput::from(address),
+            question: request.question,
+            requested_schema: request.part.requested_schema,
+            deadline_at,
+        };
+        let admission = self.admit_item(now, record, item, Some((id.clone(), !late)));
+        if let Some(h) = self.held.get_mut(&id) {
+            h.admission = admission;
         }
     }
 
-    /// An answer to the one open request in `to`: matched, validated, checked, then posted.
+    /// The firewall decided on a held request: the decision stands for its result's question,
+    /// and a withheld request can never be answered.
+    pub(super) fn request_admitted(&mut self, id: &CollectiveId, admission: &Admission) {
+        if let Some(h) = self.held.get_mut(id) {
+            h.admission = Some(admission.clone());
+            if matches!(admission, Admission::Withheld(_)) && h.state == State::Admitting {
+                h.state = State::Withheld;
+            }
+        }
+    }
+
+    /// An admitted request reached the runtime: it is open for an answer.
+    pub(super) fn request_presented(&mut self, id: &CollectiveId) {
+        if let Some(h) = self.held.get_mut(id) {
+            if h.state == State::Admitting {
+                h.state = State::Open;
+            }
+        }
+    }
+
+    /// An answer to the one open request in `to`: matched and validated now; then checked, and
+    /// matched again (claimed) just before it is posted.
     pub(super) fn start_answer(
         &mut self,
         now: Millis,
@@ -148,40 +187,48 @@ impl Endpoint {
             response,
         })
         .map_err(|e| (SendFailure::Send(e.as_reply()), operation.clone()))?;
-        let guidance = self.check_answer(&to, &content).map_err(|f| (f, None))?;
-        // Matched again after the check: a request that closed or expired meanwhile refuses it.
-        match self.held.get_mut(&id) {
-            Some(h) if h.state == State::Open && now < h.deadline_at => h.state = State::Answering,
-            _ => {
-                let failure = CollectiveError {
-                    id,
-                    failure: CollectiveFailure::RequestExpired,
-                };
-                return Err((failure.into(), operation));
-            }
-        }
-        self.sends.insert(
-            send,
-            super::outgoing::PendingSend {
-                options,
-                kind: super::outgoing::Kind::Answer {
-                    request: id,
-                    to: to.clone(),
-                },
-                guidance,
-            },
-        );
-        self.post(now, send, None, &to, &content);
+        let check = self
+            .check_send(now, send, OutgoingOp::Answer, &to, &content)
+            .map_err(|f| (f, None))?;
+        let kind = super::outgoing::Kind::Answer {
+            request: id,
+            to,
+            content,
+        };
+        self.register(now, send, options, kind, check);
         Ok(())
     }
 
+    /// Matched again just before the answer is posted, and claimed: a request that closed or
+    /// expired meanwhile (its check, the wait for the connection) refuses it as
+    /// `request-expired`, one answered meanwhile as `request-answered`.
+    pub(super) fn claim(
+        &mut self,
+        now: Millis,
+        id: &CollectiveId,
+        to: &MessageAddress,
+    ) -> Result<(), CollectiveFailure> {
+        match self.held.get_mut(id) {
+            Some(h) if h.state == State::Open && now < h.deadline_at => {
+                h.state = State::Answering;
+                Ok(())
+            }
+            Some(h) if matches!(h.state, State::Answering | State::Answered) => {
+                Err(CollectiveFailure::RequestAnswered(to.clone()))
+            }
+            _ => Err(CollectiveFailure::RequestExpired),
+        }
+    }
+
     /// The one request open in `to`: received, presented, not answered, before its deadline and
-    /// close.
+    /// close. Requests never presented (late, waiting for admission, withheld) do not count.
     fn open_request(&self, now: Millis, to: &MessageAddress) -> Result<CollectiveId, CollectiveFailure> {
         let here: Vec<(&CollectiveId, &Held)> = self
             .held
             .iter()
-            .filter(|(_, h)| &h.conversation == to && h.state != State::Late)
+            .filter(|(_, h)| {
+                &h.conversation == to && !matches!(h.state, State::Late | State::Admitting | State::Withheld)
+            })
             .collect();
         let open: Vec<&CollectiveId> = here
             .iter()
@@ -315,7 +362,7 @@ impl Endpoint {
     }
 
     /// Builds the result from exactly the answers the close lists, as the requester did.
-    fn apply_close(&mut self, _now: Millis, record: &str, id: &CollectiveId, close: ClosePart) {
+    fn apply_close(&mut self, now: Millis, record: &str, id: &CollectiveId, close: ClosePart) {
         let Some(h) = self.held.get(id) else {
             return;
         };
@@ -361,12 +408,13 @@ impl Endpoint {
             QuestionOrWithheld::Text(h.question.clone()),
             outcomes,
         );
+        let question = h.admission.clone();
         if let Some(h) = self.held.get_mut(id) {
             h.state = State::Closed;
         }
         self.log(Some(record), LogKind::CloseApplied);
         if let Ok(result) = result {
-            self.deliver(InboundItem::CollectiveResult(result));
+            self.admit_result(now, result, question);
         }
     }
 }

@@ -28,6 +28,8 @@ pub(super) enum Post {
 
 #[derive(Debug, Clone, PartialEq)]
 enum Stage {
+    /// Waiting for its firewall check or the connection: nothing posted yet.
+    Waiting,
     /// Members being looked up.
     Resolving,
     /// Posts out; answers counted.
@@ -80,7 +82,7 @@ impl Ask {
             content,
             posts: BTreeMap::new(),
             answers: BTreeMap::new(),
-            stage: Stage::Resolving,
+            stage: Stage::Waiting,
         }
     }
 
@@ -117,6 +119,13 @@ pub(super) fn outcome_of(response: &CollectiveResponse, schema: &RequestedSchema
 }
 
 impl Endpoint {
+    /// The send went out: its members are looked up.
+    pub(super) fn ask_launched(&mut self, id: &CollectiveId) {
+        if let Some(ask) = self.asks.get_mut(id) {
+            ask.stage = Stage::Resolving;
+        }
+    }
+
     /// The members are known: post the request(s) and start the clocks.
     pub(super) fn ask_resolved(&mut self, now: Millis, id: &CollectiveId) {
         let Some(ask) = self.asks.get_mut(id) else {
@@ -275,10 +284,17 @@ impl Endpoint {
         }
     }
 
-    /// The requester's deadline: the operation completes with what it has.
+    /// The requester's deadline: the operation completes with what it has. One still waiting
+    /// for its check or the connection fails `deadline-passed`, with nothing posted.
     pub(super) fn deadline(&mut self, now: Millis, id: &CollectiveId) {
         if let Some(ask) = self.asks.get(id) {
-            if ask.stage == Stage::Running {
+            if ask.stage == Stage::Waiting {
+                let failure = CollectiveError {
+                    id: id.clone(),
+                    failure: CollectiveFailure::DeadlinePassed,
+                };
+                self.abort(ask.send, failure.into());
+            } else if ask.stage == Stage::Running {
                 let send = ask.send;
                 self.succeed(send, Some(id.clone()));
                 self.complete(now, id);
@@ -356,7 +372,7 @@ impl Endpoint {
                 let Some(ask) = self.asks.remove(id) else {
                     return;
                 };
-                self.deliver_result(ask, outcomes);
+                self.deliver_result(now, ask, outcomes);
             }
             AskOp::AllGather => {
                 let included: Vec<RecordHash> = ask
@@ -385,7 +401,7 @@ impl Endpoint {
     }
 
     /// The close was certified (the result is delivered) or not (`operationFailed`).
-    pub(super) fn close_answered(&mut self, _now: Millis, id: &CollectiveId, result: Result<String, MoltZapError>) {
+    pub(super) fn close_answered(&mut self, now: Millis, id: &CollectiveId, result: Result<String, MoltZapError>) {
         match result {
             Ok(_) => {
                 let Some(mut ask) = self.asks.remove(id) else {
@@ -395,7 +411,7 @@ impl Endpoint {
                     Stage::Closing(o) => o,
                     _ => return,
                 };
-                self.deliver_result(ask, outcomes);
+                self.deliver_result(now, ask, outcomes);
             }
             Err(e) => {
                 let to = self.asks.get(id).map(|a| a.to.to_string()).unwrap_or_default();
@@ -413,7 +429,7 @@ impl Endpoint {
 
     fn close_failed(&mut self, id: &CollectiveId, error: String) {
         if let Some(ask) = self.asks.remove(id) {
-            self.deliver(InboundItem::OperationFailed {
+            self.admit_local(InboundItem::OperationFailed {
                 id: id.clone(),
                 to: ask.to.into(),
                 error,
@@ -421,7 +437,8 @@ impl Endpoint {
         }
     }
 
-    fn deliver_result(&mut self, ask: Ask, outcomes: Vec<MemberOutcome>) {
+    /// The requester's result: its question is its own text, so only the answers are checked.
+    fn deliver_result(&mut self, now: Millis, ask: Ask, outcomes: Vec<MemberOutcome>) {
         if let Ok(result) = CollectiveResult::new(
             ask.op,
             ask.id,
@@ -429,7 +446,7 @@ impl Endpoint {
             QuestionOrWithheld::Text(ask.question),
             outcomes,
         ) {
-            self.deliver(InboundItem::CollectiveResult(result));
+            self.admit_result(now, result, None);
         }
     }
 }

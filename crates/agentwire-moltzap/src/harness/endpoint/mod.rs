@@ -9,27 +9,37 @@
 //!   reported, and replayed on the next `listen` until [`Endpoint::acknowledge`]d.
 //! - Records the endpoint consumes (answers, closes, malformed parts, ...) are acknowledged by
 //!   it and reported as [`EndpointEvent::Logged`], never delivered.
+//! - With a message firewall installed ([`EndpointConfig::firewall`]), every send and every
+//!   inbound item waits for the host's verdict: [`EndpointEvent::FirewallCheck`] asks,
+//!   [`Endpoint::firewall_verdict`] answers (`firewall.rs`).
+//! - A send issued while the endpoint is attaching waits for the connection, at most
+//!   [`EndpointConfig::attach_wait_ms`] (`gate.rs`).
 //!
 //! The mapping onto MoltZap and every decision are in `docs/protocols/moltzap-harness.md`.
 
 mod answers;
 mod asks;
+mod firewall;
+#[cfg(test)]
+mod firewall_tests;
+mod gate;
+#[cfg(test)]
+mod gate_tests;
 mod outgoing;
 mod records;
 #[cfg(test)]
 mod scripted_tests;
 mod wire;
 
-use super::address::{AgentAddress, MessageAddress};
+use super::address::AgentAddress;
 use super::classify::ConsumeReason;
-use super::content::Content;
 use super::errors::{
     CollectiveError, ConnectError, ConnectErrorReason, DeliveryAcknowledgeError, DeliveryAcknowledgeErrorReason,
     FirewallSendError, ListenError, ListenErrorReason, SendError,
 };
-use super::guidance::{CheckedGuidance, LocalGuidance};
+use super::guidance::LocalGuidance;
 use super::id::CollectiveId;
-use super::inbound::InboundItem;
+use super::inbound::{InboundItem, Withheld};
 use super::send::SendResult;
 use crate::frame::Generation;
 use crate::session::{Credentials, Event, RequestId, Session, SessionConfig};
@@ -37,6 +47,7 @@ use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt;
 
+pub use firewall::{CheckId, CheckSubject, FirewallConfig, FirewallVerdict, OutgoingOp};
 pub use outgoing::UnfinishedIntent;
 
 /// How an endpoint runs. [`EndpointConfig::new`] gives the documented defaults.
@@ -63,6 +74,14 @@ pub struct EndpointConfig {
     /// (current generation; default 100, 0 = none; more than 100 asks for 100, the most a
     /// server returns). Records already seen are skipped.
     pub recovery_limit: u32,
+    /// How long a send issued while the endpoint is attaching (the socket opening, the connect
+    /// in flight, the connection lost and not closed by [`Endpoint::close`]) waits for
+    /// `Connected` before it fails `network-unavailable` (default 10,000 ms): the spec's
+    /// `ROUTER_ATTACH_TIMEOUT`.
+    pub attach_wait_ms: u64,
+    /// The message firewall (default none): when set, every send and every inbound item waits
+    /// for the host's verdict on an [`EndpointEvent::FirewallCheck`].
+    pub firewall: Option<FirewallConfig>,
 }
 
 impl EndpointConfig {
@@ -75,6 +94,8 @@ impl EndpointConfig {
             max_operations: 1_024,
             max_held_requests: 1_024,
             recovery_limit: 100,
+            attach_wait_ms: 10_000,
+            firewall: None,
         }
     }
 }
@@ -127,22 +148,6 @@ pub struct InboundDelivery {
     pub guidance: Option<LocalGuidance>,
 }
 
-/// What an outgoing check sees: the operation about to be posted.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutgoingCheck<'a> {
-    /// `multicast`, `gather`, `all_gather` or `answer`.
-    pub op: &'static str,
-    pub to: &'a MessageAddress,
-    /// The content that would be certified.
-    pub content: &'a Content,
-}
-
-/// The optional message firewall: a pluggable check (none is built in). A refusal fails the
-/// send with nothing posted; an admitted send may carry the check's guidance.
-pub trait MessageFirewall {
-    fn check(&mut self, send: &OutgoingCheck<'_>) -> Result<Option<CheckedGuidance>, FirewallSendError>;
-}
-
 /// Why a record was consumed without delivery, or what else the endpoint noted.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LogKind {
@@ -168,6 +173,9 @@ pub enum LogKind {
     InboxOverflow(DeliveryId),
     /// Too many records waiting for resolution: this one was dropped.
     RecordsOverflow,
+    /// The firewall withheld this multicast or request: it is never delivered (a withheld
+    /// request is never answerable; an all_gather's close still gives its result).
+    Withheld(Withheld),
 }
 
 /// One log line: the record it is about (a message id), if any.
@@ -192,6 +200,11 @@ pub enum EndpointEvent {
     },
     /// An item for the runtime (only while listening; replayed until acknowledged).
     Delivery(InboundDelivery),
+    /// The firewall is asked about `subject`: answer with [`Endpoint::firewall_verdict`].
+    FirewallCheck {
+        check: CheckId,
+        subject: CheckSubject,
+    },
     Logged(LogEntry),
     /// The session's diagnostics (frames that could not be decoded, ...), passed through.
     Diagnostic(crate::MoltZapError),
@@ -228,6 +241,10 @@ enum Timer {
     Forget(CollectiveId),
     /// A conversation lookup that got no answer is asked again.
     Resolve(String),
+    /// A send's wait for the connection ends.
+    Attach(SendId),
+    /// A firewall check's wait for its verdict ends.
+    Check(CheckId),
 }
 
 /// The endpoint. See the module documentation.
@@ -235,7 +252,9 @@ pub struct Endpoint {
     cfg: EndpointConfig,
     session: Session,
     entropy: Box<dyn Entropy + Send>,
-    firewall: Option<Box<dyn MessageFirewall + Send>>,
+    firewall: Option<firewall::Firewall>,
+    /// Whether a connection is expected (sends wait for it).
+    attach: gate::Attach,
     calls: HashMap<RequestId, Call>,
     timers: Timers<Timer>,
     events: VecDeque<EndpointEvent>,
@@ -263,10 +282,10 @@ impl Endpoint {
         // The session's own request ids do not need randomness; it gets a fixed source.
         let session = Session::new(session, Box::new(agentwire_core::SeededEntropy::new(0)));
         Endpoint {
-            cfg,
             session,
             entropy,
-            firewall: None,
+            firewall: cfg.firewall.map(firewall::Firewall::new),
+            attach: gate::Attach::Idle,
             calls: HashMap::new(),
             timers: Timers::new(),
             events: VecDeque::new(),
@@ -281,13 +300,8 @@ impl Endpoint {
             next_delivery: 1,
             listening: false,
             was_connected: false,
+            cfg,
         }
-    }
-
-    /// Installs a message firewall: every operation is checked before it posts.
-    pub fn with_firewall(mut self, firewall: Box<dyn MessageFirewall + Send>) -> Endpoint {
-        self.firewall = Some(firewall);
-        self
     }
 
     pub fn agent(&self) -> &AgentAddress {
@@ -303,13 +317,17 @@ impl Endpoint {
     pub fn connect(&mut self, now: Millis, credentials: Credentials) -> Result<(), ConnectError> {
         self.session
             .connect(now, credentials)
-            .map(|_| ())
+            .map(|_| self.attach = gate::Attach::Expected)
             .map_err(|e| ConnectError::with_detail(ConnectErrorReason::TransportFailed, e.error.message))
     }
 
     // ---- the socket and the clock ----
 
+    /// The socket is open: sends from now on wait for the connection (bounded).
     pub fn handle_open(&mut self, now: Millis) {
+        if self.session.state() == crate::session::SessionState::Closed {
+            self.attach = gate::Attach::Expected;
+        }
         self.session.handle_open(now);
     }
 
@@ -338,6 +356,8 @@ impl Endpoint {
                     self.held.remove(&id);
                 }
                 Timer::Resolve(conv) => self.resolve_again(now, &conv),
+                Timer::Attach(send) => self.attach_wait_over(send),
+                Timer::Check(check) => self.check_expired(now, check),
             }
         }
     }
@@ -357,9 +377,13 @@ impl Endpoint {
         self.events.pop_front()
     }
 
-    /// Closes the socket (the session sends the close).
-    pub fn close(&mut self, code: u16, reason: &str) {
+    /// Closes the socket (the session sends the close). No connection is expected after it:
+    /// sends still waiting for one fail `network-unavailable`, and new ones fail at once (until
+    /// the next `handle_open`).
+    pub fn close(&mut self, now: Millis, code: u16, reason: &str) {
         self.session.close(code, reason);
+        self.drain(now);
+        self.detached("the endpoint was closed");
     }
 
     // ---- the message subscription ----
@@ -397,14 +421,11 @@ impl Endpoint {
         self.inbox.len()
     }
 
-    fn deliver(&mut self, item: InboundItem) {
+    /// Into the inbox (and to the subscriber): the item is admitted, or no firewall is installed.
+    fn deliver(&mut self, item: InboundItem, guidance: Option<LocalGuidance>) {
         let id = DeliveryId(self.next_delivery);
         self.next_delivery += 1;
-        let delivery = InboundDelivery {
-            id,
-            item,
-            guidance: None,
-        };
+        let delivery = InboundDelivery { id, item, guidance };
         if self.inbox.len() >= self.cfg.max_inbox.max(1) {
             if let Some((&oldest, _)) = self.inbox.iter().next() {
                 self.inbox.remove(&oldest);
@@ -425,8 +446,7 @@ impl Endpoint {
     }
 
     fn done(&mut self, send: SendId, outcome: Result<SendResult, SendFailure>) {
-        if self.sends.remove(&send).is_some() {
-            self.timers.cancel(&Timer::SendWait(send));
+        if self.end_send(send).is_some() {
             self.events.push_back(EndpointEvent::SendDone { send, outcome });
         }
     }
@@ -441,6 +461,7 @@ impl Endpoint {
                         self.recover(now);
                     }
                     self.was_connected = true;
+                    self.attached(now);
                 }
                 Event::ConnectFailed { error, .. } => {
                     let reason = match error.kind() {
@@ -448,11 +469,13 @@ impl Endpoint {
                         ErrorKind::Decode | ErrorKind::Protocol => ConnectErrorReason::DecodeFailed,
                         _ => ConnectErrorReason::TransportFailed,
                     };
+                    let why = format!("the connection failed ({})", error.error.message);
                     self.events
                         .push_back(EndpointEvent::ConnectFailed(ConnectError::with_detail(
                             reason,
                             error.error.message,
                         )));
+                    self.detached(&why);
                 }
                 Event::Response { id, result } => {
                     if let Some(call) = self.calls.remove(&id) {
@@ -528,7 +551,7 @@ mod tests {
     //! (`tests/peers/moltzap/tests/harness_endpoint.rs`).
     use super::*;
     use crate::harness::address::MessageAddressInput;
-    use crate::harness::errors::{FirewallRefusal, SendErrorReason};
+    use crate::harness::errors::SendErrorReason;
     use crate::harness::send::{CollectiveOperation, SendInput, SendOptions};
     use agentwire_core::SeededEntropy;
 
@@ -563,7 +586,7 @@ mod tests {
     }
 
     #[test]
-    fn a_send_before_the_connection_is_ready_is_network_unavailable_and_posts_nothing() {
+    fn a_send_before_any_socket_is_opened_is_network_unavailable_and_posts_nothing() {
         let mut ep = endpoint();
         let Err(SendFailure::Send(e)) = ep.send(0, text("agent:bob", "hi"), SendOptions::default()) else {
             panic!()
@@ -623,27 +646,6 @@ mod tests {
             panic!()
         };
         assert_eq!(e.reason, SendErrorReason::ContentInvalid);
-        assert!(ep.poll_transmit().is_none());
-    }
-
-    struct Refuse;
-    impl MessageFirewall for Refuse {
-        fn check(&mut self, send: &OutgoingCheck<'_>) -> Result<Option<CheckedGuidance>, FirewallSendError> {
-            assert_eq!(send.op, "multicast");
-            Err(FirewallSendError::new(
-                FirewallRefusal::NormViolation,
-                Some("not that".into()),
-            ))
-        }
-    }
-
-    #[test]
-    fn a_firewall_refusal_is_returned_with_nothing_posted() {
-        let mut ep = connected().with_firewall(Box::new(Refuse));
-        let Err(SendFailure::Firewall(e)) = ep.send(0, text("agent:bob", "hi"), SendOptions::default()) else {
-            panic!()
-        };
-        assert_eq!(e.refusal, FirewallRefusal::NormViolation);
         assert!(ep.poll_transmit().is_none());
     }
 

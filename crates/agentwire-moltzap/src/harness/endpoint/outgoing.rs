@@ -1,7 +1,9 @@
 //! `send`: validation before anything is posted, the member lookup, the posts, and how a
 //! refusal is routed (`failureDelivery`).
 
-use super::{wire, Call, Endpoint, OutgoingCheck, SendFailure, SendId};
+use super::firewall::{CheckId, OutgoingOp};
+use super::gate::{ask_check_op, released_refusal};
+use super::{wire, Call, Endpoint, SendFailure, SendId};
 use crate::frame::Generation;
 use crate::harness::address::{AgentAddress, MessageAddress, MessageAddressInput};
 use crate::harness::collective::{multicast_content, request_content, AskOp};
@@ -12,7 +14,6 @@ use crate::harness::id::{CollectiveId, Nonce, PostId};
 use crate::harness::inbound::InboundItem;
 use crate::harness::json::JsonValue;
 use crate::harness::send::{build_request, CollectiveOperation, FailureDelivery, SendInput, SendOptions, SendResult};
-use crate::session::SessionState;
 use crate::MoltZapError;
 use agentwire_core::Millis;
 
@@ -22,8 +23,13 @@ pub(super) struct PendingSend {
     pub kind: Kind,
     /// The firewall's advice on the admitted send.
     pub guidance: Option<CheckedGuidance>,
+    /// Its firewall check, while pending.
+    pub check: Option<CheckId>,
+    /// Its lookup or post started (after its check and the connection).
+    pub launched: bool,
 }
 
+#[derive(Clone)]
 pub(super) enum Kind {
     /// One post; a group's names are looked up first. `post_id` is set once minted (or given
     /// by a resumed intent).
@@ -34,8 +40,12 @@ pub(super) enum Kind {
     },
     /// A gather or all_gather: its state is in `Endpoint::asks`.
     Ask(CollectiveId),
-    /// An answer to the held request `request`.
-    Answer { request: CollectiveId, to: MessageAddress },
+    /// An answer to the held request `request`, claimed when it goes out.
+    Answer {
+        request: CollectiveId,
+        to: MessageAddress,
+        content: Content,
+    },
 }
 
 /// A multicast whose outcome is unknown (`outcome-unknown`: it timed out or the connection
@@ -58,12 +68,14 @@ pub(super) fn to_text(to: &MessageAddress) -> String {
 }
 
 impl Endpoint {
-    /// Starts one send. Validation (address, content, schema deadline, the firewall, the
-    /// answer's request) happens here, before anything is posted: a refusal is returned at once
-    /// (or, for a refused gather, all_gather or answer under `failureDelivery: "inbound"`, any
-    /// refusal but the firewall's, the send completes naming its operation, an id minted for
-    /// the refusal when none was yet, and an `operationFailed` item follows). Otherwise the
-    /// outcome comes as exactly one `SendDone` for the returned id.
+    /// Starts one send. Validation that needs no network (address, content, schema, deadline,
+    /// the answer's request) happens here, before anything is posted: a refusal is returned at
+    /// once (or, for a refused gather, all_gather or answer under `failureDelivery: "inbound"`,
+    /// any refusal but the firewall's, the send completes naming its operation, an id minted
+    /// for the refusal when none was yet, and an `operationFailed` item follows). Otherwise the
+    /// outcome comes as exactly one `SendDone` for the returned id: the send first waits for
+    /// its firewall check, if one is installed, and for the connection (at most
+    /// `attach_wait_ms`), then goes out.
     pub fn send(&mut self, now: Millis, input: SendInput, options: SendOptions) -> Result<SendId, SendFailure> {
         let send = SendId(self.next_send);
         self.next_send += 1;
@@ -118,7 +130,7 @@ impl Endpoint {
                     }),
                 });
                 let error = failure.to_string();
-                self.deliver(InboundItem::OperationFailed { id, to, error });
+                self.admit_local(InboundItem::OperationFailed { id, to, error });
                 Ok(send)
             }
             _ => Err(failure),
@@ -133,18 +145,27 @@ impl Endpoint {
         operation: Option<(CollectiveId, MessageAddressInput)>,
         failure: SendFailure,
     ) {
-        let Some(pending) = self.sends.get(&send) else {
+        let Some(pending) = self.end_send(send) else {
             return;
         };
         let options = pending.options;
-        self.sends.remove(&send);
-        self.timers.cancel(&super::Timer::SendWait(send));
         if let Err(failure) = self.refused(send, options, operation, failure) {
             self.events.push_back(super::EndpointEvent::SendDone {
                 send,
                 outcome: Err(failure),
             });
         }
+    }
+
+    /// Removes a send that ended, with its timers and its pending check.
+    pub(super) fn end_send(&mut self, send: SendId) -> Option<PendingSend> {
+        let pending = self.sends.remove(&send)?;
+        self.timers.cancel(&super::Timer::SendWait(send));
+        self.timers.cancel(&super::Timer::Attach(send));
+        if let Some(check) = pending.check {
+            self.drop_check(check);
+        }
+        Some(pending)
     }
 
     /// The send succeeded.
@@ -162,20 +183,15 @@ impl Endpoint {
         options: SendOptions,
     ) -> Result<(), (SendFailure, Option<(CollectiveId, MessageAddressInput)>)> {
         let plain = |e: SendError| (SendFailure::Send(e), None);
-        if self.session.state() != SessionState::Ready {
+        if !self.may_send() {
             return Err(plain(SendError::new(
                 SendErrorReason::NetworkUnavailable,
                 "the endpoint is not connected",
             )));
         }
+        // Known before the connection only when configured; checked again at launch.
         let released = self.session.generation() == Generation::Released;
         let to = input.to().canonical(&self.cfg.agent).map_err(plain)?;
-        let no_collectives = |what: &str| {
-            SendError::new(
-                SendErrorReason::VersionMismatch,
-                format!("the server speaks the released MoltZap generation, which carries no {what}"),
-            )
-        };
         match input {
             SendInput::Message {
                 text,
@@ -183,29 +199,18 @@ impl Endpoint {
                 ..
             } => {
                 if released && matches!(to, MessageAddress::Group(_)) {
-                    return Err(plain(no_collectives("group sends")));
+                    return Err(plain(released_refusal("group sends")));
                 }
                 let content = multicast_content(&text).map_err(plain)?;
-                let guidance = self.check("multicast", &to, &content).map_err(|f| (f, None))?;
-                self.sends.insert(
-                    send,
-                    PendingSend {
-                        options,
-                        kind: Kind::Multicast {
-                            to: to.clone(),
-                            content: content.clone(),
-                            post_id: None,
-                        },
-                        guidance,
-                    },
-                );
-                match &to {
-                    MessageAddress::Group(g) => {
-                        let others: Vec<AgentAddress> = g.others(&self.cfg.agent).cloned().collect();
-                        self.lookup(now, send, &others);
-                    }
-                    MessageAddress::Agent(_) => self.post(now, send, None, &to, &content),
-                }
+                let check = self
+                    .check_send(now, send, OutgoingOp::Multicast, &to, &content)
+                    .map_err(|f| (f, None))?;
+                let kind = Kind::Multicast {
+                    to,
+                    content,
+                    post_id: None,
+                };
+                self.register(now, send, options, kind, check);
                 Ok(())
             }
             SendInput::Message {
@@ -219,7 +224,7 @@ impl Endpoint {
                 ..
             } => {
                 if released {
-                    return Err(plain(no_collectives("collective operations")));
+                    return Err(plain(released_refusal("collective operations")));
                 }
                 let members: Vec<AgentAddress> = match (&to, op) {
                     (MessageAddress::Agent(a), AskOp::Gather) => vec![a.clone()],
@@ -249,39 +254,58 @@ impl Endpoint {
                     );
                     return Err((SendFailure::Send(e), operation));
                 }
-                let guidance = self.check(op.as_str(), &to, &content).map_err(|f| (f, None))?;
-                self.sends.insert(
-                    send,
-                    PendingSend {
-                        options,
-                        kind: Kind::Ask(id.clone()),
-                        guidance,
-                    },
-                );
+                let check = self
+                    .check_send(now, send, ask_check_op(op), &to, &content)
+                    .map_err(|f| (f, None))?;
                 self.asks.insert(
                     id.clone(),
                     super::asks::Ask::new(
                         op,
-                        id,
+                        id.clone(),
                         send,
                         to,
                         text,
                         requested_schema,
                         deadline_at,
-                        members.clone(),
+                        members,
                         content,
                     ),
                 );
-                self.lookup(now, send, &members);
+                // The deadline runs from now: a send still waiting for its check or the
+                // connection when it passes fails `deadline-passed`.
+                self.timers.set(super::Timer::Deadline(id.clone()), deadline_at);
+                self.register(now, send, options, Kind::Ask(id), check);
                 Ok(())
             }
             SendInput::Response { response, .. } => {
                 if released {
-                    return Err(plain(no_collectives("collective answers")));
+                    return Err(plain(released_refusal("collective answers")));
                 }
                 self.start_answer(now, send, to, response, options)
             }
         }
+    }
+
+    /// A validated send: it goes out once its check is in and the endpoint is connected.
+    pub(super) fn register(
+        &mut self,
+        now: Millis,
+        send: SendId,
+        options: SendOptions,
+        kind: Kind,
+        check: Option<CheckId>,
+    ) {
+        self.sends.insert(
+            send,
+            PendingSend {
+                options,
+                kind,
+                guidance: None,
+                check,
+                launched: false,
+            },
+        );
+        self.try_launch(now, send);
     }
 
     /// The multicasts whose outcome is unknown, oldest first.
@@ -290,9 +314,11 @@ impl Endpoint {
     }
 
     /// Sends an unfinished intent again with its own `PostId` (and drops it from
-    /// [`Endpoint::unfinished`]). The outcome comes as a `SendDone` like any send's.
+    /// [`Endpoint::unfinished`]). It was checked when first sent, so no firewall check runs; it
+    /// waits for the connection as a send does. The outcome comes as a `SendDone` like any
+    /// send's.
     pub fn resume(&mut self, now: Millis, intent: UnfinishedIntent) -> Result<SendId, SendFailure> {
-        if self.session.state() != SessionState::Ready {
+        if !self.may_send() {
             return Err(SendError::new(SendErrorReason::NetworkUnavailable, "the endpoint is not connected").into());
         }
         if self.session.generation() == Generation::Released {
@@ -306,47 +332,17 @@ impl Endpoint {
         self.unfinished.retain(|u| u.post_id != intent.post_id);
         let send = SendId(self.next_send);
         self.next_send += 1;
-        self.sends.insert(
-            send,
-            PendingSend {
-                options: SendOptions::default(),
-                kind: Kind::Multicast {
-                    to: intent.to.clone(),
-                    content: intent.content.clone(),
-                    post_id: Some(intent.post_id),
-                },
-                guidance: None,
-            },
-        );
-        self.post(now, send, None, &intent.to, &intent.content);
+        let kind = Kind::Multicast {
+            to: intent.to,
+            content: intent.content,
+            post_id: Some(intent.post_id),
+        };
+        self.register(now, send, SendOptions::default(), kind, None);
         Ok(send)
     }
 
-    /// Runs the firewall, if one is installed.
-    fn check(
-        &mut self,
-        op: &'static str,
-        to: &MessageAddress,
-        content: &Content,
-    ) -> Result<Option<CheckedGuidance>, SendFailure> {
-        match self.firewall.as_mut() {
-            None => Ok(None),
-            Some(fw) => fw
-                .check(&OutgoingCheck { op, to, content })
-                .map_err(SendFailure::Firewall),
-        }
-    }
-
-    pub(super) fn check_answer(
-        &mut self,
-        to: &MessageAddress,
-        content: &Content,
-    ) -> Result<Option<CheckedGuidance>, SendFailure> {
-        self.check("answer", to, content)
-    }
-
     /// `agents/lookupByName` for `names`.
-    fn lookup(&mut self, now: Millis, send: SendId, names: &[AgentAddress]) {
+    pub(super) fn lookup(&mut self, now: Millis, send: SendId, names: &[AgentAddress]) {
         let names: Vec<JsonValue> = names.iter().map(|a| a.name().into()).collect();
         let params = crate::harness::canonical::to_canonical(&JsonValue::object([("names", JsonValue::Array(names))]));
         if let Err(e) = self.call(now, "agents/lookupByName", &params, Call::Lookup(send)) {
@@ -460,7 +456,7 @@ impl Endpoint {
         match &self.sends.get(&send)?.kind {
             Kind::Multicast { .. } => None,
             Kind::Ask(id) => self.asks.get(id).map(|a| (id.clone(), a.to.clone().into())),
-            Kind::Answer { request, to } => Some((request.clone(), to.clone().into())),
+            Kind::Answer { request, to, .. } => Some((request.clone(), to.clone().into())),
         }
     }
 

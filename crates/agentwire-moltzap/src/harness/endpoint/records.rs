@@ -151,9 +151,13 @@ impl Endpoint {
         }
     }
 
-    /// Handles records from the front while their conversation is known.
-    fn process(&mut self, now: Millis) {
+    /// Handles records from the front while their conversation is known, and while the
+    /// firewall's admission queue has room (records wait here otherwise).
+    pub(super) fn process(&mut self, now: Millis) {
         while let Some(front) = self.records.queue.front() {
+            if self.admission_full() {
+                return;
+            }
             let conv_id = front.conversation_id.clone();
             match self.records.convs.get(&conv_id).cloned() {
                 Some(conv) => {
@@ -340,15 +344,17 @@ impl Endpoint {
                     }
                 };
                 match message {
-                    Ok(message) => self.deliver(InboundItem::Multicast { message }),
+                    Ok(message) => {
+                        self.admit_item(now, &record.id, InboundItem::Multicast { message }, None);
+                    }
                     Err(e) => self.log(Some(&record.id), LogKind::Unreadable(e.to_string())),
                 }
             }
             Classified::Request(r) => {
-                self.hold_request(&record.id, record.post_id.clone(), conversation, &sender, r, false)
+                self.hold_request(now, &record.id, record.post_id.clone(), conversation, &sender, r, false)
             }
             Classified::LateAllGatherRequest(r) => {
-                self.hold_request(&record.id, record.post_id.clone(), conversation, &sender, r, true)
+                self.hold_request(now, &record.id, record.post_id.clone(), conversation, &sender, r, true)
             }
             Classified::Response(part) => {
                 if !self.ask_answer(now, &record.id, conversation, &sender, &part, &record.hash) {

@@ -1,0 +1,235 @@
+//! Sans-IO tests of the wait for the connection (`ROUTER_ATTACH_TIMEOUT`, `gate.rs`) against a
+//! scripted server.
+
+use super::scripted_tests::Script;
+use super::*;
+use crate::harness::address::MessageAddressInput;
+use crate::harness::collective::AskOp;
+use crate::harness::errors::{CollectiveFailure, SendErrorReason};
+use crate::harness::send::{CollectiveOperation, SendInput, SendOptions};
+use serde_json::json;
+
+pub(super) fn text(to: &str, t: &str) -> SendInput {
+    SendInput::Message {
+        to: MessageAddressInput::parse(to).unwrap(),
+        text: t.into(),
+        collective: None,
+    }
+}
+
+pub(super) fn ask(to: &str, op: AskOp, deadline: u32) -> SendInput {
+    SendInput::Message {
+        to: MessageAddressInput::parse(to).unwrap(),
+        text: "q".into(),
+        collective: Some(CollectiveOperation::Ask {
+            op,
+            deadline,
+            requested_schema: crate::harness::collective::tests::schema(),
+        }),
+    }
+}
+
+/// The outcome of `send`, once it ended.
+pub(super) fn done(s: &Script, send: SendId) -> Option<Result<SendResult, SendFailure>> {
+    let mut ends = s.events.iter().filter_map(|e| match e {
+        EndpointEvent::SendDone { send: x, outcome } if *x == send => Some(outcome.clone()),
+        _ => None,
+    });
+    let first = ends.next();
+    assert!(ends.next().is_none(), "two SendDone for {send:?}");
+    first
+}
+
+pub(super) fn send_reason(outcome: Option<Result<SendResult, SendFailure>>) -> SendErrorReason {
+    match outcome {
+        Some(Err(SendFailure::Send(e))) => e.reason,
+        other => panic!("not a SendError: {other:?}"),
+    }
+}
+
+#[test]
+fn a_send_issued_while_connecting_waits_and_goes_out_once_connected() {
+    let mut s = Script::unconnected(|_| {});
+    s.start_connect();
+    let send =
+        s.ep.send(s.now, text("agent:bob", "hi"), SendOptions::default())
+            .unwrap();
+    s.pump();
+    assert!(s.take("messages/send").is_none(), "posted before the connection");
+    assert_eq!(done(&s, send), None);
+    let hello = s.take_connect();
+    s.now += 500;
+    s.reply(&hello, json!({}));
+    let post = s.take("messages/send").expect("posted once connected");
+    assert_eq!(post["params"]["parts"][0]["text"], "hi");
+    s.reply(&post, json!({"message": {}}));
+    assert_eq!(done(&s, send), Some(Ok(SendResult::default())));
+}
+
+#[test]
+fn a_send_waiting_for_the_connection_fails_network_unavailable_at_the_bound() {
+    let mut s = Script::unconnected(|c| c.attach_wait_ms = 2_000);
+    // The socket is open; the connect has not gone out yet.
+    s.ep.handle_open(s.now);
+    let start = s.now;
+    let send =
+        s.ep.send(s.now, text("agent:bob", "hi"), SendOptions::default())
+            .unwrap();
+    s.pump();
+    assert_eq!(s.ep.poll_timeout(), Some(start + 2_000));
+    s.tick();
+    assert_eq!(s.now, start + 2_000);
+    assert_eq!(send_reason(done(&s, send)), SendErrorReason::NetworkUnavailable);
+    // Connecting later posts nothing for it.
+    s.ep.connect(s.now, Credentials::AgentKey("moltzap_agent_k".into()))
+        .unwrap();
+    s.pump();
+    let hello = s.take_connect();
+    s.reply(&hello, json!({}));
+    assert!(s.take("messages/send").is_none());
+}
+
+#[test]
+fn a_failed_connect_fails_the_waiting_sends_at_once_and_refuses_new_ones() {
+    let mut s = Script::unconnected(|_| {});
+    s.start_connect();
+    let multicast =
+        s.ep.send(s.now, text("agent:bob", "hi"), SendOptions::default())
+            .unwrap();
+    let gather =
+        s.ep.send(s.now, ask("agent:bob", AskOp::Gather, 60), SendOptions::default())
+            .unwrap();
+    let hello = s.take_connect();
+    let refusal = json!({"jsonrpc": "2.0", "id": hello["id"], "error": {"code": -32000, "message": "no"}});
+    s.ep.handle_text(s.now, &refusal.to_string());
+    s.pump();
+    assert!(s.events.iter().any(|e| matches!(e, EndpointEvent::ConnectFailed(_))));
+    assert_eq!(send_reason(done(&s, multicast)), SendErrorReason::NetworkUnavailable);
+    assert_eq!(send_reason(done(&s, gather)), SendErrorReason::NetworkUnavailable);
+    // No connection is expected now: a send fails at once, until the next connect.
+    let Err(SendFailure::Send(e)) = s.ep.send(s.now, text("agent:bob", "hi"), SendOptions::default()) else {
+        panic!()
+    };
+    assert_eq!(e.reason, SendErrorReason::NetworkUnavailable);
+    assert!(s.take("messages/send").is_none() && s.take("agents/lookupByName").is_none());
+}
+
+#[test]
+fn after_a_lost_connection_sends_wait_for_the_reconnect_and_after_close_they_fail() {
+    let mut s = Script::new(|_| {});
+    s.ep.handle_close(s.now, 1006, "");
+    s.pump();
+    let send =
+        s.ep.send(s.now, text("agent:bob", "hi"), SendOptions::default())
+            .unwrap();
+    s.pump();
+    assert!(s.take("messages/send").is_none());
+    s.sent.clear();
+    s.connect();
+    let post = s.take("messages/send").expect("posted after the reconnect");
+    s.reply(&post, json!({"message": {}}));
+    assert_eq!(done(&s, send), Some(Ok(SendResult::default())));
+    // Lost again; the host closes the endpoint: the waiting send fails, a new one at once.
+    s.ep.handle_close(s.now, 1006, "");
+    let waiting =
+        s.ep.send(s.now, text("agent:bob", "again"), SendOptions::default())
+            .unwrap();
+    s.ep.close(s.now, 1000, "bye");
+    s.pump();
+    assert_eq!(send_reason(done(&s, waiting)), SendErrorReason::NetworkUnavailable);
+    let Err(SendFailure::Send(e)) = s.ep.send(s.now, text("agent:bob", "hi"), SendOptions::default()) else {
+        panic!()
+    };
+    assert_eq!(e.reason, SendErrorReason::NetworkUnavailable);
+}
+
+#[test]
+fn validation_refuses_at_once_while_connecting_and_a_deadline_ends_the_wait() {
+    let mut s = Script::unconnected(|_| {});
+    s.start_connect();
+    let Err(SendFailure::Send(e)) = s.ep.send(s.now, text("agent:alice", "hi"), SendOptions::default()) else {
+        panic!()
+    };
+    assert_eq!(e.reason, SendErrorReason::MembershipInvalid);
+    let Err(SendFailure::Send(e)) =
+        s.ep.send(s.now, ask("agent:bob", AskOp::Gather, 0), SendOptions::default())
+    else {
+        panic!()
+    };
+    assert_eq!(e.reason, SendErrorReason::ContentInvalid);
+    // A gather whose 1 s deadline passes while it waits: `deadline-passed`, nothing posted.
+    let send =
+        s.ep.send(s.now, ask("agent:bob", AskOp::Gather, 1), SendOptions::default())
+            .unwrap();
+    s.now += 1_000;
+    s.ep.handle_timeout(s.now);
+    s.pump();
+    let Some(Err(SendFailure::Collective(e))) = done(&s, send) else {
+        panic!("{:?}", s.events)
+    };
+    assert_eq!(e.failure, CollectiveFailure::DeadlinePassed);
+    let hello = s.take_connect();
+    s.reply(&hello, json!({}));
+    assert!(s.take("agents/lookupByName").is_none() && s.take("messages/send").is_none());
+}
+
+#[test]
+fn a_resumed_intent_waits_for_the_connection_too() {
+    let mut s = Script::new(|_| {});
+    s.ep.send(s.now, text("agent:bob", "once"), SendOptions::default())
+        .unwrap();
+    s.pump();
+    assert!(s.take("messages/send").is_some());
+    // The connection is lost with the post in flight: its outcome is unknown.
+    s.ep.handle_close(s.now, 1006, "");
+    s.pump();
+    let intent = s.ep.unfinished()[0].clone();
+    let again = s.ep.resume(s.now, intent.clone()).unwrap();
+    s.pump();
+    assert!(s.take("messages/send").is_none());
+    s.sent.clear();
+    s.connect();
+    let post = s.take("messages/send").expect("resumed once connected");
+    assert_eq!(post["params"]["postId"], intent.post_id.as_str());
+    s.reply(&post, json!({"message": {}}));
+    assert!(matches!(done(&s, again), Some(Ok(_))));
+}
+
+#[test]
+fn a_waiting_send_is_checked_again_when_the_server_turns_out_released() {
+    let mut s = Script::unconnected(|_| {});
+    let session = SessionConfig {
+        generation: crate::session::GenerationChoice::Auto,
+        ..SessionConfig::default()
+    };
+    let cfg = EndpointConfig::new(super::scripted_tests::alice());
+    s.ep = Endpoint::new(cfg, session, Box::new(agentwire_core::SeededEntropy::new(7)));
+    s.start_connect();
+    let gather =
+        s.ep.send(s.now, ask("agent:bob", AskOp::Gather, 60), SendOptions::default())
+            .unwrap();
+    let group =
+        s.ep.send(s.now, text("group:bob,carol", "hi"), SendOptions::default())
+            .unwrap();
+    let direct =
+        s.ep.send(s.now, text("agent:bob", "hi"), SendOptions::default())
+            .unwrap();
+    // A released server refuses the current handshake; the session falls back on the same socket.
+    let hello = s.take_connect();
+    let refusal = json!({"jsonrpc": "2.0", "id": hello["id"], "error": {"code": -32600, "message": "Invalid Request"}});
+    s.ep.handle_text(s.now, &refusal.to_string());
+    s.pump();
+    let again = s.take("auth/connect").expect("the released handshake");
+    let ok = json!({"jsonrpc": "2.0", "type": "response", "id": again["id"], "result": {}});
+    s.ep.handle_text(s.now, &ok.to_string());
+    s.pump();
+    assert_eq!(send_reason(done(&s, gather)), SendErrorReason::VersionMismatch);
+    assert_eq!(send_reason(done(&s, group)), SendErrorReason::VersionMismatch);
+    let post = s.take("messages/send").expect("the direct multicast goes out");
+    assert_eq!(
+        post["params"]["parts"].as_array().unwrap().len(),
+        1,
+        "its text part alone"
+    );
+    assert_eq!(done(&s, direct), None);
+}
