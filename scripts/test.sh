@@ -3,7 +3,9 @@
 # then the guide's own example clients (TypeScript, Python, Go, wscat) against the reference server,
 # then the npm package (built from source) in Node 20, Node 22 and headless Chromium against the
 # local peers and the relay (tests/js/run.sh), then the relay's own tests in real workerd
-# (worker-relay/test.sh). Installs what it needs.
+# (worker-relay/test.sh), then the WebAssembly component from Node through jco
+# (tests/component-host/js/run.sh; its wasmtime host runs with the workspace). Installs what it
+# needs.
 source "$(dirname "$0")/lib.sh"
 need_rust
 need_node
@@ -19,6 +21,10 @@ cargo fmt --all --check
 
 echo "== cargo clippy (workspace, warnings are errors)"
 cargo clippy --workspace --all-targets -q -- -D warnings
+
+echo "== the component for wasm32-wasip2 (tests/component-host loads it), and clippy on it"
+bash "$ROOT/scripts/component.sh"
+cargo clippy -q -p agentwire-component --target wasm32-wasip2 -- -D warnings
 
 echo "== cargo test (workspace)"
 cargo test --workspace --all-targets
@@ -36,5 +42,8 @@ bash "$ROOT/tests/js/run.sh"
 
 echo "== the relay in workerd: security, proxy, bridge, bad input, load (worker-relay/test.sh)"
 bash "$ROOT/worker-relay/test.sh"
+
+echo "== the component in Node through jco (tests/component-host/js/run.sh)"
+bash "$ROOT/tests/component-host/js/run.sh"
 
 echo "== disk: target/ $(du -sh target | cut -f1); $(df -h . | awk 'NR==2 {print $4 " free"}')"
