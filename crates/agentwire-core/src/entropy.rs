@@ -17,15 +17,17 @@ pub trait Entropy {
         self.fill(&mut b);
         b[6] = (b[6] & 0x0f) | 0x40;
         b[8] = (b[8] & 0x3f) | 0x80;
-        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-        format!(
-            "{}-{}-{}-{}-{}",
-            &hex[0..8],
-            &hex[8..12],
-            &hex[12..16],
-            &hex[16..20],
-            &hex[20..32]
-        )
+        // Written digit by digit: an id per message, so no formatting machinery per byte.
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(36);
+        for (i, x) in b.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                out.push('-');
+            }
+            out.push(HEX[usize::from(x >> 4)] as char);
+            out.push(HEX[usize::from(x & 0x0f)] as char);
+        }
+        out
     }
 }
 
@@ -76,6 +78,22 @@ mod tests {
         assert_eq!(&u[14..15], "4");
         assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"));
         assert_ne!(u, b.uuid_v4().replace('0', "x"));
+    }
+
+    /// Bytes 0, 1, 2, ...: the digits land where RFC 9562 puts them, version and variant set.
+    struct Counting;
+
+    impl Entropy for Counting {
+        fn fill(&mut self, buf: &mut [u8]) {
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = i as u8 * 0x11;
+            }
+        }
+    }
+
+    #[test]
+    fn uuid_digits_groups_version_and_variant() {
+        assert_eq!(Counting.uuid_v4(), "00112233-4455-4677-8899-aabbccddeeff");
     }
 
     #[test]

@@ -34,10 +34,31 @@ pub fn format_iso8601(ms: Millis) -> String {
     let rem = secs.rem_euclid(86_400);
     let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
     let frac = ms % 1000;
-    if frac == 0 {
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+    // Written digit by digit (a timestamp per message): no formatting machinery.
+    let mut out = String::with_capacity(24);
+    if y > 9999 {
+        out.push_str(&y.to_string());
     } else {
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{frac:03}Z")
+        push_digits(&mut out, y, 4);
+    }
+    for (sep, v) in [('-', mo), ('-', d), ('T', h), (':', mi), (':', s)] {
+        out.push(sep);
+        push_digits(&mut out, v, 2);
+    }
+    if frac != 0 {
+        out.push('.');
+        push_digits(&mut out, frac as i64, 3);
+    }
+    out.push('Z');
+    out
+}
+
+/// The last `width` decimal digits of `v` (0 <= v), zero-padded.
+fn push_digits(out: &mut String, v: i64, width: u32) {
+    let mut p = 10i64.pow(width - 1);
+    while p > 0 {
+        out.push(char::from(b'0' + (v / p % 10) as u8));
+        p /= 10;
     }
 }
 
@@ -123,6 +144,13 @@ mod tests {
         assert_eq!(format_iso8601(T), "2026-06-28T12:00:00Z");
         assert_eq!(format_iso8601(T + 7), "2026-06-28T12:00:00.007Z");
         assert_eq!(format_iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_iso8601(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
+        assert_eq!(format_iso8601(253_402_300_800_000), "10000-01-01T00:00:00Z");
+        assert!(
+            format_iso8601(u64::MAX).ends_with("-04-03T14:25:51.615Z"),
+            "{}",
+            format_iso8601(u64::MAX)
+        );
     }
 
     #[test]
