@@ -89,18 +89,16 @@ fn event(e: agentwire_switch::Event) -> Event {
                 json,
             })
         }
-        E::Event { ref event, ref gap } => {
-            let gap = gap.as_ref().map(|_| e.to_json()["gap"].to_string());
-            Event::Event(DomainEvent {
-                kind: event.kind.as_str().to_owned(),
-                room_id: event.room_id.clone(),
-                sequence: event.sequence,
-                bridge_id: event.bridge_id.clone(),
-                channel_type: event.channel_type.clone(),
-                payload: event.payload.get().to_owned(),
-                gap,
-            })
-        }
+        // Moved out of the engine's event, not copied.
+        E::Event { event, gap } => Event::Event(DomainEvent {
+            kind: event.kind.as_str().to_owned(),
+            room_id: event.room_id,
+            sequence: event.sequence,
+            bridge_id: event.bridge_id,
+            channel_type: event.channel_type,
+            payload: Box::<str>::from(event.payload).into_string(),
+            gap: gap.map(|g| g.to_json().to_string()),
+        }),
         E::SubscriptionChanged(_) => Event::SubscriptionChanged(e.to_json_string()),
         E::RoomReleased(_) => Event::RoomReleased(e.to_json_string()),
         E::Control { .. } => Event::Control(e.to_json_string()),
@@ -181,7 +179,7 @@ impl Guest for Engine {
 
 impl GuestSession for Session {
     fn new(config_: Config) -> Self {
-        Session(RefCell::new(Connection::new(config(config_), Box::new(WasiEntropy))))
+        Session(RefCell::new(Connection::new(config(config_), WasiEntropy::boxed())))
     }
 
     fn start(&self, now: u64) -> Result<(), EngineError> {

@@ -45,6 +45,13 @@ impl Event {
     }
 }
 
+impl Gap {
+    /// The `gap` object of an `event` in [`Event::to_json`].
+    pub fn to_json(&self) -> Value {
+        gap_json(self)
+    }
+}
+
 impl SwitchError {
     /// `{kind, status?, code?, message, detail?, retryable}`; `detail` embedded when it is JSON.
     pub fn to_json(&self) -> Value {
