@@ -3,13 +3,38 @@
 use crate::bindings::exports::agentwire::engine::types::{CloseFrame, EngineError, ErrorKind, Outgoing};
 use agentwire_core::{Entropy, ErrorKind as Kind};
 
-/// The host's randomness through `wasi:random` (the component's one import of its own).
-pub struct WasiEntropy;
+/// The host's randomness through `wasi:random` (the component's one import of its own), taken
+/// 256 bytes at a time: one call into the host per eight UUIDs, not one per id. Each byte is
+/// handed out once.
+pub struct WasiEntropy {
+    pool: [u8; 256],
+    used: usize,
+}
+
+impl WasiEntropy {
+    pub fn boxed() -> Box<WasiEntropy> {
+        Box::new(WasiEntropy {
+            pool: [0; 256],
+            used: 256,
+        })
+    }
+}
 
 impl Entropy for WasiEntropy {
-    fn fill(&mut self, buf: &mut [u8]) {
-        // wasi:random/random never fails; a host without it cannot instantiate the component.
-        getrandom::fill(buf).expect("wasi:random failed");
+    fn fill(&mut self, mut buf: &mut [u8]) {
+        while !buf.is_empty() {
+            if self.used == self.pool.len() {
+                // wasi:random/random never fails; a host without it cannot instantiate us.
+                getrandom::fill(&mut self.pool).expect("wasi:random failed");
+                self.used = 0;
+            }
+            let n = buf.len().min(self.pool.len() - self.used);
+            let (now, rest) = buf.split_at_mut(n);
+            now.copy_from_slice(&self.pool[self.used..self.used + n]);
+            self.pool[self.used..self.used + n].fill(0);
+            self.used += n;
+            buf = rest;
+        }
     }
 }
 

@@ -97,7 +97,7 @@ fn event(e: agentwire_moltzap::Event) -> Event {
 
 impl GuestSession for Session {
     fn new(config_: Config) -> Self {
-        Session(RefCell::new(Engine_::new(config(config_), Box::new(WasiEntropy))))
+        Session(RefCell::new(Engine_::new(config(config_), WasiEntropy::boxed())))
     }
 
     fn handle_open(&self, now: u64) {

@@ -88,7 +88,7 @@ fn event(e: ClientEvent) -> Event {
 
 impl GuestSession for Session {
     fn new(config_: Config) -> Self {
-        Session(RefCell::new(ClientSession::new(config(config_), Box::new(WasiEntropy))))
+        Session(RefCell::new(ClientSession::new(config(config_), WasiEntropy::boxed())))
     }
 
     fn handle_open(&self, now: u64) {

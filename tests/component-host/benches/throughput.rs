@@ -1,1 +1,338 @@
-fn main() {}
+//! Messages per second through the component (wasmtime, this crate's host) against the native
+//! engine crate, in the same process, on the same input: a MoltZap `messages/received` push of
+//! about 1 KB, a Switch domain event, and an RKT request with its response. The host's per-call
+//! cost (crossing into the component, lifting and lowering strings and variants) is what the
+//! ratio measures; the engine code is the same. The target is component/native >= 0.5.
+//!
+//! `cargo bench -p agentwire-component-host --bench throughput` (build the component first:
+//! `scripts/component.sh`). After criterion's report, the ratios are printed from its estimates.
+//! To see where the component's time goes: `AGENTWIRE_PERFMAP=1 perf record -g <bench binary>
+//! --bench <group>/component --profile-time 5` (wasmtime names the compiled functions for perf;
+//! build the component with `strip = false` for Rust names).
+
+use agentwire_component_host::bindings::exports::agentwire::engine::{moltzap as wm, rkt as wr, switch as ws};
+use agentwire_component_host::{Instance, Outgoing, Runtime};
+use agentwire_core::SeededEntropy;
+use criterion::{black_box, Criterion, Throughput};
+use std::time::{Duration, Instant};
+use wasmtime::component::ResourceAny;
+
+const CID: &str = "19209fad-88d2-4353-b857-10454fb40fa5";
+
+fn moltzap_push() -> String {
+    let text = "agentwire ".repeat(80);
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"messages/received","params":{{"message":{{"id":"559081f9-4898-406d-9901-376f83859d30","conversationId":"000c5a76-408a-476c-864d-6bff007cf25f","senderId":"f5d5da7e-550a-482f-966b-7bab19bfa2b4","parts":[{{"type":"text","text":"{text}"}}],"createdAt":"2026-12-02T12:36:49.853Z"}}}}}}"#
+    )
+}
+
+fn switch_event(seq: u64) -> String {
+    format!(
+        r#"{{"event":"message","data":{{"type":"message","room_id":"47e911ea-014b-427b-a600-1c72595f0c98","bridge_id":null,"channel_type":"channel_public","payload":{{"addressed":true,"sender":"@switch-agent-236ac4ff:localhost","sender_name":"peer-beta","message_id":"$O9U7xaWgLzTx4WiHeM6xTZmLfzTLug_jpcTn2A_4r6w","body":"@peer-alpha ping alpha","timestamp":1796214836233,"thread_id":null,"attachments":[]}},"sequence":{seq}}},"id":{seq}}}"#
+    )
+}
+
+fn connection_state() -> String {
+    format!(
+        r#"{{"event":"connection_state","data":{{"connection_id":"{CID}","agent_id":"agent","generation":1,"scope":"single","filter":"all","spawn_capable":false,"rooms":[],"cursor":0,"protocol":1,"heartbeat_interval_seconds":2.0}}}}"#
+    )
+}
+
+/// A header of an RKT message.
+fn header<'a>(wire: &'a str, name: &str) -> &'a str {
+    wire.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(": ")))
+        .unwrap_or_else(|| panic!("no {name} in {wire}"))
+}
+
+/// The server's answer to `wire` (a HELLO or a REQUEST) with `body`.
+fn rkt_reply(wire: &str, kind: &str, body: &str) -> String {
+    format!(
+        "RKT/1.0 {kind}\nVersion: 1\nMessage-ID: 01960000-0000-7000-ab12-000000000002\nReply-To: {}\nSession-ID: {}\nTimestamp: 2026-06-28T12:00:00Z\nFrom: rkt://bench\n\n{body}",
+        header(wire, "Message-ID"),
+        header(wire, "Session-ID"),
+    )
+}
+
+const RKT_BODY: &str = r#"{"data":{"city":"Seoul","temperature":24,"condition":"Sunny"}}"#;
+
+mod native {
+    use super::*;
+    use agentwire_moltzap::{Credentials, Event, Session, SessionConfig};
+    use agentwire_rkt::{ClientConfig, ClientEvent, ClientSession, RequestOptions};
+    use agentwire_switch::connection::{Connection, ConnectionConfig};
+    use agentwire_switch::open::OpenParams;
+
+    pub fn moltzap() -> Session {
+        let mut s = Session::new(SessionConfig::default(), Box::new(SeededEntropy::new(1)));
+        s.handle_open(0);
+        let id = s
+            .connect(0, Credentials::AgentKey("moltzap_agent_bench".into()))
+            .unwrap();
+        while s.poll_transmit().is_some() {}
+        s.handle_text(1, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#));
+        assert!(matches!(s.poll_event(), Some(Event::Connected { .. })));
+        s
+    }
+
+    pub fn switch() -> Connection {
+        let cfg = ConnectionConfig::new(OpenParams::new("agent", CID));
+        let mut c = Connection::new(cfg, Box::new(SeededEntropy::new(1)));
+        c.start(0).unwrap();
+        while c.poll_transmit().is_some() {}
+        c.handle_open(0);
+        c.handle_text(0, &connection_state());
+        assert!(matches!(
+            c.poll_event(),
+            Some(agentwire_switch::Event::Connected { .. })
+        ));
+        c
+    }
+
+    pub fn rkt() -> ClientSession {
+        let cfg = ClientConfig {
+            keepalive: false,
+            ..ClientConfig::default()
+        };
+        let mut s = ClientSession::new(cfg, Box::new(SeededEntropy::new(1)));
+        s.handle_open(0);
+        let hello = s.poll_transmit().and_then(|o| o.as_text().map(str::to_owned)).unwrap();
+        s.handle_text(
+            1,
+            &rkt_reply(&hello, "HELLO_ACK", r#"{"agreed_version":1,"session_timeout":300}"#),
+        );
+        assert!(matches!(s.poll_event(), Some(ClientEvent::Ready { .. })));
+        s
+    }
+
+    pub fn rkt_round_trip(s: &mut ClientSession) {
+        s.request(2, "weather.current", None, RequestOptions::default())
+            .unwrap();
+        let wire = s.poll_transmit().and_then(|o| o.as_text().map(str::to_owned)).unwrap();
+        s.handle_text(3, &rkt_reply(&wire, "RESPONSE", RKT_BODY));
+        match s.poll_event() {
+            Some(ClientEvent::Response { body, .. }) => {
+                black_box(body);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// The same, through the component.
+mod component {
+    use super::*;
+
+    pub fn moltzap(i: &mut Instance) -> ResourceAny {
+        let api = i.engine.agentwire_engine_moltzap().session();
+        let cfg = wm::Config {
+            generation: None,
+            request_timeout_ms: None,
+            max_in_flight: None,
+            handshake_timeout_ms: None,
+            ping_interval_ms: None,
+            max_message_bytes: None,
+            id_prefix: None,
+        };
+        let s = api.call_constructor(&mut i.store, &cfg).unwrap();
+        api.call_handle_open(&mut i.store, s, 0).unwrap();
+        let credentials = wm::Credentials::AgentKey("moltzap_agent_bench".into());
+        let id = api.call_connect(&mut i.store, s, 0, &credentials).unwrap().unwrap();
+        while api.call_poll_transmit(&mut i.store, s).unwrap().is_some() {}
+        let hello = format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#);
+        api.call_handle_text(&mut i.store, s, 1, &hello).unwrap();
+        assert!(matches!(
+            api.call_poll_event(&mut i.store, s).unwrap(),
+            Some(wm::Event::Connected(_))
+        ));
+        s
+    }
+
+    pub fn switch(i: &mut Instance) -> ResourceAny {
+        let api = i.engine.agentwire_engine_switch().session();
+        let cfg = ws::Config {
+            agent_id: "agent".into(),
+            connection_id: CID.into(),
+            rooms: vec![],
+            scope: None,
+            filter: None,
+            start_after: None,
+            transport: None,
+            max_reconnect_attempts: None,
+            open_timeout_ms: None,
+            heartbeat_interval_ms: None,
+            missed_heartbeats: None,
+            beat_timeout_ms: None,
+            stream_idle_timeout_ms: None,
+            max_queued_events: None,
+            client: None,
+            client_version: None,
+        };
+        let c = api.call_constructor(&mut i.store, &cfg).unwrap();
+        api.call_start(&mut i.store, c, 0).unwrap().unwrap();
+        while api.call_poll_transmit(&mut i.store, c).unwrap().is_some() {}
+        api.call_handle_open(&mut i.store, c, 0).unwrap();
+        api.call_handle_text(&mut i.store, c, 0, &connection_state()).unwrap();
+        assert!(matches!(
+            api.call_poll_event(&mut i.store, c).unwrap(),
+            Some(ws::Event::Connected(_))
+        ));
+        c
+    }
+
+    pub fn rkt(i: &mut Instance) -> ResourceAny {
+        let api = i.engine.agentwire_engine_rkt().session();
+        let cfg = wr::Config {
+            user_agent: None,
+            sender: None,
+            capabilities: vec![],
+            ttl_s: None,
+            max_message_size: None,
+            max_in_flight: None,
+            max_stream_buffer: None,
+            max_stream_buffer_bytes: None,
+            handshake_timeout_ms: None,
+            authorization: None,
+            keepalive: Some(false),
+        };
+        let s = api.call_constructor(&mut i.store, &cfg).unwrap();
+        api.call_handle_open(&mut i.store, s, 0).unwrap();
+        let Some(Outgoing::Text(hello)) = api.call_poll_transmit(&mut i.store, s).unwrap() else {
+            panic!("no HELLO")
+        };
+        let ack = rkt_reply(&hello, "HELLO_ACK", r#"{"agreed_version":1,"session_timeout":300}"#);
+        api.call_handle_text(&mut i.store, s, 1, &ack).unwrap();
+        assert!(matches!(
+            api.call_poll_event(&mut i.store, s).unwrap(),
+            Some(wr::Event::Ready(_))
+        ));
+        s
+    }
+
+    pub fn rkt_round_trip(i: &mut Instance, s: ResourceAny) {
+        let api = i.engine.agentwire_engine_rkt().session();
+        let opts = wr::RequestOptions {
+            streamed: false,
+            priority: None,
+            ttl_s: None,
+            to: None,
+            context: None,
+        };
+        api.call_request(&mut i.store, s, 2, "weather.current", None, &opts)
+            .unwrap()
+            .unwrap();
+        let Some(Outgoing::Text(wire)) = api.call_poll_transmit(&mut i.store, s).unwrap() else {
+            panic!("no REQUEST")
+        };
+        api.call_handle_text(&mut i.store, s, 3, &rkt_reply(&wire, "RESPONSE", RKT_BODY))
+            .unwrap();
+        match api.call_poll_event(&mut i.store, s).unwrap() {
+            Some(wr::Event::Response(r)) => {
+                black_box(r);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+fn benches(c: &mut Criterion, rt: &Runtime) {
+    let push = moltzap_push();
+    let mut g = c.benchmark_group("moltzap_push_1kb");
+    g.throughput(Throughput::Elements(1));
+    let mut s = native::moltzap();
+    g.bench_function("native", |b| {
+        b.iter(|| {
+            s.handle_text(2, black_box(&push));
+            black_box(s.poll_event().unwrap());
+        })
+    });
+    let mut i = rt.instantiate().unwrap();
+    let r = component::moltzap(&mut i);
+    g.bench_function("component", |b| {
+        b.iter(|| {
+            let api = i.engine.agentwire_engine_moltzap().session();
+            api.call_handle_text(&mut i.store, r, 2, black_box(&push)).unwrap();
+            black_box(api.call_poll_event(&mut i.store, r).unwrap().unwrap());
+        })
+    });
+    g.finish();
+
+    // Sequences must rise: a fresh connection every 100,000 events.
+    let texts: Vec<String> = (1..=100_000).map(switch_event).collect();
+    let mut g = c.benchmark_group("switch_event");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("native", |b| {
+        b.iter_custom(|iters| {
+            let mut c = native::switch();
+            let start = Instant::now();
+            for n in 0..iters {
+                let n = (n % texts.len() as u64) as usize;
+                if n == 0 {
+                    c = native::switch();
+                }
+                c.handle_text(1, &texts[n]);
+                black_box(c.poll_event().unwrap());
+            }
+            start.elapsed()
+        })
+    });
+    g.bench_function("component", |b| {
+        b.iter_custom(|iters| {
+            let mut i = rt.instantiate().unwrap();
+            let mut c = component::switch(&mut i);
+            let start = Instant::now();
+            for n in 0..iters {
+                let n = (n % texts.len() as u64) as usize;
+                if n == 0 {
+                    i = rt.instantiate().unwrap();
+                    c = component::switch(&mut i);
+                }
+                let api = i.engine.agentwire_engine_switch().session();
+                api.call_handle_text(&mut i.store, c, 1, &texts[n]).unwrap();
+                black_box(api.call_poll_event(&mut i.store, c).unwrap().unwrap());
+            }
+            start.elapsed()
+        })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("rkt_request_response");
+    g.throughput(Throughput::Elements(1));
+    let mut s = native::rkt();
+    g.bench_function("native", |b| b.iter(|| native::rkt_round_trip(&mut s)));
+    let mut i = rt.instantiate().unwrap();
+    let r = component::rkt(&mut i);
+    g.bench_function("component", |b| b.iter(|| component::rkt_round_trip(&mut i, r)));
+    g.finish();
+}
+
+/// Criterion's mean time per element of `group/name`, from its saved estimates.
+fn mean_ns(group: &str, name: &str) -> Option<f64> {
+    let dir = std::env::var("CARGO_TARGET_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
+    let path = format!("{dir}/criterion/{group}/{name}/new/estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v["mean"]["point_estimate"].as_f64()
+}
+
+fn main() {
+    let rt = Runtime::load().expect("the component loads (build it with scripts/component.sh)");
+    let mut c = Criterion::default()
+        .configure_from_args()
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1))
+        .sample_size(30);
+    benches(&mut c, &rt);
+    c.final_summary();
+    println!("\ncomponent vs native, messages per second (target: ratio >= 0.5)");
+    println!(
+        "{:<24} {:>12} {:>12} {:>7}",
+        "group", "native/s", "component/s", "ratio"
+    );
+    for group in ["moltzap_push_1kb", "switch_event", "rkt_request_response"] {
+        if let (Some(n), Some(w)) = (mean_ns(group, "native"), mean_ns(group, "component")) {
+            println!("{group:<24} {:>12.0} {:>12.0} {:>7.2}", 1e9 / n, 1e9 / w, n / w);
+        }
+    }
+}

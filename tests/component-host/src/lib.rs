@@ -80,7 +80,12 @@ impl Runtime {
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<Runtime> {
-        let engine = Engine::new(&Config::new())?;
+        let mut config = Config::new();
+        // `AGENTWIRE_PERFMAP=1`: name the component's compiled functions for `perf`.
+        if std::env::var_os("AGENTWIRE_PERFMAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
+        let engine = Engine::new(&config)?;
         let component = Component::new(&engine, bytes)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
