@@ -48,6 +48,8 @@ impl Script {
         cfg.max_pending_records = 8;
         cfg.max_operations = 8;
         cfg.max_held_requests = 8;
+        // Three conversations in play: one is forgotten and looked up again now and then.
+        cfg.max_conversations = 2;
         cfg.attach_wait_ms = 300;
         cfg.firewall = firewall.then_some(FirewallConfig {
             check_timeout_ms: 500,

@@ -7,7 +7,7 @@ use super::{Endpoint, LogKind, SendFailure, SendId, Timer};
 use crate::harness::address::{AgentAddress, MessageAddress, MessageAddressInput};
 use crate::harness::classify::{Conversation, InboundRequest};
 use crate::harness::collective::{response_content, AskOp, ClosePart, CollectiveResponse, RecordHash, ResponsePart};
-use crate::harness::errors::{CollectiveError, CollectiveFailure, SendError};
+use crate::harness::errors::{CollectiveError, CollectiveFailure, SendError, SendErrorReason};
 use crate::harness::id::{CollectiveId, PostId};
 use crate::harness::inbound::{
     CollectiveMemberOutcome, CollectiveResult, InboundItem, MemberOutcome, QuestionOrWithheld,
@@ -18,6 +18,11 @@ use crate::harness::send::{SendOptions, DEADLINE_GRACE_MS};
 use crate::MoltZapError;
 use agentwire_core::Millis;
 use std::collections::BTreeMap;
+
+/// The answers of one member an all_gather member keeps for the close (the requester lists the
+/// member's first, which records missed or read back out of order can make a later one here).
+/// Past it a member's answers are logged `AnswerIgnored`, unless a waiting close lists them.
+pub(super) const MAX_ANSWERS_PER_MEMBER: usize = 4;
 
 #[derive(Debug, Clone, PartialEq)]
 enum State {
@@ -33,6 +38,10 @@ enum State {
     /// This member's answer is being certified.
     Answering,
     Answered,
+    /// This member's answer ended `outcome-unknown`: it may have been posted, so the request
+    /// takes no other (`request-answered`). Reading the answer back (an echo, a recovery)
+    /// makes it `Answered`.
+    Unconfirmed,
     /// The all_gather's close was applied.
     Closed,
 }
@@ -50,7 +59,10 @@ pub(super) struct Held {
     state: State,
     /// All_gather: the answers seen in the group conversation, this member's own included.
     answers: BTreeMap<RecordHash, (AgentAddress, CollectiveResponse)>,
-    /// A close that arrived while this member's own answer was being certified.
+    /// The requester's first close (its record id), while it waits: for this member's own
+    /// answer being certified, or for an answer it lists that this member does not hold yet.
+    /// Tried again whenever an answer to the request is recorded; dropped (logged) when the
+    /// request is forgotten.
     waiting_close: Option<(String, ClosePart)>,
     /// The firewall's admission of the request (none without a firewall): the question of the
     /// result its close gives.
@@ -209,13 +221,11 @@ impl Endpoint {
         to: &MessageAddress,
     ) -> Result<(), CollectiveFailure> {
         match self.held.get_mut(id) {
-            Some(h) if h.state == State::Open && now < h.deadline_at => {
+            Some(h) if h.is_open(now) => {
                 h.state = State::Answering;
                 Ok(())
             }
-            Some(h) if matches!(h.state, State::Answering | State::Answered) => {
-                Err(CollectiveFailure::RequestAnswered(to.clone()))
-            }
+            Some(h) if h.is_answered() => Err(CollectiveFailure::RequestAnswered(to.clone())),
             _ => Err(CollectiveFailure::RequestExpired),
         }
     }
@@ -230,19 +240,10 @@ impl Endpoint {
                 &h.conversation == to && !matches!(h.state, State::Late | State::Admitting | State::Withheld)
             })
             .collect();
-        let open: Vec<&CollectiveId> = here
-            .iter()
-            .filter(|(_, h)| h.state == State::Open && now < h.deadline_at)
-            .map(|(id, _)| *id)
-            .collect();
+        let open: Vec<&CollectiveId> = here.iter().filter(|(_, h)| h.is_open(now)).map(|(id, _)| *id).collect();
         match open.as_slice() {
             [one] => Ok((*one).clone()),
-            [] if here
-                .iter()
-                .any(|(_, h)| matches!(h.state, State::Answered | State::Answering)) =>
-            {
-                Err(CollectiveFailure::RequestAnswered(to.clone()))
-            }
+            [] if here.iter().any(|(_, h)| h.is_answered()) => Err(CollectiveFailure::RequestAnswered(to.clone())),
             [] if !here.is_empty() => Err(CollectiveFailure::RequestExpired),
             [] => Err(CollectiveFailure::RequestNone(to.clone())),
             _ => Err(CollectiveFailure::RequestAmbiguous(to.clone())),
@@ -262,9 +263,10 @@ impl Endpoint {
         let operation = self.operation_of(send);
         match result {
             Ok(text) => {
-                let mut waiting = None;
                 if let Some(h) = self.held.get_mut(request) {
-                    h.state = State::Answered;
+                    if matches!(h.state, State::Answering | State::Unconfirmed) {
+                        h.state = State::Answered;
+                    }
                     if h.op == AskOp::AllGather {
                         if let Ok(record) = super::wire::Record::from_wrapped(&text) {
                             if let Ok(content) = record.content() {
@@ -273,38 +275,109 @@ impl Endpoint {
                                 }
                             }
                         }
-                        waiting = h.waiting_close.take();
                     }
                 }
                 self.succeed(send, None);
-                if let Some((record, close)) = waiting {
-                    self.apply_close(now, &record, request, close);
-                }
+                self.retry_close(now, request);
             }
             Err(e) => {
-                let mut waiting = None;
+                let to = operation.as_ref().map(|(_, to)| to.to_string()).unwrap_or_default();
+                let failure = super::wire::send_failure(&e, &to);
                 if let Some(h) = self.held.get_mut(request) {
                     if h.state == State::Answering {
-                        h.state = State::Open;
+                        // `outcome-unknown`: the answer may have been posted, so the request is
+                        // answered, unconfirmed (no second answer); refused, it is open again.
+                        h.state = if failure.reason == SendErrorReason::OutcomeUnknown {
+                            State::Unconfirmed
+                        } else {
+                            State::Open
+                        };
                     }
-                    waiting = h.waiting_close.take();
                 }
-                // A close that waited for this answer applies without it.
-                if let Some((record, close)) = waiting {
-                    self.apply_close(now, &record, request, close);
-                }
-                let to = operation.as_ref().map(|(_, to)| to.to_string()).unwrap_or_default();
-                let failure: SendError = super::wire::send_failure(&e, &to).as_reply();
+                // A close that waited for this answer is tried: without it, or (unconfirmed)
+                // waiting until the answer is read back.
+                self.retry_close(now, request);
+                let failure: SendError = failure.as_reply();
                 self.fail(send, operation, failure.into());
             }
         }
     }
 
+    /// This agent's own record in a group conversation (echoed from another connection, or
+    /// read back by a recovery): an answer to an all_gather request it holds is recorded by its
+    /// record hash, like a peer's, so a close listing it applies (an answer whose send ended
+    /// `outcome-unknown` is confirmed by it).
+    pub(super) fn own_answer(
+        &mut self,
+        now: Millis,
+        record: &str,
+        conversation: &Conversation,
+        content: &crate::harness::content::Content,
+        hash: &RecordHash,
+    ) {
+        let Some(ResponsePart { id, response }) = response_of(content) else {
+            return;
+        };
+        let me = self.cfg.agent.clone();
+        let Some(h) = self.held.get_mut(&id) else {
+            return;
+        };
+        if h.op != AskOp::AllGather || !h.in_place(conversation) || h.state == State::Closed {
+            return;
+        }
+        if h.answers.contains_key(hash) {
+            return;
+        }
+        if !h.keeps(&me, hash) {
+            return self.log(Some(record), LogKind::AnswerIgnored);
+        }
+        h.answers.insert(hash.clone(), (me, response));
+        // Certified: the request took this agent's answer (from this endpoint, or another).
+        if matches!(h.state, State::Unconfirmed | State::Open) {
+            h.state = State::Answered;
+        }
+        self.log(Some(record), LogKind::AnswerRecorded);
+        self.retry_close(now, &id);
+    }
+
+    /// A held request is forgotten (an hour past its deadline), with a close still waiting
+    /// for an answer it lists.
+    pub(super) fn forget_request(&mut self, id: &CollectiveId) {
+        if let Some(Held {
+            waiting_close: Some((record, close)),
+            answers,
+            ..
+        }) = self.held.remove(id)
+        {
+            let missing = close
+                .included
+                .iter()
+                .find(|h| !answers.contains_key(*h))
+                .map_or("", |h| h.as_str());
+            let why = format!("lists {missing} which this endpoint does not hold");
+            self.log(Some(&record), LogKind::CloseIgnored(why));
+        }
+    }
+
+    /// A close waiting on `id` is tried again (an answer was recorded, or this member's own
+    /// answer settled).
+    fn retry_close(&mut self, now: Millis, id: &CollectiveId) {
+        let waiting = match self.held.get_mut(id) {
+            Some(h) if h.state != State::Answering => h.waiting_close.take(),
+            _ => None,
+        };
+        if let Some((record, close)) = waiting {
+            self.apply_close(now, &record, id, close, false);
+        }
+    }
+
     /// An answer in a conversation whose request this endpoint holds (not its own operation):
-    /// an all_gather member keeps each member's first answer by record hash until the close
-    /// (the requester counts the first too); a later one is logged `AnswerIgnored`.
+    /// an all_gather member records it by record hash until the close, which picks the ones it
+    /// lists (at most [`MAX_ANSWERS_PER_MEMBER`] per member; past it, or a duplicate, it is
+    /// logged `AnswerIgnored`). A close waiting for it is tried again.
     pub(super) fn member_answer(
         &mut self,
+        now: Millis,
         record: &str,
         conversation: &Conversation,
         sender: &AgentAddress,
@@ -312,16 +385,13 @@ impl Endpoint {
         hash: crate::harness::collective::RecordHash,
     ) {
         match self.held.get_mut(&part.id) {
-            Some(h)
-                if h.op == AskOp::AllGather
-                    && matches!(conversation, Conversation::Group(g) if MessageAddress::Group(g.clone()) == h.conversation)
-                    && h.state != State::Closed =>
-            {
-                if h.answers.values().any(|(member, _)| member == sender) {
+            Some(h) if h.op == AskOp::AllGather && h.in_place(conversation) && h.state != State::Closed => {
+                if h.answers.contains_key(&hash) || !h.keeps(sender, &hash) {
                     self.log(Some(record), LogKind::AnswerIgnored);
                 } else {
                     h.answers.insert(hash, (sender.clone(), part.response));
                     self.log(Some(record), LogKind::AnswerRecorded);
+                    self.retry_close(now, &part.id);
                 }
             }
             _ => self.log(Some(record), LogKind::AnswerUnmatched),
@@ -344,8 +414,7 @@ impl Endpoint {
                 Some("arrived outside the request's group")
             }
             Some(h) if &h.from != sender => Some("does not come from the requester"),
-            Some(h) if h.state == State::Closed => Some("is not the first close"),
-            Some(h) if h.state == State::Answering && h.waiting_close.is_some() => Some("is not the first close"),
+            Some(h) if h.state == State::Closed || h.waiting_close.is_some() => Some("is not the first close"),
             Some(h) if h.state == State::Answering => {
                 h.waiting_close = Some((record.to_owned(), close.clone()));
                 return;
@@ -356,13 +425,15 @@ impl Endpoint {
             Some(why) => self.log(Some(record), LogKind::CloseIgnored(why.to_owned())),
             None => {
                 let id = close.id.clone();
-                self.apply_close(now, record, &id, close);
+                self.apply_close(now, record, &id, close, true);
             }
         }
     }
 
-    /// Builds the result from exactly the answers the close lists, as the requester did.
-    fn apply_close(&mut self, now: Millis, record: &str, id: &CollectiveId, close: ClosePart) {
+    /// Builds the result from exactly the answers the close lists, as the requester did. A
+    /// listed answer not held yet makes the close wait with its request (`first`: logged
+    /// `CloseWaiting` the first time), until that answer is recorded.
+    fn apply_close(&mut self, now: Millis, record: &str, id: &CollectiveId, close: ClosePart, first: bool) {
         let Some(h) = self.held.get(id) else {
             return;
         };
@@ -383,10 +454,13 @@ impl Endpoint {
                     return;
                 }
                 None => {
-                    self.log(
-                        Some(record),
-                        LogKind::CloseIgnored(format!("lists {} which this endpoint does not hold", hash.as_str())),
-                    );
+                    let why = format!("lists {} which this endpoint does not hold yet", hash.as_str());
+                    if let Some(h) = self.held.get_mut(id) {
+                        h.waiting_close = Some((record.to_owned(), close));
+                    }
+                    if first {
+                        self.log(Some(record), LogKind::CloseWaiting(why));
+                    }
                     return;
                 }
             }
@@ -416,6 +490,35 @@ impl Endpoint {
         if let Ok(result) = result {
             self.admit_result(now, result, question);
         }
+    }
+}
+
+impl Held {
+    /// Presented, not answered, before its deadline and close (a close from the requester that
+    /// waits for an answer it lists has closed it too).
+    fn is_open(&self, now: Millis) -> bool {
+        self.state == State::Open && now < self.deadline_at && self.waiting_close.is_none()
+    }
+
+    /// Answered by this member (certified, in flight, or of unknown outcome).
+    fn is_answered(&self) -> bool {
+        matches!(self.state, State::Answering | State::Answered | State::Unconfirmed)
+    }
+
+    /// In the request's own group.
+    fn in_place(&self, conversation: &Conversation) -> bool {
+        matches!(conversation, Conversation::Group(g) if MessageAddress::Group(g.clone()) == self.conversation)
+    }
+
+    /// Whether an answer of `member` with `hash` is kept: while the member has fewer than
+    /// [`MAX_ANSWERS_PER_MEMBER`] kept, or when a waiting close lists it.
+    fn keeps(&self, member: &AgentAddress, hash: &RecordHash) -> bool {
+        let kept = self.answers.values().filter(|(m, _)| m == member).count();
+        kept < MAX_ANSWERS_PER_MEMBER
+            || self
+                .waiting_close
+                .as_ref()
+                .is_some_and(|(_, c)| c.included.contains(hash))
     }
 }
 

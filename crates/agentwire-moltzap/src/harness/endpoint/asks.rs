@@ -126,11 +126,26 @@ impl Endpoint {
         }
     }
 
-    /// The members are known: post the request(s) and start the clocks.
+    /// An ask ends: it is dropped with its deadline timer (the one place an ask is removed).
+    pub(super) fn drop_ask(&mut self, id: &CollectiveId) -> Option<Ask> {
+        self.timers.cancel(&Timer::Deadline(id.clone()));
+        self.asks.remove(id)
+    }
+
+    /// The members are known: post the request(s) and start the clocks. A deadline that passed
+    /// while the members were looked up fails the send `deadline-passed`, with nothing posted.
     pub(super) fn ask_resolved(&mut self, now: Millis, id: &CollectiveId) {
         let Some(ask) = self.asks.get_mut(id) else {
             return;
         };
+        if now >= ask.deadline_at {
+            let failure = CollectiveError {
+                id: id.clone(),
+                failure: CollectiveFailure::DeadlinePassed,
+            };
+            let send = ask.send;
+            return self.abort(send, failure.into());
+        }
         ask.stage = Stage::Running;
         let (send, deadline_at, op) = (ask.send, ask.deadline_at, ask.op);
         let content = ask.content.clone();
@@ -222,10 +237,9 @@ impl Endpoint {
 
     /// Every gather post was refused: the send fails naming every member, and nothing starts.
     fn ask_refused(&mut self, id: &CollectiveId) {
-        let Some(ask) = self.asks.remove(id) else {
+        let Some(ask) = self.drop_ask(id) else {
             return;
         };
-        self.timers.cancel(&Timer::Deadline(id.clone()));
         let members = ask
             .posts
             .into_values()
@@ -244,10 +258,9 @@ impl Endpoint {
 
     /// An all_gather's group post was refused or not certified in time: every member is named.
     fn all_gather_unreachable(&mut self, id: &CollectiveId, reason: SendErrorReason, detail: Option<String>) {
-        let Some(ask) = self.asks.remove(id) else {
+        let Some(ask) = self.drop_ask(id) else {
             return;
         };
-        self.timers.cancel(&Timer::Deadline(id.clone()));
         let members = ask
             .members
             .iter()
@@ -285,10 +298,11 @@ impl Endpoint {
     }
 
     /// The requester's deadline: the operation completes with what it has. One still waiting
-    /// for its check or the connection fails `deadline-passed`, with nothing posted.
+    /// for its check, the connection or its member lookup fails `deadline-passed`, with nothing
+    /// posted.
     pub(super) fn deadline(&mut self, now: Millis, id: &CollectiveId) {
         if let Some(ask) = self.asks.get(id) {
-            if ask.stage == Stage::Waiting {
+            if matches!(ask.stage, Stage::Waiting | Stage::Resolving) {
                 let failure = CollectiveError {
                     id: id.clone(),
                     failure: CollectiveFailure::DeadlinePassed,
@@ -369,7 +383,7 @@ impl Endpoint {
             .collect();
         match ask.op {
             AskOp::Gather => {
-                let Some(ask) = self.asks.remove(id) else {
+                let Some(ask) = self.drop_ask(id) else {
                     return;
                 };
                 self.deliver_result(now, ask, outcomes);
@@ -404,7 +418,7 @@ impl Endpoint {
     pub(super) fn close_answered(&mut self, now: Millis, id: &CollectiveId, result: Result<String, MoltZapError>) {
         match result {
             Ok(_) => {
-                let Some(mut ask) = self.asks.remove(id) else {
+                let Some(mut ask) = self.drop_ask(id) else {
                     return;
                 };
                 let outcomes = match std::mem::replace(&mut ask.stage, Stage::Resolving) {
@@ -428,7 +442,7 @@ impl Endpoint {
     }
 
     fn close_failed(&mut self, id: &CollectiveId, error: String) {
-        if let Some(ask) = self.asks.remove(id) {
+        if let Some(ask) = self.drop_ask(id) {
             self.admit_local(InboundItem::OperationFailed {
                 id: id.clone(),
                 to: ask.to.into(),

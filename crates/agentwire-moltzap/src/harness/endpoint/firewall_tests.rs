@@ -451,3 +451,53 @@ fn the_requesters_result_carries_each_answers_admission_and_advice() {
         })
     );
 }
+
+#[test]
+fn an_answer_refused_on_its_second_match_names_an_id_minted_for_the_refusal() {
+    let mut s = Script::new(firewall);
+    s.listen();
+    let (request_id, req) = request(AskOp::Gather, "bob", 1, s.now);
+    s.push(&message("r", "c1", "bob", req));
+    s.conversation("dm", &["alice", "bob"]);
+    verdict_last(&mut s, admit());
+    // Returned: the refusal's id is not the peer's request id.
+    let first = s.ep.send(s.now, decline("agent:bob"), SendOptions::default()).unwrap();
+    s.pump();
+    let check = last_check(&s);
+    s.now += 601_000;
+    verdict(&mut s, check, admit());
+    let Some(Err(SendFailure::Collective(e))) = done(&s, first) else {
+        panic!("{:?}", s.events)
+    };
+    assert_eq!(e.failure, CollectiveFailure::RequestExpired);
+    assert_ne!(e.id, request_id);
+    // Inbound: the send names the minted id, and so does the `operationFailed`, at bob's address.
+    let (second_id, req) = request(AskOp::Gather, "bob", 2, s.now);
+    s.push(&message("r2", "c1", "bob", req));
+    verdict_last(&mut s, admit());
+    let inbound = SendOptions {
+        failure_delivery: FailureDelivery::Inbound,
+    };
+    let second = s.ep.send(s.now, decline("agent:bob"), inbound).unwrap();
+    s.pump();
+    let check = last_check(&s);
+    s.now += 601_000;
+    verdict(&mut s, check, admit());
+    let Some(Ok(SendResult {
+        operation_id: Some(minted),
+        ..
+    })) = done(&s, second)
+    else {
+        panic!("{:?}", s.events)
+    };
+    assert!(minted != second_id && minted != e.id);
+    let failed = deliveries(&s)
+        .into_iter()
+        .find_map(|d| match &d.item {
+            InboundItem::OperationFailed { id, to, .. } => Some((id.clone(), to.to_string())),
+            _ => None,
+        })
+        .expect("an operationFailed");
+    assert_eq!(failed, (minted, "agent:bob".to_owned()));
+    assert!(s.take("messages/send").is_none());
+}

@@ -1,29 +1,37 @@
 //! What a validated send waits for before anything goes out: its firewall check, and the
 //! connection (the spec's `ROUTER_ATTACH_TIMEOUT`). A send is *launched* (its lookup or post
 //! starts) once both are in; until then it waits at most `attach_wait_ms` for attachment and
-//! fails `network-unavailable` at that bound, or at once when the connection fails.
+//! fails `network-unavailable` at that bound: no send fails merely because the endpoint is
+//! still attaching, and a connect that fails in transport (the socket closed, the connect timed
+//! out, a frame that could not be read) leaves the sends waiting for their bound.
 //!
-//! The endpoint expects attachment from `handle_open` (and `connect`) on, and after a connection
-//! lost without [`Endpoint::close`] (the host is expected to reconnect). It expects none before
-//! the first `handle_open`, after `close`, or after a connect failed (until the next
-//! `handle_open` or `connect`): a send then fails `network-unavailable` at once.
+//! The endpoint expects attachment from `handle_open` (and `connect`) on, after a connection
+//! lost without [`Endpoint::close`] (the host is expected to reconnect), and after a connect
+//! that failed in transport. It expects none before the first `handle_open`, after `close`, or
+//! after the daemon refused the connect (its version: `incompatible-daemon`; or the
+//! credentials: an auth refusal, which the same credentials would only meet again) until the
+//! next `handle_open` or `connect`: the waiting sends then fail `network-unavailable` at once,
+//! and a new send fails at once.
 
 use super::firewall::FirewallVerdict;
 use super::outgoing::Kind;
 use super::{Endpoint, SendFailure, SendId, Timer};
 use crate::frame::Generation;
-use crate::harness::address::MessageAddress;
+use crate::harness::address::{MessageAddress, MessageAddressInput};
 use crate::harness::collective::AskOp;
 use crate::harness::errors::{CollectiveError, CollectiveFailure, FirewallSendError, SendError, SendErrorReason};
+use crate::harness::id::CollectiveId;
 use crate::session::SessionState;
 use agentwire_core::Millis;
 
 /// Whether the endpoint expects to be attached soon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Attach {
-    /// Never opened, closed by the host, or the last connect failed: sends fail at once.
+    /// Never opened, closed by the host, or the last connect refused (version or
+    /// credentials): sends fail at once.
     Idle,
-    /// A socket is opening or open, a connect is in flight, or the connection was lost.
+    /// A socket is opening or open, a connect is in flight or failed in transport, or the
+    /// connection was lost.
     Expected,
 }
 
@@ -80,8 +88,8 @@ impl Endpoint {
         }
     }
 
-    /// The connect failed, or the host closed the endpoint: no attachment is expected, and
-    /// every send not yet launched fails `network-unavailable`.
+    /// The daemon refused the connect (version, credentials), or the host closed the endpoint:
+    /// no attachment is expected, and every send not yet launched fails `network-unavailable`.
     pub(super) fn detached(&mut self, why: &str) {
         self.attach = Attach::Idle;
         for send in self.unlaunched() {
@@ -128,8 +136,7 @@ impl Endpoint {
         let operation = self.operation_of(send);
         if let Some(Kind::Ask(id)) = self.sends.get(&send).map(|p| &p.kind) {
             let id = id.clone();
-            self.asks.remove(&id);
-            self.timers.cancel(&Timer::Deadline(id));
+            self.drop_ask(&id);
         }
         self.fail(send, operation, failure);
     }
@@ -187,8 +194,11 @@ impl Endpoint {
                 match self.claim(now, &request, &to) {
                     Ok(()) => self.post(now, send, None, &to, &content),
                     Err(failure) => {
-                        let failure = CollectiveError { id: request, failure };
-                        self.abort(send, failure.into());
+                        // Like the refusals when it was first matched, the refusal names an id
+                        // minted for it, never the peer's request id.
+                        let id = CollectiveId::mint(self.entropy.as_mut());
+                        let operation = Some((id.clone(), MessageAddressInput::from(to)));
+                        self.fail(send, operation, CollectiveError { id, failure }.into());
                     }
                 }
             }

@@ -90,7 +90,7 @@ fn a_send_waiting_for_the_connection_fails_network_unavailable_at_the_bound() {
 }
 
 #[test]
-fn a_failed_connect_fails_the_waiting_sends_at_once_and_refuses_new_ones() {
+fn a_connect_refused_for_its_credentials_fails_the_waiting_sends_at_once_and_refuses_new_ones() {
     let mut s = Script::unconnected(|_| {});
     s.start_connect();
     let multicast =
@@ -100,6 +100,7 @@ fn a_failed_connect_fails_the_waiting_sends_at_once_and_refuses_new_ones() {
         s.ep.send(s.now, ask("agent:bob", AskOp::Gather, 60), SendOptions::default())
             .unwrap();
     let hello = s.take_connect();
+    // -32000 Unauthorized: the same credentials would be refused again.
     let refusal = json!({"jsonrpc": "2.0", "id": hello["id"], "error": {"code": -32000, "message": "no"}});
     s.ep.handle_text(s.now, &refusal.to_string());
     s.pump();
@@ -112,6 +113,78 @@ fn a_failed_connect_fails_the_waiting_sends_at_once_and_refuses_new_ones() {
     };
     assert_eq!(e.reason, SendErrorReason::NetworkUnavailable);
     assert!(s.take("messages/send").is_none() && s.take("agents/lookupByName").is_none());
+}
+
+#[test]
+fn a_connect_refused_for_its_version_fails_the_waiting_sends_at_once() {
+    let mut s = Script::unconnected(|_| {});
+    s.start_connect();
+    let send =
+        s.ep.send(s.now, text("agent:bob", "hi"), SendOptions::default())
+            .unwrap();
+    let hello = s.take_connect();
+    s.reply(&hello, json!({"protocolVersion": "0.0.1"}));
+    assert!(s.events.iter().any(|e| matches!(
+        e,
+        EndpointEvent::ConnectFailed(c) if c.reason == crate::harness::errors::ConnectErrorReason::IncompatibleDaemon
+    )));
+    assert_eq!(send_reason(done(&s, send)), SendErrorReason::NetworkUnavailable);
+}
+
+#[test]
+fn a_connect_that_times_out_leaves_the_sends_waiting_and_a_later_connect_sends_them() {
+    // The handshake times out (10 s) before the sends' bound.
+    let mut s = Script::unconnected(|c| c.attach_wait_ms = 20_000);
+    s.start_connect();
+    let multicast =
+        s.ep.send(s.now, text("agent:bob", "hi"), SendOptions::default())
+            .unwrap();
+    let gather =
+        s.ep.send(s.now, ask("agent:bob", AskOp::Gather, 60), SendOptions::default())
+            .unwrap();
+    s.take_connect();
+    s.tick(); // the connect gets no answer
+    assert!(s.events.iter().any(|e| matches!(e, EndpointEvent::ConnectFailed(_))));
+    assert_eq!(done(&s, multicast), None, "still waiting for attachment");
+    assert_eq!(done(&s, gather), None);
+    // Attachment is still expected: a new send waits too.
+    let later =
+        s.ep.send(s.now, text("agent:carol", "later"), SendOptions::default())
+            .unwrap();
+    s.pump();
+    assert_eq!(done(&s, later), None);
+    s.ep.connect(s.now, Credentials::AgentKey("moltzap_agent_k".into()))
+        .unwrap();
+    s.pump();
+    let hello = s.take_connect();
+    s.reply(&hello, json!({}));
+    let first = s.take("messages/send").expect("the multicast goes out");
+    assert_eq!(first["params"]["to"], "agent:bob");
+    assert!(s.take("agents/lookupByName").is_some(), "the gather goes out");
+    let second = s.take("messages/send").expect("the later send goes out");
+    assert_eq!(second["params"]["to"], "agent:carol");
+}
+
+#[test]
+fn a_socket_lost_while_connecting_leaves_the_sends_to_their_attachment_bound() {
+    let mut s = Script::unconnected(|c| c.attach_wait_ms = 2_000);
+    s.start_connect();
+    let start = s.now;
+    let send =
+        s.ep.send(s.now, text("agent:bob", "hi"), SendOptions::default())
+            .unwrap();
+    s.now += 50;
+    s.ep.handle_close(s.now, 1006, "");
+    s.pump();
+    assert!(s.events.iter().any(|e| matches!(e, EndpointEvent::ConnectFailed(_))));
+    assert_eq!(
+        done(&s, send),
+        None,
+        "no send fails merely because the endpoint is attaching"
+    );
+    s.tick();
+    assert_eq!(s.now, start + 2_000);
+    assert_eq!(send_reason(done(&s, send)), SendErrorReason::NetworkUnavailable);
 }
 
 #[test]

@@ -79,6 +79,10 @@ pub struct EndpointConfig {
     /// `Connected` before it fails `network-unavailable` (default 10,000 ms): the spec's
     /// `ROUTER_ATTACH_TIMEOUT`.
     pub attach_wait_ms: u64,
+    /// Conversations whose kind and members are kept (default 4,096); past it the least
+    /// recently used is forgotten, and looked up again (`conversations/get`) when a record
+    /// arrives in it.
+    pub max_conversations: usize,
     /// The message firewall (default none): when set, every send and every inbound item waits
     /// for the host's verdict on an [`EndpointEvent::FirewallCheck`].
     pub firewall: Option<FirewallConfig>,
@@ -95,6 +99,7 @@ impl EndpointConfig {
             max_held_requests: 1_024,
             recovery_limit: 100,
             attach_wait_ms: 10_000,
+            max_conversations: 4_096,
             firewall: None,
         }
     }
@@ -160,15 +165,22 @@ pub enum LogKind {
     IdReused,
     /// An answer to no operation this endpoint runs or holds.
     AnswerUnmatched,
-    /// An answer after the member's first, after the deadline or after the result.
+    /// An answer not counted: at the requester, after the member's first, after the deadline
+    /// or after the result; at an all_gather member, a duplicate or past the few kept per
+    /// member.
     AnswerIgnored,
     /// An answer recorded (requester) or held until the close (all_gather member).
     AnswerRecorded,
     /// A close applied: the member's result follows.
     CloseApplied,
-    /// A close ignored: not the requester's, an unknown id, a second close, or an answer it
-    /// lists that this endpoint does not hold.
+    /// A close ignored: not the requester's, an unknown id, a second close, two answers of one
+    /// member, or (when its request is forgotten) an answer it lists that never arrived.
     CloseIgnored(String),
+    /// A close from the requester that lists an answer this endpoint does not hold yet (one
+    /// dropped for overflow, or read back after the close): it waits, with its request, and is
+    /// applied when the answer is recorded (`CloseApplied`), or ignored when the request is
+    /// forgotten, an hour past its deadline (`CloseIgnored`).
+    CloseWaiting(String),
     /// The inbox was full: the oldest unacknowledged delivery was dropped.
     InboxOverflow(DeliveryId),
     /// Too many records waiting for resolution: this one was dropped.
@@ -241,6 +253,8 @@ enum Timer {
     Forget(CollectiveId),
     /// A conversation lookup that got no answer is asked again.
     Resolve(String),
+    /// A recovery that got no answer is asked again.
+    Recover,
     /// A send's wait for the connection ends.
     Attach(SendId),
     /// A firewall check's wait for its verdict ends.
@@ -352,10 +366,9 @@ impl Endpoint {
             match timer {
                 Timer::SendWait(send) => self.send_wait_over(now, send),
                 Timer::Deadline(id) => self.deadline(now, &id),
-                Timer::Forget(id) => {
-                    self.held.remove(&id);
-                }
+                Timer::Forget(id) => self.forget_request(&id),
                 Timer::Resolve(conv) => self.resolve_again(now, &conv),
+                Timer::Recover => self.recover_again(now),
                 Timer::Attach(send) => self.attach_wait_over(send),
                 Timer::Check(check) => self.check_expired(now, check),
             }
@@ -469,13 +482,20 @@ impl Endpoint {
                         ErrorKind::Decode | ErrorKind::Protocol => ConnectErrorReason::DecodeFailed,
                         _ => ConnectErrorReason::TransportFailed,
                     };
+                    // A refusal the same daemon will repeat (its version, the credentials)
+                    // ends the wait at once; a transport failure, a timeout or a closed socket
+                    // does not: the host may connect again, and each waiting send's
+                    // `attach_wait_ms` decides (`gate.rs`).
+                    let refused = matches!(error.kind(), ErrorKind::Version | ErrorKind::Auth);
                     let why = format!("the connection failed ({})", error.error.message);
                     self.events
                         .push_back(EndpointEvent::ConnectFailed(ConnectError::with_detail(
                             reason,
                             error.error.message,
                         )));
-                    self.detached(&why);
+                    if refused {
+                        self.detached(&why);
+                    }
                 }
                 Event::Response { id, result } => {
                     if let Some(call) = self.calls.remove(&id) {

@@ -407,7 +407,7 @@ impl Endpoint {
                 );
                 let operation = self.operation_of(send);
                 if let Some((id, _)) = &operation {
-                    self.asks.remove(id);
+                    self.drop_ask(id);
                 }
                 self.fail(send, operation, SendFailure::Send(failure));
                 return;
@@ -431,7 +431,7 @@ impl Endpoint {
                     self.ask_resolved(now, &id);
                 } else {
                     let operation = self.operation_of(send);
-                    self.asks.remove(&id);
+                    self.drop_ask(&id);
                     let members = unknown
                         .into_iter()
                         .map(|member| UnreachableMember {

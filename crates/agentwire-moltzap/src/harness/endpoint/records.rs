@@ -12,7 +12,7 @@ use crate::harness::inbound::{DirectMessage, GroupMessage, InboundItem, InboundM
 use crate::harness::json::JsonValue;
 use crate::MoltZapError;
 use agentwire_core::{ErrorKind, Millis};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 /// What the endpoint knows of a conversation.
 #[derive(Debug, Clone)]
@@ -33,17 +33,59 @@ pub(super) const RESOLVE_ATTEMPTS: u32 = 4;
 pub(super) const RESOLVE_BACKOFF_MS: u64 = 1_000;
 /// The most rows one `agent/message/list` returns (servers cap `limit` at 100).
 pub(super) const MAX_RECOVERY_LIMIT: u32 = 100;
+/// Recoveries (`agent/message/list`) that may fail for want of an answer before the live
+/// pushes waiting for them are released; retried after the same backoff as a lookup.
+pub(super) const RECOVERY_ATTEMPTS: u32 = 4;
+
+/// The conversations known, bounded: past `EndpointConfig::max_conversations` the least
+/// recently used is forgotten (looking it up again is one `conversations/get`).
+#[derive(Debug, Default)]
+struct Convs {
+    map: HashMap<String, (Conv, u64)>,
+    /// Last use → conversation.
+    order: BTreeMap<u64, String>,
+    tick: u64,
+}
+
+impl Convs {
+    fn get(&mut self, id: &str) -> Option<Conv> {
+        let (conv, used) = self.map.get_mut(id)?;
+        self.order.remove(used);
+        self.tick += 1;
+        *used = self.tick;
+        self.order.insert(self.tick, id.to_owned());
+        Some(conv.clone())
+    }
+
+    fn insert(&mut self, id: &str, conv: Conv, cap: usize) {
+        if let Some((_, used)) = self.map.remove(id) {
+            self.order.remove(&used);
+        }
+        while self.map.len() >= cap.max(1) {
+            let Some((_, oldest)) = self.order.pop_first() else {
+                break;
+            };
+            self.map.remove(&oldest);
+        }
+        self.tick += 1;
+        self.order.insert(self.tick, id.to_owned());
+        self.map.insert(id.to_owned(), (conv, self.tick));
+    }
+}
 
 #[derive(Debug, Default)]
 pub(super) struct Records {
     queue: VecDeque<Record>,
-    convs: HashMap<String, Conv>,
+    convs: Convs,
     /// Conversations being looked up, or waiting for a retry of their lookup.
     resolving: HashSet<String>,
     /// Failed attempts to look up a conversation (timeouts), per conversation.
     attempts: HashMap<String, u32>,
-    /// A recovery (`agent/message/list`) is outstanding: live pushes wait in `live`.
+    /// A recovery (`agent/message/list`) is outstanding, waiting for a retry, or cut by a lost
+    /// connection (the next connect recovers): live pushes wait in `live`.
     recovering: bool,
+    /// Failed attempts of the current recovery.
+    recovery_attempts: u32,
     live: VecDeque<Record>,
     seen: Seen,
 }
@@ -110,6 +152,8 @@ impl Endpoint {
     /// next connect, with their attempts counted afresh.
     pub(super) fn records_connection_lost(&mut self) {
         self.records.resolving.clear();
+        // A recovery waiting for a retry is made at the next connect instead.
+        self.timers.cancel(&Timer::Recover);
         for conv in std::mem::take(&mut self.records.attempts).into_keys() {
             self.timers.cancel(&Timer::Resolve(conv));
         }
@@ -159,7 +203,7 @@ impl Endpoint {
                 return;
             }
             let conv_id = front.conversation_id.clone();
-            match self.records.convs.get(&conv_id).cloned() {
+            match self.records.convs.get(&conv_id) {
                 Some(conv) => {
                     if let Some(record) = self.records.queue.pop_front() {
                         self.handle_record(now, record, &conv);
@@ -285,7 +329,7 @@ impl Endpoint {
         self.records.resolving.remove(conv_id);
         self.records.attempts.remove(conv_id);
         self.timers.cancel(&Timer::Resolve(conv_id.to_owned()));
-        self.records.convs.insert(conv_id.to_owned(), conv);
+        self.records.convs.insert(conv_id, conv, self.cfg.max_conversations);
         self.process(now);
     }
 
@@ -324,6 +368,10 @@ impl Endpoint {
         };
         if sender == self.cfg.agent {
             // This agent's own post, seen from another connection or read back: not inbound.
+            // Its answer in an all_gather's group is recorded, so a close listing it applies.
+            if let (Conversation::Group(_), Ok(content)) = (conversation, record.content()) {
+                self.own_answer(now, &record.id, conversation, &content, &record.hash);
+            }
             return;
         }
         let content = match record.content() {
@@ -358,7 +406,7 @@ impl Endpoint {
             }
             Classified::Response(part) => {
                 if !self.ask_answer(now, &record.id, conversation, &sender, &part, &record.hash) {
-                    self.member_answer(&record.id, conversation, &sender, part, record.hash.clone());
+                    self.member_answer(now, &record.id, conversation, &sender, part, record.hash.clone());
                 }
             }
             Classified::Close(close) => self.member_close(now, &record.id, conversation, &sender, close),
@@ -369,35 +417,92 @@ impl Endpoint {
     /// After a reconnect: the recent window (at most [`MAX_RECOVERY_LIMIT`] rows), oldest
     /// first, through the same path. Until it is answered, live pushes wait.
     pub(super) fn recover(&mut self, now: Millis) {
+        self.timers.cancel(&Timer::Recover);
+        self.records.recovery_attempts = 0;
+        self.recover_again(now);
+    }
+
+    /// One attempt of the recovery (also when its retry is due).
+    pub(super) fn recover_again(&mut self, now: Millis) {
         if self.cfg.recovery_limit == 0 || self.session.generation() != crate::frame::Generation::Current {
-            self.process(now);
-            return;
+            return self.release_live(now);
         }
         let limit = self.cfg.recovery_limit.min(MAX_RECOVERY_LIMIT);
         let params = crate::harness::canonical::to_canonical(&JsonValue::object([("limit", JsonValue::from(limit))]));
-        if self.call(now, "agent/message/list", &params, Call::Recover).is_ok() {
-            self.records.recovering = true;
+        self.records.recovering = true;
+        if let Err(e) = self.call(now, "agent/message/list", &params, Call::Recover) {
+            return self.recovery_failed(now, e);
         }
         self.process(now);
     }
 
     /// The recovered rows are queued (those seen are skipped), then the live pushes that waited
-    /// for them; a failed recovery releases the live pushes alone.
+    /// for them. A recovery that got no answer is retried (see [`Endpoint::recovery_failed`]).
     pub(super) fn recovered(&mut self, now: Millis, result: Result<String, MoltZapError>) {
-        self.records.recovering = false;
-        let live = std::mem::take(&mut self.records.live);
-        if let Ok(Ok(v)) = result.map(|t| JsonValue::parse(&t)) {
-            if let Some(JsonValue::Array(messages)) = obj(&v, "messages") {
-                for m in messages {
-                    match Record::from_message(m) {
-                        Ok(r) => self.queue_record(now, r),
-                        Err(why) => self.log(None, LogKind::Unreadable(why)),
+        let text = match result {
+            Ok(text) => text,
+            Err(e) => return self.recovery_failed(now, e),
+        };
+        match JsonValue::parse(&text) {
+            Ok(v) => {
+                if let Some(JsonValue::Array(messages)) = obj(&v, "messages") {
+                    for m in messages {
+                        match Record::from_message(m) {
+                            Ok(r) => self.queue_record(now, r),
+                            Err(why) => self.log(None, LogKind::Unreadable(why)),
+                        }
                     }
                 }
             }
+            Err(e) => self.log(
+                None,
+                LogKind::Unreadable(format!("agent/message/list answered no JSON: {e}")),
+            ),
         }
-        for r in live {
+        self.release_live(now);
+    }
+
+    /// A recovery failed. Cut by a lost connection: the live pushes keep waiting, and the next
+    /// connect recovers. Without an answer (a timeout, a session with too many requests in
+    /// flight): asked again after a backoff (1, 2, 4 s), up to [`RECOVERY_ATTEMPTS`] times, the
+    /// live pushes still waiting, so none overtakes the records the window would give back.
+    /// Refused by the server, or out of attempts: the live pushes are released alone.
+    fn recovery_failed(&mut self, now: Millis, e: MoltZapError) {
+        if self.session.state() != crate::session::SessionState::Ready || e.kind() == ErrorKind::Closed {
+            self.records.recovering = true;
+            return;
+        }
+        if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Cancelled | ErrorKind::Limit) {
+            self.records.recovery_attempts += 1;
+            let n = self.records.recovery_attempts;
+            if n < RECOVERY_ATTEMPTS {
+                self.records.recovering = true;
+                let backoff = RESOLVE_BACKOFF_MS.saturating_mul(1 << (n - 1));
+                self.timers.set(Timer::Recover, now.saturating_add(backoff));
+                return;
+            }
+        }
+        let why = format!(
+            "the recent window was not read back (agent/message/list: {}); live records go on without it",
+            e.error.message
+        );
+        self.log(None, LogKind::Unreadable(why));
+        self.release_live(now);
+    }
+
+    /// No recovery outstanding: the live pushes that waited are queued.
+    fn release_live(&mut self, now: Millis) {
+        self.records.recovering = false;
+        self.timers.cancel(&Timer::Recover);
+        for r in std::mem::take(&mut self.records.live) {
             self.queue_record(now, r);
         }
+        self.process(now);
+    }
+
+    /// How many conversations are known (tests).
+    #[cfg(test)]
+    pub(super) fn conversations_known(&self) -> usize {
+        self.records.convs.map.len()
     }
 }

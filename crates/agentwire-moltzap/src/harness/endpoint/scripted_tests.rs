@@ -2,7 +2,7 @@
 //! lookups that time out), recovery after a reconnect, a member's held answers and requests, and
 //! refusals routed inbound.
 
-use super::records::{MAX_RECOVERY_LIMIT, RESOLVE_ATTEMPTS};
+use super::records::{MAX_RECOVERY_LIMIT, RECOVERY_ATTEMPTS, RESOLVE_ATTEMPTS};
 use super::*;
 use crate::harness::address::MessageAddressInput;
 use crate::harness::collective::{
@@ -11,6 +11,7 @@ use crate::harness::collective::{
 use crate::harness::content::Part;
 use crate::harness::errors::SendErrorReason;
 use crate::harness::id::Nonce;
+use crate::harness::inbound::CollectiveMemberOutcome;
 use crate::harness::json::JsonValue;
 use crate::harness::schema::AnswerContent;
 use crate::harness::send::{build_request, CollectiveOperation, FailureDelivery, SendInput, SendOptions};
@@ -90,7 +91,10 @@ impl Script {
 
     pub(super) fn pump(&mut self) {
         while let Some(out) = self.ep.poll_transmit() {
-            self.sent.push(serde_json::from_str(out.as_text().unwrap()).unwrap());
+            // A close frame carries no request.
+            if let Some(text) = out.as_text() {
+                self.sent.push(serde_json::from_str(text).unwrap());
+            }
         }
         self.events.extend(std::iter::from_fn(|| self.ep.poll_event()));
     }
@@ -294,7 +298,7 @@ fn live_pushes_after_a_reconnect_wait_for_the_recovered_window() {
 }
 
 #[test]
-fn a_failed_recovery_releases_the_live_pushes() {
+fn a_recovery_without_an_answer_is_retried_and_only_then_releases_the_live_pushes() {
     let mut s = Script::new(|_| {});
     s.listen();
     s.push(&plain("m0", "c1", "bob", "zero"));
@@ -303,7 +307,38 @@ fn a_failed_recovery_releases_the_live_pushes() {
     assert!(s.take("agent/message/list").is_some());
     s.push(&plain("m1", "c1", "bob", "one"));
     s.tick(); // the recovery times out
+    assert_eq!(s.texts(), vec!["zero"], "the live push still waits");
+    assert!(s.take("agent/message/list").is_none(), "not asked again at once");
+    let mut asked = 1;
+    while s.texts().len() == 1 {
+        s.tick();
+        if s.take("agent/message/list").is_some() {
+            asked += 1;
+        }
+        assert!(asked <= RECOVERY_ATTEMPTS, "asked {asked} times");
+    }
+    assert_eq!(asked, RECOVERY_ATTEMPTS);
     assert_eq!(s.texts(), vec!["zero", "one"]);
+}
+
+#[test]
+fn a_retried_recovery_that_is_answered_keeps_the_chain_order() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    s.push(&plain("m0", "c1", "bob", "zero"));
+    s.conversation("dm", &["alice", "bob"]);
+    s.reconnect();
+    assert!(s.take("agent/message/list").is_some());
+    let two = plain("m2", "c1", "bob", "two");
+    s.push(&two);
+    s.tick(); // times out
+    s.tick(); // the retry goes out
+    let list = s.take("agent/message/list").expect("asked again");
+    s.reply(
+        &list,
+        json!({"messages": [plain("m1", "c1", "bob", "one"), two], "hasMore": false}),
+    );
+    assert_eq!(s.texts(), vec!["zero", "one", "two"]);
 }
 
 // ---- item 4: a member keeps each member's first answer; held requests have their budget ----
@@ -337,38 +372,154 @@ pub(super) fn answer(id: &crate::harness::id::CollectiveId, ok: bool) -> Value {
     )
 }
 
-#[test]
-fn an_all_gather_member_keeps_only_each_members_first_answer() {
-    let mut s = Script::new(|_| {});
-    s.listen();
+/// A close of `id` listing `included`.
+pub(super) fn close(id: &crate::harness::id::CollectiveId, included: Vec<RecordHash>) -> Value {
+    parts_of(
+        &close_content(ClosePart {
+            id: id.clone(),
+            included,
+        })
+        .unwrap(),
+    )
+}
+
+/// The collective results delivered.
+fn results(s: &Script) -> Vec<&crate::harness::inbound::CollectiveResult> {
+    s.items()
+        .into_iter()
+        .filter_map(|i| match i {
+            InboundItem::CollectiveResult(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The conversation the first request delivered arrived in.
+fn request_to(s: &Script) -> MessageAddressInput {
+    s.items()
+        .into_iter()
+        .find_map(|i| match i {
+            InboundItem::CollectiveRequest { to, .. } => Some(to.clone()),
+            _ => None,
+        })
+        .expect("a request")
+}
+
+/// Alice holds bob's all_gather request in the group `g` of alice, bob and carol.
+fn held_all_gather(s: &mut Script) -> crate::harness::id::CollectiveId {
     let (id, req) = request(AskOp::AllGather, "bob", 1, s.now);
     s.push(&message("r", "g", "bob", req));
     s.conversation("group", &["alice", "bob", "carol"]);
     assert_eq!(s.items().len(), 1, "the request is presented");
+    id
+}
+
+#[test]
+fn an_all_gather_member_keeps_a_few_answers_per_member_and_the_first_close_picks() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let id = held_all_gather(&mut s);
     let first = message("a1", "g", "carol", answer(&id, true));
     let second = message("a2", "g", "carol", answer(&id, false));
     s.push(&first);
     s.push(&second);
     assert_eq!(s.logged("a1"), vec![&LogKind::AnswerRecorded]);
-    assert_eq!(s.logged("a2"), vec![&LogKind::AnswerIgnored]);
-    // A close listing the ignored answer lists one this endpoint does not hold.
-    let close = |included: Vec<RecordHash>| {
-        parts_of(
-            &close_content(ClosePart {
-                id: id.clone(),
-                included,
-            })
-            .unwrap(),
-        )
-    };
-    s.push(&message("x1", "g", "bob", close(vec![hash_of(&second)])));
-    assert!(matches!(s.logged("x1")[..], [LogKind::CloseIgnored(_)]));
-    s.push(&message("x2", "g", "bob", close(vec![hash_of(&first)])));
-    assert_eq!(s.logged("x2"), vec![&LogKind::CloseApplied]);
-    let Some(InboundItem::CollectiveResult(r)) = s.items().last() else {
+    assert_eq!(s.logged("a2"), vec![&LogKind::AnswerRecorded]);
+    // Past the bound a member's answers are ignored.
+    for n in 3..=super::answers::MAX_ANSWERS_PER_MEMBER + 1 {
+        s.push(&message(&format!("a{n}"), "g", "carol", answer(&id, true)));
+    }
+    let last = format!("a{}", super::answers::MAX_ANSWERS_PER_MEMBER + 1);
+    assert_eq!(s.logged(&last), vec![&LogKind::AnswerIgnored]);
+    // The close lists the answer the requester counted; it alone is the result's.
+    s.push(&message("x1", "g", "bob", close(&id, vec![hash_of(&second)])));
+    assert_eq!(s.logged("x1"), vec![&LogKind::CloseApplied]);
+    s.push(&message("x2", "g", "bob", close(&id, vec![hash_of(&first)])));
+    assert!(matches!(&s.logged("x2")[..], [LogKind::CloseIgnored(why)] if why.contains("first close")));
+    let [r] = results(&s)[..] else {
         panic!("{:?}", s.items())
     };
-    assert_eq!(r.outcomes()[1].outcome.kind(), "answered");
+    let carol = &r.outcomes()[1];
+    assert_eq!(carol.member.to_string(), "agent:carol");
+    assert!(
+        matches!(&carol.outcome, CollectiveMemberOutcome::Answered { content } if content.0.get("ok") == Some(&crate::harness::schema::AnswerValue::Bool(false))),
+        "{carol:?}"
+    );
+}
+
+// ---- a close processed before the answers it lists waits for them ----
+
+#[test]
+fn a_live_close_released_by_a_failed_recovery_still_applies_when_its_answers_are_read_back() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let id = held_all_gather(&mut s);
+    let ans = message("a1", "g", "carol", answer(&id, true));
+    let x = message("x", "g", "bob", close(&id, vec![hash_of(&ans)]));
+    s.reconnect();
+    assert!(s.take("agent/message/list").is_some());
+    // The close arrives live while the recovery is outstanding; the recovery gets no answer.
+    s.push(&x);
+    s.tick();
+    s.reconnect();
+    let list = s.take("agent/message/list").expect("a recovery");
+    s.reply(&list, json!({"messages": [ans, x], "hasMore": false}));
+    assert_eq!(results(&s).len(), 1, "{:?}", s.events);
+    assert_eq!(results(&s)[0].outcomes()[1].outcome.kind(), "answered");
+}
+
+#[test]
+fn a_close_listing_an_answer_dropped_for_overflow_waits_until_it_is_read_back() {
+    let mut s = Script::new(|c| c.max_pending_records = 1);
+    s.listen();
+    let id = held_all_gather(&mut s);
+    // A record waits for its conversation: carol's answer behind it finds the queue full.
+    s.push(&plain("m1", "c2", "dana", "one"));
+    let ans = message("a1", "g", "carol", answer(&id, true));
+    s.push(&ans);
+    assert_eq!(s.logged("a1"), vec![&LogKind::RecordsOverflow]);
+    s.conversation("dm", &["alice", "dana"]);
+    let x = message("x", "g", "bob", close(&id, vec![hash_of(&ans)]));
+    s.push(&x);
+    assert!(
+        matches!(&s.logged("x")[..], [LogKind::CloseWaiting(_)]),
+        "{:?}",
+        s.logged("x")
+    );
+    assert!(results(&s).is_empty());
+    // The request is closed: an answer now is refused, nothing posted.
+    let reply = SendInput::Response {
+        to: request_to(&s),
+        response: CollectiveResponse::Decline,
+    };
+    assert!(matches!(
+        s.ep.send(s.now, reply, SendOptions::default()),
+        Err(SendFailure::Collective(e)) if e.failure == crate::harness::errors::CollectiveFailure::RequestExpired
+    ));
+    s.reconnect();
+    let list = s.take("agent/message/list").expect("a recovery");
+    s.reply(&list, json!({"messages": [ans, x], "hasMore": false}));
+    assert_eq!(s.logged("x").last(), Some(&&LogKind::CloseApplied));
+    assert_eq!(results(&s).len(), 1);
+    assert_eq!(results(&s)[0].outcomes()[1].outcome.kind(), "answered");
+}
+
+#[test]
+fn a_waiting_close_is_ignored_when_its_request_is_forgotten() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let id = held_all_gather(&mut s);
+    let ans = message("a1", "g", "carol", answer(&id, true));
+    s.push(&message("x", "g", "bob", close(&id, vec![hash_of(&ans)])));
+    assert!(matches!(&s.logged("x")[..], [LogKind::CloseWaiting(_)]));
+    s.now += 600_000 + crate::harness::send::DEADLINE_GRACE_MS;
+    s.ep.handle_timeout(s.now);
+    s.pump();
+    assert!(matches!(
+        &s.logged("x")[..],
+        [LogKind::CloseWaiting(_), LogKind::CloseIgnored(_)]
+    ));
+    assert!(results(&s).is_empty());
 }
 
 #[test]
@@ -469,4 +620,173 @@ fn under_inbound_delivery_every_refused_collective_send_completes_and_fails_inbo
         panic!()
     };
     assert_eq!(e.reason, SendErrorReason::ContentInvalid);
+}
+
+// ---- an answer of unknown outcome ----
+
+/// Alice's answer goes out and the connection drops before its reply: `outcome-unknown`.
+fn answer_lost(s: &mut Script) -> Value {
+    let to = request_to(s);
+    let reply = SendInput::Response {
+        to,
+        response: CollectiveResponse::Decline,
+    };
+    let send = s.ep.send(s.now, reply, SendOptions::default()).unwrap();
+    s.pump();
+    let post = s.take("messages/send").expect("the answer is posted");
+    s.ep.handle_close(s.now, 1006, "");
+    s.pump();
+    assert_eq!(
+        super::gate_tests::send_reason(super::gate_tests::done(s, send)),
+        SendErrorReason::OutcomeUnknown
+    );
+    post
+}
+
+#[test]
+fn an_answer_of_unknown_outcome_leaves_its_request_answered_and_takes_no_second() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let (_, req) = request(AskOp::Gather, "bob", 1, s.now);
+    s.push(&message("r", "c1", "bob", req));
+    s.conversation("dm", &["alice", "bob"]);
+    answer_lost(&mut s);
+    // It may have been posted: a second answer is refused at once, nothing sent.
+    let again = SendInput::Response {
+        to: request_to(&s),
+        response: CollectiveResponse::Decline,
+    };
+    let Err(SendFailure::Collective(e)) = s.ep.send(s.now, again, SendOptions::default()) else {
+        panic!()
+    };
+    assert!(
+        matches!(e.failure, crate::harness::errors::CollectiveFailure::RequestAnswered(_)),
+        "{e:?}"
+    );
+    s.sent.clear();
+    s.connect();
+    assert!(s.take("messages/send").is_none());
+}
+
+#[test]
+fn a_close_listing_the_members_own_answer_of_unknown_outcome_applies_once_it_is_read_back() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let id = held_all_gather(&mut s);
+    let post = answer_lost(&mut s);
+    // The answer was posted after all: the recovery reads it back, then bob's close listing it.
+    let own = message("a-own", "g", "alice", post["params"]["parts"].clone());
+    let x = message("x", "g", "bob", close(&id, vec![hash_of(&own)]));
+    s.sent.clear();
+    s.connect();
+    let list = s.take("agent/message/list").expect("a recovery");
+    s.reply(&list, json!({"messages": [own, x], "hasMore": false}));
+    assert_eq!(s.logged("x"), vec![&LogKind::CloseApplied]);
+    let [r] = results(&s)[..] else { panic!("{:?}", s.events) };
+    let kinds: Vec<&str> = r.outcomes().iter().map(|o| o.outcome.kind()).collect();
+    assert_eq!(kinds, ["declined", "no-answer"], "alice, then carol");
+}
+
+// ---- the conversation cache is bounded ----
+
+#[test]
+fn known_conversations_are_bounded_and_the_least_recently_used_is_looked_up_again() {
+    let mut s = Script::new(|c| c.max_conversations = 2);
+    s.listen();
+    s.push(&plain("m1", "c1", "bob", "1"));
+    s.conversation("dm", &["alice", "bob"]);
+    s.push(&plain("m2", "c2", "carol", "2"));
+    s.conversation("dm", &["alice", "carol"]);
+    s.push(&plain("m3", "c1", "bob", "3"));
+    assert!(s.take("conversations/get").is_none(), "c1 is known");
+    s.push(&plain("m4", "c3", "dana", "4"));
+    s.conversation("dm", &["alice", "dana"]);
+    assert_eq!(s.ep.conversations_known(), 2);
+    // c2 was the least recently used: forgotten, and looked up again; c1 was kept.
+    s.push(&plain("m5", "c1", "bob", "5"));
+    assert!(s.take("conversations/get").is_none(), "c1 is still known");
+    s.push(&plain("m6", "c2", "carol", "6"));
+    let get = s
+        .sent
+        .iter()
+        .find(|v| v["method"] == "conversations/get")
+        .expect("c2 again");
+    assert_eq!(get["params"]["conversationId"], "c2");
+    s.conversation("dm", &["alice", "carol"]);
+    assert_eq!(s.texts(), vec!["1", "2", "3", "4", "5", "6"]);
+    assert_eq!(s.ep.conversations_known(), 2);
+}
+
+// ---- an ask that ends early leaves no timer; nothing is posted past the deadline ----
+
+fn gather(to: &str, deadline: u32) -> SendInput {
+    super::gate_tests::ask(to, AskOp::Gather, deadline)
+}
+
+#[test]
+fn asks_that_end_at_their_member_lookup_leave_no_deadline_timer() {
+    let mut s = Script::new(|_| {});
+    for n in 0..50 {
+        let send =
+            s.ep.send(s.now, gather("agent:dana", 600), SendOptions::default())
+                .unwrap();
+        s.pump();
+        let lookup = s.take("agents/lookupByName").expect("a lookup");
+        if n % 2 == 0 {
+            // dana is unknown
+            s.reply(&lookup, json!({"agents": []}));
+        } else {
+            // the Registry refuses
+            let refusal = json!({"jsonrpc": "2.0", "id": lookup["id"], "error": {"code": -32603, "message": "no"}});
+            s.ep.handle_text(s.now, &refusal.to_string());
+            s.pump();
+        }
+        assert!(matches!(super::gate_tests::done(&s, send), Some(Err(_))));
+    }
+    assert!(s.ep.timers.is_empty(), "{} timers left", s.ep.timers.len());
+    assert!(s.take("messages/send").is_none());
+}
+
+#[test]
+fn a_deadline_that_passes_during_the_member_lookup_fails_deadline_passed_and_posts_nothing() {
+    let mut s = Script::new(|_| {});
+    let send =
+        s.ep.send(s.now, gather("agent:bob", 1), SendOptions::default())
+            .unwrap();
+    s.pump();
+    let lookup = s.take("agents/lookupByName").expect("a lookup");
+    // The lookup is answered after the deadline (its timer not yet run).
+    s.now += 1_000;
+    s.reply(&lookup, json!({"agents": [{"id": "b", "name": "bob"}]}));
+    let Some(Err(SendFailure::Collective(e))) = super::gate_tests::done(&s, send) else {
+        panic!("{:?}", s.events)
+    };
+    assert_eq!(e.failure, crate::harness::errors::CollectiveFailure::DeadlinePassed);
+    assert!(s.take("messages/send").is_none());
+    assert!(s.ep.timers.is_empty());
+}
+
+#[test]
+fn the_deadline_fails_an_ask_whose_member_lookup_is_still_in_flight() {
+    let mut s = Script::new(|_| {});
+    // A session whose requests wait longer than the deadline.
+    let mut cfg = EndpointConfig::new(alice());
+    cfg.recovery_limit = 0;
+    s.ep = Endpoint::new(cfg, SessionConfig::default(), Box::new(SeededEntropy::new(7)));
+    s.sent.clear();
+    s.connect();
+    let send =
+        s.ep.send(s.now, gather("agent:bob", 1), SendOptions::default())
+            .unwrap();
+    s.pump();
+    let lookup = s.take("agents/lookupByName").expect("a lookup");
+    s.now += 1_000;
+    s.ep.handle_timeout(s.now);
+    s.pump();
+    let Some(Err(SendFailure::Collective(e))) = super::gate_tests::done(&s, send) else {
+        panic!("{:?}", s.events)
+    };
+    assert_eq!(e.failure, crate::harness::errors::CollectiveFailure::DeadlinePassed);
+    s.reply(&lookup, json!({"agents": [{"id": "b", "name": "bob"}]}));
+    assert!(s.take("messages/send").is_none());
 }
