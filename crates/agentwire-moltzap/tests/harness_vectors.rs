@@ -40,7 +40,7 @@ fn collective_ids() {
 fn contents_are_canonical_and_rebuild_from_their_parts() {
     let v = vectors();
     let cases = field(&v, "contents").as_array().unwrap();
-    assert_eq!(cases.len(), 6);
+    assert_eq!(cases.len(), 8);
     for case in cases {
         let name = text(case, "name");
         let content = Content::from_json(field(case, "content")).unwrap();

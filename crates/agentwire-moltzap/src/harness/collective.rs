@@ -438,6 +438,10 @@ pub(crate) mod tests {
         answer
             .0
             .insert("ok".into(), crate::harness::schema::AnswerValue::Bool(true));
+        answer.0.insert(
+            "tags".into(),
+            crate::harness::schema::AnswerValue::Strings(vec!["b".into(), "a".into()]),
+        );
         for part in [
             CollectivePart::Multicast,
             CollectivePart::Request(RequestPart {

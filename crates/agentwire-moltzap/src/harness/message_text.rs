@@ -16,8 +16,8 @@
 //! - `gather` / `all_gather`: a string (the question); `deadline` a whole number of seconds
 //!   from 1 to 2,592,000 (`30` and `30.0` alike); `requestedSchema` per [`RequestedSchema`];
 //!   no other key.
-//! - `action`: `"accept"` with `content` (an object of strings, numbers and booleans), or
-//!   `"decline"` without it; no other key.
+//! - `action`: `"accept"` with `content` (an object of strings, numbers, booleans and arrays of
+//!   strings, per [`AnswerContent`]), or `"decline"` without it; no other key.
 //! - more than one of `gather`, `all_gather`, `action`: the first in that order states the
 //!   operation and the others are unexpected.
 //! - a key written twice, a number beyond `f64`, a lone surrogate escape: invalid where they
@@ -265,13 +265,13 @@ mod tests {
         );
         assert_eq!(
             errors(
-                r#"{"all_gather": 5, "deadline": 0, "requestedSchema": {"type":"object","properties":{"a":{"type":"array"}}}, "to": "x"}"#
+                r#"{"all_gather": 5, "deadline": 0, "requestedSchema": {"type":"object","properties":{"a":{"type":"object"}}}, "to": "x"}"#
             ),
             [
                 "to is unexpected",
                 "all_gather: expected the question (a string)",
                 "deadline: expected whole seconds from 1 to 2592000",
-                "requestedSchema.properties.a.type: expected \"string\", \"number\", \"integer\" or \"boolean\"",
+                "requestedSchema.properties.a.type: expected \"string\", \"number\", \"integer\", \"boolean\" or \"array\"",
             ]
         );
         for bad in ["2592001", "1.5", "-1", "\"60\"", "1e400"] {
@@ -297,8 +297,8 @@ mod tests {
         assert_eq!(
             errors(r#"{"action":"accept","content":{"a":[1],"b":null}}"#),
             [
-                "content.a: expected a string, number or boolean",
-                "content.b: expected a string, number or boolean"
+                "content.a[0]: expected a string",
+                "content.b: expected a string, number, boolean or array of strings"
             ]
         );
         assert_eq!(

@@ -1,8 +1,12 @@
 //! [`RequestedSchema`]: the MCP elicitation form-mode grammar a gather's question is answered
 //! in, and [`AnswerContent`] validation against it.
 //!
-//! The grammar is MCP 2025-06-18's `ElicitRequest.requestedSchema`, closed (a key not listed is
-//! refused, so a schema means the same to every endpoint):
+//! The grammar is MCP 2025-11-25's form-mode `ElicitRequestFormParams.requestedSchema`
+//! (`PrimitiveSchemaDefinition`: `StringSchema`, `NumberSchema`, `BooleanSchema` and the
+//! `EnumSchema`s: `UntitledSingleSelectEnumSchema`, `TitledSingleSelectEnumSchema`,
+//! `LegacyTitledEnumSchema`, `UntitledMultiSelectEnumSchema`, `TitledMultiSelectEnumSchema`), a
+//! superset of 2025-06-18's: every schema valid there is valid here. It is closed (a key not
+//! listed is refused, so a schema means the same to every endpoint):
 //!
 //! ```text
 //! schema    = { "$schema"?: string, "type": "object",
@@ -10,25 +14,45 @@
 //!               "required"?: [ <name>, … ] }                (distinct names of properties)
 //! primitive = { "type": "string", "title"?: string, "description"?: string,
 //!               "minLength"?: n, "maxLength"?: n,           (whole numbers 0..=2^53-1, min ≤ max)
-//!               "format"?: "email" | "uri" | "date" | "date-time" }
-//!           | { "type": "string", "title"?, "description"?,
+//!               "format"?: "email" | "uri" | "date" | "date-time",
+//!               "default"?: string }
+//!           | { "type": "string", "title"?, "description"?, (single-select, untitled or legacy)
 //!               "enum": [ string, … ],                      (non-empty, distinct)
-//!               "enumNames"?: [ string, … ] }               (as many as enum)
+//!               "enumNames"?: [ string, … ],                (as many as enum)
+//!               "default"?: string }
+//!           | { "type": "string", "title"?, "description"?, (single-select, titled)
+//!               "oneOf": [ option, … ],                     (non-empty, distinct consts)
+//!               "default"?: string }
 //!           | { "type": "number" | "integer", "title"?, "description"?,
-//!               "minimum"?: number, "maximum"?: number }    (minimum ≤ maximum)
+//!               "minimum"?: number, "maximum"?: number,     (minimum ≤ maximum)
+//!               "default"?: number }
 //!           | { "type": "boolean", "title"?, "description"?, "default"?: boolean }
+//!           | { "type": "array", "title"?, "description"?,  (multi-select)
+//!               "minItems"?: n, "maxItems"?: n,             (whole numbers 0..=2^53-1, min ≤ max)
+//!               "items": { "type": "string", "enum": [ string, … ] }   (non-empty, distinct)
+//!                      | { "anyOf": [ option, … ] },        (non-empty, distinct consts)
+//!               "default"?: [ string, … ] }
+//! option    = { "const": string, "title": string }
 //! ```
 //!
-//! No nesting: a property is one of the primitives. Every failing path is reported with the
-//! shape it expects (`properties.age.minimum: expected a number`).
+//! A `string` object with `enum` is the enum shape, else one with `oneOf` the titled shape, else
+//! the plain string shape; `items` with `anyOf` is the titled shape. No nesting: a property is one
+//! of the primitives. A `default` must itself be a valid answer for its property (its length,
+//! format, bounds, one of the values, distinct values within `minItems..maxItems`). Every failing
+//! path is reported with the shape it expects (`properties.age.minimum: expected a number`); a key
+//! the shape does not list is refused naming the shape and its keys
+//! (`properties.a.pattern: expected no such key (a string schema takes only type, …)`).
 //!
-//! An answer ([`AnswerContent`]) is an object of strings, numbers and booleans. Against a schema:
-//! each `required` name absent is *missing*, each name not in `properties` is *unexpected*, and
-//! each value of the wrong type or outside its bounds is *invalid*, with what was expected.
-//! Lengths count Unicode scalar values. Formats: `email` is `local@domain` (both non-empty, one
-//! `@`, no whitespace); `uri` is an RFC 3986 scheme, `:`, and no whitespace; `date` is
-//! `YYYY-MM-DD` (a real calendar day); `date-time` is RFC 3339 (`YYYY-MM-DDTHH:MM:SS`, optional
-//! fraction, `Z` or `±HH:MM`).
+//! An answer ([`AnswerContent`]) is an object of strings, numbers, booleans and arrays of strings
+//! (MCP's `ElicitResult.content`). Against a schema: each `required` name absent is *missing*,
+//! each name not in `properties` is *unexpected*, and each value of the wrong type or outside its
+//! bounds is *invalid*, with what was expected. A single-select field takes one of its `enum`
+//! values or `oneOf` consts; a multi-select field takes an array of distinct values from its
+//! `items.enum` or `items.anyOf` consts, as many as `minItems..maxItems` allow. Lengths count
+//! Unicode scalar values. Formats: `email` is `local@domain` (both non-empty, one `@`, no
+//! whitespace); `uri` is an RFC 3986 scheme, `:`, and no whitespace; `date` is `YYYY-MM-DD` (a
+//! real calendar day); `date-time` is RFC 3339 (`YYYY-MM-DDTHH:MM:SS`, optional fraction, `Z` or
+//! `±HH:MM`).
 
 use super::errors::FieldIssue;
 use super::json::{JsonNumber, JsonObject, JsonPath, JsonValue};
@@ -72,6 +96,8 @@ pub enum PrimitiveSchema {
         max_length: Option<u64>,
         format: Option<StringFormat>,
     },
+    /// A single-select enum: its `enum` values (untitled, or titled by the legacy `enumNames`),
+    /// or the `const` of each `oneOf` option (titled).
     Enum {
         values: Vec<String>,
     },
@@ -81,6 +107,13 @@ pub enum PrimitiveSchema {
         maximum: Option<f64>,
     },
     Boolean,
+    /// A multi-select enum (`"type": "array"`): its `items.enum` values (untitled) or the `const`
+    /// of each `items.anyOf` option (titled), and how many may be picked.
+    MultiEnum {
+        values: Vec<String>,
+        min_items: Option<u64>,
+        max_items: Option<u64>,
+    },
 }
 
 /// A validated requested schema: the value as given (what the wire carries) and its reading.
@@ -99,11 +132,7 @@ impl RequestedSchema {
         let Some(obj) = value.as_object() else {
             return Err(vec![FieldIssue::invalid(base.clone(), "an object schema")]);
         };
-        for key in obj.keys() {
-            if !matches!(key.as_str(), "$schema" | "type" | "properties" | "required") {
-                issues.push(FieldIssue::unexpected(base.key(key)));
-            }
-        }
+        closed(obj, &TOP, base, &mut issues);
         if let Some(v) = obj.get("$schema") {
             if v.as_str().is_none() {
                 issues.push(FieldIssue::invalid(base.key("$schema"), "a string"));
@@ -202,10 +231,83 @@ impl RequestedSchema {
     }
 }
 
-fn allowed(obj: &JsonObject, keys: &[&str], path: &JsonPath, issues: &mut Vec<FieldIssue>) {
+/// An object shape of the grammar: what it is called and the keys it takes.
+struct Shape {
+    name: &'static str,
+    keys: &'static [&'static str],
+}
+
+const TOP: Shape = Shape {
+    name: "a requested schema",
+    keys: &["$schema", "type", "properties", "required"],
+};
+const STRING: Shape = Shape {
+    name: "a string schema",
+    keys: &[
+        "type",
+        "title",
+        "description",
+        "minLength",
+        "maxLength",
+        "format",
+        "default",
+    ],
+};
+const ENUM: Shape = Shape {
+    name: "an enum schema",
+    keys: &["type", "title", "description", "enum", "enumNames", "default"],
+};
+const TITLED_ENUM: Shape = Shape {
+    name: "a titled enum schema",
+    keys: &["type", "title", "description", "oneOf", "default"],
+};
+const NUMBER: Shape = Shape {
+    name: "a number schema",
+    keys: &["type", "title", "description", "minimum", "maximum", "default"],
+};
+const BOOLEAN: Shape = Shape {
+    name: "a boolean schema",
+    keys: &["type", "title", "description", "default"],
+};
+const MULTI_ENUM: Shape = Shape {
+    name: "a multi-select enum schema",
+    keys: &[
+        "type",
+        "title",
+        "description",
+        "minItems",
+        "maxItems",
+        "items",
+        "default",
+    ],
+};
+const ITEMS: Shape = Shape {
+    name: "an untitled items schema",
+    keys: &["type", "enum"],
+};
+const TITLED_ITEMS: Shape = Shape {
+    name: "a titled items schema",
+    keys: &["anyOf"],
+};
+const OPTION: Shape = Shape {
+    name: "an option",
+    keys: &["const", "title"],
+};
+
+/// Refuses each key of `obj` that `shape` does not take, naming the shape and its keys.
+fn closed(obj: &JsonObject, shape: &Shape, path: &JsonPath, issues: &mut Vec<FieldIssue>) {
     for key in obj.keys() {
-        if !keys.contains(&key.as_str()) {
-            issues.push(FieldIssue::unexpected(path.key(key)));
+        if !shape.keys.contains(&key.as_str()) {
+            let (last, rest) = shape.keys.split_last().expect("a shape takes keys");
+            let list = if rest.is_empty() {
+                (*last).to_owned()
+            } else {
+                format!("{} and {last}", rest.join(", "))
+            };
+            issues.push(FieldIssue::invalid(
+                path.key(key),
+                format!("no such key ({} takes only {list})", shape.name),
+            ));
         }
     }
 }
@@ -234,8 +336,88 @@ fn length_key(obj: &JsonObject, key: &str, path: &JsonPath, issues: &mut Vec<Fie
     n.map(|n| n as u64)
 }
 
+/// `lo_key` and `hi_key` as whole numbers, `hi` not below `lo`.
+fn length_bounds(
+    obj: &JsonObject,
+    (lo_key, hi_key): (&str, &str),
+    path: &JsonPath,
+    issues: &mut Vec<FieldIssue>,
+) -> (Option<u64>, Option<u64>) {
+    let lo = length_key(obj, lo_key, path, issues);
+    let hi = length_key(obj, hi_key, path, issues);
+    if let (Some(lo), Some(hi)) = (lo, hi) {
+        if lo > hi {
+            issues.push(FieldIssue::invalid(
+                path.key(hi_key),
+                format!("a number not below {lo_key}"),
+            ));
+        }
+    }
+    (lo, hi)
+}
+
+/// An `enum` list: non-empty, distinct strings.
+fn enum_values(value: Option<&JsonValue>, path: &JsonPath, issues: &mut Vec<FieldIssue>) -> Vec<String> {
+    let mut values = Vec::new();
+    match value.map(JsonValue::as_array) {
+        None => issues.push(FieldIssue::missing(path.clone())),
+        Some(Some(items)) if !items.is_empty() => {
+            for (i, v) in items.iter().enumerate() {
+                match v.as_str() {
+                    Some(s) if !values.iter().any(|x| x == s) => values.push(s.to_owned()),
+                    Some(_) => issues.push(FieldIssue::invalid(path.index(i), "a value not listed before")),
+                    None => issues.push(FieldIssue::invalid(path.index(i), "a string")),
+                }
+            }
+        }
+        Some(_) => issues.push(FieldIssue::invalid(path.clone(), "a non-empty array of strings")),
+    }
+    values
+}
+
+/// A `oneOf` or `anyOf` list: non-empty, each `{"const": string, "title": string}`, the consts
+/// distinct. Returns the consts.
+fn options(value: Option<&JsonValue>, path: &JsonPath, issues: &mut Vec<FieldIssue>) -> Vec<String> {
+    let mut values = Vec::new();
+    let items = match value.map(JsonValue::as_array) {
+        None => {
+            issues.push(FieldIssue::missing(path.clone()));
+            return values;
+        }
+        Some(Some(items)) if !items.is_empty() => items,
+        Some(_) => {
+            issues.push(FieldIssue::invalid(
+                path.clone(),
+                "a non-empty array of {\"const\": string, \"title\": string} options",
+            ));
+            return values;
+        }
+    };
+    for (i, item) in items.iter().enumerate() {
+        let at = path.index(i);
+        let Some(obj) = item.as_object() else {
+            issues.push(FieldIssue::invalid(
+                at,
+                "an option {\"const\": string, \"title\": string}",
+            ));
+            continue;
+        };
+        closed(obj, &OPTION, &at, issues);
+        match obj.get("const").map(JsonValue::as_str) {
+            None => issues.push(FieldIssue::missing(at.key("const"))),
+            Some(Some(s)) if !values.iter().any(|x| x == s) => values.push(s.to_owned()),
+            Some(Some(_)) => issues.push(FieldIssue::invalid(at.key("const"), "a value not listed before")),
+            Some(None) => issues.push(FieldIssue::invalid(at.key("const"), "a string")),
+        }
+        match obj.get("title") {
+            None => issues.push(FieldIssue::missing(at.key("title"))),
+            Some(_) => text_key(obj, "title", &at, issues),
+        }
+    }
+    values
+}
+
 fn primitive(value: &JsonValue, path: &JsonPath, issues: &mut Vec<FieldIssue>) -> Option<PrimitiveSchema> {
-    const COMMON: [&str; 3] = ["type", "title", "description"];
     let Some(obj) = value.as_object() else {
         issues.push(FieldIssue::invalid(path.clone(), "a primitive schema object"));
         return None;
@@ -249,23 +431,8 @@ fn primitive(value: &JsonValue, path: &JsonPath, issues: &mut Vec<FieldIssue>) -
             return None;
         }
         Some(Some("string")) if obj.contains_key("enum") => {
-            allowed(obj, &[&COMMON[..], &["enum", "enumNames"]].concat(), path, issues);
-            let mut values = Vec::new();
-            match obj.get("enum").and_then(JsonValue::as_array) {
-                Some(items) if !items.is_empty() => {
-                    for (i, v) in items.iter().enumerate() {
-                        match v.as_str() {
-                            Some(s) if !values.iter().any(|x| x == s) => values.push(s.to_owned()),
-                            Some(_) => issues.push(FieldIssue::invalid(
-                                path.key("enum").index(i),
-                                "a value not listed before",
-                            )),
-                            None => issues.push(FieldIssue::invalid(path.key("enum").index(i), "a string")),
-                        }
-                    }
-                }
-                _ => issues.push(FieldIssue::invalid(path.key("enum"), "a non-empty array of strings")),
-            }
+            closed(obj, &ENUM, path, issues);
+            let values = enum_values(obj.get("enum"), &path.key("enum"), issues);
             if let Some(names) = obj.get("enumNames") {
                 let len = obj.get("enum").and_then(JsonValue::as_array).map_or(0, <[_]>::len);
                 match names.as_array() {
@@ -278,23 +445,15 @@ fn primitive(value: &JsonValue, path: &JsonPath, issues: &mut Vec<FieldIssue>) -
             }
             PrimitiveSchema::Enum { values }
         }
-        Some(Some("string")) => {
-            allowed(
-                obj,
-                &[&COMMON[..], &["minLength", "maxLength", "format"]].concat(),
-                path,
-                issues,
-            );
-            let min_length = length_key(obj, "minLength", path, issues);
-            let max_length = length_key(obj, "maxLength", path, issues);
-            if let (Some(lo), Some(hi)) = (min_length, max_length) {
-                if lo > hi {
-                    issues.push(FieldIssue::invalid(
-                        path.key("maxLength"),
-                        "a number not below minLength",
-                    ));
-                }
+        Some(Some("string")) if obj.contains_key("oneOf") => {
+            closed(obj, &TITLED_ENUM, path, issues);
+            PrimitiveSchema::Enum {
+                values: options(obj.get("oneOf"), &path.key("oneOf"), issues),
             }
+        }
+        Some(Some("string")) => {
+            closed(obj, &STRING, path, issues);
+            let (min_length, max_length) = length_bounds(obj, ("minLength", "maxLength"), path, issues);
             let format = match obj.get("format") {
                 None => None,
                 Some(f) => {
@@ -315,7 +474,7 @@ fn primitive(value: &JsonValue, path: &JsonPath, issues: &mut Vec<FieldIssue>) -
             }
         }
         Some(Some(t @ ("number" | "integer"))) => {
-            allowed(obj, &[&COMMON[..], &["minimum", "maximum"]].concat(), path, issues);
+            closed(obj, &NUMBER, path, issues);
             let minimum = number_key(obj, "minimum", path, issues);
             let maximum = number_key(obj, "maximum", path, issues);
             if let (Some(lo), Some(hi)) = (minimum, maximum) {
@@ -330,29 +489,95 @@ fn primitive(value: &JsonValue, path: &JsonPath, issues: &mut Vec<FieldIssue>) -
             }
         }
         Some(Some("boolean")) => {
-            allowed(obj, &[&COMMON[..], &["default"]].concat(), path, issues);
-            if obj.get("default").is_some_and(|d| !matches!(d, JsonValue::Bool(_))) {
-                issues.push(FieldIssue::invalid(path.key("default"), "a boolean"));
-            }
+            closed(obj, &BOOLEAN, path, issues);
             PrimitiveSchema::Boolean
+        }
+        Some(Some("array")) => {
+            closed(obj, &MULTI_ENUM, path, issues);
+            let (min_items, max_items) = length_bounds(obj, ("minItems", "maxItems"), path, issues);
+            let at = path.key("items");
+            let values = match obj.get("items") {
+                None => {
+                    issues.push(FieldIssue::missing(at));
+                    Vec::new()
+                }
+                Some(JsonValue::Object(items)) if items.contains_key("anyOf") => {
+                    closed(items, &TITLED_ITEMS, &at, issues);
+                    options(items.get("anyOf"), &at.key("anyOf"), issues)
+                }
+                Some(JsonValue::Object(items)) => {
+                    closed(items, &ITEMS, &at, issues);
+                    match items.get("type") {
+                        None => issues.push(FieldIssue::missing(at.key("type"))),
+                        Some(t) if t.as_str() == Some("string") => {}
+                        Some(_) => issues.push(FieldIssue::invalid(at.key("type"), "\"string\"")),
+                    }
+                    enum_values(items.get("enum"), &at.key("enum"), issues)
+                }
+                Some(_) => {
+                    issues.push(FieldIssue::invalid(
+                        at,
+                        "{\"type\": \"string\", \"enum\": [string, …]} or \
+                         {\"anyOf\": [{\"const\": string, \"title\": string}, …]}",
+                    ));
+                    Vec::new()
+                }
+            };
+            PrimitiveSchema::MultiEnum {
+                values,
+                min_items,
+                max_items,
+            }
         }
         Some(_) => {
             issues.push(FieldIssue::invalid(
                 path.key("type"),
-                "\"string\", \"number\", \"integer\" or \"boolean\"",
+                "\"string\", \"number\", \"integer\", \"boolean\" or \"array\"",
             ));
             return None;
         }
     };
+    // A default is checked as an answer would be, once the rest of the property is valid.
+    if issues.len() == before {
+        if let Some(d) = obj.get("default") {
+            let expected = match AnswerValue::from_json(d) {
+                Some(v) => check_value(&schema, &v),
+                None => Some(expected_of(&schema)),
+            };
+            if let Some(expected) = expected {
+                issues.push(FieldIssue::invalid(path.key("default"), expected));
+            }
+        }
+    }
     (issues.len() == before).then_some(schema)
 }
 
-/// A primitive answer value.
+/// A primitive answer value: MCP `ElicitResult.content`'s `string | number | boolean | string[]`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AnswerValue {
     String(String),
     Number(JsonNumber),
     Bool(bool),
+    /// A multi-select field's picks.
+    Strings(Vec<String>),
+}
+
+impl AnswerValue {
+    /// `value` as an answer value, if it is one.
+    fn from_json(value: &JsonValue) -> Option<AnswerValue> {
+        Some(match value {
+            JsonValue::String(s) => AnswerValue::String(s.clone()),
+            JsonValue::Number(n) => AnswerValue::Number(*n),
+            JsonValue::Bool(b) => AnswerValue::Bool(*b),
+            JsonValue::Array(items) => AnswerValue::Strings(
+                items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Option<_>>()?,
+            ),
+            _ => return None,
+        })
+    }
 }
 
 impl From<AnswerValue> for JsonValue {
@@ -361,6 +586,7 @@ impl From<AnswerValue> for JsonValue {
             AnswerValue::String(s) => JsonValue::String(s),
             AnswerValue::Number(n) => JsonValue::Number(n),
             AnswerValue::Bool(b) => JsonValue::Bool(b),
+            AnswerValue::Strings(items) => JsonValue::Array(items.into_iter().map(JsonValue::String).collect()),
         }
     }
 }
@@ -370,28 +596,35 @@ impl From<AnswerValue> for JsonValue {
 pub struct AnswerContent(pub BTreeMap<String, AnswerValue>);
 
 impl AnswerContent {
-    /// An object whose values are strings, numbers or booleans; each other value is invalid
-    /// (paths start at `base`).
+    /// An object whose values are strings, numbers, booleans or arrays of strings; each other
+    /// value, and each item of an array that is not a string, is invalid (paths start at
+    /// `base`).
     pub fn parse(value: &JsonValue, base: &JsonPath) -> Result<AnswerContent, Vec<FieldIssue>> {
         let Some(obj) = value.as_object() else {
             return Err(vec![FieldIssue::invalid(
                 base.clone(),
-                "an object of strings, numbers and booleans",
+                "an object of strings, numbers, booleans and arrays of strings",
             )]);
         };
         let mut out = BTreeMap::new();
         let mut issues = Vec::new();
         for (k, v) in obj {
-            let a = match v {
-                JsonValue::String(s) => AnswerValue::String(s.clone()),
-                JsonValue::Number(n) => AnswerValue::Number(*n),
-                JsonValue::Bool(b) => AnswerValue::Bool(*b),
-                _ => {
-                    issues.push(FieldIssue::invalid(base.key(k), "a string, number or boolean"));
-                    continue;
+            match AnswerValue::from_json(v) {
+                Some(a) => {
+                    out.insert(k.clone(), a);
                 }
-            };
-            out.insert(k.clone(), a);
+                None => match v {
+                    JsonValue::Array(items) => {
+                        for (i, _) in items.iter().enumerate().filter(|(_, x)| x.as_str().is_none()) {
+                            issues.push(FieldIssue::invalid(base.key(k).index(i), "a string"));
+                        }
+                    }
+                    _ => issues.push(FieldIssue::invalid(
+                        base.key(k),
+                        "a string, number, boolean or array of strings",
+                    )),
+                },
+            }
         }
         if issues.is_empty() {
             Ok(AnswerContent(out))
@@ -403,6 +636,20 @@ impl AnswerContent {
     pub fn to_json(&self) -> JsonValue {
         JsonValue::Object(self.0.iter().map(|(k, v)| (k.clone(), v.clone().into())).collect())
     }
+}
+
+fn quoted(values: &[String]) -> String {
+    let list: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+    list.join(", ")
+}
+
+/// What `schema` expects of a value that is not an answer value at all (its type's wording).
+fn expected_of(schema: &PrimitiveSchema) -> String {
+    let other = match schema {
+        PrimitiveSchema::Boolean => AnswerValue::Strings(Vec::new()),
+        _ => AnswerValue::Bool(false),
+    };
+    check_value(schema, &other).unwrap_or_default()
 }
 
 /// `None` when `value` fits `schema`, else what was expected.
@@ -434,10 +681,7 @@ fn check_value(schema: &PrimitiveSchema, value: &AnswerValue) -> Option<String> 
         }
         (PrimitiveSchema::String { .. }, _) => Some("a string".to_owned()),
         (PrimitiveSchema::Enum { values }, AnswerValue::String(s)) if values.contains(s) => None,
-        (PrimitiveSchema::Enum { values }, _) => {
-            let list: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
-            Some(format!("one of {}", list.join(", ")))
-        }
+        (PrimitiveSchema::Enum { values }, _) => Some(format!("one of {}", quoted(values))),
         (
             PrimitiveSchema::Number {
                 integer,
@@ -463,6 +707,35 @@ fn check_value(schema: &PrimitiveSchema, value: &AnswerValue) -> Option<String> 
         }
         (PrimitiveSchema::Boolean, AnswerValue::Bool(_)) => None,
         (PrimitiveSchema::Boolean, _) => Some("a boolean".to_owned()),
+        (
+            PrimitiveSchema::MultiEnum {
+                values,
+                min_items,
+                max_items,
+            },
+            value,
+        ) => {
+            let fits = match value {
+                AnswerValue::Strings(picked) => {
+                    let n = picked.len() as u64;
+                    let allowed: BTreeSet<&str> = values.iter().map(String::as_str).collect();
+                    let mut seen = BTreeSet::new();
+                    picked
+                        .iter()
+                        .all(|p| allowed.contains(p.as_str()) && seen.insert(p.as_str()))
+                        && min_items.is_none_or(|lo| n >= lo)
+                        && max_items.is_none_or(|hi| n <= hi)
+                }
+                _ => false,
+            };
+            let how_many = match (min_items, max_items) {
+                (Some(lo), Some(hi)) => format!("{lo} to {hi} "),
+                (Some(lo), None) => format!("at least {lo} "),
+                (None, Some(hi)) => format!("at most {hi} "),
+                (None, None) => String::new(),
+            };
+            (!fits).then(|| format!("an array of {how_many}distinct values from {}", quoted(values)))
+        }
     }
 }
 
@@ -596,7 +869,7 @@ mod tests {
         assert_eq!(
             schema(r#"{"type":"array","items":{}}"#).unwrap_err(),
             [
-                "items is unexpected",
+                "items: expected no such key (a requested schema takes only $schema, type, properties and required)",
                 "type: expected \"object\"",
                 "properties is missing"
             ]
@@ -617,8 +890,9 @@ mod tests {
         assert_eq!(
             e,
             [
-                "properties.a.type: expected \"string\", \"number\", \"integer\" or \"boolean\"",
-                "properties.b.pattern is unexpected",
+                "properties.a.type: expected \"string\", \"number\", \"integer\", \"boolean\" or \"array\"",
+                "properties.b.pattern: expected no such key (a string schema takes only type, title, \
+                 description, minLength, maxLength, format and default)",
                 "properties.b.minLength: expected a whole number of 0 or more",
                 "properties.b.maxLength: expected a whole number of 0 or more",
                 "properties.b.format: expected \"email\", \"uri\", \"date\" or \"date-time\"",
@@ -629,7 +903,8 @@ mod tests {
                 "properties.f.title: expected a string",
                 "properties.f.type is missing",
                 "properties.g: expected a primitive schema object",
-                "properties.h.minLength is unexpected",
+                "properties.h.minLength: expected no such key (an enum schema takes only type, title, \
+                 description, enum, enumNames and default)",
                 "properties.h.enum[1]: expected a value not listed before",
                 "properties.h.enum[2]: expected a string",
                 "required[1]: expected the name of a property",
@@ -692,6 +967,240 @@ mod tests {
             &JsonPath::root("content"),
         );
         assert_eq!(nested.unwrap_err().len(), 2);
+    }
+
+    /// Every shape MCP 2025-11-25 adds, each with a valid `default`.
+    const FORM_2025_11_25: &str = r#"{
+        "type": "object",
+        "properties": {
+            "nick": {"type": "string", "minLength": 1, "format": "email", "default": "a@b.c"},
+            "count": {"type": "integer", "minimum": 0, "maximum": 9, "default": 3},
+            "ratio": {"type": "number", "default": 0.5},
+            "size": {"type": "string", "enum": ["s", "m"], "default": "m"},
+            "legacy": {"type": "string", "enum": ["a", "b"], "enumNames": ["A", "B"], "default": "b"},
+            "tier": {"type": "string", "title": "Tier", "description": "d",
+                     "oneOf": [{"const": "gold", "title": "Gold"}, {"const": "free", "title": "Free"}],
+                     "default": "free"},
+            "tags": {"type": "array", "title": "Tags", "description": "d", "minItems": 1, "maxItems": 2,
+                     "items": {"type": "string", "enum": ["x", "y", "z"]}, "default": ["z", "x"]},
+            "langs": {"type": "array",
+                      "items": {"anyOf": [{"const": "en", "title": "English"}, {"const": "fr", "title": "French"}]},
+                      "default": []},
+            "ok": {"type": "boolean", "default": false}
+        },
+        "required": ["tier", "tags"]
+    }"#;
+
+    fn strings(values: &[&str]) -> Vec<String> {
+        values.iter().map(|v| (*v).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_2025_11_25_shapes_and_defaults_are_accepted() {
+        let s = schema(FORM_2025_11_25).unwrap();
+        let p = s.properties();
+        assert_eq!(p.len(), 9);
+        assert_eq!(
+            p["tier"],
+            PrimitiveSchema::Enum {
+                values: strings(&["gold", "free"])
+            }
+        );
+        assert_eq!(
+            p["legacy"],
+            PrimitiveSchema::Enum {
+                values: strings(&["a", "b"])
+            }
+        );
+        assert_eq!(
+            p["tags"],
+            PrimitiveSchema::MultiEnum {
+                values: strings(&["x", "y", "z"]),
+                min_items: Some(1),
+                max_items: Some(2)
+            }
+        );
+        assert_eq!(
+            p["langs"],
+            PrimitiveSchema::MultiEnum {
+                values: strings(&["en", "fr"]),
+                min_items: None,
+                max_items: None
+            }
+        );
+        // The wire carries the schema as given.
+        assert_eq!(s.to_json(), JsonValue::parse(FORM_2025_11_25).unwrap());
+        // 2025-06-18 schemas stay valid.
+        assert!(schema(FULL).is_ok());
+    }
+
+    #[test]
+    fn each_new_shape_refuses_its_invalid_variants_naming_the_path() {
+        let e = schema(
+            r#"{"type":"object","properties":{
+                "a":{"type":"string","oneOf":[]},
+                "b":{"type":"string","minLength":1,"oneOf":[
+                    {"const":"x","title":"X"},{"const":"x","title":"Y"},{"const":1,"title":2},
+                    {"title":"Z","extra":1},{"const":"w"},"s"]},
+                "c":{"type":"string","enum":["a"],"oneOf":[{"const":"a","title":"A"}]},
+                "d":{"type":"array"},
+                "e":{"type":"array","minItems":-1,"items":[{"type":"string"}]},
+                "f":{"type":"array","minItems":3,"maxItems":1,"uniqueItems":true,
+                     "items":{"type":"string","anyOf":[{"const":"a","title":"A"}]}},
+                "g":{"type":"array","items":{"type":"number","enum":["x","x"],"title":"t"}},
+                "h":{"type":"array","items":{"type":"string"}},
+                "i":{"type":"array","items":{"anyOf":{}}},
+                "j":{"type":"null"}
+            }}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            [
+                "properties.a.oneOf: expected a non-empty array of {\"const\": string, \"title\": string} options",
+                "properties.b.minLength: expected no such key (a titled enum schema takes only type, title, \
+                 description, oneOf and default)",
+                "properties.b.oneOf[1].const: expected a value not listed before",
+                "properties.b.oneOf[2].const: expected a string",
+                "properties.b.oneOf[2].title: expected a string",
+                "properties.b.oneOf[3].extra: expected no such key (an option takes only const and title)",
+                "properties.b.oneOf[3].const is missing",
+                "properties.b.oneOf[4].title is missing",
+                "properties.b.oneOf[5]: expected an option {\"const\": string, \"title\": string}",
+                "properties.c.oneOf: expected no such key (an enum schema takes only type, title, description, \
+                 enum, enumNames and default)",
+                "properties.d.items is missing",
+                "properties.e.minItems: expected a whole number of 0 or more",
+                "properties.e.items: expected {\"type\": \"string\", \"enum\": [string, …]} or \
+                 {\"anyOf\": [{\"const\": string, \"title\": string}, …]}",
+                "properties.f.uniqueItems: expected no such key (a multi-select enum schema takes only type, \
+                 title, description, minItems, maxItems, items and default)",
+                "properties.f.maxItems: expected a number not below minItems",
+                "properties.f.items.type: expected no such key (a titled items schema takes only anyOf)",
+                "properties.g.items.title: expected no such key (an untitled items schema takes only type and \
+                 enum)",
+                "properties.g.items.type: expected \"string\"",
+                "properties.g.items.enum[1]: expected a value not listed before",
+                "properties.h.items.enum is missing",
+                "properties.i.items.anyOf: expected a non-empty array of {\"const\": string, \"title\": string} \
+                 options",
+                "properties.j.type: expected \"string\", \"number\", \"integer\", \"boolean\" or \"array\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_default_must_fit_its_property() {
+        let e = schema(
+            r#"{"type":"object","properties":{
+                "s1":{"type":"string","maxLength":2,"default":"abc"},
+                "s2":{"type":"string","format":"date","default":"2023-02-29"},
+                "s3":{"type":"string","default":1},
+                "n1":{"type":"integer","minimum":0,"maximum":10,"default":2.5},
+                "n2":{"type":"number","default":"1"},
+                "n3":{"type":"number","minimum":1,"default":null},
+                "e1":{"type":"string","enum":["a","b"],"default":"c"},
+                "t1":{"type":"string","oneOf":[{"const":"a","title":"A"}],"default":"A"},
+                "m1":{"type":"array","items":{"type":"string","enum":["a","b"]},"default":["a","a"]},
+                "m2":{"type":"array","maxItems":1,
+                      "items":{"anyOf":[{"const":"a","title":"A"},{"const":"b","title":"B"}]},"default":["a","b"]},
+                "m3":{"type":"array","minItems":1,"items":{"type":"string","enum":["a"]},"default":"a"},
+                "m4":{"type":"array","items":{"type":"string","enum":["a"]},"default":["a",1]},
+                "m5":{"type":"array","items":{"type":"string","enum":["a"]},"default":["c"]},
+                "b1":{"type":"boolean","default":null},
+                "x":{"type":"string","maxLength":"2","default":"abc"}
+            }}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            [
+                "properties.b1.default: expected a boolean",
+                "properties.e1.default: expected one of \"a\", \"b\"",
+                "properties.m1.default: expected an array of distinct values from \"a\", \"b\"",
+                "properties.m2.default: expected an array of at most 1 distinct values from \"a\", \"b\"",
+                "properties.m3.default: expected an array of at least 1 distinct values from \"a\"",
+                "properties.m4.default: expected an array of distinct values from \"a\"",
+                "properties.m5.default: expected an array of distinct values from \"a\"",
+                "properties.n1.default: expected an integer from 0 to 10",
+                "properties.n2.default: expected a number",
+                "properties.n3.default: expected a number of at least 1",
+                "properties.s1.default: expected a string of at most 2 characters",
+                "properties.s2.default: expected a date (YYYY-MM-DD)",
+                "properties.s3.default: expected a string",
+                "properties.t1.default: expected one of \"a\"",
+                // A default is not checked against a property that is itself invalid.
+                "properties.x.maxLength: expected a whole number of 0 or more",
+            ]
+        );
+    }
+
+    fn answer_issues(s: &RequestedSchema, text: &str) -> Vec<String> {
+        s.validate(&answer(text), &JsonPath::root("content"))
+            .err()
+            .unwrap_or_default()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn multi_select_and_titled_answers_are_checked() {
+        let s = schema(FORM_2025_11_25).unwrap();
+        let ok: [&str; 0] = [];
+        assert_eq!(answer_issues(&s, r#"{"tier":"gold","tags":["x","z"],"langs":[]}"#), ok);
+        assert_eq!(
+            answer_issues(
+                &s,
+                r#"{"tier":"free","tags":["y"],"langs":["fr","en"],"legacy":"a","size":"s"}"#
+            ),
+            ok
+        );
+        assert_eq!(
+            answer_issues(
+                &s,
+                r#"{"tier":"Gold","tags":["x","x"],"langs":["de"],"legacy":"A","size":["s"]}"#
+            ),
+            [
+                "content.langs: expected an array of distinct values from \"en\", \"fr\"",
+                "content.legacy: expected one of \"a\", \"b\"",
+                "content.size: expected one of \"s\", \"m\"",
+                "content.tags: expected an array of 1 to 2 distinct values from \"x\", \"y\", \"z\"",
+                "content.tier: expected one of \"gold\", \"free\"",
+            ]
+        );
+        let too_few = "content.tags: expected an array of 1 to 2 distinct values from \"x\", \"y\", \"z\"";
+        assert_eq!(answer_issues(&s, r#"{"tier":"gold","tags":[]}"#), [too_few]);
+        assert_eq!(answer_issues(&s, r#"{"tier":"gold","tags":["x","y","z"]}"#), [too_few]);
+        assert_eq!(answer_issues(&s, r#"{"tier":"gold","tags":"x"}"#), [too_few]);
+        assert_eq!(
+            answer_issues(&s, r#"{"tier":["gold"],"nick":["a@b.c"],"count":["1"],"ok":["x"]}"#),
+            [
+                "content.count: expected an integer from 0 to 9",
+                "content.nick: expected a string",
+                "content.ok: expected a boolean",
+                "content.tags is missing",
+                "content.tier: expected one of \"gold\", \"free\"",
+            ]
+        );
+        // An answer's arrays hold strings only, each other item named.
+        let e = AnswerContent::parse(
+            &JsonValue::parse(r#"{"tags":["x",1,null],"b":[["x"]]}"#).unwrap(),
+            &JsonPath::root("content"),
+        )
+        .unwrap_err();
+        let e: Vec<String> = e.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            e,
+            [
+                "content.b[0]: expected a string",
+                "content.tags[1]: expected a string",
+                "content.tags[2]: expected a string",
+            ]
+        );
+        let picks = answer(r#"{"tags":["y","x"]}"#);
+        assert_eq!(picks.0["tags"], AnswerValue::Strings(strings(&["y", "x"])));
+        assert_eq!(picks.to_json(), JsonValue::parse(r#"{"tags":["y","x"]}"#).unwrap());
     }
 
     proptest! {
