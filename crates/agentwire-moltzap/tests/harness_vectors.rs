@@ -1,10 +1,13 @@
-//! `tests/vectors/moltzap-harness/vectors.json`: collective ids, the canonical content of every
-//! post shape, and malformed collective parts (see that folder's README).
+//! `tests/vectors/moltzap-harness/vectors.json`: collective ids (of minted nonces and of nonces
+//! received in other encodings), the canonical content of every post shape, collective parts read
+//! leniently, and malformed collective parts (see that folder's README).
 
 use agentwire_moltzap::harness::collective::{
     close_content, is_collective, multicast_content, request_content, response_content,
 };
-use agentwire_moltzap::harness::{AgentAddress, CollectiveId, CollectivePart, Content, JsonValue, Nonce, Part};
+use agentwire_moltzap::harness::{
+    to_canonical, AgentAddress, CollectiveId, CollectivePart, Content, JsonValue, Nonce, Part,
+};
 use std::path::PathBuf;
 
 fn vectors() -> JsonValue {
@@ -33,6 +36,47 @@ fn collective_ids() {
         let id = CollectiveId::derive(&requester, &nonce);
         assert_eq!(id.as_str(), text(case, "id"));
         assert_eq!(CollectiveId::parse(text(case, "id")), Some(id));
+    }
+}
+
+/// Review finding "Nonce on input": a nonce another implementation encoded differently is read
+/// as its text, and the id is the hash of that text.
+#[test]
+fn received_nonces_are_hashed_as_their_text() {
+    let v = vectors();
+    let cases = field(&v, "receivedNonces").as_array().unwrap();
+    assert_eq!(cases.len(), 5);
+    for case in cases {
+        let received = text(case, "nonce");
+        let nonce = Nonce::parse(received).unwrap_or_else(|| panic!("{received}"));
+        assert_eq!(nonce.as_str(), received);
+        assert!(!nonce.is_minted_form(), "{received}");
+        let requester = AgentAddress::parse(text(case, "requester")).unwrap();
+        let id = CollectiveId::parse(text(case, "id")).unwrap();
+        assert_eq!(CollectiveId::derive(&requester, &nonce), id, "{received}");
+        assert!(id.derives_from(&requester, &nonce));
+    }
+}
+
+/// Review finding "The collective data part": keys beside the collective key are ignored on
+/// input; the part is written with the key alone.
+#[test]
+fn lenient_parts_read_as_the_key_alone() {
+    let v = vectors();
+    let cases = field(&v, "lenientParts").as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    for case in cases {
+        let name = text(case, "name");
+        let value = field(case, "value");
+        assert!(is_collective(value), "{name}");
+        let part = CollectivePart::parse(value).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let reads = field(case, "reads");
+        assert_eq!(to_canonical(&part.to_json()), to_canonical(reads), "{name}");
+        assert_ne!(to_canonical(value), to_canonical(reads), "{name}");
+        if let CollectivePart::Request(r) = &part {
+            let alice = AgentAddress::parse("agent:alice").unwrap();
+            assert!(r.id.derives_from(&alice, &r.nonce), "{name}");
+        }
     }
 }
 

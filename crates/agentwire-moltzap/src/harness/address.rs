@@ -163,7 +163,12 @@ fn parse_group_names(s: &str) -> Result<Vec<AgentAddress>, SendError> {
                     "a group lists agent names separated by single commas",
                 ))
             }
-            None => return Err(SendError::invalid_address(s, &format!("{name:?}: {NAME_RULE}"))),
+            None => {
+                return Err(SendError::invalid_address(
+                    s,
+                    &format!("{}: {NAME_RULE}", super::errors::quote(name)),
+                ))
+            }
         }
     }
     Ok(out)
@@ -421,6 +426,15 @@ mod tests {
             MessageAddressInput::parse("group:bob,Carol").unwrap_err().to_string(),
             "send failed: \"group:bob,Carol\" is not an address: \"Carol\": an agent name is 3 to 32 characters of a-z, 0-9, '_' and '-', starting and ending with a letter or digit"
         );
+        // Quoted as JSON strings (review finding "Error messages"), not with `{:?}` escapes.
+        assert_eq!(
+            MessageAddressInput::parse("group:bob,da\tna").unwrap_err().to_string(),
+            "send failed: \"group:bob,da\\tna\" is not an address: \"da\\tna\": an agent name is 3 to 32 characters of a-z, 0-9, '_' and '-', starting and ending with a letter or digit"
+        );
+        assert!(MessageAddressInput::parse("agent:da\u{1}na")
+            .unwrap_err()
+            .to_string()
+            .starts_with(r#"send failed: "agent:da\u0001na" is not an"#));
         for not_canonical in ["group:bob,alice,carol", "group:alice,alice,bob", "group:alice,bob"] {
             assert_eq!(
                 reason(GroupAddress::parse(not_canonical)),

@@ -320,6 +320,63 @@ mod tests {
         );
     }
 
+    /// Review finding "Nonce on input": the spec's `id` "is `col_` followed by the base64url
+    /// SHA-256 of `org.social-harness/collective-id`, a NUL, the requester's `agent:` address, a
+    /// NUL and `nonce`". A nonce in another encoding is accepted when the id hashes it as
+    /// received; a request whose id does not is still consumed.
+    #[test]
+    fn a_request_with_any_printable_nonce_is_checked_by_hashing_it_as_received() {
+        let with_nonce = |nonce: &str, id_from: &str| {
+            let mut part = build_request(
+                AskOp::Gather,
+                &agent("alice"),
+                Nonce::parse(nonce).unwrap(),
+                NOW,
+                60,
+                crate::harness::collective::tests::schema(),
+            )
+            .unwrap();
+            part.id = CollectiveId::derive(&agent("alice"), &Nonce::parse(id_from).unwrap());
+            // Through the wire form: the nonce is read back from the record's JSON.
+            let json = request_content("ok?", part).unwrap().to_json();
+            let text = crate::harness::canonical::to_canonical(&json);
+            Content::from_json(&JsonValue::parse(&text).unwrap()).unwrap()
+        };
+        let b64 = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+        let hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+        for nonce in [
+            b64,
+            hex,
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+            "n",
+            "a \"quoted\" nonce ~",
+        ] {
+            let c = classify(&with_nonce(nonce, nonce), &direct(), &agent("alice"), NOW);
+            let Classified::Request(r) = c else {
+                panic!("{nonce}: {c:?}")
+            };
+            assert_eq!(r.part.nonce.as_str(), nonce);
+        }
+        // The same 32 bytes in another encoding are another nonce: the id must hash the text.
+        assert_eq!(
+            consumed(classify(&with_nonce(hex, b64), &direct(), &agent("alice"), NOW)),
+            ConsumeReason::IdNotDerived
+        );
+        assert_eq!(
+            consumed(classify(&with_nonce(b64, hex), &direct(), &agent("alice"), NOW)),
+            ConsumeReason::IdNotDerived
+        );
+        // A nonce with a control character is not a nonce: the part is malformed.
+        let bad = with_nonce("n", "n")
+            .to_canonical()
+            .replace(r#""nonce":"n""#, r#""nonce":"n\t""#);
+        let bad = Content::from_json(&JsonValue::parse(&bad).unwrap()).unwrap();
+        assert!(matches!(
+            consumed(classify(&bad, &direct(), &agent("alice"), NOW)),
+            ConsumeReason::MalformedPart(_)
+        ));
+    }
+
     #[test]
     fn deadlines_past_and_too_far() {
         let limit = NOW + 30 * DAY + HOUR;

@@ -8,11 +8,17 @@
 //! | response | part alone | `{"kind":"response","id","action":"accept","content"}` or `{"kind":"response","id","action":"decline"}` |
 //! | all_gather close | part alone | `{"kind":"close","id","included":[record hash, …]}` |
 //!
-//! `id` is a [`CollectiveId`], `nonce` a [`Nonce`] (43 base64url characters), `deadlineAt` epoch
-//! milliseconds (a whole number, 0 to 2^53-1), `requestedSchema` a [`RequestedSchema`],
-//! `content` an [`AnswerContent`], `included` distinct record hashes ([`RecordHash`]: the
-//! transport's opaque text, 1 to 256 printable ASCII characters), at most 31 (a group's members
-//! other than the requester). The data part's value holds the collective key and nothing else.
+//! `id` is a [`CollectiveId`], `nonce` a [`Nonce`] (minted as 43 base64url characters; read as
+//! any printable ASCII text of 1 to 256 bytes, since the id check hashes it as it is),
+//! `deadlineAt` epoch milliseconds (a whole number, 0 to 2^53-1), `requestedSchema` a
+//! [`RequestedSchema`], `content` an [`AnswerContent`], `included` distinct record hashes
+//! ([`RecordHash`]: the transport's opaque text, 1 to 256 printable ASCII characters), at most 31
+//! (a group's members other than the requester).
+//!
+//! The spec puts the operation in "one `data` part whose value is an object with the key
+//! `org.social-harness/collective`". This endpoint writes that object with the key alone; on
+//! input any other key beside it is ignored (the value under the key is read strictly). The
+//! record is not rewritten: its hash and its content stay the parts as received.
 
 use super::content::{Content, Part};
 use super::errors::{FieldIssue, SendError};
@@ -158,29 +164,24 @@ impl CollectivePart {
         Part::Data(self.to_json())
     }
 
-    /// Reads a data part's value that holds the collective key (see [`is_collective`]):
-    /// strictly, every failing field named (paths start at the collective key).
+    /// Reads a data part's value that holds the collective key (see [`is_collective`]). Other
+    /// keys of that object are ignored; the value under the collective key is read strictly,
+    /// every failing field named (paths start at the collective key).
     pub fn parse(value: &JsonValue) -> Result<CollectivePart, Vec<FieldIssue>> {
         let base = JsonPath::root(COLLECTIVE_KEY);
         let Some(outer) = value.as_object() else {
             return Err(vec![FieldIssue::invalid(JsonPath::default(), "an object")]);
         };
-        let mut issues: Vec<FieldIssue> = outer
-            .keys()
-            .filter(|k| *k != COLLECTIVE_KEY)
-            .map(|k| FieldIssue::unexpected(JsonPath::root(k)))
-            .collect();
         let Some(inner) = outer.get(COLLECTIVE_KEY) else {
             return Err(vec![FieldIssue::missing(base)]);
         };
         let Some(obj) = inner.as_object() else {
-            issues.push(FieldIssue::invalid(base, "an object"));
-            return Err(issues);
+            return Err(vec![FieldIssue::invalid(base, "an object")]);
         };
         let mut r = Reader {
             obj,
             base: &base,
-            issues,
+            issues: Vec::new(),
         };
         let part = match r.str("kind").as_deref() {
             Some("operation") => match r.str("op").as_deref() {
@@ -318,7 +319,7 @@ impl<'a> Reader<'a> {
     fn nonce(&mut self) -> Option<Nonce> {
         let n = self.get("nonce")?.as_str().and_then(Nonce::parse);
         if n.is_none() {
-            self.invalid("nonce", "43 base64url characters (32 bytes)");
+            self.invalid("nonce", "1 to 256 printable ASCII characters");
         }
         n
     }
@@ -483,15 +484,17 @@ pub(crate) mod tests {
             issues(&format!(
                 r#"{{"{k}":{{"kind":"operation","op":"multicast","id":"x"}},"extra":1}}"#
             )),
-            ["extra is unexpected", &format!("[\"{k}\"].id is unexpected")]
+            [format!("[\"{k}\"].id is unexpected")],
+            "the key beside the collective key is not an issue"
         );
+        assert_eq!(issues(r#"{"extra":1}"#), [format!("[\"{k}\"] is missing")]);
         assert_eq!(
             issues(&format!(
-                r#"{{"{k}":{{"kind":"operation","op":"gather","id":"col_x","nonce":"n","deadlineAt":-1,"requestedSchema":{{"type":"object"}}}}}}"#
+                r#"{{"{k}":{{"kind":"operation","op":"gather","id":"col_x","nonce":"n\u0007","deadlineAt":-1,"requestedSchema":{{"type":"object"}}}}}}"#
             )),
             [
                 format!("[\"{k}\"].id: expected col_ and 43 base64url characters"),
-                format!("[\"{k}\"].nonce: expected 43 base64url characters (32 bytes)"),
+                format!("[\"{k}\"].nonce: expected 1 to 256 printable ASCII characters"),
                 format!("[\"{k}\"].deadlineAt: expected epoch milliseconds (a whole number of 0 or more)"),
                 format!("[\"{k}\"].requestedSchema.properties is missing"),
             ]
@@ -527,6 +530,88 @@ pub(crate) mod tests {
             issues(&format!(r#"{{"{k}":[]}}"#)),
             [format!("[\"{k}\"]: expected an object")]
         );
+    }
+
+    /// Review finding "The collective data part": the spec's part is "one `data` part whose
+    /// value is an object with the key `org.social-harness/collective`". Other keys of that
+    /// object are ignored on input; the part is written with the key alone; the received
+    /// content (what the record hash covers) is kept as it arrived.
+    #[test]
+    fn keys_beside_the_collective_key_are_ignored_on_input_and_never_written() {
+        let id = CollectiveId::derive(&AgentAddress::parse("agent:alice").unwrap(), &nonce());
+        let close = CollectivePart::Close(ClosePart {
+            id: id.clone(),
+            included: vec![RecordHash::parse("h1").unwrap()],
+        });
+        for (text, expected) in [
+            (
+                format!(
+                    r#"{{"x":1,"{COLLECTIVE_KEY}":{{"kind":"operation","op":"multicast"}},"z":{{"kind":"close"}}}}"#
+                ),
+                CollectivePart::Multicast,
+            ),
+            (
+                format!(
+                    r#"{{"{COLLECTIVE_KEY}":{{"kind":"close","id":"{id}","included":["h1"]}},"org.example/other":[null]}}"#
+                ),
+                close.clone(),
+            ),
+        ] {
+            let value = JsonValue::parse(&text).unwrap();
+            assert!(is_collective(&value));
+            let part = CollectivePart::parse(&value).unwrap();
+            assert_eq!(part, expected);
+            // Written: the key alone.
+            let written = part.to_json();
+            assert_eq!(
+                written.as_object().unwrap().keys().collect::<Vec<_>>(),
+                [COLLECTIVE_KEY]
+            );
+            // Received: the content keeps the sibling keys, so its canonical text (and any hash
+            // over the parts) is that of the parts as they arrived.
+            let received = Content::new(vec![Part::Data(value.clone())]).unwrap();
+            let canonical = received.to_canonical();
+            assert_eq!(
+                canonical,
+                format!(
+                    r#"[{{"type":"data","value":{}}}]"#,
+                    crate::harness::canonical::to_canonical(&value)
+                )
+            );
+            assert_ne!(canonical, Content::new(vec![part.to_part()]).unwrap().to_canonical());
+        }
+        // The value under the key is still read strictly.
+        assert_eq!(
+            issues(&format!(
+                r#"{{"x":1,"{COLLECTIVE_KEY}":{{"kind":"operation","op":"multicast","x":1}}}}"#
+            )),
+            [format!("[\"{COLLECTIVE_KEY}\"].x is unexpected")]
+        );
+    }
+
+    /// Review finding "Nonce on input": a request whose nonce is not 43 base64url characters is
+    /// read, its nonce kept as the text it arrived as.
+    #[test]
+    fn a_request_with_a_nonce_in_another_encoding_is_read_as_it_is() {
+        let k = COLLECTIVE_KEY;
+        for nonce in [
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+            "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+            "n",
+            "a nonce with \"quotes\" and spaces",
+        ] {
+            let mut text = String::new();
+            agentwire_core::json::push_string(&mut text, nonce);
+            let value = JsonValue::parse(&format!(
+                r#"{{"{k}":{{"kind":"operation","op":"gather","id":"col_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8","nonce":{text},"deadlineAt":1,"requestedSchema":{{"type":"object","properties":{{"ok":{{"type":"boolean"}}}}}}}}}}"#
+            ))
+            .unwrap();
+            let Ok(CollectivePart::Request(r)) = CollectivePart::parse(&value) else {
+                panic!("{nonce}")
+            };
+            assert_eq!(r.nonce.as_str(), nonce);
+            assert!(!r.nonce.is_minted_form());
+        }
     }
 
     /// Acceptance: "A send without `collective` and a send with `{op: "multicast"}` certify the

@@ -128,6 +128,15 @@ pub struct SendError {
     pub cause: String,
 }
 
+/// `s` as a JSON string (quotes, `\"`, `\\`, `\n`, `\u0000`…): how a message quotes the input
+/// it refuses, as the spec's messages read (`send failed: "agent:da na" is not an agent
+/// address`), never Rust's `{:?}` escapes.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    agentwire_core::json::push_string(&mut out, s);
+    out
+}
+
 impl SendError {
     pub fn new(reason: SendErrorReason, cause: impl Into<String>) -> SendError {
         SendError {
@@ -146,9 +155,9 @@ impl SendError {
     /// `invalid-address`: `input` is not an address, because `why`.
     pub fn invalid_address(input: &str, why: &str) -> SendError {
         let shown = if input.chars().count() > 80 {
-            format!("{:?}…", input.chars().take(80).collect::<String>())
+            format!("{}…", quote(&input.chars().take(80).collect::<String>()))
         } else {
-            format!("{input:?}")
+            quote(input)
         };
         SendError::new(
             SendErrorReason::InvalidAddress,
@@ -627,5 +636,43 @@ mod tests {
             "reply failed: the question in the conversation with agent:bob was already answered"
         );
         assert_eq!(CollectiveFailure::RequestNone(bob).kind(), "request-none");
+    }
+
+    /// Review finding "Error messages": invalid input is quoted as a JSON string, not with
+    /// Rust's `{:?}` escapes (which write `\u{7}`, `\0` and `\'`, and leave U+0085 bare).
+    #[test]
+    fn refused_input_is_quoted_as_a_json_string() {
+        assert_eq!(quote("agent:da na"), r#""agent:da na""#);
+        assert_eq!(
+            quote("a\"b\\c\nd\te\u{7}f\0g'h é"),
+            r#""a\"b\\c\nd\te\u0007f\u0000g'h é""#
+        );
+        assert_eq!(
+            SendError::invalid_address("agent:da na", "a space").to_string(),
+            r#"send failed: "agent:da na" is not an address: a space"#
+        );
+        assert_eq!(
+            SendError::invalid_address("agent:\u{7}bell'", "why").to_string(),
+            r#"send failed: "agent:\u0007bell'" is not an address: why"#
+        );
+        // Long input: the first 80 characters, quoted, then an ellipsis.
+        let long = format!("agent:{}", "\n".repeat(100));
+        assert_eq!(
+            SendError::invalid_address(&long, "why").to_string(),
+            format!("send failed: \"agent:{}\"… is not an address: why", "\\n".repeat(74))
+        );
+        // Every quoted text reads back as the input.
+        for input in [
+            "plain",
+            "quote\"",
+            "back\\slash",
+            "ctl\u{1}\u{1f}\u{7f}",
+            "nel\u{85}",
+            "😀",
+        ] {
+            let q = quote(input);
+            assert_eq!(serde_json::from_str::<String>(&q).unwrap(), input);
+            assert_eq!(q, serde_json::to_string(input).unwrap());
+        }
     }
 }

@@ -1,11 +1,13 @@
-//! Identities: [`PostId`] (opaque, minted per post), [`Nonce`] (32 random bytes, base64url on
-//! the wire) and [`CollectiveId`] (derived from the requester and the nonce).
+//! Identities: [`PostId`] (opaque, minted per post), [`Nonce`] (minted as 32 random bytes,
+//! base64url on the wire) and [`CollectiveId`] (derived from the requester and the nonce).
 //!
 //! `CollectiveId` = `col_` + base64url (unpadded) of
 //! SHA-256(`org.social-harness/collective-id` ‖ 0x00 ‖ requester's `agent:` address ‖ 0x00 ‖
 //! nonce), where the address and the nonce enter the hash as the UTF-8 bytes of their wire text
 //! (the nonce as its 43 base64url characters, not the 32 bytes they encode). So the check on an
-//! inbound request hashes the strings exactly as the record carries them.
+//! inbound request hashes the strings exactly as the record carries them, and a nonce another
+//! implementation encoded differently (any printable ASCII text up to [`MAX_NONCE_LEN`] bytes)
+//! is read as it is: the id check, not the nonce's form, decides.
 
 use super::address::AgentAddress;
 use agentwire_core::{base64url, Entropy};
@@ -44,7 +46,11 @@ impl fmt::Display for PostId {
     }
 }
 
-/// The 32 random bytes of a gather or all_gather request, carried as 43 base64url characters.
+/// The longest nonce read on input, in bytes.
+pub const MAX_NONCE_LEN: usize = 256;
+
+/// A gather or all_gather request's nonce, as its wire text. Minted as 32 random bytes carried
+/// as 43 base64url characters; read on input as any printable ASCII text (see [`Nonce::parse`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Nonce(String);
 
@@ -60,9 +66,20 @@ impl Nonce {
         Nonce(base64url::encode(bytes))
     }
 
-    /// The wire text: canonical unpadded base64url of exactly 32 bytes, else `None`.
+    /// The wire text as received: 1 to [`MAX_NONCE_LEN`] bytes of printable ASCII (0x20 to
+    /// 0x7e, no control characters), else `None`. Any such text is kept exactly as it is,
+    /// whatever its encoding, since the id is checked by hashing this text
+    /// ([`CollectiveId::derives_from`]); what this endpoint mints is always the 43 base64url
+    /// characters of 32 bytes ([`Nonce::is_minted_form`]).
     pub fn parse(s: &str) -> Option<Nonce> {
-        (s.len() == 43 && base64url::decode(s).is_ok_and(|b| b.len() == 32)).then(|| Nonce(s.to_owned()))
+        ((1..=MAX_NONCE_LEN).contains(&s.len()) && s.bytes().all(|b| (0x20..=0x7e).contains(&b)))
+            .then(|| Nonce(s.to_owned()))
+    }
+
+    /// True when the text is the form [`Nonce::mint`] makes: canonical unpadded base64url of
+    /// exactly 32 bytes.
+    pub fn is_minted_form(&self) -> bool {
+        self.0.len() == 43 && base64url::decode(&self.0).is_ok_and(|b| b.len() == 32)
     }
 
     pub fn as_str(&self) -> &str {
@@ -152,18 +169,58 @@ mod tests {
     }
 
     #[test]
-    fn parse_is_strict() {
+    fn collective_id_parse_is_strict() {
         let ok = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
-        assert!(Nonce::parse(ok).is_some());
-        assert!(Nonce::parse(&ok[..42]).is_none());
-        assert!(Nonce::parse(&format!("{ok}=")).is_none());
-        assert!(
-            Nonce::parse("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh9").is_none(),
-            "trailing bits"
-        );
         assert!(CollectiveId::parse(&format!("col_{ok}")).is_some());
+        assert!(CollectiveId::parse(&format!("col_{}", &ok[..42])).is_none());
+        assert!(CollectiveId::parse(&format!("col_{ok}=")).is_none());
         assert!(CollectiveId::parse(&format!("COL_{ok}")).is_none());
         assert!(CollectiveId::parse(ok).is_none());
+    }
+
+    /// Review finding "Nonce on input": any printable ASCII nonce is read as it is, and the id
+    /// is checked by hashing that text.
+    #[test]
+    fn nonce_on_input_is_any_printable_ascii_text() {
+        let ok = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+        let base64_32 = Nonce::parse(ok).unwrap();
+        assert!(base64_32.is_minted_form());
+        for other in [
+            &ok[..42],
+            &format!("{ok}="),
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh9", // trailing bits
+            "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+            "a nonce, with spaces & \"quotes\"",
+            "~",
+            &"x".repeat(MAX_NONCE_LEN),
+        ] {
+            let n = Nonce::parse(other).unwrap_or_else(|| panic!("{other}"));
+            assert_eq!(n.as_str(), other);
+            assert!(!n.is_minted_form(), "{other}");
+        }
+        for refused in [
+            "",
+            "tab\there",
+            "line\n",
+            "nul\0",
+            "del\x7f",
+            "café",
+            &"x".repeat(MAX_NONCE_LEN + 1),
+        ] {
+            assert_eq!(Nonce::parse(refused), None, "{refused:?}");
+        }
+        // The id hashes the nonce's text as received: a hex nonce of the same 32 bytes is a
+        // different nonce with a different id.
+        let alice = AgentAddress::parse("agent:alice").unwrap();
+        let hex = Nonce::parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f").unwrap();
+        let id = CollectiveId::derive(&alice, &hex);
+        let mut h = Sha256::new();
+        h.update(b"org.social-harness/collective-id\x00agent:alice\x00000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+        assert_eq!(id.as_str(), format!("col_{}", base64url::encode(&h.finalize())));
+        assert!(id.derives_from(&alice, &hex));
+        assert!(!id.derives_from(&alice, &base64_32));
+        assert!(!CollectiveId::derive(&alice, &base64_32).derives_from(&alice, &hex));
     }
 
     proptest! {
@@ -173,9 +230,18 @@ mod tests {
         }
 
         #[test]
+        fn printable_ascii_nonces_are_read_as_they_are(s in "[ -~]{1,256}") {
+            let n = Nonce::parse(&s).unwrap();
+            prop_assert_eq!(n.as_str(), s.as_str());
+            let alice = AgentAddress::parse("agent:alice").unwrap();
+            prop_assert!(CollectiveId::derive(&alice, &n).derives_from(&alice, &n));
+        }
+
+        #[test]
         fn minted_ids_parse(seed in any::<u64>()) {
             let mut e = SeededEntropy::new(seed);
             let n = Nonce::mint(&mut e);
+            prop_assert!(n.is_minted_form());
             prop_assert_eq!(Nonce::parse(n.as_str()), Some(n.clone()));
             let id = CollectiveId::mint(&mut e);
             prop_assert_eq!(CollectiveId::parse(id.as_str()), Some(id));

@@ -228,7 +228,9 @@ pub enum ValueIssueKind {
 impl fmt::Display for ValueIssue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            ValueIssueKind::DuplicateKey(k) => write!(f, "{}: the key {k:?} appears twice", self.path),
+            ValueIssueKind::DuplicateKey(k) => {
+                write!(f, "{}: the key {} appears twice", self.path, super::errors::quote(k))
+            }
             ValueIssueKind::NumberOutOfRange => write!(f, "{}: the number is not finite", self.path),
             ValueIssueKind::LoneSurrogate => write!(f, "{}: a lone surrogate escape", self.path),
             ValueIssueKind::TooDeep { .. } => write!(f, "{}: nested deeper than {MAX_DEPTH}", self.path),
@@ -565,6 +567,9 @@ mod tests {
     fn refuses_duplicate_keys_nonfinite_numbers_and_lone_surrogates() {
         let e = JsonValue::parse(r#"{"a":{"k":1,"k":2}}"#).unwrap_err();
         assert_eq!(e.to_string(), r#"a.k: the key "k" appears twice"#);
+        // The key is quoted as a JSON string, not with `{:?}` escapes.
+        let e = JsonValue::parse(r#"{"k\u0001'":1,"k\u0001'":2}"#).unwrap_err();
+        assert_eq!(e.to_string(), r#"["k\u0001'"]: the key "k\u0001'" appears twice"#);
         let e = JsonValue::parse(r#"[1, -1e400]"#).unwrap_err();
         assert_eq!(e.to_string(), "[1]: the number is not finite");
         assert!(matches!(

@@ -639,7 +639,7 @@ impl AnswerContent {
 }
 
 fn quoted(values: &[String]) -> String {
-    let list: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+    let list: Vec<String> = values.iter().map(|v| super::errors::quote(v)).collect();
     list.join(", ")
 }
 

@@ -350,7 +350,10 @@ impl Endpoint {
                 Ok(g) => Conversation::Group(g),
                 Err(e) => return Conv::Unusable(e.to_string()),
             },
-            other => return Conv::Unusable(format!("a conversation of type {other:?}")),
+            other => {
+                let kind = crate::harness::errors::quote(other);
+                return Conv::Unusable(format!("a conversation of type {kind}"));
+            }
         };
         Conv::Usable { conversation, names }
     }

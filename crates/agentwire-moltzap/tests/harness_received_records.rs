@@ -1,0 +1,229 @@
+//! Received records end to end, through the public `Endpoint` against a scripted server: a
+//! request whose nonce another implementation encoded differently, and collective parts with
+//! keys beside the collective key (the review findings "Nonce on input" and "The collective data
+//! part"). The record hash a close lists is computed here over the parts exactly as they
+//! arrived, so a reader that rewrote the part would not find the answer.
+
+use agentwire_core::{base64url, SeededEntropy};
+use agentwire_moltzap::harness::{
+    to_canonical, AgentAddress, CollectiveId, CollectiveMemberOutcome, ConsumeReason, Endpoint, EndpointConfig,
+    EndpointEvent, InboundItem, JsonValue, LogKind, Nonce,
+};
+use agentwire_moltzap::{Credentials, SessionConfig};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+const KEY: &str = "org.social-harness/collective";
+const NOW: u64 = 1_000_000;
+/// 32 bytes 0x00..0x1f, written as hex: not the 43-character form this endpoint mints.
+const HEX_NONCE: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+const B64_NONCE: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+
+struct Server {
+    ep: Endpoint,
+    sent: Vec<Value>,
+    events: Vec<EndpointEvent>,
+}
+
+impl Server {
+    /// Alice's endpoint, connected and listening.
+    fn new() -> Server {
+        let cfg = EndpointConfig::new(AgentAddress::parse("agent:alice").unwrap());
+        let mut s = Server {
+            ep: Endpoint::new(cfg, SessionConfig::default(), Box::new(SeededEntropy::new(5))),
+            sent: Vec::new(),
+            events: Vec::new(),
+        };
+        s.ep.handle_open(NOW);
+        s.ep.connect(NOW, Credentials::AgentKey("moltzap_agent_k".into()))
+            .unwrap();
+        s.pump();
+        let hello = s.take("agent/network/connect");
+        s.reply(&hello, json!({}));
+        s.ep.listen().unwrap();
+        s
+    }
+
+    fn pump(&mut self) {
+        while let Some(out) = self.ep.poll_transmit() {
+            if let Some(text) = out.as_text() {
+                self.sent.push(serde_json::from_str(text).unwrap());
+            }
+        }
+        self.events.extend(std::iter::from_fn(|| self.ep.poll_event()));
+    }
+
+    fn take(&mut self, method: &str) -> Value {
+        let i = self
+            .sent
+            .iter()
+            .position(|v| v["method"] == method)
+            .unwrap_or_else(|| panic!("no {method} in {:?}", self.sent));
+        self.sent.remove(i)
+    }
+
+    fn reply(&mut self, request: &Value, result: Value) {
+        let text = json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string();
+        self.ep.handle_text(NOW, &text);
+        self.pump();
+    }
+
+    fn push(&mut self, message: &Value) {
+        let text = json!({"jsonrpc": "2.0", "method": "messages/received", "params": {"message": message}});
+        self.ep.handle_text(NOW, &text.to_string());
+        self.pump();
+    }
+
+    /// Answers the pending `conversations/get` with `members`.
+    fn conversation(&mut self, kind: &str, members: &[&str]) {
+        let get = self.take("conversations/get");
+        let ps: Vec<Value> = members
+            .iter()
+            .map(|n| json!({"participant": {"type": "agent", "id": n}, "agentName": n}))
+            .collect();
+        let id = get["params"]["conversationId"].clone();
+        self.reply(
+            &get,
+            json!({"conversation": {"id": id, "type": kind}, "participants": ps}),
+        );
+    }
+
+    fn items(&self) -> Vec<&InboundItem> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                EndpointEvent::Delivery(d) => Some(&d.item),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn logged(&self, record: &str) -> Vec<&LogKind> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                EndpointEvent::Logged(l) if l.record.as_deref() == Some(record) => Some(&l.kind),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn message(id: &str, conv: &str, sender: &str, parts: Value) -> Value {
+    json!({"id": id, "conversationId": conv, "senderId": sender, "parts": parts, "createdAt": "t"})
+}
+
+/// `rh_` + base64url(SHA-256(RFC 8785 of `{conversationId, id, senderId, parts}`)), over the
+/// record's parts as sent.
+fn record_hash(m: &Value) -> String {
+    let covered = json!({
+        "conversationId": m["conversationId"],
+        "id": m["id"],
+        "senderId": m["senderId"],
+        "parts": m["parts"],
+    });
+    let canonical = to_canonical(&JsonValue::parse(&covered.to_string()).unwrap());
+    format!("rh_{}", base64url::encode(&Sha256::digest(canonical.as_bytes())))
+}
+
+fn id_of(requester: &str, nonce: &str) -> String {
+    CollectiveId::derive(&AgentAddress::parse(requester).unwrap(), &Nonce::parse(nonce).unwrap()).to_string()
+}
+
+/// Bob's all_gather request to alice and carol: its nonce in hex, its id hashed over `id_nonce`,
+/// and a key beside the collective key.
+fn all_gather_request(id_nonce: &str) -> Value {
+    json!([
+        {"type": "text", "text": "Lunch?"},
+        {"type": "data", "value": {
+            "org.example/trace": {"hop": 1},
+            KEY: {
+                "kind": "operation",
+                "op": "all_gather",
+                "id": id_of("agent:bob", id_nonce),
+                "nonce": HEX_NONCE,
+                "deadlineAt": NOW + 600_000,
+                "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+            },
+        }},
+    ])
+}
+
+/// Review findings "Nonce on input" and "The collective data part", end to end: an all_gather
+/// member reads a request whose nonce is hex and whose part has a sibling key, holds carol's
+/// answer with a sibling key by the hash of its parts as received, and applies bob's close.
+#[test]
+fn a_member_reads_a_hex_nonce_and_sibling_keys_and_counts_the_answer_by_its_received_hash() {
+    let mut s = Server::new();
+    let id = id_of("agent:bob", HEX_NONCE);
+    s.push(&message("r", "g", "bob", all_gather_request(HEX_NONCE)));
+    s.conversation("group", &["alice", "bob", "carol"]);
+    let [InboundItem::CollectiveRequest { id: got, question, .. }] = s.items()[..] else {
+        panic!("{:?}", s.events)
+    };
+    assert_eq!((got.as_str(), question.as_str()), (id.as_str(), "Lunch?"));
+
+    let answer = message(
+        "a1",
+        "g",
+        "carol",
+        json!([{"type": "data", "value": {
+            KEY: {"kind": "response", "id": id, "action": "accept", "content": {"ok": true}},
+            "x": [null, {"y": "z"}],
+        }}]),
+    );
+    s.push(&answer);
+    assert_eq!(s.logged("a1"), vec![&LogKind::AnswerRecorded]);
+
+    // The hash is over the parts as carol sent them, sibling key and all: a reader that rewrote
+    // the part to the key alone would hash something else.
+    let hash = record_hash(&answer);
+    let mut rewritten = answer.clone();
+    rewritten["parts"][0]["value"].as_object_mut().unwrap().remove("x");
+    assert_ne!(hash, record_hash(&rewritten));
+
+    let close = json!([{"type": "data", "value": {
+        KEY: {"kind": "close", "id": id, "included": [hash]},
+        "org.example/trace": {"hop": 2},
+    }}]);
+    s.push(&message("x", "g", "bob", close));
+    assert_eq!(s.logged("x"), vec![&LogKind::CloseApplied], "{:?}", s.events);
+    let results: Vec<_> = s
+        .items()
+        .into_iter()
+        .filter_map(|i| match i {
+            InboundItem::CollectiveResult(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    let [r] = results[..] else { panic!("{:?}", s.events) };
+    let outcomes: Vec<(String, &CollectiveMemberOutcome)> = r
+        .outcomes()
+        .iter()
+        .map(|o| (o.member.to_string(), &o.outcome))
+        .collect();
+    assert_eq!(outcomes[0].0, "agent:alice");
+    assert_eq!(outcomes[0].1.kind(), "no-answer");
+    assert_eq!(outcomes[1].0, "agent:carol");
+    assert_eq!(outcomes[1].1.kind(), "answered");
+}
+
+/// Still refused: a request whose id does not hash its nonce as received (here, the id of the
+/// same 32 bytes in the base64url form), and one whose nonce holds a control character.
+#[test]
+fn a_request_whose_id_does_not_hash_its_nonce_as_received_is_consumed() {
+    let mut s = Server::new();
+    s.push(&message("r1", "g", "bob", all_gather_request(B64_NONCE)));
+    s.conversation("group", &["alice", "bob", "carol"]);
+    assert_eq!(s.logged("r1"), vec![&LogKind::Consumed(ConsumeReason::IdNotDerived)]);
+    let mut bad = all_gather_request(HEX_NONCE);
+    bad[1]["value"][KEY]["nonce"] = json!(format!("{HEX_NONCE}\n"));
+    s.push(&message("r2", "g", "bob", bad));
+    assert!(
+        matches!(&s.logged("r2")[..], [LogKind::Consumed(ConsumeReason::MalformedPart(issues))]
+            if issues.iter().any(|i| i.to_string().contains("nonce"))),
+        "{:?}",
+        s.logged("r2")
+    );
+    assert!(s.items().is_empty());
+}
