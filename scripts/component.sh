@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Builds the WebAssembly component (bindings/component, WIT package agentwire:engine@0.1.0) for
-# wasm32-wasip2 with the `component` profile, and prints its size raw and gzipped.
+# Builds the WebAssembly component (bindings/component, WIT package agentwire:engine@0.1.0): the
+# engine's core module for wasm32-unknown-unknown (with simd128) and the `component` profile,
+# encoded as a component by bindings/component/tool (wit-component). Prints its size raw and
+# gzipped. Its only import is wasi:random/random.
 source "$(dirname "$0")/lib.sh"
-need_wasip2
+need_rust
+rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 cd "$ROOT"
-cargo build -q -p agentwire-component --target wasm32-wasip2 --profile component
-W=target/wasm32-wasip2/component/agentwire_component.wasm
+RUSTFLAGS="-C target-feature=+simd128" \
+  cargo build -q -p agentwire-component --target wasm32-unknown-unknown --profile component
+cargo build -q -p agentwire-componentize
+OUT=target/component
+mkdir -p "$OUT"
+W="$OUT/agentwire_component.wasm"
+target/debug/agentwire-componentize target/wasm32-unknown-unknown/component/agentwire_component.wasm "$W"
 echo "component: $W: $(wc -c <"$W") B, $(gzip -9c "$W" | wc -c) B gzipped"

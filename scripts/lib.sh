@@ -33,12 +33,6 @@ need_wasm_bindgen() {
   fi
 }
 
-# The wasm32-wasip2 target, for the component (bindings/component).
-need_wasip2() {
-  need_rust
-  rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-}
-
 need_node() {
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     echo "node/npm not found: installing Debian's nodejs and npm" >&2

@@ -22,8 +22,10 @@ cargo fmt --all --check
 echo "== cargo clippy (workspace, warnings are errors)"
 cargo clippy --workspace --all-targets -q -- -D warnings
 
-echo "== the component for wasm32-wasip2 (tests/component-host loads it), and clippy on it"
+echo "== the component (tests/component-host loads it), and clippy on it for wasm32"
 bash "$ROOT/scripts/component.sh"
+cargo clippy -q -p agentwire-component --target wasm32-unknown-unknown -- -D warnings
+rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 cargo clippy -q -p agentwire-component --target wasm32-wasip2 -- -D warnings
 
 echo "== cargo test (workspace)"

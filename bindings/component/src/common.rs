@@ -1,11 +1,12 @@
 //! What the three interfaces share: errors, outgoing frames, entropy, small conversions.
 
 use crate::bindings::exports::agentwire::engine::types::{CloseFrame, EngineError, ErrorKind, Outgoing};
+use crate::bindings::wasi::random::random;
 use agentwire_core::{Entropy, ErrorKind as Kind};
 
-/// The host's randomness through `wasi:random` (the component's one import of its own), taken
-/// 256 bytes at a time: one call into the host per eight UUIDs, not one per id. Each byte is
-/// handed out once.
+/// The host's randomness through `wasi:random/random` (the component's one import), taken 256
+/// bytes at a time: one call into the host per eight UUIDs, not one per id. Each byte is handed
+/// out once.
 pub struct WasiEntropy {
     pool: [u8; 256],
     used: usize,
@@ -20,13 +21,29 @@ impl WasiEntropy {
     }
 }
 
+impl WasiEntropy {
+    /// A fresh pool. WASI gives exactly the bytes asked for; a host that gives fewer is asked
+    /// again for the rest (a bounded number of times).
+    fn refill(&mut self) {
+        let mut filled = 0;
+        for _ in 0..16 {
+            if filled == self.pool.len() {
+                break;
+            }
+            let fresh = random::get_random_bytes((self.pool.len() - filled) as u64);
+            let n = fresh.len().min(self.pool.len() - filled);
+            self.pool[filled..filled + n].copy_from_slice(&fresh[..n]);
+            filled += n;
+        }
+        self.used = 0;
+    }
+}
+
 impl Entropy for WasiEntropy {
     fn fill(&mut self, mut buf: &mut [u8]) {
         while !buf.is_empty() {
             if self.used == self.pool.len() {
-                // wasi:random/random never fails; a host without it cannot instantiate us.
-                getrandom::fill(&mut self.pool).expect("wasi:random failed");
-                self.used = 0;
+                self.refill();
             }
             let n = buf.len().min(self.pool.len() - self.used);
             let (now, rest) = buf.split_at_mut(n);

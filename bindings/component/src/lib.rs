@@ -5,7 +5,7 @@
 
 #[allow(clippy::all, missing_docs)]
 mod bindings {
-    wit_bindgen::generate!({ world: "engine", path: "wit" });
+    wit_bindgen::generate!({ world: "engine", path: "wit", generate_all });
 }
 
 mod common;

@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const wasm = process.argv[2] ?? join(here, '../../../target/wasm32-wasip2/component/agentwire_component.wasm');
+const wasm = process.argv[2] ?? join(here, '../../../target/component/agentwire_component.wasm');
 const out = join(here, 'out');
 const { files } = await transpile(wasm, { name: 'engine', outDir: 'out', emitTypescriptDeclarations: true });
 await rm(out, { recursive: true, force: true });

@@ -4,8 +4,8 @@
 //! component instantiated; `rkt`, `moltzap` and `switch` drive one session each over a real
 //! socket.
 //!
-//! The component is built by `scripts/component.sh` (or `cargo build -p agentwire-component
-//! --target wasm32-wasip2 --profile component`); `AGENTWIRE_COMPONENT` overrides its path.
+//! The component is built by `scripts/component.sh` into `target/component/`;
+//! `AGENTWIRE_COMPONENT` overrides its path.
 
 pub mod moltzap;
 pub mod net;
@@ -31,8 +31,7 @@ pub use bindings::exports::agentwire::engine::types::{EngineError, ErrorKind, Ou
 pub fn component_path() -> PathBuf {
     match std::env::var_os("AGENTWIRE_COMPONENT") {
         Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../target/wasm32-wasip2/component/agentwire_component.wasm"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/component/agentwire_component.wasm"),
     }
 }
 
@@ -43,8 +42,8 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// A store's data: the WASI context the component's imports need (randomness; nothing else is
-/// granted: no files, no environment, no sockets).
+/// A store's data: the WASI context behind the component's one import, `wasi:random/random`
+/// (nothing else is granted: no files, no environment, no sockets).
 pub struct HostState {
     ctx: WasiCtx,
     table: ResourceTable,
@@ -70,12 +69,8 @@ impl Runtime {
     /// Compiles the component at [`component_path`].
     pub fn load() -> Result<Runtime> {
         let path = component_path();
-        let bytes = std::fs::read(&path).with_context(|| {
-            format!(
-                "no component at {} (build it: cargo build -p agentwire-component --target wasm32-wasip2 --profile component)",
-                path.display()
-            )
-        })?;
+        let bytes = std::fs::read(&path)
+            .with_context(|| format!("no component at {} (build it: scripts/component.sh)", path.display()))?;
         Runtime::from_bytes(&bytes)
     }
 

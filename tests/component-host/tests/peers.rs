@@ -37,34 +37,15 @@ fn json(text: &str) -> Value {
 }
 
 #[test]
-fn the_component_imports_only_wasi_and_exports_the_three_interfaces() {
+fn the_component_imports_only_wasi_random_and_exports_the_three_interfaces() {
     let rt = runtime();
-    // What Rust's standard library for wasm32-wasip2 links (stdio for panic messages, the
-    // environment, exit) and randomness: the list bindings/component/README.md documents. A new
-    // import must be documented there first.
-    let mut imports: Vec<String> = rt
+    // Randomness only (ids, nonces, jitter): the list bindings/component/README.md documents.
+    let imports: Vec<String> = rt
         .imports()
         .into_iter()
         .map(|i| i.split('@').next().unwrap_or_default().to_owned())
         .collect();
-    imports.sort();
-    let want = [
-        "wasi:cli/environment",
-        "wasi:cli/exit",
-        "wasi:cli/stderr",
-        "wasi:cli/stdin",
-        "wasi:cli/stdout",
-        "wasi:cli/terminal-input",
-        "wasi:cli/terminal-output",
-        "wasi:cli/terminal-stderr",
-        "wasi:cli/terminal-stdin",
-        "wasi:cli/terminal-stdout",
-        "wasi:io/error",
-        "wasi:io/poll",
-        "wasi:io/streams",
-        "wasi:random/insecure-seed",
-        "wasi:random/random",
-    ];
+    let want = ["wasi:random/random"];
     assert_eq!(imports, want);
     let exports = rt.exports();
     for name in ["types", "rkt", "moltzap", "switch"] {
