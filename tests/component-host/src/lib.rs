@@ -13,9 +13,9 @@ pub mod rkt;
 pub mod switch;
 pub mod ws;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -32,6 +32,49 @@ pub fn component_path() -> PathBuf {
     match std::env::var_os("AGENTWIRE_COMPONENT") {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/component/agentwire_component.wasm"),
+    }
+}
+
+/// A driver: one round of I/O at a time, and the events the session gave.
+pub trait Drive {
+    type Event;
+
+    /// One round: send what the session queued, read one input (bounded by the next timer),
+    /// feed it, fire a due timer, collect the events.
+    fn turn(&mut self) -> Result<()>;
+
+    /// The oldest event collected, if any.
+    fn pop(&mut self) -> Option<Self::Event>;
+
+    /// The next event, within `within`.
+    fn next(&mut self, within: Duration) -> Result<Self::Event> {
+        let end = Instant::now() + within;
+        loop {
+            if let Some(e) = self.pop() {
+                return Ok(e);
+            }
+            if Instant::now() >= end {
+                bail!("no event within {within:?}");
+            }
+            self.turn()?;
+        }
+    }
+
+    /// Events until `pick` returns something, within `within`; the events passed over with it.
+    fn until<T>(
+        &mut self,
+        within: Duration,
+        mut pick: impl FnMut(&Self::Event) -> Option<T>,
+    ) -> Result<(T, Vec<Self::Event>)> {
+        let end = Instant::now() + within;
+        let mut skipped = Vec::new();
+        loop {
+            let e = self.next(end.saturating_duration_since(Instant::now()))?;
+            if let Some(t) = pick(&e) {
+                return Ok((t, skipped));
+            }
+            skipped.push(e);
+        }
     }
 }
 

@@ -6,10 +6,10 @@
 use crate::bindings::exports::agentwire::engine::switch::{Config, Event, GuestSession, HttpRequest, Transmit, Wire};
 use crate::bindings::Engine;
 use crate::net::{http, Input, Socket};
-use crate::{now_ms, EngineError, HostState, Instance, Runtime};
+use crate::{now_ms, Drive, EngineError, HostState, Instance, Runtime};
 use anyhow::{bail, Result};
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wasmtime::component::ResourceAny;
 use wasmtime::Store;
 
@@ -138,7 +138,12 @@ impl SwitchSession {
         }
         Ok(())
     }
+}
 
+impl Drive for SwitchSession {
+    type Event = Event;
+
+    /// One round: flush, read one input (bounded by the next timer), feed it, fire a due timer.
     fn turn(&mut self) -> Result<()> {
         self.flush()?;
         if !self.events.is_empty() {
@@ -169,31 +174,8 @@ impl SwitchSession {
         self.flush()
     }
 
-    /// The next event, within `within`.
-    pub fn next(&mut self, within: Duration) -> Result<Event> {
-        let end = Instant::now() + within;
-        loop {
-            if let Some(e) = self.events.pop_front() {
-                return Ok(e);
-            }
-            if Instant::now() >= end {
-                bail!("no Switch event within {within:?}");
-            }
-            self.turn()?;
-        }
-    }
-
-    /// Events until `pick` returns something, within `within`; the events passed over with it.
-    pub fn until<T>(&mut self, within: Duration, mut pick: impl FnMut(&Event) -> Option<T>) -> Result<(T, Vec<Event>)> {
-        let end = Instant::now() + within;
-        let mut skipped = Vec::new();
-        loop {
-            let e = self.next(end.saturating_duration_since(Instant::now()))?;
-            if let Some(t) = pick(&e) {
-                return Ok((t, skipped));
-            }
-            skipped.push(e);
-        }
+    fn pop(&mut self) -> Option<Event> {
+        self.events.pop_front()
     }
 }
 

@@ -4,10 +4,10 @@
 
 use crate::bindings::Engine;
 use crate::net::{Input, Socket};
-use crate::{now_ms, HostState, Instance, Outgoing, Runtime};
-use anyhow::{bail, Result};
+use crate::{now_ms, Drive, HostState, Instance, Outgoing, Runtime};
+use anyhow::Result;
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wasmtime::component::ResourceAny;
 use wasmtime::Store;
 
@@ -62,8 +62,8 @@ impl<P: Protocol> Ws<P> {
         })
     }
 
-    /// Calls the session: `f(api, store, session)`. Follow with [`Ws::next`] or
-    /// [`Ws::until`], which send what it queued.
+    /// Calls the session: `f(api, store, session)`. Follow with [`Drive::next`] or
+    /// [`Drive::until`], which send what it queued.
     pub fn with<T>(&mut self, f: impl FnOnce(&P::Api<'_>, S<'_>, ResourceAny) -> wasmtime::Result<T>) -> Result<T> {
         let Instance { store, engine } = &mut self.inst;
         Ok(f(&P::api(engine), store, self.session)?)
@@ -85,6 +85,10 @@ impl<P: Protocol> Ws<P> {
         }
         Ok(())
     }
+}
+
+impl<P: Protocol> Drive for Ws<P> {
+    type Event = P::Event;
 
     /// One round: flush, read one input (bounded by the next timer), feed it, fire a due timer.
     fn turn(&mut self) -> Result<()> {
@@ -102,35 +106,8 @@ impl<P: Protocol> Ws<P> {
         self.flush()
     }
 
-    /// The next event, within `within`.
-    pub fn next(&mut self, within: Duration) -> Result<P::Event> {
-        let end = Instant::now() + within;
-        loop {
-            if let Some(e) = self.events.pop_front() {
-                return Ok(e);
-            }
-            if Instant::now() >= end {
-                bail!("no event within {within:?}");
-            }
-            self.turn()?;
-        }
-    }
-
-    /// Events until `pick` returns something, within `within`; the events passed over with it.
-    pub fn until<T>(
-        &mut self,
-        within: Duration,
-        mut pick: impl FnMut(&P::Event) -> Option<T>,
-    ) -> Result<(T, Vec<P::Event>)> {
-        let end = Instant::now() + within;
-        let mut skipped = Vec::new();
-        loop {
-            let e = self.next(end.saturating_duration_since(Instant::now()))?;
-            if let Some(t) = pick(&e) {
-                return Ok((t, skipped));
-            }
-            skipped.push(e);
-        }
+    fn pop(&mut self) -> Option<P::Event> {
+        self.events.pop_front()
     }
 }
 

@@ -6,7 +6,7 @@ use agentwire_component_host::bindings::exports::agentwire::engine::{moltzap, rk
 use agentwire_component_host::moltzap::MoltZapSession;
 use agentwire_component_host::rkt::RktSession;
 use agentwire_component_host::switch::SwitchSession;
-use agentwire_component_host::{ErrorKind, Runtime};
+use agentwire_component_host::{Drive, ErrorKind, Runtime};
 use serde_json::{json, Value};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -109,7 +109,7 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
             api.call_request(
                 st,
                 s,
-                0,
+                agentwire_component_host::now_ms(),
                 "weather.current",
                 Some(r#"{"city":"Seoul"}"#),
                 &request_options(false),
@@ -135,7 +135,14 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
     let id = c
         .with(|api, st, s| {
             let params = r#"{"city":"Seoul","days":7}"#;
-            api.call_request(st, s, 0, "weather.forecast", Some(params), &request_options(true))
+            api.call_request(
+                st,
+                s,
+                agentwire_component_host::now_ms(),
+                "weather.forecast",
+                Some(params),
+                &request_options(true),
+            )
         })
         .unwrap()
         .unwrap();
