@@ -2,23 +2,18 @@
 //! the RKT reference server, the MoltZap peer and the Switch peer, each in this process. Every
 //! wait is bounded.
 
+use super::runtime;
 use agentwire_component_host::bindings::exports::agentwire::engine::{moltzap, rkt, switch};
 use agentwire_component_host::moltzap::MoltZapSession;
 use agentwire_component_host::rkt::RktSession;
 use agentwire_component_host::switch::SwitchSession;
-use agentwire_component_host::{Drive, ErrorKind, Runtime};
+use agentwire_component_host::{Drive, ErrorKind};
 use serde_json::{json, Value};
 use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
 const WAIT: Duration = Duration::from_secs(10);
-
-/// The component, compiled once for every test.
-fn runtime() -> &'static Runtime {
-    static RT: OnceLock<Runtime> = OnceLock::new();
-    RT.get_or_init(|| Runtime::load().expect("the component loads"))
-}
 
 /// The peers' runtime: they run on its workers while the tests drive the component.
 fn tokio() -> &'static tokio::runtime::Runtime {
