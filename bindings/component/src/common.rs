@@ -23,7 +23,8 @@ impl WasiEntropy {
 
 impl WasiEntropy {
     /// A fresh pool. WASI gives exactly the bytes asked for; a host that gives fewer is asked
-    /// again for the rest (a bounded number of times).
+    /// again for the rest, a bounded number of times, and then traps: ids drawn from a short
+    /// pool would repeat.
     fn refill(&mut self) {
         let mut filled = 0;
         for _ in 0..16 {
@@ -35,6 +36,10 @@ impl WasiEntropy {
             self.pool[filled..filled + n].copy_from_slice(&fresh[..n]);
             filled += n;
         }
+        assert!(
+            filled == self.pool.len(),
+            "the host's wasi:random/random gives too few bytes"
+        );
         self.used = 0;
     }
 }

@@ -8,7 +8,7 @@ use crate::bindings::exports::agentwire::engine::switch::{
 use crate::bindings::exports::agentwire::engine::types::{CloseFrame, EngineError};
 use crate::common::{engine_error, size, WasiEntropy};
 use crate::Engine;
-use agentwire_switch::open::{OpenParams, StartFrom};
+use agentwire_switch::open::{OpenParams, ProtocolRange, StartFrom};
 use agentwire_switch::{ops, Connection, ConnectionConfig, SwitchError};
 use std::cell::RefCell;
 
@@ -58,6 +58,12 @@ fn config(c: Config) -> ConnectionConfig {
     if let Some(after) = c.start_after {
         open.start_from = StartFrom::After(after);
     }
+    open.expected_generation = c.expected_generation;
+    open.spawn_capable = c.spawn_capable.unwrap_or(open.spawn_capable);
+    open.protocol = c.protocol.map(|p| ProtocolRange {
+        speaks: p.speaks,
+        accepts: p.accepts,
+    });
     open.client = c.client.or(open.client);
     open.client_version = c.client_version.or(open.client_version);
     let mut cfg = ConnectionConfig::new(open);
@@ -69,6 +75,16 @@ fn config(c: Config) -> ConnectionConfig {
         };
     }
     cfg.max_reconnect_attempts = c.max_reconnect_attempts;
+    if let Some(b) = c.backoff {
+        cfg.backoff = agentwire_core::Backoff {
+            base_ms: b.base_ms,
+            max_ms: b.max_ms,
+            factor: b.factor,
+            min_ms: b.min_ms,
+        };
+    }
+    cfg.decode.max_message_bytes = c.max_message_bytes.map_or(cfg.decode.max_message_bytes, size);
+    cfg.decode.max_depth = c.max_depth.map_or(cfg.decode.max_depth, size);
     cfg.open_timeout_ms = c.open_timeout_ms.unwrap_or(cfg.open_timeout_ms);
     cfg.heartbeat_interval_ms = c.heartbeat_interval_ms.unwrap_or(cfg.heartbeat_interval_ms);
     cfg.missed_heartbeats = c.missed_heartbeats.unwrap_or(cfg.missed_heartbeats);
@@ -256,6 +272,18 @@ impl GuestSession for Session {
 
     fn cursor(&self) -> Option<u64> {
         self.0.borrow().cursor()
+    }
+
+    fn generation(&self) -> Option<String> {
+        self.0.borrow().generation().map(ToString::to_string)
+    }
+
+    fn wire(&self) -> Wire {
+        wire(self.0.borrow().wire())
+    }
+
+    fn attempt(&self) -> u32 {
+        self.0.borrow().attempt()
     }
 
     fn rooms(&self) -> Vec<String> {

@@ -58,6 +58,19 @@ fn invalid_open_parameters_send_nothing() {
 }
 
 #[test]
+fn a_backoff_factor_below_one_or_not_finite_is_refused_at_start() {
+    for factor in [0.5, f64::NAN, f64::INFINITY] {
+        let mut cfg = ws();
+        cfg.backoff.factor = factor;
+        let mut d = Driver::new(cfg);
+        let e = d.conn.start(0).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid, "{factor}");
+        assert!(e.message.contains("backoff"), "{}", e.message);
+        assert!(d.transmits().is_empty());
+    }
+}
+
+#[test]
 fn pings_are_answered_before_queued_events_surface() {
     let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
     d.text(&message(1));

@@ -105,17 +105,25 @@ mod native {
         s
     }
 
-    pub fn rkt_round_trip(s: &mut ClientSession) {
+    /// One round trip; the time spent in the session (building the server's reply is not).
+    pub fn rkt_round_trip(s: &mut ClientSession) -> Duration {
+        let start = Instant::now();
         s.request(2, "weather.current", None, RequestOptions::default())
             .unwrap();
-        let wire = s.poll_transmit().and_then(|o| o.as_text().map(str::to_owned)).unwrap();
-        s.handle_text(3, &rkt_reply(&wire, "RESPONSE", RKT_BODY));
+        let Some(agentwire_core::Outgoing::Text(wire)) = s.poll_transmit() else {
+            panic!("no REQUEST")
+        };
+        let first = start.elapsed();
+        let reply = rkt_reply(&wire, "RESPONSE", RKT_BODY);
+        let start = Instant::now();
+        s.handle_text(3, &reply);
         match s.poll_event() {
             Some(ClientEvent::Response { body, .. }) => {
                 black_box(body);
             }
             other => panic!("{other:?}"),
         }
+        first + start.elapsed()
     }
 }
 
@@ -157,14 +165,20 @@ mod component {
             scope: None,
             filter: None,
             start_after: None,
+            expected_generation: None,
+            spawn_capable: None,
+            protocol: None,
             transport: None,
             max_reconnect_attempts: None,
+            backoff: None,
             open_timeout_ms: None,
             heartbeat_interval_ms: None,
             missed_heartbeats: None,
             beat_timeout_ms: None,
             stream_idle_timeout_ms: None,
             max_queued_events: None,
+            max_message_bytes: None,
+            max_depth: None,
             client: None,
             client_version: None,
         };
@@ -209,7 +223,8 @@ mod component {
         s
     }
 
-    pub fn rkt_round_trip(i: &mut Instance, s: ResourceAny) {
+    /// One round trip; the time spent in the component (building the server's reply is not).
+    pub fn rkt_round_trip(i: &mut Instance, s: ResourceAny) -> Duration {
         let api = i.engine.agentwire_engine_rkt().session();
         let opts = wr::RequestOptions {
             streamed: false,
@@ -218,20 +233,24 @@ mod component {
             to: None,
             context: None,
         };
+        let start = Instant::now();
         api.call_request(&mut i.store, s, 2, "weather.current", None, &opts)
             .unwrap()
             .unwrap();
         let Some(Outgoing::Text(wire)) = api.call_poll_transmit(&mut i.store, s).unwrap() else {
             panic!("no REQUEST")
         };
-        api.call_handle_text(&mut i.store, s, 3, &rkt_reply(&wire, "RESPONSE", RKT_BODY))
-            .unwrap();
+        let first = start.elapsed();
+        let reply = rkt_reply(&wire, "RESPONSE", RKT_BODY);
+        let start = Instant::now();
+        api.call_handle_text(&mut i.store, s, 3, &reply).unwrap();
         match api.call_poll_event(&mut i.store, s).unwrap() {
             Some(wr::Event::Response(r)) => {
                 black_box(r);
             }
             other => panic!("{other:?}"),
         }
+        first + start.elapsed()
     }
 }
 
@@ -264,34 +283,42 @@ fn benches(c: &mut Criterion, rt: &Runtime) {
     g.bench_function("native", |b| {
         b.iter_custom(|iters| {
             let mut c = native::switch();
-            let start = Instant::now();
-            for n in 0..iters {
-                let n = (n % texts.len() as u64) as usize;
-                if n == 0 {
+            let mut spent = Duration::ZERO;
+            let mut start = Instant::now();
+            for k in 0..iters {
+                let n = (k % texts.len() as u64) as usize;
+                if n == 0 && k > 0 {
+                    // A fresh connection, off the clock.
+                    spent += start.elapsed();
                     c = native::switch();
+                    start = Instant::now();
                 }
                 c.handle_text(1, &texts[n]);
                 black_box(c.poll_event().unwrap());
             }
-            start.elapsed()
+            spent + start.elapsed()
         })
     });
     g.bench_function("component", |b| {
         b.iter_custom(|iters| {
             let mut i = rt.instantiate().unwrap();
             let mut c = component::switch(&mut i);
-            let start = Instant::now();
-            for n in 0..iters {
-                let n = (n % texts.len() as u64) as usize;
-                if n == 0 {
+            let mut spent = Duration::ZERO;
+            let mut start = Instant::now();
+            for k in 0..iters {
+                let n = (k % texts.len() as u64) as usize;
+                if n == 0 && k > 0 {
+                    // A fresh instance and connection, off the clock.
+                    spent += start.elapsed();
                     i = rt.instantiate().unwrap();
                     c = component::switch(&mut i);
+                    start = Instant::now();
                 }
                 let api = i.engine.agentwire_engine_switch().session();
                 api.call_handle_text(&mut i.store, c, 1, &texts[n]).unwrap();
                 black_box(api.call_poll_event(&mut i.store, c).unwrap().unwrap());
             }
-            start.elapsed()
+            spent + start.elapsed()
         })
     });
     g.finish();
@@ -299,24 +326,36 @@ fn benches(c: &mut Criterion, rt: &Runtime) {
     let mut g = c.benchmark_group("rkt_request_response");
     g.throughput(Throughput::Elements(1));
     let mut s = native::rkt();
-    g.bench_function("native", |b| b.iter(|| native::rkt_round_trip(&mut s)));
+    g.bench_function("native", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| native::rkt_round_trip(&mut s)).sum())
+    });
     let mut i = rt.instantiate().unwrap();
     let r = component::rkt(&mut i);
-    g.bench_function("component", |b| b.iter(|| component::rkt_round_trip(&mut i, r)));
+    g.bench_function("component", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| component::rkt_round_trip(&mut i, r)).sum())
+    });
     g.finish();
 }
 
-/// Criterion's mean time per element of `group/name`, from its saved estimates.
-fn mean_ns(group: &str, name: &str) -> Option<f64> {
-    let dir = std::env::var("CARGO_TARGET_DIR")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
-    let path = format!("{dir}/criterion/{group}/{name}/new/estimates.json");
+/// Criterion's mean time per element of `group/name`, from the estimates this run saved (none
+/// when the case did not run now: a filter, `--profile-time`, or test mode).
+fn mean_ns(group: &str, name: &str, since: std::time::SystemTime) -> Option<f64> {
+    let dir = std::env::var("CRITERION_HOME").unwrap_or_else(|_| {
+        let target = std::env::var("CARGO_TARGET_DIR")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
+        format!("{target}/criterion")
+    });
+    let path = format!("{dir}/{group}/{name}/new/estimates.json");
+    if std::fs::metadata(&path).and_then(|m| m.modified()).ok()? < since {
+        return None;
+    }
     let text = std::fs::read_to_string(path).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     v["mean"]["point_estimate"].as_f64()
 }
 
 fn main() {
+    let since = std::time::SystemTime::now();
     let rt = Runtime::load().expect("the component loads (build it with scripts/component.sh)");
     let mut c = Criterion::default()
         .configure_from_args()
@@ -331,7 +370,7 @@ fn main() {
         "group", "native/s", "component/s", "ratio"
     );
     for group in ["moltzap_push_1kb", "switch_event", "rkt_request_response"] {
-        if let (Some(n), Some(w)) = (mean_ns(group, "native"), mean_ns(group, "component")) {
+        if let (Some(n), Some(w)) = (mean_ns(group, "native", since), mean_ns(group, "component", since)) {
             println!("{group:<24} {:>12.0} {:>12.0} {:>7.2}", 1e9 / n, 1e9 / w, n / w);
         }
     }

@@ -399,6 +399,13 @@ impl Connection {
                 ));
             }
         }
+        let b = &self.cfg.backoff;
+        if !(b.factor.is_finite() && b.factor >= 1.0) {
+            return Err(SwitchError::local(
+                ErrorKind::Invalid,
+                "backoff factor must be a finite number of at least 1",
+            ));
+        }
         self.open(now);
         Ok(())
     }

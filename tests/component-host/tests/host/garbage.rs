@@ -4,6 +4,7 @@
 
 use super::runtime;
 use agentwire_component_host::bindings::exports::agentwire::engine::{moltzap, rkt, switch};
+use agentwire_component_host::Outgoing;
 
 /// Deterministic garbage: random bytes, broken frames of each protocol, deep nesting, huge ids.
 fn inputs() -> Vec<Vec<u8>> {
@@ -41,6 +42,13 @@ fn inputs() -> Vec<Vec<u8>> {
     out
 }
 
+/// A header of an RKT message.
+fn header<'a>(wire: &'a str, name: &str) -> &'a str {
+    wire.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(": ")))
+        .unwrap_or_else(|| panic!("no {name} in {wire}"))
+}
+
 /// Feeds every input as text (lossy UTF-8) and as bytes, draining after each: no call traps.
 fn feed(mut step: impl FnMut(u64, &[u8]) -> wasmtime::Result<()>) {
     for (n, input) in inputs().iter().enumerate() {
@@ -67,18 +75,52 @@ fn rkt_takes_garbage_as_values() {
     };
     let s = api.call_constructor(&mut i.store, &config).unwrap();
     api.call_handle_open(&mut i.store, s, 1_000).unwrap();
-    let mut errors = 0;
+    // Ready first, so garbage meets the replies' and streams' paths too.
+    let Some(Outgoing::Text(hello)) = api.call_poll_transmit(&mut i.store, s).unwrap() else {
+        panic!("no HELLO")
+    };
+    let ack = format!(
+        "RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: 01960000-0000-7000-ab12-000000000002\nReply-To: {}\nSession-ID: {}\nTimestamp: 2026-06-28T12:00:00Z\n\n{{\"agreed_version\":1,\"session_timeout\":300}}",
+        header(&hello, "Message-ID"),
+        header(&hello, "Session-ID"),
+    );
+    api.call_handle_text(&mut i.store, s, 1_000, &ack).unwrap();
+    assert!(matches!(
+        api.call_poll_event(&mut i.store, s).unwrap(),
+        Some(rkt::Event::Ready(_))
+    ));
+    let options = rkt::RequestOptions {
+        streamed: true,
+        priority: None,
+        ttl_s: None,
+        to: None,
+        context: None,
+    };
+    let (mut text_errors, mut closed) = (0, false);
     feed(|now, input| {
+        // A stream open, so replies and chunks have somewhere to go.
+        if !closed {
+            api.call_request(&mut i.store, s, now, "echo", None, &options)?.ok();
+        }
         api.call_handle_text(&mut i.store, s, now, &String::from_utf8_lossy(input))?;
-        api.call_handle_binary(&mut i.store, s, now, input)?;
         while api.call_poll_transmit(&mut i.store, s)?.is_some() {}
         while let Some(e) = api.call_poll_event(&mut i.store, s)? {
-            errors += usize::from(matches!(e, rkt::Event::Error(_) | rkt::Event::Closed(_)));
+            text_errors += usize::from(matches!(e, rkt::Event::Error(_)));
+            closed |= matches!(e, rkt::Event::Closed(_));
         }
+        api.call_handle_binary(&mut i.store, s, now, input)?;
+        while api.call_poll_transmit(&mut i.store, s)?.is_some() {}
+        while api.call_poll_event(&mut i.store, s)?.is_some() {}
         api.call_handle_timeout(&mut i.store, s, now)
     });
-    assert!(errors > 0, "garbage was reported");
-    api.call_state(&mut i.store, s).unwrap();
+    assert!(text_errors >= 100, "garbage text was reported: {text_errors}");
+    if !closed {
+        // Still a working session: a request goes out.
+        api.call_request(&mut i.store, s, 9_000, "echo", None, &options)
+            .unwrap()
+            .unwrap();
+        assert!(api.call_poll_transmit(&mut i.store, s).unwrap().is_some());
+    }
     s.resource_drop(&mut i.store).unwrap();
 }
 
@@ -97,8 +139,20 @@ fn moltzap_takes_garbage_as_values_and_still_connects() {
     };
     let s = api.call_constructor(&mut i.store, &config).unwrap();
     api.call_handle_open(&mut i.store, s, 1_000).unwrap();
+    // Connected first, so garbage meets the responses' and pushes' paths.
+    let credentials = moltzap::Credentials::AgentKey("moltzap_agent_x".into());
+    let id = api.call_connect(&mut i.store, s, 1_000, &credentials).unwrap().unwrap();
+    while api.call_poll_transmit(&mut i.store, s).unwrap().is_some() {}
+    let hello = format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#);
+    api.call_handle_text(&mut i.store, s, 1_000, &hello).unwrap();
+    assert!(matches!(
+        api.call_poll_event(&mut i.store, s).unwrap(),
+        Some(moltzap::Event::Connected(_))
+    ));
     let mut diagnostics = 0;
     feed(|now, input| {
+        // A request pending, so a response-shaped garbage frame has an id to meet.
+        api.call_call(&mut i.store, s, now, "agents/list", None, None)?.ok();
         api.call_handle_text(&mut i.store, s, now, &String::from_utf8_lossy(input))?;
         api.call_handle_binary(&mut i.store, s, now, input)?;
         while api.call_poll_transmit(&mut i.store, s)?.is_some() {}
@@ -107,58 +161,116 @@ fn moltzap_takes_garbage_as_values_and_still_connects() {
         }
         Ok(())
     });
-    assert!(diagnostics > 0, "garbage was reported");
-    // Still a working session: a connect goes out.
-    let credentials = moltzap::Credentials::AgentKey("moltzap_agent_x".into());
-    api.call_connect(&mut i.store, s, 5_000, &credentials).unwrap().unwrap();
+    assert!(diagnostics >= 100, "garbage was reported: {diagnostics}");
+    // Still a working session.
+    assert_eq!(api.call_state(&mut i.store, s).unwrap(), moltzap::State::Ready);
+    api.call_call(&mut i.store, s, 9_000, "agents/list", None, None)
+        .unwrap()
+        .unwrap();
     assert!(api.call_poll_transmit(&mut i.store, s).unwrap().is_some());
     s.resource_drop(&mut i.store).unwrap();
 }
 
-#[test]
-fn switch_takes_garbage_as_values() {
-    let mut i = runtime().instantiate().unwrap();
-    let api = i.engine.agentwire_engine_switch().session();
-    let config = switch::Config {
-        agent_id: "agent".into(),
+fn switch_config(transport: switch::Transport) -> switch::Config {
+    switch::Config {
+        agent_id: "e9dc227d-d507-4a61-98ac-65eb81f2f27a".into(),
         connection_id: "19209fad-88d2-4353-b857-10454fb40fa5".into(),
         rooms: vec![],
         scope: None,
         filter: None,
-        start_after: None,
-        transport: Some(switch::Transport::Auto),
+        start_after: Some(0),
+        expected_generation: None,
+        spawn_capable: None,
+        protocol: None,
+        transport: Some(transport),
         max_reconnect_attempts: None,
-        open_timeout_ms: None,
-        heartbeat_interval_ms: None,
+        backoff: None,
+        open_timeout_ms: Some(3_600_000),
+        heartbeat_interval_ms: Some(3_600_000),
         missed_heartbeats: None,
         beat_timeout_ms: None,
-        stream_idle_timeout_ms: None,
+        stream_idle_timeout_ms: Some(3_600_000),
         max_queued_events: None,
+        max_message_bytes: None,
+        max_depth: None,
         client: None,
         client_version: None,
-    };
-    let s = api.call_constructor(&mut i.store, &config).unwrap();
-    api.call_start(&mut i.store, s, 1_000).unwrap().unwrap();
-    while api.call_poll_transmit(&mut i.store, s).unwrap().is_some() {}
-    api.call_handle_open(&mut i.store, s, 1_000).unwrap();
-    feed(|now, input| {
-        api.call_handle_text(&mut i.store, s, now, &String::from_utf8_lossy(input))?;
-        api.call_handle_bytes(&mut i.store, s, now, input)?;
-        api.call_handle_http_response(&mut i.store, s, now, now, 200, &String::from_utf8_lossy(input))?;
-        api.call_handle_open_failed(&mut i.store, s, now, Some(500), &String::from_utf8_lossy(input))?;
-        while api.call_poll_transmit(&mut i.store, s)?.is_some() {}
-        while api.call_poll_event(&mut i.store, s)?.is_some() {}
-        api.call_handle_timeout(&mut i.store, s, now)
-    });
-    // The free functions take garbage too.
+    }
+}
+
+/// The captured `connection_state` of a switch-core 0.19 server, as its SSE frame; its `data` is
+/// the WebSocket frame's too.
+fn connection_state_sse() -> String {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/vectors/switch-0.19/connection_state.sse"
+    );
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn switch_takes_garbage_as_values_on_the_websocket_and_the_sse_stream() {
+    for transport in [switch::Transport::Websocket, switch::Transport::Sse] {
+        let mut i = runtime().instantiate().unwrap();
+        let api = i.engine.agentwire_engine_switch().session();
+        let s = api.call_constructor(&mut i.store, &switch_config(transport)).unwrap();
+        api.call_start(&mut i.store, s, 1_000).unwrap().unwrap();
+        while api.call_poll_transmit(&mut i.store, s).unwrap().is_some() {}
+        api.call_handle_open(&mut i.store, s, 1_000).unwrap();
+        // Live first, so garbage meets the domain events' path.
+        let sse = connection_state_sse();
+        if transport == switch::Transport::Sse {
+            api.call_handle_bytes(&mut i.store, s, 1_000, sse.as_bytes()).unwrap();
+        } else {
+            let data = sse.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+            let frame = format!(r#"{{"event":"connection_state","data":{data}}}"#);
+            api.call_handle_text(&mut i.store, s, 1_000, &frame).unwrap();
+        }
+        let mut connected = false;
+        while let Some(e) = api.call_poll_event(&mut i.store, s).unwrap() {
+            connected |= matches!(e, switch::Event::Connected(_));
+        }
+        assert!(connected, "{transport:?}: live before the garbage");
+        let mut diagnostics = 0;
+        feed(|now, input| {
+            match transport {
+                switch::Transport::Sse => {
+                    // Raw, then as the data of a message event (one line of it).
+                    api.call_handle_bytes(&mut i.store, s, now, input)?;
+                    api.call_handle_bytes(&mut i.store, s, now, b"\n\n")?;
+                    let line = String::from_utf8_lossy(input).replace(['\r', '\n'], " ");
+                    let frame = format!("event: message\ndata: {line}\n\n");
+                    api.call_handle_bytes(&mut i.store, s, now, frame.as_bytes())?;
+                }
+                _ => api.call_handle_text(&mut i.store, s, now, &String::from_utf8_lossy(input))?,
+            }
+            while api.call_poll_transmit(&mut i.store, s)?.is_some() {}
+            while let Some(e) = api.call_poll_event(&mut i.store, s)? {
+                diagnostics += usize::from(matches!(e, switch::Event::Diagnostic(_)));
+            }
+            Ok(())
+        });
+        assert!(diagnostics >= 50, "{transport:?}: garbage was reported: {diagnostics}");
+        let state = api.call_state(&mut i.store, s).unwrap();
+        assert_ne!(state, switch::State::Stopped, "{transport:?}");
+        s.resource_drop(&mut i.store).unwrap();
+    }
+}
+
+#[test]
+fn switch_operation_functions_take_garbage_as_values() {
+    let mut i = runtime().instantiate().unwrap();
     let ops = i.engine.agentwire_engine_switch();
+    let mut refused = 0;
     for input in inputs() {
         let text = String::from_utf8_lossy(&input);
-        let _ = ops.call_op_result(&mut i.store, 200, &text).unwrap();
-        let _ = ops
-            .call_op_request(&mut i.store, &text, Some(&text), &text, &text)
-            .unwrap();
+        refused += usize::from(ops.call_op_result(&mut i.store, 200, &text).unwrap().is_err());
+        refused += usize::from(
+            ops.call_op_request(&mut i.store, &text, Some(&text), &text, &text)
+                .unwrap()
+                .is_err(),
+        );
     }
-    api.call_state(&mut i.store, s).unwrap();
-    s.resource_drop(&mut i.store).unwrap();
+    // No call trapped; nearly all are refused (a few inputs are well-formed answers).
+    assert!(refused > 2 * inputs().len() - 10, "{refused} of {}", 2 * inputs().len());
 }

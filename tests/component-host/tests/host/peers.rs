@@ -7,7 +7,7 @@ use agentwire_component_host::bindings::exports::agentwire::engine::{moltzap, rk
 use agentwire_component_host::moltzap::MoltZapSession;
 use agentwire_component_host::rkt::RktSession;
 use agentwire_component_host::switch::SwitchSession;
-use agentwire_component_host::{Drive, ErrorKind};
+use agentwire_component_host::{now_ms, Drive, ErrorKind};
 use serde_json::{json, Value};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -104,7 +104,7 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
             api.call_request(
                 st,
                 s,
-                agentwire_component_host::now_ms(),
+                now_ms(),
                 "weather.current",
                 Some(r#"{"city":"Seoul"}"#),
                 &request_options(false),
@@ -133,7 +133,7 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
             api.call_request(
                 st,
                 s,
-                agentwire_component_host::now_ms(),
+                now_ms(),
                 "weather.forecast",
                 Some(params),
                 &request_options(true),
@@ -157,9 +157,8 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
 
     // Memory set, then get.
-    let now = agentwire_component_host::now_ms();
     let set = c
-        .with(|api, st, s| api.call_memory_set(st, s, now, "k", r#"{"v":[1,2]}"#, None, None))
+        .with(|api, st, s| api.call_memory_set(st, s, now_ms(), "k", r#"{"v":[1,2]}"#, None, None))
         .unwrap()
         .unwrap();
     c.until(WAIT, |e| {
@@ -167,7 +166,7 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
     })
     .unwrap();
     let get = c
-        .with(|api, st, s| api.call_memory_get(st, s, now, "k", None))
+        .with(|api, st, s| api.call_memory_get(st, s, now_ms(), "k", None))
         .unwrap()
         .unwrap();
     let (body, _) = c
@@ -179,7 +178,10 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
     assert_eq!(json(&body.unwrap())["value"], json!({"v": [1, 2]}));
 
     // Discover.
-    let id = c.with(|api, st, s| api.call_discover(st, s, now)).unwrap().unwrap();
+    let id = c
+        .with(|api, st, s| api.call_discover(st, s, now_ms()))
+        .unwrap()
+        .unwrap();
     let (body, _) = c
         .until(WAIT, |e| match e {
             rkt::Event::Response(r) if r.id == id => Some(r.body.clone()),
@@ -193,7 +195,7 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
 
     // A remote error (an unknown intent) and a local one (bad JSON): values, not traps.
     let id = c
-        .with(|api, st, s| api.call_request(st, s, now, "maps.navigate", None, &request_options(false)))
+        .with(|api, st, s| api.call_request(st, s, now_ms(), "maps.navigate", None, &request_options(false)))
         .unwrap()
         .unwrap();
     let (error, _) = c
@@ -204,14 +206,14 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
         .unwrap();
     assert_eq!((error.kind, error.code), (ErrorKind::Remote, Some(602)), "{error:?}");
     let local = c
-        .with(|api, st, s| api.call_request(st, s, now, "echo", Some("{not json"), &request_options(false)))
+        .with(|api, st, s| api.call_request(st, s, now_ms(), "echo", Some("{not json"), &request_options(false)))
         .unwrap()
         .unwrap_err();
     assert_eq!(local.kind, ErrorKind::Invalid);
     assert!(local.message.contains("params"), "{local:?}");
 
     // Goodbye closes.
-    c.with(|api, st, s| api.call_goodbye(st, s, now)).unwrap();
+    c.with(|api, st, s| api.call_goodbye(st, s, now_ms())).unwrap();
     c.until(WAIT, |e| matches!(e, rkt::Event::Closed(_)).then_some(()))
         .unwrap();
     assert_eq!(c.with(|api, st, s| api.call_state(st, s)).unwrap(), rkt::State::Closed);
@@ -236,7 +238,7 @@ fn moltzap_connect(url: &str, key: &str) -> MoltZapSession {
     .unwrap();
     let credentials = moltzap::Credentials::AgentKey(key.to_owned());
     let id = c
-        .with(|api, st, s| api.call_connect(st, s, agentwire_component_host::now_ms(), &credentials))
+        .with(|api, st, s| api.call_connect(st, s, now_ms(), &credentials))
         .unwrap()
         .unwrap();
     let (generation, _) = c
@@ -272,11 +274,9 @@ fn moltzap_connect_send_receive_and_list_through_the_component() {
     });
     let mut alice = moltzap_connect(&url, &alice_key);
     let mut bob = moltzap_connect(&url, &bob_key);
-
-    let now = agentwire_component_host::now_ms();
     let params = r#"{"to":"agent:bob","parts":[{"type":"text","text":"hello bob"}]}"#;
     let id = alice
-        .with(|api, st, s| api.call_call(st, s, now, "messages/send", Some(params), None))
+        .with(|api, st, s| api.call_call(st, s, now_ms(), "messages/send", Some(params), None))
         .unwrap()
         .unwrap();
     let (sent, _) = alice
@@ -298,7 +298,7 @@ fn moltzap_connect_send_receive_and_list_through_the_component() {
 
     // Bob lists his recent messages: the one alice sent.
     let id = bob
-        .with(|api, st, s| api.call_call(st, s, now, "agent/message/list", Some(r#"{"limit":10}"#), None))
+        .with(|api, st, s| api.call_call(st, s, now_ms(), "agent/message/list", Some(r#"{"limit":10}"#), None))
         .unwrap()
         .unwrap();
     let (list, _) = bob
@@ -317,7 +317,7 @@ fn moltzap_connect_send_receive_and_list_through_the_component() {
 
     // An unknown method is the server's error, as a value (-32601: invalid).
     let id = bob
-        .with(|api, st, s| api.call_call(st, s, now, "no/such", None, None))
+        .with(|api, st, s| api.call_call(st, s, now_ms(), "no/such", None, None))
         .unwrap()
         .unwrap();
     let (error, _) = bob
@@ -343,22 +343,25 @@ fn moltzap_connect_send_receive_and_list_through_the_component() {
 fn switch_config(agent_id: &str, room: &str) -> switch::Config {
     switch::Config {
         agent_id: agent_id.to_owned(),
-        connection_id: format!(
-            "00000000-0000-4000-8000-{:012x}",
-            agentwire_component_host::now_ms() ^ agent_id.len() as u64
-        ),
+        connection_id: format!("00000000-0000-4000-8000-{:012x}", now_ms() ^ agent_id.len() as u64),
         rooms: vec![room.to_owned()],
         scope: None,
         filter: None,
         start_after: None,
         transport: Some(switch::Transport::Websocket),
+        expected_generation: None,
+        spawn_capable: None,
+        protocol: None,
         max_reconnect_attempts: Some(3),
+        backoff: None,
         open_timeout_ms: Some(5_000),
         heartbeat_interval_ms: None,
         missed_heartbeats: None,
         beat_timeout_ms: None,
         stream_idle_timeout_ms: None,
         max_queued_events: None,
+        max_message_bytes: None,
+        max_depth: None,
         client: Some("component-host-test".into()),
         client_version: None,
     }
@@ -388,6 +391,13 @@ fn switch_live_events_and_an_operation_through_the_component() {
             .unwrap();
         assert!(!resumed);
         assert_eq!(s.with(|api, st, x| api.call_state(st, x)).unwrap(), switch::State::Live);
+        assert_eq!(
+            s.with(|api, st, x| api.call_wire(st, x)).unwrap(),
+            switch::Wire::Websocket
+        );
+        assert_eq!(s.with(|api, st, x| api.call_attempt(st, x)).unwrap(), 0);
+        let generation = s.with(|api, st, x| api.call_generation(st, x)).unwrap();
+        assert!(generation.is_some(), "the current generation issues one");
     }
 
     let joined = b
@@ -420,8 +430,7 @@ fn switch_live_events_and_an_operation_through_the_component() {
     assert!(refused.code.is_some_and(|c| c >= 400), "{refused:?}");
 
     // Close: stopped, with no error.
-    a.with(|api, st, x| api.call_close(st, x, agentwire_component_host::now_ms()))
-        .unwrap();
+    a.with(|api, st, x| api.call_close(st, x, now_ms())).unwrap();
     let (error, _) = a
         .until(WAIT, |e| match e {
             switch::Event::Stopped(e) => Some(e.clone()),
