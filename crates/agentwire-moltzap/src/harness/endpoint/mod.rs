@@ -61,7 +61,7 @@ pub struct EndpointConfig {
     /// Unacknowledged deliveries kept (default 10,000); past it the oldest is dropped and logged.
     pub max_inbox: usize,
     /// Records waiting for their conversation to be resolved (default 4,096); past it a new
-    /// record is dropped and logged (it stays unacknowledged on the server).
+    /// record is dropped and logged, and not counted as seen: the next recovery can read it back.
     pub max_pending_records: usize,
     /// This agent's own gathers and all_gathers open at once (default 1,024); past it a send
     /// fails with `network-unavailable`.
