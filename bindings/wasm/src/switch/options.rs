@@ -179,12 +179,8 @@ pub(crate) fn config(json: &str, websocket_only: bool) -> Result<Parsed, JsValue
         d.base_ms = b.base_ms.unwrap_or(d.base_ms);
         d.max_ms = b.max_ms.unwrap_or(d.max_ms);
         d.min_ms = b.min_ms.unwrap_or(d.min_ms);
-        if let Some(f) = b.factor {
-            if !f.is_finite() || f < 1.0 {
-                return Err(invalid("Switch options: `backoff.factor` must be a number ≥ 1"));
-            }
-            d.factor = f;
-        }
+        // Checked by the engine at `start`.
+        d.factor = b.factor.unwrap_or(d.factor);
     }
     macro_rules! take {
         ($($field:ident),*) => {$( if let Some(v) = o.$field { cfg.$field = v; } )*};
