@@ -11,6 +11,7 @@
 //! build the component with `strip = false` for Rust names).
 
 use agentwire_component_host::bindings::exports::agentwire::engine::{moltzap as wm, rkt as wr, switch as ws};
+use agentwire_component_host::defaults::{self, rkt_reply};
 use agentwire_component_host::{Instance, Outgoing, Runtime};
 use agentwire_core::SeededEntropy;
 use criterion::{black_box, Criterion, Throughput};
@@ -35,22 +36,6 @@ fn switch_event(seq: u64) -> String {
 fn connection_state() -> String {
     format!(
         r#"{{"event":"connection_state","data":{{"connection_id":"{CID}","agent_id":"agent","generation":1,"scope":"single","filter":"all","spawn_capable":false,"rooms":[],"cursor":0,"protocol":1,"heartbeat_interval_seconds":2.0}}}}"#
-    )
-}
-
-/// A header of an RKT message.
-fn header<'a>(wire: &'a str, name: &str) -> &'a str {
-    wire.lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(": ")))
-        .unwrap_or_else(|| panic!("no {name} in {wire}"))
-}
-
-/// The server's answer to `wire` (a HELLO or a REQUEST) with `body`.
-fn rkt_reply(wire: &str, kind: &str, body: &str) -> String {
-    format!(
-        "RKT/1.0 {kind}\nVersion: 1\nMessage-ID: 01960000-0000-7000-ab12-000000000002\nReply-To: {}\nSession-ID: {}\nTimestamp: 2026-06-28T12:00:00Z\nFrom: rkt://bench\n\n{body}",
-        header(wire, "Message-ID"),
-        header(wire, "Session-ID"),
     )
 }
 
@@ -133,15 +118,7 @@ mod component {
 
     pub fn moltzap(i: &mut Instance) -> ResourceAny {
         let api = i.engine.agentwire_engine_moltzap().session();
-        let cfg = wm::Config {
-            generation: None,
-            request_timeout_ms: None,
-            max_in_flight: None,
-            handshake_timeout_ms: None,
-            ping_interval_ms: None,
-            max_message_bytes: None,
-            id_prefix: None,
-        };
+        let cfg = defaults::moltzap();
         let s = api.call_constructor(&mut i.store, &cfg).unwrap();
         api.call_handle_open(&mut i.store, s, 0).unwrap();
         let credentials = wm::Credentials::AgentKey("moltzap_agent_bench".into());
@@ -158,30 +135,7 @@ mod component {
 
     pub fn switch(i: &mut Instance) -> ResourceAny {
         let api = i.engine.agentwire_engine_switch().session();
-        let cfg = ws::Config {
-            agent_id: "agent".into(),
-            connection_id: CID.into(),
-            rooms: vec![],
-            scope: None,
-            filter: None,
-            start_after: None,
-            expected_generation: None,
-            spawn_capable: None,
-            protocol: None,
-            transport: None,
-            max_reconnect_attempts: None,
-            backoff: None,
-            open_timeout_ms: None,
-            heartbeat_interval_ms: None,
-            missed_heartbeats: None,
-            beat_timeout_ms: None,
-            stream_idle_timeout_ms: None,
-            max_queued_events: None,
-            max_message_bytes: None,
-            max_depth: None,
-            client: None,
-            client_version: None,
-        };
+        let cfg = defaults::switch("agent", CID);
         let c = api.call_constructor(&mut i.store, &cfg).unwrap();
         api.call_start(&mut i.store, c, 0).unwrap().unwrap();
         while api.call_poll_transmit(&mut i.store, c).unwrap().is_some() {}
@@ -197,17 +151,8 @@ mod component {
     pub fn rkt(i: &mut Instance) -> ResourceAny {
         let api = i.engine.agentwire_engine_rkt().session();
         let cfg = wr::Config {
-            user_agent: None,
-            sender: None,
-            capabilities: vec![],
-            ttl_s: None,
-            max_message_size: None,
-            max_in_flight: None,
-            max_stream_buffer: None,
-            max_stream_buffer_bytes: None,
-            handshake_timeout_ms: None,
-            authorization: None,
             keepalive: Some(false),
+            ..defaults::rkt()
         };
         let s = api.call_constructor(&mut i.store, &cfg).unwrap();
         api.call_handle_open(&mut i.store, s, 0).unwrap();

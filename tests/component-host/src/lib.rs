@@ -7,6 +7,7 @@
 //! The component is built by `scripts/component.sh` into `target/component/`;
 //! `AGENTWIRE_COMPONENT` overrides its path.
 
+pub mod defaults;
 pub mod moltzap;
 pub mod net;
 pub mod rkt;

@@ -4,6 +4,7 @@
 
 use super::runtime;
 use agentwire_component_host::bindings::exports::agentwire::engine::{moltzap, rkt, switch};
+use agentwire_component_host::defaults::{self, rkt_reply};
 use agentwire_component_host::Outgoing;
 
 /// Deterministic garbage: random bytes, broken frames of each protocol, deep nesting, huge ids.
@@ -42,13 +43,6 @@ fn inputs() -> Vec<Vec<u8>> {
     out
 }
 
-/// A header of an RKT message.
-fn header<'a>(wire: &'a str, name: &str) -> &'a str {
-    wire.lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(": ")))
-        .unwrap_or_else(|| panic!("no {name} in {wire}"))
-}
-
 /// Feeds every input as text (lossy UTF-8) and as bytes, draining after each: no call traps.
 fn feed(mut step: impl FnMut(u64, &[u8]) -> wasmtime::Result<()>) {
     for (n, input) in inputs().iter().enumerate() {
@@ -60,30 +54,14 @@ fn feed(mut step: impl FnMut(u64, &[u8]) -> wasmtime::Result<()>) {
 fn rkt_takes_garbage_as_values() {
     let mut i = runtime().instantiate().unwrap();
     let api = i.engine.agentwire_engine_rkt().session();
-    let config = rkt::Config {
-        user_agent: None,
-        sender: None,
-        capabilities: vec![],
-        ttl_s: None,
-        max_message_size: None,
-        max_in_flight: None,
-        max_stream_buffer: None,
-        max_stream_buffer_bytes: None,
-        handshake_timeout_ms: None,
-        authorization: None,
-        keepalive: None,
-    };
+    let config = defaults::rkt();
     let s = api.call_constructor(&mut i.store, &config).unwrap();
     api.call_handle_open(&mut i.store, s, 1_000).unwrap();
     // Ready first, so garbage meets the replies' and streams' paths too.
     let Some(Outgoing::Text(hello)) = api.call_poll_transmit(&mut i.store, s).unwrap() else {
         panic!("no HELLO")
     };
-    let ack = format!(
-        "RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: 01960000-0000-7000-ab12-000000000002\nReply-To: {}\nSession-ID: {}\nTimestamp: 2026-06-28T12:00:00Z\n\n{{\"agreed_version\":1,\"session_timeout\":300}}",
-        header(&hello, "Message-ID"),
-        header(&hello, "Session-ID"),
-    );
+    let ack = rkt_reply(&hello, "HELLO_ACK", r#"{"agreed_version":1,"session_timeout":300}"#);
     api.call_handle_text(&mut i.store, s, 1_000, &ack).unwrap();
     assert!(matches!(
         api.call_poll_event(&mut i.store, s).unwrap(),
@@ -130,12 +108,7 @@ fn moltzap_takes_garbage_as_values_and_still_connects() {
     let api = i.engine.agentwire_engine_moltzap().session();
     let config = moltzap::Config {
         generation: Some(moltzap::GenerationChoice::Auto),
-        request_timeout_ms: None,
-        max_in_flight: None,
-        handshake_timeout_ms: None,
-        ping_interval_ms: None,
-        max_message_bytes: None,
-        id_prefix: None,
+        ..defaults::moltzap()
     };
     let s = api.call_constructor(&mut i.store, &config).unwrap();
     api.call_handle_open(&mut i.store, s, 1_000).unwrap();
@@ -173,28 +146,15 @@ fn moltzap_takes_garbage_as_values_and_still_connects() {
 
 fn switch_config(transport: switch::Transport) -> switch::Config {
     switch::Config {
-        agent_id: "e9dc227d-d507-4a61-98ac-65eb81f2f27a".into(),
-        connection_id: "19209fad-88d2-4353-b857-10454fb40fa5".into(),
-        rooms: vec![],
-        scope: None,
-        filter: None,
         start_after: Some(0),
-        expected_generation: None,
-        spawn_capable: None,
-        protocol: None,
         transport: Some(transport),
-        max_reconnect_attempts: None,
-        backoff: None,
         open_timeout_ms: Some(3_600_000),
         heartbeat_interval_ms: Some(3_600_000),
-        missed_heartbeats: None,
-        beat_timeout_ms: None,
         stream_idle_timeout_ms: Some(3_600_000),
-        max_queued_events: None,
-        max_message_bytes: None,
-        max_depth: None,
-        client: None,
-        client_version: None,
+        ..defaults::switch(
+            "e9dc227d-d507-4a61-98ac-65eb81f2f27a",
+            "19209fad-88d2-4353-b857-10454fb40fa5",
+        )
     }
 }
 

@@ -7,7 +7,7 @@ use agentwire_component_host::bindings::exports::agentwire::engine::{moltzap, rk
 use agentwire_component_host::moltzap::MoltZapSession;
 use agentwire_component_host::rkt::RktSession;
 use agentwire_component_host::switch::SwitchSession;
-use agentwire_component_host::{now_ms, Drive, ErrorKind};
+use agentwire_component_host::{defaults, now_ms, Drive, ErrorKind};
 use serde_json::{json, Value};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -52,16 +52,9 @@ fn the_component_imports_only_wasi_random_and_exports_the_three_interfaces() {
 fn rkt_config() -> rkt::Config {
     rkt::Config {
         user_agent: Some("component-host-test".into()),
-        sender: None,
-        capabilities: vec![],
         ttl_s: Some(10),
-        max_message_size: None,
-        max_in_flight: None,
-        max_stream_buffer: None,
-        max_stream_buffer_bytes: None,
         handshake_timeout_ms: Some(5_000),
-        authorization: None,
-        keepalive: None,
+        ..defaults::rkt()
     }
 }
 
@@ -221,13 +214,9 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
 
 fn moltzap_config() -> moltzap::Config {
     moltzap::Config {
-        generation: None,
         request_timeout_ms: Some(5_000),
-        max_in_flight: None,
         handshake_timeout_ms: Some(5_000),
-        ping_interval_ms: None,
-        max_message_bytes: None,
-        id_prefix: None,
+        ..defaults::moltzap()
     }
 }
 
@@ -341,29 +330,14 @@ fn moltzap_connect_send_receive_and_list_through_the_component() {
 }
 
 fn switch_config(agent_id: &str, room: &str) -> switch::Config {
+    let connection_id = format!("00000000-0000-4000-8000-{:012x}", now_ms() ^ agent_id.len() as u64);
     switch::Config {
-        agent_id: agent_id.to_owned(),
-        connection_id: format!("00000000-0000-4000-8000-{:012x}", now_ms() ^ agent_id.len() as u64),
         rooms: vec![room.to_owned()],
-        scope: None,
-        filter: None,
-        start_after: None,
         transport: Some(switch::Transport::Websocket),
-        expected_generation: None,
-        spawn_capable: None,
-        protocol: None,
         max_reconnect_attempts: Some(3),
-        backoff: None,
         open_timeout_ms: Some(5_000),
-        heartbeat_interval_ms: None,
-        missed_heartbeats: None,
-        beat_timeout_ms: None,
-        stream_idle_timeout_ms: None,
-        max_queued_events: None,
-        max_message_bytes: None,
-        max_depth: None,
         client: Some("component-host-test".into()),
-        client_version: None,
+        ..defaults::switch(agent_id, &connection_id)
     }
 }
 
