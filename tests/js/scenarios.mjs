@@ -96,6 +96,11 @@ export const scenarios = {
 
   async "rkt errors are typed rejections"(aw, env) {
     await rejects(aw, aw.RktClient.connect("not a url at all", opts(env)), "invalid", "a malformed address");
+    // Options the types forbid, from plain JavaScript: refused, naming the field.
+    for (const [bad, field] of [[{ maxInFlight: "two" }, "maxInFlight"], [{ maxInflight: 2 }, "maxInflight"], [{ capabilities: [1] }, "capabilities"]]) {
+      const e = await rejects(aw, aw.RktClient.connect(env.rkt, opts(env, bad)), "invalid", `option ${JSON.stringify(bad)}`);
+      check(e.message.includes(field), `option ${JSON.stringify(bad)}: ${e.message}`);
+    }
     await rejects(aw, aw.RktClient.connect(env.closedRkt, opts(env)), "closed", "a port nobody listens on");
     const client = await aw.RktClient.connect(env.rkt, opts(env));
     const e = await rejects(aw, client.request("no.such.intent", {}), "remote", "an unknown intent");
@@ -196,6 +201,10 @@ export const scenarios = {
   async "moltzap errors are typed rejections"(aw, env) {
     await rejects(aw, aw.MoltZapClient.connect(env.moltzap, opts(env, { agentKey: "moltzap_agent_bad_bad" })), "auth", "a bad key");
     await rejects(aw, aw.MoltZapClient.connect(env.moltzap, opts(env)), "invalid", "no credentials");
+    for (const [bad, field] of [[{ agentKey: 7 }, "agentKey"], [{ agentKey: "k", generation: "next" }, "generation"], [{ agentKey: "k", requestTimeoutMs: -1 }, "requestTimeoutMs"]]) {
+      const e = await rejects(aw, aw.MoltZapClient.connect(env.moltzap, opts(env, bad)), "invalid", `option ${JSON.stringify(bad)}`);
+      check(e.message.includes(field), `option ${JSON.stringify(bad)}: ${e.message}`);
+    }
     await rejects(aw, aw.MoltZapClient.connect(env.closedRkt, opts(env, { agentKey: "k" })), "closed", "nobody listening");
     const c = await aw.MoltZapClient.connect(env.moltzap, opts(env, { agentKey: env.moltzapKeys.carol }));
     // JSON-RPC -32601 is the caller's mistake: the engine classifies it `invalid`.
@@ -288,6 +297,10 @@ export const scenarios = {
   },
 
   async "switch errors are typed rejections"(aw, env) {
+    for (const [bad, field] of [[{ rooms: "lobby" }, "rooms"], [{ scope: "every" }, "scope"], [{ backoff: { baseMs: 1, jitter: true } }, "jitter"], [{ startFrom: -1 }, "startFrom"]]) {
+      const e = await rejects(aw, aw.SwitchClient.connect(env.switch, { token: "t", agentId: "a", ...bad }), "invalid", `option ${JSON.stringify(bad)}`);
+      check(e.message.includes(field), `option ${JSON.stringify(bad)}: ${e.message}`);
+    }
     await rejects(aw, aw.SwitchClient.connect("ftp://x", { token: "t", agentId: "a" }), "invalid", "a bad relay URL");
     await rejects(aw, aw.SwitchClient.connect(env.switch, { token: "t", agentId: "a", transport: "sse" }), "invalid", "SSE in the driver");
     if (!env.switchSocket) return "skipped: the rest needs the peer directly";

@@ -2,30 +2,11 @@
 //! configuration, and the credentials. Absent fields keep the engine's defaults.
 
 use crate::errors;
+use agentwire_core::json::fields::{FieldError, Object};
+use agentwire_core::json::read;
 use agentwire_core::ErrorKind;
 use agentwire_moltzap::{Credentials, GenerationChoice, MoltZapError, SessionConfig};
-use serde::Deserialize;
-use serde_json::Value;
 use wasm_bindgen::JsValue;
-
-#[derive(Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum Generation {
-    Current,
-    Released,
-    Auto,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Config {
-    generation: Option<Generation>,
-    request_timeout_ms: Option<u64>,
-    max_in_flight: Option<usize>,
-    handshake_timeout_ms: Option<u64>,
-    ping_interval_ms: Option<u64>,
-    id_prefix: Option<String>,
-}
 
 /// `agentKey` (both generations) or `sessionToken` (released), at most one.
 #[derive(Default)]
@@ -57,43 +38,55 @@ fn invalid(m: impl Into<String>) -> JsValue {
 
 /// The options JSON (`None` or `""`: the defaults, no credentials).
 pub(crate) fn options(json: Option<String>) -> Result<Options, JsValue> {
-    // The credential keys are taken out first (`null` counts as absent), then the rest is read
-    // strictly: serde's `flatten` and `deny_unknown_fields` do not combine.
-    let (secret, c) = match json.as_deref() {
-        None | Some("") => (Secret::default(), Config::default()),
-        Some(text) => {
-            let mut v: Value = serde_json::from_str(text).map_err(|e| invalid(format!("MoltZap options: {e}")))?;
-            let Some(o) = v.as_object_mut() else {
-                return Err(invalid("MoltZap options: not a JSON object"));
-            };
-            let mut secret = Secret::default();
-            for (key, slot) in [
-                ("agentKey", &mut secret.agent_key),
-                ("sessionToken", &mut secret.session_token),
-            ] {
-                match o.remove(key) {
-                    None | Some(Value::Null) => {}
-                    Some(Value::String(s)) => *slot = Some(s),
-                    Some(_) => return Err(invalid(format!("MoltZap options: {key} must be a string"))),
-                }
-            }
-            let c = serde_json::from_value(v).map_err(|e| invalid(format!("MoltZap options: {e}")))?;
-            (secret, c)
-        }
-    };
     let mut cfg = SessionConfig::default();
-    macro_rules! take {
-        ($($field:ident),*) => {$( if let Some(v) = c.$field { cfg.$field = v; } )*};
-    }
-    take!(request_timeout_ms, max_in_flight, handshake_timeout_ms, id_prefix);
-    if let Some(g) = c.generation {
-        cfg.generation = match g {
-            Generation::Current => GenerationChoice::Current,
-            Generation::Released => GenerationChoice::Released,
-            Generation::Auto => GenerationChoice::Auto,
-        };
-    }
-    cfg.ping_interval_ms = c.ping_interval_ms;
+    let Some(text) = json.as_deref().filter(|t| !t.is_empty()) else {
+        return Ok(Options {
+            session: cfg,
+            credentials: None,
+        });
+    };
+    let tape = read::parse(text, 8).map_err(|e| invalid(format!("MoltZap options: {e}")))?;
+    let mut read = || -> Result<Secret, FieldError> {
+        let c = Object::strict(
+            tape.root(),
+            &[
+                "agentKey",
+                "sessionToken",
+                "generation",
+                "requestTimeoutMs",
+                "maxInFlight",
+                "handshakeTimeoutMs",
+                "pingIntervalMs",
+                "idPrefix",
+            ],
+        )?;
+        fn set<T>(slot: &mut T, v: Option<T>) {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        }
+        set(&mut cfg.request_timeout_ms, c.uint("requestTimeoutMs")?);
+        set(&mut cfg.max_in_flight, c.uint("maxInFlight")?);
+        set(&mut cfg.handshake_timeout_ms, c.uint("handshakeTimeoutMs")?);
+        set(&mut cfg.id_prefix, c.string("idPrefix")?);
+        const GENERATIONS: [GenerationChoice; 3] = [
+            GenerationChoice::Current,
+            GenerationChoice::Released,
+            GenerationChoice::Auto,
+        ];
+        let g = c.choice(
+            "generation",
+            &["current", "released", "auto"],
+            "\"current\", \"released\" or \"auto\"",
+        )?;
+        set(&mut cfg.generation, g.map(|i| GENERATIONS[i]));
+        cfg.ping_interval_ms = c.uint("pingIntervalMs")?;
+        Ok(Secret {
+            agent_key: c.string("agentKey")?,
+            session_token: c.string("sessionToken")?,
+        })
+    };
+    let secret = read().map_err(|e| invalid(format!("MoltZap options: {e}")))?;
     Ok(Options {
         session: cfg,
         credentials: secret.credentials()?,
@@ -106,17 +99,15 @@ pub(crate) fn credentials(text: &str) -> Result<Credentials, JsValue> {
     if !text.trim_start().starts_with('{') {
         return Ok(Credentials::AgentKey(text.to_string()));
     }
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase", deny_unknown_fields)]
-    struct Only {
-        agent_key: Option<String>,
-        session_token: Option<String>,
-    }
-    let o: Only = serde_json::from_str(text).map_err(|e| invalid(format!("credentials: {e}")))?;
-    let secret = Secret {
-        agent_key: o.agent_key,
-        session_token: o.session_token,
-    };
+    let tape = read::parse(text, 8).map_err(|e| invalid(format!("credentials: {e}")))?;
+    let secret = (|| -> Result<Secret, FieldError> {
+        let o = Object::strict(tape.root(), &["agentKey", "sessionToken"])?;
+        Ok(Secret {
+            agent_key: o.string("agentKey")?,
+            session_token: o.string("sessionToken")?,
+        })
+    })()
+    .map_err(|e| invalid(format!("credentials: {e}")))?;
     secret
         .credentials()?
         .ok_or_else(|| invalid("credentials: give agentKey or sessionToken"))

@@ -1,81 +1,91 @@
 //! RKT options as the npm package passes them (JSON, camelCase), mapped onto the engine's
 //! configuration. Absent fields keep the engine's defaults.
 
+use agentwire_core::json::fields::{FieldError, Object};
+use agentwire_core::json::read;
 use agentwire_core::ErrorKind;
 use agentwire_rkt::{ClientConfig, Priority, RequestOptions};
-use serde::Deserialize;
 use serde_json::Value;
 use wasm_bindgen::JsValue;
 
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Config {
-    user_agent: Option<String>,
-    from: Option<String>,
-    capabilities: Option<Vec<String>>,
-    ttl_s: Option<u32>,
-    max_message_size: Option<usize>,
-    max_in_flight: Option<usize>,
-    max_stream_buffer: Option<usize>,
-    max_stream_buffer_bytes: Option<usize>,
-    handshake_timeout_ms: Option<u64>,
-    /// An API key, sent as `AUTH {scheme: bearer}` right after the handshake.
-    api_key: Option<String>,
-    keepalive: Option<bool>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Request {
-    priority: Option<Priority>,
-    ttl_s: Option<u32>,
-    to: Option<String>,
-    context: Option<Value>,
-}
-
-fn invalid(what: &str, e: serde_json::Error) -> JsValue {
+fn invalid(what: &str, e: impl std::fmt::Display) -> JsValue {
     crate::errors::local(ErrorKind::Invalid, format!("{what}: {e}"))
 }
 
 /// `ClientConfig` from the options JSON (`None` or `""`: the defaults).
 pub(crate) fn config(json: Option<String>) -> Result<ClientConfig, JsValue> {
-    let c: Config = match json.as_deref() {
-        None | Some("") => Config::default(),
-        Some(text) => serde_json::from_str(text).map_err(|e| invalid("RKT options", e))?,
-    };
     let mut cfg = ClientConfig::default();
-    macro_rules! take {
-        ($($field:ident),*) => {$( if let Some(v) = c.$field { cfg.$field = v; } )*};
-    }
-    take!(
-        user_agent,
-        capabilities,
-        ttl_s,
-        max_message_size,
-        max_in_flight,
-        max_stream_buffer,
-        max_stream_buffer_bytes,
-        handshake_timeout_ms,
-        keepalive
-    );
-    cfg.from = c.from;
-    cfg.authorization = c.api_key.map(|k| format!("Bearer {k}"));
+    let Some(text) = json.as_deref().filter(|t| !t.is_empty()) else {
+        return Ok(cfg);
+    };
+    let tape = read::parse(text, 8).map_err(|e| invalid("RKT options", e))?;
+    (|| -> Result<(), FieldError> {
+        let c = Object::strict(
+            tape.root(),
+            &[
+                "userAgent",
+                "from",
+                "capabilities",
+                "ttlS",
+                "maxMessageSize",
+                "maxInFlight",
+                "maxStreamBuffer",
+                "maxStreamBufferBytes",
+                "handshakeTimeoutMs",
+                "apiKey",
+                "keepalive",
+            ],
+        )?;
+        fn set<T>(slot: &mut T, v: Option<T>) {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        }
+        set(&mut cfg.user_agent, c.string("userAgent")?);
+        set(&mut cfg.capabilities, c.strings("capabilities")?);
+        set(&mut cfg.ttl_s, c.uint("ttlS")?);
+        set(&mut cfg.max_message_size, c.uint("maxMessageSize")?);
+        set(&mut cfg.max_in_flight, c.uint("maxInFlight")?);
+        set(&mut cfg.max_stream_buffer, c.uint("maxStreamBuffer")?);
+        set(&mut cfg.max_stream_buffer_bytes, c.uint("maxStreamBufferBytes")?);
+        set(&mut cfg.handshake_timeout_ms, c.uint("handshakeTimeoutMs")?);
+        set(&mut cfg.keepalive, c.bool("keepalive")?);
+        cfg.from = c.string("from")?;
+        // An API key, sent as `AUTH {scheme: bearer}` right after the handshake.
+        cfg.authorization = c.string("apiKey")?.map(|k| format!("Bearer {k}"));
+        Ok(())
+    })()
+    .map_err(|e| invalid("RKT options", e))?;
     Ok(cfg)
 }
 
 /// `RequestOptions` from a request's options JSON.
 pub(crate) fn request(json: Option<String>, stream: bool) -> Result<RequestOptions, JsValue> {
-    let r: Request = match json.as_deref() {
-        None | Some("") => Request::default(),
-        Some(text) => serde_json::from_str(text).map_err(|e| invalid("request options", e))?,
-    };
-    Ok(RequestOptions {
+    let mut opts = RequestOptions {
         stream,
-        priority: r.priority,
-        ttl_s: r.ttl_s,
-        to: r.to,
-        context: r.context,
-    })
+        ..RequestOptions::default()
+    };
+    let Some(text) = json.as_deref().filter(|t| !t.is_empty()) else {
+        return Ok(opts);
+    };
+    let tape = read::parse(text, 128).map_err(|e| invalid("request options", e))?;
+    (|| -> Result<(), FieldError> {
+        let r = Object::strict(tape.root(), &["priority", "ttlS", "to", "context"])?;
+        const PRIORITIES: [Priority; 4] = [Priority::Low, Priority::Normal, Priority::High, Priority::Urgent];
+        let names = PRIORITIES.map(Priority::as_str);
+        opts.priority = r
+            .choice("priority", &names, "\"LOW\", \"NORMAL\", \"HIGH\" or \"URGENT\"")?
+            .map(|i| PRIORITIES[i]);
+        opts.ttl_s = r.uint("ttlS")?;
+        opts.to = r.string("to")?;
+        Ok(())
+    })()
+    .map_err(|e| invalid("request options", e))?;
+    // The context stays a JSON value (the engine's type): its own text, parsed once more.
+    if let Some(ctx) = tape.root().get("context").filter(|v| !v.is_null()) {
+        opts.context = Some(serde_json::from_str(ctx.raw()).map_err(|e| invalid("request options", e))?);
+    }
+    Ok(opts)
 }
 
 /// A JSON argument (`params`, a memory value) as a value; `None` or `""` is none.

@@ -4,92 +4,45 @@
 
 use crate::errors;
 use crate::host::JsEntropy;
+use agentwire_core::json::fields::{FieldError, Object};
+use agentwire_core::json::read;
 use agentwire_core::{Entropy, ErrorKind};
 use agentwire_switch::open::{Filter, OpenParams, ProtocolRange, Scope, StartFrom};
 use agentwire_switch::{ConnectionConfig, Transport};
-use serde::Deserialize;
 use wasm_bindgen::JsValue;
 
 /// Each HTTP call's bound unless `opTimeoutMs` says otherwise (the native driver's
 /// `DEFAULT_OP_TIMEOUT`).
 pub(crate) const DEFAULT_OP_TIMEOUT_MS: u64 = 30_000;
 
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Options {
-    agent_id: Option<String>,
-    connection_id: Option<String>,
-    rooms: Option<Vec<String>>,
-    scope: Option<ScopeOpt>,
-    filter: Option<FilterOpt>,
-    start_from: Option<Position>,
-    expected_generation: Option<Generation>,
-    spawn_capable: Option<bool>,
-    protocol: Option<u32>,
-    protocol_accepts: Option<u32>,
-    client: Option<String>,
-    client_version: Option<String>,
-    transport: Option<TransportOpt>,
-    /// `false`: stop at the first disconnect (`maxReconnectAttempts: 0`).
-    reconnect: Option<bool>,
-    max_reconnect_attempts: Option<u32>,
-    backoff: Option<BackoffOpt>,
-    open_timeout_ms: Option<u64>,
-    heartbeat_interval_ms: Option<u64>,
-    missed_heartbeats: Option<u32>,
-    beat_timeout_ms: Option<u64>,
-    stream_idle_timeout_ms: Option<u64>,
-    max_queued_events: Option<usize>,
-    max_message_bytes: Option<usize>,
-    max_depth: Option<usize>,
-    op_timeout_ms: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum ScopeOpt {
-    Single,
-    All,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum FilterOpt {
-    All,
-    Addressed,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum TransportOpt {
-    Websocket,
-    Sse,
-    Auto,
-}
-
-/// `"head"`, a sequence, or a sequence as a string of digits (beyond 2^53).
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Position {
-    Number(u64),
-    Text(String),
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Generation {
-    Number(u64),
-    Text(String),
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct BackoffOpt {
-    base_ms: Option<u64>,
-    max_ms: Option<u64>,
-    factor: Option<f64>,
-    min_ms: Option<u64>,
-}
+/// The keys of the options object (camelCase, as the npm package's `SwitchOptions`).
+const KEYS: &[&str] = &[
+    "agentId",
+    "connectionId",
+    "rooms",
+    "scope",
+    "filter",
+    "startFrom",
+    "expectedGeneration",
+    "spawnCapable",
+    "protocol",
+    "protocolAccepts",
+    "client",
+    "clientVersion",
+    "transport",
+    "reconnect",
+    "maxReconnectAttempts",
+    "backoff",
+    "openTimeoutMs",
+    "heartbeatIntervalMs",
+    "missedHeartbeats",
+    "beatTimeoutMs",
+    "streamIdleTimeoutMs",
+    "maxQueuedEvents",
+    "maxMessageBytes",
+    "maxDepth",
+    "opTimeoutMs",
+];
 
 /// What a session or a driver is built from.
 pub(crate) struct Parsed {
@@ -104,104 +57,137 @@ fn invalid(m: impl Into<String>) -> JsValue {
 /// The configuration from the options JSON. `websocket_only`: the driver (it talks to the
 /// relay, which always speaks the WebSocket), where another `transport` is an error.
 pub(crate) fn config(json: &str, websocket_only: bool) -> Result<Parsed, JsValue> {
-    let o: Options = serde_json::from_str(json).map_err(|e| invalid(format!("Switch options: {e}")))?;
+    read(json, websocket_only).map_err(|e| match e {
+        Refusal::Field(e) => invalid(format!("Switch options: {e}")),
+        Refusal::Other(m) => invalid(format!("Switch options: {m}")),
+    })
+}
+
+enum Refusal {
+    Field(FieldError),
+    Other(String),
+}
+
+impl From<FieldError> for Refusal {
+    fn from(e: FieldError) -> Self {
+        Refusal::Field(e)
+    }
+}
+
+fn read(json: &str, websocket_only: bool) -> Result<Parsed, Refusal> {
+    let tape = read::parse(json, 8).map_err(|e| Refusal::Other(e.to_string()))?;
+    let o = Object::strict(tape.root(), KEYS)?;
     let agent_id = o
-        .agent_id
-        .ok_or_else(|| invalid("Switch options: `agentId` is required"))?;
-    let connection_id = o.connection_id.unwrap_or_else(|| JsEntropy.uuid_v4());
+        .string("agentId")?
+        .ok_or_else(|| Refusal::Other("`agentId` is required".into()))?;
+    let connection_id = o.string("connectionId")?.unwrap_or_else(|| JsEntropy.uuid_v4());
     let mut open = OpenParams::new(agent_id, connection_id);
-    if let Some(rooms) = o.rooms {
+    if let Some(rooms) = o.strings("rooms")? {
         open.rooms = rooms;
     }
-    if let Some(s) = o.scope {
-        open.scope = match s {
-            ScopeOpt::Single => Scope::Single,
-            ScopeOpt::All => Scope::All,
-        };
+    if let Some(s) = o.choice("scope", &["single", "all"], "\"single\" or \"all\"")? {
+        open.scope = [Scope::Single, Scope::All][s];
     }
-    if let Some(f) = o.filter {
-        open.filter = match f {
-            FilterOpt::All => Filter::All,
-            FilterOpt::Addressed => Filter::Addressed,
-        };
+    if let Some(f) = o.choice("filter", &["all", "addressed"], "\"all\" or \"addressed\"")? {
+        open.filter = [Filter::All, Filter::Addressed][f];
     }
-    open.start_from = match o.start_from {
+    // `"head"`, a sequence, or a sequence as a string of digits (beyond 2^53).
+    open.start_from = match o.get("startFrom") {
         None => StartFrom::Head,
-        Some(Position::Number(n)) => StartFrom::After(n),
-        Some(Position::Text(t)) if t == "head" => StartFrom::Head,
-        Some(Position::Text(t)) => StartFrom::After(t.parse().map_err(|_| {
-            invalid(format!(
-                "Switch options: `startFrom` must be \"head\" or a sequence (got {t:?})"
-            ))
-        })?),
+        Some(v) if v.as_str().as_deref() == Some("head") => StartFrom::Head,
+        Some(v) => match v.as_u64().or_else(|| v.as_str()?.parse().ok()) {
+            Some(n) => StartFrom::After(n),
+            None => {
+                return Err(Refusal::Other(format!(
+                    "`startFrom` must be \"head\" or a sequence (got {})",
+                    v.raw()
+                )))
+            }
+        },
     };
-    open.expected_generation = o.expected_generation.map(|g| match g {
-        Generation::Number(n) => n.to_string(),
-        Generation::Text(t) => t,
-    });
-    if let Some(s) = o.spawn_capable {
+    open.expected_generation = match o.get("expectedGeneration") {
+        None => None,
+        Some(v) => Some(match (v.as_u64(), v.as_str()) {
+            (Some(n), _) => n.to_string(),
+            (None, Some(t)) => t.into_owned(),
+            _ => {
+                return Err(Refusal::Other(
+                    "`expectedGeneration` must be a string or a whole number ≥ 0".into(),
+                ))
+            }
+        }),
+    };
+    if let Some(s) = o.bool("spawnCapable")? {
         open.spawn_capable = s;
     }
-    open.protocol = match (o.protocol, o.protocol_accepts) {
+    open.protocol = match (o.uint("protocol")?, o.uint("protocolAccepts")?) {
         (None, None) => None,
         (Some(speaks), accepts) => Some(ProtocolRange {
             speaks,
             accepts: accepts.unwrap_or(speaks),
         }),
-        (None, Some(_)) => return Err(invalid("Switch options: `protocolAccepts` needs `protocol`")),
+        (None, Some(_)) => return Err(Refusal::Other("`protocolAccepts` needs `protocol`".into())),
     };
-    open.client = o.client;
-    open.client_version = o.client_version;
+    open.client = o.string("client")?;
+    open.client_version = o.string("clientVersion")?;
 
     let mut cfg = ConnectionConfig::new(open);
-    cfg.transport = match o.transport {
-        None | Some(TransportOpt::Websocket) => Transport::WebSocket,
+    let transport = o.choice(
+        "transport",
+        &["websocket", "sse", "auto"],
+        "\"websocket\", \"sse\" or \"auto\"",
+    )?;
+    cfg.transport = match transport {
+        None | Some(0) => Transport::WebSocket,
         Some(_) if websocket_only => {
-            return Err(invalid(
-                "Switch options: the driver speaks the WebSocket only (the relay bridges SSE servers); \
-                 `transport` must be \"websocket\"",
+            return Err(Refusal::Other(
+                "the driver speaks the WebSocket only (the relay bridges SSE servers); \
+                 `transport` must be \"websocket\""
+                    .into(),
             ))
         }
-        Some(TransportOpt::Sse) => Transport::Sse,
-        Some(TransportOpt::Auto) => Transport::Auto,
+        Some(1) => Transport::Sse,
+        Some(_) => Transport::Auto,
     };
-    cfg.max_reconnect_attempts = match (o.reconnect, o.max_reconnect_attempts) {
-        (Some(false), Some(_)) => {
-            return Err(invalid(
-                "Switch options: `maxReconnectAttempts` with `reconnect: false`",
-            ))
-        }
+    cfg.max_reconnect_attempts = match (o.bool("reconnect")?, o.uint("maxReconnectAttempts")?) {
+        (Some(false), Some(_)) => return Err(Refusal::Other("`maxReconnectAttempts` with `reconnect: false`".into())),
         (Some(false), None) => Some(0),
         (_, max) => max,
     };
-    if let Some(b) = o.backoff {
+    if let Some(b) = o.get("backoff") {
+        let b = Object::strict(b, &["baseMs", "maxMs", "factor", "minMs"])
+            .map_err(|e| Refusal::Other(format!("`backoff`: {e}")))?;
         let d = &mut cfg.backoff;
-        d.base_ms = b.base_ms.unwrap_or(d.base_ms);
-        d.max_ms = b.max_ms.unwrap_or(d.max_ms);
-        d.min_ms = b.min_ms.unwrap_or(d.min_ms);
+        d.base_ms = b.uint("baseMs")?.unwrap_or(d.base_ms);
+        d.max_ms = b.uint("maxMs")?.unwrap_or(d.max_ms);
+        d.min_ms = b.uint("minMs")?.unwrap_or(d.min_ms);
         // Checked by the engine at `start`.
-        d.factor = b.factor.unwrap_or(d.factor);
+        d.factor = b.f64("factor")?.unwrap_or(d.factor);
     }
-    macro_rules! take {
-        ($($field:ident),*) => {$( if let Some(v) = o.$field { cfg.$field = v; } )*};
+    let set = |slot: &mut u64, v: Option<u64>| {
+        if let Some(v) = v {
+            *slot = v;
+        }
+    };
+    set(&mut cfg.open_timeout_ms, o.uint("openTimeoutMs")?);
+    set(&mut cfg.heartbeat_interval_ms, o.uint("heartbeatIntervalMs")?);
+    set(&mut cfg.beat_timeout_ms, o.uint("beatTimeoutMs")?);
+    set(&mut cfg.stream_idle_timeout_ms, o.uint("streamIdleTimeoutMs")?);
+    if let Some(v) = o.uint("missedHeartbeats")? {
+        cfg.missed_heartbeats = v;
     }
-    take!(
-        open_timeout_ms,
-        heartbeat_interval_ms,
-        missed_heartbeats,
-        beat_timeout_ms,
-        stream_idle_timeout_ms,
-        max_queued_events
-    );
-    if let Some(v) = o.max_message_bytes {
+    if let Some(v) = o.uint("maxQueuedEvents")? {
+        cfg.max_queued_events = v;
+    }
+    if let Some(v) = o.uint("maxMessageBytes")? {
         cfg.decode.max_message_bytes = v;
     }
-    if let Some(v) = o.max_depth {
+    if let Some(v) = o.uint("maxDepth")? {
         cfg.decode.max_depth = v;
     }
-    let op_timeout_ms = o.op_timeout_ms.unwrap_or(DEFAULT_OP_TIMEOUT_MS);
+    let op_timeout_ms = o.uint("opTimeoutMs")?.unwrap_or(DEFAULT_OP_TIMEOUT_MS);
     if op_timeout_ms == 0 {
-        return Err(invalid("Switch options: `opTimeoutMs` must be at least 1"));
+        return Err(Refusal::Other("`opTimeoutMs` must be at least 1".into()));
     }
     Ok(Parsed { cfg, op_timeout_ms })
 }

@@ -1,4 +1,8 @@
-//! Checks on JSON text made before parsing it, shared by every engine's decoder.
+//! JSON shared by every engine: a reader without serde ([`read`]), checks made before parsing,
+//! and string escaping for hand-written output.
+
+pub mod fields;
+pub mod read;
 
 /// True when arrays and objects in `b` nest deeper than `max` (strings skipped, escapes
 /// honoured). Not a validator: it only bounds what a parser would recurse into.

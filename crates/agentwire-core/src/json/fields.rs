@@ -1,0 +1,214 @@
+//! Typed fields of a JSON object read from a [`Tape`](super::read::Tape), with errors that name the
+//! field: what options and frame decoders need, without a derived `Deserialize` per type.
+//! `null` reads as absent, as serde reads an `Option`.
+
+use super::read::{Kind, Value};
+use std::borrow::Cow;
+use std::fmt;
+
+/// What was wrong with a field (or with the object itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldError {
+    /// The value is not an object.
+    NotObject(Kind),
+    /// A key the reader does not know (strict objects only).
+    Unknown(String),
+    /// A key given twice.
+    Repeated(String),
+    /// A field of the wrong type: `expected` names what was wanted.
+    Type {
+        field: &'static str,
+        expected: &'static str,
+        got: Kind,
+    },
+    /// A number out of the field's range, or a string not among its choices.
+    Invalid {
+        field: &'static str,
+        expected: &'static str,
+    },
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FieldError::NotObject(k) => write!(f, "expected an object, got {}", k.name()),
+            FieldError::Unknown(k) => write!(f, "unknown field `{k}`"),
+            FieldError::Repeated(k) => write!(f, "field `{k}` given twice"),
+            FieldError::Type { field, expected, got } => write!(f, "`{field}` must be {expected}, not {}", got.name()),
+            FieldError::Invalid { field, expected } => write!(f, "`{field}` must be {expected}"),
+        }
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+/// An object whose fields are read by name.
+#[derive(Clone, Copy, Debug)]
+pub struct Object<'t, 'a>(Value<'t, 'a>);
+
+type Field<T> = Result<Option<T>, FieldError>;
+
+impl<'t, 'a> Object<'t, 'a> {
+    /// `v` as an object with no keys but `known`, each at most once.
+    pub fn strict(v: Value<'t, 'a>, known: &[&str]) -> Result<Self, FieldError> {
+        let o = Self::lenient(v)?;
+        if let Some(k) = v.odd_key(known) {
+            let name = k.text().into_owned();
+            return Err(if known.contains(&name.as_str()) {
+                FieldError::Repeated(name)
+            } else {
+                FieldError::Unknown(name)
+            });
+        }
+        Ok(o)
+    }
+
+    /// `v` as an object, any keys allowed (the first of a repeated key counts).
+    pub fn lenient(v: Value<'t, 'a>) -> Result<Self, FieldError> {
+        match v.kind() {
+            Kind::Object => Ok(Object(v)),
+            k => Err(FieldError::NotObject(k)),
+        }
+    }
+
+    /// The object as a value.
+    pub fn value(&self) -> Value<'t, 'a> {
+        self.0
+    }
+
+    /// A field's value; `null` is absent.
+    pub fn get(&self, field: &str) -> Option<Value<'t, 'a>> {
+        self.0.get(field).filter(|v| !v.is_null())
+    }
+
+    fn typed<T>(
+        &self,
+        field: &'static str,
+        expected: &'static str,
+        read: impl Fn(&Value<'t, 'a>) -> Option<T>,
+    ) -> Field<T> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(v) => read(&v).map(Some).ok_or(FieldError::Type {
+                field,
+                expected,
+                got: v.kind(),
+            }),
+        }
+    }
+
+    pub fn str(&self, field: &'static str) -> Field<Cow<'a, str>> {
+        self.typed(field, "a string", Value::as_str)
+    }
+
+    pub fn string(&self, field: &'static str) -> Field<String> {
+        Ok(self.str(field)?.map(Cow::into_owned))
+    }
+
+    pub fn bool(&self, field: &'static str) -> Field<bool> {
+        self.typed(field, "a boolean", Value::as_bool)
+    }
+
+    pub fn f64(&self, field: &'static str) -> Field<f64> {
+        self.typed(field, "a number", Value::as_f64)
+    }
+
+    /// A whole number from 0 to `T`'s maximum.
+    pub fn uint<T: TryFrom<u64>>(&self, field: &'static str) -> Field<T> {
+        self.typed(field, "a whole number ≥ 0", |v| {
+            v.as_u64().and_then(|n| T::try_from(n).ok())
+        })
+    }
+
+    /// An array of strings.
+    pub fn strings(&self, field: &'static str) -> Field<Vec<String>> {
+        self.typed(field, "an array of strings", |v| {
+            (v.kind() == Kind::Array).then(|| {
+                v.items()
+                    .map(|s| s.as_str().map(Cow::into_owned))
+                    .collect::<Option<Vec<_>>>()
+            })?
+        })
+    }
+
+    /// A string that is one of `choices`: its index. `expected` names them for the error.
+    pub fn choice(&self, field: &'static str, choices: &[&str], expected: &'static str) -> Field<usize> {
+        match self.str(field)? {
+            None => Ok(None),
+            Some(s) => choices
+                .iter()
+                .position(|c| *c == s)
+                .map(Some)
+                .ok_or(FieldError::Invalid { field, expected }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FieldError, Object};
+    use crate::json::read::{parse, Kind};
+
+    #[test]
+    fn fields_by_type_with_null_as_absent() {
+        let t = parse(
+            r#"{"s":"x","n":7,"b":true,"f":1.5,"l":["a","b"],"z":null,"big":300,"c":"two"}"#,
+            4,
+        )
+        .unwrap();
+        let o = Object::strict(t.root(), &["s", "n", "b", "f", "l", "z", "big", "c"]).unwrap();
+        assert_eq!(o.string("s").unwrap().as_deref(), Some("x"));
+        assert_eq!(o.uint::<u64>("n").unwrap(), Some(7));
+        assert_eq!(o.bool("b").unwrap(), Some(true));
+        assert_eq!(o.f64("f").unwrap(), Some(1.5));
+        assert_eq!(o.f64("n").unwrap(), Some(7.0));
+        assert_eq!(o.strings("l").unwrap(), Some(vec!["a".to_string(), "b".to_string()]));
+        assert_eq!(o.string("z").unwrap(), None);
+        assert_eq!(o.string("absent").unwrap(), None);
+        assert_eq!(o.choice("c", &["one", "two"], "\"one\" or \"two\"").unwrap(), Some(1));
+        assert_eq!(
+            o.uint::<u8>("big").unwrap_err().to_string(),
+            "`big` must be a whole number ≥ 0, not a number"
+        );
+        assert_eq!(
+            o.string("n").unwrap_err(),
+            FieldError::Type {
+                field: "n",
+                expected: "a string",
+                got: Kind::Number
+            }
+        );
+        assert_eq!(
+            o.uint::<u32>("f").unwrap_err().to_string(),
+            "`f` must be a whole number ≥ 0, not a number"
+        );
+        assert_eq!(
+            o.strings("s").unwrap_err().to_string(),
+            "`s` must be an array of strings, not a string"
+        );
+        assert_eq!(
+            o.choice("s", &["one"], "\"one\"").unwrap_err().to_string(),
+            "`s` must be \"one\""
+        );
+    }
+
+    #[test]
+    fn strict_objects_refuse_unknown_and_repeated_keys() {
+        let t = parse(r#"{"a":1,"b":2}"#, 2).unwrap();
+        assert_eq!(
+            Object::strict(t.root(), &["a"]).unwrap_err().to_string(),
+            "unknown field `b`"
+        );
+        let t = parse(r#"{"a":1,"a":2}"#, 2).unwrap();
+        assert_eq!(
+            Object::strict(t.root(), &["a"]).unwrap_err().to_string(),
+            "field `a` given twice"
+        );
+        assert_eq!(Object::lenient(t.root()).unwrap().uint::<u8>("a").unwrap(), Some(1));
+        let t = parse("[1]", 2).unwrap();
+        assert_eq!(
+            Object::lenient(t.root()).unwrap_err().to_string(),
+            "expected an object, got an array"
+        );
+    }
+}

@@ -1,0 +1,273 @@
+use super::{parse, Kind, Reason, Value};
+use proptest::prelude::*;
+use serde_json::Value as J;
+
+/// The tape's value as serde_json's (numbers compared through `to_f64` by `same`).
+fn to_serde(v: Value<'_, '_>) -> J {
+    match v.kind() {
+        Kind::Null => J::Null,
+        Kind::Bool => J::Bool(v.as_bool().unwrap()),
+        Kind::Number => match (v.as_u64(), v.as_i64()) {
+            (Some(u), _) => J::from(u),
+            (None, Some(i)) => J::from(i),
+            _ => J::from(v.as_f64().unwrap()),
+        },
+        Kind::String => J::String(v.as_str().unwrap().into_owned()),
+        Kind::Array => J::Array(v.items().map(to_serde).collect()),
+        Kind::Object => J::Object(v.members().map(|(k, v)| (k.text().into_owned(), to_serde(v))).collect()),
+    }
+}
+
+fn same(a: &J, b: &J) -> bool {
+    match (a, b) {
+        // Neither parser rounds exactly (serde_json without `float_roundtrip`, ours by design).
+        (J::Number(x), J::Number(y)) => close(x.as_f64().unwrap(), y.as_f64().unwrap()),
+        (J::Array(x), J::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b)),
+        (J::Object(x), J::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn close(x: f64, y: f64) -> bool {
+    x == y || (x - y).abs() <= 1e-14 * x.abs().max(y.abs()) || (x.abs() < 1e-290 && y.abs() < 1e-290)
+}
+
+fn reason(text: &str) -> Reason {
+    parse(text, 64).unwrap_err().reason
+}
+
+#[test]
+fn reads_every_kind_of_value() {
+    let t = parse(
+        r#" {"a": [1, -2, 3.5e1, true, false, null], "b\u0041": "x\ny\ud83d\ude00", "c": {}} "#,
+        8,
+    )
+    .unwrap();
+    let r = t.root();
+    assert_eq!(r.kind(), Kind::Object);
+    let a: Vec<_> = r.get("a").unwrap().items().collect();
+    assert_eq!(a.len(), 6);
+    assert_eq!(a[0].as_u64(), Some(1));
+    assert_eq!(a[1].as_i64(), Some(-2));
+    assert_eq!(a[1].as_u64(), None);
+    assert_eq!(a[2].as_f64(), Some(35.0));
+    assert_eq!(a[2].as_i64(), None, "35.0 is written as a float");
+    assert_eq!(
+        (a[3].as_bool(), a[4].as_bool(), a[5].is_null()),
+        (Some(true), Some(false), true)
+    );
+    assert_eq!(
+        r.get("bA").unwrap().as_str().unwrap(),
+        "x\ny\u{1f600}",
+        "an escaped key matches its text"
+    );
+    assert_eq!(r.get("c").unwrap().members().count(), 0);
+    assert_eq!(r.get("c").unwrap().raw(), "{}");
+    assert!(r.get("zz").is_none());
+    assert_eq!(r.get("a").unwrap().raw(), "[1, -2, 3.5e1, true, false, null]");
+    assert_eq!(
+        r.members().map(|(k, _)| k.text().into_owned()).collect::<Vec<_>>(),
+        ["a", "bA", "c"]
+    );
+}
+
+#[test]
+fn integers_at_the_edges() {
+    let n = |t: &str| parse(t, 1).unwrap().root().as_u64();
+    let i = |t: &str| parse(t, 1).unwrap().root().as_i64();
+    assert_eq!(n("18446744073709551615"), Some(u64::MAX));
+    assert_eq!(n("18446744073709551616"), None);
+    assert_eq!(i("-9223372036854775808"), Some(i64::MIN));
+    assert_eq!(i("9223372036854775807"), Some(i64::MAX));
+    assert_eq!(i("9223372036854775808"), None);
+    assert_eq!(i("-0"), Some(0));
+    assert_eq!(n("1e2"), None);
+    assert_eq!(
+        parse("123456789012345678901234567890", 1).unwrap().root().as_f64(),
+        Some(1.2345678901234568e29)
+    );
+}
+
+#[test]
+fn floats_are_read_within_a_few_ulps() {
+    for text in [
+        "0",
+        "-0.0",
+        "1.5",
+        "0.1",
+        "3.14159e-5",
+        "1e22",
+        "1e23",
+        "-2.5E+300",
+        "1.7976931348623157e308",
+        "4.9e-324",
+        "2.2250738585072014e-308",
+        "123.456e-7",
+        "0.000000000000000000000000001234",
+    ] {
+        let ours = parse(text, 1).unwrap().root().as_f64().unwrap();
+        let exact: f64 = text.parse().unwrap();
+        assert!(close(ours, exact), "{text}: {ours} / {exact}");
+    }
+    assert_eq!(reason("1.8e308"), Reason::NumberOutOfRange);
+    assert_eq!(reason("-1e309"), Reason::NumberOutOfRange);
+    assert!(parse("1e-400", 1).is_ok(), "underflow is zero, as in serde_json");
+}
+
+#[test]
+fn refusals_name_what_and_where() {
+    assert_eq!(reason(""), Reason::Eof);
+    assert_eq!(reason("[1,"), Reason::Eof);
+    assert_eq!(reason("[1,]"), Reason::Unexpected);
+    assert_eq!(reason("{\"a\" 1}"), Reason::Unexpected);
+    assert_eq!(reason("{1:2}"), Reason::Unexpected);
+    assert_eq!(reason("\"a\u{1}\""), Reason::Control);
+    assert_eq!(reason(r#""\x""#), Reason::BadEscape);
+    assert_eq!(reason(r#""\u12g4""#), Reason::BadEscape);
+    assert_eq!(reason(r#""\ud800""#), Reason::LoneSurrogate);
+    assert_eq!(reason(r#""\udc00\ud800""#), Reason::LoneSurrogate);
+    assert_eq!(reason(r#""\ud800\u0041""#), Reason::LoneSurrogate);
+    assert_eq!(reason("01"), Reason::Trailing);
+    assert_eq!(reason("-"), Reason::Eof);
+    assert_eq!(reason("-a"), Reason::BadNumber);
+    assert_eq!(reason("1."), Reason::Eof);
+    assert_eq!(reason("1.e5"), Reason::BadNumber);
+    assert_eq!(reason("1e400"), Reason::NumberOutOfRange);
+    assert_eq!(reason("tru"), Reason::Eof);
+    assert_eq!(reason("trux"), Reason::Unexpected);
+    assert_eq!(reason("{} {}"), Reason::Trailing);
+    let e = parse("[[[1]]]", 2).unwrap_err();
+    assert_eq!((e.reason, e.at), (Reason::TooDeep, 2));
+    assert!(parse("[[[1]]]", 3).is_ok());
+    assert_eq!(e.to_string(), "nested too deep at byte 2");
+}
+
+#[test]
+fn deep_nesting_is_refused_without_recursion() {
+    let deep = "[".repeat(1_000_000);
+    assert_eq!(parse(&deep, usize::MAX).unwrap_err().reason, Reason::Eof);
+    let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+    let t = parse(&deep, usize::MAX).unwrap();
+    assert_eq!(t.root().items().count(), 1);
+}
+
+#[test]
+fn odd_keys_are_unknown_or_repeated() {
+    let t = parse(r#"{"a":1,"b":2}"#, 2).unwrap();
+    assert!(t.root().odd_key(&["a", "b"]).is_none());
+    assert_eq!(
+        t.root().odd_key(&["a"]).map(|k| k.text().into_owned()).as_deref(),
+        Some("b")
+    );
+    let t = parse(r#"{"a":1,"\u0061":2}"#, 2).unwrap();
+    assert_eq!(
+        t.root().odd_key(&["a", "b"]).map(|k| k.text().into_owned()).as_deref(),
+        Some("a")
+    );
+    assert_eq!(t.root().get("a").unwrap().as_u64(), Some(1), "the first of two keys");
+}
+
+fn json_value() -> impl Strategy<Value = J> {
+    let leaf = prop_oneof![
+        Just(J::Null),
+        any::<bool>().prop_map(J::Bool),
+        any::<u64>().prop_map(J::from),
+        any::<i64>().prop_map(J::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(J::from),
+        any::<String>().prop_map(J::String),
+        "[\"\\\\/\u{0}-\u{1f}\u{7f}\u{fffd}\u{10000}a]{0,12}".prop_map(J::String),
+    ];
+    leaf.prop_recursive(6, 64, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(J::Array),
+            prop::collection::btree_map(any::<String>(), inner, 0..6).prop_map(|m| J::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Text near JSON: fragments that break, escape and number in every way.
+fn near_json() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        Just("{".to_string()),
+        Just("}".to_string()),
+        Just("[".to_string()),
+        Just("]".to_string()),
+        Just("\"".to_string()),
+        Just(",".to_string()),
+        Just(":".to_string()),
+        Just("\\".to_string()),
+        Just("\\u".to_string()),
+        Just("d800".to_string()),
+        Just("dc00".to_string()),
+        Just("00e9".to_string()),
+        Just("-".to_string()),
+        Just("0".to_string()),
+        Just("12".to_string()),
+        Just(".".to_string()),
+        Just("e".to_string()),
+        Just("E+".to_string()),
+        Just("400".to_string()),
+        Just("true".to_string()),
+        Just("nul".to_string()),
+        Just("l".to_string()),
+        Just(" ".to_string()),
+        Just("\n".to_string()),
+        Just("\u{1}".to_string()),
+        Just("é".to_string()),
+        Just("n".to_string()),
+        Just("/".to_string()),
+    ];
+    prop::collection::vec(piece, 0..24).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn floats_near_the_exact_value(m in any::<u64>(), e in -320i32..300, frac in 0usize..20) {
+        let digits = m.to_string();
+        let cut = frac.min(digits.len());
+        let (int, fraction) = digits.split_at(digits.len() - cut);
+        let int = if int.is_empty() { "0" } else { int };
+        let text = format!("{int}.{fraction}e{e}").replace(".e", "e");
+        let exact: f64 = text.parse().unwrap();
+        match parse(&text, 1) {
+            Ok(t) => prop_assert!(close(t.root().as_f64().unwrap(), exact), "{}", text),
+            Err(_) => prop_assert!(exact.abs() > 1.79e308, "{}", text),
+        }
+    }
+
+    #[test]
+    fn reads_what_serde_json_writes(v in json_value(), pretty in any::<bool>()) {
+        let text = if pretty { serde_json::to_string_pretty(&v).unwrap() } else { serde_json::to_string(&v).unwrap() };
+        let tape = parse(&text, 64).unwrap();
+        prop_assert!(same(&to_serde(tape.root()), &v), "{text}");
+        prop_assert_eq!(tape.root().raw(), text.trim());
+    }
+
+    #[test]
+    fn accepts_exactly_what_serde_json_accepts(text in near_json()) {
+        let ours = parse(&text, 100);
+        let theirs = serde_json::from_str::<J>(&text);
+        prop_assert_eq!(ours.is_ok(), theirs.is_ok(), "{:?}: {:?} / {:?}", text, ours.as_ref().err(), theirs.as_ref().err());
+        if let (Ok(t), Ok(j)) = (ours, theirs) {
+            prop_assert!(same(&to_serde(t.root()), &j));
+        }
+    }
+
+    #[test]
+    fn one_edit_away_from_json_is_judged_as_serde_json_judges(v in json_value(), at in any::<prop::sample::Index>(), b in any::<u8>(), cut in any::<bool>()) {
+        let mut bytes = serde_json::to_vec(&v).unwrap();
+        let i = at.index(bytes.len());
+        if cut { bytes.truncate(i) } else if b.is_ascii() { bytes[i] = b } else { bytes.remove(i); }
+        let Ok(text) = String::from_utf8(bytes) else { return Ok(()) };
+        let ours = parse(&text, 100);
+        let theirs = serde_json::from_str::<J>(&text);
+        prop_assert_eq!(ours.is_ok(), theirs.is_ok(), "{:?}: {:?} / {:?}", text, ours.as_ref().err(), theirs.as_ref().err());
+        if let (Ok(t), Ok(j)) = (ours, theirs) {
+            prop_assert!(same(&to_serde(t.root()), &j), "{:?}: {:?} / {:?}", text, to_serde(t.root()), j);
+        }
+    }
+}
