@@ -6,7 +6,7 @@
 # script of tests/script/endpoint.rs) or `session` (the client session driven by a
 # script of operations). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
 # (both frame decoders, with re-encoding) or `connection` (the connection driven by a script).
-# CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
+# CRATE `core`: `read` (the JSON reader, against serde_json). CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
 # signs) or `bridge` (the SSE bridge driven by a script of upstream bytes, pongs, beat answers and
 # timeouts). Prints the executions and crashes; exits 1 when a crash was found.
 #
