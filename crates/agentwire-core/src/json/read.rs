@@ -128,7 +128,8 @@ pub fn parse(text: &str, max_depth: usize) -> Result<Tape<'_>, ReadError> {
     let mut p = Parser {
         b: text.as_bytes(),
         nodes: Vec::with_capacity(text.len() / 12 + 2),
-        open: Vec::new(),
+        open: NONE,
+        depth: 0,
     };
     p.run(max_depth)?;
     Ok(Tape { text, nodes: p.nodes })
@@ -137,9 +138,13 @@ pub fn parse(text: &str, max_depth: usize) -> Result<Tape<'_>, ReadError> {
 struct Parser<'a> {
     b: &'a [u8],
     nodes: Vec<Node>,
-    /// The open arrays and objects, innermost last.
-    open: Vec<u32>,
+    /// The innermost open array or object (`NONE` at the top). While a container is open, its
+    /// node's `next` holds the one around it: the open containers are a list through the tape.
+    open: u32,
+    depth: usize,
 }
+
+const NONE: u32 = u32::MAX;
 
 fn err<T>(at: usize, reason: Reason) -> Result<T, ReadError> {
     Err(ReadError { at, reason })
@@ -159,14 +164,14 @@ impl Parser<'_> {
             // After a value: close containers, or move to the next member; done at the top.
             loop {
                 i = self.ws(i);
-                let Some(&top) = self.open.last() else {
+                let Some(top) = self.nodes.get(self.open as usize) else {
                     return if i == self.b.len() {
                         Ok(())
                     } else {
                         err(i, Reason::Trailing)
                     };
                 };
-                let object = self.nodes[top as usize].tag == Tag::Object;
+                let object = top.tag == Tag::Object;
                 match self.b.get(i) {
                     Some(b',') => {
                         i += 1;
@@ -203,9 +208,10 @@ impl Parser<'_> {
 
     /// Ends the innermost container at the bracket at `i`; returns the index after it.
     fn close(&mut self, i: usize) -> usize {
-        if let Some(top) = self.open.pop() {
-            let next = self.nodes.len() as u32;
-            let n = &mut self.nodes[top as usize];
+        let next = self.nodes.len() as u32;
+        if let Some(n) = self.nodes.get_mut(self.open as usize) {
+            self.open = n.next;
+            self.depth -= 1;
             n.end = i as u32 + 1;
             n.next = next;
         }
@@ -219,12 +225,19 @@ impl Parser<'_> {
         let end = match b.get(i) {
             None => return err(i, Reason::Eof),
             Some(&c @ (b'{' | b'[')) => {
-                if self.open.len() >= max_depth {
+                if self.depth >= max_depth {
                     return err(i, Reason::TooDeep);
                 }
                 let tag = if c == b'{' { Tag::Object } else { Tag::Array };
-                self.open.push(self.nodes.len() as u32);
-                self.push(tag, i, i + 1);
+                let node = Node {
+                    tag,
+                    start: i as u32,
+                    end: i as u32 + 1,
+                    next: self.open,
+                };
+                self.open = self.nodes.len() as u32;
+                self.depth += 1;
+                self.nodes.push(node);
                 let j = self.ws(i + 1);
                 return match (tag, b.get(j)) {
                     (Tag::Object, Some(b'}')) | (Tag::Array, Some(b']')) => Ok((self.close(j), false)),
@@ -293,19 +306,30 @@ fn string(b: &[u8], i: usize) -> Result<(usize, bool), ReadError> {
     const HIGH: u64 = ONES * 0x80;
     // A byte of `x` is zero (exactly: the test is only used as "any byte").
     let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let plain = |c: u8| c >= 0x20 && c != b'"' && c != b'\\';
     let mut j = i + 1;
     let mut escaped = false;
     loop {
-        // Eight bytes at a time while none is `"`, `\` or a control character.
-        while let Some(c) = b.get(j..j + 8) {
-            let w = u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-            let special = zero(w ^ (ONES * u64::from(b'"')))
-                | zero(w ^ (ONES * u64::from(b'\\')))
-                | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
-            if special != 0 {
-                break;
+        // Short strings (most keys) byte by byte; past 16 bytes, eight at a time while none is
+        // `"`, `\` or a control character.
+        let start = j;
+        while b.get(j).is_some_and(|&c| plain(c)) && j - start < 16 {
+            j += 1;
+        }
+        if j - start == 16 {
+            while let Some(c) = b.get(j..j + 8) {
+                let w = u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+                let special = zero(w ^ (ONES * u64::from(b'"')))
+                    | zero(w ^ (ONES * u64::from(b'\\')))
+                    | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
+                if special != 0 {
+                    break;
+                }
+                j += 8;
             }
-            j += 8;
+            while b.get(j).is_some_and(|&c| plain(c)) {
+                j += 1;
+            }
         }
         match b.get(j) {
             None => return err(j, Reason::Eof),
@@ -628,7 +652,10 @@ impl<'t, 'a> Key<'t, 'a> {
     /// True when the key's text is `name`.
     pub fn is(&self, name: &str) -> bool {
         match self.0.node().tag {
-            Tag::Plain => self.0.raw().get(1..).and_then(|r| r.strip_suffix('"')) == Some(name),
+            Tag::Plain => {
+                let raw = self.0.raw().as_bytes();
+                raw.len() == name.len() + 2 && raw.get(1..raw.len() - 1) == Some(name.as_bytes())
+            }
             _ => self.text() == name,
         }
     }
