@@ -3,8 +3,11 @@
 //! its `detail` as sent, and whether the same call may succeed later.
 
 use crate::frame::{detail_text, FrameError};
+use crate::json::{self, JsonError, Obj};
+use agentwire_core::json::read::Value;
 use agentwire_core::{Error, ErrorKind};
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::fmt;
 
 /// A typed Switch error. `status` is the HTTP status of an HTTP answer, or the status of a
@@ -79,14 +82,14 @@ impl SwitchError {
             status: Some(status),
             code,
             message,
-            detail: detail.map(|d| d.get().to_owned()),
+            detail: detail.map(str::to_owned),
             retryable,
         }
     }
 
     /// A `refused` frame (or a `4000 + status` close without one).
     pub fn refused(status: u16, detail: Option<&RawValue>) -> Self {
-        let text = detail.map(detail_text).unwrap_or_default();
+        let text = detail.map(|d| detail_text(d.get())).unwrap_or_default();
         let kind = match status {
             // 4403 is "a declared room can't be served", not a credential problem.
             401 => ErrorKind::Auth,
@@ -112,34 +115,28 @@ impl SwitchError {
     }
 }
 
-/// `detail` and `code` of an error body, when it is a JSON object.
-fn body_detail(body: &str) -> (Option<Box<RawValue>>, Option<String>) {
-    #[derive(serde::Deserialize)]
-    struct Body {
-        #[serde(default)]
-        detail: Option<Box<RawValue>>,
-        #[serde(default)]
-        code: Option<String>,
-        #[serde(default)]
-        error: Option<Box<RawValue>>,
-    }
-    match serde_json::from_str::<Body>(body) {
-        Ok(b) => {
-            // A `detail` object may carry the code itself (`{"detail": {"code": ..}}`).
-            let code = b.code.or_else(|| {
-                #[derive(serde::Deserialize)]
-                struct Coded {
-                    code: String,
-                }
-                b.detail
-                    .as_ref()
-                    .and_then(|d| serde_json::from_str::<Coded>(d.get()).ok())
-                    .map(|c| c.code)
-            });
-            (b.detail.or(b.error), code)
-        }
-        Err(_) => (None, None),
-    }
+/// `detail` (raw, or `error` when there is no `detail`) and `code` of an error body, when it is a
+/// JSON object whose `detail`, `code` and `error` are each given once, `code` a string (or
+/// `null`); otherwise neither. A `detail` object may carry the code itself
+/// (`{"detail": {"code": ..}}`).
+fn body_detail(body: &str) -> (Option<&str>, Option<String>) {
+    let read = || -> Result<_, JsonError> {
+        let tape = json::parse(body)?;
+        let o = Obj::new(tape.root(), &["detail", "code", "error"])?;
+        let detail = o.get("detail");
+        let code = match o.opt_string("code")? {
+            Some(code) => Some(code),
+            None => detail.and_then(detail_code),
+        };
+        Ok((detail.or(o.get("error")).map(|d| d.raw()), code))
+    };
+    read().unwrap_or((None, None))
+}
+
+/// `{"code": "..", ...}`: the code of a `detail` object.
+fn detail_code(detail: Value<'_, '_>) -> Option<String> {
+    let code = Obj::new(detail, &["code"]).ok()?.value("code")?;
+    code.as_str().map(Cow::into_owned)
 }
 
 fn truncate(s: &str, max: usize) -> String {
@@ -242,5 +239,61 @@ mod tests {
         assert_eq!(e.message, "connection refused with status 409: ranges do not overlap");
         assert_eq!(SwitchError::refused(401, None).kind, ErrorKind::Auth);
         assert_eq!(SwitchError::refused(403, None).kind, ErrorKind::Invalid);
+    }
+
+    #[test]
+    fn error_bodies_detail_code_and_error() {
+        // Every field: `code` at the top wins over the detail's; `detail` over `error`.
+        let e = SwitchError::http(
+            409,
+            r#"{"detail":{"message":"taken","code":"inner"},"code":"taken_over","error":"e","x":1}"#,
+        );
+        assert_eq!(
+            (e.message.as_str(), e.code.as_deref(), e.detail.as_deref()),
+            (
+                "HTTP 409: taken",
+                Some("taken_over"),
+                Some(r#"{"message":"taken","code":"inner"}"#)
+            )
+        );
+        // The code of a `detail` object; `code: null` is absent.
+        let e = SwitchError::http(409, r#"{"code":null,"detail":{"code":"no_stream","message":"m"}}"#);
+        assert_eq!((e.code.as_deref(), e.retryable), (Some("no_stream"), true));
+        // `error` when there is no `detail` (or it is null); escapes decoded in the text.
+        let e = SwitchError::http(500, r#"{"detail":null,"error":"caf\u00e9"}"#);
+        assert_eq!(
+            (e.message.as_str(), e.detail.as_deref()),
+            ("HTTP 500: café", Some(r#""caf\u00e9""#))
+        );
+        // A validation list is kept as JSON; it carries no code.
+        let e = SwitchError::http(422, r#"{"detail":[{"loc":["body","x"],"msg":"field required"}]}"#);
+        assert_eq!(e.message, r#"HTTP 422: [{"loc":["body","x"],"msg":"field required"}]"#);
+        assert_eq!((e.kind, e.code), (ErrorKind::Invalid, None));
+        // A detail object without a string `message` is kept as JSON; a non-string code is none.
+        let e = SwitchError::http(409, r#"{"detail":{"message":7,"code":7}}"#);
+        assert_eq!(e.message, r#"HTTP 409: {"message":7,"code":7}"#);
+        assert_eq!(e.code, None);
+    }
+
+    #[test]
+    fn error_bodies_that_are_not_read_give_the_body_as_text() {
+        // As the derived reader refused them: a field of the wrong type, a field twice, not an
+        // object. The message is then the body itself.
+        for body in [
+            r#"{"detail":"x","code":409}"#,
+            r#"{"detail":"x","detail":"y"}"#,
+            r#"["x"]"#,
+            r#"{"detail":"x""#,
+        ] {
+            let e = SwitchError::http(409, body);
+            assert_eq!(
+                (e.message, e.code, e.detail),
+                (format!("HTTP 409: {body}"), None, None),
+                "{body}"
+            );
+        }
+        let long = format!("{{\"detail\":{}", "7".repeat(600));
+        let e = SwitchError::http(400, &long);
+        assert!(e.message.ends_with('…') && e.message.len() < 530, "{}", e.message);
     }
 }

@@ -14,6 +14,7 @@ pub mod connection;
 pub mod error;
 pub mod frame;
 pub mod http;
+mod json;
 pub mod open;
 pub mod ops;
 pub mod sse;

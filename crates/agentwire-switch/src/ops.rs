@@ -18,10 +18,11 @@
 
 use crate::error::SwitchError;
 use crate::http::{HttpRequest, CONNECTION_ID_HEADER};
+use crate::json::{self, FromJson, JsonError, Obj};
 use crate::open::{check_id, encode_segment, is_uuid};
+use agentwire_core::json::read::{Tape, Value};
 use agentwire_core::ErrorKind;
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 
@@ -30,10 +31,11 @@ pub const MAX_RESPONSE_BYTES: usize = 16 << 20;
 /// Longest operation name.
 pub const MAX_OP_NAME: usize = 64;
 
-/// A typed operation: its name, its arguments (serialized as the body) and its result.
+/// A typed operation: its name, its arguments (serialized as the body) and its result (one of
+/// this module's answer types, each with its own decoder).
 pub trait Operation: Serialize {
     const NAME: &'static str;
-    type Output: DeserializeOwned;
+    type Output: FromJson;
 }
 
 fn invalid(m: impl Into<String>) -> SwitchError {
@@ -93,20 +95,31 @@ pub fn request<O: Operation>(
 /// The `result` of an operation's answer, raw: `200 {"result": ...}`; any other status is the
 /// server's error.
 pub fn decode_result(status: u16, body: &str) -> Result<Box<RawValue>, SwitchError> {
-    #[derive(Deserialize)]
-    struct Envelope {
-        result: Box<RawValue>,
-    }
-    let body = success(status, body)?;
-    serde_json::from_str::<Envelope>(body)
-        .map(|e| e.result)
-        .map_err(|e| decode_error(format!("operation answer has no `result`: {e}")))
+    let tape = envelope(status, body)?;
+    result(&tape).and_then(json::raw).map_err(no_result)
 }
 
 /// A typed operation's answer.
 pub fn decode<O: Operation>(status: u16, body: &str) -> Result<O::Output, SwitchError> {
-    let result = decode_result(status, body)?;
-    serde_json::from_str(result.get()).map_err(|e| decode_error(format!("`{}` result: {e}", O::NAME)))
+    let tape = envelope(status, body)?;
+    let result = result(&tape).map_err(no_result)?;
+    O::Output::from_json(result).map_err(|e| decode_error(format!("`{}` result: {e}", O::NAME)))
+}
+
+/// An operation's answer on a tape.
+fn envelope(status: u16, body: &str) -> Result<Tape<'_>, SwitchError> {
+    json::parse(success(status, body)?).map_err(no_result)
+}
+
+/// `{"result": ...}` (any other keys ignored): the result, `null` included.
+fn result<'t, 'a>(tape: &'t Tape<'a>) -> Result<Value<'t, 'a>, JsonError> {
+    Obj::new(tape.root(), &["result"])?
+        .value("result")
+        .ok_or(JsonError::Missing("result"))
+}
+
+fn no_result(e: JsonError) -> SwitchError {
+    decode_error(format!("operation answer has no `result`: {e}"))
 }
 
 fn success(status: u16, body: &str) -> Result<&str, SwitchError> {
@@ -127,9 +140,11 @@ fn decode_error(m: String) -> SwitchError {
     SwitchError::local(ErrorKind::Decode, m)
 }
 
-fn decode_plain<T: DeserializeOwned>(what: &str, status: u16, body: &str) -> Result<T, SwitchError> {
+fn decode_plain<T: FromJson>(what: &str, status: u16, body: &str) -> Result<T, SwitchError> {
     let body = success(status, body)?;
-    serde_json::from_str(body).map_err(|e| decode_error(format!("{what} answer: {e}")))
+    json::parse(body)
+        .and_then(|tape| T::from_json(tape.root()))
+        .map_err(|e| decode_error(format!("{what} answer: {e}")))
 }
 
 // ---- GET ops ------------------------------------------------------------------------------
@@ -139,17 +154,38 @@ pub fn list_ops(agent_id: &str) -> Result<HttpRequest, SwitchError> {
     Ok(HttpRequest::get(agent_path(agent_id, "ops")?))
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct OpsCatalog {
     pub operations: BTreeMap<String, OpSpec>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct OpSpec {
-    #[serde(default)]
     pub description: String,
     /// A JSON Schema, raw.
     pub input_schema: Box<RawValue>,
+}
+
+impl FromJson for OpsCatalog {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(v, &["operations"])?;
+        if o.value("operations").is_none() {
+            return Err(JsonError::Missing("operations"));
+        }
+        Ok(OpsCatalog {
+            operations: o.map("operations", OpSpec::from_json)?,
+        })
+    }
+}
+
+impl FromJson for OpSpec {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(v, &["description", "input_schema"])?;
+        Ok(OpSpec {
+            description: o.string_or_empty("description")?,
+            input_schema: o.raw("input_schema")?,
+        })
+    }
 }
 
 pub fn decode_ops(status: u16, body: &str) -> Result<OpsCatalog, SwitchError> {
@@ -177,34 +213,60 @@ impl ConnectToRoom {
 }
 
 /// The room's context. Resources whose shape the spec leaves open stay raw.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct RoomContext {
-    #[serde(default)]
     pub agent_id: Option<String>,
     pub room_id: String,
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub description: Option<String>,
-    #[serde(default)]
     pub participants: Option<Box<RawValue>>,
-    #[serde(default)]
     pub instructions: Option<String>,
-    #[serde(default)]
     pub reference_types: Option<Box<RawValue>>,
-    #[serde(default)]
     pub references: Option<Box<RawValue>>,
-    #[serde(default)]
     pub documents: Option<Box<RawValue>>,
-    #[serde(default)]
     pub packages: Option<Box<RawValue>>,
-    #[serde(default)]
     pub linked_rooms: Option<Box<RawValue>>,
-    #[serde(default)]
     pub roles: Option<Box<RawValue>>,
     /// Set when connecting took the room off another live session of this agent: surface it.
-    #[serde(default)]
     pub warning: Option<String>,
+}
+
+impl FromJson for RoomContext {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(
+            v,
+            &[
+                "agent_id",
+                "room_id",
+                "name",
+                "description",
+                "participants",
+                "instructions",
+                "reference_types",
+                "references",
+                "documents",
+                "packages",
+                "linked_rooms",
+                "roles",
+                "warning",
+            ],
+        )?;
+        Ok(RoomContext {
+            agent_id: o.opt_string("agent_id")?,
+            room_id: o.string("room_id")?,
+            name: o.opt_string("name")?,
+            description: o.opt_string("description")?,
+            participants: o.opt_raw("participants")?,
+            instructions: o.opt_string("instructions")?,
+            reference_types: o.opt_raw("reference_types")?,
+            references: o.opt_raw("references")?,
+            documents: o.opt_raw("documents")?,
+            packages: o.opt_raw("packages")?,
+            linked_rooms: o.opt_raw("linked_rooms")?,
+            roles: o.opt_raw("roles")?,
+            warning: o.opt_string("warning")?,
+        })
+    }
 }
 
 impl Operation for ConnectToRoom {
@@ -229,9 +291,17 @@ impl PostMessage {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Posted {
     pub event_id: String,
+}
+
+impl FromJson for Posted {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        Ok(Posted {
+            event_id: Obj::new(v, &["event_id"])?.string("event_id")?,
+        })
+    }
 }
 
 impl Operation for PostMessage {
@@ -251,12 +321,21 @@ pub struct SendTargetedMessage {
     pub thread_id: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetedPosted {
     pub event_id: String,
     /// Target name → reachability (`live`, `no_session`, `disconnected`, `not_permitted`, ...).
-    #[serde(default)]
     pub target_statuses: BTreeMap<String, String>,
+}
+
+impl FromJson for TargetedPosted {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(v, &["event_id", "target_statuses"])?;
+        Ok(TargetedPosted {
+            event_id: o.string("event_id")?,
+            target_statuses: o.string_map("target_statuses")?,
+        })
+    }
 }
 
 impl Operation for SendTargetedMessage {
@@ -276,21 +355,42 @@ pub struct ReadContext {
     pub before: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct ContextPage {
     pub threads: Vec<Thread>,
-    #[serde(default)]
     pub truncated: bool,
-    #[serde(default)]
     pub oldest_timestamp: Option<Box<RawValue>>,
 }
 
 /// A thread: its root message and replies, raw (their shape is the server's).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Thread {
     pub root: Box<RawValue>,
-    #[serde(default)]
     pub replies: Vec<Box<RawValue>>,
+}
+
+impl FromJson for ContextPage {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(v, &["threads", "truncated", "oldest_timestamp"])?;
+        if o.value("threads").is_none() {
+            return Err(JsonError::Missing("threads"));
+        }
+        Ok(ContextPage {
+            threads: o.list("threads", Thread::from_json)?,
+            truncated: o.flag("truncated")?,
+            oldest_timestamp: o.opt_raw("oldest_timestamp")?,
+        })
+    }
+}
+
+impl FromJson for Thread {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(v, &["root", "replies"])?;
+        Ok(Thread {
+            root: o.raw("root")?,
+            replies: o.list("replies", json::raw)?,
+        })
+    }
 }
 
 impl Operation for ReadContext {
@@ -305,17 +405,26 @@ pub struct ListRooms {
     pub include_archived: Option<bool>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoomSummary {
     pub room_id: String,
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub description: Option<String>,
-    #[serde(default)]
     pub connected: bool,
-    #[serde(default)]
     pub archived: bool,
+}
+
+impl FromJson for RoomSummary {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(v, &["room_id", "name", "description", "connected", "archived"])?;
+        Ok(RoomSummary {
+            room_id: o.string("room_id")?,
+            name: o.opt_string("name")?,
+            description: o.opt_string("description")?,
+            connected: o.flag("connected")?,
+            archived: o.flag("archived")?,
+        })
+    }
 }
 
 impl Operation for ListRooms {
@@ -327,17 +436,27 @@ impl Operation for ListRooms {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ListParticipants {}
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Participant {
     pub id: String,
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default, rename = "type")]
+    /// `type` on the wire.
     pub kind: Option<String>,
-    #[serde(default)]
     pub status: Option<String>,
-    #[serde(default)]
     pub alias: Option<String>,
+}
+
+impl FromJson for Participant {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(v, &["id", "name", "type", "status", "alias"])?;
+        Ok(Participant {
+            id: o.string("id")?,
+            name: o.opt_string("name")?,
+            kind: o.opt_string("type")?,
+            status: o.opt_string("status")?,
+            alias: o.opt_string("alias")?,
+        })
+    }
 }
 
 impl Operation for ListParticipants {
@@ -375,17 +494,25 @@ pub fn unsubscribe(agent_id: &str, connection_id: &str, room_id: &str) -> Result
     ))
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subscribed {
-    #[serde(default)]
     pub ok: bool,
-    #[serde(default)]
     pub rooms: Vec<String>,
     /// The sibling connection a takeover evicted.
-    #[serde(default)]
     pub evicted_connection_id: Option<String>,
-    #[serde(default)]
     pub warning: Option<String>,
+}
+
+impl FromJson for Subscribed {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(v, &["ok", "rooms", "evicted_connection_id", "warning"])?;
+        Ok(Subscribed {
+            ok: o.flag("ok")?,
+            rooms: o.strings("rooms")?,
+            evicted_connection_id: o.opt_string("evicted_connection_id")?,
+            warning: o.opt_string("warning")?,
+        })
+    }
 }
 
 pub fn decode_subscribe(status: u16, body: &str) -> Result<Subscribed, SwitchError> {
@@ -422,23 +549,41 @@ pub fn placements(
     ))
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placed {
-    #[serde(default)]
     pub placements: BTreeMap<String, String>,
-    #[serde(default)]
     pub rooms: Vec<String>,
-    #[serde(default)]
     pub released: Vec<ReleasedRoom>,
 }
 
 /// A room a placement took off another connection.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReleasedRoom {
     pub connection_id: String,
     pub room_id: String,
-    #[serde(default)]
     pub session_id: Option<String>,
+}
+
+impl FromJson for Placed {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(v, &["placements", "rooms", "released"])?;
+        Ok(Placed {
+            placements: o.string_map("placements")?,
+            rooms: o.strings("rooms")?,
+            released: o.list("released", ReleasedRoom::from_json)?,
+        })
+    }
+}
+
+impl FromJson for ReleasedRoom {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(v, &["connection_id", "room_id", "session_id"])?;
+        Ok(ReleasedRoom {
+            connection_id: o.string("connection_id")?,
+            room_id: o.string("room_id")?,
+            session_id: o.opt_string("session_id")?,
+        })
+    }
 }
 
 pub fn decode_placements(status: u16, body: &str) -> Result<Placed, SwitchError> {
@@ -453,14 +598,22 @@ pub fn beat(agent_id: &str, connection_id: &str, cursor: u64) -> Result<HttpRequ
 }
 
 /// `200 {"ok": true, "rooms": [...], "cursor": N}`: the server's view.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Beaten {
-    #[serde(default)]
     pub ok: bool,
-    #[serde(default)]
     pub rooms: Vec<String>,
-    #[serde(default)]
     pub cursor: Option<u64>,
+}
+
+impl FromJson for Beaten {
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(v, &["ok", "rooms", "cursor"])?;
+        Ok(Beaten {
+            ok: o.flag("ok")?,
+            rooms: o.strings("rooms")?,
+            cursor: o.opt_u64("cursor")?,
+        })
+    }
 }
 
 /// A beat's answer. Errors keep the body's `code` (`no_stream`, `unfenced`, `taken_over`).
@@ -547,5 +700,343 @@ mod tests {
         assert_eq!((e.kind, e.status), (ErrorKind::Invalid, Some(404)));
         let ok = decode_beat(200, r#"{"ok":true,"rooms":["r"],"cursor":4}"#).unwrap();
         assert_eq!(ok.cursor, Some(4));
+    }
+
+    /// A decode error's message, checked to be one (`kind` decode).
+    fn refusal<T: std::fmt::Debug>(r: Result<T, SwitchError>) -> String {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Decode, "{e:?}");
+        e.message
+    }
+
+    fn result(json: &str) -> String {
+        format!(r#"{{"result":{json}}}"#)
+    }
+
+    #[test]
+    fn every_answer_with_every_field() {
+        let c = decode_ops(
+            200,
+            r#"{"operations":{"post_message":{"description":"Post.","input_schema":{"type":"object"}}},"extra":1}"#,
+        )
+        .unwrap();
+        let op = &c.operations["post_message"];
+        assert_eq!(
+            (op.description.as_str(), op.input_schema.get()),
+            ("Post.", r#"{"type":"object"}"#)
+        );
+
+        let r = decode::<ConnectToRoom>(
+            200,
+            &result(
+                r#"{"agent_id":"a","room_id":"r","name":"n","description":"d","participants":[{"id":"p"}],"instructions":"i","reference_types":["t"],"references":{"x":1},"documents":[],"packages":[1],"linked_rooms":["l"],"roles":{"r":"w"},"warning":"took over","new_field":true}"#,
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                r.agent_id.as_deref(),
+                r.room_id.as_str(),
+                r.name.as_deref(),
+                r.description.as_deref()
+            ),
+            (Some("a"), "r", Some("n"), Some("d"))
+        );
+        assert_eq!(
+            (r.instructions.as_deref(), r.warning.as_deref()),
+            (Some("i"), Some("took over"))
+        );
+        let raws = [
+            &r.participants,
+            &r.reference_types,
+            &r.references,
+            &r.documents,
+            &r.packages,
+            &r.linked_rooms,
+            &r.roles,
+        ]
+        .map(|v| v.as_deref().map(RawValue::get));
+        assert_eq!(
+            raws,
+            [
+                Some(r#"[{"id":"p"}]"#),
+                Some(r#"["t"]"#),
+                Some(r#"{"x":1}"#),
+                Some("[]"),
+                Some("[1]"),
+                Some(r#"["l"]"#),
+                Some(r#"{"r":"w"}"#)
+            ]
+        );
+
+        let p = decode::<PostMessage>(200, &result(r#"{"event_id":"$e","x":[]}"#)).unwrap();
+        assert_eq!(p, Posted { event_id: "$e".into() });
+
+        let t = decode::<SendTargetedMessage>(
+            200,
+            &result(r#"{"event_id":"$e","target_statuses":{"bob":"live","eve":"not_permitted"}}"#),
+        )
+        .unwrap();
+        assert_eq!((t.event_id.as_str(), t.target_statuses.len()), ("$e", 2));
+        assert_eq!(t.target_statuses["eve"], "not_permitted");
+
+        let c = decode::<ReadContext>(
+            200,
+            &result(
+                r#"{"threads":[{"root":{"id":1},"replies":[{"id":2},{"id":3}]}],"truncated":true,"oldest_timestamp":"2026-01-01T00:00:00Z"}"#,
+            ),
+        )
+        .unwrap();
+        assert_eq!((c.threads.len(), c.truncated), (1, true));
+        assert_eq!(c.threads[0].root.get(), r#"{"id":1}"#);
+        assert_eq!(
+            c.threads[0].replies.iter().map(|r| r.get()).collect::<Vec<_>>(),
+            [r#"{"id":2}"#, r#"{"id":3}"#]
+        );
+        assert_eq!(c.oldest_timestamp.unwrap().get(), r#""2026-01-01T00:00:00Z""#);
+
+        let rooms = decode::<ListRooms>(
+            200,
+            &result(r#"[{"room_id":"r","name":"n","description":"d","connected":true,"archived":true}]"#),
+        )
+        .unwrap();
+        assert_eq!(
+            rooms,
+            [RoomSummary {
+                room_id: "r".into(),
+                name: Some("n".into()),
+                description: Some("d".into()),
+                connected: true,
+                archived: true,
+            }]
+        );
+
+        let people = decode::<ListParticipants>(
+            200,
+            &result(r#"[{"id":"i","name":"n","type":"agent","status":"live","alias":"al"}]"#),
+        )
+        .unwrap();
+        assert_eq!(
+            people,
+            [Participant {
+                id: "i".into(),
+                name: Some("n".into()),
+                kind: Some("agent".into()),
+                status: Some("live".into()),
+                alias: Some("al".into()),
+            }]
+        );
+
+        let s = decode_subscribe(
+            200,
+            r#"{"ok":true,"rooms":["r1","r2"],"evicted_connection_id":"c2","warning":"w"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            s,
+            Subscribed {
+                ok: true,
+                rooms: vec!["r1".into(), "r2".into()],
+                evicted_connection_id: Some("c2".into()),
+                warning: Some("w".into()),
+            }
+        );
+
+        let p = decode_placements(
+            200,
+            r#"{"placements":{"s1":"r1"},"rooms":["r1"],"released":[{"connection_id":"c2","room_id":"r1","session_id":"s9"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            p,
+            Placed {
+                placements: [("s1".to_owned(), "r1".to_owned())].into(),
+                rooms: vec!["r1".into()],
+                released: vec![ReleasedRoom {
+                    connection_id: "c2".into(),
+                    room_id: "r1".into(),
+                    session_id: Some("s9".into()),
+                }],
+            }
+        );
+
+        assert_eq!(
+            decode_beat(200, r#"{"ok":true,"rooms":["r"],"cursor":18446744073709551615}"#).unwrap(),
+            Beaten {
+                ok: true,
+                rooms: vec!["r".into()],
+                cursor: Some(u64::MAX),
+            }
+        );
+    }
+
+    #[test]
+    fn every_answer_with_only_its_required_fields() {
+        let c = decode_ops(200, r#"{"operations":{"x":{"input_schema":null}}}"#).unwrap();
+        assert_eq!(
+            (
+                c.operations["x"].description.as_str(),
+                c.operations["x"].input_schema.get()
+            ),
+            ("", "null"),
+            "a required raw field keeps `null`"
+        );
+        assert!(decode_ops(200, r#"{"operations":{}}"#).unwrap().operations.is_empty());
+
+        let r = decode::<ConnectToRoom>(200, &result(r#"{"room_id":"r","name":null,"roles":null}"#)).unwrap();
+        assert_eq!(r.room_id, "r");
+        assert!(r.agent_id.is_none() && r.name.is_none() && r.roles.is_none() && r.warning.is_none());
+        assert!(r.participants.is_none() && r.documents.is_none());
+
+        let t = decode::<SendTargetedMessage>(200, &result(r#"{"event_id":"$e"}"#)).unwrap();
+        assert!(t.target_statuses.is_empty());
+
+        let c = decode::<ReadContext>(200, &result(r#"{"threads":[{"root":null}],"oldest_timestamp":null}"#)).unwrap();
+        assert_eq!((c.threads[0].root.get(), c.threads[0].replies.len()), ("null", 0));
+        assert!(!c.truncated && c.oldest_timestamp.is_none());
+
+        let rooms = decode::<ListRooms>(200, &result(r#"[{"room_id":"r"}]"#)).unwrap();
+        assert_eq!(
+            (rooms[0].name.as_deref(), rooms[0].connected, rooms[0].archived),
+            (None, false, false)
+        );
+        assert!(decode::<ListRooms>(200, &result("[]")).unwrap().is_empty());
+
+        let people = decode::<ListParticipants>(200, &result(r#"[{"id":"i","type":null}]"#)).unwrap();
+        assert_eq!((people[0].id.as_str(), people[0].kind.as_deref()), ("i", None));
+
+        assert_eq!(
+            decode_subscribe(200, "{}").unwrap(),
+            Subscribed {
+                ok: false,
+                rooms: vec![],
+                evicted_connection_id: None,
+                warning: None
+            }
+        );
+        let p = decode_placements(200, r#"{"released":[{"connection_id":"c","room_id":"r"}]}"#).unwrap();
+        assert!(p.placements.is_empty() && p.rooms.is_empty());
+        assert_eq!(p.released[0].session_id, None);
+        assert_eq!(
+            decode_beat(200, r#"{"cursor":null}"#).unwrap(),
+            Beaten {
+                ok: false,
+                rooms: vec![],
+                cursor: None
+            }
+        );
+    }
+
+    #[test]
+    fn a_wrong_answer_is_refused_naming_the_field() {
+        let cases: [(Result<(), SwitchError>, &str); 20] = [
+            (decode_ops(200, r#"{}"#).map(drop), "missing field `operations`"),
+            (
+                decode_ops(200, r#"{"operations":[]}"#).map(drop),
+                "`operations` must be an object",
+            ),
+            (
+                decode_ops(200, r#"{"operations":{"x":{"description":1,"input_schema":{}}}}"#).map(drop),
+                "in `operations`: `description` must be a string, not a number",
+            ),
+            (
+                decode_ops(200, r#"{"operations":{"x":{"description":"d"}}}"#).map(drop),
+                "missing field `input_schema`",
+            ),
+            (
+                decode::<ConnectToRoom>(200, &result(r#"{"room_id":"r","warning":false}"#)).map(drop),
+                "`connect_to_room` result: `warning` must be a string, not a boolean",
+            ),
+            (
+                decode::<ConnectToRoom>(200, &result(r#"{"name":"n"}"#)).map(drop),
+                "missing field `room_id`",
+            ),
+            (
+                decode::<PostMessage>(200, &result(r#"{"event_id":7}"#)).map(drop),
+                "`post_message` result: `event_id` must be a string, not a number",
+            ),
+            (
+                decode::<SendTargetedMessage>(200, &result(r#"{"event_id":"$e","target_statuses":{"bob":1}}"#))
+                    .map(drop),
+                "in `target_statuses`: expected a string, got a number",
+            ),
+            (
+                decode::<ReadContext>(200, &result(r#"{"threads":[{"root":{},"replies":{}}]}"#)).map(drop),
+                "in `threads`: `replies` must be an array, not an object",
+            ),
+            (
+                decode::<ReadContext>(200, &result(r#"{"threads":[],"truncated":"yes"}"#)).map(drop),
+                "`truncated` must be a boolean, not a string",
+            ),
+            (
+                decode::<ListRooms>(200, &result(r#"[{"room_id":"r","connected":null}]"#)).map(drop),
+                "`connected` must be a boolean, not null",
+            ),
+            (
+                decode::<ListParticipants>(200, &result(r#"[{"id":"i","type":["agent"]}]"#)).map(drop),
+                "`type` must be a string, not an array",
+            ),
+            (
+                decode_subscribe(200, r#"{"rooms":"r"}"#).map(drop),
+                "subscribe answer: `rooms` must be an array of strings, not a string",
+            ),
+            (
+                decode_unsubscribe(200, r#"{"ok":1}"#).map(drop),
+                "unsubscribe answer: `ok` must be a boolean, not a number",
+            ),
+            (
+                decode_placements(200, r#"{"released":[{"connection_id":"c"}]}"#).map(drop),
+                "placements answer: in `released`: missing field `room_id`",
+            ),
+            (
+                decode_placements(200, r#"{"placements":{"s":null}}"#).map(drop),
+                "in `placements`: expected a string, got null",
+            ),
+            (
+                decode_beat(200, r#"{"cursor":-1}"#).map(drop),
+                "beat answer: `cursor` must be a whole number ≥ 0, not a number",
+            ),
+            (
+                decode_beat(200, r#"{"cursor":4.0}"#).map(drop),
+                "`cursor` must be a whole number ≥ 0",
+            ),
+            (
+                decode_beat(200, r#"{"ok":true,"ok":false}"#).map(drop),
+                "beat answer: field `ok` given twice",
+            ),
+            (
+                decode_beat(200, r#"[true]"#).map(drop),
+                "beat answer: expected an object, got an array",
+            ),
+        ];
+        for (r, text) in cases {
+            let m = refusal(r);
+            assert!(m.contains(text), "{m:?} lacks {text:?}");
+        }
+    }
+
+    #[test]
+    fn the_envelope() {
+        let r = decode_result(200, r#"{"note":1,"result": [1, {"a":null}] }"#).unwrap();
+        assert_eq!(r.get(), r#"[1, {"a":null}]"#, "the result as received");
+        assert_eq!(decode_result(200, r#"{"result":null}"#).unwrap().get(), "null");
+        for (body, text) in [
+            ("{}", "operation answer has no `result`: missing field `result`"),
+            (r#"{"result":1,"result":2}"#, "field `result` given twice"),
+            ("[1]", "expected an object, got an array"),
+            (
+                r#"{"result":1"#,
+                "operation answer has no `result`: unexpected end of input",
+            ),
+        ] {
+            let m = refusal(decode_result(200, body));
+            assert!(m.contains(text), "{m:?} lacks {text:?}");
+            let m = refusal(decode::<PostMessage>(200, body));
+            assert!(m.contains(text), "{m:?} lacks {text:?}");
+        }
+        let m = refusal(decode::<PostMessage>(200, r#"{"result":null}"#));
+        assert_eq!(m, "`post_message` result: expected an object, got null");
+        let e = decode_subscribe(200, &" ".repeat(MAX_RESPONSE_BYTES + 1)).unwrap_err();
+        assert_eq!((e.kind, e.status), (ErrorKind::Limit, Some(200)));
     }
 }

@@ -396,7 +396,10 @@ fn control(
         "connection_state" => Frame::ConnectionState(ConnectionState {
             connection_id: req(f.connection_id, p, "connection_id")?,
             agent_id: req(f.agent_id, p, "agent_id")?,
-            generation: opt(f.generation, p, "generation")?,
+            generation: f
+                .generation
+                .map(|g| super::ConnGeneration::from_raw(g, &path(p, "generation")))
+                .transpose()?,
             scope: req(f.scope, p, "scope")?,
             filter: req(f.filter, p, "filter")?,
             spawn_capable: opt(f.spawn_capable, p, "spawn_capable")?.unwrap_or(false),

@@ -33,6 +33,8 @@ pub use policy::{
     close_code_policy, encode_pong, eviction_from_reason, refusal_status, ClosePolicy, EvictionCode, EvictionPolicy,
 };
 
+use crate::json::{JsonError, Obj};
+use agentwire_core::json::read::Value;
 use serde_json::value::RawValue;
 
 /// One decoded frame.
@@ -148,11 +150,25 @@ pub struct ConnectionState {
 
 /// The generation a server issued an attach. The spec does not give its JSON type, so a number
 /// and a string are both kept as they came and sent back as `expected_generation` unchanged.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(untagged)]
 pub enum ConnGeneration {
     Number(u64),
     Text(String),
+}
+
+impl ConnGeneration {
+    /// A whole number from 0 to `u64::MAX`, or a string; `field` names it in the error.
+    pub(crate) fn from_raw(raw: &RawValue, field: &str) -> Result<Self, FrameError> {
+        let s = raw.get();
+        if s.starts_with('"') {
+            return Ok(ConnGeneration::Text(decode::string(raw, field)?.into_owned()));
+        }
+        // The text is a JSON value: digits only is a whole number (no sign, fraction, exponent).
+        s.parse()
+            .map(ConnGeneration::Number)
+            .map_err(|_| FrameError::wrong(field, "has the wrong type: expected a whole number ≥ 0 or a string"))
+    }
 }
 
 impl std::fmt::Display for ConnGeneration {
@@ -165,26 +181,43 @@ impl std::fmt::Display for ConnGeneration {
 }
 
 /// The typed view of `connection_state.server`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerInfo {
-    #[serde(default)]
     pub version: Option<String>,
     /// Contract name (`agent-protocol`) → the range the server speaks and accepts.
-    #[serde(default)]
     pub contracts: std::collections::BTreeMap<String, ContractRange>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContractRange {
     pub speaks: u64,
     pub accepts: u64,
+}
+
+impl ServerInfo {
+    /// `{"version"?: string, "contracts"?: {name: {"speaks", "accepts"}}}`, other keys ignored.
+    fn from_json(v: Value<'_, '_>) -> Result<Self, JsonError> {
+        let o = Obj::new(v, &["version", "contracts"])?;
+        Ok(ServerInfo {
+            version: o.opt_string("version")?,
+            contracts: o.map("contracts", |c| {
+                let c = Obj::new(c, &["speaks", "accepts"])?;
+                Ok(ContractRange {
+                    speaks: c.u64("speaks")?,
+                    accepts: c.u64("accepts")?,
+                })
+            })?,
+        })
+    }
 }
 
 impl ConnectionState {
     /// `server` as `{version, contracts}`; `None` when absent.
     pub fn server_info(&self) -> Option<Result<ServerInfo, FrameError>> {
         self.server.as_ref().map(|raw| {
-            serde_json::from_str(raw.get()).map_err(|e| FrameError::wrong("server", format_args!("is not valid: {e}")))
+            crate::json::parse(raw.get())
+                .and_then(|tape| ServerInfo::from_json(tape.root()))
+                .map_err(|e| FrameError::wrong("server", format_args!("is not valid: {e}")))
         })
     }
 }
@@ -242,20 +275,137 @@ pub struct Refused {
 impl Refused {
     /// The detail as text: the string itself, an object's `message`, or the raw JSON.
     pub fn detail_text(&self) -> String {
-        detail_text(&self.detail)
+        detail_text(self.detail.get())
     }
 }
 
-pub(crate) fn detail_text(raw: &RawValue) -> String {
-    #[derive(serde::Deserialize)]
-    struct WithMessage {
-        message: String,
+/// The text of a `detail` (raw JSON): the string itself, an object's `message` (a string, given
+/// once), or the raw JSON.
+pub(crate) fn detail_text(raw: &str) -> String {
+    let text = || {
+        let tape = crate::json::parse(raw).ok()?;
+        let v = tape.root();
+        if let Some(s) = v.as_str() {
+            return Some(s.into_owned());
+        }
+        let message = crate::json::Obj::new(v, &["message"]).ok()?.value("message")?;
+        message.as_str().map(std::borrow::Cow::into_owned)
+    };
+    text().unwrap_or_else(|| raw.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
     }
-    if let Ok(s) = serde_json::from_str::<String>(raw.get()) {
-        return s;
+
+    fn state(server: &str) -> ConnectionState {
+        ConnectionState {
+            connection_id: "c".into(),
+            agent_id: "a".into(),
+            generation: None,
+            scope: "all".into(),
+            filter: "all".into(),
+            spawn_capable: false,
+            rooms: vec![],
+            cursor: 0,
+            protocol: None,
+            heartbeat_interval_seconds: None,
+            server: Some(raw(server)),
+            client: None,
+        }
     }
-    if let Ok(m) = serde_json::from_str::<WithMessage>(raw.get()) {
-        return m.message;
+
+    #[test]
+    fn generations_are_whole_numbers_or_strings() {
+        let g = |t: &str| ConnGeneration::from_raw(&raw(t), "data.generation");
+        assert_eq!(g("7"), Ok(ConnGeneration::Number(7)));
+        assert_eq!(g("18446744073709551615"), Ok(ConnGeneration::Number(u64::MAX)));
+        assert_eq!(g(r#""g-7""#), Ok(ConnGeneration::Text("g-7".into())));
+        assert_eq!(g(r#""g\u002d7""#), Ok(ConnGeneration::Text("g-7".into())));
+        assert_eq!(g(r#""7""#), Ok(ConnGeneration::Text("7".into())), "a string stays text");
+        for t in [
+            "-1",
+            "7.0",
+            "1e3",
+            "-0",
+            "18446744073709551616",
+            "true",
+            "[7]",
+            r#"{"n":7}"#,
+        ] {
+            let e = g(t).unwrap_err();
+            assert_eq!(
+                (e.kind, e.field.as_deref()),
+                (FrameErrorKind::WrongType, Some("data.generation")),
+                "{t}"
+            );
+            assert!(
+                e.message.starts_with("`data.generation` has the wrong type"),
+                "{t}: {e}"
+            );
+        }
     }
-    raw.get().to_owned()
+
+    #[test]
+    fn server_info_with_every_field_with_none_and_wrong() {
+        let s = state(r#"{"version":"0.20.0","contracts":{"agent-protocol":{"speaks":6,"accepts":1,"x":0}},"x":[]}"#);
+        assert_eq!(
+            s.server_info(),
+            Some(Ok(ServerInfo {
+                version: Some("0.20.0".into()),
+                contracts: [("agent-protocol".to_owned(), ContractRange { speaks: 6, accepts: 1 })].into(),
+            }))
+        );
+        assert_eq!(
+            state(r#"{"version":null}"#).server_info(),
+            Some(Ok(ServerInfo {
+                version: None,
+                contracts: Default::default(),
+            }))
+        );
+        for (server, text) in [
+            (r#"{"version":6}"#, "`version` must be a string, not a number"),
+            (r#"{"contracts":null}"#, "`contracts` must be an object, not null"),
+            (
+                r#"{"contracts":{"agent-protocol":{"speaks":6}}}"#,
+                "in `contracts`: missing field `accepts`",
+            ),
+            (
+                r#"{"contracts":{"agent-protocol":{"speaks":"6","accepts":1}}}"#,
+                "`speaks` must be a whole number ≥ 0, not a string",
+            ),
+            (r#"{"version":"a","version":"b"}"#, "field `version` given twice"),
+            (r#"["0.20.0"]"#, "expected an object, got an array"),
+        ] {
+            let e = state(server).server_info().unwrap().unwrap_err();
+            assert_eq!(
+                (e.kind, e.field.as_deref()),
+                (FrameErrorKind::WrongType, Some("server"))
+            );
+            assert!(e.message.starts_with("`server` is not valid: "), "{e}");
+            assert!(e.message.contains(text), "{e} lacks {text}");
+        }
+        let mut s = state("{}");
+        s.server = None;
+        assert_eq!(s.server_info(), None);
+    }
+
+    #[test]
+    fn detail_texts() {
+        assert_eq!(detail_text(r#""caf\u00e9""#), "café");
+        assert_eq!(detail_text(r#"{"message":"m","contract":"c"}"#), "m");
+        for kept in [
+            r#"{"message":7}"#,
+            r#"{"message":null}"#,
+            r#"{"message":"a","message":"b"}"#,
+            r#"["m"]"#,
+            "7",
+        ] {
+            assert_eq!(detail_text(kept), kept);
+        }
+    }
 }
