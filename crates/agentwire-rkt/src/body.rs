@@ -1,7 +1,16 @@
 //! The JSON bodies of the message types, and the header values with a closed set of values.
+//!
+//! The bodies a client reads (HELLO_ACK, ERROR, AUTH_OK, STREAM_END) have a `from_json` on
+//! [`agentwire_core::json::read`], which accepts what their derived `Deserialize` accepts: the
+//! derive stays for the server and the reference agent, but the client (and so the wasm) does
+//! not instantiate serde for them.
 
+use crate::lax;
+use agentwire_core::json::fields::{FieldError, Object};
+use agentwire_core::json::read::{Kind, ReadError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::fmt;
 
 /// `Priority` header values. Requests queued before the session is ready are sent in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
@@ -132,3 +141,206 @@ pub struct ErrorBody {
 pub struct StreamEndBody {
     pub count: u64,
 }
+
+/// Why a body does not read as its type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BodyError {
+    /// Not JSON.
+    Json(ReadError),
+    /// Not an object, a known field given twice, or a field of the wrong type.
+    Field(FieldError),
+    /// A required field absent or `null`.
+    Missing(&'static str),
+    /// A lone surrogate escape or a number beyond `f64` where serde decodes (a known field, a
+    /// key: `None`), not where it skips.
+    Unreadable(Option<&'static str>),
+}
+
+impl fmt::Display for BodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BodyError::Json(e) => e.fmt(f),
+            BodyError::Field(e) => e.fmt(f),
+            BodyError::Missing(field) => write!(f, "`{field}` is missing or null"),
+            BodyError::Unreadable(at) => {
+                match at {
+                    Some(field) => write!(f, "`{field}`")?,
+                    None => f.write_str("a key")?,
+                }
+                f.write_str(" has a lone surrogate escape or a number beyond f64")
+            }
+        }
+    }
+}
+
+impl From<ReadError> for BodyError {
+    fn from(e: ReadError) -> Self {
+        BodyError::Json(e)
+    }
+}
+
+impl From<FieldError> for BodyError {
+    fn from(e: FieldError) -> Self {
+        BodyError::Field(e)
+    }
+}
+
+/// Reads a body the way its derived `Deserialize` (without `deny_unknown_fields`) does: an
+/// object whose known keys are `fields` (unknown keys ignored, their values skipped: any depth,
+/// anything [`lax`] patched; a known key given twice refused), or serde's array form of a
+/// struct: the fields in declaration order, at most as many items as fields, those missing at the
+/// end defaulted (every defaulted field of these bodies is `#[serde(default)]`).
+fn body<T>(
+    text: &str,
+    fields: &[&'static str],
+    read: impl FnOnce(&Object<'_, '_>) -> Result<T, BodyError>,
+) -> Result<T, BodyError> {
+    let (mut read, mut out) = (Some(read), None);
+    body_with(text, fields, &mut |o| {
+        out = read.take().map(|r| r(o)).transpose()?;
+        Ok(())
+    })?;
+    // `body_with` calls back exactly once when it succeeds.
+    out.ok_or(BodyError::Missing(""))
+}
+
+/// [`body`], not generic: one copy in the wasm for every body type.
+fn body_with(
+    text: &str,
+    fields: &[&'static str],
+    read: &mut dyn FnMut(&Object<'_, '_>) -> Result<(), BodyError>,
+) -> Result<(), BodyError> {
+    lax::read(text, |root, taint| {
+        if root.kind() == Kind::Array && root.items().count() <= fields.len() {
+            if let Some((_, f)) = root.items().zip(fields).find(|(v, _)| taint.value(*v)) {
+                return Err(BodyError::Unreadable(Some(f)));
+            }
+            // The same object written out with the names: no second set of typed getters.
+            let mut named = String::from("{");
+            for (i, (v, name)) in root.items().zip(fields).enumerate() {
+                if i > 0 {
+                    named.push(',');
+                }
+                named.push('"');
+                named.push_str(name);
+                named.push_str("\":");
+                named.push_str(v.raw());
+            }
+            named.push('}');
+            return body_with(&named, fields, read);
+        }
+        let o = Object::lenient(root)?;
+        if let Some(k) = fields
+            .iter()
+            .find(|k| root.members().filter(|(m, _)| m.is(k)).nth(1).is_some())
+        {
+            return Err(FieldError::Repeated((*k).to_string()).into());
+        }
+        if taint.keys(root) {
+            return Err(BodyError::Unreadable(None));
+        }
+        // Every known field is decoded.
+        if let Some(f) = fields.iter().find(|f| root.get(f).is_some_and(|v| taint.value(v))) {
+            return Err(BodyError::Unreadable(Some(f)));
+        }
+        read(&o)
+    })?
+}
+
+fn required<T>(v: Option<T>, field: &'static str) -> Result<T, BodyError> {
+    v.ok_or(BodyError::Missing(field))
+}
+
+/// A `#[serde(default)]` field that is not an `Option`: absent is its default, `null` is refused.
+fn not_null(o: &Object<'_, '_>, field: &'static str, expected: &'static str) -> Result<(), FieldError> {
+    match o.value().get(field) {
+        Some(v) if v.is_null() => Err(FieldError::Type {
+            field,
+            expected,
+            got: Kind::Null,
+        }),
+        _ => Ok(()),
+    }
+}
+
+impl HelloAckBody {
+    pub(crate) fn from_json(text: &str) -> Result<Self, BodyError> {
+        body(text, &["agreed_version", "session_timeout"], |o| {
+            Ok(HelloAckBody {
+                agreed_version: required(o.uint("agreed_version")?, "agreed_version")?,
+                session_timeout: required(o.uint("session_timeout")?, "session_timeout")?,
+            })
+        })
+    }
+}
+
+impl AuthOkBody {
+    pub(crate) fn from_json(text: &str) -> Result<Self, BodyError> {
+        body(text, &["session_token", "scopes", "expires_in"], |o| {
+            not_null(o, "scopes", "an array of strings")?;
+            Ok(AuthOkBody {
+                session_token: required(o.string("session_token")?, "session_token")?,
+                scopes: o.strings("scopes")?.unwrap_or_default(),
+                expires_in: required(o.uint("expires_in")?, "expires_in")?,
+            })
+        })
+    }
+}
+
+/// serde_json's recursion limit: a value nested deeper than this is refused when it is decoded
+/// (an `Option<Value>` field) rather than skipped.
+const SERDE_DEPTH: usize = 127;
+
+impl ErrorBody {
+    pub(crate) fn from_json(text: &str) -> Result<Self, BodyError> {
+        body(text, &["code", "name", "message", "details", "request_id"], Self::read)
+    }
+
+    fn read(o: &Object<'_, '_>) -> Result<Self, BodyError> {
+        // serde_json reads `-0` as a float, which an `i64` refuses.
+        let code = match o.get("code") {
+            None => return Err(BodyError::Missing("code")),
+            Some(v) => v.as_i64().filter(|_| v.raw() != "-0").ok_or(FieldError::Type {
+                field: "code",
+                expected: "an integer",
+                got: v.kind(),
+            })?,
+        };
+        not_null(o, "name", "a string")?;
+        not_null(o, "message", "a string")?;
+        // The details stay a JSON value (the type's field): their own text, parsed once more,
+        // refused past the depth serde_json allows them inside the body's object.
+        let details = match o.get("details") {
+            None => None,
+            Some(v) => {
+                let deep = agentwire_core::json::nests_deeper_than(v.raw().as_bytes(), SERDE_DEPTH - 1);
+                let parsed = if deep { None } else { serde_json::from_str(v.raw()).ok() };
+                Some(parsed.ok_or(FieldError::Invalid {
+                    field: "details",
+                    expected: "JSON nested at most 126 levels deep",
+                })?)
+            }
+        };
+        Ok(ErrorBody {
+            code,
+            name: o.string("name")?.unwrap_or_default(),
+            message: o.string("message")?.unwrap_or_default(),
+            details,
+            request_id: o.string("request_id")?,
+        })
+    }
+}
+
+impl StreamEndBody {
+    pub(crate) fn from_json(text: &str) -> Result<Self, BodyError> {
+        body(text, &["count"], |o| {
+            Ok(StreamEndBody {
+                count: required(o.uint("count")?, "count")?,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "body_tests.rs"]
+mod tests;

@@ -719,7 +719,7 @@ impl ClientSession {
             self.events.push_back(ClientEvent::Error(e));
             return;
         }
-        let ack: HelloAckBody = match msg.body.as_deref().map(serde_json::from_str) {
+        let ack = match msg.body.as_deref().map(HelloAckBody::from_json) {
             Some(Ok(ack)) => ack,
             _ => {
                 let e = RktError::local(
@@ -788,7 +788,7 @@ impl ClientSession {
     }
 
     fn on_error(&mut self, msg: Message) {
-        let body: ErrorBody = match msg.body.as_deref().map(serde_json::from_str::<ErrorBody>) {
+        let body = match msg.body.as_deref().map(ErrorBody::from_json) {
             Some(Ok(b)) => b,
             _ => crate::errors::error_body(
                 0,
@@ -862,7 +862,7 @@ impl ClientSession {
                         id,
                         rtt_ms: now.saturating_sub(p.sent_at),
                     },
-                    MessageType::AuthOk => match msg.body.as_deref().map(serde_json::from_str::<AuthOkBody>) {
+                    MessageType::AuthOk => match msg.body.as_deref().map(AuthOkBody::from_json) {
                         Some(Ok(auth)) => ClientEvent::AuthOk { id, auth },
                         _ => ClientEvent::Failed {
                             error: RktError::local(
@@ -939,7 +939,7 @@ impl ClientSession {
         };
         let count = body
             .as_deref()
-            .and_then(|b| serde_json::from_str::<StreamEndBody>(b).ok())
+            .and_then(|b| StreamEndBody::from_json(b).ok())
             .map(|b| b.count);
         let delivered = stream.next_seq;
         if !stream.held.0.is_empty() || count.is_some_and(|n| n != delivered) {

@@ -49,6 +49,7 @@ pub mod codec;
 mod envelope;
 pub mod errors;
 pub mod json;
+mod lax;
 mod lines;
 pub mod reference;
 pub mod resolve;

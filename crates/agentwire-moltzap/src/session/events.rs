@@ -1,10 +1,19 @@
 //! What the session reports, and the cheap decoders of the payloads a router needs.
+//!
+//! The decoders read with [`agentwire_core::json::read`] rather than a derived `Deserialize`
+//! (kilobytes of wasm per type), accepting what the derive they replace accepted: unknown keys
+//! ignored, a known key given twice refused, `null` as absent for an `Option`, serde_json's
+//! depth limit where serde decodes a value rather than skipping it.
 
+use super::lax::{self, decoded, missing, named, object, unreadable, Refused, Taint, SERDE_DEPTH};
 use crate::errors::MoltZapError;
 use crate::frame::Generation;
+use agentwire_core::json::fields::FieldError;
+use agentwire_core::json::nests_deeper_than;
+use agentwire_core::json::read::{Kind, Value};
 use agentwire_core::ErrorKind;
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 /// A request id as the session assigns it: `<prefix><counter>`, always a string (the released
 /// generation only has string ids).
@@ -22,41 +31,41 @@ pub struct HelloOk {
     pub heartbeat_interval_ms: Option<u64>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct HelloWire {
-    #[serde(default)]
-    protocol_version: Option<serde_json::Value>,
-    #[serde(default)]
-    agent_id: Option<serde_json::Value>,
-    #[serde(default)]
-    policy: Option<serde_json::Value>,
-}
-
 impl HelloOk {
     /// Reads a HelloOk `result`: it must be a JSON object; the known fields are taken when they
     /// have the right type and ignored otherwise.
     pub fn parse(raw: &str) -> Result<HelloOk, MoltZapError> {
+        const KEYS: [&str; 3] = ["protocolVersion", "agentId", "policy"];
         let not_object = || MoltZapError::local(ErrorKind::Decode, "HelloOk is not a JSON object");
         if !raw.trim_start().starts_with('{') {
             return Err(not_object());
         }
-        let w: HelloWire = serde_json::from_str(raw).map_err(|_| not_object())?;
-        let text = |v: Option<serde_json::Value>| match v {
-            Some(serde_json::Value::String(s)) => Some(s),
-            _ => None,
-        };
-        let heartbeat_interval_ms = w
-            .policy
-            .as_ref()
-            .and_then(|p| p.get("heartbeatIntervalMs"))
-            .and_then(serde_json::Value::as_u64);
-        Ok(HelloOk {
-            raw: raw.to_string(),
-            protocol_version: text(w.protocol_version),
-            agent_id: text(w.agent_id),
-            heartbeat_interval_ms,
-        })
+        let hello = lax::read(raw, |root, taint| {
+            let o = object(root, &KEYS, taint).ok()?;
+            decoded(&o, &KEYS, taint).ok()?;
+            // The three known fields are JSON values of any type: serde decoded them, so its
+            // depth limit applies (the object itself is one level).
+            if KEYS
+                .iter()
+                .filter_map(|k| o.get(k))
+                .any(|v| nests_deeper_than(v.raw().as_bytes(), SERDE_DEPTH - 1))
+            {
+                return None;
+            }
+            let text = |k| o.get(k).and_then(|v| v.as_str()).map(Cow::into_owned);
+            // In a JSON value's object a key given twice counts the last time.
+            let heartbeat_interval_ms = o
+                .get("policy")
+                .and_then(|p| p.members().filter(|(k, _)| k.is("heartbeatIntervalMs")).last())
+                .and_then(|(_, v)| v.as_u64());
+            Some(HelloOk {
+                raw: raw.to_string(),
+                protocol_version: text("protocolVersion"),
+                agent_id: text("agentId"),
+                heartbeat_interval_ms,
+            })
+        });
+        hello.ok().flatten().ok_or_else(not_object)
     }
 }
 
@@ -126,29 +135,62 @@ pub enum Event {
     Disconnected { code: u16, reason: String },
 }
 
-/// The routing fields of a push payload, borrowed from it (no allocation but the boxes).
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct Ids<'a> {
-    #[serde(default, borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    conversation_id: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    sender_id: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    agent_id: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    status: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    message: Option<Box<Ids<'a>>>,
-    #[serde(default, borrow)]
-    conversation: Option<Box<Ids<'a>>>,
+/// The routing fields' keys, in the order of the fields of the derived struct they were read
+/// with (its array form): each level of a push payload may have them, `message` and
+/// `conversation` being objects with the same keys in turn.
+const IDS: [&str; 7] = [
+    "id",
+    "conversationId",
+    "senderId",
+    "agentId",
+    "status",
+    "message",
+    "conversation",
+];
+
+/// A routing key's value at one level: by name in an object, by position in serde's array form.
+fn id_field<'t, 'a>(v: Value<'t, 'a>, key: &str) -> Option<Value<'t, 'a>> {
+    match v.kind() {
+        Kind::Array => v.items().nth(IDS.iter().position(|k| *k == key)?),
+        _ => v.get(key),
+    }
 }
 
-/// A routing field's text; `None` when absent or not a string.
-fn text(v: &Option<&RawValue>) -> Option<String> {
-    v.and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+/// True when `v`, at nesting `level` (1: the top), has the shape the routing fields need: an
+/// object without a routing key twice (or serde's array form, at most 7 items), `message` and
+/// `conversation` absent, `null` or such values in turn. The other values are skipped (they may
+/// be anything).
+fn ids_ok(v: Value<'_, '_>, level: usize, taint: &Taint) -> bool {
+    let shape = match v.kind() {
+        Kind::Object => object(v, &IDS, taint).is_ok(),
+        Kind::Array => v.items().count() <= IDS.len(),
+        _ => false,
+    };
+    level <= SERDE_DEPTH
+        && shape
+        && ["message", "conversation"]
+            .iter()
+            .all(|k| id_field(v, k).is_none_or(|c| c.is_null() || ids_ok(c, level + 1, taint)))
+}
+
+/// The routing fields at `paths` of a push payload, in order: `None` where absent or not a
+/// string, every one `None` when the payload does not have their shape.
+fn routing(payload: &str, paths: &[&[&str]]) -> Vec<Option<String>> {
+    let fields = payload.starts_with('{').then(|| {
+        lax::read(payload, |root, taint| {
+            ids_ok(root, 1, taint).then(|| {
+                let field = |path: &[&str]| {
+                    let v = path.iter().try_fold(root, |v, k| id_field(v, k))?;
+                    // A routing value is a `RawValue`, decoded as a string when read.
+                    (!taint.value(v)).then(|| v.as_str().map(Cow::into_owned))?
+                };
+                paths.iter().map(|p| field(p)).collect()
+            })
+        })
+    });
+    fields
+        .and_then(|r| r.ok().flatten())
+        .unwrap_or_else(|| vec![None; paths.len()])
 }
 
 /// Classifies a server push (current notification or released event) by name.
@@ -167,23 +209,26 @@ pub(crate) fn push_event(name: String, data: Option<String>) -> Event {
     let payload = data.unwrap_or_else(|| "null".to_string());
     // Lenient: a payload that does not have the expected shape still reaches the user, with the
     // routing fields left empty.
-    let ids: Ids = if payload.starts_with('{') {
-        serde_json::from_str(&payload).unwrap_or_default()
-    } else {
-        Ids::default()
-    };
     match name.as_str() {
         "messages/received" => {
-            let m = ids.message.as_deref();
+            let mut r = routing(
+                &payload,
+                &[
+                    &["message", "conversationId"],
+                    &["message", "id"],
+                    &["message", "senderId"],
+                ],
+            )
+            .into_iter();
             Event::MessageReceived {
-                conversation_id: m.and_then(|m| text(&m.conversation_id)),
-                message_id: m.and_then(|m| text(&m.id)),
-                sender_id: m.and_then(|m| text(&m.sender_id)),
+                conversation_id: r.next().flatten(),
+                message_id: r.next().flatten(),
+                sender_id: r.next().flatten(),
                 data: payload,
             }
         }
         "conversations/created" | "conversations/updated" => {
-            let conversation_id = ids.conversation.as_deref().and_then(|c| text(&c.id));
+            let conversation_id = routing(&payload, &[&["conversation", "id"]]).pop().flatten();
             if name == "conversations/created" {
                 Event::ConversationCreated {
                     data: payload,
@@ -196,19 +241,28 @@ pub(crate) fn push_event(name: String, data: Option<String>) -> Event {
                 }
             }
         }
-        "conversations/archived" => Event::ConversationArchived {
-            conversation_id: text(&ids.conversation_id),
-            data: payload,
-        },
-        "conversations/unarchived" => Event::ConversationUnarchived {
-            conversation_id: text(&ids.conversation_id),
-            data: payload,
-        },
-        _ => Event::PresenceChanged {
-            agent_id: text(&ids.agent_id),
-            status: text(&ids.status),
-            data: payload,
-        },
+        "conversations/archived" | "conversations/unarchived" => {
+            let conversation_id = routing(&payload, &[&["conversationId"]]).pop().flatten();
+            if name == "conversations/archived" {
+                Event::ConversationArchived {
+                    data: payload,
+                    conversation_id,
+                }
+            } else {
+                Event::ConversationUnarchived {
+                    data: payload,
+                    conversation_id,
+                }
+            }
+        }
+        _ => {
+            let mut r = routing(&payload, &[&["agentId"], &["status"]]).into_iter();
+            Event::PresenceChanged {
+                agent_id: r.next().flatten(),
+                status: r.next().flatten(),
+                data: payload,
+            }
+        }
     }
 }
 
@@ -274,25 +328,155 @@ pub struct Message {
     pub post_id: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct MessageWrap {
-    message: Message,
-}
+const MESSAGE_KEYS: [&str; 7] = [
+    "id",
+    "conversationId",
+    "senderId",
+    "replyToId",
+    "parts",
+    "createdAt",
+    "postId",
+];
 
 impl Message {
     /// Decodes a `{"message": Message}` payload: the data of `messages/received` and the result
     /// of `messages/send`.
     pub fn from_wrapped(json: &str) -> Result<Message, MoltZapError> {
-        serde_json::from_str::<MessageWrap>(json)
-            .map(|w| w.message)
+        let read = lax::read(json, |root, taint| {
+            let m = if root.kind() == Kind::Array && root.items().count() <= 1 {
+                root.items().next()
+            } else {
+                object(root, &["message"], taint)?.get("message")
+            };
+            let m = m.filter(|m| !m.is_null()).ok_or_else(|| missing("message"))?;
+            Message::read(m, 2, taint).map_err(|e| Refused(format!("in `message`: {e}")))
+        });
+        read.map_err(Refused::from)
+            .and_then(|m| m)
             .map_err(|e| MoltZapError::local(ErrorKind::Decode, format!("not {{\"message\": Message}}: {e}")))
     }
 
     /// Decodes a bare Message object.
     pub fn parse(json: &str) -> Result<Message, MoltZapError> {
-        serde_json::from_str(json).map_err(|e| MoltZapError::local(ErrorKind::Decode, format!("not a Message: {e}")))
+        lax::read(json, |root, taint| Message::read(root, 1, taint))
+            .map_err(Refused::from)
+            .and_then(|m| m)
+            .map_err(|e| MoltZapError::local(ErrorKind::Decode, format!("not a Message: {e}")))
+    }
+
+    /// A Message object (or serde's array form of it) at nesting `level` (1: the top of the
+    /// text), as its derived `Deserialize` read it.
+    fn read(v: Value<'_, '_>, level: usize, taint: &Taint) -> Result<Message, Refused> {
+        if let Some(text) = named(v, &MESSAGE_KEYS) {
+            // Every item is a field serde decodes.
+            if taint.value(v) {
+                return Err(unreadable("an item"));
+            }
+            return lax::read(&text, |root, taint| Message::read(root, level, taint))?;
+        }
+        let o = object(v, &MESSAGE_KEYS, taint)?;
+        decoded(&o, &MESSAGE_KEYS, taint)?;
+        let need = |field| o.string(field)?.ok_or_else(|| missing(field));
+        let (id, conversation_id, sender_id) = (need("id")?, need("conversationId")?, need("senderId")?);
+        let reply_to_id = o.string("replyToId")?;
+        let list = o.get("parts").ok_or_else(|| missing("parts"))?;
+        if list.kind() != Kind::Array {
+            return Err(FieldError::Type {
+                field: "parts",
+                expected: "an array of parts",
+                got: list.kind(),
+            }
+            .into());
+        }
+        let parts = list
+            .items()
+            .enumerate()
+            .map(|(i, p)| Part::read(p, level + 2, taint).map_err(|e| Refused(format!("in `parts[{i}]`: {e}"))))
+            .collect::<Result<_, _>>()?;
+        Ok(Message {
+            id,
+            conversation_id,
+            sender_id,
+            reply_to_id,
+            parts,
+            created_at: need("createdAt")?,
+            post_id: o.string("postId")?,
+        })
     }
 }
+
+/// The part types and their keys, `type` first, then the variant's fields in declaration order.
+const PARTS: [(&str, &[&str]); 4] = [
+    ("text", &["type", "text"]),
+    ("image", &["type", "url", "altText"]),
+    ("file", &["type", "url", "name", "mimeType", "size"]),
+    ("data", &["type", "value"]),
+];
+
+impl Part {
+    /// A part at nesting `level`, as its derived `Deserialize` (internally tagged by `type`,
+    /// unknown types as [`Part::Unknown`]) read it: an object, or serde's array form (the type,
+    /// then the variant's fields in order).
+    fn read(p: Value<'_, '_>, level: usize, taint: &Taint) -> Result<Part, Refused> {
+        // serde buffers a tagged enum's value whole: all of it is decoded, all of it counts
+        // against the depth.
+        if taint.value(p) {
+            return Err(unreadable("the part"));
+        }
+        if nests_deeper_than(p.raw().as_bytes(), (SERDE_DEPTH + 1).saturating_sub(level)) {
+            return Err(Refused(format!("nested deeper than serde_json's {SERDE_DEPTH} levels")));
+        }
+        let array = p.kind() == Kind::Array;
+        let tag = match array {
+            true => p.items().next().filter(|t| !t.is_null()),
+            false => object(p, &["type"], taint)?.get("type"),
+        };
+        let tag = tag.ok_or_else(|| missing("type"))?;
+        let name = tag.as_str().ok_or(FieldError::Type {
+            field: "type",
+            expected: "a string",
+            got: tag.kind(),
+        })?;
+        let Some(&(_, fields)) = PARTS.iter().find(|(t, _)| *t == name) else {
+            // Unknown: any other keys, but in the array form nothing after the type.
+            if array && p.items().count() > 1 {
+                return Err(Refused(format!("a part of type `{name}` has no fields")));
+            }
+            return Ok(Part::Unknown);
+        };
+        if array {
+            let text =
+                named(p, fields).ok_or_else(|| Refused(format!("more items than a `{name}` part has fields")))?;
+            return lax::read(&text, |root, taint| Part::read(root, level, taint))?;
+        }
+        let o = object(p, fields, taint)?;
+        let need = |field| o.string(field)?.ok_or_else(|| missing(field));
+        Ok(match name.as_ref() {
+            "text" => Part::Text { text: need("text")? },
+            "image" => Part::Image {
+                url: need("url")?,
+                alt_text: o.string("altText")?,
+            },
+            "file" => Part::File {
+                url: need("url")?,
+                name: need("name")?,
+                mime_type: o.string("mimeType")?,
+                size: o.uint("size")?,
+            },
+            _ => {
+                // Any JSON value, `null` included; absent is refused.
+                let v = p.get("value").ok_or_else(|| Refused("`value` is missing".into()))?;
+                Part::Data {
+                    value: serde_json::from_str(v.raw()).map_err(|e| Refused(format!("`value`: {e}")))?,
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "events_read_tests.rs"]
+mod read_tests;
 
 #[cfg(test)]
 mod tests {

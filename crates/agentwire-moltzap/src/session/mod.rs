@@ -5,6 +5,7 @@
 mod connect;
 mod events;
 mod json;
+mod lax;
 pub use json::EVENT_TYPES;
 mod methods;
 
