@@ -5,8 +5,8 @@
 //! derive stays for the server and the reference agent, but the client (and so the wasm) does
 //! not instantiate serde for them.
 
-use crate::lax;
 use agentwire_core::json::fields::{FieldError, Object};
+use agentwire_core::json::lax;
 use agentwire_core::json::read::{Kind, ReadError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -49,7 +49,6 @@ pub mod codec;
 mod envelope;
 pub mod errors;
 pub mod json;
-mod lax;
 mod lines;
 pub mod reference;
 pub mod resolve;

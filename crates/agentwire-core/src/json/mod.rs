@@ -2,6 +2,7 @@
 //! and string escaping for hand-written output.
 
 pub mod fields;
+pub mod lax;
 pub mod read;
 
 /// True when arrays and objects in `b` nest deeper than `max` (strings skipped, escapes

@@ -3,16 +3,16 @@
 //! (`"\ud83d"`: half an emoji, which JavaScript's `JSON.stringify` writes) or a number beyond
 //! `f64` (a big integer from Python) is no error there, where [`read::parse`] refuses the whole
 //! text. [`read()`] patches those (same length: `\ufffd`; `0` and spaces) and remembers where, so
-//! that a decoder refuses them only where serde decoded them ([`Taint`]). The same as
-//! `read` and `Taint` in `agentwire-moltzap`'s `session/lax.rs`.
+//! that a decoder refuses them only where serde decoded them ([`Taint`]). Used by the RKT and
+//! MoltZap client decoders that replaced derived `Deserialize`s and keep their behaviour.
 
-use agentwire_core::json::read::{self, ReadError, Reason, Value};
+use super::read::{self, ReadError, Reason, Value};
 
 /// Numbers beyond `f64` patched at most (each costs a parse of the whole text).
 const MAX_NUMBERS: usize = 16;
 
 /// Where the text was patched.
-pub(crate) struct Taint {
+pub struct Taint {
     base: usize,
     bad: Vec<usize>,
 }
@@ -25,20 +25,20 @@ impl Taint {
     }
 
     /// True when serde, decoding `v` rather than skipping it, would have refused it.
-    pub(crate) fn value(&self, v: Value<'_, '_>) -> bool {
+    pub fn value(&self, v: Value<'_, '_>) -> bool {
         !self.bad.is_empty() && self.count(v.raw()) > 0
     }
 
     /// True when a key of object `v` would have been refused (serde decodes the keys of a struct
     /// it reads): a patched place in `v` that is in none of its values.
-    pub(crate) fn keys(&self, v: Value<'_, '_>) -> bool {
+    pub fn keys(&self, v: Value<'_, '_>) -> bool {
         !self.bad.is_empty() && self.count(v.raw()) > v.members().map(|(_, m)| self.count(m.raw())).sum::<usize>()
     }
 }
 
 /// Parses `text` (no depth limit: serde skips without one, and the decoders apply its limit
 /// where it decoded) and hands its top value to `f`, with where it was patched.
-pub(crate) fn read<T>(text: &str, f: impl FnOnce(Value<'_, '_>, &Taint) -> T) -> Result<T, ReadError> {
+pub fn read<T>(text: &str, f: impl FnOnce(Value<'_, '_>, &Taint) -> T) -> Result<T, ReadError> {
     let mut f = Some(f);
     let mut out = None;
     read_with(text, &mut |v, taint| out = f.take().map(|f| f(v, taint)))?;
