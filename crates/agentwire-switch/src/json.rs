@@ -21,9 +21,11 @@ use std::fmt;
 /// (already bounded by the caller), never stack.
 const ANY_DEPTH: usize = usize::MAX;
 
-/// `text` on a tape (it must be one JSON value).
+/// `text` on a tape (it must be one JSON value). Lenient, as serde_json was for the raw values
+/// an answer carries (a stored message's lone surrogate escape, a huge number): they pass
+/// through as received; in a field read as a string a lone surrogate reads as U+FFFD.
 pub(crate) fn parse(text: &str) -> Result<Tape<'_>, JsonError> {
-    read::parse(text, ANY_DEPTH).map_err(|e| JsonError::Syntax(e.to_string()))
+    read::parse_lenient(text, ANY_DEPTH).map_err(|e| JsonError::Syntax(e.to_string()))
 }
 
 /// Why a value is not what a decoder reads: the message names the field at fault.

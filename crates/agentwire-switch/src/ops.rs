@@ -1039,4 +1039,14 @@ mod tests {
         let e = decode_subscribe(200, &" ".repeat(MAX_RESPONSE_BYTES + 1)).unwrap_err();
         assert_eq!((e.kind, e.status), (ErrorKind::Limit, Some(200)));
     }
+
+    /// Half an emoji (`JSON.stringify` writes one when a message is cut mid-pair) or a huge number
+    /// in a stored message does not cost the whole answer: raw values pass through as received,
+    /// as they did through serde_json.
+    #[test]
+    fn lone_surrogates_and_huge_numbers_pass_through() {
+        let body = r#"{"result":{"messages":[{"body":"cut \ud83d","n":1e400}]}}"#;
+        let r = decode_result(200, body).unwrap();
+        assert_eq!(r.get(), r#"{"messages":[{"body":"cut \ud83d","n":1e400}]}"#);
+    }
 }

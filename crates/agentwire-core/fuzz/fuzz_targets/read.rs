@@ -1,11 +1,13 @@
 //! Fuzzes the JSON reader (`json::read`) against serde_json: it must never panic, accept exactly
 //! the texts serde_json accepts (nesting within serde_json's own limit of 128), read the same
 //! values from them, and give every value's raw text back as a slice that parses to the same
-//! value again. The first byte picks a depth limit, so `TooDeep` is reached too.
+//! value again. The lenient parse takes everything the strict one takes (and marks nothing in
+//! it), and where the strict one refuses only a lone surrogate or a huge number, the lenient one
+//! reads the text and marks it. The first byte picks a depth limit, so `TooDeep` is reached too.
 #![no_main]
 
 use agentwire_core::json::fields::Object;
-use agentwire_core::json::read::{parse, Kind, Value};
+use agentwire_core::json::read::{parse, parse_lenient, Kind, Reason, Value};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value as J;
 
@@ -37,6 +39,13 @@ fuzz_target!(|data: &[u8]| {
     let depth = usize::from(depth % 130);
     let ours = parse(text, depth);
     let theirs = serde_json::from_str::<J>(text);
+    let lenient = parse_lenient(text, depth);
+    match (&ours, &lenient) {
+        (Ok(_), Ok(l)) => assert!(!l.root().lossy(), "marked in a strict text: {text:?}"),
+        (Err(e), Ok(l)) => assert!(matches!(e.reason, Reason::LoneSurrogate | Reason::NumberOutOfRange) && l.root().lossy(), "{e}: {text:?}"),
+        (Err(s), Err(l)) => assert!(matches!(s.reason, Reason::LoneSurrogate | Reason::NumberOutOfRange) || s == l, "{s} / {l}: {text:?}"),
+        (Ok(_), Err(l)) => panic!("the lenient parse refuses a strict text ({l}): {text:?}"),
+    }
     match (&ours, &theirs) {
         (Ok(t), Ok(j)) => {
             assert!(same(t.root(), j), "values differ: {text:?}");
@@ -51,7 +60,7 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
-        (Err(e), Ok(_)) => assert_eq!(e.reason, agentwire_core::json::read::Reason::TooDeep, "refused what serde_json reads: {e}: {text:?}"),
+        (Err(e), Ok(_)) => assert_eq!(e.reason, Reason::TooDeep, "refused what serde_json reads: {e}: {text:?}"),
         (Ok(_), Err(e)) => assert!(e.to_string().contains("recursion limit"), "read what serde_json refuses ({e}): {text:?}"),
         (Err(_), Err(_)) => {}
     }

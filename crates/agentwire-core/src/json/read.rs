@@ -96,6 +96,10 @@ enum Tag {
     Plain,
     /// A string with escapes.
     Escaped,
+    /// A string with a `\u` escape of half a surrogate pair (lenient texts only).
+    Lossy,
+    /// A number beyond `f64` (lenient texts only).
+    Huge,
     Array,
     Object,
 }
@@ -119,6 +123,18 @@ pub struct Tape<'a> {
 
 /// Parses `text`, refusing arrays and objects nested deeper than `max_depth`.
 pub fn parse(text: &str, max_depth: usize) -> Result<Tape<'_>, ReadError> {
+    parse_with(text, max_depth, false)
+}
+
+/// Parses `text` as [`parse`] does, and as `JSON.parse` does also takes a `\u` escape of half a
+/// surrogate pair without the other half (read as U+FFFD) and a number beyond `f64` (read as an
+/// infinity): JavaScript's `JSON.stringify` writes the first, Python the second, and serde_json
+/// skips both where it does not decode. [`Value::lossy`] says where they are.
+pub fn parse_lenient(text: &str, max_depth: usize) -> Result<Tape<'_>, ReadError> {
+    parse_with(text, max_depth, true)
+}
+
+fn parse_with(text: &str, max_depth: usize, lenient: bool) -> Result<Tape<'_>, ReadError> {
     if text.len() >= u32::MAX as usize {
         return Err(ReadError {
             at: 0,
@@ -130,6 +146,7 @@ pub fn parse(text: &str, max_depth: usize) -> Result<Tape<'_>, ReadError> {
         nodes: Vec::with_capacity(text.len() / 12 + 2),
         open: NONE,
         depth: 0,
+        lenient,
     };
     p.run(max_depth)?;
     Ok(Tape { text, nodes: p.nodes })
@@ -142,6 +159,7 @@ struct Parser<'a> {
     /// node's `next` holds the one around it: the open containers are a list through the tape.
     open: u32,
     depth: usize,
+    lenient: bool,
 }
 
 const NONE: u32 = u32::MAX;
@@ -245,22 +263,34 @@ impl Parser<'_> {
                     _ => Ok((j, true)),
                 };
             }
-            Some(b'"') => {
-                let (end, escaped) = string(b, i)?;
-                self.push(if escaped { Tag::Escaped } else { Tag::Plain }, i, end);
-                end
-            }
+            Some(b'"') => self.string(i)?,
             Some(b't') => self.literal(i, b"true", Tag::True)?,
             Some(b'f') => self.literal(i, b"false", Tag::False)?,
             Some(b'n') => self.literal(i, b"null", Tag::Null)?,
             Some(b'-' | b'0'..=b'9') => {
-                let end = number(b, i)?;
-                self.push(Tag::Number, i, end);
+                let (end, huge) = number(b, i)?;
+                if huge && !self.lenient {
+                    return err(i, Reason::NumberOutOfRange);
+                }
+                self.push(if huge { Tag::Huge } else { Tag::Number }, i, end);
                 end
             }
             Some(_) => return err(i, Reason::Unexpected),
         };
         Ok((end, false))
+    }
+
+    /// The string at `i` onto the tape: the index after it.
+    fn string(&mut self, i: usize) -> Result<usize, ReadError> {
+        let (end, escaped, lone) = string(self.b, i)?;
+        let tag = match (escaped, lone) {
+            (_, Some(at)) if !self.lenient => return err(at, Reason::LoneSurrogate),
+            (_, Some(_)) => Tag::Lossy,
+            (true, None) => Tag::Escaped,
+            (false, None) => Tag::Plain,
+        };
+        self.push(tag, i, end);
+        Ok(end)
     }
 
     fn literal(&mut self, i: usize, word: &[u8], tag: Tag) -> Result<usize, ReadError> {
@@ -288,8 +318,7 @@ impl Parser<'_> {
             Some(_) => return err(i, Reason::Unexpected),
             None => return err(i, Reason::Eof),
         }
-        let (end, escaped) = string(self.b, i)?;
-        self.push(if escaped { Tag::Escaped } else { Tag::Plain }, i, end);
+        let end = self.string(i)?;
         let j = self.ws(end);
         match self.b.get(j) {
             Some(b':') => Ok(j + 1),
@@ -299,9 +328,9 @@ impl Parser<'_> {
     }
 }
 
-/// The string whose opening quote is at `i`: the index after its closing quote, and whether it
-/// has escapes. Checks every escape.
-fn string(b: &[u8], i: usize) -> Result<(usize, bool), ReadError> {
+/// The string whose opening quote is at `i`: the index after its closing quote, whether it has
+/// escapes, and where its first lone surrogate escape is. Checks every escape.
+fn string(b: &[u8], i: usize) -> Result<(usize, bool, Option<usize>), ReadError> {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGH: u64 = ONES * 0x80;
     // A byte of `x` is zero (exactly: the test is only used as "any byte").
@@ -309,6 +338,7 @@ fn string(b: &[u8], i: usize) -> Result<(usize, bool), ReadError> {
     let plain = |c: u8| c >= 0x20 && c != b'"' && c != b'\\';
     let mut j = i + 1;
     let mut escaped = false;
+    let mut lone = None;
     loop {
         // Short strings (most keys) byte by byte; past 16 bytes, eight at a time while none is
         // `"`, `\` or a control character.
@@ -333,10 +363,14 @@ fn string(b: &[u8], i: usize) -> Result<(usize, bool), ReadError> {
         }
         match b.get(j) {
             None => return err(j, Reason::Eof),
-            Some(b'"') => return Ok((j + 1, escaped)),
+            Some(b'"') => return Ok((j + 1, escaped, lone)),
             Some(b'\\') => {
                 escaped = true;
-                j = escape(b, j)?;
+                let (next, paired) = escape(b, j)?;
+                if !paired && lone.is_none() {
+                    lone = Some(j);
+                }
+                j = next;
             }
             Some(&c) if c < 0x20 => return err(j, Reason::Control),
             Some(_) => j += 1,
@@ -344,26 +378,23 @@ fn string(b: &[u8], i: usize) -> Result<(usize, bool), ReadError> {
     }
 }
 
-/// The escape whose backslash is at `i`: the index after it.
-fn escape(b: &[u8], i: usize) -> Result<usize, ReadError> {
+/// The escape whose backslash is at `i`: the index after it, and false for a `\u` escape of half
+/// a surrogate pair without the other half.
+fn escape(b: &[u8], i: usize) -> Result<(usize, bool), ReadError> {
     match b.get(i + 1) {
         None => err(i + 1, Reason::Eof),
-        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 2),
-        Some(b'u') => {
-            let unit = hex4(b, i + 2)?;
-            match unit {
-                0xd800..=0xdbff => {
-                    if b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u') {
-                        if let 0xdc00..=0xdfff = hex4(b, i + 8)? {
-                            return Ok(i + 12);
-                        }
-                    }
-                    err(i, Reason::LoneSurrogate)
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok((i + 2, true)),
+        Some(b'u') => match hex4(b, i + 2)? {
+            0xd800..=0xdbff if b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u') => {
+                match hex4(b, i + 8)? {
+                    0xdc00..=0xdfff => Ok((i + 12, true)),
+                    // The next escape stands alone: it is read on its own.
+                    _ => Ok((i + 6, false)),
                 }
-                0xdc00..=0xdfff => err(i, Reason::LoneSurrogate),
-                _ => Ok(i + 6),
             }
-        }
+            0xd800..=0xdfff => Ok((i + 6, false)),
+            _ => Ok((i + 6, true)),
+        },
         Some(_) => err(i + 1, Reason::BadEscape),
     }
 }
@@ -383,8 +414,8 @@ fn hex4(b: &[u8], i: usize) -> Result<u32, ReadError> {
     Ok(v)
 }
 
-/// The number starting at `i`: the index after it. Its value must be a finite `f64`.
-fn number(b: &[u8], i: usize) -> Result<usize, ReadError> {
+/// The number starting at `i`: the index after it, and true when its value is beyond `f64`.
+fn number(b: &[u8], i: usize) -> Result<(usize, bool), ReadError> {
     let digits = |mut j: usize| {
         while matches!(b.get(j), Some(b'0'..=b'9')) {
             j += 1;
@@ -421,10 +452,7 @@ fn number(b: &[u8], i: usize) -> Result<usize, ReadError> {
         j = k;
     }
     // Up to 19 integer digits always fit an f64's range; anything else is checked by value.
-    if !plain && !f64_of(&b[i..j]).is_finite() {
-        return err(i, Reason::NumberOutOfRange);
-    }
-    Ok(j)
+    Ok((j, !plain && !f64_of(&b[i..j]).is_finite()))
 }
 
 /// The value of a number the parser checked, within a few units in the last place of the
@@ -509,8 +537,8 @@ impl<'t, 'a> Value<'t, 'a> {
         match self.node().tag {
             Tag::Null => Kind::Null,
             Tag::True | Tag::False => Kind::Bool,
-            Tag::Number => Kind::Number,
-            Tag::Plain | Tag::Escaped => Kind::String,
+            Tag::Number | Tag::Huge => Kind::Number,
+            Tag::Plain | Tag::Escaped | Tag::Lossy => Kind::String,
             Tag::Array => Kind::Array,
             Tag::Object => Kind::Object,
         }
@@ -542,7 +570,7 @@ impl<'t, 'a> Value<'t, 'a> {
         };
         match self.node().tag {
             Tag::Plain => Some(Cow::Borrowed(inner())),
-            Tag::Escaped => Some(Cow::Owned(unescape(inner()))),
+            Tag::Escaped | Tag::Lossy => Some(Cow::Owned(unescape(inner()))),
             _ => None,
         }
     }
@@ -583,8 +611,22 @@ impl<'t, 'a> Value<'t, 'a> {
     pub fn as_f64(&self) -> Option<f64> {
         match self.node().tag {
             Tag::Number => Some(f64_of(self.raw().as_bytes())),
+            Tag::Huge => Some(if self.raw().starts_with('-') {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }),
             _ => None,
         }
+    }
+
+    /// True when the value holds (or is) a string with a lone surrogate escape or a number
+    /// beyond `f64`, which only [`parse_lenient`] takes: what serde refuses where it decodes.
+    pub fn lossy(&self) -> bool {
+        let tape = &self.tape.nodes;
+        let end = self.node().next as usize;
+        tape.get(self.i as usize..end)
+            .is_some_and(|n| n.iter().any(|n| matches!(n.tag, Tag::Lossy | Tag::Huge)))
     }
 
     /// The first member of an object named `key` (`None` for other values).
@@ -647,6 +689,11 @@ impl<'t, 'a> Key<'t, 'a> {
     /// The key's text, escapes decoded.
     pub fn text(&self) -> Cow<'a, str> {
         self.0.as_str().unwrap_or_default()
+    }
+
+    /// True when the key has a lone surrogate escape (lenient texts only).
+    pub fn lossy(&self) -> bool {
+        self.0.lossy()
     }
 
     /// True when the key's text is `name`.
@@ -731,14 +778,16 @@ fn unescape(raw: &str) -> String {
             Some(b't') => ('\t', 1),
             Some(b'u') => {
                 let hi = hex(e.get(1..5));
-                if (0xd800..0xdc00).contains(&hi) && e.get(5..7) == Some("\\u") {
-                    let lo = hex(e.get(7..11));
-                    (
-                        char::from_u32(0x10000 + ((hi - 0xd800) << 10) + (lo.wrapping_sub(0xdc00) & 0x3ff))
-                            .unwrap_or('\u{fffd}'),
-                        11,
-                    )
+                let lo = if e.get(5..7) == Some("\\u") {
+                    hex(e.get(7..11))
                 } else {
+                    0
+                };
+                if (0xd800..0xdc00).contains(&hi) && (0xdc00..0xe000).contains(&lo) {
+                    let c = char::from_u32(0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00));
+                    (c.unwrap_or('\u{fffd}'), 11)
+                } else {
+                    // A lone surrogate (lenient texts) is U+FFFD.
                     (char::from_u32(hi).unwrap_or('\u{fffd}'), 5)
                 }
             }

@@ -145,6 +145,37 @@ fn refusals_name_what_and_where() {
 }
 
 #[test]
+fn lenient_texts_take_lone_surrogates_and_huge_numbers_and_mark_them() {
+    use super::parse_lenient;
+    let t = parse_lenient(
+        r#"{"a":["\ud800x", 1e400, -1e999], "b":"\ud83d\ude00", "\udc00":"\ud800\u0041"}"#,
+        4,
+    )
+    .unwrap();
+    let r = t.root();
+    let a: Vec<_> = r.get("a").unwrap().items().collect();
+    assert_eq!(a[0].as_str().unwrap(), "\u{fffd}x");
+    assert_eq!(
+        (a[1].as_f64(), a[2].as_f64()),
+        (Some(f64::INFINITY), Some(f64::NEG_INFINITY))
+    );
+    assert_eq!((a[1].kind(), a[1].as_u64()), (Kind::Number, None));
+    assert!(a.iter().all(|v| v.lossy()) && r.get("a").unwrap().lossy() && r.lossy());
+    assert!(!r.get("b").unwrap().lossy(), "a pair is whole");
+    assert_eq!(
+        r.get("\u{fffd}").unwrap().as_str().unwrap(),
+        "\u{fffd}A",
+        "a lone high half before another escape"
+    );
+    assert!(r.members().any(|(k, _)| k.lossy()));
+    // The same texts, strictly: refused where they show.
+    assert_eq!(reason(r#"["\ud800x"]"#), Reason::LoneSurrogate);
+    assert_eq!(reason("[1e400]"), Reason::NumberOutOfRange);
+    assert!(parse_lenient("[1e400", 4).is_err(), "syntax errors stay errors");
+    assert!(!parse_lenient(r#"{"a":[1,"x"]}"#, 4).unwrap().root().lossy());
+}
+
+#[test]
 fn deep_nesting_is_refused_without_recursion() {
     let deep = "[".repeat(1_000_000);
     assert_eq!(parse(&deep, usize::MAX).unwrap_err().reason, Reason::Eof);
