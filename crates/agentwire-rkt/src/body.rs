@@ -5,7 +5,7 @@
 //! derive stays for the server and the reference agent, but the client (and so the wasm) does
 //! not instantiate serde for them.
 
-use agentwire_core::json::fields::{FieldError, Object};
+use agentwire_core::json::fields::{self, FieldError, Object};
 use agentwire_core::json::lax;
 use agentwire_core::json::read::{Kind, ReadError};
 use serde::{Deserialize, Serialize};
@@ -211,31 +211,14 @@ fn body_with(
     read: &mut dyn FnMut(&Object<'_, '_>) -> Result<(), BodyError>,
 ) -> Result<(), BodyError> {
     lax::read(text, |root, taint| {
-        if root.kind() == Kind::Array && root.items().count() <= fields.len() {
+        if let Some(named) = fields::named_array(root, fields) {
             if let Some((_, f)) = root.items().zip(fields).find(|(v, _)| taint.value(*v)) {
                 return Err(BodyError::Unreadable(Some(f)));
             }
             // The same object written out with the names: no second set of typed getters.
-            let mut named = String::from("{");
-            for (i, (v, name)) in root.items().zip(fields).enumerate() {
-                if i > 0 {
-                    named.push(',');
-                }
-                named.push('"');
-                named.push_str(name);
-                named.push_str("\":");
-                named.push_str(v.raw());
-            }
-            named.push('}');
             return body_with(&named, fields, read);
         }
-        let o = Object::lenient(root)?;
-        if let Some(k) = fields
-            .iter()
-            .find(|k| root.members().filter(|(m, _)| m.is(k)).nth(1).is_some())
-        {
-            return Err(FieldError::Repeated((*k).to_string()).into());
-        }
+        let o = Object::known(root, fields)?;
         if taint.keys(root) {
             return Err(BodyError::Unreadable(None));
         }

@@ -102,20 +102,9 @@ fn wrong(field: &'static str, expected: &'static str, got: Kind) -> JsonError {
 pub(crate) struct Obj<'t, 'a>(Object<'t, 'a>);
 
 impl<'t, 'a> Obj<'t, 'a> {
-    /// `v` as an object whose fields are `known` (at most 64): a known key given twice is refused.
+    /// `v` as an object whose fields are `known`: a known key given twice is refused.
     pub(crate) fn new(v: Value<'t, 'a>, known: &[&str]) -> Result<Self, JsonError> {
-        let o = Object::lenient(v)?;
-        let mut seen = 0u64;
-        for (k, _) in v.members() {
-            if let Some(i) = known.iter().take(64).position(|n| k.is(n)) {
-                let bit = 1u64 << i;
-                if seen & bit != 0 {
-                    return Err(FieldError::Repeated(known[i].to_owned()).into());
-                }
-                seen |= bit;
-            }
-        }
-        Ok(Obj(o))
+        Ok(Obj(Object::known(v, known)?))
     }
 
     /// A field's value, `null` included.

@@ -63,6 +63,19 @@ impl<'t, 'a> Object<'t, 'a> {
         Ok(o)
     }
 
+    /// `v` as an object the way a derived `Deserialize` without `deny_unknown_fields` reads one:
+    /// unknown keys ignored, a `known` key given twice refused.
+    pub fn known(v: Value<'t, 'a>, known: &[&str]) -> Result<Self, FieldError> {
+        let o = Self::lenient(v)?;
+        match known
+            .iter()
+            .find(|k| v.members().filter(|(m, _)| m.is(k)).nth(1).is_some())
+        {
+            Some(k) => Err(FieldError::Repeated((*k).to_string())),
+            None => Ok(o),
+        }
+    }
+
     /// `v` as an object, any keys allowed (the first of a repeated key counts).
     pub fn lenient(v: Value<'t, 'a>) -> Result<Self, FieldError> {
         match v.kind() {
@@ -144,9 +157,29 @@ impl<'t, 'a> Object<'t, 'a> {
     }
 }
 
+/// serde reads a struct from an array too: its items are the fields in declaration order, at
+/// most as many as there are fields (those missing at the end take their defaults). The object
+/// such an array stands for, written out; `None` when `v` is not an array or has too many items.
+pub fn named_array(v: Value<'_, '_>, fields: &[&str]) -> Option<String> {
+    if v.kind() != Kind::Array || v.items().count() > fields.len() {
+        return None;
+    }
+    let mut o = String::from("{");
+    for (i, (item, name)) in v.items().zip(fields).enumerate() {
+        if i > 0 {
+            o.push(',');
+        }
+        super::push_string(&mut o, name);
+        o.push(':');
+        o.push_str(item.raw());
+    }
+    o.push('}');
+    Some(o)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{FieldError, Object};
+    use super::{named_array, FieldError, Object};
     use crate::json::read::{parse, Kind};
 
     #[test]
@@ -210,5 +243,31 @@ mod tests {
             Object::lenient(t.root()).unwrap_err().to_string(),
             "expected an object, got an array"
         );
+    }
+
+    #[test]
+    fn known_keys_once_unknown_ones_ignored() {
+        let t = parse(r#"{"a":1,"b":2,"b":3,"c":4,"\u0061":5}"#, 2).unwrap();
+        assert!(Object::known(t.root(), &["b"]).is_err());
+        assert_eq!(
+            Object::known(t.root(), &["a"]).unwrap_err(),
+            FieldError::Repeated("a".into()),
+            "escaped spellings count"
+        );
+        assert_eq!(
+            Object::known(t.root(), &["c", "d"]).unwrap().uint::<u8>("c").unwrap(),
+            Some(4)
+        );
+    }
+
+    #[test]
+    fn arrays_stand_for_structs_as_serde_reads_them() {
+        let t = parse(r#"["x", {"k":[1]}]"#, 3).unwrap();
+        assert_eq!(
+            named_array(t.root(), &["a", "b", "c"]).as_deref(),
+            Some(r#"{"a":"x","b":{"k":[1]}}"#)
+        );
+        assert_eq!(named_array(t.root(), &["a"]), None, "too many items");
+        assert_eq!(named_array(parse("{}", 1).unwrap().root(), &["a"]), None);
     }
 }

@@ -1,9 +1,10 @@
 //! What a derived `Deserialize` does with an object, on core's reader: the texts come through
 //! [`agentwire_core::json::lax`], which reads what serde only skipped ([`read()`], [`Taint`]).
 
+pub(crate) use agentwire_core::json::fields::named_array as named;
 use agentwire_core::json::fields::{FieldError, Object};
 pub(crate) use agentwire_core::json::lax::{read, Taint};
-use agentwire_core::json::read::{Kind, ReadError, Value};
+use agentwire_core::json::read::{ReadError, Value};
 use std::fmt;
 
 /// serde_json's recursion limit: the arrays and objects serde decodes (rather than skips) nest at
@@ -45,13 +46,7 @@ pub(crate) fn unreadable(what: &str) -> Refused {
 /// keys decoded, unknown ones ignored (their values skipped: any depth, anything patched), a
 /// known key given twice refused.
 pub(crate) fn object<'t, 'a>(v: Value<'t, 'a>, known: &[&str], taint: &Taint) -> Result<Object<'t, 'a>, Refused> {
-    let o = Object::lenient(v)?;
-    if let Some(k) = known
-        .iter()
-        .find(|k| v.members().filter(|(m, _)| m.is(k)).nth(1).is_some())
-    {
-        return Err(FieldError::Repeated((*k).to_string()).into());
-    }
+    let o = Object::known(v, known)?;
     if taint.keys(v) {
         return Err(unreadable("a key"));
     }
@@ -64,26 +59,4 @@ pub(crate) fn decoded(o: &Object<'_, '_>, fields: &[&str], taint: &Taint) -> Res
         Some(f) => Err(unreadable(&format!("`{f}`"))),
         None => Ok(()),
     }
-}
-
-/// serde reads a struct from an array too: its items are the fields in declaration order, at
-/// most as many as there are fields, those missing at the end defaulted (every defaulted field
-/// here is `#[serde(default)]`). The object such an array stands for, written out; `None` when
-/// `v` is not an array or has too many items.
-pub(crate) fn named(v: Value<'_, '_>, fields: &[&str]) -> Option<String> {
-    if v.kind() != Kind::Array || v.items().count() > fields.len() {
-        return None;
-    }
-    let mut o = String::from("{");
-    for (i, (item, name)) in v.items().zip(fields).enumerate() {
-        if i > 0 {
-            o.push(',');
-        }
-        o.push('"');
-        o.push_str(name);
-        o.push_str("\":");
-        o.push_str(item.raw());
-    }
-    o.push('}');
-    Some(o)
 }
