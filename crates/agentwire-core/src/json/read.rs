@@ -482,7 +482,8 @@ fn f64_of(b: &[u8]) -> f64 {
     if let Some(b'e' | b'E') = b.get(i) {
         let sign = if b.get(i + 1) == Some(&b'-') { -1 } else { 1 };
         let digits = b[i + 1..].iter().skip_while(|c| !c.is_ascii_digit());
-        let x = digits.fold(0i64, |x, &c| (x * 10 + i64::from(c - b'0')).min(1_000_000));
+        // Capped far above any text's length, so the digits' own shift always counts in full.
+        let x = digits.fold(0i64, |x, &c| (x * 10 + i64::from(c - b'0')).min(1_000_000_000_000));
         e += sign * x;
     }
     let mut v = m as f64;
@@ -671,8 +672,15 @@ impl<'t, 'a> Value<'t, 'a> {
             let Some(pos) = allowed.iter().position(|a| k.is(a)) else {
                 return Some(k);
             };
-            let bit = 1u64 << (pos % 64);
-            if seen & bit != 0 && pos < 64 {
+            if pos >= 64 {
+                // Past what the bit set holds: counted.
+                if self.members().filter(|(m, _)| m.is(allowed[pos])).nth(1).is_some() {
+                    return Some(k);
+                }
+                continue;
+            }
+            let bit = 1u64 << pos;
+            if seen & bit != 0 {
                 return Some(k);
             }
             seen |= bit;

@@ -302,3 +302,29 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn long_mantissas_shift_the_exponent_in_full() {
+    // The value 1, written with two million zeros and an exponent taking them back.
+    let one = format!("1{}e-2000000", "0".repeat(2_000_000));
+    assert_eq!(parse(&one, 1).unwrap().root().as_f64(), Some(1.0));
+    // 1e99999, written as a tiny fraction with a huge exponent: beyond f64.
+    let huge = format!("0.{}1e1600000", "0".repeat(1_500_000));
+    assert_eq!(reason(&huge), Reason::NumberOutOfRange);
+}
+
+#[test]
+fn repeated_keys_past_the_sixty_fourth_allowed_one_are_found() {
+    let names: Vec<String> = (0..70).map(|i| format!("k{i}")).collect();
+    let allowed: Vec<&str> = names.iter().map(String::as_str).collect();
+    let t = parse(r#"{"k66":1,"k2":2}"#, 2).unwrap();
+    assert!(
+        t.root().odd_key(&allowed).is_none(),
+        "k66 and k2 share a bit, not a name"
+    );
+    let t = parse(r#"{"k66":1,"k66":2}"#, 2).unwrap();
+    assert_eq!(
+        t.root().odd_key(&allowed).map(|k| k.text().into_owned()).as_deref(),
+        Some("k66")
+    );
+}
