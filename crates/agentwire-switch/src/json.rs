@@ -16,16 +16,17 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// No bound on nesting: serde_json kept none for raw values and ignored fields. The reader keeps
-/// the open arrays and objects on the heap, so depth costs memory in proportion to the text
-/// (already bounded by the caller), never stack.
-const ANY_DEPTH: usize = usize::MAX;
+/// Nesting allowed in an answer. serde_json kept no bound for raw values and ignored fields (its
+/// typed values stop at 127); the reader's tape costs 16 bytes a value, so a 16 MiB answer of
+/// nothing but `[` would take hundreds of MB before failing at its end. Four times serde's typed
+/// limit keeps any real answer and stops that at the 513th bracket.
+const ANSWER_DEPTH: usize = 512;
 
 /// `text` on a tape (it must be one JSON value). Lenient, as serde_json was for the raw values
 /// an answer carries (a stored message's lone surrogate escape, a huge number): they pass
-/// through as received; in a field read as a string a lone surrogate reads as U+FFFD.
+/// through as received; a field decoded as text refuses them (`Obj`), as serde did.
 pub(crate) fn parse(text: &str) -> Result<Tape<'_>, JsonError> {
-    read::parse_lenient(text, ANY_DEPTH).map_err(|e| JsonError::Syntax(e.to_string()))
+    read::parse_lenient(text, ANSWER_DEPTH).map_err(|e| JsonError::Syntax(e.to_string()))
 }
 
 /// Why a value is not what a decoder reads: the message names the field at fault.
@@ -39,6 +40,10 @@ pub enum JsonError {
     Missing(&'static str),
     /// The value itself is of the wrong type (`expected` names the right one).
     Expected { expected: &'static str, got: Kind },
+    /// A field read as text holds a lone surrogate escape (or a number beyond `f64`): the
+    /// lenient parse takes them for the raw values an answer passes through, serde refused them
+    /// where it decoded, and so does this.
+    Unreadable(&'static str),
     /// An error inside that field's value.
     In(&'static str, Box<JsonError>),
 }
@@ -62,6 +67,9 @@ impl fmt::Display for JsonError {
             JsonError::Field(e) => e.fmt(f),
             JsonError::Missing(field) => write!(f, "missing field `{field}`"),
             JsonError::Expected { expected, got } => write!(f, "expected {expected}, got {}", got.name()),
+            JsonError::Unreadable(field) => {
+                write!(f, "`{field}` has a lone surrogate escape or a number beyond f64")
+            }
             JsonError::In(field, e) => write!(f, "in `{field}`: {e}"),
         }
     }
@@ -129,8 +137,17 @@ impl<'t, 'a> Obj<'t, 'a> {
         }
     }
 
+    /// Refuses a field decoded as text that holds what only the lenient parse takes.
+    fn decoded(&self, field: &'static str) -> Result<(), JsonError> {
+        match self.value(field) {
+            Some(v) if v.lossy() => Err(JsonError::Unreadable(field)),
+            _ => Ok(()),
+        }
+    }
+
     /// `String`.
     pub(crate) fn string(&self, field: &'static str) -> Result<String, JsonError> {
+        self.decoded(field)?;
         let v = self.required(field)?;
         v.as_str()
             .map(Cow::into_owned)
@@ -145,6 +162,7 @@ impl<'t, 'a> Obj<'t, 'a> {
 
     /// `Option<String>`.
     pub(crate) fn opt_string(&self, field: &'static str) -> Result<Option<String>, JsonError> {
+        self.decoded(field)?;
         Ok(self.0.string(field)?)
     }
 
@@ -168,6 +186,7 @@ impl<'t, 'a> Obj<'t, 'a> {
     /// `#[serde(default)] Vec<String>`.
     pub(crate) fn strings(&self, field: &'static str) -> Result<Vec<String>, JsonError> {
         self.not_null(field, "an array of strings")?;
+        self.decoded(field)?;
         Ok(self.0.strings(field)?.unwrap_or_default())
     }
 
@@ -197,6 +216,9 @@ impl<'t, 'a> Obj<'t, 'a> {
             return Err(wrong(field, "an object", v.kind()));
         }
         for (k, item) in v.members() {
+            if k.lossy() {
+                return Err(JsonError::Unreadable(field));
+            }
             out.insert(k.text().into_owned(), each(item).map_err(|e| e.within(field))?);
         }
         Ok(out)
@@ -205,6 +227,9 @@ impl<'t, 'a> Obj<'t, 'a> {
     /// `#[serde(default)] BTreeMap<String, String>`.
     pub(crate) fn string_map(&self, field: &'static str) -> Result<BTreeMap<String, String>, JsonError> {
         self.map(field, |v| {
+            if v.lossy() {
+                return Err(JsonError::Unreadable(field));
+            }
             v.as_str().map(Cow::into_owned).ok_or(JsonError::Expected {
                 expected: "a string",
                 got: v.kind(),
@@ -310,13 +335,48 @@ mod tests {
     }
 
     #[test]
+    fn text_fields_refuse_what_only_the_lenient_parse_takes() {
+        let t = parse(
+            r#"{"a":"r\ud800","b":["\udc00"],"c":{"\ud83d":"x"},"d":{"k":"\ud800"},"e":"ok","r":["\ud800",1e400]}"#,
+        )
+        .unwrap();
+        let o = obj(&t, &["a", "b", "c", "d", "e", "r"]).unwrap();
+        for e in [
+            o.string("a").unwrap_err(),
+            o.opt_string("a").unwrap_err(),
+            o.strings("b").unwrap_err(),
+            o.string_map("c").unwrap_err(),
+        ] {
+            assert!(e.to_string().contains("lone surrogate"), "{e}");
+        }
+        assert!(o
+            .string_map("d")
+            .unwrap_err()
+            .to_string()
+            .contains("`d` has a lone surrogate"));
+        assert_eq!(o.string("e").unwrap(), "ok");
+        assert_eq!(
+            o.raw("r").unwrap().get(),
+            r#"["\ud800",1e400]"#,
+            "raw values pass through"
+        );
+    }
+
+    #[test]
+    fn answers_nest_at_most_512_deep() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(parse(&deep(512)).is_ok());
+        assert!(parse(&deep(513)).unwrap_err().to_string().contains("nested too deep"));
+    }
+
+    #[test]
     fn raw_values_are_the_text_as_received() {
         let t = parse(" { \"r\" : [1, {\"a\" :\"\\u00e9\"} ] } ").unwrap();
         let o = obj(&t, &["r"]).unwrap();
         assert_eq!(o.raw("r").unwrap().get(), r#"[1, {"a" :"\u00e9"} ]"#);
-        // Nesting has no bound of its own (serde_json had none for raw values).
-        let deep = format!(r#"{{"r":{}{}}}"#, "[".repeat(1000), "]".repeat(1000));
+        // Deeper than serde's typed limit (127), within the answer's (512).
+        let deep = format!(r#"{{"r":{}{}}}"#, "[".repeat(500), "]".repeat(500));
         let t = parse(&deep).unwrap();
-        assert_eq!(obj(&t, &["r"]).unwrap().raw("r").unwrap().get().len(), 2000);
+        assert_eq!(obj(&t, &["r"]).unwrap().raw("r").unwrap().get().len(), 1000);
     }
 }
