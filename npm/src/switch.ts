@@ -18,7 +18,8 @@ export interface SwitchOptions {
   expectedGeneration?: number | string;
   spawnCapable?: boolean;
   protocol?: number;
-  protocolAccepts?: [number, number] | { min: number; max: number };
+  /** The oldest protocol version accepted (`protocol` is the one spoken; default: the same). */
+  protocolAccepts?: number;
   client?: string;
   clientVersion?: string;
   /** The relay always speaks the WebSocket generation. */

@@ -68,7 +68,7 @@ pub(crate) fn request(json: Option<String>, stream: bool) -> Result<RequestOptio
     let Some(text) = json.as_deref().filter(|t| !t.is_empty()) else {
         return Ok(opts);
     };
-    let tape = read::parse(text, 128).map_err(|e| invalid("request options", e))?;
+    let tape = read::parse(text, 127).map_err(|e| invalid("request options", e))?;
     (|| -> Result<(), FieldError> {
         let r = Object::strict(tape.root(), &["priority", "ttlS", "to", "context"])?;
         const PRIORITIES: [Priority; 4] = [Priority::Low, Priority::Normal, Priority::High, Priority::Urgent];
