@@ -6,8 +6,7 @@
 //! not instantiate serde for them.
 
 use agentwire_core::json::fields::{self, FieldError, Object};
-use agentwire_core::json::lax;
-use agentwire_core::json::read::{Kind, ReadError};
+use agentwire_core::json::read::{parse_lenient, Kind, ReadError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -147,13 +146,12 @@ pub struct StreamEndBody {
 pub(crate) enum BodyError {
     /// Not JSON.
     Json(ReadError),
-    /// Not an object, a known field given twice, or a field of the wrong type.
+    /// Not an object, a known field given twice, a field of the wrong type, or a lone surrogate
+    /// escape or a number beyond `f64` where serde decodes (a known field, a key), not where it
+    /// skips.
     Field(FieldError),
     /// A required field absent or `null`.
     Missing(&'static str),
-    /// A lone surrogate escape or a number beyond `f64` where serde decodes (a known field, a
-    /// key: `None`), not where it skips.
-    Unreadable(Option<&'static str>),
 }
 
 impl fmt::Display for BodyError {
@@ -162,13 +160,6 @@ impl fmt::Display for BodyError {
             BodyError::Json(e) => e.fmt(f),
             BodyError::Field(e) => e.fmt(f),
             BodyError::Missing(field) => write!(f, "`{field}` is missing or null"),
-            BodyError::Unreadable(at) => {
-                match at {
-                    Some(field) => write!(f, "`{field}`")?,
-                    None => f.write_str("a key")?,
-                }
-                f.write_str(" has a lone surrogate escape or a number beyond f64")
-            }
         }
     }
 }
@@ -187,7 +178,7 @@ impl From<FieldError> for BodyError {
 
 /// Reads a body the way its derived `Deserialize` (without `deny_unknown_fields`) does: an
 /// object whose known keys are `fields` (unknown keys ignored, their values skipped: any depth,
-/// anything [`lax`] patched; a known key given twice refused), or serde's array form of a
+/// lone surrogates and huge numbers included; a known key given twice refused), or serde's array form of a
 /// struct: the fields in declaration order, at most as many items as fields, those missing at the
 /// end defaulted (every defaulted field of these bodies is `#[serde(default)]`).
 fn body<T>(
@@ -210,24 +201,20 @@ fn body_with(
     fields: &[&'static str],
     read: &mut dyn FnMut(&Object<'_, '_>) -> Result<(), BodyError>,
 ) -> Result<(), BodyError> {
-    lax::read(text, |root, taint| {
-        if let Some(named) = fields::named_array(root, fields) {
-            if let Some((_, f)) = root.items().zip(fields).find(|(v, _)| taint.value(*v)) {
-                return Err(BodyError::Unreadable(Some(f)));
-            }
-            // The same object written out with the names: no second set of typed getters.
-            return body_with(&named, fields, read);
+    // Lenient (and any depth): what serde skips, it only checked for syntax.
+    let tape = parse_lenient(text, usize::MAX)?;
+    let root = tape.root();
+    if let Some(named) = fields::named_array(root, fields) {
+        if let Some((_, f)) = root.items().zip(fields).find(|(v, _)| v.lossy()) {
+            return Err(FieldError::Lossy(format!("`{f}`")).into());
         }
-        let o = Object::known(root, fields)?;
-        if taint.keys(root) {
-            return Err(BodyError::Unreadable(None));
-        }
-        // Every known field is decoded.
-        if let Some(f) = fields.iter().find(|f| root.get(f).is_some_and(|v| taint.value(v))) {
-            return Err(BodyError::Unreadable(Some(f)));
-        }
-        read(&o)
-    })?
+        // The same object written out with the names: no second set of typed getters.
+        return body_with(&named, fields, read);
+    }
+    let o = Object::known(root, fields)?;
+    // Every known field is decoded.
+    o.decoded(fields)?;
+    read(&o)
 }
 
 fn required<T>(v: Option<T>, field: &'static str) -> Result<T, BodyError> {

@@ -197,14 +197,14 @@ fn what_serde_skips_may_hold_what_the_reader_refuses() {
         "`message` has a lone surrogate escape or a number beyond f64"
     );
     let e = ErrorBody::from_json(r#"{"code":1,"details":{"n":1e400}}"#).unwrap_err();
-    assert_eq!(e, BodyError::Unreadable(Some("details")));
+    assert_eq!(e, BodyError::Field(FieldError::Lossy("`details`".into())));
     let e = StreamEndBody::from_json(r#"{"count":3,"\udead":1}"#).unwrap_err();
     assert_eq!(
         e.to_string(),
         "a key has a lone surrogate escape or a number beyond f64"
     );
     let e = HelloAckBody::from_json(r#"[1e400,1]"#).unwrap_err();
-    assert_eq!(e, BodyError::Unreadable(Some("agreed_version")));
+    assert_eq!(e, BodyError::Field(FieldError::Lossy("`agreed_version`".into())));
     for text in [
         r#"{"code":1,"message":"cut \ud83d"}"#,
         r#"{"code":1,"details":{"n":1e400}}"#,

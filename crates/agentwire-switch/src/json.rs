@@ -34,16 +34,13 @@ pub(crate) fn parse(text: &str) -> Result<Tape<'_>, JsonError> {
 pub enum JsonError {
     /// Not JSON.
     Syntax(String),
-    /// A field of the wrong type, a key given twice, not an object.
+    /// A field of the wrong type, a key given twice, not an object, a lone surrogate escape or a
+    /// number beyond `f64` in a field decoded as text.
     Field(FieldError),
     /// A required field is absent.
     Missing(&'static str),
     /// The value itself is of the wrong type (`expected` names the right one).
     Expected { expected: &'static str, got: Kind },
-    /// A field read as text holds a lone surrogate escape (or a number beyond `f64`): the
-    /// lenient parse takes them for the raw values an answer passes through, serde refused them
-    /// where it decoded, and so does this.
-    Unreadable(&'static str),
     /// An error inside that field's value.
     In(&'static str, Box<JsonError>),
 }
@@ -67,9 +64,6 @@ impl fmt::Display for JsonError {
             JsonError::Field(e) => e.fmt(f),
             JsonError::Missing(field) => write!(f, "missing field `{field}`"),
             JsonError::Expected { expected, got } => write!(f, "expected {expected}, got {}", got.name()),
-            JsonError::Unreadable(field) => {
-                write!(f, "`{field}` has a lone surrogate escape or a number beyond f64")
-            }
             JsonError::In(field, e) => write!(f, "in `{field}`: {e}"),
         }
     }
@@ -99,6 +93,11 @@ impl<T: FromJson> FromJson for Vec<T> {
 pub(crate) fn raw(v: Value<'_, '_>) -> Result<Box<RawValue>, JsonError> {
     // Checked again by serde_json (which accepts all the reader accepts): no `unsafe` here.
     RawValue::from_string(v.raw().to_owned()).map_err(|e| JsonError::Syntax(e.to_string()))
+}
+
+/// A field decoded as text that holds what only the lenient parse takes (serde refused it).
+fn lossy(field: &'static str) -> JsonError {
+    FieldError::Lossy(format!("`{field}`")).into()
 }
 
 fn wrong(field: &'static str, expected: &'static str, got: Kind) -> JsonError {
@@ -140,7 +139,7 @@ impl<'t, 'a> Obj<'t, 'a> {
     /// Refuses a field decoded as text that holds what only the lenient parse takes.
     fn decoded(&self, field: &'static str) -> Result<(), JsonError> {
         match self.value(field) {
-            Some(v) if v.lossy() => Err(JsonError::Unreadable(field)),
+            Some(v) if v.lossy() => Err(lossy(field)),
             _ => Ok(()),
         }
     }
@@ -217,7 +216,7 @@ impl<'t, 'a> Obj<'t, 'a> {
         }
         for (k, item) in v.members() {
             if k.lossy() {
-                return Err(JsonError::Unreadable(field));
+                return Err(lossy(field));
             }
             out.insert(k.text().into_owned(), each(item).map_err(|e| e.within(field))?);
         }
@@ -228,7 +227,7 @@ impl<'t, 'a> Obj<'t, 'a> {
     pub(crate) fn string_map(&self, field: &'static str) -> Result<BTreeMap<String, String>, JsonError> {
         self.map(field, |v| {
             if v.lossy() {
-                return Err(JsonError::Unreadable(field));
+                return Err(lossy(field));
             }
             v.as_str().map(Cow::into_owned).ok_or(JsonError::Expected {
                 expected: "a string",

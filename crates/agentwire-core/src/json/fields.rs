@@ -26,6 +26,10 @@ pub enum FieldError {
         field: &'static str,
         expected: &'static str,
     },
+    /// What names it (a field in backquotes, "a key", ...) holds a lone surrogate escape or a
+    /// number beyond `f64`: taken by [`parse_lenient`](super::read::parse_lenient), refused
+    /// where serde refused them, in what is decoded.
+    Lossy(String),
 }
 
 impl fmt::Display for FieldError {
@@ -36,6 +40,7 @@ impl fmt::Display for FieldError {
             FieldError::Repeated(k) => write!(f, "field `{k}` given twice"),
             FieldError::Type { field, expected, got } => write!(f, "`{field}` must be {expected}, not {}", got.name()),
             FieldError::Invalid { field, expected } => write!(f, "`{field}` must be {expected}"),
+            FieldError::Lossy(what) => write!(f, "{what} has a lone surrogate escape or a number beyond f64"),
         }
     }
 }
@@ -64,15 +69,28 @@ impl<'t, 'a> Object<'t, 'a> {
     }
 
     /// `v` as an object the way a derived `Deserialize` without `deny_unknown_fields` reads one:
-    /// unknown keys ignored, a `known` key given twice refused.
+    /// unknown keys ignored (their values skipped), a `known` key given twice refused, and, as
+    /// serde decodes every key, a key holding a lone surrogate escape refused.
     pub fn known(v: Value<'t, 'a>, known: &[&str]) -> Result<Self, FieldError> {
         let o = Self::lenient(v)?;
-        match known
+        if let Some(k) = known
             .iter()
             .find(|k| v.members().filter(|(m, _)| m.is(k)).nth(1).is_some())
         {
-            Some(k) => Err(FieldError::Repeated((*k).to_string())),
-            None => Ok(o),
+            return Err(FieldError::Repeated((*k).to_string()));
+        }
+        if v.members().any(|(k, _)| k.lossy()) {
+            return Err(FieldError::Lossy("a key".into()));
+        }
+        Ok(o)
+    }
+
+    /// Refuses the first of `fields` whose value holds what only the lenient parse takes: the
+    /// fields a decoder reads (serde refused them there), where the others are skipped.
+    pub fn decoded(&self, fields: &[&str]) -> Result<(), FieldError> {
+        match fields.iter().find(|f| self.0.get(f).is_some_and(|v| v.lossy())) {
+            Some(f) => Err(FieldError::Lossy(format!("`{f}`"))),
+            None => Ok(()),
         }
     }
 
@@ -269,5 +287,22 @@ mod tests {
         );
         assert_eq!(named_array(t.root(), &["a"]), None, "too many items");
         assert_eq!(named_array(parse("{}", 1).unwrap().root(), &["a"]), None);
+    }
+
+    #[test]
+    fn lossy_keys_and_decoded_fields_are_refused_skipped_ones_kept() {
+        use crate::json::read::parse_lenient;
+        let t = parse_lenient(r#"{"a":"\ud800","b":1,"skip":[1e400]}"#, 3).unwrap();
+        let o = Object::known(t.root(), &["a", "b"]).unwrap();
+        assert!(o.decoded(&["b"]).is_ok(), "`skip` and `a` are not decoded");
+        assert_eq!(
+            o.decoded(&["b", "a"]).unwrap_err().to_string(),
+            "`a` has a lone surrogate escape or a number beyond f64"
+        );
+        let t = parse_lenient(r#"{"\udc00":1}"#, 2).unwrap();
+        assert_eq!(
+            Object::known(t.root(), &["a"]).unwrap_err(),
+            FieldError::Lossy("a key".into())
+        );
     }
 }

@@ -2,7 +2,6 @@
 //! and string escaping for hand-written output.
 
 pub mod fields;
-pub mod lax;
 pub mod read;
 
 /// True when arrays and objects in `b` nest deeper than `max` (strings skipped, escapes

@@ -5,10 +5,10 @@
 //! ignored, a known key given twice refused, `null` as absent for an `Option`, serde_json's
 //! depth limit where serde decodes a value rather than skipping it.
 
-use super::lax::{self, decoded, missing, named, object, unreadable, Refused, Taint, SERDE_DEPTH};
+use super::lax::{self, missing, named, Refused, SERDE_DEPTH};
 use crate::errors::MoltZapError;
 use crate::frame::Generation;
-use agentwire_core::json::fields::FieldError;
+use agentwire_core::json::fields::{FieldError, Object};
 use agentwire_core::json::nests_deeper_than;
 use agentwire_core::json::read::{Kind, Value};
 use agentwire_core::ErrorKind;
@@ -40,9 +40,9 @@ impl HelloOk {
         if !raw.trim_start().starts_with('{') {
             return Err(not_object());
         }
-        let hello = lax::read(raw, |root, taint| {
-            let o = object(root, &KEYS, taint).ok()?;
-            decoded(&o, &KEYS, taint).ok()?;
+        let hello = lax::read(raw, |root| {
+            let o = Object::known(root, &KEYS).ok()?;
+            o.decoded(&KEYS).ok()?;
             // The three known fields are JSON values of any type: serde decoded them, so its
             // depth limit applies (the object itself is one level).
             if KEYS
@@ -160,9 +160,9 @@ fn id_field<'t, 'a>(v: Value<'t, 'a>, key: &str) -> Option<Value<'t, 'a>> {
 /// object without a routing key twice (or serde's array form, at most 7 items), `message` and
 /// `conversation` absent, `null` or such values in turn. The other values are skipped (they may
 /// be anything).
-fn ids_ok(v: Value<'_, '_>, level: usize, taint: &Taint) -> bool {
+fn ids_ok(v: Value<'_, '_>, level: usize) -> bool {
     let shape = match v.kind() {
-        Kind::Object => object(v, &IDS, taint).is_ok(),
+        Kind::Object => Object::known(v, &IDS).is_ok(),
         Kind::Array => v.items().count() <= IDS.len(),
         _ => false,
     };
@@ -170,19 +170,19 @@ fn ids_ok(v: Value<'_, '_>, level: usize, taint: &Taint) -> bool {
         && shape
         && ["message", "conversation"]
             .iter()
-            .all(|k| id_field(v, k).is_none_or(|c| c.is_null() || ids_ok(c, level + 1, taint)))
+            .all(|k| id_field(v, k).is_none_or(|c| c.is_null() || ids_ok(c, level + 1)))
 }
 
 /// The routing fields at `paths` of a push payload, in order: `None` where absent or not a
 /// string, every one `None` when the payload does not have their shape.
 fn routing(payload: &str, paths: &[&[&str]]) -> Vec<Option<String>> {
     let fields = payload.starts_with('{').then(|| {
-        lax::read(payload, |root, taint| {
-            ids_ok(root, 1, taint).then(|| {
+        lax::read(payload, |root| {
+            ids_ok(root, 1).then(|| {
                 let field = |path: &[&str]| {
                     let v = path.iter().try_fold(root, |v, k| id_field(v, k))?;
                     // A routing value is a `RawValue`, decoded as a string when read.
-                    (!taint.value(v)).then(|| v.as_str().map(Cow::into_owned))?
+                    (!v.lossy()).then(|| v.as_str().map(Cow::into_owned))?
                 };
                 paths.iter().map(|p| field(p)).collect()
             })
@@ -342,14 +342,14 @@ impl Message {
     /// Decodes a `{"message": Message}` payload: the data of `messages/received` and the result
     /// of `messages/send`.
     pub fn from_wrapped(json: &str) -> Result<Message, MoltZapError> {
-        let read = lax::read(json, |root, taint| {
+        let read = lax::read(json, |root| {
             let m = if root.kind() == Kind::Array && root.items().count() <= 1 {
                 root.items().next()
             } else {
-                object(root, &["message"], taint)?.get("message")
+                Object::known(root, &["message"])?.get("message")
             };
             let m = m.filter(|m| !m.is_null()).ok_or_else(|| missing("message"))?;
-            Message::read(m, 2, taint).map_err(|e| Refused(format!("in `message`: {e}")))
+            Message::read(m, 2).map_err(|e| Refused(format!("in `message`: {e}")))
         });
         read.map_err(Refused::from)
             .and_then(|m| m)
@@ -358,7 +358,7 @@ impl Message {
 
     /// Decodes a bare Message object.
     pub fn parse(json: &str) -> Result<Message, MoltZapError> {
-        lax::read(json, |root, taint| Message::read(root, 1, taint))
+        lax::read(json, |root| Message::read(root, 1))
             .map_err(Refused::from)
             .and_then(|m| m)
             .map_err(|e| MoltZapError::local(ErrorKind::Decode, format!("not a Message: {e}")))
@@ -366,16 +366,16 @@ impl Message {
 
     /// A Message object (or serde's array form of it) at nesting `level` (1: the top of the
     /// text), as its derived `Deserialize` read it.
-    fn read(v: Value<'_, '_>, level: usize, taint: &Taint) -> Result<Message, Refused> {
+    fn read(v: Value<'_, '_>, level: usize) -> Result<Message, Refused> {
         if let Some(text) = named(v, &MESSAGE_KEYS) {
             // Every item is a field serde decodes.
-            if taint.value(v) {
-                return Err(unreadable("an item"));
+            if v.lossy() {
+                return Err(FieldError::Lossy("an item".into()).into());
             }
-            return lax::read(&text, |root, taint| Message::read(root, level, taint))?;
+            return lax::read(&text, |root| Message::read(root, level))?;
         }
-        let o = object(v, &MESSAGE_KEYS, taint)?;
-        decoded(&o, &MESSAGE_KEYS, taint)?;
+        let o = Object::known(v, &MESSAGE_KEYS)?;
+        o.decoded(&MESSAGE_KEYS)?;
         let need = |field| o.string(field)?.ok_or_else(|| missing(field));
         let (id, conversation_id, sender_id) = (need("id")?, need("conversationId")?, need("senderId")?);
         let reply_to_id = o.string("replyToId")?;
@@ -391,7 +391,7 @@ impl Message {
         let parts = list
             .items()
             .enumerate()
-            .map(|(i, p)| Part::read(p, level + 2, taint).map_err(|e| Refused(format!("in `parts[{i}]`: {e}"))))
+            .map(|(i, p)| Part::read(p, level + 2).map_err(|e| Refused(format!("in `parts[{i}]`: {e}"))))
             .collect::<Result<_, _>>()?;
         Ok(Message {
             id,
@@ -417,11 +417,11 @@ impl Part {
     /// A part at nesting `level`, as its derived `Deserialize` (internally tagged by `type`,
     /// unknown types as [`Part::Unknown`]) read it: an object, or serde's array form (the type,
     /// then the variant's fields in order).
-    fn read(p: Value<'_, '_>, level: usize, taint: &Taint) -> Result<Part, Refused> {
+    fn read(p: Value<'_, '_>, level: usize) -> Result<Part, Refused> {
         // serde buffers a tagged enum's value whole: all of it is decoded, all of it counts
         // against the depth.
-        if taint.value(p) {
-            return Err(unreadable("the part"));
+        if p.lossy() {
+            return Err(FieldError::Lossy("the part".into()).into());
         }
         if nests_deeper_than(p.raw().as_bytes(), (SERDE_DEPTH + 1).saturating_sub(level)) {
             return Err(Refused(format!("nested deeper than serde_json's {SERDE_DEPTH} levels")));
@@ -429,7 +429,7 @@ impl Part {
         let array = p.kind() == Kind::Array;
         let tag = match array {
             true => p.items().next().filter(|t| !t.is_null()),
-            false => object(p, &["type"], taint)?.get("type"),
+            false => Object::known(p, &["type"])?.get("type"),
         };
         let tag = tag.ok_or_else(|| missing("type"))?;
         let name = tag.as_str().ok_or(FieldError::Type {
@@ -447,9 +447,9 @@ impl Part {
         if array {
             let text =
                 named(p, fields).ok_or_else(|| Refused(format!("more items than a `{name}` part has fields")))?;
-            return lax::read(&text, |root, taint| Part::read(root, level, taint))?;
+            return lax::read(&text, |root| Part::read(root, level))?;
         }
-        let o = object(p, fields, taint)?;
+        let o = Object::known(p, fields)?;
         let need = |field| o.string(field)?.ok_or_else(|| missing(field));
         Ok(match name.as_ref() {
             "text" => Part::Text { text: need("text")? },
