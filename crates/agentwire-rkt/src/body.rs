@@ -6,7 +6,7 @@
 //! not instantiate serde for them.
 
 use agentwire_core::json::fields::{self, FieldError, Object};
-use agentwire_core::json::read::{parse_lenient, Kind, ReadError};
+use agentwire_core::json::read::{parse_lenient, ReadError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -221,18 +221,6 @@ fn required<T>(v: Option<T>, field: &'static str) -> Result<T, BodyError> {
     v.ok_or(BodyError::Missing(field))
 }
 
-/// A `#[serde(default)]` field that is not an `Option`: absent is its default, `null` is refused.
-fn not_null(o: &Object<'_, '_>, field: &'static str, expected: &'static str) -> Result<(), FieldError> {
-    match o.value().get(field) {
-        Some(v) if v.is_null() => Err(FieldError::Type {
-            field,
-            expected,
-            got: Kind::Null,
-        }),
-        _ => Ok(()),
-    }
-}
-
 impl HelloAckBody {
     pub(crate) fn from_json(text: &str) -> Result<Self, BodyError> {
         body(text, &["agreed_version", "session_timeout"], |o| {
@@ -247,7 +235,7 @@ impl HelloAckBody {
 impl AuthOkBody {
     pub(crate) fn from_json(text: &str) -> Result<Self, BodyError> {
         body(text, &["session_token", "scopes", "expires_in"], |o| {
-            not_null(o, "scopes", "an array of strings")?;
+            o.not_null("scopes", "an array of strings")?;
             Ok(AuthOkBody {
                 session_token: required(o.string("session_token")?, "session_token")?,
                 scopes: o.strings("scopes")?.unwrap_or_default(),
@@ -276,8 +264,8 @@ impl ErrorBody {
                 got: v.kind(),
             })?,
         };
-        not_null(o, "name", "a string")?;
-        not_null(o, "message", "a string")?;
+        o.not_null("name", "a string")?;
+        o.not_null("message", "a string")?;
         // The details stay a JSON value (the type's field): their own text, parsed once more,
         // refused past the depth serde_json allows them inside the body's object.
         let details = match o.get("details") {

@@ -130,10 +130,7 @@ impl<'t, 'a> Obj<'t, 'a> {
 
     /// For a field that is not an `Option`: `null` is refused (absent is fine).
     fn not_null(&self, field: &'static str, expected: &'static str) -> Result<(), JsonError> {
-        match self.value(field) {
-            Some(v) if v.is_null() => Err(wrong(field, expected, Kind::Null)),
-            _ => Ok(()),
-        }
+        Ok(self.0.not_null(field, expected)?)
     }
 
     /// Refuses a field decoded as text that holds what only the lenient parse takes.

@@ -85,6 +85,19 @@ impl<'t, 'a> Object<'t, 'a> {
         Ok(o)
     }
 
+    /// Refuses `null` in a field that is not an `Option` but has a default (serde's
+    /// `#[serde(default)]`: absent is the default, `null` is the wrong type).
+    pub fn not_null(&self, field: &'static str, expected: &'static str) -> Result<(), FieldError> {
+        match self.0.get(field) {
+            Some(v) if v.is_null() => Err(FieldError::Type {
+                field,
+                expected,
+                got: Kind::Null,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Refuses the first of `fields` whose value holds what only the lenient parse takes: the
     /// fields a decoder reads (serde refused them there), where the others are skipped.
     pub fn decoded(&self, fields: &[&str]) -> Result<(), FieldError> {
@@ -304,5 +317,16 @@ mod tests {
             Object::known(t.root(), &["a"]).unwrap_err(),
             FieldError::Lossy("a key".into())
         );
+    }
+
+    #[test]
+    fn not_null_refuses_only_null() {
+        let t = parse(r#"{"s":"x","z":null}"#, 2).unwrap();
+        let o = Object::lenient(t.root()).unwrap();
+        assert_eq!(
+            o.not_null("z", "a string").unwrap_err().to_string(),
+            "`z` must be a string, not null"
+        );
+        assert!(o.not_null("s", "a string").is_ok() && o.not_null("absent", "a string").is_ok());
     }
 }
