@@ -1,8 +1,8 @@
 //! `agentwire:engine/moltzap`: the MoltZap `Session` behind the `session` resource.
 
 use crate::bindings::exports::agentwire::engine::moltzap::{
-    Closed, Config, Connected, Credentials, Event, Failure, GenerationChoice, Guest, GuestSession, Other, Push,
-    Response, State,
+    Closed, Config, Connected, Credentials, Drained, Event, Failure, GenerationChoice, Guest, GuestSession, Other,
+    Push, Response, State,
 };
 use crate::bindings::exports::agentwire::engine::types::{EngineError, Outgoing};
 use crate::common::{engine_error, outgoing, size, WasiEntropy};
@@ -95,6 +95,15 @@ fn event(e: agentwire_moltzap::Event) -> Event {
     }
 }
 
+/// Everything `s` has queued (the WIT `drain`).
+fn drained(s: &mut Engine_) -> Drained {
+    Drained {
+        transmits: std::iter::from_fn(|| s.poll_transmit().map(outgoing)).collect(),
+        events: std::iter::from_fn(|| s.poll_event().map(event)).collect(),
+        timeout: s.poll_timeout(),
+    }
+}
+
 impl GuestSession for Session {
     fn new(config_: Config) -> Self {
         Session(RefCell::new(Engine_::new(config(config_), WasiEntropy::boxed())))
@@ -134,6 +143,24 @@ impl GuestSession for Session {
 
     fn poll_timeout(&self) -> Option<u64> {
         self.0.borrow().poll_timeout()
+    }
+
+    fn drain(&self) -> Drained {
+        drained(&mut self.0.borrow_mut())
+    }
+
+    fn handle_text_drain(&self, now: u64, text: String) -> Drained {
+        let mut s = self.0.borrow_mut();
+        s.handle_text(now, &text);
+        drained(&mut s)
+    }
+
+    fn handle_texts_drain(&self, now: u64, texts: Vec<String>) -> Drained {
+        let mut s = self.0.borrow_mut();
+        for text in &texts {
+            s.handle_text(now, text);
+        }
+        drained(&mut s)
     }
 
     fn connect(&self, now: u64, credentials: Credentials) -> Result<String, EngineError> {

@@ -1,8 +1,8 @@
 //! `agentwire:engine/rkt`: `ClientSession` behind the `session` resource.
 
 use crate::bindings::exports::agentwire::engine::rkt::{
-    AuthOk, Chunk, Closed, Config, Event, Failure, Guest, GuestSession, PeerInfo, Pong, Priority, Ready, Reply,
-    RequestOptions, State,
+    AuthOk, Chunk, Closed, Config, Drained, Event, Failure, Guest, GuestSession, PeerInfo, Pong, Priority, Ready,
+    Reply, RequestOptions, State,
 };
 use crate::bindings::exports::agentwire::engine::types::{EngineError, Outgoing};
 use crate::common::{engine_error, json_arg, outgoing, size, WasiEntropy};
@@ -86,6 +86,15 @@ fn event(e: ClientEvent) -> Event {
     }
 }
 
+/// Everything `s` has queued (the WIT `drain`).
+fn drained(s: &mut ClientSession) -> Drained {
+    Drained {
+        transmits: std::iter::from_fn(|| s.poll_transmit().map(outgoing)).collect(),
+        events: std::iter::from_fn(|| s.poll_event().map(event)).collect(),
+        timeout: s.poll_timeout(),
+    }
+}
+
 impl GuestSession for Session {
     fn new(config_: Config) -> Self {
         Session(RefCell::new(ClientSession::new(config(config_), WasiEntropy::boxed())))
@@ -121,6 +130,24 @@ impl GuestSession for Session {
 
     fn poll_timeout(&self) -> Option<u64> {
         self.0.borrow().poll_timeout()
+    }
+
+    fn drain(&self) -> Drained {
+        drained(&mut self.0.borrow_mut())
+    }
+
+    fn handle_text_drain(&self, now: u64, text: String) -> Drained {
+        let mut s = self.0.borrow_mut();
+        s.handle_text(now, &text);
+        drained(&mut s)
+    }
+
+    fn handle_texts_drain(&self, now: u64, texts: Vec<String>) -> Drained {
+        let mut s = self.0.borrow_mut();
+        for text in &texts {
+            s.handle_text(now, text);
+        }
+        drained(&mut s)
     }
 
     fn request(

@@ -2,7 +2,7 @@
 //! engine's operation requests.
 
 use crate::bindings::exports::agentwire::engine::switch::{
-    Config, Connected, Disconnected, DomainEvent, Event, Filter, Guest, GuestSession, HttpCall, HttpRequest,
+    Config, Connected, Disconnected, DomainEvent, Drained, Event, Filter, Guest, GuestSession, HttpCall, HttpRequest,
     OpenRequest, Scope, State, Transmit, Transport, Wire,
 };
 use crate::bindings::exports::agentwire::engine::types::{CloseFrame, EngineError};
@@ -193,6 +193,15 @@ impl Guest for Engine {
     }
 }
 
+/// Everything `s` has queued (the WIT `drain`).
+fn drained(s: &mut Connection) -> Drained {
+    Drained {
+        transmits: std::iter::from_fn(|| s.poll_transmit().map(transmit)).collect(),
+        events: std::iter::from_fn(|| s.poll_event().map(event)).collect(),
+        timeout: s.poll_timeout(),
+    }
+}
+
 impl GuestSession for Session {
     fn new(config_: Config) -> Self {
         Session(RefCell::new(Connection::new(config(config_), WasiEntropy::boxed())))
@@ -256,6 +265,24 @@ impl GuestSession for Session {
 
     fn poll_timeout(&self) -> Option<u64> {
         self.0.borrow().poll_timeout()
+    }
+
+    fn drain(&self) -> Drained {
+        drained(&mut self.0.borrow_mut())
+    }
+
+    fn handle_text_drain(&self, now: u64, text: String) -> Drained {
+        let mut s = self.0.borrow_mut();
+        s.handle_text(now, &text);
+        drained(&mut s)
+    }
+
+    fn handle_texts_drain(&self, now: u64, texts: Vec<String>) -> Drained {
+        let mut s = self.0.borrow_mut();
+        for text in &texts {
+            s.handle_text(now, text);
+        }
+        drained(&mut s)
     }
 
     fn state(&self) -> State {
