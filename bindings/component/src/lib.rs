@@ -16,4 +16,8 @@ mod switch;
 /// The component's exports.
 pub struct Engine;
 
+// Exported on wasm32 only: a native build (the workspace's `cargo test`) has no use for the
+// component's symbols, and their names (`agentwire:engine/rkt@0.1.0#[constructor]session`) break
+// the linker's version script of the native cdylib.
+#[cfg(target_arch = "wasm32")]
 bindings::export!(Engine with_types_in bindings);
