@@ -8,7 +8,7 @@ use agentwire_component_host::defaults::{self, rkt_reply};
 use agentwire_component_host::Outgoing;
 
 /// Deterministic garbage: random bytes, broken frames of each protocol, deep nesting, huge ids.
-fn inputs() -> Vec<Vec<u8>> {
+pub(super) fn inputs() -> Vec<Vec<u8>> {
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
         x ^= x << 13;
@@ -144,7 +144,7 @@ fn moltzap_takes_garbage_as_values_and_still_connects() {
     s.resource_drop(&mut i.store).unwrap();
 }
 
-fn switch_config(transport: switch::Transport) -> switch::Config {
+pub(super) fn switch_config(transport: switch::Transport) -> switch::Config {
     switch::Config {
         start_after: Some(0),
         transport: Some(transport),
@@ -160,7 +160,7 @@ fn switch_config(transport: switch::Transport) -> switch::Config {
 
 /// The captured `connection_state` of a switch-core 0.19 server, as its SSE frame; its `data` is
 /// the WebSocket frame's too.
-fn connection_state_sse() -> String {
+pub(super) fn connection_state_sse() -> String {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../tests/vectors/switch-0.19/connection_state.sse"

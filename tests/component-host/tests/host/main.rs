@@ -1,6 +1,7 @@
 //! The component in a wasmtime host: against the local peers over real sockets (`peers`), and
 //! under bad input (`garbage`). One test binary, so the component is compiled once.
 
+mod drain;
 mod garbage;
 mod peers;
 
