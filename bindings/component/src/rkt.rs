@@ -136,12 +136,6 @@ impl GuestSession for Session {
         drained(&mut self.0.borrow_mut())
     }
 
-    fn handle_text_drain(&self, now: u64, text: String) -> Drained {
-        let mut s = self.0.borrow_mut();
-        s.handle_text(now, &text);
-        drained(&mut s)
-    }
-
     fn handle_texts_drain(&self, now: u64, texts: Vec<String>) -> Drained {
         let mut s = self.0.borrow_mut();
         for text in &texts {

@@ -6,7 +6,7 @@
 //!
 //! Each case does what a host does with an input: feed it, then take everything the session
 //! queued (every transmit, every event, the next timer). `native` calls the crate's `poll_*`
-//! until none; `component` makes the one call `handle-text-drain` (or `drain`); `component_polls`
+//! until none; `component` makes the one call `handle-texts-drain` with the one text (or `drain`); `component_polls`
 //! makes the calls one by one (`handle-text`, then `poll-transmit` and `poll-event` until none,
 //! and `poll-timeout`), which costs a crossing each; `component_batch` feeds the pushes of
 //! MoltZap and Switch [`BATCH`] at a time (`handle-texts-drain`), as a host does with the
@@ -64,14 +64,14 @@ macro_rules! drain_polls {
     }};
 }
 
-/// Feeds `texts` to component session `r` as case `case` does (`handle-text-drain`, the calls
+/// Feeds `texts` to component session `r` as case `case` does (`handle-texts-drain` a text at a time, the calls
 /// one by one, or `handle-texts-drain`); gives the events.
 macro_rules! feed_component {
     ($case:expr, $api:expr, $i:expr, $r:expr, $now:expr, $texts:expr) => {{
         let texts: &[String] = $texts;
         match $case {
             "component" => {
-                $api.call_handle_text_drain(&mut $i.store, $r, $now, &texts[0])
+                $api.call_handle_texts_drain(&mut $i.store, $r, $now, &texts[..1])
                     .unwrap()
                     .events
             }
@@ -314,7 +314,7 @@ mod component {
     }
 
     /// One round trip; the time spent in the component (building the server's reply is not):
-    /// `request`, `drain`, then `handle-text-drain`, or (`polls`) every `poll-*` call apart.
+    /// `request`, `drain`, then `handle-texts-drain`, or (`polls`) every `poll-*` call apart.
     pub fn rkt_round_trip(i: &mut Instance, s: ResourceAny, polls: bool) -> Duration {
         let api = i.engine.agentwire_engine_rkt().session();
         let opts = wr::RequestOptions {
@@ -349,7 +349,9 @@ mod component {
             api.call_handle_text(&mut i.store, s, 3, &reply).unwrap();
             drain_polls!(api, i, s)
         } else {
-            api.call_handle_text_drain(&mut i.store, s, 3, &reply).unwrap().events
+            api.call_handle_texts_drain(&mut i.store, s, 3, std::slice::from_ref(&reply))
+                .unwrap()
+                .events
         };
         match &events[..] {
             [wr::Event::Response(r)] => {

@@ -1,4 +1,4 @@
-//! `drain`, `handle-text-drain` and `handle-texts-drain` give what `handle-text` and the
+//! `drain` and `handle-texts-drain` (a text at a time, or 16) give what `handle-text` and the
 //! `poll-*` calls one by one give: the same events and transmits in the same order, and the same
 //! next timer. Fed valid frames mixed with garbage, each session three times over, no sockets.
 
@@ -22,7 +22,7 @@ struct Gave {
 enum Mode {
     /// `handle-text`, then `poll-transmit` and `poll-event` until none, for each.
     Polls,
-    /// `handle-text-drain` for each.
+    /// `handle-texts-drain` for each on its own.
     EachDrained,
     /// `handle-texts-drain`, 16 at a time.
     Batches,
@@ -85,7 +85,9 @@ macro_rules! feed {
             }
             Mode::EachDrained => {
                 for text in texts {
-                    let d = api.call_handle_text_drain(&mut $i.store, s, NOW, text).unwrap();
+                    let d = api
+                        .call_handle_texts_drain(&mut $i.store, s, NOW, std::slice::from_ref(text))
+                        .unwrap();
                     let t = d.transmits.iter().map(|t| format!("{t:?}")).collect();
                     take(t, d.events.iter().map(|e| format!("{e:?}")).collect());
                     gave.timeout = d.timeout;
@@ -117,7 +119,9 @@ fn switch_live(i: &mut Instance) -> ResourceAny {
     let sse = connection_state_sse();
     let data = sse.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
     let frame = format!(r#"{{"event":"connection_state","data":{data}}}"#);
-    let d = api.call_handle_text_drain(&mut i.store, s, NOW, &frame).unwrap();
+    let d = api
+        .call_handle_texts_drain(&mut i.store, s, NOW, std::slice::from_ref(&frame))
+        .unwrap();
     assert!(matches!(d.events[..], [switch::Event::Connected(_)]), "{:?}", d.events);
     s
 }
@@ -147,7 +151,7 @@ fn switch_drains_give_what_the_polls_give() {
     assert_eq!(events(&gave[0], "DomainEvent"), 36, "{:?}", gave[0].events);
     assert!(events(&gave[0], "Diagnostic") >= 50);
     assert_eq!(gave[0].transmits.len(), 4, "the pongs");
-    same(&gave[0], &gave[1], "handle-text-drain");
+    same(&gave[0], &gave[1], "a text at a time");
     // A pong acknowledges the events handed out, and in a batch those are the ones drained
     // before it: the same pongs, with cursors no further on.
     let cursor = |t: &String| {
@@ -164,7 +168,7 @@ fn switch_drains_give_what_the_polls_give() {
     let (mut batched, mut polled) = (gave[2].clone(), gave[0].clone());
     batched.transmits.clear();
     polled.transmits.clear();
-    same(&polled, &batched, "handle-texts-drain");
+    same(&polled, &batched, "16 texts at a time");
 }
 
 #[test]
@@ -187,15 +191,17 @@ fn moltzap_drains_give_what_the_polls_give() {
             let credentials = moltzap::Credentials::AgentKey("moltzap_agent_x".into());
             let id = api.call_connect(&mut i.store, s, NOW, &credentials).unwrap().unwrap();
             let hello = format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#);
-            let d = api.call_handle_text_drain(&mut i.store, s, NOW, &hello).unwrap();
+            let d = api
+                .call_handle_texts_drain(&mut i.store, s, NOW, std::slice::from_ref(&hello))
+                .unwrap();
             assert!(matches!(d.events[..], [moltzap::Event::Connected(_)]), "{:?}", d.events);
             feed!(mode, api, i, s, &texts)
         })
         .collect();
     let received = gave[0].events.iter().filter(|e| e.contains("hi ")).count();
     assert_eq!(received, 30, "{:?}", gave[0].events);
-    same(&gave[0], &gave[1], "handle-text-drain");
-    same(&gave[0], &gave[2], "handle-texts-drain");
+    same(&gave[0], &gave[1], "a text at a time");
+    same(&gave[0], &gave[2], "16 texts at a time");
 }
 
 #[test]
@@ -212,7 +218,9 @@ fn rkt_drains_give_what_the_polls_give() {
                 panic!("no HELLO: {d:?}")
             };
             let ack = rkt_reply(hello, "HELLO_ACK", r#"{"agreed_version":1,"session_timeout":300}"#);
-            let d = api.call_handle_text_drain(&mut i.store, s, NOW, &ack).unwrap();
+            let d = api
+                .call_handle_texts_drain(&mut i.store, s, NOW, std::slice::from_ref(&ack))
+                .unwrap();
             assert!(matches!(d.events[..], [rkt::Event::Ready(_)]), "{:?}", d.events);
             let options = rkt::RequestOptions {
                 streamed: true,
@@ -251,6 +259,6 @@ fn rkt_drains_give_what_the_polls_give() {
     let chunks: Vec<&String> = gave[0].events.iter().filter(|e| e.contains("StreamData")).collect();
     assert_eq!(chunks.len(), 30, "{:?}", gave[0].events);
     assert!(chunks[29].contains(r#"{\"n\":29}"#), "in order: {}", chunks[29]);
-    same(&gave[0], &gave[1], "handle-text-drain");
-    same(&gave[0], &gave[2], "handle-texts-drain");
+    same(&gave[0], &gave[1], "a text at a time");
+    same(&gave[0], &gave[2], "16 texts at a time");
 }
