@@ -8,6 +8,29 @@ mod bindings {
     wit_bindgen::generate!({ world: "engine", path: "wit", generate_all });
 }
 
+/// `drain` and `handle-texts-drain` of a `session` resource whose engine is `self.0` (a
+/// `RefCell`), in a module with `Drained`, `event` (engine event to WIT) and `$transmit` (engine
+/// transmit to WIT): the same in all three interfaces.
+macro_rules! drain_methods {
+    ($transmit:path) => {
+        fn drain(&self) -> Drained {
+            let mut s = self.0.borrow_mut();
+            Drained {
+                transmits: std::iter::from_fn(|| s.poll_transmit().map($transmit)).collect(),
+                events: std::iter::from_fn(|| s.poll_event().map(event)).collect(),
+                timeout: s.poll_timeout(),
+            }
+        }
+
+        fn handle_texts_drain(&self, now: u64, texts: Vec<String>) -> Drained {
+            for text in &texts {
+                self.0.borrow_mut().handle_text(now, text);
+            }
+            self.drain()
+        }
+    };
+}
+
 mod common;
 mod moltzap;
 mod rkt;

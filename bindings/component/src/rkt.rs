@@ -86,15 +86,6 @@ fn event(e: ClientEvent) -> Event {
     }
 }
 
-/// Everything `s` has queued (the WIT `drain`).
-fn drained(s: &mut ClientSession) -> Drained {
-    Drained {
-        transmits: std::iter::from_fn(|| s.poll_transmit().map(outgoing)).collect(),
-        events: std::iter::from_fn(|| s.poll_event().map(event)).collect(),
-        timeout: s.poll_timeout(),
-    }
-}
-
 impl GuestSession for Session {
     fn new(config_: Config) -> Self {
         Session(RefCell::new(ClientSession::new(config(config_), WasiEntropy::boxed())))
@@ -132,17 +123,7 @@ impl GuestSession for Session {
         self.0.borrow().poll_timeout()
     }
 
-    fn drain(&self) -> Drained {
-        drained(&mut self.0.borrow_mut())
-    }
-
-    fn handle_texts_drain(&self, now: u64, texts: Vec<String>) -> Drained {
-        let mut s = self.0.borrow_mut();
-        for text in &texts {
-            s.handle_text(now, text);
-        }
-        drained(&mut s)
-    }
+    drain_methods!(outgoing);
 
     fn request(
         &self,

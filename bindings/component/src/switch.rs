@@ -193,15 +193,6 @@ impl Guest for Engine {
     }
 }
 
-/// Everything `s` has queued (the WIT `drain`).
-fn drained(s: &mut Connection) -> Drained {
-    Drained {
-        transmits: std::iter::from_fn(|| s.poll_transmit().map(transmit)).collect(),
-        events: std::iter::from_fn(|| s.poll_event().map(event)).collect(),
-        timeout: s.poll_timeout(),
-    }
-}
-
 impl GuestSession for Session {
     fn new(config_: Config) -> Self {
         Session(RefCell::new(Connection::new(config(config_), WasiEntropy::boxed())))
@@ -267,17 +258,7 @@ impl GuestSession for Session {
         self.0.borrow().poll_timeout()
     }
 
-    fn drain(&self) -> Drained {
-        drained(&mut self.0.borrow_mut())
-    }
-
-    fn handle_texts_drain(&self, now: u64, texts: Vec<String>) -> Drained {
-        let mut s = self.0.borrow_mut();
-        for text in &texts {
-            s.handle_text(now, text);
-        }
-        drained(&mut s)
-    }
+    drain_methods!(transmit);
 
     fn state(&self) -> State {
         use agentwire_switch::State as S;
