@@ -45,12 +45,15 @@ class Host {
     }
   }
 
-  /** Carries out every transmit, queues every event, re-arms the timer. */
+  /**
+   * Carries out every transmit, queues every event, re-arms the timer: the WIT `drain`, one call
+   * for what `poll-transmit`, `poll-event` and `poll-timeout` give.
+   */
   drain() {
-    for (let t; (t = this.session.pollTransmit()) !== undefined; ) this.carryOut(t);
-    for (let e; (e = this.session.pollEvent()) !== undefined; ) this.#events.push(e);
+    const { transmits, events, timeout: due } = this.session.drain();
+    for (const t of transmits) this.carryOut(t);
+    this.#events.push(...events);
     clearTimeout(this.#timer);
-    const due = this.session.pollTimeout();
     if (due !== undefined) {
       const wait = Math.min(Math.max(0, Number(due) - Date.now()), 2 ** 31 - 1);
       this.#timer = setTimeout(() => this.feed((s, t) => s.handleTimeout(t)), wait).unref();
