@@ -73,13 +73,29 @@ impl<'t, 'a> Object<'t, 'a> {
     /// serde decodes every key, a key holding a lone surrogate escape refused.
     pub fn known(v: Value<'t, 'a>, known: &[&str]) -> Result<Self, FieldError> {
         let o = Self::lenient(v)?;
-        if let Some(k) = known
-            .iter()
-            .find(|k| v.members().filter(|(m, _)| m.is(k)).nth(1).is_some())
-        {
-            return Err(FieldError::Repeated((*k).to_string()));
+        // One pass over the members (this runs on every push a MoltZap session routes): the
+        // known keys seen so far as bits, so the first one given again is refused, as serde
+        // refuses the first duplicate it meets. Past the 64th known key, a count.
+        let mut seen = 0u64;
+        let mut lossy = false;
+        for (k, _) in v.members() {
+            lossy |= k.lossy();
+            let Some(i) = known.iter().position(|name| k.is(name)) else {
+                continue;
+            };
+            let again = match 1u64.checked_shl(i as u32) {
+                Some(bit) => {
+                    let again = seen & bit != 0;
+                    seen |= bit;
+                    again
+                }
+                None => v.members().filter(|(m, _)| m.is(known[i])).nth(1).is_some(),
+            };
+            if again {
+                return Err(FieldError::Repeated(known[i].to_string()));
+            }
         }
-        if v.members().any(|(k, _)| k.lossy()) {
+        if lossy {
             return Err(FieldError::Lossy("a key".into()));
         }
         Ok(o)
@@ -289,6 +305,25 @@ mod tests {
             Object::known(t.root(), &["c", "d"]).unwrap().uint::<u8>("c").unwrap(),
             Some(4)
         );
+        // The first key given again in the text is the one refused, as serde refuses it.
+        assert_eq!(
+            Object::known(t.root(), &["a", "b"]).unwrap_err(),
+            FieldError::Repeated("b".into())
+        );
+        // Past the 64th known key too.
+        let names: Vec<String> = (0..70).map(|n| format!("k{n}")).collect();
+        let known: Vec<&str> = names.iter().map(String::as_str).collect();
+        for (text, repeated) in [
+            (r#"{"k66":1,"k1":2,"k66":3}"#, Some("k66")),
+            (r#"{"k66":1,"k67":2,"k1":2}"#, None),
+        ] {
+            let t = parse(text, 2).unwrap();
+            assert_eq!(
+                Object::known(t.root(), &known).err(),
+                repeated.map(|k| FieldError::Repeated(k.into())),
+                "{text}"
+            );
+        }
     }
 
     #[test]
