@@ -297,13 +297,7 @@ mod component {
     pub fn rkt_stream(i: &mut Instance, n: usize) -> (ResourceAny, Rc<[String]>) {
         let s = rkt(i);
         let api = i.engine.agentwire_engine_rkt().session();
-        let opts = wr::RequestOptions {
-            streamed: true,
-            priority: None,
-            ttl_s: None,
-            to: None,
-            context: None,
-        };
+        let opts = defaults::rkt_request(true);
         api.call_request(&mut i.store, s, 2, "bench.flood", None, &opts)
             .unwrap()
             .unwrap();
@@ -317,13 +311,7 @@ mod component {
     /// `request`, `drain`, then `handle-texts-drain`, or (`polls`) every `poll-*` call apart.
     pub fn rkt_round_trip(i: &mut Instance, s: ResourceAny, polls: bool) -> Duration {
         let api = i.engine.agentwire_engine_rkt().session();
-        let opts = wr::RequestOptions {
-            streamed: false,
-            priority: None,
-            ttl_s: None,
-            to: None,
-            context: None,
-        };
+        let opts = defaults::rkt_request(false);
         let start = Instant::now();
         api.call_request(&mut i.store, s, 2, "weather.current", None, &opts)
             .unwrap()

@@ -20,6 +20,17 @@ pub fn rkt() -> rkt::Config {
     }
 }
 
+/// RKT request options with nothing but `streamed` set.
+pub fn rkt_request(streamed: bool) -> rkt::RequestOptions {
+    rkt::RequestOptions {
+        streamed,
+        priority: None,
+        ttl_s: None,
+        to: None,
+        context: None,
+    }
+}
+
 pub fn moltzap() -> moltzap::Config {
     moltzap::Config {
         generation: None,

@@ -222,13 +222,7 @@ fn rkt_drains_give_what_the_polls_give() {
                 .call_handle_texts_drain(&mut i.store, s, NOW, std::slice::from_ref(&ack))
                 .unwrap();
             assert!(matches!(d.events[..], [rkt::Event::Ready(_)]), "{:?}", d.events);
-            let options = rkt::RequestOptions {
-                streamed: true,
-                priority: None,
-                ttl_s: None,
-                to: None,
-                context: None,
-            };
+            let options = defaults::rkt_request(true);
             let id = api
                 .call_request(&mut i.store, s, NOW, "echo", None, &options)
                 .unwrap()

@@ -67,13 +67,7 @@ fn rkt_takes_garbage_as_values() {
         api.call_poll_event(&mut i.store, s).unwrap(),
         Some(rkt::Event::Ready(_))
     ));
-    let options = rkt::RequestOptions {
-        streamed: true,
-        priority: None,
-        ttl_s: None,
-        to: None,
-        context: None,
-    };
+    let options = defaults::rkt_request(true);
     let (mut text_errors, mut closed) = (0, false);
     feed(|now, input| {
         // A stream open, so replies and chunks have somewhere to go.

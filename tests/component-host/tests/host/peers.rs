@@ -58,16 +58,6 @@ fn rkt_config() -> rkt::Config {
     }
 }
 
-fn request_options(streamed: bool) -> rkt::RequestOptions {
-    rkt::RequestOptions {
-        streamed,
-        priority: None,
-        ttl_s: None,
-        to: None,
-        context: None,
-    }
-}
-
 #[test]
 fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
     let server = tokio().block_on(async {
@@ -100,7 +90,7 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
                 now_ms(),
                 "weather.current",
                 Some(r#"{"city":"Seoul"}"#),
-                &request_options(false),
+                &defaults::rkt_request(false),
             )
         })
         .unwrap()
@@ -129,7 +119,7 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
                 now_ms(),
                 "weather.forecast",
                 Some(params),
-                &request_options(true),
+                &defaults::rkt_request(true),
             )
         })
         .unwrap()
@@ -188,7 +178,7 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
 
     // A remote error (an unknown intent) and a local one (bad JSON): values, not traps.
     let id = c
-        .with(|api, st, s| api.call_request(st, s, now_ms(), "maps.navigate", None, &request_options(false)))
+        .with(|api, st, s| api.call_request(st, s, now_ms(), "maps.navigate", None, &defaults::rkt_request(false)))
         .unwrap()
         .unwrap();
     let (error, _) = c
@@ -199,7 +189,16 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
         .unwrap();
     assert_eq!((error.kind, error.code), (ErrorKind::Remote, Some(602)), "{error:?}");
     let local = c
-        .with(|api, st, s| api.call_request(st, s, now_ms(), "echo", Some("{not json"), &request_options(false)))
+        .with(|api, st, s| {
+            api.call_request(
+                st,
+                s,
+                now_ms(),
+                "echo",
+                Some("{not json"),
+                &defaults::rkt_request(false),
+            )
+        })
         .unwrap()
         .unwrap_err();
     assert_eq!(local.kind, ErrorKind::Invalid);
