@@ -80,7 +80,7 @@ impl<'t, 'a> Object<'t, 'a> {
         let mut lossy = false;
         for (k, _) in v.members() {
             lossy |= k.lossy();
-            let Some(i) = known.iter().position(|name| k.is(name)) else {
+            let Some(i) = k.find(known) else {
                 continue;
             };
             let again = match 1u64.checked_shl(i as u32) {

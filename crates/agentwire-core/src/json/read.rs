@@ -331,36 +331,11 @@ impl Parser<'_> {
 /// The string whose opening quote is at `i`: the index after its closing quote, whether it has
 /// escapes, and where its first lone surrogate escape is. Checks every escape.
 fn string(b: &[u8], i: usize) -> Result<(usize, bool, Option<usize>), ReadError> {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH: u64 = ONES * 0x80;
-    // A byte of `x` is zero (exactly: the test is only used as "any byte").
-    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let plain = |c: u8| c >= 0x20 && c != b'"' && c != b'\\';
     let mut j = i + 1;
     let mut escaped = false;
     let mut lone = None;
     loop {
-        // Short strings (most keys) byte by byte; past 16 bytes, eight at a time while none is
-        // `"`, `\` or a control character.
-        let start = j;
-        while b.get(j).is_some_and(|&c| plain(c)) && j - start < 16 {
-            j += 1;
-        }
-        if j - start == 16 {
-            while let Some(c) = b.get(j..j + 8) {
-                let w = u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-                let special = zero(w ^ (ONES * u64::from(b'"')))
-                    | zero(w ^ (ONES * u64::from(b'\\')))
-                    | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
-                if special != 0 {
-                    break;
-                }
-                j += 8;
-            }
-            while b.get(j).is_some_and(|&c| plain(c)) {
-                j += 1;
-            }
-        }
+        j = plain_run(b, j);
         match b.get(j) {
             None => return err(j, Reason::Eof),
             Some(b'"') => return Ok((j + 1, escaped, lone)),
@@ -372,10 +347,36 @@ fn string(b: &[u8], i: usize) -> Result<(usize, bool, Option<usize>), ReadError>
                 }
                 j = next;
             }
-            Some(&c) if c < 0x20 => return err(j, Reason::Control),
-            Some(_) => j += 1,
+            // A control character: `plain_run` stops only at these three kinds of byte.
+            Some(_) => return err(j, Reason::Control),
         }
     }
+}
+
+/// The index of the first byte at or after `j` that is `"`, `\` or a control character (the
+/// length of `b` when there is none), eight bytes at a time.
+fn plain_run(b: &[u8], mut j: usize) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES * 0x80;
+    const QUOTE: u64 = ONES * b'"' as u64;
+    const BACKSLASH: u64 = ONES * b'\\' as u64;
+    const SPACE: u64 = ONES * 0x20;
+    while let Some(&[c0, c1, c2, c3, c4, c5, c6, c7]) = b.get(j..j + 8) {
+        let w = u64::from_le_bytes([c0, c1, c2, c3, c4, c5, c6, c7]);
+        let (q, s) = (w ^ QUOTE, w ^ BACKSLASH);
+        // The high bit of a byte is set for a zero byte of `q` or `s`, or a byte of `w` below
+        // 0x20; a borrow can set it falsely only above a byte that really is one, so the lowest
+        // set bit (the first byte in the text) is exact.
+        let special = (q.wrapping_sub(ONES) & !q | s.wrapping_sub(ONES) & !s | w.wrapping_sub(SPACE) & !w) & HIGH;
+        if special != 0 {
+            return j + (special.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    while b.get(j).is_some_and(|&c| c >= 0x20 && c != b'"' && c != b'\\') {
+        j += 1;
+    }
+    j
 }
 
 /// The escape whose backslash is at `i`: the index after it, and false for a `\u` escape of half
@@ -669,7 +670,7 @@ impl<'t, 'a> Value<'t, 'a> {
     pub fn odd_key(&self, allowed: &[&str]) -> Option<Key<'t, 'a>> {
         let mut seen = 0u64;
         for (k, _) in self.members() {
-            let Some(pos) = allowed.iter().position(|a| k.is(a)) else {
+            let Some(pos) = k.find(allowed) else {
                 return Some(k);
             };
             if pos >= 64 {
@@ -705,13 +706,26 @@ impl<'t, 'a> Key<'t, 'a> {
     }
 
     /// True when the key's text is `name`.
+    #[inline]
     pub fn is(&self, name: &str) -> bool {
-        match self.0.node().tag {
-            Tag::Plain => {
-                let raw = self.0.raw().as_bytes();
-                raw.len() == name.len() + 2 && raw.get(1..raw.len() - 1) == Some(name.as_bytes())
+        self.find(&[name]).is_some()
+    }
+
+    /// The index of the first of `names` that is the key's text. The tape is read once and
+    /// names are compared by length first: this runs for every member of every object a
+    /// decoder looks keys up in.
+    pub fn find(&self, names: &[&str]) -> Option<usize> {
+        let n = self.0.node();
+        let plain = match n.tag {
+            Tag::Plain => self.0.tape.text.as_bytes().get(n.start as usize + 1..(n.end as usize).saturating_sub(1)),
+            _ => None,
+        };
+        match plain {
+            Some(key) => names.iter().position(|name| name.len() == key.len() && name.as_bytes() == key),
+            None => {
+                let text = self.text();
+                names.iter().position(|name| *name == text)
             }
-            _ => self.text() == name,
         }
     }
 }

@@ -370,7 +370,7 @@ impl Session {
             match frame {
                 Ok(Frame::Response(r)) => self.on_response(now, r),
                 Ok(Frame::Notification(n)) => {
-                    let data = n.params.map(|p| p.get().to_string());
+                    let data = n.params.map(owned);
                     self.events.push_back(events::push_event(n.name, data));
                 }
                 Ok(Frame::Request(q)) => {
@@ -421,7 +421,7 @@ impl Session {
         let event = match r.outcome {
             Outcome::Result(result) => Event::Response {
                 id,
-                result: result.get().to_string(),
+                result: owned(result),
             },
             Outcome::Error(e) => Event::Failed {
                 error: MoltZapError::remote(&e, Some(&Id::Str(id.clone()))),
@@ -524,4 +524,9 @@ impl Session {
 
 fn state_error(m: &str) -> MoltZapError {
     MoltZapError::local(ErrorKind::State, m)
+}
+
+/// A raw JSON value's text, moved out of its box (no copy).
+fn owned(raw: Box<RawValue>) -> String {
+    Box::<str>::from(raw).into()
 }
