@@ -3,6 +3,7 @@
 
 pub mod fields;
 pub mod read;
+pub mod write;
 
 /// True when arrays and objects in `b` nest deeper than `max` (strings skipped, escapes
 /// honoured). Not a validator: it only bounds what a parser would recurse into.
@@ -78,37 +79,100 @@ pub fn is_null(raw: &str) -> bool {
 pub fn push_string(out: &mut String, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push('"');
+    let b = s.as_bytes();
     let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0x00..=0x1f => "",
-            _ => continue,
-        };
-        // `i` is at an ASCII byte, so a char boundary.
-        out.push_str(&s[start..i]);
-        if escape.is_empty() {
-            out.push_str("\\u00");
-            out.push(HEX[usize::from(b >> 4)] as char);
-            out.push(HEX[usize::from(b & 0xf)] as char);
-        } else {
-            out.push_str(escape);
+    loop {
+        // Up to the next byte to escape (ASCII, so a char boundary), copied in one go.
+        let i = plain_run(b, start);
+        out.push_str(s.get(start..i).unwrap_or(""));
+        let Some(&c) = b.get(i) else { break };
+        match c {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
+                out.push_str("\\u00");
+                out.push(HEX[usize::from(c >> 4)] as char);
+                out.push(HEX[usize::from(c & 0xf)] as char);
+            }
         }
         start = i + 1;
     }
-    out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// The index of the first byte at or after `j` that is `"`, `\` or a control character (the
+/// length of `b` when there is none), eight bytes at a time: where a JSON string ends, or has
+/// something to escape or unescape.
+pub fn plain_run(b: &[u8], mut j: usize) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES * 0x80;
+    const QUOTE: u64 = ONES * b'"' as u64;
+    const BACKSLASH: u64 = ONES * b'\\' as u64;
+    const SPACE: u64 = ONES * 0x20;
+    while let Some(&[c0, c1, c2, c3, c4, c5, c6, c7]) = b.get(j..j + 8) {
+        let w = u64::from_le_bytes([c0, c1, c2, c3, c4, c5, c6, c7]);
+        let (q, s) = (w ^ QUOTE, w ^ BACKSLASH);
+        // The high bit of a byte is set for a zero byte of `q` or `s`, or a byte of `w` below
+        // 0x20; a borrow can set it falsely only above a byte that really is one, so the lowest
+        // set bit (the first byte in the text) is exact.
+        let special = (q.wrapping_sub(ONES) & !q | s.wrapping_sub(ONES) & !s | w.wrapping_sub(SPACE) & !w) & HIGH;
+        if special != 0 {
+            return j + (special.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    while b.get(j).is_some_and(|&c| c >= 0x20 && c != b'"' && c != b'\\') {
+        j += 1;
+    }
+    j
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{is_null, nests_deeper_than};
+    use super::{is_null, nests_deeper_than, plain_run, push_string};
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn push_string_escapes_as_serde_json_does(s in any::<String>(), ctrl in "[\\x00-\\x1f\"\\\\a-z]{0,40}") {
+            for s in [&s, &ctrl, &format!("{ctrl}{s}{ctrl}")] {
+                let mut out = String::new();
+                push_string(&mut out, s);
+                prop_assert_eq!(out, serde_json::to_string(s).unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn plain_run_stops_at_the_first_quote_backslash_or_control() {
+        let naive = |b: &[u8], j: usize| {
+            (j..b.len())
+                .find(|&k| b[k] < 0x20 || b[k] == b'"' || b[k] == b'\\')
+                .unwrap_or(b.len().max(j))
+        };
+        // Every special byte at every offset of words around it, with bytes that differ from the
+        // specials by one bit and bytes above 0x7f before and after.
+        for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+            for len in 0..40 {
+                for at in 0..=len {
+                    let mut b: Vec<u8> = (0..len)
+                        .map(|k| [b'#', b'^', 0x21, 0xff, 0x80, b'a', 0x7f][k % 7])
+                        .collect();
+                    if at < len {
+                        b[at] = special;
+                    }
+                    for j in 0..=len {
+                        assert_eq!(plain_run(&b, j), naive(&b, j), "{b:?} from {j}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn openers_counts_every_bracket_and_brace_at_every_offset() {

@@ -335,7 +335,7 @@ fn string(b: &[u8], i: usize) -> Result<(usize, bool, Option<usize>), ReadError>
     let mut escaped = false;
     let mut lone = None;
     loop {
-        j = plain_run(b, j);
+        j = super::plain_run(b, j);
         match b.get(j) {
             None => return err(j, Reason::Eof),
             Some(b'"') => return Ok((j + 1, escaped, lone)),
@@ -351,32 +351,6 @@ fn string(b: &[u8], i: usize) -> Result<(usize, bool, Option<usize>), ReadError>
             Some(_) => return err(j, Reason::Control),
         }
     }
-}
-
-/// The index of the first byte at or after `j` that is `"`, `\` or a control character (the
-/// length of `b` when there is none), eight bytes at a time.
-fn plain_run(b: &[u8], mut j: usize) -> usize {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const HIGH: u64 = ONES * 0x80;
-    const QUOTE: u64 = ONES * b'"' as u64;
-    const BACKSLASH: u64 = ONES * b'\\' as u64;
-    const SPACE: u64 = ONES * 0x20;
-    while let Some(&[c0, c1, c2, c3, c4, c5, c6, c7]) = b.get(j..j + 8) {
-        let w = u64::from_le_bytes([c0, c1, c2, c3, c4, c5, c6, c7]);
-        let (q, s) = (w ^ QUOTE, w ^ BACKSLASH);
-        // The high bit of a byte is set for a zero byte of `q` or `s`, or a byte of `w` below
-        // 0x20; a borrow can set it falsely only above a byte that really is one, so the lowest
-        // set bit (the first byte in the text) is exact.
-        let special = (q.wrapping_sub(ONES) & !q | s.wrapping_sub(ONES) & !s | w.wrapping_sub(SPACE) & !w) & HIGH;
-        if special != 0 {
-            return j + (special.trailing_zeros() / 8) as usize;
-        }
-        j += 8;
-    }
-    while b.get(j).is_some_and(|&c| c >= 0x20 && c != b'"' && c != b'\\') {
-        j += 1;
-    }
-    j
 }
 
 /// The escape whose backslash is at `i`: the index after it, and false for a `\u` escape of half
@@ -717,11 +691,18 @@ impl<'t, 'a> Key<'t, 'a> {
     pub fn find(&self, names: &[&str]) -> Option<usize> {
         let n = self.0.node();
         let plain = match n.tag {
-            Tag::Plain => self.0.tape.text.as_bytes().get(n.start as usize + 1..(n.end as usize).saturating_sub(1)),
+            Tag::Plain => self
+                .0
+                .tape
+                .text
+                .as_bytes()
+                .get(n.start as usize + 1..(n.end as usize).saturating_sub(1)),
             _ => None,
         };
         match plain {
-            Some(key) => names.iter().position(|name| name.len() == key.len() && name.as_bytes() == key),
+            Some(key) => names
+                .iter()
+                .position(|name| name.len() == key.len() && name.as_bytes() == key),
             None => {
                 let text = self.text();
                 names.iter().position(|name| *name == text)

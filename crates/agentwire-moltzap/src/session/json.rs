@@ -4,8 +4,8 @@
 
 use super::Event;
 use crate::MoltZapError;
-use agentwire_core::json::{is_null, LazyJson};
-use serde::Serialize;
+use agentwire_core::json::write::Obj;
+use agentwire_core::json::{is_null, plain_run, LazyJson};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
@@ -19,8 +19,6 @@ fn error(e: &crate::MoltZapError) -> Value {
 }
 
 /// A payload as [`Event::to_json_string`] writes it: verbatim when it is JSON, else as a string.
-#[derive(Serialize)]
-#[serde(untagged)]
 enum Embed<'a> {
     Json(&'a RawValue),
     Text(&'a str),
@@ -95,64 +93,70 @@ fn may_refuse(raw: &[u8]) -> bool {
     false
 }
 
-/// The end of the run of string bytes from `i` that are neither `"` nor `\\`, skipped a word
-/// at a time (payloads are mostly string bytes).
-fn plain_run(raw: &[u8], mut i: usize) -> usize {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH: u64 = ONES << 7;
-    const QUOTE: u64 = ONES * b'"' as u64;
-    const BACKSLASH: u64 = ONES * b'\\' as u64;
-    // A zero byte in `w ^ pattern` is a match: `(x - ONES) & !x & HIGH` is non-zero then.
-    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH != 0;
-    while let Some(word) = raw.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
-        let w = u64::from_ne_bytes(word);
-        if zero_byte(w ^ QUOTE) || zero_byte(w ^ BACKSLASH) {
-            break;
-        }
-        i += 8;
-    }
-    while raw.get(i).is_some_and(|&c| c != b'"' && c != b'\\') {
-        i += 1;
-    }
-    i
+/// The object [`Event::to_json_string`] writes; fields left out when `None`.
+#[derive(Default)]
+struct Out<'a> {
+    kind: &'static str,
+    id: Option<&'a str>,
+    generation: Option<&'static str>,
+    hello: Option<Embed<'a>>,
+    result: Option<Embed<'a>>,
+    error: Option<&'a MoltZapError>,
+    conversation_id: Option<&'a str>,
+    message_id: Option<&'a str>,
+    sender_id: Option<&'a str>,
+    agent_id: Option<&'a str>,
+    status: Option<&'a str>,
+    name: Option<&'a str>,
+    data: Option<Embed<'a>>,
+    count: Option<u32>,
+    code: Option<u16>,
+    reason: Option<&'a str>,
 }
 
-/// The object [`Event::to_json_string`] writes; fields left out when `None`.
-#[derive(Serialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct Out<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    generation: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    hello: Option<Embed<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<Embed<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a MoltZapError>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    conversation_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sender_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    agent_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    name: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    data: Option<Embed<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    count: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    code: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
+impl Out<'_> {
+    /// The object as JSON text, its fields in the order above (camelCase), `None` left out.
+    fn write(&self) -> String {
+        let mut out = String::with_capacity(160);
+        let mut o = Obj::begin(&mut out);
+        o.str("type", self.kind);
+        o.opt_str("id", self.id);
+        o.opt_str("generation", self.generation);
+        embed_field(&mut o, "hello", &self.hello);
+        embed_field(&mut o, "result", &self.result);
+        // An error is strings and numbers: serializing it cannot fail.
+        if let Some(e) = self.error.and_then(|e| serde_json::to_string(e).ok()) {
+            o.key("error");
+            o.out.push_str(&e);
+        }
+        o.opt_str("conversationId", self.conversation_id);
+        o.opt_str("messageId", self.message_id);
+        o.opt_str("senderId", self.sender_id);
+        o.opt_str("agentId", self.agent_id);
+        o.opt_str("status", self.status);
+        o.opt_str("name", self.name);
+        embed_field(&mut o, "data", &self.data);
+        if let Some(n) = self.count {
+            o.u64("count", n.into());
+        }
+        if let Some(n) = self.code {
+            o.u64("code", n.into());
+        }
+        o.opt_str("reason", self.reason);
+        o.end();
+        out
+    }
+}
+
+fn embed_field(o: &mut Obj<'_>, k: &str, v: &Option<Embed<'_>>) {
+    match v {
+        Some(Embed::Json(raw)) => {
+            o.key(k);
+            o.out.push_str(raw.get());
+        }
+        Some(Embed::Text(t)) => o.str(k, t),
+        None => {}
+    }
 }
 
 /// Every `type` [`Event::to_json`] can give, for bindings to check their own types against.
@@ -178,9 +182,7 @@ impl Event {
     /// syntax check instead of being parsed into a tree and written again. Parsing the text
     /// gives exactly `to_json()` (key order aside).
     pub fn to_json_string(&self) -> String {
-        let (out, _) = self.out(false);
-        // Strings, raw JSON and an error struct cannot fail to serialize; the tree is a fallback.
-        serde_json::to_string(&out).unwrap_or_else(|_| self.to_json().to_string())
+        self.out(false).0.write()
     }
 
     /// [`Event::to_json_string`] split for hosts that parse payloads lazily: the object without
@@ -190,8 +192,10 @@ impl Event {
     /// escapes, numbers beyond `f64`, nesting past 128) is JSON to the host, not a string.
     pub fn to_json_lazy(&self) -> LazyJson<'_> {
         let (out, payload) = self.out(true);
-        let envelope = serde_json::to_string(&out).unwrap_or_else(|_| self.to_json_string());
-        LazyJson { envelope, payload }
+        LazyJson {
+            envelope: out.write(),
+            payload,
+        }
     }
 
     /// The object [`Event::to_json_string`] writes; with `lazy`, without the payload, which is

@@ -7,6 +7,7 @@
 use super::{Event, Wire};
 use crate::error::SwitchError;
 use crate::frame::{ConnGeneration, Gap};
+use agentwire_core::json::write::{push_u64, Obj};
 use agentwire_core::json::{is_null, push_string, LazyJson};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -268,7 +269,7 @@ fn event_text(event: &Event, lazy: bool) -> (String, Option<(&'static str, &str)
             match lazy {
                 true if !is_null(event.payload.get()) => payload = Some(("payload", event.payload.get())),
                 true => {}
-                false => o.raw("payload", &event.payload),
+                false => o.raw("payload", event.payload.get()),
             }
             if let Some(g) = gap {
                 o.key("gap");
@@ -302,7 +303,7 @@ fn event_text(event: &Event, lazy: bool) -> (String, Option<(&'static str, &str)
             match lazy {
                 true if !is_null(raw.get()) => payload = Some(("data", raw.get())),
                 true => {}
-                false => o.raw("data", raw),
+                false => o.raw("data", raw.get()),
             }
         }
         Event::Evicted(e) => {
@@ -337,79 +338,6 @@ fn event_text(event: &Event, lazy: bool) -> (String, Option<(&'static str, &str)
     }
     o.end();
     (out, payload)
-}
-
-/// A JSON object being written: keys are this module's own (ASCII, nothing to escape).
-struct Obj<'a> {
-    out: &'a mut String,
-    first: bool,
-}
-
-impl<'a> Obj<'a> {
-    fn begin(out: &'a mut String) -> Self {
-        out.push('{');
-        Obj { out, first: true }
-    }
-
-    fn key(&mut self, k: &str) {
-        if !std::mem::replace(&mut self.first, false) {
-            self.out.push(',');
-        }
-        self.out.push('"');
-        self.out.push_str(k);
-        self.out.push_str("\":");
-    }
-
-    fn str(&mut self, k: &str, v: &str) {
-        self.key(k);
-        push_string(self.out, v);
-    }
-
-    fn opt_str(&mut self, k: &str, v: Option<&str>) {
-        if let Some(v) = v {
-            self.str(k, v);
-        }
-    }
-
-    fn u64(&mut self, k: &str, v: u64) {
-        self.key(k);
-        push_u64(self.out, v);
-    }
-
-    fn bool(&mut self, k: &str, v: bool) {
-        self.key(k);
-        self.out.push_str(if v { "true" } else { "false" });
-    }
-
-    fn strings(&mut self, k: &str, v: &[String]) {
-        self.key(k);
-        self.out.push('[');
-        for (i, s) in v.iter().enumerate() {
-            if i > 0 {
-                self.out.push(',');
-            }
-            push_string(self.out, s);
-        }
-        self.out.push(']');
-    }
-
-    /// Raw JSON, verbatim; left out when it is `null` (as `to_json` leaves out null fields).
-    fn raw(&mut self, k: &str, v: &RawValue) {
-        let text = v.get();
-        if text.trim() != "null" {
-            self.key(k);
-            self.out.push_str(text);
-        }
-    }
-
-    fn end(self) {
-        self.out.push('}');
-    }
-}
-
-fn push_u64(out: &mut String, n: u64) {
-    use std::fmt::Write;
-    let _ = write!(out, "{n}");
 }
 
 #[cfg(test)]
