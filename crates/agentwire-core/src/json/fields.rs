@@ -72,17 +72,29 @@ impl<'t, 'a> Object<'t, 'a> {
     /// unknown keys ignored (their values skipped), a `known` key given twice refused, and, as
     /// serde decodes every key, a key holding a lone surrogate escape refused.
     pub fn known(v: Value<'t, 'a>, known: &[&str]) -> Result<Self, FieldError> {
+        Self::known_with(v, known, |_, _| {})
+    }
+
+    /// [`Object::known`], handing `found` each known key's value with the key's index in
+    /// `known`, in the text's order, as the one pass over the members meets them (before it
+    /// has seen all of them: use the values only when it returns `Ok`).
+    pub fn known_with(
+        v: Value<'t, 'a>,
+        known: &[&str],
+        mut found: impl FnMut(usize, Value<'t, 'a>),
+    ) -> Result<Self, FieldError> {
         let o = Self::lenient(v)?;
         // One pass over the members (this runs on every push a MoltZap session routes): the
         // known keys seen so far as bits, so the first one given again is refused, as serde
         // refuses the first duplicate it meets. Past the 64th known key, a count.
         let mut seen = 0u64;
         let mut lossy = false;
-        for (k, _) in v.members() {
+        for (k, value) in v.members() {
             lossy |= k.lossy();
             let Some(i) = k.find(known) else {
                 continue;
             };
+            found(i, value);
             let again = match 1u64.checked_shl(i as u32) {
                 Some(bit) => {
                     let again = seen & bit != 0;

@@ -148,49 +148,54 @@ const IDS: [&str; 7] = [
     "conversation",
 ];
 
-/// A routing key's value at one level: by name in an object, by position in serde's array form.
-fn id_field<'t, 'a>(v: Value<'t, 'a>, key: &str) -> Option<Value<'t, 'a>> {
+/// The routing keys' values at one level of a push payload, by their index in [`IDS`]: by name
+/// in an object, by position in serde's array form, read in one pass. `None` when the level does
+/// not have the shape the routing fields need: an object without a routing key twice (or serde's
+/// array form, at most 7 items), `message` and `conversation` absent, `null` or such values in
+/// turn, at most [`SERDE_DEPTH`] deep. The other values are skipped (they may be anything).
+fn ids<'t, 'a>(v: Value<'t, 'a>, level: usize) -> Option<[Option<Value<'t, 'a>>; 7]> {
+    let mut found = [None; IDS.len()];
     match v.kind() {
-        Kind::Array => v.items().nth(IDS.iter().position(|k| *k == key)?),
-        _ => v.get(key),
+        Kind::Object => Object::known_with(v, &IDS, |i, value| found[i] = Some(value))
+            .ok()
+            .map(drop)?,
+        Kind::Array if v.items().count() <= IDS.len() => {
+            v.items().zip(&mut found).for_each(|(item, id)| *id = Some(item))
+        }
+        _ => return None,
     }
+    let nested_ok = |c: Option<Value<'_, '_>>| c.is_none_or(|c| c.is_null() || ids(c, level + 1).is_some());
+    (level <= SERDE_DEPTH && nested_ok(found[MESSAGE]) && nested_ok(found[CONVERSATION])).then_some(found)
 }
 
-/// True when `v`, at nesting `level` (1: the top), has the shape the routing fields need: an
-/// object without a routing key twice (or serde's array form, at most 7 items), `message` and
-/// `conversation` absent, `null` or such values in turn. The other values are skipped (they may
-/// be anything).
-fn ids_ok(v: Value<'_, '_>, level: usize) -> bool {
-    let shape = match v.kind() {
-        Kind::Object => Object::known(v, &IDS).is_ok(),
-        Kind::Array => v.items().count() <= IDS.len(),
-        _ => false,
-    };
-    level <= SERDE_DEPTH
-        && shape
-        && ["message", "conversation"]
-            .iter()
-            .all(|k| id_field(v, k).is_none_or(|c| c.is_null() || ids_ok(c, level + 1)))
-}
+const MESSAGE: usize = 5;
+const CONVERSATION: usize = 6;
 
-/// The routing fields at `paths` of a push payload, in order: `None` where absent or not a
-/// string, every one `None` when the payload does not have their shape.
-fn routing(payload: &str, paths: &[&[&str]]) -> Vec<Option<String>> {
+/// The routing fields of a push payload, in order: each is a key of the top level, or of the
+/// object under `message` or `conversation` (`nested`); `None` where absent or not a string,
+/// every one `None` when the payload does not have their shape.
+fn routing(payload: &str, nested: Option<usize>, keys: &[usize]) -> Vec<Option<String>> {
     let fields = payload.starts_with('{').then(|| {
         lax::read(payload, |root| {
-            ids_ok(root, 1).then(|| {
-                let field = |path: &[&str]| {
-                    let v = path.iter().try_fold(root, |v, k| id_field(v, k))?;
-                    // A routing value is a `RawValue`, decoded as a string when read.
-                    (!v.lossy()).then(|| v.as_str().map(Cow::into_owned))?
-                };
-                paths.iter().map(|p| field(p)).collect()
-            })
+            let top = ids(root, 1)?;
+            let level = match nested {
+                // Checked by `ids` (an object or array of the shape), read again for its keys.
+                Some(n) => ids(top[n]?, 2).unwrap_or([None; IDS.len()]),
+                None => top,
+            };
+            // A routing value is a `RawValue`, decoded as a string when read.
+            let field = |k: usize| {
+                level[k]
+                    .filter(|v| !v.lossy())
+                    .and_then(|v| v.as_str())
+                    .map(Cow::into_owned)
+            };
+            Some(keys.iter().map(|&k| field(k)).collect())
         })
     });
     fields
         .and_then(|r| r.ok().flatten())
-        .unwrap_or_else(|| vec![None; paths.len()])
+        .unwrap_or_else(|| vec![None; keys.len()])
 }
 
 /// Classifies a server push (current notification or released event) by name.
@@ -211,15 +216,8 @@ pub(crate) fn push_event(name: String, data: Option<String>) -> Event {
     // routing fields left empty.
     match name.as_str() {
         "messages/received" => {
-            let mut r = routing(
-                &payload,
-                &[
-                    &["message", "conversationId"],
-                    &["message", "id"],
-                    &["message", "senderId"],
-                ],
-            )
-            .into_iter();
+            // `id`, `conversationId`, `senderId` of `message`.
+            let mut r = routing(&payload, Some(MESSAGE), &[1, 0, 2]).into_iter();
             Event::MessageReceived {
                 conversation_id: r.next().flatten(),
                 message_id: r.next().flatten(),
@@ -228,7 +226,7 @@ pub(crate) fn push_event(name: String, data: Option<String>) -> Event {
             }
         }
         "conversations/created" | "conversations/updated" => {
-            let conversation_id = routing(&payload, &[&["conversation", "id"]]).pop().flatten();
+            let conversation_id = routing(&payload, Some(CONVERSATION), &[0]).pop().flatten();
             if name == "conversations/created" {
                 Event::ConversationCreated {
                     data: payload,
@@ -242,7 +240,7 @@ pub(crate) fn push_event(name: String, data: Option<String>) -> Event {
             }
         }
         "conversations/archived" | "conversations/unarchived" => {
-            let conversation_id = routing(&payload, &[&["conversationId"]]).pop().flatten();
+            let conversation_id = routing(&payload, None, &[1]).pop().flatten();
             if name == "conversations/archived" {
                 Event::ConversationArchived {
                     data: payload,
@@ -256,7 +254,7 @@ pub(crate) fn push_event(name: String, data: Option<String>) -> Event {
             }
         }
         _ => {
-            let mut r = routing(&payload, &[&["agentId"], &["status"]]).into_iter();
+            let mut r = routing(&payload, None, &[3, 4]).into_iter();
             Event::PresenceChanged {
                 agent_id: r.next().flatten(),
                 status: r.next().flatten(),
