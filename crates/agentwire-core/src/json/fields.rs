@@ -72,7 +72,7 @@ impl<'t, 'a> Object<'t, 'a> {
     /// unknown keys ignored (their values skipped), a `known` key given twice refused, and, as
     /// serde decodes every key, a key holding a lone surrogate escape refused.
     pub fn known(v: Value<'t, 'a>, known: &[&str]) -> Result<Self, FieldError> {
-        Self::known_with(v, known, |_, _| {})
+        Self::known_with(v, known, &mut |_, _| {})
     }
 
     /// [`Object::known`], handing `found` each known key's value with the key's index in
@@ -81,7 +81,8 @@ impl<'t, 'a> Object<'t, 'a> {
     pub fn known_with(
         v: Value<'t, 'a>,
         known: &[&str],
-        mut found: impl FnMut(usize, Value<'t, 'a>),
+        // `dyn`: one copy of the pass in the wasm, whatever the callers.
+        found: &mut dyn FnMut(usize, Value<'t, 'a>),
     ) -> Result<Self, FieldError> {
         let o = Self::lenient(v)?;
         // One pass over the members (this runs on every push a MoltZap session routes): the

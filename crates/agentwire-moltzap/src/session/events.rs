@@ -156,7 +156,7 @@ const IDS: [&str; 7] = [
 fn ids<'t, 'a>(v: Value<'t, 'a>, level: usize) -> Option<[Option<Value<'t, 'a>>; 7]> {
     let mut found = [None; IDS.len()];
     match v.kind() {
-        Kind::Object => Object::known_with(v, &IDS, |i, value| found[i] = Some(value))
+        Kind::Object => Object::known_with(v, &IDS, &mut |i, value| found[i] = Some(value))
             .ok()
             .map(drop)?,
         Kind::Array if v.items().count() <= IDS.len() => {
