@@ -10,6 +10,7 @@ use crate::fields::{
 };
 use crate::frame::{Frame, Generation, Id, Notification, Outcome, Request, Response, RpcError};
 use crate::frame_error::{FrameError, FrameErrorKind as K};
+use agentwire_core::json::read::{self as json, parse_lenient, Value};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -104,6 +105,54 @@ pub fn decode_message_with(generation: Generation, text: &str, opts: &DecodeOpti
         }
     }
     out
+}
+
+/// A message that is exactly one push frame of the usual shape, read on one tape instead of by
+/// serde: `{"jsonrpc":"2.0","method":<name>,"params":<payload>}` (current) or
+/// `{"jsonrpc":"2.0","type":"event","event":<name>,"data":<payload>}` (released), those keys
+/// only, each at most once, the payload optional. `push` gets the name and the payload's value
+/// on the tape (parsed leniently, as serde skips a payload), and its result is returned; the
+/// message is then what [`decode_message_with`] decodes as one [`Frame::Notification`] of that
+/// name with that payload's text. Anything else gives `None` (without calling `push`) and is
+/// for [`decode_message_with`]: other frames, batches and concatenated values, a limit passed,
+/// JSON in error, a key given twice or not one of those, `"2.0"` or `"event"` written otherwise,
+/// a name that is not a string or has a lone surrogate escape.
+pub(crate) fn single_push<R>(
+    generation: Generation,
+    text: &str,
+    opts: &DecodeOptions,
+    push: impl FnOnce(String, Option<Value<'_, '_>>) -> R,
+) -> Option<R> {
+    const CURRENT: [&str; 3] = ["jsonrpc", "method", "params"];
+    const RELEASED: [&str; 4] = ["jsonrpc", "event", "data", "type"];
+    if text.len() > opts.max_message_bytes || opts.max_frames == 0 {
+        return None;
+    }
+    // The tape's depth limit is the pre-parse check's: nesting past it fails here.
+    let tape = parse_lenient(text, opts.max_depth).ok()?;
+    let root = tape.root();
+    if root.kind() != json::Kind::Object {
+        return None;
+    }
+    let keys: &[&str] = match generation {
+        Generation::Current => &CURRENT,
+        Generation::Released => &RELEASED,
+    };
+    let mut found = [None; 4];
+    for (k, v) in root.members() {
+        if found[k.find(keys)?].replace(v).is_some() {
+            return None;
+        }
+    }
+    let [jsonrpc, name, payload, kind] = found;
+    let is = |v: Option<Value<'_, '_>>, raw: &str| v.is_some_and(|v| v.raw() == raw);
+    if !is(jsonrpc, "\"2.0\"") || (generation == Generation::Released && !is(kind, "\"event\"")) {
+        return None;
+    }
+    let name = name
+        .filter(|n| n.kind() == json::Kind::String && !n.lossy())?
+        .as_str()?;
+    Some(push(name.into_owned(), payload))
 }
 
 /// Appends a frame; past the limit, appends one `TooManyFrames` and returns false.
@@ -320,5 +369,251 @@ fn parse_id(raw: Option<&RawValue>, generation: Generation, opts: &DecodeOptions
         },
         _ if generation == Generation::Released => Err(FrameError::bad("id", "must be a string (released generation)")),
         _ => Err(FrameError::bad("id", "must be a string or an integer")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What [`single_push`] reads agrees with [`decode_message_with`]: the same one notification.
+    /// True when the fast path took the message.
+    fn agree(generation: Generation, text: &str, opts: &DecodeOptions) -> bool {
+        let fast = single_push(generation, text, opts, |name, payload| {
+            (name, payload.map(|p| p.raw().to_string()))
+        });
+        let Some((name, params)) = fast else { return false };
+        let general = decode_message_with(generation, text, opts);
+        let want: Vec<Result<Frame, FrameError>> = vec![Ok(Frame::Notification(Notification {
+            name,
+            params: params.map(|p| RawValue::from_string(p).expect("a raw value")),
+        }))];
+        assert_eq!(format!("{general:?}"), format!("{want:?}"), "{generation:?}: {text}");
+        true
+    }
+
+    #[test]
+    fn the_one_push_path_agrees_with_the_general_path() {
+        let payload =
+            r#"{"message":{"id":"m","conversationId":"c","senderId":"s","parts":[{"type":"text","text":"hi \"x\""}]}}"#;
+        let current = format!(r#"{{"jsonrpc":"2.0","method":"messages/received","params":{payload}}}"#);
+        let released = format!(r#"{{"jsonrpc":"2.0","type":"event","event":"messages/received","data":{payload}}}"#);
+        let mut texts = vec![
+            (Generation::Current, current.clone(), true),
+            (Generation::Released, released.clone(), true),
+            (
+                Generation::Current,
+                format!(r#" {{ "params" : {payload} , "method":"x/y" ,"jsonrpc":"2.0" }} "#),
+                true,
+            ),
+            (
+                Generation::Current,
+                r#"{"jsonrpc":"2.0","method":"m\u0065ssages/received"}"#.into(),
+                true,
+            ),
+            (
+                Generation::Current,
+                r#"{"jsonrpc":"2.0","method":"x","par\u0061ms":[1]}"#.into(),
+                true,
+            ),
+            (
+                Generation::Current,
+                r#"{"jsonrpc":"2.0","method":"x","params":null}"#.into(),
+                true,
+            ),
+            (
+                Generation::Current,
+                r#"{"jsonrpc":"2.0","method":"x","params":"\ud800 1e999"}"#.into(),
+                true,
+            ),
+            (
+                Generation::Current,
+                r#"{"jsonrpc":"2.0","method":"x","params":[1e999,"\udc00"]}"#.into(),
+                true,
+            ),
+            (
+                Generation::Released,
+                r#"{"jsonrpc":"2.0","type":"event","event":"x"}"#.into(),
+                true,
+            ),
+            // For the general path: errors, other frames, what serde reads otherwise.
+            (
+                Generation::Current,
+                r#"{"jsonrpc":"2.0","method":"x","params":1,"params":2}"#.into(),
+                false,
+            ),
+            (
+                Generation::Current,
+                r#"{"jsonrpc":"2.0","method":"x","id":1}"#.into(),
+                false,
+            ),
+            (
+                Generation::Current,
+                r#"{"jsonrpc":"2.0","method":"x","type":"event"}"#.into(),
+                false,
+            ),
+            (
+                Generation::Current,
+                r#"{"jsonrpc":"2.0","method":"x","extra":1}"#.into(),
+                false,
+            ),
+            (
+                Generation::Current,
+                r#"{"jsonrpc":"2.\u0030","method":"x"}"#.into(),
+                false,
+            ),
+            (Generation::Current, r#"{"jsonrpc":"2.1","method":"x"}"#.into(), false),
+            (
+                Generation::Current,
+                r#"{"jsonrpc":"2.0","method":"\ud800"}"#.into(),
+                false,
+            ),
+            (Generation::Current, r#"{"jsonrpc":"2.0","method":7}"#.into(), false),
+            (Generation::Current, r#"{"jsonrpc":"2.0","params":{}}"#.into(), false),
+            (
+                Generation::Current,
+                r#"{"jsonrpc":"2.0","\ud800":1,"method":"x"}"#.into(),
+                false,
+            ),
+            (Generation::Current, format!("{current}{current}"), false),
+            (Generation::Current, format!("[{current}]"), false),
+            (Generation::Current, released.clone(), false),
+            (Generation::Released, current.clone(), false),
+            (
+                Generation::Released,
+                r#"{"jsonrpc":"2.0","type":"request","event":"x"}"#.into(),
+                false,
+            ),
+            (Generation::Released, r#"{"jsonrpc":"2.0","event":"x"}"#.into(), false),
+            (Generation::Current, String::new(), false),
+            (Generation::Current, "null".into(), false),
+        ];
+        // Every prefix of a valid push: truncated text fails on both paths.
+        texts.extend((0..current.len()).map(|n| (Generation::Current, current[..n].to_string(), false)));
+        for (generation, text, taken) in &texts {
+            let opts = DecodeOptions::default();
+            assert_eq!(agree(*generation, text, &opts), *taken, "{generation:?}: {text}");
+            let strict = DecodeOptions {
+                reject_unknown_keys: true,
+                ..DecodeOptions::default()
+            };
+            assert_eq!(
+                agree(*generation, text, &strict),
+                *taken,
+                "strict {generation:?}: {text}"
+            );
+        }
+        // Limits: past one, the general path reports it.
+        let limited = [
+            DecodeOptions {
+                max_message_bytes: current.len() - 1,
+                ..DecodeOptions::default()
+            },
+            DecodeOptions {
+                max_depth: 4,
+                ..DecodeOptions::default()
+            },
+            DecodeOptions {
+                max_frames: 0,
+                ..DecodeOptions::default()
+            },
+        ];
+        for opts in &limited {
+            assert!(!agree(Generation::Current, &current, opts), "{opts:?}");
+        }
+        assert!(agree(
+            Generation::Current,
+            &current,
+            &DecodeOptions {
+                max_depth: 5,
+                ..DecodeOptions::default()
+            }
+        ));
+    }
+
+    fn values() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            r#""2.0""#,
+            r#""event""#,
+            r#""messages/received""#,
+            r#""presence/changed""#,
+            "null",
+            r#"{"message":{"id":"m","senderId":"s"}}"#,
+            r#"{"agentId":"a","agentId":"b"}"#,
+            "[1,2]",
+            r#""\ud800""#,
+            "1e999",
+            r#""2.\u0030""#,
+            "7",
+            "{",
+        ])
+    }
+
+    fn object(members: Vec<(&str, &str, &str)>) -> String {
+        let body: Vec<String> = members
+            .iter()
+            .map(|(k, v, s)| format!(r#"{s}"{k}"{s}:{s}{v}"#))
+            .collect();
+        format!("{{{}}}", body.join(","))
+    }
+
+    /// A frame object from a few keys and values, spaced at random.
+    fn frame() -> impl Strategy<Value = String> {
+        let key = prop::sample::select(vec![
+            "jsonrpc",
+            "method",
+            "params",
+            "event",
+            "data",
+            "type",
+            "id",
+            "result",
+            "x",
+            "par\\u0061ms",
+        ]);
+        let space = prop::sample::select(vec!["", " ", "\n"]);
+        prop::collection::vec((key, values(), space), 0..6).prop_map(object)
+    }
+
+    /// A push's keys, in any order, some left out, with any of the values: often a push.
+    fn push(keys: &'static [&'static str]) -> impl Strategy<Value = String> {
+        // Mostly the value a push has there.
+        let usual = |k: &str| match k {
+            "jsonrpc" => r#""2.0""#,
+            "type" => r#""event""#,
+            "method" | "event" => r#""messages/received""#,
+            _ => r#"{"message":{"id":"m","conversationId":"c"}}"#,
+        };
+        let members = keys.iter().map(|&k| {
+            let value = prop_oneof![3 => Just(usual(k)), 1 => values()];
+            (Just(k), value, prop::sample::select(vec!["", " "]))
+        });
+        let members: Vec<_> = members.collect();
+        (
+            members,
+            prop::sample::subsequence((0..keys.len()).collect::<Vec<_>>(), 1..=keys.len()),
+        )
+            .prop_flat_map(|(members, keep)| {
+                Just(keep.into_iter().map(|i| members[i]).collect::<Vec<_>>()).prop_shuffle()
+            })
+            .prop_map(object)
+    }
+
+    proptest! {
+        #[test]
+        fn the_one_push_path_agrees_on_any_frame(text in frame(), released in any::<bool>()) {
+            let generation = if released { Generation::Released } else { Generation::Current };
+            agree(generation, &text, &DecodeOptions::default());
+        }
+
+        #[test]
+        fn the_one_push_path_agrees_on_pushes(
+            current in push(&["jsonrpc", "method", "params"]),
+            released in push(&["jsonrpc", "type", "event", "data"]),
+        ) {
+            agree(Generation::Current, &current, &DecodeOptions::default());
+            agree(Generation::Released, &released, &DecodeOptions::default());
+        }
     }
 }

@@ -175,31 +175,56 @@ const CONVERSATION: usize = 6;
 /// object under `message` or `conversation` (`nested`); `None` where absent or not a string,
 /// every one `None` when the payload does not have their shape.
 fn routing(payload: &str, nested: Option<usize>, keys: &[usize]) -> Vec<Option<String>> {
-    let fields = payload.starts_with('{').then(|| {
-        lax::read(payload, |root| {
-            let top = ids(root, 1)?;
-            let level = match nested {
-                // Checked by `ids` (an object or array of the shape), read again for its keys.
-                Some(n) => ids(top[n]?, 2).unwrap_or([None; IDS.len()]),
-                None => top,
-            };
-            // A routing value is a `RawValue`, decoded as a string when read.
-            let field = |k: usize| {
-                level[k]
-                    .filter(|v| !v.lossy())
-                    .and_then(|v| v.as_str())
-                    .map(Cow::into_owned)
-            };
-            Some(keys.iter().map(|&k| field(k)).collect())
-        })
-    });
+    let fields = payload
+        .starts_with('{')
+        .then(|| lax::read(payload, |root| routing_in(root, nested, keys)));
     fields
         .and_then(|r| r.ok().flatten())
         .unwrap_or_else(|| vec![None; keys.len()])
 }
 
+/// [`routing`] of a payload already parsed (leniently, as [`lax::read`] parses): `None` when
+/// every field is.
+fn routing_in(root: Value<'_, '_>, nested: Option<usize>, keys: &[usize]) -> Option<Vec<Option<String>>> {
+    if root.kind() != Kind::Object {
+        return None;
+    }
+    let top = ids(root, 1)?;
+    let level = match nested {
+        // Checked by `ids` (an object or array of the shape), read again for its keys.
+        Some(n) => ids(top[n]?, 2).unwrap_or([None; IDS.len()]),
+        None => top,
+    };
+    // A routing value is a `RawValue`, decoded as a string when read.
+    let field = |k: usize| {
+        level[k]
+            .filter(|v| !v.lossy())
+            .and_then(|v| v.as_str())
+            .map(Cow::into_owned)
+    };
+    Some(keys.iter().map(|&k| field(k)).collect())
+}
+
+/// [`push_event`] for a push whose payload (`params` or `data`) is already on a tape, parsed
+/// leniently: routed from it rather than parsed again.
+pub(crate) fn push_event_on(name: String, payload: Option<Value<'_, '_>>) -> Event {
+    let data = payload.map(|v| v.raw().to_string());
+    classify(name, data, &|_, nested, keys| {
+        payload
+            .and_then(|root| routing_in(root, nested, keys))
+            .unwrap_or_else(|| vec![None; keys.len()])
+    })
+}
+
 /// Classifies a server push (current notification or released event) by name.
 pub(crate) fn push_event(name: String, data: Option<String>) -> Event {
+    classify(name, data, &routing)
+}
+
+/// The routing fields of a payload (its text, `"null"` when absent): see [`routing`].
+type Route<'r> = &'r dyn Fn(&str, Option<usize>, &[usize]) -> Vec<Option<String>>;
+
+fn classify(name: String, data: Option<String>, routing: Route<'_>) -> Event {
     const KNOWN: [&str; 6] = [
         "messages/received",
         "conversations/created",

@@ -129,9 +129,39 @@ fn routing(payload: &str) -> [Option<String>; 7] {
     [conv, msg, sender, created, archived, agent_id, status]
 }
 
+/// A push routed from its payload on a tape (the one-pass path of a session) is the push routed
+/// from the payload's text, for every name.
+fn same_push_on_tape(text: &str) {
+    let Ok(tape) = agentwire_core::json::read::parse_lenient(text, usize::MAX) else {
+        return;
+    };
+    let raw = tape.root().raw().to_string();
+    for name in [
+        "messages/received",
+        "conversations/created",
+        "conversations/updated",
+        "conversations/archived",
+        "conversations/unarchived",
+        "presence/changed",
+        "agents/other",
+    ] {
+        let on_tape = push_event_on(name.to_string(), Some(tape.root()));
+        assert_eq!(
+            on_tape,
+            push_event(name.to_string(), Some(raw.clone())),
+            "{name}: {text}"
+        );
+    }
+    assert_eq!(
+        push_event_on("presence/changed".into(), None),
+        push_event("presence/changed".into(), None)
+    );
+}
+
 fn agree(text: &str) {
     assert_eq!(HelloOk::parse(text).ok(), old::hello(text), "HelloOk: {text}");
     assert_eq!(routing(text), old::routing(text), "routing: {text}");
+    same_push_on_tape(text);
     assert_eq!(Message::from_wrapped(text).ok(), old::wrapped(text), "wrapped: {text}");
     assert_eq!(Message::parse(text).ok(), old::bare(text), "bare: {text}");
 }

@@ -17,7 +17,7 @@ pub use methods::{
     PresenceStatus, SendMessage,
 };
 
-use crate::decode::{decode_bytes_with, decode_message_with, DecodeOptions};
+use crate::decode::{decode_bytes_with, decode_message_with, single_push, DecodeOptions};
 use crate::encode::encode_request;
 use crate::errors::MoltZapError;
 use crate::frame::{Frame, Generation, Id, Outcome, Response};
@@ -198,6 +198,11 @@ impl Session {
     /// A text message arrived.
     pub fn handle_text(&mut self, now: Millis, text: &str) {
         if self.state == SessionState::Closed {
+            return;
+        }
+        // The usual message, one push, decoded and routed from one parse of the text.
+        if let Some(event) = single_push(self.generation, text, &self.cfg.decode, events::push_event_on) {
+            self.events.push_back(event);
             return;
         }
         let frames = decode_message_with(self.generation, text, &self.cfg.decode);
