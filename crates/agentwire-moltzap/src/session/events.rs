@@ -168,6 +168,12 @@ fn ids<'t, 'a>(v: Value<'t, 'a>, level: usize) -> Option<[Option<Value<'t, 'a>>;
     (level <= SERDE_DEPTH && nested_ok(found[MESSAGE]) && nested_ok(found[CONVERSATION])).then_some(found)
 }
 
+// The positions of the keys in `IDS`.
+const ID: usize = 0;
+const CONVERSATION_ID: usize = 1;
+const SENDER_ID: usize = 2;
+const AGENT_ID: usize = 3;
+const STATUS: usize = 4;
 const MESSAGE: usize = 5;
 const CONVERSATION: usize = 6;
 
@@ -241,8 +247,7 @@ fn classify(name: String, data: Option<String>, routing: Route<'_>) -> Event {
     // routing fields left empty.
     match name.as_str() {
         "messages/received" => {
-            // `id`, `conversationId`, `senderId` of `message`.
-            let mut r = routing(&payload, Some(MESSAGE), &[1, 0, 2]).into_iter();
+            let mut r = routing(&payload, Some(MESSAGE), &[CONVERSATION_ID, ID, SENDER_ID]).into_iter();
             Event::MessageReceived {
                 conversation_id: r.next().flatten(),
                 message_id: r.next().flatten(),
@@ -251,7 +256,7 @@ fn classify(name: String, data: Option<String>, routing: Route<'_>) -> Event {
             }
         }
         "conversations/created" | "conversations/updated" => {
-            let conversation_id = routing(&payload, Some(CONVERSATION), &[0]).pop().flatten();
+            let conversation_id = routing(&payload, Some(CONVERSATION), &[ID]).pop().flatten();
             if name == "conversations/created" {
                 Event::ConversationCreated {
                     data: payload,
@@ -265,7 +270,7 @@ fn classify(name: String, data: Option<String>, routing: Route<'_>) -> Event {
             }
         }
         "conversations/archived" | "conversations/unarchived" => {
-            let conversation_id = routing(&payload, None, &[1]).pop().flatten();
+            let conversation_id = routing(&payload, None, &[CONVERSATION_ID]).pop().flatten();
             if name == "conversations/archived" {
                 Event::ConversationArchived {
                     data: payload,
@@ -279,7 +284,7 @@ fn classify(name: String, data: Option<String>, routing: Route<'_>) -> Event {
             }
         }
         _ => {
-            let mut r = routing(&payload, None, &[3, 4]).into_iter();
+            let mut r = routing(&payload, None, &[AGENT_ID, STATUS]).into_iter();
             Event::PresenceChanged {
                 agent_id: r.next().flatten(),
                 status: r.next().flatten(),
