@@ -107,6 +107,11 @@ pub fn decode_message_with(generation: Generation, text: &str, opts: &DecodeOpti
     out
 }
 
+/// The largest message [`single_push`] reads. Its tape takes up to 8 bytes per byte of text (16
+/// per value), while it lasts; a message that is not a push is then decoded again. Past this
+/// size (pushes are a few KiB), the general path alone.
+const SINGLE_PUSH_MAX_BYTES: usize = 64 << 10;
+
 /// A message that is exactly one push frame of the usual shape, read on one tape instead of by
 /// serde: `{"jsonrpc":"2.0","method":<name>,"params":<payload>}` (current) or
 /// `{"jsonrpc":"2.0","type":"event","event":<name>,"data":<payload>}` (released), those keys
@@ -114,8 +119,9 @@ pub fn decode_message_with(generation: Generation, text: &str, opts: &DecodeOpti
 /// on the tape (parsed leniently, as serde skips a payload), and its result is returned; the
 /// message is then what [`decode_message_with`] decodes as one [`Frame::Notification`] of that
 /// name with that payload's text. Anything else gives `None` (without calling `push`) and is
-/// for [`decode_message_with`]: other frames, batches and concatenated values, a limit passed,
-/// JSON in error, a key given twice or not one of those, `"2.0"` or `"event"` written otherwise,
+/// for [`decode_message_with`]: other frames, batches and concatenated values, a limit passed
+/// (or more than [`SINGLE_PUSH_MAX_BYTES`]), no `"method"` (current) or `"event"` (released) in
+/// the text, JSON in error, a key given twice or not one of those, `"2.0"` or `"event"` written otherwise,
 /// a name that is not a string or has a lone surrogate escape.
 pub(crate) fn single_push<R>(
     generation: Generation,
@@ -125,7 +131,16 @@ pub(crate) fn single_push<R>(
 ) -> Option<R> {
     const CURRENT: [&str; 3] = ["jsonrpc", "method", "params"];
     const RELEASED: [&str; 4] = ["jsonrpc", "event", "data", "type"];
-    if text.len() > opts.max_message_bytes || opts.max_frames == 0 {
+    if text.len() > opts.max_message_bytes.min(SINGLE_PUSH_MAX_BYTES) || opts.max_frames == 0 {
+        return None;
+    }
+    let (keys, name): (&[&str], &str) = match generation {
+        Generation::Current => (&CURRENT, r#""method""#),
+        Generation::Released => (&RELEASED, r#""event""#),
+    };
+    // A push has its name's key written out (escaped, it goes the general way): what has none,
+    // a response most often, is not parsed twice.
+    if !text.contains(name) {
         return None;
     }
     // The tape's depth limit is the pre-parse check's: nesting past it fails here.
@@ -134,10 +149,6 @@ pub(crate) fn single_push<R>(
     if root.kind() != json::Kind::Object {
         return None;
     }
-    let keys: &[&str] = match generation {
-        Generation::Current => &CURRENT,
-        Generation::Released => &RELEASED,
-    };
     let mut found = [None; 4];
     for (k, v) in root.members() {
         if found[k.find(keys)?].replace(v).is_some() {
@@ -522,6 +533,11 @@ mod tests {
         for opts in &limited {
             assert!(!agree(Generation::Current, &current, opts), "{opts:?}");
         }
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","method":"x","params":"{}"}}"#,
+            "a".repeat(SINGLE_PUSH_MAX_BYTES)
+        );
+        assert!(!agree(Generation::Current, &big, &DecodeOptions::default()));
         assert!(agree(
             Generation::Current,
             &current,
