@@ -410,95 +410,41 @@ mod tests {
             r#"{"message":{"id":"m","conversationId":"c","senderId":"s","parts":[{"type":"text","text":"hi \"x\""}]}}"#;
         let current = format!(r#"{{"jsonrpc":"2.0","method":"messages/received","params":{payload}}}"#);
         let released = format!(r#"{{"jsonrpc":"2.0","type":"event","event":"messages/received","data":{payload}}}"#);
+        // (generation, text, taken by the one-push path)
+        let c = |text: &str, taken| (Generation::Current, text.to_string(), taken);
+        let r = |text: &str, taken| (Generation::Released, text.to_string(), taken);
         let mut texts = vec![
-            (Generation::Current, current.clone(), true),
-            (Generation::Released, released.clone(), true),
-            (
-                Generation::Current,
-                format!(r#" {{ "params" : {payload} , "method":"x/y" ,"jsonrpc":"2.0" }} "#),
+            c(&current, true),
+            r(&released, true),
+            c(
+                &format!(r#" {{ "params" : {payload} , "method":"x/y" ,"jsonrpc":"2.0" }} "#),
                 true,
             ),
-            (
-                Generation::Current,
-                r#"{"jsonrpc":"2.0","method":"m\u0065ssages/received"}"#.into(),
-                true,
-            ),
-            (
-                Generation::Current,
-                r#"{"jsonrpc":"2.0","method":"x","par\u0061ms":[1]}"#.into(),
-                true,
-            ),
-            (
-                Generation::Current,
-                r#"{"jsonrpc":"2.0","method":"x","params":null}"#.into(),
-                true,
-            ),
-            (
-                Generation::Current,
-                r#"{"jsonrpc":"2.0","method":"x","params":"\ud800 1e999"}"#.into(),
-                true,
-            ),
-            (
-                Generation::Current,
-                r#"{"jsonrpc":"2.0","method":"x","params":[1e999,"\udc00"]}"#.into(),
-                true,
-            ),
-            (
-                Generation::Released,
-                r#"{"jsonrpc":"2.0","type":"event","event":"x"}"#.into(),
-                true,
-            ),
+            c(r#"{"jsonrpc":"2.0","method":"m\u0065ssages/received"}"#, true),
+            c(r#"{"jsonrpc":"2.0","method":"x","par\u0061ms":[1]}"#, true),
+            c(r#"{"jsonrpc":"2.0","method":"x","params":null}"#, true),
+            c(r#"{"jsonrpc":"2.0","method":"x","params":"\ud800 1e999"}"#, true),
+            c(r#"{"jsonrpc":"2.0","method":"x","params":[1e999,"\udc00"]}"#, true),
+            r(r#"{"jsonrpc":"2.0","type":"event","event":"x"}"#, true),
             // For the general path: errors, other frames, what serde reads otherwise.
-            (
-                Generation::Current,
-                r#"{"jsonrpc":"2.0","method":"x","params":1,"params":2}"#.into(),
-                false,
-            ),
-            (
-                Generation::Current,
-                r#"{"jsonrpc":"2.0","method":"x","id":1}"#.into(),
-                false,
-            ),
-            (
-                Generation::Current,
-                r#"{"jsonrpc":"2.0","method":"x","type":"event"}"#.into(),
-                false,
-            ),
-            (
-                Generation::Current,
-                r#"{"jsonrpc":"2.0","method":"x","extra":1}"#.into(),
-                false,
-            ),
-            (
-                Generation::Current,
-                r#"{"jsonrpc":"2.\u0030","method":"x"}"#.into(),
-                false,
-            ),
-            (Generation::Current, r#"{"jsonrpc":"2.1","method":"x"}"#.into(), false),
-            (
-                Generation::Current,
-                r#"{"jsonrpc":"2.0","method":"\ud800"}"#.into(),
-                false,
-            ),
-            (Generation::Current, r#"{"jsonrpc":"2.0","method":7}"#.into(), false),
-            (Generation::Current, r#"{"jsonrpc":"2.0","params":{}}"#.into(), false),
-            (
-                Generation::Current,
-                r#"{"jsonrpc":"2.0","\ud800":1,"method":"x"}"#.into(),
-                false,
-            ),
-            (Generation::Current, format!("{current}{current}"), false),
-            (Generation::Current, format!("[{current}]"), false),
-            (Generation::Current, released.clone(), false),
-            (Generation::Released, current.clone(), false),
-            (
-                Generation::Released,
-                r#"{"jsonrpc":"2.0","type":"request","event":"x"}"#.into(),
-                false,
-            ),
-            (Generation::Released, r#"{"jsonrpc":"2.0","event":"x"}"#.into(), false),
-            (Generation::Current, String::new(), false),
-            (Generation::Current, "null".into(), false),
+            c(r#"{"jsonrpc":"2.0","method":"x","params":1,"params":2}"#, false),
+            c(r#"{"jsonrpc":"2.0","method":"x","id":1}"#, false),
+            c(r#"{"jsonrpc":"2.0","method":"x","type":"event"}"#, false),
+            c(r#"{"jsonrpc":"2.0","method":"x","extra":1}"#, false),
+            c(r#"{"jsonrpc":"2.\u0030","method":"x"}"#, false),
+            c(r#"{"jsonrpc":"2.1","method":"x"}"#, false),
+            c(r#"{"jsonrpc":"2.0","method":"\ud800"}"#, false),
+            c(r#"{"jsonrpc":"2.0","method":7}"#, false),
+            c(r#"{"jsonrpc":"2.0","params":{}}"#, false),
+            c(r#"{"jsonrpc":"2.0","\ud800":1,"method":"x"}"#, false),
+            c(&format!("{current}{current}"), false),
+            c(&format!("[{current}]"), false),
+            c(&released, false),
+            r(&current, false),
+            r(r#"{"jsonrpc":"2.0","type":"request","event":"x"}"#, false),
+            r(r#"{"jsonrpc":"2.0","event":"x"}"#, false),
+            c("", false),
+            c("null", false),
         ];
         // Every prefix of a valid push: truncated text fails on both paths.
         texts.extend((0..current.len()).map(|n| (Generation::Current, current[..n].to_string(), false)));

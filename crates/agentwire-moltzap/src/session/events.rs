@@ -230,16 +230,18 @@ pub(crate) fn push_event(name: String, data: Option<String>) -> Event {
 /// The routing fields of a payload (its text, `"null"` when absent): see [`routing`].
 type Route<'r> = &'r dyn Fn(&str, Option<usize>, &[usize]) -> Vec<Option<String>>;
 
+/// The pushes with an event of their own; any other name is [`Event::Other`].
+const PUSHES: [&str; 6] = [
+    "messages/received",
+    "conversations/created",
+    "conversations/updated",
+    "conversations/archived",
+    "conversations/unarchived",
+    "presence/changed",
+];
+
 fn classify(name: String, data: Option<String>, routing: Route<'_>) -> Event {
-    const KNOWN: [&str; 6] = [
-        "messages/received",
-        "conversations/created",
-        "conversations/updated",
-        "conversations/archived",
-        "conversations/unarchived",
-        "presence/changed",
-    ];
-    if !KNOWN.contains(&name.as_str()) {
+    if !PUSHES.contains(&name.as_str()) {
         return Event::Other { name, data };
     }
     let payload = data.unwrap_or_else(|| "null".to_string());

@@ -136,15 +136,7 @@ fn same_push_on_tape(text: &str) {
         return;
     };
     let raw = tape.root().raw().to_string();
-    for name in [
-        "messages/received",
-        "conversations/created",
-        "conversations/updated",
-        "conversations/archived",
-        "conversations/unarchived",
-        "presence/changed",
-        "agents/other",
-    ] {
+    for name in PUSHES.into_iter().chain(["agents/other"]) {
         let on_tape = push_event_on(name.to_string(), Some(tape.root()));
         assert_eq!(
             on_tape,
