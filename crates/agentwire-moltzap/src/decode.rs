@@ -134,13 +134,14 @@ pub(crate) fn single_push<R>(
     if text.len() > opts.max_message_bytes.min(SINGLE_PUSH_MAX_BYTES) || opts.max_frames == 0 {
         return None;
     }
-    let (keys, name): (&[&str], &str) = match generation {
+    let (keys, name_key): (&[&str], &str) = match generation {
         Generation::Current => (&CURRENT, r#""method""#),
         Generation::Released => (&RELEASED, r#""event""#),
     };
-    // A push has its name's key written out (escaped, it goes the general way): what has none,
-    // a response most often, is not parsed twice.
-    if !text.contains(name) {
+    // Not a check of the frame, a shortcut: a push has its name's key written out (escaped, it
+    // goes the general way), and what has none (a response, most often) is not parsed twice. A
+    // text with it elsewhere is parsed, and then declined below.
+    if !text.contains(name_key) {
         return None;
     }
     // The tape's depth limit is the pre-parse check's: nesting past it fails here.
@@ -479,6 +480,17 @@ mod tests {
         for opts in &limited {
             assert!(!agree(Generation::Current, &current, opts), "{opts:?}");
         }
+        // serde's depth limit (128) is not the payload's: it skips the payload without one.
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","method":"x","params":{}1{}}}"#,
+            "[".repeat(150),
+            "]".repeat(150)
+        );
+        let deep_ok = DecodeOptions {
+            max_depth: 200,
+            ..DecodeOptions::default()
+        };
+        assert!(agree(Generation::Current, &deep, &deep_ok));
         let big = format!(
             r#"{{"jsonrpc":"2.0","method":"x","params":"{}"}}"#,
             "a".repeat(SINGLE_PUSH_MAX_BYTES)

@@ -107,14 +107,14 @@ pub fn push_string(out: &mut String, s: &str) {
 
 /// The index of the first byte at or after `j` that is `"`, `\` or a control character (the
 /// length of `b` when there is none), eight bytes at a time: where a JSON string ends, or has
-/// something to escape or unescape.
+/// something to escape or unescape. `j` past the end gives `j`.
 pub fn plain_run(b: &[u8], mut j: usize) -> usize {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGH: u64 = ONES * 0x80;
     const QUOTE: u64 = ONES * b'"' as u64;
     const BACKSLASH: u64 = ONES * b'\\' as u64;
     const SPACE: u64 = ONES * 0x20;
-    while let Some(&[c0, c1, c2, c3, c4, c5, c6, c7]) = b.get(j..j + 8) {
+    while let Some(&[c0, c1, c2, c3, c4, c5, c6, c7]) = b.get(j..).and_then(|rest| rest.get(..8)) {
         let w = u64::from_le_bytes([c0, c1, c2, c3, c4, c5, c6, c7]);
         let (q, s) = (w ^ QUOTE, w ^ BACKSLASH);
         // The high bit of a byte is set for a zero byte of `q` or `s`, or a byte of `w` below

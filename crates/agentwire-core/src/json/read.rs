@@ -685,9 +685,9 @@ impl<'t, 'a> Key<'t, 'a> {
         self.find(&[name]).is_some()
     }
 
-    /// The index of the first of `names` that is the key's text. The tape is read once and
-    /// names are compared by length first: this runs for every member of every object a
-    /// decoder looks keys up in.
+    /// The index of the first of `names` that is the key's text. The tape is read once, and an
+    /// unescaped key is compared as bytes: this runs for every member of every object a decoder
+    /// looks keys up in.
     pub fn find(&self, names: &[&str]) -> Option<usize> {
         let n = self.0.node();
         let plain = match n.tag {

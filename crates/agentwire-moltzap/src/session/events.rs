@@ -149,10 +149,14 @@ const IDS: [&str; 7] = [
 ];
 
 /// The routing keys' values at one level of a push payload, by their index in [`IDS`]: by name
-/// in an object, by position in serde's array form, read in one pass. `None` when the level does
-/// not have the shape the routing fields need: an object without a routing key twice (or serde's
-/// array form, at most 7 items), `message` and `conversation` absent, `null` or such values in
-/// turn, at most [`SERDE_DEPTH`] deep. The other values are skipped (they may be anything).
+/// in an object, by position in serde's array form, read in one pass. `None` unless the level
+/// has the shape the routing fields need:
+/// - an object with no routing key twice and no key with a lone surrogate escape, or serde's
+///   array form of at most 7 items;
+/// - `message` and `conversation` each absent, `null`, or of this shape in turn;
+/// - at most [`SERDE_DEPTH`] deep.
+///
+/// The other values are skipped (they may be anything).
 fn ids<'t, 'a>(v: Value<'t, 'a>, level: usize) -> Option<[Option<Value<'t, 'a>>; 7]> {
     let mut found = [None; IDS.len()];
     match v.kind() {
@@ -197,7 +201,8 @@ fn routing_in(root: Value<'_, '_>, nested: Option<usize>, keys: &[usize]) -> Opt
     }
     let top = ids(root, 1)?;
     let level = match nested {
-        // Checked by `ids` (an object or array of the shape), read again for its keys.
+        // Checked by `ids` above (absent, `null`, or of the shape), read again for its keys;
+        // `null` has none.
         Some(n) => ids(top[n]?, 2).unwrap_or([None; IDS.len()]),
         None => top,
     };

@@ -124,10 +124,12 @@ impl Out<'_> {
         o.opt_str("generation", self.generation);
         embed_field(&mut o, "hello", &self.hello);
         embed_field(&mut o, "result", &self.result);
-        // An error is strings and numbers: serializing it cannot fail.
-        if let Some(e) = self.error.and_then(|e| serde_json::to_string(e).ok()) {
+        // An error is strings, numbers and booleans: serializing it cannot fail.
+        if let Some(e) = self.error {
+            let e = serde_json::to_string(e);
+            debug_assert!(e.is_ok(), "an error serializes: {e:?}");
             o.key("error");
-            o.out.push_str(&e);
+            o.out.push_str(e.as_deref().unwrap_or("null"));
         }
         o.opt_str("conversationId", self.conversation_id);
         o.opt_str("messageId", self.message_id);
