@@ -157,7 +157,20 @@ const IDS: [&str; 7] = [
 /// - at most [`SERDE_DEPTH`] deep.
 ///
 /// The other values are skipped (they may be anything).
-fn ids<'t, 'a>(v: Value<'t, 'a>, level: usize) -> Option<[Option<Value<'t, 'a>>; 7]> {
+fn ids<'t, 'a>(v: Value<'t, 'a>, level: usize) -> Option<Ids<'t, 'a>> {
+    let found = level_ids(v, level)?;
+    nested(found[MESSAGE], level + 1)?;
+    nested(found[CONVERSATION], level + 1)?;
+    Some(found)
+}
+
+type Ids<'t, 'a> = [Option<Value<'t, 'a>>; IDS.len()];
+
+/// [`ids`] of this level alone (`message` and `conversation` not looked into).
+fn level_ids<'t, 'a>(v: Value<'t, 'a>, level: usize) -> Option<Ids<'t, 'a>> {
+    if level > SERDE_DEPTH {
+        return None;
+    }
     let mut found = [None; IDS.len()];
     match v.kind() {
         Kind::Object => Object::known_with(v, &IDS, &mut |i, value| found[i] = Some(value))
@@ -168,8 +181,16 @@ fn ids<'t, 'a>(v: Value<'t, 'a>, level: usize) -> Option<[Option<Value<'t, 'a>>;
         }
         _ => return None,
     }
-    let nested_ok = |c: Option<Value<'_, '_>>| c.is_none_or(|c| c.is_null() || ids(c, level + 1).is_some());
-    (level <= SERDE_DEPTH && nested_ok(found[MESSAGE]) && nested_ok(found[CONVERSATION])).then_some(found)
+    Some(found)
+}
+
+/// A `message` or `conversation` value at `level`: `Some(None)` when absent or `null`, its
+/// [`ids`] when it has their shape, `None` when it does not.
+fn nested<'t, 'a>(v: Option<Value<'t, 'a>>, level: usize) -> Option<Option<Ids<'t, 'a>>> {
+    match v {
+        Some(v) if !v.is_null() => ids(v, level).map(Some),
+        _ => Some(None),
+    }
 }
 
 // The positions of the keys in `IDS`.
@@ -182,12 +203,12 @@ const MESSAGE: usize = 5;
 const CONVERSATION: usize = 6;
 
 /// The routing fields of a push payload, in order: each is a key of the top level, or of the
-/// object under `message` or `conversation` (`nested`); `None` where absent or not a string,
+/// object under `message` or `conversation` (`nested_in`); `None` where absent or not a string,
 /// every one `None` when the payload does not have their shape.
-fn routing(payload: &str, nested: Option<usize>, keys: &[usize]) -> Vec<Option<String>> {
+fn routing(payload: &str, nested_in: Option<usize>, keys: &[usize]) -> Vec<Option<String>> {
     let fields = payload
         .starts_with('{')
-        .then(|| lax::read(payload, |root| routing_in(root, nested, keys)));
+        .then(|| lax::read(payload, |root| routing_in(root, nested_in, keys)));
     fields
         .and_then(|r| r.ok().flatten())
         .unwrap_or_else(|| vec![None; keys.len()])
@@ -195,16 +216,17 @@ fn routing(payload: &str, nested: Option<usize>, keys: &[usize]) -> Vec<Option<S
 
 /// [`routing`] of a payload already parsed (leniently, as [`lax::read`] parses): `None` when
 /// every field is.
-fn routing_in(root: Value<'_, '_>, nested: Option<usize>, keys: &[usize]) -> Option<Vec<Option<String>>> {
+fn routing_in(root: Value<'_, '_>, nested_in: Option<usize>, keys: &[usize]) -> Option<Vec<Option<String>>> {
     if root.kind() != Kind::Object {
         return None;
     }
-    let top = ids(root, 1)?;
-    let level = match nested {
-        // Checked by `ids` above (absent, `null`, or of the shape), read again for its keys;
-        // `null` has none.
-        Some(n) => ids(top[n]?, 2).unwrap_or([None; IDS.len()]),
+    let top = level_ids(root, 1)?;
+    let message = nested(top[MESSAGE], 2)?;
+    let conversation = nested(top[CONVERSATION], 2)?;
+    let level = match nested_in {
         None => top,
+        Some(MESSAGE) => message.unwrap_or_default(),
+        Some(_) => conversation.unwrap_or_default(),
     };
     // A routing value is a `RawValue`, decoded as a string when read.
     let field = |k: usize| {
@@ -220,9 +242,9 @@ fn routing_in(root: Value<'_, '_>, nested: Option<usize>, keys: &[usize]) -> Opt
 /// leniently: routed from it rather than parsed again.
 pub(crate) fn push_event_on(name: String, payload: Option<Value<'_, '_>>) -> Event {
     let data = payload.map(|v| v.raw().to_string());
-    classify(name, data, &|_, nested, keys| {
+    classify(name, data, &|_, nested_in, keys| {
         payload
-            .and_then(|root| routing_in(root, nested, keys))
+            .and_then(|root| routing_in(root, nested_in, keys))
             .unwrap_or_else(|| vec![None; keys.len()])
     })
 }
