@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh SECS TARGET [CRATE]: fuzzes TARGET of crates/agentwire-CRATE/fuzz for SECS
-# seconds (default 60). CRATE `rkt` (the default): `decode` (the codec, the default target) or
-# `server` (the server session in line and whole-message mode, with the reference agent).
+# seconds (default 60). CRATE `rkt` (the default): `decode` (the codec, the default target),
+# `server` (the server session in line and whole-message mode, with the reference agent) or
+# `client` (the client session driven by a script of replies, commands, time and closes).
 # CRATE `moltzap`: `frame` (the frame decoder), `endpoint` (the harness endpoint driven by the
 # script of tests/script/endpoint.rs) or `session` (the client session driven by a
 # script of operations). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`

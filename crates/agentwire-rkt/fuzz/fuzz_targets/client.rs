@@ -1,0 +1,206 @@
+//! Fuzzes the client session: the input is a script of operations (server text and bytes, a
+//! HELLO_ACK to the HELLO, replies of every kind to pending ids with fuzzed bodies and `Seq`,
+//! time, every command, cancels, GOODBYE and closes) on a session that opened. Nothing may panic;
+//! `in_flight` stays within `max_in_flight`; each command handed out gets at most one terminal
+//! event, none comes for an id never handed out, and when the session closes every command has
+//! had its terminal event, before `Closed`.
+#![no_main]
+
+use agentwire_core::SeededEntropy;
+use agentwire_rkt::{AuthBody, ClientConfig, ClientEvent, ClientSession, ClientState, RequestOptions};
+use libfuzzer_sys::fuzz_target;
+use std::collections::HashSet;
+
+const MAX_IN_FLIGHT: usize = 8;
+const REPLIES: [&str; 9] = [
+    "RESPONSE",
+    "STREAM_BEGIN",
+    "STREAM_DATA",
+    "STREAM_END",
+    "ERROR",
+    "PONG",
+    "AUTH_OK",
+    "HELLO_ACK",
+    "GOODBYE",
+];
+
+struct Run {
+    s: ClientSession,
+    now: u64,
+    /// Ids handed out and not yet ended.
+    open: HashSet<String>,
+    /// Every id handed out by this session.
+    issued: HashSet<String>,
+    /// The Message-ID of the HELLO sent.
+    hello: Option<String>,
+}
+
+impl Run {
+    fn new(mode: u8) -> Run {
+        let cfg = ClientConfig {
+            ttl_s: 1,
+            max_in_flight: MAX_IN_FLIGHT,
+            max_stream_buffer: 4,
+            max_stream_buffer_bytes: 512,
+            handshake_timeout_ms: 200,
+            keepalive: mode & 1 != 0,
+            max_message_size: 4096,
+            ..ClientConfig::default()
+        };
+        let mut run = Run {
+            s: ClientSession::new(cfg, Box::new(SeededEntropy::new(u64::from(mode)))),
+            now: 0,
+            open: HashSet::new(),
+            issued: HashSet::new(),
+            hello: None,
+        };
+        run.s.handle_open(0);
+        run.drain();
+        run
+    }
+
+    fn drain(&mut self) {
+        let mut sent = 0;
+        while let Some(t) = self.s.poll_transmit() {
+            sent += 1;
+            if let Some(text) = t.as_text() {
+                if text.starts_with("RKT/1.0 HELLO\n") {
+                    self.hello = header(text, "Message-ID");
+                }
+            }
+        }
+        // A step sends its own frame, the queue it releases and a keepalive or close at most.
+        assert!(sent <= MAX_IN_FLIGHT + 4, "{sent} frames in one step");
+        while let Some(e) = self.s.poll_event() {
+            match e {
+                ClientEvent::Response { id, .. }
+                | ClientEvent::StreamEnd { id, .. }
+                | ClientEvent::AuthOk { id, .. }
+                | ClientEvent::Pong { id, .. }
+                | ClientEvent::Failed { id, .. } => {
+                    assert!(self.issued.contains(&id), "a terminal event for {id}, never handed out");
+                    assert!(self.open.remove(&id), "a second terminal event for {id}");
+                }
+                ClientEvent::StreamBegin { id, .. } | ClientEvent::StreamData { id, .. } => {
+                    assert!(self.open.contains(&id), "a stream event for {id}, not pending");
+                }
+                ClientEvent::Closed { .. } => assert!(self.open.is_empty(), "left open: {:?}", self.open),
+                _ => {}
+            }
+        }
+        assert!(self.s.in_flight() <= MAX_IN_FLIGHT);
+    }
+
+    fn issued(&mut self, r: Result<String, agentwire_rkt::RktError>) {
+        if let Ok(id) = r {
+            assert!(self.issued.insert(id.clone()), "an id handed out twice: {id}");
+            self.open.insert(id);
+        }
+    }
+}
+
+fn header(text: &str, name: &str) -> Option<String> {
+    text.lines()
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(": ").map(str::to_owned))
+}
+
+fn reply(kind: &str, to: &str, seq: Option<u8>, body: &str) -> String {
+    let seq = seq.map(|s| format!("Seq: {s}\n")).unwrap_or_default();
+    format!(
+        "RKT/1.0 {kind}\nVersion: 1\nMessage-ID: 01960000-0000-7000-ab12-00000000f022\nReply-To: {to}\n{seq}Session-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n\n{body}"
+    )
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, script)) = data.split_first() else {
+        return;
+    };
+    let mut run = Run::new(mode);
+    // Operations are separated by 0xff; the first byte of each picks what it is.
+    for op in script.split(|&b| b == 0xff) {
+        let Some((&kind, rest)) = op.split_first() else {
+            continue;
+        };
+        let arg = rest.first().copied().unwrap_or(0);
+        let text = String::from_utf8_lossy(rest.get(1..).unwrap_or_default()).into_owned();
+        let mut pending: Vec<String> = run.open.iter().cloned().collect();
+        pending.sort_unstable();
+        let pick = pending.get(usize::from(arg) % pending.len().max(1)).cloned();
+        let now = run.now;
+        match kind % 12 {
+            0 => run.s.handle_text(now, &String::from_utf8_lossy(rest)),
+            1 => run.s.handle_binary(now, rest),
+            2 => {
+                if let Some(hello) = run.hello.clone() {
+                    let body = if arg & 1 == 0 {
+                        r#"{"agreed_version":1,"session_timeout":300}"#.to_owned()
+                    } else {
+                        text
+                    };
+                    run.s.handle_text(now, &reply("HELLO_ACK", &hello, None, &body));
+                }
+            }
+            3 => {
+                if let Some(id) = pick {
+                    let kind = REPLIES[usize::from(arg >> 4) % REPLIES.len()];
+                    let seq = (kind == "STREAM_DATA").then_some(arg & 0x0f);
+                    run.s.handle_text(now, &reply(kind, &id, seq, &text));
+                }
+            }
+            4 => {
+                run.now += u64::from(arg) * 8;
+                run.s.handle_timeout(run.now);
+            }
+            5 => {
+                let opts = RequestOptions {
+                    stream: arg & 1 != 0,
+                    ttl_s: (arg & 2 != 0).then_some(u32::from(arg >> 2)),
+                    context: serde_json::from_str(&text).ok(),
+                    ..RequestOptions::default()
+                };
+                let params = serde_json::from_str(&text).ok();
+                let r = run.s.request(now, "weather.forecast", params, opts);
+                run.issued(r);
+            }
+            6 => {
+                let r = match arg % 5 {
+                    0 => run.s.discover(now),
+                    1 => run.s.memory_get(now, &text, None),
+                    2 => run.s.memory_set(now, &text, serde_json::json!(arg), Some("ns"), Some(60)),
+                    3 => run.s.pay(now, f64::from(arg) / 4.0, &text, None, None),
+                    _ => run.s.auth(
+                        now,
+                        AuthBody::Bearer {
+                            token: text,
+                            scopes: Vec::new(),
+                        },
+                    ),
+                };
+                run.issued(r);
+            }
+            7 => {
+                let r = run.s.ping(now);
+                run.issued(r);
+            }
+            8 => {
+                if let Some(id) = pick {
+                    assert!(run.s.cancel(&id), "a pending id cancels");
+                }
+            }
+            9 => run.s.goodbye(now),
+            10 => run.s.handle_close(now, 1006, &text),
+            _ => {
+                if run.s.state() == ClientState::Closed {
+                    run.drain();
+                    assert!(run.open.is_empty());
+                    run = Run::new(mode.wrapping_add(arg));
+                }
+            }
+        }
+        run.drain();
+    }
+    run.s.handle_close(run.now, 1000, "end");
+    run.drain();
+    assert!(run.open.is_empty(), "left open after close: {:?}", run.open);
+});
