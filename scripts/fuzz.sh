@@ -6,7 +6,8 @@
 # CRATE `moltzap`: `frame` (the frame decoder), `endpoint` (the harness endpoint driven by the
 # script of tests/script/endpoint.rs) or `session` (the client session driven by a
 # script of operations). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
-# (both frame decoders, with re-encoding) or `connection` (the connection driven by a script).
+# (both frame decoders, with re-encoding), `connection` (the connection driven by a script) or
+# `ops` (the decoders of the HTTP answers and error bodies).
 # CRATE `core`: `read` (the JSON reader, against serde_json). CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
 # signs) or `bridge` (the SSE bridge driven by a script of upstream bytes, pongs, beat answers and
 # timeouts). Prints the executions and crashes; exits 1 when a crash was found.
