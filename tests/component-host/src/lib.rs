@@ -86,11 +86,22 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// A store's data: the WASI context behind the component's one import, `wasi:random/random`
-/// (nothing else is granted: no files, no environment, no sockets).
+/// A store's data: a WASI context and its resource table. The component's stores get an empty
+/// context, behind its one import, `wasi:random/random` (no files, no environment, no sockets);
+/// `wasi-test-runner` gives its test binaries more.
 pub struct HostState {
     ctx: WasiCtx,
     table: ResourceTable,
+}
+
+impl HostState {
+    /// A store's data with `ctx`.
+    pub fn new(ctx: WasiCtx) -> HostState {
+        HostState {
+            ctx,
+            table: ResourceTable::new(),
+        }
+    }
 }
 
 impl WasiView for HostState {
@@ -155,11 +166,7 @@ impl Runtime {
 
     /// A fresh store with the component instantiated.
     pub fn instantiate(&self) -> Result<Instance> {
-        let state = HostState {
-            ctx: WasiCtx::builder().build(),
-            table: ResourceTable::new(),
-        };
-        let mut store = Store::new(&self.engine, state);
+        let mut store = Store::new(&self.engine, HostState::new(WasiCtx::builder().build()));
         let engine = bindings::Engine::instantiate(&mut store, &self.component, &self.linker)?;
         Ok(Instance { store, engine })
     }

@@ -1,32 +1,20 @@
 //! Runs a `wasm32-wasip2` test binary (a WASI command component) in wasmtime, with the process's
-//! arguments, environment and standard streams, and the host's files read-only; exits with its exit code. The workspace's cargo
-//! runner for that target (`.cargo/config.toml`), so `cargo test --target wasm32-wasip2` runs the
-//! engines' own tests as WebAssembly, with the SIMD the component and the npm package use:
+//! arguments, environment and standard streams and the host's files read-only, and exits with
+//! its exit code. It is cargo's runner for that target (`.cargo/config.toml`), so
+//! `cargo test --target wasm32-wasip2` runs the engines' own tests as WebAssembly, with the SIMD
+//! the component and the npm package use:
 //!
 //! ```sh
 //! cargo build -p agentwire-component-host --bin wasi-test-runner
 //! cargo test -p agentwire-core --target wasm32-wasip2
 //! ```
 
-use wasmtime::component::{Component, Linker, ResourceTable};
+use agentwire_component_host::HostState;
+use wasmtime::component::{Component, Linker};
 use wasmtime::error::Context;
 use wasmtime::{Engine, Result, Store};
 use wasmtime_wasi::p2::bindings::sync::Command;
-use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx, WasiCtxView, WasiView};
-
-struct Host {
-    ctx: WasiCtx,
-    table: ResourceTable,
-}
-
-impl WasiView for Host {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.ctx,
-            table: &mut self.table,
-        }
-    }
-}
+use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx};
 
 fn run(path: &str, args: &[String]) -> Result<i32> {
     let engine = Engine::default();
@@ -37,14 +25,7 @@ fn run(path: &str, args: &[String]) -> Result<i32> {
     ctx.inherit_stdio().inherit_env().args(args);
     // Read-only, at the same path: the tests read the vectors by their absolute path.
     ctx.preopened_dir("/", "/", FsPerms::ReadOnly)?;
-    let ctx = ctx.build();
-    let mut store = Store::new(
-        &engine,
-        Host {
-            ctx,
-            table: ResourceTable::new(),
-        },
-    );
+    let mut store = Store::new(&engine, HostState::new(ctx.build()));
     let command = Command::instantiate(&mut store, &component, &linker)?;
     match command.wasi_cli_run().call_run(&mut store) {
         Ok(Ok(())) => Ok(0),
