@@ -320,7 +320,6 @@ impl ClientSession {
                 }
                 Timer::Reply(id) => {
                     if let Some(p) = self.take_pending(&id) {
-                        self.queue.retain(|q| q.id != id);
                         self.forget(id.clone());
                         if !p.silent {
                             let msg = format!("no reply within the TTL of {} s", p.ttl_ms / 1000);
@@ -515,14 +514,7 @@ impl ClientSession {
     /// Ends a command early: it gets `Failed` with `cancelled`, a late reply is dropped. Returns
     /// false when the id is not pending.
     pub fn cancel(&mut self, id: &str) -> bool {
-        let queued = self
-            .queue
-            .iter()
-            .position(|q| q.id == id)
-            .map(|at| self.queue.remove(at))
-            .is_some();
-        let sent = self.take_pending(id).is_some();
-        if !(queued || sent) {
+        if self.take_pending(id).is_none() {
             return false;
         }
         self.timers.cancel(&Timer::Reply(id.to_string()));
@@ -777,7 +769,7 @@ impl ClientSession {
             .iter()
             .flat_map(|l| queue.iter().filter(move |q| q.priority == *l))
         {
-            // Only what is still pending: a command that timed out or was cancelled stays unsent.
+            // Every queued command is pending (`take_pending` takes an ended one out of the queue).
             let Some(p) = self.pending.get_mut(&q.id) else { continue };
             p.sent_at = now;
             self.timers
@@ -977,8 +969,12 @@ impl ClientSession {
 
 impl ClientSession {
     /// Ends tracking of a command, giving back the bytes its stream held out of order.
+    /// Ends command `id`'s tracking: every command queued before HELLO_ACK is pending too, so it
+    /// leaves the queue with it (answered, timed out or cancelled, it is never sent, nor ended
+    /// twice).
     fn take_pending(&mut self, id: &str) -> Option<Pending> {
         let p = self.pending.remove(id)?;
+        self.queue.retain(|q| q.id != id);
         if let Some(stream) = &p.stream {
             self.held_bytes -= stream.held.bytes();
         }

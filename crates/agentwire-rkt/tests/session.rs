@@ -1137,6 +1137,33 @@ mod review_regressions {
     }
 
     #[test]
+    fn a_queued_command_answered_before_hello_ack_ends_once_and_is_never_sent() {
+        let mut c = ClientSession::new(ClientConfig::default(), Box::new(SeededEntropy::new(3)));
+        c.handle_open(T0);
+        let hello = c.poll_transmit().and_then(|o| o.as_text().map(str::to_owned)).unwrap();
+        let id = c.ping(T0).unwrap();
+        let reply = |kind: &str, to: &str, body: &str| {
+            format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: m-{kind}\nReply-To: {to}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n\n{body}")
+        };
+        c.handle_text(T0, &reply("PONG", &id, ""));
+        let ev = c.poll_event();
+        assert!(
+            matches!(&ev, Some(ClientEvent::Pong { id: p, .. }) if *p == id),
+            "{ev:?}"
+        );
+        assert!(!c.cancel(&id), "no second terminal event");
+        assert_eq!(c.poll_event(), None);
+        let hello_id = hello.lines().find_map(|l| l.strip_prefix("Message-ID: ")).unwrap();
+        c.handle_text(
+            T0,
+            &reply("HELLO_ACK", hello_id, r#"{"agreed_version":1,"session_timeout":300}"#),
+        );
+        assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
+        assert_eq!(c.poll_transmit(), None, "the answered PING is not sent");
+        assert_eq!(c.in_flight(), 0);
+    }
+
+    #[test]
     fn a_wild_seq_fails_the_stream_without_overflow() {
         let mut p = ready_pair();
         let id = p
