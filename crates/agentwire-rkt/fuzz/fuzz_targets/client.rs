@@ -1,9 +1,10 @@
 //! Fuzzes the client session: the input is a script of operations (server text and bytes, a
 //! HELLO_ACK to the HELLO, replies of every kind to pending ids with fuzzed bodies and `Seq`,
-//! time, every command, cancels, GOODBYE and closes) on a session that opened. Nothing may panic;
-//! `in_flight` stays within `max_in_flight`; each command handed out gets at most one terminal
-//! event, none comes for an id never handed out, and when the session closes every command has
-//! had its terminal event, before `Closed`.
+//! time, every command, cancels of pending, ended and unknown ids, GOODBYE and closes) on a session
+//! that opened. Nothing may panic; the commands open stay within `max_in_flight` (the session's
+//! own keepalive PING may add one); each command handed out gets at most one terminal event, none
+//! comes for an id never handed out, `cancel` is true exactly for an open command, and when the
+//! session closes every command has had its terminal event, before `Closed`.
 #![no_main]
 
 use agentwire_core::SeededEntropy;
@@ -88,7 +89,8 @@ impl Run {
                 _ => {}
             }
         }
-        assert!(self.s.in_flight() <= MAX_IN_FLIGHT);
+        assert!(self.open.len() <= MAX_IN_FLIGHT);
+        assert!(self.s.in_flight() <= MAX_IN_FLIGHT + 1, "{} in flight", self.s.in_flight());
     }
 
     fn issued(&mut self, r: Result<String, agentwire_rkt::RktError>) {
@@ -123,7 +125,8 @@ fuzz_target!(|data: &[u8]| {
             continue;
         };
         let arg = rest.first().copied().unwrap_or(0);
-        let text = String::from_utf8_lossy(rest.get(1..).unwrap_or_default()).into_owned();
+        let arg2 = rest.get(1).copied().unwrap_or(0);
+        let text = String::from_utf8_lossy(rest.get(2..).unwrap_or_default()).into_owned();
         let mut pending: Vec<String> = run.open.iter().cloned().collect();
         pending.sort_unstable();
         let pick = pending.get(usize::from(arg) % pending.len().max(1)).cloned();
@@ -144,7 +147,7 @@ fuzz_target!(|data: &[u8]| {
             3 => {
                 if let Some(id) = pick {
                     let kind = REPLIES[usize::from(arg >> 4) % REPLIES.len()];
-                    let seq = (kind == "STREAM_DATA").then_some(arg & 0x0f);
+                    let seq = (kind == "STREAM_DATA").then_some(arg2 & 0x0f);
                     run.s.handle_text(now, &reply(kind, &id, seq, &text));
                 }
             }
@@ -184,9 +187,14 @@ fuzz_target!(|data: &[u8]| {
                 run.issued(r);
             }
             8 => {
-                if let Some(id) = pick {
-                    assert!(run.s.cancel(&id), "a pending id cancels");
-                }
+                // An open command, one that ended, or an id never handed out.
+                let mut issued: Vec<&String> = run.issued.iter().collect();
+                issued.sort_unstable();
+                let id = issued
+                    .get(usize::from(arg2) % (issued.len() + 1))
+                    .map_or_else(|| "never-handed-out".to_owned(), |id| (*id).clone());
+                let open = run.open.contains(&id);
+                assert_eq!(run.s.cancel(&id), open, "cancel({id}) with the id open: {open}");
             }
             9 => run.s.goodbye(now),
             10 => run.s.handle_close(now, 1006, &text),
