@@ -106,8 +106,8 @@ pub fn push_string(out: &mut String, s: &str) {
 }
 
 /// The index of the first byte at or after `j` that is `"`, `\` or a control character (the
-/// length of `b` when there is none), sixteen bytes at a time where the target has SIMD (x86-64;
-/// wasm32 built with `simd128`, as the component and the npm package are), then eight at a time:
+/// length of `b` when there is none), sixteen bytes at a time with SSE2 on x86-64 and with
+/// `simd128` on wasm32 (the component and the wasip2 tests have it), else eight at a time:
 /// where a JSON string ends, or has something to escape or unescape. `j` past the end gives `j`.
 pub fn plain_run(b: &[u8], j: usize) -> usize {
     // SAFETY: SSE2 is part of every x86-64 CPU (the target's baseline).
@@ -124,10 +124,15 @@ pub fn plain_run(b: &[u8], j: usize) -> usize {
 }
 
 /// [`plain_run`] sixteen bytes at a time (SSE2): `Ok` with the index, or `Err` with where fewer
-/// than sixteen bytes remain, for the eight-byte scan to finish.
+/// than sixteen bytes remain, for the eight-byte scan to finish. An `unsafe fn`, so that calling
+/// the intrinsics compiles on Rust 1.85 (the workspace's `rust-version`; they are safe in a
+/// `target_feature` function only from 1.87).
+///
+/// # Safety
+/// The CPU has SSE2: every x86-64 CPU does.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse2")]
-fn plain_run_simd(b: &[u8], mut j: usize) -> Result<usize, usize> {
+unsafe fn plain_run_simd(b: &[u8], mut j: usize) -> Result<usize, usize> {
     use core::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
     };
@@ -200,7 +205,7 @@ fn plain_run_swar(b: &[u8], mut j: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_null, nests_deeper_than, plain_run, push_string};
+    use super::{is_null, nests_deeper_than, plain_run, plain_run_swar, push_string};
     use proptest::prelude::*;
 
     proptest! {
@@ -212,6 +217,17 @@ mod tests {
                 prop_assert_eq!(out, serde_json::to_string(s).unwrap());
             }
         }
+    }
+
+    /// The wasm tests are for the component's code, SIMD scan included: a `RUSTFLAGS` in the
+    /// environment replaces `.cargo/config.toml`'s and would quietly drop it.
+    #[cfg(target_arch = "wasm32")]
+    #[test]
+    fn wasm_tests_have_simd128() {
+        assert!(
+            cfg!(target_feature = "simd128"),
+            "built without simd128 (RUSTFLAGS set?)"
+        );
     }
 
     #[test]
@@ -232,8 +248,15 @@ mod tests {
                     if at < len {
                         b[at] = special;
                     }
-                    for j in 0..=len {
+                    // A second special byte after the first: the first is the one found.
+                    if at + 3 < len {
+                        b[at + 3] = b'"';
+                    }
+                    for j in 0..=len + 2 {
                         assert_eq!(plain_run(&b, j), naive(&b, j), "{b:?} from {j}");
+                        // The eight-byte scan alone: what the SIMD scans leave to it, and all of
+                        // the scan on targets without them.
+                        assert_eq!(plain_run_swar(&b, j), naive(&b, j), "swar: {b:?} from {j}");
                     }
                 }
             }
