@@ -31,7 +31,7 @@ wasm-bindgen --target web --out-dir "$HERE/dist/wasm" --out-name agentwire_wasm 
 # overflow, so constant offsets may fold into loads and stores. --merge-similar-functions first
 # (before -Oz, where it still finds the monomorphized copies that differ only in constants).
 "$HERE/node_modules/.bin/wasm-opt" --merge-similar-functions -Oz --converge --low-memory-unused --strip-debug --enable-bulk-memory --enable-nontrapping-float-to-int \
-  --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types --enable-simd \
+  --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types \
   "$HERE/dist/wasm/agentwire_wasm_bg.wasm" -o "$HERE/dist/wasm/agentwire_wasm_bg.wasm"
 
 echo "== tsc"

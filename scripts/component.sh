@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the WebAssembly component (bindings/component, WIT package agentwire:engine@0.1.0): the
-# engine's core module for wasm32-unknown-unknown (with simd128, set in .cargo/config.toml) and
-# the `component` profile, encoded as a component by bindings/component/tool (wit-component).
-# Prints its size raw and gzipped. Its only import is wasi:random/random.
+# engine's core module for wasm32-unknown-unknown (with simd128) and the `component` profile,
+# encoded as a component by bindings/component/tool (wit-component). Prints its size raw and
+# gzipped. Its only import is wasi:random/random.
 source "$(dirname "$0")/lib.sh"
 need_rust
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 cd "$ROOT"
-cargo build -q -p agentwire-component --target wasm32-unknown-unknown --profile component
+RUSTFLAGS="-C target-feature=+simd128" \
+  cargo build -q -p agentwire-component --target wasm32-unknown-unknown --profile component
 cargo build -q -p agentwire-componentize
 OUT=target/component
 mkdir -p "$OUT"
