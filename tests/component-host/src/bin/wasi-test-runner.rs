@@ -2,11 +2,11 @@
 //! arguments, environment and standard streams and the host's files read-only, and exits with
 //! its exit code. It is cargo's runner for that target (`.cargo/config.toml`), so
 //! `cargo test --target wasm32-wasip2` runs the engines' own tests as WebAssembly, with the SIMD
-//! the component and the npm package use:
+//! the component uses:
 //!
 //! ```sh
 //! cargo build -p agentwire-component-host --bin wasi-test-runner
-//! cargo test -p agentwire-core --target wasm32-wasip2
+//! cargo test -p agentwire-core --target wasm32-wasip2 --lib
 //! ```
 
 use agentwire_component_host::HostState;
