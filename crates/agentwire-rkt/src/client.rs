@@ -220,6 +220,8 @@ pub struct ClientSession {
     state: ClientState,
     hello_id: Option<String>,
     pending: HashMap<String, Pending>,
+    /// Of `pending`, the keepalive PINGs.
+    silent_pending: usize,
     queue: Vec<Queued>,
     forgotten: VecDeque<String>,
     timers: Timers<Timer>,
@@ -241,6 +243,7 @@ impl ClientSession {
             state: ClientState::Idle,
             hello_id: None,
             pending: HashMap::new(),
+            silent_pending: 0,
             queue: Vec::new(),
             forgotten: VecDeque::new(),
             timers: Timers::new(),
@@ -260,9 +263,11 @@ impl ClientSession {
         &self.session_id
     }
 
-    /// Commands sent or queued and not yet finished (queued ones are tracked as pending too).
+    /// Commands sent or queued and not yet finished (queued ones are tracked as pending too);
+    /// the session's own keepalive PINGs are not counted, so they never take a user's place
+    /// under `max_in_flight`.
     pub fn in_flight(&self) -> usize {
-        self.pending.len()
+        self.pending.len() - self.silent_pending
     }
 
     // ---- inputs -------------------------------------------------------------------------
@@ -603,7 +608,8 @@ impl ClientSession {
         let ttl_ms = u64::from(ttl) * 1000;
         self.timers.set(Timer::Reply(id.clone()), now.saturating_add(ttl_ms));
         let stream = stream.then(StreamState::default);
-        self.pending.insert(
+        self.silent_pending += usize::from(silent);
+        let replaced = self.pending.insert(
             id,
             Pending {
                 op,
@@ -613,6 +619,8 @@ impl ClientSession {
                 silent,
             },
         );
+        // Ids are random UUIDs: a repeat is as good as impossible, but the count stays exact.
+        self.silent_pending -= replaced.map_or(0, |p| usize::from(p.silent));
     }
 
     fn send(&mut self, now: Millis, msg: &Message) {
@@ -654,6 +662,7 @@ impl ClientSession {
         self.state = ClientState::Closed;
         let mut ids: Vec<(Millis, String, bool)> =
             self.pending.drain().map(|(id, p)| (p.sent_at, id, p.silent)).collect();
+        self.silent_pending = 0;
         ids.sort_unstable(); // ids are unique: the same order as a stable sort
         self.queue.clear();
         self.held_bytes = 0;
@@ -974,6 +983,7 @@ impl ClientSession {
     /// twice).
     fn take_pending(&mut self, id: &str) -> Option<Pending> {
         let p = self.pending.remove(id)?;
+        self.silent_pending -= usize::from(p.silent);
         self.queue.retain(|q| q.id != id);
         if let Some(stream) = &p.stream {
             self.held_bytes -= stream.held.bytes();

@@ -1164,6 +1164,32 @@ mod review_regressions {
     }
 
     #[test]
+    fn a_keepalive_ping_takes_no_place_under_max_in_flight() {
+        let cfg = ClientConfig {
+            max_in_flight: 1,
+            ..ClientConfig::default()
+        };
+        let mut c = ClientSession::new(cfg, Box::new(SeededEntropy::new(4)));
+        c.handle_open(T0);
+        let hello = c.poll_transmit().and_then(|o| o.as_text().map(str::to_owned)).unwrap();
+        let hello_id = hello.lines().find_map(|l| l.strip_prefix("Message-ID: ")).unwrap();
+        c.handle_text(
+            T0,
+            &format!("RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: m\nReply-To: {hello_id}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n\n{{\"agreed_version\":1,\"session_timeout\":2}}"),
+        );
+        assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
+        // Nothing sent for half the session timeout: the session PINGs on its own.
+        c.handle_timeout(T0 + 1_000);
+        let ping = c.poll_transmit().and_then(|o| o.as_text().map(str::to_owned)).unwrap();
+        assert!(ping.starts_with("RKT/1.0 PING\n"), "{ping}");
+        assert_eq!(c.in_flight(), 0);
+        let id = c.request(T0 + 1_000, "echo", None, RequestOptions::default()).unwrap();
+        assert_eq!(c.in_flight(), 1);
+        assert!(c.cancel(&id));
+        assert_eq!(c.in_flight(), 0);
+    }
+
+    #[test]
     fn a_wild_seq_fails_the_stream_without_overflow() {
         let mut p = ready_pair();
         let id = p
