@@ -977,10 +977,9 @@ impl ClientSession {
 }
 
 impl ClientSession {
-    /// Ends tracking of a command, giving back the bytes its stream held out of order.
-    /// Ends command `id`'s tracking: every command queued before HELLO_ACK is pending too, so it
-    /// leaves the queue with it (answered, timed out or cancelled, it is never sent, nor ended
-    /// twice).
+    /// Ends tracking of a command, giving back the bytes its stream held out of order. A command
+    /// queued before HELLO_ACK is pending too and leaves the queue with it: answered, timed out
+    /// or cancelled, it is never sent, nor ended twice.
     fn take_pending(&mut self, id: &str) -> Option<Pending> {
         let p = self.pending.remove(id)?;
         self.silent_pending -= usize::from(p.silent);
