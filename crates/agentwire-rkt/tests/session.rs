@@ -1136,15 +1136,24 @@ mod review_regressions {
         assert_eq!(p.client_wire.len(), 1, "only the HELLO went out: {:?}", p.client_wire);
     }
 
-    #[test]
-    fn a_queued_command_answered_before_hello_ack_ends_once_and_is_never_sent() {
-        let mut c = ClientSession::new(ClientConfig::default(), Box::new(SeededEntropy::new(3)));
+    /// A client session after `handle_open`, and the Message-ID of the HELLO it sent.
+    fn opened(cfg: ClientConfig) -> (ClientSession, String) {
+        let mut c = ClientSession::new(cfg, Box::new(SeededEntropy::new(3)));
         c.handle_open(T0);
         let hello = c.poll_transmit().and_then(|o| o.as_text().map(str::to_owned)).unwrap();
+        let id = decode(&hello, usize::MAX).unwrap().message_id().to_owned();
+        (c, id)
+    }
+
+    /// The server's `kind` answering message `to`.
+    fn reply(kind: &str, to: &str, body: &str) -> String {
+        format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: m-{kind}\nReply-To: {to}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n\n{body}")
+    }
+
+    #[test]
+    fn a_queued_command_answered_before_hello_ack_ends_once_and_is_never_sent() {
+        let (mut c, hello) = opened(ClientConfig::default());
         let id = c.ping(T0).unwrap();
-        let reply = |kind: &str, to: &str, body: &str| {
-            format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: m-{kind}\nReply-To: {to}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n\n{body}")
-        };
         c.handle_text(T0, &reply("PONG", &id, ""));
         let ev = c.poll_event();
         assert!(
@@ -1153,10 +1162,9 @@ mod review_regressions {
         );
         assert!(!c.cancel(&id), "no second terminal event");
         assert_eq!(c.poll_event(), None);
-        let hello_id = hello.lines().find_map(|l| l.strip_prefix("Message-ID: ")).unwrap();
         c.handle_text(
             T0,
-            &reply("HELLO_ACK", hello_id, r#"{"agreed_version":1,"session_timeout":300}"#),
+            &reply("HELLO_ACK", &hello, r#"{"agreed_version":1,"session_timeout":300}"#),
         );
         assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
         assert_eq!(c.poll_transmit(), None, "the answered PING is not sent");
@@ -1165,17 +1173,13 @@ mod review_regressions {
 
     #[test]
     fn a_keepalive_ping_takes_no_place_under_max_in_flight() {
-        let cfg = ClientConfig {
+        let (mut c, hello) = opened(ClientConfig {
             max_in_flight: 1,
             ..ClientConfig::default()
-        };
-        let mut c = ClientSession::new(cfg, Box::new(SeededEntropy::new(4)));
-        c.handle_open(T0);
-        let hello = c.poll_transmit().and_then(|o| o.as_text().map(str::to_owned)).unwrap();
-        let hello_id = hello.lines().find_map(|l| l.strip_prefix("Message-ID: ")).unwrap();
+        });
         c.handle_text(
             T0,
-            &format!("RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: m\nReply-To: {hello_id}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n\n{{\"agreed_version\":1,\"session_timeout\":2}}"),
+            &reply("HELLO_ACK", &hello, r#"{"agreed_version":1,"session_timeout":2}"#),
         );
         assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
         // Nothing sent for half the session timeout: the session PINGs on its own.

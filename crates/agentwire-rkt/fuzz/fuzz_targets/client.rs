@@ -9,7 +9,7 @@
 #![no_main]
 
 use agentwire_core::SeededEntropy;
-use agentwire_rkt::{AuthBody, ClientConfig, ClientEvent, ClientSession, ClientState, RequestOptions};
+use agentwire_rkt::{decode, AuthBody, ClientConfig, ClientEvent, ClientSession, ClientState, MessageType, RequestOptions};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashSet;
 
@@ -65,10 +65,9 @@ impl Run {
         let mut sent = 0;
         while let Some(t) = self.s.poll_transmit() {
             sent += 1;
-            if let Some(text) = t.as_text() {
-                if text.starts_with("RKT/1.0 HELLO\n") {
-                    self.hello = header(text, "Message-ID");
-                }
+            let sent = t.as_text().and_then(|text| decode(text, usize::MAX).ok());
+            if let Some(hello) = sent.filter(|m| m.kind == MessageType::Hello) {
+                self.hello = Some(hello.message_id().to_owned());
             }
         }
         // A step sends its own frame, the queue it releases and a keepalive or close at most.
@@ -100,12 +99,6 @@ impl Run {
             self.open.insert(id);
         }
     }
-}
-
-fn header(text: &str, name: &str) -> Option<String> {
-    text.lines()
-        .take_while(|l| !l.is_empty())
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(": ").map(str::to_owned))
 }
 
 fn reply(kind: &str, to: &str, seq: Option<u8>, body: &str) -> String {
