@@ -28,6 +28,11 @@ cargo clippy -q -p agentwire-component --target wasm32-unknown-unknown -- -D war
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 cargo clippy -q -p agentwire-component --target wasm32-wasip2 -- -D warnings
 
+echo "== clippy on bindings/wasm for wasm32: the three protocols, and each alone (npm/build.sh builds all four)"
+for p in "" rkt moltzap switch; do
+  cargo clippy -q -p agentwire-wasm --target wasm32-unknown-unknown ${p:+--no-default-features --features "$p"} -- -D warnings
+done
+
 echo "== agentwire-core's tests as WebAssembly (wasm32-wasip2 with SIMD, in wasmtime: .cargo/config.toml)"
 cargo build -q -p agentwire-component-host --bin wasi-test-runner
 cargo test -q -p agentwire-core --target wasm32-wasip2 --lib

@@ -66,8 +66,11 @@ pub fn error_kinds() -> Vec<String> {
 #[wasm_bindgen(js_name = eventTypes)]
 pub fn event_types(protocol: &str) -> Vec<String> {
     let list: &[&str] = match protocol {
+        #[cfg(feature = "rkt")]
         "rkt" => &agentwire_rkt::json::EVENT_TYPES,
+        #[cfg(feature = "moltzap")]
         "moltzap" => &agentwire_moltzap::session::EVENT_TYPES,
+        #[cfg(feature = "switch")]
         "switch" => &agentwire_switch::connection::EVENT_TYPES,
         _ => &[],
     };

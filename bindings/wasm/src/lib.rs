@@ -10,12 +10,18 @@
 // Engine errors carry what the peer said; they are returned by value on purpose, as in the engines.
 #![allow(clippy::result_large_err)]
 
+#[cfg(not(any(feature = "rkt", feature = "moltzap", feature = "switch")))]
+compile_error!("agentwire-wasm needs at least one protocol: the features rkt, moltzap, switch");
+
 mod errors;
 mod host;
+#[cfg(feature = "moltzap")]
 pub mod moltzap;
 mod outgoing;
+#[cfg(feature = "rkt")]
 pub mod rkt;
 mod socket;
+#[cfg(feature = "switch")]
 pub mod switch;
 
 pub use errors::{error_kinds, event_types, last_panic, set_error_factory};

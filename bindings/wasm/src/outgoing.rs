@@ -1,10 +1,15 @@
 //! Frames of the low-level sessions as JavaScript values: `{type: "text", text}`,
 //! `{type: "binary", data: Uint8Array}` or `{type: "close", code, reason}`.
 
-use agentwire_core::{Millis, Outgoing};
-use js_sys::{Object, Reflect, Uint8Array};
-use wasm_bindgen::JsValue;
+use agentwire_core::Millis;
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+use {
+    agentwire_core::Outgoing,
+    js_sys::{Object, Reflect, Uint8Array},
+    wasm_bindgen::JsValue,
+};
 
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
 fn object(fields: &[(&str, JsValue)]) -> JsValue {
     let o = Object::new();
     for (k, v) in fields {
@@ -13,6 +18,7 @@ fn object(fields: &[(&str, JsValue)]) -> JsValue {
     o.into()
 }
 
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
 pub(crate) fn to_js(frame: Outgoing) -> JsValue {
     match frame {
         Outgoing::Text(text) => object(&[("type", "text".into()), ("text", text.into())]),

@@ -4,8 +4,7 @@
 //! callback may call the driver again).
 
 use crate::host::{now, Timer};
-use agentwire_core::json::LazyJson;
-use agentwire_core::{Millis, Outgoing};
+use agentwire_core::Millis;
 use js_sys::{Array, Function, Reflect, Uint8Array};
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -35,7 +34,8 @@ impl Calls {
 
     /// An event for `onEvent` as `(envelope JSON, field, raw payload)`: the package's facade
     /// parses the envelope and makes the field a getter that parses the payload on first use.
-    pub(crate) fn push_event(&mut self, f: &Function, event: LazyJson<'_>) {
+    #[cfg(any(feature = "moltzap", feature = "switch"))]
+    pub(crate) fn push_event(&mut self, f: &Function, event: agentwire_core::json::LazyJson<'_>) {
         let extra = event
             .payload
             .map(|(field, raw)| (JsValue::from_str(field), JsValue::from_str(raw)));
@@ -148,7 +148,9 @@ impl Socket {
 
     /// Puts an engine's frame on the socket; a frame for a socket that is not open is dropped
     /// (its close event follows and tells the engine).
-    pub(crate) fn transmit(&self, frame: Outgoing) {
+    #[cfg(any(feature = "rkt", feature = "moltzap"))]
+    pub(crate) fn transmit(&self, frame: agentwire_core::Outgoing) {
+        use agentwire_core::Outgoing;
         match frame {
             Outgoing::Text(t) => drop(self.send(&t)),
             Outgoing::Binary(b) => drop(self.send_binary(&b)),
@@ -161,6 +163,7 @@ impl Socket {
         self.ws.ready_state() == WebSocket::OPEN && self.ws.send_with_str(text).is_ok()
     }
 
+    #[cfg(any(feature = "rkt", feature = "moltzap"))]
     pub(crate) fn send_binary(&self, bytes: &[u8]) -> bool {
         self.ws.ready_state() == WebSocket::OPEN && self.ws.send_with_u8_array(bytes).is_ok()
     }
