@@ -20,24 +20,35 @@ if [ ! -x "$HERE/node_modules/.bin/tsc" ] || [ "$HERE/package-lock.json" -nt "$H
   (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
-echo "== cargo build (wasm32, profile wasm)"
-(cd "$ROOT" && cargo build -q --target wasm32-unknown-unknown --profile wasm -p agentwire-wasm)
+# One module with all three protocols (`agentwire`), and one per protocol (`agentwire/rkt`, ...):
+# the protocols are features of bindings/wasm.
+wasm_module() { # <out dir> <cargo feature args...>
+  local out="$1"; shift
+  (cd "$ROOT" && cargo build -q --target wasm32-unknown-unknown --profile wasm -p agentwire-wasm "$@")
+  mkdir -p "$out"
+  wasm-bindgen --target web --out-dir "$out" --out-name agentwire_wasm --remove-name-section \
+    --remove-producers-section "$ROOT/target/wasm32-unknown-unknown/wasm/agentwire_wasm.wasm"
+  # --converge: -Oz until the size stops falling; --low-memory-unused: the first 1 KiB of memory is
+  # the far end of the 1 MiB stack that Rust puts first (data start at 1 MiB), touched only by a
+  # stack overflow, so constant offsets may fold into loads and stores. --merge-similar-functions
+  # first (before -Oz, where it still finds the monomorphized copies that differ only in constants).
+  "$HERE/node_modules/.bin/wasm-opt" --merge-similar-functions -Oz --converge --low-memory-unused --strip-debug --enable-bulk-memory --enable-nontrapping-float-to-int \
+    --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types \
+    "$out/agentwire_wasm_bg.wasm" -o "$out/agentwire_wasm_bg.wasm"
+}
 rm -rf "$HERE/dist"
-mkdir -p "$HERE/dist/wasm"
-wasm-bindgen --target web --out-dir "$HERE/dist/wasm" --out-name agentwire_wasm --remove-name-section \
-  --remove-producers-section "$ROOT/target/wasm32-unknown-unknown/wasm/agentwire_wasm.wasm"
-# --converge: -Oz until the size stops falling; --low-memory-unused: the first 1 KiB of memory is
-# the far end of the 1 MiB stack that Rust puts first (data start at 1 MiB), touched only by a stack
-# overflow, so constant offsets may fold into loads and stores. --merge-similar-functions first
-# (before -Oz, where it still finds the monomorphized copies that differ only in constants).
-"$HERE/node_modules/.bin/wasm-opt" --merge-similar-functions -Oz --converge --low-memory-unused --strip-debug --enable-bulk-memory --enable-nontrapping-float-to-int \
-  --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types \
-  "$HERE/dist/wasm/agentwire_wasm_bg.wasm" -o "$HERE/dist/wasm/agentwire_wasm_bg.wasm"
+echo "== cargo build (wasm32, profile wasm), wasm-bindgen, wasm-opt: all three protocols"
+wasm_module "$HERE/dist/wasm"
+for p in rkt moltzap switch; do
+  echo "== the same for $p alone"
+  wasm_module "$HERE/dist/wasm-$p" --no-default-features --features "$p"
+done
 
 echo "== tsc"
 (cd "$HERE" && node_modules/.bin/tsc -p tsconfig.json)
-echo "== esbuild --minify (the facade and the glue, in place)"
-for f in "$HERE"/dist/*.js "$HERE/dist/wasm/agentwire_wasm.js"; do
+echo "== esbuild: agentwire/rkt, /moltzap, /switch bundled on their own glue; --minify the rest in place"
+(cd "$HERE" && node bundle.mjs)
+for f in "$HERE"/dist/*.js "$HERE"/dist/wasm*/agentwire_wasm.js; do
   "$HERE/node_modules/.bin/esbuild" "$f" --minify --format=esm --target=es2022 --log-level=warning \
     --outfile="$f" --allow-overwrite
 done
@@ -53,6 +64,13 @@ done
 JS_GZ="$(cat "${ENGINE_JS[@]}" | gzip -9 -c | wc -c)"
 printf 'size: wasm %d bytes (%d gzipped; budget %d)\n' "$(wc -c <"$HERE/dist/wasm/agentwire_wasm_bg.wasm")" "$WASM_GZ" "$WASM_BUDGET"
 printf 'size: JS glue + facade %d bytes (%d gzipped; budget %d)\n' "$(cat "${ENGINE_JS[@]}" | wc -c)" "$JS_GZ" "$JS_BUDGET"
+# Each protocol's own entry: its module, and what its browser entry loads (its bundle, the shared
+# modules, its glue). Reported beside the budget, which is for all three together.
+for p in rkt moltzap switch; do
+  printf 'size: agentwire/%s alone: wasm %d bytes (%d gzipped), JS %d gzipped\n' "$p" \
+    "$(wc -c <"$HERE/dist/wasm-$p/agentwire_wasm_bg.wasm")" "$(gz "$HERE/dist/wasm-$p/agentwire_wasm_bg.wasm")" \
+    "$(cat "$HERE/dist/$p/browser.js" "$HERE"/dist/{errors,calls,client,session}.js "$HERE/dist/wasm-$p/agentwire_wasm.js" | gzip -9 -c | wc -c)"
+done
 printf 'size: agentwire/relay-token %d bytes (%d gzipped)\n' "$(wc -c <"$HERE/dist/relay-token.js")" "$(gz "$HERE/dist/relay-token.js")"
 if [ "$WASM_GZ" -gt "$WASM_BUDGET" ] || [ "$JS_GZ" -gt "$JS_BUDGET" ]; then
   # Over budget is reported on every build; AGENTWIRE_SIZE_STRICT=1 makes it fatal. The wasm is

@@ -3,7 +3,6 @@
  * subclass. The kinds are the engine's (`agentwire_core::ErrorKind`); a test checks this list
  * against the wasm module's `errorKinds()`.
  */
-import { errorKinds as wasmErrorKinds, eventTypes as wasmEventTypes, lastPanic, setErrorFactory } from "./wasm/agentwire_wasm.js";
 
 export type ErrorKind =
   | "decode"
@@ -64,24 +63,34 @@ export function toError(e: unknown): AgentwireError {
   return agentwireError("internal", message, e);
 }
 
-/** Called by each entry once the module is instantiated: errors from the engine become
- * `AgentwireError`s. */
-export function registerErrors(): void {
-  setErrorFactory((json: string) => {
+/** What an entry registers of its instance of the wasm module: `agentwire` and each of
+ * `agentwire/rkt`, `agentwire/moltzap`, `agentwire/switch` has its own, and this module (which
+ * imports none) is shared by them all, so `AgentwireError` is one class for every entry. */
+export interface EngineErrors {
+  setErrorFactory(factory: (json: string) => Error): void;
+  lastPanic(): string | undefined;
+}
+
+const engines: EngineErrors[] = [];
+
+/** The message of a panic in any loaded instance: after one that instance is unusable. */
+function lastPanic(): string | undefined {
+  for (const engine of engines) {
+    const message = engine.lastPanic();
+    if (message !== undefined) return message;
+  }
+  return undefined;
+}
+
+/** Called by each entry once its module is instantiated: errors from the engine become
+ * `AgentwireError`s, and a trap is reported with the panic's message. */
+export function registerErrors(engine: EngineErrors): void {
+  engine.setErrorFactory((json: string) => {
     try {
       return new AgentwireError(JSON.parse(json) as ErrorInfo);
     } catch (e) {
       return agentwireError("internal", `unreadable error from the engine: ${json}`, e);
     }
   });
-}
-
-/** The engine's error kinds (what `ErrorKind` must list). */
-export function errorKinds(): string[] {
-  return wasmErrorKinds();
-}
-
-/** The engine's event `type`s of a protocol (what the package's event types must list). */
-export function eventTypes(protocol: "rkt" | "moltzap" | "switch"): string[] {
-  return wasmEventTypes(protocol);
+  engines.push(engine);
 }

@@ -25,15 +25,22 @@ after(async () => {
   server?.close();
 });
 
+// Every scenario through `agentwire`, then each protocol's through its own entry
+// (`agentwire/rkt`, ...: its own smaller module, in the same page).
+const runs = Object.keys(scenarios).map((name) => ["agentwire", name]);
 for (const name of Object.keys(scenarios)) {
-  test(`chromium: ${name}`, { timeout: 20_000 }, async (t) => {
+  const protocol = name.split(" ")[0];
+  if (["rkt", "moltzap", "switch"].includes(protocol)) runs.push([`agentwire/${protocol}`, name]);
+}
+for (const [entry, name] of runs) {
+  test(`chromium: ${entry === "agentwire" ? "" : `${entry}: `}${name}`, { timeout: 20_000 }, async (t) => {
     const outcome = await tab.evaluate(
-      async ([name, env]) => {
-        const aw = await import("agentwire");
+      async ([entry, name, env]) => {
+        const aw = await import(entry);
         const { scenarios } = await import("/tests/js/scenarios.mjs");
         return await scenarios[name](aw, env);
       },
-      [name, env],
+      [entry, name, env],
     );
     if (typeof outcome === "string") t.skip(outcome);
   });

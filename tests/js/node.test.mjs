@@ -1,6 +1,12 @@
 // The scenarios in Node: undici's WebSocket is injected when the host has no global one (Node 20).
 import { test } from "node:test";
 import * as aw from "agentwire";
+// Each protocol's own entry, with its own smaller module, in the same process as the whole one.
+const only = {
+  rkt: await import("agentwire/rkt"),
+  moltzap: await import("agentwire/moltzap"),
+  switch: await import("agentwire/switch"),
+};
 import { scenarios } from "./scenarios.mjs";
 import { testEnv } from "./env.mjs";
 
@@ -19,6 +25,16 @@ env.switchSocket = (key) =>
 for (const [name, run] of Object.entries(scenarios)) {
   test(name, { timeout: 20_000 }, async (t) => {
     const outcome = await run(aw, env);
+    if (typeof outcome === "string") t.skip(outcome);
+  });
+}
+
+// The protocol's scenarios again through its own entry (`agentwire/rkt`, ...).
+for (const [name, run] of Object.entries(scenarios)) {
+  const protocol = name.split(" ")[0];
+  if (!(protocol in only)) continue;
+  test(`agentwire/${protocol}: ${name}`, { timeout: 20_000 }, async (t) => {
+    const outcome = await run(only[protocol], env);
     if (typeof outcome === "string") t.skip(outcome);
   });
 }

@@ -17,10 +17,20 @@ const TYPES = {
   ".png": "image/png",
 };
 
-/** A page that maps `agentwire` to the built package and runs `body` (a module script). */
+const imports = JSON.stringify({
+  imports: {
+    agentwire: "/npm/dist/browser.js",
+    "agentwire/rkt": "/npm/dist/rkt/browser.js",
+    "agentwire/moltzap": "/npm/dist/moltzap/browser.js",
+    "agentwire/switch": "/npm/dist/switch/browser.js",
+  },
+});
+
+/** A page that maps `agentwire` (and `agentwire/rkt`, ...) to the built package and runs `body`
+ * (a module script). */
 export function page(title, body, head = "") {
   return `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title>
-<script type="importmap">{"imports": {"agentwire": "/npm/dist/browser.js"}}</script>${head}</head>
+<script type="importmap">${imports}</script>${head}</head>
 <body>${body}</body></html>`;
 }
 

@@ -13,6 +13,9 @@ import {
   type RktSessionEvent,
   type SwitchEvent,
 } from "agentwire";
+import * as rktOnly from "agentwire/rkt";
+import * as moltzapOnly from "agentwire/moltzap";
+import * as switchOnly from "agentwire/switch";
 
 // Exactly the ErrorKind union: a kind missing here or unknown to the type fails to compile.
 const KINDS: Record<ErrorKind, true> = {
@@ -113,7 +116,29 @@ for (const [protocol, declaredTypes] of [
   const b = Object.keys(declaredTypes).sort().join();
   if (a !== b) throw new Error(`${protocol} event types: package ${b} != engine ${a}`);
 }
+// Each protocol's own entry: its protocol and the shared exports, the one AgentwireError class,
+// and the engine's lists from its own module (the other protocols' lists empty).
+// @ts-expect-error: agentwire/rkt has no MoltZap.
+void rktOnly.MoltZapClient;
+// @ts-expect-error: agentwire/switch has no RKT.
+void switchOnly.rktDecode;
+for (const [protocol, only] of [
+  ["rkt", rktOnly],
+  ["moltzap", moltzapOnly],
+  ["switch", switchOnly],
+] as const) {
+  if (only.AgentwireError !== AgentwireError) throw new Error(`agentwire/${protocol}: another AgentwireError`);
+  if (only.errorKinds().sort().join() !== engine) throw new Error(`agentwire/${protocol}: error kinds`);
+  for (const other of ["rkt", "moltzap", "switch"] as const) {
+    const want = other === protocol ? eventTypes(other).sort().join() : "";
+    if (only.eventTypes(other).sort().join() !== want) throw new Error(`agentwire/${protocol}: ${other} event types`);
+  }
+}
+const rktEntryClient: typeof RktClient = rktOnly.RktClient;
+if (typeof rktEntryClient.connect !== "function" || typeof moltzapOnly.MoltZapClient.connect !== "function" || typeof switchOnly.SwitchClient.connect !== "function") {
+  throw new Error("a protocol entry lacks its client");
+}
 if (rktDecode("RKT/1.0 PING\nVersion: 1\nMessage-ID: a\nSession-ID: b\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 5\n").type !== "PING") {
   throw new Error("rktDecode");
 }
-(globalThis as unknown as { console: { log(m: string): void } }).console.log(`strict consumer: ${Object.keys(KINDS).length} error kinds and every event type, as the engine has`);
+(globalThis as unknown as { console: { log(m: string): void } }).console.log(`strict consumer: ${Object.keys(KINDS).length} error kinds and every event type, as the engine has; agentwire/rkt, /moltzap, /switch load their own modules`);

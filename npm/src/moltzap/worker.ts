@@ -1,0 +1,10 @@
+/** `agentwire/moltzap` in Workers (workerd): the bundler hands the `.wasm` over compiled. */
+import { initSync, lastPanic, setErrorFactory } from "../wasm-moltzap/agentwire_wasm.js";
+import { registerErrors } from "../errors.js";
+// @ts-ignore: a `.wasm` import is a WebAssembly.Module in workerd and wrangler.
+import wasm from "../wasm-moltzap/agentwire_wasm_bg.wasm";
+
+initSync({ module: wasm as WebAssembly.Module });
+registerErrors({ lastPanic, setErrorFactory });
+
+export * from "./index.js";

@@ -1,0 +1,8 @@
+/** `agentwire/rkt` in browsers (and the default): fetches its module. */
+import init, { lastPanic, setErrorFactory } from "../wasm-rkt/agentwire_wasm.js";
+import { registerErrors } from "../errors.js";
+
+await init({ module_or_path: new URL("../wasm-rkt/agentwire_wasm_bg.wasm", import.meta.url) });
+registerErrors({ lastPanic, setErrorFactory });
+
+export * from "./index.js";
