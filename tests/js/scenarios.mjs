@@ -247,6 +247,10 @@ export const scenarios = {
       check(got.room_id === lobby && typeof got.sequence === "number", `event: ${JSON.stringify(got)}`);
       const st = b.status();
       check(st.state === "live" && st.rooms.includes(lobby), `status: ${JSON.stringify(st)}`);
+      const placed = await b.placements({ "session-1": lobby });
+      check(placed.placements?.["session-1"] === lobby && placed.rooms.includes(lobby), `placements: ${JSON.stringify(placed)}`);
+      const bad = await rejects(aw, b.placements({ "session-1": 7 }), "invalid", "placements to a number");
+      check(bad.message.includes('"session-1" is a number'), bad.message);
     } finally {
       await a.close();
       await b.close();

@@ -7,7 +7,6 @@
 
 use agentwire_core::{Error, ErrorKind};
 use js_sys::Function;
-use serde_json::Value;
 use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
 
@@ -22,20 +21,19 @@ pub fn set_error_factory(factory: Function) {
     FACTORY.with(|f| *f.borrow_mut() = Some(factory));
 }
 
-/// An error object (`{kind, code?, message, retryable, ...}` as JSON) as a JavaScript error.
-pub(crate) fn to_js(json: &Value) -> JsValue {
-    let text = json.to_string();
+/// An error object (`{kind, code?, message, retryable, ...}`, JSON text) as a JavaScript error.
+pub(crate) fn to_js(text: &str) -> JsValue {
     let made = FACTORY.with(|f| {
         f.borrow()
             .as_ref()
-            .and_then(|f| f.call1(&JsValue::UNDEFINED, &JsValue::from_str(&text)).ok())
+            .and_then(|f| f.call1(&JsValue::UNDEFINED, &JsValue::from_str(text)).ok())
     });
-    made.unwrap_or_else(|| js_sys::Error::new(&text).into())
+    made.unwrap_or_else(|| js_sys::Error::new(text).into())
 }
 
 /// A local error of the shared shape as a JavaScript error.
 pub(crate) fn local(kind: ErrorKind, message: impl Into<String>) -> JsValue {
-    to_js(&serde_json::to_value(Error::new(kind, message)).unwrap_or(Value::Null))
+    to_js(&Error::new(kind, message).to_json_string())
 }
 
 /// The message of the last panic, if one happened: after it the module is unusable, and the npm

@@ -103,6 +103,26 @@ impl Error {
         self.retryable = retryable;
         self
     }
+
+    /// The error as JSON text, what its `Serialize` writes (`code` left out when absent),
+    /// written by hand: bindings hand it to their hosts without serde_json's serializer.
+    pub fn to_json_string(&self) -> String {
+        let mut out = String::with_capacity(48 + self.message.len());
+        let mut o = crate::json::write::Obj::begin(&mut out);
+        self.write_json(&mut o);
+        o.end();
+        out
+    }
+
+    /// Writes the fields into an object being written, for errors that add their own.
+    pub fn write_json(&self, o: &mut crate::json::write::Obj<'_>) {
+        o.str("kind", self.kind.as_str());
+        if let Some(code) = self.code {
+            o.i64("code", code);
+        }
+        o.str("message", &self.message);
+        o.bool("retryable", self.retryable);
+    }
 }
 
 impl fmt::Display for Error {
@@ -134,6 +154,17 @@ mod tests {
             r#"{"kind":"decode","message":"bad","retryable":false}"#
         );
         assert_eq!(e.to_string(), "decode: bad");
+    }
+
+    #[test]
+    fn json_text_is_what_serde_writes() {
+        for e in [
+            Error::new(ErrorKind::RateLimited, "slow \"down\"\n").with_code(429),
+            Error::new(ErrorKind::Decode, "").with_code(i64::MIN),
+            Error::new(ErrorKind::Internal, "é \u{1}").retryable(true),
+        ] {
+            assert_eq!(e.to_json_string(), serde_json::to_string(&e).unwrap());
+        }
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::http::{HttpRequest, CONNECTION_ID_HEADER};
 use crate::json::{self, FromJson, JsonError, Obj};
 use crate::open::{check_id, encode_segment, is_uuid};
 use agentwire_core::json::read::{Tape, Value};
+use agentwire_core::json::{push_string, write};
 use agentwire_core::ErrorKind;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -476,10 +477,13 @@ pub fn subscribe(
 ) -> Result<HttpRequest, SwitchError> {
     check_connection(connection_id)?;
     check_id("room_id", room_id).map_err(|e| invalid(e.message))?;
-    let body = serde_json::json!({"connection_id": connection_id, "room_id": room_id, "takeover": takeover});
+    let body = connection_body(connection_id, |o| {
+        o.str("room_id", room_id);
+        o.bool("takeover", takeover);
+    });
     Ok(HttpRequest::post_json(
         agent_path(agent_id, "connection/subscribe")?,
-        body.to_string(),
+        body,
     ))
 }
 
@@ -487,11 +491,21 @@ pub fn subscribe(
 pub fn unsubscribe(agent_id: &str, connection_id: &str, room_id: &str) -> Result<HttpRequest, SwitchError> {
     check_connection(connection_id)?;
     check_id("room_id", room_id).map_err(|e| invalid(e.message))?;
-    let body = serde_json::json!({"connection_id": connection_id, "room_id": room_id});
+    let body = connection_body(connection_id, |o| o.str("room_id", room_id));
     Ok(HttpRequest::post_json(
         agent_path(agent_id, "connection/unsubscribe")?,
-        body.to_string(),
+        body,
     ))
+}
+
+/// The body of a connection route, `{"connection_id": .., ...}`, written by hand.
+fn connection_body(connection_id: &str, rest: impl FnOnce(&mut write::Obj<'_>)) -> String {
+    let mut out = String::with_capacity(128);
+    let mut o = write::Obj::begin(&mut out);
+    o.str("connection_id", connection_id);
+    rest(&mut o);
+    o.end();
+    out
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -542,10 +556,27 @@ pub fn placements(
             )));
         }
     }
-    let body = serde_json::json!({"connection_id": connection_id, "placements": placements, "generation": generation});
+    let body = connection_body(connection_id, |o| {
+        o.key("placements");
+        o.out.push('{');
+        for (i, (session, room)) in placements.iter().enumerate() {
+            if i > 0 {
+                o.out.push(',');
+            }
+            push_string(o.out, session);
+            o.out.push(':');
+            push_string(o.out, room);
+        }
+        o.out.push('}');
+        o.key("generation");
+        match generation {
+            Some(g) => g.push_json(o.out),
+            None => o.out.push_str("null"),
+        }
+    });
     Ok(HttpRequest::post_json(
         agent_path(agent_id, "connection/placements")?,
-        body.to_string(),
+        body,
     ))
 }
 
@@ -680,6 +711,39 @@ mod tests {
         let s = subscribe("a", CID, "r1", true).unwrap();
         let v: serde_json::Value = serde_json::from_str(s.body.as_deref().unwrap()).unwrap();
         assert_eq!(v["takeover"], true);
+    }
+
+    #[test]
+    fn connection_bodies() {
+        use crate::frame::ConnGeneration;
+        use serde_json::json;
+        let body = |r: HttpRequest| -> serde_json::Value { serde_json::from_str(r.body.as_deref().unwrap()).unwrap() };
+        assert_eq!(
+            body(subscribe("a", CID, "r1", false).unwrap()),
+            json!({"connection_id": CID, "room_id": "r1", "takeover": false})
+        );
+        assert_eq!(
+            body(unsubscribe("a", CID, "r1").unwrap()),
+            json!({"connection_id": CID, "room_id": "r1"})
+        );
+        let map: BTreeMap<String, String> = [("s-2", "r-b"), ("s-1", "r-a")]
+            .into_iter()
+            .map(|(s, r)| (s.to_owned(), r.to_owned()))
+            .collect();
+        for (generation, want) in [
+            (None, json!(null)),
+            (Some(ConnGeneration::Number(u64::MAX)), json!(u64::MAX)),
+            (Some(ConnGeneration::Text("g \"7\"".into())), json!("g \"7\"")),
+        ] {
+            assert_eq!(
+                body(placements("a", CID, &map, generation.as_ref()).unwrap()),
+                json!({"connection_id": CID, "placements": {"s-1": "r-a", "s-2": "r-b"}, "generation": want})
+            );
+        }
+        assert_eq!(
+            body(placements("a", CID, &BTreeMap::new(), None).unwrap()),
+            json!({"connection_id": CID, "placements": {}, "generation": null})
+        );
     }
 
     #[test]

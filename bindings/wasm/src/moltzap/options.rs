@@ -132,5 +132,5 @@ pub(crate) fn error(e: &MoltZapError) -> JsValue {
     let json = serde_json::to_value(e).unwrap_or_else(
         |_| serde_json::json!({"kind": e.kind().as_str(), "message": e.error.message, "retryable": e.error.retryable}),
     );
-    errors::to_js(&json)
+    errors::to_js(&json.to_string())
 }

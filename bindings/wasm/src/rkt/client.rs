@@ -37,7 +37,7 @@ struct Driver {
 }
 
 fn err(e: &RktError) -> JsValue {
-    errors::to_js(&error_json(e))
+    errors::to_js(&error_json(e).to_string())
 }
 
 fn body(b: Option<String>) -> JsValue {

@@ -21,12 +21,15 @@ pub fn rkt_decode(wire: &str, max_size: Option<u32>) -> Result<String, JsValue> 
             }
             Ok(json!({"type": m.kind.as_str(), "headers": headers, "body": m.body}).to_string())
         }
-        Err(e) => Err(errors::to_js(&json!({
-            "kind": "decode",
-            "message": e.to_string(),
-            "retryable": false,
-            "reason": e.kind.name(),
-            "field": e.field(),
-        }))),
+        Err(e) => Err(errors::to_js(
+            &json!({
+                "kind": "decode",
+                "message": e.to_string(),
+                "retryable": false,
+                "reason": e.kind.name(),
+                "field": e.field(),
+            })
+            .to_string(),
+        )),
     }
 }

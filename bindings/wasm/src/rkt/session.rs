@@ -16,7 +16,7 @@ pub struct RktSession {
 }
 
 fn err(e: RktError) -> JsValue {
-    errors::to_js(&error_json(&e))
+    errors::to_js(&error_json(&e).to_string())
 }
 
 #[wasm_bindgen]

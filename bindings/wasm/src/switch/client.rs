@@ -10,6 +10,8 @@ use super::{options, state_name, wire_name};
 use crate::errors;
 use crate::host::{now, JsEntropy, Timer};
 use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket};
+use agentwire_core::json::read::{self, Kind};
+use agentwire_core::json::write::Obj;
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_switch::connection::Transmit;
 use agentwire_switch::ops;
@@ -26,7 +28,7 @@ use agentwire_relay::token::MAX_TOKEN_LEN;
 use agentwire_relay::{SUBPROTOCOL, TOKEN_PROTOCOL_PREFIX as TOKEN_PREFIX};
 
 fn err(e: &SwitchError) -> JsValue {
-    errors::to_js(&e.to_json())
+    errors::to_js(&e.to_json_string())
 }
 
 fn invalid(m: impl Into<String>) -> JsValue {
@@ -480,8 +482,7 @@ impl SwitchDriver {
     /// fenced with the generation of the last `connection_state`; `resolve(JSON text
     /// {placements, rooms, released})`.
     pub fn placements(&self, map: &str, resolve: Function, reject: Function) -> Result<AbortController, JsValue> {
-        let map: BTreeMap<String, String> =
-            serde_json::from_str(map).map_err(|e| invalid(format!("placements: {e} (an object of strings)")))?;
+        let map = placements_map(map).map_err(|e| invalid(format!("placements: {e} (an object of strings)")))?;
         let generation = self.with(|d, _, _| d.conn.generation().cloned())?;
         self.http(
             ops::placements(&self.agent_id, &self.connection_id, &map, generation.as_ref()),
@@ -508,21 +509,23 @@ impl SwitchDriver {
             .try_borrow()
             .map_err(|_| errors::local(ErrorKind::State, "the driver is busy (re-entrant call)"))?;
         let c = &d.conn;
-        let mut s = serde_json::json!({
-            "state": state_name(c.state()),
-            "wire": wire_name(c.wire()),
-            "connectionId": c.connection_id(),
-            "agentId": c.agent_id(),
-            "rooms": c.rooms(),
-            "attempt": c.attempt(),
-        });
+        let mut out = String::with_capacity(256);
+        let mut s = Obj::begin(&mut out);
+        s.str("state", state_name(c.state()));
+        s.str("wire", wire_name(c.wire()));
         if let Some(cursor) = c.cursor() {
-            s["cursor"] = cursor.into();
+            s.u64("cursor", cursor);
         }
         if let Some(g) = c.generation() {
-            s["generation"] = serde_json::to_value(g).unwrap_or_default();
+            s.key("generation");
+            g.push_json(s.out);
         }
-        Ok(s.to_string())
+        s.str("connectionId", c.connection_id());
+        s.str("agentId", c.agent_id());
+        s.strings("rooms", c.rooms());
+        s.u64("attempt", u64::from(c.attempt()));
+        s.end();
+        Ok(out)
     }
 
     /// Whether the connection is over (closed, refused, taken over, gave up).
@@ -545,9 +548,43 @@ impl SwitchDriver {
     }
 }
 
+/// `placements`' argument (JSON text of an object of strings, session id → room) as the engine
+/// takes it. A session given twice keeps its last room, as with `JSON.parse`.
+fn placements_map(map: &str) -> Result<BTreeMap<String, String>, String> {
+    let tape = read::parse(map, 2).map_err(|e| e.to_string())?;
+    let root = tape.root();
+    if root.kind() != Kind::Object {
+        return Err(format!("{} instead of an object", root.kind().name()));
+    }
+    let mut out = BTreeMap::new();
+    for (session, room) in root.members() {
+        let Some(room) = room.as_str() else {
+            return Err(format!("{:?} is {}", session.text(), room.kind().name()));
+        };
+        out.insert(session.text().into_owned(), room.into_owned());
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placements_maps() {
+        let m = placements_map(r#"{"s-2":"r-b","s-1":"r-\u0061","s-2":"r-c"}"#).unwrap();
+        let want: BTreeMap<String, String> = [("s-1", "r-a"), ("s-2", "r-c")]
+            .into_iter()
+            .map(|(s, r)| (s.to_owned(), r.to_owned()))
+            .collect();
+        assert_eq!(m, want);
+        assert_eq!(placements_map(" {} ").unwrap(), BTreeMap::new());
+        assert_eq!(placements_map("[]").unwrap_err(), "an array instead of an object");
+        assert_eq!(placements_map(r#"{"s":1}"#).unwrap_err(), r#""s" is a number"#);
+        assert_eq!(placements_map(r#"{"s":{"r":"x"}}"#).unwrap_err(), r#""s" is an object"#);
+        assert!(placements_map(r#"{"s":"r""#).is_err());
+        assert!(placements_map("").is_err());
+    }
 
     #[test]
     fn base_urls() {

@@ -16,7 +16,7 @@ pub struct SwitchSession {
 }
 
 fn err(e: SwitchError) -> JsValue {
-    errors::to_js(&e.to_json())
+    errors::to_js(&e.to_json_string())
 }
 
 /// An HTTP call id from JavaScript (a `number`).

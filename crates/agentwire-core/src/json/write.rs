@@ -45,6 +45,11 @@ impl<'a> Obj<'a> {
         push_u64(self.out, v);
     }
 
+    pub fn i64(&mut self, k: &str, v: i64) {
+        self.key(k);
+        push_i64(self.out, v);
+    }
+
     pub fn bool(&mut self, k: &str, v: bool) {
         self.key(k);
         self.out.push_str(if v { "true" } else { "false" });
@@ -94,6 +99,14 @@ pub fn push_u64(out: &mut String, mut n: u64) {
     }
 }
 
+/// Appends `n` in decimal.
+pub fn push_i64(out: &mut String, n: i64) {
+    if n < 0 {
+        out.push('-');
+    }
+    push_u64(out, n.unsigned_abs());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +120,7 @@ mod tests {
         o.opt_str("some", Some(""));
         o.u64("zero", 0);
         o.u64("max", u64::MAX);
+        o.i64("min", i64::MIN);
         o.bool("yes", true);
         o.strings("rooms", &["r1".into(), "\\".into()]);
         o.strings("empty", &[]);
@@ -114,7 +128,7 @@ mod tests {
         o.raw("payload", r#"{"x":[1,2]}"#);
         o.end();
         let want = serde_json::json!({
-            "type": "a \"b\"\n\u{1}é", "some": "", "zero": 0, "max": u64::MAX, "yes": true,
+            "type": "a \"b\"\n\u{1}é", "some": "", "zero": 0, "max": u64::MAX, "min": i64::MIN, "yes": true,
             "rooms": ["r1", "\\"], "empty": [], "payload": {"x": [1, 2]},
         });
         assert_eq!(serde_json::from_str::<serde_json::Value>(&out).unwrap(), want);
@@ -129,6 +143,11 @@ mod tests {
         for n in [0, 1, 9, 10, 99, 100, 12345, u64::from(u32::MAX), u64::MAX - 1, u64::MAX] {
             let mut s = String::new();
             push_u64(&mut s, n);
+            assert_eq!(s, n.to_string());
+        }
+        for n in [0, 1, -1, 42, -42, i64::MAX, i64::MIN, i64::MIN + 1] {
+            let mut s = String::new();
+            push_i64(&mut s, n);
             assert_eq!(s, n.to_string());
         }
     }

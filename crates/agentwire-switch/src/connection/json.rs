@@ -8,7 +8,7 @@ use super::{Event, Wire};
 use crate::error::SwitchError;
 use crate::frame::{ConnGeneration, Gap};
 use agentwire_core::json::write::{push_u64, Obj};
-use agentwire_core::json::{is_null, push_string, LazyJson};
+use agentwire_core::json::{is_null, LazyJson};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
@@ -57,6 +57,14 @@ impl SwitchError {
     /// `{kind, status?, code?, message, detail?, retryable}`; `detail` embedded when it is JSON.
     pub fn to_json(&self) -> Value {
         error_json(self)
+    }
+
+    /// The same object as [`SwitchError::to_json`], written straight to text (`detail` copied
+    /// verbatim when it is JSON): what bindings hand to their hosts.
+    pub fn to_json_string(&self) -> String {
+        let mut out = String::with_capacity(96 + self.message.len());
+        error_text(&mut out, self);
+        out
     }
 }
 
@@ -165,6 +173,32 @@ fn error_json(e: &SwitchError) -> Value {
     Value::Object(o)
 }
 
+/// [`error_json`] as text. `detail` is embedded when serde_json would read it (the strict reader
+/// refuses what serde_json refuses: a lone surrogate, a number beyond `f64`, more than the 127
+/// nested arrays and objects its recursion limit lets through), a string otherwise.
+const SERDE_JSON_DEPTH: usize = 127;
+
+fn error_text(out: &mut String, e: &SwitchError) {
+    let mut o = Obj::begin(out);
+    o.str("kind", e.kind.as_str());
+    if let Some(s) = e.status {
+        o.u64("status", u64::from(s));
+    }
+    o.opt_str("code", e.code.as_deref());
+    o.str("message", &e.message);
+    if let Some(d) = &e.detail {
+        match agentwire_core::json::read::parse(d, SERDE_JSON_DEPTH) {
+            Ok(_) => {
+                o.key("detail");
+                o.out.push_str(d);
+            }
+            Err(_) => o.str("detail", d),
+        }
+    }
+    o.bool("retryable", e.retryable);
+    o.end();
+}
+
 fn gap_json(g: &Gap) -> Value {
     let mut o = Map::new();
     o.insert("from_sequence".into(), json!(g.from_sequence));
@@ -232,8 +266,7 @@ fn event_text(event: &Event, lazy: bool) -> (String, Option<(&'static str, &str)
             s.str("agent_id", &state.agent_id);
             s.key("generation");
             match &state.generation {
-                Some(ConnGeneration::Number(n)) => push_u64(s.out, *n),
-                Some(ConnGeneration::Text(t)) => push_string(s.out, t),
+                Some(g) => g.push_json(s.out),
                 None => s.out.push_str("null"),
             }
             s.str("scope", &state.scope);
@@ -324,16 +357,15 @@ fn event_text(event: &Event, lazy: bool) -> (String, Option<(&'static str, &str)
             o.u64("retry_in_ms", *retry_in_ms);
             o.u64("attempt", u64::from(*attempt));
         }
-        // Errors are rare: built as values, so `detail` is embedded exactly as `to_json` does.
         Event::Stopped { error } => {
             if let Some(e) = error {
                 o.key("error");
-                o.out.push_str(&error_json(e).to_string());
+                error_text(o.out, e);
             }
         }
         Event::Diagnostic(e) => {
             o.key("error");
-            o.out.push_str(&error_json(e).to_string());
+            error_text(o.out, e);
         }
     }
     o.end();
@@ -452,6 +484,12 @@ mod tests {
         let plain = SwitchError::http(502, "<html>bad\u{1}gateway</html>");
         let mut text_detail = SwitchError::local(ErrorKind::Protocol, "d").with_code("c");
         text_detail.detail = Some("not json {".into());
+        // What serde_json refuses to read (and so `to_json` gives as a string), and `null`.
+        let with_detail = |d: &str| {
+            let mut e = SwitchError::local(ErrorKind::Remote, "r").with_status(500);
+            e.detail = Some(d.into());
+            Event::Diagnostic(e)
+        };
         vec![
             Event::Connected {
                 state: state(Some(ConnGeneration::Number(7)), Some(2.0), true),
@@ -535,6 +573,10 @@ mod tests {
             Event::Stopped { error: Some(detailed) },
             Event::Stopped { error: Some(plain) },
             Event::Diagnostic(text_detail),
+            with_detail(r#""\ud800""#),
+            with_detail(r#"{"big":1e400}"#),
+            with_detail("null"),
+            with_detail(r#" [1, "two", {"3": 4.5}] "#),
             Event::Diagnostic(SwitchError::local(ErrorKind::Decode, "bad\u{7f}\u{2028}")),
         ]
     }
@@ -546,6 +588,32 @@ mod tests {
             let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|err| panic!("{text}: {err}"));
             assert_eq!(parsed, e.to_json(), "{text}");
             assert!(text.starts_with(r#"{"type":""#), "{text}");
+        }
+    }
+
+    #[test]
+    fn error_text_is_the_same_object() {
+        for e in every_variant() {
+            let (Event::Diagnostic(e) | Event::Stopped { error: Some(e) }) = e else {
+                continue;
+            };
+            let text = e.to_json_string();
+            let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|err| panic!("{text}: {err}"));
+            assert_eq!(parsed, e.to_json(), "{text}");
+        }
+    }
+
+    #[test]
+    fn detail_is_embedded_exactly_when_serde_json_reads_it() {
+        // Around serde_json's recursion limit (the whole text nests deeper than the detail, so
+        // it is not read back here).
+        for depth in [1, 127, 128, 129, 600] {
+            let d = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let mut e = SwitchError::local(ErrorKind::Remote, "r");
+            e.detail = Some(d.clone());
+            let embedded = e.to_json_string().contains(&format!(r#""detail":{d}"#));
+            assert_eq!(embedded, serde_json::from_str::<Value>(&d).is_ok(), "depth {depth}");
+            assert_eq!(embedded, e.to_json()["detail"].is_array(), "depth {depth}");
         }
     }
 
@@ -573,7 +641,7 @@ mod tests {
             .chain("é\u{2028}\u{1f600}".chars())
             .collect();
         let mut out = String::new();
-        push_string(&mut out, &all);
+        agentwire_core::json::push_string(&mut out, &all);
         assert_eq!(out, serde_json::to_string(&all).unwrap());
     }
 }

@@ -158,6 +158,14 @@ pub enum ConnGeneration {
 }
 
 impl ConnGeneration {
+    /// Appends the generation as JSON (what its `Serialize` writes: a number or a string).
+    pub fn push_json(&self, out: &mut String) {
+        match self {
+            ConnGeneration::Number(n) => agentwire_core::json::write::push_u64(out, *n),
+            ConnGeneration::Text(t) => agentwire_core::json::push_string(out, t),
+        }
+    }
+
     /// A whole number from 0 to `u64::MAX`, or a string; `field` names it in the error.
     pub(crate) fn from_raw(raw: &RawValue, field: &str) -> Result<Self, FrameError> {
         let s = raw.get();
