@@ -71,15 +71,22 @@ export interface EngineErrors {
   lastPanic(): string | undefined;
 }
 
-const engines: EngineErrors[] = [];
+const engines: { engine: EngineErrors; reported?: string }[] = [];
 
-/** The message of a panic in any loaded instance: after one that instance is unusable. */
+/** The message of a panic (after one, that instance is unusable): one not reported before
+ * first, so a trap in one instance is not reported with another's older panic. */
 function lastPanic(): string | undefined {
-  for (const engine of engines) {
-    const message = engine.lastPanic();
-    if (message !== undefined) return message;
+  let old: string | undefined;
+  for (const e of engines) {
+    const message = e.engine.lastPanic();
+    if (message === undefined) continue;
+    if (message !== e.reported) {
+      e.reported = message;
+      return message;
+    }
+    old ??= message;
   }
-  return undefined;
+  return old;
 }
 
 /** Called by each entry once its module is instantiated: errors from the engine become
@@ -92,5 +99,5 @@ export function registerErrors(engine: EngineErrors): void {
       return agentwireError("internal", `unreadable error from the engine: ${json}`, e);
     }
   });
-  engines.push(engine);
+  engines.push({ engine });
 }

@@ -21,6 +21,8 @@
  * });
  * ```
  */
+import { AgentwireError } from "./errors.js";
+
 /** The longest token, in bytes (the relay refuses longer ones). */
 export const MAX_TOKEN_LEN = 4096;
 /** The most rooms a token may list. */
@@ -52,20 +54,12 @@ export interface RelayTokenClaims {
   rooms?: string[];
 }
 
-/** Refused claims or secret. The package's error shape (`kind`, `code`, `message`,
- * `retryable`, `info`) with kind `invalid`; not an `AgentwireError` instance, whose module
- * loads the engine. */
-export class RelayTokenError extends Error {
-  readonly kind = "invalid" as const;
-  readonly code: number | undefined = undefined;
-  readonly retryable = false;
-  /** The shape of the package's `ErrorInfo`. */
-  readonly info: Readonly<{ kind: "invalid"; message: string; retryable: false }>;
-
+/** Refused claims or secret: an `AgentwireError` of kind `invalid`, not retryable. (The error
+ * module loads no engine, so this entry still loads no wasm.) */
+export class RelayTokenError extends AgentwireError {
   constructor(message: string) {
-    super(message);
+    super({ kind: "invalid", message, retryable: false });
     this.name = "RelayTokenError";
-    this.info = { kind: "invalid", message, retryable: false };
   }
 }
 

@@ -44,6 +44,17 @@ async function refused(promise, pattern) {
   });
 }
 
+test("its errors are AgentwireErrors, from an entry that loads no engine", async (t) => {
+  if (override) return t.skip("another build of the module");
+  const { AgentwireError } = await import("agentwire");
+  await assert.rejects(mintRelayToken("short", { agentId: "a" }), (e) => e instanceof AgentwireError);
+  // What the entry imports: the error module alone, which imports nothing.
+  const dist = new URL("../../npm/dist/", import.meta.url);
+  const imports = (f) => [...readFileSync(new URL(f, dist), "utf8").matchAll(/(?:from|import)\s*"([^"]+)"/g)].map((m) => m[1]);
+  assert.deepEqual(imports("relay-token.js"), ["./errors.js"]);
+  assert.deepEqual(imports("errors.js"), []);
+});
+
 test("constants match the Rust crate", () => {
   assert.equal(MAX_TOKEN_LEN, 4096);
   assert.equal(MIN_SECRET_LEN, 32);

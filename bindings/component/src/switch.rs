@@ -21,7 +21,7 @@ fn err(e: SwitchError) -> EngineError {
         message: e.message.clone(),
         retryable: e.retryable,
     };
-    engine_error(&core, e.to_json().to_string())
+    engine_error(&core, e.to_json_string())
 }
 
 fn request(r: agentwire_core::HttpRequest) -> HttpRequest {

@@ -109,19 +109,14 @@ impl Error {
     pub fn to_json_string(&self) -> String {
         let mut out = String::with_capacity(48 + self.message.len());
         let mut o = crate::json::write::Obj::begin(&mut out);
-        self.write_json(&mut o);
-        o.end();
-        out
-    }
-
-    /// Writes the fields into an object being written, for errors that add their own.
-    pub fn write_json(&self, o: &mut crate::json::write::Obj<'_>) {
         o.str("kind", self.kind.as_str());
         if let Some(code) = self.code {
             o.i64("code", code);
         }
         o.str("message", &self.message);
         o.bool("retryable", self.retryable);
+        o.end();
+        out
     }
 }
 
