@@ -84,6 +84,20 @@ if src.is_dir():
 PY
 fi
 
+# Seed the Switch `ops` corpus with error bodies of the shapes servers send (decoder byte 1: the raw
+# result; status byte 8: 409, 6: 401, 10: 500), so the errors' text is checked from the start.
+if [ "$crate" = switch ] && [ "$target" = ops ]; then
+    i=0
+    for body in '{"detail":{"message":"taken","code":"taken_over"}}' '{"detail":"Not authenticated"}' \
+        '{"detail":[{"loc":["body","room_id"],"msg":"field required"}]}' '{"error":"gone","code":"no_stream"}' \
+        '{"detail":{"message":"m","contract":"agent-protocol","n":1.5e3,"s":"\ud83d\ude00"}}'; do
+        for status in 8 6 10; do
+            { printf '\001'; printf "\\$(printf '%03o' "$status")"; printf '%s' "$body"; } >"$corpus/seed-error-$i"
+            i=$((i + 1))
+        done
+    done
+fi
+
 sanitizer="${FUZZ_SANITIZER:-address}"
 if ! cargo fuzz build --sanitizer "$sanitizer" "$target"; then
     [ "$sanitizer" = none ] && exit 2

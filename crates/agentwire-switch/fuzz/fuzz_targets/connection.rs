@@ -1,12 +1,22 @@
 //! Fuzzes the connection: a script of inputs (WebSocket texts, SSE chunks, closes, beat answers,
 //! time) taken from the fuzz input must never panic, and the domain events it surfaces must have
-//! strictly rising sequences between gaps (never one twice).
+//! strictly rising sequences between gaps (never one twice). Every event's text
+//! (`to_json_string`, what bindings hand out) is its `to_json` object.
 #![no_main]
 
 use agentwire_core::SeededEntropy;
 use agentwire_switch::connection::{Connection, ConnectionConfig, Event, Transmit, Transport};
 use agentwire_switch::open::OpenParams;
 use libfuzzer_sys::fuzz_target;
+
+/// `event`'s text read back as serde_json reads it (without its depth limit: a `detail` may nest
+/// as deep as serde_json takes, and the event around it one more).
+fn text_as_value(event: &Event) -> serde_json::Value {
+    let text = event.to_json_string();
+    let mut de = serde_json::Deserializer::from_str(&text);
+    de.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut de).unwrap_or_else(|err| panic!("{text}: {err}"))
+}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, script)) = data.split_first() else {
@@ -58,6 +68,7 @@ fuzz_target!(|data: &[u8]| {
             }
             while let Some(e) = c.poll_event() {
                 progressed = true;
+                assert_eq!(text_as_value(&e), e.to_json());
                 if let Event::Event { event, gap } = e {
                     if gap.is_none() {
                         if let Some(prev) = last {

@@ -3,11 +3,18 @@
 //! and the server's error bodies. The first byte picks the decoder, the second the status; the
 //! rest is the body. Nothing may panic; an answer is taken only with a 2xx status; every other
 //! status gives the server's error with that status; a typed result is taken only when its raw
-//! `result` is.
+//! `result` is; every error's text (`to_json_string`) is its `to_json` object.
 #![no_main]
 
 use agentwire_switch::ops::{self, Operation};
 use libfuzzer_sys::fuzz_target;
+
+/// Reads `text` as serde_json does, without its depth limit.
+fn read(text: &str) -> serde_json::Value {
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut de).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
 
 const STATUSES: [u16; 12] = [200, 201, 204, 299, 300, 400, 401, 404, 409, 429, 500, 503];
 
@@ -46,6 +53,9 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
+    if let Err(e) = &ok {
+        assert_eq!(read(&e.to_json_string()), e.to_json(), "{e:?}");
+    }
     match ok {
         Ok(()) => assert!((200..300).contains(&status), "an answer taken with status {status}"),
         Err(e) if !(200..300).contains(&status) => assert_eq!(e.status, Some(status), "{e:?}"),
