@@ -48,7 +48,7 @@ start_rkt_server "$ROOT/target/debug/agentwire" "$PORT" "$LOG"
 trap 'kill "$RKT_SERVER_PID" 2>/dev/null || true; rm -f "$LOG"' EXIT
 bash "$ROOT/tests/compat/run.sh" "ws://127.0.0.1:$PORT/rkt"
 
-echo "== the npm package: build, lint, Node 20, Node 22, Chromium (tests/js/run.sh)"
+echo "== the npm package: build, lint, Node 20, workerd, Node 22, Chromium, Vite and webpack (tests/js/run.sh)"
 bash "$ROOT/tests/js/run.sh"
 
 echo "== the relay in workerd: security, proxy, bridge, bad input, load (worker-relay/test.sh)"

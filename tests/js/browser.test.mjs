@@ -3,7 +3,7 @@
 import { after, before, test } from "node:test";
 import { launch } from "./chromium.mjs";
 import { page, serve } from "./serve.mjs";
-import { scenarios } from "./scenarios.mjs";
+import { runs } from "./scenarios.mjs";
 import { testEnv } from "./env.mjs";
 
 const env = testEnv();
@@ -25,15 +25,9 @@ after(async () => {
   server?.close();
 });
 
-// Every scenario through `agentwire`, then each protocol's through its own entry
-// (`agentwire/rkt`, ...: its own smaller module, in the same page).
-const runs = Object.keys(scenarios).map((name) => ["agentwire", name]);
-for (const name of Object.keys(scenarios)) {
-  const protocol = name.split(" ")[0];
-  if (["rkt", "moltzap", "switch"].includes(protocol)) runs.push([`agentwire/${protocol}`, name]);
-}
-for (const [entry, name] of runs) {
-  test(`chromium: ${entry === "agentwire" ? "" : `${entry}: `}${name}`, { timeout: 20_000 }, async (t) => {
+// Each entry loads its own module, all in the same page.
+for (const [entry, name, title] of runs("chromium")) {
+  test(title, { timeout: 20_000 }, async (t) => {
     const outcome = await tab.evaluate(
       async ([entry, name, env]) => {
         const aw = await import(entry);

@@ -1,9 +1,20 @@
-// The package's behaviour against the local peers, written once and run in Node (node.test.mjs)
-// and in headless Chromium (browser.test.mjs). Each scenario gets the package's module and
-// `env`: the peers' URLs and keys, the golden vectors, and a WebSocket constructor when the
-// host has none.
+// The package's behaviour against the local peers, written once and run in Node (node.test.mjs),
+// headless Chromium (browser.test.mjs) and workerd (workerd.test.mjs). Each scenario gets the
+// package's module and `env`: the peers' URLs and keys, the golden vectors, and a WebSocket
+// constructor when the host has none.
 
 export class Failure extends Error {}
+
+/** What each host runs: `[entry, scenario name, test name]`, every scenario through `agentwire`,
+ * then each protocol's through its own entry (`agentwire/rkt`, ...). */
+export function runs(host) {
+  const all = Object.keys(scenarios).map((name) => ["agentwire", name, `${host}: ${name}`]);
+  for (const name of Object.keys(scenarios)) {
+    const protocol = name.split(" ")[0];
+    if (["rkt", "moltzap", "switch"].includes(protocol)) all.push([`agentwire/${protocol}`, name, `${host}: agentwire/${protocol}: ${name}`]);
+  }
+  return all;
+}
 
 function check(cond, what) {
   if (!cond) throw new Failure(what);

@@ -4,7 +4,7 @@
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { startWorker } from "../../worker-relay/miniflare.mjs";
-import { scenarios } from "./scenarios.mjs";
+import { runs } from "./scenarios.mjs";
 import { testEnv } from "./env.mjs";
 
 const env = testEnv();
@@ -25,13 +25,8 @@ after(async () => {
   await worker?.mf.dispose();
 });
 
-const runs = Object.keys(scenarios).map((name) => ["agentwire", name]);
-for (const name of Object.keys(scenarios)) {
-  const protocol = name.split(" ")[0];
-  if (["rkt", "moltzap", "switch"].includes(protocol)) runs.push([`agentwire/${protocol}`, name]);
-}
-for (const [entry, name] of runs) {
-  test(`workerd: ${entry === "agentwire" ? "" : `${entry}: `}${name}`, { timeout: 20_000 }, async (t) => {
+for (const [entry, name, title] of runs("workerd")) {
+  test(title, { timeout: 20_000 }, async (t) => {
     const res = await fetch(worker.url, { method: "POST", body: JSON.stringify({ entry, name, env }) });
     const { outcome, error } = await res.json();
     if (error) throw new Error(`${error}\nworkerd: ${logs.join("")}`);
