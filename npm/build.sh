@@ -81,8 +81,12 @@ done
 printf 'size: agentwire/relay-token %d bytes (%d gzipped)\n' "$(cat "$HERE"/dist/{relay-token,errors}.js | wc -c)" \
   "$(cat "$HERE"/dist/{relay-token,errors}.js | gzip -9 -c | wc -c)"
 if [ "$WASM_GZ" -gt "$WASM_BUDGET" ] || [ "$JS_GZ" -gt "$JS_BUDGET" ] || [ "$OVER" = 1 ]; then
-  # Over budget is reported on every build; AGENTWIRE_SIZE_STRICT=1 makes it fatal. The wasm is
-  # over today (see docs/size.md for where the bytes go and the plan).
+  # Over budget is reported on every build. AGENTWIRE_SIZE_STRICT=1 makes any of it fatal;
+  # AGENTWIRE_SIZE_STRICT=entries only a protocol's own entry over it (what the tests build
+  # with: each is within it, the three together are not; docs/size.md).
   echo "size: OVER BUDGET" >&2
-  if [ "${AGENTWIRE_SIZE_STRICT:-0}" = 1 ]; then exit 1; fi
+  case "${AGENTWIRE_SIZE_STRICT:-0}" in
+    1) exit 1 ;;
+    entries) if [ "$OVER" = 1 ]; then exit 1; fi ;;
+  esac
 fi

@@ -10,7 +10,8 @@ need_node
 need_python
 need_chromium
 cd "$ROOT"
-[ "${AGENTWIRE_SKIP_BUILD:-0}" = 1 ] || bash npm/build.sh
+# A protocol's own entry over the size budget fails the tests (the three together are over it).
+[ "${AGENTWIRE_SKIP_BUILD:-0}" = 1 ] || AGENTWIRE_SIZE_STRICT="${AGENTWIRE_SIZE_STRICT:-entries}" bash npm/build.sh
 (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
 echo "== package: publint, arethetypeswrong (ESM only), no any in the types, a strict TypeScript consumer"
 (cd npm && node_modules/.bin/publint --strict && node_modules/.bin/attw --pack . --profile esm-only --format ascii)
