@@ -1,7 +1,7 @@
 // Bundles the entries of `agentwire/rkt`, `agentwire/moltzap` and `agentwire/switch`
 // (dist/<protocol>/{browser,node,worker}.js as tsc wrote them) with the facade modules that import
 // the wasm glue, pointed at that protocol's own glue (dist/wasm-<protocol>/). The modules that
-// import no glue (errors, calls, client, session) stay shared imports, so `AgentwireError` is one
+// import no glue (errors, calls, client, session, fetch-socket) stay shared imports, so `AgentwireError` is one
 // class for every entry. Run by build.sh after tsc.
 import { build } from "esbuild";
 import { rmSync } from "node:fs";
@@ -9,7 +9,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const dist = fileURLToPath(new URL("./dist/", import.meta.url));
-const shared = new Set(["errors.js", "calls.js", "client.js", "session.js"]);
+const shared = new Set(["errors.js", "calls.js", "client.js", "session.js", "fetch-socket.js"]);
 
 function redirect(protocol) {
   return {

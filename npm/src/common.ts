@@ -2,6 +2,7 @@
  * shared types. */
 export { AgentwireError, type ErrorInfo, type ErrorKind } from "./errors.js";
 export { errorKinds, eventTypes } from "./info.js";
+export { fetchWebSocket } from "./fetch-socket.js";
 export type { AbortSignalLike, CallOptions, ConnectOptions, WebSocketConstructor } from "./calls.js";
 export type { Transmit } from "./session.js";
 export type { Client } from "./client.js";

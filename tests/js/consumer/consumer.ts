@@ -12,6 +12,7 @@ import {
   type RktEvent,
   type RktSessionEvent,
   type SwitchEvent,
+  type WebSocketConstructor,
 } from "agentwire";
 import * as rktOnly from "agentwire/rkt";
 import * as moltzapOnly from "agentwire/moltzap";
@@ -135,6 +136,9 @@ for (const [protocol, only] of [
   }
 }
 const rktEntryClient: typeof RktClient = rktOnly.RktClient;
+// A WebSocket constructor for Workers, as `connect` takes one.
+const workerSocket: WebSocketConstructor = switchOnly.fetchWebSocket({ authorization: "Bearer k" });
+void workerSocket;
 if (typeof rktEntryClient.connect !== "function" || typeof moltzapOnly.MoltZapClient.connect !== "function" || typeof switchOnly.SwitchClient.connect !== "function") {
   throw new Error("a protocol entry lacks its client");
 }

@@ -23,6 +23,8 @@ export default {
   async fetch(request) {
     if (request.method === "GET") return Response.json({ uncaught: [...uncaught, ...unhandled.values()] });
     const { entry, name, env } = await request.json();
+    // Switch directly, with the agent key in the upgrade's Authorization header.
+    env.switchSocket = (key) => entries[entry].fetchWebSocket({ authorization: `Bearer ${key}` });
     try {
       const outcome = await scenarios[name](entries[entry], env);
       return Response.json({ outcome: outcome ?? null });
