@@ -7,9 +7,10 @@ export const RELAY_SCRIPT = fileURLToPath(new URL("src/index.js", import.meta.ur
 
 /** Starts `script` (default: the relay) with `vars` as its env on 127.0.0.1:`port` (0: a free
  * one); `log(text)` gets workerd's output; `modulesRoot` is where module paths start (default:
- * the script's directory; a script importing modules above it needs one above them). Resolves
+ * the script's directory; a script importing modules above it needs one above them);
+ * `compatibilityDate` is workerd's (default: the relay's, 2025-09-01). Resolves
  * with `{mf, url}`. */
-export async function startWorker({ vars, script = RELAY_SCRIPT, port = 0, log = () => {}, modulesRoot }) {
+export async function startWorker({ vars, script = RELAY_SCRIPT, port = 0, log = () => {}, modulesRoot, compatibilityDate = "2025-09-01" }) {
   const mf = new Miniflare({
     scriptPath: script,
     ...(modulesRoot ? { modulesRoot } : {}),
@@ -18,7 +19,7 @@ export async function startWorker({ vars, script = RELAY_SCRIPT, port = 0, log =
       { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
       { type: "CompiledWasm", include: ["**/*.wasm"] },
     ],
-    compatibilityDate: "2025-09-01",
+    compatibilityDate,
     host: "127.0.0.1",
     port,
     bindings: vars,

@@ -6,6 +6,7 @@ import type { WebSocketConstructor } from "./calls.js";
 
 /** The socket workerd hands back with an upgrade's answer (its `webSocket`). */
 interface WorkerSocket {
+  binaryType?: string;
   accept(): void;
   send(data: string | ArrayBuffer | ArrayBufferView): void;
   close(code?: number, reason?: string): void;
@@ -14,8 +15,18 @@ interface WorkerSocket {
 
 type Handler = ((event: object) => void) | null;
 
+/** The relay's subprotocol that carries a relay token: never offered here, where the secret goes
+ * in a header (a subprotocol is a header proxies and logs rarely redact). */
+const TOKEN_PROTOCOL = "agentwire.token.";
+
+/** A code a close frame may carry: 1000, or 3000–4999. */
+const sendable = (code: number | undefined): number => (code === 1000 || (code !== undefined && code >= 3000 && code <= 4999) ? code : 1000);
+
 /** A constructor for `webSocket` that opens each socket with `fetch(url, {headers})`, upgraded.
- * Workers only: other hosts' `fetch` does not upgrade. */
+ * Workers only: other hosts' `fetch` does not upgrade. It offers the subprotocols it is given
+ * except the relay's `agentwire.token.*`, and refuses an answer that picks one it did not offer.
+ * An upgrade refused with HTTP 401 ends as a close with code 4401 (what Switch sends for a key
+ * it does not take); any other failure as 1006, with the status and the start of the answer. */
 export function fetchWebSocket(headers: Record<string, string>): WebSocketConstructor {
   return class FetchWebSocket {
     static readonly CONNECTING = 0;
@@ -30,46 +41,80 @@ export function fetchWebSocket(headers: Record<string, string>): WebSocketConstr
     onclose: Handler = null;
     onerror: Handler = null;
     #socket: WorkerSocket | undefined;
+    readonly #upgrade = new AbortController();
+    readonly #offered: string[];
 
     constructor(url: string, protocols?: string | string[]) {
       const init = new Headers(headers);
       init.set("Upgrade", "websocket");
-      const offered = typeof protocols === "string" ? [protocols] : (protocols ?? []);
-      if (offered.length) init.set("Sec-WebSocket-Protocol", offered.join(", "));
-      fetch(url.replace(/^ws/i, "http"), { headers: init }).then(
-        (answer) => this.#opened(answer),
+      this.#offered = (typeof protocols === "string" ? [protocols] : (protocols ?? [])).filter((p) => !p.startsWith(TOKEN_PROTOCOL));
+      if (this.#offered.length) init.set("Sec-WebSocket-Protocol", this.#offered.join(", "));
+      fetch(url.replace(/^ws/i, "http"), { headers: init, signal: this.#upgrade.signal }).then(
+        (answer) => this.#answered(answer),
         (e: unknown) => this.#ended(1006, `the upgrade failed: ${e instanceof Error ? e.message : String(e)}`),
       );
     }
 
-    #opened(answer: Response): void {
+    async #answered(answer: Response): Promise<void> {
       const socket = (answer as Response & { webSocket?: WorkerSocket | null }).webSocket;
       if (answer.status !== 101 || !socket) {
-        void answer.body?.cancel();
-        this.#ended(1006, `the upgrade was refused with HTTP ${answer.status}`);
+        const said = (await answer.text().catch(() => "")).slice(0, 80);
+        const why = `the upgrade was refused with HTTP ${answer.status}${said ? `: ${said}` : ""}`;
+        this.#ended(answer.status === 401 ? 4401 : 1006, why);
         return;
       }
-      socket.accept();
-      if (this.readyState !== 0) {
-        // Closed while the upgrade was on its way.
-        socket.close(1000, "closed before it opened");
-        return;
+      try {
+        socket.accept();
+        // Workers give binary frames as a Blob from compatibility date 2026-03-17 unless asked.
+        socket.binaryType = "arraybuffer";
+        const chosen = answer.headers.get("Sec-WebSocket-Protocol") ?? "";
+        if (this.readyState !== 0) {
+          socket.close(1000, "closed before it opened");
+          return;
+        }
+        if (chosen && !this.#offered.includes(chosen)) {
+          socket.close(1000, "a subprotocol that was not offered");
+          this.#ended(1006, `the server chose the subprotocol ${chosen}, which was not offered`);
+          return;
+        }
+        this.#socket = socket;
+        this.protocol = chosen;
+        socket.addEventListener("message", (e) => {
+          if (this.readyState === 1 || this.readyState === 2) this.onmessage?.({ data: e.data });
+        });
+        socket.addEventListener("close", (e) => {
+          // Answer the peer's close (Workers before compatibility date 2026-04-07 do not; later
+          // ones ignore this call).
+          if (this.readyState === 1) this.#quietly(() => socket.close(sendable(e.code), e.reason ?? ""));
+          this.#ended(e.code ?? 1005, e.reason ?? "", e.wasClean ?? false);
+        });
+        socket.addEventListener("error", () => {
+          if (this.readyState === 3) return;
+          this.#quietly(() => socket.close(1000, "the connection failed"));
+          this.#ended(1006, "the connection failed");
+        });
+        this.readyState = 1;
+        this.onopen?.({});
+      } catch (e) {
+        this.#quietly(() => socket.close(1000, "the socket could not be opened"));
+        this.#ended(1006, `the socket could not be opened: ${e instanceof Error ? e.message : String(e)}`);
       }
-      this.#socket = socket;
-      this.protocol = answer.headers.get("Sec-WebSocket-Protocol") ?? "";
-      socket.addEventListener("message", (e) => this.onmessage?.({ data: e.data }));
-      socket.addEventListener("close", (e) => this.#ended(e.code ?? 1005, e.reason ?? "", e.wasClean ?? false));
-      socket.addEventListener("error", () => this.onerror?.({}));
-      this.readyState = 1;
-      this.onopen?.({});
     }
 
+    /** Delivers the one `close` (no `error` before it: the reason says what went wrong). */
     #ended(code: number, reason: string, wasClean = false): void {
       if (this.readyState === 3) return;
-      const failed = this.readyState === 0;
       this.readyState = 3;
-      if (failed) this.onerror?.({});
+      this.#upgrade.abort();
       this.onclose?.({ code, reason, wasClean });
+    }
+
+    #quietly(f: () => void): void {
+      try {
+        f();
+      } catch {
+        // Already closed.
+      }
     }
 
     send(data: string | ArrayBuffer | ArrayBufferView): void {
@@ -80,11 +125,15 @@ export function fetchWebSocket(headers: Record<string, string>): WebSocketConstr
     close(code?: number, reason?: string): void {
       if (this.readyState >= 2) return;
       if (!this.#socket) {
-        this.#ended(code ?? 1000, reason ?? "");
+        // Before it opened: the upgrade is abandoned, and the close comes as a separate task,
+        // as a browser's does.
+        this.readyState = 2;
+        this.#upgrade.abort();
+        setTimeout(() => this.#ended(1006, reason ?? "closed before it opened"), 0);
         return;
       }
       this.readyState = 2;
-      this.#socket.close(code, reason);
+      this.#quietly(() => this.#socket?.close(code === undefined ? undefined : sendable(code), reason));
     }
   };
 }

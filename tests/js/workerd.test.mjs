@@ -1,6 +1,8 @@
 // The scenarios in real workerd (Miniflare, from worker-relay's packages): the package's Workers
-// entries, `agentwire` and each protocol's own, with workerd's own WebSocket, against the same
-// local peers as Node and Chromium.
+// entries, `agentwire` and each protocol's own, with workerd's own WebSocket (and, for Switch
+// directly, `fetchWebSocket`), against the same local peers as Node and Chromium. Twice: at the
+// relay's compatibility date and at a recent one (binary frames as Blobs unless asked, closes
+// answered by the runtime).
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { startWorker } from "../../worker-relay/miniflare.mjs";
@@ -9,32 +11,38 @@ import { testEnv } from "./env.mjs";
 
 const env = testEnv();
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-let worker;
+const DATES = ["2025-09-01", "2026-04-07"];
+const workers = {};
 const logs = [];
 
 before(async () => {
-  worker = await startWorker({
-    vars: {},
-    script: fileURLToPath(new URL("workerd/worker.mjs", import.meta.url)),
-    modulesRoot: ROOT,
-    log: (t) => logs.push(t),
-  });
+  for (const compatibilityDate of DATES) {
+    workers[compatibilityDate] = await startWorker({
+      vars: {},
+      script: fileURLToPath(new URL("workerd/worker.mjs", import.meta.url)),
+      modulesRoot: ROOT,
+      compatibilityDate,
+      log: (t) => logs.push(t),
+    });
+  }
 });
 
 after(async () => {
-  await worker?.mf.dispose();
+  for (const w of Object.values(workers)) await w.mf.dispose();
 });
 
-for (const [entry, name, title] of runs("workerd")) {
-  test(title, { timeout: 20_000 }, async (t) => {
-    const res = await fetch(worker.url, { method: "POST", body: JSON.stringify({ entry, name, env }) });
-    const { outcome, error } = await res.json();
-    if (error) throw new Error(`${error}\nworkerd: ${logs.join("")}`);
-    if (typeof outcome === "string") t.skip(outcome);
+for (const date of DATES) {
+  for (const [entry, name, title] of runs(`workerd ${date}`)) {
+    test(title, { timeout: 20_000 }, async (t) => {
+      const res = await fetch(workers[date].url, { method: "POST", body: JSON.stringify({ entry, name, env }) });
+      const { outcome, error } = await res.json();
+      if (error) throw new Error(`${error}\nworkerd: ${logs.join("")}`);
+      if (typeof outcome === "string") t.skip(outcome);
+    });
+  }
+  test(`workerd ${date}: nothing uncaught in the Worker, no console.error`, async () => {
+    const { uncaught } = await (await fetch(workers[date].url)).json();
+    const logged = logs.join("").split("\n").filter((l) => /uncaught/i.test(l));
+    if (uncaught.length || logged.length) throw new Error([...uncaught, ...logged].join("\n"));
   });
 }
-
-test("workerd: nothing uncaught in the Worker", async () => {
-  const { uncaught } = await (await fetch(worker.url)).json();
-  if (uncaught.length) throw new Error(uncaught.join("\n"));
-});

@@ -16,6 +16,12 @@ const unhandled = new Map();
 addEventListener("unhandledrejection", (e) => unhandled.set(e.promise, `unhandled rejection: ${e.reason?.stack ?? e.reason}`));
 addEventListener("rejectionhandled", (e) => unhandled.delete(e.promise));
 addEventListener("error", (e) => uncaught.push(`uncaught: ${e.error?.stack ?? e.message}`));
+// The drivers report a callback that threw with console.error.
+const consoleError = console.error;
+console.error = (...args) => {
+  uncaught.push(`console.error: ${args.map((a) => a?.stack ?? String(a)).join(" ")}`);
+  consoleError(...args);
+};
 
 export default {
   /** `POST {entry, name, env}` → `{outcome}` (a skip reason, or null) or, failed, `{error}`;
