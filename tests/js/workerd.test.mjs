@@ -40,6 +40,11 @@ for (const date of DATES) {
       if (typeof outcome === "string") t.skip(outcome);
     });
   }
+  test(`workerd ${date}: fetchWebSocket: binary frames, the peer's close, a close before the upgrade`, async () => {
+    const res = await fetch(workers[date].url, { method: "POST", body: JSON.stringify({ name: "fetchWebSocket", env }) });
+    const { error } = await res.json();
+    if (error) throw new Error(error);
+  });
   test(`workerd ${date}: nothing uncaught in the Worker, no console.error`, async () => {
     const { uncaught } = await (await fetch(workers[date].url)).json();
     const logged = logs.join("").split("\n").filter((l) => /uncaught/i.test(l));

@@ -23,12 +23,50 @@ console.error = (...args) => {
   consoleError(...args);
 };
 
+/** `fetchWebSocket` on its own: a binary frame arrives as an ArrayBuffer with its bytes, the
+ * peer's close comes through with its code, and a close before the upgrade answers gives one
+ * 1006 close as a separate task, never an open. */
+async function fetchSocketChecks(garbage) {
+  const Socket = all.fetchWebSocket({});
+  const seen = await new Promise((resolve, reject) => {
+    const ws = new Socket(`${garbage}/rkt/garbage`, []);
+    const got = [];
+    const timer = setTimeout(() => reject(new Error(`no close: ${JSON.stringify(got)}`)), 5000);
+    ws.onopen = () => ws.send("RKT/1.0 HELLO\n");
+    ws.onmessage = (e) => got.push(e.data instanceof ArrayBuffer ? [...new Uint8Array(e.data)] : typeof e.data);
+    ws.onclose = (e) => {
+      clearTimeout(timer);
+      resolve({ binary: got.filter(Array.isArray), code: e.code });
+    };
+  });
+  if (JSON.stringify(seen) !== JSON.stringify({ binary: [[0xff, 0xfe, 0, 1]], code: 1011 })) throw new Error(`garbage: ${JSON.stringify(seen)}`);
+  const early = await new Promise((resolve) => {
+    const ws = new Socket(`${garbage}/rkt/garbage`, []);
+    const events = [];
+    ws.onopen = () => events.push("open");
+    ws.onerror = () => events.push("error");
+    ws.onclose = (e) => events.push(`close ${e.code}`);
+    ws.close(1000, "changed my mind");
+    events.push("after close()");
+    setTimeout(() => resolve(events), 300);
+  });
+  if (early.join() !== "after close(),close 1006") throw new Error(`close before open: ${early}`);
+}
+
 export default {
   /** `POST {entry, name, env}` → `{outcome}` (a skip reason, or null) or, failed, `{error}`;
    * `GET` → `{uncaught}`. */
   async fetch(request) {
     if (request.method === "GET") return Response.json({ uncaught: [...uncaught, ...unhandled.values()] });
     const { entry, name, env } = await request.json();
+    if (name === "fetchWebSocket") {
+      try {
+        await fetchSocketChecks(env.garbage);
+        return Response.json({ outcome: null });
+      } catch (e) {
+        return Response.json({ error: `${e?.stack ?? e}` });
+      }
+    }
     // Switch directly, with the agent key in the upgrade's Authorization header.
     env.switchSocket = (key) => entries[entry].fetchWebSocket({ authorization: `Bearer ${key}` });
     try {
