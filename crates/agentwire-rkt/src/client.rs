@@ -28,6 +28,7 @@ pub struct ClientConfig {
     pub max_stream_buffer_bytes: usize,
     pub handshake_timeout_ms: u64,
     /// `Bearer <key>`: sent as an AUTH message right after HELLO_ACK, before anything queued.
+    /// It ends as `AuthOk`, or, refused or unanswered, as [`ClientEvent::Error`].
     pub authorization: Option<String>,
     /// Send a PING when nothing was sent for half the server's `session_timeout`.
     pub keepalive: bool,
@@ -222,6 +223,9 @@ pub struct ClientSession {
     pending: HashMap<String, Pending>,
     /// Of `pending`, the keepalive PINGs.
     silent_pending: usize,
+    /// The id of the AUTH sent for `cfg.authorization`, until it ends: no command of the user
+    /// waits for it, so its failure is reported as [`ClientEvent::Error`].
+    auto_auth: Option<String>,
     queue: Vec<Queued>,
     forgotten: VecDeque<String>,
     timers: Timers<Timer>,
@@ -244,6 +248,7 @@ impl ClientSession {
             hello_id: None,
             pending: HashMap::new(),
             silent_pending: 0,
+            auto_auth: None,
             queue: Vec::new(),
             forgotten: VecDeque::new(),
             timers: Timers::new(),
@@ -354,8 +359,27 @@ impl ClientSession {
         self.transmit.pop_front()
     }
 
+    /// The next event. The automatic AUTH of [`ClientConfig::authorization`] ends as `AuthOk`
+    /// with its id, or, refused or unanswered, as [`ClientEvent::Error`] (no command waits for
+    /// it, so a `Failed` would reach nobody).
     pub fn poll_event(&mut self) -> Option<ClientEvent> {
-        self.events.pop_front()
+        let event = self.events.pop_front()?;
+        let ends_auto_auth = |id: &String| self.auto_auth.as_ref() == Some(id);
+        Some(match event {
+            ClientEvent::Failed { id, mut error } if ends_auto_auth(&id) => {
+                self.auto_auth = None;
+                error.error.message = format!(
+                    "the AUTH sent for the configured authorization failed: {}",
+                    error.error.message
+                );
+                ClientEvent::Error(error)
+            }
+            ClientEvent::AuthOk { ref id, .. } if ends_auto_auth(id) => {
+                self.auto_auth = None;
+                event
+            }
+            event => event,
+        })
     }
 
     pub fn poll_timeout(&self) -> Option<Millis> {
@@ -768,7 +792,8 @@ impl ClientSession {
             let mut msg = self.new_message(MessageType::Auth, id.clone(), now, Some(self.cfg.ttl_s));
             msg.headers.set("Priority", Priority::Urgent.as_str());
             msg.body = Some(body);
-            self.track(now, id, Op::Auth, self.cfg.ttl_s, false, false);
+            self.track(now, id.clone(), Op::Auth, self.cfg.ttl_s, false, false);
+            self.auto_auth = Some(id);
             self.send(now, &msg);
         }
         let queue = std::mem::take(&mut self.queue);

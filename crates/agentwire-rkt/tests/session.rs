@@ -1221,6 +1221,60 @@ mod review_regressions {
     }
 
     #[test]
+    fn a_refused_configured_auth_is_an_error_event() {
+        let ccfg = ClientConfig {
+            authorization: Some("Bearer wrong".into()),
+            ..Default::default()
+        };
+        let cfg = ReferenceConfig {
+            api_keys: vec!["k1".into()],
+            ..Default::default()
+        };
+        let mut p = Pair::new(ccfg, cfg);
+        p.open(T0);
+        let errors: Vec<_> = p
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                ClientEvent::Error(e) => Some(e),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(errors.len(), 1, "{:?}", p.events);
+        assert_eq!(errors[0].kind(), ErrorKind::Auth, "{:?}", errors[0]);
+        assert!(
+            errors[0].error.message.contains("configured authorization"),
+            "{:?}",
+            errors[0]
+        );
+        assert!(
+            !p.events.iter().any(|e| matches!(e, ClientEvent::Failed { .. })),
+            "{:?}",
+            p.events
+        );
+    }
+
+    #[test]
+    fn an_unanswered_configured_auth_is_an_error_event() {
+        let (mut c, hello) = opened(ClientConfig {
+            authorization: Some("Bearer k1".into()),
+            ttl_s: 5,
+            ..Default::default()
+        });
+        c.handle_text(
+            T0,
+            &reply("HELLO_ACK", &hello, r#"{"agreed_version":1,"session_timeout":300}"#),
+        );
+        assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
+        c.handle_timeout(T0 + 5_000);
+        match c.poll_event() {
+            Some(ClientEvent::Error(e)) => assert_eq!(e.kind(), ErrorKind::Timeout, "{e:?}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(c.poll_event(), None);
+    }
+
+    #[test]
     fn configured_auth_goes_out_even_with_a_full_queue() {
         let ccfg = ClientConfig {
             authorization: Some("Bearer k1".into()),
