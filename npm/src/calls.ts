@@ -93,6 +93,8 @@ export class Queue<T> implements AsyncIterableIterator<T> {
   #error: AgentwireError | undefined;
   /** Values dropped because nobody read them in time. */
   dropped = 0;
+  /** Called once when the queue ends, however it ends (to let go of listeners and timers). */
+  onEnd: (() => void) | undefined;
 
   constructor(
     readonly limit: number,
@@ -102,6 +104,10 @@ export class Queue<T> implements AsyncIterableIterator<T> {
 
   get size(): number {
     return this.#items.length - this.#head;
+  }
+
+  get ended(): boolean {
+    return this.#ended;
   }
 
   push(v: T): void {
@@ -133,6 +139,8 @@ export class Queue<T> implements AsyncIterableIterator<T> {
     if (this.#ended) return;
     this.#ended = true;
     this.#error = error;
+    this.onEnd?.();
+    this.onEnd = undefined;
     const waiting = this.#waiting.splice(0);
     const failing = this.#failWaiting.splice(0);
     waiting.forEach((w, i) => (error ? failing[i]!(error) : w({ value: undefined, done: true })));
@@ -258,6 +266,9 @@ export class Events<E extends { type: string }> {
   /** One event from the engine, as JSON text; or its envelope, with the payload's field and
    * raw JSON apart (parsed on first use: see `lazyField`). */
   readonly emit = (json: string, field?: string, raw?: string): void => {
+    // A callback that closes the client in the middle of a batch makes the last event come
+    // before the rest of the batch: what follows it is dropped.
+    if (this.#closed) return;
     const event = JSON.parse(json) as E;
     if (field !== undefined) lazyField(event, field, raw!);
     this.tap?.(event);
@@ -281,6 +292,11 @@ export class Events<E extends { type: string }> {
     return this.#closed;
   }
 
+  /** Resolves once the last event has been emitted. */
+  get done(): Promise<void> {
+    return this.#whenClosed;
+  }
+
   /** Resolves once the last event has been emitted, or after `graceMs`. */
   whenClosed(graceMs: number): Promise<void> {
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -288,10 +304,23 @@ export class Events<E extends { type: string }> {
     return Promise.race([this.#whenClosed, grace]).finally(() => clearTimeout(timer));
   }
 
-  /** The buffered events as an async iterator (ends after the connection closes). */
+  /** The buffered events as an async iterator (ends after the connection closes). Leaving a
+   * loop over it (`break`, `return()`) ends that iterator only: the events keep being buffered
+   * for the next `iterator()`. Each event goes to one reader. */
   iterator(): AsyncIterableIterator<E> {
-    if (!this.#queue) throw agentwireError("state", "events go to the onEvent callback given to connect");
-    return this.#queue;
+    const queue = this.#queue;
+    if (!queue) throw agentwireError("state", "events go to the onEvent callback given to connect");
+    let left = false;
+    const over = (): Promise<IteratorResult<E>> => Promise.resolve({ value: undefined, done: true });
+    const view: AsyncIterableIterator<E> = {
+      next: () => (left ? over() : queue.next()),
+      return: () => {
+        left = true;
+        return over();
+      },
+      [Symbol.asyncIterator]: () => view,
+    };
+    return view;
   }
 
   /** Events dropped because nobody read them. */
@@ -304,7 +333,7 @@ export class Events<E extends { type: string }> {
 export function engineOptions(opts: object): string {
   const { webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, ...engine } = opts as ConnectOptions & Record<string, unknown>;
   void webSocket, signal, timeoutMs, onEvent, maxBufferedEvents;
-  return JSON.stringify(engine);
+  return jsonArg(engine, "the options");
 }
 
 /** `Symbol.asyncDispose`, where the host has one (Node 20 may not). */
@@ -312,9 +341,23 @@ export const asyncDispose: typeof Symbol.asyncDispose =
   (Symbol as { asyncDispose?: typeof Symbol.asyncDispose }).asyncDispose ??
   (Symbol.for("Symbol.asyncDispose") as typeof Symbol.asyncDispose);
 
-/** Parses an engine reply body (JSON text, or `undefined` for none). */
+/** An engine reply body as the engine's `to_json` has it: `undefined` for none, the text
+ * parsed as JSON, or the text itself when it is not JSON (RKT bodies are not checked). */
 export function parseBody<T>(body: string | undefined): T {
-  return (body === undefined ? undefined : JSON.parse(body)) as T;
+  return (body === undefined ? undefined : parsePayload(body)) as T;
+}
+
+/** `JSON.stringify(v)` for a call's argument `what`: what JSON cannot hold (a BigInt, a cycle,
+ * a function) is an `invalid` error, thrown where the call turns it into its rejection. */
+export function jsonArg(v: unknown, what: string): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(v);
+  } catch (e) {
+    throw agentwireError("invalid", `${what} is not JSON: ${e instanceof Error ? e.message : String(e)}`, e);
+  }
+  if (text === undefined) throw agentwireError("invalid", `${what} is not JSON: ${typeof v}`);
+  return text;
 }
 
 /** A driver `close()`s. */
@@ -359,6 +402,7 @@ export function open<D extends Closable, C>(
     } catch (e) {
       return fail(toError(e));
     }
+    if (settled) return;
     if (timeoutMs !== undefined) {
       timer = setTimeout(() => fail(agentwireError("timeout", `no ${what} within ${timeoutMs} ms`)), timeoutMs);
     }

@@ -10,6 +10,11 @@ export interface Closing {
   close(): void;
 }
 
+/** The clients whose connection is not over. The sockets and timers reach their driver only
+ * weakly, so without this a client the app keeps no reference to (one used through `onEvent`)
+ * could be garbage-collected, and its connection dropped with no event. */
+const live = new Set<object>();
+
 export abstract class Client<E extends { type: string }> {
   readonly #events: Events<E>;
   readonly #closing: Closing;
@@ -17,6 +22,10 @@ export abstract class Client<E extends { type: string }> {
   protected constructor(events: Events<E>, closing: Closing) {
     this.#events = events;
     this.#closing = closing;
+    if (!events.closed) {
+      live.add(this);
+      void events.done.then(() => live.delete(this));
+    }
   }
 
   /** The events as an async iterator, which ends after the last one (when no `onEvent` was

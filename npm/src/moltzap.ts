@@ -1,7 +1,7 @@
 /** MoltZap over WebSocket: `MoltZapClient` (the engine's driver behind an idiomatic API) and
  * `MoltZapSession` (the sans-IO session, for your own transport). */
 import { MoltZapDriver, MoltZapSession as WasmMoltZapSession } from "./wasm/agentwire_wasm.js";
-import { call, engineOptions, Events, open, type CallOptions, type ConnectOptions } from "./calls.js";
+import { call, engineOptions, Events, jsonArg, open, type CallOptions, type ConnectOptions } from "./calls.js";
 import type { ErrorInfo } from "./errors.js";
 import type { Transmit } from "./session.js";
 import { Client } from "./client.js";
@@ -89,9 +89,9 @@ export class MoltZapClient extends Client<MoltZapEvent> {
   /** Any method, with `params` (an object or an array); resolves with the parsed result.
    * `timeoutMs` is the engine's request timeout for this call. */
   call<T = unknown>(method: string, params?: unknown, opts: CallOptions = {}): Promise<T> {
-    const json = params === undefined ? undefined : JSON.stringify(params);
     const { timeoutMs, ...rest } = opts;
-    return call<string>((res, rej) => this.#driver.call(method, json, timeoutMs, res, rej), this.#cancel, rest).then(
+    const json = () => (params === undefined ? undefined : jsonArg(params, "the params"));
+    return call<string>((res, rej) => this.#driver.call(method, json(), timeoutMs, res, rej), this.#cancel, rest).then(
       (r) => JSON.parse(r) as T,
     );
   }

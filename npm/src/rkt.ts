@@ -6,6 +6,7 @@ import {
   call,
   engineOptions,
   Events,
+  jsonArg,
   open,
   parseBody,
   Queue,
@@ -118,24 +119,42 @@ export class RktClient extends Client<RktEvent> {
 
   /** REQUEST `intent`; resolves with the parsed RESPONSE body. */
   request<T = unknown>(intent: string, params?: unknown, opts: RktRequestOptions = {}): Promise<T> {
-    const [json, options] = [toJson(params), requestOptions(opts)];
-    return call<string | undefined>((res, rej) => this.#driver.request(intent, json, options, res, rej), this.#cancel, opts).then(
-      (b) => parseBody<T>(b),
-    );
+    return call<string | undefined>(
+      (res, rej) => this.#driver.request(intent, toJson(params), requestOptions(opts), res, rej),
+      this.#cancel,
+      opts,
+    ).then((b) => parseBody<T>(b));
   }
 
   /** REQUEST `intent` with `Stream: true`: the chunks in order (a plain RESPONSE is one chunk).
    * Leaving the loop early cancels the stream; so do `signal` and `timeoutMs`. */
   stream<T = unknown>(intent: string, params?: unknown, opts: RktRequestOptions = {}): AsyncIterableIterator<T> {
+    const { signal, timeoutMs } = opts;
     let id: string | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const cancel = () => id !== undefined && this.#driver.cancel(id);
     const queue = new Queue<T>(
       STREAM_CAPACITY,
       (q) => {
         q.end(agentwireError("limit", `${STREAM_CAPACITY} stream chunks unread: the reader fell behind`));
-        if (id !== undefined) this.#driver.cancel(id);
+        cancel();
       },
-      () => id !== undefined && this.#driver.cancel(id),
+      cancel,
     );
+    const onAbort = () => stop(abortError(signal!));
+    queue.onEnd = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const stop = (e: AgentwireError) => {
+      queue.end(e);
+      cancel();
+    };
+    // A signal aborted already: nothing is sent.
+    if (signal?.aborted) {
+      queue.end(abortError(signal));
+      return queue;
+    }
     const end = (e?: unknown) => queue.end(e === undefined || e === null ? undefined : toError(e));
     try {
       id = this.#driver.stream(intent, toJson(params), requestOptions(opts), (b?: string) => queue.push(parseBody<T>(b)), end);
@@ -143,17 +162,10 @@ export class RktClient extends Client<RktEvent> {
       end(e);
       return queue;
     }
-    const { signal, timeoutMs } = opts;
-    const stop = (e: AgentwireError) => {
-      queue.end(e);
-      this.#driver.cancel(id!);
-    };
-    if (signal?.aborted) stop(abortError(signal));
-    signal?.addEventListener("abort", () => stop(abortError(signal)), { once: true });
+    if (queue.ended) return queue;
+    signal?.addEventListener("abort", onAbort, { once: true });
     if (timeoutMs !== undefined) {
-      const t = setTimeout(() => stop(agentwireError("timeout", `stream not finished within ${timeoutMs} ms`)), timeoutMs);
-      const unref = (t as { unref?: () => void }).unref;
-      if (unref) unref.call(t);
+      timer = setTimeout(() => stop(agentwireError("timeout", `stream not finished within ${timeoutMs} ms`)), timeoutMs);
     }
     return queue;
   }
@@ -165,9 +177,8 @@ export class RktClient extends Client<RktEvent> {
 
   /** MEMORY_SET `key` = `value`; resolves with the server's acknowledgement. */
   memorySet(key: string, value: unknown, opts: CallOptions & { namespace?: string; ttlS?: number } = {}): Promise<unknown> {
-    const json = JSON.stringify(value ?? null);
     return call<string | undefined>(
-      (res, rej) => this.#driver.memorySet(key, json, opts.namespace, opts.ttlS, res, rej),
+      (res, rej) => this.#driver.memorySet(key, jsonArg(value ?? null, "the value"), opts.namespace, opts.ttlS, res, rej),
       this.#cancel,
       opts,
     ).then((b) => parseBody<unknown>(b));
@@ -190,13 +201,13 @@ export class RktClient extends Client<RktEvent> {
 }
 
 function toJson(v: unknown): string | undefined {
-  return v === undefined ? undefined : JSON.stringify(v);
+  return v === undefined ? undefined : jsonArg(v, "the params");
 }
 
 function requestOptions(opts: RktRequestOptions): string {
   const { signal, timeoutMs, ...engine } = opts;
   void signal, timeoutMs;
-  return JSON.stringify(engine);
+  return jsonArg(engine, "the request options");
 }
 
 /** The sans-IO RKT client session: feed it socket events with the time (ms since the epoch),

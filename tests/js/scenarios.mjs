@@ -122,6 +122,24 @@ export const scenarios = {
     ac.abort();
     await rejects(aw, pending, "cancelled", "an abort in flight");
     await rejects(aw, client.request("", {}), "invalid", "an empty intent");
+    // What JSON cannot hold is a rejection of kind invalid, never a synchronous throw.
+    await rejects(aw, client.request("weather.current", { n: 1n }), "invalid", "a BigInt param");
+    const cycle = {};
+    cycle.self = cycle;
+    await rejects(aw, client.memorySet("k", cycle), "invalid", "a cyclic value");
+    await rejects(aw, client.stream("weather.forecast", { n: 1n }).next(), "invalid", "a BigInt stream param");
+    await rejects(aw, client.stream("weather.forecast", {}, { signal: AbortSignal.abort() }).next(), "cancelled", "a stream with a pre-aborted signal");
+    // A signal shared by many calls and streams keeps no listener once they are over.
+    const shared = { aborted: false, listeners: new Set(), addEventListener(_, l) { this.listeners.add(l); }, removeEventListener(_, l) { this.listeners.delete(l); } };
+    for (let i = 0; i < 3; i++) {
+      for await (const chunk of client.stream("weather.forecast", { city: "Seoul", days: 2 }, { signal: shared, timeoutMs: 60_000 })) check(chunk.date, "a chunk");
+      await client.request("weather.current", { city: "Seoul" }, { signal: shared, timeoutMs: 60_000 });
+    }
+    for await (const chunk of client.stream("weather.forecast", { city: "Seoul", days: 5 }, { signal: shared })) {
+      check(chunk.date, "a chunk");
+      break;
+    }
+    check(shared.listeners.size === 0, `abort listeners left: ${shared.listeners.size}`);
     // A stream left early is cancelled; the connection goes on.
     for await (const chunk of client.stream("weather.forecast", { city: "Seoul", days: 5 })) {
       check(chunk.date, "a chunk");
@@ -191,6 +209,20 @@ export const scenarios = {
         if (value.type === "messageReceived" && JSON.stringify(value.data).includes(text)) got = value;
       }
       check(got.conversationId === sent.message.conversationId, `conversation ${got.conversationId}`);
+      // Leaving a loop over events() ends that loop only: the next events() goes on.
+      const again = `again ${text}`;
+      await alice.send({ agent: "bob" }, again);
+      for await (const ev of bob.events()) if (ev.type === "messageReceived" && JSON.stringify(ev.data).includes(again)) break;
+      const third = `third ${text}`;
+      await alice.send({ agent: "bob" }, third);
+      let later;
+      for await (const ev of bob.events()) {
+        if (ev.type === "messageReceived" && JSON.stringify(ev.data).includes(third)) {
+          later = ev;
+          break;
+        }
+      }
+      check(later && !bob.closed, "events() after a loop was left");
       // The payload is parsed on first read (a getter), and behaves as a plain data property.
       check(Object.keys(got).includes("data") && got.data === got.data, "the payload is own, enumerable and parsed once");
       check(JSON.parse(JSON.stringify(got)).data.message.id === got.messageId && { ...got }.data === got.data, "stringify and spread see the payload");
