@@ -1,7 +1,7 @@
 /** Switch Rooms: `SwitchClient` (through the relay: the browser never holds the agent key) and
  * `SwitchSession` (the sans-IO connection, for your own transport). */
 import { SwitchDriver, SwitchSession as WasmSwitchSession } from "./wasm/agentwire_wasm.js";
-import { abortError, Events, type CallOptions, type ConnectOptions } from "./calls.js";
+import { abortError, Events, jsonArg, type CallOptions, type ConnectOptions } from "./calls.js";
 import { AgentwireError, agentwireError, toError, type ErrorInfo } from "./errors.js";
 import { Client } from "./client.js";
 
@@ -89,7 +89,8 @@ export class SwitchClient extends Client<SwitchEvent> {
 
   /** Connects through the relay at `relayUrl` (`https://relay.example[/prefix]`) with a relay
    * token, and resolves once the connection is attached (`connected`); rejects when it stops
-   * first (refused token, eviction, no server), on `signal`, or after `timeoutMs`. */
+   * first (refused token, eviction), when the first attempt fails (no relay: kind `closed`,
+   * retryable), on `signal`, or after `timeoutMs`. Once connected, it reconnects by itself. */
   static connect(relayUrl: string, opts: SwitchConnectOptions): Promise<SwitchClient> {
     const { token, webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, ...engine } = opts;
     void onEvent, maxBufferedEvents;
@@ -113,12 +114,20 @@ export class SwitchClient extends Client<SwitchEvent> {
       events.tap = (ev) => {
         if (ev.type === "connected") settle();
         if (ev.type === "stopped") settle(ev.error ? new AgentwireError(ev.error) : agentwireError("closed", "the connection stopped"));
+        // The first attempt failed (not a reopen the engine makes on its own, `attempt` 0): as
+        // RKT and MoltZap, connect rejects rather than retry without end.
+        if (ev.type === "disconnected" && (ev.attempt ?? 0) > 0) {
+          const why = ev.reason ?? (ev.code === undefined ? "the connection failed" : `closed with ${ev.code}`);
+          const code = ev.code === undefined ? {} : { code: ev.code };
+          settle(new AgentwireError({ kind: "closed", ...code, message: `could not connect: ${why}`, retryable: true }));
+        }
       };
       try {
-        driver = new SwitchDriver(relayUrl, token, JSON.stringify(engine), webSocket as (() => void) | undefined, events.emit);
+        driver = new SwitchDriver(relayUrl, token, jsonArg(engine, "the options"), webSocket as (() => void) | undefined, events.emit);
       } catch (e) {
         return settle(toError(e));
       }
+      if (settled) return;
       if (timeoutMs !== undefined) {
         timer = setTimeout(() => settle(agentwireError("timeout", `not connected within ${timeoutMs} ms`)), timeoutMs);
       }
@@ -127,30 +136,34 @@ export class SwitchClient extends Client<SwitchEvent> {
   }
 
   /** Operation `name` with `args` (an object) acting for this connection; resolves with its
-   * `result`. `timeoutMs` bounds the HTTP call (default `opTimeoutMs`). */
+   * `result`. Each HTTP call is bounded by `timeoutMs` (default `opTimeoutMs`); after `close()`
+   * (or once the connection has stopped) calls reject with kind `closed`, and so do those in
+   * flight. */
   op<T = unknown>(name: string, args?: Record<string, unknown>, opts: CallOptions = {}): Promise<T> {
-    const json = args === undefined ? undefined : JSON.stringify(args);
-    return this.#http<T>((res, rej) => this.#driver.op(name, json, opts.timeoutMs, res, rej), opts.signal);
+    return this.#http<T>((res, rej) => {
+      const json = args === undefined ? undefined : jsonArg(args, "the arguments");
+      return this.#driver.op(name, json, opts.timeoutMs, res, rej);
+    }, opts.signal);
   }
 
   /** The operations the server offers: `{operations: {name: {description, input_schema}}}`. */
   listOps<T = unknown>(opts: CallOptions = {}): Promise<T> {
-    return this.#http<T>((res, rej) => this.#driver.listOps(res, rej), opts.signal);
+    return this.#http<T>((res, rej) => this.#driver.listOps(opts.timeoutMs, res, rej), opts.signal);
   }
 
   /** Claims `room` for this connection (kind `state` when a live sibling holds it, unless
    * `takeover`). */
   subscribe<T = unknown>(room: string, opts: CallOptions & { takeover?: boolean } = {}): Promise<T> {
-    return this.#http<T>((res, rej) => this.#driver.subscribe(room, opts.takeover ?? false, res, rej), opts.signal);
+    return this.#http<T>((res, rej) => this.#driver.subscribe(room, opts.takeover ?? false, opts.timeoutMs, res, rej), opts.signal);
   }
 
   unsubscribe<T = unknown>(room: string, opts: CallOptions = {}): Promise<T> {
-    return this.#http<T>((res, rej) => this.#driver.unsubscribe(room, res, rej), opts.signal);
+    return this.#http<T>((res, rej) => this.#driver.unsubscribe(room, opts.timeoutMs, res, rej), opts.signal);
   }
 
   /** Replaces every placement of this connection (session id → room). */
   placements<T = unknown>(map: Record<string, string>, opts: CallOptions = {}): Promise<T> {
-    return this.#http<T>((res, rej) => this.#driver.placements(JSON.stringify(map), res, rej), opts.signal);
+    return this.#http<T>((res, rej) => this.#driver.placements(jsonArg(map, "the placements"), opts.timeoutMs, res, rej), opts.signal);
   }
 
   /** An HTTP call of the driver: its reply parsed. `signal` aborts the fetch itself (the call

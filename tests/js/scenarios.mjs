@@ -350,6 +350,9 @@ export const scenarios = {
     }
     await rejects(aw, aw.SwitchClient.connect("ftp://x", { token: "t", agentId: "a" }), "invalid", "a bad relay URL");
     await rejects(aw, aw.SwitchClient.connect(env.switch, { token: "t", agentId: "a", transport: "sse" }), "invalid", "SSE in the driver");
+    // Nobody listening: the first attempt fails and connect rejects (no timeoutMs, reconnects on).
+    const nobody = await rejects(aw, aw.SwitchClient.connect(env.closedRkt.replace("ws:", "http:"), { token: "t", agentId: "a", webSocket: env.webSocket }), "closed", "nobody listening");
+    check(nobody.retryable, "a failed first attempt is retryable");
     if (!env.switchSocket) return "skipped: the rest needs the peer directly";
     const { alice } = env.switchAgents;
     const bad = "sk_switch_not_a_key";
@@ -368,7 +371,15 @@ export const scenarios = {
     ac.abort();
     await rejects(aw, inFlight, "cancelled", "an abort in flight");
     check((await a.listOps()).operations, "still usable after an abort");
+    await rejects(aw, a.op("post_message", { n: 1n }), "invalid", "a BigInt argument");
+    await rejects(aw, a.listOps({ timeoutMs: -1 }), "invalid", "listOps's timeoutMs is the call's");
+    await rejects(aw, a.subscribe(env.switchLobby, { timeoutMs: 0 }), "invalid", "subscribe's timeoutMs is the call's");
+    const pending = a.listOps();
     await a.close();
+    await pending.then(() => {}, (err) => check(err.kind === "closed", `in flight at close: ${err.kind}`));
+    await rejects(aw, a.listOps(), "closed", "listOps after close");
+    await rejects(aw, a.op("post_message", { body: "x" }), "closed", "an op after close");
+    await rejects(aw, a.placements({}), "closed", "placements after close");
   },
 
   // Bad input: a typed rejection or an error event, never an uncaught exception, never a dead

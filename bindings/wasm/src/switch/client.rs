@@ -80,6 +80,10 @@ struct Driver {
     /// would be late).
     calls_in_flight: Vec<(u64, AbortController)>,
     http_timeout_ms: u64,
+    /// The user's HTTP calls (`op`, `listOps`, ...) in flight, numbered: once the connection
+    /// has stopped they are aborted and reject with kind `closed`.
+    ops_in_flight: Vec<(u64, AbortController)>,
+    next_op: u64,
 }
 
 impl Sink for Driver {
@@ -110,22 +114,18 @@ impl Driver {
             Input::Closed { code, reason } => {
                 let opened = current.opened;
                 self.retire_socket(None);
-                if opened || (4000..=4999).contains(&code) {
-                    self.conn.handle_close(now, code, &reason);
+                // The WebSocket API tells nothing of a failed open but a close (1006); the
+                // engine decides what it means (a close before the open is an open failure).
+                let reason = if !opened && reason.is_empty() {
+                    format!(
+                        "the WebSocket to {} did not open (code {code}; the host does not say why: \
+                         unreachable, refused, or the token was not accepted)",
+                        self.ws_base
+                    )
                 } else {
-                    // The WebSocket API tells nothing of a failed open but a close (1006): no
-                    // status, so the engine retries as for an unreachable server.
-                    let reason = if reason.is_empty() {
-                        format!(
-                            "the WebSocket to {} did not open (code {code}; the host does not say why: \
-                             unreachable, refused, or the token was not accepted)",
-                            self.ws_base
-                        )
-                    } else {
-                        reason
-                    };
-                    self.conn.handle_open_failed(now, None, &reason);
-                }
+                    reason
+                };
+                self.conn.handle_close(now, code, &reason);
             }
             Input::Timer => return,
         }
@@ -150,6 +150,11 @@ impl Driver {
             }
         }
         let stopped = self.conn.state() == State::Stopped;
+        if stopped {
+            for (_, c) in self.ops_in_flight.drain(..) {
+                c.abort();
+            }
+        }
         if let Some(t) = &mut self.timer {
             match stopped {
                 true => t.cancel(),
@@ -246,7 +251,7 @@ impl Drop for Driver {
     /// The sockets and the timer go in a later task: the driver may be freed from a callback of
     /// one of them.
     fn drop(&mut self) {
-        for (_, c) in self.calls_in_flight.drain(..) {
+        for (_, c) in self.calls_in_flight.drain(..).chain(self.ops_in_flight.drain(..)) {
             c.abort();
         }
         let mut sockets = std::mem::take(&mut self.retired);
@@ -347,6 +352,8 @@ impl SwitchDriver {
                 on_event,
                 calls_in_flight: Vec::new(),
                 http_timeout_ms,
+                ops_in_flight: Vec::new(),
+                next_op: 0,
             })
         });
         state.borrow_mut().timer = Some(timer(as_sink(&state)));
@@ -379,27 +386,57 @@ impl SwitchDriver {
         Ok(out)
     }
 
-    /// Sends `request` with the token; `resolve(decode(status, body))` or `reject(error)`.
+    /// Sends `request` with the token; `resolve(decode(status, body))` or `reject(error)`,
+    /// within `timeout_ms` (`None`: `opTimeoutMs`). Once the connection has stopped, calls
+    /// throw, and those in flight reject, with kind `closed`.
     fn http(
         &self,
         request: Result<HttpRequest, SwitchError>,
-        timeout_ms: u64,
+        timeout_ms: Option<f64>,
         decode: fn(u16, &str) -> Result<String, SwitchError>,
         resolve: Function,
         reject: Function,
     ) -> Result<AbortController, JsValue> {
+        let timeout_ms = options::timeout_ms(timeout_ms, self.op_timeout_ms)?;
         let request = request.map_err(|e| err(&e))?;
         let controller = fetch::controller().map_err(|e| err(&e.into()))?;
+        let id = self.with(|d, _, _| {
+            if d.conn.state() == State::Stopped {
+                return None;
+            }
+            d.next_op += 1;
+            d.ops_in_flight.push((d.next_op, controller.clone()));
+            Some(d.next_op)
+        })?;
+        let Some(id) = id else {
+            return Err(errors::local(ErrorKind::Closed, "the connection is closed"));
+        };
         let handle = controller.clone();
-        let (base, token) = (self.http_base.clone(), self.token.clone());
+        let (base, token, me) = (self.http_base.clone(), self.token.clone(), Rc::downgrade(&self.state));
         spawn_local(async move {
             let answer = fetch::fetch(base, token, request, timeout_ms, controller)
                 .await
                 .map_err(|e: FetchError| SwitchError::from(e))
                 .and_then(|(status, body)| decode(status, &body));
+            // Taken out of the list here, or already by the stop that aborted it.
+            let stopped = match me.upgrade().as_deref().map(RefCell::try_borrow_mut) {
+                None => true,
+                Some(Ok(mut d)) => match d.ops_in_flight.iter().position(|(i, _)| *i == id) {
+                    Some(at) => {
+                        d.ops_in_flight.swap_remove(at);
+                        false
+                    }
+                    None => true,
+                },
+                Some(Err(_)) => false, // never: tasks run while nothing is borrowed
+            };
             let mut calls = Calls::default();
             match answer {
                 Ok(text) => calls.push(&resolve, JsValue::from(text)),
+                Err(_) if stopped => calls.push(
+                    &reject,
+                    errors::local(ErrorKind::Closed, "the connection closed before the answer"),
+                ),
                 Err(e) => calls.push(&reject, err(&e)),
             }
             calls.run();
@@ -408,11 +445,11 @@ impl SwitchDriver {
     }
 
     /// The HTTP calls below return the `AbortController` of their fetch: aborting it ends the call
-    /// with kind `cancelled`.
+    /// with kind `cancelled`. Each is bounded by `timeoutMs` (default `opTimeoutMs`).
     ///
     /// Operation `name` with `args` (a JSON object; `undefined`: `{}`) acting for this connection;
-    /// `resolve(result JSON text)`, the answer's `result` as sent. Bounded by `timeoutMs`
-    /// (default `opTimeoutMs`). Throws an `invalid` error for a bad name or arguments.
+    /// `resolve(result JSON text)`, the answer's `result` as sent. Throws an `invalid` error for a
+    /// bad name or arguments.
     pub fn op(
         &self,
         name: &str,
@@ -421,7 +458,6 @@ impl SwitchDriver {
         resolve: Function,
         reject: Function,
     ) -> Result<AbortController, JsValue> {
-        let timeout = options::timeout_ms(timeout_ms, self.op_timeout_ms)?;
         let request = ops::op(
             &self.agent_id,
             Some(&self.connection_id),
@@ -430,7 +466,7 @@ impl SwitchDriver {
         );
         self.http(
             request,
-            timeout,
+            timeout_ms,
             |status, body| ops::decode_result(status, body).map(|r| r.get().to_owned()),
             resolve,
             reject,
@@ -439,10 +475,15 @@ impl SwitchDriver {
 
     /// `GET ops`: `resolve(JSON text {operations: {name: {description, input_schema}}})`.
     #[wasm_bindgen(js_name = listOps)]
-    pub fn list_ops(&self, resolve: Function, reject: Function) -> Result<AbortController, JsValue> {
+    pub fn list_ops(
+        &self,
+        timeout_ms: Option<f64>,
+        resolve: Function,
+        reject: Function,
+    ) -> Result<AbortController, JsValue> {
         self.http(
             ops::list_ops(&self.agent_id),
-            self.op_timeout_ms,
+            timeout_ms,
             |status, body| ops::decode_ops(status, body).map(|_| body.to_owned()),
             resolve,
             reject,
@@ -455,12 +496,13 @@ impl SwitchDriver {
         &self,
         room: &str,
         takeover: bool,
+        timeout_ms: Option<f64>,
         resolve: Function,
         reject: Function,
     ) -> Result<AbortController, JsValue> {
         self.http(
             ops::subscribe(&self.agent_id, &self.connection_id, room, takeover),
-            self.op_timeout_ms,
+            timeout_ms,
             |status, body| ops::decode_subscribe(status, body).map(|_| body.to_owned()),
             resolve,
             reject,
@@ -468,10 +510,16 @@ impl SwitchDriver {
     }
 
     /// Releases `room`; `resolve(JSON text {ok, rooms, ...})`.
-    pub fn unsubscribe(&self, room: &str, resolve: Function, reject: Function) -> Result<AbortController, JsValue> {
+    pub fn unsubscribe(
+        &self,
+        room: &str,
+        timeout_ms: Option<f64>,
+        resolve: Function,
+        reject: Function,
+    ) -> Result<AbortController, JsValue> {
         self.http(
             ops::unsubscribe(&self.agent_id, &self.connection_id, room),
-            self.op_timeout_ms,
+            timeout_ms,
             |status, body| ops::decode_unsubscribe(status, body).map(|_| body.to_owned()),
             resolve,
             reject,
@@ -481,12 +529,18 @@ impl SwitchDriver {
     /// Replaces every placement of this connection with `map` (JSON object: session id → room),
     /// fenced with the generation of the last `connection_state`; `resolve(JSON text
     /// {placements, rooms, released})`.
-    pub fn placements(&self, map: &str, resolve: Function, reject: Function) -> Result<AbortController, JsValue> {
+    pub fn placements(
+        &self,
+        map: &str,
+        timeout_ms: Option<f64>,
+        resolve: Function,
+        reject: Function,
+    ) -> Result<AbortController, JsValue> {
         let map = placements_map(map).map_err(|e| invalid(format!("placements: {e} (an object of strings)")))?;
         let generation = self.with(|d, _, _| d.conn.generation().cloned())?;
         self.http(
             ops::placements(&self.agent_id, &self.connection_id, &map, generation.as_ref()),
-            self.op_timeout_ms,
+            timeout_ms,
             |status, body| ops::decode_placements(status, body).map(|_| body.to_owned()),
             resolve,
             reject,

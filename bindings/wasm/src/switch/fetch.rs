@@ -36,7 +36,7 @@ pub(crate) struct FetchError {
 
 impl From<FetchError> for SwitchError {
     fn from(e: FetchError) -> Self {
-        let retryable = e.kind != ErrorKind::Limit;
+        let retryable = !matches!(e.kind, ErrorKind::Limit | ErrorKind::Cancelled);
         let mut out = SwitchError::local(e.kind, e.message).retryable(retryable);
         out.status = e.status;
         out
@@ -125,6 +125,12 @@ pub(crate) async fn fetch(
         }
     }
     let text = JsFuture::from(response.text().map_err(failed)?).await.map_err(failed)?;
+    // Measured before the copy into wasm memory: a string of more UTF-16 units than the bound
+    // has more UTF-8 bytes too.
+    let units = text.dyn_ref::<js_sys::JsString>().map_or(0, |t| t.length() as usize);
+    if units > MAX_RESPONSE_BYTES {
+        return Err(too_large(format!("at least {units}")));
+    }
     let text = text.as_string().unwrap_or_default();
     if text.len() > MAX_RESPONSE_BYTES {
         return Err(too_large(text.len().to_string()));
