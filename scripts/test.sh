@@ -35,7 +35,10 @@ done
 
 echo "== agentwire-core's tests as WebAssembly (wasm32-wasip2 with SIMD, in wasmtime: .cargo/config.toml)"
 cargo build -q -p agentwire-component-host --bin wasi-test-runner
-cargo test -q -p agentwire-core --target wasm32-wasip2 --lib
+# The config's runner path assumes ./target; follow CARGO_TARGET_DIR when it is set.
+target_dir="$(cargo metadata -q --no-deps --format-version 1 | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+CARGO_TARGET_WASM32_WASIP2_RUNNER="$target_dir/debug/wasi-test-runner" \
+  cargo test -q -p agentwire-core --target wasm32-wasip2 --lib
 
 echo "== cargo test (workspace)"
 cargo test --workspace --all-targets
