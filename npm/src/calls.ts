@@ -146,24 +146,36 @@ export class Queue<T> implements AsyncIterableIterator<T> {
     waiting.forEach((w, i) => (error ? failing[i]!(error) : w({ value: undefined, done: true })));
   }
 
-  next(): Promise<IteratorResult<T>> {
+  /** Gives the next value (or the end) to `resolve`, now or once it comes; the end with an
+   * error to `reject`. */
+  wait(resolve: (r: IteratorResult<T>) => void, reject: (e: unknown) => void): void {
     if (this.size > 0) {
       const value = this.#items[this.#head++] as T;
       if (this.size === 0) {
         this.#items = [];
         this.#head = 0;
       }
-      return Promise.resolve({ value, done: false });
+      return resolve({ value, done: false });
     }
     if (this.#ended) {
       const e = this.#error;
       this.#error = undefined;
-      return e ? Promise.reject(e) : Promise.resolve({ value: undefined, done: true });
+      return e ? reject(e) : resolve({ value: undefined, done: true });
     }
-    return new Promise((resolve, reject) => {
-      this.#waiting.push(resolve);
-      this.#failWaiting.push(reject);
-    });
+    this.#waiting.push(resolve);
+    this.#failWaiting.push(reject);
+  }
+
+  /** Stops a `wait` that has not been given anything yet (`resolve` as given to it). */
+  unwait(resolve: (r: IteratorResult<T>) => void): void {
+    const i = this.#waiting.indexOf(resolve);
+    if (i < 0) return;
+    this.#waiting.splice(i, 1);
+    this.#failWaiting.splice(i, 1);
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    return new Promise((resolve, reject) => this.wait(resolve, reject));
   }
 
   return(): Promise<IteratorResult<T>> {
@@ -260,7 +272,7 @@ export class Events<E extends { type: string }> {
     this.#whenClosed = new Promise((r) => (this.#markClosed = r));
   }
 
-  /** Sees every event first (a connect waiting for its outcome). */
+  /** Sees every event once it is delivered (a connect waiting for its outcome). */
   tap: ((e: E) => void) | undefined;
 
   /** One event from the engine, as JSON text; or its envelope, with the payload's field and
@@ -271,7 +283,6 @@ export class Events<E extends { type: string }> {
     if (this.#closed) return;
     const event = JSON.parse(json) as E;
     if (field !== undefined) lazyField(event, field, raw!);
-    this.tap?.(event);
     if (this.#onEvent) {
       try {
         this.#onEvent(event);
@@ -286,6 +297,9 @@ export class Events<E extends { type: string }> {
       this.#queue?.end();
       this.#markClosed();
     }
+    // Last: a connect that settles on this event may close the driver, whose own last event
+    // must come after this one.
+    this.tap?.(event);
   };
 
   get closed(): boolean {
@@ -310,13 +324,31 @@ export class Events<E extends { type: string }> {
   iterator(): AsyncIterableIterator<E> {
     const queue = this.#queue;
     if (!queue) throw agentwireError("state", "events go to the onEvent callback given to connect");
+    const end: IteratorResult<E> = { value: undefined, done: true };
     let left = false;
-    const over = (): Promise<IteratorResult<E>> => Promise.resolve({ value: undefined, done: true });
+    // This view's `next()`s still waiting: `return()` ends them, and they take nothing after.
+    const waiting = new Set<(r: IteratorResult<E>) => void>();
     const view: AsyncIterableIterator<E> = {
-      next: () => (left ? over() : queue.next()),
+      next: () =>
+        new Promise<IteratorResult<E>>((resolve, reject) => {
+          if (left) return resolve(end);
+          const got = (r: IteratorResult<E>) => {
+            waiting.delete(got);
+            resolve(r);
+          };
+          waiting.add(got);
+          queue.wait(got, (e) => {
+            waiting.delete(got);
+            reject(e);
+          });
+        }),
       return: () => {
         left = true;
-        return over();
+        for (const got of waiting) {
+          queue.unwait(got);
+          got(end);
+        }
+        return Promise.resolve(end);
       },
       [Symbol.asyncIterator]: () => view,
     };

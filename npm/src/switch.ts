@@ -127,7 +127,11 @@ export class SwitchClient extends Client<SwitchEvent> {
       } catch (e) {
         return settle(toError(e));
       }
-      if (settled) return;
+      // Settled while it was being made (its first socket could not be created): it stops.
+      if (settled) {
+        if (!driver.stopped) driver.close();
+        return;
+      }
       if (timeoutMs !== undefined) {
         timer = setTimeout(() => settle(agentwireError("timeout", `not connected within ${timeoutMs} ms`)), timeoutMs);
       }

@@ -159,6 +159,11 @@ export const scenarios = {
 
   async "rkt events() ends after closed"(aw, env) {
     const client = await aw.RktClient.connect(env.rkt, opts(env));
+    // return() ends a next() still waiting, which takes nothing after; the next events() goes on.
+    const first = client.events();
+    const waiting = first.next();
+    await first.return();
+    check((await waiting).done === true, "a waiting next() ends with return()");
     const seen = [];
     const reading = (async () => {
       for await (const ev of client.events()) seen.push(ev.type);
@@ -350,9 +355,27 @@ export const scenarios = {
     }
     await rejects(aw, aw.SwitchClient.connect("ftp://x", { token: "t", agentId: "a" }), "invalid", "a bad relay URL");
     await rejects(aw, aw.SwitchClient.connect(env.switch, { token: "t", agentId: "a", transport: "sse" }), "invalid", "SSE in the driver");
-    // Nobody listening: the first attempt fails and connect rejects (no timeoutMs, reconnects on).
-    const nobody = await rejects(aw, aw.SwitchClient.connect(env.closedRkt.replace("ws:", "http:"), { token: "t", agentId: "a", webSocket: env.webSocket }), "closed", "nobody listening");
+    // Nobody listening: the first attempt fails and connect rejects (no timeoutMs, reconnects on),
+    // and the driver stops, its events in order.
+    const seen = [];
+    const nobody = await rejects(
+      aw,
+      aw.SwitchClient.connect(env.closedRkt.replace("ws:", "http:"), { token: "t", agentId: "a", webSocket: env.webSocket, onEvent: (e) => seen.push(e.type) }),
+      "closed",
+      "nobody listening",
+    );
     check(nobody.retryable, "a failed first attempt is retryable");
+    check(seen.join() === "disconnected,stopped", `events of a failed connect: ${seen}`);
+    // A socket that cannot even be created: the same, and the driver does not go on retrying.
+    const none = [];
+    const Throws = class {
+      constructor() {
+        throw new Error("no sockets here");
+      }
+    };
+    await rejects(aw, aw.SwitchClient.connect(env.switch, { token: "t", agentId: "a", webSocket: Throws, onEvent: (e) => none.push(e.type) }), "closed", "no socket");
+    await new Promise((r) => setTimeout(r, 300));
+    check(none.join() === "disconnected,stopped", `events when no socket can be made: ${none}`);
     if (!env.switchSocket) return "skipped: the rest needs the peer directly";
     const { alice } = env.switchAgents;
     const bad = "sk_switch_not_a_key";

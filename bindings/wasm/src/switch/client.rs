@@ -435,7 +435,10 @@ impl SwitchDriver {
                 Ok(text) => calls.push(&resolve, JsValue::from(text)),
                 Err(_) if stopped => calls.push(
                     &reject,
-                    errors::local(ErrorKind::Closed, "the connection closed before the answer"),
+                    errors::local(
+                        ErrorKind::Closed,
+                        "the connection closed before the answer (the call may have been carried out)",
+                    ),
                 ),
                 Err(e) => calls.push(&reject, err(&e)),
             }
