@@ -28,7 +28,8 @@ pub struct ClientConfig {
     pub max_stream_buffer_bytes: usize,
     pub handshake_timeout_ms: u64,
     /// `Bearer <key>`: sent as an AUTH message right after HELLO_ACK, before anything queued.
-    /// It ends as `AuthOk`, or, refused or unanswered, as [`ClientEvent::Error`].
+    /// It ends as `AuthOk`, or, refused or unanswered, as [`ClientEvent::Error`] (when the
+    /// connection closes first, only `Closed` comes).
     pub authorization: Option<String>,
     /// Send a PING when nothing was sent for half the server's `session_timeout`.
     pub keepalive: bool,
@@ -269,10 +270,11 @@ impl ClientSession {
     }
 
     /// Commands sent or queued and not yet finished (queued ones are tracked as pending too);
-    /// the session's own keepalive PINGs are not counted, so they never take a user's place
-    /// under `max_in_flight`.
+    /// the session's own keepalive PINGs and its automatic AUTH are not counted, so they never
+    /// take a user's place under `max_in_flight`.
     pub fn in_flight(&self) -> usize {
-        self.pending.len() - self.silent_pending
+        let auto_auth = self.auto_auth.as_ref().is_some_and(|id| self.pending.contains_key(id));
+        self.pending.len() - self.silent_pending - usize::from(auto_auth)
     }
 
     // ---- inputs -------------------------------------------------------------------------
@@ -361,20 +363,28 @@ impl ClientSession {
 
     /// The next event. The automatic AUTH of [`ClientConfig::authorization`] ends as `AuthOk`
     /// with its id, or, refused or unanswered, as [`ClientEvent::Error`] (no command waits for
-    /// it, so a `Failed` would reach nobody).
+    /// it, so a `Failed` would reach nobody); when the connection closes first, `Closed` says so.
     pub fn poll_event(&mut self) -> Option<ClientEvent> {
-        let event = self.events.pop_front()?;
-        let ends_auto_auth = |id: &String| self.auto_auth.as_ref() == Some(id);
+        let mut event = self.events.pop_front()?;
+        let ends_auto_auth = |s: &Self, id: &String| s.auto_auth.as_ref() == Some(id);
+        while let ClientEvent::Failed { id, error } = &event {
+            if !(ends_auto_auth(self, id) && error.kind() == ErrorKind::Closed) {
+                break;
+            }
+            self.auto_auth = None;
+            event = self.events.pop_front()?;
+        }
         Some(match event {
-            ClientEvent::Failed { id, mut error } if ends_auto_auth(&id) => {
+            ClientEvent::Failed { id, error } if ends_auto_auth(self, &id) => {
                 self.auto_auth = None;
+                let mut error = error.for_request(&id);
                 error.error.message = format!(
                     "the AUTH sent for the configured authorization failed: {}",
                     error.error.message
                 );
                 ClientEvent::Error(error)
             }
-            ClientEvent::AuthOk { ref id, .. } if ends_auto_auth(id) => {
+            ClientEvent::AuthOk { ref id, .. } if ends_auto_auth(self, id) => {
                 self.auto_auth = None;
                 event
             }

@@ -1275,6 +1275,38 @@ mod review_regressions {
     }
 
     #[test]
+    fn a_close_before_the_configured_auth_ends_gives_only_closed() {
+        let (mut c, hello) = opened(ClientConfig {
+            authorization: Some("Bearer k1".into()),
+            ..Default::default()
+        });
+        c.handle_text(
+            T0,
+            &reply("HELLO_ACK", &hello, r#"{"agreed_version":1,"session_timeout":300}"#),
+        );
+        assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
+        c.handle_close(T0, 1006, "");
+        assert!(matches!(c.poll_event(), Some(ClientEvent::Closed { .. })));
+        assert_eq!(c.poll_event(), None);
+    }
+
+    #[test]
+    fn the_configured_auth_takes_no_place_under_max_in_flight() {
+        let (mut c, hello) = opened(ClientConfig {
+            authorization: Some("Bearer k1".into()),
+            max_in_flight: 1,
+            ..Default::default()
+        });
+        c.handle_text(
+            T0,
+            &reply("HELLO_ACK", &hello, r#"{"agreed_version":1,"session_timeout":300}"#),
+        );
+        assert_eq!(c.in_flight(), 0, "the AUTH is the session's own");
+        c.ping(T0).expect("the user's one place is free");
+        assert_eq!(c.in_flight(), 1);
+    }
+
+    #[test]
     fn configured_auth_goes_out_even_with_a_full_queue() {
         let ccfg = ClientConfig {
             authorization: Some("Bearer k1".into()),

@@ -9,7 +9,9 @@
 #![no_main]
 
 use agentwire_core::SeededEntropy;
-use agentwire_rkt::{decode, AuthBody, ClientConfig, ClientEvent, ClientSession, ClientState, MessageType, RequestOptions};
+use agentwire_rkt::{
+    decode, AuthBody, ClientConfig, ClientEvent, ClientSession, ClientState, MessageType, RequestOptions,
+};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashSet;
 
@@ -35,6 +37,8 @@ struct Run {
     issued: HashSet<String>,
     /// The Message-ID of the HELLO sent.
     hello: Option<String>,
+    /// The Message-ID of the automatic AUTH (`authorization` configured), while it may end.
+    auto_auth: Option<String>,
 }
 
 impl Run {
@@ -47,6 +51,7 @@ impl Run {
             handshake_timeout_ms: 200,
             keepalive: mode & 1 != 0,
             max_message_size: 4096,
+            authorization: (mode & 2 != 0).then(|| "Bearer k".to_owned()),
             ..ClientConfig::default()
         };
         let mut run = Run {
@@ -55,6 +60,7 @@ impl Run {
             open: HashSet::new(),
             issued: HashSet::new(),
             hello: None,
+            auto_auth: None,
         };
         run.s.handle_open(0);
         run.drain();
@@ -66,14 +72,26 @@ impl Run {
         while let Some(t) = self.s.poll_transmit() {
             sent += 1;
             let sent = t.as_text().and_then(|text| decode(text, usize::MAX).ok());
-            if let Some(hello) = sent.filter(|m| m.kind == MessageType::Hello) {
-                self.hello = Some(hello.message_id().to_owned());
+            match sent {
+                Some(m) if m.kind == MessageType::Hello => self.hello = Some(m.message_id().to_owned()),
+                // Only the session sends AUTH on its own: the script's `auth` ids are handed out.
+                Some(m) if m.kind == MessageType::Auth && !self.issued.contains(m.message_id()) => {
+                    assert!(self.auto_auth.is_none(), "a second automatic AUTH");
+                    self.auto_auth = Some(m.message_id().to_owned());
+                }
+                _ => {}
             }
         }
         // A step sends its own frame, the queue it releases and a keepalive or close at most.
         assert!(sent <= MAX_IN_FLIGHT + 4, "{sent} frames in one step");
         while let Some(e) = self.s.poll_event() {
             match e {
+                // The automatic AUTH ends as AuthOk, or as an Error: never as Failed.
+                ClientEvent::AuthOk { id, .. } if self.auto_auth.as_ref() == Some(&id) => self.auto_auth = None,
+                ClientEvent::Error(e) if e.error.message.starts_with("the AUTH sent for the configured") => {
+                    assert!(e.request_id.is_some() && e.request_id == self.auto_auth, "{e:?}");
+                    self.auto_auth = None
+                }
                 ClientEvent::Response { id, .. }
                 | ClientEvent::StreamEnd { id, .. }
                 | ClientEvent::AuthOk { id, .. }
@@ -85,12 +103,20 @@ impl Run {
                 ClientEvent::StreamBegin { id, .. } | ClientEvent::StreamData { id, .. } => {
                     assert!(self.open.contains(&id), "a stream event for {id}, not pending");
                 }
-                ClientEvent::Closed { .. } => assert!(self.open.is_empty(), "left open: {:?}", self.open),
+                ClientEvent::Closed { .. } => {
+                    assert!(self.open.is_empty(), "left open: {:?}", self.open);
+                    // A close before the automatic AUTH ended says it all: nothing else comes.
+                    self.auto_auth = None;
+                }
                 _ => {}
             }
         }
         assert!(self.open.len() <= MAX_IN_FLIGHT);
-        assert_eq!(self.s.in_flight(), self.open.len(), "in_flight counts exactly the open commands");
+        assert_eq!(
+            self.s.in_flight(),
+            self.open.len(),
+            "in_flight counts exactly the open commands"
+        );
     }
 
     fn issued(&mut self, r: Result<String, agentwire_rkt::RktError>) {
@@ -121,7 +147,7 @@ fuzz_target!(|data: &[u8]| {
         let arg = rest.first().copied().unwrap_or(0);
         let arg2 = rest.get(1).copied().unwrap_or(0);
         let text = String::from_utf8_lossy(rest.get(2..).unwrap_or_default()).into_owned();
-        let mut pending: Vec<String> = run.open.iter().cloned().collect();
+        let mut pending: Vec<String> = run.open.iter().chain(&run.auto_auth).cloned().collect();
         pending.sort_unstable();
         let pick = pending.get(usize::from(arg) % pending.len().max(1)).cloned();
         let now = run.now;
@@ -164,7 +190,9 @@ fuzz_target!(|data: &[u8]| {
                 let r = match arg % 5 {
                     0 => run.s.discover(now),
                     1 => run.s.memory_get(now, &text, None),
-                    2 => run.s.memory_set(now, &text, serde_json::json!(arg), Some("ns"), Some(60)),
+                    2 => run
+                        .s
+                        .memory_set(now, &text, serde_json::json!(arg), Some("ns"), Some(60)),
                     3 => run.s.pay(now, f64::from(arg) / 4.0, &text, None, None),
                     _ => run.s.auth(
                         now,
