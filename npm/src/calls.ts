@@ -149,14 +149,7 @@ export class Queue<T> implements AsyncIterableIterator<T> {
   /** Gives the next value (or the end) to `resolve`, now or once it comes; the end with an
    * error to `reject`. */
   wait(resolve: (r: IteratorResult<T>) => void, reject: (e: unknown) => void): void {
-    if (this.size > 0) {
-      const value = this.#items[this.#head++] as T;
-      if (this.size === 0) {
-        this.#items = [];
-        this.#head = 0;
-      }
-      return resolve({ value, done: false });
-    }
+    if (this.size > 0) return resolve(this.#shift());
     if (this.#ended) {
       const e = this.#error;
       this.#error = undefined;
@@ -175,7 +168,17 @@ export class Queue<T> implements AsyncIterableIterator<T> {
   }
 
   next(): Promise<IteratorResult<T>> {
+    if (this.size > 0) return Promise.resolve(this.#shift());
     return new Promise((resolve, reject) => this.wait(resolve, reject));
+  }
+
+  #shift(): IteratorResult<T> {
+    const value = this.#items[this.#head++] as T;
+    if (this.size === 0) {
+      this.#items = [];
+      this.#head = 0;
+    }
+    return { value, done: false };
   }
 
   return(): Promise<IteratorResult<T>> {
