@@ -1145,6 +1145,21 @@ mod review_regressions {
         (c, id)
     }
 
+    /// A session with `authorization` (and `cfg`'s other fields) after HELLO_ACK, its `Ready`
+    /// taken: its automatic AUTH is out and unanswered.
+    fn authorizing(cfg: ClientConfig) -> ClientSession {
+        let (mut c, hello) = opened(ClientConfig {
+            authorization: Some("Bearer k1".into()),
+            ..cfg
+        });
+        c.handle_text(
+            T0,
+            &reply("HELLO_ACK", &hello, r#"{"agreed_version":1,"session_timeout":300}"#),
+        );
+        assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
+        c
+    }
+
     /// The server's `kind` answering message `to`.
     fn reply(kind: &str, to: &str, body: &str) -> String {
         format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: m-{kind}\nReply-To: {to}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n\n{body}")
@@ -1256,16 +1271,10 @@ mod review_regressions {
 
     #[test]
     fn an_unanswered_configured_auth_is_an_error_event() {
-        let (mut c, hello) = opened(ClientConfig {
-            authorization: Some("Bearer k1".into()),
+        let mut c = authorizing(ClientConfig {
             ttl_s: 5,
             ..Default::default()
         });
-        c.handle_text(
-            T0,
-            &reply("HELLO_ACK", &hello, r#"{"agreed_version":1,"session_timeout":300}"#),
-        );
-        assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
         c.handle_timeout(T0 + 5_000);
         match c.poll_event() {
             Some(ClientEvent::Error(e)) => assert_eq!(e.kind(), ErrorKind::Timeout, "{e:?}"),
@@ -1276,15 +1285,7 @@ mod review_regressions {
 
     #[test]
     fn a_close_before_the_configured_auth_ends_gives_only_closed() {
-        let (mut c, hello) = opened(ClientConfig {
-            authorization: Some("Bearer k1".into()),
-            ..Default::default()
-        });
-        c.handle_text(
-            T0,
-            &reply("HELLO_ACK", &hello, r#"{"agreed_version":1,"session_timeout":300}"#),
-        );
-        assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
+        let mut c = authorizing(ClientConfig::default());
         c.handle_close(T0, 1006, "");
         assert!(matches!(c.poll_event(), Some(ClientEvent::Closed { .. })));
         assert_eq!(c.poll_event(), None);
@@ -1292,15 +1293,10 @@ mod review_regressions {
 
     #[test]
     fn the_configured_auth_takes_no_place_under_max_in_flight() {
-        let (mut c, hello) = opened(ClientConfig {
-            authorization: Some("Bearer k1".into()),
+        let mut c = authorizing(ClientConfig {
             max_in_flight: 1,
             ..Default::default()
         });
-        c.handle_text(
-            T0,
-            &reply("HELLO_ACK", &hello, r#"{"agreed_version":1,"session_timeout":300}"#),
-        );
         assert_eq!(c.in_flight(), 0, "the AUTH is the session's own");
         c.ping(T0).expect("the user's one place is free");
         assert_eq!(c.in_flight(), 1);
