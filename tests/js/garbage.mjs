@@ -1,6 +1,7 @@
 // A hostile server on 127.0.0.1 for the bad-input scenarios: each path misbehaves in one way.
 //   /rkt/garbage      HELLO answered with garbage text, a binary frame and invalid UTF-8, then a 1011 close
 //   /rkt/midrequest   a real HELLO_ACK, then the socket dies (no close frame) at the first REQUEST
+//   /rkt/huge         a real HELLO_ACK, then a text frame of 64 MiB + 1 at the first REQUEST
 //   /moltzap/garbage  the connect answered, then garbage and binary at the first call, then the socket dies
 //   /switch/...       (any /agents/ path) the upgrade accepted with agentwire.v1, garbage, then the socket dies
 // Prints `listening on ws://127.0.0.1:PORT`; stops by itself after `--for-ms` (default 120 s).
@@ -57,6 +58,9 @@ wss.on("connection", (ws, req) => {
     } else if (path === "/rkt/midrequest") {
       if (text.startsWith("RKT/1.0 HELLO")) ws.send(helloAck(text));
       else if (text.startsWith("RKT/1.0 REQUEST")) ws.terminate();
+    } else if (path === "/rkt/huge") {
+      if (text.startsWith("RKT/1.0 HELLO")) ws.send(helloAck(text));
+      else if (text.startsWith("RKT/1.0 REQUEST")) ws.send("x".repeat((64 << 20) + 1));
     } else if (path === "/moltzap/garbage") {
       let msg;
       try {

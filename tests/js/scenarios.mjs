@@ -416,6 +416,10 @@ export const scenarios = {
     await rejects(aw, rkt.ping(), "closed", "RKT call after the socket died");
     const stream = rkt.stream("weather.forecast", {});
     await rejects(aw, stream.next(), "closed", "RKT stream after the socket died");
+    // A frame too large to copy into wasm memory safely ends the socket (1009) before the copy.
+    const huge = await aw.RktClient.connect(`${g}/rkt/huge`, opts(env, { timeoutMs: 5000 }));
+    const tooLarge = await rejects(aw, huge.request("weather.current", { city: "Seoul" }), "closed", "a frame over 64 MiB");
+    check(tooLarge.message.includes(env.hostRefusesHugeFrames ? "1006" : "1009"), `a frame over 64 MiB: ${tooLarge.message}`);
 
     const events = [];
     const mz = await aw.MoltZapClient.connect(`${g}/moltzap/garbage`, opts(env, { agentKey: "k", onEvent: (e) => events.push(e) }));

@@ -5,11 +5,17 @@
 
 use crate::host::{now, Timer};
 use agentwire_core::Millis;
-use js_sys::{Array, Function, Reflect, Uint8Array};
+use js_sys::{Array, Function, JsString, Reflect, Uint8Array};
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
 use web_sys::{BinaryType, CloseEvent, MessageEvent, WebSocket};
+
+/// The largest frame taken from a socket (in UTF-16 units for text, which a text's UTF-8 size
+/// is at least): above every engine's default limit, and low enough that copying a frame into
+/// wasm memory (up to 3 bytes a unit) cannot exhaust it and kill the instance. A larger frame
+/// ends the socket as a close with 1009.
+pub(crate) const MAX_FRAME: usize = 64 << 20;
 
 /// What happened on the socket or the timer.
 pub(crate) enum Input {
@@ -109,18 +115,33 @@ impl Socket {
         ws.set_binary_type(BinaryType::Arraybuffer);
         let s = sink.clone();
         let on_open = Closure::<dyn FnMut(JsValue)>::new(move |_| deliver(&s, Input::Open));
-        let s = sink.clone();
+        // The end is delivered once: at `close`, at `error` (which always ends the socket with
+        // 1006; undici 6 fires no `close` at all when the connection cannot be made), or at a
+        // frame too large to take.
+        let ended = Rc::new(Cell::new(false));
+        let (s, done, socket) = (sink.clone(), ended.clone(), ws.clone());
         let on_message = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
+            if done.get() {
+                return;
+            }
             let data = ev.unchecked_ref::<MessageEvent>().data();
-            let input = match data.is_string() {
-                true => Input::Text(crate::host::utf8(data.unchecked_ref())),
-                false => Input::Binary(Uint8Array::new(&data).to_vec()),
+            let (text, size) = match data.dyn_ref::<JsString>() {
+                Some(t) => (Some(t), t.length() as usize),
+                None => (None, Uint8Array::new(&data).length() as usize),
+            };
+            if size > MAX_FRAME {
+                // Refused before it is copied into wasm memory, which it could exhaust.
+                done.set(true);
+                let _ = socket.close();
+                let reason = format!("a frame of {size} bytes or more: agentwire takes at most {MAX_FRAME}");
+                return deliver(&s, Input::Closed { code: 1009, reason });
+            }
+            let input = match text {
+                Some(t) => Input::Text(crate::host::utf8(t)),
+                None => Input::Binary(Uint8Array::new(&data).to_vec()),
             };
             deliver(&s, input)
         });
-        // The end is delivered once: at `close`, or at `error` (which always ends the socket
-        // with 1006; undici 6 fires no `close` at all when the connection cannot be made).
-        let ended = Rc::new(Cell::new(false));
         let (s, done) = (sink.clone(), ended.clone());
         let on_close = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
             // Read structurally: Node 20's undici events are not instances of a global CloseEvent.

@@ -69,6 +69,8 @@ export default {
     }
     // Switch directly, with the agent key in the upgrade's Authorization header.
     env.switchSocket = (key) => entries[entry].fetchWebSocket({ authorization: `Bearer ${key}` });
+    // workerd refuses a frame of 64 MiB itself (an error: 1006) before agentwire sees it.
+    env.hostRefusesHugeFrames = true;
     try {
       const outcome = await scenarios[name](entries[entry], env);
       return Response.json({ outcome: outcome ?? null });
