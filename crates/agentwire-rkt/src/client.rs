@@ -195,8 +195,18 @@ struct Pending {
     ttl_ms: u64,
     sent_at: Millis,
     stream: Option<StreamState>,
-    /// Internal pings (keepalive) report nothing.
-    silent: bool,
+    origin: Origin,
+}
+
+/// Whose a command is. The session's own are not counted under `max_in_flight`; a keepalive
+/// PING ends silently; the AUTH of [`ClientConfig::authorization`] ends as `AuthOk` or, refused
+/// or unanswered, as [`ClientEvent::Error`] (no command of the user waits for it), and when the
+/// connection closes first only `Closed` says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    User,
+    Keepalive,
+    ConfiguredAuth,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -223,10 +233,8 @@ pub struct ClientSession {
     hello_id: Option<String>,
     pending: HashMap<String, Pending>,
     /// Of `pending`, the keepalive PINGs.
-    silent_pending: usize,
-    /// The id of the AUTH sent for `cfg.authorization`, until it ends: no command of the user
-    /// waits for it, so its failure is reported as [`ClientEvent::Error`].
-    auto_auth: Option<String>,
+    /// Pending commands of the session's own (not [`Origin::User`]).
+    own_pending: usize,
     queue: Vec<Queued>,
     forgotten: VecDeque<String>,
     timers: Timers<Timer>,
@@ -248,8 +256,7 @@ impl ClientSession {
             state: ClientState::Idle,
             hello_id: None,
             pending: HashMap::new(),
-            silent_pending: 0,
-            auto_auth: None,
+            own_pending: 0,
             queue: Vec::new(),
             forgotten: VecDeque::new(),
             timers: Timers::new(),
@@ -273,8 +280,7 @@ impl ClientSession {
     /// the session's own keepalive PINGs and its automatic AUTH are not counted, so they never
     /// take a user's place under `max_in_flight`.
     pub fn in_flight(&self) -> usize {
-        let auto_auth = self.auto_auth.as_ref().is_some_and(|id| self.pending.contains_key(id));
-        self.pending.len() - self.silent_pending - usize::from(auto_auth)
+        self.pending.len() - self.own_pending
     }
 
     // ---- inputs -------------------------------------------------------------------------
@@ -333,11 +339,9 @@ impl ClientSession {
                 Timer::Reply(id) => {
                     if let Some(p) = self.take_pending(&id) {
                         self.forget(id.clone());
-                        if !p.silent {
-                            let msg = format!("no reply within the TTL of {} s", p.ttl_ms / 1000);
-                            let error = RktError::local(ErrorKind::Timeout, msg).for_request(&id);
-                            self.events.push_back(ClientEvent::Failed { id, error });
-                        }
+                        let msg = format!("no reply within the TTL of {} s", p.ttl_ms / 1000);
+                        let error = RktError::local(ErrorKind::Timeout, msg).for_request(&id);
+                        self.end(p.origin, ClientEvent::Failed { id, error });
                     }
                 }
                 Timer::Keepalive => {
@@ -345,7 +349,7 @@ impl ClientSession {
                         if now.saturating_sub(self.last_sent) * 2 >= self.session_timeout_ms {
                             let id = self.entropy.uuid_v4();
                             let msg = self.new_message(MessageType::Ping, id.clone(), now, Some(self.cfg.ttl_s));
-                            self.track(now, id, Op::Ping, self.cfg.ttl_s, false, true);
+                            self.track(now, id, Op::Ping, self.cfg.ttl_s, false, Origin::Keepalive);
                             self.send(now, &msg);
                         }
                         self.arm_keepalive();
@@ -361,35 +365,8 @@ impl ClientSession {
         self.transmit.pop_front()
     }
 
-    /// The next event. The automatic AUTH of [`ClientConfig::authorization`] ends as `AuthOk`
-    /// with its id, or, refused or unanswered, as [`ClientEvent::Error`] (no command waits for
-    /// it, so a `Failed` would reach nobody); when the connection closes first, `Closed` says so.
     pub fn poll_event(&mut self) -> Option<ClientEvent> {
-        let mut event = self.events.pop_front()?;
-        let ends_auto_auth = |s: &Self, id: &String| s.auto_auth.as_ref() == Some(id);
-        while let ClientEvent::Failed { id, error } = &event {
-            if !(ends_auto_auth(self, id) && error.kind() == ErrorKind::Closed) {
-                break;
-            }
-            self.auto_auth = None;
-            event = self.events.pop_front()?;
-        }
-        Some(match event {
-            ClientEvent::Failed { id, error } if ends_auto_auth(self, &id) => {
-                self.auto_auth = None;
-                let mut error = error.for_request(&id);
-                error.error.message = format!(
-                    "the AUTH sent for the configured authorization failed: {}",
-                    error.error.message
-                );
-                ClientEvent::Error(error)
-            }
-            ClientEvent::AuthOk { ref id, .. } if ends_auto_auth(self, id) => {
-                self.auto_auth = None;
-                event
-            }
-            event => event,
-        })
+        self.events.pop_front()
     }
 
     pub fn poll_timeout(&self) -> Option<Millis> {
@@ -624,7 +601,7 @@ impl ClientSession {
             );
             return Err(RktError::local(ErrorKind::Limit, m));
         }
-        self.track(now, id.clone(), op, ttl, stream, false);
+        self.track(now, id.clone(), op, ttl, stream, Origin::User);
         if self.state == ClientState::Ready {
             self.send(now, &msg);
         } else {
@@ -638,11 +615,11 @@ impl ClientSession {
         Ok(id)
     }
 
-    fn track(&mut self, now: Millis, id: String, op: Op, ttl: u32, stream: bool, silent: bool) {
+    fn track(&mut self, now: Millis, id: String, op: Op, ttl: u32, stream: bool, origin: Origin) {
         let ttl_ms = u64::from(ttl) * 1000;
         self.timers.set(Timer::Reply(id.clone()), now.saturating_add(ttl_ms));
         let stream = stream.then(StreamState::default);
-        self.silent_pending += usize::from(silent);
+        self.own_pending += usize::from(origin != Origin::User);
         let replaced = self.pending.insert(
             id,
             Pending {
@@ -650,11 +627,32 @@ impl ClientSession {
                 ttl_ms,
                 sent_at: now,
                 stream,
-                silent,
+                origin,
             },
         );
         // Ids are random UUIDs: a repeat is as good as impossible, but the count stays exact.
-        self.silent_pending -= replaced.map_or(0, |p| usize::from(p.silent));
+        self.own_pending -= replaced.map_or(0, |p| usize::from(p.origin != Origin::User));
+    }
+
+    /// A command's terminal event, as its [`Origin`] reports it.
+    fn end(&mut self, origin: Origin, event: ClientEvent) {
+        let event = match (origin, event) {
+            (Origin::User, event) => event,
+            (Origin::Keepalive, _) => return,
+            (Origin::ConfiguredAuth, ClientEvent::Failed { id, error }) => {
+                if error.kind() == ErrorKind::Closed {
+                    return; // `Closed` follows
+                }
+                let mut error = error.for_request(&id);
+                error.error.message = format!(
+                    "the AUTH sent for the configured authorization failed: {}",
+                    error.error.message
+                );
+                ClientEvent::Error(error)
+            }
+            (Origin::ConfiguredAuth, event) => event,
+        };
+        self.events.push_back(event);
     }
 
     fn send(&mut self, now: Millis, msg: &Message) {
@@ -694,18 +692,17 @@ impl ClientSession {
             return;
         }
         self.state = ClientState::Closed;
-        let mut ids: Vec<(Millis, String, bool)> =
-            self.pending.drain().map(|(id, p)| (p.sent_at, id, p.silent)).collect();
-        self.silent_pending = 0;
-        ids.sort_unstable(); // ids are unique: the same order as a stable sort
+        let mut ids: Vec<(Millis, String, Origin)> =
+            self.pending.drain().map(|(id, p)| (p.sent_at, id, p.origin)).collect();
+        self.own_pending = 0;
+        // Ids are unique: the same order as a stable sort.
+        ids.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         self.queue.clear();
         self.held_bytes = 0;
-        for (_, id, silent) in ids {
-            if !silent {
-                let m = format!("connection closed ({code} {reason}) before a reply");
-                let error = RktError::local(ErrorKind::Closed, m).for_request(&id);
-                self.events.push_back(ClientEvent::Failed { id, error });
-            }
+        for (_, id, origin) in ids {
+            let m = format!("connection closed ({code} {reason}) before a reply");
+            let error = RktError::local(ErrorKind::Closed, m).for_request(&id);
+            self.end(origin, ClientEvent::Failed { id, error });
         }
         self.timers.clear();
         self.events.push_back(ClientEvent::Closed {
@@ -802,8 +799,7 @@ impl ClientSession {
             let mut msg = self.new_message(MessageType::Auth, id.clone(), now, Some(self.cfg.ttl_s));
             msg.headers.set("Priority", Priority::Urgent.as_str());
             msg.body = Some(body);
-            self.track(now, id.clone(), Op::Auth, self.cfg.ttl_s, false, false);
-            self.auto_auth = Some(id);
+            self.track(now, id, Op::Auth, self.cfg.ttl_s, false, Origin::ConfiguredAuth);
             self.send(now, &msg);
         }
         let queue = std::mem::take(&mut self.queue);
@@ -845,9 +841,7 @@ impl ClientSession {
             Some(id) if self.pending.contains_key(&id) => {
                 let p = self.take_pending(&id).expect("checked");
                 self.timers.cancel(&Timer::Reply(id.clone()));
-                if !p.silent {
-                    self.events.push_back(ClientEvent::Failed { id, error });
-                }
+                self.end(p.origin, ClientEvent::Failed { id, error });
             }
             Some(id) if self.forgotten.contains(&id) => {}
             _ => self.events.push_back(ClientEvent::Error(error)),
@@ -911,9 +905,7 @@ impl ClientSession {
                     },
                     _ => ClientEvent::Response { id, body: msg.body },
                 };
-                if !p.silent {
-                    self.events.push_back(event);
-                }
+                self.end(p.origin, event);
             }
         }
     }
@@ -1017,7 +1009,7 @@ impl ClientSession {
     /// or cancelled, it is never sent, nor ended twice.
     fn take_pending(&mut self, id: &str) -> Option<Pending> {
         let p = self.pending.remove(id)?;
-        self.silent_pending -= usize::from(p.silent);
+        self.own_pending -= usize::from(p.origin != Origin::User);
         self.queue.retain(|q| q.id != id);
         if let Some(stream) = &p.stream {
             self.held_bytes -= stream.held.bytes();
