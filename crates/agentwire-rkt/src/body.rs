@@ -7,6 +7,7 @@
 
 use agentwire_core::json::fields::{self, FieldError, Object};
 use agentwire_core::json::read::{parse_lenient, ReadError};
+use agentwire_core::json::SERDE_DEPTH;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -244,10 +245,6 @@ impl AuthOkBody {
         })
     }
 }
-
-/// serde_json's recursion limit: a value nested deeper than this is refused when it is decoded
-/// (an `Option<Value>` field) rather than skipped.
-const SERDE_DEPTH: usize = 127;
 
 impl ErrorBody {
     pub(crate) fn from_json(text: &str) -> Result<Self, BodyError> {

@@ -5,6 +5,11 @@ pub mod fields;
 pub mod read;
 pub mod write;
 
+/// serde_json's recursion limit: the arrays and objects it decodes (rather than skips) nest at
+/// most this deep, counted from the top of the text. Readers that must refuse what serde_json
+/// refuses bound their depth with it.
+pub const SERDE_DEPTH: usize = 127;
+
 /// True when arrays and objects in `b` nest deeper than `max` (strings skipped, escapes
 /// honoured). Not a validator: it only bounds what a parser would recurse into.
 pub fn nests_deeper_than(b: &[u8], max: usize) -> bool {

@@ -7,9 +7,7 @@ use agentwire_core::json::fields::FieldError;
 use agentwire_core::json::read::{parse_lenient, ReadError, Value};
 use std::fmt;
 
-/// serde_json's recursion limit: the arrays and objects serde decodes (rather than skips) nest at
-/// most this deep, counted from the top of the text.
-pub(crate) const SERDE_DEPTH: usize = 127;
+pub(crate) use agentwire_core::json::SERDE_DEPTH;
 
 /// Why a text does not decode as a type: what is wrong, naming the field.
 #[derive(Debug)]

@@ -176,8 +176,6 @@ fn error_json(e: &SwitchError) -> Value {
 /// [`error_json`] as text. `detail` is embedded when serde_json would read it (the strict reader
 /// refuses what serde_json refuses: a lone surrogate, a number beyond `f64`, more than the 127
 /// nested arrays and objects its recursion limit lets through), a string otherwise.
-const SERDE_JSON_DEPTH: usize = 127;
-
 fn error_text(out: &mut String, e: &SwitchError) {
     let mut o = Obj::begin(out);
     o.str("kind", e.kind.as_str());
@@ -187,7 +185,7 @@ fn error_text(out: &mut String, e: &SwitchError) {
     o.opt_str("code", e.code.as_deref());
     o.str("message", &e.message);
     if let Some(d) = &e.detail {
-        match agentwire_core::json::read::parse(d, SERDE_JSON_DEPTH) {
+        match agentwire_core::json::read::parse(d, agentwire_core::json::SERDE_DEPTH) {
             Ok(_) => {
                 o.key("detail");
                 o.out.push_str(d);
