@@ -275,17 +275,15 @@ export class Events<E extends { type: string }> {
     this.#whenClosed = new Promise((r) => (this.#markClosed = r));
   }
 
-  /** Sees every event once it is delivered (a connect waiting for its outcome). */
+  /** Sees every event first (a connect waiting for its outcome). */
   tap: ((e: E) => void) | undefined;
 
   /** One event from the engine, as JSON text; or its envelope, with the payload's field and
    * raw JSON apart (parsed on first use: see `lazyField`). */
   readonly emit = (json: string, field?: string, raw?: string): void => {
-    // A callback that closes the client in the middle of a batch makes the last event come
-    // before the rest of the batch: what follows it is dropped.
-    if (this.#closed) return;
     const event = JSON.parse(json) as E;
     if (field !== undefined) lazyField(event, field, raw!);
+    this.tap?.(event);
     if (this.#onEvent) {
       try {
         this.#onEvent(event);
@@ -300,9 +298,6 @@ export class Events<E extends { type: string }> {
       this.#queue?.end();
       this.#markClosed();
     }
-    // Last: a connect that settles on this event may close the driver, whose own last event
-    // must come after this one.
-    this.tap?.(event);
   };
 
   get closed(): boolean {

@@ -7,6 +7,7 @@ use crate::host::{now, Timer};
 use agentwire_core::Millis;
 use js_sys::{Array, Function, JsString, Reflect, Uint8Array};
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
 use web_sys::{BinaryType, CloseEvent, MessageEvent, WebSocket};
@@ -29,9 +30,12 @@ pub(crate) enum Input {
 /// A call's arguments after the first: an event's payload field and raw text.
 type Extra = Option<(JsValue, JsValue)>;
 
-/// JavaScript calls to make after the sink is released: `(function, argument, extra)`.
+/// One call: `(function, argument, extra)`.
+type Call = (Function, JsValue, Extra);
+
+/// JavaScript calls to make after the sink is released.
 #[derive(Default)]
-pub(crate) struct Calls(Vec<(Function, JsValue, Extra)>);
+pub(crate) struct Calls(Vec<Call>);
 
 impl Calls {
     pub(crate) fn push(&mut self, f: &Function, arg: JsValue) {
@@ -49,9 +53,26 @@ impl Calls {
     }
 
     /// Makes the calls in order. A callback that throws does not stop the others; what it threw
-    /// is written to `console.error`.
+    /// is written to `console.error`. Calls made while others run (a callback that called the
+    /// driver: `close()` from `onEvent`) wait for the ones already queued, so every driver's
+    /// events keep the engine's order (its last event last).
     pub(crate) fn run(self) {
-        for (f, arg, extra) in self.0 {
+        let nested = RUNNING.with(|queue| match &mut *queue.borrow_mut() {
+            Some(queue) => {
+                queue.extend(self.0);
+                true
+            }
+            none => {
+                *none = Some(self.0.into());
+                false
+            }
+        });
+        if nested {
+            return;
+        }
+        while let Some((f, arg, extra)) =
+            RUNNING.with(|queue| queue.borrow_mut().as_mut().and_then(VecDeque::pop_front))
+        {
             let r = match extra {
                 None => f.call1(&JsValue::UNDEFINED, &arg),
                 Some((a, b)) => f.call3(&JsValue::UNDEFINED, &arg, &a, &b),
@@ -60,7 +81,13 @@ impl Calls {
                 report(&e);
             }
         }
+        RUNNING.with(|queue| queue.borrow_mut().take());
     }
+}
+
+thread_local! {
+    /// The calls being made by [`Calls::run`], and those queued behind them meanwhile.
+    static RUNNING: RefCell<Option<VecDeque<Call>>> = const { RefCell::new(None) };
 }
 
 fn report(e: &JsValue) {
