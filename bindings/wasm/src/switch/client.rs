@@ -233,10 +233,9 @@ impl Driver {
             let answer = fetch::fetch(base, token, request, limit, controller).await;
             let Some(state) = me.upgrade() else { return };
             deliver_calls(&state, |d, now, calls| {
-                let Some(at) = d.calls_in_flight.iter().position(|(i, _)| *i == id) else {
+                if take_call(&mut d.calls_in_flight, id).is_none() {
                     return; // aborted by a close
-                };
-                d.calls_in_flight.swap_remove(at);
+                }
                 match answer {
                     Ok((status, body)) => d.conn.handle_http_response(now, id, status, &body),
                     Err(e) => d.conn.handle_http_failed(now, id, &e.message),
@@ -259,6 +258,12 @@ impl Drop for Driver {
         let timer = self.timer.take();
         spawn_local(async move { drop((sockets, timer)) });
     }
+}
+
+/// Takes call `id` out of a list of calls in flight; `None` when a close or a stop took it.
+fn take_call(calls: &mut Vec<(u64, AbortController)>, id: u64) -> Option<AbortController> {
+    let at = calls.iter().position(|(i, _)| *i == id)?;
+    Some(calls.swap_remove(at).1)
 }
 
 /// `http(s)://host[:port][/prefix]` as the HTTP base and the WebSocket base (`ws(s)://`), both
@@ -418,18 +423,13 @@ impl SwitchDriver {
                 .await
                 .map_err(|e: FetchError| SwitchError::from(e))
                 .and_then(|(status, body)| decode(status, &body));
-            // Taken out of the list here, or already by the stop that aborted it.
-            let stopped = match me.upgrade().as_deref().map(RefCell::try_borrow_mut) {
-                None => true,
-                Some(Ok(mut d)) => match d.ops_in_flight.iter().position(|(i, _)| *i == id) {
-                    Some(at) => {
-                        d.ops_in_flight.swap_remove(at);
-                        false
-                    }
-                    None => true,
-                },
-                Some(Err(_)) => false, // never: tasks run while nothing is borrowed
-            };
+            // Taken out of the list here, or already by the stop that aborted it (tasks run while
+            // nothing is borrowed).
+            let stopped = me.upgrade().is_none_or(|state| {
+                state
+                    .try_borrow_mut()
+                    .is_ok_and(|mut d| take_call(&mut d.ops_in_flight, id).is_none())
+            });
             let mut calls = Calls::default();
             match answer {
                 Ok(text) => calls.push(&resolve, JsValue::from(text)),
