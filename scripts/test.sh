@@ -12,6 +12,9 @@ need_node
 need_python
 need_go
 cd "$ROOT"
+# Every step finds its builds under ./target (the wasip2 runner of .cargo/config.toml, the servers
+# the tests start, the sizes printed): a CARGO_TARGET_DIR from the environment is not followed.
+unset CARGO_TARGET_DIR
 # A clean clone gains nothing from incremental state, and it is a third of target/debug.
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
 df -h . | sed 's/^/disk at start: /'
@@ -35,10 +38,7 @@ done
 
 echo "== agentwire-core's tests as WebAssembly (wasm32-wasip2 with SIMD, in wasmtime: .cargo/config.toml)"
 cargo build -q -p agentwire-component-host --bin wasi-test-runner
-# The config's runner path assumes ./target; follow CARGO_TARGET_DIR when it is set.
-target_dir="$(cargo metadata -q --no-deps --format-version 1 | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
-CARGO_TARGET_WASM32_WASIP2_RUNNER="$target_dir/debug/wasi-test-runner" \
-  cargo test -q -p agentwire-core --target wasm32-wasip2 --lib
+cargo test -q -p agentwire-core --target wasm32-wasip2 --lib
 
 echo "== cargo test (workspace)"
 cargo test --workspace --all-targets
