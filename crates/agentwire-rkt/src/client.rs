@@ -838,7 +838,7 @@ impl ClientSession {
             return;
         }
         match reply_to {
-            Some(id) if self.pending.contains_key(&id) => {
+            Some(id) if self.pending.contains_key(&id) && !self.is_queued(&id) => {
                 let p = self.take_pending(&id).expect("checked");
                 self.timers.cancel(&Timer::Reply(id.clone()));
                 self.end(p.origin, ClientEvent::Failed { id, error });
@@ -850,6 +850,12 @@ impl ClientSession {
 
     fn on_reply(&mut self, now: Millis, msg: Message) {
         let id = msg.reply_to().unwrap_or_default().to_string();
+        if self.is_queued(&id) {
+            let m = format!("{} answers `{id}`, which has not been sent yet; dropped", msg.kind);
+            self.events
+                .push_back(ClientEvent::Error(RktError::local(ErrorKind::Protocol, m)));
+            return;
+        }
         let Some(p) = self.pending.get_mut(&id) else {
             if !self.forgotten.contains(&id) {
                 let m = format!("{} answers unknown message `{id}`; dropped", msg.kind);
@@ -1004,8 +1010,13 @@ impl ClientSession {
 }
 
 impl ClientSession {
+    /// Whether `id` waits in the queue for HELLO_ACK: nothing can answer it yet.
+    fn is_queued(&self, id: &str) -> bool {
+        self.queue.iter().any(|q| q.id == id)
+    }
+
     /// Ends tracking of a command, giving back the bytes its stream held out of order. A command
-    /// queued before HELLO_ACK is pending too and leaves the queue with it: answered, timed out
+    /// queued before HELLO_ACK is pending too and leaves the queue with it: timed out
     /// or cancelled, it is never sent, nor ended twice.
     fn take_pending(&mut self, id: &str) -> Option<Pending> {
         let p = self.pending.remove(id)?;

@@ -1166,23 +1166,33 @@ mod review_regressions {
     }
 
     #[test]
-    fn a_queued_command_answered_before_hello_ack_ends_once_and_is_never_sent() {
+    fn a_reply_to_a_command_not_sent_yet_is_dropped_and_the_command_goes_out() {
         let (mut c, hello) = opened(ClientConfig::default());
         let id = c.ping(T0).unwrap();
-        c.handle_text(T0, &reply("PONG", &id, ""));
+        for kind in ["PONG", "ERROR"] {
+            c.handle_text(T0, &reply(kind, &id, r#"{"code":500,"message":"x"}"#));
+            let ev = c.poll_event();
+            assert!(
+                matches!(&ev, Some(ClientEvent::Error(e)) if e.kind() != ErrorKind::Closed),
+                "{kind}: {ev:?}"
+            );
+            assert_eq!(c.poll_event(), None, "{kind}: the PING is still waiting");
+        }
+        assert_eq!(c.in_flight(), 1);
+        c.handle_text(
+            T0,
+            &reply("HELLO_ACK", &hello, r#"{"agreed_version":1,"session_timeout":300}"#),
+        );
+        assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
+        let ping = c.poll_transmit().and_then(|o| o.as_text().map(str::to_owned)).unwrap();
+        assert!(ping.starts_with("RKT/1.0 PING\n") && ping.contains(&id), "{ping}");
+        c.handle_text(T0 + 5, &reply("PONG", &id, ""));
         let ev = c.poll_event();
         assert!(
             matches!(&ev, Some(ClientEvent::Pong { id: p, .. }) if *p == id),
             "{ev:?}"
         );
         assert!(!c.cancel(&id), "no second terminal event");
-        assert_eq!(c.poll_event(), None);
-        c.handle_text(
-            T0,
-            &reply("HELLO_ACK", &hello, r#"{"agreed_version":1,"session_timeout":300}"#),
-        );
-        assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
-        assert_eq!(c.poll_transmit(), None, "the answered PING is not sent");
         assert_eq!(c.in_flight(), 0);
     }
 
