@@ -4,8 +4,8 @@
 # `server` (the server session in line and whole-message mode, with the reference agent) or
 # `client` (the client session driven by a script of replies, commands, time and closes).
 # CRATE `moltzap`: `frame` (the frame decoder), `endpoint` (the harness endpoint driven by the
-# script of tests/script/endpoint.rs) or `session` (the client session driven by a
-# script of operations). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
+# script of tests/script/endpoint.rs), `session` (the client session driven by a
+# script of operations) or `register` (the registration answer decoder). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
 # (both frame decoders, with re-encoding), `connection` (the connection driven by a script) or
 # `ops` (the decoders of the HTTP answers and error bodies).
 # CRATE `core`: `read` (the JSON reader, against serde_json). CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness

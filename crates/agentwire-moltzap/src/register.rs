@@ -88,6 +88,9 @@ pub struct Registered {
     pub api_key: String,
 }
 
+/// Characters of a refusal's text kept in the error's message.
+const SAID_CHARS: usize = 200;
+
 #[derive(Deserialize)]
 struct ErrorBody {
     error: String,
@@ -98,16 +101,23 @@ struct ErrorBody {
 /// `remote`; anything else → `remote` naming the status). The error's code is the HTTP status.
 pub fn parse_response(status: u16, body: &str) -> Result<Registered, MoltZapError> {
     if (200..300).contains(&status) {
-        return serde_json::from_str::<Registered>(body).map_err(|e| {
+        let not = |why: String| {
             MoltZapError::local(
                 ErrorKind::Decode,
-                format!("registration answer is not {{agentId, apiKey}}: {e}"),
+                format!("registration answer is not {{agentId, apiKey}}: {why}"),
             )
-        });
+        };
+        let ok = serde_json::from_str::<Registered>(body).map_err(|e| not(e.to_string()))?;
+        if ok.agent_id.is_empty() || ok.api_key.is_empty() {
+            return Err(not("an empty agentId or apiKey".into()));
+        }
+        return Ok(ok);
     }
-    let said = serde_json::from_str::<ErrorBody>(body)
-        .map(|b| b.error)
-        .unwrap_or_else(|_| body.chars().take(200).collect());
+    // What the server said, at most SAID_CHARS characters of it, whether JSON or not.
+    let said: String = match serde_json::from_str::<ErrorBody>(body) {
+        Ok(b) => b.error.chars().take(SAID_CHARS).collect(),
+        Err(_) => body.chars().take(SAID_CHARS).collect(),
+    };
     let kind = match status {
         400 | 422 => ErrorKind::Invalid,
         401 | 403 => ErrorKind::Auth,
@@ -153,5 +163,10 @@ mod tests {
         assert!(e.error.message.ends_with("not json"));
         assert!(parse_response(429, "").unwrap_err().error.retryable);
         assert_eq!(parse_response(200, "{}").unwrap_err().error.kind, ErrorKind::Decode);
+        let e = parse_response(201, r#"{"agentId":"a","apiKey":""}"#).unwrap_err();
+        assert_eq!(e.error.kind, ErrorKind::Decode);
+        let long = format!(r#"{{"error":"{}"}}"#, "x".repeat(5000));
+        let e = parse_response(400, &long).unwrap_err();
+        assert!(e.error.message.len() < 300, "{}", e.error.message.len());
     }
 }
