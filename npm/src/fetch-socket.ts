@@ -19,6 +19,9 @@ type Handler = ((event: object) => void) | null;
  * in a header (a subprotocol is a header proxies and logs rarely redact). */
 const TOKEN_PROTOCOL = "agentwire.token.";
 
+/** Characters of a refused upgrade's answer kept for the engine. */
+const REFUSAL_BODY = 4096;
+
 /** A code a close frame may carry: 1000, or 3000–4999. */
 const sendable = (code: number | undefined): number => (code === 1000 || (code !== undefined && code >= 3000 && code <= 4999) ? code : 1000);
 
@@ -26,7 +29,9 @@ const sendable = (code: number | undefined): number => (code === 1000 || (code !
  * Workers only: other hosts' `fetch` does not upgrade. It offers the subprotocols it is given
  * except the relay's `agentwire.token.*`, and refuses an answer that picks one it did not offer.
  * An upgrade refused with HTTP 401 ends as a close with code 4401 (what Switch sends for a key
- * it does not take); any other failure as 1006, with the status and the start of the answer. */
+ * it does not take); any other failure as 1006, with the status and the start of the answer in
+ * the reason. The close of a refused upgrade also has `status` and `body` (the answer's first
+ * 4,096 characters), which agentwire's drivers pass on to the engine. */
 export function fetchWebSocket(headers: Record<string, string>): WebSocketConstructor {
   return class FetchWebSocket {
     static readonly CONNECTING = 0;
@@ -58,9 +63,10 @@ export function fetchWebSocket(headers: Record<string, string>): WebSocketConstr
     async #answered(answer: Response): Promise<void> {
       const socket = (answer as Response & { webSocket?: WorkerSocket | null }).webSocket;
       if (answer.status !== 101 || !socket) {
-        const said = (await answer.text().catch(() => "")).slice(0, 80);
+        const body = (await answer.text().catch(() => "")).slice(0, REFUSAL_BODY);
+        const said = body.slice(0, 80);
         const why = `the upgrade was refused with HTTP ${answer.status}${said ? `: ${said}` : ""}`;
-        this.#ended(answer.status === 401 ? 4401 : 1006, why);
+        this.#ended(answer.status === 401 ? 4401 : 1006, why, false, { status: answer.status, body });
         return;
       }
       try {
@@ -101,12 +107,14 @@ export function fetchWebSocket(headers: Record<string, string>): WebSocketConstr
       }
     }
 
-    /** Delivers the one `close` (no `error` before it: the reason says what went wrong). */
-    #ended(code: number, reason: string, wasClean = false): void {
+    /** Delivers the one `close` (no `error` before it: the reason says what went wrong). A
+     * refused upgrade's close also carries the answer's `status` and `body`, which the drivers
+     * hand to the engine (Switch's `handle_open_failed` decides what a status means). */
+    #ended(code: number, reason: string, wasClean = false, refused?: { status: number; body: string }): void {
       if (this.readyState === 3) return;
       this.readyState = 3;
       this.#upgrade.abort();
-      this.onclose?.({ code, reason, wasClean });
+      this.onclose?.({ code, reason, wasClean, ...refused });
     }
 
     #quietly(f: () => void): void {

@@ -59,7 +59,8 @@ AGENTWIRE_TEST_ENV="$(python3 - "$RKT_PORT" "$(free_port)" "$MZ_PORT" "$MZ_ALICE
   "$(sw agent alice id)" "$(sw agent alice key)" "$(sw agent bob id)" "$(sw agent bob key)" "$(sw room lobby id)" \
   "$GARBAGE_URL" "$PAGE_PORT" "http://127.0.0.1:$RELAY_PORT" "$(tok "$(sw agent alice id)")" "$(tok "$(sw agent bob id)")" \
   "$(sw agent bob id)" "http://127.0.0.1:$RELAY_RELEASED_PORT" "$(tok "$(swr agent alice id)")" "$(tok "$(swr agent bob id)")" \
-  "$(swr agent alice id)" "$(swr agent bob id)" "$(swr room lobby id)" "$PLAYGROUND_PORT" "$RELAY_SECRET" <<'PY'
+  "$(swr agent alice id)" "$(swr agent bob id)" "$(swr room lobby id)" "$PLAYGROUND_PORT" "$RELAY_SECRET" \
+  "$SWR_PORT" "$(swr agent alice key)" <<'PY'
 import json, sys
 a = sys.argv[1:]
 print(json.dumps({
@@ -69,6 +70,7 @@ print(json.dumps({
     "moltzapKeys": {"alice": a[3], "bob": a[4], "carol": a[5]},
     "switch": f"http://127.0.0.1:{a[6]}",
     "switchAgents": {"alice": {"id": a[7], "key": a[8]}, "bob": {"id": a[9], "key": a[10]}},
+    "switchReleased": {"url": f"http://127.0.0.1:{a[26]}", "alice": {"id": a[21], "key": a[27]}},
     "switchLobby": a[11],
     "garbage": a[12],
     "pagePort": int(a[13]),

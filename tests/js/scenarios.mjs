@@ -385,6 +385,19 @@ export const scenarios = {
       "auth",
       "a bad key",
     );
+    // A released server (no WebSocket route) refuses the upgrade with 403. Where the socket tells
+    // the status (`fetchWebSocket`), the engine reads it as "no WebSocket route"; elsewhere the
+    // host's close says only 1006, and the first attempt's failure rejects `closed`.
+    const rel = env.switchReleased;
+    const noRoute = await rejects(
+      aw,
+      aw.SwitchClient.connect(rel.url, { token: rel.alice.key, agentId: rel.alice.id, webSocket: env.switchSocket(rel.alice.key), timeoutMs: 10_000 }),
+      env.socketTellsStatus ? "version" : "closed",
+      "a server without the WebSocket route",
+    );
+    if (env.socketTellsStatus) {
+      check(noRoute.info.status === 403 && !noRoute.retryable && /WebSocket route/.test(noRoute.message), `no route: ${noRoute.message}`);
+    }
     const a = await aw.SwitchClient.connect(env.switch, { token: alice.key, agentId: alice.id, webSocket: env.switchSocket(alice.key) });
     const unknown = await rejects(aw, a.op("no_such_operation", {}), "invalid", "an unknown operation");
     check(unknown.info.status === 404, `status ${unknown.info.status}`);

@@ -23,8 +23,49 @@ pub(crate) enum Input {
     Open,
     Text(String),
     Binary(Vec<u8>),
-    Closed { code: u16, reason: String },
+    /// `refused`: the HTTP answer of a refused upgrade, when the socket knows it (a browser's
+    /// does not; `fetchWebSocket`'s does).
+    Closed {
+        code: u16,
+        reason: String,
+        #[cfg_attr(not(feature = "switch"), allow(dead_code))]
+        refused: Option<Refusal>,
+    },
     Timer,
+}
+
+/// A refused upgrade's HTTP status and (the start of) its body.
+pub(crate) struct Refusal {
+    #[cfg_attr(not(feature = "switch"), allow(dead_code))]
+    pub(crate) status: u16,
+    #[cfg_attr(not(feature = "switch"), allow(dead_code))]
+    pub(crate) body: String,
+}
+
+/// UTF-16 units of a refusal's body taken into wasm memory.
+const REFUSAL_BODY: u32 = 4096;
+
+impl Refusal {
+    /// The close event's `status` (an HTTP status) and `body`, set by `fetchWebSocket`. Only
+    /// Switch's engine reads them (the other modules leave them out).
+    fn of(ev: &JsValue) -> Option<Refusal> {
+        if !cfg!(feature = "switch") {
+            return None;
+        }
+        let status = Reflect::get(ev, &JsValue::from_str("status")).ok()?.as_f64()?;
+        if !(100.0..600.0).contains(&status) || status.fract() != 0.0 {
+            return None;
+        }
+        let body = Reflect::get(ev, &JsValue::from_str("body"))
+            .ok()
+            .and_then(|b| b.dyn_into::<JsString>().ok())
+            .map(|b| String::from(b.slice(0, REFUSAL_BODY)))
+            .unwrap_or_default();
+        Some(Refusal {
+            status: status as u16,
+            body,
+        })
+    }
 }
 
 /// A call's arguments after the first: an event's payload field and raw text.
@@ -161,7 +202,15 @@ impl Socket {
                 done.set(true);
                 let _ = socket.close();
                 let reason = format!("a frame of {size} bytes or more: agentwire takes at most {MAX_FRAME}");
-                return deliver(&s, Input::Closed { code: 1009, reason });
+                let refused = None;
+                return deliver(
+                    &s,
+                    Input::Closed {
+                        code: 1009,
+                        reason,
+                        refused,
+                    },
+                );
             }
             let input = match text {
                 Some(t) => Input::Text(crate::host::utf8(t)),
@@ -175,13 +224,21 @@ impl Socket {
             let ev = ev.unchecked_ref::<CloseEvent>();
             let (code, reason) = (ev.code(), ev.reason());
             if !done.replace(true) {
-                deliver(&s, Input::Closed { code, reason })
+                let refused = Refusal::of(ev);
+                deliver(&s, Input::Closed { code, reason, refused })
             }
         });
         let on_error = Closure::<dyn FnMut(JsValue)>::new(move |_| {
             if !ended.replace(true) {
                 let reason = "the connection failed".to_string();
-                deliver(&sink, Input::Closed { code: 1006, reason })
+                deliver(
+                    &sink,
+                    Input::Closed {
+                        code: 1006,
+                        reason,
+                        refused: None,
+                    },
+                )
             }
         });
         ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));

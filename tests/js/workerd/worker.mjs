@@ -69,6 +69,8 @@ export default {
     }
     // Switch directly, with the agent key in the upgrade's Authorization header.
     env.switchSocket = (key) => entries[entry].fetchWebSocket({ authorization: `Bearer ${key}` });
+    // Its close after a refused upgrade carries the HTTP status.
+    env.socketTellsStatus = true;
     // workerd refuses a frame of 64 MiB itself (an error: 1006) before agentwire sees it.
     env.hostRefusesHugeFrames = true;
     try {

@@ -56,7 +56,7 @@ impl Sink for Driver {
             }
             Input::Text(t) => self.session.handle_text(now, &t),
             Input::Binary(b) => self.session.handle_binary(now, &b),
-            Input::Closed { code, reason } => {
+            Input::Closed { code, reason, .. } => {
                 if self.session.state() == SessionState::Closed && !self.closed {
                     // The socket never opened (refused, unreachable): the session has nothing to end.
                     let m = format!("{}: connection closed ({code} {reason}) before it opened", self.url);

@@ -50,7 +50,7 @@ impl Sink for Driver {
             Input::Open => self.session.handle_open(now),
             Input::Text(t) => self.session.handle_text(now, &t),
             Input::Binary(b) => self.session.handle_binary(now, &b),
-            Input::Closed { code, reason } => self.session.handle_close(now, code, &reason),
+            Input::Closed { code, reason, .. } => self.session.handle_close(now, code, &reason),
             Input::Timer => {
                 if let Some(t) = &mut self.timer {
                     t.fired();

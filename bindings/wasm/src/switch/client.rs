@@ -111,9 +111,14 @@ impl Driver {
             }
             Input::Text(text) => self.conn.handle_text(now, &text),
             Input::Binary(bytes) => self.conn.handle_binary(now, &bytes),
-            Input::Closed { code, reason } => {
+            Input::Closed { code, reason, refused } => {
                 let opened = current.opened;
                 self.retire_socket(None);
+                if let Some(r) = refused.filter(|_| !opened) {
+                    // The host's socket saw the refused upgrade's answer: the engine decides.
+                    self.conn.handle_open_failed(now, Some(r.status), &r.body);
+                    return self.pump(now, calls);
+                }
                 // The WebSocket API tells nothing of a failed open but a close (1006); the
                 // engine decides what it means (a close before the open is an open failure).
                 let reason = if !opened && reason.is_empty() {
