@@ -87,9 +87,10 @@ start_listening() {
   return 1
 }
 
-# start_rkt_server BIN PORT LOG: starts `agentwire rkt serve`; RKT_SERVER_PID is its pid.
+# start_rkt_server BIN PORT LOG [FLAGS...]: starts `agentwire rkt serve` (FLAGS such as
+# --api-key K); RKT_SERVER_PID is its pid.
 start_rkt_server() {
-  start_listening "$3" "$1" rkt serve --host 127.0.0.1 --port "$2" --caps weather,forecast
+  start_listening "$3" "$1" rkt serve --host 127.0.0.1 --port "$2" --caps weather,forecast "${@:4}"
   RKT_SERVER_PID=$SERVER_PID
 }
 

@@ -30,7 +30,8 @@ export interface RktOptions {
   maxStreamBuffer?: number;
   maxStreamBufferBytes?: number;
   handshakeTimeoutMs?: number;
-  /** Sent as `AUTH {scheme: "bearer"}` right after the handshake. */
+  /** Sent as `AUTH {scheme: "bearer"}` right after the handshake; `connect` resolves once the
+   * server has taken it, and rejects with kind `auth` when it is refused. */
   apiKey?: string;
   /** PING when idle for half the server's session timeout (default true). */
   keepalive?: boolean;

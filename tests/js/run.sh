@@ -21,9 +21,14 @@ cargo build -q -p agentwire-cli
 bash worker-relay/build.sh
 BIN="$ROOT/target/debug/agentwire"
 LOGS="$(mktemp -d)"
-trap 'kill "${RKT_SERVER_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" "${SWITCH_RELEASED_PID:-}" "${RELAY_PID:-}" "${RELAY_RELEASED_PID:-}" "${GARBAGE_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
+trap 'kill "${RKT_SERVER_PID:-}" "${RKT_AUTH_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" "${SWITCH_RELEASED_PID:-}" "${RELAY_PID:-}" "${RELAY_RELEASED_PID:-}" "${GARBAGE_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
 RKT_PORT="$(free_port)"
 start_rkt_server "$BIN" "$RKT_PORT" "$LOGS/rkt.log"
+MAIN_RKT_PID=$RKT_SERVER_PID
+RKT_AUTH_PORT="$(free_port)"
+start_rkt_server "$BIN" "$RKT_AUTH_PORT" "$LOGS/rkt-auth.log" --api-key rkt-test-key
+RKT_AUTH_PID=$RKT_SERVER_PID
+RKT_SERVER_PID=$MAIN_RKT_PID
 MZ_PORT="$(free_port)"
 start_moltzap_peer "$BIN" "$MZ_PORT" "$LOGS/moltzap.log"
 SW_PORT="$(free_port)"
@@ -60,12 +65,13 @@ AGENTWIRE_TEST_ENV="$(python3 - "$RKT_PORT" "$(free_port)" "$MZ_PORT" "$MZ_ALICE
   "$GARBAGE_URL" "$PAGE_PORT" "http://127.0.0.1:$RELAY_PORT" "$(tok "$(sw agent alice id)")" "$(tok "$(sw agent bob id)")" \
   "$(sw agent bob id)" "http://127.0.0.1:$RELAY_RELEASED_PORT" "$(tok "$(swr agent alice id)")" "$(tok "$(swr agent bob id)")" \
   "$(swr agent alice id)" "$(swr agent bob id)" "$(swr room lobby id)" "$PLAYGROUND_PORT" "$RELAY_SECRET" \
-  "$SWR_PORT" "$(swr agent alice key)" <<'PY'
+  "$SWR_PORT" "$(swr agent alice key)" "$RKT_AUTH_PORT" <<'PY'
 import json, sys
 a = sys.argv[1:]
 print(json.dumps({
     "rkt": f"ws://127.0.0.1:{a[0]}/rkt",
     "closedRkt": f"ws://127.0.0.1:{a[1]}/rkt",
+    "rktAuth": {"url": f"ws://127.0.0.1:{a[28]}/rkt", "key": "rkt-test-key"},
     "moltzap": f"ws://127.0.0.1:{a[2]}/ws",
     "moltzapKeys": {"alice": a[3], "bob": a[4], "carol": a[5]},
     "switch": f"http://127.0.0.1:{a[6]}",

@@ -113,6 +113,12 @@ export const scenarios = {
       check(e.message.includes(field), `option ${JSON.stringify(bad)}: ${e.message}`);
     }
     await rejects(aw, aw.RktClient.connect(env.closedRkt, opts(env)), "closed", "a port nobody listens on");
+    // With an apiKey, connect waits for the AUTH: a refused key rejects it; a good one is used.
+    const refused = await rejects(aw, aw.RktClient.connect(env.rktAuth.url, opts(env, { apiKey: "not-the-key" })), "auth", "a refused apiKey");
+    check(refused.code === 401, `a refused apiKey: ${JSON.stringify(refused.info)}`);
+    const authed = await aw.RktClient.connect(env.rktAuth.url, opts(env, { apiKey: env.rktAuth.key }));
+    check((await authed.request("weather.current", { city: "Seoul" })) !== undefined, "a request with the apiKey taken");
+    await authed.close();
     const client = await aw.RktClient.connect(env.rkt, opts(env));
     const e = await rejects(aw, client.request("no.such.intent", {}), "remote", "an unknown intent");
     check(typeof e.code === "number" && e.retryable === false, `remote error fields: ${JSON.stringify(e.info)}`);

@@ -196,8 +196,12 @@ async fn bearer_auth_with_configured_key() {
             authorization: Some("Bearer nope".into()),
             ..ClientConfig::default()
         };
-        let d = RktClient::connect(&srv.url(), cfg).await.unwrap();
-        assert_eq!(d.request("echo", None, opts()).await.unwrap_err().code(), Some(401));
+        let e = RktClient::connect(&srv.url(), cfg).await.unwrap_err();
+        assert_eq!(
+            (e.kind(), e.code()),
+            (ErrorKind::Auth, Some(401)),
+            "a refused key fails connect: {e}"
+        );
     })
     .await
 }

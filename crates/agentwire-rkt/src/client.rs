@@ -283,6 +283,16 @@ impl ClientSession {
         self.pending.len() - self.own_pending
     }
 
+    /// The id of the AUTH sent for [`ClientConfig::authorization`] while it waits for its
+    /// answer (from HELLO_ACK on); a driver that wants the session authenticated before it hands
+    /// it out waits for `AuthOk` or the `Error` with this `request_id`.
+    pub fn configured_auth(&self) -> Option<&str> {
+        self.pending
+            .iter()
+            .find(|(_, p)| p.origin == Origin::ConfiguredAuth)
+            .map(|(id, _)| id.as_str())
+    }
+
     // ---- inputs -------------------------------------------------------------------------
 
     /// The socket is open: send HELLO.

@@ -1162,7 +1162,8 @@ mod review_regressions {
 
     /// The server's `kind` answering message `to`.
     fn reply(kind: &str, to: &str, body: &str) -> String {
-        format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: m-{kind}\nReply-To: {to}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n\n{body}")
+        let ttl = if kind == "ERROR" { "TTL: 30\n" } else { "" };
+        format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: m-{kind}\nReply-To: {to}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n{ttl}\n{body}")
     }
 
     #[test]
@@ -1173,7 +1174,7 @@ mod review_regressions {
             c.handle_text(T0, &reply(kind, &id, r#"{"code":500,"message":"x"}"#));
             let ev = c.poll_event();
             assert!(
-                matches!(&ev, Some(ClientEvent::Error(e)) if e.kind() != ErrorKind::Closed),
+                matches!(&ev, Some(ClientEvent::Error(e)) if e.kind() != ErrorKind::Decode),
                 "{kind}: {ev:?}"
             );
             assert_eq!(c.poll_event(), None, "{kind}: the PING is still waiting");
@@ -1277,6 +1278,25 @@ mod review_regressions {
             "{:?}",
             p.events
         );
+    }
+
+    #[test]
+    fn configured_auth_names_the_auth_until_it_ends() {
+        let (c, _) = opened(ClientConfig {
+            authorization: Some("Bearer k1".into()),
+            ..Default::default()
+        });
+        assert_eq!(c.configured_auth(), None, "nothing is sent before HELLO_ACK");
+        let mut c = authorizing(ClientConfig::default());
+        let id = c.configured_auth().expect("the AUTH waits").to_owned();
+        let auth = c.poll_transmit().and_then(|o| o.as_text().map(str::to_owned)).unwrap();
+        assert!(auth.starts_with("RKT/1.0 AUTH\n") && auth.contains(&id), "{auth}");
+        c.handle_text(T0, &reply("ERROR", &id, r#"{"code":401,"message":"bad key"}"#));
+        match c.poll_event() {
+            Some(ClientEvent::Error(e)) => assert_eq!(e.request_id.as_deref(), Some(id.as_str()), "{e:?}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(c.configured_auth(), None);
     }
 
     #[test]

@@ -141,8 +141,9 @@ impl std::fmt::Debug for RktClient {
 
 impl RktClient {
     /// Connects to `address` (`rkt://host`, `host[:port]`, `ws://...`; see
-    /// [`agentwire_rkt::resolve`]) and completes HELLO/HELLO_ACK, all within
-    /// `cfg.handshake_timeout_ms`.
+    /// [`agentwire_rkt::resolve`]) and completes HELLO/HELLO_ACK and, with
+    /// `cfg.authorization`, the AUTH it sends (a refused key fails `connect` with the AUTH's
+    /// error, kind `auth`), all within `cfg.handshake_timeout_ms`.
     pub async fn connect(address: &str, cfg: ClientConfig) -> Result<RktClient, RktError> {
         let url = resolve(address).map_err(|e| RktError::local(ErrorKind::Invalid, e.0))?;
         let limit = cfg.handshake_timeout_ms;
@@ -173,6 +174,7 @@ impl RktClient {
             url,
             waiters: HashMap::new(),
             ready: Some(ready),
+            authenticating: None,
             handshake_error: None,
             closers: Vec::new(),
         };
@@ -327,8 +329,10 @@ fn connect_error(url: &str, e: WsError) -> RktError {
 struct Routes {
     url: String,
     waiters: HashMap<String, Waiter>,
-    /// Until HELLO_ACK: who waits for the session to be ready.
+    /// Until HELLO_ACK (and the configured AUTH's answer): who waits for the session to be ready.
     ready: Option<Reply<ServerInfo>>,
+    /// HELLO_ACK came, and the AUTH of `ClientConfig::authorization` (this id) is unanswered.
+    authenticating: Option<(String, ServerInfo)>,
     /// Why the handshake failed, reported when the session closes.
     handshake_error: Option<RktError>,
     closers: Vec<oneshot::Sender<()>>,
@@ -374,21 +378,26 @@ impl Handler<ClientSession> for Routes {
     }
 
     /// Routes one event to its waiter; true when the session closed.
-    fn on_event(&mut self, session: &mut ClientSession, _now: Millis, event: ClientEvent) -> bool {
+    fn on_event(&mut self, session: &mut ClientSession, now: Millis, event: ClientEvent) -> bool {
         match event {
             ClientEvent::Ready {
                 agreed_version,
                 session_timeout,
                 server,
             } => {
-                if let Some(ready) = self.ready.take() {
-                    let url = self.url.clone();
-                    let _ = ready.send(Ok(ServerInfo {
-                        url,
-                        server,
-                        agreed_version,
-                        session_timeout_s: session_timeout,
-                    }));
+                let info = ServerInfo {
+                    url: self.url.clone(),
+                    server,
+                    agreed_version,
+                    session_timeout_s: session_timeout,
+                };
+                match (session.configured_auth(), self.ready.take()) {
+                    (Some(id), Some(ready)) => {
+                        self.ready = Some(ready);
+                        self.authenticating = Some((id.to_owned(), info));
+                    }
+                    (None, Some(ready)) => drop(ready.send(Ok(info))),
+                    (_, None) => {}
                 }
             }
             ClientEvent::Response { id, body } => match self.waiters.remove(&id) {
@@ -415,6 +424,11 @@ impl Handler<ClientSession> for Routes {
                     stream.open();
                 }
             }
+            ClientEvent::AuthOk { id, .. } if self.authenticating.as_ref().is_some_and(|(a, _)| *a == id) => {
+                if let (Some((_, info)), Some(ready)) = (self.authenticating.take(), self.ready.take()) {
+                    let _ = ready.send(Ok(info));
+                }
+            }
             ClientEvent::AuthOk { id, auth } => match self.waiters.remove(&id) {
                 Some(Waiter::Auth(reply)) => drop(reply.send(Ok(auth))),
                 Some(other) => other.fail(mismatch(&id, "AUTH_OK")),
@@ -431,7 +445,13 @@ impl Handler<ClientSession> for Routes {
                 }
             }
             ClientEvent::Error(error) => {
-                if self.ready.is_some() {
+                let auth = self.authenticating.as_ref().map(|(id, _)| id.as_str());
+                if auth.is_some() && error.request_id.as_deref() == auth {
+                    // The configured key was refused (or unanswered): connect fails with that.
+                    self.authenticating = None;
+                    self.handshake_error = Some(error);
+                    session.goodbye(now);
+                } else if self.ready.is_some() {
                     self.handshake_error = Some(error);
                 }
             }
