@@ -192,7 +192,13 @@ pub(crate) fn decode_frame(
 fn decode_fields(generation: Generation, f: &Fields<'_>, opts: &DecodeOptions) -> Result<Frame, FrameError> {
     // The id first, so every later error names it.
     let id = parse_id(f.id, generation, opts)?;
-    frame_from_fields(generation, f, id.clone(), opts).map_err(|e| e.with_id(id))
+    frame_from_fields(generation, f, id.clone(), opts).map_err(|mut e| {
+        e.response = f.result.is_some()
+            || f.error.is_some()
+            || (generation == Generation::Released
+                && f.kind.is_some_and(|t| string(t, "type").is_ok_and(|t| t == "response")));
+        e.with_id(id)
+    })
 }
 
 fn frame_from_fields(

@@ -37,16 +37,24 @@ pub enum FrameErrorKind {
 }
 
 /// A message or frame that could not be decoded: what is wrong, and the frame's id when it
-/// could still be read, so a session can fail that pending request instead of losing it.
+/// could still be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrameError {
     pub kind: FrameErrorKind,
     pub id: Option<Id>,
+    /// The frame is shaped as a response (`result` or `error` present; released: `type:
+    /// "response"`): only then does its id answer a request, which a client session fails
+    /// instead of losing it. Any other frame's id is not the client's (servers send no request).
+    pub response: bool,
 }
 
 impl FrameError {
     pub fn new(kind: FrameErrorKind) -> Self {
-        FrameError { kind, id: None }
+        FrameError {
+            kind,
+            id: None,
+            response: false,
+        }
     }
 
     pub(crate) fn bad(field: &'static str, reason: impl Into<String>) -> Self {

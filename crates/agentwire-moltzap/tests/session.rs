@@ -469,6 +469,55 @@ fn frame_error_with_a_pending_id_fails_that_request() {
     assert!(matches!(&events(&mut s)[..], [Event::Response { .. }]));
 }
 
+/// The server never sends a request the agent must answer, so only a response-shaped frame can
+/// answer a pending request: a malformed event or request that happens to carry a pending id is a
+/// diagnostic only, and the real response still arrives.
+#[test]
+fn a_malformed_non_response_frame_with_a_pending_id_fails_nothing() {
+    let mut current = current_ready(SessionConfig::default());
+    let mut released = released_ready();
+    for (is_current, bad, good) in [
+        (
+            true,
+            r#"{"jsonrpc":"2.0","id":"ID","method":7}"#,
+            r#"{"jsonrpc":"2.0","id":"ID","result":{"ts":1}}"#,
+        ),
+        (
+            true,
+            r#"{"jsonrpc":"2.0","id":"ID"}"#,
+            r#"{"jsonrpc":"2.0","id":"ID","result":{"ts":1}}"#,
+        ),
+        (
+            false,
+            r#"{"jsonrpc":"2.0","type":"event","id":"ID"}"#,
+            r#"{"jsonrpc":"2.0","type":"response","id":"ID","result":{"ts":1}}"#,
+        ),
+        (
+            false,
+            r#"{"jsonrpc":"2.0","type":"request","id":"ID","method":7}"#,
+            r#"{"jsonrpc":"2.0","type":"response","id":"ID","result":{"ts":1}}"#,
+        ),
+    ] {
+        let s = if is_current { &mut current } else { &mut released };
+        let id = s.system_ping(2).unwrap();
+        s.handle_text(3, &bad.replace("ID", &id));
+        assert!(
+            matches!(&events(s)[..], [Event::Diagnostic(e)] if e.kind() == ErrorKind::Decode),
+            "{bad}"
+        );
+        assert_eq!(s.in_flight(), 1, "{bad}");
+        s.handle_text(4, &good.replace("ID", &id));
+        assert!(
+            matches!(&events(s)[..], [Event::Response { id: x, .. }] if *x == id),
+            "{bad}"
+        );
+    }
+    // A response-shaped one still fails its request (released: `type: "response"` alone).
+    let id = released.system_ping(5).unwrap();
+    released.handle_text(6, &format!(r#"{{"jsonrpc":"2.0","type":"response","id":"{id}"}}"#));
+    assert_eq!(failed_kind(&events(&mut released)[1]), Some((id, ErrorKind::Decode)));
+}
+
 #[test]
 fn null_id_error_fails_the_only_request_in_flight() {
     let null = r#"{"jsonrpc":"2.0","type":"response","id":null,"error":{"code":-32700,"message":"Invalid JSON"}}"#;

@@ -393,7 +393,11 @@ impl Session {
     fn on_frame_error(&mut self, e: FrameError) {
         let error = MoltZapError::frame(&e);
         self.diagnostic(error.clone());
-        let Some(Id::Str(id)) = &e.id else { return };
+        // A malformed event or request carrying a pending id answers nothing: its response may
+        // still come.
+        let (Some(Id::Str(id)), true) = (&e.id, e.response) else {
+            return;
+        };
         if self.connecting.as_ref().is_some_and(|c| &c.id == id) {
             self.connect_failed(error);
         } else if self.pending.remove(id).is_some() {
