@@ -227,3 +227,55 @@ fn a_request_whose_id_does_not_hash_its_nonce_as_received_is_consumed() {
     );
     assert!(s.items().is_empty());
 }
+
+fn multicast_parts(text: &str) -> Value {
+    json!([{"type": "text", "text": text}, {"type": "data", "value": {KEY: {"kind": "operation", "op": "multicast"}}}])
+}
+
+/// A malformed `conversations/get` or `agents/lookup` answer is treated like a refusal: the
+/// records waiting are logged, nothing is cached, and the next record in the conversation asks
+/// again (it used to be cached as unreadable until evicted, 4,096 conversations later).
+#[test]
+fn a_malformed_conversation_answer_is_not_cached() {
+    let unnamed = r#"{"conversation":{"type":"dm"},"participants":[{"participant":{"id":"alice"}},{"participant":{"id":"bob"}}]}"#;
+    let answers = [
+        (r#"{"conversation":{"id":"c","type":"dm"}}"#, None),
+        (r#"{"participants":[]}"#, None),
+        (
+            r#"{"conversation":{"type":"dm"},"participants":[{"participant":{"type":"agent"}}]}"#,
+            None,
+        ),
+        // Not JSON the endpoint reads: a number beyond f64.
+        (r#"{"conversation":{"type":"dm"},"participants":[],"n":1e999}"#, None),
+        (
+            unnamed,
+            Some(r#"{"agents":[{"id":"alice","name":"alice"},{"id":"bob","name":"bob"}],"n":1e999}"#),
+        ),
+    ];
+    for (get_answer, lookup_answer) in answers {
+        let mut s = Server::new();
+        s.push(&message("m1", "c", "bob", multicast_parts("one")));
+        let mut answer = |method: &str, result: &str| {
+            let id = s.take(method)["id"].clone();
+            s.ep.handle_text(NOW, &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#));
+            s.pump();
+        };
+        answer("conversations/get", get_answer);
+        if let Some(names) = lookup_answer {
+            answer("agents/lookup", names);
+        }
+        assert!(
+            matches!(s.logged("m1")[..], [LogKind::Unreadable(_)]),
+            "{get_answer}: {:?}",
+            s.logged("m1")
+        );
+        s.push(&message("m2", "c", "bob", multicast_parts("two")));
+        assert!(
+            s.sent.iter().any(|v| v["method"] == "conversations/get"),
+            "{get_answer}: m2 {:?}",
+            s.logged("m2")
+        );
+        s.conversation("dm", &["alice", "bob"]);
+        assert_eq!(s.items().len(), 1, "{get_answer}: m2 not delivered");
+    }
+}

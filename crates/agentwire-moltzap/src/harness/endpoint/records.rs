@@ -261,7 +261,9 @@ impl Endpoint {
             Ok((kind, ids, names))
         });
         match parsed {
-            Err(why) => self.conversation_known(now, conv_id, Conv::Unusable(why)),
+            // A malformed answer is not a fact about the conversation: like a refusal, nothing
+            // is cached and the next record asks again.
+            Err(why) => self.conversation_failed(now, conv_id, why),
             Ok((kind, ids, names)) if names.len() == ids.len() => {
                 let conv = self.build_conv(&kind, names);
                 self.conversation_known(now, conv_id, conv);
@@ -293,7 +295,9 @@ impl Endpoint {
                 }
                 self.build_conv(&kind, names)
             }
-            Ok(Err(e)) => Conv::Unusable(format!("agents/lookup answered no JSON: {e}")),
+            Ok(Err(e)) => {
+                return self.conversation_failed(now, conv_id, format!("agents/lookup answered no JSON: {e}"));
+            }
             Err(e) if e.kind() == ErrorKind::Closed => {
                 self.records.resolving.remove(conv_id);
                 return;
@@ -309,8 +313,9 @@ impl Endpoint {
         self.conversation_known(now, conv_id, conv);
     }
 
-    /// The server refused to describe the conversation: the records waiting on it are logged
-    /// and dropped, and nothing is cached, so the next record asks again.
+    /// The server refused to describe the conversation, or answered malformed: the records
+    /// waiting on it are logged and dropped, and nothing is cached, so the next record asks
+    /// again (one lookup in flight per conversation).
     fn conversation_failed(&mut self, now: Millis, conv_id: &str, why: String) {
         self.records.resolving.remove(conv_id);
         self.records.attempts.remove(conv_id);
