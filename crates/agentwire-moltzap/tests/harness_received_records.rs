@@ -7,7 +7,7 @@
 use agentwire_core::{base64url, SeededEntropy};
 use agentwire_moltzap::harness::{
     to_canonical, AgentAddress, CollectiveId, CollectiveMemberOutcome, ConsumeReason, Endpoint, EndpointConfig,
-    EndpointEvent, InboundItem, JsonValue, LogKind, Nonce,
+    EndpointEvent, InboundItem, InboundMessage, JsonValue, LogKind, Nonce,
 };
 use agentwire_moltzap::{Credentials, SessionConfig};
 use serde_json::{json, Value};
@@ -277,5 +277,66 @@ fn a_malformed_conversation_answer_is_not_cached() {
         );
         s.conversation("dm", &["alice", "bob"]);
         assert_eq!(s.items().len(), 1, "{get_answer}: m2 not delivered");
+    }
+}
+
+/// A group's members come from `agents/lookup` only when it names every participant asked for,
+/// and only those: an answer that leaves one out (or answers for an id never asked) would make
+/// a different, smaller group. Such an answer is a failed lookup (logged, nothing cached).
+#[test]
+fn a_group_is_delivered_only_with_every_participant_named() {
+    let agent = |id: &str, name: &str| json!({"id": id, "name": name});
+    let (a, b, c, d) = (
+        agent("a1", "alice"),
+        agent("b1", "bob"),
+        agent("c1", "carol"),
+        agent("d1", "dave"),
+    );
+    let mallory = agent("x1", "mallory");
+    let lookups = [
+        (json!({"agents": [a, b, c]}), None),
+        (json!({"agents": [a, b, c, mallory]}), None),
+        (json!({"agents": [a, b, c, d, agent("d1", "dan")]}), None),
+        (json!({}), None),
+        (
+            json!({"agents": [d, mallory, c, b, a]}),
+            Some("group:alice,bob,carol,dave"),
+        ),
+    ];
+    for (answer, group) in lookups {
+        let mut s = Server::new();
+        s.push(&message("m1", "g", "b1", multicast_parts("hi")));
+        let get = s.take("conversations/get");
+        let ps: Vec<Value> = ["a1", "b1", "c1", "d1"]
+            .iter()
+            .map(|i| json!({"participant": {"type": "agent", "id": i}}))
+            .collect();
+        s.reply(
+            &get,
+            json!({"conversation": {"id": "g", "type": "group"}, "participants": ps}),
+        );
+        let look = s.take("agents/lookup");
+        assert_eq!(look["params"]["agentIds"], json!(["a1", "b1", "c1", "d1"]));
+        s.reply(&look, answer.clone());
+        let delivered: Vec<String> = s
+            .items()
+            .iter()
+            .map(|i| match i {
+                InboundItem::Multicast {
+                    message: InboundMessage::Group(g),
+                } => format!("{}", g.address()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        match group {
+            Some(g) => assert_eq!(delivered, [g], "{answer}"),
+            None => {
+                assert!(delivered.is_empty(), "{answer}: delivered as {delivered:?}");
+                assert!(matches!(s.logged("m1")[..], [LogKind::Unreadable(_)]), "{answer}");
+                // Nothing cached: the next record asks again.
+                s.push(&message("m2", "g", "b1", multicast_parts("again")));
+                s.take("conversations/get");
+            }
+        }
     }
 }

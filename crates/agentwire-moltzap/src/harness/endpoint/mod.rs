@@ -278,8 +278,8 @@ pub struct Endpoint {
     held: HashMap<CollectiveId, answers::Held>,
     records: records::Records,
     unfinished: Vec<outgoing::UnfinishedIntent>,
-    /// Conversation kinds waiting for their participants' names.
-    pending_kinds: HashMap<String, String>,
+    /// Conversation kinds and participant ids waiting for the participants' names.
+    pending_kinds: HashMap<String, (String, Vec<String>)>,
     inbox: BTreeMap<DeliveryId, InboundDelivery>,
     next_delivery: u64,
     listening: bool,

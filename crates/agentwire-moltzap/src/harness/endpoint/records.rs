@@ -270,30 +270,42 @@ impl Endpoint {
             }
             Ok((kind, ids, _)) => {
                 // The participants' names come from the Registry.
-                let list: Vec<JsonValue> = ids.into_iter().map(JsonValue::from).collect();
+                let list: Vec<JsonValue> = ids.iter().cloned().map(JsonValue::from).collect();
                 let params =
                     crate::harness::canonical::to_canonical(&JsonValue::object([("agentIds", JsonValue::Array(list))]));
-                self.pending_kinds.insert(conv_id.to_owned(), kind);
+                self.pending_kinds.insert(conv_id.to_owned(), (kind, ids));
                 self.resolve_call(now, "agents/lookup", &params, Call::Names(conv_id.to_owned()), conv_id);
             }
         }
     }
 
     pub(super) fn names_resolved(&mut self, now: Millis, conv_id: &str, result: Result<String, MoltZapError>) {
-        let kind = self.pending_kinds.remove(conv_id).unwrap_or_default();
+        let (kind, ids) = self.pending_kinds.remove(conv_id).unwrap_or_default();
         let conv = match result.map(|t| JsonValue::parse(&t)) {
             Ok(Ok(v)) => {
+                // Each participant asked for, named once; ids not asked for are ignored.
+                let asked: HashSet<&str> = ids.iter().map(String::as_str).collect();
                 let mut names = HashMap::new();
+                let mut twice = false;
                 if let Some(JsonValue::Array(agents)) = obj(&v, "agents") {
                     for a in agents {
                         if let (Some(id), Some(name)) = (string(obj(a, "id")), string(obj(a, "name"))) {
-                            if let Some(addr) = AgentAddress::from_name(name) {
-                                names.insert(id.to_owned(), addr);
+                            if asked.contains(id) {
+                                let addr = AgentAddress::from_name(name);
+                                twice |= names.insert(id.to_owned(), addr).is_some();
                             }
                         }
                     }
                 }
-                self.build_conv(&kind, names)
+                let names: Option<HashMap<_, _>> = names.into_iter().map(|(id, a)| Some((id, a?))).collect();
+                match names {
+                    // A member list missing a participant would be another group.
+                    Some(names) if !twice && names.len() == asked.len() => self.build_conv(&kind, names),
+                    _ => {
+                        let why = "agents/lookup did not name every participant exactly once".to_owned();
+                        return self.conversation_failed(now, conv_id, why);
+                    }
+                }
             }
             Ok(Err(e)) => {
                 return self.conversation_failed(now, conv_id, format!("agents/lookup answered no JSON: {e}"));
@@ -317,6 +329,7 @@ impl Endpoint {
     /// waiting on it are logged and dropped, and nothing is cached, so the next record asks
     /// again (one lookup in flight per conversation).
     fn conversation_failed(&mut self, now: Millis, conv_id: &str, why: String) {
+        self.pending_kinds.remove(conv_id);
         self.records.resolving.remove(conv_id);
         self.records.attempts.remove(conv_id);
         self.timers.cancel(&Timer::Resolve(conv_id.to_owned()));
