@@ -340,3 +340,67 @@ fn a_group_is_delivered_only_with_every_participant_named() {
         }
     }
 }
+
+/// A member receives an all_gather request only once its post is certified, and its answer
+/// carries the id minted from the post's nonce: a member's answer in the group shows the post
+/// certified, so the send returns the id then, even while the `messages/send` answer is late
+/// (the send used to fail `members-unreachable` at the 20 s wait, with bob's answer recorded).
+#[test]
+fn a_members_answer_certifies_an_all_gather_post() {
+    use agentwire_moltzap::harness::{
+        CollectiveOperation, JsonPath, MessageAddressInput, RequestedSchema, SendInput, SendOptions,
+    };
+    let mut s = Server::new();
+    let schema = r#"{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}"#;
+    let requested_schema = RequestedSchema::parse(&JsonValue::parse(schema).unwrap(), &JsonPath::default()).unwrap();
+    let input = SendInput::Message {
+        to: MessageAddressInput::parse("group:bob,carol").unwrap(),
+        text: "Lunch?".into(),
+        collective: Some(CollectiveOperation::Ask {
+            op: agentwire_moltzap::harness::AskOp::AllGather,
+            deadline: 600,
+            requested_schema,
+        }),
+    };
+    let send = s.ep.send(NOW, input, SendOptions::default()).unwrap();
+    s.pump();
+    let look = s.take("agents/lookupByName");
+    s.reply(
+        &look,
+        json!({"agents": [{"id": "bob", "name": "bob"}, {"id": "carol", "name": "carol"}]}),
+    );
+    let post = s.take("messages/send");
+    let id = post["params"]["parts"][1]["value"][KEY]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answer = json!([{"type": "data", "value": {KEY: {"kind": "response", "id": id, "action": "accept", "content": {"ok": true}}}}]);
+    s.push(&message("a1", "g", "bob", answer.clone()));
+    s.conversation("group", &["alice", "bob", "carol"]);
+    assert_eq!(s.logged("a1"), [&LogKind::AnswerRecorded]);
+    let done = |s: &Server| -> Vec<String> {
+        s.events
+            .iter()
+            .filter_map(|e| match e {
+                EndpointEvent::SendDone { send: x, outcome } if *x == send => Some(format!(
+                    "{:?}",
+                    outcome.as_ref().map(|r| r.operation_id.as_ref().map(|i| i.to_string()))
+                )),
+                _ => None,
+            })
+            .collect()
+    };
+    let returned = [format!("{:?}", Ok::<_, ()>(Some(id.clone())))];
+    assert_eq!(done(&s), returned);
+    // The wait ends, and the late answer to the post is an error: the send returned already.
+    s.ep.handle_timeout(NOW + 20_000);
+    s.pump();
+    let late = json!({"jsonrpc": "2.0", "id": post["id"], "error": {"code": -32000, "message": "late"}});
+    s.ep.handle_text(NOW + 20_001, &late.to_string());
+    s.pump();
+    assert_eq!(done(&s), returned);
+    // The operation goes on: carol's answer completes it and the close is posted.
+    s.push(&message("a2", "g", "carol", answer));
+    assert_eq!(s.logged("a2"), [&LogKind::AnswerRecorded]);
+    s.take("messages/send");
+}

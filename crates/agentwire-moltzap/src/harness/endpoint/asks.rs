@@ -355,8 +355,19 @@ impl Endpoint {
         }
         ask.answers
             .insert(sender.clone(), (part.response.clone(), hash.clone()));
-        if ask.op == AskOp::Gather && ask.posts.get(sender) == Some(&Post::Pending) {
-            ask.posts.insert(sender.clone(), Post::Certified);
+        // A member receives a request only once its post is certified, and the answer names
+        // the id minted from that post's nonce: the post is certified (an all_gather's one post
+        // is kept under its first member), and an all_gather's send returns the id.
+        let post = match ask.op {
+            AskOp::Gather => Some(sender),
+            AskOp::AllGather => ask.members.first(),
+        };
+        if let Some(p) = post.and_then(|m| ask.posts.get_mut(m)).filter(|p| **p == Post::Pending) {
+            *p = Post::Certified;
+            if ask.op == AskOp::AllGather {
+                let send = ask.send;
+                self.succeed(send, Some(part.id.clone()));
+            }
         }
         self.log(Some(record), super::LogKind::AnswerRecorded);
         self.maybe_complete(now, &part.id);
