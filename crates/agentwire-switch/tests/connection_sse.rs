@@ -363,3 +363,21 @@ fn sse_input_is_ignored_on_a_websocket_and_the_reverse() {
     bytes(&mut d, &capture("message_addressed.sse"));
     assert!(d.events().is_empty());
 }
+
+#[test]
+fn an_unreadable_event_with_a_huge_id_line_loses_no_later_event() {
+    let mut d = live();
+    bytes(&mut d, "id: 18446744073709551615\nevent: message\ndata: {not json\n\n");
+    bytes(&mut d, &capture("message_unaddressed.sse"));
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![5], "{e:?}");
+    d.conn.handle_close(d.now, 1006, "stream ended");
+    d.drain();
+    let at = d.conn.poll_timeout().unwrap();
+    d.now = at;
+    d.conn.handle_timeout(at);
+    match &d.transmits()[..] {
+        [Transmit::Open(o)] => assert_eq!(o.request.header("Last-Event-ID"), Some("5")),
+        other => panic!("{other:?}"),
+    }
+}

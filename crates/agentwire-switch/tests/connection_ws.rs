@@ -275,11 +275,12 @@ fn frames_before_connection_state_and_malformed_frames_are_diagnostics() {
     let e = d.events();
     assert_eq!(sequences(&e), vec![4], "the session kept its state");
     // Event 3 (id readable, body not) and the over-deep message were events lost to this
-    // client: the next event carries them as a gap.
+    // client: the next event carries them as a gap. Their ids are unchecked, so the gap does not
+    // move the cursor.
     let Event::Event { gap: Some(g), .. } = &e[0] else {
         panic!("{e:?}")
     };
-    assert_eq!((g.from_sequence, g.resumed_at), (0, 3));
+    assert_eq!((g.from_sequence, g.resumed_at), (0, 0));
     assert!(g.reason.contains("could not be read"), "{}", g.reason);
     assert_eq!(d.conn.state(), State::Live);
 }
@@ -299,7 +300,11 @@ fn an_unreadable_event_becomes_a_gap_and_is_not_waited_for_again() {
         matches!(&e[1], Event::Diagnostic(err) if err.kind == ErrorKind::Limit),
         "{e:?}"
     );
-    assert_eq!(sequences(&e), vec![1, 3], "2 was lost; its replay is a duplicate");
+    assert_eq!(
+        sequences(&e),
+        vec![1, 2, 3],
+        "the unreadable 2 did not move the dedup bound: a readable resend of it is delivered"
+    );
     let gaps: Vec<_> = e
         .iter()
         .filter_map(|e| match e {
@@ -307,7 +312,7 @@ fn an_unreadable_event_becomes_a_gap_and_is_not_waited_for_again() {
             _ => None,
         })
         .collect();
-    assert_eq!(gaps, vec![(3, 1, 2)]);
+    assert_eq!(gaps, vec![(2, 1, 1)]);
     // Garbage that is not an event is only a diagnostic.
     d.text("}{ not json");
     d.text(&message(4));
@@ -709,4 +714,36 @@ fn has_pending_events_tells_a_held_event_from_none() {
     d.transmits();
     assert_eq!(d.delivered(), vec![1]);
     assert!(!d.conn.has_pending_events());
+}
+
+#[test]
+fn an_unreadable_frame_claiming_a_far_sequence_loses_no_later_event() {
+    // The id of a frame that failed to decode is unchecked: it must not move the dedup bound,
+    // the pong's cursor or the resume point.
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.text(&message(1));
+    d.text(r#"{"event":"message","data":{"oops":true},"id":1000000}"#);
+    d.text(&message(2));
+    d.text(&message(3));
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![1, 2, 3], "{e:?}");
+    assert!(matches!(&e[1], Event::Diagnostic(err) if err.kind == ErrorKind::Decode));
+    let Event::Event { gap: Some(g), .. } = &e[2] else {
+        panic!("{e:?}")
+    };
+    assert_eq!((g.from_sequence, g.resumed_at), (1, 1));
+    d.text(PING);
+    assert_eq!(d.transmits().iter().find_map(pong), Some(3));
+    d.conn.handle_close(d.now, 1006, "");
+    d.drain();
+    assert!(d.reopen().contains("start_from=3"));
+
+    // Only the id is wrong (data.sequence is 2): events 3.. still arrive.
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.text(&message(1));
+    d.text(&message(2).replace(r#""id":2}"#, r#""id":500}"#));
+    for n in 3..=6 {
+        d.text(&message(n));
+    }
+    assert_eq!(d.delivered(), vec![1, 3, 4, 5, 6]);
 }

@@ -41,8 +41,9 @@ impl Connection {
 
     /// A frame that could not be decoded. When it was (or may have been) a domain event, the
     /// event is lost to this client: that is recorded as a gap held for the next event, so the
-    /// user re-reads the room, and the dedup bound moves past it when its sequence is known (a
-    /// reopen would only replay the same bytes). Anything else is a diagnostic.
+    /// user re-reads the room. Its sequence is unchecked (the frame is broken), so it never moves
+    /// the dedup bound or the cursor: a wrong one would drop every later event below it.
+    /// Anything else is a diagnostic.
     pub(super) fn on_undecodable(&mut self, e: &FrameError, sequence: Option<u64>) {
         let mut err = SwitchError::from(e.clone());
         if let Some(field) = &e.field {
@@ -58,12 +59,10 @@ impl Connection {
         if sequence.is_some_and(|n| n <= from) {
             return; // a duplicate of something already taken
         }
-        let resumed_at = sequence.unwrap_or(from);
-        self.received = Some(resumed_at);
-        let which = sequence.map_or_else(|| "an event".to_owned(), |n| format!("event {n}"));
+        let which = sequence.map_or_else(|| "an event".to_owned(), |n| format!("an event (id {n})"));
         self.push_gap(Gap {
             from_sequence: from,
-            resumed_at,
+            resumed_at: from,
             resumed_position: None,
             rooms: None,
             all_rooms: None,
