@@ -747,3 +747,36 @@ fn an_unreadable_frame_claiming_a_far_sequence_loses_no_later_event() {
     }
     assert_eq!(d.delivered(), vec![1, 3, 4, 5, 6]);
 }
+
+#[test]
+fn merged_gaps_name_a_bounded_number_of_rooms() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    let with_rooms = |from: u64, rooms: &[String]| {
+        let rooms: Vec<String> = rooms.iter().map(|r| format!("\"{r}\"")).collect();
+        format!(
+            r#"{{"event":"gap","data":{{"from_sequence":{from},"resumed_at":{},"rooms":[{}],"all_rooms":false,"reason":"x"}}}}"#,
+            from + 1,
+            rooms.join(",")
+        )
+    };
+    // Small gaps merge their rooms, once each.
+    d.text(&with_rooms(0, &["a".into(), "b".into()]));
+    d.text(&with_rooms(1, &["b".into(), "c".into()]));
+    d.events();
+    let g = d.conn.pending_gap().unwrap();
+    assert_eq!(g.rooms.as_deref(), Some(&["a".to_owned(), "b".into(), "c".into()][..]));
+    assert_eq!(g.all_rooms, Some(false));
+    // Past the bound the merged gap names no rooms and says all rooms instead.
+    for n in 2..12u64 {
+        let rooms: Vec<String> = (0..1000).map(|i| format!("room-{n}-{i}")).collect();
+        d.text(&with_rooms(n, &rooms));
+    }
+    d.events();
+    let g = d.conn.pending_gap().unwrap();
+    let named = g.rooms.as_ref().map_or(0, Vec::len);
+    assert!(named <= 1000, "the held gap names {named} rooms");
+    assert_eq!(g.all_rooms, Some(true));
+    assert_eq!((g.from_sequence, g.resumed_at), (0, 12));
+    d.text(&message(13));
+    assert_eq!(d.delivered(), vec![13]);
+}

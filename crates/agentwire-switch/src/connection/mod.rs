@@ -708,9 +708,15 @@ impl Connection {
     }
 }
 
+/// Most rooms a merged gap names; past it, it names none and says `all_rooms` (the union is
+/// quadratic, and gaps alone must not grow memory).
+const MAX_GAP_ROOMS: usize = crate::open::MAX_ROOMS;
+
 /// Two gaps before one event: one loss from the first gap's start to the last one's resume.
 fn merge_gaps(first: Gap, last: Gap) -> Gap {
-    let rooms = match (first.rooms, last.rooms.clone()) {
+    let too_many = matches!((&first.rooms, &last.rooms), (Some(a), Some(b)) if a.len() + b.len() > MAX_GAP_ROOMS);
+    let rooms = match (first.rooms, last.rooms) {
+        _ if too_many => None,
         (Some(mut a), Some(b)) => {
             for r in b {
                 if !a.contains(&r) {
@@ -727,6 +733,7 @@ fn merge_gaps(first: Gap, last: Gap) -> Gap {
         resumed_position: last.resumed_position,
         rooms,
         all_rooms: match (first.all_rooms, last.all_rooms) {
+            _ if too_many => Some(true),
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(false) || b.unwrap_or(false)),
         },
