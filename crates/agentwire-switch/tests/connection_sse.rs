@@ -205,6 +205,7 @@ fn failed_beats_in_a_row_reopen_the_stream() {
         let (id, _) = beat(&mut d);
         if n == 2 {
             d.advance(4_000); // no answer: the beat timeout
+            d.transmits(); // the beats sent meanwhile, left unanswered too
             continue;
         }
         d.conn.handle_http_failed(d.now, id, "connection refused");
@@ -380,4 +381,69 @@ fn an_unreadable_event_with_a_huge_id_line_loses_no_later_event() {
         [Transmit::Open(o)] => assert_eq!(o.request.header("Last-Event-ID"), Some("5")),
         other => panic!("{other:?}"),
     }
+}
+
+/// Every beat sent in the next `ms`, stepping 100 ms: (time, id).
+fn beats_for(d: &mut Driver, ms: u64) -> Vec<(u64, u64)> {
+    let mut sent = Vec::new();
+    for _ in 0..ms / 100 {
+        d.advance(100);
+        for t in d.transmits() {
+            if let Transmit::Http { id, .. } = t {
+                sent.push((d.now, id));
+            }
+        }
+    }
+    sent
+}
+
+#[test]
+fn beats_go_out_every_interval_even_while_one_is_unanswered() {
+    // The server lapses the connection 6 s after the last beat it got: one lost beat must not
+    // hold the next one back.
+    let mut d = live();
+    let first = beats_for(&mut d, 2_000);
+    let [(t0, id0)] = first[..] else { panic!("{first:?}") };
+    d.conn.handle_http_response(d.now, id0, 200, r#"{"ok":true}"#);
+    let lost = beats_for(&mut d, 2_000); // this one is never answered
+    let next = beats_for(&mut d, 2_000);
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    let [(t2, id2)] = next[..] else {
+        panic!("no beat while one is unanswered: {next:?}")
+    };
+    assert_eq!((lost[0].0 - t0, t2 - t0), (2_000, 4_000));
+    d.conn.handle_http_response(d.now, id2, 200, r#"{"ok":true}"#);
+    assert_eq!(d.conn.state(), State::Live);
+
+    // A slow network: every answer comes 3 s late, after the next beat went out. Each counts.
+    let mut d = live();
+    let mut waiting: Vec<(u64, u64)> = Vec::new();
+    for _ in 0..100 {
+        d.advance(100);
+        for t in d.transmits() {
+            if let Transmit::Http { id, .. } = t {
+                waiting.push((d.now + 3_000, id));
+            }
+        }
+        while waiting.first().is_some_and(|(at, _)| *at <= d.now) {
+            let (_, id) = waiting.remove(0);
+            d.conn.handle_http_response(d.now, id, 200, r#"{"ok":true}"#);
+        }
+    }
+    let e = d.events();
+    assert!(e.is_empty(), "{e:?}");
+    assert_eq!(d.conn.state(), State::Live);
+
+    // No answer at all: a failure every beat timeout, and the third reopens the stream.
+    let mut d = live();
+    let sent = beats_for(&mut d, 13_900);
+    assert_eq!(sent.len(), 6, "{sent:?}");
+    assert_eq!(d.conn.state(), State::Live);
+    beats_for(&mut d, 100);
+    assert_eq!(d.conn.state(), State::Backoff);
+    let e = d.events();
+    assert!(
+        matches!(e.last(), Some(Event::Disconnected { reason, .. }) if reason.contains("3 beats in a row failed")),
+        "{e:?}"
+    );
 }

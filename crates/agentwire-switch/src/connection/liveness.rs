@@ -48,15 +48,14 @@ impl Connection {
         self.reconnect(now, None, &m, true);
     }
 
-    /// SSE: `POST .../connection/beat {connection_id, cursor}`, one at a time.
+    /// SSE: `POST .../connection/beat {connection_id, cursor}`, every interval whether or not
+    /// earlier beats were answered (the server lapses the connection 6 s after the last beat it
+    /// got, so a lost one must not hold the next back).
     pub(super) fn send_beat(&mut self, now: Millis) {
         if self.state != State::Live || self.wire != Wire::Sse {
             return;
         }
         self.timers.set(Timer::Beat, now.saturating_add(self.heartbeat_ms));
-        if self.beat_in_flight.is_some() {
-            return;
-        }
         let request = match beat(
             &self.cfg.open.agent_id,
             &self.cfg.open.connection_id,
@@ -67,27 +66,45 @@ impl Connection {
         };
         let id = self.next_http_id;
         self.next_http_id += 1;
-        self.beat_in_flight = Some(id);
-        self.timers
-            .set(Timer::BeatTimeout, now.saturating_add(self.cfg.beat_timeout_ms));
+        self.beat_in_flight = match self.beat_in_flight {
+            Some((oldest, _)) => Some((oldest, id)),
+            None => {
+                self.arm_beat_timeout(now);
+                Some((id, id))
+            }
+        };
         self.transmit.push_back(Transmit::Http { id, request });
     }
 
+    fn arm_beat_timeout(&mut self, now: Millis) {
+        self.timers
+            .set(Timer::BeatTimeout, now.saturating_add(self.cfg.beat_timeout_ms));
+    }
+
+    /// No answer to any beat waiting for `beat_timeout_ms`: one failed beat. The beats stay
+    /// waiting (a late 200 still counts) and the next failure is counted a timeout later.
     pub(super) fn on_beat_timeout(&mut self, now: Millis) {
-        if self.beat_in_flight.take().is_none() {
+        if self.beat_in_flight.is_none() || self.state != State::Live {
             return;
         }
+        self.arm_beat_timeout(now);
         let m = format!("beat got no answer within {} ms", self.cfg.beat_timeout_ms);
         self.beat_failed(now, m);
     }
 
     pub(super) fn on_beat_answer(&mut self, now: Millis, id: u64, answer: Result<(u16, &str), &str>) {
-        if self.beat_in_flight != Some(id) {
+        let Some((_, latest)) = self.beat_in_flight.filter(|(o, l)| (*o..=*l).contains(&id)) else {
             let m = format!("answer to HTTP call {id}, which is not waiting (late or unknown); dropped");
             return self.diagnostic(SwitchError::local(ErrorKind::Protocol, m));
+        };
+        if id == latest {
+            self.beat_in_flight = None;
+            self.timers.cancel(&Timer::BeatTimeout);
+        } else {
+            // Earlier beats than this one are no longer waited for; later ones get a fresh timeout.
+            self.beat_in_flight = Some((id + 1, latest));
+            self.arm_beat_timeout(now);
         }
-        self.beat_in_flight = None;
-        self.timers.cancel(&Timer::BeatTimeout);
         if self.state != State::Live {
             return;
         }

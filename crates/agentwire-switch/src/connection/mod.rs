@@ -236,7 +236,8 @@ pub struct Connection {
     /// `handle_close`).
     socket_open: bool,
     sse: SseParser,
-    beat_in_flight: Option<u64>,
+    /// SSE: the beats waiting for an answer (oldest id, latest id).
+    beat_in_flight: Option<(u64, u64)>,
     beats_failed: u32,
     next_http_id: u64,
     /// Events were dropped because the queue was full: reopen once it drains.
