@@ -97,12 +97,7 @@ impl OpenParams {
             )));
         }
         for room in &self.rooms {
-            check_id("rooms", room)?;
-            if room.contains(',') {
-                return Err(invalid(format!(
-                    "room id {room:?} contains a comma (rooms are comma-separated)"
-                )));
-            }
+            check_room(room)?;
         }
         if let Some(g) = &self.expected_generation {
             check_id("expected_generation", g)?;
@@ -180,6 +175,17 @@ impl OpenParams {
 
 fn invalid(m: String) -> Error {
     Error::new(ErrorKind::Invalid, m)
+}
+
+/// A room id that can be declared on the open URL.
+pub(crate) fn check_room(room: &str) -> Result<(), Error> {
+    check_id("rooms", room)?;
+    if room.contains(',') {
+        return Err(invalid(format!(
+            "room id {room:?} contains a comma (rooms are comma-separated)"
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) fn check_id(name: &str, v: &str) -> Result<(), Error> {

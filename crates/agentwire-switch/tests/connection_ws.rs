@@ -780,3 +780,41 @@ fn merged_gaps_name_a_bounded_number_of_rooms() {
     d.text(&message(13));
     assert_eq!(d.delivered(), vec![13]);
 }
+
+#[test]
+fn server_values_that_cannot_go_on_an_open_url_do_not_stop_the_reconnect() {
+    // A generation over 256 characters (or with a '/'), and a single-scope room with a comma:
+    // the reopen could not carry them. Each is a diagnostic; the reopen goes without it.
+    for generation in ["g".repeat(300), "a/b".to_owned()] {
+        let (mut d, _) = Driver::opened(ws());
+        let cs = connection_state(None, 0, &[ROOM])
+            .replace(r#""scope""#, &format!(r#""generation":"{generation}","scope""#));
+        d.text(&cs);
+        let e = d.events();
+        assert!(
+            matches!(&e[..], [Event::Diagnostic(err), Event::Connected { .. }] if err.kind == ErrorKind::Protocol),
+            "{e:?}"
+        );
+        d.conn.handle_close(d.now, 1006, "");
+        d.drain();
+        let path = d.reopen();
+        assert!(!path.contains("expected_generation"), "{path}");
+        assert_eq!(d.conn.state(), State::Opening);
+    }
+    let (mut d, _) = Driver::opened(ws());
+    d.text(&connection_state(Some(1), 0, &["a,b", ROOM]));
+    let e = d.events();
+    assert!(
+        matches!(&e[..], [Event::Diagnostic(_), Event::Connected { .. }]),
+        "{e:?}"
+    );
+    assert_eq!(d.conn.rooms().len(), 2, "rooms() is the server's list");
+    d.conn.handle_close(d.now, 1012, "");
+    d.drain();
+    let path = d.reopen();
+    assert!(
+        path.ends_with(&format!("&rooms={ROOM}&expected_generation=1")),
+        "{path}"
+    );
+    assert_eq!(d.conn.state(), State::Opening);
+}

@@ -79,7 +79,16 @@ impl Connection {
             self.diagnostic(SwitchError::local(ErrorKind::Protocol, m));
         }
         if let Some(g) = &s.generation {
-            self.generation = Some(g.clone());
+            // One the open URL cannot carry would make every reopen fail: reopen unfenced
+            // instead (the previous generation is stale and would be refused as taken over).
+            match crate::open::check_id("generation", &g.to_string()) {
+                Ok(()) => self.generation = Some(g.clone()),
+                Err(e) => {
+                    self.generation = None;
+                    let m = format!("{}; reopens go without expected_generation", e.message);
+                    self.diagnostic(SwitchError::local(ErrorKind::Protocol, m));
+                }
+            }
         }
         if let Some(secs) = s.heartbeat_interval_seconds {
             if secs.is_finite() && secs > 0.0 {

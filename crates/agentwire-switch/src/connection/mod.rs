@@ -631,7 +631,7 @@ impl Connection {
         let request = match request {
             Ok(r) => r,
             Err(e) => {
-                // Only a generation the server sent could make a valid configuration invalid.
+                // Server values are checked as they arrive: only `set_declared_rooms` can get here.
                 let e = SwitchError::local(ErrorKind::Protocol, format!("cannot reopen: {}", e.message));
                 return self.stop(Some(e), "cannot reopen");
             }
@@ -699,10 +699,26 @@ impl Connection {
 
     /// For a single-scope connection, the rooms it held are what it declares again; an
     /// all-scope connection declares only what it was configured with and still covers.
+    /// Rooms the open URL cannot carry (a comma, a '/', too long, past 256 rooms) are not
+    /// declared: one diagnostic, and reopens go on without them.
     fn remember_rooms(&mut self, rooms: &[String]) {
         self.rooms = rooms.to_vec();
         if self.cfg.open.scope == Scope::Single {
-            self.declare = rooms.to_vec();
+            self.declare.clear();
+            for room in rooms {
+                if self.declare.len() < crate::open::MAX_ROOMS && crate::open::check_room(room).is_ok() {
+                    self.declare.push(room.clone());
+                }
+            }
+            let skipped = rooms.len() - self.declare.len();
+            if skipped > 0 {
+                let m = format!(
+                    "{skipped} of the server's rooms cannot go on an open URL (a ',', a '/', over {} characters, or past {} rooms); reopens do not declare them",
+                    crate::open::MAX_ID_LEN,
+                    crate::open::MAX_ROOMS
+                );
+                self.diagnostic(SwitchError::local(ErrorKind::Protocol, m));
+            }
         } else {
             self.declare.retain(|r| rooms.contains(r));
         }
