@@ -818,3 +818,32 @@ fn server_values_that_cannot_go_on_an_open_url_do_not_stop_the_reconnect() {
     );
     assert_eq!(d.conn.state(), State::Opening);
 }
+
+#[test]
+fn room_updates_are_bounded_and_the_latest_rooms_arrive() {
+    let mut cfg = ws();
+    cfg.max_queued_events = 4;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    let changed = |i: u32| {
+        format!(r#"{{"event":"subscription_changed","data":{{"rooms":["r{i}"],"reason":"subscription updated"}}}}"#)
+    };
+    // Back to back, only the latest (it carries the whole set) waits.
+    for i in 0..100_000 {
+        d.text(&changed(i));
+    }
+    let e = d.events();
+    assert!(
+        matches!(&e[..], [Event::SubscriptionChanged(s)] if s.rooms == ["r99999"]),
+        "{} events",
+        e.len()
+    );
+    // Interleaved with releases: bounded, the overflow counted.
+    for i in 0..50_000 {
+        d.text(&changed(i));
+        d.text(&format!(r#"{{"event":"room_released","data":{{"room_id":"x{i}"}}}}"#));
+    }
+    let e = d.events();
+    assert!(e.len() <= 4 + 2 * 256, "{} events", e.len());
+    assert!(d.conn.dropped_control() > 0);
+    assert_eq!(d.conn.rooms(), ["r49999".to_owned()]);
+}

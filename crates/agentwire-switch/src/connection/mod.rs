@@ -349,7 +349,8 @@ impl Connection {
         self.heartbeat_ms
     }
 
-    /// Diagnostics and unknown control frames dropped because the queue was over its bound.
+    /// Diagnostics, unknown control frames, room updates and `Connected` events dropped because
+    /// the queue was over its bound ([`Connection::rooms`] still has the latest rooms).
     pub fn dropped_control(&self) -> u64 {
         self.dropped_control
     }
@@ -650,12 +651,23 @@ impl Connection {
         }));
     }
 
-    /// Queues an event. State events always go in (each is one per frame the server chose to
-    /// send, or one per reconnect); diagnostics and unknown control frames past the bound are
-    /// counted and dropped.
+    /// Queues an event. Diagnostics and unknown control frames past the bound plus
+    /// `CONTROL_SLACK` are counted and dropped; room updates and `Connected` (one per frame the
+    /// server sent) likewise past another `CONTROL_SLACK`, so diagnostics cannot crowd them out.
+    /// A `SubscriptionChanged` replaces one right before it (each carries the whole set).
+    /// `Evicted` and `Disconnected` (one per socket) always go in.
     fn push(&mut self, event: Event) {
-        let droppable = matches!(event, Event::Diagnostic(_) | Event::Control { .. });
-        if droppable && self.queue.len() >= self.cfg.max_queued_events.saturating_add(CONTROL_SLACK) {
+        if matches!(event, Event::SubscriptionChanged(_))
+            && matches!(self.queue.back(), Some(Item::Event(Event::SubscriptionChanged(_))))
+        {
+            self.queue.pop_back();
+        }
+        let slack = match event {
+            Event::Diagnostic(_) | Event::Control { .. } => CONTROL_SLACK,
+            Event::SubscriptionChanged(_) | Event::RoomReleased(_) | Event::Connected { .. } => 2 * CONTROL_SLACK,
+            _ => usize::MAX,
+        };
+        if self.queue.len() >= self.cfg.max_queued_events.saturating_add(slack) {
             self.dropped_control += 1;
             return;
         }
