@@ -36,7 +36,9 @@ impl Backoff {
     pub fn delay(&self, attempt: u32, entropy: &mut dyn Entropy) -> u64 {
         let hi = self.ceiling(attempt);
         let lo = self.min_ms.min(hi);
-        lo + entropy.next_u64() % (hi - lo + 1)
+        let draw = entropy.next_u64();
+        // `hi - lo + 1` overflows only for the whole u64 range, where any draw is in bounds.
+        lo + (hi - lo).checked_add(1).map_or(draw, |span| draw % span)
     }
 }
 
@@ -65,5 +67,21 @@ mod tests {
         let mut e = SeededEntropy::new(9);
         let draws: Vec<u64> = (0..8).map(|_| b.delay(6, &mut e)).collect();
         assert!(draws.windows(2).any(|w| w[0] != w[1]));
+    }
+
+    #[test]
+    fn an_uncapped_range_from_zero_does_not_overflow() {
+        let b = Backoff {
+            base_ms: 500,
+            max_ms: u64::MAX,
+            factor: 2.0,
+            min_ms: 0,
+        };
+        let mut e = SeededEntropy::new(5);
+        for n in 0..100 {
+            let d = b.delay(n, &mut e);
+            assert!(d <= b.ceiling(n), "{n}: {d}");
+        }
+        assert_eq!(b.ceiling(99), u64::MAX);
     }
 }
