@@ -156,6 +156,30 @@ fn tokens_missing_forged_expired_or_for_another_agent_are_refused() {
 }
 
 #[test]
+fn a_token_in_the_query_is_checked_as_a_token_whatever_its_length() {
+    let mut r = relay(&[]);
+    // Four UUID rooms make a token of about 300 bytes: longer than other query values.
+    let rooms: Vec<String> = (0..4)
+        .map(|i| format!("00000000-0000-4000-8000-00000000000{i}"))
+        .collect();
+    let t = token("agent-a", |c| c.rooms = Some(rooms.clone()));
+    assert!(t.len() > query::MAX_VALUE, "{}", t.len());
+    let url = format!("{WS}&rooms={}&token={t}", rooms[0]);
+    assert!(matches!(ws(&mut r, &url, &[]), Decision::Connect(_)));
+    // Any token problem is 4401 (a client may retry with a new token), never 4400 (final):
+    // over MAX_TOKEN_LEN, or with characters no token has.
+    for bad in [
+        "a".repeat(crate::token::MAX_TOKEN_LEN + 1),
+        format!("{t}%0a"),
+        format!("{t}%20"),
+    ] {
+        let no = refused(ws(&mut r, &format!("{WS}&token={bad}"), &[]));
+        assert_eq!(no.code, 4401, "{no:?}");
+        assert!(no.frame.is_none());
+    }
+}
+
+#[test]
 fn a_rotated_secret_still_verifies() {
     let mut r = relay(&[
         ("RELAY_TOKEN_SECRET", "new-secret-new-secret-new-secret"),
