@@ -1,6 +1,7 @@
 // The SSE bridge for a released upstream: the engine's `BridgeCore` turns the SSE stream into
 // the current generation's frames, pings the browser, turns pongs into beats and decides every
-// close; this file reads the stream, sends the beats and runs the timer.
+// close; this file reads the stream, sends the beats and runs the timer. Returns the function
+// that ends the bridge when the relay token expires.
 import { BridgeCore, CODES, boundedText, closeQuietly, forwardClose, frameLimit, messageBytes } from "./core.js";
 
 export function bridge(relay, d, client, early, abort) {
@@ -134,4 +135,6 @@ export function bridge(relay, d, client, early, abort) {
       step(() => core.handleSseEnd(Date.now(), String(e?.message ?? e)));
     }
   })().catch(fail);
+  // The token expired: 4401 to the browser; the stream and any beat are aborted.
+  return () => closeWith(CODES.tokenExpired, CODES.tokenExpiredReason);
 }

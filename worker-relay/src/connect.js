@@ -1,6 +1,7 @@
 // A WebSocket the engine allowed: accept the browser's socket at once (echoing only
 // `agentwire.v1`), then reach the upstream: its WebSocket (frames piped both ways) or, for a
-// released server, the SSE bridge. Whatever happens, both sides end within bounded time.
+// released server, the SSE bridge. Whatever happens, both sides end within bounded time, and
+// at the latest when the relay token expires.
 import { CODES, acceptSocket, closeQuietly, forwardClose, messageBytes, upgradeRefused } from "./core.js";
 import { pipe } from "./pipe.js";
 import { bridge } from "./bridge.js";
@@ -33,6 +34,13 @@ export function connect(relay, d) {
     closeQuietly(server, code, reason);
   };
   const upstreamAbort = new AbortController();
+  // The socket may not outlive its relay token: at `exp` the browser is closed 4401 (it
+  // reconnects with a new token) and the upstream let go, whatever phase the socket is in.
+  let expire = () => end(CODES.tokenExpired, CODES.tokenExpiredReason);
+  const expiry = setTimeout(() => expire(), Math.max(0, d.expiresAtMs - Date.now()));
+  const forgetExpiry = () => clearTimeout(expiry);
+  server.addEventListener("close", forgetExpiry);
+  server.addEventListener("error", forgetExpiry);
   server.addEventListener("message", onEarly);
   server.addEventListener("close", onEarlyClose);
   server.addEventListener("error", onEarlyClose);
@@ -43,7 +51,7 @@ export function connect(relay, d) {
     return early;
   };
   const start = async () => {
-    if (d.transport === "sse") return bridge(relay, d, server, handOver(), upstreamAbort);
+    if (d.transport === "sse") return void (expire = bridge(relay, d, server, handOver(), upstreamAbort));
     let answer;
     // The timeout covers the upgrade only: a signal still armed afterwards would end the socket.
     const timer = setTimeout(() => upstreamAbort.abort(), d.timeoutMs);
@@ -69,13 +77,13 @@ export function connect(relay, d) {
     if (answer.status === 101 && answer.webSocket) {
       const up = answer.webSocket;
       up.accept();
-      return pipe(relay, d, server, up, handOver());
+      return void (expire = pipe(relay, d, server, up, handOver()));
     }
     await answer.body?.cancel();
     const then = JSON.parse(upgradeRefused(answer.status));
     if (then.then === "bridge" && d.transport === "auto") {
       relay.learnReleased(Date.now());
-      return bridge(relay, d, server, handOver(), upstreamAbort);
+      return void (expire = bridge(relay, d, server, handOver(), upstreamAbort));
     }
     end(then.code ?? CODES.fallback, `the upstream refused the connection (HTTP ${answer.status})`);
   };

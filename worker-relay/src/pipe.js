@@ -2,7 +2,8 @@
 // capped in size (1009) and in rate per socket (1008), close codes forwarded through the
 // engine's table (1005, 1006, 1015 → 1011), and a silent upstream closed (1011). The upstream's
 // frames are not capped here: closing on one would make the browser reconnect and the server
-// replay the same event forever (the platform's own message limit still applies).
+// replay the same event forever (the platform's own message limit still applies). Returns the
+// function that ends both sides when the relay token expires.
 import { CODES, closeQuietly, forwardClose, frameLimit, messageBytes } from "./core.js";
 
 export function pipe(relay, d, client, up, early) {
@@ -58,4 +59,10 @@ export function pipe(relay, d, client, up, early) {
   up.addEventListener("error", () => both(CODES.fallback, "the upstream's socket failed"));
   idle = setTimeout(check, d.idleTimeoutMs);
   for (const data of early) fromClient(data);
+  // The token expired: 4401 to the browser, a normal close to the upstream.
+  return () =>
+    finish(
+      { code: CODES.tokenExpired, reason: CODES.tokenExpiredReason },
+      { code: 1000, reason: CODES.tokenExpiredReason },
+    );
 }

@@ -10,7 +10,7 @@ import http from "node:http";
 import {
   startPeer, startRelay, relayVars, token, open, wsPath, withToken, cleanup, within, ORIGIN, SECRET, OLD_SECRET,
 } from "./harness.mjs";
-import { startUpstream, startSseUpstream, stopHostile, until } from "./hostile.mjs";
+import { startUpstream, startSseUpstream, sseConnectionState, stopHostile, until, queryOf } from "./hostile.mjs";
 
 const T = { timeout: 30_000 };
 const ORIGIN2 = "https://app.example";
@@ -171,6 +171,35 @@ test("tokens: missing, malformed, forged, tampered, expired, too long-lived: 401
   // The relay token in the query and another in the subprotocol: refused.
   const two = await refusedWs(main, alice.id, good, { query: `&token=${await token(alice.id, { expiresIn: 301 })}` });
   assert.equal(two.code, 4400);
+});
+
+test("an open socket ends when its token expires: 4401 to the browser, the upstream let go (pipe and bridge)", T, async () => {
+  // A token that expires within 1 to 2 s, through the pipe and through the bridge at once.
+  const exp = now() + 2;
+  const tok = await forge({ agent_id: FAKE.id, exp });
+  const sse = await startSseUpstream((res, req) => res.write(sseConnectionState(FAKE.id, queryOf(req.url).connection_id)));
+  const bridged = await startRelay(relayVars({ url: sse.url, agents: { fake: FAKE } }, { UPSTREAM_GENERATION: "sse", PING_INTERVAL_MS: "200" }));
+  relays.push(bridged);
+  const closes = up.closes.length;
+  const piped = ws(wsPath(echoRelay, FAKE.id), { protocols: withToken(tok) });
+  const bridge = ws(wsPath(bridged, FAKE.id), { protocols: withToken(tok) });
+  await within(5_000, "the pipe's open", piped.opened);
+  piped.ws.send("hello");
+  await piped.next((f) => f.raw === "hello", 5_000, "the echo");
+  await bridge.next((f) => f.event === "connection_state", 5_000, "the bridge's connection_state");
+  for (const [what, c] of [["pipe", piped], ["bridge", bridge]]) {
+    const got = await within(5_000, `${what}: the close at exp`, c.closed);
+    assert.equal(got.code, 4401, `${what}: ${got.code} ${got.reason}`);
+    assert.match(got.reason, /token expired/, what);
+    assert.ok(Date.now() >= exp * 1000 - 100, `${what}: closed before exp`);
+  }
+  await until(() => up.closes.length > closes, 5_000, "the pipe's upstream closed");
+  assert.equal(up.closes.at(-1).code, 1000, "a normal close upstream");
+  await until(() => sse.streams[0]?.closedAt, 5_000, "the bridge's stream let go");
+  const beats = sse.beats.length;
+  assert.ok(beats > 0, "the bridge did beat while the token was good");
+  await new Promise((r) => setTimeout(r, 600));
+  assert.equal(sse.beats.length, beats, "no beat after exp");
 });
 
 test("tokens: another agent's token, or one for an agent the relay has no key for: 403 / 4403", T, async () => {

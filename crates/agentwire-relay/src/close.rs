@@ -14,6 +14,11 @@ pub const TOO_BIG: u16 = 1009;
 pub const TRY_AGAIN_LATER: u16 = 1013;
 /// A peer that broke the relay's rules (a frame it must not send).
 pub const POLICY: u16 = 1008;
+/// The relay token of an open socket expired (the code of any token refusal: the client
+/// reconnects with a new token).
+pub const TOKEN_EXPIRED: u16 = 4401;
+/// The reason sent with [`TOKEN_EXPIRED`] on an open socket.
+pub const TOKEN_EXPIRED_REASON: &str = "the relay token expired";
 /// Longest close reason a WebSocket close frame carries, in bytes.
 pub const MAX_REASON: usize = 123;
 

@@ -172,9 +172,18 @@ pub fn upgrade_refused(status: u16) -> String {
     serde_json::to_string(&route::upgrade_refused(status)).unwrap_or_default()
 }
 
-/// Close codes the relay itself uses: `{tooBig, tryAgainLater, policy, fallback}`.
+/// Close codes the relay itself uses: `{tooBig, tryAgainLater, policy, fallback,
+/// tokenExpired}`, and `tokenExpiredReason`.
 #[wasm_bindgen(js_name = closeCodes)]
 pub fn close_codes() -> String {
     use agentwire_relay::close::*;
-    format!(r#"{{"tooBig":{TOO_BIG},"tryAgainLater":{TRY_AGAIN_LATER},"policy":{POLICY},"fallback":{FALLBACK}}}"#)
+    serde_json::json!({
+        "tooBig": TOO_BIG,
+        "tryAgainLater": TRY_AGAIN_LATER,
+        "policy": POLICY,
+        "fallback": FALLBACK,
+        "tokenExpired": TOKEN_EXPIRED,
+        "tokenExpiredReason": TOKEN_EXPIRED_REASON,
+    })
+    .to_string()
 }

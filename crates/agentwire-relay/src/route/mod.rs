@@ -134,6 +134,12 @@ pub struct Connect {
     /// Frames a browser may send before the upstream answers (at most `max_message_bytes` in
     /// all); more closes with [`close::POLICY`](crate::close::POLICY).
     pub early_frames: usize,
+    /// When the relay token expires (its `exp`, in ms since the epoch): the socket may not
+    /// outlive it. Then the browser is closed with
+    /// [`close::TOKEN_EXPIRED`](crate::close::TOKEN_EXPIRED) (4401: it reconnects with a new
+    /// token) and the upstream is let go (its socket closed 1000, or the stream and beats
+    /// aborted).
+    pub expires_at_ms: Millis,
 }
 
 /// What a refused upstream upgrade means: the released server has no WebSocket route (403 with
@@ -441,6 +447,7 @@ impl Relay {
             ping_interval_ms: self.cfg.ping_interval_ms,
             idle_timeout_ms: self.cfg.upstream_idle_ms,
             early_frames: EARLY_FRAMES,
+            expires_at_ms: claims.exp.saturating_mul(1000),
         }))
     }
 

@@ -96,6 +96,11 @@ fn a_good_open_connects_upstream_with_the_key_and_echoes_only_the_protocol() {
         "http://127.0.0.1:7751/agents/agent-a/events?connection_id=c-1&rooms=r1,r2&start_from=7"
     );
     assert_eq!(c.headers, h(&[("Authorization", "Bearer sk_switch_aaaa")]));
+    assert_eq!(
+        c.expires_at_ms,
+        (NOW / 1000 + 300) * 1000,
+        "the socket ends with its token"
+    );
     // The token may come in the query alone (no subprotocol offered: none echoed).
     let Decision::Connect(c) = ws(&mut r, &format!("{WS}&token={t}"), &[]) else {
         panic!()
