@@ -76,7 +76,7 @@ export function bridge(relay, d, client, early, abort) {
       signal: AbortSignal.any([abort.signal, AbortSignal.timeout(d.timeoutMs)]),
     }).then(
       async (answer) => {
-        const body = relay.redact(await boundedText(answer));
+        const body = await boundedText(relay, answer);
         step(() => core.handleBeatResponse(Date.now(), answer.status, body));
       },
       () => step(() => core.handleBeatResponse(Date.now(), 0, "")),
@@ -117,7 +117,7 @@ export function bridge(relay, d, client, early, abort) {
     }
     const type = answer.headers.get("content-type") ?? undefined;
     if (answer.status !== 200) {
-      const body = relay.redact(await boundedText(answer));
+      const body = await boundedText(relay, answer);
       return step(() => core.handleOpenResponse(Date.now(), answer.status, type, body));
     }
     step(() => core.handleOpenResponse(Date.now(), 200, type, ""));

@@ -85,16 +85,23 @@ export function closeQuietly(ws, code, reason) {
   }
 }
 
-/** At most `max` bytes of an answer's body, as text; the rest is not read. */
-export async function boundedText(answer, max = 16 * 1024) {
+/** At most `max` bytes of an answer's body, as text, with no agent key in it, not even the
+ * start of one cut at `max`: `redactMargin` bytes more are read, every key is replaced, then the
+ * text is cut (`relay.redactCut`). The rest of the body is not read. */
+export async function boundedText(relay, answer, max = 16 * 1024) {
   if (!answer.body) return "";
+  const limit = max + relay.redactMargin;
   const reader = answer.body.getReader();
   const chunks = [];
   let size = 0;
+  let complete = false;
   try {
-    while (size < max) {
+    while (size <= limit) {
       const { done, value } = await reader.read();
-      if (done) break;
+      if (done) {
+        complete = true;
+        break;
+      }
       chunks.push(value);
       size += value.byteLength;
     }
@@ -102,7 +109,7 @@ export async function boundedText(answer, max = 16 * 1024) {
     /* what was read is enough */
   }
   reader.cancel().catch(() => {});
-  const all = new Uint8Array(Math.min(size, max));
+  const all = new Uint8Array(Math.min(size, limit));
   let at = 0;
   for (const c of chunks) {
     const part = c.subarray(0, all.length - at);
@@ -110,5 +117,5 @@ export async function boundedText(answer, max = 16 * 1024) {
     at += part.length;
     if (at === all.length) break;
   }
-  return new TextDecoder().decode(all);
+  return relay.redactCut(new TextDecoder().decode(all), max, complete && size <= limit);
 }

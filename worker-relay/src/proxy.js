@@ -1,8 +1,8 @@
 // An HTTP route the engine allowed: the call goes to the URL and with the headers the engine
 // wrote (never the browser's), and the answer comes back with only its status, body and the
 // headers the engine passes (`Content-Type`, `Retry-After`), plus the CORS headers it chose. An error answer's
-// body is read (bounded) and passed through `redact`, in case the upstream quotes the key it was
-// sent; a success streams through.
+// body is read (bounded) with every key taken out (`boundedText`: redacted before it is cut), in
+// case the upstream quotes the key it was sent; a success streams through.
 import { boundedText, jsonError } from "./core.js";
 
 const MAX_ERROR_BODY = 64 * 1024;
@@ -34,6 +34,6 @@ export async function proxy(relay, d) {
     if (v !== null) headers.push([name, v]);
   }
   if (answer.status < 400) return new Response(answer.body, { status: answer.status, headers });
-  const body = relay.redact(await boundedText(answer, MAX_ERROR_BODY));
+  const body = await boundedText(relay, answer, MAX_ERROR_BODY);
   return new Response(body, { status: answer.status, headers });
 }

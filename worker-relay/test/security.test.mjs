@@ -650,6 +650,39 @@ test("an upstream that quotes the key in an error (HTTP body, close reason, SSE 
   for (const l of [...r.logs, ...b.logs]) assert.ok(!l.includes(agent.key), `log: ${l}`);
 });
 
+test("a key straddling the relay's read limit of an error body does not reach the browser, not even in part", T, async () => {
+  const agent = { id: "agent-cut", key: "sk_switch_cut_at_the_limit_key_0042" };
+  const part = agent.key.slice(0, 20);
+  let filler = 64 * 1024 - 20; // the proxy reads 64 KiB of an error body
+  const quoting = await startUpstream({
+    onHttp: (_req, res) => {
+      res.writeHead(502, { "content-type": "text/plain" });
+      res.end(`${"x".repeat(filler)}${agent.key} and more after it`);
+    },
+  });
+  const r = await startRelay(relayVars({ url: quoting.url, agents: { q: agent } }, { UPSTREAM_GENERATION: "ws" }));
+  const tok = await token(agent.id);
+  for (const at of [64 * 1024 - 20, 64 * 1024 - 1, 64 * 1024 - agent.key.length, 64 * 1024 - 5]) {
+    filler = at;
+    const h = await raw(r, { path: `/agents/${agent.id}/ops`, headers: { Origin: ORIGIN, Authorization: `Bearer ${tok}` } });
+    assert.equal(h.status, 502);
+    assert.ok(h.text.length > 60_000 && h.text.length <= 64 * 1024, `${at}: ${h.text.length} bytes`);
+    assert.ok(!h.text.includes(part), `${at}: a part of the key in the body: ${h.text.slice(-80)}`);
+    assert.ok(!h.text.includes(agent.key.slice(0, 4), 60_000), `${at}: its first bytes at the end: ${h.text.slice(-80)}`);
+  }
+  // The bridge reads 16 KiB of a refused open (the detail) and of a beat's answer.
+  const sse = await startSseUpstream((res) => {
+    res.writeHead(400, { "content-type": "text/plain" });
+    res.end(`${"y".repeat(16 * 1024 - 20)}${agent.key}`);
+  }, { head: false });
+  const b = await startRelay(relayVars({ url: sse.url, agents: { q: agent } }, { UPSTREAM_GENERATION: "sse" }));
+  const d = open(wsPath(b, agent.id), { protocols: withToken(tok) });
+  const refused = await within(10_000, "the bridge's close", d.closed);
+  assert.equal(refused.code, 4400);
+  assert.ok(!JSON.stringify(d.frames).includes(part) && !refused.reason.includes(part), JSON.stringify(d.frames).slice(-80));
+  for (const l of [...r.logs, ...b.logs]) assert.ok(!l.includes(part), `log: ${l}`);
+});
+
 test("no agent key, token secret or relay-side secret in any answer, frame, close reason or log line of this file", T, async () => {
   for (const c of clients) c.ws.terminate();
   await new Promise((r) => setTimeout(r, 300));

@@ -9,6 +9,7 @@
 //!   configured origin.
 //! - [`close`]: close codes that may cross the relay.
 //! - [`limit`]: per-agent rate limits.
+//! - [`redact`]: agent keys taken out of upstream text, even across a read bound.
 //! - [`bridge`]: the SSE bridge that speaks the current WebSocket generation to the browser
 //!   over a released (SSE + beat) server.
 //!
@@ -18,6 +19,7 @@ pub mod bridge;
 pub mod close;
 pub mod config;
 pub mod limit;
+pub mod redact;
 pub mod route;
 pub mod token;
 

@@ -13,6 +13,7 @@ pub use bridge::BridgeCore;
 
 use agentwire_core::Millis;
 use agentwire_relay::config::Config;
+use agentwire_relay::redact::Redactor;
 use agentwire_relay::route::{self, Relay, Request};
 use wasm_bindgen::prelude::*;
 
@@ -56,7 +57,7 @@ pub fn setting_names() -> Vec<String> {
 #[wasm_bindgen]
 pub struct RelayCore {
     relay: Relay,
-    keys: Vec<String>,
+    keys: Redactor,
     sockets: u32,
 }
 
@@ -75,8 +76,7 @@ impl RelayCore {
             _ => None,
         };
         let cfg = Config::from_env(get).map_err(|e| JsError::new(&e.to_string()))?;
-        let mut keys: Vec<String> = cfg.keys().map(str::to_owned).collect();
-        keys.sort_by_key(|k| std::cmp::Reverse(k.len()));
+        let keys = Redactor::new(cfg.keys());
         Ok(RelayCore {
             relay: Relay::new(cfg),
             keys,
@@ -143,13 +143,22 @@ impl RelayCore {
     /// `text` with every agent key replaced by `[key]`: for any text the relay did not write
     /// itself (an upstream error, an exception) before it goes to a log line or a browser.
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for k in &self.keys {
-            if out.contains(k.as_str()) {
-                out = out.replace(k.as_str(), "[key]");
-            }
-        }
-        out
+        self.keys.redact(text)
+    }
+
+    /// At most `max` bytes of `text` with no agent key in it, not even in part: `text` is what
+    /// was read of an upstream's body, `redactMargin` bytes past `max`, and `complete` says
+    /// whether that was all of it. Every key is replaced, then the text is cut, then a tail
+    /// that starts a key is taken out (`agentwire_relay::redact`).
+    #[wasm_bindgen(js_name = redactCut)]
+    pub fn redact_cut(&self, text: &str, max: usize, complete: bool) -> String {
+        self.keys.redact_cut(text, max, complete)
+    }
+
+    /// Bytes to read past a bound before [`redact_cut`](Self::redact_cut): the longest key.
+    #[wasm_bindgen(getter, js_name = redactMargin)]
+    pub fn redact_margin(&self) -> usize {
+        self.keys.margin()
     }
 }
 
