@@ -12,6 +12,9 @@ export function bridge(relay, d, client, early, abort) {
       pingIntervalMs: d.pingIntervalMs,
       maxFrameBytes: d.maxMessageBytes,
       openTimeoutMs: d.timeoutMs,
+      // UPSTREAM_TIMEOUT_MS bounds a beat through the core's timer alone (1011 when it fires,
+      // which aborts the fetch): the fetch below has no timeout of its own to race it.
+      beatTimeoutMs: d.timeoutMs,
     }),
     Date.now(),
   );
@@ -73,7 +76,7 @@ export function bridge(relay, d, client, early, abort) {
       headers: [...d.headers, ...req.headers],
       body: req.body ?? undefined,
       redirect: "manual",
-      signal: AbortSignal.any([abort.signal, AbortSignal.timeout(d.timeoutMs)]),
+      signal: abort.signal,
     }).then(
       async (answer) => {
         const body = await boundedText(relay, answer);

@@ -129,13 +129,13 @@ export async function startBlackhole() {
  * A released-generation upstream (SSE + beats) under the test's control: `onEvents(res, req)`
  * answers `GET .../events` (the response is already `200 text/event-stream` unless it writes
  * its own head first: pass `{head: false}`); beats are answered `beatStatus` (200 by default)
- * or never when `beatStatus` is `null`; a WebSocket upgrade gets `upgradeStatus` (403, as a
- * released server with a valid key). Records `requests` (`upgrade: true` for upgrades) and
+ * or never when `beatStatus` is `null`, `beatDelayMs` (as it was when the beat came) late; a
+ * WebSocket upgrade gets `upgradeStatus` (403, as a released server with a valid key). Records `requests` (`upgrade: true` for upgrades) and
  * `beats`, and `streams` (the open event responses, to see whether the relay closed them:
  * `closedAt`).
  */
 export async function startSseUpstream(onEvents, { head = true } = {}) {
-  const up = { requests: [], beats: [], streams: [], beatStatus: 200, upgradeStatus: 403 };
+  const up = { requests: [], beats: [], streams: [], beatStatus: 200, beatDelayMs: 0, upgradeStatus: 403 };
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
@@ -155,8 +155,12 @@ export async function startSseUpstream(onEvents, { head = true } = {}) {
       if (req.method === "POST" && /\/connection\/beat$/.test(req.url)) {
         up.beats.push({ at: Date.now(), body });
         if (up.beatStatus === null) return;
-        res.writeHead(up.beatStatus, { "content-type": "application/json" });
-        res.end(JSON.stringify({ ok: true, rooms: [], cursor: 0 }));
+        const answer = () => {
+          res.writeHead(up.beatStatus, { "content-type": "application/json" });
+          res.end(JSON.stringify({ ok: true, rooms: [], cursor: 0 }));
+        };
+        if (up.beatDelayMs) return void setTimeout(answer, up.beatDelayMs);
+        answer();
         return;
       }
       // Released servers refuse a WebSocket upgrade (as a plain HTTP route): 404 here.

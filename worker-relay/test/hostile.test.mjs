@@ -287,7 +287,7 @@ describe("an upstream that never answers", () => {
 });
 
 describe("an SSE upstream that misbehaves (the bridge)", { concurrency: true }, () => {
-  const sseVars = (url) => vars(url, { UPSTREAM_GENERATION: "sse", PING_INTERVAL_MS: "300" });
+  const sseVars = (url, extra = {}) => vars(url, { UPSTREAM_GENERATION: "sse", PING_INTERVAL_MS: "300", ...extra });
 
   test("garbage on the stream is dropped; the bridge stays up and good frames still arrive", { timeout: 20_000 }, async () => {
     let cid;
@@ -342,7 +342,7 @@ describe("an SSE upstream that misbehaves (the bridge)", { concurrency: true }, 
     await until(() => sse.streams[0]?.closedAt, SLACK, "the stream let go");
   });
 
-  test("beats that are never answered: 1011 within a few ping intervals (each beat bounded by UPSTREAM_TIMEOUT_MS)", { timeout: 20_000 }, async () => {
+  test("a beat that is never answered: 1011 after UPSTREAM_TIMEOUT_MS (the bridge's beat timeout is the configured one)", { timeout: 20_000 }, async () => {
     const sse = await startSseUpstream((res, req) => {
       res.write(sseConnectionState(FAKE.id, new URL(req.url, "http://x").searchParams.get("connection_id")));
     });
@@ -350,10 +350,28 @@ describe("an SSE upstream that misbehaves (the bridge)", { concurrency: true }, 
     const relay = await startRelay(sseVars(sse.url));
     const c = await connect(relay);
     await c.next((f) => f.event === "connection_state", 5_000, "connection_state");
-    // 3 failed beats in a row (each aborted after 1 s), or the bridge's own beat timeout.
+    await until(() => sse.beats.length >= 1, 5_000, "the first beat");
+    const beatAt = sse.beats[0].at;
     const got = await closedWithin(c, 10_000, "the close");
     assert.equal(got.code, 1011, got.reason);
+    assert.match(got.reason, new RegExp(`beat unanswered for ${UPSTREAM_TIMEOUT_MS} ms`));
+    assert.ok(Date.now() - beatAt < UPSTREAM_TIMEOUT_MS + SLACK, `closed ${Date.now() - beatAt} ms after the beat`);
     await until(() => sse.streams[0]?.closedAt, SLACK, "the stream let go");
+  });
+
+  test("a beat answered late but within a long UPSTREAM_TIMEOUT_MS (12 s) keeps the bridge", { timeout: 30_000 }, async () => {
+    const sse = await startSseUpstream((res, req) => {
+      res.write(sseConnectionState(FAKE.id, new URL(req.url, "http://x").searchParams.get("connection_id")));
+    });
+    sse.beatDelayMs = 10_500; // the first beat only: past the 10 s the bridge used to wait
+    const relay = await startRelay(sseVars(sse.url, { UPSTREAM_TIMEOUT_MS: "12000" }));
+    const c = await connect(relay);
+    await c.next((f) => f.event === "connection_state", 5_000, "connection_state");
+    await until(() => sse.beats.length >= 1, 5_000, "the first beat");
+    sse.beatDelayMs = 0;
+    await until(() => sse.beats.length >= 2, 13_000, "a second beat (after the late answer)");
+    assert.equal(c.ws.readyState, c.ws.OPEN, `closed: ${JSON.stringify(await Promise.race([c.closed, sleep(0)]))}`);
+    c.ws.close(1000);
   });
 
   test("a stream that ends or breaks: 1011 at once", { timeout: 20_000 }, async () => {

@@ -18,7 +18,7 @@
 //! | `FRAME_LIMIT_PER_MINUTE` | var | 600 | Frames a browser may send up one socket a minute (a Switch client sends a pong every 2 s: 30) |
 //! | `FRAME_LIMIT_BURST` | var | 20 | How many of them at once |
 //! | `MAX_TOKEN_LIFETIME_S` | var | 3600 | Tokens expiring later than this are refused |
-//! | `UPSTREAM_TIMEOUT_MS` | var | 10000 | Longest wait for the upstream to answer an open or a call |
+//! | `UPSTREAM_TIMEOUT_MS` | var | 10000 | Longest wait for the upstream to answer an open or a call, and a bridge's beat (else 1011) |
 //! | `PING_INTERVAL_MS` | var | 2000 | The bridge's ping interval towards the browser |
 //! | `UPSTREAM_IDLE_MS` | var | 10000 | An upstream socket silent this long is gone (Switch pings every 2 s): both sides are closed with 1011 |
 

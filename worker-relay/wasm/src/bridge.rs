@@ -15,6 +15,7 @@ struct Options {
     ping_interval_ms: Option<u64>,
     max_frame_bytes: Option<usize>,
     open_timeout_ms: Option<u64>,
+    beat_timeout_ms: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -41,7 +42,9 @@ pub struct BridgeCore {
 
 #[wasm_bindgen]
 impl BridgeCore {
-    /// `options_json`: `{agentId, connectionId, pingIntervalMs?, maxFrameBytes?, openTimeoutMs?}`.
+    /// `options_json`: `{agentId, connectionId, pingIntervalMs?, maxFrameBytes?, openTimeoutMs?,
+    /// beatTimeoutMs?}`. The Worker passes `UPSTREAM_TIMEOUT_MS` as both timeouts, and its beat
+    /// `fetch` has no timeout of its own: the bridge's is the one bound on a beat.
     #[wasm_bindgen(constructor)]
     pub fn new(options_json: &str, now: f64) -> Result<BridgeCore, JsError> {
         let o: Options =
@@ -59,6 +62,9 @@ impl BridgeCore {
         }
         if let Some(t) = o.open_timeout_ms {
             cfg.open_timeout_ms = t;
+        }
+        if let Some(t) = o.beat_timeout_ms {
+            cfg.beat_timeout_ms = t;
         }
         Ok(BridgeCore {
             bridge: Bridge::new(cfg, millis(now)),

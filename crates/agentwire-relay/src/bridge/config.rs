@@ -36,7 +36,9 @@ pub struct BridgeConfig {
     /// No byte at all on the upstream stream for this long (45 s: three of switch-core's 15 s
     /// keepalives) and it counts as dead.
     pub stream_idle_timeout_ms: u64,
-    /// A beat without an answer for this long means the Worker's fetch is stuck (10 s).
+    /// A beat without an answer for this long means the Worker's fetch is stuck (10 s). The
+    /// Worker sets it to `UPSTREAM_TIMEOUT_MS` and gives its beat `fetch` no timeout of its own,
+    /// so this is the one bound on a beat.
     pub beat_timeout_ms: u64,
     /// Failed beats in a row (network failure, 5xx, 429, 422, ...) before the bridge gives up (3).
     pub max_beat_failures: u32,
