@@ -15,12 +15,23 @@ export function bridge(relay, d, client, early, abort) {
       // UPSTREAM_TIMEOUT_MS bounds a beat through the core's timer alone (1011 when it fires,
       // which aborts the fetch): the fetch below has no timeout of its own to race it.
       beatTimeoutMs: d.timeoutMs,
+      maxUnackedBytes: d.maxUnackedBytes,
     }),
     Date.now(),
   );
   const frames = frameLimit(relay);
   let closed = false;
   let timer = null;
+  // The stream is read only while the core wants more (`wantsSse`): a browser that is behind
+  // holds back the upstream, over TCP, instead of frames queued in the Worker without limit.
+  let readOn = null;
+  const wake = () => {
+    if (readOn !== null && (closed || core.wantsSse)) {
+      const go = readOn;
+      readOn = null;
+      go();
+    }
+  };
   /** Ends the bridge: the upstream aborted, the browser closed with `code`. */
   const closeWith = (code, reason) => {
     if (closed) return;
@@ -28,6 +39,7 @@ export function bridge(relay, d, client, early, abort) {
     clearTimeout(timer);
     abort.abort();
     frames.forget();
+    wake();
     closeQuietly(client, code, reason);
     try {
       core.free();
@@ -55,6 +67,7 @@ export function bridge(relay, d, client, early, abort) {
       }
     }
     if (closed) return;
+    wake();
     clearTimeout(timer);
     const at = core.pollTimeout();
     if (at !== undefined) {
@@ -128,6 +141,8 @@ export function bridge(relay, d, client, early, abort) {
     const reader = answer.body.getReader();
     try {
       for (;;) {
+        if (!core.wantsSse) await new Promise((go) => (readOn = go));
+        if (closed) return reader.cancel();
         const { done, value } = await reader.read();
         if (done) break;
         step(() => core.handleSse(Date.now(), value));

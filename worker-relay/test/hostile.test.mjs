@@ -374,6 +374,41 @@ describe("an SSE upstream that misbehaves (the bridge)", { concurrency: true }, 
     c.ws.close(1000);
   });
 
+  test("a browser that stops reading holds back the upstream stream, not the Worker's memory (MAX_UNACKED_BYTES), and catches up when it reads again", { timeout: 30_000 }, async () => {
+    const sse = await startSseUpstream((res, req) => {
+      res.write(sseConnectionState(FAKE.id, new URL(req.url, "http://x").searchParams.get("connection_id")));
+    });
+    // Pings every 2 s (the pong TTL is 6 s); at most 1 MiB sent and not acknowledged.
+    const relay = await startRelay(sseVars(sse.url, { PING_INTERVAL_MS: "2000", MAX_UNACKED_BYTES: String(1 << 20) }));
+    const c = await connect(relay);
+    await c.next((f) => f.event === "connection_state", 5_000, "connection_state");
+    c.ws._socket.pause(); // the browser reads nothing more for now
+    // 64 MiB of events: without a bound the relay reads them all and queues them for the browser.
+    const res = sse.streams[0].res;
+    const body = "b".repeat(64 * 1024);
+    const total = 1024;
+    // Written as the socket takes them (on "drain"): `written` is what left the upstream.
+    let written = 0;
+    const feed = () => {
+      while (written < total && !res.destroyed) {
+        written += 1;
+        if (!res.write(sseMessage(written, "room-1", body))) return void res.once("drain", feed);
+      }
+    };
+    feed();
+    await sleep(3_500);
+    const taken = written;
+    // What left the upstream is the bound (16 events) plus what the sockets and workerd buffer
+    // on the way (a few MiB on loopback: about 70 events in all here), far from all of it.
+    assert.ok(taken < total / 4, `the relay took ${taken} of ${total} events from the upstream for a browser that reads nothing`);
+    c.ws._socket.resume();
+    // Reading again, the browser answers the pings queued behind the frames, which lets the
+    // relay read on: events it had not taken arrive.
+    await c.next((f) => f.id >= taken + 32, 15_000, `event ${taken + 32} (taken before: ${taken})`);
+    assert.equal(c.ws.readyState, c.ws.OPEN);
+    c.ws.close(1000);
+  });
+
   test("a stream that ends or breaks: 1011 at once", { timeout: 20_000 }, async () => {
     for (const end of [(res) => res.end(), (res) => res.destroy(), (res) => res.socket.resetAndDestroy()]) {
       const sse = await startSseUpstream((res, req) => {

@@ -20,6 +20,7 @@
 //! | `MAX_TOKEN_LIFETIME_S` | var | 3600 | Tokens expiring later than this are refused |
 //! | `UPSTREAM_TIMEOUT_MS` | var | 10000 | Longest wait for the upstream to answer an open or a call, and a bridge's beat (else 1011) |
 //! | `PING_INTERVAL_MS` | var | 2000 | The bridge's ping interval towards the browser |
+//! | `MAX_UNACKED_BYTES` | var | 8388608 | The bridge: bytes sent to a browser that has not answered a ping after them; past this the relay stops reading the upstream stream until it does |
 //! | `UPSTREAM_IDLE_MS` | var | 10000 | An upstream socket silent this long is gone (Switch pings every 2 s): both sides are closed with 1011 |
 
 use std::collections::BTreeMap;
@@ -92,6 +93,7 @@ pub struct Config {
     pub upstream_timeout_ms: u64,
     pub ping_interval_ms: u64,
     pub upstream_idle_ms: u64,
+    pub max_unacked_bytes: usize,
 }
 
 impl fmt::Debug for Config {
@@ -115,6 +117,7 @@ impl fmt::Debug for Config {
             .field("upstream_timeout_ms", &self.upstream_timeout_ms)
             .field("ping_interval_ms", &self.ping_interval_ms)
             .field("upstream_idle_ms", &self.upstream_idle_ms)
+            .field("max_unacked_bytes", &self.max_unacked_bytes)
             .finish()
     }
 }
@@ -203,6 +206,7 @@ impl Config {
             upstream_timeout_ms: num("UPSTREAM_TIMEOUT_MS", 10_000, 100, 120_000)?,
             ping_interval_ms: num("PING_INTERVAL_MS", 2000, 100, 60_000)?,
             upstream_idle_ms: num("UPSTREAM_IDLE_MS", 10_000, 500, 600_000)?,
+            max_unacked_bytes: num("MAX_UNACKED_BYTES", 8 << 20, 64 << 10, 1 << 30)? as usize,
         })
     }
 

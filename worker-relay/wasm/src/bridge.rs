@@ -16,6 +16,7 @@ struct Options {
     max_frame_bytes: Option<usize>,
     open_timeout_ms: Option<u64>,
     beat_timeout_ms: Option<u64>,
+    max_unacked_bytes: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -43,7 +44,7 @@ pub struct BridgeCore {
 #[wasm_bindgen]
 impl BridgeCore {
     /// `options_json`: `{agentId, connectionId, pingIntervalMs?, maxFrameBytes?, openTimeoutMs?,
-    /// beatTimeoutMs?}`. The Worker passes `UPSTREAM_TIMEOUT_MS` as both timeouts, and its beat
+    /// beatTimeoutMs?, maxUnackedBytes?}`. The Worker passes `UPSTREAM_TIMEOUT_MS` as both timeouts, and its beat
     /// `fetch` has no timeout of its own: the bridge's is the one bound on a beat.
     #[wasm_bindgen(constructor)]
     pub fn new(options_json: &str, now: f64) -> Result<BridgeCore, JsError> {
@@ -65,6 +66,9 @@ impl BridgeCore {
         }
         if let Some(t) = o.beat_timeout_ms {
             cfg.beat_timeout_ms = t;
+        }
+        if let Some(m) = o.max_unacked_bytes {
+            cfg.max_unacked_bytes = m;
         }
         Ok(BridgeCore {
             bridge: Bridge::new(cfg, millis(now)),
@@ -130,6 +134,13 @@ impl BridgeCore {
     #[wasm_bindgen(js_name = pollTimeout)]
     pub fn poll_timeout(&self) -> Option<f64> {
         self.bridge.poll_timeout().map(|t| t as f64)
+    }
+
+    /// Whether to read more of the upstream stream: false while the browser is
+    /// `maxUnackedBytes` behind (until a pong acknowledges enough), and once closed.
+    #[wasm_bindgen(getter, js_name = wantsSse)]
+    pub fn wants_sse(&self) -> bool {
+        self.bridge.wants_sse()
     }
 
     /// Frames from the upstream the bridge could not translate and dropped.

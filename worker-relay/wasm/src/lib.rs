@@ -18,7 +18,7 @@ use agentwire_relay::route::{self, Relay, Request};
 use wasm_bindgen::prelude::*;
 
 /// Every setting the relay reads from its `env` (vars and secrets).
-pub const SETTINGS: [&str; 18] = [
+pub const SETTINGS: [&str; 19] = [
     "UPSTREAM",
     "UPSTREAM_GENERATION",
     "AGENT_KEYS",
@@ -37,6 +37,7 @@ pub const SETTINGS: [&str; 18] = [
     "UPSTREAM_TIMEOUT_MS",
     "PING_INTERVAL_MS",
     "UPSTREAM_IDLE_MS",
+    "MAX_UNACKED_BYTES",
 ];
 
 pub(crate) fn millis(now: f64) -> Millis {

@@ -46,6 +46,15 @@ pub struct BridgeConfig {
     /// The Worker drains after every input; past the bound the bridge closes with 1011 and the
     /// browser resumes from its cursor.
     pub max_pending_bytes: usize,
+    /// Bytes of frames sent to the browser that it has not acknowledged yet (8 MiB). A browser
+    /// acknowledges everything sent before a `ping` by answering it: WebSocket frames arrive in
+    /// order and a spec client answers each ping as it reads it. Past this bound
+    /// [`Bridge::wants_sse`](super::Bridge::wants_sse) is false and the Worker stops reading the
+    /// upstream stream until the browser catches up, so a slow browser holds back the upstream
+    /// (over TCP) rather than the Worker's memory: workerd queues WebSocket sends without limit
+    /// and cannot say how much is queued. A browser that stops reading stops answering pings too,
+    /// and is evicted `heartbeat_lapsed` after `missed_pongs` intervals.
+    pub max_unacked_bytes: usize,
 }
 
 impl BridgeConfig {
@@ -67,6 +76,7 @@ impl BridgeConfig {
             beat_timeout_ms: 10_000,
             max_beat_failures: 3,
             max_pending_bytes: 4 << 20,
+            max_unacked_bytes: 8 << 20,
         }
     }
 

@@ -20,6 +20,11 @@ impl Bridge {
         }
         self.stats.pings_sent += 1;
         self.send_frame(&Frame::Ping);
+        // The pong to this ping acknowledges every frame before it.
+        if self.ping_marks.len() > self.cfg.missed_pongs as usize {
+            self.ping_marks.pop_front();
+        }
+        self.ping_marks.push_back(self.sent_bytes);
         self.timers.set(Timer::Ping, now.saturating_add(self.ping_ms));
     }
 
@@ -56,6 +61,11 @@ impl Bridge {
             }
         };
         self.stats.pongs += 1;
+        // It answers the oldest ping not answered yet (a pong with no ping to answer
+        // acknowledges nothing).
+        if let Some(mark) = self.ping_marks.pop_front() {
+            self.acked_bytes = self.acked_bytes.max(mark);
+        }
         if let Some(c) = cursor {
             self.cursor = Some(self.cursor.map_or(c, |old| old.max(c)));
         }

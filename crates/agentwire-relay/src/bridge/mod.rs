@@ -38,6 +38,10 @@
 //!   beat with the latest cursor. No pong for `missed_pongs` intervals (6 s):
 //!   `evicted heartbeat_lapsed` and close 1000, as a current server does. Any other browser text
 //!   is ignored and counted ([`BridgeStats::client_texts_ignored`]).
+//! - **A slow browser.** workerd queues WebSocket sends without limit, so the bridge counts the
+//!   bytes it sent that the browser has not acknowledged (a pong acknowledges everything sent
+//!   before its ping); past `max_unacked_bytes`, [`Bridge::wants_sse`] is false and the Worker
+//!   reads no more of the upstream stream until a pong catches up.
 //! - **Beat answers.** 2xx alive; 401 close 4401; 404 `evicted heartbeat_lapsed` (the released
 //!   server forgot the connection: its liveness lapsed) and 1000; 409 `evicted` with the body's
 //!   `code` (`no_stream` when it has none; `taken_over` is final for the browser) and 1000;
@@ -160,6 +164,14 @@ pub struct Bridge {
     /// A pong came while a beat was in flight: beat again when it is answered.
     beat_wanted: bool,
     beat_failures: u32,
+    /// Bytes of every frame queued for the browser so far.
+    sent_bytes: u64,
+    /// Of those, the bytes the browser acknowledged (sent before a ping it answered).
+    acked_bytes: u64,
+    /// `sent_bytes` right after each ping not answered yet, oldest first (at most
+    /// `missed_pongs` + 1: a browser that answers fewer pings than it gets is credited with a
+    /// later one).
+    ping_marks: VecDeque<u64>,
     stats: BridgeStats,
 }
 
@@ -181,6 +193,9 @@ impl Bridge {
             beat_in_flight: false,
             beat_wanted: false,
             beat_failures: 0,
+            sent_bytes: 0,
+            acked_bytes: 0,
+            ping_marks: VecDeque::new(),
             stats: BridgeStats::default(),
         };
         // Every beat is built from these two; a current server refuses the open with 4400 when
@@ -241,6 +256,18 @@ impl Bridge {
         self.timers.next()
     }
 
+    /// Bytes sent to the browser that it has not acknowledged by answering a later ping.
+    pub fn unacked_bytes(&self) -> u64 {
+        self.sent_bytes - self.acked_bytes
+    }
+
+    /// Whether the Worker should read (and pass in) more of the upstream stream: false while
+    /// the browser is more than `max_unacked_bytes` behind, and once closed. Check it after
+    /// every input; it turns true again with the pong that acknowledges enough.
+    pub fn wants_sse(&self) -> bool {
+        self.phase != Phase::Closed && self.unacked_bytes() <= self.cfg.max_unacked_bytes as u64
+    }
+
     /// The browser closed its socket (or it dropped): the bridge ends with [`Output::Close`] 1000,
     /// the Worker's signal to abort the upstream stream. Frames not yet sent are dropped.
     pub fn handle_client_close(&mut self, _now: Millis) {
@@ -262,6 +289,8 @@ impl Bridge {
                     let m = format!("no connection_state within {} ms", self.cfg.open_timeout_ms);
                     self.close(1011, &m);
                 }
+                // Not read on purpose (the browser is behind): not the upstream's silence.
+                Timer::StreamIdle if !self.wants_sse() => self.arm_stream_idle(now),
                 Timer::StreamIdle => {
                     let m = format!("upstream silent for {} ms", self.cfg.stream_idle_timeout_ms);
                     self.close(1011, &m);
@@ -289,6 +318,7 @@ impl Bridge {
             return self.close(1011, &m);
         }
         self.pending_bytes += text.len();
+        self.sent_bytes += text.len() as u64;
         self.out.push_back(Output::ToClient(text));
     }
 
@@ -482,6 +512,45 @@ mod tests {
         let out = drain(&mut b);
         assert_eq!(json(&out[0])["data"]["reason"], "d".repeat(SHORT_TEXT));
         assert!(matches!(out[1], Output::Close { code: 1000, .. }));
+    }
+
+    #[test]
+    fn a_browser_that_is_behind_holds_back_the_stream_until_it_answers_a_ping() {
+        let mut cfg = BridgeConfig::new("agent", CID);
+        cfg.max_unacked_bytes = 4096;
+        cfg.stream_idle_timeout_ms = 3_000;
+        let mut b = Bridge::new(cfg, 0);
+        b.handle_open_response(0, 200, Some("text/event-stream"), "");
+        b.handle_sse(1, SSE_STATE.as_bytes());
+        drain(&mut b);
+        assert!(b.wants_sse());
+        let mut seq = 0;
+        while b.wants_sse() {
+            seq += 1;
+            b.handle_sse(2, message_frame(seq, "a body of some length").as_bytes());
+            drain(&mut b);
+        }
+        let behind = b.unacked_bytes();
+        assert!(behind > 4096 && behind < 4096 + 1024, "{behind}");
+        // A pong before any ping answers nothing: still behind (and still alive).
+        b.handle_client_text(3, r#"{"type":"pong","cursor":1}"#);
+        drain(&mut b);
+        assert!(!b.wants_sse());
+        // The ping (at 2 s) goes out after everything sent.
+        b.handle_timeout(2_001);
+        let out = drain(&mut b);
+        assert!(out.iter().any(|o| json(o)["event"] == "ping"), "{out:?}");
+        assert!(!b.wants_sse());
+        // Not reading on purpose is not the upstream's silence (3 s without a byte).
+        b.handle_timeout(3_010);
+        assert!(!b.is_closed() && drain(&mut b).is_empty());
+        // The pong acknowledges all that was sent before the ping.
+        b.handle_client_text(3_100, &format!(r#"{{"type":"pong","cursor":{seq}}}"#));
+        drain(&mut b);
+        assert_eq!(b.unacked_bytes(), 0);
+        assert!(b.wants_sse());
+        b.handle_client_close(3_200);
+        assert!(!b.wants_sse(), "nothing more to read once closed");
     }
 
     #[test]

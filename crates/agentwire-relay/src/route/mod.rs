@@ -140,6 +140,9 @@ pub struct Connect {
     /// token) and the upstream is let go (its socket closed 1000, or the stream and beats
     /// aborted).
     pub expires_at_ms: Millis,
+    /// The bridge's bound on bytes sent to the browser and not acknowledged
+    /// ([`BridgeConfig::max_unacked_bytes`](crate::bridge::BridgeConfig::max_unacked_bytes)).
+    pub max_unacked_bytes: usize,
 }
 
 /// What a refused upstream upgrade means: the released server has no WebSocket route (403 with
@@ -448,6 +451,7 @@ impl Relay {
             idle_timeout_ms: self.cfg.upstream_idle_ms,
             early_frames: EARLY_FRAMES,
             expires_at_ms: claims.exp.saturating_mul(1000),
+            max_unacked_bytes: self.cfg.max_unacked_bytes,
         }))
     }
 
