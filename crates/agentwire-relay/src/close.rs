@@ -14,8 +14,8 @@ pub const TOO_BIG: u16 = 1009;
 pub const TRY_AGAIN_LATER: u16 = 1013;
 /// A peer that broke the relay's rules (a frame it must not send).
 pub const POLICY: u16 = 1008;
-/// The relay token of an open socket expired (the code of any token refusal: the client
-/// reconnects with a new token).
+/// The relay token of an open socket expired: the code of any token refusal. A spec client does
+/// not reopen on a 4xxx; the app gets a new token and connects again.
 pub const TOKEN_EXPIRED: u16 = 4401;
 /// The reason sent with [`TOKEN_EXPIRED`] on an open socket.
 pub const TOKEN_EXPIRED_REASON: &str = "the relay token expired";
