@@ -153,6 +153,6 @@ export function bridge(relay, d, client, early, abort) {
       step(() => core.handleSseEnd(Date.now(), String(e?.message ?? e)));
     }
   })().catch(fail);
-  // The token expired: 4401 to the browser; the stream and any beat are aborted.
+  // The token expired: 1008 to the browser (it reopens with a new token); the stream and any beat are aborted.
   return () => closeWith(CODES.tokenExpired, CODES.tokenExpiredReason);
 }

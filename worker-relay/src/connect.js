@@ -34,8 +34,8 @@ export function connect(relay, d) {
     closeQuietly(server, code, reason);
   };
   const upstreamAbort = new AbortController();
-  // The socket may not outlive its relay token: at `exp` the browser is closed 4401 (as any
-  // token refusal: the app needs a new token) and the upstream let go, whatever the phase.
+  // The socket may not outlive its relay token: at `exp` the browser is closed 1008 (it reopens,
+  // with a new token if it has one) and the upstream let go, whatever the phase.
   let expire = () => end(CODES.tokenExpired, CODES.tokenExpiredReason);
   const expiry = setTimeout(() => expire(), Math.max(0, d.expiresAtMs - Date.now()));
   const forgetExpiry = () => clearTimeout(expiry);

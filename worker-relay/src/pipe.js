@@ -59,7 +59,7 @@ export function pipe(relay, d, client, up, early) {
   up.addEventListener("error", () => both(CODES.fallback, "the upstream's socket failed"));
   idle = setTimeout(check, d.idleTimeoutMs);
   for (const data of early) fromClient(data);
-  // The token expired: 4401 to the browser, a normal close to the upstream.
+  // The token expired: 1008 to the browser (it reopens with a new token), a normal close to the upstream.
   return () =>
     finish(
       { code: CODES.tokenExpired, reason: CODES.tokenExpiredReason },

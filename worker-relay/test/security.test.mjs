@@ -173,7 +173,7 @@ test("tokens: missing, malformed, forged, tampered, expired, too long-lived: 401
   assert.equal(two.code, 4400);
 });
 
-test("an open socket ends when its token expires: 4401 to the browser, the upstream let go (pipe and bridge)", T, async () => {
+test("an open socket ends when its token expires: 1008 to the browser, the upstream let go (pipe and bridge)", T, async () => {
   // A token that expires within 1 to 2 s, through the pipe and through the bridge at once.
   const exp = now() + 2;
   const tok = await forge({ agent_id: FAKE.id, exp });
@@ -189,7 +189,7 @@ test("an open socket ends when its token expires: 4401 to the browser, the upstr
   await bridge.next((f) => f.event === "connection_state", 5_000, "the bridge's connection_state");
   for (const [what, c] of [["pipe", piped], ["bridge", bridge]]) {
     const got = await within(5_000, `${what}: the close at exp`, c.closed);
-    assert.equal(got.code, 4401, `${what}: ${got.code} ${got.reason}`);
+    assert.equal(got.code, 1008, `${what}: ${got.code} ${got.reason}`);
     assert.match(got.reason, /token expired/, what);
     assert.ok(Date.now() >= exp * 1000 - 100, `${what}: closed before exp`);
   }

@@ -14,9 +14,10 @@ pub const TOO_BIG: u16 = 1009;
 pub const TRY_AGAIN_LATER: u16 = 1013;
 /// A peer that broke the relay's rules (a frame it must not send).
 pub const POLICY: u16 = 1008;
-/// The relay token of an open socket expired: the code of any token refusal. A spec client does
-/// not reopen on a 4xxx; the app gets a new token and connects again.
-pub const TOKEN_EXPIRED: u16 = 4401;
+/// The relay token of an open socket expired: 1008 (policy), a code a spec client reopens on,
+/// so the connection resumes from its cursor when the client has a new token by then (the npm
+/// `SwitchClient`'s `refreshToken`); with the old one, the reopen is refused 4401 and it stops.
+pub const TOKEN_EXPIRED: u16 = 1008;
 /// The reason sent with [`TOKEN_EXPIRED`] on an open socket.
 pub const TOKEN_EXPIRED_REASON: &str = "the relay token expired";
 /// Longest close reason a WebSocket close frame carries, in bytes.

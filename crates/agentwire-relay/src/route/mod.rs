@@ -136,8 +136,8 @@ pub struct Connect {
     pub early_frames: usize,
     /// When the relay token expires (its `exp`, in ms since the epoch): the socket may not
     /// outlive it. Then the browser is closed with
-    /// [`close::TOKEN_EXPIRED`](crate::close::TOKEN_EXPIRED) (4401: it reconnects with a new
-    /// token) and the upstream is let go (its socket closed 1000, or the stream and beats
+    /// [`close::TOKEN_EXPIRED`](crate::close::TOKEN_EXPIRED) (1008: it reopens, with a new
+    /// token if it has one) and the upstream is let go (its socket closed 1000, or the stream and beats
     /// aborted).
     pub expires_at_ms: Millis,
     /// The bridge's bound on bytes sent to the browser and not acknowledged
