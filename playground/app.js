@@ -348,6 +348,9 @@ async function swConnect(name) {
   try {
     const client = await SwitchClient.connect(relay.url, {
       token: relay.tokens?.[name],
+      // The relay closes the socket at the token's exp; a fresh one (the server mints one per
+      // config.json) lets the connection reopen and resume.
+      refreshToken: async () => (await (await fetch("/playground/config.json")).json()).switchRelay.tokens[name],
       agentId: swAgents[name]?.id,
       rooms: name === "bob" && lobby ? [lobby] : undefined,
       timeoutMs: CONNECT_TIMEOUT_MS,

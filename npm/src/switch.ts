@@ -43,6 +43,13 @@ export interface SwitchOptions {
 export interface SwitchConnectOptions extends SwitchOptions, Omit<ConnectOptions, "onEvent"> {
   /** The relay token the app's backend minted for this agent. */
   token: string;
+  /** Gets a new relay token; called before the current one's `exp` (a fifth of its remaining
+   * life before, at most a minute), and again for each token it returns. The relay closes a
+   * socket at its token's `exp` (1008), and the connection reopens with the new token and
+   * resumes from its cursor. Without it, the reopen at `exp` is refused (the connection stops
+   * with kind `auth`) unless `setToken` was called. A failure is a `diagnostic` event, and it
+   * is tried again every 5 s until `exp`. */
+  refreshToken?: () => string | Promise<string>;
   onEvent?: (event: SwitchEvent) => void;
 }
 
@@ -79,12 +86,68 @@ export interface SwitchStatus {
   attempt: number;
 }
 
+/** How long after a failed `refreshToken` it is called again. */
+const REFRESH_RETRY_MS = 5_000;
+
+/** The `exp` of a relay token in ms, read without verifying it (the relay verifies): its first
+ * part is base64url JSON claims. */
+function tokenExpMs(token: string): number | undefined {
+  try {
+    const part = token.split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/");
+    const claims = JSON.parse(atob(part + "=".repeat((4 - (part.length % 4)) % 4))) as { exp?: unknown };
+    return typeof claims.exp === "number" ? claims.exp * 1000 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export class SwitchClient extends Client<SwitchEvent> {
   readonly #driver: SwitchDriver;
 
-  private constructor(driver: SwitchDriver, events: Events<SwitchEvent>) {
+  readonly #events: Events<SwitchEvent>;
+  #refreshTimer: ReturnType<typeof setTimeout> | undefined;
+
+  private constructor(driver: SwitchDriver, events: Events<SwitchEvent>, token: string, refresh?: () => string | Promise<string>) {
     super(events, { get over() { return driver.stopped; }, close: () => driver.close() });
     this.#driver = driver;
+    this.#events = events;
+    if (refresh) {
+      this.#scheduleRefresh(token, refresh);
+      void events.done.then(() => clearTimeout(this.#refreshTimer));
+    }
+  }
+
+  /** Uses `token` for every later open and HTTP call (the open socket keeps its own until the
+   * relay closes it at that token's `exp`, and the connection reopens with this one). Throws
+   * kind `invalid` for a malformed token. */
+  setToken(token: string): void {
+    try {
+      this.#driver.setToken(token);
+    } catch (e) {
+      throw toError(e);
+    }
+  }
+
+  /** Arms the call of `refresh` before `token`'s `exp`. */
+  #scheduleRefresh(token: string, refresh: () => string | Promise<string>): void {
+    const exp = tokenExpMs(token);
+    if (exp === undefined) return;
+    const left = exp - Date.now();
+    const run = async (): Promise<void> => {
+      if (this.closed) return;
+      try {
+        const next = await refresh();
+        if (this.closed) return;
+        this.setToken(next);
+        this.#scheduleRefresh(next, refresh);
+      } catch (e) {
+        const error = toError(e);
+        const message = `refreshToken failed: ${error.message}`;
+        this.#events.emit(JSON.stringify({ type: "diagnostic", error: { ...error.info, kind: "auth", message } }));
+        if (Date.now() + REFRESH_RETRY_MS < exp) this.#refreshTimer = setTimeout(run, REFRESH_RETRY_MS);
+      }
+    };
+    this.#refreshTimer = setTimeout(run, Math.max(0, left - Math.min(60_000, left / 5)));
   }
 
   /** Connects through the relay at `relayUrl` (`https://relay.example[/prefix]`) with a relay
@@ -92,7 +155,7 @@ export class SwitchClient extends Client<SwitchEvent> {
    * first (refused token, eviction), when the first attempt fails (no relay: kind `closed`,
    * retryable), on `signal`, or after `timeoutMs`. Once connected, it reconnects by itself. */
   static connect(relayUrl: string, opts: SwitchConnectOptions): Promise<SwitchClient> {
-    const { token, webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, ...engine } = opts;
+    const { token, refreshToken, webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, ...engine } = opts;
     void onEvent, maxBufferedEvents;
     const events = new Events<SwitchEvent>("stopped", opts as ConnectOptions);
     return new Promise<SwitchClient>((resolve, reject) => {
@@ -106,7 +169,7 @@ export class SwitchClient extends Client<SwitchEvent> {
         events.tap = undefined;
         if (timer !== undefined) clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
-        if (!e) return resolve(new SwitchClient(driver!, events));
+        if (!e) return resolve(new SwitchClient(driver!, events, token, refreshToken));
         reject(e);
         if (driver && !driver.stopped) driver.close();
       };

@@ -58,3 +58,51 @@ test("node: a client used through onEvent only is not collected while connected"
     await bob.deref()?.close();
   }
 });
+
+// The relay closes a socket at its token's `exp` (1008). With `refreshToken` the connection gets
+// a new token before then, reopens with it and resumes; without, the reopen is refused (auth).
+test("node: switch through the relay: refreshToken carries the connection past its token's exp", { timeout: 30_000 }, async () => {
+  const { mintRelayToken } = await import("agentwire/relay-token");
+  const aw = modules["agentwire/switch"];
+  const ws = env.webSocket ? { webSocket: env.webSocket } : {};
+  const relay = env.switchRelays[0];
+  const mint = (expiresIn) => mintRelayToken(env.switchRelay.secret, { agentId: relay.alice.id, expiresIn });
+  const wait = async (what, ok, ms = 12_000) => {
+    const until = Date.now() + ms;
+    while (!ok()) {
+      if (Date.now() > until) throw new Error(`no ${what}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  let refreshed = 0;
+  const seen = [];
+  const client = await aw.SwitchClient.connect(relay.url, {
+    ...ws,
+    token: await mint(3),
+    agentId: relay.alice.id,
+    refreshToken: () => (refreshed++, mint(600)),
+    onEvent: (e) => seen.push(e),
+  });
+  const plain = [];
+  const expiring = await aw.SwitchClient.connect(relay.url, { ...ws, token: await mint(3), agentId: relay.alice.id, onEvent: (e) => plain.push(e) });
+  try {
+    await wait("reopen after exp", () => seen.findIndex((e) => e.type === "disconnected" && e.code === 1008) >= 0 && seen.at(-1).type === "connected");
+    const closed = seen.find((e) => e.type === "disconnected");
+    if (!/token expired/.test(closed.reason)) throw new Error(`closed: ${JSON.stringify(closed)}`);
+    if (refreshed !== 1) throw new Error(`refreshToken called ${refreshed} times`);
+    if (!seen.at(-1).resumed) throw new Error(`not resumed: ${JSON.stringify(seen.at(-1))}`);
+    if (!(await client.listOps()).operations) throw new Error("no operations with the new token");
+    await wait("the stop of the client without refreshToken", () => plain.at(-1)?.type === "stopped");
+    if (plain.at(-1).error?.kind !== "auth") throw new Error(`without refreshToken: ${JSON.stringify(plain.slice(-3))}`);
+    let invalid;
+    try {
+      client.setToken("not a token!");
+    } catch (e) {
+      invalid = e;
+    }
+    if (!(invalid instanceof aw.AgentwireError) || invalid.kind !== "invalid") throw new Error(`setToken("not a token!"): ${invalid}`);
+  } finally {
+    await client.close();
+    await expiring.close();
+  }
+});

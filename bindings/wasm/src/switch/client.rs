@@ -318,7 +318,6 @@ pub struct SwitchDriver {
     agent_id: String,
     connection_id: String,
     http_base: Rc<str>,
-    token: Rc<str>,
     op_timeout_ms: u64,
 }
 
@@ -377,7 +376,6 @@ impl SwitchDriver {
             agent_id,
             connection_id,
             http_base,
-            token,
             op_timeout_ms: parsed.op_timeout_ms,
         })
     }
@@ -410,19 +408,19 @@ impl SwitchDriver {
         let timeout_ms = options::timeout_ms(timeout_ms, self.op_timeout_ms)?;
         let request = request.map_err(|e| err(&e))?;
         let controller = fetch::controller().map_err(|e| err(&e.into()))?;
-        let id = self.with(|d, _, _| {
+        let started = self.with(|d, _, _| {
             if d.conn.state() == State::Stopped {
                 return None;
             }
             d.next_op += 1;
             d.ops_in_flight.push((d.next_op, controller.clone()));
-            Some(d.next_op)
+            Some((d.next_op, d.token.clone()))
         })?;
-        let Some(id) = id else {
+        let Some((id, token)) = started else {
             return Err(errors::local(ErrorKind::Closed, "the connection is closed"));
         };
         let handle = controller.clone();
-        let (base, token, me) = (self.http_base.clone(), self.token.clone(), Rc::downgrade(&self.state));
+        let (base, me) = (self.http_base.clone(), Rc::downgrade(&self.state));
         spawn_local(async move {
             let answer = fetch::fetch(base, token, request, timeout_ms, controller)
                 .await
@@ -553,6 +551,18 @@ impl SwitchDriver {
             resolve,
             reject,
         )
+    }
+
+    /// Replaces the relay token for every later open and HTTP call (the socket already open
+    /// keeps the one it was opened with, until the relay closes it at that token's `exp` and the
+    /// engine reopens). Throws an `invalid` error for a malformed token.
+    #[wasm_bindgen(js_name = setToken)]
+    pub fn set_token(&self, token: &str) -> Result<(), JsValue> {
+        check_token(token).map_err(invalid)?;
+        self.with(|d, _, _| {
+            d.token = Rc::from(token);
+            d.token_protocol = format!("{TOKEN_PREFIX}{token}");
+        })
     }
 
     /// Closes for good: the socket with 1000, then `onEvent` gets `stopped` (without `error`).
