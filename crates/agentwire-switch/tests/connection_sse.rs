@@ -252,17 +252,22 @@ fn released_evictions_are_read_from_the_reason() {
     assert!(matches!(&e[1], Event::Stopped { error: Some(err) } if err.code.as_deref() == Some("taken_over")));
 }
 
-#[test]
-fn a_resume_sends_last_event_id() {
-    let mut d = live();
-    bytes(&mut d, &capture("message_unaddressed.sse"));
-    d.events();
+/// The stream ends (1006) and the reopen timer fires: what the connection sends then.
+fn reopen_after_drop(d: &mut Driver) -> Vec<Transmit> {
     d.conn.handle_close(d.now, 1006, "stream ended");
     d.drain();
     let at = d.conn.poll_timeout().unwrap();
     d.now = at;
     d.conn.handle_timeout(at);
-    match &d.transmits()[..] {
+    d.transmits()
+}
+
+#[test]
+fn a_resume_sends_last_event_id() {
+    let mut d = live();
+    bytes(&mut d, &capture("message_unaddressed.sse"));
+    d.events();
+    match &reopen_after_drop(&mut d)[..] {
         [Transmit::Open(o)] => {
             assert_eq!(o.request.header("Last-Event-ID"), Some("5"));
             assert!(o.request.path.contains("start_from=5"));
@@ -372,12 +377,7 @@ fn an_unreadable_event_with_a_huge_id_line_loses_no_later_event() {
     bytes(&mut d, &capture("message_unaddressed.sse"));
     let e = d.events();
     assert_eq!(sequences(&e), vec![5], "{e:?}");
-    d.conn.handle_close(d.now, 1006, "stream ended");
-    d.drain();
-    let at = d.conn.poll_timeout().unwrap();
-    d.now = at;
-    d.conn.handle_timeout(at);
-    match &d.transmits()[..] {
+    match &reopen_after_drop(&mut d)[..] {
         [Transmit::Open(o)] => assert_eq!(o.request.header("Last-Event-ID"), Some("5")),
         other => panic!("{other:?}"),
     }
