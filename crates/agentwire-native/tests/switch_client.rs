@@ -67,7 +67,7 @@ async fn a_restart_resumes_with_exactly_the_missed_events() {
         assert_eq!(bodies, ["m1", "m2", "m3"]);
         w.h.restart(false);
         match until(&mut b, "the disconnect", |e| matches!(e, Event::Disconnected { .. })).await {
-            Event::Disconnected { code, .. } => assert_eq!(code, Some(1012)),
+            Event::Disconnected { code, reason, .. } => assert_eq!(code, Some(1012), "{reason:?}"),
             _ => unreachable!(),
         }
         posts(&w, &["m4", "m5", "m6"]);

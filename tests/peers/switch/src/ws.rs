@@ -102,10 +102,7 @@ async fn run(mut ws: Ws, opened: Opened, peer: &Peer, mut stopped: watch::Receiv
         let stalled = faults_rx.borrow().stall;
         tokio::select! {
             biased;
-            _ = end.notify.notified() => break match end.kind() {
-                Some(EndKind::Restart) => Ending::Close(1012, "service restart"),
-                _ => Ending::Drop,
-            },
+            _ = end.notify.notified() => break ended(end.kind()),
             _ = stopped.changed() => {
                 return close_within(&mut ws, 1001, "server shutting down", SHUTDOWN_GRACE).await;
             }
@@ -118,7 +115,9 @@ async fn run(mut ws: Ws, opened: Opened, peer: &Peer, mut stopped: watch::Receiv
                 Some(Err(_)) | None => break Ending::Drop,
             },
             out = pump.next(), if !stalled => {
-                let Some(out) = out else { break Ending::Drop };
+                // The connection ended: its queue is gone, and the end may have been signalled
+                // while this pass of the select was already past the notification.
+                let Some(out) = out else { break ended(end.kind()) };
                 if let Some(ending) = write(&mut ws, &mut pump, peer, out).await {
                     break ending;
                 }
@@ -132,6 +131,15 @@ async fn run(mut ws: Ws, opened: Opened, peer: &Peer, mut stopped: watch::Receiv
     };
     if let Ending::Close(code, reason) = ending {
         close(&mut ws, code, reason).await;
+    }
+}
+
+/// How a socket ends when its connection was ended: a restart closes with 1012, anything else
+/// drops the TCP connection.
+fn ended(kind: Option<EndKind>) -> Ending {
+    match kind {
+        Some(EndKind::Restart) => Ending::Close(1012, "service restart"),
+        _ => Ending::Drop,
     }
 }
 
