@@ -784,6 +784,7 @@ impl ClientSession {
             self.close(1000, "version unsupported");
             return;
         }
+        let handshake_until = self.timers.deadline(&Timer::Handshake);
         self.timers.cancel(&Timer::Handshake);
         self.state = ClientState::Ready;
         self.session_timeout_ms = ack.session_timeout.saturating_mul(1000);
@@ -809,7 +810,12 @@ impl ClientSession {
             let mut msg = self.new_message(MessageType::Auth, id.clone(), now, Some(self.cfg.ttl_s));
             msg.headers.set("Priority", Priority::Urgent.as_str());
             msg.body = Some(body);
-            self.track(now, id, Op::Auth, self.cfg.ttl_s, false, Origin::ConfiguredAuth);
+            self.track(now, id.clone(), Op::Auth, self.cfg.ttl_s, false, Origin::ConfiguredAuth);
+            // A driver's connect waits for this AUTH too: the handshake's deadline bounds it.
+            let key = Timer::Reply(id);
+            if let Some(until) = handshake_until.filter(|u| self.timers.deadline(&key).is_some_and(|t| t > *u)) {
+                self.timers.set(key, until);
+            }
             self.send(now, &msg);
         }
         let queue = std::mem::take(&mut self.queue);

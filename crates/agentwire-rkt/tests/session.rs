@@ -1300,6 +1300,31 @@ mod review_regressions {
     }
 
     #[test]
+    fn the_configured_auth_waits_no_longer_than_the_handshake_deadline() {
+        let mut c = authorizing(ClientConfig {
+            handshake_timeout_ms: 2_000,
+            ttl_s: 30,
+            ..Default::default()
+        });
+        let id = c.configured_auth().unwrap().to_owned();
+        assert_eq!(
+            c.poll_timeout(),
+            Some(T0 + 2_000),
+            "the handshake's deadline, not the TTL"
+        );
+        c.handle_timeout(T0 + 2_000);
+        match c.poll_event() {
+            Some(ClientEvent::Error(e)) => {
+                assert_eq!(
+                    (e.kind(), e.request_id.as_deref()),
+                    (ErrorKind::Timeout, Some(id.as_str()))
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn an_unanswered_configured_auth_is_an_error_event() {
         let mut c = authorizing(ClientConfig {
             ttl_s: 5,
