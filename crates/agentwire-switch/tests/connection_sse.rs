@@ -446,4 +446,22 @@ fn beats_go_out_every_interval_even_while_one_is_unanswered() {
         matches!(e.last(), Some(Event::Disconnected { reason, .. }) if reason.contains("3 beats in a row failed")),
         "{e:?}"
     );
+
+    // The same, with the driver's fetch failing each beat 5 s after it went out: a beat the
+    // engine's timeout counted is not counted again, so the stream lives as long.
+    let mut d = live();
+    let mut waiting: Vec<(u64, u64)> = Vec::new();
+    for _ in 0..139 {
+        d.advance(100);
+        for t in d.transmits() {
+            if let Transmit::Http { id, .. } = t {
+                waiting.push((d.now + 5_000, id));
+            }
+        }
+        while waiting.first().is_some_and(|(at, _)| *at <= d.now) {
+            let (_, id) = waiting.remove(0);
+            d.conn.handle_http_failed(d.now, id, "timed out");
+        }
+    }
+    assert_eq!(d.conn.state(), State::Live, "{:?}", d.events());
 }

@@ -88,6 +88,8 @@ impl Connection {
             return;
         }
         self.arm_beat_timeout(now);
+        // Those beats are counted now: their own failure (the driver's fetch timing out) later is not.
+        self.beats_counted_to = self.beat_in_flight.map(|(_, latest)| latest);
         let m = format!("beat got no answer within {} ms", self.cfg.beat_timeout_ms);
         self.beat_failed(now, m);
     }
@@ -108,8 +110,10 @@ impl Connection {
         if self.state != State::Live {
             return;
         }
+        let counted = self.beats_counted_to.is_some_and(|to| id <= to);
         let (status, body) = match answer {
             Ok(a) => a,
+            Err(_) if counted => return,
             Err(reason) => return self.beat_failed(now, format!("beat failed: {reason}")),
         };
         match decode_beat(status, body) {
@@ -120,13 +124,14 @@ impl Connection {
                     self.rooms = b.rooms;
                 }
             }
-            Err(e) => self.on_beat_refused(now, e),
+            Err(e) => self.on_beat_refused(now, e, counted),
         }
     }
 
     /// The spec's beat table: 401 fix the key; 404 reopen; 409 reopen except `taken_over`;
-    /// 422 fix the request. Anything else (5xx, 429, an unreadable 200) is a failed beat.
-    fn on_beat_refused(&mut self, now: Millis, e: SwitchError) {
+    /// 422 fix the request. Anything else (5xx, 429, an unreadable 200) is a failed beat, unless
+    /// its timeout was `counted` as one already.
+    fn on_beat_refused(&mut self, now: Millis, e: SwitchError, counted: bool) {
         match (e.status, e.code.as_deref()) {
             (Some(401), _) => self.stop(Some(e), "bad credentials"),
             (Some(409), Some("taken_over")) => {
@@ -145,6 +150,7 @@ impl Connection {
                 };
                 self.stop(Some(e), "beat refused as malformed");
             }
+            _ if counted => {}
             _ => self.beat_failed(now, format!("beat failed: {}", e.message)),
         }
     }

@@ -238,6 +238,8 @@ pub struct Connection {
     sse: SseParser,
     /// SSE: the beats waiting for an answer (oldest id, latest id).
     beat_in_flight: Option<(u64, u64)>,
+    /// The latest beat a [`Timer::BeatTimeout`] counted as failed (beat ids only grow).
+    beats_counted_to: Option<u64>,
     beats_failed: u32,
     next_http_id: u64,
     /// Events were dropped because the queue was full: reopen once it drains.
@@ -285,6 +287,7 @@ impl Connection {
             ever_attached: false,
             socket_open: false,
             beat_in_flight: None,
+            beats_counted_to: None,
             beats_failed: 0,
             next_http_id: 1,
             overflowed: false,
