@@ -94,7 +94,8 @@ const REFRESH_RETRY_MS = 5_000;
 function tokenExpMs(token: string): number | undefined {
   try {
     const part = token.split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/");
-    const claims = JSON.parse(atob(part + "=".repeat((4 - (part.length % 4)) % 4))) as { exp?: unknown };
+    // atob's forgiving base64 takes it without padding.
+    const claims = JSON.parse(atob(part)) as { exp?: unknown };
     return typeof claims.exp === "number" ? claims.exp * 1000 : undefined;
   } catch {
     return undefined;
@@ -138,9 +139,12 @@ export class SwitchClient extends Client<SwitchEvent> {
       try {
         const next = await refresh();
         if (this.closed) return;
+        // A token that expires no later would be refreshed again at once, without end.
+        if (!((tokenExpMs(next) ?? 0) > Math.max(exp, Date.now()))) throw agentwireError("invalid", "its token expires no later");
         this.setToken(next);
         this.#scheduleRefresh(next, refresh);
       } catch (e) {
+        if (this.closed) return;
         const error = toError(e);
         const message = `refreshToken failed: ${error.message}`;
         this.#events.emit(JSON.stringify({ type: "diagnostic", error: { ...error.info, kind: "auth", message } }));

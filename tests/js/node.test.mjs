@@ -61,7 +61,7 @@ test("node: a client used through onEvent only is not collected while connected"
 
 // The relay closes a socket at its token's `exp` (1008). With `refreshToken` the connection gets
 // a new token before then, reopens with it and resumes; without, the reopen is refused (auth).
-test("node: switch through the relay: refreshToken carries the connection past its token's exp", { timeout: 30_000 }, async () => {
+test("node: switch through the relay: refreshToken carries the connection past its token's exp (and one giving the same token is refused)", { timeout: 30_000 }, async () => {
   const { mintRelayToken } = await import("agentwire/relay-token");
   const aw = modules["agentwire/switch"];
   const ws = env.webSocket ? { webSocket: env.webSocket } : {};
@@ -84,7 +84,16 @@ test("node: switch through the relay: refreshToken carries the connection past i
     onEvent: (e) => seen.push(e),
   });
   const plain = [];
-  const expiring = await aw.SwitchClient.connect(relay.url, { ...ws, token: await mint(3), agentId: relay.alice.id, onEvent: (e) => plain.push(e) });
+  const first = await mint(3);
+  let again = 0;
+  // A refreshToken that hands back the token it has: refused (a diagnostic), not called in a loop.
+  const expiring = await aw.SwitchClient.connect(relay.url, {
+    ...ws,
+    token: first,
+    agentId: relay.alice.id,
+    refreshToken: () => (again++, first),
+    onEvent: (e) => plain.push(e),
+  });
   try {
     await wait("reopen after exp", () => seen.findIndex((e) => e.type === "disconnected" && e.code === 1008) >= 0 && seen.at(-1).type === "connected");
     const closed = seen.find((e) => e.type === "disconnected");
@@ -93,7 +102,9 @@ test("node: switch through the relay: refreshToken carries the connection past i
     if (!seen.at(-1).resumed) throw new Error(`not resumed: ${JSON.stringify(seen.at(-1))}`);
     if (!(await client.listOps()).operations) throw new Error("no operations with the new token");
     await wait("the stop of the client without refreshToken", () => plain.at(-1)?.type === "stopped");
-    if (plain.at(-1).error?.kind !== "auth") throw new Error(`without refreshToken: ${JSON.stringify(plain.slice(-3))}`);
+    if (plain.at(-1).error?.kind !== "auth") throw new Error(`without a new token: ${JSON.stringify(plain.slice(-3))}`);
+    if (again !== 1) throw new Error(`a refreshToken giving the same token was called ${again} times`);
+    if (!plain.some((e) => e.type === "diagnostic" && /expires no later/.test(e.error.message))) throw new Error(`no diagnostic: ${JSON.stringify(plain)}`);
     let invalid;
     try {
       client.setToken("not a token!");
