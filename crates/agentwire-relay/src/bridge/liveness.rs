@@ -10,6 +10,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
+/// Pings whose pong is awaited, at most (8 bytes each).
+const MAX_PING_MARKS: usize = 1024;
+
 /// A browser text longer than this is not a pong and is not parsed.
 const MAX_PONG_BYTES: usize = 1024;
 
@@ -20,11 +23,12 @@ impl Bridge {
         }
         self.stats.pings_sent += 1;
         self.send_frame(&Frame::Ping);
-        // The pong to this ping acknowledges every frame before it.
-        if self.ping_marks.len() > self.cfg.missed_pongs as usize {
-            self.ping_marks.pop_front();
+        // The pong to this ping acknowledges every frame before it. Every mark is kept (a
+        // browser far behind but still answering matches its pongs to the right pings); past
+        // MAX_PING_MARKS a ping gets none, so a later pong credits less, never more.
+        if self.ping_marks.len() < MAX_PING_MARKS {
+            self.ping_marks.push_back(self.sent_bytes);
         }
-        self.ping_marks.push_back(self.sent_bytes);
         self.timers.set(Timer::Ping, now.saturating_add(self.ping_ms));
     }
 

@@ -554,6 +554,49 @@ mod tests {
     }
 
     #[test]
+    fn a_browser_answering_pings_late_is_credited_only_for_what_it_answered() {
+        // A ping every 2 s with a message before it; a pong every 5.9 s (alive, but further
+        // behind at each ping): 9 pings and 3 pongs, which answer pings 1 to 3 only.
+        let mut b = Bridge::new(BridgeConfig::new("agent", CID), 0);
+        b.handle_open_response(0, 200, Some("text/event-stream"), "");
+        b.handle_sse(1, SSE_STATE.as_bytes());
+        drain(&mut b);
+        let mut seq = 0;
+        let mut sent_at_ping = Vec::new();
+        for t in (100..=18_100).step_by(100) {
+            if t % 2_000 == 1_900 {
+                seq += 1;
+                b.handle_sse(t, message_frame(seq, "a body of some length").as_bytes());
+            }
+            if t % 5_900 == 0 {
+                b.handle_client_text(t, &format!(r#"{{"type":"pong","cursor":{seq}}}"#));
+            }
+            b.handle_timeout(t);
+            let mut pinged = false;
+            while let Some(o) = b.poll_output() {
+                match o {
+                    Output::Beat(_) => b.handle_beat_response(t, 200, "{}"),
+                    Output::ToClient(text) => pinged |= text.contains(r#""event":"ping""#),
+                    Output::Close { code, reason } => panic!("closed {code} {reason}"),
+                }
+            }
+            if pinged {
+                // What the browser has been sent when this ping goes out, its own bytes included.
+                sent_at_ping.push(b.unacked_bytes());
+            }
+        }
+        assert!(!b.is_closed());
+        assert_eq!(sent_at_ping.len(), 9, "{sent_at_ping:?}");
+        // Three pongs: everything sent before ping 3 is acknowledged, nothing after it.
+        let per_cycle = sent_at_ping[1] - sent_at_ping[0];
+        assert!(
+            b.unacked_bytes() >= 5 * per_cycle,
+            "{} < 5 × {per_cycle}",
+            b.unacked_bytes()
+        );
+    }
+
+    #[test]
     fn a_worker_that_does_not_drain_is_bounded() {
         let mut cfg = BridgeConfig::new("agent", CID);
         cfg.max_pending_bytes = 4096;
