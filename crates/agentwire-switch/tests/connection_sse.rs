@@ -383,6 +383,28 @@ fn an_unreadable_event_with_a_huge_id_line_loses_no_later_event() {
     }
 }
 
+/// Runs `ms` in 100 ms steps, answering every beat `delay` ms after it went out with `answer`.
+fn beats_answered_late(
+    d: &mut Driver,
+    ms: u64,
+    delay: u64,
+    answer: impl Fn(&mut agentwire_switch::Connection, u64, u64),
+) {
+    let mut waiting: Vec<(u64, u64)> = Vec::new();
+    for _ in 0..ms / 100 {
+        d.advance(100);
+        for t in d.transmits() {
+            if let Transmit::Http { id, .. } = t {
+                waiting.push((d.now + delay, id));
+            }
+        }
+        while waiting.first().is_some_and(|(at, _)| *at <= d.now) {
+            let (_, id) = waiting.remove(0);
+            answer(&mut d.conn, d.now, id);
+        }
+    }
+}
+
 /// Every beat sent in the next `ms`, stepping 100 ms: (time, id).
 fn beats_for(d: &mut Driver, ms: u64) -> Vec<(u64, u64)> {
     let mut sent = Vec::new();
@@ -417,19 +439,9 @@ fn beats_go_out_every_interval_even_while_one_is_unanswered() {
 
     // A slow network: every answer comes 3 s late, after the next beat went out. Each counts.
     let mut d = live();
-    let mut waiting: Vec<(u64, u64)> = Vec::new();
-    for _ in 0..100 {
-        d.advance(100);
-        for t in d.transmits() {
-            if let Transmit::Http { id, .. } = t {
-                waiting.push((d.now + 3_000, id));
-            }
-        }
-        while waiting.first().is_some_and(|(at, _)| *at <= d.now) {
-            let (_, id) = waiting.remove(0);
-            d.conn.handle_http_response(d.now, id, 200, r#"{"ok":true}"#);
-        }
-    }
+    beats_answered_late(&mut d, 10_000, 3_000, |c, now, id| {
+        c.handle_http_response(now, id, 200, r#"{"ok":true}"#)
+    });
     let e = d.events();
     assert!(e.is_empty(), "{e:?}");
     assert_eq!(d.conn.state(), State::Live);
@@ -450,18 +462,8 @@ fn beats_go_out_every_interval_even_while_one_is_unanswered() {
     // The same, with the driver's fetch failing each beat 5 s after it went out: a beat the
     // engine's timeout counted is not counted again, so the stream lives as long.
     let mut d = live();
-    let mut waiting: Vec<(u64, u64)> = Vec::new();
-    for _ in 0..139 {
-        d.advance(100);
-        for t in d.transmits() {
-            if let Transmit::Http { id, .. } = t {
-                waiting.push((d.now + 5_000, id));
-            }
-        }
-        while waiting.first().is_some_and(|(at, _)| *at <= d.now) {
-            let (_, id) = waiting.remove(0);
-            d.conn.handle_http_failed(d.now, id, "timed out");
-        }
-    }
+    beats_answered_late(&mut d, 13_900, 5_000, |c, now, id| {
+        c.handle_http_failed(now, id, "timed out")
+    });
     assert_eq!(d.conn.state(), State::Live, "{:?}", d.events());
 }
