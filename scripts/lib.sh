@@ -48,6 +48,13 @@ need_chromium() {
   fi
 }
 
+# A C++ compiler: libfuzzer-sys builds libFuzzer when the fuzz targets are checked.
+need_cxx() {
+  if ! command -v c++ >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq g++ >/dev/null
+  fi
+}
+
 need_python() {
   if ! command -v python3 >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq python3 python3-venv >/dev/null

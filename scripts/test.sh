@@ -4,7 +4,8 @@
 # then the npm package (built from source) in Node 20, Node 22 and headless Chromium against the
 # local peers and the relay (tests/js/run.sh), then the relay's own tests in real workerd
 # (worker-relay/test.sh), then the WebAssembly component from Node through jco
-# (tests/component-host/js/run.sh; its wasmtime host runs with the workspace). Installs what it
+# (tests/component-host/js/run.sh; its wasmtime host runs with the workspace). The fuzz targets
+# are compiled (cargo check), not run. Installs what it
 # needs.
 source "$(dirname "$0")/lib.sh"
 need_rust
@@ -24,6 +25,12 @@ cargo fmt --all --check
 
 echo "== cargo clippy (workspace, warnings are errors)"
 cargo clippy --workspace --all-targets -q -- -D warnings
+
+echo "== the fuzz targets compile (each crate's fuzz/, outside the workspace; scripts/fuzz.sh runs them)"
+need_cxx
+for fuzz in crates/*/fuzz; do
+  (cd "$fuzz" && CARGO_TARGET_DIR="$ROOT/target/fuzz-check" cargo check -q --bins)
+done
 
 echo "== the component (tests/component-host loads it), and clippy on it for wasm32"
 bash "$ROOT/scripts/component.sh"
