@@ -211,6 +211,41 @@ fn rkt_request_stream_memory_discover_and_errors_through_the_component() {
     assert_eq!(c.with(|api, st, s| api.call_state(st, s)).unwrap(), rkt::State::Closed);
 }
 
+#[test]
+fn rkt_a_refused_configured_authorization_is_the_error_naming_configured_auth() {
+    let server = tokio().block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let cfg = agentwire_rkt::reference::ReferenceConfig {
+            api_keys: vec!["the-key".into()],
+            ..Default::default()
+        };
+        agentwire_native::rkt::spawn(listener, cfg).unwrap()
+    });
+    let config = rkt::Config {
+        authorization: Some("Bearer not-the-key".into()),
+        ..rkt_config()
+    };
+    let mut c = RktSession::open(runtime(), &server.url(), |api, store| {
+        api.call_constructor(store, &config)
+    })
+    .unwrap();
+    c.until(WAIT, |e| matches!(e, rkt::Event::Ready(_)).then_some(()))
+        .unwrap();
+    let id = c
+        .with(|api, st, s| api.call_configured_auth(st, s))
+        .unwrap()
+        .expect("the AUTH waits for its answer");
+    let (error, _) = c
+        .until(WAIT, |e| match e {
+            rkt::Event::Error(e) => Some(e.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!((error.kind, error.code), (ErrorKind::Auth, Some(401)), "{error:?}");
+    assert_eq!(json(&error.json)["requestId"], id.as_str(), "{error:?}");
+    assert_eq!(c.with(|api, st, s| api.call_configured_auth(st, s)).unwrap(), None);
+}
+
 fn moltzap_config() -> moltzap::Config {
     moltzap::Config {
         request_timeout_ms: Some(5_000),
