@@ -212,8 +212,4 @@ impl GuestSession for Session {
     fn in_flight(&self) -> u32 {
         u32::try_from(self.0.borrow().in_flight()).unwrap_or(u32::MAX)
     }
-
-    fn configured_auth(&self) -> Option<String> {
-        self.0.borrow().configured_auth().map(str::to_owned)
-    }
 }

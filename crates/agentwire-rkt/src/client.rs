@@ -199,9 +199,10 @@ struct Pending {
 }
 
 /// Whose a command is. The session's own are not counted under `max_in_flight`; a keepalive
-/// PING ends silently; the AUTH of [`ClientConfig::authorization`] ends as `AuthOk` or, refused
-/// or unanswered, as [`ClientEvent::Error`] (no command of the user waits for it), and when the
-/// connection closes first only `Closed` says so.
+/// PING ends silently. The AUTH of [`ClientConfig::authorization`] completes the handshake:
+/// `Ready` waits for it and comes just before its `AuthOk`; refused or unanswered, it is a
+/// [`ClientEvent::Error`] and the session closes (no `Ready`); when the connection closes first
+/// only `Closed` says so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Origin {
     User,
@@ -240,6 +241,8 @@ pub struct ClientSession {
     timers: Timers<Timer>,
     /// Bytes of out-of-order stream chunks held, over all streams.
     held_bytes: usize,
+    /// `Ready`, held until the AUTH of [`ClientConfig::authorization`] is taken.
+    held_ready: Option<ClientEvent>,
     session_timeout_ms: u64,
     last_sent: Millis,
     transmit: VecDeque<Outgoing>,
@@ -261,6 +264,7 @@ impl ClientSession {
             forgotten: VecDeque::new(),
             timers: Timers::new(),
             held_bytes: 0,
+            held_ready: None,
             session_timeout_ms: 0,
             last_sent: 0,
             transmit: VecDeque::new(),
@@ -281,16 +285,6 @@ impl ClientSession {
     /// take a user's place under `max_in_flight`.
     pub fn in_flight(&self) -> usize {
         self.pending.len() - self.own_pending
-    }
-
-    /// The id of the AUTH sent for [`ClientConfig::authorization`] while it waits for its
-    /// answer (from HELLO_ACK on); a driver that wants the session authenticated before it hands
-    /// it out waits for `AuthOk` or the `Error` with this `request_id`.
-    pub fn configured_auth(&self) -> Option<&str> {
-        self.pending
-            .iter()
-            .find(|(_, p)| p.origin == Origin::ConfiguredAuth)
-            .map(|(id, _)| id.as_str())
     }
 
     // ---- inputs -------------------------------------------------------------------------
@@ -650,6 +644,7 @@ impl ClientSession {
             (Origin::User, event) => event,
             (Origin::Keepalive, _) => return,
             (Origin::ConfiguredAuth, ClientEvent::Failed { id, error }) => {
+                self.held_ready = None;
                 if error.kind() == ErrorKind::Closed {
                     return; // `Closed` follows
                 }
@@ -658,9 +653,13 @@ impl ClientSession {
                     "the AUTH sent for the configured authorization failed: {}",
                     error.error.message
                 );
-                ClientEvent::Error(error)
+                self.events.push_back(ClientEvent::Error(error));
+                return self.close(1000, "the configured authorization failed");
             }
-            (Origin::ConfiguredAuth, event) => event,
+            (Origin::ConfiguredAuth, event) => {
+                self.events.extend(self.held_ready.take());
+                event
+            }
         };
         self.events.push_back(event);
     }
@@ -793,11 +792,16 @@ impl ClientSession {
             user_agent: msg.header("User-Agent").map(str::to_string),
             capabilities: split_list(msg.header("Capabilities")),
         };
-        self.events.push_back(ClientEvent::Ready {
+        let ready = ClientEvent::Ready {
             agreed_version: ack.agreed_version,
             session_timeout: ack.session_timeout,
             server,
-        });
+        };
+        if self.cfg.authorization.is_none() {
+            self.events.push_back(ready);
+        } else {
+            self.held_ready = Some(ready);
+        }
         if let Some(authz) = self.cfg.authorization.clone() {
             let token = authz.strip_prefix("Bearer ").unwrap_or(&authz).trim().to_string();
             let body = serde_json::to_string(&AuthBody::Bearer {
@@ -811,7 +815,7 @@ impl ClientSession {
             msg.headers.set("Priority", Priority::Urgent.as_str());
             msg.body = Some(body);
             self.track(now, id.clone(), Op::Auth, self.cfg.ttl_s, false, Origin::ConfiguredAuth);
-            // A driver's connect waits for this AUTH too: the handshake's deadline bounds it.
+            // It completes the handshake: the handshake's deadline bounds it.
             let key = Timer::Reply(id);
             if let Some(until) = handshake_until.filter(|u| self.timers.deadline(&key).is_some_and(|t| t > *u)) {
                 self.timers.set(key, until);

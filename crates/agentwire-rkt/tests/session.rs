@@ -1145,9 +1145,9 @@ mod review_regressions {
         (c, id)
     }
 
-    /// A session with `authorization` (and `cfg`'s other fields) after HELLO_ACK, its `Ready`
-    /// taken: its automatic AUTH is out and unanswered.
-    fn authorizing(cfg: ClientConfig) -> ClientSession {
+    /// A session with `authorization` (and `cfg`'s other fields) after HELLO_ACK: its automatic
+    /// AUTH is out (taken from the transmits) and unanswered, and `Ready` waits for it.
+    fn authorizing(cfg: ClientConfig) -> (ClientSession, String) {
         let (mut c, hello) = opened(ClientConfig {
             authorization: Some("Bearer k1".into()),
             ..cfg
@@ -1156,8 +1156,15 @@ mod review_regressions {
             T0,
             &reply("HELLO_ACK", &hello, r#"{"agreed_version":1,"session_timeout":300}"#),
         );
-        assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
-        c
+        assert_eq!(c.poll_event(), None, "Ready waits for the AUTH");
+        let auth = c.poll_transmit().and_then(|o| o.as_text().map(str::to_owned)).unwrap();
+        assert!(auth.starts_with("RKT/1.0 AUTH\n"), "{auth}");
+        let id = auth
+            .lines()
+            .find_map(|l| l.strip_prefix("Message-ID: "))
+            .unwrap()
+            .to_owned();
+        (c, id)
     }
 
     /// The server's `kind` answering message `to`.
@@ -1274,39 +1281,51 @@ mod review_regressions {
             errors[0]
         );
         assert!(
-            !p.events.iter().any(|e| matches!(e, ClientEvent::Failed { .. })),
+            !p.events
+                .iter()
+                .any(|e| matches!(e, ClientEvent::Failed { .. } | ClientEvent::Ready { .. })),
+            "no Ready, no Failed: {:?}",
+            p.events
+        );
+        assert!(
+            matches!(p.events.last(), Some(ClientEvent::Closed { .. })),
             "{:?}",
             p.events
         );
     }
 
     #[test]
-    fn configured_auth_names_the_auth_until_it_ends() {
-        let (c, _) = opened(ClientConfig {
-            authorization: Some("Bearer k1".into()),
-            ..Default::default()
-        });
-        assert_eq!(c.configured_auth(), None, "nothing is sent before HELLO_ACK");
-        let mut c = authorizing(ClientConfig::default());
-        let id = c.configured_auth().expect("the AUTH waits").to_owned();
-        let auth = c.poll_transmit().and_then(|o| o.as_text().map(str::to_owned)).unwrap();
-        assert!(auth.starts_with("RKT/1.0 AUTH\n") && auth.contains(&id), "{auth}");
+    fn ready_comes_with_the_configured_auth_taken_and_never_when_refused() {
+        let (mut c, id) = authorizing(ClientConfig::default());
+        let ok = r#"{"session_token":"rkt_s","scopes":[],"expires_in":3600}"#;
+        c.handle_text(T0, &reply("AUTH_OK", &id, ok));
+        assert!(matches!(c.poll_event(), Some(ClientEvent::Ready { .. })));
+        assert!(matches!(c.poll_event(), Some(ClientEvent::AuthOk { id: a, .. }) if a == id));
+        assert_eq!(c.state(), ClientState::Ready);
+
+        let (mut c, id) = authorizing(ClientConfig::default());
         c.handle_text(T0, &reply("ERROR", &id, r#"{"code":401,"message":"bad key"}"#));
         match c.poll_event() {
-            Some(ClientEvent::Error(e)) => assert_eq!(e.request_id.as_deref(), Some(id.as_str()), "{e:?}"),
+            Some(ClientEvent::Error(e)) => {
+                assert_eq!(
+                    (e.kind(), e.request_id.as_deref()),
+                    (ErrorKind::Auth, Some(id.as_str()))
+                )
+            }
             other => panic!("{other:?}"),
         }
-        assert_eq!(c.configured_auth(), None);
+        assert!(matches!(c.poll_event(), Some(ClientEvent::Closed { code: 1000, .. })));
+        assert_eq!(c.poll_event(), None);
+        assert!(matches!(c.poll_transmit(), Some(Outgoing::Close { code: 1000, .. })));
     }
 
     #[test]
     fn the_configured_auth_waits_no_longer_than_the_handshake_deadline() {
-        let mut c = authorizing(ClientConfig {
+        let (mut c, id) = authorizing(ClientConfig {
             handshake_timeout_ms: 2_000,
             ttl_s: 30,
             ..Default::default()
         });
-        let id = c.configured_auth().unwrap().to_owned();
         assert_eq!(
             c.poll_timeout(),
             Some(T0 + 2_000),
@@ -1326,7 +1345,7 @@ mod review_regressions {
 
     #[test]
     fn an_unanswered_configured_auth_is_an_error_event() {
-        let mut c = authorizing(ClientConfig {
+        let (mut c, _) = authorizing(ClientConfig {
             ttl_s: 5,
             ..Default::default()
         });
@@ -1335,12 +1354,15 @@ mod review_regressions {
             Some(ClientEvent::Error(e)) => assert_eq!(e.kind(), ErrorKind::Timeout, "{e:?}"),
             other => panic!("{other:?}"),
         }
-        assert_eq!(c.poll_event(), None);
+        assert!(
+            matches!(c.poll_event(), Some(ClientEvent::Closed { .. })),
+            "the session closes"
+        );
     }
 
     #[test]
     fn a_close_before_the_configured_auth_ends_gives_only_closed() {
-        let mut c = authorizing(ClientConfig::default());
+        let (mut c, _) = authorizing(ClientConfig::default());
         c.handle_close(T0, 1006, "");
         assert!(matches!(c.poll_event(), Some(ClientEvent::Closed { .. })));
         assert_eq!(c.poll_event(), None);
@@ -1348,7 +1370,7 @@ mod review_regressions {
 
     #[test]
     fn the_configured_auth_takes_no_place_under_max_in_flight() {
-        let mut c = authorizing(ClientConfig {
+        let (mut c, _) = authorizing(ClientConfig {
             max_in_flight: 1,
             ..Default::default()
         });

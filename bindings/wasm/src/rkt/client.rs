@@ -30,10 +30,8 @@ struct Driver {
     url: String,
     waiters: HashMap<String, Waiter>,
     on_event: Function,
-    /// Until HELLO_ACK (and the configured AUTH's answer): `(resolve(ready JSON), reject(error))`.
+    /// Until HELLO_ACK: `(resolve(ready JSON), reject(error))`.
     ready: Option<(Function, Function)>,
-    /// HELLO_ACK came, and the AUTH of the `apiKey` (this id) is unanswered: the ready JSON.
-    authenticating: Option<(String, String)>,
     handshake_error: Option<RktError>,
     closed: bool,
 }
@@ -67,13 +65,12 @@ impl Sink for Driver {
 impl Driver {
     /// Sends the engine's frames, routes its events and re-arms the timer.
     fn pump(&mut self, now: Millis, calls: &mut Calls) {
-        loop {
-            while let Some(frame) = self.session.poll_transmit() {
-                let Some(socket) = &self.socket else { continue };
-                socket.transmit(frame)
-            }
-            let Some(event) = self.session.poll_event() else { break };
-            self.route(now, event, calls);
+        while let Some(frame) = self.session.poll_transmit() {
+            let Some(socket) = &self.socket else { continue };
+            socket.transmit(frame)
+        }
+        while let Some(event) = self.session.poll_event() {
+            self.route(event, calls);
         }
         if let Some(t) = &mut self.timer {
             match self.closed {
@@ -83,23 +80,13 @@ impl Driver {
         }
     }
 
-    fn route(&mut self, now: Millis, event: ClientEvent, calls: &mut Calls) {
+    fn route(&mut self, event: ClientEvent, calls: &mut Calls) {
         match event {
             ClientEvent::Ready { .. } => {
-                let mut info = event.to_json();
-                info["url"] = self.url.clone().into();
-                match (self.session.configured_auth(), &self.ready) {
-                    (Some(id), Some(_)) => self.authenticating = Some((id.to_owned(), info.to_string())),
-                    (None, Some(_)) => {
-                        let (resolve, _) = self.ready.take().expect("checked");
-                        calls.push(&resolve, info.to_string().into());
-                    }
-                    (_, None) => {}
-                }
-            }
-            ClientEvent::AuthOk { ref id, .. } if self.authenticating.as_ref().is_some_and(|(a, _)| a == id) => {
-                if let (Some((_, info)), Some((resolve, _))) = (self.authenticating.take(), self.ready.take()) {
-                    calls.push(&resolve, info.into());
+                if let Some((resolve, _)) = self.ready.take() {
+                    let mut info = event.to_json();
+                    info["url"] = self.url.clone().into();
+                    calls.push(&resolve, info.to_string().into());
                 }
             }
             ClientEvent::Response { id, body: b } => match self.waiters.remove(&id) {
@@ -132,13 +119,7 @@ impl Driver {
                 None => {}
             },
             ClientEvent::Error(ref error) => {
-                let auth = self.authenticating.as_ref().map(|(id, _)| id.as_str());
-                if auth.is_some() && error.request_id.as_deref() == auth {
-                    // The `apiKey` was refused (or unanswered): `connect` rejects with that.
-                    self.authenticating = None;
-                    self.handshake_error = Some(error.clone());
-                    self.session.goodbye(now);
-                } else if self.ready.is_some() {
+                if self.ready.is_some() {
                     self.handshake_error = Some(error.clone());
                 }
                 calls.push(&self.on_event, event.to_json().to_string().into());
@@ -200,7 +181,6 @@ impl RktDriver {
             waiters: HashMap::new(),
             on_event,
             ready: Some((on_ready, on_fail)),
-            authenticating: None,
             handshake_error: None,
             closed: false,
         }));

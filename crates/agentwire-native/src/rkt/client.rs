@@ -174,7 +174,6 @@ impl RktClient {
             url,
             waiters: HashMap::new(),
             ready: Some(ready),
-            authenticating: None,
             handshake_error: None,
             closers: Vec::new(),
         };
@@ -329,10 +328,8 @@ fn connect_error(url: &str, e: WsError) -> RktError {
 struct Routes {
     url: String,
     waiters: HashMap<String, Waiter>,
-    /// Until HELLO_ACK (and the configured AUTH's answer): who waits for the session to be ready.
+    /// Until HELLO_ACK: who waits for the session to be ready.
     ready: Option<Reply<ServerInfo>>,
-    /// HELLO_ACK came, and the AUTH of `ClientConfig::authorization` (this id) is unanswered.
-    authenticating: Option<(String, ServerInfo)>,
     /// Why the handshake failed, reported when the session closes.
     handshake_error: Option<RktError>,
     closers: Vec<oneshot::Sender<()>>,
@@ -378,26 +375,21 @@ impl Handler<ClientSession> for Routes {
     }
 
     /// Routes one event to its waiter; true when the session closed.
-    fn on_event(&mut self, session: &mut ClientSession, now: Millis, event: ClientEvent) -> bool {
+    fn on_event(&mut self, session: &mut ClientSession, _now: Millis, event: ClientEvent) -> bool {
         match event {
             ClientEvent::Ready {
                 agreed_version,
                 session_timeout,
                 server,
             } => {
-                let info = ServerInfo {
-                    url: self.url.clone(),
-                    server,
-                    agreed_version,
-                    session_timeout_s: session_timeout,
-                };
-                match (session.configured_auth(), self.ready.take()) {
-                    (Some(id), Some(ready)) => {
-                        self.ready = Some(ready);
-                        self.authenticating = Some((id.to_owned(), info));
-                    }
-                    (None, Some(ready)) => drop(ready.send(Ok(info))),
-                    (_, None) => {}
+                if let Some(ready) = self.ready.take() {
+                    let url = self.url.clone();
+                    let _ = ready.send(Ok(ServerInfo {
+                        url,
+                        server,
+                        agreed_version,
+                        session_timeout_s: session_timeout,
+                    }));
                 }
             }
             ClientEvent::Response { id, body } => match self.waiters.remove(&id) {
@@ -424,11 +416,6 @@ impl Handler<ClientSession> for Routes {
                     stream.open();
                 }
             }
-            ClientEvent::AuthOk { id, .. } if self.authenticating.as_ref().is_some_and(|(a, _)| *a == id) => {
-                if let (Some((_, info)), Some(ready)) = (self.authenticating.take(), self.ready.take()) {
-                    let _ = ready.send(Ok(info));
-                }
-            }
             ClientEvent::AuthOk { id, auth } => match self.waiters.remove(&id) {
                 Some(Waiter::Auth(reply)) => drop(reply.send(Ok(auth))),
                 Some(other) => other.fail(mismatch(&id, "AUTH_OK")),
@@ -445,13 +432,7 @@ impl Handler<ClientSession> for Routes {
                 }
             }
             ClientEvent::Error(error) => {
-                let auth = self.authenticating.as_ref().map(|(id, _)| id.as_str());
-                if auth.is_some() && error.request_id.as_deref() == auth {
-                    // The configured key was refused (or unanswered): connect fails with that.
-                    self.authenticating = None;
-                    self.handshake_error = Some(error);
-                    session.goodbye(now);
-                } else if self.ready.is_some() {
+                if self.ready.is_some() {
                     self.handshake_error = Some(error);
                 }
             }
