@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
-/// Pings whose pong is awaited, at most (8 bytes each).
+/// Pings whose pong is awaited that keep a mark, at most (16 bytes each).
 const MAX_PING_MARKS: usize = 1024;
 
 /// A browser text longer than this is not a pong and is not parsed.
@@ -23,11 +23,11 @@ impl Bridge {
         }
         self.stats.pings_sent += 1;
         self.send_frame(&Frame::Ping);
-        // The pong to this ping acknowledges every frame before it. Every mark is kept (a
-        // browser far behind but still answering matches its pongs to the right pings); past
-        // MAX_PING_MARKS a ping gets none, so a later pong credits less, never more.
+        // The pong to this ping acknowledges every frame before it. Marks are numbered, so a
+        // browser far behind but still answering is credited for the pings it answered; past
+        // MAX_PING_MARKS a ping gets no mark, and its pong credits the latest earlier one.
         if self.ping_marks.len() < MAX_PING_MARKS {
-            self.ping_marks.push_back(self.sent_bytes);
+            self.ping_marks.push_back((self.stats.pings_sent, self.sent_bytes));
         }
         self.timers.set(Timer::Ping, now.saturating_add(self.ping_ms));
     }
@@ -66,9 +66,14 @@ impl Bridge {
         };
         self.stats.pongs += 1;
         // It answers the oldest ping not answered yet (a pong with no ping to answer
-        // acknowledges nothing).
-        if let Some(mark) = self.ping_marks.pop_front() {
-            self.acked_bytes = self.acked_bytes.max(mark);
+        // acknowledges nothing): what was sent before that ping, or before the latest earlier
+        // one that has a mark.
+        if self.pings_answered < self.stats.pings_sent {
+            self.pings_answered += 1;
+            while let Some(&(_, bytes)) = self.ping_marks.front().filter(|(p, _)| *p <= self.pings_answered) {
+                self.ping_marks.pop_front();
+                self.acked_bytes = self.acked_bytes.max(bytes);
+            }
         }
         if let Some(c) = cursor {
             self.cursor = Some(self.cursor.map_or(c, |old| old.max(c)));

@@ -168,10 +168,11 @@ pub struct Bridge {
     sent_bytes: u64,
     /// Of those, the bytes the browser acknowledged (sent before a ping it answered).
     acked_bytes: u64,
-    /// `sent_bytes` right after each ping not answered yet, oldest first (at most
-    /// `missed_pongs` + 1: a browser that answers fewer pings than it gets is credited with a
-    /// later one).
-    ping_marks: VecDeque<u64>,
+    /// `(ping number, sent_bytes)` right after each ping not answered yet, oldest first, at
+    /// most `MAX_PING_MARKS` (a ping past that gets none).
+    ping_marks: VecDeque<(u64, u64)>,
+    /// Pings answered so far: pong `n` answers ping `n` (pongs come in order).
+    pings_answered: u64,
     stats: BridgeStats,
 }
 
@@ -196,6 +197,7 @@ impl Bridge {
             sent_bytes: 0,
             acked_bytes: 0,
             ping_marks: VecDeque::new(),
+            pings_answered: 0,
             stats: BridgeStats::default(),
         };
         // Every beat is built from these two; a current server refuses the open with 4400 when
@@ -594,6 +596,47 @@ mod tests {
             "{} < 5 × {per_cycle}",
             b.unacked_bytes()
         );
+    }
+
+    #[test]
+    fn past_the_mark_cap_a_pong_credits_no_more_than_its_ping() {
+        // 1,025 pings unanswered (the last gets no mark), one pong, one more ping (which finds
+        // room for its mark), then the other pongs: each credits at most what was sent before
+        // the ping it answers, and the one for the unmarked ping not the next ping's bytes.
+        let mut cfg = BridgeConfig::new("agent", CID);
+        cfg.missed_pongs = 10_000;
+        cfg.stream_idle_timeout_ms = 0;
+        let mut b = Bridge::new(cfg, 0);
+        b.handle_open_response(0, 200, Some("text/event-stream"), "");
+        b.handle_sse(1, SSE_STATE.as_bytes());
+        drain(&mut b);
+        let mut sent_at_ping = Vec::new();
+        let mut total_acked = 0;
+        let pong = |b: &mut Bridge| {
+            b.handle_client_text(3_000_000, r#"{"type":"pong","cursor":1}"#);
+            while let Some(o) = b.poll_output() {
+                if let Output::Beat(_) = o {
+                    b.handle_beat_response(3_000_000, 200, "{}");
+                }
+            }
+        };
+        for seq in 1..=1_026u64 {
+            if seq == 1_026 {
+                pong(&mut b);
+                total_acked = sent_at_ping[0];
+            }
+            b.handle_sse(seq * 2_000 - 1, message_frame(seq, "a body").as_bytes());
+            b.handle_timeout(seq * 2_000 + 1);
+            drain(&mut b);
+            sent_at_ping.push(b.unacked_bytes() + total_acked);
+        }
+        let total = b.unacked_bytes() + total_acked;
+        for (k, sent) in sent_at_ping.iter().enumerate().skip(1) {
+            pong(&mut b);
+            let acked = total - b.unacked_bytes();
+            assert!(acked <= *sent, "pong {}: acked {acked} > {sent}", k + 1);
+        }
+        assert_eq!(b.unacked_bytes(), 0, "the last pong answers the last ping");
     }
 
     #[test]

@@ -225,7 +225,10 @@ fn rkt_a_refused_configured_authorization_ends_the_session_without_ready() {
         authorization: Some("Bearer not-the-key".into()),
         ..rkt_config()
     };
-    let mut c = RktSession::open(runtime(), &server.url(), |api, store| api.call_constructor(store, &config)).unwrap();
+    let mut c = RktSession::open(runtime(), &server.url(), |api, store| {
+        api.call_constructor(store, &config)
+    })
+    .unwrap();
     let (error, before) = c
         .until(WAIT, |e| match e {
             rkt::Event::Error(e) => Some(e.clone()),
