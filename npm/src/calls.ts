@@ -281,7 +281,6 @@ export class Events<E extends { type: string }> {
   /** One event from the engine, as JSON text; or its envelope, with the payload's field and
    * raw JSON apart (parsed on first use: see `lazyField`). */
   readonly emit = (json: string, field?: string, raw?: string): void => {
-    if (this.#closed) return; // nothing after the last event
     const event = JSON.parse(json) as E;
     if (field !== undefined) lazyField(event, field, raw!);
     this.tap?.(event);

@@ -68,7 +68,6 @@ struct Driver {
     /// The same with `ws(s)://`.
     ws_base: String,
     token: Rc<str>,
-    token_protocol: String,
     ctor: Option<Function>,
     socket: Option<Current>,
     /// Sockets replaced or closed, dropped in a later task (never inside their own callback).
@@ -183,7 +182,8 @@ impl Driver {
                     driver: self.me.clone(),
                     epoch: self.epoch,
                 }));
-                let protocols = [SUBPROTOCOL, self.token_protocol.as_str()];
+                let token_protocol = format!("{TOKEN_PREFIX}{}", self.token);
+                let protocols = [SUBPROTOCOL, token_protocol.as_str()];
                 match Socket::open(&url, &protocols, self.ctor.as_ref(), as_sink(&sink)) {
                     Ok(socket) => {
                         self.socket = Some(Current {
@@ -352,7 +352,6 @@ impl SwitchDriver {
                 http_base: http_base.clone(),
                 ws_base,
                 token: token.clone(),
-                token_protocol: format!("{TOKEN_PREFIX}{token}"),
                 ctor: web_socket,
                 socket: None,
                 retired: Vec::new(),
@@ -561,7 +560,6 @@ impl SwitchDriver {
         check_token(token).map_err(invalid)?;
         self.with(|d, _, _| {
             d.token = Rc::from(token);
-            d.token_protocol = format!("{TOKEN_PREFIX}{token}");
         })
     }
 
