@@ -14,7 +14,8 @@
 #
 # The toolchain is stable, so RUSTC_BOOTSTRAP=1 lets cargo-fuzz use the nightly-only flags it
 # needs (-Zsanitizer, -Cpasses=sancov). AddressSanitizer is tried first; `--sanitizer none` is
-# the fallback if that build fails. Set FUZZ_SANITIZER=none to skip ASan.
+# the fallback if that build fails. Set FUZZ_SANITIZER=none to skip ASan, and FUZZ_TARGET_DIR to
+# build into one target directory for every crate (scripts/test.sh does, to share the builds).
 set -euo pipefail
 
 secs="${1:-60}"
@@ -27,7 +28,7 @@ export RUSTC_BOOTSTRAP=1
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "installing cargo-fuzz" >&2
-    cargo install --locked cargo-fuzz
+    cargo install --locked cargo-fuzz@0.13.2
 fi
 
 cd "$fuzz"
@@ -99,11 +100,13 @@ if [ "$crate" = switch ] && [ "$target" = ops ]; then
 fi
 
 sanitizer="${FUZZ_SANITIZER:-address}"
-if ! cargo fuzz build --sanitizer "$sanitizer" "$target"; then
+tdir=()
+[ -n "${FUZZ_TARGET_DIR:-}" ] && tdir=(--target-dir "$FUZZ_TARGET_DIR")
+if ! cargo fuzz build "${tdir[@]}" --sanitizer "$sanitizer" "$target"; then
     [ "$sanitizer" = none ] && exit 2
     echo "build with --sanitizer $sanitizer failed; retrying with --sanitizer none" >&2
     sanitizer=none
-    cargo fuzz build --sanitizer none "$target"
+    cargo fuzz build "${tdir[@]}" --sanitizer none "$target"
 fi
 
 before="$(ls "artifacts/$target" | grep -c '^crash-' || true)"
@@ -112,7 +115,7 @@ dict=()
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 set +e
-cargo fuzz run --sanitizer "$sanitizer" "$target" "$corpus" -- \
+cargo fuzz run "${tdir[@]}" --sanitizer "$sanitizer" "$target" "$corpus" -- \
     -max_total_time="$secs" "${dict[@]}" -print_final_stats=1 2>&1 | tee "$log" | grep -E '^(==|INFO: Seed|#[0-9]+ +DONE|Done|thread|SUMMARY|stat::)' 
 status="${PIPESTATUS[0]}"
 set -e

@@ -4,9 +4,8 @@
 # then the npm package (built from source) in Node 20, Node 22 and headless Chromium against the
 # local peers and the relay (tests/js/run.sh), then the relay's own tests in real workerd
 # (worker-relay/test.sh), then the WebAssembly component from Node through jco
-# (tests/component-host/js/run.sh; its wasmtime host runs with the workspace). The fuzz targets
-# are compiled (cargo check), not run. Installs what it
-# needs.
+# (tests/component-host/js/run.sh; its wasmtime host runs with the workspace), then every fuzz
+# target for FUZZ_SECS (default 8) seconds. Installs what it needs.
 source "$(dirname "$0")/lib.sh"
 need_rust
 need_node
@@ -25,12 +24,6 @@ cargo fmt --all --check
 
 echo "== cargo clippy (workspace, warnings are errors)"
 cargo clippy --workspace --all-targets -q -- -D warnings
-
-echo "== the fuzz targets compile (each crate's fuzz/, outside the workspace; scripts/fuzz.sh runs them)"
-need_cxx
-for fuzz in crates/*/fuzz; do
-  (cd "$fuzz" && CARGO_TARGET_DIR="$ROOT/target/fuzz-check" cargo check -q --bins)
-done
 
 echo "== the component (tests/component-host loads it), and clippy on it for wasm32"
 bash "$ROOT/scripts/component.sh"
@@ -66,5 +59,14 @@ bash "$ROOT/worker-relay/test.sh"
 
 echo "== the component in Node through jco (tests/component-host/js/run.sh)"
 bash "$ROOT/tests/component-host/js/run.sh"
+
+FUZZ_SECS="${FUZZ_SECS:-8}"
+echo "== every fuzz target, built and run ${FUZZ_SECS} s from its seeds (scripts/fuzz.sh, no sanitizer; a crash fails)"
+need_cxx
+for target in crates/*/fuzz/fuzz_targets/*.rs; do
+  crate="${target#crates/agentwire-}"
+  FUZZ_SANITIZER=none FUZZ_TARGET_DIR="$ROOT/target/fuzz" \
+    bash "$ROOT/scripts/fuzz.sh" "$FUZZ_SECS" "$(basename "$target" .rs)" "${crate%%/*}"
+done
 
 echo "== disk: target/ $(du -sh target | cut -f1); $(df -h . | awk 'NR==2 {print $4 " free"}')"
