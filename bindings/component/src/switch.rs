@@ -206,8 +206,8 @@ impl GuestSession for Session {
         self.0.borrow_mut().close(now);
     }
 
-    fn set_declared_rooms(&self, rooms: Vec<String>) {
-        self.0.borrow_mut().set_declared_rooms(rooms);
+    fn set_declared_rooms(&self, rooms: Vec<String>) -> Result<(), EngineError> {
+        self.0.borrow_mut().set_declared_rooms(rooms).map_err(err)
     }
 
     fn handle_open(&self, now: u64) {

@@ -90,15 +90,7 @@ impl OpenParams {
                 self.connection_id
             )));
         }
-        if self.rooms.len() > MAX_ROOMS {
-            return Err(invalid(format!(
-                "{} rooms declared; at most {MAX_ROOMS}",
-                self.rooms.len()
-            )));
-        }
-        for room in &self.rooms {
-            check_room(room)?;
-        }
+        check_rooms(&self.rooms)?;
         if let Some(g) = &self.expected_generation {
             check_id("expected_generation", g)?;
         }
@@ -175,6 +167,14 @@ impl OpenParams {
 
 fn invalid(m: String) -> Error {
     Error::new(ErrorKind::Invalid, m)
+}
+
+/// Rooms that can be declared on the open URL: at most [`MAX_ROOMS`], each [`check_room`].
+pub(crate) fn check_rooms(rooms: &[String]) -> Result<(), Error> {
+    if rooms.len() > MAX_ROOMS {
+        return Err(invalid(format!("{} rooms declared; at most {MAX_ROOMS}", rooms.len())));
+    }
+    rooms.iter().try_for_each(|room| check_room(room))
 }
 
 /// A room id that can be declared on the open URL.

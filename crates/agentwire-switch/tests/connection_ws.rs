@@ -570,6 +570,29 @@ fn rooms_declared_on_reopen_follow_the_server() {
 }
 
 #[test]
+fn declared_rooms_an_open_url_cannot_carry_are_refused_and_the_reconnect_goes_on() {
+    let mut d = Driver::live_ws(ws(), 0, &["r1"]);
+    let too_many: Vec<String> = (0..257).map(|i| format!("r{i}")).collect();
+    for bad in [
+        vec!["a,b".to_owned()],
+        vec![String::new()],
+        vec!["a/b".to_owned()],
+        too_many,
+    ] {
+        let e = d.conn.set_declared_rooms(bad).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid, "{e:?}");
+    }
+    d.conn
+        .set_declared_rooms(vec!["r2".to_owned(), "r3".to_owned()])
+        .unwrap();
+    d.conn.handle_close(d.now, 1006, "");
+    d.drain();
+    let path = d.reopen();
+    assert!(path.contains("&rooms=r2%2Cr3&"), "{path}");
+    assert_eq!(d.conn.state(), State::Opening);
+}
+
+#[test]
 fn the_user_closes() {
     let mut d = Driver::live_ws(ws(), 0, &[]);
     d.text(&message(1));

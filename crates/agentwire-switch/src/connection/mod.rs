@@ -425,9 +425,12 @@ impl Connection {
     }
 
     /// Rooms to declare (`rooms=`) on the next open, replacing the current list. Declaring
-    /// takes the rooms over, and catch-up covers them.
-    pub fn set_declared_rooms(&mut self, rooms: Vec<String>) {
+    /// takes the rooms over, and catch-up covers them. Rooms an open URL cannot carry (as
+    /// [`OpenParams::validate`] checks them) are an `invalid` error, and the list is unchanged.
+    pub fn set_declared_rooms(&mut self, rooms: Vec<String>) -> Result<(), SwitchError> {
+        crate::open::check_rooms(&rooms).map_err(|e| SwitchError::local(e.kind, e.message))?;
         self.declare = rooms;
+        Ok(())
     }
 
     // ---- outputs ------------------------------------------------------------------------
@@ -635,7 +638,8 @@ impl Connection {
         let request = match request {
             Ok(r) => r,
             Err(e) => {
-                // Server values are checked as they arrive: only `set_declared_rooms` can get here.
+                // Server values are checked as they arrive and `set_declared_rooms` checks its
+                // rooms: no open URL should fail to build; if one does, stopping beats a loop.
                 let e = SwitchError::local(ErrorKind::Protocol, format!("cannot reopen: {}", e.message));
                 return self.stop(Some(e), "cannot reopen");
             }

@@ -5,7 +5,7 @@
 use super::runtime;
 use agentwire_component_host::bindings::exports::agentwire::engine::{moltzap, rkt, switch};
 use agentwire_component_host::defaults::{self, rkt_reply};
-use agentwire_component_host::Outgoing;
+use agentwire_component_host::{ErrorKind, Outgoing};
 
 /// Deterministic garbage: random bytes, broken frames of each protocol, deep nesting, huge ids.
 pub(super) fn inputs() -> Vec<Vec<u8>> {
@@ -205,6 +205,11 @@ fn switch_takes_garbage_as_values_on_the_websocket_and_the_sse_stream() {
             Ok(())
         });
         assert!(diagnostics >= 50, "{transport:?}: garbage was reported: {diagnostics}");
+        // Rooms no open URL can carry are refused as a value, not kept for the next reopen.
+        for bad in [vec!["a,b".to_owned()], vec![String::new()], vec!["r".to_owned(); 257]] {
+            let e = api.call_set_declared_rooms(&mut i.store, s, &bad).unwrap().unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Invalid, "{transport:?}");
+        }
         let state = api.call_state(&mut i.store, s).unwrap();
         assert_ne!(state, switch::State::Stopped, "{transport:?}");
         s.resource_drop(&mut i.store).unwrap();
