@@ -200,6 +200,9 @@ enum Timer {
     StreamIdle,
     /// Reopen after a backoff (or right away).
     Reopen,
+    /// The queue drained after an overflow: reopen from the cursor. A timer at the time of the
+    /// poll that drained it, so that `poll_event` itself queues no transmit.
+    Drained,
 }
 
 /// One queued item: an event, or a gap to hold for the next event.
@@ -454,8 +457,8 @@ impl Connection {
             match self.queue.pop_front() {
                 None => {
                     if self.overflowed {
-                        self.overflowed = false;
-                        self.on_drained();
+                        // `overflowed` stays set: later events are still refused until the reopen.
+                        self.timers.set(Timer::Drained, self.now);
                     }
                     return None;
                 }
@@ -606,6 +609,7 @@ impl Connection {
                         self.open(now);
                     }
                 }
+                Timer::Drained => self.on_drained(),
             }
         }
     }

@@ -63,6 +63,7 @@ impl Connection {
     }
 
     pub(super) fn on_drained(&mut self) {
+        self.overflowed = false;
         if matches!(self.state, State::Attaching | State::Live) {
             let now = self.now;
             self.reopen_now(now, "reopening from the cursor after the event queue overflowed");

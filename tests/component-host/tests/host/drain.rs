@@ -110,10 +110,9 @@ macro_rules! feed {
     }};
 }
 
-fn switch_live(i: &mut Instance) -> ResourceAny {
+fn switch_live(i: &mut Instance, config: &switch::Config) -> ResourceAny {
     let api = i.engine.agentwire_engine_switch().session();
-    let config = switch_config(switch::Transport::Websocket);
-    let s = api.call_constructor(&mut i.store, &config).unwrap();
+    let s = api.call_constructor(&mut i.store, config).unwrap();
     api.call_start(&mut i.store, s, NOW).unwrap().unwrap();
     api.call_handle_open(&mut i.store, s, NOW).unwrap();
     let sse = connection_state_sse();
@@ -142,7 +141,7 @@ fn switch_drains_give_what_the_polls_give() {
         .iter()
         .map(|&mode| {
             let mut i = runtime().instantiate().unwrap();
-            let s = switch_live(&mut i);
+            let s = switch_live(&mut i, &switch_config(switch::Transport::Websocket));
             let api = i.engine.agentwire_engine_switch().session();
             feed!(mode, api, i, s, &texts)
         })
@@ -169,6 +168,45 @@ fn switch_drains_give_what_the_polls_give() {
     batched.transmits.clear();
     polled.transmits.clear();
     same(&polled, &batched, "16 texts at a time");
+}
+
+#[test]
+fn switch_a_drain_that_empties_an_overflowed_queue_leaves_nothing_behind() {
+    // One event fits; the next two overflow it. The drain that hands the first out empties the
+    // queue: the reopen from the cursor is then a timer due at once, not a transmit and an event
+    // queued after the drain had looked.
+    let mut i = runtime().instantiate().unwrap();
+    let config = switch::Config {
+        max_queued_events: Some(1),
+        ..switch_config(switch::Transport::Websocket)
+    };
+    let s = switch_live(&mut i, &config);
+    let api = i.engine.agentwire_engine_switch().session();
+    let texts: Vec<String> = (1..=3)
+        .map(|n| format!(r#"{{"event":"message","data":{{"type":"message","room_id":"r","payload":{{}},"sequence":{n}}},"id":{n}}}"#))
+        .collect();
+    let d = api.call_handle_texts_drain(&mut i.store, s, NOW, &texts).unwrap();
+    assert!(
+        matches!(d.events[..], [switch::Event::Event(_), switch::Event::Diagnostic(_)]),
+        "{:?}",
+        d.events
+    );
+    assert!(d.transmits.is_empty(), "{:?}", d.transmits);
+    assert_eq!(d.timeout, Some(NOW), "the reopen is due at once");
+    let rest = api.call_drain(&mut i.store, s).unwrap();
+    assert!(rest.transmits.is_empty() && rest.events.is_empty(), "{rest:?}");
+    api.call_handle_timeout(&mut i.store, s, NOW).unwrap();
+    let d = api.call_drain(&mut i.store, s).unwrap();
+    assert!(
+        matches!(d.transmits[..], [switch::Transmit::Close(_), ..]),
+        "{:?}",
+        d.transmits
+    );
+    assert!(
+        matches!(d.events[..], [switch::Event::Disconnected(_)]),
+        "{:?}",
+        d.events
+    );
 }
 
 #[test]
