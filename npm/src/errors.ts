@@ -23,7 +23,9 @@ export type ErrorKind =
  * `requestId`; Switch `status`, `detail`; MoltZap `data`, ...). */
 export interface ErrorInfo {
   kind: ErrorKind;
-  code?: number;
+  /** RKT and MoltZap: the protocol's numeric code. Switch: the server's string code (such as
+   * `taken_over`); its HTTP status is `status`. */
+  code?: number | string;
   message: string;
   retryable: boolean;
   [field: string]: unknown;
@@ -31,7 +33,7 @@ export interface ErrorInfo {
 
 export class AgentwireError extends Error {
   readonly kind: ErrorKind;
-  readonly code: number | undefined;
+  readonly code: number | string | undefined;
   readonly retryable: boolean;
   /** Everything the engine said, the protocol's own fields included. */
   readonly info: Readonly<ErrorInfo>;

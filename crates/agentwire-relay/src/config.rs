@@ -13,7 +13,7 @@
 //! | `PATH_PREFIX` | var | none | The relay's own path prefix (`/switch`), stripped before routing |
 //! | `MAX_MESSAGE_BYTES` | var | 262144 | Largest WebSocket message from the browser (else close 1009), and the bridge's largest frame to it |
 //! | `MAX_BODY_BYTES` | var | 65536 | Largest HTTP request body (else 413) |
-//! | `RATE_LIMIT_PER_MINUTE` | var | 600 | Requests, opens and frames per agent a minute |
+//! | `RATE_LIMIT_PER_MINUTE` | var | 600 | WebSocket opens and HTTP calls per agent a minute |
 //! | `RATE_LIMIT_BURST` | var | 60 | How many of them at once |
 //! | `FRAME_LIMIT_PER_MINUTE` | var | 600 | Frames a browser may send up one socket a minute (a Switch client sends a pong every 2 s: 30) |
 //! | `FRAME_LIMIT_BURST` | var | 20 | How many of them at once |

@@ -94,7 +94,8 @@ export async function usage(url: string, signal: AbortSignalLikeForTest): Promis
   try {
     await client.discover({ signal });
   } catch (err) {
-    if (err instanceof AgentwireError && err.kind === "timeout" && err.retryable) return err.code ?? 0;
+    // `code` is a number for RKT and MoltZap, a string for Switch.
+    if (err instanceof AgentwireError && err.kind === "timeout" && err.retryable) return typeof err.code === "number" ? err.code : 0;
   }
   return w.data.temperature + days + (await client.ping());
 }
