@@ -13,6 +13,15 @@ use tokio_tungstenite::WebSocketStream;
 
 /// How long a closing handshake may take.
 pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// How long one write (putting a frame on the socket, or flushing) may block before the socket
+/// counts as dead: a peer that stops reading fills the TCP buffers, and without a bound the
+/// driver's loop (timers, commands, close) would wait forever. Every driver's sockets use it.
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a socket counts as dead after a write that did not end within [`WRITE_TIMEOUT`].
+pub(crate) fn write_blocked() -> String {
+    format!("write blocked for {} ms", WRITE_TIMEOUT.as_millis())
+}
 
 /// What a frame from [`Wire::next`] is: `None` once the stream has ended.
 pub(crate) type Frame = Option<Result<Message, WsError>>;
@@ -128,7 +137,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Wire<S> {
     }
 
     /// Feeds every frame the engine has to send (unflushed); true when there was any. A failed
-    /// write is the engine's 1006 close.
+    /// or blocked write is the engine's 1006 close.
     pub(crate) async fn transmit(&mut self, engine: &mut impl Engine, now: Millis) -> bool {
         let mut any = false;
         while let Some(out) = engine.poll_transmit() {
@@ -141,21 +150,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Wire<S> {
     }
 
     /// Flushes what was fed; false when there was nothing to flush (or the socket is broken),
-    /// true when the engine may have more to say (a failed flush is its 1006 close).
+    /// true when the engine may have more to say (a failed flush, or one blocked for
+    /// [`WRITE_TIMEOUT`], is its 1006 close).
     pub(crate) async fn flush(&mut self, engine: &mut impl Engine, now: Millis) -> bool {
         if !self.unflushed || self.broken {
             return false;
         }
         self.unflushed = false;
-        if let Err(e) = self.ws.flush().await {
+        let failed = match tokio::time::timeout(WRITE_TIMEOUT, self.ws.flush()).await {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some(write_blocked()),
+        };
+        if let Some(reason) = failed {
             self.broken = true;
-            engine.handle_close(now, 1006, &e.to_string());
+            engine.handle_close(now, 1006, &reason);
         }
         true
     }
 
     /// Puts one frame on the socket without flushing; a close is kept for [`Wire::finish`].
-    /// After a failed write (its reason is the error) the socket is broken and frames are dropped.
+    /// After a failed write (its reason is the error), or one blocked for [`WRITE_TIMEOUT`], the
+    /// socket is broken and frames are dropped.
     async fn feed(&mut self, out: Outgoing) -> Result<(), String> {
         let msg = match out {
             Outgoing::Text(text) => Message::text(text),
@@ -173,11 +189,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Wire<S> {
         }
         self.sent += 1;
         self.unflushed = true;
-        if let Err(e) = self.ws.feed(msg).await {
-            self.broken = true;
-            return Err(e.to_string());
-        }
-        Ok(())
+        let failed = match tokio::time::timeout(WRITE_TIMEOUT, self.ws.feed(msg)).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => write_blocked(),
+        };
+        self.broken = true;
+        Err(failed)
     }
 
     /// Sends the close frame (or answers the peer's) and waits, bounded, for the socket to end.

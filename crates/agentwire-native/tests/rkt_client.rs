@@ -308,3 +308,89 @@ async fn connect_failures_are_typed() {
     })
     .await
 }
+
+/// What a [`raw_peer`] does after its HELLO_ACK.
+#[derive(Clone, Copy)]
+enum After {
+    /// Holds the socket for 30 s and reads nothing: the client's writes fill the TCP buffers.
+    Stall,
+}
+
+/// A bare RKT peer on 127.0.0.1 for one connection: the upgrade (echoing `rkt.1.0`), a
+/// HELLO_ACK to the client's HELLO, then never an answer. Returns the `ws://` URL.
+#[allow(clippy::result_large_err)] // tungstenite's upgrade callback returns its `ErrorResponse`
+async fn raw_peer(after: After) -> String {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
+    tokio::spawn(tokio::time::timeout(Duration::from_secs(30), async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let echo = |_: &Request, mut resp: Response| {
+            resp.headers_mut()
+                .insert("Sec-WebSocket-Protocol", "rkt.1.0".parse().unwrap());
+            Ok(resp)
+        };
+        let mut ws = tokio_tungstenite::accept_hdr_async(tcp, echo).await.unwrap();
+        let hello = loop {
+            match ws.next().await {
+                Some(Ok(Message::Text(t))) => break t.to_string(),
+                Some(Ok(_)) => continue,
+                _ => return,
+            }
+        };
+        let id = hello
+            .lines()
+            .find_map(|l| l.strip_prefix("Message-ID: "))
+            .unwrap()
+            .trim()
+            .to_string();
+        let ack = format!(
+            "RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: ack-1\nReply-To: {id}\nSession-ID: s-1\n\
+             Timestamp: 2026-06-28T12:00:00Z\nTTL: 30\nContent-Type: application/json\n\n\
+             {{\"agreed_version\":1,\"session_timeout\":300}}"
+        );
+        ws.send(Message::text(ack)).await.unwrap();
+        match after {
+            After::Stall => std::future::pending::<()>().await,
+        }
+    }));
+    url
+}
+
+/// A peer that stops reading: ~36 MB of requests fill the TCP buffers and the write blocks. The
+/// write is bounded (5 s), so the calls fail (`closed`) instead of waiting forever, and `close`
+/// returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_stops_reading_fails_the_calls_and_close_returns() {
+    bounded(async {
+        let url = raw_peer(After::Stall).await;
+        let cfg = ClientConfig {
+            ttl_s: 1,
+            keepalive: false,
+            ..ClientConfig::default()
+        };
+        let c = std::sync::Arc::new(RktClient::connect(&url, cfg).await.unwrap());
+        let pad = "x".repeat(900 << 10);
+        let calls: Vec<_> = (0..40)
+            .map(|_| {
+                let (c, pad) = (c.clone(), pad.clone());
+                tokio::spawn(async move { c.request("echo", Some(json!({ "pad": pad })), opts()).await })
+            })
+            .collect();
+        let answers = tokio::time::timeout(Duration::from_secs(8), futures_util::future::join_all(calls))
+            .await
+            .expect("calls still waiting 8 s after their 1 s TTL: the driver is stuck in a write");
+        for answer in answers {
+            let e = answer.unwrap().unwrap_err();
+            assert!(matches!(e.kind(), ErrorKind::Closed | ErrorKind::Timeout), "{e}");
+        }
+        let c = std::sync::Arc::try_unwrap(c).unwrap();
+        tokio::time::timeout(Duration::from_secs(3), c.close())
+            .await
+            .expect("close() still waiting");
+    })
+    .await
+}

@@ -125,7 +125,8 @@ impl StreamWaiter {
 
 /// An RKT client connection. Calls may run concurrently (`&self`); each is answered by its own
 /// reply. Dropping the client says GOODBYE and closes the connection; calls still waiting then
-/// fail with kind `closed`.
+/// fail with kind `closed`. A write that blocks for 5 s (a server that stopped reading) ends the
+/// connection the same way (close 1006).
 pub struct RktClient {
     commands: mpsc::UnboundedSender<Command>,
     info: ServerInfo,

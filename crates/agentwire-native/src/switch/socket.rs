@@ -2,6 +2,7 @@
 //! arrives as the engine's inputs, writing the pong, and dropping it.
 
 use crate::http::{Origin, Response};
+use crate::wire::{write_blocked, WRITE_TIMEOUT};
 use agentwire_switch::connection::OpenRequest;
 use agentwire_switch::Wire;
 use futures_util::{SinkExt, StreamExt};
@@ -19,8 +20,6 @@ type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// How long a closing handshake may take (in its own task).
 pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(2);
-/// How long writing the pong may take before the socket counts as dead.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most bytes of a refused open's body read for its error.
 const REFUSAL_BODY: usize = 64 << 10;
 /// The WebSocket's own cap, as a multiple of the engine's limit (at least 16 MiB): a message over
@@ -183,7 +182,7 @@ impl Socket {
         match tokio::time::timeout(WRITE_TIMEOUT, ws.send(Message::text(text))).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(format!("write failed: {e}")),
-            Err(_) => Err(format!("write blocked for {} ms", WRITE_TIMEOUT.as_millis())),
+            Err(_) => Err(write_blocked()),
         }
     }
 
