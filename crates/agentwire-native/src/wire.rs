@@ -23,6 +23,17 @@ pub(crate) fn write_blocked() -> String {
     format!("write blocked for {} ms", WRITE_TIMEOUT.as_millis())
 }
 
+/// Bytes allowed on a WebSocket message beyond the engine's own limit, so a message just over it
+/// still reaches the engine and gets its error (an RKT error reply, a MoltZap diagnostic), while
+/// a far larger one is refused by the WebSocket layer before it is buffered.
+const FRAME_SLACK: usize = 4096;
+
+/// The WebSocket's message and frame limit for an engine limit of `engine_max` bytes (saturating:
+/// `usize::MAX` is no limit).
+pub(crate) fn frame_limit(engine_max: usize) -> usize {
+    engine_max.saturating_add(FRAME_SLACK)
+}
+
 /// What a frame from [`Wire::next`] is: `None` once the stream has ended.
 pub(crate) type Frame = Option<Result<Message, WsError>>;
 

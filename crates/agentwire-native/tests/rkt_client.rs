@@ -394,3 +394,26 @@ async fn a_peer_that_stops_reading_fails_the_calls_and_close_returns() {
     })
     .await
 }
+
+/// `max_message_size: usize::MAX` (no limit of the client's own) connects and takes an 8 KiB
+/// answer: the WebSocket's limit is that plus the slack, saturating (it overflowed: a panic in
+/// debug builds, and in release a limit of 4 KiB that refused every larger message).
+#[tokio::test]
+async fn an_unlimited_message_size_connects_and_requests() {
+    bounded(async {
+        let srv = server(ReferenceConfig::default()).await;
+        let cfg = ClientConfig {
+            max_message_size: usize::MAX,
+            ..ClientConfig::default()
+        };
+        let url = srv.url();
+        let pad = "x".repeat(8 << 10);
+        let call = tokio::spawn(async move {
+            let c = RktClient::connect(&url, cfg).await.unwrap();
+            c.request("echo", Some(json!({ "pad": pad })), opts()).await
+        });
+        let answer = call.await.expect("the client panicked");
+        assert_eq!(answer.unwrap()["data"]["pad"].as_str().map(str::len), Some(8 << 10));
+    })
+    .await
+}

@@ -3,7 +3,7 @@
 //! request id, and server pushes go to one bounded event channel.
 
 use crate::pump::{pump, Handler};
-use crate::wire::Wire;
+use crate::wire::{frame_limit, Wire};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::{Credentials, Event, Generation, HelloOk, MoltZapError, RequestId, Session, SessionConfig};
@@ -21,10 +21,6 @@ use tokio_tungstenite::MaybeTlsStream;
 /// Server pushes, diagnostics and the final `Disconnected`, in arrival order; the channel ends
 /// after `Disconnected`.
 pub type Events = mpsc::Receiver<Event>;
-
-/// Bytes allowed on a WebSocket message beyond the engine's limit, so a message just over it
-/// still reaches the engine and gets its diagnostic while a far larger one is refused unread.
-const FRAME_SLACK: usize = 4096;
 
 /// How a client is set up. `Default` gives the engine's defaults and 4096 buffered events.
 #[derive(Debug, Clone)]
@@ -219,7 +215,7 @@ async fn open(
     cfg: &SessionConfig,
 ) -> Result<tokio_tungstenite::WebSocketStream<MaybeTlsStream<TcpStream>>, MoltZapError> {
     let request = url.into_client_request().map_err(|e| connect_error(url, e))?;
-    let limit = cfg.decode.max_message_bytes.saturating_add(FRAME_SLACK);
+    let limit = frame_limit(cfg.decode.max_message_bytes);
     let ws_cfg = WebSocketConfig::default()
         .max_message_size(Some(limit))
         .max_frame_size(Some(limit));

@@ -2,9 +2,8 @@
 //! client's methods send it commands with a reply channel, and the task routes each engine event
 //! to the command it answers by Message-ID.
 
-use super::FRAME_SLACK;
 use crate::pump::{pump, Handler};
-use crate::wire::Wire;
+use crate::wire::{frame_limit, Wire};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
@@ -162,7 +161,7 @@ impl RktClient {
         request
             .headers_mut()
             .insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
-        let limit = cfg.max_message_size + FRAME_SLACK;
+        let limit = frame_limit(cfg.max_message_size);
         let ws_cfg = WebSocketConfig::default()
             .max_message_size(Some(limit))
             .max_frame_size(Some(limit));

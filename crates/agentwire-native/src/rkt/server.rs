@@ -5,9 +5,8 @@
 //! offer the `rkt.1.0` subprotocol. One line per connection goes to stderr when it opens and
 //! when it closes; message contents are never logged.
 
-use super::FRAME_SLACK;
 use crate::pump::{pump, Handler, StopSignal};
-use crate::wire::{Wire, CLOSE_GRACE};
+use crate::wire::{frame_limit, Wire, CLOSE_GRACE};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::Millis;
 use agentwire_rkt::codec::SUBPROTOCOL;
@@ -161,7 +160,7 @@ fn check_upgrade(req: &Request, mut resp: Response) -> Result<Response, ErrorRes
 
 async fn connection(tcp: TcpStream, peer: SocketAddr, agent: Arc<Agent>, stopped: watch::Receiver<()>) {
     let _ = tcp.set_nodelay(true);
-    let limit = agent.session.max_message_size + FRAME_SLACK;
+    let limit = frame_limit(agent.session.max_message_size);
     let ws_cfg = WebSocketConfig::default()
         .max_message_size(Some(limit))
         .max_frame_size(Some(limit));
