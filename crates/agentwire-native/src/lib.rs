@@ -9,13 +9,15 @@
 //!   plus beats for switch-core 0.19) with operations over HTTP/1.1.
 //!
 //! The RKT and MoltZap drivers keep their socket in a `wire::Wire`, the WebSocket plumbing they
-//! share; the Switch driver has its own (a connection outlives its sockets, and one may be an SSE
+//! share, and take their calls through `call` (a dropped call cancels its command in the
+//! engine); the Switch driver has its own (a connection outlives its sockets, and one may be an SSE
 //! stream).
 
 // `RktError` (the engine's error, returned by value as the engine does) and tungstenite's
 // `ErrorResponse` (its upgrade callback's signature) are large: that is their API, not ours.
 #![allow(clippy::result_large_err)]
 
+mod call;
 mod clock;
 mod http;
 pub mod moltzap;

@@ -312,6 +312,10 @@ async fn connect_failures_are_typed() {
 /// What a [`raw_peer`] does after its HELLO_ACK.
 #[derive(Clone, Copy)]
 enum After {
+    /// Reads (and ignores) everything until the socket ends.
+    Read,
+    /// Reads, and answers each REQUEST with a STREAM_BEGIN and nothing after it.
+    BeginStreams,
     /// Holds the socket for 30 s and reads nothing: the client's writes fill the TCP buffers.
     Stall,
 }
@@ -354,6 +358,25 @@ async fn raw_peer(after: After) -> String {
         );
         ws.send(Message::text(ack)).await.unwrap();
         match after {
+            After::Read => while let Some(Ok(_)) = ws.next().await {},
+            After::BeginStreams => {
+                while let Some(Ok(m)) = ws.next().await {
+                    let Message::Text(t) = m else { continue };
+                    let Some(id) = t.lines().find_map(|l| l.strip_prefix("Message-ID: ")) else {
+                        continue;
+                    };
+                    if t.starts_with("RKT/1.0 REQUEST\n") {
+                        let begin = format!(
+                            "RKT/1.0 STREAM_BEGIN\nVersion: 1\nMessage-ID: b-{id}\nReply-To: {id}\n\
+                             Session-ID: s-1\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\
+                             Content-Type: application/json\n\n{{\"intent\":\"echo\"}}"
+                        );
+                        if ws.send(Message::text(begin)).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
             After::Stall => std::future::pending::<()>().await,
         }
     }));
@@ -414,6 +437,54 @@ async fn an_unlimited_message_size_connects_and_requests() {
         });
         let answer = call.await.expect("the client panicked");
         assert_eq!(answer.unwrap()["data"]["pad"].as_str().map(str::len), Some(8 << 10));
+    })
+    .await
+}
+
+/// A call whose future is dropped is cancelled in the engine: with `max_in_flight` 1 and a peer
+/// that never answers, a request given up after 200 ms leaves its slot to the next one (before,
+/// the next call failed at once with `limit` until the first one's 30 s TTL).
+#[tokio::test]
+async fn a_dropped_call_frees_its_in_flight_slot() {
+    bounded(async {
+        let url = raw_peer(After::Read).await;
+        let cfg = ClientConfig {
+            max_in_flight: 1,
+            keepalive: false,
+            ..ClientConfig::default()
+        };
+        let c = RktClient::connect(&url, cfg).await.unwrap();
+        let slow = Duration::from_millis(200);
+        assert!(tokio::time::timeout(slow, c.request("echo", None, opts()))
+            .await
+            .is_err());
+        assert!(tokio::time::timeout(slow, c.ping()).await.is_err());
+        assert!(tokio::time::timeout(slow, c.discover()).await.is_err());
+        match tokio::time::timeout(slow, c.request("echo", None, opts())).await {
+            Err(_) => {} // sent, and waiting for its answer
+            Ok(r) => panic!("the call did not wait: {r:?}"),
+        }
+    })
+    .await
+}
+
+/// Dropping a stream's chunk receiver cancels the stream at once (before, only its next chunk
+/// noticed): its `max_in_flight` slot of 1 is free for the next call.
+#[tokio::test]
+async fn a_dropped_stream_receiver_frees_its_in_flight_slot() {
+    bounded(async {
+        let url = raw_peer(After::BeginStreams).await;
+        let cfg = ClientConfig {
+            max_in_flight: 1,
+            keepalive: false,
+            ..ClientConfig::default()
+        };
+        let c = RktClient::connect(&url, cfg).await.unwrap();
+        let chunks = c.stream("echo", None, opts()).await.unwrap();
+        drop(chunks);
+        let r = tokio::time::timeout(Duration::from_millis(300), c.stream("echo", None, opts())).await;
+        let chunks = r.expect("STREAM_BEGIN answers a stream").unwrap();
+        drop(chunks);
     })
     .await
 }

@@ -2,13 +2,12 @@
 //! [`Session`]; the client's calls reach it as commands with a reply channel, answered by
 //! request id, and server pushes go to one bounded event channel.
 
+use crate::call::{self, Caller, Waiting};
 use crate::pump::{pump, Handler};
 use crate::wire::{frame_limit, Wire};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::{Credentials, Event, Generation, HelloOk, MoltZapError, RequestId, Session, SessionConfig};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -50,18 +49,12 @@ pub struct ConnectionInfo {
     pub hello: HelloOk,
 }
 
-type Reply<T> = oneshot::Sender<Result<T, MoltZapError>>;
-type Start = Box<dyn FnOnce(&mut Session, Millis) -> Result<RequestId, MoltZapError> + Send>;
-
-enum Command {
-    Start {
-        ticket: u64,
-        start: Start,
-        reply: Reply<String>,
-    },
-    Cancel(u64),
-    Close(oneshot::Sender<()>),
-}
+type Reply<T> = call::Reply<T, MoltZapError>;
+type Start = (
+    Box<dyn FnOnce(&mut Session, Millis) -> Result<RequestId, MoltZapError> + Send>,
+    Reply<String>,
+);
+type Command = call::Command<Start>;
 
 fn closed_error() -> MoltZapError {
     MoltZapError::local(ErrorKind::Closed, "the connection is closed")
@@ -70,10 +63,9 @@ fn closed_error() -> MoltZapError {
 /// A MoltZap connection, authenticated. Calls may run concurrently (`&self`). Dropping a call's
 /// future cancels the request; dropping the client closes the connection (1000).
 pub struct MoltZapClient {
-    commands: mpsc::UnboundedSender<Command>,
+    caller: Caller<Start>,
     info: ConnectionInfo,
     events: Option<Events>,
-    tickets: AtomicU64,
 }
 
 impl std::fmt::Debug for MoltZapClient {
@@ -109,8 +101,7 @@ impl MoltZapClient {
         let routes = Routes {
             events: events_tx,
             overflowed: false,
-            waiters: HashMap::new(),
-            tickets: HashMap::new(),
+            waiting: Waiting::default(),
             connect: None,
             closers: Vec::new(),
         };
@@ -118,14 +109,13 @@ impl MoltZapClient {
         tokio::spawn(drive(Wire::new(ws), session, routes, inbox, credentials, ready));
         let (generation, hello) = handshake.await.map_err(|_| closed_error())??;
         Ok(MoltZapClient {
-            commands,
+            caller: Caller::new(commands),
             info: ConnectionInfo {
                 url: url.to_string(),
                 generation,
                 hello,
             },
             events: Some(events),
-            tickets: AtomicU64::new(1),
         })
     }
 
@@ -167,46 +157,13 @@ impl MoltZapClient {
         &self,
         start: impl FnOnce(&mut Session, Millis) -> Result<RequestId, MoltZapError> + Send + 'static,
     ) -> Result<String, MoltZapError> {
-        let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
-        self.commands
-            .send(Command::Start {
-                ticket,
-                start: Box::new(start),
-                reply,
-            })
-            .map_err(|_| closed_error())?;
-        let mut guard = CancelOnDrop {
-            commands: &self.commands,
-            ticket,
-            armed: true,
-        };
-        let result = answer.await.unwrap_or_else(|_| Err(closed_error()));
-        guard.armed = false;
-        result
+        self.caller.call((Box::new(start), reply), answer, closed_error).await
     }
 
     /// Closes the connection (1000) and waits, bounded, for it to end.
     pub async fn close(self) {
-        let (done, closed) = oneshot::channel();
-        if self.commands.send(Command::Close(done)).is_ok() {
-            let _ = closed.await;
-        }
-    }
-}
-
-/// Cancels a request whose caller stopped waiting.
-struct CancelOnDrop<'a> {
-    commands: &'a mpsc::UnboundedSender<Command>,
-    ticket: u64,
-    armed: bool,
-}
-
-impl Drop for CancelOnDrop<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = self.commands.send(Command::Cancel(self.ticket));
-        }
+        self.caller.close().await
     }
 }
 
@@ -260,8 +217,7 @@ struct Routes {
     events: mpsc::Sender<Event>,
     /// The reader fell behind: only `Disconnected` is delivered from now on.
     overflowed: bool,
-    waiters: HashMap<RequestId, (u64, Reply<String>)>,
-    tickets: HashMap<u64, RequestId>,
+    waiting: Waiting<Reply<String>>,
     /// Until the handshake ends: the connect's id and who waits for it.
     connect: Option<(RequestId, Hello)>,
     closers: Vec<oneshot::Sender<()>>,
@@ -296,16 +252,15 @@ impl Handler<Session> for Routes {
 
     fn on_input(&mut self, session: &mut Session, command: Command) {
         match command {
-            Command::Start { ticket, start, reply } => match start(session, now_ms()) {
-                Ok(id) => {
-                    self.tickets.insert(ticket, id.clone());
-                    self.waiters.insert(id, (ticket, reply));
-                }
+            Command::Start {
+                ticket,
+                start: (start, reply),
+            } => match start(session, now_ms()) {
+                Ok(id) => self.waiting.insert(ticket, id, reply),
                 Err(e) => drop(reply.send(Err(e))),
             },
             Command::Cancel(ticket) => {
-                if let Some(id) = self.tickets.remove(&ticket) {
-                    self.waiters.remove(&id);
+                if let Some(id) = self.waiting.cancel(ticket) {
                     session.cancel(&id);
                 }
             }
@@ -352,8 +307,7 @@ impl Handler<Session> for Routes {
 
 impl Routes {
     fn answer(&mut self, id: &str, result: Result<String, MoltZapError>) {
-        if let Some((ticket, reply)) = self.waiters.remove(id) {
-            self.tickets.remove(&ticket);
+        if let Some(reply) = self.waiting.remove(id) {
             let _ = reply.send(result);
         }
     }

@@ -2,6 +2,7 @@
 //! client's methods send it commands with a reply channel, and the task routes each engine event
 //! to the command it answers by Message-ID.
 
+use crate::call::{self, Caller, CancelOnDrop, Waiting};
 use crate::pump::{pump, Handler};
 use crate::wire::{frame_limit, Wire};
 use crate::{now_ms, OsEntropy};
@@ -11,7 +12,6 @@ use agentwire_rkt::{
     resolve, AuthBody, AuthOkBody, ClientConfig, ClientEvent, ClientSession, PeerInfo, RequestOptions, RktError,
 };
 use serde_json::Value;
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -22,9 +22,27 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::MaybeTlsStream;
 
-/// The chunks of a stream: each STREAM_DATA body in `Seq` order; the channel ends after
-/// STREAM_END, or after one `Err` when the stream fails.
-pub type StreamChunks = mpsc::Receiver<Result<Value, RktError>>;
+/// The chunks of a stream: each STREAM_DATA body in `Seq` order; [`StreamChunks::recv`] ends
+/// (`None`) after STREAM_END, or after one `Err` when the stream fails. Dropping it before the
+/// end cancels the stream.
+pub struct StreamChunks {
+    rx: mpsc::Receiver<Result<Value, RktError>>,
+    /// Cancels the stream in the engine when the reader goes.
+    _cancel: CancelOnDrop<Start>,
+}
+
+impl StreamChunks {
+    /// The next chunk; `None` once the stream is over.
+    pub async fn recv(&mut self) -> Option<Result<Value, RktError>> {
+        self.rx.recv().await
+    }
+}
+
+impl std::fmt::Debug for StreamChunks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamChunks").finish_non_exhaustive()
+    }
+}
 
 /// Chunks a stream may hold unread before it fails with `limit` (one slot more is kept for that
 /// error).
@@ -40,8 +58,13 @@ pub struct ServerInfo {
     pub session_timeout_s: u64,
 }
 
-type Reply<T> = oneshot::Sender<Result<T, RktError>>;
-type Start = Box<dyn FnOnce(&mut ClientSession, Millis) -> Result<String, RktError> + Send>;
+type Reply<T> = call::Reply<T, RktError>;
+/// How a call starts its command in the engine, and who waits for its answer.
+type Start = (
+    Box<dyn FnOnce(&mut ClientSession, Millis) -> Result<String, RktError> + Send>,
+    Waiter,
+);
+type Command = call::Command<Start>;
 
 enum Waiter {
     /// RESPONSE body, raw.
@@ -55,14 +78,9 @@ enum Waiter {
 }
 
 struct StreamWaiter {
-    /// Until the first reply: who waits for the chunk receiver, and the receiver.
-    opening: Option<(Reply<StreamChunks>, StreamChunks)>,
+    /// Until the first reply: who waits for the stream to begin.
+    opening: Option<Reply<()>>,
     chunks: mpsc::Sender<Result<Value, RktError>>,
-}
-
-enum Command {
-    Start(Start, Waiter),
-    Close(oneshot::Sender<()>),
 }
 
 fn closed_error() -> RktError {
@@ -84,7 +102,7 @@ impl Waiter {
             Waiter::Auth(r) => drop(r.send(Err(error))),
             Waiter::Pong { reply, .. } => drop(reply.send(Err(error))),
             Waiter::Stream(mut s) => match s.opening.take() {
-                Some((reply, _)) => drop(reply.send(Err(error))),
+                Some(reply) => drop(reply.send(Err(error))),
                 None => drop(s.chunks.try_send(Err(error))),
             },
         }
@@ -92,18 +110,10 @@ impl Waiter {
 }
 
 impl StreamWaiter {
-    fn new(reply: Reply<StreamChunks>) -> Self {
-        let (chunks, rx) = mpsc::channel(STREAM_CAPACITY + 1);
-        StreamWaiter {
-            opening: Some((reply, rx)),
-            chunks,
-        }
-    }
-
-    /// Hands the chunk receiver to the caller (on the first reply of the stream).
+    /// Tells the caller the stream began (on its first reply).
     fn open(&mut self) {
-        if let Some((reply, rx)) = self.opening.take() {
-            let _ = reply.send(Ok(rx));
+        if let Some(reply) = self.opening.take() {
+            let _ = reply.send(Ok(()));
         }
     }
 
@@ -127,7 +137,7 @@ impl StreamWaiter {
 /// fail with kind `closed`. A write that blocks for 5 s (a server that stopped reading) ends the
 /// connection the same way (close 1006).
 pub struct RktClient {
-    commands: mpsc::UnboundedSender<Command>,
+    caller: Caller<Start>,
     info: ServerInfo,
 }
 
@@ -172,7 +182,7 @@ impl RktClient {
         let (ready, handshake) = oneshot::channel();
         let routes = Routes {
             url,
-            waiters: HashMap::new(),
+            waiting: Waiting::default(),
             ready: Some(ready),
             handshake_error: None,
             closers: Vec::new(),
@@ -180,7 +190,10 @@ impl RktClient {
         let session = ClientSession::new(cfg, Box::new(OsEntropy));
         tokio::spawn(drive(Wire::new(ws), session, routes, inbox));
         let info = handshake.await.map_err(|_| closed_error())??;
-        Ok(RktClient { commands, info })
+        Ok(RktClient {
+            caller: Caller::new(commands),
+            info,
+        })
     }
 
     /// The server's HELLO_ACK: `From`, `User-Agent`, `Capabilities`, agreed version, timeout.
@@ -188,16 +201,17 @@ impl RktClient {
         &self.info
     }
 
+    /// Starts a command and waits for its answer; dropping the future cancels the command in
+    /// the engine (`ClientSession::cancel`), which frees its `max_in_flight` slot at once.
     async fn submit<T>(
         &self,
         start: impl FnOnce(&mut ClientSession, Millis) -> Result<String, RktError> + Send + 'static,
         waiter: impl FnOnce(Reply<T>) -> Waiter,
     ) -> Result<T, RktError> {
         let (reply, answer) = oneshot::channel();
-        self.commands
-            .send(Command::Start(Box::new(start), waiter(reply)))
-            .map_err(|_| closed_error())?;
-        answer.await.unwrap_or_else(|_| Err(closed_error()))
+        self.caller
+            .call((Box::new(start), waiter(reply)), answer, closed_error)
+            .await
     }
 
     /// REQUEST `intent`; returns the parsed RESPONSE body (`{"intent", "data"}` from the
@@ -222,11 +236,21 @@ impl RktClient {
     ) -> Result<StreamChunks, RktError> {
         let intent = intent.to_string();
         let opts = RequestOptions { stream: true, ..opts };
-        self.submit(
-            move |s, now| s.request(now, &intent, params, opts),
-            |r| Waiter::Stream(StreamWaiter::new(r)),
-        )
-        .await
+        let start = move |s: &mut ClientSession, now| s.request(now, &intent, params, opts);
+        let (chunks, rx) = mpsc::channel(STREAM_CAPACITY + 1);
+        let (reply, answer) = oneshot::channel();
+        let waiter = Waiter::Stream(StreamWaiter {
+            opening: Some(reply),
+            chunks,
+        });
+        let (ticket, ()) = self
+            .caller
+            .call_with_ticket((Box::new(start), waiter), answer, closed_error)
+            .await?;
+        Ok(StreamChunks {
+            rx,
+            _cancel: self.caller.cancel_on_drop(ticket),
+        })
     }
 
     /// DISCOVER: the capability manifest.
@@ -294,10 +318,7 @@ impl RktClient {
 
     /// GOODBYE, close 1000, and waits (bounded) for the connection to end.
     pub async fn close(self) {
-        let (done, closed) = oneshot::channel();
-        if self.commands.send(Command::Close(done)).is_ok() {
-            let _ = closed.await;
-        }
+        self.caller.close().await
     }
 }
 
@@ -327,7 +348,7 @@ fn connect_error(url: &str, e: WsError) -> RktError {
 /// Routes the session's events to the calls waiting for them.
 struct Routes {
     url: String,
-    waiters: HashMap<String, Waiter>,
+    waiting: Waiting<Waiter>,
     /// Until HELLO_ACK: who waits for the session to be ready.
     ready: Option<Reply<ServerInfo>>,
     /// Why the handshake failed, reported when the session closes.
@@ -354,15 +375,23 @@ impl Handler<ClientSession> for Routes {
 
     fn on_input(&mut self, session: &mut ClientSession, command: Command) {
         match command {
-            Command::Start(start, mut waiter) => match start(session, now_ms()) {
+            Command::Start {
+                ticket,
+                start: (start, mut waiter),
+            } => match start(session, now_ms()) {
                 Ok(id) => {
                     if let Waiter::Pong { sent, .. } = &mut waiter {
                         *sent = Instant::now();
                     }
-                    self.waiters.insert(id, waiter);
+                    self.waiting.insert(ticket, id, waiter);
                 }
                 Err(e) => waiter.fail(e),
             },
+            Command::Cancel(ticket) => {
+                if let Some(id) = self.waiting.cancel(ticket) {
+                    session.cancel(&id);
+                }
+            }
             Command::Close(done) => {
                 self.closers.push(done);
                 session.goodbye(now_ms());
@@ -392,42 +421,42 @@ impl Handler<ClientSession> for Routes {
                     }));
                 }
             }
-            ClientEvent::Response { id, body } => match self.waiters.remove(&id) {
+            ClientEvent::Response { id, body } => match self.waiting.remove(&id) {
                 Some(Waiter::Body(reply)) => drop(reply.send(Ok(body))),
                 Some(Waiter::Stream(mut stream)) => drop(stream.push(parse_body(body))),
                 Some(other) => other.fail(mismatch(&id, "RESPONSE")),
                 None => {}
             },
             ClientEvent::StreamBegin { id, .. } => {
-                if let Some(Waiter::Stream(stream)) = self.waiters.get_mut(&id) {
+                if let Some(Waiter::Stream(stream)) = self.waiting.get_mut(&id) {
                     stream.open();
                 }
             }
             ClientEvent::StreamData { id, body, .. } => {
-                if let Some(Waiter::Stream(stream)) = self.waiters.get_mut(&id) {
+                if let Some(Waiter::Stream(stream)) = self.waiting.get_mut(&id) {
                     if !stream.push(parse_body(body)) {
-                        self.waiters.remove(&id);
+                        self.waiting.remove(&id);
                         session.cancel(&id);
                     }
                 }
             }
             ClientEvent::StreamEnd { id, .. } => {
-                if let Some(Waiter::Stream(mut stream)) = self.waiters.remove(&id) {
+                if let Some(Waiter::Stream(mut stream)) = self.waiting.remove(&id) {
                     stream.open();
                 }
             }
-            ClientEvent::AuthOk { id, auth } => match self.waiters.remove(&id) {
+            ClientEvent::AuthOk { id, auth } => match self.waiting.remove(&id) {
                 Some(Waiter::Auth(reply)) => drop(reply.send(Ok(auth))),
                 Some(other) => other.fail(mismatch(&id, "AUTH_OK")),
                 None => {}
             },
-            ClientEvent::Pong { id, .. } => match self.waiters.remove(&id) {
+            ClientEvent::Pong { id, .. } => match self.waiting.remove(&id) {
                 Some(Waiter::Pong { reply, sent }) => drop(reply.send(Ok(sent.elapsed()))),
                 Some(other) => other.fail(mismatch(&id, "PONG")),
                 None => {}
             },
             ClientEvent::Failed { id, error } => {
-                if let Some(waiter) = self.waiters.remove(&id) {
+                if let Some(waiter) = self.waiting.remove(&id) {
                     waiter.fail(error);
                 }
             }
