@@ -488,3 +488,19 @@ async fn a_dropped_stream_receiver_frees_its_in_flight_slot() {
     })
     .await
 }
+
+/// `ping` reports the engine's round trip (`Pong { rtt_ms }`, whole milliseconds), not a second
+/// measurement of the driver's own (an `Instant`, which had sub-millisecond digits).
+#[tokio::test]
+async fn ping_reports_the_engines_round_trip() {
+    bounded(async {
+        let srv = server(ReferenceConfig::default()).await;
+        let c = client(&srv).await;
+        for _ in 0..3 {
+            let rtt = c.ping().await.unwrap();
+            assert_eq!(rtt.subsec_nanos() % 1_000_000, 0, "{rtt:?} is not the engine's rtt_ms");
+            assert!(rtt < Duration::from_secs(5));
+        }
+    })
+    .await
+}

@@ -12,7 +12,7 @@ use agentwire_rkt::{
     resolve, AuthBody, AuthOkBody, ClientConfig, ClientEvent, ClientSession, PeerInfo, RequestOptions, RktError,
 };
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -70,10 +70,8 @@ enum Waiter {
     /// RESPONSE body, raw.
     Body(Reply<Option<String>>),
     Auth(Reply<AuthOkBody>),
-    Pong {
-        reply: Reply<Duration>,
-        sent: Instant,
-    },
+    /// PONG: the engine's round trip.
+    Pong(Reply<Duration>),
     Stream(StreamWaiter),
 }
 
@@ -100,7 +98,7 @@ impl Waiter {
         match self {
             Waiter::Body(r) => drop(r.send(Err(error))),
             Waiter::Auth(r) => drop(r.send(Err(error))),
-            Waiter::Pong { reply, .. } => drop(reply.send(Err(error))),
+            Waiter::Pong(reply) => drop(reply.send(Err(error))),
             Waiter::Stream(mut s) => match s.opening.take() {
                 Some(reply) => drop(reply.send(Err(error))),
                 None => drop(s.chunks.try_send(Err(error))),
@@ -304,16 +302,9 @@ impl RktClient {
         self.submit(move |s, now| s.auth(now, auth), Waiter::Auth).await
     }
 
-    /// PING; the round trip measured by the driver from writing PING to reading PONG.
+    /// PING; the round trip the engine measured (`Pong { rtt_ms }`), in whole milliseconds.
     pub async fn ping(&self) -> Result<Duration, RktError> {
-        self.submit(
-            |s, now| s.ping(now),
-            |reply| Waiter::Pong {
-                reply,
-                sent: Instant::now(),
-            },
-        )
-        .await
+        self.submit(|s, now| s.ping(now), Waiter::Pong).await
     }
 
     /// GOODBYE, close 1000, and waits (bounded) for the connection to end.
@@ -377,14 +368,9 @@ impl Handler<ClientSession> for Routes {
         match command {
             Command::Start {
                 ticket,
-                start: (start, mut waiter),
+                start: (start, waiter),
             } => match start(session, now_ms()) {
-                Ok(id) => {
-                    if let Waiter::Pong { sent, .. } = &mut waiter {
-                        *sent = Instant::now();
-                    }
-                    self.waiting.insert(ticket, id, waiter);
-                }
+                Ok(id) => self.waiting.insert(ticket, id, waiter),
                 Err(e) => waiter.fail(e),
             },
             Command::Cancel(ticket) => {
@@ -403,7 +389,9 @@ impl Handler<ClientSession> for Routes {
         session.goodbye(now_ms());
     }
 
-    /// Routes one event to its waiter; true when the session closed.
+    /// Routes one event to its waiter; true when the session closed. The engine answers a
+    /// command only with its own kind of reply (it drops the others), so each reply meets the
+    /// waiter its command made.
     fn on_event(&mut self, session: &mut ClientSession, _now: Millis, event: ClientEvent) -> bool {
         match event {
             ClientEvent::Ready {
@@ -424,8 +412,7 @@ impl Handler<ClientSession> for Routes {
             ClientEvent::Response { id, body } => match self.waiting.remove(&id) {
                 Some(Waiter::Body(reply)) => drop(reply.send(Ok(body))),
                 Some(Waiter::Stream(mut stream)) => drop(stream.push(parse_body(body))),
-                Some(other) => other.fail(mismatch(&id, "RESPONSE")),
-                None => {}
+                _ => {}
             },
             ClientEvent::StreamBegin { id, .. } => {
                 if let Some(Waiter::Stream(stream)) = self.waiting.get_mut(&id) {
@@ -445,16 +432,16 @@ impl Handler<ClientSession> for Routes {
                     stream.open();
                 }
             }
-            ClientEvent::AuthOk { id, auth } => match self.waiting.remove(&id) {
-                Some(Waiter::Auth(reply)) => drop(reply.send(Ok(auth))),
-                Some(other) => other.fail(mismatch(&id, "AUTH_OK")),
-                None => {}
-            },
-            ClientEvent::Pong { id, .. } => match self.waiting.remove(&id) {
-                Some(Waiter::Pong { reply, sent }) => drop(reply.send(Ok(sent.elapsed()))),
-                Some(other) => other.fail(mismatch(&id, "PONG")),
-                None => {}
-            },
+            ClientEvent::AuthOk { id, auth } => {
+                if let Some(Waiter::Auth(reply)) = self.waiting.remove(&id) {
+                    let _ = reply.send(Ok(auth));
+                }
+            }
+            ClientEvent::Pong { id, rtt_ms } => {
+                if let Some(Waiter::Pong(reply)) = self.waiting.remove(&id) {
+                    let _ = reply.send(Ok(Duration::from_millis(rtt_ms)));
+                }
+            }
             ClientEvent::Failed { id, error } => {
                 if let Some(waiter) = self.waiting.remove(&id) {
                     waiter.fail(error);
@@ -480,8 +467,4 @@ impl Handler<ClientSession> for Routes {
         }
         false
     }
-}
-
-fn mismatch(id: &str, what: &str) -> RktError {
-    RktError::local(ErrorKind::Protocol, format!("{what} does not answer this command")).for_request(id)
 }
