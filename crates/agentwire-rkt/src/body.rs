@@ -5,9 +5,11 @@
 //! derive stays for the server and the reference agent, but the client (and so the wasm) does
 //! not instantiate serde for them.
 
+use crate::errors::RktError;
 use agentwire_core::json::fields::{self, FieldError, Object};
 use agentwire_core::json::read::{parse_lenient, ReadError};
 use agentwire_core::json::SERDE_DEPTH;
+use agentwire_core::ErrorKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -81,6 +83,27 @@ pub struct MemoryGetBody {
     pub key: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+}
+
+impl MemoryGetBody {
+    /// What the RESPONSE to MEMORY_GET (`{"key","namespace","found","value"}`, parsed) says:
+    /// `found: true` is `Some(value)` (an absent `value` is `null`), `found: false` is `None` (the
+    /// key is not set, or expired). A server that sends no `found` is read by its `value`: absent
+    /// or `null` is `None`. A reply that is not an object, or a `found` that is not a boolean, is a
+    /// `decode` error.
+    pub fn read_reply(reply: &Value) -> Result<Option<Value>, RktError> {
+        let decode = |m: &str| RktError::local(ErrorKind::Decode, format!("MEMORY_GET reply: {m}"));
+        let Some(reply) = reply.as_object() else {
+            return Err(decode("not a JSON object"));
+        };
+        let value = reply.get("value").cloned().unwrap_or(Value::Null);
+        match reply.get("found") {
+            Some(Value::Bool(true)) => Ok(Some(value)),
+            Some(Value::Bool(false)) => Ok(None),
+            None => Ok(Some(value).filter(|v| !v.is_null())),
+            Some(_) => Err(decode("`found` is not a boolean")),
+        }
+    }
 }
 
 /// The namespace used when a MEMORY message names none.

@@ -318,3 +318,37 @@ proptest! {
         agree_all(&format!("[{}]", items.join(", ")));
     }
 }
+
+#[test]
+fn memory_get_reply_reads_found_and_value() {
+    let read = |v: Value| MemoryGetBody::read_reply(&v);
+    let found = json!({"key": "k", "namespace": "default", "found": true, "value": {"a": 1}});
+    assert_eq!(read(found).unwrap(), Some(json!({"a": 1})));
+    // A stored `null` is found: it is not a missing key.
+    assert_eq!(read(json!({"found": true, "value": null})).unwrap(), Some(Value::Null));
+    assert_eq!(read(json!({"found": true})).unwrap(), Some(Value::Null));
+    let missing = json!({"key": "k", "namespace": "default", "found": false, "value": null});
+    assert_eq!(read(missing).unwrap(), None);
+    assert_eq!(
+        read(json!({"found": false, "value": 3})).unwrap(),
+        None,
+        "found decides"
+    );
+    // Without `found`, the value decides.
+    assert_eq!(read(json!({"value": "Seoul"})).unwrap(), Some(json!("Seoul")));
+    assert_eq!(read(json!({"value": null})).unwrap(), None);
+    assert_eq!(read(json!({})).unwrap(), None);
+}
+
+#[test]
+fn memory_get_reply_that_is_not_one_is_a_decode_error() {
+    for bad in [
+        json!(null),
+        json!("Seoul"),
+        json!([true, 1]),
+        json!({"found": "yes", "value": 1}),
+    ] {
+        let e = MemoryGetBody::read_reply(&bad).unwrap_err();
+        assert_eq!(e.kind(), agentwire_core::ErrorKind::Decode, "{bad}: {e}");
+    }
+}

@@ -9,7 +9,8 @@ use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
 use agentwire_rkt::{
-    resolve, AuthBody, AuthOkBody, ClientConfig, ClientEvent, ClientSession, PeerInfo, RequestOptions, RktError,
+    resolve, AuthBody, AuthOkBody, ClientConfig, ClientEvent, ClientSession, MemoryGetBody, PeerInfo, RequestOptions,
+    RktError,
 };
 use serde_json::Value;
 use std::time::Duration;
@@ -269,16 +270,13 @@ impl RktClient {
         parse_body(self.submit(start, Waiter::Body).await?)
     }
 
-    /// MEMORY_GET; `None` when the key is not set (or expired).
+    /// MEMORY_GET; `None` when the key is not set (or expired), as
+    /// [`MemoryGetBody::read_reply`] reads the reply.
     pub async fn memory_get(&self, key: &str, namespace: Option<&str>) -> Result<Option<Value>, RktError> {
         let (key, namespace) = (key.to_string(), namespace.map(str::to_string));
         let start = move |s: &mut ClientSession, now| s.memory_get(now, &key, namespace.as_deref());
-        let body = parse_body(self.submit(start, Waiter::Body).await?)?;
-        Ok(match body.get("found").and_then(Value::as_bool) {
-            Some(true) => Some(body.get("value").cloned().unwrap_or(Value::Null)),
-            Some(false) => None,
-            None => body.get("value").filter(|v| !v.is_null()).cloned(),
-        })
+        let reply = parse_body(self.submit(start, Waiter::Body).await?)?;
+        MemoryGetBody::read_reply(&reply)
     }
 
     /// PAY; returns the receipt body.
