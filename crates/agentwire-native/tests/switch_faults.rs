@@ -230,3 +230,36 @@ async fn hostile_http_answers_are_typed_errors() {
     })
     .await;
 }
+
+/// An SSE open to a server that takes the connection and never answers ends by the engine's open
+/// timeout (`open_timeout_ms`; the driver has no deadline of its own on it), and `connect` gives
+/// up with a timeout naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_open_that_is_never_answered_ends_by_the_engines_open_timeout() {
+    bounded(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(tokio::time::timeout(Duration::from_secs(10), async move {
+            let mut held = Vec::new();
+            while let Ok((tcp, _)) = listener.accept().await {
+                held.push(tcp); // read nothing, answer nothing
+            }
+        }));
+        let w = world(peer_config(Generation::Released)).await;
+        let mut cfg = config(&w.b, Transport::Sse, &[]);
+        cfg.open_timeout_ms = 300;
+        let opts = SwitchOptions {
+            connect_timeout: Some(Duration::from_millis(1_000)),
+            ..SwitchOptions::default()
+        };
+        let e = agentwire_native::switch::SwitchClient::connect_with(&url, "k", cfg, opts)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+        assert!(
+            e.message.contains("no connection_state within 300 ms of opening"),
+            "{e}"
+        );
+    })
+    .await;
+}

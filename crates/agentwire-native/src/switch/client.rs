@@ -101,7 +101,6 @@ impl SwitchClient {
             origin: parsed.clone(),
             key: key.clone(),
             max_message_bytes: cfg.decode.max_message_bytes,
-            open_timeout: Duration::from_millis(cfg.open_timeout_ms.max(1)),
         };
         let (agent_id, connection_id) = (cfg.open.agent_id.clone(), cfg.open.connection_id.clone());
         let mut conn = Connection::new(cfg, Box::new(OsEntropy));

@@ -36,8 +36,6 @@ pub(crate) struct Dialer {
     pub(crate) key: Arc<str>,
     /// The engine's largest message; the WebSocket refuses far larger ones.
     pub(crate) max_message_bytes: usize,
-    /// Bound on connecting and reading the SSE head (the engine's open timeout).
-    pub(crate) open_timeout: Duration,
 }
 
 /// An open that failed: the HTTP status of a refusal (`None`: no answer) and its body or reason.
@@ -63,19 +61,12 @@ pub(crate) enum Incoming {
 
 impl Dialer {
     /// Performs a `Transmit::Open`: the WebSocket upgrade, or the SSE `GET` up to its `200` head.
+    /// Not bounded here: the engine's open timer (`open_timeout_ms`) decides, and its
+    /// `Transmit::Close` drops an open still under way.
     pub(crate) async fn open(self, open: OpenRequest) -> Result<Socket, OpenFailed> {
         match open.wire {
             Wire::WebSocket => self.open_ws(open).await,
-            Wire::Sse => {
-                let limit = self.open_timeout;
-                match tokio::time::timeout(limit, self.open_sse(open)).await {
-                    Ok(r) => r,
-                    Err(_) => Err((
-                        None,
-                        format!("no answer to the stream open within {} ms", limit.as_millis()),
-                    )),
-                }
-            }
+            Wire::Sse => self.open_sse(open).await,
         }
     }
 
