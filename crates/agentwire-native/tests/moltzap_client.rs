@@ -312,3 +312,46 @@ async fn a_reader_that_falls_behind_ends_the_connection() {
     }
     assert_eq!(seen, 3, "the capacity, then the close");
 }
+
+/// Pushes are kept until `events()` is taken and read; a client that wants none takes the
+/// receiver and drops it: then pushes are discarded and `event_capacity` of them do not end the
+/// connection.
+#[tokio::test]
+async fn a_dropped_event_receiver_discards_pushes_and_keeps_the_connection() {
+    let h = peer(PeerConfig::new(Generation::Current)).await;
+    let (ka, kb) = (agent(&h, "liam").await, agent(&h, "mona").await);
+    let a = connect(&h, &ka, config(GenerationChoice::Current)).await.unwrap();
+    let mut cfg = config(GenerationChoice::Current);
+    cfg.event_capacity = 3;
+    let mut b = connect(&h, &kb, cfg).await.unwrap();
+    drop(b.events());
+    for i in 0..6 {
+        let m = SendMessage::text_to_agent("mona", format!("m{i}"));
+        a.request(move |s, now| s.messages_send(now, &m)).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await; // the pushes reach b
+                                                          // Past the capacity, b still answers: its connection is open.
+    let m = SendMessage::text_to_agent("liam", "still here");
+    let sent = tokio::time::timeout(WAIT, b.request(move |s, now| s.messages_send(now, &m))).await;
+    assert!(sent.unwrap().is_ok());
+}
+
+/// A client that never calls `events()` still has its pushes held, and is disconnected (1008)
+/// once `event_capacity` of them wait, as its documentation says.
+#[tokio::test]
+async fn pushes_never_taken_end_the_connection_at_the_capacity() {
+    let h = peer(PeerConfig::new(Generation::Current)).await;
+    let (ka, kb) = (agent(&h, "nora").await, agent(&h, "otto").await);
+    let a = connect(&h, &ka, config(GenerationChoice::Current)).await.unwrap();
+    let mut cfg = config(GenerationChoice::Current);
+    cfg.event_capacity = 3;
+    let b = connect(&h, &kb, cfg).await.unwrap();
+    for i in 0..6 {
+        let m = SendMessage::text_to_agent("otto", format!("m{i}"));
+        a.request(move |s, now| s.messages_send(now, &m)).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await; // the pushes reach b
+    let m = SendMessage::text_to_agent("nora", "gone?");
+    let sent = tokio::time::timeout(WAIT, b.request(move |s, now| s.messages_send(now, &m))).await;
+    assert_eq!(sent.unwrap().unwrap_err().kind(), ErrorKind::Closed);
+}

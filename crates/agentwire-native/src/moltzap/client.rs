@@ -25,9 +25,11 @@ pub type Events = mpsc::Receiver<Event>;
 #[derive(Debug, Clone)]
 pub struct MoltZapConfig {
     pub session: SessionConfig,
-    /// Events held for the reader of [`MoltZapClient::events`]. When the reader falls this far
-    /// behind, the client closes the connection (`Disconnected` with code 1008 follows): recover
-    /// by connecting again and reading a bounded `agent/message/list` window.
+    /// Events held for the reader of [`MoltZapClient::events`], counted from the connect (events
+    /// are held before `events()` is called too). When the reader falls this far behind, or
+    /// never takes the receiver, the client closes the connection (`Disconnected` with code 1008
+    /// follows): recover by connecting again and reading a bounded `agent/message/list` window.
+    /// Taking the receiver and dropping it discards events instead.
     pub event_capacity: usize,
 }
 
@@ -62,6 +64,11 @@ fn closed_error() -> MoltZapError {
 
 /// A MoltZap connection, authenticated. Calls may run concurrently (`&self`). Dropping a call's
 /// future cancels the request; dropping the client closes the connection (1000).
+///
+/// Server pushes are buffered for [`MoltZapClient::events`] from the connect on, until they are
+/// taken, whether or not `events()` was ever called: a client that never takes them is
+/// disconnected (close 1008) once `event_capacity` pushes are waiting. A client that wants no
+/// events calls `events()` and drops the receiver: pushes are then discarded.
 pub struct MoltZapClient {
     caller: Caller<Start>,
     info: ConnectionInfo,
@@ -123,8 +130,9 @@ impl MoltZapClient {
         &self.info
     }
 
-    /// The event channel; `None` after the first call. Events not read are held (bounded by
-    /// `event_capacity`); drop the receiver to discard them.
+    /// The event channel; `None` after the first call. Events not read, before this call too,
+    /// are held, at most `event_capacity`: when that many are waiting the connection is closed
+    /// with 1008 (`Disconnected` comes last). Drop the receiver to discard events instead.
     pub fn events(&mut self) -> Option<Events> {
         self.events.take()
     }
