@@ -504,3 +504,38 @@ async fn ping_reports_the_engines_round_trip() {
     })
     .await
 }
+
+/// The reference server serves at most `max_connections` at once: past it a new connection is
+/// dropped at once (the connect fails `closed`), and a slot freed by a close is taken again.
+#[tokio::test]
+async fn the_server_refuses_connections_past_its_cap() {
+    bounded(async {
+        let srv = server(ReferenceConfig {
+            max_connections: 2,
+            ..ReferenceConfig::default()
+        })
+        .await;
+        let (a, b) = (client(&srv).await, client(&srv).await);
+        let refused = tokio::time::timeout(
+            Duration::from_secs(2),
+            RktClient::connect(&srv.url(), ClientConfig::default()),
+        )
+        .await
+        .expect("a connection past the cap is refused promptly");
+        assert_eq!(refused.unwrap_err().kind(), ErrorKind::Closed);
+        assert!(b.request("echo", None, opts()).await.is_ok(), "the open ones go on");
+        a.close().await;
+        // The server frees the slot when its side of the connection has ended.
+        let mut again = None;
+        for _ in 0..40 {
+            if let Ok(c) = RktClient::connect(&srv.url(), ClientConfig::default()).await {
+                again = Some(c);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let c = again.expect("a closed connection frees its slot");
+        assert!(c.request("echo", None, opts()).await.is_ok());
+    })
+    .await
+}

@@ -2,7 +2,8 @@
 //! per socket, one `reference::Shared` (memory, ledger, tokens) for the whole server.
 //!
 //! The upgrade is refused with HTTP 404 off `/rkt` and with HTTP 400 when the client does not
-//! offer the `rkt.1.0` subprotocol. One line per connection goes to stderr when it opens and
+//! offer the `rkt.1.0` subprotocol. At most `ReferenceConfig::max_connections` connections are
+//! served at once: one past it is closed as soon as it is accepted. One line per connection goes to stderr when it opens and
 //! when it closes; message contents are never logged.
 
 use crate::pump::{pump, Handler, StopSignal};
@@ -18,7 +19,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, SEC_WEBSOCKET_PROTOCOL};
@@ -57,15 +58,24 @@ pub async fn serve_until(
         cfg,
     });
     let (stop, stopped) = watch::channel(());
+    let cap = agent.cfg.max_connections;
+    // A connection holds a slot until its task ends.
+    let slots = Arc::new(Semaphore::new(cap.min(Semaphore::MAX_PERMITS)));
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((tcp, peer)) => {
-                    connections.spawn(connection(tcp, peer, agent.clone(), stopped.clone()));
-                }
+                Ok((tcp, peer)) => match slots.clone().try_acquire_owned() {
+                    Ok(slot) => {
+                        connections.spawn(connection(tcp, peer, agent.clone(), stopped.clone(), slot));
+                    }
+                    Err(_) => {
+                        drop(tcp);
+                        eprintln!("rkt {peer}: refused: {cap} connections open (max_connections)");
+                    }
+                },
                 Err(e) => {
                     // Usually out of file descriptors: wait for connections to end.
                     eprintln!("rkt {addr}: accept failed: {e}");
@@ -158,7 +168,14 @@ fn check_upgrade(req: &Request, mut resp: Response) -> Result<Response, ErrorRes
     Ok(resp)
 }
 
-async fn connection(tcp: TcpStream, peer: SocketAddr, agent: Arc<Agent>, stopped: watch::Receiver<()>) {
+/// Serves one TCP connection; `_slot` is its place under `max_connections`, freed at the end.
+async fn connection(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    agent: Arc<Agent>,
+    stopped: watch::Receiver<()>,
+    _slot: OwnedSemaphorePermit,
+) {
     let _ = tcp.set_nodelay(true);
     let limit = frame_limit(agent.session.max_message_size);
     let ws_cfg = WebSocketConfig::default()

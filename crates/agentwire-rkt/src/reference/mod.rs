@@ -53,6 +53,9 @@ pub struct ReferenceConfig {
     pub max_tokens: usize,
     pub max_forecast_days: u32,
     pub token_lifetime_s: u64,
+    /// Connections a server serves at once (the native one: `agentwire_native::rkt::serve`);
+    /// past it, a new TCP connection is closed as soon as it is accepted.
+    pub max_connections: usize,
 }
 
 impl Default for ReferenceConfig {
@@ -70,6 +73,7 @@ impl Default for ReferenceConfig {
             max_tokens: 10_000,
             max_forecast_days: 16,
             token_lifetime_s: 3600,
+            max_connections: 1024,
         }
     }
 }
