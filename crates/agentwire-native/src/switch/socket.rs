@@ -7,7 +7,6 @@ use agentwire_switch::connection::OpenRequest;
 use agentwire_switch::Wire;
 use futures_util::{SinkExt, StreamExt};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
@@ -18,8 +17,8 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-/// How long a closing handshake may take (in its own task).
-pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// How long a closing handshake may take (here in its own task): the one every driver uses.
+pub(crate) use crate::wire::CLOSE_GRACE;
 /// Most bytes of a refused open's body read for its error.
 const REFUSAL_BODY: usize = 64 << 10;
 /// The WebSocket's own cap, as a multiple of the engine's limit (at least 16 MiB): a message over
