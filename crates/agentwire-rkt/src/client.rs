@@ -857,13 +857,16 @@ impl ClientSession {
             self.close(1000, "handshake refused");
             return;
         }
-        match reply_to {
-            Some(id) if self.pending.contains_key(&id) && !self.is_queued(&id) => {
-                let p = self.take_pending(&id).expect("checked");
+        let taken = match &reply_to {
+            Some(id) if !self.is_queued(id) => self.take_pending(id),
+            _ => None,
+        };
+        match (reply_to, taken) {
+            (Some(id), Some(p)) => {
                 self.timers.cancel(&Timer::Reply(id.clone()));
                 self.end(p.origin, ClientEvent::Failed { id, error });
             }
-            Some(id) if self.forgotten.contains(&id) => {}
+            (Some(id), None) if self.forgotten.contains(&id) => {}
             _ => self.events.push_back(ClientEvent::Error(error)),
         }
     }
@@ -911,7 +914,8 @@ impl ClientSession {
             }
             MessageType::StreamEnd => self.on_stream_end(id, msg.body),
             _ => {
-                let p = self.take_pending(&id).expect("checked");
+                // Found above (`pending.get_mut`); no panic path all the same.
+                let Some(p) = self.take_pending(&id) else { return };
                 self.timers.cancel(&Timer::Reply(id.clone()));
                 let event = match msg.kind {
                     MessageType::Pong => ClientEvent::Pong {
