@@ -49,3 +49,24 @@ fn main() -> ExitCode {
         Protocol::Relay(command) => relay::run(command),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer_port(args: &[&str]) -> u16 {
+        match Cli::try_parse_from(args).unwrap().protocol {
+            Protocol::Peers(peers::Command::Moltzap(a)) => a.port(),
+            Protocol::Peers(peers::Command::Switch(a)) => a.port(),
+            _ => unreachable!("a peers command"),
+        }
+    }
+
+    #[test]
+    fn each_peer_has_its_own_default_port() {
+        assert_eq!(peer_port(&["agentwire", "peers", "switch"]), switch::DEFAULT_PORT);
+        assert_eq!(peer_port(&["agentwire", "peers", "moltzap"]), moltzap::DEFAULT_PORT);
+        assert_eq!((switch::DEFAULT_PORT, moltzap::DEFAULT_PORT), (7751, 7750));
+        assert_eq!(peer_port(&["agentwire", "peers", "switch", "--port", "0"]), 0);
+    }
+}

@@ -8,14 +8,27 @@ use std::process::ExitCode;
 
 /// `--port`, with `DEFAULT_PORT` as its default (the peers' binaries: 0, `agentwire peers`: the
 /// playground's ports).
+///
+/// The default is applied here ([`Listen::port`]), not by clap: `default_value_t` in a generic
+/// struct is computed once in a static that every instantiation shares, so two defaults in one
+/// command (`agentwire peers moltzap` and `peers switch`) would both get whichever was built
+/// first. The help text is built per instantiation and states the default.
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub struct Listen<const DEFAULT_PORT: u16> {
-    /// Port on 127.0.0.1; 0 picks a free one (the URL is printed)
-    #[arg(long, default_value_t = DEFAULT_PORT)]
-    pub port: u16,
+    #[arg(
+        long,
+        value_name = "PORT",
+        help = format!("Port on 127.0.0.1; 0 picks a free one (the URL is printed) [default: {DEFAULT_PORT}]")
+    )]
+    port: Option<u16>,
 }
 
 impl<const DEFAULT_PORT: u16> Listen<DEFAULT_PORT> {
+    /// The port to listen on: `--port`, or `DEFAULT_PORT` without it.
+    pub fn port(&self) -> u16 {
+        self.port.unwrap_or(DEFAULT_PORT)
+    }
+
     /// What a peer's command line does first: listen for Ctrl-C, then `bind(port)`. A failure
     /// is printed (`error: cannot listen on 127.0.0.1:PORT: ...`) and ends the command with
     /// [`ExitCode::FAILURE`].
@@ -27,10 +40,11 @@ impl<const DEFAULT_PORT: u16> Listen<DEFAULT_PORT> {
             eprintln!("error: cannot listen for Ctrl-C: {e}");
             ExitCode::FAILURE
         })?;
-        match bind(self.port).await {
+        let port = self.port();
+        match bind(port).await {
             Ok(bound) => Ok((bound, interrupt)),
             Err(e) => {
-                eprintln!("error: cannot listen on 127.0.0.1:{}: {e}", self.port);
+                eprintln!("error: cannot listen on 127.0.0.1:{port}: {e}");
                 Err(ExitCode::FAILURE)
             }
         }
@@ -43,4 +57,44 @@ impl<const DEFAULT_PORT: u16> Listen<DEFAULT_PORT> {
 pub enum Wire {
     Current,
     Released,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Listen;
+    use clap::{CommandFactory, Parser, Subcommand};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        peer: Peer,
+    }
+
+    #[derive(Subcommand)]
+    enum Peer {
+        A(Listen<7750>),
+        B(Listen<7751>),
+        C(Listen<0>),
+    }
+
+    fn port(args: &[&str]) -> u16 {
+        match Cli::try_parse_from(args).unwrap().peer {
+            Peer::A(l) => l.port(),
+            Peer::B(l) => l.port(),
+            Peer::C(l) => l.port(),
+        }
+    }
+
+    #[test]
+    fn each_instantiation_keeps_its_own_default() {
+        assert_eq!(port(&["t", "a"]), 7750);
+        assert_eq!(port(&["t", "b"]), 7751);
+        assert_eq!(port(&["t", "c"]), 0);
+        assert_eq!(port(&["t", "b", "--port", "9"]), 9);
+        let mut cmd = Cli::command();
+        for (name, default) in [("a", 7750), ("b", 7751), ("c", 0)] {
+            let help = cmd.find_subcommand_mut(name).unwrap().render_help().to_string();
+            assert!(help.contains(&format!("[default: {default}]")), "{name}: {help}");
+        }
+    }
 }

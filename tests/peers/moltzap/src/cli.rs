@@ -19,6 +19,13 @@ pub struct Args<const DEFAULT_PORT: u16 = 0> {
     ping_interval_ms: u64,
 }
 
+impl<const DEFAULT_PORT: u16> Args<DEFAULT_PORT> {
+    /// The port the peer listens on: `--port`, or `DEFAULT_PORT`.
+    pub fn port(&self) -> u16 {
+        self.listen.port()
+    }
+}
+
 /// Runs the peer until Ctrl-C. Prints `listening on ws://127.0.0.1:PORT/ws` once it is bound
 /// (stdout), and how to register (stderr).
 pub async fn run<const DEFAULT_PORT: u16>(args: Args<DEFAULT_PORT>) -> ExitCode {

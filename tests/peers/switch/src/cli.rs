@@ -32,6 +32,13 @@ pub struct Args<const DEFAULT_PORT: u16 = 0> {
     registration_token: String,
 }
 
+impl<const DEFAULT_PORT: u16> Args<DEFAULT_PORT> {
+    /// The port the peer listens on: `--port`, or `DEFAULT_PORT`.
+    pub fn port(&self) -> u16 {
+        self.listen.port()
+    }
+}
+
 /// Runs the peer until Ctrl-C. Prints (stdout) `listening on http://127.0.0.1:PORT` once it is
 /// bound, then `agent NAME id=UUID key=KEY` per agent and `room NAME id=UUID members=NAME,NAME`
 /// per room (an agent first named as a member is registered, and printed, just before its
