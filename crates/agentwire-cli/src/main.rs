@@ -4,6 +4,7 @@
 #![allow(clippy::result_large_err)]
 
 mod moltzap;
+mod out;
 mod peers;
 mod relay;
 mod repl;

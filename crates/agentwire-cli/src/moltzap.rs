@@ -1,6 +1,7 @@
 //! `agentwire moltzap register|connect|send|list|watch|call`. Results and events are printed as
 //! one JSON object per line on stdout; errors go to stderr with a failing exit code.
 
+use crate::out::{outln, Closed};
 use agentwire_moltzap::register::Registration;
 use agentwire_moltzap::session::SendMessage;
 use agentwire_moltzap::{Credentials, Event, GenerationChoice, MoltZapError};
@@ -97,7 +98,8 @@ pub fn run(command: Command) -> ExitCode {
     runtime.block_on(async move {
         match main(command).await {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => fail(e.error),
+            Err(Failed::MoltZap(e)) => fail(e.error),
+            Err(Failed::Closed(closed)) => closed.into(),
         }
     })
 }
@@ -107,15 +109,44 @@ fn fail(e: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// Prints a raw JSON result compactly (text that is not JSON as it is).
-fn print_json(raw: &str) {
-    match serde_json::from_str::<serde_json::Value>(raw) {
-        Ok(v) => println!("{v}"),
-        Err(_) => println!("{raw}"),
+/// Why a command did not complete: the client's error, or a closed stdout.
+enum Failed {
+    MoltZap(MoltZapError),
+    Closed(Closed),
+}
+
+impl From<MoltZapError> for Failed {
+    fn from(e: MoltZapError) -> Failed {
+        Failed::MoltZap(e)
     }
 }
 
-async fn main(command: Command) -> Result<(), MoltZapError> {
+impl From<Closed> for Failed {
+    fn from(closed: Closed) -> Failed {
+        Failed::Closed(closed)
+    }
+}
+
+/// Prints a raw JSON result compactly (text that is not JSON as it is).
+fn print_json(raw: &str) -> Result<(), Closed> {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(v) => outln!("{v}"),
+        Err(_) => outln!("{raw}"),
+    }
+}
+
+/// Prints a request's result, then closes the client (whether the request or the print failed
+/// or not).
+async fn print_and_close(client: MoltZapClient, answer: Result<String, MoltZapError>) -> Result<(), Failed> {
+    let printed = match answer {
+        Ok(raw) => print_json(&raw).map_err(Failed::from),
+        Err(e) => Err(Failed::from(e)),
+    };
+    client.close().await;
+    printed
+}
+
+async fn main(command: Command) -> Result<(), Failed> {
     match command {
         Command::Register {
             name,
@@ -127,7 +158,7 @@ async fn main(command: Command) -> Result<(), MoltZapError> {
             r.description = description;
             r.invite_code = invite_code;
             let ok = register(&server, &r, Duration::from_secs(10)).await?;
-            println!("{}", serde_json::json!({"agentId": ok.agent_id, "apiKey": ok.api_key}));
+            outln!("{}", serde_json::json!({"agentId": ok.agent_id, "apiKey": ok.api_key}))?;
         }
         Command::Connect(conn) => {
             let mut client = connect(&conn).await?;
@@ -147,8 +178,8 @@ async fn main(command: Command) -> Result<(), MoltZapError> {
                 (None, Some(c)) => SendMessage::text_to_conversation(c, text),
                 (None, None) => unreachable!("clap requires one"),
             };
-            print_json(&client.request(move |s, now| s.messages_send(now, &msg)).await?);
-            client.close().await;
+            let answer = client.request(move |s, now| s.messages_send(now, &msg)).await;
+            print_and_close(client, answer).await?;
         }
         Command::List {
             conn,
@@ -157,20 +188,21 @@ async fn main(command: Command) -> Result<(), MoltZapError> {
         } => {
             let mut client = connect(&conn).await?;
             drop(client.events());
-            print_json(&list(&client, conversation, limit).await?);
-            client.close().await;
+            let answer = list(&client, conversation, limit).await;
+            print_and_close(client, answer).await?;
         }
         Command::Watch { conn, count, for_ms } => {
             let mut client = connect(&conn).await?;
             let events = client.events().expect("first take");
-            watch(events, count, for_ms).await;
+            let watched = watch(events, count, for_ms).await;
             client.close().await;
+            watched?;
         }
         Command::Call { conn, method, params } => {
             let mut client = connect(&conn).await?;
             drop(client.events());
-            print_json(&client.call(&method, params.as_deref()).await?);
-            client.close().await;
+            let answer = client.call(&method, params.as_deref()).await;
+            print_and_close(client, answer).await?;
         }
     }
     Ok(())
@@ -206,7 +238,7 @@ async fn list(client: &MoltZapClient, conversation: Option<String>, limit: u32) 
         .await
 }
 
-async fn watch(mut events: Events, count: Option<u64>, for_ms: Option<u64>) {
+async fn watch(mut events: Events, count: Option<u64>, for_ms: Option<u64>) -> Result<(), Closed> {
     let deadline = crate::watch::deadline(for_ms);
     let mut seen = 0;
     while count.is_none_or(|c| seen < c) {
@@ -214,22 +246,28 @@ async fn watch(mut events: Events, count: Option<u64>, for_ms: Option<u64>) {
             break;
         };
         let last = matches!(event, Event::Disconnected { .. });
-        println!("{}", event.to_json());
+        outln!("{}", event.to_json())?;
         seen += 1;
         if last {
             break;
         }
     }
+    Ok(())
 }
 
-async fn repl(client: MoltZapClient, mut events: Events) -> Result<(), MoltZapError> {
+/// Until `quit`, the end of input, the end of the connection or a closed stdout.
+async fn repl(client: MoltZapClient, mut events: Events) -> Result<(), Failed> {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut ended = Ok(());
     loop {
         tokio::select! {
             event = events.recv() => match event {
                 Some(event) => {
                     let last = matches!(event, Event::Disconnected { .. });
-                    println!("{}", event.to_json());
+                    if let Err(closed) = outln!("{}", event.to_json()) {
+                        ended = Err(closed);
+                        break;
+                    }
                     if last {
                         return Ok(());
                     }
@@ -245,16 +283,23 @@ async fn repl(client: MoltZapClient, mut events: Events) -> Result<(), MoltZapEr
                 if matches!(line, "quit" | "exit") {
                     break;
                 }
-                match command_line(&client, line).await {
+                let printed = match command_line(&client, line).await {
                     Ok(Some(raw)) => print_json(&raw),
-                    Ok(None) => {}
-                    Err(e) => eprintln!("error: {}", e.error),
+                    Ok(None) => Ok(()),
+                    Err(e) => {
+                        eprintln!("error: {}", e.error);
+                        Ok(())
+                    }
+                };
+                if let Err(closed) = printed {
+                    ended = Err(closed);
+                    break;
                 }
             }
         }
     }
     client.close().await;
-    Ok(())
+    ended.map_err(Failed::from)
 }
 
 const HELP: &str =

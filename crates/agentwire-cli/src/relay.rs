@@ -37,10 +37,10 @@ pub fn run(command: Command) -> ExitCode {
             origin,
             rooms,
         } => match token(agent, exp_in, origin, rooms) {
-            Ok(token) => {
-                println!("{token}");
-                ExitCode::SUCCESS
-            }
+            Ok(token) => match crate::out::outln!("{token}") {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(closed) => closed.into(),
+            },
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::FAILURE

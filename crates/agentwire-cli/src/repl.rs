@@ -1,11 +1,12 @@
 //! The `rkt connect` REPL: one command per line, each answered before the next is read.
 
+use crate::out::{self, outln, Closed};
 use agentwire_core::ErrorKind;
 use agentwire_native::rkt::RktClient;
 use agentwire_rkt::{AuthBody, RequestOptions, RktError};
 use serde::Deserialize;
 use serde_json::Value;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -159,29 +160,49 @@ fn parse_memory_set(rest: &str) -> Result<Line, RktError> {
     })
 }
 
-fn print_json(v: &Value) {
-    println!("{}", serde_json::to_string(v).unwrap_or_default());
+fn print_json(v: &Value) -> Result<(), Closed> {
+    outln!("{}", serde_json::to_string(v).unwrap_or_default())
 }
 
-fn print_error(e: &RktError) {
-    println!("error: {e}");
+fn print_error(e: &RktError) -> Result<(), Closed> {
+    outln!("error: {e}")?;
     if let Some(s) = e.retry_after_s {
-        println!("  retry after {s} s");
+        outln!("  retry after {s} s")?;
     }
     if let Some(details) = &e.details {
-        println!("  details: {details}");
+        outln!("  details: {details}")?;
+    }
+    Ok(())
+}
+
+/// Why a command line did not complete: the agent's error (printed, the REPL goes on) or a
+/// closed stdout (the REPL ends).
+enum Failed {
+    Rkt(RktError),
+    Closed(Closed),
+}
+
+impl From<RktError> for Failed {
+    fn from(e: RktError) -> Failed {
+        Failed::Rkt(e)
     }
 }
 
-async fn execute(client: &RktClient, line: Line) -> Result<(), RktError> {
+impl From<Closed> for Failed {
+    fn from(closed: Closed) -> Failed {
+        Failed::Closed(closed)
+    }
+}
+
+async fn execute(client: &RktClient, line: Line) -> Result<(), Failed> {
     match line {
         Line::Empty | Line::Exit => {}
-        Line::Help => println!("{HELP}"),
+        Line::Help => outln!("{HELP}")?,
         Line::Request(JsonRequest {
             intent,
             params,
             stream: false,
-        }) => print_json(&client.request(&intent, params, RequestOptions::default()).await?),
+        }) => print_json(&client.request(&intent, params, RequestOptions::default()).await?)?,
         Line::Request(JsonRequest {
             intent,
             params,
@@ -189,29 +210,29 @@ async fn execute(client: &RktClient, line: Line) -> Result<(), RktError> {
         }) => {
             let mut chunks = client.stream(&intent, params, RequestOptions::default()).await?;
             while let Some(chunk) = chunks.recv().await {
-                print_json(&chunk?);
+                print_json(&chunk?)?;
             }
         }
-        Line::Discover => println!(
+        Line::Discover => outln!(
             "{}",
             serde_json::to_string_pretty(&client.discover().await?).unwrap_or_default()
-        ),
-        Line::Ping => println!("pong: {:.3} ms", client.ping().await?.as_secs_f64() * 1000.0),
+        )?,
+        Line::Ping => outln!("pong: {:.3} ms", client.ping().await?.as_secs_f64() * 1000.0)?,
         Line::MemorySet {
             key,
             value,
             namespace,
             ttl_s,
-        } => print_json(&client.memory_set(&key, value, namespace.as_deref(), ttl_s).await?),
+        } => print_json(&client.memory_set(&key, value, namespace.as_deref(), ttl_s).await?)?,
         Line::MemoryGet { key, namespace } => match client.memory_get(&key, namespace.as_deref()).await? {
-            Some(value) => print_json(&value),
-            None => println!("(not found)"),
+            Some(value) => print_json(&value)?,
+            None => outln!("(not found)")?,
         },
         Line::Pay {
             amount,
             currency,
             description,
-        } => print_json(&client.pay(amount, &currency, description.as_deref(), None).await?),
+        } => print_json(&client.pay(amount, &currency, description.as_deref(), None).await?)?,
         Line::Auth(token) => {
             let ok = client
                 .auth(AuthBody::Bearer {
@@ -219,14 +240,20 @@ async fn execute(client: &RktClient, line: Line) -> Result<(), RktError> {
                     scopes: Vec::new(),
                 })
                 .await?;
-            println!("{}", serde_json::to_string(&ok).unwrap_or_default());
+            outln!("{}", serde_json::to_string(&ok).unwrap_or_default())?;
         }
     }
     Ok(())
 }
 
-/// Runs the REPL until `exit` or the end of input, then says GOODBYE.
+/// Runs the REPL until `exit`, the end of input or a closed stdout, then says GOODBYE.
 pub async fn run(client: RktClient) -> ExitCode {
+    let code = session(&client).await;
+    client.close().await;
+    code
+}
+
+async fn session(client: &RktClient) -> ExitCode {
     let info = client.server_info();
     let user_agent = info.server.user_agent.as_deref().unwrap_or("unknown");
     let caps = if info.server.capabilities.is_empty() {
@@ -234,34 +261,40 @@ pub async fn run(client: RktClient) -> ExitCode {
     } else {
         info.server.capabilities.join(",")
     };
-    println!("connected to {} (server {user_agent}, caps {caps})", info.url);
+    if let Err(closed) = outln!("connected to {} (server {user_agent}, caps {caps})", info.url) {
+        return closed.into();
+    }
     let interactive = std::io::stdin().is_terminal();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     loop {
         if interactive {
-            print!("> ");
-            let _ = std::io::stdout().flush();
+            if let Err(closed) = out::write(format_args!("> "), false) {
+                return closed.into();
+            }
         }
         let line = match lines.next_line().await {
             Ok(Some(line)) => line,
-            Ok(None) => break,
+            Ok(None) => return ExitCode::SUCCESS,
             Err(e) => {
-                println!("error: cannot read input: {e}");
-                break;
+                return match outln!("error: cannot read input: {e}") {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(closed) => closed.into(),
+                };
             }
         };
-        match parse(&line) {
-            Ok(Line::Exit) => break,
-            Ok(line) => {
-                if let Err(e) = execute(&client, line).await {
-                    print_error(&e);
-                }
-            }
+        let printed = match parse(&line) {
+            Ok(Line::Exit) => return ExitCode::SUCCESS,
+            Ok(line) => match execute(client, line).await {
+                Ok(()) => Ok(()),
+                Err(Failed::Rkt(e)) => print_error(&e),
+                Err(Failed::Closed(closed)) => Err(closed),
+            },
             Err(e) => print_error(&e),
+        };
+        if let Err(closed) = printed {
+            return closed.into();
         }
     }
-    client.close().await;
-    ExitCode::SUCCESS
 }
 
 #[cfg(test)]

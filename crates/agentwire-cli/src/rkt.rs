@@ -1,5 +1,6 @@
 //! `agentwire rkt serve|connect|discover|ping|resolve`.
 
+use crate::out::outln;
 use agentwire_native::rkt::{self as native, RktClient};
 use agentwire_rkt::reference::ReferenceConfig;
 use agentwire_rkt::{ClientConfig, RktError};
@@ -91,10 +92,10 @@ pub fn run(command: Command) -> ExitCode {
                 interval_ms,
             } => ping(&url, count, interval_ms).await,
             Command::Resolve { address } => match agentwire_rkt::resolve(&address) {
-                Ok(url) => {
-                    println!("{url}");
-                    ExitCode::SUCCESS
-                }
+                Ok(url) => match outln!("{url}") {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(closed) => closed.into(),
+                },
                 Err(e) => fail(e),
             },
         }
@@ -144,7 +145,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
     } else {
         args.host
     };
-    println!("listening on ws://{host}:{port}{}", native::server::PATH);
+    if let Err(closed) = outln!("listening on ws://{host}:{port}{}", native::server::PATH) {
+        return closed.into();
+    }
     match native::serve_until(listener, cfg, shutdown_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),
@@ -182,10 +185,10 @@ async fn discover(url: &str) -> ExitCode {
     let result = client.discover().await;
     client.close().await;
     match result {
-        Ok(manifest) => {
-            println!("{}", serde_json::to_string_pretty(&manifest).unwrap_or_default());
-            ExitCode::SUCCESS
-        }
+        Ok(manifest) => match outln!("{}", serde_json::to_string_pretty(&manifest).unwrap_or_default()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(closed) => closed.into(),
+        },
         Err(e) => fail(e),
     }
 }
@@ -209,10 +212,18 @@ async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
         match client.ping().await {
             Ok(rtt) => {
                 let ms = rtt.as_secs_f64() * 1000.0;
-                println!("pong: {ms:.3} ms");
+                if let Err(closed) = outln!("pong: {ms:.3} ms") {
+                    client.close().await;
+                    return closed.into();
+                }
                 rtts.push(ms);
             }
-            Err(e) => println!("error: {e}"),
+            Err(e) => {
+                if let Err(closed) = outln!("error: {e}") {
+                    client.close().await;
+                    return closed.into();
+                }
+            }
         }
     }
     client.close().await;
@@ -222,11 +233,13 @@ async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
     rtts.sort_by(f64::total_cmp);
     let (min, max) = (rtts[0], rtts[rtts.len() - 1]);
     let (median, p99) = (percentile(&rtts, 50.0), percentile(&rtts, 99.0));
-    println!(
+    match outln!(
         "{} of {count} pongs, rtt min/median/p99/max = {min:.3}/{median:.3}/{p99:.3}/{max:.3} ms",
         rtts.len()
-    );
-    ExitCode::SUCCESS
+    ) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(closed) => closed.into(),
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! released generation's SSE stream. Results and events are printed as one JSON object per line
 //! on stdout; errors go to stderr with a failing exit code.
 
+use crate::out::{outln, Closed};
 use agentwire_core::Entropy;
 use agentwire_native::switch::{self, SwitchClient, SwitchOptions};
 use agentwire_native::OsEntropy;
@@ -122,7 +123,8 @@ pub fn run(command: Command) -> ExitCode {
     runtime.block_on(async move {
         match main(command).await {
             Ok(code) => code,
-            Err(e) => fail(e),
+            Err(Failed::Switch(e)) => fail(e),
+            Err(Failed::Closed(closed)) => closed.into(),
         }
     })
 }
@@ -132,7 +134,25 @@ fn fail(e: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
-async fn main(command: Command) -> Result<ExitCode, SwitchError> {
+/// Why a command did not complete: the client's error, or a closed stdout.
+enum Failed {
+    Switch(SwitchError),
+    Closed(Closed),
+}
+
+impl From<SwitchError> for Failed {
+    fn from(e: SwitchError) -> Failed {
+        Failed::Switch(e)
+    }
+}
+
+impl From<Closed> for Failed {
+    fn from(closed: Closed) -> Failed {
+        Failed::Closed(closed)
+    }
+}
+
+async fn main(command: Command) -> Result<ExitCode, Failed> {
     match command {
         Command::Watch {
             conn,
@@ -174,7 +194,7 @@ async fn main(command: Command) -> Result<ExitCode, SwitchError> {
             }
             .await;
             client.close().await;
-            println!("{}", as_json(answer?.get()));
+            outln!("{}", as_json(answer?.get()))?;
         }
         Command::Ops { conn, json } => {
             let catalog = switch::list_ops(&conn.url, &conn.key, &conn.agent).await?;
@@ -190,10 +210,10 @@ async fn main(command: Command) -> Result<ExitCode, SwitchError> {
                         )
                     })
                     .collect();
-                println!("{}", json!({ "operations": ops }));
+                outln!("{}", json!({ "operations": ops }))?;
             } else {
                 for name in catalog.operations.keys() {
-                    println!("{name}");
+                    outln!("{name}")?;
                 }
             }
         }
@@ -215,7 +235,7 @@ async fn main(command: Command) -> Result<ExitCode, SwitchError> {
                     switch::op(&conn.url, &conn.key, &conn.agent, cid, &name, &args).await?
                 }
             };
-            println!("{}", as_json(answer.get()));
+            outln!("{}", as_json(answer.get()))?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -270,8 +290,8 @@ fn as_json(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| json!(raw))
 }
 
-/// Prints events until the count, the time limit, the end of the connection or Ctrl-C. A
-/// connection that stopped with an error fails the command.
+/// Prints events until the count, the time limit, the end of the connection, a closed stdout
+/// or Ctrl-C. A connection that stopped with an error fails the command.
 async fn watch(mut client: SwitchClient, count: Option<u64>, for_ms: Option<u64>) -> ExitCode {
     let deadline = crate::watch::deadline(for_ms);
     let mut seen = 0;
@@ -280,7 +300,10 @@ async fn watch(mut client: SwitchClient, count: Option<u64>, for_ms: Option<u64>
         let Some(event) = crate::watch::next_or_stop(deadline, client.next_event()).await else {
             break;
         };
-        println!("{}", event.to_json());
+        if let Err(closed) = outln!("{}", event.to_json()) {
+            code = closed.into();
+            break;
+        }
         match &event {
             Event::Event { .. } => seen += 1,
             Event::Stopped { error } => {

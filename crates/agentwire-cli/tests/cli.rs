@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{listen, run, Guard};
+use common::{head1, listen, run, Guard};
 use std::process::Command;
 
 struct Server {
@@ -123,4 +123,15 @@ fn resolve_prints_the_websocket_url() {
     }
     let (status, out) = run(&["rkt", "resolve", "http://weather.ai"], "");
     assert!(!status.success() && out.is_empty());
+}
+
+#[test]
+fn ping_into_a_closed_pipe_stops_cleanly() {
+    let server = serve(&[]);
+    let (mut process, first, err) = head1(&["rkt", "ping", &server.url, "--count", "50", "--interval-ms", "20"]);
+    assert!(first.starts_with("pong: "), "{first}");
+    let status = process.wait();
+    let err = err.join().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(status.success(), "{status}: {err}");
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{run_full, Lines};
+use common::{head1, run_full, Lines};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -215,4 +215,19 @@ fn errors_exit_non_zero_with_a_clear_message() {
     let (status, _, err) = run_full(&["switch", "ops", "--url", &p.url, "--key", "k"]);
     assert!(!status.success(), "--agent is required");
     assert!(err.contains("--agent"), "{err}");
+}
+
+#[test]
+fn watch_into_a_closed_pipe_stops_cleanly() {
+    let p = peer(&[], 2, 1);
+    let room = p.rooms["lobby"].clone();
+    let (mut watcher, first, err) = head1(&p.args("watch", "bob", &["--room", &room, "--for-ms", "15000"]));
+    assert!(first.contains(r#""type":"connected""#), "{first}");
+    // The reader is gone: the next event the watch prints ends it.
+    let (status, _, post_err) = run_full(&p.args("post", "alice", &["--room", &room, "hello"]));
+    assert!(status.success(), "{post_err}");
+    let status = watcher.wait();
+    let err = err.join().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(status.success(), "{status}: {err}");
 }

@@ -151,3 +151,28 @@ impl Lines {
         }
     }
 }
+
+/// `agentwire ARGS | head -1`: the first line of stdout is read, then the pipe's reading end is
+/// closed. Returns the process, that line and its stderr (read to the end by a thread).
+pub fn head1(args: &[&str]) -> (Guard, String, thread::JoinHandle<String>) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = read_all(child.stderr.take().unwrap());
+    let stdout = child.stdout.take().unwrap();
+    let process = Guard(child);
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = reader.read_line(&mut line);
+        let _ = tx.send(line);
+        // The reader (and with it the pipe's only reading end) drops here.
+    });
+    let line = rx.recv_timeout(LIMIT).expect("no first line");
+    (process, line, err)
+}
