@@ -110,9 +110,16 @@ pub struct Conn {
     /// The connection id, a UUID (default: a fresh one)
     #[arg(long)]
     connection_id: Option<String>,
-    /// Each operation's timeout
+    /// Bound of the connect and of each operation, in milliseconds
     #[arg(long, default_value_t = 30_000)]
     timeout_ms: u64,
+}
+
+impl Conn {
+    /// `--timeout-ms`: the connect's bound and each operation's.
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.max(1))
+    }
 }
 
 pub fn run(command: Command) -> ExitCode {
@@ -197,7 +204,7 @@ async fn main(command: Command) -> Result<ExitCode, Failed> {
             outln!("{}", as_json(answer?.get()))?;
         }
         Command::Ops { conn, json } => {
-            let catalog = switch::list_ops(&conn.url, &conn.key, &conn.agent).await?;
+            let catalog = switch::list_ops(&conn.url, &conn.key, &conn.agent, conn.timeout()).await?;
             if json {
                 let ops: serde_json::Map<String, Value> = catalog
                     .operations
@@ -232,7 +239,7 @@ async fn main(command: Command) -> Result<ExitCode, Failed> {
                 }
                 None => {
                     let cid = conn.connection_id.as_deref();
-                    switch::op(&conn.url, &conn.key, &conn.agent, cid, &name, &args).await?
+                    switch::op(&conn.url, &conn.key, &conn.agent, cid, &name, &args, conn.timeout()).await?
                 }
             };
             outln!("{}", as_json(answer.get()))?;
@@ -259,7 +266,8 @@ fn config(conn: &Conn, rooms: Vec<String>) -> ConnectionConfig {
 
 async fn connect(conn: &Conn, cfg: ConnectionConfig) -> Result<SwitchClient, SwitchError> {
     let opts = SwitchOptions {
-        op_timeout: Duration::from_millis(conn.timeout_ms.max(1)),
+        op_timeout: conn.timeout(),
+        connect_timeout: Some(conn.timeout()),
         ..SwitchOptions::default()
     };
     let client = SwitchClient::connect_with(&conn.url, &conn.key, cfg, opts).await?;

@@ -6,6 +6,7 @@ mod common;
 use common::{head1, run_full, Lines};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 fn json(line: &str) -> Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
@@ -230,4 +231,47 @@ fn watch_into_a_closed_pipe_stops_cleanly() {
     let err = err.join().unwrap();
     assert!(!err.contains("panicked"), "{err}");
     assert!(status.success(), "{status}: {err}");
+}
+
+#[test]
+fn timeout_ms_bounds_the_connect_and_every_operation() {
+    // A server that accepts and never answers, for a bounded time.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let silent = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        let end = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < end {
+            match listener.accept() {
+                Ok((stream, _)) => held.push(stream),
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    });
+    let common = [
+        "--url",
+        url.as_str(),
+        "--agent",
+        "a",
+        "--key",
+        "k",
+        "--timeout-ms",
+        "500",
+    ];
+    for verb in [
+        &["switch", "ops"][..],
+        &["switch", "op", "list_rooms"],
+        &["switch", "post", "--room", "r", "hi"],
+    ] {
+        let mut args = verb.to_vec();
+        args.extend_from_slice(&common);
+        let started = Instant::now();
+        let (status, out, err) = run_full(&args);
+        let took = started.elapsed();
+        assert!(!status.success() && out.is_empty(), "{verb:?}: {out}");
+        assert!(err.contains("error:"), "{verb:?}: {err}");
+        assert!(took < Duration::from_secs(3), "{verb:?} took {took:?}: {err}");
+    }
+    drop(silent);
 }

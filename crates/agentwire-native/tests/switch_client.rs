@@ -240,17 +240,37 @@ async fn operations_and_their_typed_errors() {
         assert_eq!(placed.placements.get("session-1"), Some(&w.room));
 
         // Without a client.
-        let catalog = switch::list_ops(&w.h.http_url(), &w.a.key, &w.a.id).await.unwrap();
+        let catalog = switch::list_ops(&w.h.http_url(), &w.a.key, &w.a.id, switch::DEFAULT_OP_TIMEOUT)
+            .await
+            .unwrap();
         assert!(catalog.operations.contains_key("post_message"));
-        let e = switch::op(&w.h.http_url(), "sk_switch_wrong", &w.a.id, None, "list_rooms", "{}")
-            .await
-            .unwrap_err();
+        let e = switch::op(
+            &w.h.http_url(),
+            "sk_switch_wrong",
+            &w.a.id,
+            None,
+            "list_rooms",
+            "{}",
+            switch::DEFAULT_OP_TIMEOUT,
+        )
+        .await
+        .unwrap_err();
         assert_eq!((e.kind, e.status), (ErrorKind::Auth, Some(401)), "{e}");
-        let e = switch::op("https://127.0.0.1:1", "k", "a", None, "list_rooms", "{}")
+        let e = switch::op(
+            "https://127.0.0.1:1",
+            "k",
+            "a",
+            None,
+            "list_rooms",
+            "{}",
+            switch::DEFAULT_OP_TIMEOUT,
+        )
+        .await
+        .unwrap_err();
+        assert!(e.kind == ErrorKind::Invalid && e.message.contains("TLS"), "{e}");
+        let e = switch::list_ops("http://127.0.0.1:1", "k", "a", switch::DEFAULT_OP_TIMEOUT)
             .await
             .unwrap_err();
-        assert!(e.kind == ErrorKind::Invalid && e.message.contains("TLS"), "{e}");
-        let e = switch::list_ops("http://127.0.0.1:1", "k", "a").await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::Closed, "{e}");
         a.close().await;
     })

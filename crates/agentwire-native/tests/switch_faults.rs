@@ -219,7 +219,7 @@ async fn hostile_http_answers_are_typed_errors() {
         ];
         let url = canned(cases.iter().map(|(a, _)| a.to_vec()).collect()).await;
         for (answer, expected) in cases {
-            let got = switch::op(&url, "k", "a", None, "list_rooms", "{}").await;
+            let got = switch::op(&url, "k", "a", None, "list_rooms", "{}", switch::DEFAULT_OP_TIMEOUT).await;
             let shown = String::from_utf8_lossy(&answer[..answer.len().min(40)]).into_owned();
             match (got, expected) {
                 (Ok(raw), Ok(want)) => assert_eq!(raw.get(), want, "{shown}"),

@@ -38,6 +38,7 @@ use agentwire_switch::frame::ConnGeneration;
 use agentwire_switch::ops::{self, OpsCatalog};
 use agentwire_switch::{HttpRequest, State, SwitchError, Wire};
 use serde_json::value::RawValue;
+use std::time::Duration;
 
 /// Where a connection is, as its task last saw it.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,8 +59,9 @@ pub struct Status {
 }
 
 /// `POST /agents/{agent_id}/ops/{name}` with `args` (a JSON object), without a client: acting
-/// for `connection_id` when given. Returns the answer's `result`, raw. Bounded by
-/// [`DEFAULT_OP_TIMEOUT`].
+/// for `connection_id` when given. Returns the answer's `result`, raw. Bounded by `timeout`,
+/// from connecting to the last byte (a client's operations use [`DEFAULT_OP_TIMEOUT`] unless
+/// [`SwitchOptions::op_timeout`] says otherwise); past it, a `timeout` error.
 pub async fn op(
     origin: &str,
     key: &str,
@@ -67,18 +69,20 @@ pub async fn op(
     connection_id: Option<&str>,
     name: &str,
     args: &str,
+    timeout: Duration,
 ) -> Result<Box<RawValue>, SwitchError> {
     let origin = http::Origin::parse(origin)?;
     let request = ops::op(agent_id, connection_id, name, args)?;
-    let (status, body) = exchange(&origin, key, &request, DEFAULT_OP_TIMEOUT).await?;
+    let (status, body) = exchange(&origin, key, &request, timeout).await?;
     ops::decode_result(status, &body)
 }
 
-/// `GET /agents/{agent_id}/ops`: the operations the server offers, without a client.
-pub async fn list_ops(origin: &str, key: &str, agent_id: &str) -> Result<OpsCatalog, SwitchError> {
+/// `GET /agents/{agent_id}/ops`: the operations the server offers, without a client. Bounded by
+/// `timeout`, as [`op`].
+pub async fn list_ops(origin: &str, key: &str, agent_id: &str, timeout: Duration) -> Result<OpsCatalog, SwitchError> {
     let origin = http::Origin::parse(origin)?;
     let request = ops::list_ops(agent_id)?;
-    let (status, body) = exchange(&origin, key, &request, DEFAULT_OP_TIMEOUT).await?;
+    let (status, body) = exchange(&origin, key, &request, timeout).await?;
     ops::decode_ops(status, &body)
 }
 
@@ -87,7 +91,7 @@ pub(crate) async fn exchange(
     origin: &http::Origin,
     key: &str,
     request: &HttpRequest,
-    timeout: std::time::Duration,
+    timeout: Duration,
 ) -> Result<(u16, String), SwitchError> {
     Ok(http::exchange(origin, Some(key), request, timeout, ops::MAX_RESPONSE_BYTES).await?)
 }
