@@ -78,7 +78,8 @@ free_port() {
 }
 
 # start_listening LOG CMD...: starts CMD in the background (its output in LOG) and waits until
-# it prints `listening on`; SERVER_PID is its pid.
+# it prints `listening on`; SERVER_PID is its pid. When CMD does not start within 10 s it is
+# killed (TERM, then KILL after 2 s; waited for) before the failure is returned, so that no orphan holds its port.
 start_listening() {
   local log="$1"
   shift
@@ -90,6 +91,13 @@ start_listening() {
     sleep 0.1
   done
   echo "$* did not start in 10 s" >&2
+  kill "$SERVER_PID" 2>/dev/null || true
+  for _ in $(seq 1 20); do
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  kill -KILL "$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
   cat "$log" >&2
   return 1
 }
