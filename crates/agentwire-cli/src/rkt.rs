@@ -2,7 +2,7 @@
 
 use crate::out::outln;
 use agentwire_native::rkt::{self as native, RktClient};
-use agentwire_rkt::reference::ReferenceConfig;
+use agentwire_rkt::reference::{self, ReferenceConfig};
 use agentwire_rkt::{ClientConfig, RktError};
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
@@ -48,11 +48,11 @@ pub struct ServeArgs {
     /// Price of an intent in RKTT (repeatable)
     #[arg(long = "price", value_name = "INTENT=AMOUNT", value_parser = parse_price)]
     prices: Vec<(String, f64)>,
-    /// Messages per second allowed per connection [default: 1000]
-    #[arg(long)]
+    /// Messages per second allowed per connection, above 0 [default: 1000]
+    #[arg(long, value_parser = parse_rate)]
     rate: Option<f64>,
-    /// Messages allowed in a burst per connection [default: 2000]
-    #[arg(long)]
+    /// Messages allowed in a burst per connection, at least 1 [default: 2000]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     burst: Option<u32>,
 }
 
@@ -66,6 +66,12 @@ fn parse_price(s: &str) -> Result<(String, f64), String> {
         return Err("expected an intent and a non-negative amount".into());
     }
     Ok((intent.trim().to_string(), amount))
+}
+
+/// `--rate`: a number the reference agent accepts ([`reference::check_rate`]).
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let rate: f64 = s.trim().parse().map_err(|_| format!("`{s}` is not a number"))?;
+    reference::check_rate(rate).map_err(|e| e.error.message)
 }
 
 pub fn run(command: Command) -> ExitCode {

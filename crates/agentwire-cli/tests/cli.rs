@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{head1, listen, run, Guard};
+use common::{head1, listen, run, run_full, Guard};
 use std::process::Command;
 
 struct Server {
@@ -134,4 +134,16 @@ fn ping_into_a_closed_pipe_stops_cleanly() {
     let err = err.join().unwrap();
     assert!(!err.contains("panicked"), "{err}");
     assert!(status.success(), "{status}: {err}");
+}
+
+#[test]
+fn serve_refuses_a_rate_that_is_not_a_positive_finite_number() {
+    for rate in ["NaN", "inf", "-1", "0", "x"] {
+        let flag = format!("--rate={rate}");
+        let (status, out, err) = run_full(&["rkt", "serve", "--port", "0", &flag, "--burst", "3"]);
+        assert!(!status.success() && out.is_empty(), "--rate {rate}: {out}");
+        assert!(err.contains("--rate"), "--rate {rate}: {err}");
+    }
+    let (status, _, err) = run_full(&["rkt", "serve", "--port", "0", "--burst", "0"]);
+    assert!(!status.success() && err.contains("--burst"), "{err}");
 }

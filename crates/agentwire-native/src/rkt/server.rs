@@ -45,12 +45,15 @@ pub async fn serve(listener: TcpListener, cfg: ReferenceConfig) -> io::Result<()
 }
 
 /// Serves until `shutdown` completes; then every open session is ended with GOODBYE and close
-/// 1000 (connections still open after a grace period are dropped).
+/// 1000 (connections still open after a grace period are dropped). A configuration that
+/// [`ReferenceConfig::check`] refuses is an `InvalidInput` error before anything is accepted.
 pub async fn serve_until(
     listener: TcpListener,
     cfg: ReferenceConfig,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
+    cfg.check()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
     let addr = listener.local_addr()?;
     let agent = Arc::new(Agent {
         session: cfg.server_config(),

@@ -12,9 +12,9 @@ pub use ledger::{Ledger, Receipt};
 pub use memory::{MemoryError, MemoryStore};
 
 use crate::body::{AuthBody, AuthOkBody, DEFAULT_NAMESPACE};
-use crate::errors::{codes, error_body};
+use crate::errors::{codes, error_body, RktError};
 use crate::server::{Inbound, InboundKind, ServerConfig, ServerSession};
-use agentwire_core::{Entropy, Millis};
+use agentwire_core::{Entropy, ErrorKind, Millis};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 
@@ -78,7 +78,31 @@ impl Default for ReferenceConfig {
     }
 }
 
+/// A rate limit of `rate_per_s` messages per second is a finite number above 0: NaN, an
+/// infinity, 0 or a negative rate would give nonsense retry hints or no limit at all. An
+/// `invalid` error otherwise.
+pub fn check_rate(rate_per_s: f64) -> Result<f64, RktError> {
+    if rate_per_s.is_finite() && rate_per_s > 0.0 {
+        Ok(rate_per_s)
+    } else {
+        Err(RktError::local(
+            ErrorKind::Invalid,
+            format!("the rate must be a finite number of messages per second above 0, not {rate_per_s}"),
+        ))
+    }
+}
+
 impl ReferenceConfig {
+    /// Whether the agent can be served with this configuration: the rate passes [`check_rate`]
+    /// and the burst is at least 1. Servers (`agentwire_native::rkt::serve`) refuse it otherwise.
+    pub fn check(&self) -> Result<(), RktError> {
+        check_rate(self.rate_per_s)?;
+        if self.burst == 0 {
+            return Err(RktError::local(ErrorKind::Invalid, "the burst must be at least 1"));
+        }
+        Ok(())
+    }
+
     pub fn server_config(&self) -> ServerConfig {
         ServerConfig {
             agent: self.agent.clone(),
@@ -437,4 +461,27 @@ fn bearer_principal(cfg: &ReferenceConfig, shared: &Shared, now: Millis, header:
         .get(token)
         .filter(|(_, exp)| *exp > now)
         .map(|(p, _)| p.clone())
+}
+
+#[cfg(test)]
+mod config_tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_is_finite_and_above_zero_and_the_burst_at_least_one() {
+        assert!(ReferenceConfig::default().check().is_ok());
+        assert_eq!(check_rate(0.5).unwrap(), 0.5);
+        for rate in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0, -1.0] {
+            let cfg = ReferenceConfig {
+                rate_per_s: rate,
+                ..ReferenceConfig::default()
+            };
+            assert_eq!(cfg.check().unwrap_err().kind(), ErrorKind::Invalid, "{rate}");
+        }
+        let cfg = ReferenceConfig {
+            burst: 0,
+            ..ReferenceConfig::default()
+        };
+        assert_eq!(cfg.check().unwrap_err().kind(), ErrorKind::Invalid);
+    }
 }
