@@ -85,8 +85,8 @@ pub struct Conn {
     key: String,
     #[arg(long, value_enum, default_value = "auto")]
     generation: Gen,
-    /// Request timeout
-    #[arg(long, default_value_t = 30_000)]
+    /// Request timeout, in milliseconds (at least 1)
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
 }
 

@@ -110,15 +110,15 @@ pub struct Conn {
     /// The connection id, a UUID (default: a fresh one)
     #[arg(long)]
     connection_id: Option<String>,
-    /// Bound of the connect and of each operation, in milliseconds
-    #[arg(long, default_value_t = 30_000)]
+    /// Bound of the connect and of each operation, in milliseconds (at least 1)
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
 }
 
 impl Conn {
     /// `--timeout-ms`: the connect's bound and each operation's.
     fn timeout(&self) -> Duration {
-        Duration::from_millis(self.timeout_ms.max(1))
+        Duration::from_millis(self.timeout_ms)
     }
 }
 

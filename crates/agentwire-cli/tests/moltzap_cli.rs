@@ -101,3 +101,36 @@ fn refusals_fail_with_the_typed_error() {
     let (status, _) = mz("send", &url, "k", &["hi"], "");
     assert!(!status.success(), "--to or --conversation is required");
 }
+
+#[test]
+fn timeout_ms_must_be_at_least_one() {
+    // Nothing listens on port 1: without the check, both fail later with a connect error.
+    for args in [
+        &[
+            "moltzap",
+            "list",
+            "--url",
+            "ws://127.0.0.1:1/ws",
+            "--key",
+            "k",
+            "--timeout-ms",
+            "0",
+        ][..],
+        &[
+            "switch",
+            "ops",
+            "--url",
+            "http://127.0.0.1:1",
+            "--agent",
+            "a",
+            "--key",
+            "k",
+            "--timeout-ms",
+            "0",
+        ],
+    ] {
+        let (status, out, err) = common::run_full(args);
+        assert!(!status.success() && out.is_empty(), "{args:?}: {out}");
+        assert!(err.contains("--timeout-ms"), "{args:?}: {err}");
+    }
+}
