@@ -224,12 +224,7 @@ async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
                 }
                 rtts.push(ms);
             }
-            Err(e) => {
-                if let Err(closed) = outln!("error: {e}") {
-                    client.close().await;
-                    return closed.into();
-                }
-            }
+            Err(e) => eprintln!("error: {e}"),
         }
     }
     client.close().await;

@@ -147,3 +147,14 @@ fn serve_refuses_a_rate_that_is_not_a_positive_finite_number() {
     let (status, _, err) = run_full(&["rkt", "serve", "--port", "0", "--burst", "0"]);
     assert!(!status.success() && err.contains("--burst"), "{err}");
 }
+
+#[test]
+fn ping_reports_a_failed_ping_on_stderr() {
+    // A burst of 3 and almost no refill: the fourth ping gets 429.
+    let server = serve(&["--rate", "0.001", "--burst", "3"]);
+    let (status, out, err) = run_full(&["rkt", "ping", &server.url, "--count", "4", "--interval-ms", "0"]);
+    assert!(status.success(), "{status}: {err}");
+    assert!(err.contains("error: ") && err.contains("429"), "{err}");
+    assert!(!out.contains("error"), "{out}");
+    assert!(out.lines().last().unwrap().starts_with("3 of 4 pongs"), "{out}");
+}
