@@ -76,15 +76,24 @@ fn parse(line: &str) -> Result<Line, RktError> {
             .map_err(|e| invalid(format!("request must be {{\"intent\", \"params\"?, \"stream\"?}}: {e}")));
     }
     let (command, rest) = word(line);
+    // Words after a command that takes none are refused, as are words past a command's last
+    // argument (only `pay`'s DESCRIPTION is free text).
+    let alone = |line: Line| {
+        if rest.is_empty() {
+            Ok(line)
+        } else {
+            Err(invalid(format!("usage: {command} (no arguments)")))
+        }
+    };
     let line = match command {
         "" => Line::Empty,
-        "discover" => Line::Discover,
-        "ping" => Line::Ping,
-        "help" => Line::Help,
-        "exit" | "quit" => Line::Exit,
+        "discover" => alone(Line::Discover)?,
+        "ping" => alone(Line::Ping)?,
+        "help" => alone(Line::Help)?,
+        "exit" | "quit" => alone(Line::Exit)?,
         "auth" => match word(rest) {
-            ("", _) => return Err(invalid("usage: auth KEY")),
-            (key, _) => Line::Auth(key.to_string()),
+            (key, "") if !key.is_empty() => Line::Auth(key.to_string()),
+            _ => return Err(invalid("usage: auth KEY")),
         },
         "pay" => {
             let (amount, rest) = word(rest);
@@ -371,6 +380,11 @@ mod tests {
             "pay ten RKTT",
             "pay 1",
             "auth",
+            "auth k1 extra",
+            "discover now",
+            "ping 3",
+            "help me",
+            "exit now",
         ] {
             let e = parse(bad).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Invalid, "{bad}");
