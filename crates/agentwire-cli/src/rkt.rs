@@ -123,8 +123,9 @@ async fn connect(url: &str) -> Result<RktClient, RktError> {
 
 async fn serve(args: ServeArgs) -> ExitCode {
     let defaults = ReferenceConfig::default();
+    let host = url_host(&args.host);
     let cfg = ReferenceConfig {
-        agent: format!("rkt://{}", args.host),
+        agent: format!("rkt://{host}"),
         capabilities: args
             .caps
             .into_iter()
@@ -140,16 +141,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
     };
     let listener = match tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await {
         Ok(l) => l,
-        Err(e) => return fail(format!("cannot listen on {}:{}: {e}", args.host, args.port)),
+        Err(e) => return fail(format!("cannot listen on {host}:{}: {e}", args.port)),
     };
     let port = match listener.local_addr() {
         Ok(addr) => addr.port(),
         Err(e) => return fail(e),
-    };
-    let host = if args.host.contains(':') && !args.host.starts_with('[') {
-        format!("[{}]", args.host)
-    } else {
-        args.host
     };
     if let Err(closed) = outln!("listening on ws://{host}:{port}{}", native::server::PATH) {
         return closed.into();
@@ -157,6 +153,15 @@ async fn serve(args: ServeArgs) -> ExitCode {
     match native::serve_until(listener, cfg, shutdown_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),
+    }
+}
+
+/// `--host` as it goes into a URL or an `rkt://` address: an IPv6 address in brackets.
+fn url_host(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
     }
 }
 
@@ -254,6 +259,17 @@ mod tests {
         assert_eq!(percentile(&v, 99.0), 99.0);
         assert_eq!(percentile(&[7.0], 99.0), 7.0);
         assert_eq!(percentile(&[1.0, 2.0, 3.0], 50.0), 2.0);
+    }
+
+    #[test]
+    fn an_ipv6_host_is_bracketed_in_the_agent_address_and_the_url() {
+        assert_eq!(url_host("::1"), "[::1]");
+        assert_eq!(url_host("[::1]"), "[::1]");
+        assert_eq!(url_host("127.0.0.1"), "127.0.0.1");
+        assert_eq!(url_host("localhost"), "localhost");
+        // What the agent advertises resolves back to it.
+        let agent = format!("rkt://{}", url_host("::1"));
+        assert_eq!(agentwire_rkt::resolve(&agent).unwrap(), "ws://[::1]:7749/rkt");
     }
 
     #[test]
