@@ -1,6 +1,9 @@
 // A static file server on 127.0.0.1 for the browser tests and the playground: the repository's
 // files under their own paths (the package is /npm/dist/browser.js), read-only, nothing outside
-// the repository, and an import map page per entry.
+// the repository, and an import map page per entry. It answers only requests whose Host is
+// itself (127.0.0.1, localhost or [::1] with its port), so that a page on another name that
+// resolves to 127.0.0.1 (DNS rebinding) cannot read what it serves, such as the playground's
+// config.json with the local agents' keys: any other Host gets 403.
 import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
 import { extname, normalize, resolve, sep } from "node:path";
@@ -34,11 +37,29 @@ export function page(title, body, head = "") {
 <body>${body}</body></html>`;
 }
 
+/** Whether `host` (a request's Host header) names this server, listening on `port`. */
+export function isOwnHost(host, port) {
+  const h = String(host ?? "").toLowerCase();
+  return [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].includes(h);
+}
+
 /** Serves the repository, plus `pages` (path → HTML, `{type, body}` for another content type,
- * or a function returning either, called per request), on `port` (default: a free one); resolves with the server and its origin, rejects when
- * it cannot listen. */
+ * or a function returning either, called per request; one that throws or rejects is answered
+ * 500), on `port` (default: a free one); resolves with the server and its origin, rejects when
+ * it cannot listen. Requests whose Host is not the server's own are answered 403. */
 export function serve(pages = {}, port = 0) {
-  const server = createServer(async (req, res) => {
+  const server = createServer((req, res) => {
+    handle(req, res).catch((e) => {
+      console.error(`serve: ${req.method} ${req.url}: ${e?.stack ?? e}`);
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    });
+  });
+  const handle = async (req, res) => {
+    if (!isOwnHost(req.headers.host, server.address()?.port)) {
+      res.writeHead(403, { "content-type": "text/plain; charset=utf-8" });
+      return res.end("this server answers only to 127.0.0.1, localhost and [::1] on its own port\n");
+    }
     let path;
     try {
       path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
@@ -65,7 +86,7 @@ export function serve(pages = {}, port = 0) {
       res.writeHead(404);
       res.end();
     }
-  });
+  };
   return new Promise((ok, fail) => {
     server.once("error", fail);
     server.listen(port, "127.0.0.1", () => ok({ server, origin: `http://127.0.0.1:${server.address().port}` }));
