@@ -17,7 +17,8 @@ use serde_json::value::RawValue;
 /// Bounds and strictness of decoding. The defaults suit a client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeOptions {
-    /// Largest message, in bytes, checked before parsing (default 1 MiB).
+    /// Largest message, in bytes, checked before parsing (default 1 MiB). The session also
+    /// refuses to send a request (or connect) frame larger than this (`limit`).
     pub max_message_bytes: usize,
     /// Deepest nesting of arrays and objects, the frame itself included (default 64), checked
     /// before parsing.

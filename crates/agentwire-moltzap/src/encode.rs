@@ -68,17 +68,39 @@ pub fn encode_request(
     method: &str,
     params: Option<&RawValue>,
 ) -> Result<String, EncodeError> {
-    let mut out = head(
+    match id {
+        Id::Str(id) => Ok(encode_request_str(generation, id, method, params)),
+        Id::Num(_) => {
+            let mut out = request_head(generation, method, params);
+            push_id(&mut out, generation, Some(id))?;
+            Ok(request_tail(out, method, params))
+        }
+    }
+}
+
+/// [`encode_request`] with a string id, which both generations carry: it cannot fail (the
+/// session sends only string ids).
+pub(crate) fn encode_request_str(generation: Generation, id: &str, method: &str, params: Option<&RawValue>) -> String {
+    let mut out = request_head(generation, method, params);
+    out.push_str(r#","id":"#);
+    push_str(&mut out, id);
+    request_tail(out, method, params)
+}
+
+fn request_head(generation: Generation, method: &str, params: Option<&RawValue>) -> String {
+    head(
         generation,
         "request",
         method.len() + params.map_or(0, |p| p.get().len()),
-    );
-    push_id(&mut out, generation, Some(id))?;
+    )
+}
+
+fn request_tail(mut out: String, method: &str, params: Option<&RawValue>) -> String {
     out.push_str(r#","method":"#);
     push_str(&mut out, method);
     push_raw(&mut out, "params", params);
     out.push('}');
-    Ok(out)
+    out
 }
 
 /// A server-to-client notification: `{"jsonrpc":"2.0","method","params"?}` (current) or

@@ -7,7 +7,7 @@ use agentwire_moltzap::session::{
     Participant, PresenceStatus, SendMessage, FORGOTTEN_CAP,
 };
 use agentwire_moltzap::{
-    Credentials, Event, Generation, GenerationChoice, Session, SessionConfig, SessionState, CURRENT_PROTOCOL,
+    Credentials, Event, Generation, GenerationChoice, Id, Session, SessionConfig, SessionState, CURRENT_PROTOCOL,
     RELEASED_PROTOCOL,
 };
 use serde_json::{json, Value};
@@ -405,6 +405,108 @@ fn max_in_flight_is_a_limit_error() {
     s.handle_text(3, &released_response(&ids[1], "{}"));
     events(&mut s);
     assert!(s.system_ping(4).is_ok());
+}
+
+/// The size of the request frame `s` would send next (its next id is `id`).
+fn request_len(generation: Generation, id: &str, method: &str, params: &str) -> usize {
+    let params = agentwire_moltzap::raw(params).unwrap();
+    agentwire_moltzap::encode_request(generation, &Id::from(id), method, Some(&params))
+        .unwrap()
+        .len()
+}
+
+#[test]
+fn an_oversized_request_is_a_limit_error_and_nothing_is_sent() {
+    const MAX: usize = 4096;
+    let mut cfg = SessionConfig::default();
+    cfg.decode.max_message_bytes = MAX;
+    let mut s = current_ready(cfg);
+    // The connect took aw-1: the next request is aw-2.
+    let overhead = request_len(Generation::Current, "aw-2", "x/y", r#"[""]"#);
+    let fits = format!(r#"["{}"]"#, "a".repeat(MAX - overhead));
+    let over = format!(r#"["{}"]"#, "a".repeat(MAX - overhead + 1));
+    assert_eq!(request_len(Generation::Current, "aw-2", "x/y", &over), MAX + 1);
+
+    // One byte over, through `call`: refused at once, nothing queued, sent or remembered.
+    let e = s.call(2, "x/y", Some(&over)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit);
+    assert!(e.error.message.contains(&(MAX + 1).to_string()), "{}", e.error.message);
+    assert!(e.error.message.contains(&MAX.to_string()), "{}", e.error.message);
+    assert!(sent(&mut s).is_empty());
+    assert!(events(&mut s).is_empty());
+    assert_eq!(s.in_flight(), 0);
+    assert_eq!(s.poll_timeout(), None, "no timer armed for a refused request");
+    assert_eq!(s.state(), SessionState::Ready);
+
+    // The typed methods and `call_with_timeout` go through the same check.
+    let huge = SendMessage::text_to_agent("bob", "x".repeat(3 << 20));
+    assert_eq!(s.messages_send(2, &huge).unwrap_err().kind(), ErrorKind::Limit);
+    let e = s.call_with_timeout(2, "x/y", Some(&over), 5).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit);
+    assert!(sent(&mut s).is_empty());
+    assert_eq!(s.in_flight(), 0);
+
+    // Exactly at the limit goes out, with the id the refused calls did not use.
+    let id = s.call(3, "x/y", Some(&fits)).unwrap();
+    assert_eq!(id, "aw-2");
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["id"], "aw-2");
+    s.handle_text(4, r#"{"jsonrpc":"2.0","id":"aw-2","result":{}}"#);
+    assert!(matches!(&events(&mut s)[..], [Event::Response { id, .. }] if id == "aw-2"));
+    assert_eq!(s.in_flight(), 0);
+}
+
+#[test]
+fn an_oversized_connect_is_a_limit_error_and_the_socket_stays_open() {
+    let mut cfg = SessionConfig {
+        generation: GenerationChoice::Released,
+        ..SessionConfig::default()
+    };
+    cfg.decode.max_message_bytes = 1024;
+    let mut s = session_with(cfg);
+    let e = s.connect(0, Credentials::AgentKey("k".repeat(2000))).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit);
+    assert!(sent(&mut s).is_empty());
+    assert!(events(&mut s).is_empty());
+    assert_eq!(s.state(), SessionState::Open);
+    assert_eq!(s.poll_timeout(), None);
+    let id = s.connect(1, Credentials::AgentKey(KEY.into())).unwrap();
+    assert_eq!(id, "aw-1");
+    assert_eq!(sent(&mut s).len(), 1);
+    s.handle_text(2, &released_response(&id, HELLO));
+    assert!(matches!(events(&mut s)[..], [Event::Connected { .. }]));
+}
+
+#[test]
+fn an_auto_fallback_frame_over_the_limit_fails_the_connect() {
+    // The released connect is 8 bytes longer than the current one (`"type":"request"`, a
+    // shorter method): a limit that fits only the first fails the fallback with `limit`.
+    let current = SessionConfig {
+        generation: GenerationChoice::Auto,
+        ..SessionConfig::default()
+    };
+    let mut s = session_with(current.clone());
+    s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    let Some(Outgoing::Text(first)) = s.poll_transmit() else {
+        panic!("no connect frame")
+    };
+    let mut cfg = current;
+    cfg.decode.max_message_bytes = first.len();
+    let mut s = session_with(cfg);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    assert_eq!(sent(&mut s).len(), 1);
+    s.handle_text(1, &released_error(&id, -32600, "Invalid request frame"));
+    assert!(sent(&mut s).is_empty());
+    match &events(&mut s)[..] {
+        [Event::ConnectFailed { id: got, error }] => {
+            assert_eq!(got, &id);
+            assert_eq!(error.kind(), ErrorKind::Limit);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.state(), SessionState::Open);
+    assert_eq!(s.poll_timeout(), None);
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! Fuzzes the client session: the input is a script of operations (server text and bytes,
 //! HelloOk and responses to pending ids, time, calls, cancels, pings, closes and reopens) on a
-//! session that connected. Nothing may panic; `in_flight` stays within `max_in_flight`; after a
-//! close every request handed out has had exactly one terminal event, before `Disconnected`.
+//! session that connected (some with a `max_message_bytes` around the connect frame's size, so
+//! that the outgoing size check refuses some). Nothing may panic; `in_flight` stays within
+//! `max_in_flight` and a refused call leaves it as it was; after a close every request handed
+//! out has had exactly one terminal event, before `Disconnected`.
 #![no_main]
 
 use agentwire_core::SeededEntropy;
@@ -53,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
         1 => GenerationChoice::Released,
         _ => GenerationChoice::Auto,
     };
-    let cfg = SessionConfig {
+    let mut cfg = SessionConfig {
         generation,
         max_in_flight: MAX_IN_FLIGHT,
         request_timeout_ms: 50,
@@ -61,6 +63,11 @@ fuzz_target!(|data: &[u8]| {
         ping_interval_ms: (mode & 8 != 0).then_some(20),
         ..SessionConfig::default()
     };
+    if mode & 16 != 0 {
+        // 150..=178 bytes: around the connect frames (159 current, 167 released with id `aw-1`),
+        // so the outgoing size check refuses connects, `auto` fallbacks and large calls.
+        cfg.decode.max_message_bytes = 150 + usize::from(mode >> 5) * 4;
+    }
     let mut run = Run {
         s: Session::new(cfg, Box::new(SeededEntropy::new(u64::from(mode)))),
         now: 0,
@@ -106,8 +113,13 @@ fuzz_target!(|data: &[u8]| {
             }
             5 => {
                 let params = String::from_utf8_lossy(rest);
-                if let Ok(id) = run.s.call(run.now, "system/ping", Some(&params)) {
-                    run.open.insert(id);
+                let before = run.s.in_flight();
+                match run.s.call(run.now, "system/ping", Some(&params)) {
+                    Ok(id) => {
+                        run.open.insert(id);
+                    }
+                    // A refusal (bad params, `limit`) leaves nothing behind.
+                    Err(_) => assert_eq!(run.s.in_flight(), before),
                 }
             }
             6 => {

@@ -4,7 +4,6 @@
 use super::{
     state_error, Connecting, Credentials, Event, GenerationChoice, HelloOk, RequestId, Session, SessionState, Timer,
 };
-use crate::encode::encode_request;
 use crate::errors::{codes, MoltZapError};
 use crate::frame::{Generation, Id, Outcome};
 use crate::{CURRENT_PROTOCOL, RELEASED_PROTOCOL};
@@ -40,21 +39,35 @@ impl Session {
         if k.is_empty() {
             return Err(MoltZapError::local(ErrorKind::Invalid, "empty credential"));
         }
-        let id = self.new_id();
-        self.generation = generation;
-        self.connecting = Some(Connecting {
-            id: id.clone(),
+        let c = Connecting {
+            id: self.peek_id(),
             credentials,
             generation,
             may_fall_back,
-        });
+        };
+        // Refused (`limit`, a credential too large for a frame): no id taken, still `Open`.
+        let wire = self.connect_frame(&c)?;
+        self.next_id += 1;
+        let id = c.id.clone();
+        self.generation = generation;
+        self.connecting = Some(c);
         self.state = SessionState::Connecting;
-        self.send_connect(now);
+        self.send_connect(now, wire);
         Ok(id)
     }
 
-    pub(super) fn send_connect(&mut self, now: Millis) {
+    /// Arms the handshake timer of the connect in flight and queues its frame.
+    fn send_connect(&mut self, now: Millis, wire: String) {
         let Some(c) = &self.connecting else { return };
+        self.timers.set(
+            Timer::Request(c.id.clone()),
+            now.saturating_add(self.cfg.handshake_timeout_ms),
+        );
+        self.transmit.push_back(Outgoing::Text(wire));
+    }
+
+    /// The connect frame of `c`, in its generation, size-checked like every request.
+    fn connect_frame(&self, c: &Connecting) -> Result<String, MoltZapError> {
         #[derive(Serialize)]
         #[serde(rename_all = "camelCase")]
         struct ConnectParams<'a> {
@@ -79,14 +92,9 @@ impl Session {
             min_protocol: protocol,
             max_protocol: protocol,
         };
-        let params = serde_json::value::to_raw_value(&params).expect("plain strings serialize");
-        let wire = encode_request(c.generation, &Id::Str(c.id.clone()), method, Some(&params))
-            .expect("string ids encode in both generations");
-        self.timers.set(
-            Timer::Request(c.id.clone()),
-            now.saturating_add(self.cfg.handshake_timeout_ms),
-        );
-        self.transmit.push_back(Outgoing::Text(wire));
+        let params = serde_json::value::to_raw_value(&params)
+            .map_err(|e| MoltZapError::local(ErrorKind::Invalid, e.to_string()))?;
+        self.encode_for_send(c.generation, &c.id, method, Some(&params))
     }
 
     pub(super) fn on_connect_response(&mut self, now: Millis, outcome: Outcome) {
@@ -100,7 +108,11 @@ impl Session {
                 self.generation = Generation::Released;
                 // Released servers send no pings.
                 self.timers.cancel(&Timer::Ping);
-                self.send_connect(now);
+                match self.connecting.as_ref().map(|c| self.connect_frame(c)) {
+                    Some(Ok(wire)) => self.send_connect(now, wire),
+                    Some(Err(e)) => self.connect_failed(e.for_request(Id::Str(id))),
+                    None => {}
+                }
             }
             Outcome::Error(e) => {
                 let error = MoltZapError::remote(&e, Some(&Id::Str(id)));

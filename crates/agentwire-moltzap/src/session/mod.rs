@@ -18,7 +18,7 @@ pub use methods::{
 };
 
 use crate::decode::{decode_bytes_with, decode_message_with, single_push, DecodeOptions};
-use crate::encode::encode_request;
+use crate::encode::encode_request_str;
 use crate::errors::MoltZapError;
 use crate::frame::{Frame, Generation, Id, Outcome, Response};
 use crate::frame_error::FrameError;
@@ -54,6 +54,8 @@ pub struct SessionConfig {
     /// without a ping report [`Event::MissedPings`]. Default `None`: the spec names no interval.
     /// Ignored in the released generation, whose servers send no pings.
     pub ping_interval_ms: Option<u64>,
+    /// Bounds on incoming frames; `decode.max_message_bytes` also bounds the frames the session
+    /// sends (a larger request or connect is refused with `limit`, nothing sent).
     pub decode: DecodeOptions,
     /// Prefix of request ids (default `"aw-"`); the ids are `<prefix>1`, `<prefix>2`, ...
     pub id_prefix: String,
@@ -304,9 +306,9 @@ impl Session {
             let m = format!("{} requests already in flight (max_in_flight)", self.pending.len());
             return Err(MoltZapError::local(ErrorKind::Limit, m));
         }
-        let id = self.new_id();
-        let wire = encode_request(self.generation, &Id::Str(id.clone()), method, params.as_deref())
-            .map_err(|e| MoltZapError::local(ErrorKind::Invalid, e.to_string()))?;
+        let id = self.peek_id();
+        let wire = self.encode_for_send(self.generation, &id, method, params.as_deref())?;
+        self.next_id += 1;
         self.pending.insert(id.clone(), now);
         self.timers
             .set(Timer::Request(id.clone()), now.saturating_add(timeout_ms));
@@ -360,10 +362,29 @@ impl Session {
 
     // ---- internals ----------------------------------------------------------------------
 
-    fn new_id(&mut self) -> String {
-        let id = format!("{}{}", self.cfg.id_prefix, self.next_id);
-        self.next_id += 1;
-        id
+    /// The id the next request or connect takes; taken (`next_id += 1`) only once its frame is
+    /// built, so a refused request uses none.
+    fn peek_id(&self) -> String {
+        format!("{}{}", self.cfg.id_prefix, self.next_id)
+    }
+
+    /// Encodes a request to send: every frame the session sends for the user (requests, the
+    /// connect) is built here, and one larger than `decode.max_message_bytes` (the same bound as
+    /// for incoming frames) is refused with `limit` before anything is queued or remembered.
+    fn encode_for_send(
+        &self,
+        generation: Generation,
+        id: &str,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<String, MoltZapError> {
+        let wire = encode_request_str(generation, id, method, params);
+        let max = self.cfg.decode.max_message_bytes;
+        if wire.len() > max {
+            let m = format!("request of {} bytes exceeds max_message_bytes {max}", wire.len());
+            return Err(MoltZapError::local(ErrorKind::Limit, m));
+        }
+        Ok(wire)
     }
 
     fn on_frames(&mut self, now: Millis, frames: Vec<Result<Frame, FrameError>>) {
