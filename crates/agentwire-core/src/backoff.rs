@@ -28,7 +28,11 @@ impl Backoff {
     /// The upper bound of the draw for attempt `n`, before jitter.
     pub fn ceiling(&self, attempt: u32) -> u64 {
         let exp = self.factor.max(1.0).powi(attempt.min(64) as i32);
-        let raw = (self.base_ms as f64 * exp).min(self.max_ms as f64);
+        // `0 × ∞` is NaN, and `NaN.min(max)` is `max`: a zero base stays zero.
+        let raw = match self.base_ms {
+            0 => 0.0,
+            base => (base as f64 * exp).min(self.max_ms as f64),
+        };
         (raw as u64).max(self.min_ms)
     }
 
@@ -83,5 +87,20 @@ mod tests {
             assert!(d <= b.ceiling(n), "{n}: {d}");
         }
         assert_eq!(b.ceiling(99), u64::MAX);
+    }
+
+    #[test]
+    fn a_zero_base_stays_at_the_floor_whatever_the_factor() {
+        for factor in [f64::INFINITY, 1e10] {
+            let b = Backoff {
+                base_ms: 0,
+                max_ms: 30_000,
+                factor,
+                min_ms: 100,
+            };
+            for n in [0, 1, 31, 40, u32::MAX] {
+                assert_eq!(b.ceiling(n), 100, "factor {factor}, attempt {n}");
+            }
+        }
     }
 }

@@ -275,10 +275,9 @@ impl ErrorBody {
     }
 
     fn read(o: &Object<'_, '_>) -> Result<Self, BodyError> {
-        // serde_json reads `-0` as a float, which an `i64` refuses.
         let code = match o.get("code") {
             None => return Err(BodyError::Missing("code")),
-            Some(v) => v.as_i64().filter(|_| v.raw() != "-0").ok_or(FieldError::Type {
+            Some(v) => v.as_i64().ok_or(FieldError::Type {
                 field: "code",
                 expected: "an integer",
                 got: v.kind(),

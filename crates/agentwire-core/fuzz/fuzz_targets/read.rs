@@ -61,7 +61,12 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         (Err(e), Ok(_)) => assert_eq!(e.reason, Reason::TooDeep, "refused what serde_json reads: {e}: {text:?}"),
-        (Ok(_), Err(e)) => assert!(e.to_string().contains("recursion limit"), "read what serde_json refuses ({e}): {text:?}"),
+        // serde_json (without float_roundtrip) overflows on some numbers of more than 19 digits
+        // just below f64::MAX, which are finite and read here (read.rs's module docs).
+        (Ok(_), Err(e)) => assert!(
+            e.to_string().contains("recursion limit") || e.to_string().contains("number out of range"),
+            "read what serde_json refuses ({e}): {text:?}"
+        ),
         (Err(_), Err(_)) => {}
     }
 });

@@ -6,7 +6,9 @@
 //! What it accepts is what `serde_json` accepts: strings with valid escapes (a lone surrogate
 //! escape is refused), numbers in JSON's grammar whose value is a finite `f64`, one value with
 //! JSON whitespace around it. Strings are validated when the tape is made, so reading them
-//! later cannot fail.
+//! later cannot fail. One known difference: a number of more than 19 digits within a few units
+//! in the last place of `f64::MAX` (`1.7976931348623156355e308`) is below it, and read here,
+//! where serde_json without `float_roundtrip` overflows on it and refuses it as out of range.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -562,10 +564,11 @@ impl<'t, 'a> Value<'t, 'a> {
         })
     }
 
-    /// A number written as an integer within `i64`.
+    /// A number written as an integer within `i64`. `-0` is not one: serde_json reads it as the
+    /// float `-0.0`, which an `i64` refuses.
     pub fn as_i64(&self) -> Option<i64> {
         let raw = self.raw();
-        if self.node().tag != Tag::Number {
+        if self.node().tag != Tag::Number || raw == "-0" {
             return None;
         }
         let (neg, digits) = match raw.strip_prefix('-') {
