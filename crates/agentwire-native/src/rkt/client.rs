@@ -13,7 +13,7 @@ use agentwire_rkt::{
     RktError,
 };
 use serde_json::Value;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -71,8 +71,12 @@ enum Waiter {
     /// RESPONSE body, raw.
     Body(Reply<Option<String>>),
     Auth(Reply<AuthOkBody>),
-    /// PONG: the engine's round trip.
-    Pong(Reply<Duration>),
+    /// PONG: the round trip from `sent`, measured here. The engine's `rtt_ms` is in whole
+    /// milliseconds (its clock's); a socket driver can time I/O finer, which `rkt ping` prints.
+    Pong {
+        reply: Reply<Duration>,
+        sent: Instant,
+    },
     Stream(StreamWaiter),
 }
 
@@ -99,7 +103,7 @@ impl Waiter {
         match self {
             Waiter::Body(r) => drop(r.send(Err(error))),
             Waiter::Auth(r) => drop(r.send(Err(error))),
-            Waiter::Pong(reply) => drop(reply.send(Err(error))),
+            Waiter::Pong { reply, .. } => drop(reply.send(Err(error))),
             Waiter::Stream(mut s) => match s.opening.take() {
                 Some(reply) => drop(reply.send(Err(error))),
                 None => drop(s.chunks.try_send(Err(error))),
@@ -300,9 +304,17 @@ impl RktClient {
         self.submit(move |s, now| s.auth(now, auth), Waiter::Auth).await
     }
 
-    /// PING; the round trip the engine measured (`Pong { rtt_ms }`), in whole milliseconds.
+    /// PING; the round trip from handing PING to the engine to reading PONG, timed by the driver
+    /// (finer than the engine's `rtt_ms`, which is in whole milliseconds).
     pub async fn ping(&self) -> Result<Duration, RktError> {
-        self.submit(|s, now| s.ping(now), Waiter::Pong).await
+        self.submit(
+            |s, now| s.ping(now),
+            |reply| Waiter::Pong {
+                reply,
+                sent: Instant::now(),
+            },
+        )
+        .await
     }
 
     /// GOODBYE, close 1000, and waits (bounded) for the connection to end.
@@ -366,9 +378,15 @@ impl Handler<ClientSession> for Routes {
         match command {
             Command::Start {
                 ticket,
-                start: (start, waiter),
+                start: (start, mut waiter),
             } => match start(session, now_ms()) {
-                Ok(id) => self.waiting.insert(ticket, id, waiter),
+                Ok(id) => {
+                    // Timed from the engine taking PING, not from the caller's queueing it.
+                    if let Waiter::Pong { sent, .. } = &mut waiter {
+                        *sent = Instant::now();
+                    }
+                    self.waiting.insert(ticket, id, waiter);
+                }
                 Err(e) => waiter.fail(e),
             },
             Command::Cancel(ticket) => {
@@ -435,9 +453,9 @@ impl Handler<ClientSession> for Routes {
                     let _ = reply.send(Ok(auth));
                 }
             }
-            ClientEvent::Pong { id, rtt_ms } => {
-                if let Some(Waiter::Pong(reply)) = self.waiting.remove(&id) {
-                    let _ = reply.send(Ok(Duration::from_millis(rtt_ms)));
+            ClientEvent::Pong { id, .. } => {
+                if let Some(Waiter::Pong { reply, sent }) = self.waiting.remove(&id) {
+                    let _ = reply.send(Ok(sent.elapsed()));
                 }
             }
             ClientEvent::Failed { id, error } => {
