@@ -6,6 +6,18 @@ use std::future::Future;
 use std::io;
 use std::process::ExitCode;
 
+/// Prints a line of the peer's start-up report (its URL, agents, rooms) on stdout. A closed
+/// stdout (`agentwire peers switch | head -1`) is not an error for a server: the line is dropped
+/// and the peer goes on serving, where `println!` would panic.
+pub fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = io::stdout().lock();
+    let _ = out
+        .write_fmt(line)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+}
+
 /// `--port`, with `DEFAULT_PORT` as its default (the peers' binaries: 0, `agentwire peers`: the
 /// playground's ports).
 ///

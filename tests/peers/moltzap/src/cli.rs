@@ -2,7 +2,7 @@
 //! printed, written once for both.
 
 use crate::{bind, Generation, PeerConfig};
-use agentwire_peer_kit::cli::{Listen, Wire};
+use agentwire_peer_kit::cli::{say, Listen, Wire};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -38,7 +38,7 @@ pub async fn run<const DEFAULT_PORT: u16>(args: Args<DEFAULT_PORT>) -> ExitCode 
         Ok(started) => started,
         Err(code) => return code,
     };
-    println!("listening on {}", handle.ws_url());
+    say(format_args!("listening on {}", handle.ws_url()));
     eprintln!(
         "moltzap peer, {} generation; register with `agentwire moltzap register NAME --server {url}` \
          or POST {url}{}",

@@ -2,7 +2,7 @@
 //! printed, written once for both.
 
 use crate::{bind, Agent, Generation, PeerConfig};
-use agentwire_peer_kit::cli::{Listen, Wire};
+use agentwire_peer_kit::cli::{say, Listen, Wire};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -64,14 +64,14 @@ pub async fn run<const DEFAULT_PORT: u16>(args: Args<DEFAULT_PORT>) -> ExitCode 
         Ok(started) => started,
         Err(code) => return code,
     };
-    println!("listening on {}", handle.http_url());
+    say(format_args!("listening on {}", handle.http_url()));
     let mut registered: Vec<Agent> = Vec::new();
     let mut register = |name: &str| -> String {
         if let Some(a) = registered.iter().find(|a| a.name == name) {
             return a.id.clone();
         }
         let a = handle.add_agent(name);
-        println!("agent {} id={} key={}", a.name, a.id, a.key);
+        say(format_args!("agent {} id={} key={}", a.name, a.id, a.key));
         let id = a.id.clone();
         registered.push(a);
         id
@@ -85,7 +85,7 @@ pub async fn run<const DEFAULT_PORT: u16>(args: Args<DEFAULT_PORT>) -> ExitCode 
         let ids: Vec<String> = names.iter().map(|m| register(m)).collect();
         let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
         let id = handle.add_room(name, &id_refs);
-        println!("room {name} id={id} members={}", names.join(","));
+        say(format_args!("room {name} id={id} members={}", names.join(",")));
     }
     eprintln!(
         "switch peer, {} generation; try `agentwire switch watch --url {url} --agent ID --key KEY --room ROOM_ID`; \
