@@ -93,12 +93,21 @@ pub fn check_rate(rate_per_s: f64) -> Result<f64, RktError> {
 }
 
 impl ReferenceConfig {
-    /// Whether the agent can be served with this configuration: the rate passes [`check_rate`]
-    /// and the burst is at least 1. Servers (`agentwire_native::rkt::serve`) refuse it otherwise.
+    /// Whether the agent can be served with this configuration: the rate passes [`check_rate`],
+    /// and the burst and `max_connections` are at least 1. Servers
+    /// (`agentwire_native::rkt::serve`) refuse it otherwise.
     pub fn check(&self) -> Result<(), RktError> {
         check_rate(self.rate_per_s)?;
-        if self.burst == 0 {
-            return Err(RktError::local(ErrorKind::Invalid, "the burst must be at least 1"));
+        for (name, value) in [
+            ("burst", u64::from(self.burst)),
+            ("max_connections", self.max_connections as u64),
+        ] {
+            if value == 0 {
+                return Err(RktError::local(
+                    ErrorKind::Invalid,
+                    format!("{name} must be at least 1"),
+                ));
+            }
         }
         Ok(())
     }
@@ -483,5 +492,11 @@ mod config_tests {
             ..ReferenceConfig::default()
         };
         assert_eq!(cfg.check().unwrap_err().kind(), ErrorKind::Invalid);
+        let cfg = ReferenceConfig {
+            max_connections: 0,
+            ..ReferenceConfig::default()
+        };
+        let e = cfg.check().unwrap_err();
+        assert!(e.error.message.contains("max_connections"), "{e}");
     }
 }
