@@ -98,7 +98,7 @@ pub fn run(command: Command) -> ExitCode {
     runtime.block_on(async move {
         match main(command).await {
             Ok(()) => ExitCode::SUCCESS,
-            Err(Failed::MoltZap(e)) => fail(e.error),
+            Err(Failed::Error(e)) => fail(e.error),
             Err(Failed::Closed(closed)) => closed.into(),
         }
     })
@@ -109,21 +109,11 @@ fn fail(e: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// Why a command did not complete: the client's error, or a closed stdout.
-enum Failed {
-    MoltZap(MoltZapError),
-    Closed(Closed),
-}
+type Failed = crate::out::Failed<MoltZapError>;
 
 impl From<MoltZapError> for Failed {
     fn from(e: MoltZapError) -> Failed {
-        Failed::MoltZap(e)
-    }
-}
-
-impl From<Closed> for Failed {
-    fn from(closed: Closed) -> Failed {
-        Failed::Closed(closed)
+        Failed::Error(e)
     }
 }
 

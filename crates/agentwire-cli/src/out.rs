@@ -25,6 +25,24 @@ impl From<Closed> for ExitCode {
     }
 }
 
+/// The exit code of a command whose last act was writing to stdout.
+pub fn exit(written: Result<(), Closed>) -> ExitCode {
+    written.map_or_else(ExitCode::from, |()| ExitCode::SUCCESS)
+}
+
+/// Why a command did not complete: its client's error `E`, or a closed stdout. Each command
+/// module adds `From<E>`.
+pub enum Failed<E> {
+    Error(E),
+    Closed(Closed),
+}
+
+impl<E> From<Closed> for Failed<E> {
+    fn from(closed: Closed) -> Failed<E> {
+        Failed::Closed(closed)
+    }
+}
+
 /// Writes `args` (and a newline when `newline`) to stdout and flushes it.
 pub fn write(args: fmt::Arguments<'_>, newline: bool) -> Result<(), Closed> {
     let mut stdout = io::stdout().lock();

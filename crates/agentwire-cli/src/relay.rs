@@ -37,10 +37,7 @@ pub fn run(command: Command) -> ExitCode {
             origin,
             rooms,
         } => match token(agent, exp_in, origin, rooms) {
-            Ok(token) => match crate::out::outln!("{token}") {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(closed) => closed.into(),
-            },
+            Ok(token) => crate::out::exit(crate::out::outln!("{token}")),
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::FAILURE

@@ -184,22 +184,11 @@ fn print_error(e: &RktError) -> Result<(), Closed> {
     Ok(())
 }
 
-/// Why a command line did not complete: the agent's error (printed, the REPL goes on) or a
-/// closed stdout (the REPL ends).
-enum Failed {
-    Rkt(RktError),
-    Closed(Closed),
-}
+type Failed = crate::out::Failed<RktError>;
 
 impl From<RktError> for Failed {
     fn from(e: RktError) -> Failed {
-        Failed::Rkt(e)
-    }
-}
-
-impl From<Closed> for Failed {
-    fn from(closed: Closed) -> Failed {
-        Failed::Closed(closed)
+        Failed::Error(e)
     }
 }
 
@@ -285,17 +274,14 @@ async fn session(client: &RktClient) -> ExitCode {
             Ok(Some(line)) => line,
             Ok(None) => return ExitCode::SUCCESS,
             Err(e) => {
-                return match outln!("error: cannot read input: {e}") {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(closed) => closed.into(),
-                };
+                return crate::out::exit(outln!("error: cannot read input: {e}"));
             }
         };
         let printed = match parse(&line) {
             Ok(Line::Exit) => return ExitCode::SUCCESS,
             Ok(line) => match execute(client, line).await {
                 Ok(()) => Ok(()),
-                Err(Failed::Rkt(e)) => print_error(&e),
+                Err(Failed::Error(e)) => print_error(&e),
                 Err(Failed::Closed(closed)) => Err(closed),
             },
             Err(e) => print_error(&e),

@@ -98,10 +98,7 @@ pub fn run(command: Command) -> ExitCode {
                 interval_ms,
             } => ping(&url, count, interval_ms).await,
             Command::Resolve { address } => match agentwire_rkt::resolve(&address) {
-                Ok(url) => match outln!("{url}") {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(closed) => closed.into(),
-                },
+                Ok(url) => crate::out::exit(outln!("{url}")),
                 Err(e) => fail(e),
             },
         }
@@ -196,10 +193,10 @@ async fn discover(url: &str) -> ExitCode {
     let result = client.discover().await;
     client.close().await;
     match result {
-        Ok(manifest) => match outln!("{}", serde_json::to_string_pretty(&manifest).unwrap_or_default()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(closed) => closed.into(),
-        },
+        Ok(manifest) => crate::out::exit(outln!(
+            "{}",
+            serde_json::to_string_pretty(&manifest).unwrap_or_default()
+        )),
         Err(e) => fail(e),
     }
 }
@@ -239,13 +236,10 @@ async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
     rtts.sort_by(f64::total_cmp);
     let (min, max) = (rtts[0], rtts[rtts.len() - 1]);
     let (median, p99) = (percentile(&rtts, 50.0), percentile(&rtts, 99.0));
-    match outln!(
+    crate::out::exit(outln!(
         "{} of {count} pongs, rtt min/median/p99/max = {min:.3}/{median:.3}/{p99:.3}/{max:.3} ms",
         rtts.len()
-    ) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(closed) => closed.into(),
-    }
+    ))
 }
 
 #[cfg(test)]

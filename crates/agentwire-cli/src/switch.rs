@@ -2,7 +2,7 @@
 //! released generation's SSE stream. Results and events are printed as one JSON object per line
 //! on stdout; errors go to stderr with a failing exit code.
 
-use crate::out::{outln, Closed};
+use crate::out::outln;
 use agentwire_core::Entropy;
 use agentwire_native::switch::{self, SwitchClient, SwitchOptions};
 use agentwire_native::OsEntropy;
@@ -130,7 +130,7 @@ pub fn run(command: Command) -> ExitCode {
     runtime.block_on(async move {
         match main(command).await {
             Ok(code) => code,
-            Err(Failed::Switch(e)) => fail(e),
+            Err(Failed::Error(e)) => fail(e),
             Err(Failed::Closed(closed)) => closed.into(),
         }
     })
@@ -141,21 +141,11 @@ fn fail(e: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// Why a command did not complete: the client's error, or a closed stdout.
-enum Failed {
-    Switch(SwitchError),
-    Closed(Closed),
-}
+type Failed = crate::out::Failed<SwitchError>;
 
 impl From<SwitchError> for Failed {
     fn from(e: SwitchError) -> Failed {
-        Failed::Switch(e)
-    }
-}
-
-impl From<Closed> for Failed {
-    fn from(closed: Closed) -> Failed {
-        Failed::Closed(closed)
+        Failed::Error(e)
     }
 }
 
