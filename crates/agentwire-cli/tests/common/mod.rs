@@ -38,15 +38,20 @@ impl Guard {
     }
 }
 
+/// Starts `agentwire ARGS` with its stdout piped.
+fn spawn_bin(args: &[&str], stdin: Stdio, stderr: Stdio) -> std::process::Child {
+    Command::new(BIN)
+        .args(args)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
 /// Runs `agentwire ARGS` with `input` on stdin; returns its exit status and stdout.
 pub fn run(args: &[&str], input: &str) -> (ExitStatus, String) {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_bin(args, Stdio::piped(), Stdio::inherit());
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     let mut guard = Guard(child);
@@ -64,13 +69,7 @@ pub fn run(args: &[&str], input: &str) -> (ExitStatus, String) {
 /// Starts `agentwire ARGS`, a server that prints `listening on URL` first; returns the guard
 /// and the URL.
 pub fn listen(args: &[&str]) -> (Guard, String) {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_bin(args, Stdio::null(), Stdio::null());
     let stdout = child.stdout.take().unwrap();
     let process = Guard(child);
     let (tx, rx) = mpsc::channel();
@@ -90,13 +89,7 @@ pub fn listen(args: &[&str]) -> (Guard, String) {
 
 /// Runs `agentwire ARGS` with nothing on stdin; returns its exit status, stdout and stderr.
 pub fn run_full(args: &[&str]) -> (ExitStatus, String, String) {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_bin(args, Stdio::null(), Stdio::piped());
     let out = read_all(child.stdout.take().unwrap());
     let err = read_all(child.stderr.take().unwrap());
     let status = Guard(child).wait();
@@ -119,13 +112,7 @@ pub struct Lines {
 
 impl Lines {
     pub fn spawn(args: &[&str]) -> Lines {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_bin(args, Stdio::null(), Stdio::inherit());
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         thread::spawn(move || {
@@ -155,13 +142,7 @@ impl Lines {
 /// `agentwire ARGS | head -1`: the first line of stdout is read, then the pipe's reading end is
 /// closed. Returns the process, that line and its stderr (read to the end by a thread).
 pub fn head1(args: &[&str]) -> (Guard, String, thread::JoinHandle<String>) {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_bin(args, Stdio::null(), Stdio::piped());
     let err = read_all(child.stderr.take().unwrap());
     let stdout = child.stdout.take().unwrap();
     let process = Guard(child);
