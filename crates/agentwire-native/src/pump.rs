@@ -100,7 +100,9 @@ impl Inbox for StopSignal {
     }
 }
 
-/// Runs the session until it is over, then ends the socket (bounded close handshake).
+/// Runs the session until it is over, then ends the socket (bounded close handshake). Writes go
+/// on inside the `select!` (the socket branch flushes while it waits for a frame), so a slow
+/// write holds up neither timers nor input.
 pub(crate) async fn pump<S, E, H, I>(wire: &mut Wire<S>, engine: &mut E, handler: &mut H, inbox: &mut I)
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -110,7 +112,7 @@ where
 {
     let mut inbox_open = true;
     loop {
-        if drain(wire, engine, handler, now_ms()).await {
+        if drain(wire, engine, handler, now_ms()) {
             break;
         }
         let wake = engine.poll_timeout().map(until);
@@ -130,17 +132,18 @@ where
                     handler.on_input_end(engine);
                 }
             },
-            frame = wire.next() => wire.receive(engine, now_ms(), frame),
+            io = wire.io() => wire.handle(engine, now_ms(), io),
             _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
                 engine.handle_timeout(now_ms());
             }
         }
     }
-    wire.finish().await;
+    wire.finish(engine).await;
 }
 
-/// Drains events and frames until both are empty; true once the session is over.
-async fn drain<S, E, H>(wire: &mut Wire<S>, engine: &mut E, handler: &mut H, now: Millis) -> bool
+/// Drains events, and frames while the socket takes them, until there is nothing more to do now;
+/// true once the session is over. Never waits: the writes go on in [`Wire::io`].
+fn drain<S, E, H>(wire: &mut Wire<S>, engine: &mut E, handler: &mut H, now: Millis) -> bool
 where
     S: AsyncRead + AsyncWrite + Unpin,
     E: Pumped,
@@ -153,8 +156,8 @@ where
             progressed = true;
             over |= handler.on_event(engine, now, event);
         }
-        progressed |= wire.transmit(engine, now).await;
-        if !progressed && !wire.flush(engine, now).await {
+        progressed |= wire.transmit(engine, now);
+        if !progressed {
             return over;
         }
     }

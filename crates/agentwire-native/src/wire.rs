@@ -3,22 +3,32 @@
 //! its protocol's own: the events, the commands, the timers.
 
 use agentwire_core::{Millis, Outgoing};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, Sleep};
+use tokio_tungstenite::tungstenite::error::UrlError;
+use tokio_tungstenite::tungstenite::handshake::client::Request;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
 /// How long a closing handshake may take.
 pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(2);
-/// How long one write (putting a frame on the socket, or flushing) may block before the socket
+/// How long a write may go without progress (no byte accepted by the socket) before the socket
 /// counts as dead: a peer that stops reading fills the TCP buffers, and without a bound the
-/// driver's loop (timers, commands, close) would wait forever. Every driver's sockets use it.
+/// session would wait forever. A peer that reads slowly but steadily is not cut off (progress is
+/// seen as the kernel takes bytes, which on a large send buffer can be seconds apart: a reader of
+/// a few tens of KiB/s under a long write can still be cut). The Switch driver's socket, which
+/// has its own write code, bounds each whole send by it.
 pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Why a socket counts as dead after a write that did not end within [`WRITE_TIMEOUT`].
+/// Why a socket counts as dead after a write that made no progress for [`WRITE_TIMEOUT`].
 pub(crate) fn write_blocked() -> String {
     format!("write blocked for {} ms", WRITE_TIMEOUT.as_millis())
 }
@@ -34,7 +44,7 @@ pub(crate) fn frame_limit(engine_max: usize) -> usize {
     engine_max.saturating_add(FRAME_SLACK)
 }
 
-/// What a frame from [`Wire::next`] is: `None` once the stream has ended.
+/// What a frame from the peer is: `None` once the stream has ended.
 pub(crate) type Frame = Option<Result<Message, WsError>>;
 
 /// The socket side of a sans-IO session: frames in, frames out.
@@ -77,27 +87,110 @@ macro_rules! engines {
 engines!(agentwire_rkt::ClientSession, agentwire_rkt::ServerSession);
 engines!(@ping agentwire_moltzap::Session);
 
+/// A byte stream that counts the bytes written to it: a write in progress is alive as long as
+/// this grows (see [`WRITE_TIMEOUT`]).
+pub(crate) struct Counted<S> {
+    inner: S,
+    written: u64,
+}
+
+impl<S> Counted<S> {
+    pub(crate) fn new(inner: S) -> Self {
+        Counted { inner, written: 0 }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let this = &mut *self;
+        let written = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = written {
+            this.written += n as u64;
+        }
+        written
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Opens a client WebSocket (`ws://` only) over a [`Counted`] TCP stream, with Nagle off.
+pub(crate) async fn connect(
+    request: Request,
+    cfg: WebSocketConfig,
+) -> Result<WebSocketStream<Counted<TcpStream>>, WsError> {
+    let uri = request.uri();
+    if uri.scheme_str() == Some("wss") {
+        return Err(WsError::Url(UrlError::TlsFeatureNotEnabled));
+    }
+    let host = uri.host().ok_or(WsError::Url(UrlError::NoHostName))?;
+    let port = match (uri.port_u16(), uri.scheme_str()) {
+        (Some(port), _) => port,
+        (None, Some("ws")) => 80,
+        _ => return Err(WsError::Url(UrlError::UnsupportedUrlScheme)),
+    };
+    let tcp = TcpStream::connect(format!("{host}:{port}")).await?;
+    tcp.set_nodelay(true)?;
+    let (ws, _) = tokio_tungstenite::client_async_with_config(request, Counted::new(tcp), Some(cfg)).await?;
+    Ok(ws)
+}
+
+/// What the socket did, from [`Wire::io`]: for [`Wire::handle`].
+pub(crate) enum Io {
+    /// A frame from the peer (`None`: the stream has ended).
+    Frame(Frame),
+    /// Everything fed went out: the engine's next frames may go.
+    Flushed,
+    /// The write failed, or made no progress for [`WRITE_TIMEOUT`].
+    WriteFailed(String),
+}
+
 /// A WebSocket, the close frame to end it with, and what went over it.
+///
+/// Writes never hold up the driver's loop: [`Wire::transmit`] puts frames into the WebSocket's
+/// buffer without waiting, and [`Wire::io`] (a `select!` branch) flushes it while it waits for
+/// the peer's next frame. Once the buffer is over tungstenite's write buffer size (128 KiB, or one
+/// larger message), the engine keeps its next frames, and the peer's frames wait (TCP
+/// backpressure: what it sends could only add to what the engine has to send), until the buffer
+/// is out.
 pub(crate) struct Wire<S> {
-    ws: WebSocketStream<S>,
+    ws: WebSocketStream<Counted<S>>,
     /// The close frame to send when the session is over.
     close: Option<CloseFrame>,
     /// A write failed: the socket is gone, later writes are skipped.
     broken: bool,
-    /// Messages were fed since the last flush.
+    /// Messages were fed since the last completed flush.
     unflushed: bool,
+    /// A frame taken from the engine that the WebSocket's buffer had no room for yet.
+    parked: Option<Message>,
+    /// While unflushed: the bytes written when the write last made progress, and when the socket
+    /// counts as dead if it makes none.
+    progress: u64,
+    deadline: Option<Pin<Box<Sleep>>>,
     /// Text and binary messages received and sent.
     received: u64,
     sent: u64,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Wire<S> {
-    pub(crate) fn new(ws: WebSocketStream<S>) -> Self {
+    pub(crate) fn new(ws: WebSocketStream<Counted<S>>) -> Self {
         Wire {
             ws,
             close: None,
             broken: false,
             unflushed: false,
+            parked: None,
+            progress: 0,
+            deadline: None,
             received: 0,
             sent: 0,
         }
@@ -111,14 +204,63 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Wire<S> {
         self.sent
     }
 
-    /// The next frame from the peer, for [`Wire::receive`]. Cancel-safe (a `select!` branch).
-    pub(crate) async fn next(&mut self) -> Frame {
-        self.ws.next().await
+    /// What the socket does next: the pending write flushed (or failed, or stuck for
+    /// [`WRITE_TIMEOUT`]), or the peer's next frame (not while a frame is parked). Cancel-safe
+    /// (a `select!` branch).
+    pub(crate) async fn io(&mut self) -> Io {
+        std::future::poll_fn(|cx| self.poll_io(cx)).await
     }
 
-    /// Hands a frame from [`Wire::next`] to the engine. A message over the size limit closes
-    /// with 1009; a socket error or an end without a close frame is a 1006 close.
-    pub(crate) fn receive(&mut self, engine: &mut impl Engine, now: Millis, frame: Frame) {
+    fn poll_io(&mut self, cx: &mut Context<'_>) -> Poll<Io> {
+        if self.unflushed && !self.broken {
+            match Pin::new(&mut self.ws).poll_flush(cx) {
+                Poll::Ready(Ok(())) => {
+                    self.unflushed = false;
+                    self.deadline = None;
+                    return Poll::Ready(Io::Flushed);
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Io::WriteFailed(e.to_string())),
+                Poll::Pending => {
+                    let written = self.ws.get_ref().written;
+                    if written != self.progress || self.deadline.is_none() {
+                        self.progress = written;
+                        let at = Instant::now() + WRITE_TIMEOUT;
+                        match &mut self.deadline {
+                            Some(sleep) => sleep.as_mut().reset(at),
+                            None => self.deadline = Some(Box::pin(tokio::time::sleep_until(at))),
+                        }
+                    }
+                    if let Some(sleep) = &mut self.deadline {
+                        if sleep.as_mut().poll(cx).is_ready() {
+                            return Poll::Ready(Io::WriteFailed(write_blocked()));
+                        }
+                    }
+                }
+            }
+        }
+        if self.parked.is_some() {
+            return Poll::Pending;
+        }
+        Pin::new(&mut self.ws).poll_next(cx).map(Io::Frame)
+    }
+
+    /// Takes what [`Wire::io`] reported: a frame goes to the engine, a failed write is its 1006
+    /// close.
+    pub(crate) fn handle(&mut self, engine: &mut impl Engine, now: Millis, io: Io) {
+        match io {
+            Io::Frame(frame) => self.receive(engine, now, frame),
+            Io::Flushed => {}
+            Io::WriteFailed(reason) => {
+                self.broken = true;
+                self.deadline = None;
+                engine.handle_close(now, 1006, &reason);
+            }
+        }
+    }
+
+    /// Hands a frame from the peer to the engine. A message over the size limit closes with
+    /// 1009; a socket error or an end without a close frame is a 1006 close.
+    fn receive(&mut self, engine: &mut impl Engine, now: Millis, frame: Frame) {
         match frame {
             Some(Ok(Message::Text(text))) => {
                 self.received += 1;
@@ -147,78 +289,85 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Wire<S> {
         }
     }
 
-    /// Feeds every frame the engine has to send (unflushed); true when there was any. A failed
-    /// or blocked write is the engine's 1006 close.
-    pub(crate) async fn transmit(&mut self, engine: &mut impl Engine, now: Millis) -> bool {
+    /// Puts the engine's frames into the WebSocket's buffer, without waiting, while it has room;
+    /// true when any was taken. A failed write is the engine's 1006 close. Once the socket is
+    /// broken, frames are dropped.
+    pub(crate) fn transmit(&mut self, engine: &mut impl Engine, now: Millis) -> bool {
         let mut any = false;
-        while let Some(out) = engine.poll_transmit() {
-            any = true;
-            if let Err(reason) = self.feed(out).await {
-                engine.handle_close(now, 1006, &reason);
+        loop {
+            if self.parked.is_none() {
+                let Some(out) = engine.poll_transmit() else {
+                    return any;
+                };
+                any = true;
+                self.parked = self.message(out);
+            }
+            let Some(msg) = self.parked.take() else {
+                continue;
+            };
+            if self.broken {
+                continue;
+            }
+            let noop = &mut Context::from_waker(Waker::noop());
+            let accepted = match Pin::new(&mut self.ws).poll_ready(noop) {
+                Poll::Pending => {
+                    self.parked = Some(msg);
+                    return any;
+                }
+                Poll::Ready(Ok(())) => Pin::new(&mut self.ws).start_send(msg),
+                Poll::Ready(Err(e)) => Err(e),
+            };
+            any = true; // taken (a parked one too): a failed send is a close, with events to give
+            self.unflushed = true;
+            match accepted {
+                Ok(()) => self.sent += 1,
+                Err(e) => {
+                    self.broken = true;
+                    self.deadline = None;
+                    engine.handle_close(now, 1006, &e.to_string());
+                }
             }
         }
-        any
     }
 
-    /// Flushes what was fed; false when there was nothing to flush (or the socket is broken),
-    /// true when the engine may have more to say (a failed flush, or one blocked for
-    /// [`WRITE_TIMEOUT`], is its 1006 close).
-    pub(crate) async fn flush(&mut self, engine: &mut impl Engine, now: Millis) -> bool {
-        if !self.unflushed || self.broken {
-            return false;
-        }
-        self.unflushed = false;
-        let failed = match tokio::time::timeout(WRITE_TIMEOUT, self.ws.flush()).await {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(_) => Some(write_blocked()),
-        };
-        if let Some(reason) = failed {
-            self.broken = true;
-            engine.handle_close(now, 1006, &reason);
-        }
-        true
-    }
-
-    /// Puts one frame on the socket without flushing; a close is kept for [`Wire::finish`].
-    /// After a failed write (its reason is the error), or one blocked for [`WRITE_TIMEOUT`], the
-    /// socket is broken and frames are dropped.
-    async fn feed(&mut self, out: Outgoing) -> Result<(), String> {
-        let msg = match out {
-            Outgoing::Text(text) => Message::text(text),
-            Outgoing::Binary(bytes) => Message::binary(bytes),
+    /// The WebSocket message for a frame of the engine's; a close is kept for [`Wire::finish`].
+    fn message(&mut self, out: Outgoing) -> Option<Message> {
+        match out {
+            Outgoing::Text(text) => Some(Message::text(text)),
+            Outgoing::Binary(bytes) => Some(Message::binary(bytes)),
             Outgoing::Close { code, reason } => {
                 self.close = Some(CloseFrame {
                     code: CloseCode::from(code),
                     reason: reason.into(),
                 });
-                return Ok(());
+                None
             }
-        };
-        if self.broken {
-            return Ok(());
         }
-        self.sent += 1;
-        self.unflushed = true;
-        let failed = match tokio::time::timeout(WRITE_TIMEOUT, self.ws.feed(msg)).await {
-            Ok(Ok(())) => return Ok(()),
-            Ok(Err(e)) => e.to_string(),
-            Err(_) => write_blocked(),
-        };
-        self.broken = true;
-        Err(failed)
     }
 
-    /// Sends the close frame (or answers the peer's) and waits, bounded, for the socket to end.
-    pub(crate) async fn finish(&mut self) {
+    /// Sends what is left (the parked frame, the engine's last frames), then the close frame (or
+    /// the answer to the peer's), and waits for the socket to end; all of it within
+    /// [`CLOSE_GRACE`].
+    pub(crate) async fn finish(&mut self, engine: &mut impl Engine) {
         if self.broken {
             return;
         }
-        let close = self.close.take();
-        let ws = &mut self.ws;
         let _ = tokio::time::timeout(CLOSE_GRACE, async {
-            let _ = ws.close(close).await;
-            while let Some(Ok(_)) = ws.next().await {}
+            let mut next = self.parked.take();
+            loop {
+                if let Some(msg) = next.take() {
+                    if self.ws.feed(msg).await.is_err() {
+                        return;
+                    }
+                    self.sent += 1;
+                }
+                match engine.poll_transmit() {
+                    Some(out) => next = self.message(out),
+                    None => break,
+                }
+            }
+            let _ = self.ws.close(self.close.take()).await;
+            while let Some(Ok(_)) = self.ws.next().await {}
         })
         .await;
     }

@@ -318,6 +318,8 @@ enum After {
     BeginStreams,
     /// Holds the socket for 30 s and reads nothing: the client's writes fill the TCP buffers.
     Stall,
+    /// Reads the raw socket slowly but steadily: 64 KiB every 50 ms.
+    SlowRead,
 }
 
 /// A bare RKT peer on 127.0.0.1 for one connection: the upgrade (echoing `rkt.1.0`), a
@@ -378,6 +380,16 @@ async fn raw_peer(after: After) -> String {
                 }
             }
             After::Stall => std::future::pending::<()>().await,
+            After::SlowRead => {
+                use tokio::io::AsyncReadExt;
+                let mut buf = vec![0; 64 << 10];
+                loop {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    if !matches!(ws.get_mut().read(&mut buf).await, Ok(1..)) {
+                        return;
+                    }
+                }
+            }
         }
     }));
     url
@@ -403,8 +415,9 @@ async fn a_peer_that_stops_reading_fails_the_calls_and_close_returns() {
                 tokio::spawn(async move { c.request("echo", Some(json!({ "pad": pad })), opts()).await })
             })
             .collect();
-        // About 6 s here (the 5 s write bound after the writes that fit); without the bound the
-        // calls wait forever. 14 s leaves a loaded 2-core machine room, inside `bounded`'s 20 s.
+        // About 1 s here (the calls' TTL: the driver's loop runs while the write is pending; it
+        // was about 6 s when the loop waited inside the write for its 5 s bound); without a bound
+        // the calls wait forever. 14 s leaves a loaded 2-core machine room, inside `bounded`'s 20 s.
         let answers = tokio::time::timeout(Duration::from_secs(14), futures_util::future::join_all(calls))
             .await
             .expect("calls still waiting 14 s after their 1 s TTL: the driver is stuck in a write");
@@ -416,6 +429,57 @@ async fn a_peer_that_stops_reading_fails_the_calls_and_close_returns() {
         tokio::time::timeout(Duration::from_secs(4), c.close())
             .await
             .expect("close() still waiting");
+    })
+    .await
+}
+
+/// A peer that reads slowly but steadily (64 KiB every 50 ms) while the client sends a 24 MiB
+/// request: the write takes some 15 s, far past the 5 s write bound, but never goes 5 s without
+/// progress, so it is not cut; and meanwhile the driver runs: a request with a 1 s TTL fails by
+/// it (`timeout`), and `close` returns (the close grace is 2 s). Before, the loop sat inside the
+/// write: the small request failed only when the flush was declared blocked, 5 s in (`closed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reader_holds_up_neither_timers_nor_close() {
+    bounded(async {
+        let url = raw_peer(After::SlowRead).await;
+        let cfg = ClientConfig {
+            max_message_size: 64 << 20,
+            keepalive: false,
+            ..ClientConfig::default()
+        };
+        let c = RktClient::connect(&url, cfg).await.unwrap();
+        let pad = "x".repeat(24 << 20);
+        let mut big = Box::pin(c.request("echo", Some(json!({ "pad": pad })), opts()));
+        let started = std::time::Instant::now();
+        let small = async {
+            tokio::time::sleep(Duration::from_millis(300)).await; // the big write is under way
+            let short = RequestOptions {
+                ttl_s: Some(1),
+                ..opts()
+            };
+            let e = c.request("echo", None, short).await.unwrap_err();
+            (e, started.elapsed())
+        };
+        let (e, waited) = tokio::select! {
+            r = &mut big => panic!("the big request ended first: {r:?}"),
+            r = tokio::time::timeout(Duration::from_secs(10), small) => {
+                r.expect("the 1 s request still waiting 10 s later")
+            }
+        };
+        eprintln!("the 1 s request (sent at 0.3 s) failed at {waited:?}: {e}");
+        assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+        assert!(waited < Duration::from_millis(2800), "{waited:?}");
+        // Past the 5 s write bound, with progress all along: the big request is still going.
+        tokio::select! {
+            r = &mut big => panic!("the big request ended: {r:?}"),
+            _ = tokio::time::sleep(Duration::from_secs(7).saturating_sub(started.elapsed())) => {}
+        }
+        drop(big); // cancelled; its frame is still being written
+        let closing = std::time::Instant::now();
+        tokio::time::timeout(Duration::from_secs(4), c.close())
+            .await
+            .expect("close() still waiting");
+        eprintln!("close() returned after {:?}", closing.elapsed());
     })
     .await
 }

@@ -4,7 +4,7 @@
 
 use crate::call::{self, Caller, Waiting};
 use crate::pump::{pump, Handler};
-use crate::wire::{frame_limit, Wire};
+use crate::wire::{self, frame_limit, Counted, Wire};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::{Credentials, Event, Generation, HelloOk, MoltZapError, RequestId, Session, SessionConfig};
@@ -15,7 +15,6 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::UrlError;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
-use tokio_tungstenite::MaybeTlsStream;
 
 /// Server pushes, diagnostics and the final `Disconnected`, in arrival order; the channel ends
 /// after `Disconnected`.
@@ -178,13 +177,13 @@ impl MoltZapClient {
 async fn open(
     url: &str,
     cfg: &SessionConfig,
-) -> Result<tokio_tungstenite::WebSocketStream<MaybeTlsStream<TcpStream>>, MoltZapError> {
+) -> Result<tokio_tungstenite::WebSocketStream<Counted<TcpStream>>, MoltZapError> {
     let request = url.into_client_request().map_err(|e| connect_error(url, e))?;
     let limit = frame_limit(cfg.decode.max_message_bytes);
     let ws_cfg = WebSocketConfig::default()
         .max_message_size(Some(limit))
         .max_frame_size(Some(limit));
-    let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(ws_cfg), true)
+    let ws = wire::connect(request, ws_cfg)
         .await
         .map_err(|e| connect_error(url, e))?;
     Ok(ws)
@@ -233,7 +232,7 @@ struct Routes {
 
 /// The task that owns the socket and the session.
 async fn drive(
-    mut wire: Wire<MaybeTlsStream<TcpStream>>,
+    mut wire: Wire<TcpStream>,
     mut session: Session,
     mut routes: Routes,
     mut inbox: mpsc::UnboundedReceiver<Command>,

@@ -4,7 +4,7 @@
 
 use crate::call::{self, Caller, CancelOnDrop, Waiting};
 use crate::pump::{pump, Handler};
-use crate::wire::{frame_limit, Wire};
+use crate::wire::{self, frame_limit, Wire};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
@@ -21,7 +21,6 @@ use tokio_tungstenite::tungstenite::error::{ProtocolError, UrlError};
 use tokio_tungstenite::tungstenite::http::{header::SEC_WEBSOCKET_PROTOCOL, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
-use tokio_tungstenite::MaybeTlsStream;
 
 /// The chunks of a stream: each STREAM_DATA body in `Seq` order; [`StreamChunks::recv`] ends
 /// (`None`) after STREAM_END, or after one `Err` when the stream fails. Dropping it before the
@@ -178,7 +177,7 @@ impl RktClient {
         let ws_cfg = WebSocketConfig::default()
             .max_message_size(Some(limit))
             .max_frame_size(Some(limit));
-        let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(ws_cfg), true)
+        let ws = wire::connect(request, ws_cfg)
             .await
             .map_err(|e| connect_error(&url, e))?;
         let (commands, inbox) = mpsc::unbounded_channel();
@@ -359,7 +358,7 @@ struct Routes {
 
 /// The task that owns the socket and the session.
 async fn drive(
-    mut wire: Wire<MaybeTlsStream<TcpStream>>,
+    mut wire: Wire<TcpStream>,
     mut session: ClientSession,
     mut routes: Routes,
     mut inbox: mpsc::UnboundedReceiver<Command>,

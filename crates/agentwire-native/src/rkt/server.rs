@@ -7,7 +7,7 @@
 //! when it closes; message contents are never logged.
 
 use crate::pump::{pump, Handler, StopSignal};
-use crate::wire::{frame_limit, Wire, CLOSE_GRACE};
+use crate::wire::{frame_limit, Counted, Wire, CLOSE_GRACE};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::Millis;
 use agentwire_rkt::codec::SUBPROTOCOL;
@@ -184,7 +184,7 @@ async fn connection(
     let ws_cfg = WebSocketConfig::default()
         .max_message_size(Some(limit))
         .max_frame_size(Some(limit));
-    let upgrade = tokio_tungstenite::accept_hdr_async_with_config(tcp, check_upgrade, Some(ws_cfg));
+    let upgrade = tokio_tungstenite::accept_hdr_async_with_config(Counted::new(tcp), check_upgrade, Some(ws_cfg));
     let ws = match tokio::time::timeout(UPGRADE_TIMEOUT, upgrade).await {
         Ok(Ok(ws)) => ws,
         Ok(Err(WsError::Http(resp))) => return eprintln!("rkt {peer}: refused with HTTP {}", resp.status()),
@@ -224,7 +224,7 @@ struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    fn new(ws: WebSocketStream<TcpStream>, agent: &'a Agent) -> Self {
+    fn new(ws: WebSocketStream<Counted<TcpStream>>, agent: &'a Agent) -> Self {
         Driver {
             wire: Wire::new(ws),
             agent,
