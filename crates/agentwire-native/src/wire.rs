@@ -160,8 +160,10 @@ pub(crate) enum Io {
 /// buffer without waiting, and [`Wire::io`] (a `select!` branch) flushes it while it waits for
 /// the peer's next frame. Once the buffer is over tungstenite's write buffer size (128 KiB, or one
 /// larger message), the engine keeps its next frames, and the peer's frames wait (TCP
-/// backpressure: what it sends could only add to what the engine has to send), until the buffer
-/// is out.
+/// backpressure), until the buffer is out. Replies that arrive meanwhile wait too, and two ends
+/// that both write without reading (two native drivers echoing large messages) stall until the
+/// [`WRITE_TIMEOUT`] cuts them: a limit of this design, as of the one before it (which read
+/// nothing during any write).
 pub(crate) struct Wire<S> {
     ws: WebSocketStream<Counted<S>>,
     /// The close frame to send when the session is over.
