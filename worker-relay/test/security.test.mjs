@@ -482,8 +482,11 @@ test("no client input changes the upstream host or path (path, encoded slashes, 
   }
   // The forwarded query is re-encoded: an encoded `&` stays inside its value.
   const c6 = up.wsRequests().find((r) => r.url.includes("connection_id=c6"));
-  assert.ok(c6, "the c6 open reached the upstream");
-  assert.equal(new URL(c6.url, "http://x").searchParams.get("scope"), "single&admin=1");
+  // Every open the upstream saw, in the message: a clean-clone CI run on 2026-12-05 found a c6
+  // open without its scope once (9 runs of this test alone did not), not yet explained.
+  const seen = JSON.stringify(up.wsRequests().map((r) => r.url));
+  assert.ok(c6, `the c6 open reached the upstream: ${seen}`);
+  assert.equal(new URL(c6.url, "http://x").searchParams.get("scope"), "single&admin=1", seen);
   assert.equal(evil.requests.length, 0, "nothing ever reached the other host");
 });
 
