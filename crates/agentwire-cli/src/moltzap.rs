@@ -1,7 +1,7 @@
 //! `agentwire moltzap register|connect|send|list|watch|call`. Results and events are printed as
 //! one JSON object per line on stdout; errors go to stderr with a failing exit code.
 
-use crate::out::{outln, Closed};
+use crate::out::{errln, outln, Closed};
 use agentwire_moltzap::register::Registration;
 use agentwire_moltzap::session::SendMessage;
 use agentwire_moltzap::{Credentials, Event, GenerationChoice, MoltZapError};
@@ -105,7 +105,7 @@ pub fn run(command: Command) -> ExitCode {
 }
 
 fn fail(e: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {e}");
+    errln!("error: {e}");
     ExitCode::FAILURE
 }
 
@@ -208,7 +208,7 @@ async fn connect(conn: &Conn) -> Result<MoltZapClient, MoltZapError> {
     cfg.session.request_timeout_ms = conn.timeout_ms;
     let client = MoltZapClient::connect(&conn.url, Credentials::AgentKey(conn.key.clone()), cfg).await?;
     let info = client.info();
-    eprintln!(
+    errln!(
         "connected to {} ({} generation{})",
         info.url,
         info.generation.as_str(),
@@ -277,7 +277,7 @@ async fn repl(client: MoltZapClient, mut events: Events) -> Result<(), Failed> {
                     Ok(Some(raw)) => print_json(&raw),
                     Ok(None) => Ok(()),
                     Err(e) => {
-                        eprintln!("error: {}", e.error);
+                        errln!("error: {}", e.error);
                         Ok(())
                     }
                 };
@@ -302,7 +302,7 @@ async fn command_line(client: &MoltZapClient, line: &str) -> Result<Option<Strin
     let answer = match verb {
         "send" | "sendc" => {
             let Some((target, text)) = two(rest) else {
-                eprintln!("usage: {verb} <target> <text>");
+                errln!("usage: {verb} <target> <text>");
                 return Ok(None);
             };
             let msg = if verb == "send" {
@@ -321,7 +321,7 @@ async fn command_line(client: &MoltZapClient, line: &str) -> Result<Option<Strin
             client.call(method, params).await?
         }
         _ => {
-            eprintln!("{HELP}");
+            errln!("{HELP}");
             return Ok(None);
         }
     };

@@ -8,6 +8,17 @@ use std::fmt;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+/// `eprintln!` that drops the line when stderr cannot be written (`2>&1 | head` gone) instead
+/// of panicking: what stderr says is advice, and the exit code still tells the outcome.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+pub(crate) use errln;
+
 /// stdout cannot be written any more: the command stops (closing its client) and exits with
 /// `ExitCode::from(closed)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +65,7 @@ pub fn write(args: fmt::Arguments<'_>, newline: bool) -> Result<(), Closed> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(Closed { broken_pipe: true }),
         Err(e) => {
-            eprintln!("error: cannot write to stdout: {e}");
+            errln!("error: cannot write to stdout: {e}");
             Err(Closed { broken_pipe: false })
         }
     }

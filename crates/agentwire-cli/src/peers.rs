@@ -2,6 +2,7 @@
 //! client. The flags and the output are the peers' own (`agentwire_peer_moltzap::Args` and
 //! `run`, likewise for Switch), as their binaries have them; only the default ports differ.
 
+use crate::out::errln;
 use clap::Subcommand;
 use std::future::Future;
 use std::process::ExitCode;
@@ -27,7 +28,7 @@ fn block_on(f: impl Future<Output = ExitCode>) -> ExitCode {
     match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt.block_on(f),
         Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
+            errln!("error: cannot start the runtime: {e}");
             ExitCode::FAILURE
         }
     }

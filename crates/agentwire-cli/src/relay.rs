@@ -2,6 +2,7 @@
 //! backend would. The secret comes from the environment (`AGENTWIRE_RELAY_SECRET`, its UTF-8
 //! bytes), never from a flag, so it stays out of shell history and process listings.
 
+use crate::out::errln;
 use agentwire_relay::token::{mint, Claims};
 use clap::Subcommand;
 use std::process::ExitCode;
@@ -39,7 +40,7 @@ pub fn run(command: Command) -> ExitCode {
         } => match token(agent, exp_in, origin, rooms) {
             Ok(token) => crate::out::exit(crate::out::outln!("{token}")),
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 ExitCode::FAILURE
             }
         },

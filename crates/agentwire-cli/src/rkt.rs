@@ -1,6 +1,6 @@
 //! `agentwire rkt serve|connect|discover|ping|resolve`.
 
-use crate::out::outln;
+use crate::out::{errln, outln};
 use agentwire_native::rkt::{self as native, RktClient};
 use agentwire_rkt::reference::{self, ReferenceConfig};
 use agentwire_rkt::{ClientConfig, RktError};
@@ -106,7 +106,7 @@ pub fn run(command: Command) -> ExitCode {
 }
 
 fn fail(e: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {e}");
+    errln!("error: {e}");
     ExitCode::FAILURE
 }
 
@@ -226,7 +226,7 @@ async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
                 }
                 rtts.push(ms);
             }
-            Err(e) => eprintln!("error: {e}"),
+            Err(e) => errln!("error: {e}"),
         }
     }
     client.close().await;

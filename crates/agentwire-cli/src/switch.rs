@@ -2,7 +2,7 @@
 //! released generation's SSE stream. Results and events are printed as one JSON object per line
 //! on stdout; errors go to stderr with a failing exit code.
 
-use crate::out::outln;
+use crate::out::{errln, outln};
 use agentwire_core::Entropy;
 use agentwire_native::switch::{self, SwitchClient, SwitchOptions};
 use agentwire_native::OsEntropy;
@@ -137,7 +137,7 @@ pub fn run(command: Command) -> ExitCode {
 }
 
 fn fail(e: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {e}");
+    errln!("error: {e}");
     ExitCode::FAILURE
 }
 
@@ -265,7 +265,7 @@ async fn connect(conn: &Conn, cfg: ConnectionConfig) -> Result<SwitchClient, Swi
         Wire::WebSocket => "websocket",
         Wire::Sse => "sse",
     };
-    eprintln!(
+    errln!(
         "connected to {} over {wire} (agent {}, connection {})",
         conn.url,
         client.agent_id(),
@@ -278,7 +278,7 @@ async fn connect(conn: &Conn, cfg: ConnectionConfig) -> Result<SwitchClient, Swi
 async fn claim(client: &SwitchClient, room: &str) -> Result<(), SwitchError> {
     let context = client.call(&ConnectToRoom::new(room)).await?;
     if let Some(w) = context.warning.filter(|w| !w.is_empty()) {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     Ok(())
 }
@@ -306,7 +306,7 @@ async fn watch(mut client: SwitchClient, count: Option<u64>, for_ms: Option<u64>
             Event::Event { .. } => seen += 1,
             Event::Stopped { error } => {
                 if let Some(e) = error {
-                    eprintln!("error: {e}");
+                    errln!("error: {e}");
                     code = ExitCode::FAILURE;
                 }
                 break;

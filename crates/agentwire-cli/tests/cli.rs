@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{head1, listen, run, run_full, Guard};
+use common::{head1, listen, run, run_full, run_with_stderr_closed, Guard};
 use std::process::Command;
 
 struct Server {
@@ -134,6 +134,13 @@ fn ping_into_a_closed_pipe_stops_cleanly() {
     let err = err.join().unwrap();
     assert!(!err.contains("panicked"), "{err}");
     assert!(status.success(), "{status}: {err}");
+}
+
+#[test]
+fn an_error_into_a_closed_stderr_is_an_exit_code_not_a_panic() {
+    // Nothing listens on port 1: the command fails and says so on stderr, whose reader is gone.
+    let status = run_with_stderr_closed(&["rkt", "ping", "ws://127.0.0.1:1/rkt", "--count", "1"]);
+    assert_eq!(status.code(), Some(1), "{status}");
 }
 
 #[test]

@@ -96,6 +96,16 @@ pub fn run_full(args: &[&str]) -> (ExitStatus, String, String) {
     (status, out.join().unwrap(), err.join().unwrap())
 }
 
+/// Runs `agentwire ARGS` with stderr a pipe nobody reads any more; returns its exit status.
+pub fn run_with_stderr_closed(args: &[&str]) -> ExitStatus {
+    let mut child = spawn_bin(args, Stdio::null(), Stdio::piped());
+    drop(child.stderr.take());
+    let out = read_all(child.stdout.take().unwrap());
+    let status = Guard(child).wait();
+    let _ = out.join();
+    status
+}
+
 fn read_all(mut r: impl Read + Send + 'static) -> thread::JoinHandle<String> {
     thread::spawn(move || {
         let mut out = String::new();
