@@ -426,6 +426,29 @@ export const scenarios = {
 
   // Bad input: a typed rejection or an error event, never an uncaught exception, never a dead
   // instance (the Chromium runner also fails on anything uncaught in the page).
+  async "sans-IO sessions: an argument that is not JSON is an invalid error"(aw) {
+    const invalid = (f, what) => {
+      try {
+        f();
+      } catch (e) {
+        check(e instanceof aw.AgentwireError && e.kind === "invalid", `${what}: ${e}`);
+        return;
+      }
+      throw new Failure(`${what}: taken`);
+    };
+    const rkt = new aw.RktSession();
+    invalid(() => rkt.request(0, "echo", "", undefined, false), 'RKT params ""');
+    invalid(() => rkt.memorySet(0, "k", "", undefined, undefined), 'RKT memory value ""');
+    rkt.free();
+    const mz = new aw.MoltZapSession(JSON.stringify({ agentKey: "k" }));
+    mz.handleOpen(0);
+    const id = mz.connect(0);
+    mz.handleText(0, JSON.stringify({ jsonrpc: "2.0", id, result: {} }));
+    check(mz.state === "ready", `MoltZap state ${mz.state}`);
+    invalid(() => mz.call(0, "system/ping", ""), 'MoltZap params ""');
+    mz.free();
+  },
+
   async "bad input: garbage, a socket dying mid-request, calls after close"(aw, env) {
     const g = env.garbage;
     // The handshake fails with the last thing that went wrong before the close: a binary frame.

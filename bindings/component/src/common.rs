@@ -101,13 +101,3 @@ pub fn outgoing(o: agentwire_core::Outgoing) -> Outgoing {
 pub fn size(n: u32) -> usize {
     n as usize
 }
-
-/// Optional JSON text from the host, parsed; `what` names the argument in the error.
-pub fn json_arg(what: &str, text: Option<String>) -> Result<Option<serde_json::Value>, agentwire_core::Error> {
-    match text {
-        None => Ok(None),
-        Some(t) => serde_json::from_str(&t)
-            .map(Some)
-            .map_err(|e| agentwire_core::Error::new(Kind::Invalid, format!("{what} is not JSON: {e}"))),
-    }
-}

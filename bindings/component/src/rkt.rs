@@ -5,10 +5,10 @@ use crate::bindings::exports::agentwire::engine::rkt::{
     Reply, RequestOptions, State,
 };
 use crate::bindings::exports::agentwire::engine::types::{EngineError, Outgoing};
-use crate::common::{engine_error, json_arg, outgoing, size, WasiEntropy};
+use crate::common::{engine_error, outgoing, size, WasiEntropy};
 use crate::Engine;
-use agentwire_core::ErrorKind;
 use agentwire_rkt::json::error_json;
+use agentwire_rkt::json::json_arg;
 use agentwire_rkt::{ClientConfig, ClientEvent, ClientSession, ClientState, RktError};
 use std::cell::RefCell;
 
@@ -20,10 +20,6 @@ pub struct Session(RefCell<ClientSession>);
 
 fn err(e: RktError) -> EngineError {
     engine_error(&e.error, error_json(&e).to_string())
-}
-
-fn invalid(e: agentwire_core::Error) -> EngineError {
-    err(RktError::local(ErrorKind::Invalid, e.message))
 }
 
 fn config(c: Config) -> ClientConfig {
@@ -132,8 +128,8 @@ impl GuestSession for Session {
         params: Option<String>,
         options: RequestOptions,
     ) -> Result<String, EngineError> {
-        let params = json_arg("params", params).map_err(invalid)?;
-        let context = json_arg("context", options.context).map_err(invalid)?;
+        let params = json_arg("params", params.as_deref()).map_err(err)?;
+        let context = json_arg("context", options.context.as_deref()).map_err(err)?;
         let opts = agentwire_rkt::RequestOptions {
             stream: options.streamed,
             priority: options.priority.map(priority),
@@ -156,7 +152,7 @@ impl GuestSession for Session {
         namespace: Option<String>,
         ttl_s: Option<u64>,
     ) -> Result<String, EngineError> {
-        let value = json_arg("value", Some(value)).map_err(invalid)?.unwrap_or_default();
+        let value = json_arg("value", Some(&value)).map_err(err)?.unwrap_or_default();
         self.0
             .borrow_mut()
             .memory_set(now, &key, value, namespace.as_deref(), ttl_s)

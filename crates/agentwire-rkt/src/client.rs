@@ -82,6 +82,7 @@ pub struct RequestOptions {
     /// Overrides `ClientConfig::ttl_s` for this request.
     pub ttl_s: Option<u32>,
     pub to: Option<String>,
+    /// The body's `context`; a JSON `null` is the same as none (the body has no `context`).
     pub context: Option<Value>,
 }
 
@@ -394,7 +395,7 @@ impl ClientSession {
         let body = RequestBody {
             intent: intent.to_string(),
             params,
-            context: opts.context.clone(),
+            context: opts.context.clone().filter(|c| !c.is_null()),
         };
         let ttl = opts.ttl_s.unwrap_or(self.cfg.ttl_s);
         self.command(

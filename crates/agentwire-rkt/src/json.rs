@@ -14,6 +14,17 @@ fn body(b: &Option<String>) -> Value {
     }
 }
 
+/// A JSON argument a binding was given as text (`params`, a memory value, a request's
+/// `context`): `None` is none, and any text must be JSON (`""` is not), or an `invalid` error
+/// naming `what`. The one rule of every binding.
+pub fn json_arg(what: &str, text: Option<&str>) -> Result<Option<Value>, RktError> {
+    text.map(|t| {
+        serde_json::from_str(t)
+            .map_err(|e| RktError::local(agentwire_core::ErrorKind::Invalid, format!("{what} is not JSON: {e}")))
+    })
+    .transpose()
+}
+
 /// `{kind, code?, message, retryable, name?, details?, requestId?, retryAfterS?}`; `details`
 /// embedded when it is JSON.
 pub fn error_json(e: &RktError) -> Value {
@@ -131,6 +142,18 @@ impl ClientEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_json_argument_is_none_or_json() {
+        assert_eq!(json_arg("params", None).unwrap(), None);
+        assert_eq!(json_arg("params", Some("null")).unwrap(), Some(Value::Null));
+        assert_eq!(json_arg("params", Some(" {\"a\":1} ")).unwrap(), Some(json!({"a": 1})));
+        for text in ["", " ", "{", "x"] {
+            let e = json_arg("params", Some(text)).unwrap_err();
+            assert_eq!(e.error.kind, ErrorKind::Invalid, "{text:?}");
+            assert!(e.error.message.starts_with("params is not JSON"), "{}", e.error.message);
+        }
+    }
 
     #[test]
     fn event_types_lists_every_variant() {

@@ -189,6 +189,25 @@ fn handshake_then_request_correlated_by_reply_to() {
 }
 
 #[test]
+fn a_null_context_is_no_context() {
+    let mut p = ready_pair();
+    for context in [Some(Value::Null), None, Some(json!({"language": "ko"}))] {
+        let opts = RequestOptions {
+            context: context.clone(),
+            ..RequestOptions::default()
+        };
+        p.client.request(T0, "echo", Some(json!({})), opts).unwrap();
+        p.pump(T0);
+        let sent = p.client_wire.last().unwrap();
+        let body: Value = serde_json::from_str(&sent[sent.find("\n\n").unwrap() + 2..]).unwrap();
+        match context {
+            Some(Value::Null) | None => assert!(body.get("context").is_none(), "{sent}"),
+            Some(c) => assert_eq!(body["context"], c, "{sent}"),
+        }
+    }
+}
+
+#[test]
 fn commands_before_ready_are_queued_and_sent_by_priority() {
     let mut p = Pair::new(ClientConfig::default(), ReferenceConfig::default());
     let low = p

@@ -3,7 +3,7 @@
 //! the connect's answer to `onReady`/`onFail`, a request's answer to the callbacks of its call,
 //! everything else to `onEvent`.
 
-use super::options::{self, error, json_arg};
+use super::options::{self, error};
 use crate::errors;
 use crate::host::{JsEntropy, Timer};
 use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket};
@@ -259,7 +259,7 @@ impl MoltZapDriver {
     ) -> Result<String, JsValue> {
         let timeout = timeout_ms.map(options::timeout_ms).transpose()?;
         self.start(resolve, reject, |s, now| {
-            let params = json_arg(&params);
+            let params = params.as_deref();
             match timeout {
                 None => s.call(now, method, params),
                 Some(ms) => s.call_with_timeout(now, method, params, ms),

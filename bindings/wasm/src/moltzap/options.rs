@@ -121,11 +121,6 @@ pub(crate) fn timeout_ms(ms: f64) -> Result<u64, JsValue> {
     Ok(ms as u64)
 }
 
-/// A JSON argument given as text: `None` or `""` is none.
-pub(crate) fn json_arg(json: &Option<String>) -> Option<&str> {
-    json.as_deref().filter(|t| !t.is_empty())
-}
-
 /// An engine error as a JavaScript error (`{kind, code?, message, retryable, name?, tag?, data?,
 /// request_id?}`).
 pub(crate) fn error(e: &MoltZapError) -> JsValue {

@@ -2,7 +2,7 @@
 //! transport. Feed it the socket's events with the time, then drain `pollTransmit`, `pollEvent`
 //! and `pollTimeout` until empty.
 
-use super::options::{self, error, json_arg};
+use super::options::{self, error};
 use crate::host::JsEntropy;
 use crate::outgoing::{self, millis};
 use agentwire_core::ErrorKind;
@@ -84,8 +84,8 @@ impl MoltZapSession {
     /// `connectFailed` carries.
     pub fn connect(&mut self, now: f64, credentials: Option<String>) -> Result<String, JsValue> {
         let credentials = match credentials.as_deref() {
-            Some(text) if !text.is_empty() => options::credentials(text)?,
-            _ => self.credentials.clone().ok_or_else(|| {
+            Some(text) => options::credentials(text)?,
+            None => self.credentials.clone().ok_or_else(|| {
                 crate::errors::local(ErrorKind::Invalid, "no credentials: give agentKey or sessionToken")
             })?,
         };
@@ -101,7 +101,7 @@ impl MoltZapSession {
         params: Option<String>,
         timeout_ms: Option<f64>,
     ) -> Result<String, JsValue> {
-        let (now, params) = (millis(now), json_arg(&params));
+        let (now, params) = (millis(now), params.as_deref());
         match timeout_ms {
             None => self.inner.call(now, method, params),
             Some(ms) => self

@@ -82,16 +82,14 @@ pub(crate) fn request(json: Option<String>, stream: bool) -> Result<RequestOptio
     })()
     .map_err(|e| invalid("request options", e))?;
     // The context stays a JSON value (the engine's type): its own text, parsed once more.
-    if let Some(ctx) = tape.root().get("context").filter(|v| !v.is_null()) {
+    if let Some(ctx) = tape.root().get("context") {
         opts.context = Some(serde_json::from_str(ctx.raw()).map_err(|e| invalid("request options", e))?);
     }
     Ok(opts)
 }
 
-/// A JSON argument (`params`, a memory value) as a value; `None` or `""` is none.
+/// A JSON argument (`params`, a memory value) as a value (`agentwire_rkt::json::json_arg`).
 pub(crate) fn json_arg(what: &str, json: Option<String>) -> Result<Option<Value>, JsValue> {
-    match json.as_deref() {
-        None | Some("") => Ok(None),
-        Some(text) => serde_json::from_str(text).map(Some).map_err(|e| invalid(what, e)),
-    }
+    agentwire_rkt::json::json_arg(what, json.as_deref())
+        .map_err(|e| crate::errors::local(e.error.kind, e.error.message))
 }
