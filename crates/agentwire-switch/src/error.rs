@@ -104,10 +104,12 @@ impl SwitchError {
         } else {
             format!("connection refused with status {status}: {text}")
         };
+        // `{"code": "taken_over", ...}`: the code an HTTP answer would carry too.
+        let code = detail.and_then(|d| json::parse(d.get()).ok().and_then(|tape| detail_code(tape.root())));
         SwitchError {
             kind,
             status: Some(status),
-            code: None,
+            code,
             message,
             detail: detail.map(|d| d.get().to_owned()),
             retryable: false,

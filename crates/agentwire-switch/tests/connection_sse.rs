@@ -147,7 +147,7 @@ fn beats_carry_the_cursor_every_interval() {
 #[test]
 fn beat_answers_follow_the_table() {
     // (status, body, reopens)
-    let cases: [(u16, &str, Option<bool>); 6] = [
+    let cases: [(u16, &str, Option<bool>); 9] = [
         (
             404,
             r#"{"detail":"connection nope is not open; reconnect and resume from your cursor"}"#,
@@ -161,6 +161,11 @@ fn beat_answers_follow_the_table() {
         (409, r#"{"detail":"x","code":"no_stream"}"#, Some(true)),
         (409, r#"{"detail":"x","code":"unfenced"}"#, Some(true)),
         (409, r#"{"detail":"x","code":"taken_over"}"#, Some(false)),
+        (409, r#"{"detail":"x","code":"heartbeat_lapsed"}"#, Some(true)),
+        // "The same codes come back in the body of a 409": `closed` and unknown codes are not
+        // retried automatically, as in an `evicted` frame.
+        (409, r#"{"detail":"agent deleted","code":"closed"}"#, Some(false)),
+        (409, r#"{"detail":"x","code":"something_new"}"#, Some(false)),
         (401, "Invalid credentials", Some(false)),
     ];
     for (status, body, reopens) in cases {

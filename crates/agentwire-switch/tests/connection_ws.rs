@@ -390,11 +390,19 @@ fn a_refused_frame_is_a_typed_error_and_the_close_after_it_changes_nothing() {
             assert_eq!((err.kind, err.status), (ErrorKind::Version, Some(409)));
             assert!(err.message.contains("ranges do not overlap"), "{}", err.message);
             assert!(err.detail.as_deref().unwrap().contains("protocol_mismatch"));
+            assert_eq!(err.code.as_deref(), Some("protocol_mismatch"));
         }
         other => panic!("{other:?}"),
     }
     d.conn.handle_close(d.now, 4409, "");
     assert!(d.drain().1.is_empty());
+    // A fenced reopen that lost: the stop says `taken_over`, as an HTTP 409 would.
+    let (mut d, _) = Driver::opened(ws());
+    d.text(r#"{"event":"refused","data":{"status":409,"detail":{"code":"taken_over","message":"the generation moved on"}}}"#);
+    match &d.events()[..] {
+        [Event::Stopped { error: Some(err) }] => assert_eq!(err.code.as_deref(), Some("taken_over"), "{err:?}"),
+        other => panic!("{other:?}"),
+    }
     let (mut d, _) = Driver::opened(ws());
     d.text(r#"{"event":"refused","data":{"status":400,"detail":"scope must be 'single' or 'all', got 'everywhere'"}}"#);
     assert!(

@@ -3,6 +3,7 @@
 
 use super::{Connection, State, Timer, Transmit, Wire};
 use crate::error::SwitchError;
+use crate::frame::{EvictionCode, EvictionPolicy};
 use crate::ops::{beat, decode_beat};
 use agentwire_core::{ErrorKind, Millis};
 
@@ -134,10 +135,16 @@ impl Connection {
     fn on_beat_refused(&mut self, now: Millis, e: SwitchError, counted: bool) {
         match (e.status, e.code.as_deref()) {
             (Some(401), _) => self.stop(Some(e), "bad credentials"),
-            (Some(409), Some("taken_over")) => {
-                let e = e.retryable(false);
-                self.stop(Some(e), "taken over");
-            }
+            // "The same codes come back in the body of a 409 from the SSE heartbeat": the
+            // eviction table decides.
+            (Some(409), Some(code)) => match EvictionCode::parse(code).policy() {
+                EvictionPolicy::Resume => {
+                    let reason = format!("beat refused: {}", e.message);
+                    self.reconnect(now, None, &reason, true);
+                }
+                EvictionPolicy::Stop => self.stop(Some(e.retryable(false)), "taken over"),
+                EvictionPolicy::ReadReason => self.stop(Some(e.retryable(false)), "closed by the server"),
+            },
             (Some(404 | 409), _) => {
                 let reason = format!("beat refused: {}", e.message);
                 self.reconnect(now, None, &reason, true);
