@@ -250,6 +250,21 @@ fn released_evictions_are_read_from_the_reason() {
     let path = d.reopen();
     assert!(path.contains("start_from=0"), "our cursor, not the server's: {path}");
 
+    // The long reason of the 0.19 stream resumes too (switch-released-0.19.md lists both).
+    let mut d = live();
+    bytes(
+        &mut d,
+        "event: evicted\ndata: {\"reason\":\"heartbeat lapsed; reopen the stream and resume from your cursor\"}\n\n",
+    );
+    let (t, e) = d.drain();
+    assert!(matches!(&t[..], [Transmit::Close { .. }]), "{t:?}");
+    assert!(
+        matches!(&e[0], Event::Evicted(ev) if ev.code == Some(EvictionCode::HeartbeatLapsed)),
+        "{e:?}"
+    );
+    assert!(matches!(&e[1], Event::Disconnected { .. }), "{e:?}");
+    assert!(d.reopen().contains("start_from=0"));
+
     let mut d = live();
     bytes(&mut d, &capture("evicted_superseded.sse"));
     let e = d.drain().1;

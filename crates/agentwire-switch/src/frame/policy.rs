@@ -115,3 +115,28 @@ pub fn refusal_status(code: u16) -> Option<u16> {
 pub fn encode_pong(cursor: u64) -> String {
     format!(r#"{{"type":"pong","cursor":{cursor}}}"#)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every reason switch-released-0.19.md lists, the long one included: the 0.19 stream sends
+    /// "heartbeat lapsed; reopen the stream and resume from your cursor", and it must resume.
+    #[test]
+    fn released_reasons_give_the_code_of_the_table() {
+        for (reason, code) in [
+            ("another stream attached to this connection", EvictionCode::TakenOver),
+            ("heartbeat lapsed", EvictionCode::HeartbeatLapsed),
+            (
+                "heartbeat lapsed; reopen the stream and resume from your cursor",
+                EvictionCode::HeartbeatLapsed,
+            ),
+            ("the agent was deleted", EvictionCode::Closed),
+        ] {
+            assert_eq!(eviction_from_reason(reason), code, "{reason}");
+        }
+        assert!(
+            eviction_from_reason("heartbeat lapsed; reopen the stream and resume from your cursor").should_reconnect()
+        );
+    }
+}
