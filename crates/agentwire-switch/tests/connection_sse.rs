@@ -145,6 +145,45 @@ fn beats_carry_the_cursor_every_interval() {
 }
 
 #[test]
+fn a_beat_carries_the_cursor_of_polled_events_not_of_received_ones() {
+    // The beat's cursor is the highest sequence processed: an event received but not yet
+    // polled is not processed, and the server must not count it as such.
+    let mut d = live();
+    bytes(&mut d, &capture("message_addressed.sse"));
+    bytes(&mut d, &capture("message_unaddressed.sse"));
+    d.advance(2_000);
+    let (id, cursor) = beat(&mut d);
+    assert_eq!(cursor, 0, "events 2 and 5 are received, not polled");
+    d.conn.handle_http_response(d.now, id, 200, r#"{"ok":true}"#);
+    assert_eq!(d.delivered(), vec![2, 5]);
+    d.advance(2_000);
+    assert_eq!(beat(&mut d).1, 5);
+}
+
+#[test]
+fn the_beat_interval_comes_from_connection_state() {
+    // The server announces 5 s; the configured default is 2 s. The first beat comes at 5 s.
+    let (mut d, _) = Driver::opened(sse());
+    let state = capture("connection_state.sse").replace(
+        r#""heartbeat_interval_seconds":2.0"#,
+        r#""heartbeat_interval_seconds":5.0"#,
+    );
+    assert!(state.contains(r#""heartbeat_interval_seconds":5.0"#));
+    bytes(&mut d, &state);
+    d.events();
+    assert_eq!(d.conn.heartbeat_interval_ms(), 5_000);
+    d.advance(4_999);
+    assert!(d.transmits().is_empty(), "no beat before the announced interval");
+    d.advance(1);
+    let (id, _) = beat(&mut d);
+    d.conn.handle_http_response(d.now, id, 200, r#"{"ok":true}"#);
+    d.advance(4_999);
+    assert!(d.transmits().is_empty());
+    d.advance(1);
+    beat(&mut d);
+}
+
+#[test]
 fn beat_answers_follow_the_table() {
     // (status, body, reopens)
     let cases: [(u16, &str, Option<bool>); 9] = [
