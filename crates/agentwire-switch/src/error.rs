@@ -233,6 +233,26 @@ mod tests {
     }
 
     #[test]
+    fn statuses_that_may_pass_later_are_retryable() {
+        // (status, kind, retryable)
+        for (status, kind, retryable) in [
+            (429, ErrorKind::RateLimited, true),
+            (408, ErrorKind::Timeout, true),
+            (500, ErrorKind::Remote, true),
+            (599, ErrorKind::Remote, true),
+            (400, ErrorKind::Invalid, false),
+            (418, ErrorKind::Remote, false),
+        ] {
+            let e = SwitchError::http(status, r#"{"detail":"x"}"#);
+            assert_eq!(
+                (e.kind, e.retryable, e.status),
+                (kind, retryable, Some(status)),
+                "{status}"
+            );
+        }
+    }
+
+    #[test]
     fn refusals() {
         let d: Box<RawValue> =
             serde_json::from_str(r#"{"message":"ranges do not overlap","contract":"agent-protocol"}"#).unwrap();

@@ -274,6 +274,32 @@ fn failed_beats_in_a_row_reopen_the_stream() {
 }
 
 #[test]
+fn a_beat_answered_200_resets_the_backoff() {
+    // Over SSE no ping marks the connection stable: a beat the server took does.
+    let mut d = live();
+    for attempt in 1..=2 {
+        d.conn.handle_close(d.now, 1006, "stream ended");
+        let e = d.drain().1;
+        assert!(
+            matches!(e[..], [Event::Disconnected { attempt: a, .. }] if a == attempt),
+            "{e:?}"
+        );
+        d.reopen();
+        d.conn.handle_open(d.now);
+        bytes(&mut d, &capture("connection_state.sse"));
+        d.events();
+    }
+    assert_eq!(d.conn.attempt(), 2, "attaching alone does not reset it");
+    d.advance(2_000);
+    let (id, _) = beat(&mut d);
+    d.conn.handle_http_response(d.now, id, 200, r#"{"ok":true}"#);
+    assert_eq!(d.conn.attempt(), 0);
+    d.conn.handle_close(d.now, 1006, "stream ended");
+    let e = d.drain().1;
+    assert!(matches!(e[..], [Event::Disconnected { attempt: 1, .. }]), "{e:?}");
+}
+
+#[test]
 fn released_evictions_are_read_from_the_reason() {
     let mut d = live();
     bytes(&mut d, &capture("evicted_heartbeat.sse"));
@@ -360,7 +386,7 @@ fn an_idle_stream_is_dead_but_keepalives_keep_it() {
 #[test]
 fn stream_open_refusals_are_http_statuses() {
     let mismatch = r#"{"detail":{"message":"this client speaks agent-protocol 2-2 and the server speaks 1-1; the ranges do not overlap, so update switch-core","contract":"agent-protocol","server":{"version":"0.19.0","speaks":1,"accepts":1},"client":{"speaks":2,"accepts":2},"remedy":"update switch-core"}}"#;
-    let cases: [(u16, &str, Option<ErrorKind>); 6] = [
+    let cases: [(u16, &str, Option<ErrorKind>); 8] = [
         (
             400,
             r#"{"detail":"scope must be 'single' or 'all', got 'everything'"}"#,
@@ -379,6 +405,9 @@ fn stream_open_refusals_are_http_statuses() {
             Some(ErrorKind::Invalid),
         ),
         (503, "", None),
+        // Too many requests, or the server's request timeout: try again later.
+        (429, r#"{"detail":"too many connections"}"#, None),
+        (408, "", None),
     ];
     for (status, body, stops) in cases {
         let mut d = Driver::new(sse());
