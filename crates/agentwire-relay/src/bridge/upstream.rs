@@ -254,12 +254,21 @@ mod tests {
             SSE_STATE.replace(HB, r#""heartbeat_interval_seconds":60"#).as_bytes(),
         );
         assert_eq!(b.ping_interval_ms(), 2_000);
+        // The browser is told the interval the bridge pings at, not the upstream's.
+        let v = json(&drain(&mut b)[0]);
+        assert_eq!(v["data"]["heartbeat_interval_seconds"], 2.0);
         let mut b = streaming(0);
         b.handle_sse(
             0,
             SSE_STATE.replace(HB, r#""heartbeat_interval_seconds":1e-6"#).as_bytes(),
         );
         assert_eq!(b.ping_interval_ms(), 100);
+        assert_eq!(json(&drain(&mut b)[0])["data"]["heartbeat_interval_seconds"], 0.1);
+        // None announced upstream: the configured interval.
+        let mut b = streaming(0);
+        b.handle_sse(0, SSE_STATE.replace(&format!("{HB},"), "").as_bytes());
+        let v = json(&drain(&mut b)[0]);
+        assert_eq!(v["data"]["heartbeat_interval_seconds"], 2.0);
     }
 
     #[test]
