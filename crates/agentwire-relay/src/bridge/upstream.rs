@@ -304,6 +304,29 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_frame_is_forwarded_then_closes_4000_plus_its_status() {
+        for (status, close) in [(409, 4409), (400, 4400), (403, 4403)] {
+            let mut b = streaming(0);
+            let data = format!(r#"{{"status": {status}, "detail": "no"}}"#);
+            b.handle_sse(1, encode_event("refused", &data, None).as_bytes());
+            let out = drain(&mut b);
+            assert_eq!(out.len(), 2, "{out:?}");
+            assert_eq!(
+                json(&out[0]),
+                serde_json::json!({"event":"refused","data":{"status":status,"detail":"no"}})
+            );
+            assert_eq!(
+                out[1],
+                Output::Close {
+                    code: close,
+                    reason: "refused: no".to_owned()
+                }
+            );
+            assert!(b.is_closed());
+        }
+    }
+
+    #[test]
     fn released_gaps_are_filled_in_conservatively() {
         let mut b = live(0);
         let data = r#"{"from_sequence": 40, "resumed_at": 3, "reason": "the server restarted"}"#;
