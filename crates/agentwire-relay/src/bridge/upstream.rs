@@ -339,6 +339,31 @@ mod tests {
     }
 
     #[test]
+    fn after_a_gap_that_lowers_the_numbering_later_events_are_not_replays() {
+        // Events up to 40, then a restart: numbering goes on from 3. An unreadable event 5 is
+        // new, not a replay of the old 5: the browser gets a gap for it (from 3, where the
+        // numbering resumed), not silence.
+        let mut b = live(0);
+        b.handle_sse(1, message_frame(40, "before").as_bytes());
+        let data = r#"{"from_sequence": 41, "resumed_at": 3, "reason": "the server restarted"}"#;
+        b.handle_sse(2, encode_event("gap", data, None).as_bytes());
+        assert_eq!(drain(&mut b).len(), 2);
+        b.handle_sse(3, encode_event("message", "{\"broken\": ", Some("5")).as_bytes());
+        let out = drain(&mut b);
+        assert_eq!(out.len(), 1, "a new event dropped as a replay: {out:?}");
+        let gap = json(&out[0]);
+        assert_eq!(gap["event"], "gap");
+        assert_eq!(
+            (
+                gap["data"]["from_sequence"].as_u64(),
+                gap["data"]["resumed_at"].as_u64()
+            ),
+            (Some(3), Some(5))
+        );
+        assert_eq!(b.stats().gaps_reported, 1);
+    }
+
+    #[test]
     fn subscription_changes_pass_through_and_set_the_rooms() {
         let mut b = live(0);
         let data = r#"{"rooms": ["r2"], "reason": "connect_to_room"}"#;
