@@ -136,7 +136,8 @@ async fn beats() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let detail = format!("connection {c} has no stream attached; reopen the event stream");
-        assert_eq!(answer, (409, json!({"detail": detail, "code": "no_stream"})));
+        // The capture (beat_no_stream): only the detail, no code, in the released generation.
+        assert_eq!(answer, (409, json!({"detail": detail})));
         assert_eq!(h.connections(&a.id), 1);
         let r = request(h.addr(), "POST", &format!("/agents/{}/connection/beat", a.id), &[], Some("{}")).await;
         assert_eq!((r.status, r.body.as_str()), (401, "Missing or invalid Authorization header"));
@@ -321,6 +322,37 @@ async fn events_older_than_the_max_age_leave_the_buffer() {
         let (_, data, id) = s.next().await;
         assert_eq!((id.as_deref(), data["payload"]["body"].as_str()), (Some("3"), Some("fresh")));
         h.shutdown().await;
+    })
+    .await;
+}
+
+/// The beat of a connection without a stream: the released body is the capture's
+/// (`beat_no_stream`: only `detail`), the current one carries `code` (switch-agent-connection.md).
+#[tokio::test]
+async fn a_beat_without_a_stream_has_a_code_only_in_the_current_generation() {
+    bounded(async {
+        for (generation, want_code) in [(Generation::Released, None), (Generation::Current, Some("no_stream"))] {
+            let (h, a, _, _) = world(generation).await;
+            let c = cid();
+            let mut s = sse(&h, &a, &format!("connection_id={c}")).await;
+            s.next().await;
+            drop(s);
+            let mut answer = (0, Value::Null);
+            for _ in 0..50 {
+                answer = beat(&h, &a, &c, 0).await;
+                if answer.0 == 409 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let detail = format!("connection {c} has no stream attached; reopen the event stream");
+            let want = match want_code {
+                Some(code) => json!({"detail": detail, "code": code}),
+                None => json!({"detail": detail}),
+            };
+            assert_eq!(answer, (409, want), "{generation:?}");
+            h.shutdown().await;
+        }
     })
     .await;
 }

@@ -260,7 +260,8 @@ impl State {
     }
 
     /// `POST .../connection/beat`: 404 unknown or lapsed, 409 `taken_over` for a stale
-    /// generation, 409 `no_stream` without an attached stream.
+    /// generation, 409 without an attached stream (with `"code":"no_stream"` in the current
+    /// generation only).
     pub(crate) fn beat(
         &mut self,
         agent_id: &str,
@@ -269,6 +270,7 @@ impl State {
         generation: Option<&str>,
         ignore: bool,
     ) -> Result<String, Refusal> {
+        let gen = self.gen;
         let agent = self.agent_conn(agent_id, conn_id)?;
         let head = agent.head;
         let rooms_of = agent.rooms.clone();
@@ -283,11 +285,16 @@ impl State {
             .with_code("taken_over"));
         }
         if conn.attach.is_none() {
-            return Err(Refusal::new(
+            let refusal = Refusal::new(
                 409,
                 format!("connection {conn_id} has no stream attached; reopen the event stream"),
-            )
-            .with_code("no_stream"));
+            );
+            // switch-core 0.19 answers the detail alone (the capture's `beat_no_stream`); the
+            // current generation adds the code (switch-agent-connection.md's beat table).
+            return Err(match gen {
+                Generation::Current => refusal.with_code("no_stream"),
+                Generation::Released => refusal,
+            });
         }
         if !ignore {
             conn.last_seen = Instant::now();
