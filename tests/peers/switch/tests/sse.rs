@@ -236,6 +236,9 @@ async fn restart_gap_in_the_released_shape() {
         h.restart(true);
         assert_eq!(s.next_raw().await, None);
         assert!(s.finished);
+        // Numbering restarts at 1; the client's cursor (3) is above the new head (2).
+        h.post_as_user(&room, "carol", "new 1");
+        h.post_as_user(&room, "carol", "new 2");
         let mut s = sse_try(&h, &a, &format!("connection_id={id}&rooms={room}"), Some("3"))
             .await
             .ok()
@@ -245,12 +248,13 @@ async fn restart_gap_in_the_released_shape() {
             s.next_raw().await,
             Some((
                 "gap".into(),
-                format!(r#"{{"from_sequence":3,"resumed_at":0,"reason":"{RESTART_REASON}"}}"#),
+                // As gap_restart.sse: from_sequence and resumed_at are both the head.
+                format!(r#"{{"from_sequence":2,"resumed_at":2,"reason":"{RESTART_REASON}"}}"#),
                 None
             ))
         );
         h.post_as_user(&room, "carol", "after");
-        assert_eq!(s.next().await.2.as_deref(), Some("1"));
+        assert_eq!(s.next().await.2.as_deref(), Some("3"));
         h.shutdown().await;
     })
     .await;

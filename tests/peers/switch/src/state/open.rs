@@ -147,14 +147,9 @@ impl State {
             },
         ))];
         if start > head {
-            first.push(Out::control(&frames::gap(
-                gen,
-                start,
-                head,
-                rooms,
-                true,
-                REASON_RESTART,
-            )));
+            // The numbering was lost: from_sequence and resumed_at are both the head, as
+            // switch-core 0.19 sends them (the capture gap_restart.sse).
+            first.push(Out::control(&frames::gap(gen, head, head, rooms, true, REASON_RESTART)));
         } else {
             if start < agent.dropped_upto {
                 let gap = frames::gap(gen, start, agent.dropped_upto, rooms, false, REASON_RETENTION);
