@@ -104,10 +104,34 @@ pub(crate) async fn connection(mut tcp: TcpStream, open: usize, peer: &Peer, sto
         return ws::serve(Prefixed::new(buf, tcp), head, peer, stopped).await;
     }
     if head.method == "GET" && matches!(seg.as_slice(), ["agents", _, "events"]) {
+        if !accepts_event_stream(&head) {
+            // switch-core answers a legacy long-poll JSON without the header (its shape is not
+            // captured): a JSON body with no events, nothing opened, so a client that forgets
+            // the header gets no stream here either.
+            let reply = match routes::authenticate(peer, head.header("authorization")) {
+                Ok(_) => Reply::json(200, r#"{"events":[]}"#.to_owned()),
+                Err(r) => r,
+            };
+            return respond(&mut tcp, reply).await;
+        }
         return sse::serve(tcp, head, peer, stopped).await;
     }
     match read_body(&mut tcp, &head, buf).await {
         Err(reply) => respond_unread(&mut tcp, reply).await,
         Ok(body) => respond(&mut tcp, routes::handle(peer, &head, &seg, &body)).await,
     }
+}
+
+/// `Accept` names `text/event-stream` (any case, parameters ignored, in a list).
+fn accepts_event_stream(head: &Head) -> bool {
+    head.headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("accept"))
+        .flat_map(|(_, v)| v.split(','))
+        .any(|range| {
+            range
+                .split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
+        })
 }

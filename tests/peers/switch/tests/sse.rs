@@ -360,3 +360,37 @@ async fn a_beat_without_a_stream_has_a_code_only_in_the_current_generation() {
     })
     .await;
 }
+
+/// switch-released-0.19.md: the stream needs `Accept: text/event-stream`; without it the server
+/// answers a legacy long-poll JSON. The peer answers a JSON body (no stream, nothing opened), so a
+/// client that forgets the header fails here as it would against the real server.
+#[tokio::test]
+async fn without_accept_event_stream_the_answer_is_json_not_a_stream() {
+    bounded(async {
+        for generation in [Generation::Released, Generation::Current] {
+            let (h, a, _, _) = world(generation).await;
+            let path = format!("/agents/{}/events?connection_id={}", a.id, cid());
+            let auth = bearer(&a.key);
+            for accept in [None, Some("application/json"), Some("*/*")] {
+                let mut headers = vec![("authorization", auth.as_str())];
+                if let Some(v) = accept {
+                    headers.push(("accept", v));
+                }
+                let r = request(h.addr(), "GET", &path, &headers, None).await;
+                assert_eq!(r.status, 200, "{generation:?} {accept:?}");
+                assert_eq!(r.header("content-type").as_deref(), Some("application/json"));
+                assert_eq!(r.json(), json!({"events": []}));
+            }
+            assert_eq!(h.connections(&a.id), 0, "nothing was opened");
+            // Any case and parameters, in a list: a stream.
+            let headers = [
+                ("authorization", auth.as_str()),
+                ("accept", "text/html, Text/Event-Stream;q=0.9"),
+            ];
+            let mut s = sse_raw(h.addr(), &path, &headers).await.ok().unwrap();
+            assert_eq!(s.next().await.0, "connection_state");
+            h.shutdown().await;
+        }
+    })
+    .await;
+}
