@@ -206,7 +206,11 @@ pub(crate) fn parse_open(gen: Generation, query: &str) -> Result<OpenReq, Refusa
         filter,
         start_from,
         rooms,
-        expected_generation: get("expected_generation").and_then(text),
+        // switch-core 0.19 has no generations: the parameter is ignored, as any unknown one.
+        expected_generation: match gen {
+            Generation::Current => get("expected_generation").and_then(text),
+            Generation::Released => None,
+        },
         spawn_capable: spawn_capable.unwrap_or(false),
         protocol,
         client: ClientEcho {

@@ -158,10 +158,12 @@ fn inner(peer: &Peer, head: &Head, seg: &[&str], body: &[u8], agent: &str) -> Re
             let cid = string(&m, "connection_id")?;
             let cursor = opt_u64(&m, "cursor")?;
             let ignore = peer.faults.borrow().ignore_heartbeats;
-            answer(
-                peer.state()
-                    .beat(agent, &cid, cursor, opt_generation(&m).as_deref(), ignore),
-            )
+            // switch-core 0.19 has no generations: the field is ignored, as any extra field.
+            let generation = match peer.cfg.generation {
+                Generation::Current => opt_generation(&m),
+                Generation::Released => None,
+            };
+            answer(peer.state().beat(agent, &cid, cursor, generation.as_deref(), ignore))
         }
         ("POST", ["agents", _, "connection", "subscribe"]) => {
             let m = object(body)?;
@@ -174,7 +176,8 @@ fn inner(peer: &Peer, head: &Head, seg: &[&str], body: &[u8], agent: &str) -> Re
             let (cid, room) = (string(&m, "connection_id")?, string(&m, "room_id")?);
             answer(peer.state().unsubscribe(agent, &cid, &room))
         }
-        ("POST", ["agents", _, "connection", "placements"]) => {
+        // switch-core 0.19 has no such route: the fallback's 404 below.
+        ("POST", ["agents", _, "connection", "placements"]) if peer.cfg.generation == Generation::Current => {
             let m = object(body)?;
             let cid = string(&m, "connection_id")?;
             let placements = match m.get("placements") {

@@ -123,8 +123,9 @@ async fn beats() {
         );
         assert_eq!(route(&h, &a, "beat", "not json").await.0, 422);
         assert_eq!(route(&h, &a, "beat", &format!(r#"{{"connection_id":"{c}","cursor":"x"}}"#)).await.0, 422);
+        // switch-core 0.19 has no generations: an extra `generation` is ignored (FastAPI).
         let (status, body) = route(&h, &a, "beat", &format!(r#"{{"connection_id":"{c}","cursor":2,"generation":0}}"#)).await;
-        assert_eq!((status, body["code"].as_str()), (409, Some("taken_over")));
+        assert_eq!((status, body["cursor"].as_u64()), (200, Some(2)));
         // The stream goes away: the connection survives, but beats alone cannot hold it.
         drop(s);
         let mut answer = (0, Value::Null);
@@ -391,6 +392,44 @@ async fn without_accept_event_stream_the_answer_is_json_not_a_stream() {
             assert_eq!(s.next().await.0, "connection_state");
             h.shutdown().await;
         }
+    })
+    .await;
+}
+
+/// switch-core 0.19 has no placements route and no generations: `connection/placements` is an
+/// unknown route (404 `{"detail":"Not Found"}` after the key), a beat's `generation` and an open's
+/// `expected_generation` are ignored. The current generation fences with both.
+#[tokio::test]
+async fn the_released_generation_has_no_placements_and_no_fencing() {
+    bounded(async {
+        let (h, a, _, room) = world(Generation::Released).await;
+        let c = cid();
+        let mut s1 = sse(&h, &a, &format!("connection_id={c}&rooms={room}")).await;
+        s1.next().await;
+        let placed = format!(r#"{{"connection_id":"{c}","placements":{{"s1":"{room}"}}}}"#);
+        let r = post(&h, &format!("/agents/{}/connection/placements", a.id), &a.key, &placed).await;
+        assert_eq!((r.status, r.body.as_str()), (404, r#"{"detail":"Not Found"}"#));
+        let r = post(&h, &format!("/agents/{}/connection/placements", a.id), "nope", &placed).await;
+        assert_eq!((r.status, r.body.as_str()), (401, "Invalid credentials"));
+        let stale = format!(r#"{{"connection_id":"{c}","cursor":0,"generation":12345}}"#);
+        assert_eq!(route(&h, &a, "beat", &stale).await.0, 200);
+        // An open with any expected_generation takes the connection over.
+        let mut s2 = sse(&h, &a, &format!("connection_id={c}&expected_generation=12345")).await;
+        assert_eq!(s2.next().await.0, "connection_state");
+        assert_eq!(s1.next().await.0, "evicted");
+        h.shutdown().await;
+        // The current generation refuses both.
+        let (h, a, _, room) = world(Generation::Current).await;
+        let mut s1 = sse(&h, &a, &format!("connection_id={c}&rooms={room}")).await;
+        s1.next().await;
+        let (status, body) = route(&h, &a, "beat", &stale).await;
+        assert_eq!((status, body["code"].as_str()), (409, Some("taken_over")));
+        let r = sse_try(&h, &a, &format!("connection_id={c}&expected_generation=12345"), None).await;
+        assert_eq!(r.err().unwrap().status, 409);
+        let placed = format!(r#"{{"connection_id":"{c}","placements":{{"s1":"{room}"}}}}"#);
+        let (status, body) = route(&h, &a, "placements", &placed).await;
+        assert_eq!((status, body["rooms"].clone()), (200, json!([room])));
+        h.shutdown().await;
     })
     .await;
 }
