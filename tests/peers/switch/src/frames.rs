@@ -34,7 +34,10 @@ pub(crate) fn server_version(gen: Generation) -> &'static str {
 pub(crate) const GARBAGE: &str = "}{ not json";
 
 pub(crate) const REASON_TAKEN_OVER: &str = "another stream attached to this connection";
+/// The current generation's lapse text.
 pub(crate) const REASON_LAPSED: &str = "heartbeat lapsed; reopen the stream and resume from your cursor";
+/// switch-core 0.19's lapse text (the capture evicted_heartbeat.sse).
+pub(crate) const REASON_LAPSED_RELEASED: &str = "heartbeat lapsed";
 pub(crate) const REASON_RETENTION: &str = "events older than the retention window were dropped; re-read room context";
 pub(crate) const REASON_RESTART: &str = "the server restarted since your last connection; sequence numbers have been \
      reset and events from before the restart are gone \u{2014} re-read room context";
@@ -176,6 +179,7 @@ pub(crate) fn gap(
 pub(crate) fn evicted(gen: Generation, code: EvictionCode) -> Frame {
     let reason = match code {
         EvictionCode::TakenOver => REASON_TAKEN_OVER,
+        EvictionCode::HeartbeatLapsed if gen == Generation::Released => REASON_LAPSED_RELEASED,
         EvictionCode::HeartbeatLapsed => REASON_LAPSED,
         _ => "the server closed the connection",
     };
@@ -255,6 +259,8 @@ mod tests {
              connection; sequence numbers have been reset and events from before the restart are gone \\u2014 \
              re-read room context\"}\n\n"
         );
+        let l = Encoded::new(&evicted(Generation::Released, EvictionCode::HeartbeatLapsed));
+        assert_eq!(l.sse, "event: evicted\ndata: {\"reason\":\"heartbeat lapsed\"}\n\n");
         let c = Encoded::new(&evicted(Generation::Current, EvictionCode::HeartbeatLapsed));
         assert_eq!(
             c.ws,

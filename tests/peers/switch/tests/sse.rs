@@ -174,7 +174,8 @@ async fn takeover_and_lapse_end_the_stream() {
             s2.next_raw().await,
             Some((
                 "evicted".into(),
-                r#"{"reason":"heartbeat lapsed; reopen the stream and resume from your cursor"}"#.into(),
+                // The capture evicted_heartbeat.sse, byte for byte.
+                r#"{"reason":"heartbeat lapsed"}"#.into(),
                 None
             ))
         );
