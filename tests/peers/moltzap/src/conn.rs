@@ -189,8 +189,11 @@ impl Conn<'_> {
                 Err((id, fail)) => self.reply_error(id.as_ref(), "", &fail),
             },
             Generation::Current => {
+                // Standard JSON-RPC frames with no custom field (moltzap-transport.md): an
+                // unknown key, the released `type` included, is an invalid request (-32600).
                 let opts = DecodeOptions {
                     max_message_bytes: self.peer.cfg.max_message_bytes,
+                    reject_unknown_keys: true,
                     ..DecodeOptions::default()
                 };
                 for frame in decode_message_with(Generation::Current, text, &opts) {

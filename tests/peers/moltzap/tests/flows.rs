@@ -352,8 +352,12 @@ async fn current_generation() {
         assert_eq!(bad["error"]["_tag"], "Unauthorized");
         let old = call(&mut a, &creq("3", "agent/network/connect", &format!(r#"{{"agentKey":"{ka}","minProtocol":"2026.425.3","maxProtocol":"2026.425.3"}}"#))).await;
         assert_eq!((old["error"]["code"].as_i64(), old["error"]["_tag"].as_str()), (Some(-32008), Some("ProtocolMismatch")));
-        // The released handshake is not a method here.
+        // A released frame (its `type` key) is not a standard JSON-RPC request: -32600, as any
+        // unknown key (moltzap-transport.md: no custom field on the wire).
         let released = call(&mut a, &rreq("4", "auth/connect", &format!(r#"{{"agentKey":"{ka}","minProtocol":"1","maxProtocol":"1"}}"#))).await;
+        assert_eq!(released, json!({"jsonrpc":"2.0","id":"4","error":{"code":-32600,"message":"Invalid request frame","_tag":"InvalidRequest"}}));
+        // Not a method either, in a standard frame.
+        let released = call(&mut a, &creq("4", "auth/connect", &format!(r#"{{"agentKey":"{ka}","minProtocol":"1","maxProtocol":"1"}}"#))).await;
         assert_eq!(released["error"]["_tag"], "Unauthorized");
         send(&mut a, &format!(r#"{{"jsonrpc":"2.0","id":7,"method":"agent/network/connect","params":{{"agentKey":"{ka}","minProtocol":"2026.811.0","maxProtocol":"2026.811.0"}}}}"#)).await;
         assert_eq!(next_text(&mut a).await, r#"{"jsonrpc":"2.0","id":7,"result":{}}"#);
@@ -371,6 +375,11 @@ async fn current_generation() {
         assert_eq!(call(&mut b, &creq("7", "nope", "{}")).await["error"], json!({"code":-32601,"message":"Unknown method: nope","_tag":"MethodNotFound"}));
         send(&mut b, "{oops").await;
         assert_eq!(next_text(&mut b).await, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Invalid JSON","_tag":"ParseError"}}"#);
+        // Unknown keys after auth too, with `type` or any other name.
+        for extra in [r#""type":"request""#, r#""direction":"up""#] {
+            let frame = format!(r#"{{"jsonrpc":"2.0",{extra},"id":"x","method":"system/ping","params":{{}}}}"#);
+            assert_eq!(call(&mut b, &frame).await["error"]["code"], -32600, "{extra}");
+        }
         // A batch: each request answered.
         send(&mut b, &format!("[{},{}]", creq("b1", "system/ping", "{}"), creq("b2", "system/ping", "{}"))).await;
         assert_eq!(next_json(&mut b).await["id"], "b1");
