@@ -112,12 +112,12 @@ async fn accept_loop<F, Fut, T>(
             _ = stopped.changed() => break,
             accepted = listener.accept() => match accepted {
                 Ok((tcp, _)) => {
-                    let now_open = open.fetch_add(1, Ordering::Relaxed) + 1;
+                    let (counted, now_open) = Counted::new(&open);
                     let served = serve(tcp, now_open, stopped.clone());
-                    let open = open.clone();
                     tasks.spawn(async move {
+                        // Given back when the task ends, by a panic or an abort too.
+                        let _counted = counted;
                         served.await;
-                        open.fetch_sub(1, Ordering::Relaxed);
                     });
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
@@ -133,6 +133,24 @@ async fn accept_loop<F, Fut, T>(
     drop(listener);
     let _ = tokio::time::timeout(DRAIN, async { while tasks.join_next().await.is_some() {} }).await;
     tasks.shutdown().await;
+}
+
+/// One place in a count, taken on creation and given back on drop (also when the task holding it
+/// unwinds from a panic or is aborted).
+pub struct Counted(Arc<AtomicUsize>);
+
+impl Counted {
+    /// Takes one place in `count`; the guard and the count with this place.
+    pub fn new(count: &Arc<AtomicUsize>) -> (Counted, usize) {
+        let now = count.fetch_add(1, Ordering::Relaxed) + 1;
+        (Counted(count.clone()), now)
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Ctrl-C (SIGINT), listened for from [`Interrupt::listen`] on: a binary listens before it
@@ -164,6 +182,36 @@ impl Interrupt {
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A connection task that panics gives its place in the count back.
+    #[tokio::test]
+    async fn a_panicking_connection_is_uncounted() {
+        let server = spawn(
+            listen(0).await.unwrap(),
+            |mut tcp: TcpStream, open, _stopped: watch::Receiver<bool>| async move {
+                let mut first = [0u8; 1];
+                let _ = tcp.read_exact(&mut first).await;
+                if first[0] == b'p' {
+                    panic!("a connection task panics (on purpose)");
+                }
+                let _ = tcp.write_all(open.to_string().as_bytes()).await;
+            },
+        )
+        .unwrap();
+        let mut panics = TcpStream::connect(server.addr()).await.unwrap();
+        panics.write_all(b"p").await.unwrap();
+        let mut got = [0u8; 1];
+        assert_eq!(
+            panics.read(&mut got).await.unwrap_or(0),
+            0,
+            "the panicking task closed it"
+        );
+        let mut next = TcpStream::connect(server.addr()).await.unwrap();
+        next.write_all(b"n").await.unwrap();
+        next.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"1", "only this connection is open");
+        server.shutdown().await;
+    }
 
     #[tokio::test]
     async fn counts_ticks_and_stops() {

@@ -52,11 +52,13 @@ pub(crate) async fn websocket(stream: Prefixed<TcpStream>, peer: &Peer, stopped:
     let Ok(Ok(ws)) = tokio::time::timeout(Duration::from_secs(10), upgrade).await else {
         return;
     };
-    peer.open_ws.fetch_add(1, Ordering::Relaxed);
     let id = peer.next_conn.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = mpsc::channel(peer.cfg.outbound_queue.max(1));
     let kill = Arc::new(Notify::new());
+    peer.open_ws.fetch_add(1, Ordering::Relaxed);
     peer.state().open(id, tx.clone(), kill.clone());
+    // Undone on drop, so a panic or an abort of this task gives both back too.
+    let _open = Opened { peer, id };
     let mut conn = Conn {
         ws,
         peer,
@@ -68,8 +70,19 @@ pub(crate) async fn websocket(stream: Prefixed<TcpStream>, peer: &Peer, stopped:
         delayed: Vec::new(),
     };
     conn.run(rx, stopped).await;
-    peer.state().close(id);
-    peer.open_ws.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// A WebSocket counted in `/health` and known to the state, until this is dropped.
+struct Opened<'a> {
+    peer: &'a Peer,
+    id: u64,
+}
+
+impl Drop for Opened<'_> {
+    fn drop(&mut self) {
+        self.peer.state().close(self.id);
+        self.peer.open_ws.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 struct Conn<'a> {

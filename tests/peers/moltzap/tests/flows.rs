@@ -4,6 +4,7 @@
 mod common;
 
 use agentwire_peer_kit::testing::exchange;
+use agentwire_peer_moltzap::{Generation, PeerConfig};
 use common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -517,6 +518,56 @@ async fn connection_limit() {
         let _w = ws(&h).await;
         let (status, body) = http(h.local_addr(), "GET", "/health", None).await;
         assert_eq!((status, body.as_str()), (503, r#"{"error":"Too many connections"}"#));
+        h.shutdown().await;
+    })
+    .await;
+}
+
+/// A connection task that ends by a panic still gives back what it holds: the `/health` count,
+/// its place in the state (its agent goes offline) and its TCP slot (`max_connections`).
+/// `conversations/list` with the cursor u64::MAX overflowed `start + limit` and panicked.
+#[tokio::test]
+async fn a_connection_that_panics_releases_its_counters() {
+    bounded(async {
+        let mut cfg = PeerConfig::new(Generation::Released);
+        cfg.max_connections = 2;
+        let h = peer(cfg).await;
+        let (_, ka) = register(&h, "panic-a").await;
+        let (ib, kb) = register(&h, "panic-b").await;
+        let mut a = ws(&h).await;
+        auth_released(&mut a, &ka).await;
+        call(
+            &mut a,
+            &rreq("s", "presence/subscribe", &format!(r#"{{"agentIds":["{ib}"]}}"#)),
+        )
+        .await;
+        let mut b = ws(&h).await;
+        auth_released(&mut b, &kb).await;
+        assert_eq!(next_json(&mut a).await["data"]["status"], "online");
+        send(
+            &mut b,
+            &rreq(
+                "l",
+                "conversations/list",
+                r#"{"cursor":"18446744073709551615","limit":10}"#,
+            ),
+        )
+        .await;
+        let _ = next_text_within(&mut b, WAIT).await;
+        drop(b);
+        assert_eq!(
+            next_json(&mut a).await["data"],
+            json!({"agentId": ib, "status": "offline"})
+        );
+        for _ in 0..100 {
+            if h.connections() == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(h.connections(), 1);
+        let mut c = ws(&h).await;
+        auth_released(&mut c, &kb).await;
         h.shutdown().await;
     })
     .await;
