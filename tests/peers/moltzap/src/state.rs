@@ -1021,7 +1021,9 @@ impl State {
             #[serde(skip_serializing_if = "Option::is_none")]
             cursor: Option<String>,
         }
-        let cursor = (start + limit < convs.len()).then(|| (start + limit).to_string());
+        // Any cursor a client sends: no overflow past the last page.
+        let end = start.saturating_add(limit);
+        let cursor = (end < convs.len()).then(|| end.to_string());
         ok(&R {
             conversations: page,
             cursor,
