@@ -163,12 +163,15 @@ impl Conn<'_> {
         }
     }
 
-    /// Sends one message; false when the socket is gone (or the connection was killed while the
-    /// write was blocked).
+    /// Sends one message; false when the socket is gone, the write blocked longer than
+    /// [`PeerConfig::write_timeout`](crate::PeerConfig::write_timeout) (a client that stopped
+    /// reading: nothing else happens on this connection while a write blocks, no reads and no
+    /// pings, so it is dropped) or the connection was killed while the write was blocked.
     async fn send(&mut self, msg: Message) -> bool {
         let kill = self.kill.clone();
+        let write = tokio::time::timeout(self.peer.cfg.write_timeout, self.ws.send(msg));
         tokio::select! {
-            r = self.ws.send(msg) => r.is_ok(),
+            r = write => matches!(r, Ok(Ok(()))),
             _ = kill.notified() => false,
         }
     }

@@ -96,6 +96,9 @@ pub struct PeerConfig {
     pub outbound_queue: usize,
     /// Largest WebSocket message accepted (default 1 MiB).
     pub max_message_bytes: usize,
+    /// Longest a single WebSocket write may block (default 10 s, as the Switch peer); past it the
+    /// client counts as gone and the connection is dropped.
+    pub write_timeout: Duration,
 }
 
 impl PeerConfig {
@@ -107,6 +110,7 @@ impl PeerConfig {
             max_connections: 256,
             outbound_queue: 1024,
             max_message_bytes: 1 << 20,
+            write_timeout: Duration::from_secs(10),
         }
     }
 

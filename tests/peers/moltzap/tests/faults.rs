@@ -306,3 +306,45 @@ async fn slow_consumer_is_cut_off() {
     })
     .await;
 }
+
+/// A client that stops reading: once the TCP buffers are full a write blocks; it is bounded by
+/// `write_timeout`, then the connection is dropped (before, the write blocked for good: nothing
+/// was read, no ping went out, the 3-missed-pings close never came).
+#[tokio::test]
+async fn a_client_that_stops_reading_is_cut_off() {
+    bounded(async {
+        let mut cfg = pinging(100);
+        cfg.write_timeout = Duration::from_millis(300);
+        let h = peer(cfg).await;
+        let (_, ka) = register(&h, "stuck").await;
+        let (_, kb) = register(&h, "flooder").await;
+        let mut a = ws(&h).await;
+        auth_current(&mut a, &ka).await;
+        let mut b = ws(&h).await;
+        auth_current(&mut b, &kb).await;
+        // `a` reads nothing from here on. 64 messages of 10 x 32 KiB text: about 20 MiB for `a`.
+        let part = format!(r#"{{"type":"text","text":"{}"}}"#, "x".repeat(32_768));
+        let parts = vec![part; 10].join(",");
+        let send = format!(r#"{{"to":"agent:stuck","parts":[{parts}]}}"#);
+        for i in 0..64 {
+            let answer = call(&mut b, &creq(&format!("m{i}"), "messages/send", &send)).await;
+            assert!(answer.get("result").is_some(), "{}", answer["error"]);
+            if h.connections() == 1 {
+                break;
+            }
+        }
+        // `b` keeps reading (its pings answered) while `a` is cut off.
+        for _ in 0..100 {
+            if h.connections() == 1 {
+                break;
+            }
+            assert!(call(&mut b, &creq("p", "system/ping", "{}")).await["result"]["ts"].is_string());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(h.connections(), 1, "the stuck connection is still open");
+        assert!(call(&mut b, &creq("p", "system/ping", "{}")).await["result"]["ts"].is_string());
+        drop(a);
+        h.shutdown().await;
+    })
+    .await;
+}
