@@ -348,3 +348,18 @@ async fn a_client_that_stops_reading_is_cut_off() {
     })
     .await;
 }
+
+/// The helper `silent` fails on a socket that ended: a dropped socket is not silence.
+#[tokio::test]
+#[should_panic(expected = "socket ended")]
+async fn silent_fails_when_the_socket_ended() {
+    let h = peer(PeerConfig::new(Generation::Current).with_faults(Faults {
+        drop_at: Some(Step::AfterConnect),
+        ..Faults::default()
+    }))
+    .await;
+    let (_, key) = register(&h, "dropped").await;
+    let mut w = ws(&h).await;
+    auth_current(&mut w, &key).await;
+    silent(&mut w, Duration::from_millis(500)).await;
+}

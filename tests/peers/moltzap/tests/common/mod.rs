@@ -106,20 +106,24 @@ pub async fn next_json(ws: &mut Ws) -> Value {
     serde_json::from_str(&next_text(ws).await).unwrap()
 }
 
-/// Nothing arrives within `wait` (pings skipped).
+/// Nothing arrives within `wait` (pings skipped), and the socket is still open: a close, an
+/// error or the end of the stream fails (a dropped socket is not silence).
 pub async fn silent(ws: &mut Ws, wait: Duration) {
     let got = tokio::time::timeout(wait, async {
         loop {
             match ws.next().await {
-                Some(Ok(Message::Text(t))) => return Some(t.to_string()),
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-                _ => return None,
+                Some(Ok(Message::Text(t))) => return format!("unexpected message {t}"),
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+                Some(Ok(Message::Binary(b))) => return format!("unexpected binary message of {} bytes", b.len()),
+                Some(Ok(Message::Close(f))) => return format!("socket ended: close {f:?}"),
+                Some(Err(e)) => return format!("socket ended: {e}"),
+                None => return "socket ended".to_string(),
             }
         }
     })
     .await;
-    if let Ok(Some(t)) = got {
-        panic!("unexpected message {t}");
+    if let Ok(what) = got {
+        panic!("{what}");
     }
 }
 
