@@ -259,6 +259,17 @@ pub async fn respond<S: AsyncWrite + Unpin>(tcp: &mut S, status: u16, content_ty
     .await;
 }
 
+/// The start of every connection: no Nagle delay, and past `max` open connections (`open` is the
+/// count with this one) a 503 with `body` (JSON). True when the connection was refused.
+pub async fn refuse_past(tcp: &mut tokio::net::TcpStream, open: usize, max: usize, body: &str) -> bool {
+    let _ = tcp.set_nodelay(true);
+    if open <= max {
+        return false;
+    }
+    respond(tcp, 503, JSON, body).await;
+    true
+}
+
 /// [`respond`] to a request that was not read to its end, then reads (a bounded amount, for a
 /// bounded time) what the client still sends: closing with unread input would reset the
 /// connection, and the client could lose the answer.

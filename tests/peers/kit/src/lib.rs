@@ -3,11 +3,12 @@
 //!
 //! - [`http`]: one request per TCP connection on a port that also serves WebSockets: the
 //!   request head (httparse, at most 16 KiB, within 10 s), a `Content-Length` body (at most
-//!   64 KiB), answers with `Connection: close`, and [`http::Prefixed`] to hand an upgrade to
-//!   tungstenite with the bytes already read replayed.
+//!   64 KiB), answers with `Connection: close`, the 503 past the connection bound, and
+//!   [`http::Prefixed`] to hand an upgrade to tungstenite with the bytes already read replayed.
 //! - [`server`]: the accept loop (connection count, an optional periodic task, a bounded wait for
 //!   the connection tasks on shutdown), its handle, and Ctrl-C.
 //! - [`cli`]: what the peers' command lines (their binaries and `agentwire peers`) share.
+//! - [`ws`]: the WebSocket upgrade (size-limited, within a bound) and a close with a grace.
 //! - [`ids`]: random bytes, hex, UUIDs and the clock.
 //! - [`testing`]: running a peer binary in a test and reading what it prints.
 //!
@@ -18,3 +19,4 @@ pub mod http;
 pub mod ids;
 pub mod server;
 pub mod testing;
+pub mod ws;

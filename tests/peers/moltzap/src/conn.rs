@@ -7,7 +7,8 @@ use agentwire_moltzap::{
     codes, decode_message_with, encode_response, DecodeOptions, Frame, FrameErrorKind, Generation, Id, Outcome,
     Request, RpcError,
 };
-use agentwire_peer_kit::http::Prefixed;
+use agentwire_peer_kit::http::{Prefixed, REQUEST_TIMEOUT};
+use agentwire_peer_kit::ws as kit_ws;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::value::RawValue;
 use std::sync::atomic::Ordering;
@@ -15,10 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, Notify};
-use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request as HttpRequest, Response};
-use tokio_tungstenite::tungstenite::http::StatusCode;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
@@ -30,26 +27,9 @@ pub const MAX_MISSED_PINGS: u32 = 3;
 pub const PING_TIMEOUT_CLOSE: u16 = 1001;
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
-// tungstenite fixes the callback's error type.
-#[allow(clippy::result_large_err)]
-fn check_path(req: &HttpRequest, resp: Response) -> Result<Response, ErrorResponse> {
-    if req.uri().path() == "/ws" {
-        Ok(resp)
-    } else {
-        let mut err = ErrorResponse::new(None);
-        *err.status_mut() = StatusCode::NOT_FOUND;
-        Err(err)
-    }
-}
-
 /// Upgrades and serves one WebSocket until it ends.
 pub(crate) async fn websocket(stream: Prefixed<TcpStream>, peer: &Peer, stopped: watch::Receiver<bool>) {
-    let limit = peer.cfg.max_message_bytes;
-    let ws_cfg = WebSocketConfig::default()
-        .max_message_size(Some(limit))
-        .max_frame_size(Some(limit));
-    let upgrade = tokio_tungstenite::accept_hdr_async_with_config(stream, check_path, Some(ws_cfg));
-    let Ok(Ok(ws)) = tokio::time::timeout(Duration::from_secs(10), upgrade).await else {
+    let Some(ws) = kit_ws::accept(stream, peer.cfg.max_message_bytes, REQUEST_TIMEOUT).await else {
         return;
     };
     let id = peer.next_conn.fetch_add(1, Ordering::Relaxed);
@@ -177,16 +157,7 @@ impl Conn<'_> {
     }
 
     async fn close(&mut self, code: u16, reason: &str) {
-        let frame = CloseFrame {
-            code: CloseCode::from(code),
-            reason: reason.to_string().into(),
-        };
-        let ws = &mut self.ws;
-        let _ = tokio::time::timeout(CLOSE_GRACE, async {
-            let _ = ws.close(Some(frame)).await;
-            while let Some(Ok(_)) = ws.next().await {}
-        })
-        .await;
+        kit_ws::close(&mut self.ws, code, reason, CLOSE_GRACE).await;
     }
 
     /// Queues an outbound message; a full queue makes this connection a slow consumer.

@@ -3,6 +3,7 @@
 //! replayed, everything else is answered here, one request per connection. Errors are
 //! `{"error": ...}` bodies.
 
+use crate::state::error_body;
 use crate::{conn, Peer, Step};
 use agentwire_peer_kit::http::{self as kit, BodyError, Prefixed, JSON};
 use std::sync::atomic::Ordering;
@@ -18,15 +19,17 @@ async fn respond_unread(tcp: &mut TcpStream, status: u16, body: &str) {
     kit::respond_unread(tcp, status, JSON, body).await;
 }
 
-fn error_body(message: &str) -> String {
-    serde_json::json!({ "error": message }).to_string()
-}
-
 /// Serves one TCP connection, `open` of them with this one.
 pub(crate) async fn connection(mut tcp: TcpStream, open: usize, peer: &Peer, stopped: watch::Receiver<bool>) {
-    let _ = tcp.set_nodelay(true);
-    if open > peer.cfg.max_connections {
-        return respond(&mut tcp, 503, &error_body("Too many connections")).await;
+    if kit::refuse_past(
+        &mut tcp,
+        open,
+        peer.cfg.max_connections,
+        &error_body("Too many connections"),
+    )
+    .await
+    {
+        return;
     }
     let mut buf = Vec::with_capacity(1024);
     let head = match kit::read_head(&mut tcp, &mut buf).await {

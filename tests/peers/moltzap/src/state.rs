@@ -376,7 +376,8 @@ struct Ref {
     id: String,
 }
 
-fn error_body(message: &str) -> String {
+/// An HTTP error body, `{"error": ...}`.
+pub(crate) fn error_body(message: &str) -> String {
     serde_json::json!({ "error": message }).to_string()
 }
 

@@ -74,9 +74,9 @@ async fn read_body(tcp: &mut TcpStream, head: &Head, buf: Vec<u8>) -> Result<Vec
 
 /// Serves one TCP connection, `open` of them with this one.
 pub(crate) async fn connection(mut tcp: TcpStream, open: usize, peer: &Peer, stopped: watch::Receiver<bool>) {
-    let _ = tcp.set_nodelay(true);
-    if open > MAX_TCP {
-        return respond(&mut tcp, Reply::detail(503, "Too many connections")).await;
+    let full = Reply::detail(503, "Too many connections");
+    if kit::refuse_past(&mut tcp, open, MAX_TCP, &full.body).await {
+        return;
     }
     let mut buf = Vec::with_capacity(1024);
     let head = match kit::read_head(&mut tcp, &mut buf).await {

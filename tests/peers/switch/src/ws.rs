@@ -8,14 +8,12 @@ use crate::pump::{Pump, WRITE_TIMEOUT};
 use crate::state::{EndKind, Opened};
 use crate::{query, routes, Peer};
 use agentwire_peer_kit::http::{Head, Prefixed, MAX_BODY, REQUEST_TIMEOUT};
+use agentwire_peer_kit::ws as kit_ws;
 use agentwire_switch::frame::Frame;
 use futures_util::{SinkExt, StreamExt};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
-use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
@@ -26,35 +24,13 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// The same on shutdown, when the peer's owner waits for every task.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(100);
 
-// tungstenite fixes the callback's error type.
-#[allow(clippy::result_large_err)]
-fn accept(_req: &Request, resp: Response) -> Result<Response, ErrorResponse> {
-    Ok(resp)
-}
-
 async fn close(ws: &mut Ws, code: u16, reason: &str) {
-    close_within(ws, code, reason, CLOSE_GRACE).await;
-}
-
-async fn close_within(ws: &mut Ws, code: u16, reason: &str, grace: Duration) {
-    let frame = CloseFrame {
-        code: CloseCode::from(code),
-        reason: reason.to_owned().into(),
-    };
-    let _ = tokio::time::timeout(grace, async {
-        let _ = ws.close(Some(frame)).await;
-        while let Some(Ok(_)) = ws.next().await {}
-    })
-    .await;
+    kit_ws::close(ws, code, reason, CLOSE_GRACE).await;
 }
 
 /// Upgrades and serves one WebSocket until it ends.
 pub(crate) async fn serve(stream: Prefixed<TcpStream>, head: Head, peer: &Peer, stopped: watch::Receiver<bool>) {
-    let cfg = WebSocketConfig::default()
-        .max_message_size(Some(MAX_BODY))
-        .max_frame_size(Some(MAX_BODY));
-    let upgrade = tokio_tungstenite::accept_hdr_async_with_config(stream, accept, Some(cfg));
-    let Ok(Ok(mut ws)) = tokio::time::timeout(REQUEST_TIMEOUT, upgrade).await else {
+    let Some(mut ws) = kit_ws::accept(stream, MAX_BODY, REQUEST_TIMEOUT).await else {
         return;
     };
     let Ok(agent_id) = routes::authenticate(peer, head.header("authorization")) else {
@@ -104,7 +80,7 @@ async fn run(mut ws: Ws, opened: Opened, peer: &Peer, mut stopped: watch::Receiv
             biased;
             _ = end.notify.notified() => break ended(end.kind()),
             _ = stopped.changed() => {
-                return close_within(&mut ws, 1001, "server shutting down", SHUTDOWN_GRACE).await;
+                return kit_ws::close(&mut ws, 1001, "server shutting down", SHUTDOWN_GRACE).await;
             }
             _ = faults_rx.changed() => {}
             msg = ws.next() => match msg {
