@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 pub const MAX_HEAD: usize = 16 * 1024;
 /// Largest request body.
 pub const MAX_BODY: usize = 64 * 1024;
-/// Time to send the request head, and again the body.
+/// Time to send the whole request, head and body, counted from [`read_head`]'s start.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time to write an answer.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -87,6 +87,9 @@ pub struct Head {
     pub chunked: bool,
     /// Bytes of the head.
     pub len: usize,
+    /// When the whole request must have arrived: set by [`read_head`] ([`REQUEST_TIMEOUT`] after
+    /// it started), used by [`read_body`].
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 impl Head {
@@ -162,6 +165,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
 /// (the start of a body, or WebSocket frames) stays in `buf` after `head.len`. A head over
 /// [`MAX_HEAD`] is refused however it arrives, in one read or in many.
 pub async fn read_head<S: AsyncRead + Unpin>(tcp: &mut S, buf: &mut Vec<u8>) -> Result<Head, HeadError> {
+    let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
     let read = async {
         let mut chunk = [0u8; 4096];
         loop {
@@ -172,7 +176,12 @@ pub async fn read_head<S: AsyncRead + Unpin>(tcp: &mut S, buf: &mut Vec<u8>) -> 
             buf.extend_from_slice(&chunk[..n]);
             match parse_head(buf)? {
                 Some(head) if head.len > MAX_HEAD => return Err(HeadError::TooLarge),
-                Some(head) => return Ok(head),
+                Some(head) => {
+                    return Ok(Head {
+                        deadline: Some(deadline),
+                        ..head
+                    })
+                }
                 None => {}
             }
             if buf.len() > MAX_HEAD {
@@ -180,7 +189,7 @@ pub async fn read_head<S: AsyncRead + Unpin>(tcp: &mut S, buf: &mut Vec<u8>) -> 
             }
         }
     };
-    tokio::time::timeout(REQUEST_TIMEOUT, read)
+    tokio::time::timeout_at(deadline, read)
         .await
         .unwrap_or(Err(HeadError::Timeout))
 }
@@ -196,8 +205,9 @@ pub enum BodyError {
     Timeout,
 }
 
-/// Reads a body of `len` bytes within [`REQUEST_TIMEOUT`]: the bytes after `head` in `buf`
-/// first (`buf` as [`read_head`] left it), then from `tcp`.
+/// Reads a body of `len` bytes by the head's deadline (what is left of [`REQUEST_TIMEOUT`]; the
+/// whole of it for a head without one): the bytes after `head` in `buf` first (`buf` as
+/// [`read_head`] left it), then from `tcp`.
 pub async fn read_body<S: AsyncRead + Unpin>(
     tcp: &mut S,
     head: &Head,
@@ -219,7 +229,10 @@ pub async fn read_body<S: AsyncRead + Unpin>(
         body.truncate(len);
         Ok(body)
     };
-    tokio::time::timeout(REQUEST_TIMEOUT, read)
+    let deadline = head
+        .deadline
+        .unwrap_or_else(|| tokio::time::Instant::now() + REQUEST_TIMEOUT);
+    tokio::time::timeout_at(deadline, read)
         .await
         .unwrap_or(Err(BodyError::Timeout))
 }
@@ -351,6 +364,25 @@ mod tests {
             read_body(&mut src, &head, buf, MAX_BODY + 1).await,
             Err(BodyError::TooLarge)
         );
+    }
+
+    /// The head and the body share one [`REQUEST_TIMEOUT`]: a head that takes 8 s leaves 2 s for
+    /// the body (the body had 10 s of its own).
+    #[tokio::test(start_paused = true)]
+    async fn the_whole_request_within_the_timeout() {
+        let (mut client, mut server) = tokio::io::duplex(4096);
+        let writer = tokio::spawn(async move {
+            client.write_all(b"POST / HTTP/1.1\r\n").await.unwrap();
+            tokio::time::sleep(Duration::from_secs(8)).await;
+            client.write_all(b"content-length: 2\r\n\r\n").await.unwrap();
+            tokio::time::sleep(Duration::from_secs(8)).await;
+            let _ = client.write_all(b"ok").await;
+            client
+        });
+        let mut buf = Vec::new();
+        let head = read_head(&mut server, &mut buf).await.unwrap();
+        assert_eq!(read_body(&mut server, &head, buf, 2).await, Err(BodyError::Timeout));
+        drop(writer);
     }
 
     #[tokio::test]
