@@ -852,6 +852,15 @@ fn replies_may_omit_ttl_and_requests_may_omit_reply_to() {
     let mut lines = lines_for(MessageType::Request);
     lines.push(format!("Reply-To: {MID}"));
     assert_eq!(dec(&assemble(MessageType::Request, &lines)).reply_to(), Some(MID));
+    // An ERROR answering a message may omit TTL; an ERROR answering nothing may not.
+    let mut lines = lines_for(MessageType::Error);
+    lines.retain(|l| !l.starts_with("TTL"));
+    assert_eq!(
+        err(&assemble(MessageType::Error, &lines)).kind,
+        DecodeErrorKind::MissingHeader("TTL")
+    );
+    lines.push(format!("Reply-To: {MID}"));
+    assert_eq!(dec(&assemble(MessageType::Error, &lines)).ttl(), None);
 }
 
 #[test]

@@ -1,0 +1,149 @@
+//! Rules of the guide (specs/rkt-agent-connection.md) and docs/protocols/rkt.md that the client
+//! session meets, one test each: each failed under a mutation that breaks its rule (a spec
+//! audit, 2026-12-05).
+use agentwire_core::{ErrorKind, Outgoing, SeededEntropy};
+use agentwire_rkt::*;
+
+fn client() -> (ClientSession, String) {
+    let mut c = ClientSession::new(
+        ClientConfig {
+            keepalive: false,
+            ..Default::default()
+        },
+        Box::new(SeededEntropy::new(7)),
+    );
+    c.handle_open(0);
+    let Some(Outgoing::Text(hello)) = c.poll_transmit() else {
+        panic!()
+    };
+    let id = hello
+        .lines()
+        .find_map(|l| l.strip_prefix("Message-ID: "))
+        .unwrap()
+        .to_string();
+    (c, id)
+}
+fn ack(reply_to: &str, body: &str) -> String {
+    format!("RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: s-1\nReply-To: {reply_to}\nSession-ID: x\nTimestamp: 2026-06-28T12:00:00Z\n\n{body}")
+}
+fn drain(c: &mut ClientSession) -> Vec<ClientEvent> {
+    std::iter::from_fn(|| c.poll_event()).collect()
+}
+fn ready() -> ClientSession {
+    let (mut c, id) = client();
+    c.handle_text(1, &ack(&id, r#"{"agreed_version":1,"session_timeout":300}"#));
+    drain(&mut c);
+    while c.poll_transmit().is_some() {}
+    c
+}
+
+#[test]
+fn hello_ack_with_a_foreign_reply_to_is_not_ready() {
+    let (mut c, _) = client();
+    c.handle_text(1, &ack("someone-else", r#"{"agreed_version":1,"session_timeout":300}"#));
+    assert_ne!(c.state(), ClientState::Ready);
+}
+#[test]
+fn agreed_version_outside_the_range_is_a_version_error() {
+    let (mut c, id) = client();
+    c.handle_text(1, &ack(&id, r#"{"agreed_version":2,"session_timeout":300}"#));
+    assert!(drain(&mut c)
+        .iter()
+        .any(|e| matches!(e, ClientEvent::Error(e) if e.kind() == ErrorKind::Version)));
+    assert_eq!(c.state(), ClientState::Closed);
+}
+#[test]
+fn retry_after_header_alone_is_read_and_5xx_is_retryable() {
+    for (code, hdr, want_retry, want_after) in [
+        (429, "TTL: 30\nRetry-After: 7\n", true, Some(7)),
+        (503, "TTL: 30\n", true, None),
+    ] {
+        let mut c = ready();
+        let id = c.request(2, "echo", None, Default::default()).unwrap();
+        c.handle_text(3, &format!("RKT/1.0 ERROR\nVersion: 1\nMessage-ID: e\nReply-To: {id}\nSession-ID: x\nTimestamp: 2026-06-28T12:00:00Z\n{hdr}\n{{\"code\":{code},\"name\":\"X\",\"message\":\"m\"}}"));
+        let ev = drain(&mut c);
+        let Some(ClientEvent::Failed { error, .. }) = ev.first() else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(
+            (error.error.retryable, error.retry_after_s),
+            (want_retry, want_after),
+            "{code}"
+        );
+    }
+}
+#[test]
+fn every_message_shares_the_session_id() {
+    let mut c = ready();
+    c.request(2, "echo", None, Default::default()).unwrap();
+    c.discover(2).unwrap();
+    let sid = c.session_id().to_string();
+    while let Some(Outgoing::Text(t)) = c.poll_transmit() {
+        assert!(t.contains(&format!("\nSession-ID: {sid}\n")), "{t}");
+    }
+}
+#[test]
+fn server_goodbye_closes_with_1000() {
+    let mut c = ready();
+    c.handle_text(
+        2,
+        "RKT/1.0 GOODBYE\nVersion: 1\nMessage-ID: g\nSession-ID: x\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n",
+    );
+    assert!(matches!(c.poll_transmit(), Some(Outgoing::Close { code: 1000, .. })));
+}
+#[test]
+fn stream_end_with_a_larger_count_fails_the_stream() {
+    let mut c = ready();
+    let id = c
+        .request(
+            2,
+            "weather.forecast",
+            None,
+            RequestOptions {
+                stream: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let h = |t: &str, extra: &str, body: &str| {
+        format!("RKT/1.0 {t}\nVersion: 1\nMessage-ID: m{extra}\nReply-To: {id}\nSession-ID: x\nTimestamp: 2026-06-28T12:00:00Z\n{extra}\n{body}")
+    };
+    c.handle_text(3, &h("STREAM_BEGIN", "", r#"{"intent":"weather.forecast"}"#));
+    c.handle_text(3, &h("STREAM_DATA", "Seq: 0\n", "{}"));
+    c.handle_text(3, &h("STREAM_END", "", r#"{"count":2}"#));
+    assert!(drain(&mut c)
+        .iter()
+        .any(|e| matches!(e, ClientEvent::Failed { error, .. } if error.kind() == ErrorKind::Protocol)));
+}
+
+/// An ERROR that answers a REQUEST (Reply-To set) written like the guide's HELLO_ACK reply,
+/// i.e. without TTL: the typed 602 must reach the request.
+#[test]
+fn an_error_reply_without_ttl_fails_its_request_with_the_typed_error() {
+    let mut c = ready();
+    let id = c.request(2, "maps.navigate", None, Default::default()).unwrap();
+    c.handle_text(3, &format!("RKT/1.0 ERROR\nVersion: 1\nMessage-ID: e1\nReply-To: {id}\nSession-ID: x\nTimestamp: 2026-06-28T12:00:00Z\nContent-Type: application/json\n\n{{\"code\":602,\"name\":\"CAPABILITY_MISSING\",\"message\":\"Intent 'maps.navigate' not found\",\"request_id\":\"{id}\"}}"));
+    let now = drain(&mut c);
+    c.handle_timeout(2 + 30_000);
+    let later = drain(&mut c);
+    println!("at once: {now:?}\nafter the TTL: {later:?}");
+    assert!(
+        matches!(now.first(), Some(ClientEvent::Failed { error, .. }) if error.code() == Some(602) && !error.error.retryable)
+    );
+}
+
+#[test]
+fn a_pong_answers_the_servers_ping() {
+    let mut c = ready();
+    c.handle_text(
+        2,
+        "RKT/1.0 PING\nVersion: 1\nMessage-ID: p-7\nSession-ID: x\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n",
+    );
+    let Some(Outgoing::Text(pong)) = c.poll_transmit() else {
+        panic!("no PONG")
+    };
+    assert!(
+        pong.starts_with("RKT/1.0 PONG\n") && pong.contains("\nReply-To: p-7\n"),
+        "{pong}"
+    );
+}
