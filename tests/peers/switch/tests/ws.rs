@@ -168,6 +168,29 @@ async fn rooms_on_open_take_the_claim_from_a_sibling() {
 }
 
 #[tokio::test]
+async fn a_claim_taken_from_an_all_connection_changes_not_its_set() {
+    bounded(async {
+        let (h, a, _, room) = world(Generation::Current).await;
+        let q = format!(
+            "connection_id={}&rooms={room}&scope=all&protocol=6&protocol_accepts=1",
+            cid()
+        );
+        let mut all = ws(&h, &a, &q).await;
+        assert_eq!(next(&mut all).await["data"]["rooms"], json!([room]));
+        let mut single = ws(&h, &a, &format!("connection_id={}&rooms={room}", cid())).await;
+        next(&mut single).await;
+        // It lost the claim (room_released) but still covers the room: no subscription_changed.
+        assert_eq!(
+            next(&mut all).await,
+            json!({"event": "room_released", "data": {"room_id": room, "session_id": null}})
+        );
+        quiet(&mut all, Duration::from_millis(200)).await;
+        h.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_lapsed_heartbeat_evicts_and_forgets_the_connection() {
     bounded(async {
         let mut c = cfg(Generation::Current);

@@ -39,6 +39,7 @@ pub(super) fn claim(
     let mut lost = None;
     if let Some(prev_id) = prev.filter(|p| p != conn_id) {
         if let Some(other) = agent.conns.get_mut(&prev_id) {
+            let before = other.rooms(&agent.rooms);
             other.claims.remove(room);
             let session = other
                 .placements
@@ -51,8 +52,11 @@ pub(super) fn claim(
             if other.op_room.as_deref() == Some(room) {
                 other.op_room = None;
             }
+            // An `all` connection still covers the room: its set did not change.
             let rooms = other.rooms(&agent.rooms);
-            other.push(Out::control(&frames::subscription_changed(rooms, REASON_TAKEN)));
+            if rooms != before {
+                other.push(Out::control(&frames::subscription_changed(rooms, REASON_TAKEN)));
+            }
             if gen == Generation::Current && other.protocol >= 6 {
                 other.push(Out::control(&frames::room_released(room, session.clone())));
             }
