@@ -447,6 +447,27 @@ fn an_all_gather_member_keeps_a_few_answers_per_member_and_the_first_close_picks
     );
 }
 
+#[test]
+fn a_close_from_anyone_but_the_requester_is_logged_and_gives_no_result() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let id = held_all_gather(&mut s);
+    let ans = message("a1", "g", "carol", answer(&id, true));
+    s.push(&ans);
+    // carol, a member of the group, closes bob's all_gather: consumed, logged, no result.
+    s.push(&message("x1", "g", "carol", close(&id, vec![hash_of(&ans)])));
+    assert!(
+        matches!(&s.logged("x1")[..], [LogKind::CloseIgnored(why)] if why.contains("requester")),
+        "{:?}",
+        s.logged("x1")
+    );
+    assert!(results(&s).is_empty(), "{:?}", s.items());
+    // It was not the first close either: bob's close still applies.
+    s.push(&message("x2", "g", "bob", close(&id, vec![hash_of(&ans)])));
+    assert_eq!(s.logged("x2"), vec![&LogKind::CloseApplied]);
+    assert_eq!(results(&s).len(), 1);
+}
+
 // ---- a close processed before the answers it lists waits for them ----
 
 #[test]
