@@ -468,6 +468,62 @@ fn a_close_from_anyone_but_the_requester_is_logged_and_gives_no_result() {
     assert_eq!(results(&s).len(), 1);
 }
 
+// ---- the requester's side: each member's first answer, in its direct conversation ----
+
+/// Alice asks `to` (bob and carol) with `op`; the members are found and every post is
+/// certified. The operation's id.
+fn asked(s: &mut Script, to: &str, op: AskOp) -> crate::harness::id::CollectiveId {
+    let send =
+        s.ep.send(s.now, super::gate_tests::ask(to, op, 60), SendOptions::default())
+            .unwrap();
+    s.pump();
+    let lookup = s.take("agents/lookupByName").expect("the members are looked up");
+    s.reply(
+        &lookup,
+        json!({"agents": [{"id": "bob", "name": "bob"}, {"id": "carol", "name": "carol"}]}),
+    );
+    while let Some(post) = s.take("messages/send") {
+        s.reply(&post, json!({"message": {}}));
+    }
+    match super::gate_tests::done(s, send) {
+        Some(Ok(SendResult {
+            operation_id: Some(id), ..
+        })) => id,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The `ok` a member answered, as the result records it.
+fn answered_ok(r: &crate::harness::inbound::CollectiveResult, member: &str) -> Option<bool> {
+    let o = r.outcomes().iter().find(|o| o.member.as_str() == member)?;
+    match &o.outcome {
+        CollectiveMemberOutcome::Answered { content } => match content.0.get("ok") {
+            Some(crate::harness::schema::AnswerValue::Bool(b)) => Some(*b),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[test]
+fn the_requester_keeps_each_members_first_answer() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let id = asked(&mut s, "group:bob,carol", AskOp::Gather);
+    s.push(&message("a1", "c1", "bob", answer(&id, true)));
+    s.conversation("dm", &["alice", "bob"]);
+    s.push(&message("a2", "c1", "bob", answer(&id, false)));
+    assert_eq!(s.logged("a1"), vec![&LogKind::AnswerRecorded]);
+    assert_eq!(s.logged("a2"), vec![&LogKind::AnswerIgnored]);
+    s.push(&message("a3", "c2", "carol", answer(&id, false)));
+    s.conversation("dm", &["alice", "carol"]);
+    let [r] = results(&s)[..] else {
+        panic!("{:?}", s.items())
+    };
+    assert_eq!(answered_ok(r, "agent:bob"), Some(true), "{:?}", r.outcomes());
+    assert_eq!(answered_ok(r, "agent:carol"), Some(false));
+}
+
 // ---- a close processed before the answers it lists waits for them ----
 
 #[test]
