@@ -524,6 +524,26 @@ fn the_requester_keeps_each_members_first_answer() {
     assert_eq!(answered_ok(r, "agent:carol"), Some(false));
 }
 
+#[test]
+fn a_gather_answer_counts_only_in_the_members_direct_conversation() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let id = asked(&mut s, "group:bob,carol", AskOp::Gather);
+    // bob answers in a group alice shares with him: not his direct conversation.
+    s.push(&message("a1", "g", "bob", answer(&id, false)));
+    s.conversation("group", &["alice", "bob", "carol"]);
+    assert_eq!(s.logged("a1"), vec![&LogKind::AnswerUnmatched]);
+    s.push(&message("a2", "c1", "bob", answer(&id, true)));
+    s.conversation("dm", &["alice", "bob"]);
+    assert_eq!(s.logged("a2"), vec![&LogKind::AnswerRecorded]);
+    s.push(&message("a3", "c2", "carol", answer(&id, true)));
+    s.conversation("dm", &["alice", "carol"]);
+    let [r] = results(&s)[..] else {
+        panic!("{:?}", s.items())
+    };
+    assert_eq!(answered_ok(r, "agent:bob"), Some(true), "{:?}", r.outcomes());
+}
+
 // ---- a close processed before the answers it lists waits for them ----
 
 #[test]
