@@ -544,6 +544,32 @@ fn a_gather_answer_counts_only_in_the_members_direct_conversation() {
     assert_eq!(answered_ok(r, "agent:bob"), Some(true), "{:?}", r.outcomes());
 }
 
+#[test]
+fn the_close_lists_the_counted_answers_in_member_order() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let id = asked(&mut s, "group:bob,carol", AskOp::AllGather);
+    // carol answers first; the close still lists bob's answer first.
+    let carol = message("a1", "g", "carol", answer(&id, false));
+    s.push(&carol);
+    s.conversation("group", &["alice", "bob", "carol"]);
+    let bob = message("a2", "g", "bob", answer(&id, true));
+    s.push(&bob);
+    assert_eq!(s.logged("a1"), vec![&LogKind::AnswerRecorded]);
+    assert_eq!(s.logged("a2"), vec![&LogKind::AnswerRecorded]);
+    let post = s.take("messages/send").expect("the close is posted");
+    assert_eq!(
+        post["params"]["parts"],
+        close(&id, vec![hash_of(&bob), hash_of(&carol)])
+    );
+    s.reply(&post, json!({"message": {}}));
+    let [r] = results(&s)[..] else {
+        panic!("{:?}", s.items())
+    };
+    assert_eq!(answered_ok(r, "agent:bob"), Some(true));
+    assert_eq!(answered_ok(r, "agent:carol"), Some(false));
+}
+
 // ---- a close processed before the answers it lists waits for them ----
 
 #[test]
