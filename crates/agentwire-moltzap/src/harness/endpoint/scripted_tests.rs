@@ -570,6 +570,56 @@ fn the_close_lists_the_counted_answers_in_member_order() {
     assert_eq!(answered_ok(r, "agent:carol"), Some(false));
 }
 
+#[test]
+fn by_default_an_all_gather_post_not_certified_fails_the_send_at_20_seconds() {
+    let mut s = Script::new(|_| {});
+    // The default configuration, and a session that waits for answers longer than the send.
+    s.ep = Endpoint::new(
+        EndpointConfig {
+            recovery_limit: 0,
+            ..EndpointConfig::new(alice())
+        },
+        SessionConfig::default(),
+        Box::new(SeededEntropy::new(7)),
+    );
+    s.sent.clear();
+    s.connect();
+    let start = s.now;
+    let send =
+        s.ep.send(
+            s.now,
+            super::gate_tests::ask("group:bob,carol", AskOp::AllGather, 600),
+            SendOptions::default(),
+        )
+        .unwrap();
+    s.pump();
+    let lookup = s.take("agents/lookupByName").expect("the members are looked up");
+    s.reply(
+        &lookup,
+        json!({"agents": [{"id": "bob", "name": "bob"}, {"id": "carol", "name": "carol"}]}),
+    );
+    let _post = s.take("messages/send").expect("the group post");
+    // The post is never certified.
+    while super::gate_tests::done(&s, send).is_none() {
+        s.tick();
+    }
+    assert_eq!(s.now - start, 20_000, "the send ended at {} ms", s.now - start);
+    let Some(Err(SendFailure::Collective(e))) = super::gate_tests::done(&s, send) else {
+        panic!("{:?}", s.events)
+    };
+    let crate::harness::errors::CollectiveFailure::MembersUnreachable(members) = e.failure else {
+        panic!("{e:?}")
+    };
+    let named: Vec<(&str, SendErrorReason)> = members.iter().map(|m| (m.member.as_str(), m.reason)).collect();
+    assert_eq!(
+        named,
+        vec![
+            ("agent:bob", SendErrorReason::CertificationUnavailable),
+            ("agent:carol", SendErrorReason::CertificationUnavailable)
+        ]
+    );
+}
+
 // ---- a close processed before the answers it lists waits for them ----
 
 #[test]
