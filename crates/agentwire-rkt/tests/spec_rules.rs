@@ -105,15 +105,27 @@ fn stream_end_with_a_larger_count_fails_the_stream() {
             },
         )
         .unwrap();
-    let h = |t: &str, extra: &str, body: &str| {
-        format!("RKT/1.0 {t}\nVersion: 1\nMessage-ID: m{extra}\nReply-To: {id}\nSession-ID: x\nTimestamp: 2026-06-28T12:00:00Z\n{extra}\n{body}")
+    // Each message its own Message-ID; `extra` is headers.
+    let h = |t: &str, n: u32, extra: &str, body: &str| {
+        format!("RKT/1.0 {t}\nVersion: 1\nMessage-ID: m{n}\nReply-To: {id}\nSession-ID: x\nTimestamp: 2026-06-28T12:00:00Z\n{extra}\n{body}")
     };
-    c.handle_text(3, &h("STREAM_BEGIN", "", r#"{"intent":"weather.forecast"}"#));
-    c.handle_text(3, &h("STREAM_DATA", "Seq: 0\n", "{}"));
-    c.handle_text(3, &h("STREAM_END", "", r#"{"count":2}"#));
-    assert!(drain(&mut c)
-        .iter()
-        .any(|e| matches!(e, ClientEvent::Failed { error, .. } if error.kind() == ErrorKind::Protocol)));
+    c.handle_text(3, &h("STREAM_BEGIN", 1, "", r#"{"intent":"weather.forecast"}"#));
+    c.handle_text(3, &h("STREAM_DATA", 2, "Seq: 0\n", "{}"));
+    // The one chunk is delivered: the count, not a lost chunk, is what is wrong.
+    let before = drain(&mut c);
+    assert!(
+        matches!(
+            &before[..],
+            [ClientEvent::StreamBegin { .. }, ClientEvent::StreamData { seq: 0, .. }]
+        ),
+        "{before:?}"
+    );
+    c.handle_text(3, &h("STREAM_END", 3, "", r#"{"count":2}"#));
+    let end = drain(&mut c);
+    assert!(
+        matches!(&end[..], [ClientEvent::Failed { error, .. }] if error.kind() == ErrorKind::Protocol),
+        "{end:?}"
+    );
 }
 
 /// An ERROR that answers a REQUEST (Reply-To set) written like the guide's HELLO_ACK reply,
