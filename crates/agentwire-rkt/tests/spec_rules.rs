@@ -78,9 +78,12 @@ fn every_message_shares_the_session_id() {
     c.request(2, "echo", None, Default::default()).unwrap();
     c.discover(2).unwrap();
     let sid = c.session_id().to_string();
+    let mut sent = 0;
     while let Some(Outgoing::Text(t)) = c.poll_transmit() {
         assert!(t.contains(&format!("\nSession-ID: {sid}\n")), "{t}");
+        sent += 1;
     }
+    assert_eq!(sent, 2, "the REQUEST and the DISCOVER were checked");
 }
 #[test]
 fn server_goodbye_closes_with_1000() {
