@@ -115,7 +115,8 @@ From another terminal, while this one runs:
   $BIN switch ops   --url $SW $SW_ALICE
   (add --transport sse to speak the released generation's SSE + beats)
 Relay                 $RELAY (real workerd, holds alice's and bob's keys; the page's origin allowed)
-  a token for a browser: AGENTWIRE_RELAY_SECRET=<the session's secret> $BIN relay token --agent ID --exp-in 600
+  a token for alice (this session's secret; the page gets its own tokens):
+  AGENTWIRE_RELAY_SECRET=$RELAY_SECRET $BIN relay token --agent $(sw agent alice id) --exp-in 600
 Logs: $LOGS
 
 Playground page       $PAGE  (open it in a browser: RKT, MoltZap and Switch from the page)
