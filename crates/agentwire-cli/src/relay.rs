@@ -3,6 +3,7 @@
 //! bytes), never from a flag, so it stays out of shell history and process listings.
 
 use crate::out::errln;
+use agentwire_relay::config::DEFAULT_MAX_TOKEN_LIFETIME_S;
 use agentwire_relay::token::{mint, Claims};
 use clap::Subcommand;
 use std::process::ExitCode;
@@ -57,6 +58,12 @@ fn token(agent: String, exp_in: u64, origin: Option<String>, rooms: Vec<String>)
         .duration_since(UNIX_EPOCH)
         .map_err(|e| format!("the clock is before 1970: {e}"))?
         .as_secs();
+    if exp_in > DEFAULT_MAX_TOKEN_LIFETIME_S {
+        errln!(
+            "warning: --exp-in {exp_in} is over {DEFAULT_MAX_TOKEN_LIFETIME_S} s: a relay with the default \
+             MAX_TOKEN_LIFETIME_S refuses this token"
+        );
+    }
     let exp = now
         .checked_add(exp_in)
         .ok_or_else(|| format!("--exp-in {exp_in} is too far away"))?;

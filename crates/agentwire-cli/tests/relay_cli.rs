@@ -74,6 +74,22 @@ fn prints_a_token_the_relay_accepts() {
         (claims.agent_id.as_str(), claims.origin, claims.rooms),
         ("bob", None, None)
     );
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // Longer than a default relay takes: minted, with a warning.
+    let out = relay(Some(SECRET), &["--agent", "bob", "--exp-in", "7200"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.starts_with("warning: --exp-in 7200 is over 3600 s"),
+        "{err}"
+    );
+    assert!(verify(
+        String::from_utf8(out.stdout).unwrap().trim_end(),
+        &[SECRET.as_bytes()],
+        now_ms(),
+        7200
+    )
+    .is_ok());
 }
 
 #[test]

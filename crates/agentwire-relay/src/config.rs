@@ -125,6 +125,9 @@ impl fmt::Debug for Config {
 /// Longest agent key accepted.
 const MAX_KEY_LEN: usize = 1024;
 
+/// `MAX_TOKEN_LIFETIME_S` when unset: tokens expiring later than this many seconds are refused.
+pub const DEFAULT_MAX_TOKEN_LIFETIME_S: u64 = 3600;
+
 impl Config {
     /// Reads the settings through `get` (the Worker's `env`; absent or empty is unset).
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
@@ -202,7 +205,7 @@ impl Config {
             rate_burst: num("RATE_LIMIT_BURST", 60, 1, 1_000_000)? as u32,
             frame_per_minute: num("FRAME_LIMIT_PER_MINUTE", 600, 1, 100_000_000)? as u32,
             frame_burst: num("FRAME_LIMIT_BURST", 20, u64::from(crate::route::FRAME_BATCH), 1_000_000)? as u32,
-            max_token_lifetime_s: num("MAX_TOKEN_LIFETIME_S", 3600, 1, 7 * 86_400)?,
+            max_token_lifetime_s: num("MAX_TOKEN_LIFETIME_S", DEFAULT_MAX_TOKEN_LIFETIME_S, 1, 7 * 86_400)?,
             upstream_timeout_ms: num("UPSTREAM_TIMEOUT_MS", 10_000, 100, 120_000)?,
             ping_interval_ms: num("PING_INTERVAL_MS", 2000, 100, 60_000)?,
             upstream_idle_ms: num("UPSTREAM_IDLE_MS", 10_000, 500, 600_000)?,

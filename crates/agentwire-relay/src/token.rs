@@ -320,19 +320,17 @@ pub fn verify(token: &str, secrets: &[&[u8]], now: Millis, max_lifetime_s: u64) 
     if now_s >= claims.exp {
         return Err(TokenError::new(
             TokenErrorKind::Expired,
-            format!(
-                "the token of agent {} expired at {} (now {now_s})",
-                claims.agent_id, claims.exp
-            ),
+            format!("expired at {} (now {now_s}); agent {}", claims.exp, claims.agent_id),
         ));
     }
     if claims.exp > now_s.saturating_add(max_lifetime_s) {
         return Err(TokenError::new(
             TokenErrorKind::Lifetime,
             format!(
-                "the token of agent {} expires in {} s, more than the {max_lifetime_s} s allowed",
-                claims.agent_id,
-                claims.exp - now_s
+                // The numbers first: a WebSocket close reason keeps 123 bytes of it.
+                "expires in {} s, more than the {max_lifetime_s} s allowed; agent {}",
+                claims.exp - now_s,
+                claims.agent_id
             ),
         ));
     }

@@ -161,6 +161,29 @@ fn tokens_missing_forged_expired_or_for_another_agent_are_refused() {
 }
 
 #[test]
+fn a_refused_tokens_close_reason_keeps_its_numbers() {
+    // A UUID agent: the reason was cut inside "more than the 3600 s allowed".
+    const AGENT: &str = "f959a0d2-5d4e-4c1b-9a57-0c1f2e3d4b5a";
+    let mut r = relay(&[("AGENT_KEYS", &format!(r#"{{"{AGENT}":"sk_switch_x"}}"#))]);
+    let url = WS.replace("agent-a", AGENT);
+    for (exp, says) in [
+        (NOW / 1000 + 7200, "expires in 7200 s, more than the 3600 s allowed"),
+        (
+            NOW / 1000 - 1,
+            &*format!("expired at {} (now {})", NOW / 1000 - 1, NOW / 1000),
+        ),
+    ] {
+        let no = refused(ws_token(&mut r, &url, &token(AGENT, |c| c.exp = exp)));
+        assert_eq!(no.code, 4401, "{no:?}");
+        assert!(
+            no.reason.len() <= crate::close::MAX_REASON && no.reason.contains(says),
+            "{}",
+            no.reason
+        );
+    }
+}
+
+#[test]
 fn a_token_in_the_query_is_checked_as_a_token_whatever_its_length() {
     let mut r = relay(&[]);
     // Four UUID rooms make a token of about 300 bytes: longer than other query values.
