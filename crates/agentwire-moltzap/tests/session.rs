@@ -253,8 +253,27 @@ fn auto_falls_back_to_released_on_invalid_request_frame() {
     assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(_)]));
     assert_eq!(sent(&mut s)[0]["method"], "auth/connect");
     s.handle_text(2, &released_error(&id, -32600, "Invalid request frame"));
-    assert!(matches!(&events(&mut s)[..], [Event::ConnectFailed { error, .. }] if error.kind() == ErrorKind::Protocol));
+    assert!(matches!(&events(&mut s)[..], [Event::ConnectFailed { error, .. }]
+        if error.kind() == ErrorKind::Protocol && !error.error.message.contains("generation auto")));
     assert!(sent(&mut s).is_empty());
+
+    // Current only: the refusal says what a released server means by it.
+    let mut s = session(GenerationChoice::Current);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    sent(&mut s);
+    s.handle_text(1, &released_error(&id, -32600, "Invalid request frame"));
+    match &events(&mut s)[..] {
+        [Event::ConnectFailed { error, .. }] => assert!(
+            error
+                .error
+                .message
+                .starts_with("Invalid request frame (a released-generation server")
+                && error.error.message.contains("generation auto or released"),
+            "{}",
+            error.error.message
+        ),
+        other => panic!("{other:?}"),
+    }
 
     // A current server answering auto: stays current.
     let mut s = session(GenerationChoice::Auto);

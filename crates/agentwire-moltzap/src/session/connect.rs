@@ -115,7 +115,13 @@ impl Session {
                 }
             }
             Outcome::Error(e) => {
-                let error = MoltZapError::remote(&e, Some(&Id::Str(id)));
+                let mut error = MoltZapError::remote(&e, Some(&Id::Str(id)));
+                if c.generation == Generation::Current && e.code == codes::INVALID_REQUEST {
+                    // What a released server answers the current connect (no `type` field).
+                    error.error.message.push_str(
+                        " (a released-generation server refuses the current connect so: connect with generation auto or released)",
+                    );
+                }
                 self.connect_failed(error);
             }
             Outcome::Result(result) => {
