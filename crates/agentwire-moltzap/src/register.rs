@@ -124,7 +124,13 @@ pub fn parse_response(status: u16, body: &str) -> Result<Registered, MoltZapErro
         429 => ErrorKind::RateLimited,
         _ => ErrorKind::Remote,
     };
-    let mut e = MoltZapError::local(kind, format!("registration refused with HTTP {status}: {said}"));
+    // The released server's whole answer to a taken name.
+    let hint = if status == 500 && said == "Registration failed" {
+        " (the name may be taken: try another)"
+    } else {
+        ""
+    };
+    let mut e = MoltZapError::local(kind, format!("registration refused with HTTP {status}: {said}{hint}"));
     e.error = e
         .error
         .with_code(i64::from(status))
@@ -157,7 +163,10 @@ mod tests {
         assert_eq!((ok.agent_id.as_str(), ok.api_key.as_str()), ("a", "k"));
         let e = parse_response(500, r#"{"error":"Registration failed"}"#).unwrap_err();
         assert_eq!((e.error.kind, e.error.code), (ErrorKind::Remote, Some(500)));
-        assert!(e.error.message.ends_with("Registration failed"));
+        assert!(e
+            .error
+            .message
+            .ends_with("Registration failed (the name may be taken: try another)"));
         let e = parse_response(400, "not json").unwrap_err();
         assert_eq!(e.error.kind, ErrorKind::Invalid);
         assert!(e.error.message.ends_with("not json"));
