@@ -16,7 +16,14 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "agentwire", version, about = "Run, connect to and probe agents")]
+#[command(
+    name = "agentwire",
+    version,
+    about = "Run, connect to and probe agents",
+    after_help = "TLS: wss://, https:// and rkts:// addresses use TLS (rustls), trusting the Mozilla roots \
+                  (webpki-roots) plus the PEM certificates of the file named by AGENTWIRE_CA_FILE, if set \
+                  (a private CA, a self-signed test certificate). The system's store is not read."
+)]
 struct Cli {
     #[command(subcommand)]
     protocol: Protocol,
@@ -42,7 +49,12 @@ enum Protocol {
 }
 
 fn main() -> ExitCode {
-    match Cli::parse().protocol {
+    let cli = Cli::parse();
+    if let Err(e) = agentwire_native::tls::add_root_certificates_from_env() {
+        out::errln!("agentwire: {}", e.message);
+        return ExitCode::FAILURE;
+    }
+    match cli.protocol {
         Protocol::Rkt(command) => rkt::run(command),
         Protocol::Moltzap(command) => moltzap::run(command),
         Protocol::Switch(command) => switch::run(command),

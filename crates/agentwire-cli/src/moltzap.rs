@@ -77,7 +77,7 @@ enum Gen {
 
 #[derive(Args)]
 pub struct Conn {
-    /// The server's WebSocket URL
+    /// The server's WebSocket URL (`ws://`, or `wss://` for TLS)
     #[arg(long, default_value_t = format!("ws://127.0.0.1:{DEFAULT_PORT}/ws"))]
     url: String,
     /// The agent key (`moltzap_agent_…`)

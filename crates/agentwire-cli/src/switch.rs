@@ -95,7 +95,8 @@ pub enum FilterArg {
 
 #[derive(Args)]
 pub struct Conn {
-    /// The server's origin (`http://host:port` or `ws://host:port`, optionally with a path prefix)
+    /// The server's origin (`http://host:port`, `ws://host:port`, or `https://`/`wss://` for TLS;
+    /// optionally with a path prefix)
     #[arg(long, default_value_t = format!("http://127.0.0.1:{DEFAULT_PORT}"))]
     url: String,
     /// The agent's API key

@@ -200,18 +200,11 @@ fn errors_exit_non_zero_with_a_clear_message() {
     assert!(!status.success());
     assert!(err.contains("UUID"), "{err}");
 
-    let (status, _, err) = run_full(&[
-        "switch",
-        "ops",
-        "--url",
-        "https://example.com",
-        "--agent",
-        "a",
-        "--key",
-        "k",
-    ]);
+    // https:// to the plain peer: TLS is attempted, and its handshake fails.
+    let tls_url = p.url.replace("http://", "https://");
+    let (status, _, err) = run_full(&["switch", "ops", "--url", &tls_url, "--agent", "a", "--key", "k"]);
     assert!(!status.success());
-    assert!(err.contains("no TLS"), "{err}");
+    assert!(err.contains("TLS handshake"), "{err}");
 
     let (status, _, err) = run_full(&["switch", "ops", "--url", &p.url, "--key", "k"]);
     assert!(!status.success(), "--agent is required");

@@ -24,6 +24,7 @@ pub mod moltzap;
 mod pump;
 pub mod rkt;
 pub mod switch;
+pub mod tls;
 mod wire;
 
 pub use clock::{now_ms, OsEntropy};

@@ -2,6 +2,7 @@
 //! moves frames between it and an [`Engine`] (a sans-IO session). A driver keeps only what is
 //! its protocol's own: the events, the commands, the timers.
 
+use crate::tls;
 use agentwire_core::{Millis, Outgoing};
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use std::future::Future;
@@ -9,7 +10,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tokio_tungstenite::tungstenite::error::UrlError;
 use tokio_tungstenite::tungstenite::handshake::client::Request;
@@ -123,24 +123,36 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
     }
 }
 
-/// Opens a client WebSocket (`ws://` only) over a [`Counted`] TCP stream, with Nagle off.
+/// Why [`connect`] failed: dialing (TCP, TLS; see [`crate::tls`]), or the WebSocket upgrade.
+pub(crate) enum ConnectError {
+    Dial(agentwire_core::Error),
+    Ws(WsError),
+}
+
+impl From<WsError> for ConnectError {
+    fn from(e: WsError) -> Self {
+        ConnectError::Ws(e)
+    }
+}
+
+/// Opens a client WebSocket (`ws://`, or `wss://` over TLS; see [`crate::tls::dial`]) over a
+/// [`Counted`] stream. Over TLS the count is of the plaintext the TLS layer took, which it takes
+/// only as its own buffer (at most rustls' 64 KiB) drains into the socket: progress still means
+/// the peer reads.
 pub(crate) async fn connect(
     request: Request,
     cfg: WebSocketConfig,
-) -> Result<WebSocketStream<Counted<TcpStream>>, WsError> {
+) -> Result<WebSocketStream<Counted<tls::Stream>>, ConnectError> {
     let uri = request.uri();
-    if uri.scheme_str() == Some("wss") {
-        return Err(WsError::Url(UrlError::TlsFeatureNotEnabled));
-    }
     let host = uri.host().ok_or(WsError::Url(UrlError::NoHostName))?;
-    let port = match (uri.port_u16(), uri.scheme_str()) {
-        (Some(port), _) => port,
-        (None, Some("ws")) => 80,
-        _ => return Err(WsError::Url(UrlError::UnsupportedUrlScheme)),
+    let tls = match uri.scheme_str() {
+        Some("ws") => false,
+        Some("wss") => true,
+        _ => return Err(WsError::Url(UrlError::UnsupportedUrlScheme).into()),
     };
-    let tcp = TcpStream::connect(format!("{host}:{port}")).await?;
-    tcp.set_nodelay(true)?;
-    let (ws, _) = tokio_tungstenite::client_async_with_config(request, Counted::new(tcp), Some(cfg)).await?;
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let stream = tls::dial(host, port, tls).await.map_err(ConnectError::Dial)?;
+    let (ws, _) = tokio_tungstenite::client_async_with_config(request, Counted::new(stream), Some(cfg)).await?;
     Ok(ws)
 }
 

@@ -1,18 +1,17 @@
-//! A small HTTP/1.1 client over a tokio `TcpStream`, shared by the drivers (Switch operations,
+//! A small HTTP/1.1 client over a [`crate::tls::dial`] stream (plain, or TLS for `https://`), shared by the drivers (Switch operations,
 //! beats and SSE streams; MoltZap registration): one request per connection
 //! (`Connection: close`) with `Authorization: Bearer <key>` added when a key is given, the response head
 //! read with `httparse` (at most [`MAX_HEAD_BYTES`]), and the body by `Content-Length`,
 //! `chunked` (decoded incrementally, so an SSE stream is read as it arrives) or up to the close.
-//! No TLS.
 
 mod chunked;
 
+use crate::tls::{self, Stream};
 use agentwire_core::{Error, ErrorKind, HttpRequest};
 use chunked::Dechunker;
 use std::fmt::Write as _;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// Largest response head (status line and headers).
 pub(crate) const MAX_HEAD_BYTES: usize = 16 << 10;
@@ -21,11 +20,17 @@ const MAX_HEADERS: usize = 64;
 /// Bytes read from the socket at a time.
 const READ_BUF: usize = 16 << 10;
 
-/// Where requests go: `http://host:port[/prefix]` or `ws://…` (the same server).
+/// Where requests go: `http://host:port[/prefix]` or `ws://…` (the same server); `https://` or
+/// `wss://` for TLS (default port 443).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Origin {
-    /// `host:port`, the `Host` header and what the socket connects to.
+    /// `host:port`, the `Host` header (the port always given).
     pub(crate) authority: String,
+    /// What the socket connects to (an IPv6 host in brackets).
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    /// `https://` or `wss://`.
+    pub(crate) tls: bool,
     /// A path prefix before every `/agents/...` path, without a trailing `/` (often empty).
     pub(crate) prefix: String,
 }
@@ -33,13 +38,15 @@ pub(crate) struct Origin {
 impl Origin {
     pub(crate) fn parse(origin: &str) -> Result<Origin, Error> {
         let invalid = |m: &str| Error::new(ErrorKind::Invalid, format!("{origin}: {m}"));
-        let rest = match origin.split_once("://") {
-            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("ws") => rest,
-            Some((scheme, _)) if scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("wss") => {
-                return Err(invalid("this build has no TLS support"))
+        let (tls, rest) = match origin.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("ws") => {
+                (false, rest)
             }
-            Some(_) => return Err(invalid("expected an http:// or ws:// origin")),
-            None => origin,
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("wss") => {
+                (true, rest)
+            }
+            Some(_) => return Err(invalid("expected an http://, https://, ws:// or wss:// origin")),
+            None => (false, origin),
         };
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         if authority.is_empty()
@@ -48,14 +55,17 @@ impl Origin {
         {
             return Err(invalid("no host"));
         }
-        let has_port = authority
-            .rsplit_once(':')
-            .is_some_and(|(h, p)| p.parse::<u16>().is_ok() && (!h.contains(':') || h.ends_with(']')));
-        let authority = if has_port {
-            authority.to_owned()
-        } else {
-            format!("{authority}:80")
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') || h.ends_with(']') => match p.parse::<u16>() {
+                Ok(port) => (h, port),
+                Err(_) => return Err(invalid("bad port")),
+            },
+            _ => (authority, if tls { 443 } else { 80 }),
         };
+        if host.is_empty() {
+            return Err(invalid("no host"));
+        }
+        let authority = format!("{host}:{port}");
         let path = path.trim_end_matches('/');
         if path.chars().any(|c| "?# ".contains(c) || c.is_control()) {
             return Err(invalid("the origin may not carry a query, a fragment or spaces"));
@@ -65,12 +75,24 @@ impl Origin {
         } else {
             format!("/{path}")
         };
-        Ok(Origin { authority, prefix })
+        Ok(Origin {
+            authority,
+            host: host.to_owned(),
+            port,
+            tls,
+            prefix,
+        })
     }
 
     /// The WebSocket URL of a request path (`/agents/...?...`).
     pub(crate) fn ws_url(&self, path: &str) -> String {
-        format!("ws://{}{}{path}", self.authority, self.prefix)
+        let scheme = if self.tls { "wss" } else { "ws" };
+        format!("{scheme}://{}{}{path}", self.authority, self.prefix)
+    }
+
+    /// Connects to it (TCP, and TLS for `https://`): [`tls::dial`].
+    pub(crate) async fn dial(&self) -> Result<Stream, Error> {
+        tls::dial(&self.host, self.port, self.tls).await
     }
 }
 
@@ -174,7 +196,7 @@ enum Body {
 #[derive(Debug)]
 pub(crate) struct Response {
     pub(crate) status: u16,
-    stream: TcpStream,
+    stream: Stream,
     /// Bytes read past the head and not decoded yet.
     pending: Vec<u8>,
     body: Body,
@@ -184,10 +206,7 @@ impl Response {
     /// Connects, sends the request and reads the head. Not bounded in time: the caller bounds it.
     pub(crate) async fn send(origin: &Origin, key: Option<&str>, request: &HttpRequest) -> Result<Response, Error> {
         let bytes = request_bytes(origin, key, request)?;
-        let mut stream = TcpStream::connect(&origin.authority)
-            .await
-            .map_err(|e| closed(format!("cannot connect to {}: {e}", origin.authority)))?;
-        let _ = stream.set_nodelay(true);
+        let mut stream = origin.dial().await?;
         stream
             .write_all(&bytes)
             .await
@@ -345,10 +364,16 @@ mod tests {
         assert_eq!(o.ws_url("/agents/a"), "ws://localhost:80/base/agents/a");
         let o = Origin::parse("[::1]").unwrap();
         assert_eq!(o.authority, "[::1]:80");
+        let o = Origin::parse("https://example.com/base").unwrap();
+        assert_eq!((o.authority.as_str(), o.port, o.tls), ("example.com:443", 443, true));
+        assert_eq!(o.ws_url("/agents/a"), "wss://example.com:443/base/agents/a");
+        let o = Origin::parse("wss://[::1]:8443").unwrap();
+        assert_eq!((o.host.as_str(), o.port, o.tls), ("[::1]", 8443, true));
+        let o = Origin::parse("http://h").unwrap();
+        assert_eq!((o.port, o.tls), (80, false));
         for bad in [
-            "https://x",
-            "wss://x",
             "ftp://x",
+            "http://h:x",
             "http://",
             "http://u@h/",
             "http://h/?q",
@@ -356,7 +381,6 @@ mod tests {
         ] {
             assert_eq!(Origin::parse(bad).unwrap_err().kind, ErrorKind::Invalid, "{bad}");
         }
-        assert!(Origin::parse("https://x").unwrap_err().message.contains("no TLS"));
     }
 
     #[test]

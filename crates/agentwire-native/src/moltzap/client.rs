@@ -4,15 +4,14 @@
 
 use crate::call::{self, Caller, Waiting};
 use crate::pump::{pump, Handler};
-use crate::wire::{self, frame_limit, Counted, Wire};
+use crate::tls::Stream;
+use crate::wire::{self, frame_limit, ConnectError, Counted, Wire};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::{Credentials, Event, Generation, HelloOk, MoltZapError, RequestId, Session, SessionConfig};
 use std::time::Duration;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::error::UrlError;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
 
@@ -177,7 +176,7 @@ impl MoltZapClient {
 async fn open(
     url: &str,
     cfg: &SessionConfig,
-) -> Result<tokio_tungstenite::WebSocketStream<Counted<TcpStream>>, MoltZapError> {
+) -> Result<tokio_tungstenite::WebSocketStream<Counted<Stream>>, MoltZapError> {
     let request = url.into_client_request().map_err(|e| connect_error(url, e))?;
     let limit = frame_limit(cfg.decode.max_message_bytes);
     let ws_cfg = WebSocketConfig::default()
@@ -189,7 +188,11 @@ async fn open(
     Ok(ws)
 }
 
-fn connect_error(url: &str, e: WsError) -> MoltZapError {
+fn connect_error(url: &str, e: impl Into<ConnectError>) -> MoltZapError {
+    let e = match e.into() {
+        ConnectError::Dial(e) => return MoltZapError::local(e.kind, format!("cannot connect to {url}: {}", e.message)),
+        ConnectError::Ws(e) => e,
+    };
     let (kind, m) = match e {
         WsError::Http(resp) => {
             let body = resp.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
@@ -206,9 +209,6 @@ fn connect_error(url: &str, e: WsError) -> MoltZapError {
                     body.trim()
                 ),
             )
-        }
-        WsError::Url(UrlError::TlsFeatureNotEnabled) => {
-            (ErrorKind::Invalid, format!("{url}: this build has no TLS support"))
         }
         WsError::Url(e) => (ErrorKind::Invalid, format!("{url}: {e}")),
         WsError::HttpFormat(e) => (ErrorKind::Invalid, format!("{url} is not a ws:// URL: {e}")),
@@ -232,7 +232,7 @@ struct Routes {
 
 /// The task that owns the socket and the session.
 async fn drive(
-    mut wire: Wire<TcpStream>,
+    mut wire: Wire<Stream>,
     mut session: Session,
     mut routes: Routes,
     mut inbox: mpsc::UnboundedReceiver<Command>,

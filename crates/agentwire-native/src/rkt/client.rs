@@ -4,7 +4,8 @@
 
 use crate::call::{self, Caller, CancelOnDrop, Waiting};
 use crate::pump::{pump, Handler};
-use crate::wire::{self, frame_limit, Wire};
+use crate::tls::Stream;
+use crate::wire::{self, frame_limit, ConnectError, Wire};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
@@ -14,10 +15,9 @@ use agentwire_rkt::{
 };
 use serde_json::Value;
 use std::time::{Duration, Instant};
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::error::{ProtocolError, UrlError};
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::http::{header::SEC_WEBSOCKET_PROTOCOL, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
@@ -322,7 +322,11 @@ impl RktClient {
     }
 }
 
-fn connect_error(url: &str, e: WsError) -> RktError {
+fn connect_error(url: &str, e: impl Into<ConnectError>) -> RktError {
+    let e = match e.into() {
+        ConnectError::Dial(e) => return RktError::local(e.kind, format!("cannot connect to {url}: {}", e.message)),
+        ConnectError::Ws(e) => e,
+    };
     match e {
         WsError::Http(resp) => {
             let body = resp.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
@@ -337,9 +341,6 @@ fn connect_error(url: &str, e: WsError) -> RktError {
             ErrorKind::Protocol,
             format!("{url} did not accept the subprotocol {SUBPROTOCOL}: {e}"),
         ),
-        WsError::Url(UrlError::TlsFeatureNotEnabled) => {
-            RktError::local(ErrorKind::Invalid, format!("{url}: this build has no TLS support"))
-        }
         WsError::Url(e) => RktError::local(ErrorKind::Invalid, format!("{url}: {e}")),
         e => RktError::local(ErrorKind::Closed, format!("cannot connect to {url}: {e}")),
     }
@@ -358,7 +359,7 @@ struct Routes {
 
 /// The task that owns the socket and the session.
 async fn drive(
-    mut wire: Wire<TcpStream>,
+    mut wire: Wire<Stream>,
     mut session: ClientSession,
     mut routes: Routes,
     mut inbox: mpsc::UnboundedReceiver<Command>,

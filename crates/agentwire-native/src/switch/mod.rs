@@ -1,6 +1,6 @@
 //! Switch Rooms over tokio: [`SwitchClient`], an agent connection (WebSocket, or the released
 //! generation's SSE stream plus beats) driven by the sans-IO [`agentwire_switch::Connection`],
-//! and operations over plain HTTP/1.1.
+//! and operations over HTTP/1.1.
 //!
 //! The engine decides everything about the protocol (open parameters, pongs, beats, resume,
 //! gaps, reconnects and when to stop); the task behind a client only performs its transmits and
@@ -25,7 +25,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! No TLS: `https://` and `wss://` origins are refused.
+//! `https://` and `wss://` origins use TLS for everything (WebSocket, SSE, operations), with the
+//! trust of [`crate::tls`]; `http://` and `ws://` stay plain.
 
 mod client;
 mod driver;

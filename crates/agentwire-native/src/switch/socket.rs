@@ -2,20 +2,20 @@
 //! arrives as the engine's inputs, writing the pong, and dropping it.
 
 use crate::http::{Origin, Response};
+use crate::tls::Stream;
 use crate::wire::{write_blocked, WRITE_TIMEOUT};
 use agentwire_switch::connection::OpenRequest;
 use agentwire_switch::Wire;
 use futures_util::{SinkExt, StreamExt};
 use std::sync::Arc;
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::WebSocketStream;
 
-type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+type Ws = WebSocketStream<Stream>;
 
 /// How long a closing handshake may take (here in its own task): the one every driver uses.
 pub(crate) use crate::wire::CLOSE_GRACE;
@@ -87,7 +87,12 @@ impl Dialer {
         let cfg = WebSocketConfig::default()
             .max_message_size(Some(limit))
             .max_frame_size(Some(limit));
-        match tokio_tungstenite::connect_async_with_config(request, Some(cfg), true).await {
+        let stream = self
+            .origin
+            .dial()
+            .await
+            .map_err(|e| (None, format!("cannot open {url}: {}", e.message)))?;
+        match tokio_tungstenite::client_async_with_config(request, stream, Some(cfg)).await {
             Ok((ws, _)) => Ok(Socket::Ws(Box::new(ws))),
             Err(WsError::Http(response)) => {
                 let body = response

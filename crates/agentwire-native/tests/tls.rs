@@ -1,0 +1,244 @@
+//! Every protocol over TLS on 127.0.0.1: each server (the RKT reference server, the MoltZap and
+//! Switch test peers) sits behind a TLS-terminating proxy task (tokio-rustls) with a certificate
+//! made here (rcgen, self-signed for 127.0.0.1) and trusted through
+//! `agentwire_native::tls::add_root_certificates`. A certificate that is not trusted fails with
+//! kind `auth`, not retryable, saying so. Every test is bounded.
+
+// The engines' errors are large and returned by value, as the engines do.
+#![allow(clippy::result_large_err)]
+
+mod common;
+mod switch_common;
+
+use agentwire_core::ErrorKind;
+use agentwire_moltzap::register::Registration;
+use agentwire_moltzap::{Credentials, GenerationChoice};
+use agentwire_native::moltzap::{register, MoltZapClient, MoltZapConfig};
+use agentwire_native::rkt::RktClient;
+use agentwire_native::switch::{self, SwitchClient, SwitchOptions};
+use agentwire_native::tls;
+use agentwire_peer_switch::Generation;
+use agentwire_rkt::reference::ReferenceConfig;
+use agentwire_rkt::{ClientConfig, RequestOptions};
+use agentwire_switch::ops::{ConnectToRoom, PostMessage};
+use agentwire_switch::{Event, Transport, Wire};
+use common::bounded;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+
+/// A certificate and its key (PKCS#8 DER).
+struct Cert {
+    der: CertificateDer<'static>,
+    pem: String,
+    key: Vec<u8>,
+}
+
+fn make_cert() -> Cert {
+    let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+    Cert {
+        der: ck.cert.der().clone(),
+        pem: ck.cert.pem(),
+        key: ck.key_pair.serialize_der(),
+    }
+}
+
+/// The certificate the tests trust (added to the process's roots once).
+fn trusted() -> &'static Cert {
+    static CERT: OnceLock<Cert> = OnceLock::new();
+    CERT.get_or_init(|| {
+        let cert = make_cert();
+        assert_eq!(tls::add_root_certificates(cert.pem.as_bytes()).unwrap(), 1);
+        cert
+    })
+}
+
+/// A TLS-terminating proxy on 127.0.0.1 presenting `cert`, piping each connection to `backend`.
+async fn tls_proxy(cert: &Cert, backend: SocketAddr) -> SocketAddr {
+    #[allow(deprecated)] // ring's provider (see agentwire_native::tls)
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der.clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key.clone())),
+        )
+        .unwrap();
+    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let Ok(mut plain) = TcpStream::connect(backend).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    addr
+}
+
+/// The `host:port` of an `http://` or `ws://` URL.
+fn addr_of(url: &str) -> SocketAddr {
+    let rest = url.split_once("://").unwrap().1;
+    rest.split('/').next().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn rkt_request_over_tls() {
+    bounded(async {
+        let srv = common::server(ReferenceConfig::default()).await;
+        let proxy = tls_proxy(trusted(), srv.local_addr()).await;
+        // rkts:// resolves to wss://host:port/rkt.
+        for address in [format!("rkts://{proxy}"), format!("wss://{proxy}/rkt")] {
+            let c = RktClient::connect(&address, ClientConfig::default()).await.unwrap();
+            assert_eq!(c.server_info().agreed_version, 1);
+            let echo = c
+                .request("echo", Some(json!({"city": "Seoul"})), RequestOptions::default())
+                .await
+                .unwrap();
+            assert_eq!(echo, json!({"intent": "echo", "data": {"city": "Seoul"}}));
+            c.close().await;
+        }
+        srv.shutdown().await.unwrap();
+    })
+    .await
+}
+
+#[tokio::test]
+async fn moltzap_register_and_connect_over_tls() {
+    bounded(async {
+        let h = agentwire_peer_moltzap::spawn(
+            TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            agentwire_peer_moltzap::PeerConfig::default(),
+        )
+        .unwrap();
+        let proxy = tls_proxy(trusted(), addr_of(&h.http_url())).await;
+        let wait = Duration::from_secs(5);
+        let key = register(&format!("https://{proxy}"), &Registration::new("alice"), wait)
+            .await
+            .unwrap()
+            .api_key;
+        let mut cfg = MoltZapConfig::default();
+        cfg.session.generation = GenerationChoice::Auto;
+        cfg.session.handshake_timeout_ms = 3_000;
+        let c = MoltZapClient::connect(&format!("wss://{proxy}/ws"), Credentials::AgentKey(key), cfg)
+            .await
+            .unwrap();
+        assert_eq!(c.info().url, format!("wss://{proxy}/ws"));
+        c.close().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switch_connect_and_post_over_tls_on_both_wires() {
+    use switch_common::*;
+    bounded(async {
+        for (generation, transport, wire) in [
+            (Generation::Current, Transport::WebSocket, Wire::WebSocket),
+            (Generation::Released, Transport::Sse, Wire::Sse),
+        ] {
+            let w = world(peer_config(generation)).await;
+            let proxy = tls_proxy(trusted(), w.h.addr()).await;
+            let origin = format!("https://{proxy}");
+            let connect = |key: String, cfg| {
+                let origin = origin.clone();
+                async move {
+                    tokio::time::timeout(
+                        WAIT,
+                        SwitchClient::connect_with(&origin, &key, cfg, SwitchOptions::default()),
+                    )
+                    .await
+                    .expect("connect is bounded")
+                    .unwrap()
+                }
+            };
+            let a = connect(w.a.key.clone(), config(&w.a, transport, &[])).await;
+            let mut b = connect(w.b.key.clone(), config(&w.b, transport, &[&w.room])).await;
+            match next(&mut b).await {
+                Event::Connected { wire: got, .. } => assert_eq!(got, wire),
+                other => panic!("{other:?}"),
+            }
+            a.call(&ConnectToRoom::new(&w.room)).await.unwrap();
+            a.call(&PostMessage::new("over tls")).await.unwrap();
+            let (event, _) = next_domain(&mut b, &mut Vec::new()).await;
+            assert_eq!(event.message().unwrap().body, "over tls");
+            // The one-shot operations of the module take https:// too.
+            let ops = switch::list_ops(&origin, &w.a.key, &w.a.id, WAIT).await.unwrap();
+            assert!(!ops.operations.is_empty());
+            a.close().await;
+            b.close().await;
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn an_untrusted_certificate_is_an_auth_error_that_says_so() {
+    bounded(async {
+        let _ = trusted(); // another certificate is trusted: not this one
+        let stranger = make_cert();
+        // No backend: the handshake fails before the proxy would connect to it.
+        let dead: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let proxy = tls_proxy(&stranger, dead).await;
+
+        let e = RktClient::connect(&format!("rkts://{proxy}"), ClientConfig::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+        assert!(!e.error.retryable, "{e}");
+        assert!(e.error.message.contains("not trusted"), "{e}");
+        assert!(e.error.message.contains("AGENTWIRE_CA_FILE"), "{e}");
+
+        let cfg = MoltZapConfig::default();
+        let creds = Credentials::AgentKey("k".into());
+        let e = MoltZapClient::connect(&format!("wss://{proxy}/ws"), creds, cfg)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+        assert!(e.error.message.contains("not trusted"), "{e}");
+
+        let e = switch::list_ops(&format!("https://{proxy}"), "k", "a", Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Auth, "{e}");
+        assert!(!e.retryable && e.message.contains("not trusted"), "{e}");
+    })
+    .await
+}
+
+#[tokio::test]
+async fn tls_to_a_plain_server_is_a_retryable_closed_error() {
+    bounded(async {
+        let srv = common::server(ReferenceConfig::default()).await;
+        let e = RktClient::connect(&format!("rkts://{}", srv.local_addr()), ClientConfig::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+        assert!(e.error.retryable, "{e}");
+        assert!(e.error.message.contains("TLS handshake"), "{e}");
+        srv.shutdown().await.unwrap();
+    })
+    .await
+}
+
+#[test]
+fn root_certificates_that_do_not_parse_are_invalid() {
+    let e = tls::add_root_certificates(b"not a certificate").unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    let e = tls::add_root_certificates(b"-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n").unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid);
+}
