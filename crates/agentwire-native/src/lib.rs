@@ -7,6 +7,8 @@
 //!   [`moltzap::register`].
 //! - [`switch`]: [`switch::SwitchClient`], a Switch Rooms agent connection (WebSocket, or SSE
 //!   plus beats for switch-core 0.19) with operations over HTTP/1.1.
+//! - [`tls`]: every client connection is plain (`ws://`, `http://`) or TLS (`wss://`,
+//!   `https://`; rustls on ring, webpki-roots plus the roots added there).
 //!
 //! The RKT and MoltZap drivers keep their socket in a `wire::Wire`, the WebSocket plumbing they
 //! share, and take their calls through `call` (a dropped call cancels its command in the

@@ -1,12 +1,12 @@
 //! TLS for every connection the drivers open, and the one function that opens them.
 //!
-//! [`dial`] connects to an origin (host, port, TLS or not) and returns a [`Stream`]: the RKT and
-//! MoltZap WebSockets, the Switch WebSocket, SSE stream and operations, and MoltZap's
-//! registration all go through it. `wss://` and `https://` are TLS (rustls on ring, TLS 1.2 and
+//! One crate-private function, `dial`, connects to an origin (host, port, TLS or not) and returns
+//! a stream (plain TCP or TLS over it): the RKT and MoltZap WebSockets, the Switch WebSocket, SSE
+//! stream and operations, and MoltZap's registration all go through it. `wss://` and `https://` are TLS (rustls on ring, TLS 1.2 and
 //! 1.3, ALPN `http/1.1`), with the URL's host as the server name (SNI; an IP address is checked
 //! against the certificate's IP names and sends no SNI) and 443 as the default port; `ws://` and
 //! `http://` stay plain TCP. (`rkt://` addresses resolve to `ws://`, `rkts://` to `wss://`: see
-//! [`agentwire_rkt::resolve`].)
+//! [`agentwire_rkt::resolve()`].)
 //!
 //! The server's certificate is checked against the Mozilla roots of `webpki-roots` plus the
 //! certificates added with [`add_root_certificates`] (PEM) or [`add_root_certificate_der`]: one

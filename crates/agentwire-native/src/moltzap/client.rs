@@ -82,7 +82,8 @@ impl std::fmt::Debug for MoltZapClient {
 }
 
 impl MoltZapClient {
-    /// Opens the WebSocket at `url` (`ws://host:port/ws`) and authenticates, in the generation
+    /// Opens the WebSocket at `url` (`ws://host:port/ws`, or `wss://` over TLS: see
+    /// [`crate::tls`]) and authenticates, in the generation
     /// of `cfg.session.generation`. The upgrade and the handshake each take at most
     /// `handshake_timeout_ms`. A refused connect (`auth`), a protocol version out of range
     /// (`version`) or a timeout is the error; the socket is then closed.

@@ -1,4 +1,5 @@
-//! RKT over WebSocket (`ws://host:7749/rkt`, subprotocol `rkt.1.0`).
+//! RKT over WebSocket (`ws://host:7749/rkt`, or `wss://` over TLS: see [`crate::tls`];
+//! subprotocol `rkt.1.0`). The reference server serves plain `ws://`.
 
 pub mod client;
 pub mod server;

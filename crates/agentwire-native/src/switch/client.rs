@@ -78,8 +78,8 @@ impl SwitchClient {
         Self::connect_with(origin, key, cfg, SwitchOptions::default()).await
     }
 
-    /// Opens the connection at `origin` (`http://host:port` or `ws://host:port`, optionally with
-    /// a path prefix) with `key`, and resolves on the first `connection_state`. It fails with the
+    /// Opens the connection at `origin` (`http://host:port` or `ws://host:port`, `https://` or
+    /// `wss://` for TLS (see [`crate::tls`]), optionally with a path prefix) with `key`, and resolves on the first `connection_state`. It fails with the
     /// error of the engine's `Stopped` (a refusal, a bad key, a server without the chosen
     /// transport) as soon as the engine gives up, or with a `timeout` error when nothing attached
     /// within [`SwitchOptions::connect_timeout`] (default [`CONNECT_OPEN_TIMEOUTS`] ×
