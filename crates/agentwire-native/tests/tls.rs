@@ -242,3 +242,94 @@ fn root_certificates_that_do_not_parse_are_invalid() {
     let e = tls::add_root_certificates(b"-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n").unwrap_err();
     assert_eq!(e.kind, ErrorKind::Invalid);
 }
+
+/// A bare RKT peer over TLS (presenting the trusted certificate) for one connection: the
+/// upgrade, a HELLO_ACK to the client's HELLO, then it holds the socket and reads nothing.
+/// Returns the `wss://` URL.
+#[allow(clippy::result_large_err)] // tungstenite's upgrade callback returns its `ErrorResponse`
+async fn stalling_tls_peer() -> String {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let cert = trusted();
+    #[allow(deprecated)]
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der.clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key.clone())),
+        )
+        .unwrap();
+    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("wss://{}/rkt", listener.local_addr().unwrap());
+    tokio::spawn(tokio::time::timeout(Duration::from_secs(30), async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let tls = acceptor.accept(tcp).await.unwrap();
+        let echo = |_: &Request, mut resp: Response| {
+            resp.headers_mut()
+                .insert("Sec-WebSocket-Protocol", "rkt.1.0".parse().unwrap());
+            Ok(resp)
+        };
+        let mut ws = tokio_tungstenite::accept_hdr_async(tls, echo).await.unwrap();
+        let hello = loop {
+            match ws.next().await {
+                Some(Ok(Message::Text(t))) => break t.to_string(),
+                Some(Ok(_)) => continue,
+                _ => return,
+            }
+        };
+        let id = hello
+            .lines()
+            .find_map(|l| l.strip_prefix("Message-ID: "))
+            .unwrap()
+            .trim()
+            .to_string();
+        let ack = format!(
+            "RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: ack-1\nReply-To: {id}\nSession-ID: s-1\n\
+             Timestamp: 2026-06-28T12:00:00Z\nTTL: 30\nContent-Type: application/json\n\n\
+             {{\"agreed_version\":1,\"session_timeout\":300}}"
+        );
+        ws.send(Message::text(ack)).await.unwrap();
+        std::future::pending::<()>().await
+    }));
+    url
+}
+
+/// The write bound holds over TLS: a peer that stops reading while the client writes a 40 MiB
+/// request (far more than the TCP buffers and rustls' 64 KiB hold) ends the connection once the
+/// write has made no progress for 5 s, and the request fails `closed` instead of waiting for
+/// its 30 s TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_tls_a_write_that_makes_no_progress_is_cut() {
+    bounded(async {
+        let url = stalling_tls_peer().await;
+        let cfg = ClientConfig {
+            max_message_size: 64 << 20,
+            keepalive: false,
+            ..ClientConfig::default()
+        };
+        let c = RktClient::connect(&url, cfg).await.unwrap();
+        let pad = "x".repeat(40 << 20);
+        let started = std::time::Instant::now();
+        let e = tokio::time::timeout(
+            Duration::from_secs(15),
+            c.request("echo", Some(json!({ "pad": pad })), RequestOptions::default()),
+        )
+        .await
+        .expect("the request still waiting 15 s later: the write is not bounded over TLS")
+        .unwrap_err();
+        eprintln!("failed after {:?}: {e}", started.elapsed());
+        assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+        assert!(e.error.message.contains("write blocked"), "{e}");
+        assert!(started.elapsed() >= Duration::from_secs(5), "{e}");
+        tokio::time::timeout(Duration::from_secs(4), c.close())
+            .await
+            .expect("close() still waiting");
+    })
+    .await
+}
