@@ -57,8 +57,8 @@ fn trusted() -> &'static Cert {
     })
 }
 
-/// A TLS-terminating proxy on 127.0.0.1 presenting `cert`, piping each connection to `backend`.
-async fn tls_proxy(cert: &Cert, backend: SocketAddr) -> SocketAddr {
+/// A TLS server side presenting `cert`.
+fn acceptor(cert: &Cert) -> TlsAcceptor {
     #[allow(deprecated)] // ring's provider (see agentwire_native::tls)
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
@@ -70,7 +70,12 @@ async fn tls_proxy(cert: &Cert, backend: SocketAddr) -> SocketAddr {
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key.clone())),
         )
         .unwrap();
-    let acceptor = TlsAcceptor::from(Arc::new(config));
+    TlsAcceptor::from(Arc::new(config))
+}
+
+/// A TLS-terminating proxy on 127.0.0.1 presenting `cert`, piping each connection to `backend`.
+async fn tls_proxy(cert: &Cert, backend: SocketAddr) -> SocketAddr {
+    let acceptor = acceptor(cert);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -253,18 +258,7 @@ async fn stalling_tls_peer() -> String {
     use tokio_tungstenite::tungstenite::Message;
 
     let cert = trusted();
-    #[allow(deprecated)]
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der.clone()],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key.clone())),
-        )
-        .unwrap();
-    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let acceptor = acceptor(cert);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("wss://{}/rkt", listener.local_addr().unwrap());
     tokio::spawn(tokio::time::timeout(Duration::from_secs(30), async move {
