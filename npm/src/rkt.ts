@@ -99,8 +99,10 @@ export class RktClient extends Client<RktEvent> {
     this.server = server;
   }
 
-  /** Connects to `address` (`rkt://host`, `host[:port]`, `ws://…`) and completes the handshake
-   * (bounded by `handshakeTimeoutMs`, and by `timeoutMs` / `signal` when given). */
+  /** Connects to `address` (`rkt://host`, `host[:port]`, `ws://…`) and completes the handshake:
+   * the socket's open and then the handshake are each bounded by `handshakeTimeoutMs` (a socket
+   * not open by then rejects with kind `timeout`), the whole by `timeoutMs` / `signal` when
+   * given. */
   static connect(address: string, opts: RktConnectOptions = {}): Promise<RktClient> {
     const events = new Events<RktEvent>("closed", opts as ConnectOptions);
     return open(

@@ -4,6 +4,7 @@
 //   /rkt/huge         a real HELLO_ACK, then a text frame of 64 MiB + 1 at the first REQUEST
 //   /moltzap/garbage  the connect answered, then garbage and binary at the first call, then the socket dies
 //   /switch/...       (any /agents/ path) the upgrade accepted with agentwire.v1, garbage, then the socket dies
+//   /silent           the TCP connection accepted, the WebSocket upgrade never answered
 // Prints `listening on ws://127.0.0.1:PORT`; stops by itself after `--for-ms` (default 120 s).
 import { WebSocketServer } from "ws";
 
@@ -14,6 +15,10 @@ const wss = new WebSocketServer({
   host: "127.0.0.1",
   port: 0,
   handleProtocols: (protocols) => (protocols.has("rkt.1.0") ? "rkt.1.0" : protocols.has("agentwire.v1") ? "agentwire.v1" : false),
+  // /silent: the upgrade request is read and never answered (the callback is never called).
+  verifyClient: (info, done) => {
+    if (!info.req.url.startsWith("/silent")) done(true);
+  },
 });
 
 function header(text, name) {

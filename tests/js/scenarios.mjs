@@ -449,6 +449,27 @@ export const scenarios = {
     mz.free();
   },
 
+  // A server that accepts the TCP connection and never answers the WebSocket upgrade: the
+  // connect is bounded by handshakeTimeoutMs (the socket's open, then the handshake), not left
+  // to the host's own connect timeout (minutes).
+  async "rkt connect to a server that never answers the upgrade fails with timeout at handshakeTimeoutMs"(aw, env) {
+    const start = Date.now();
+    const e = await rejects(aw, aw.RktClient.connect(`${env.garbage}/silent`, opts(env, { handshakeTimeoutMs: 1000 })), "timeout", "RKT, no upgrade");
+    const took = Date.now() - start;
+    check(took >= 900 && took < 5000, `RKT, no upgrade: rejected after ${took} ms`);
+    check(e.retryable && /did not open within 1000 ms/.test(e.message), `RKT, no upgrade: ${JSON.stringify(e.info)}`);
+  },
+
+  async "moltzap connect to a server that never answers the upgrade fails with timeout at handshakeTimeoutMs"(aw, env) {
+    const start = Date.now();
+    const events = [];
+    const connecting = aw.MoltZapClient.connect(`${env.garbage}/silent`, opts(env, { agentKey: "k", handshakeTimeoutMs: 1000, onEvent: (ev) => events.push(ev) }));
+    const e = await rejects(aw, connecting, "timeout", "MoltZap, no upgrade");
+    const took = Date.now() - start;
+    check(took >= 900 && took < 5000, `MoltZap, no upgrade: rejected after ${took} ms`);
+    check(e.retryable && /did not open within 1000 ms/.test(e.message), `MoltZap, no upgrade: ${JSON.stringify(e.info)}`);
+  },
+
   async "bad input: garbage, a socket dying mid-request, calls after close"(aw, env) {
     const g = env.garbage;
     // The handshake fails with the last thing that went wrong before the close: a binary frame.

@@ -158,6 +158,39 @@ pub(crate) fn timer(sink: Weak<RefCell<dyn Sink>>) -> Timer {
     Timer::new(Closure::new(move || deliver(&sink, Input::Timer)))
 }
 
+/// How long a socket may take to open: the driver's bound on the TCP connect and the WebSocket
+/// upgrade (the engine's handshake timer starts at the open), `handshakeTimeoutMs` as the native
+/// drivers have it. A socket not open by then is closed and the connect fails with `timeout`.
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+#[derive(Clone, Copy)]
+pub(crate) struct OpenDeadline {
+    pub(crate) at: Millis,
+    limit: u64,
+}
+
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+impl OpenDeadline {
+    pub(crate) fn new(now: Millis, limit: u64) -> OpenDeadline {
+        OpenDeadline {
+            at: now.saturating_add(limit),
+            limit,
+        }
+    }
+
+    /// The message of a missed deadline, when `now` is past it.
+    pub(crate) fn missed(&self, now: Millis, url: &str) -> Option<String> {
+        (now >= self.at).then(|| format!("{url}: the WebSocket did not open within {} ms", self.limit))
+    }
+
+    /// The earlier of the engine's deadline and this one (when still opening).
+    pub(crate) fn earliest(engine: Option<Millis>, open: Option<OpenDeadline>) -> Option<Millis> {
+        match (engine, open) {
+            (Some(a), Some(b)) => Some(a.min(b.at)),
+            (a, b) => a.or(b.map(|b| b.at)),
+        }
+    }
+}
+
 /// An open (or opening) WebSocket and its handlers.
 pub(crate) struct Socket {
     ws: WebSocket,

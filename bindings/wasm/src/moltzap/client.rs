@@ -6,7 +6,7 @@
 use super::options::{self, error};
 use crate::errors;
 use crate::host::{JsEntropy, Timer};
-use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket};
+use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, OpenDeadline, Sink, Socket};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::session::SendMessage;
 use agentwire_moltzap::{Credentials, Event, MoltZapError, RequestId, Session, SessionState};
@@ -30,6 +30,8 @@ struct Driver {
     on_event: Function,
     /// Until `Connected`: `(onReady(ready JSON), onFail(error))`.
     ready: Option<(Function, Function)>,
+    /// Until the socket opens: when it must have.
+    opening: Option<OpenDeadline>,
     closed: bool,
 }
 
@@ -41,6 +43,7 @@ impl Sink for Driver {
     fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) {
         match input {
             Input::Open => {
+                self.opening = None;
                 self.session.handle_open(now);
                 if let Some(credentials) = self.credentials.take() {
                     match self.session.connect(now, credentials) {
@@ -60,7 +63,7 @@ impl Sink for Driver {
                 if self.session.state() == SessionState::Closed && !self.closed {
                     // The socket never opened (refused, unreachable): the session has nothing to end.
                     let m = format!("{}: connection closed ({code} {reason}) before it opened", self.url);
-                    self.end_unopened(code, &reason, m, calls);
+                    self.end_unopened(code, &reason, closed_error(m), calls);
                 } else {
                     self.session.handle_close(now, code, &reason);
                 }
@@ -69,7 +72,14 @@ impl Sink for Driver {
                 if let Some(t) = &mut self.timer {
                     t.fired();
                 }
-                self.session.handle_timeout(now);
+                match self.opening.and_then(|o| o.missed(now, &self.url)) {
+                    // Not open in time: the socket is dropped (closed) and the connect fails.
+                    Some(m) => {
+                        let e = MoltZapError::local(ErrorKind::Timeout, m);
+                        self.end_unopened(1006, "the WebSocket did not open in time", e, calls);
+                    }
+                    None => self.session.handle_timeout(now),
+                }
             }
         }
         self.pump(now, calls);
@@ -98,7 +108,7 @@ impl Driver {
         if let Some(t) = &mut self.timer {
             match self.closed {
                 true => t.cancel(),
-                false => t.arm(self.session.poll_timeout(), now),
+                false => t.arm(OpenDeadline::earliest(self.session.poll_timeout(), self.opening), now),
             }
         }
     }
@@ -156,14 +166,15 @@ impl Driver {
         }
     }
 
-    /// Ends a connection whose socket never opened (the session never saw it): `onFail(closed)`
-    /// with `message`, then `disconnected`.
-    fn end_unopened(&mut self, code: u16, reason: &str, message: String, calls: &mut Calls) {
+    /// Ends a connection whose socket never opened (the session never saw it): `onFail(e)`,
+    /// then `disconnected`.
+    fn end_unopened(&mut self, code: u16, reason: &str, e: MoltZapError, calls: &mut Calls) {
         self.credentials = None;
+        self.opening = None;
         // Dropping the socket removes its handlers and closes it if it is still connecting.
         self.socket = None;
         if let Some((_, on_fail)) = self.ready.take() {
-            calls.push(&on_fail, error(&closed_error(message)));
+            calls.push(&on_fail, error(&e));
         }
         let reason = reason.to_string();
         self.route(Event::Disconnected { code, reason }, calls);
@@ -204,6 +215,7 @@ impl MoltZapDriver {
                 "MoltZap options: pingIntervalMs needs a transport that reports pings (MoltZapSession)",
             ));
         }
+        let opening = OpenDeadline::new(crate::host::now(), o.session.handshake_timeout_ms);
         let state = Rc::new(RefCell::new(Driver {
             session: Session::new(o.session, Box::new(JsEntropy)),
             socket: None,
@@ -214,6 +226,7 @@ impl MoltZapDriver {
             waiters: HashMap::new(),
             on_event,
             ready: Some((on_ready, on_fail)),
+            opening: Some(opening),
             closed: false,
         }));
         let sink = as_sink(&state);
@@ -222,7 +235,9 @@ impl MoltZapDriver {
         {
             let mut d = state.borrow_mut();
             d.socket = Some(socket);
-            d.timer = Some(timer(sink));
+            let mut t = timer(sink);
+            t.arm(Some(opening.at), crate::host::now());
+            d.timer = Some(t);
         }
         Ok(MoltZapDriver { state })
     }
@@ -323,7 +338,7 @@ impl MoltZapDriver {
             if d.session.state() == SessionState::Closed {
                 // Still opening: the session has no socket to close.
                 let m = format!("{}: closed by the client before the connection opened", d.url);
-                d.end_unopened(1000, "client closed", m, calls);
+                d.end_unopened(1000, "client closed", closed_error(m), calls);
             } else {
                 d.session.close(1000, "client closed");
             }

@@ -5,7 +5,7 @@
 use super::options;
 use crate::errors;
 use crate::host::{JsEntropy, Timer};
-use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket};
+use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, OpenDeadline, Sink, Socket};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
 use agentwire_rkt::json::error_json;
@@ -33,6 +33,8 @@ struct Driver {
     /// Until HELLO_ACK: `(resolve(ready JSON), reject(error))`.
     ready: Option<(Function, Function)>,
     handshake_error: Option<RktError>,
+    /// Until the socket opens: when it must have.
+    opening: Option<OpenDeadline>,
     closed: bool,
 }
 
@@ -47,7 +49,10 @@ fn body(b: Option<String>) -> JsValue {
 impl Sink for Driver {
     fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) {
         match input {
-            Input::Open => self.session.handle_open(now),
+            Input::Open => {
+                self.opening = None;
+                self.session.handle_open(now)
+            }
             Input::Text(t) => self.session.handle_text(now, &t),
             Input::Binary(b) => self.session.handle_binary(now, &b),
             Input::Closed { code, reason, .. } => self.session.handle_close(now, code, &reason),
@@ -55,7 +60,16 @@ impl Sink for Driver {
                 if let Some(t) = &mut self.timer {
                     t.fired();
                 }
-                self.session.handle_timeout(now);
+                match self.opening.and_then(|o| o.missed(now, &self.url)) {
+                    Some(m) => {
+                        // Not open in time: the socket is dropped (closed) and the connect fails.
+                        self.opening = None;
+                        self.socket = None;
+                        self.handshake_error = Some(RktError::local(ErrorKind::Timeout, m));
+                        self.session.handle_close(now, 1006, "the WebSocket did not open in time");
+                    }
+                    None => self.session.handle_timeout(now),
+                }
             }
         }
         self.pump(now, calls);
@@ -75,7 +89,7 @@ impl Driver {
         if let Some(t) = &mut self.timer {
             match self.closed {
                 true => t.cancel(),
-                false => t.arm(self.session.poll_timeout(), now),
+                false => t.arm(OpenDeadline::earliest(self.session.poll_timeout(), self.opening), now),
             }
         }
     }
@@ -173,6 +187,7 @@ impl RktDriver {
     ) -> Result<RktDriver, JsValue> {
         let url = resolve(address).map_err(|e| errors::local(ErrorKind::Invalid, e.0))?;
         let cfg = options::config(options)?;
+        let opening = OpenDeadline::new(crate::host::now(), cfg.handshake_timeout_ms);
         let state = Rc::new(RefCell::new(Driver {
             session: ClientSession::new(cfg, Box::new(JsEntropy)),
             socket: None,
@@ -182,6 +197,7 @@ impl RktDriver {
             on_event,
             ready: Some((on_ready, on_fail)),
             handshake_error: None,
+            opening: Some(opening),
             closed: false,
         }));
         let sink = as_sink(&state);
@@ -190,7 +206,9 @@ impl RktDriver {
         {
             let mut d = state.borrow_mut();
             d.socket = Some(socket);
-            d.timer = Some(timer(sink));
+            let mut t = timer(sink);
+            t.arm(Some(opening.at), crate::host::now());
+            d.timer = Some(t);
         }
         Ok(RktDriver { state })
     }
