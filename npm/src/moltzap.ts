@@ -72,8 +72,12 @@ export class MoltZapClient extends Client<MoltZapEvent> {
   }
 
   /** Connects to `url` (`ws://host:port/ws`) and authenticates with `agentKey` (or
-   * `sessionToken`), bounded by `handshakeTimeoutMs`, `timeoutMs` and `signal`. */
+   * `sessionToken`): the socket's open and then the connect are each bounded by
+   * `handshakeTimeoutMs` (a socket not open by then rejects with kind `timeout`), the whole by
+   * `timeoutMs` and `signal` when given. Without credentials it rejects with kind `invalid`. */
   static connect(url: string, opts: MoltZapConnectOptions): Promise<MoltZapClient> {
+    // A JavaScript caller may leave the options out: the engine then says what is missing.
+    opts ??= {};
     const events = new Events<MoltZapEvent>("disconnected", opts as ConnectOptions);
     return open(
       opts,

@@ -159,7 +159,10 @@ export class SwitchClient extends Client<SwitchEvent> {
    * first (refused token, eviction), when the first attempt fails (no relay: kind `closed`,
    * retryable), on `signal`, or after `timeoutMs`. Once connected, it reconnects by itself. */
   static connect(relayUrl: string, opts: SwitchConnectOptions): Promise<SwitchClient> {
-    const { token, refreshToken, webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, ...engine } = opts;
+    // A JavaScript caller may leave the options (or the token) out: the engine then rejects
+    // with kind `invalid`, saying what is missing.
+    opts ??= {} as SwitchConnectOptions;
+    const { token = "", refreshToken, webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, ...engine } = opts;
     void onEvent, maxBufferedEvents;
     const events = new Events<SwitchEvent>("stopped", opts as ConnectOptions);
     return new Promise<SwitchClient>((resolve, reject) => {

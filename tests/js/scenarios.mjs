@@ -470,6 +470,28 @@ export const scenarios = {
     check(e.retryable && /did not open within 1000 ms/.test(e.message), `MoltZap, no upgrade: ${JSON.stringify(e.info)}`);
   },
 
+  // "Every failure is an AgentwireError": a connect without its options object rejects (kind
+  // invalid), it does not throw a TypeError.
+  async "moltzap connect without an options object rejects with invalid"(aw, env) {
+    let connecting;
+    try {
+      connecting = aw.MoltZapClient.connect(env.moltzap);
+    } catch (e) {
+      throw new Failure(`MoltZapClient.connect(url) threw: ${e}`);
+    }
+    await rejects(aw, connecting, "invalid", "MoltZapClient.connect(url)");
+  },
+
+  async "switch connect without an options object rejects with invalid"(aw, env) {
+    let connecting;
+    try {
+      connecting = aw.SwitchClient.connect(env.switchRelays[0].url);
+    } catch (e) {
+      throw new Failure(`SwitchClient.connect(url) threw: ${e}`);
+    }
+    await rejects(aw, connecting, "invalid", "SwitchClient.connect(url)");
+  },
+
   async "bad input: garbage, a socket dying mid-request, calls after close"(aw, env) {
     const g = env.garbage;
     // The handshake fails with the last thing that went wrong before the close: a binary frame.
