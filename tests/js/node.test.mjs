@@ -117,3 +117,35 @@ test("node: switch through the relay: refreshToken carries the connection past i
     await expiring.close();
   }
 });
+
+// Node 20 has no global WebSocket: without the `webSocket` option every client rejects with
+// kind `invalid` (not retryable: retrying cannot help) and says to pass the option. On Node 22
+// the global is taken away for the test.
+test("node: with no global WebSocket and no webSocket option, each client rejects invalid and says to pass webSocket", { timeout: 20_000 }, async () => {
+  const saved = Object.getOwnPropertyDescriptor(globalThis, "WebSocket");
+  delete globalThis.WebSocket;
+  try {
+    if (typeof globalThis.WebSocket !== "undefined") throw new Error("the global WebSocket could not be removed");
+    const relay = env.switchRelays[0];
+    for (const [entry, aw] of Object.entries(modules)) {
+      const connects = {
+        RktClient: () => aw.RktClient.connect(env.rkt, { handshakeTimeoutMs: 2000 }),
+        MoltZapClient: () => aw.MoltZapClient.connect(env.moltzap, { agentKey: env.moltzapKeys.alice, handshakeTimeoutMs: 2000 }),
+        SwitchClient: () => aw.SwitchClient.connect(relay.url, { token: relay.alice.token, agentId: relay.alice.id, timeoutMs: 5000 }),
+      };
+      for (const [name, connect] of Object.entries(connects)) {
+        if (!aw[name]) continue;
+        const e = await connect().then(
+          async (c) => (await c.close(), undefined),
+          (e) => e,
+        );
+        const what = `${entry}: ${name} with no WebSocket`;
+        if (!(e instanceof aw.AgentwireError)) throw new Error(`${what}: ${e === undefined ? "connected" : e}`);
+        if (e.kind !== "invalid" || e.retryable) throw new Error(`${what}: ${JSON.stringify(e.info)}`);
+        if (!/pass the `webSocket` option/.test(e.message)) throw new Error(`${what}: the message does not say to pass webSocket: ${e.message}`);
+      }
+    }
+  } finally {
+    if (saved) Object.defineProperty(globalThis, "WebSocket", saved);
+  }
+});

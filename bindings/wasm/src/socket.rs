@@ -191,6 +191,10 @@ impl OpenDeadline {
     }
 }
 
+/// Why a socket could not be made where the host has no global `WebSocket` and none was given.
+pub(crate) const NO_WEB_SOCKET: &str =
+    "this host has no global WebSocket: pass the `webSocket` option (a WebSocket constructor, such as undici's WebSocket on Node 20)";
+
 /// An open (or opening) WebSocket and its handlers.
 pub(crate) struct Socket {
     ws: WebSocket,
@@ -211,7 +215,14 @@ impl Socket {
             Some(ctor) => Reflect::construct(ctor, &Array::of2(&JsValue::from_str(url), &list))
                 .map_err(|e| describe(&e))?
                 .unchecked_into(),
-            None => WebSocket::new_with_str_sequence(url, &list).map_err(|e| describe(&e))?,
+            None => WebSocket::new_with_str_sequence(url, &list).map_err(|e| {
+                // `WebSocket` is not a global here (Node 20): a ReferenceError.
+                let name = Reflect::get(&e, &JsValue::from_str("name")).ok().and_then(|n| n.as_string());
+                match name.as_deref() {
+                    Some("ReferenceError") => NO_WEB_SOCKET.to_string(),
+                    _ => describe(&e),
+                }
+            })?,
         };
         ws.set_binary_type(BinaryType::Arraybuffer);
         let s = sink.clone();

@@ -9,7 +9,7 @@ use super::fetch::{self, FetchError};
 use super::{options, state_name, wire_name};
 use crate::errors;
 use crate::host::{now, JsEntropy, Timer};
-use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket};
+use crate::socket::{NO_WEB_SOCKET, as_sink, deliver_calls, timer, Calls, Input, Sink, Socket};
 use agentwire_core::json::read::{self, Kind};
 use agentwire_core::json::write::Obj;
 use agentwire_core::{ErrorKind, Millis};
@@ -83,6 +83,8 @@ struct Driver {
     /// has stopped they are aborted and reject with kind `closed`.
     ops_in_flight: Vec<(u64, AbortController)>,
     next_op: u64,
+    /// The first open found no WebSocket constructor (none given, no global one).
+    no_web_socket: bool,
 }
 
 impl Sink for Driver {
@@ -193,6 +195,8 @@ impl Driver {
                             _sink: sink,
                         })
                     }
+                    // Made in `SwitchDriver::new`, which then fails with kind `invalid`.
+                    Err(m) if m == NO_WEB_SOCKET => self.no_web_socket = true,
                     Err(m) => {
                         let m = format!("the WebSocket to {} could not be created: {m}", self.ws_base);
                         self.conn.handle_open_failed(now, None, &m);
@@ -362,12 +366,17 @@ impl SwitchDriver {
                 http_timeout_ms,
                 ops_in_flight: Vec::new(),
                 next_op: 0,
+                no_web_socket: false,
             })
         });
         state.borrow_mut().timer = Some(timer(as_sink(&state)));
         deliver_calls(&state, |d, now, calls| {
             d.conn.start(now).map_err(|e| err(&e))?;
             d.pump(now, calls);
+            // Not retryable, as with RKT and MoltZap (an error, before any event).
+            if d.no_web_socket {
+                return Err(invalid(NO_WEB_SOCKET));
+            }
             Ok::<_, JsValue>(())
         })?;
         Ok(SwitchDriver {
