@@ -120,7 +120,9 @@ export class SwitchClient extends Client<SwitchEvent> {
 
   /** Uses `token` for every later open and HTTP call (the open socket keeps its own until the
    * relay closes it at that token's `exp`, and the connection reopens with this one). Throws
-   * kind `invalid` for a malformed token. */
+   * kind `invalid` for a token that cannot be one: empty, over 4096 characters, or with a
+   * character other than `A-Z a-z 0-9 - _ .`. Its shape is not checked (directly to Switch the
+   * token is the agent key): the relay verifies a relay token, and refuses a bad one (`auth`). */
   setToken(token: string): void {
     try {
       this.#driver.setToken(token);

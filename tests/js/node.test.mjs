@@ -149,3 +149,26 @@ test("node: with no global WebSocket and no webSocket option, each client reject
     if (saved) Object.defineProperty(globalThis, "WebSocket", saved);
   }
 });
+
+// What setToken checks (its JSDoc): a token that cannot be one is refused with kind `invalid`;
+// its shape is not (directly to Switch the token is the agent key), the relay verifies it.
+test("node: switch setToken refuses what cannot be a token (empty, too long, other characters) and leaves the shape to the relay", { timeout: 20_000 }, async () => {
+  const aw = modules["agentwire/switch"];
+  const ws = env.webSocket ? { webSocket: env.webSocket } : {};
+  const relay = env.switchRelays[0];
+  const client = await aw.SwitchClient.connect(relay.url, { ...ws, token: relay.alice.token, agentId: relay.alice.id, timeoutMs: 10_000 });
+  try {
+    for (const bad of ["", "x".repeat(4097), "a b", "eyJ4IjoxfQ.sig=", "a/b"]) {
+      let thrown;
+      try {
+        client.setToken(bad);
+      } catch (e) {
+        thrown = e;
+      }
+      if (!(thrown instanceof aw.AgentwireError) || thrown.kind !== "invalid") throw new Error(`setToken(${JSON.stringify(bad.slice(0, 20))}): ${thrown}`);
+    }
+    for (const agentKeyOrToken of ["a", "a.b.c", "eyJ4IjoxfQ.sig", relay.alice.token]) client.setToken(agentKeyOrToken);
+  } finally {
+    await client.close();
+  }
+});
