@@ -217,7 +217,9 @@ impl Socket {
                 .unchecked_into(),
             None => WebSocket::new_with_str_sequence(url, &list).map_err(|e| {
                 // `WebSocket` is not a global here (Node 20): a ReferenceError.
-                let name = Reflect::get(&e, &JsValue::from_str("name")).ok().and_then(|n| n.as_string());
+                let name = Reflect::get(&e, &JsValue::from_str("name"))
+                    .ok()
+                    .and_then(|n| n.as_string());
                 match name.as_deref() {
                     Some("ReferenceError") => NO_WEB_SOCKET.to_string(),
                     _ => describe(&e),

@@ -66,7 +66,8 @@ impl Sink for Driver {
                         self.opening = None;
                         self.socket = None;
                         self.handshake_error = Some(RktError::local(ErrorKind::Timeout, m));
-                        self.session.handle_close(now, 1006, "the WebSocket did not open in time");
+                        self.session
+                            .handle_close(now, 1006, "the WebSocket did not open in time");
                     }
                     None => self.session.handle_timeout(now),
                 }

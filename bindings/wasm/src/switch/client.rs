@@ -9,7 +9,7 @@ use super::fetch::{self, FetchError};
 use super::{options, state_name, wire_name};
 use crate::errors;
 use crate::host::{now, JsEntropy, Timer};
-use crate::socket::{NO_WEB_SOCKET, as_sink, deliver_calls, timer, Calls, Input, Sink, Socket};
+use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket, NO_WEB_SOCKET};
 use agentwire_core::json::read::{self, Kind};
 use agentwire_core::json::write::Obj;
 use agentwire_core::{ErrorKind, Millis};
