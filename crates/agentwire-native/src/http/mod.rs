@@ -24,8 +24,6 @@ const READ_BUF: usize = 16 << 10;
 /// `wss://` for TLS (default port 443).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Origin {
-    /// `host:port`, the `Host` header (the port always given).
-    pub(crate) authority: String,
     /// What the socket connects to (an IPv6 host in brackets).
     pub(crate) host: String,
     pub(crate) port: u16,
@@ -36,6 +34,11 @@ pub(crate) struct Origin {
 }
 
 impl Origin {
+    /// `host:port`, the `Host` header (the port always given).
+    pub(crate) fn authority(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+
     pub(crate) fn parse(origin: &str) -> Result<Origin, Error> {
         let invalid = |m: &str| Error::new(ErrorKind::Invalid, format!("{origin}: {m}"));
         let (tls, rest) = match origin.split_once("://") {
@@ -65,7 +68,6 @@ impl Origin {
         if host.is_empty() {
             return Err(invalid("no host"));
         }
-        let authority = format!("{host}:{port}");
         let path = path.trim_end_matches('/');
         if path.chars().any(|c| "?# ".contains(c) || c.is_control()) {
             return Err(invalid("the origin may not carry a query, a fragment or spaces"));
@@ -76,7 +78,6 @@ impl Origin {
             format!("/{path}")
         };
         Ok(Origin {
-            authority,
             host: host.to_owned(),
             port,
             tls,
@@ -87,7 +88,7 @@ impl Origin {
     /// The WebSocket URL of a request path (`/agents/...?...`).
     pub(crate) fn ws_url(&self, path: &str) -> String {
         let scheme = if self.tls { "wss" } else { "ws" };
-        format!("{scheme}://{}{}{path}", self.authority, self.prefix)
+        format!("{scheme}://{}{}{path}", self.authority(), self.prefix)
     }
 
     /// Connects to it (TCP, and TLS for `https://`): [`tls::dial`].
@@ -137,7 +138,7 @@ pub(crate) async fn exchange(
                 "no answer to {} {} from {} within {} ms",
                 request.method.as_str(),
                 path_only(&request.path),
-                origin.authority,
+                origin.authority(),
                 timeout.as_millis()
             ),
         )),
@@ -160,7 +161,7 @@ fn request_bytes(origin: &Origin, key: Option<&str>, request: &HttpRequest) -> R
         request.method.as_str(),
         origin.prefix,
         request.path,
-        origin.authority
+        origin.authority()
     );
     if let Some(key) = key {
         check_key(key)?;
@@ -207,10 +208,13 @@ impl Response {
     pub(crate) async fn send(origin: &Origin, key: Option<&str>, request: &HttpRequest) -> Result<Response, Error> {
         let bytes = request_bytes(origin, key, request)?;
         let mut stream = origin.dial().await?;
-        stream
-            .write_all(&bytes)
-            .await
-            .map_err(|e| closed(format!("cannot send to {}: {e}", origin.authority)))?;
+        // The flush matters over TLS: write_all can return with the last records still in
+        // rustls' buffer, and reading does not send them.
+        let sent = match stream.write_all(&bytes).await {
+            Ok(()) => stream.flush().await,
+            Err(e) => Err(e),
+        };
+        sent.map_err(|e| closed(format!("cannot send to {}: {e}", origin.authority())))?;
         let mut buf = Vec::with_capacity(1024);
         loop {
             let (status, head_len, body) = loop {
@@ -228,11 +232,11 @@ impl Response {
                 let n = stream
                     .read(&mut chunk[..room])
                     .await
-                    .map_err(|e| closed(format!("{}: {e}", origin.authority)))?;
+                    .map_err(|e| closed(format!("{}: {e}", origin.authority())))?;
                 if n == 0 {
                     return Err(closed(format!(
                         "{} closed the connection before answering",
-                        origin.authority
+                        origin.authority()
                     )));
                 }
                 buf.extend_from_slice(&chunk[..n]);
@@ -358,14 +362,14 @@ mod tests {
     #[test]
     fn origins() {
         let o = Origin::parse("http://127.0.0.1:9/").unwrap();
-        assert_eq!((o.authority.as_str(), o.prefix.as_str()), ("127.0.0.1:9", ""));
+        assert_eq!((o.authority().as_str(), o.prefix.as_str()), ("127.0.0.1:9", ""));
         let o = Origin::parse("ws://localhost/base/").unwrap();
-        assert_eq!((o.authority.as_str(), o.prefix.as_str()), ("localhost:80", "/base"));
+        assert_eq!((o.authority().as_str(), o.prefix.as_str()), ("localhost:80", "/base"));
         assert_eq!(o.ws_url("/agents/a"), "ws://localhost:80/base/agents/a");
         let o = Origin::parse("[::1]").unwrap();
-        assert_eq!(o.authority, "[::1]:80");
+        assert_eq!(o.authority(), "[::1]:80");
         let o = Origin::parse("https://example.com/base").unwrap();
-        assert_eq!((o.authority.as_str(), o.port, o.tls), ("example.com:443", 443, true));
+        assert_eq!((o.authority().as_str(), o.port, o.tls), ("example.com:443", 443, true));
         assert_eq!(o.ws_url("/agents/a"), "wss://example.com:443/base/agents/a");
         let o = Origin::parse("wss://[::1]:8443").unwrap();
         assert_eq!((o.host.as_str(), o.port, o.tls), ("[::1]", 8443, true));
