@@ -191,7 +191,7 @@ async fn open(
 
 fn connect_error(url: &str, e: impl Into<ConnectError>) -> MoltZapError {
     let e = match e.into() {
-        ConnectError::Dial(e) => return MoltZapError::local(e.kind, format!("cannot connect to {url}: {}", e.message)),
+        ConnectError::Dial(e) => return MoltZapError::local(e.kind, format!("{url}: {}", e.message)),
         ConnectError::Ws(e) => e,
     };
     let (kind, m) = match e {

@@ -325,7 +325,7 @@ impl RktClient {
 
 fn connect_error(url: &str, e: impl Into<ConnectError>) -> RktError {
     let e = match e.into() {
-        ConnectError::Dial(e) => return RktError::local(e.kind, format!("cannot connect to {url}: {}", e.message)),
+        ConnectError::Dial(e) => return RktError::local(e.kind, format!("{url}: {}", e.message)),
         ConnectError::Ws(e) => e,
     };
     match e {
