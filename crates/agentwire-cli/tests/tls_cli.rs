@@ -112,5 +112,8 @@ fn rkt_discover_over_tls_with_agentwire_ca_file() {
     );
     assert!(!ok);
     assert!(err.contains(CA_FILE) && err.contains("missing.pem"), "{err}");
+    // `AGENTWIRE_CA_FILE=` is unset, not a file named "".
+    let (ok, out, err) = run_env(&["rkt", "resolve", "rkt://localhost"], &[(CA_FILE, "")]);
+    assert!(ok && out == "ws://localhost:7749/rkt\n", "{out} {err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

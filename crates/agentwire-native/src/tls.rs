@@ -21,6 +21,11 @@
 //!   signature): kind `auth`, not retryable, with a message that says the certificate is not
 //!   trusted and how to trust a private CA;
 //! - a host that cannot be a TLS server name: kind `invalid`.
+//!
+//! One exception: a Switch connection's open (WebSocket or SSE) reports any failure to the
+//! engine as an open that got no answer, which it retries with its backoff, so `SwitchClient`'s
+//! connect ends with `timeout` whose message names the untrusted certificate ("last: …"); Switch
+//! operations fail with `auth` at once.
 
 use agentwire_core::{Error, ErrorKind};
 use rustls::pki_types::pem::PemObject;
@@ -93,9 +98,9 @@ pub fn add_root_certificate_der(der: &[u8]) -> Result<(), Error> {
 }
 
 /// Reads the PEM file named by [`CA_FILE_ENV`], if set, into [`add_root_certificates`]; what
-/// the CLI does at start. `Ok(0)` when the variable is not set.
+/// the CLI does at start. `Ok(0)` when the variable is not set or empty (`VAR=` unsets it).
 pub fn add_root_certificates_from_env() -> Result<usize, Error> {
-    let Some(path) = std::env::var_os(CA_FILE_ENV) else {
+    let Some(path) = std::env::var_os(CA_FILE_ENV).filter(|p| !p.is_empty()) else {
         return Ok(0);
     };
     let pem = std::fs::read(&path).map_err(|e| {

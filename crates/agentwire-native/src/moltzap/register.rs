@@ -1,4 +1,4 @@
-//! [`register`]: `POST /api/v1/auth/register` over plain HTTP/1.1. The request and the answer
+//! [`register`]: `POST /api/v1/auth/register` over HTTP/1.1 (`https://` with TLS). The request and the answer
 //! are the engine's ([`agentwire_moltzap::register`]); the shared HTTP client moves them.
 
 use crate::http::{exchange, Origin};
