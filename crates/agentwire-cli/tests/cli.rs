@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{head1, listen, run, run_full, run_with_stderr_closed, Guard};
+use common::{head1, listen, listen_with_stderr_closed, run, run_full, run_with_stderr_closed, Guard};
 use std::process::Command;
 
 struct Server {
@@ -141,6 +141,18 @@ fn an_error_into_a_closed_stderr_is_an_exit_code_not_a_panic() {
     // Nothing listens on port 1: the command fails and says so on stderr, whose reader is gone.
     let status = run_with_stderr_closed(&["rkt", "ping", "ws://127.0.0.1:1/rkt", "--count", "1"]);
     assert_eq!(status.code(), Some(1), "{status}");
+}
+
+#[test]
+fn serve_goes_on_serving_when_its_stderr_is_closed() {
+    // serve writes a line per connection on stderr; its reader is gone from the start.
+    let (mut process, url) = listen_with_stderr_closed(&["rkt", "serve", "--port", "0"]);
+    for _ in 0..2 {
+        let (status, out, err) = run_full(&["rkt", "ping", &url, "--count", "1"]);
+        assert!(status.success(), "{status}: {out}{err}");
+        assert!(out.starts_with("pong: "), "{out}");
+    }
+    assert!(process.0.try_wait().unwrap().is_none(), "serve exited");
 }
 
 #[test]

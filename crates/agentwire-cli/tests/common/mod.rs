@@ -69,7 +69,17 @@ pub fn run(args: &[&str], input: &str) -> (ExitStatus, String) {
 /// Starts `agentwire ARGS`, a server that prints `listening on URL` first; returns the guard
 /// and the URL.
 pub fn listen(args: &[&str]) -> (Guard, String) {
-    let mut child = spawn_bin(args, Stdio::null(), Stdio::null());
+    listen_from(spawn_bin(args, Stdio::null(), Stdio::null()))
+}
+
+/// [`listen`] with stderr a pipe nobody reads any more.
+pub fn listen_with_stderr_closed(args: &[&str]) -> (Guard, String) {
+    let mut child = spawn_bin(args, Stdio::null(), Stdio::piped());
+    drop(child.stderr.take());
+    listen_from(child)
+}
+
+fn listen_from(mut child: Child) -> (Guard, String) {
     let stdout = child.stdout.take().unwrap();
     let process = Guard(child);
     let (tx, rx) = mpsc::channel();

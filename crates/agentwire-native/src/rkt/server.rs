@@ -3,8 +3,9 @@
 //!
 //! The upgrade is refused with HTTP 404 off `/rkt` and with HTTP 400 when the client does not
 //! offer the `rkt.1.0` subprotocol. At most `ReferenceConfig::max_connections` connections are
-//! served at once: one past it is closed as soon as it is accepted. One line per connection goes to stderr when it opens and
-//! when it closes; message contents are never logged.
+//! served at once: one past it is closed as soon as it is accepted. One line per connection goes
+//! to stderr when it opens and when it closes (dropped if stderr cannot be written); message
+//! contents are never logged.
 
 use crate::pump::{pump, Handler, StopSignal};
 use crate::wire::{frame_limit, Counted, Wire, CLOSE_GRACE};
@@ -27,6 +28,16 @@ use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::WebSocketStream;
+
+/// `eprintln!` that drops the line when stderr cannot be written (its reader gone: `2>&1 | head`)
+/// instead of panicking: a panic here would end a connection's task or the accept loop, and so
+/// the server. The lines are advice; nothing depends on them.
+macro_rules! log {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 /// The path the agent is served at.
 pub const PATH: &str = "/rkt";
@@ -76,18 +87,18 @@ pub async fn serve_until(
                     }
                     Err(_) => {
                         drop(tcp);
-                        eprintln!("rkt {peer}: refused: {cap} connections open (max_connections)");
+                        log!("rkt {peer}: refused: {cap} connections open (max_connections)");
                     }
                 },
                 Err(e) => {
                     // Usually out of file descriptors: wait for connections to end.
-                    eprintln!("rkt {addr}: accept failed: {e}");
+                    log!("rkt {addr}: accept failed: {e}");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
             Some(joined) = connections.join_next(), if !connections.is_empty() => {
                 if let Err(e) = joined {
-                    eprintln!("rkt {addr}: connection task failed: {e}");
+                    log!("rkt {addr}: connection task failed: {e}");
                 }
             }
         }
@@ -187,19 +198,19 @@ async fn connection(
     let upgrade = tokio_tungstenite::accept_hdr_async_with_config(Counted::new(tcp), check_upgrade, Some(ws_cfg));
     let ws = match tokio::time::timeout(UPGRADE_TIMEOUT, upgrade).await {
         Ok(Ok(ws)) => ws,
-        Ok(Err(WsError::Http(resp))) => return eprintln!("rkt {peer}: refused with HTTP {}", resp.status()),
-        Ok(Err(e)) => return eprintln!("rkt {peer}: upgrade failed: {e}"),
+        Ok(Err(WsError::Http(resp))) => return log!("rkt {peer}: refused with HTTP {}", resp.status()),
+        Ok(Err(e)) => return log!("rkt {peer}: upgrade failed: {e}"),
         Err(_) => {
-            return eprintln!(
+            return log!(
                 "rkt {peer}: no WebSocket upgrade within {} s",
                 UPGRADE_TIMEOUT.as_secs()
             )
         }
     };
-    eprintln!("rkt {peer}: open");
+    log!("rkt {peer}: open");
     let started = Instant::now();
     let end = Driver::new(ws, &agent).run(stopped).await;
-    eprintln!(
+    log!(
         "rkt {peer}: closed {} {} ({} messages in, {} out, {:.1} s)",
         end.code,
         end.reason,
