@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{listen, run};
+use common::{listen, listen_with_stderr_closed, run};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -38,6 +38,17 @@ fn register(http: &str, name: &str) -> String {
     let v = json(out.trim());
     assert!(v["agentId"].is_string(), "{out}");
     v["apiKey"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn the_peer_goes_on_serving_when_its_stderr_is_closed() {
+    // The peer's start-up hint goes to stderr, whose reader is gone from the start.
+    let (mut peer, url) = listen_with_stderr_closed(&["peers", "moltzap", "--port", "0"]);
+    let http = url.replace("ws://", "http://").replace("/ws", "");
+    let key = register(&http, "alice");
+    let (status, out) = mz("list", &url, &key, &[], "");
+    assert!(status.success(), "{status}: {out}");
+    assert!(peer.0.try_wait().unwrap().is_none(), "the peer exited");
 }
 
 #[test]

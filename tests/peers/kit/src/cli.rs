@@ -18,6 +18,14 @@ pub fn say(line: std::fmt::Arguments<'_>) {
         .and_then(|()| out.flush());
 }
 
+/// Prints a line of advice or an error on stderr. A stderr that cannot be written (its reader
+/// gone: `agentwire peers moltzap 2>&1 | head -1`) drops the line, where `eprintln!` would panic
+/// and end the peer.
+pub fn warn(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(io::stderr(), "{line}");
+}
+
 /// `--port`, with `DEFAULT_PORT` as its default (the peers' binaries: 0, `agentwire peers`: the
 /// playground's ports).
 ///
@@ -49,14 +57,14 @@ impl<const DEFAULT_PORT: u16> Listen<DEFAULT_PORT> {
         F: Future<Output = io::Result<T>>,
     {
         let interrupt = Interrupt::listen().map_err(|e| {
-            eprintln!("error: cannot listen for Ctrl-C: {e}");
+            warn(format_args!("error: cannot listen for Ctrl-C: {e}"));
             ExitCode::FAILURE
         })?;
         let port = self.port();
         match bind(port).await {
             Ok(bound) => Ok((bound, interrupt)),
             Err(e) => {
-                eprintln!("error: cannot listen on 127.0.0.1:{port}: {e}");
+                warn(format_args!("error: cannot listen on 127.0.0.1:{port}: {e}"));
                 Err(ExitCode::FAILURE)
             }
         }

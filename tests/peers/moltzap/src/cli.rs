@@ -2,7 +2,7 @@
 //! printed, written once for both.
 
 use crate::{bind, Generation, PeerConfig};
-use agentwire_peer_kit::cli::{say, Listen, Wire};
+use agentwire_peer_kit::cli::{say, warn, Listen, Wire};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -39,13 +39,13 @@ pub async fn run<const DEFAULT_PORT: u16>(args: Args<DEFAULT_PORT>) -> ExitCode 
         Err(code) => return code,
     };
     say(format_args!("listening on {}", handle.ws_url()));
-    eprintln!(
+    warn(format_args!(
         "moltzap peer, {} generation; register with `agentwire moltzap register NAME --server {url}` \
          or POST {url}{}",
         generation.as_str(),
         agentwire_moltzap::register::PATH,
         url = handle.http_url(),
-    );
+    ));
     interrupt.wait().await;
     handle.shutdown().await;
     ExitCode::SUCCESS

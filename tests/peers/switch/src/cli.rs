@@ -2,7 +2,7 @@
 //! printed, written once for both.
 
 use crate::{bind, Agent, Generation, PeerConfig};
-use agentwire_peer_kit::cli::{say, Listen, Wire};
+use agentwire_peer_kit::cli::{say, warn, Listen, Wire};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -87,12 +87,12 @@ pub async fn run<const DEFAULT_PORT: u16>(args: Args<DEFAULT_PORT>) -> ExitCode 
         let id = handle.add_room(name, &id_refs);
         say(format_args!("room {name} id={id} members={}", names.join(",")));
     }
-    eprintln!(
+    warn(format_args!(
         "switch peer, {} generation; try `agentwire switch watch --url {url} --agent ID --key KEY --room ROOM_ID`; \
          register more agents with POST {url}/agents (Bearer registration token)",
         generation.as_str(),
         url = handle.http_url(),
-    );
+    ));
     interrupt.wait().await;
     handle.shutdown().await;
     ExitCode::SUCCESS
