@@ -146,6 +146,21 @@ impl JsonValue {
         }
     }
 
+    /// About the heap this value takes as a tree, in bytes: one node per value, the strings'
+    /// bytes, and a map entry's key and bookkeeping. A tree takes many times its JSON text
+    /// (`[0,0,…]` about 16 times), so what the endpoint keeps is bounded by this, not by text.
+    pub(crate) fn footprint(&self) -> usize {
+        const NODE: usize = std::mem::size_of::<JsonValue>();
+        // A B-tree entry: its key's `String`, its value, and about a node's share of links.
+        const ENTRY: usize = std::mem::size_of::<String>() + NODE + 16;
+        NODE + match self {
+            JsonValue::Null | JsonValue::Bool(_) | JsonValue::Number(_) => 0,
+            JsonValue::String(s) => s.len(),
+            JsonValue::Array(a) => a.iter().map(JsonValue::footprint).sum(),
+            JsonValue::Object(o) => o.iter().map(|(k, v)| ENTRY - NODE + k.len() + v.footprint()).sum(),
+        }
+    }
+
     /// `"null"`, `"boolean"`, `"number"`, `"string"`, `"array"` or `"object"`.
     pub fn type_name(&self) -> &'static str {
         match self {

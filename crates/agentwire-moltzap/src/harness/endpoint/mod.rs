@@ -60,6 +60,10 @@ pub struct EndpointConfig {
     pub send_wait_ms: u64,
     /// Unacknowledged deliveries kept (default 10,000); past it the oldest is dropped and logged.
     pub max_inbox: usize,
+    /// The heap those deliveries may take, about (default 64 MiB, as `JsonValue` trees: a data
+    /// part of 32 KiB of `[0,0,…]` takes about 0.5 MiB); past it the oldest are dropped and
+    /// logged, as past `max_inbox`. The newest delivery is always kept.
+    pub max_inbox_bytes: usize,
     /// Records waiting for their conversation to be resolved (default 4,096); past it a new
     /// record is dropped and logged, and not counted as seen: the next recovery can read it back.
     pub max_pending_records: usize,
@@ -94,6 +98,7 @@ impl EndpointConfig {
             agent,
             send_wait_ms: 20_000,
             max_inbox: 10_000,
+            max_inbox_bytes: 64 << 20,
             max_pending_records: 4_096,
             max_operations: 1_024,
             max_held_requests: 1_024,
@@ -181,7 +186,8 @@ pub enum LogKind {
     /// applied when the answer is recorded (`CloseApplied`), or ignored when the request is
     /// forgotten, an hour past its deadline (`CloseIgnored`).
     CloseWaiting(String),
-    /// The inbox was full: the oldest unacknowledged delivery was dropped.
+    /// The inbox was full (`max_inbox` or `max_inbox_bytes`): the oldest unacknowledged
+    /// delivery was dropped.
     InboxOverflow(DeliveryId),
     /// Too many records waiting for resolution: this one was dropped.
     RecordsOverflow,
@@ -280,11 +286,22 @@ pub struct Endpoint {
     unfinished: Vec<outgoing::UnfinishedIntent>,
     /// Conversation kinds and participant ids waiting for the participants' names.
     pending_kinds: HashMap<String, (String, Vec<String>)>,
-    inbox: BTreeMap<DeliveryId, InboundDelivery>,
+    /// Each with its heap, about ([`inbox_footprint`]).
+    inbox: BTreeMap<DeliveryId, (InboundDelivery, usize)>,
+    /// The sum of the inbox's footprints.
+    inbox_bytes: usize,
     next_delivery: u64,
     listening: bool,
     /// Connected at least once: the next connect recovers missed records.
     was_connected: bool,
+}
+
+/// About the heap a kept delivery takes: its item's and guidance's trees, measured on their JSON
+/// form (which holds the same strings and values).
+fn inbox_footprint(d: &InboundDelivery) -> usize {
+    std::mem::size_of::<InboundDelivery>()
+        + d.item.to_json().footprint()
+        + d.guidance.as_ref().map_or(0, |g| g.to_json().footprint())
 }
 
 /// Ids of records seen, for dropping the duplicates a recovery reads back.
@@ -311,6 +328,7 @@ impl Endpoint {
             pending_kinds: HashMap::new(),
             unfinished: Vec::new(),
             inbox: BTreeMap::new(),
+            inbox_bytes: 0,
             next_delivery: 1,
             listening: false,
             was_connected: false,
@@ -408,7 +426,7 @@ impl Endpoint {
             return Err(ListenError::new(ListenErrorReason::AlreadyListening));
         }
         self.listening = true;
-        let replay: Vec<InboundDelivery> = self.inbox.values().cloned().collect();
+        let replay: Vec<InboundDelivery> = self.inbox.values().map(|(d, _)| d.clone()).collect();
         self.events.extend(replay.into_iter().map(EndpointEvent::Delivery));
         Ok(())
     }
@@ -421,7 +439,10 @@ impl Endpoint {
     /// Acknowledges one delivery (transport-only: it removes it from the replay set).
     pub fn acknowledge(&mut self, id: DeliveryId) -> Result<(), DeliveryAcknowledgeError> {
         match self.inbox.remove(&id) {
-            Some(_) => Ok(()),
+            Some((_, bytes)) => {
+                self.inbox_bytes -= bytes;
+                Ok(())
+            }
             None => Err(DeliveryAcknowledgeError::with_detail(
                 DeliveryAcknowledgeErrorReason::UnknownDelivery,
                 format!("delivery {} is not pending", id.0),
@@ -439,13 +460,18 @@ impl Endpoint {
         let id = DeliveryId(self.next_delivery);
         self.next_delivery += 1;
         let delivery = InboundDelivery { id, item, guidance };
-        if self.inbox.len() >= self.cfg.max_inbox.max(1) {
-            if let Some((&oldest, _)) = self.inbox.iter().next() {
-                self.inbox.remove(&oldest);
-                self.log(None, LogKind::InboxOverflow(oldest));
-            }
+        let bytes = inbox_footprint(&delivery);
+        while self.inbox.len() >= self.cfg.max_inbox.max(1)
+            || (!self.inbox.is_empty() && self.inbox_bytes + bytes > self.cfg.max_inbox_bytes)
+        {
+            let Some((oldest, (_, freed))) = self.inbox.pop_first() else {
+                break;
+            };
+            self.inbox_bytes -= freed;
+            self.log(None, LogKind::InboxOverflow(oldest));
         }
-        self.inbox.insert(id, delivery.clone());
+        self.inbox_bytes += bytes;
+        self.inbox.insert(id, (delivery.clone(), bytes));
         if self.listening {
             self.events.push_back(EndpointEvent::Delivery(delivery));
         }

@@ -5,7 +5,7 @@
 use crate::codes;
 use crate::errors::MoltZapError;
 use crate::harness::collective::RecordHash;
-use crate::harness::content::Content;
+use crate::harness::content::{Content, MAX_CONTENT_BYTES};
 use crate::harness::errors::{SendError, SendErrorReason};
 use crate::harness::id::PostId;
 use crate::harness::json::{JsonObject, JsonValue};
@@ -21,8 +21,12 @@ pub(super) struct Record {
     pub sender_id: String,
     /// The post's identity: its `postId` when it carries one, else its message id.
     pub post_id: PostId,
-    /// The parts as certified (the value the record hash covers).
-    pub parts: JsonValue,
+    /// The parts as certified (the value the record hash covers), kept as their canonical
+    /// text: a parsed tree takes many times the text, and records wait in queues. Empty when
+    /// that text is over [`MAX_CONTENT_BYTES`] (no content can be read from them).
+    parts: String,
+    /// The byte length of the parts' canonical text.
+    parts_len: usize,
     pub hash: RecordHash,
 }
 
@@ -56,7 +60,7 @@ impl Record {
         let conversation_id = text_field(o, "conversationId")?.to_owned();
         let sender_id = text_field(o, "senderId")?.to_owned();
         let parts = match o.get("parts") {
-            Some(p @ JsonValue::Array(_)) => p.clone(),
+            Some(p @ JsonValue::Array(_)) => p,
             _ => return Err("message.parts is not an array".to_owned()),
         };
         let post_id = match o.get("postId") {
@@ -64,13 +68,19 @@ impl Record {
             Some(_) => return Err("message.postId is not a string".to_owned()),
             None => PostId::parse(&id).ok_or("message.id is not usable as a post id")?,
         };
-        let hash = record_hash(&conversation_id, &id, &sender_id, &parts);
+        let hash = record_hash(&conversation_id, &id, &sender_id, parts);
+        let mut parts = to_canonical(parts);
+        let parts_len = parts.len();
+        if parts_len > MAX_CONTENT_BYTES {
+            parts = String::new();
+        }
         Ok(Record {
             id,
             conversation_id,
             sender_id,
             post_id,
             parts,
+            parts_len,
             hash,
         })
     }
@@ -78,7 +88,16 @@ impl Record {
     /// The parts as harness `Content`; a record with other parts (`image`, `file`), none, or
     /// over the limit is not one an endpoint can read.
     pub fn content(&self) -> Result<Content, String> {
-        Content::from_json(&self.parts).map_err(|issues| {
+        // A content's encoding is its parts' canonical text (a part has no other key), so parts
+        // over the limit are no content.
+        if self.parts_len > MAX_CONTENT_BYTES {
+            return Err(format!(
+                "content is not harness content: the parts take {} bytes, over the {MAX_CONTENT_BYTES}-byte limit",
+                self.parts_len
+            ));
+        }
+        let parts = JsonValue::parse(&self.parts).map_err(|e| format!("content is not harness content: {e}"))?;
+        Content::from_json(&parts).map_err(|issues| {
             let named: Vec<String> = issues.iter().map(ToString::to_string).collect();
             format!("content is not harness content: {}", named.join("; "))
         })
@@ -157,6 +176,25 @@ mod tests {
         assert_ne!(Record::from_wrapped(&other).unwrap().hash, r.hash);
         let no_post = MSG.replace(r#""postId":"p-1","#, "");
         assert_eq!(Record::from_wrapped(&no_post).unwrap().post_id.as_str(), "m1");
+    }
+
+    #[test]
+    fn a_record_keeps_its_parts_as_text_and_none_over_the_limit() {
+        let r = Record::from_wrapped(MSG).unwrap();
+        assert_eq!(
+            r.parts,
+            r#"[{"text":"hi","type":"text"},{"type":"data","value":{"org.social-harness/collective":{"kind":"operation","op":"multicast"}}}]"#
+        );
+        let text = "a".repeat(MAX_CONTENT_BYTES);
+        let over = MSG.replace(r#""text":"hi""#, &format!(r#""text":"{text}""#));
+        let r = Record::from_wrapped(&over).unwrap();
+        assert!(r.parts.is_empty() && r.parts_len > MAX_CONTENT_BYTES);
+        let why = r.content().unwrap_err();
+        assert!(why.ends_with("over the 32768-byte limit"), "{why}");
+        // The hash still covers the parts as received.
+        let v = JsonValue::parse(&over).unwrap();
+        let parts = v.as_object().unwrap()["message"].as_object().unwrap()["parts"].clone();
+        assert_eq!(r.hash, record_hash("c1", "m1", "a1", &parts));
     }
 
     #[test]
