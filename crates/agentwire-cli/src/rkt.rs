@@ -212,7 +212,10 @@ async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let mut rtts = Vec::with_capacity(count as usize);
+    /// Round-trip times reserved up front: `--count` may be up to `u32::MAX` (32 GiB of them),
+    /// so past this the vector grows with the pongs actually received.
+    const RESERVED_RTTS: u32 = 4096;
+    let mut rtts = Vec::with_capacity(count.min(RESERVED_RTTS) as usize);
     for n in 0..count {
         if n > 0 && interval_ms > 0 {
             tokio::time::sleep(Duration::from_millis(interval_ms)).await;

@@ -137,6 +137,19 @@ fn ping_into_a_closed_pipe_stops_cleanly() {
 }
 
 #[test]
+fn a_huge_ping_count_reserves_no_memory_up_front() {
+    // `--count 4294967295` once reserved room for every round-trip time before the first PING
+    // (32 GiB): the allocation failed and the process aborted without a pong.
+    let server = serve(&[]);
+    let (mut process, first, err) = head1(&["rkt", "ping", &server.url, "--count", "4294967295"]);
+    assert!(first.starts_with("pong: "), "{first}");
+    let status = process.wait();
+    let err = err.join().unwrap();
+    assert!(!err.contains("memory allocation"), "{err}");
+    assert!(status.success(), "{status}: {err}");
+}
+
+#[test]
 fn an_error_into_a_closed_stderr_is_an_exit_code_not_a_panic() {
     // Nothing listens on port 1: the command fails and says so on stderr, whose reader is gone.
     let status = run_with_stderr_closed(&["rkt", "ping", "ws://127.0.0.1:1/rkt", "--count", "1"]);
