@@ -121,6 +121,9 @@ pub struct ServerSession {
     entropy: Box<dyn Entropy + Send>,
     state: ServerState,
     session_id: String,
+    /// Open streams by the id of the REQUEST they answer: the next `Seq`. An entry lives from
+    /// `stream_begin` to the reply that finishes the request (`stream_end`, `respond` or `error`)
+    /// or the session's end.
     streams: HashMap<String, u64>,
     lines: LineAssembler,
     bucket: TokenBucket,
@@ -255,19 +258,28 @@ impl ServerSession {
 
     // ---- answers ------------------------------------------------------------------------
 
-    /// RESPONSE with a JSON body.
+    /// RESPONSE with a JSON body. It finishes the request: a stream begun for it is closed.
     pub fn respond(&mut self, now: Millis, reply_to: &str, body: &Value) {
+        self.streams.remove(reply_to);
         self.reply(now, MessageType::Response, reply_to, Some(compact(body)), &[]);
     }
 
+    /// STREAM_BEGIN: opens a stream for the request `reply_to`, until `stream_end` (or
+    /// `respond` or `error` to the same request, or the session's end).
     pub fn stream_begin(&mut self, now: Millis, reply_to: &str, body: &Value) {
         self.streams.insert(reply_to.to_string(), 0);
         self.reply(now, MessageType::StreamBegin, reply_to, Some(compact(body)), &[]);
     }
 
-    /// STREAM_DATA with the next `Seq` (0, 1, 2, ...); returns it.
-    pub fn stream_data(&mut self, now: Millis, reply_to: &str, chunk: &Value) -> u64 {
-        let seq = self.streams.entry(reply_to.to_string()).or_insert(0);
+    /// STREAM_DATA with the next `Seq` (0, 1, 2, ...) of the stream `stream_begin` opened;
+    /// returns it. Without an open stream for `reply_to` nothing is sent: a `state` error.
+    pub fn stream_data(&mut self, now: Millis, reply_to: &str, chunk: &Value) -> Result<u64, RktError> {
+        let Some(seq) = self.streams.get_mut(reply_to) else {
+            return Err(RktError::local(
+                ErrorKind::State,
+                format!("no open stream for {reply_to}: stream_begin first"),
+            ));
+        };
         let this = *seq;
         *seq += 1;
         self.reply(
@@ -277,7 +289,7 @@ impl ServerSession {
             Some(compact(chunk)),
             &[("Seq", this.to_string())],
         );
-        this
+        Ok(this)
     }
 
     /// STREAM_END with `{"count": N}`.
@@ -297,8 +309,12 @@ impl ServerSession {
         self.reply(now, MessageType::AuthOk, reply_to, Some(text), &[]);
     }
 
-    /// ERROR; `retry_after_s` adds the `Retry-After` header (429).
+    /// ERROR; `retry_after_s` adds the `Retry-After` header (429). With `reply_to` it finishes
+    /// that request: a stream begun for it is closed.
     pub fn error(&mut self, now: Millis, reply_to: Option<&str>, body: &ErrorBody, retry_after_s: Option<u64>) {
+        if let Some(id) = reply_to {
+            self.streams.remove(id);
+        }
         let id = self.entropy.uuid_v4();
         let mut msg = self.message(MessageType::Error, id, reply_to, now);
         if let Some(s) = retry_after_s {
@@ -370,6 +386,7 @@ impl ServerSession {
         }
         self.state = ServerState::Closed;
         self.timers.clear();
+        self.streams = HashMap::new();
         self.events.push_back(ServerEvent::Closed {
             code,
             reason: reason.into(),
@@ -593,4 +610,52 @@ impl ServerSession {
 
 fn valid_key(key: &str, namespace: Option<&str>) -> bool {
     !key.is_empty() && namespace.is_none_or(|n| !n.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentwire_core::SeededEntropy;
+
+    fn session() -> ServerSession {
+        ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(1)))
+    }
+
+    #[test]
+    fn every_reply_that_finishes_a_request_closes_its_stream() {
+        let mut s = session();
+        for n in 0..100 {
+            let id = format!("m{n}");
+            s.stream_begin(0, &id, &json!({"intent": "echo"}));
+            assert_eq!(s.stream_data(0, &id, &json!(n)).unwrap(), 0);
+            if n % 2 == 0 {
+                let body = error_body(500, "failed mid-stream", None, Some(id.clone()));
+                s.error(0, Some(&id), &body, None);
+            } else {
+                s.respond(0, &id, &json!({"intent": "echo"}));
+            }
+        }
+        assert_eq!(s.streams.len(), 0);
+        s.stream_begin(0, "open", &json!({}));
+        s.handle_close(0, 1000, "");
+        assert_eq!(
+            s.streams.len(),
+            0,
+            "the session's end closes what the application left open"
+        );
+    }
+
+    #[test]
+    fn stream_data_without_stream_begin_is_a_state_error_and_sends_nothing() {
+        let mut s = session();
+        let e = s.stream_data(0, "m1", &json!(1)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::State);
+        assert!(s.poll_transmit().is_none());
+        assert_eq!(s.streams.len(), 0);
+        s.stream_begin(0, "m1", &json!({}));
+        assert_eq!(s.stream_data(0, "m1", &json!(1)).unwrap(), 0);
+        assert_eq!(s.stream_data(0, "m1", &json!(2)).unwrap(), 1);
+        s.stream_end(0, "m1");
+        assert_eq!(s.streams.len(), 0);
+    }
 }

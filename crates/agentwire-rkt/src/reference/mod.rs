@@ -426,7 +426,8 @@ fn answer(session: &mut ServerSession, now: Millis, id: &str, intent: &str, item
     if stream {
         session.stream_begin(now, id, &json!({"intent": intent}));
         for item in &items {
-            session.stream_data(now, id, item);
+            // The stream was just begun: `stream_data` cannot fail.
+            let _ = session.stream_data(now, id, item);
         }
         session.stream_end(now, id);
     } else {
