@@ -5,7 +5,12 @@ use serde_json::Value;
 use std::collections::HashMap;
 
 /// Values by `(namespace, key)`, bounded in entries and in bytes (namespace + key + the value's
-/// JSON text). Expired entries are dropped when read, and swept when the store is full.
+/// JSON text). Each value is kept as its compact JSON text, not as a parsed tree (which takes up
+/// to 20 times the text in heap: 32 bytes or more a node, for the 2 bytes of each `0,`), so the
+/// byte limit bounds the heap the values take; past it, each entry costs a fixed overhead of
+/// about 100 bytes (the map's slot and the string headers), bounded by `max_entries`. A value is
+/// parsed again when read. Expired entries are dropped when read, and swept when the store is
+/// full.
 #[derive(Debug)]
 pub struct MemoryStore {
     entries: HashMap<(String, String), Entry>,
@@ -16,7 +21,8 @@ pub struct MemoryStore {
 
 #[derive(Debug)]
 struct Entry {
-    value: Value,
+    /// The value's compact JSON text.
+    text: Box<str>,
     expires: Option<Millis>,
     size: usize,
 }
@@ -24,7 +30,13 @@ struct Entry {
 /// Why a value was not stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemoryError {
-    Full { max_entries: usize, max_bytes: usize },
+    Full {
+        max_entries: usize,
+        max_bytes: usize,
+    },
+    /// A value nested deeper than serde_json reads back (128 levels): only one built in code
+    /// can be, never one decoded from a message.
+    TooDeep,
 }
 
 impl MemoryStore {
@@ -64,7 +76,9 @@ impl MemoryStore {
         ttl_s: Option<u64>,
     ) -> Result<Option<Millis>, MemoryError> {
         let k = (namespace.to_string(), key.to_string());
-        let size = namespace.len() + key.len() + serde_json::to_string(&value).map_or(0, |t| t.len());
+        let text = value_text(&value)?;
+        drop(value);
+        let size = namespace.len() + key.len() + text.len();
         if !self.fits(&k, size) {
             self.sweep(now);
             if !self.fits(&k, size) {
@@ -75,14 +89,22 @@ impl MemoryStore {
             }
         }
         let expires = ttl_s.map(|t| now.saturating_add(t.saturating_mul(1000)));
-        if let Some(old) = self.entries.insert(k, Entry { value, expires, size }) {
+        if let Some(old) = self.entries.insert(k, Entry { text, expires, size }) {
             self.bytes -= old.size;
         }
         self.bytes += size;
         Ok(expires)
     }
 
-    pub fn get(&mut self, now: Millis, namespace: &str, key: &str) -> Option<&Value> {
+    /// The value stored under `(namespace, key)`, parsed from its text.
+    pub fn get(&mut self, now: Millis, namespace: &str, key: &str) -> Option<Value> {
+        // The text was written by serde_json and read back once by `set`.
+        self.get_text(now, namespace, key)
+            .and_then(|t| serde_json::from_str(t).ok())
+    }
+
+    /// The compact JSON text of the value stored under `(namespace, key)`.
+    pub fn get_text(&mut self, now: Millis, namespace: &str, key: &str) -> Option<&str> {
         let k = (namespace.to_string(), key.to_string());
         if self
             .entries
@@ -94,10 +116,10 @@ impl MemoryStore {
             }
             return None;
         }
-        self.entries.get(&k).map(|e| &e.value)
+        self.entries.get(&k).map(|e| &*e.text)
     }
 
-    /// Bytes held (namespace + key + value JSON of every entry).
+    /// Bytes held (namespace + key + value's compact JSON text, of every entry).
     pub fn bytes(&self) -> usize {
         self.bytes
     }
@@ -111,6 +133,45 @@ impl MemoryStore {
     }
 }
 
+/// The deepest nesting of arrays and objects serde_json parses into a [`Value`].
+const MAX_DEPTH: usize = 127;
+
+/// The compact JSON text of `value`, if it reads back: serde_json writes nothing it cannot read
+/// but a value nested past [`MAX_DEPTH`].
+fn value_text(value: &Value) -> Result<Box<str>, MemoryError> {
+    let text = serde_json::to_string(value).map_err(|_| MemoryError::TooDeep)?;
+    if depth(&text) > MAX_DEPTH {
+        return Err(MemoryError::TooDeep);
+    }
+    Ok(text.into_boxed_str())
+}
+
+/// How deep arrays and objects nest in a well-formed JSON text.
+fn depth(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0, false, false);
+    for b in text.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,8 +182,8 @@ mod tests {
         let mut m = MemoryStore::new(2, 1 << 20);
         m.set(0, "a", "k", json!(1), Some(10)).unwrap();
         m.set(0, "b", "k", json!(2), None).unwrap();
-        assert_eq!(m.get(5_000, "a", "k"), Some(&json!(1)));
-        assert_eq!(m.get(5_000, "b", "k"), Some(&json!(2)));
+        assert_eq!(m.get(5_000, "a", "k"), Some(json!(1)));
+        assert_eq!(m.get(5_000, "b", "k"), Some(json!(2)));
         assert_eq!(
             m.set(5_000, "c", "k", json!(3), None),
             Err(MemoryError::Full {
@@ -133,7 +194,7 @@ mod tests {
         assert_eq!(m.get(10_000, "a", "k"), None);
         assert!(m.set(10_000, "c", "k", json!(3), None).is_ok());
         m.set(10_000, "b", "k", json!(4), None).unwrap(); // overwrite needs no room
-        assert_eq!(m.get(10_000, "b", "k"), Some(&json!(4)));
+        assert_eq!(m.get(10_000, "b", "k"), Some(json!(4)));
         assert_eq!(m.bytes(), 3 + 3);
     }
 
@@ -146,5 +207,36 @@ mod tests {
         assert_eq!(m.bytes(), 5);
         m.set(0, "n", "k2", json!("01234"), None).unwrap();
         assert_eq!(m.bytes(), 5 + 10);
+    }
+
+    #[test]
+    fn values_are_kept_as_their_compact_text_and_read_back_exactly() {
+        let mut m = MemoryStore::new(100, 1 << 20);
+        let value = json!({"a": [0, -0.0, 1.5e300, u64::MAX, i64::MIN, "\u{e9}\n\"", null, true], "b": {}});
+        let text = serde_json::to_string(&value).unwrap();
+        m.set(0, "n", "k", value.clone(), None).unwrap();
+        assert_eq!(m.get_text(0, "n", "k"), Some(text.as_str()));
+        assert_eq!(m.get(0, "n", "k"), Some(value));
+        assert_eq!(m.bytes(), 2 + text.len());
+    }
+
+    #[test]
+    fn a_value_too_deep_to_read_back_is_refused() {
+        let nested = |n: usize| {
+            let mut v = json!(0);
+            for _ in 0..n {
+                v = json!([v]);
+            }
+            v
+        };
+        let mut m = MemoryStore::new(100, 1 << 20);
+        assert_eq!(
+            m.set(0, "n", "k", nested(MAX_DEPTH + 1), None),
+            Err(MemoryError::TooDeep)
+        );
+        assert!(m.is_empty());
+        m.set(0, "n", "k", nested(MAX_DEPTH), None).unwrap();
+        assert_eq!(m.get(0, "n", "k"), Some(nested(MAX_DEPTH)));
+        assert_eq!(depth(r#"{"a":["[{\\\"",{}]}"#), 3);
     }
 }

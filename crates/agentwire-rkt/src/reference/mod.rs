@@ -48,6 +48,9 @@ pub struct ReferenceConfig {
     pub rate_per_s: f64,
     pub burst: u32,
     pub max_memory_entries: usize,
+    /// Bytes of memory: namespace + key + the value's compact JSON text, summed over the entries
+    /// (values are kept as that text, so this bounds their heap; each entry adds a fixed
+    /// overhead of about 100 bytes on top).
     pub max_memory_bytes: usize,
     /// Session tokens alive at once, over all connections (each connection holds one).
     pub max_tokens: usize,
@@ -323,11 +326,15 @@ pub fn handle(
                     let m = format!("memory is full (at most {max_entries} entries and {max_bytes} bytes)");
                     refuse(session, codes::TOO_LARGE, m, None)
                 }
+                Err(MemoryError::TooDeep) => {
+                    let m = "value is nested too deep".to_string();
+                    refuse(session, codes::BAD_MESSAGE, m, Some(json!({"field": "value"})))
+                }
             }
         }
         InboundKind::MemoryGet(m) => {
             let ns = m.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE);
-            let value = shared.memory.get(now, ns, &m.key).cloned();
+            let value = shared.memory.get(now, ns, &m.key);
             session.respond(
                 now,
                 id,
