@@ -161,6 +161,42 @@ async fn priced_intent_needs_payment() {
 }
 
 #[tokio::test]
+async fn connections_that_paid_and_left_leave_room_in_the_ledger() {
+    bounded(async {
+        // Room for two accounts; five connections pay one after the other and close. Each
+        // unauthenticated connection's account goes when the server sees it close (a moment
+        // after the client's close returns, hence the retries on 413).
+        let cfg = ReferenceConfig {
+            max_accounts: 2,
+            ..ReferenceConfig::default()
+        };
+        let srv = server(cfg).await;
+        for n in 0..5 {
+            let c = client(&srv).await;
+            let mut tries = 0;
+            let receipt = loop {
+                match c.pay(1.0, "RKTT", None, None).await {
+                    Err(e) if e.code() == Some(413) && tries < 100 => {
+                        tries += 1;
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    other => break other,
+                }
+            };
+            assert_eq!(
+                receipt.unwrap_or_else(|e| panic!("connection {n}: {e}"))["balance"],
+                1.0
+            );
+            c.close().await;
+        }
+        let c = client(&srv).await;
+        let e = c.pay(1.0, "EUR", None, None).await.unwrap_err();
+        assert_eq!(e.code(), Some(400), "{e}");
+    })
+    .await
+}
+
+#[tokio::test]
 async fn bearer_auth_with_configured_key() {
     bounded(async {
         let cfg = ReferenceConfig {

@@ -37,6 +37,7 @@
 //! }
 //! let body: serde_json::Value = serde_json::from_str(&answer.unwrap()).unwrap();
 //! assert_eq!(body["data"]["temperature"], 24);
+//! conn.close(&mut shared); // the socket is gone: the connection's own credit goes with it
 //! # Ok::<(), agentwire_rkt::RktError>(())
 //! ```
 

@@ -1116,6 +1116,76 @@ mod review_regressions {
         );
     }
 
+    /// A ledger with room for `accounts` accounts.
+    fn small_ledger(accounts: usize) -> (ReferenceConfig, Shared) {
+        let cfg = ReferenceConfig {
+            max_accounts: accounts,
+            ..Default::default()
+        };
+        let shared = Shared::new(&cfg);
+        (cfg, shared)
+    }
+
+    fn pays(out: &[String]) -> bool {
+        out[0].starts_with("RKT/1.0 RESPONSE\n")
+    }
+
+    #[test]
+    fn payments_in_made_up_currencies_do_not_lock_the_ledger() {
+        // One connection paying in currencies c0, c1, ... once filled every account the ledger
+        // had, and every later PAY got 413 until a restart.
+        let (cfg, mut shared) = small_ledger(3);
+        let mut a = Server::new(&cfg, 1);
+        a.feed(&mut shared, T0, &hello("s", "h"));
+        for n in 0..10 {
+            let out = a.feed(
+                &mut shared,
+                T0,
+                &msg("PAY", &format!("p{n}"), &format!(r#"{{"amount":1,"currency":"c{n}"}}"#)),
+            );
+            assert!(
+                out[0].contains("\"code\":400") && out[0].contains("\"field\":\"currency\""),
+                "{out:?}"
+            );
+        }
+        assert_eq!(shared.ledger.accounts(), 0);
+        let mut fresh = Server::new(&cfg, 2);
+        fresh.feed(&mut shared, T0, &hello("s2", "h"));
+        let out = fresh.feed(&mut shared, T0, &msg("PAY", "p", r#"{"amount":1,"currency":"RKTT"}"#));
+        assert!(pays(&out), "{out:?}");
+    }
+
+    #[test]
+    fn the_credit_of_an_unauthenticated_connection_goes_with_it() {
+        // Connections that each paid and went away once kept their accounts for the process's
+        // life: enough of them and every later PAY got 413.
+        let (cfg, mut shared) = small_ledger(3);
+        for seed in 0..10 {
+            let mut a = Server::new(&cfg, seed);
+            a.feed(&mut shared, T0, &hello("s", "h"));
+            let out = a.feed(&mut shared, T0, &msg("PAY", "p", r#"{"amount":1,"currency":"RKTT"}"#));
+            assert!(pays(&out), "connection {seed}: {out:?}");
+            a.session.handle_close(T0, 1000, "");
+            a.conn.close(&mut shared);
+            assert_eq!(shared.ledger.accounts(), 0);
+        }
+        // An authenticated principal's credit outlives the connection.
+        let mut a = Server::new(&cfg, 20);
+        a.feed(&mut shared, T0, &hello("s", "h"));
+        a.feed(
+            &mut shared,
+            T0,
+            &msg("AUTH", "a", r#"{"scheme":"did","did":"did:rkt:x"}"#),
+        );
+        assert!(pays(&a.feed(
+            &mut shared,
+            T0,
+            &msg("PAY", "p", r#"{"amount":2,"currency":"RKTT"}"#)
+        )));
+        a.conn.close(&mut shared);
+        assert_eq!(shared.ledger.balance("did:rkt:x", "RKTT"), 2.0);
+    }
+
     #[test]
     fn did_allowlist_is_enforced_whenever_set() {
         let cfg = ReferenceConfig {

@@ -258,6 +258,10 @@ impl<'a> Driver<'a> {
             &mut StopSignal::new(stopped),
         )
         .await;
+        // The credit the connection held without authentication goes with it.
+        let mut shared = self.agent.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        handler.conn.close(&mut shared);
+        drop(shared);
         let (code, reason) = handler.closed.unwrap_or((1006, String::new()));
         End {
             code,

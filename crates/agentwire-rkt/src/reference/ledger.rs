@@ -52,6 +52,16 @@ impl Ledger {
         Some(b)
     }
 
+    /// Closes the payer's account in `currency` (its receipts stay); returns the balance it held.
+    pub fn close(&mut self, payer: &str, currency: &str) -> Option<f64> {
+        self.credit.remove(&(payer.to_string(), currency.to_string()))
+    }
+
+    /// Open accounts.
+    pub fn accounts(&self) -> usize {
+        self.credit.len()
+    }
+
     pub fn balance(&self, payer: &str, currency: &str) -> f64 {
         self.credit
             .get(&(payer.to_string(), currency.to_string()))

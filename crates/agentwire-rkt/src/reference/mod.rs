@@ -54,6 +54,9 @@ pub struct ReferenceConfig {
     pub max_memory_bytes: usize,
     /// Session tokens alive at once, over all connections (each connection holds one).
     pub max_tokens: usize,
+    /// Ledger accounts open at once: one per authenticated principal that paid, and one per open
+    /// unauthenticated connection that paid (closed with the connection: [`Connection::close`]).
+    pub max_accounts: usize,
     pub max_forecast_days: u32,
     pub token_lifetime_s: u64,
     /// Connections a server serves at once (the native one: `agentwire_native::rkt::serve`);
@@ -74,6 +77,7 @@ impl Default for ReferenceConfig {
             max_memory_entries: 100_000,
             max_memory_bytes: 64 << 20,
             max_tokens: 10_000,
+            max_accounts: 100_000,
             max_forecast_days: 16,
             token_lifetime_s: 3600,
             max_connections: 1024,
@@ -169,7 +173,7 @@ impl Shared {
     pub fn new(cfg: &ReferenceConfig) -> Self {
         Shared {
             memory: MemoryStore::new(cfg.max_memory_entries, cfg.max_memory_bytes),
-            ledger: Ledger::new(10_000, 100_000),
+            ledger: Ledger::new(10_000, cfg.max_accounts),
             tokens: HashMap::new(),
             next_anonymous: 0,
         }
@@ -177,7 +181,8 @@ impl Shared {
 }
 
 /// Per-connection state. Authentication (AUTH, or an accepted `Authorization` header) lasts for
-/// the connection; credit without it belongs to the connection alone.
+/// the connection; credit without it belongs to the connection alone, and the driver ends it
+/// with [`Connection::close`] when the connection ends.
 #[derive(Debug)]
 pub struct Connection {
     principal: Option<String>,
@@ -199,6 +204,15 @@ impl Connection {
 
     pub fn principal(&self) -> Option<&str> {
         self.principal.as_deref()
+    }
+
+    /// The connection ended: the credit it held without authentication goes with it (no later
+    /// connection can be its payer), so that connections coming and going cannot fill the
+    /// ledger's `max_accounts`. Credit of an authenticated principal stays.
+    pub fn close(&mut self, shared: &mut Shared) {
+        if let Some(payer) = self.anonymous.take() {
+            shared.ledger.close(&payer, CURRENCY);
+        }
     }
 }
 
@@ -342,6 +356,13 @@ pub fn handle(
             )
         }
         InboundKind::Pay(p) => {
+            // Credit is spent in RKTT only, the currency the manifest announces: an account in
+            // any other would only take room in the ledger.
+            if p.currency != CURRENCY {
+                let m = format!("this agent takes payment in {CURRENCY} only");
+                let details = json!({"field": "currency", "currency": CURRENCY});
+                return refuse(session, codes::BAD_MESSAGE, m, Some(details));
+            }
             let receipt_id = format!("rcpt_{}", entropy.uuid_v4().replace('-', ""));
             let receipt = Receipt {
                 receipt_id: receipt_id.clone(),
