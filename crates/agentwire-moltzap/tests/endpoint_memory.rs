@@ -71,6 +71,18 @@ fn zeros(zeros: usize) -> String {
     format!("[{}0]", "0,".repeat(zeros - 1))
 }
 
+/// Pushes records `ids` with `parts` whose conversation lookup is never answered; returns the
+/// heap they hold.
+fn held_by_waiting(ep: &mut Endpoint, ids: std::ops::Range<usize>, parts: &str) -> isize {
+    let base = live();
+    for i in ids {
+        ep.handle_text(2, &push(i, parts));
+        while ep.poll_transmit().is_some() {}
+        while ep.poll_event().is_some() {}
+    }
+    live() - base
+}
+
 #[test]
 fn what_the_endpoint_keeps_is_bounded_in_heap() {
     // 1. Records waiting for their conversation (its lookup is never answered). Parts over the
@@ -78,24 +90,12 @@ fn what_the_endpoint_keeps_is_bounded_in_heap() {
     // 3 MB.
     let mut ep = connected(|_| {});
     let big = format!(r#"[{{"type":"data","value":{}}}]"#, zeros(100_000));
-    let base = live();
-    for i in 0..20 {
-        ep.handle_text(2, &push(i, &big));
-        while ep.poll_transmit().is_some() {}
-        while ep.poll_event().is_some() {}
-    }
-    let held = live() - base;
+    let held = held_by_waiting(&mut ep, 0..20, &big);
     assert!(held < 20 * 16_384, "20 records over the limit hold {held} bytes");
 
     // Parts within the limit are kept as their canonical text: before, about 480 KB each.
     let within = format!(r#"[{{"type":"data","value":{}}}]"#, zeros(15_000));
-    let base = live();
-    for i in 100..300 {
-        ep.handle_text(2, &push(i, &within));
-        while ep.poll_transmit().is_some() {}
-        while ep.poll_event().is_some() {}
-    }
-    let held = live() - base;
+    let held = held_by_waiting(&mut ep, 100..300, &within);
     assert!(
         held < 200 * 2 * within.len() as isize,
         "200 records of {} bytes hold {held} bytes",
