@@ -2,8 +2,8 @@
 //! field at fault; encoders and decoders agree.
 
 use agentwire_switch::frame::{
-    decode, decode_with, encode, encode_pong, ConnGeneration, DecodeOptions, EventKind, EvictionCode, Frame,
-    FrameErrorKind,
+    decode, decode_sse_with, decode_with, encode, encode_pong, ConnGeneration, DecodeOptions, EventKind, EvictionCode,
+    Frame, FrameErrorKind,
 };
 
 const ROOM: &str = "47e911ea-014b-427b-a600-1c72595f0c98";
@@ -156,6 +156,24 @@ fn unknown_kinds_are_passed_through() {
         panic!()
     };
     assert_eq!(e.kind, EventKind::Other("novel".into()));
+}
+
+#[test]
+fn a_control_frames_null_data_is_no_data_on_both_transports() {
+    // A WebSocket `"data": null` read as no data (`{}`) where SSE's `data: null` kept `null`, so
+    // an unknown frame from SSE did not survive its own encoding (found by the fuzz target
+    // `frame`: `{"event":"x","data":null}` decoded with `{}`).
+    let opts = DecodeOptions::default();
+    for name in ["ping", "session_commands"] {
+        let ws = decode_with(&format!(r#"{{"event":"{name}","data":null}}"#), &opts).unwrap();
+        let sse = decode_sse_with(name, " null ", None, &opts).unwrap();
+        assert_eq!(encode(&ws), encode(&sse), "{name}");
+        assert_eq!(
+            encode(&decode_with(&encode(&sse), &opts).unwrap()),
+            encode(&sse),
+            "{name}"
+        );
+    }
 }
 
 #[test]

@@ -105,7 +105,8 @@ pub fn decode_sse_with(
     opts: &DecodeOptions,
 ) -> Result<Frame, FrameError> {
     check_limits(data, opts)?;
-    let body: &RawValue = if data.trim_ascii().is_empty() {
+    // No data and `null` are no data, as a WebSocket frame's absent or null `data` is.
+    let body: &RawValue = if matches!(data.trim_ascii(), "" | "null") {
         empty_object()
     } else {
         serde_json::from_str(data).map_err(|e| FrameError::syntax(format!("invalid JSON in `data`: {e}")))?
