@@ -1187,6 +1187,40 @@ mod review_regressions {
     }
 
     #[test]
+    fn an_ended_connections_token_makes_room_for_a_new_auth() {
+        // Tokens outlived their connections: connect, AUTH and close `max_tokens` times and every
+        // AUTH got 429 until the tokens expired (an hour). A live connection's token stays.
+        let cfg = ReferenceConfig {
+            max_tokens: 2,
+            ..Default::default()
+        };
+        let mut shared = Shared::new(&cfg);
+        let auth = |s: &mut Server, shared: &mut Shared| {
+            let out = s.feed(shared, T0, &msg("AUTH", "a", r#"{"scheme":"did","did":"did:rkt:x"}"#));
+            out[0].starts_with("RKT/1.0 AUTH_OK\n")
+        };
+        let mut live = Server::new(&cfg, 100);
+        live.feed(&mut shared, T0, &hello("s", "h"));
+        assert!(auth(&mut live, &mut shared));
+        for seed in 0..10 {
+            let mut a = Server::new(&cfg, seed);
+            a.feed(&mut shared, T0, &hello("s", "h"));
+            assert!(auth(&mut a, &mut shared), "connection {seed}");
+            a.session.handle_close(T0, 1000, "");
+            a.conn.close(&mut shared);
+        }
+        // Two live connections fill the store: a third AUTH waits for one to end.
+        let mut second = Server::new(&cfg, 200);
+        second.feed(&mut shared, T0, &hello("s", "h"));
+        assert!(auth(&mut second, &mut shared));
+        let mut third = Server::new(&cfg, 300);
+        third.feed(&mut shared, T0, &hello("s", "h"));
+        assert!(!auth(&mut third, &mut shared), "live connections' tokens are not taken");
+        second.conn.close(&mut shared);
+        assert!(auth(&mut third, &mut shared));
+    }
+
+    #[test]
     fn did_allowlist_is_enforced_whenever_set() {
         let cfg = ReferenceConfig {
             allowed_dids: vec!["did:rkt:ok".into()],

@@ -16,7 +16,7 @@ use crate::errors::{codes, error_body, RktError};
 use crate::server::{Inbound, InboundKind, ServerConfig, ServerSession};
 use agentwire_core::{Entropy, ErrorKind, Millis};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// The intents the reference agent knows, and the capability each needs.
 pub const INTENTS: &[(&str, Option<&str>)] = &[
@@ -52,7 +52,8 @@ pub struct ReferenceConfig {
     /// (values are kept as that text, so this bounds their heap; each entry adds a fixed
     /// overhead of about 100 bytes on top).
     pub max_memory_bytes: usize,
-    /// Session tokens alive at once, over all connections (each connection holds one).
+    /// Session tokens alive at once, over all connections (each connection holds one). A full
+    /// store makes room with the oldest token of an ended connection ([`Connection::close`]).
     pub max_tokens: usize,
     /// Ledger accounts open at once: one per authenticated principal that paid, and one per open
     /// unauthenticated connection that paid (closed with the connection: [`Connection::close`]).
@@ -166,6 +167,9 @@ pub struct Shared {
     pub memory: MemoryStore,
     pub ledger: Ledger,
     tokens: HashMap<String, (String, Millis)>,
+    /// Tokens whose connection has ended, oldest first (some may be gone since): when
+    /// `max_tokens` are alive, the oldest of these makes room for a new one.
+    released: VecDeque<String>,
     next_anonymous: u64,
 }
 
@@ -175,6 +179,7 @@ impl Shared {
             memory: MemoryStore::new(cfg.max_memory_entries, cfg.max_memory_bytes),
             ledger: Ledger::new(10_000, cfg.max_accounts),
             tokens: HashMap::new(),
+            released: VecDeque::new(),
             next_anonymous: 0,
         }
     }
@@ -209,9 +214,19 @@ impl Connection {
     /// The connection ended: the credit it held without authentication goes with it (no later
     /// connection can be its payer), so that connections coming and going cannot fill the
     /// ledger's `max_accounts`. Credit of an authenticated principal stays.
+    /// Its session token stays valid (it may be presented on another connection) but is the
+    /// first to go when `max_tokens` are alive and another AUTH needs room.
     pub fn close(&mut self, shared: &mut Shared) {
         if let Some(payer) = self.anonymous.take() {
             shared.ledger.close(&payer, CURRENCY);
+        }
+        if let Some(token) = self.token.take() {
+            if shared.released.len() >= shared.tokens.len() {
+                // Drop the names of tokens already gone, so the list stays within the live ones.
+                let tokens = &shared.tokens;
+                shared.released.retain(|t| tokens.contains_key(t));
+            }
+            shared.released.push_back(token);
         }
     }
 }
@@ -295,6 +310,14 @@ pub fn handle(
             }
             if shared.tokens.len() >= cfg.max_tokens {
                 shared.tokens.retain(|_, (_, exp)| *exp > now);
+                // Then the oldest token of an ended connection: connections coming and going
+                // cannot lock every AUTH out until their tokens expire.
+                while shared.tokens.len() >= cfg.max_tokens {
+                    let Some(oldest) = shared.released.pop_front() else {
+                        break;
+                    };
+                    shared.tokens.remove(&oldest);
+                }
                 if shared.tokens.len() >= cfg.max_tokens {
                     let details = json!({"retry_after": cfg.token_lifetime_s});
                     return refuse(
