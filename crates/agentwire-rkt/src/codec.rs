@@ -13,7 +13,9 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 1 << 20;
 pub const PROTOCOL: &str = "RKT/1.0";
 /// The WebSocket subprotocol a server requires.
 pub const SUBPROTOCOL: &str = "rkt.1.0";
-/// The most headers one message may carry (the guide's messages have at most 12).
+/// The most headers one message may carry besides `Content-Type` (the guide's messages have at
+/// most 12). `Content-Type` is apart so that a message decoded with a body and no
+/// `Content-Type` still decodes once `encode` has added one.
 pub const MAX_HEADERS: usize = 64;
 /// The longest id (`Message-ID`, `Session-ID`, `Reply-To`) accepted.
 pub const MAX_ID_LEN: usize = 128;
@@ -508,6 +510,7 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
     let fail = |k| fail(k, Some(kind.as_str()));
 
     let mut headers = Headers::new();
+    let mut content_type = false;
     let mut line_no = 1;
     loop {
         let (line, next) = next_line(rest);
@@ -523,13 +526,15 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
             rest = next;
             break;
         }
-        if headers.len() == MAX_HEADERS {
+        let (name, value) = split_header(line).ok_or_else(|| fail(DecodeErrorKind::BadHeaderLine(line_no)))?;
+        let is_content_type = name.eq_ignore_ascii_case("Content-Type");
+        if headers.len() - usize::from(content_type) == MAX_HEADERS && !is_content_type {
             return Err(fail(DecodeErrorKind::TooManyHeaders { limit: MAX_HEADERS }));
         }
-        let (name, value) = split_header(line).ok_or_else(|| fail(DecodeErrorKind::BadHeaderLine(line_no)))?;
         if headers.get(name).is_some() {
             return Err(fail(DecodeErrorKind::DuplicateHeader(name.to_string())));
         }
+        content_type |= is_content_type;
         if has_control(value) {
             return Err(fail(DecodeErrorKind::BadHeaderLine(line_no)));
         }

@@ -1347,6 +1347,32 @@ fn numbers_are_digits_only() {
 }
 
 #[test]
+fn a_full_message_without_content_type_decodes_again_once_encoded() {
+    // MAX_HEADERS headers and a body without Content-Type: `encode` adds one, and its output was
+    // refused as too many headers (found by the fuzz target `decode`).
+    let mut text = String::from(
+        "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: m1\nSession-ID: s1\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n",
+    );
+    for i in 5..codec::MAX_HEADERS {
+        text.push_str(&format!("X-{i}: {i}\n"));
+    }
+    text.push_str("\n{}");
+    let msg = decode(&text, DEFAULT_MAX_MESSAGE_SIZE).unwrap();
+    assert_eq!(msg.headers.len(), codec::MAX_HEADERS);
+    let again = decode(&encode(&msg), DEFAULT_MAX_MESSAGE_SIZE).unwrap();
+    assert_eq!(again.headers.get("Content-Type"), Some("application/json"));
+    // Content-Type is apart from the limit, not a way past it.
+    let over = text.replace("\n\n{}", "\nX-last: 1\n\n{}");
+    let err = decode(&over, DEFAULT_MAX_MESSAGE_SIZE).unwrap_err();
+    assert_eq!(
+        err.kind,
+        DecodeErrorKind::TooManyHeaders {
+            limit: codec::MAX_HEADERS
+        }
+    );
+}
+
+#[test]
 fn hostile_shapes_cost_linear_time() {
     // Many headers: refused at MAX_HEADERS, not compared pairwise.
     let mut many = String::from("RKT/1.0 REQUEST\n");
