@@ -360,41 +360,17 @@ enum After {
 
 /// A bare RKT peer on 127.0.0.1 for one connection: the upgrade (echoing `rkt.1.0`), a
 /// HELLO_ACK to the client's HELLO, then never an answer. Returns the `ws://` URL.
-#[allow(clippy::result_large_err)] // tungstenite's upgrade callback returns its `ErrorResponse`
 async fn raw_peer(after: After) -> String {
     use futures_util::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
     use tokio_tungstenite::tungstenite::Message;
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
     tokio::spawn(tokio::time::timeout(Duration::from_secs(30), async move {
         let (tcp, _) = listener.accept().await.unwrap();
-        let echo = |_: &Request, mut resp: Response| {
-            resp.headers_mut()
-                .insert("Sec-WebSocket-Protocol", "rkt.1.0".parse().unwrap());
-            Ok(resp)
+        let Some(mut ws) = common::rkt_hello(tcp).await else {
+            return;
         };
-        let mut ws = tokio_tungstenite::accept_hdr_async(tcp, echo).await.unwrap();
-        let hello = loop {
-            match ws.next().await {
-                Some(Ok(Message::Text(t))) => break t.to_string(),
-                Some(Ok(_)) => continue,
-                _ => return,
-            }
-        };
-        let id = hello
-            .lines()
-            .find_map(|l| l.strip_prefix("Message-ID: "))
-            .unwrap()
-            .trim()
-            .to_string();
-        let ack = format!(
-            "RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: ack-1\nReply-To: {id}\nSession-ID: s-1\n\
-             Timestamp: 2026-06-28T12:00:00Z\nTTL: 30\nContent-Type: application/json\n\n\
-             {{\"agreed_version\":1,\"session_timeout\":300}}"
-        );
-        ws.send(Message::text(ack)).await.unwrap();
         match after {
             After::Read => while let Some(Ok(_)) = ws.next().await {},
             After::BeginStreams => {

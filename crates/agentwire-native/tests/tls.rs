@@ -251,12 +251,7 @@ fn root_certificates_that_do_not_parse_are_invalid() {
 /// A bare RKT peer over TLS (presenting the trusted certificate) for one connection: the
 /// upgrade, a HELLO_ACK to the client's HELLO, then it holds the socket and reads nothing.
 /// Returns the `wss://` URL.
-#[allow(clippy::result_large_err)] // tungstenite's upgrade callback returns its `ErrorResponse`
 async fn stalling_tls_peer() -> String {
-    use futures_util::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
-    use tokio_tungstenite::tungstenite::Message;
-
     let cert = trusted();
     let acceptor = acceptor(cert);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -264,31 +259,10 @@ async fn stalling_tls_peer() -> String {
     tokio::spawn(tokio::time::timeout(Duration::from_secs(30), async move {
         let (tcp, _) = listener.accept().await.unwrap();
         let tls = acceptor.accept(tcp).await.unwrap();
-        let echo = |_: &Request, mut resp: Response| {
-            resp.headers_mut()
-                .insert("Sec-WebSocket-Protocol", "rkt.1.0".parse().unwrap());
-            Ok(resp)
+        // Held, and never read, until the test ends.
+        let Some(_ws) = common::rkt_hello(tls).await else {
+            return;
         };
-        let mut ws = tokio_tungstenite::accept_hdr_async(tls, echo).await.unwrap();
-        let hello = loop {
-            match ws.next().await {
-                Some(Ok(Message::Text(t))) => break t.to_string(),
-                Some(Ok(_)) => continue,
-                _ => return,
-            }
-        };
-        let id = hello
-            .lines()
-            .find_map(|l| l.strip_prefix("Message-ID: "))
-            .unwrap()
-            .trim()
-            .to_string();
-        let ack = format!(
-            "RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: ack-1\nReply-To: {id}\nSession-ID: s-1\n\
-             Timestamp: 2026-06-28T12:00:00Z\nTTL: 30\nContent-Type: application/json\n\n\
-             {{\"agreed_version\":1,\"session_timeout\":300}}"
-        );
-        ws.send(Message::text(ack)).await.unwrap();
         std::future::pending::<()>().await
     }));
     url

@@ -16,3 +16,43 @@ pub async fn server(cfg: ReferenceConfig) -> ServerHandle {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     rkt::spawn(listener, cfg).unwrap()
 }
+
+/// The server's side of an RKT open on `stream`: the upgrade (echoing `rkt.1.0`), then a
+/// HELLO_ACK to the client's HELLO. `None` when the client leaves before its HELLO.
+#[allow(dead_code)] // not every test binary that includes this module uses it
+#[allow(clippy::result_large_err)] // tungstenite's upgrade callback returns its `ErrorResponse`
+pub async fn rkt_hello<S>(stream: S) -> Option<tokio_tungstenite::WebSocketStream<S>>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let echo = |_: &Request, mut resp: Response| {
+        resp.headers_mut()
+            .insert("Sec-WebSocket-Protocol", "rkt.1.0".parse().unwrap());
+        Ok(resp)
+    };
+    let mut ws = tokio_tungstenite::accept_hdr_async(stream, echo).await.unwrap();
+    let hello = loop {
+        match ws.next().await {
+            Some(Ok(Message::Text(t))) => break t.to_string(),
+            Some(Ok(_)) => continue,
+            _ => return None,
+        }
+    };
+    let id = hello
+        .lines()
+        .find_map(|l| l.strip_prefix("Message-ID: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    let ack = format!(
+        "RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: ack-1\nReply-To: {id}\nSession-ID: s-1\n\
+         Timestamp: 2026-06-28T12:00:00Z\nTTL: 30\nContent-Type: application/json\n\n\
+         {{\"agreed_version\":1,\"session_timeout\":300}}"
+    );
+    ws.send(Message::text(ack)).await.unwrap();
+    Some(ws)
+}
