@@ -22,10 +22,10 @@
 //!   trusted and how to trust a private CA;
 //! - a host that cannot be a TLS server name: kind `invalid`.
 //!
-//! One exception: a Switch connection's open (WebSocket or SSE) reports any failure to the
-//! engine as an open that got no answer, which it retries with its backoff, so `SwitchClient`'s
-//! connect ends with `timeout` whose message names the untrusted certificate ("last: …"); Switch
-//! operations fail with `auth` at once.
+//! A Switch connection's open (WebSocket or SSE) gives the engine an `auth` or `invalid` failure
+//! as one no retry mends (`Connection::handle_open_unusable`): the connection stops with it and
+//! `SwitchClient`'s connect fails at once; the others are opens that got no answer, which the
+//! engine retries with its backoff.
 
 use agentwire_core::{Error, ErrorKind};
 use rustls::pki_types::pem::PemObject;

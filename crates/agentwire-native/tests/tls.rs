@@ -20,8 +20,9 @@ use agentwire_native::tls;
 use agentwire_peer_switch::Generation;
 use agentwire_rkt::reference::ReferenceConfig;
 use agentwire_rkt::{ClientConfig, RequestOptions};
+use agentwire_switch::open::OpenParams;
 use agentwire_switch::ops::{ConnectToRoom, PostMessage};
-use agentwire_switch::{Event, Transport, Wire};
+use agentwire_switch::{ConnectionConfig, Event, Transport, Wire};
 use common::bounded;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::json;
@@ -221,6 +222,25 @@ async fn an_untrusted_certificate_is_an_auth_error_that_says_so() {
             .unwrap_err();
         assert_eq!(e.kind, ErrorKind::Auth, "{e}");
         assert!(!e.retryable && e.message.contains("not trusted"), "{e}");
+
+        // A Switch connection's open stops at once, on either wire, where it used to reopen
+        // with its backoff until the connect timeout (here 60 s: the test's bound is 30).
+        for transport in [Transport::WebSocket, Transport::Sse] {
+            let opts = SwitchOptions {
+                connect_timeout: Some(Duration::from_secs(60)),
+                ..SwitchOptions::default()
+            };
+            let started = std::time::Instant::now();
+            let mut cfg = ConnectionConfig::new(OpenParams::new("a", "4b0c5d2e-8f1a-4c3b-9d7e-6a5f4e3d2c1b"));
+            cfg.transport = transport;
+            let e = SwitchClient::connect_with(&format!("https://{proxy}"), "k", cfg, opts)
+                .await
+                .map(|_| ())
+                .unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Auth, "{e}");
+            assert!(!e.retryable && e.message.contains("not trusted"), "{e}");
+            assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        }
     })
     .await
 }

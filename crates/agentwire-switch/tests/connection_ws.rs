@@ -6,6 +6,7 @@ use agentwire_core::ErrorKind;
 use agentwire_switch::connection::{ConnectionConfig, Event, State, Transmit, Transport, Wire};
 use agentwire_switch::frame::EvictionCode;
 use agentwire_switch::open::StartFrom;
+use agentwire_switch::SwitchError;
 use common::*;
 
 fn ws() -> ConnectionConfig {
@@ -507,6 +508,30 @@ fn max_reconnect_attempts_stop_the_connection() {
         [Event::Stopped { error: Some(e) }] => assert!(e.message.contains("gave up after 2"), "{e}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn an_unusable_open_stops_at_once_with_its_error() {
+    let mut d = Driver::new(ws());
+    d.conn.start(d.now).unwrap();
+    d.expect_open();
+    let untrusted = SwitchError::local(ErrorKind::Auth, "TLS: the certificate is not trusted").retryable(true);
+    d.conn.handle_open_unusable(d.now, untrusted.clone());
+    let (t, e) = d.drain();
+    assert!(t.iter().all(|t| !matches!(t, Transmit::Open(_))), "{t:?}");
+    match &e[..] {
+        [Event::Stopped { error: Some(e) }] => {
+            assert_eq!((e.kind, e.retryable), (ErrorKind::Auth, false));
+            assert_eq!(e.message, untrusted.message);
+        }
+        other => panic!("{other:?}"),
+    }
+    d.advance(60_000);
+    assert!(d.drain().0.is_empty(), "no reopen after the stop");
+    // Outside an open it changes nothing.
+    let (mut d, _) = Driver::opened(ws());
+    d.conn.handle_open_unusable(d.now, untrusted);
+    assert!(d.drain().1.iter().all(|e| !matches!(e, Event::Stopped { .. })));
 }
 
 #[test]

@@ -106,7 +106,8 @@ impl Driver {
                             self.socket = Some(socket);
                             self.conn.handle_open(now);
                         }
-                        Err((status, body)) => self.conn.handle_open_failed(now, status, &body),
+                        Err(OpenFailed::Failed(status, body)) => self.conn.handle_open_failed(now, status, &body),
+                        Err(OpenFailed::Unusable(e)) => self.conn.handle_open_unusable(now, e.into()),
                     }
                 }
                 incoming = next_incoming(&mut self.socket) => self.on_incoming(incoming),

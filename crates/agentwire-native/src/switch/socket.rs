@@ -4,6 +4,7 @@
 use crate::http::{Origin, Response};
 use crate::tls::Stream;
 use crate::wire::{write_blocked, WRITE_TIMEOUT};
+use agentwire_core::{Error, ErrorKind};
 use agentwire_switch::connection::OpenRequest;
 use agentwire_switch::Wire;
 use futures_util::{SinkExt, StreamExt};
@@ -37,8 +38,29 @@ pub(crate) struct Dialer {
     pub(crate) max_message_bytes: usize,
 }
 
-/// An open that failed: the HTTP status of a refusal (`None`: no answer) and its body or reason.
-pub(crate) type OpenFailed = (Option<u16>, String);
+/// An open that failed.
+pub(crate) enum OpenFailed {
+    /// The HTTP status of a refusal (`None`: no answer) and its body or reason; the engine
+    /// decides whether to reopen.
+    Failed(Option<u16>, String),
+    /// No retry can help: a certificate not trusted (`auth`), a host that cannot be a TLS
+    /// server name (`invalid`).
+    Unusable(Error),
+}
+
+impl OpenFailed {
+    fn no_answer(reason: String) -> Self {
+        OpenFailed::Failed(None, reason)
+    }
+
+    /// A failure to reach the server, with `context` before its message.
+    fn dial(e: Error, context: &str) -> Self {
+        match e.kind {
+            ErrorKind::Auth | ErrorKind::Invalid => OpenFailed::Unusable(e),
+            _ => OpenFailed::no_answer(format!("{context}{}", e.message)),
+        }
+    }
+}
 
 pub(crate) enum Socket {
     Ws(Box<Ws>),
@@ -74,9 +96,10 @@ impl Dialer {
         let mut request = url
             .as_str()
             .into_client_request()
-            .map_err(|e| (None, format!("{url}: {e}")))?;
+            .map_err(|e| OpenFailed::no_answer(format!("{url}: {e}")))?;
         let headers = request.headers_mut();
-        let auth = HeaderValue::from_str(&format!("Bearer {}", self.key)).map_err(|e| (None, e.to_string()))?;
+        let auth =
+            HeaderValue::from_str(&format!("Bearer {}", self.key)).map_err(|e| OpenFailed::no_answer(e.to_string()))?;
         headers.insert("Authorization", auth);
         for (name, value) in &open.request.headers {
             if let Ok(v) = HeaderValue::from_str(value) {
@@ -91,7 +114,7 @@ impl Dialer {
             .origin
             .dial()
             .await
-            .map_err(|e| (None, format!("cannot open {url}: {}", e.message)))?;
+            .map_err(|e| OpenFailed::dial(e, &format!("cannot open {url}: ")))?;
         match tokio_tungstenite::client_async_with_config(request, stream, Some(cfg)).await {
             Ok((ws, _)) => Ok(Socket::Ws(Box::new(ws))),
             Err(WsError::Http(response)) => {
@@ -100,23 +123,26 @@ impl Dialer {
                     .as_deref()
                     .map(String::from_utf8_lossy)
                     .unwrap_or_default();
-                Err((Some(response.status().as_u16()), body.into_owned()))
+                Err(OpenFailed::Failed(Some(response.status().as_u16()), body.into_owned()))
             }
-            Err(e) => Err((None, format!("cannot open {url}: {e}"))),
+            Err(e) => Err(OpenFailed::no_answer(format!("cannot open {url}: {e}"))),
         }
     }
 
     async fn open_sse(&self, open: OpenRequest) -> Result<Socket, OpenFailed> {
         let response = Response::send(&self.origin, Some(&self.key), &open.request)
             .await
-            .map_err(|e| (None, e.message))?;
+            .map_err(|e| OpenFailed::dial(e, ""))?;
         if response.status == 200 {
             return Ok(Socket::Sse(Box::new(response)));
         }
         let status = response.status;
         // The refusal's body, bounded in size and time; a body that cannot be read is empty.
         let body = tokio::time::timeout(CLOSE_GRACE, response.body_string(REFUSAL_BODY)).await;
-        Err((Some(status), body.ok().and_then(Result::ok).unwrap_or_default()))
+        Err(OpenFailed::Failed(
+            Some(status),
+            body.ok().and_then(Result::ok).unwrap_or_default(),
+        ))
     }
 }
 

@@ -49,6 +49,10 @@ fuzz_target!(|data: &[u8]| {
             1 => c.handle_text(now, &text),
             2 => c.handle_bytes(now, body),
             3 => c.handle_close(now, u16::from_le_bytes([body.first().copied().unwrap_or(0), *len]), &text),
+            4 if body.first() == Some(&255) => {
+                let e = agentwire_switch::SwitchError::local(agentwire_core::ErrorKind::Auth, text.as_ref());
+                c.handle_open_unusable(now, e)
+            }
             4 => c.handle_open_failed(now, body.first().map(|b| 100 + u16::from(*b) * 2), &text),
             5 => {
                 if let Some(id) = http_ids.pop() {

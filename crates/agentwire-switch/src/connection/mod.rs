@@ -7,7 +7,8 @@
 //! 1. [`Connection::start`] queues [`Transmit::Open`]: open that request (a WebSocket upgrade,
 //!    or an SSE `GET`) with `Authorization: Bearer <key>` added.
 //! 2. Report what happened: [`Connection::handle_open`] or
-//!    [`Connection::handle_open_failed`]; then every WebSocket text message with
+//!    [`Connection::handle_open_failed`] (or [`Connection::handle_open_unusable`] when no retry
+//!    can help); then every WebSocket text message with
 //!    [`Connection::handle_text`] or every SSE body chunk with [`Connection::handle_bytes`];
 //!    the end with [`Connection::handle_close`]; answers to [`Transmit::Http`] (beats) with
 //!    [`Connection::handle_http_response`] / [`Connection::handle_http_failed`]; and
@@ -507,6 +508,18 @@ impl Connection {
             return;
         }
         self.on_open_failed(now, status, body);
+    }
+
+    /// The open failed in a way no retry mends, by the host's own judgement (a TLS certificate
+    /// it does not trust, a host that cannot be a TLS server name): the connection stops with
+    /// `error`, made not retryable, instead of reopening with its backoff.
+    pub fn handle_open_unusable(&mut self, now: Millis, error: SwitchError) {
+        self.now = now;
+        if self.state != State::Opening {
+            return;
+        }
+        self.socket_open = false;
+        self.stop(Some(error.retryable(false)), "refused");
     }
 
     /// A WebSocket text message.
