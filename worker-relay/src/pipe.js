@@ -52,7 +52,7 @@ export function pipe(relay, d, client, up, early) {
   });
   up.addEventListener("close", (ev) => {
     const code = forwardClose(ev.code);
-    const reason = relay.redact(ev.reason ?? "");
+    const reason = upstreamReason(relay, ev.reason ?? "");
     finish({ code, reason }, { code, reason });
   });
   client.addEventListener("error", () => both(CODES.fallback, "the browser's socket failed"));
@@ -65,4 +65,12 @@ export function pipe(relay, d, client, up, early) {
       { code: CODES.tokenExpired, reason: CODES.tokenExpiredReason },
       { code: 1000, reason: CODES.tokenExpiredReason },
     );
+}
+
+/** An upstream's close reason, which may be the start of a longer text its stack cut at 123
+ * bytes: no key in it, not even the start of one at its end. A reason short of 120 bytes (a cut
+ * at a character boundary loses at most 3) was not cut, and only whole keys go. */
+const encoder = new TextEncoder();
+function upstreamReason(relay, reason) {
+  return relay.redactCut(reason, 123, encoder.encode(reason).byteLength < 120);
 }

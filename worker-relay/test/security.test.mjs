@@ -653,6 +653,29 @@ test("an upstream that quotes the key in an error (HTTP body, close reason, SSE 
   for (const l of [...r.logs, ...b.logs]) assert.ok(!l.includes(agent.key), `log: ${l}`);
 });
 
+test("an upstream close reason its stack cut inside the key: no part of the key reaches the browser", T, async () => {
+  const agent = { id: "agent-reason", key: "sk_switch_cut_in_a_close_reason_0099" };
+  const quoting = await startUpstream();
+  const r = await startRelay(relayVars({ url: quoting.url, agents: { q: agent } }, { UPSTREAM_GENERATION: "ws" }));
+  const tok = await token(agent.id);
+  // The key quoted at several places across the 123-byte cut, as a WebSocket stack makes it.
+  for (const pad of [110, 100, 90]) {
+    quoting.behave = (s, req) => {
+      const reason = Buffer.from(`${"r".repeat(pad)} ${req.headers.authorization}`).subarray(0, 123).toString();
+      setTimeout(() => s.close(4403, reason), 50);
+    };
+    const c = open(wsPath(r, agent.id), { protocols: withToken(tok) });
+    const closed = await within(10_000, "the close", c.closed);
+    assert.equal(closed.code, 4403);
+    assert.ok(closed.reason.startsWith("r".repeat(pad)), `${pad}: ${closed.reason}`);
+    assert.ok(!closed.reason.includes(agent.key.slice(0, 8)), `${pad}: a part of the key: ${closed.reason}`);
+  }
+  // A short reason was not cut: it is passed on whole (only a whole key would go).
+  quoting.behave = (s) => setTimeout(() => s.close(4403, "refused: sk_"), 50);
+  const c = open(wsPath(r, agent.id), { protocols: withToken(tok) });
+  assert.equal((await within(10_000, "the close", c.closed)).reason, "refused: sk_");
+});
+
 test("a key straddling the relay's read limit of an error body does not reach the browser, not even in part", T, async () => {
   const agent = { id: "agent-cut", key: "sk_switch_cut_at_the_limit_key_0042" };
   const part = agent.key.slice(0, 20);
