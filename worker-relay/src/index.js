@@ -34,47 +34,58 @@ async function readBody(request, max) {
 }
 
 export default {
+  /** Every request gets an answer: what throws (a body the client stops sending, a bug) is a
+   * 500 with a JSON body, never an exception that reaches the runtime. */
   async fetch(request, env) {
-    let relay;
     try {
-      relay = relayFor(env);
+      return await handle(request, env);
     } catch (e) {
-      console.error(`agentwire relay: ${e.message}`);
-      return jsonError(500, "config", "the relay is misconfigured");
-    }
-    let body = null;
-    if (request.method === "POST") {
-      body = await readBody(request, relay.maxBodyBytes);
-      if (body === null) return jsonError(413, "size", `the body is over ${relay.maxBodyBytes} bytes`);
-    }
-    const headers = JSON.stringify([...request.headers]);
-    let decision;
-    try {
-      decision = JSON.parse(relay.route(request.method, request.url, headers, body, Date.now()));
-    } catch (e) {
-      // A bug in the engine (a trap): the next request builds a fresh relay.
-      dropRelay();
-      console.error(`agentwire relay: route failed: ${String(e?.message ?? e)}`);
+      console.error(`agentwire relay: ${request.method} failed: ${e?.name ?? "Error"}`);
       return jsonError(500, "internal", "the relay failed on this request");
-    }
-    switch (decision.action) {
-      case "respond":
-        return new Response(decision.body === "" ? null : decision.body, {
-          status: decision.status,
-          headers: decision.headers,
-        });
-      case "refuse": {
-        const { server, response } = acceptSocket(decision.protocol);
-        if (decision.frame) server.send(decision.frame);
-        closeQuietly(server, decision.code, decision.reason);
-        return response;
-      }
-      case "proxy":
-        return proxy(relay, decision);
-      case "connect":
-        return connect(relay, decision);
-      default:
-        return jsonError(500, "internal", "no decision");
     }
   },
 };
+
+async function handle(request, env) {
+  let relay;
+  try {
+    relay = relayFor(env);
+  } catch (e) {
+    console.error(`agentwire relay: ${e.message}`);
+    return jsonError(500, "config", "the relay is misconfigured");
+  }
+  let body = null;
+  if (request.method === "POST") {
+    body = await readBody(request, relay.maxBodyBytes);
+    if (body === null) return jsonError(413, "size", `the body is over ${relay.maxBodyBytes} bytes`);
+  }
+  const headers = JSON.stringify([...request.headers]);
+  let decision;
+  try {
+    decision = JSON.parse(relay.route(request.method, request.url, headers, body, Date.now()));
+  } catch (e) {
+    // A bug in the engine (a trap): the next request builds a fresh relay.
+    dropRelay();
+    console.error(`agentwire relay: route failed: ${String(e?.message ?? e)}`);
+    return jsonError(500, "internal", "the relay failed on this request");
+  }
+  switch (decision.action) {
+    case "respond":
+      return new Response(decision.body === "" ? null : decision.body, {
+        status: decision.status,
+        headers: decision.headers,
+      });
+    case "refuse": {
+      const { server, response } = acceptSocket(decision.protocol);
+      if (decision.frame) server.send(decision.frame);
+      closeQuietly(server, decision.code, decision.reason);
+      return response;
+    }
+    case "proxy":
+      return proxy(relay, decision);
+    case "connect":
+      return connect(relay, decision);
+    default:
+      return jsonError(500, "internal", "no decision");
+  }
+}

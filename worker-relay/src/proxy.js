@@ -24,6 +24,11 @@ export async function proxy(relay, d) {
       ? jsonError(504, "upstream", "the upstream did not answer in time", d.cors)
       : jsonError(502, "upstream", "the upstream could not be reached", d.cors);
   }
+  if (answer.status < 200 || answer.status > 599) {
+    // A status no Response can carry (workerd throws a RangeError for it).
+    await answer.body?.cancel();
+    return jsonError(502, "upstream", `the upstream answered with status ${answer.status}`, d.cors);
+  }
   if (answer.status >= 300 && answer.status < 400) {
     await answer.body?.cancel();
     return jsonError(502, "upstream", "the upstream answered with a redirect", d.cors);

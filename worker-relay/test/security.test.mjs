@@ -676,6 +676,20 @@ test("an upstream close reason its stack cut inside the key: no part of the key 
   assert.equal((await within(10_000, "the close", c.closed)).reason, "refused: sk_");
 });
 
+test("an upstream status no Response can carry is a 502 with CORS, not an exception", T, async () => {
+  const odd = await startUpstream({
+    onHttp: (_req, res) => {
+      res.writeHead(600, { "content-type": "application/json" });
+      res.end("{}");
+    },
+  });
+  const r = await startRelay(relayVars({ url: odd.url, agents: { alice } }, { UPSTREAM_GENERATION: "ws" }));
+  const h = await raw(r, { path: `/agents/${alice.id}/ops`, headers: { Origin: ORIGIN, Authorization: `Bearer ${await token(alice.id)}` } });
+  assert.equal(h.status, 502, h.text);
+  assert.equal(JSON.parse(h.text).error, "upstream");
+  assert.equal(h.headers["access-control-allow-origin"], ORIGIN);
+});
+
 test("a key straddling the relay's read limit of an error body does not reach the browser, not even in part", T, async () => {
   const agent = { id: "agent-cut", key: "sk_switch_cut_at_the_limit_key_0042" };
   const part = agent.key.slice(0, 20);
