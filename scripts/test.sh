@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: the Rust workspace (unit, property, session, vector and loopback end-to-end tests),
-# then the guide's own example clients (TypeScript, Python, Go, wscat) against the reference server,
+# then the guide's own example clients (TypeScript, Python, Go, wscat) against the reference server
+# and the native crate's examples against the local peers,
 # then the npm package (built from source) in Node 20, Node 22 and headless Chromium against the
 # local peers and the relay (tests/js/run.sh), then the relay's own tests in real workerd
 # (worker-relay/test.sh), then the WebAssembly component from Node through jco
@@ -50,6 +51,24 @@ LOG="$(mktemp)"
 start_rkt_server "$ROOT/target/debug/agentwire" "$PORT" "$LOG"
 trap 'kill "$RKT_SERVER_PID" 2>/dev/null || true; rm -f "$LOG"' EXIT
 bash "$ROOT/tests/compat/run.sh" "ws://127.0.0.1:$PORT/rkt"
+
+echo "== the native crate's examples (crates/agentwire-native/examples) against the local peers"
+cargo build -q -p agentwire-native --examples
+MZ_PORT="$(free_port)"
+start_moltzap_peer "$ROOT/target/debug/agentwire" "$MZ_PORT" "$LOG.moltzap"
+SW_PORT="$(free_port)"
+start_switch_peer "$ROOT/target/debug/agentwire" "$SW_PORT" "$LOG.switch"
+trap 'kill "$RKT_SERVER_PID" "$MOLTZAP_PEER_PID" "$SWITCH_PEER_PID" 2>/dev/null || true; rm -f "$LOG" "$LOG".*' EXIT
+mz_key() {
+  "$ROOT/target/debug/agentwire" moltzap register "$1" --server "http://127.0.0.1:$MZ_PORT" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["apiKey"])'
+}
+EXAMPLES="$ROOT/target/debug/examples"
+timeout 60 "$EXAMPLES/rkt" "ws://127.0.0.1:$PORT/rkt"
+timeout 60 "$EXAMPLES/moltzap" "ws://127.0.0.1:$MZ_PORT/ws" "$(mz_key alice)" "$(mz_key bob)"
+timeout 60 "$EXAMPLES/switch" "http://127.0.0.1:$SW_PORT" "$(switch_field "$LOG.switch" agent alice id)" \
+  "$(switch_field "$LOG.switch" agent alice key)" "$(switch_field "$LOG.switch" room lobby id)"
+kill "$MOLTZAP_PEER_PID" "$SWITCH_PEER_PID" 2>/dev/null || true
 
 echo "== the npm package: build, lint, Node 20, workerd, Node 22, Chromium, Vite and webpack (tests/js/run.sh)"
 bash "$ROOT/tests/js/run.sh"

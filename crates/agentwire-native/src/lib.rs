@@ -10,6 +10,10 @@
 //! - [`tls`]: every client connection is plain (`ws://`, `http://`) or TLS (`wss://`,
 //!   `https://`; rustls on ring, webpki-roots plus the roots added there).
 //!
+//! Examples that run against the local peers (`scripts/play.sh` starts them and prints their keys):
+//! `examples/rkt.rs`, `examples/moltzap.rs`, `examples/switch.rs`, e.g.
+//! `cargo run -p agentwire-native --example rkt -- ws://127.0.0.1:7749/rkt`. CI runs all three.
+//!
 //! The RKT and MoltZap drivers keep their socket in a `wire::Wire`, the WebSocket plumbing they
 //! share, and take their calls through `call` (a dropped call cancels its command in the
 //! engine); the Switch driver has its own (a connection outlives its sockets, and one may be an SSE
