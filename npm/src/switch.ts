@@ -34,6 +34,9 @@ export interface SwitchOptions {
   beatTimeoutMs?: number;
   streamIdleTimeoutMs?: number;
   maxQueuedEvents?: number;
+  /** The engine's queue of undelivered events in bytes (default 64 MiB): past it, as past
+   * `maxQueuedEvents`, later events wait for a reopen from the cursor; none is lost. */
+  maxQueuedBytes?: number;
   maxMessageBytes?: number;
   maxDepth?: number;
   /** How long an operation waits (default 30 000). */

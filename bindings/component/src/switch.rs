@@ -91,6 +91,7 @@ fn config(c: Config) -> ConnectionConfig {
     cfg.beat_timeout_ms = c.beat_timeout_ms.unwrap_or(cfg.beat_timeout_ms);
     cfg.stream_idle_timeout_ms = c.stream_idle_timeout_ms.unwrap_or(cfg.stream_idle_timeout_ms);
     cfg.max_queued_events = c.max_queued_events.map_or(cfg.max_queued_events, size);
+    cfg.max_queued_bytes = c.max_queued_bytes.map_or(cfg.max_queued_bytes, size);
     cfg
 }
 

@@ -118,9 +118,16 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn every_event_exactly_once_in_order(steps in prop::collection::vec(step(), 1..120), cap in 1usize..8) {
+    fn every_event_exactly_once_in_order(
+        steps in prop::collection::vec(step(), 1..120),
+        cap in 1usize..8,
+        cap_bytes in prop::option::of(1usize..2_000),
+    ) {
         let mut cfg = config(Transport::WebSocket);
         cfg.max_queued_events = cap;
+        if let Some(bytes) = cap_bytes {
+            cfg.max_queued_bytes = bytes;
+        }
         let mut d = Driver::new(cfg);
         d.conn.start(d.now).unwrap();
         let mut sim = Sim {

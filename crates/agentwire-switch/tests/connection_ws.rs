@@ -678,6 +678,39 @@ fn a_full_queue_loses_nothing() {
 }
 
 #[test]
+fn the_queue_is_bounded_in_bytes_too_and_loses_nothing() {
+    let mut cfg = ws();
+    let one = message(1).len(); // more than the event's payload and room id
+    cfg.max_queued_bytes = 2 * one;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    for n in 1..=6 {
+        d.text(&message(n));
+    }
+    let (_, e) = d.drain();
+    let got = sequences(&e);
+    assert!(!got.is_empty() && got.len() < 6, "{got:?}");
+    assert_eq!(got, (1..=got.len() as u64).collect::<Vec<_>>());
+    assert!(e
+        .iter()
+        .any(|e| matches!(e, Event::Diagnostic(err) if err.kind == ErrorKind::Limit && err.message.contains("bytes"))));
+    // Drained: the reopen asks for the rest, and they come.
+    d.conn.handle_timeout(d.now);
+    d.drain();
+    d.advance(0);
+    let last = *got.last().unwrap();
+    let path = d.expect_open();
+    assert!(path.contains(&format!("start_from={last}")), "{path}");
+    d.conn.handle_open(d.now);
+    d.text(&connection_state(Some(last), last, &[ROOM]));
+    let mut rest = Vec::new();
+    for n in last + 1..=6 {
+        d.text(&message(n));
+        rest.extend(d.delivered());
+    }
+    assert_eq!(rest, (last + 1..=6).collect::<Vec<_>>());
+}
+
+#[test]
 fn a_resume_asks_from_the_highest_received_and_queued_events_survive_it() {
     let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
     for n in 1..=5 {
@@ -742,6 +775,10 @@ fn zero_bounds_are_refused() {
     cfg.max_queued_events = 0;
     let mut d = Driver::new(cfg);
     assert!(d.conn.start(0).unwrap_err().message.contains("max_queued_events"));
+    let mut cfg = ws();
+    cfg.max_queued_bytes = 0;
+    let mut d = Driver::new(cfg);
+    assert!(d.conn.start(0).unwrap_err().message.contains("max_queued_bytes"));
 }
 
 #[test]

@@ -64,6 +64,7 @@ pub fn switch(agent_id: &str, connection_id: &str) -> switch::Config {
         beat_timeout_ms: None,
         stream_idle_timeout_ms: None,
         max_queued_events: None,
+        max_queued_bytes: None,
         max_message_bytes: None,
         max_depth: None,
         client: None,

@@ -39,6 +39,7 @@ const KEYS: &[&str] = &[
     "beatTimeoutMs",
     "streamIdleTimeoutMs",
     "maxQueuedEvents",
+    "maxQueuedBytes",
     "maxMessageBytes",
     "maxDepth",
     "opTimeoutMs",
@@ -178,6 +179,9 @@ fn read(json: &str, websocket_only: bool) -> Result<Parsed, Refusal> {
     }
     if let Some(v) = o.uint("maxQueuedEvents")? {
         cfg.max_queued_events = v;
+    }
+    if let Some(v) = o.uint("maxQueuedBytes")? {
+        cfg.max_queued_bytes = v;
     }
     if let Some(v) = o.uint("maxMessageBytes")? {
         cfg.decode.max_message_bytes = v;

@@ -29,6 +29,9 @@ fuzz_target!(|data: &[u8]| {
         _ => Transport::Auto,
     };
     cfg.max_queued_events = 1 + usize::from(mode >> 4);
+    if mode & 8 != 0 {
+        cfg.max_queued_bytes = 64 * (1 + usize::from(mode >> 4)); // a few events' worth
+    }
     let mut c = Connection::new(cfg, Box::new(SeededEntropy::new(u64::from(mode))));
     let mut now = 0u64;
     if c.start(now).is_err() {

@@ -142,12 +142,12 @@ impl Connection {
             // Taking a later event now would skip the ones already refused: wait for the reopen.
             return;
         }
-        if self.queued_events >= self.cfg.max_queued_events {
+        if self.queued_events >= self.cfg.max_queued_events || self.queued_bytes >= self.cfg.max_queued_bytes {
             if !self.overflowed {
                 self.overflowed = true;
                 let m = format!(
-                    "{} events wait to be polled; later ones are not taken and the connection reopens from the cursor once they are",
-                    self.queued_events
+                    "{} events ({} bytes) wait to be polled; later ones are not taken and the connection reopens from the cursor once they are",
+                    self.queued_events, self.queued_bytes
                 );
                 self.diagnostic(SwitchError::local(ErrorKind::Limit, m));
             }
@@ -155,6 +155,7 @@ impl Connection {
         }
         self.received = Some(e.sequence);
         self.queued_events += 1;
+        self.queued_bytes += super::domain_bytes(&e);
         self.queue.push_back(Item::Event(Event::Event { event: e, gap: None }));
     }
 

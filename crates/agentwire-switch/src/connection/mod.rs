@@ -83,6 +83,11 @@ pub struct ConnectionConfig {
     /// user has drained the queue the connection reopens from its cursor, so nothing is lost
     /// (default 4096).
     pub max_queued_events: usize,
+    /// The same bound in bytes: the payloads and room ids of the domain events decoded and not
+    /// yet polled. Past it, as past `max_queued_events` (default 64 MiB; a message may be up to
+    /// `decode.max_message_bytes`). Other events are bounded in count (diagnostics and unknown
+    /// control frames at most 256 past `max_queued_events`).
+    pub max_queued_bytes: usize,
     pub decode: DecodeOptions,
     pub sse: SseLimits,
 }
@@ -100,6 +105,7 @@ impl ConnectionConfig {
             beat_timeout_ms: 4_000,
             stream_idle_timeout_ms: 45_000,
             max_queued_events: 4096,
+            max_queued_bytes: 64 << 20,
             decode: DecodeOptions::default(),
             sse: SseLimits::default(),
         }
@@ -256,6 +262,8 @@ pub struct Connection {
     pongs_unsent: usize,
     queue: VecDeque<Item>,
     queued_events: usize,
+    /// What `max_queued_bytes` counts of the queue (see `queued_bytes`).
+    queued_bytes: usize,
     dropped_control: u64,
     /// Events dropped as already received, and whether the last event was one.
     duplicates: u64,
@@ -301,6 +309,7 @@ impl Connection {
             pongs_unsent: 0,
             queue: VecDeque::new(),
             queued_events: 0,
+            queued_bytes: 0,
             dropped_control: 0,
             duplicates: 0,
             in_duplicate_run: false,
@@ -396,6 +405,7 @@ impl Connection {
             .map_err(|e| SwitchError::local(e.kind, e.message))?;
         for (name, value) in [
             ("max_queued_events", self.cfg.max_queued_events as u64),
+            ("max_queued_bytes", self.cfg.max_queued_bytes as u64),
             ("open_timeout_ms", self.cfg.open_timeout_ms),
             ("heartbeat_interval_ms", self.cfg.heartbeat_interval_ms),
             ("missed_heartbeats", u64::from(self.cfg.missed_heartbeats)),
@@ -472,6 +482,7 @@ impl Connection {
                 }
                 Some(Item::Event(Event::Event { event, .. })) => {
                     self.queued_events -= 1;
+                    self.queued_bytes -= domain_bytes(&event);
                     self.cursor = Some(event.sequence);
                     let gap = self.held_gap.take();
                     return Some(Event::Event { event, gap });
@@ -792,4 +803,9 @@ fn merge_gaps(first: Gap, last: Gap) -> Gap {
         },
         reason: last.reason,
     }
+}
+
+/// What `max_queued_bytes` counts of a queued domain event.
+fn domain_bytes(event: &DomainEvent) -> usize {
+    event.payload.get().len() + event.room_id.len()
 }
