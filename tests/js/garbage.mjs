@@ -5,15 +5,34 @@
 //   /moltzap/garbage  the connect answered, then garbage and binary at the first call, then the socket dies
 //   /switch/...       (any /agents/ path) the upgrade accepted with agentwire.v1, garbage, then the socket dies
 //   /silent           the TCP connection accepted, the WebSocket upgrade never answered
+//   /flood/...        a Switch "relay" whose connection attaches (a connection_state, then
+//                     silence) and whose operations answer 200 with a chunked body that never
+//                     ends (64 KiB chunks until the client goes, at most 30 s)
 // Prints `listening on ws://127.0.0.1:PORT`; stops by itself after `--for-ms` (default 120 s).
+import http from "node:http";
 import { WebSocketServer } from "ws";
 
 const forMs = Number(process.argv[process.argv.indexOf("--for-ms") + 1]) || 120_000;
 const GARBAGE = ["", "{", "\u0000\u0001not a frame", "RKT/9.9 HELLO\n\n", '{"jsonrpc":"2.0","id":', "x".repeat(70_000)];
 
+const server = http.createServer((req, res) => {
+  if (!req.url.startsWith("/flood/")) return res.writeHead(404).end();
+  if (req.method === "OPTIONS") {
+    const allow = { "access-control-allow-methods": "GET, POST", "access-control-allow-headers": "authorization, content-type" };
+    return res.writeHead(204, { "access-control-allow-origin": "*", ...allow }).end();
+  }
+  res.writeHead(200, { "content-type": "application/json", "access-control-allow-origin": "*" });
+  const chunk = Buffer.alloc(64 << 10, 0x20);
+  const pump = () => {
+    while (!res.destroyed && res.write(chunk));
+  };
+  res.on("drain", pump);
+  const stop = setTimeout(() => res.destroy(), 30_000);
+  res.on("close", () => clearTimeout(stop));
+  pump();
+});
 const wss = new WebSocketServer({
-  host: "127.0.0.1",
-  port: 0,
+  server,
   handleProtocols: (protocols) => (protocols.has("rkt.1.0") ? "rkt.1.0" : protocols.has("agentwire.v1") ? "agentwire.v1" : false),
   // /silent: the upgrade request is read and never answered (the callback is never called).
   verifyClient: (info, done) => {
@@ -50,6 +69,25 @@ function spew(ws) {
 wss.on("connection", (ws, req) => {
   const path = new URL(req.url, "http://x").pathname;
   ws.on("error", () => {});
+  if (path.startsWith("/flood/agents/")) {
+    const url = new URL(req.url, "http://x");
+    const data = {
+      connection_id: url.searchParams.get("connection_id"),
+      agent_id: path.split("/")[3],
+      generation: 1,
+      scope: "single",
+      filter: "all",
+      spawn_capable: false,
+      rooms: [],
+      cursor: 0,
+      protocol: 1,
+      heartbeat_interval_seconds: 30.0,
+      server: { version: "0.20.0", contracts: { "agent-protocol": { speaks: 6, accepts: 1 } } },
+      client: {},
+    };
+    ws.send(JSON.stringify({ event: "connection_state", data }));
+    return;
+  }
   if (path.startsWith("/agents/")) {
     spew(ws);
     setTimeout(() => ws.terminate(), 50);
@@ -83,9 +121,10 @@ wss.on("connection", (ws, req) => {
   });
 });
 
-wss.on("listening", () => console.log(`listening on ws://127.0.0.1:${wss.address().port}`));
+server.listen(0, "127.0.0.1", () => console.log(`listening on ws://127.0.0.1:${server.address().port}`));
 setTimeout(() => {
   for (const c of wss.clients) c.terminate();
   wss.close();
+  server.close();
   process.exit(0);
 }, forMs).unref();

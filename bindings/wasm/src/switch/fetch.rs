@@ -8,12 +8,12 @@ use crate::socket::describe;
 use agentwire_core::ErrorKind;
 use agentwire_switch::ops::MAX_RESPONSE_BYTES;
 use agentwire_switch::{HttpRequest, SwitchError};
-use js_sys::{Promise, Reflect};
+use js_sys::{Promise, Reflect, Uint8Array};
 use std::cell::Cell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, RequestInit, Response};
+use web_sys::{AbortController, ReadableStreamDefaultReader, RequestInit, Response};
 
 #[wasm_bindgen]
 extern "C" {
@@ -114,27 +114,25 @@ pub(crate) async fn fetch(
         message: format!("{method} {url}: answer of {size} bytes exceeds {MAX_RESPONSE_BYTES}"),
         status: Some(status),
     };
-    if let Ok(Some(length)) = response.headers().get("content-length") {
-        if length
-            .trim()
-            .parse::<u64>()
-            .is_ok_and(|n| n > MAX_RESPONSE_BYTES as u64)
-        {
-            controller.abort();
-            return Err(too_large(length));
+    // Read a chunk at a time and counted as it comes, whatever Content-Length says: an answer
+    // past the bound is cut there, not read whole until the deadline.
+    let mut body = Vec::new();
+    if let Some(stream) = response.body() {
+        let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+        loop {
+            let chunk = JsFuture::from(reader.read()).await.map_err(failed)?;
+            let value = Reflect::get(&chunk, &JsValue::from_str("value")).map_err(failed)?;
+            let Ok(bytes) = value.dyn_into::<Uint8Array>() else {
+                break; // done
+            };
+            body.extend(bytes.to_vec());
+            if body.len() > MAX_RESPONSE_BYTES {
+                controller.abort();
+                return Err(too_large(format!("at least {}", body.len())));
+            }
         }
     }
-    let text = JsFuture::from(response.text().map_err(failed)?).await.map_err(failed)?;
-    // Measured before the copy into wasm memory: a string of more UTF-16 units than the bound
-    // has more UTF-8 bytes too.
-    let units = text.dyn_ref::<js_sys::JsString>().map_or(0, |t| t.length() as usize);
-    if units > MAX_RESPONSE_BYTES {
-        return Err(too_large(format!("at least {units}")));
-    }
-    let text = text.as_string().unwrap_or_default();
-    if text.len() > MAX_RESPONSE_BYTES {
-        return Err(too_large(text.len().to_string()));
-    }
     deadline.cancel();
-    Ok((status, text))
+    // As `Response.text()` decodes: a byte sequence that is not UTF-8 becomes U+FFFD.
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }
