@@ -31,6 +31,16 @@ export interface ConnectOptions extends CallOptions {
   maxBufferedEvents?: number;
 }
 
+/** Calls `f` after `ms` (none when `ms` is undefined or Infinity); a delay past what
+ * `setTimeout` holds (2^31 - 1 ms, which it would turn into 1 ms) is waited in steps. Returns
+ * what stops it. */
+export function after(ms: number | undefined, f: () => void): () => void {
+  let t: ReturnType<typeof setTimeout> | undefined;
+  const arm = (left: number) => (t = left > 2147483647 ? setTimeout(() => arm(left - 2147483647), 2147483647) : setTimeout(f, left));
+  if (ms !== undefined && ms < Infinity) arm(ms);
+  return () => clearTimeout(t);
+}
+
 export function abortError(signal: AbortSignalLike): AgentwireError {
   const r = signal.reason as { name?: unknown } | undefined;
   if (r !== null && typeof r === "object" && r.name === "TimeoutError") {
@@ -50,12 +60,12 @@ export function call<T>(
     const { signal, timeoutMs } = opts;
     if (signal?.aborted) return reject(abortError(signal));
     let id: string | undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stopTimer = () => {};
     let settled = false;
     const finish = (): boolean => {
       if (settled) return false;
       settled = true;
-      if (timer !== undefined) clearTimeout(timer);
+      stopTimer();
       signal?.removeEventListener("abort", onAbort);
       return true;
     };
@@ -75,9 +85,7 @@ export function call<T>(
       return reject(toError(e));
     }
     if (settled) return;
-    if (timeoutMs !== undefined) {
-      timer = setTimeout(() => giveUp(agentwireError("timeout", `no reply within ${timeoutMs} ms`)), timeoutMs);
-    }
+    stopTimer = after(timeoutMs, () => giveUp(agentwireError("timeout", `no reply within ${timeoutMs} ms`)));
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
@@ -408,11 +416,11 @@ export function open<D extends Closable, C>(
     const { signal, timeoutMs } = opts;
     if (signal?.aborted) return reject(abortError(signal));
     let driver: D | undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stopTimer = () => {};
     let settled = false;
     const done = () => {
       settled = true;
-      if (timer !== undefined) clearTimeout(timer);
+      stopTimer();
       signal?.removeEventListener("abort", onAbort);
     };
     const fail = (e: AgentwireError) => {
@@ -433,9 +441,7 @@ export function open<D extends Closable, C>(
       return fail(toError(e));
     }
     if (settled) return;
-    if (timeoutMs !== undefined) {
-      timer = setTimeout(() => fail(agentwireError("timeout", `no ${what} within ${timeoutMs} ms`)), timeoutMs);
-    }
+    stopTimer = after(timeoutMs, () => fail(agentwireError("timeout", `no ${what} within ${timeoutMs} ms`)));
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

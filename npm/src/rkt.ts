@@ -3,6 +3,7 @@
 import { RktDriver, RktSession as WasmRktSession, rktDecode as wasmRktDecode } from "./wasm/agentwire_wasm.js";
 import {
   abortError,
+  after,
   call,
   engineOptions,
   Events,
@@ -134,7 +135,7 @@ export class RktClient extends Client<RktEvent> {
   stream<T = unknown>(intent: string, params?: unknown, opts: RktRequestOptions = {}): AsyncIterableIterator<T> {
     const { signal, timeoutMs } = opts;
     let id: string | undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stopTimer = () => {};
     const cancel = () => id !== undefined && this.#driver.cancel(id);
     const queue = new Queue<T>(
       STREAM_CAPACITY,
@@ -146,7 +147,7 @@ export class RktClient extends Client<RktEvent> {
     );
     const onAbort = () => stop(abortError(signal!));
     queue.onEnd = () => {
-      if (timer !== undefined) clearTimeout(timer);
+      stopTimer();
       signal?.removeEventListener("abort", onAbort);
     };
     const stop = (e: AgentwireError) => {
@@ -167,9 +168,7 @@ export class RktClient extends Client<RktEvent> {
     }
     if (queue.ended) return queue;
     signal?.addEventListener("abort", onAbort, { once: true });
-    if (timeoutMs !== undefined) {
-      timer = setTimeout(() => stop(agentwireError("timeout", `stream not finished within ${timeoutMs} ms`)), timeoutMs);
-    }
+    stopTimer = after(timeoutMs, () => stop(agentwireError("timeout", `stream not finished within ${timeoutMs} ms`)));
     return queue;
   }
 

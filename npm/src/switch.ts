@@ -1,7 +1,7 @@
 /** Switch Rooms: `SwitchClient` (through the relay: the browser never holds the agent key) and
  * `SwitchSession` (the sans-IO connection, for your own transport). */
 import { SwitchDriver, SwitchSession as WasmSwitchSession } from "./wasm/agentwire_wasm.js";
-import { abortError, Events, jsonArg, type CallOptions, type ConnectOptions } from "./calls.js";
+import { abortError, after, Events, jsonArg, type CallOptions, type ConnectOptions } from "./calls.js";
 import { AgentwireError, agentwireError, toError, type ErrorInfo } from "./errors.js";
 import { Client } from "./client.js";
 
@@ -174,12 +174,12 @@ export class SwitchClient extends Client<SwitchEvent> {
       if (signal?.aborted) return reject(abortError(signal));
       let settled = false;
       let driver: SwitchDriver | undefined;
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let stopTimer = () => {};
       const settle = (e?: AgentwireError) => {
         if (settled) return;
         settled = true;
         events.tap = undefined;
-        if (timer !== undefined) clearTimeout(timer);
+        stopTimer();
         signal?.removeEventListener("abort", onAbort);
         if (!e) return resolve(new SwitchClient(driver!, events, token, refreshToken));
         reject(e);
@@ -207,9 +207,7 @@ export class SwitchClient extends Client<SwitchEvent> {
         if (!driver.stopped) driver.close();
         return;
       }
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(() => settle(agentwireError("timeout", `not connected within ${timeoutMs} ms`)), timeoutMs);
-      }
+      stopTimer = after(timeoutMs, () => settle(agentwireError("timeout", `not connected within ${timeoutMs} ms`)));
       signal?.addEventListener("abort", onAbort, { once: true });
     });
   }

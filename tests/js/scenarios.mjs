@@ -108,6 +108,24 @@ export const scenarios = {
     check(client.closed, "closed after close()");
   },
 
+  async "timeouts past setTimeout's range (2^31 ms, Infinity) do not fire at once"(aw, env) {
+    if (env.hostRefusesHugeFrames) return WORKERD_SKIP;
+    // setTimeout turns such a delay into 1 ms: every call below timed out at once before.
+    const client = await aw.RktClient.connect(env.rkt, opts(env, { timeoutMs: Infinity }));
+    try {
+      const mz = await aw.MoltZapClient.connect(env.moltzap, opts(env, { agentKey: env.moltzapKeys.alice, timeoutMs: 2 ** 31 }));
+      await mz.close();
+      await client.ping({ timeoutMs: 2 ** 31 + 5 });
+      const now = await client.request("weather.current", { city: "Seoul" }, { timeoutMs: Infinity });
+      check(now.data.temperature === 24, JSON.stringify(now));
+      const days = [];
+      for await (const chunk of client.stream("weather.forecast", { city: "Seoul", days: 2 }, { timeoutMs: 2 ** 40 })) days.push(chunk);
+      check(days.length === 2, `forecast: ${JSON.stringify(days)}`);
+    } finally {
+      await client.close();
+    }
+  },
+
   async "rkt errors are typed rejections"(aw, env) {
     await rejects(aw, aw.RktClient.connect("not a url at all", opts(env)), "invalid", "a malformed address");
     // Options the types forbid, from plain JavaScript: refused, naming the field.
