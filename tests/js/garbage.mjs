@@ -18,7 +18,8 @@ const GARBAGE = ["", "{", "\u0000\u0001not a frame", "RKT/9.9 HELLO\n\n", '{"jso
 const server = http.createServer((req, res) => {
   if (!req.url.startsWith("/flood/")) return res.writeHead(404).end();
   if (req.method === "OPTIONS") {
-    const allow = { "access-control-allow-methods": "GET, POST", "access-control-allow-headers": "authorization, content-type" };
+    const asked = req.headers["access-control-request-headers"] ?? "";
+    const allow = { "access-control-allow-methods": "GET, POST", "access-control-allow-headers": asked };
     return res.writeHead(204, { "access-control-allow-origin": "*", ...allow }).end();
   }
   res.writeHead(200, { "content-type": "application/json", "access-control-allow-origin": "*" });
