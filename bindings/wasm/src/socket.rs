@@ -341,9 +341,11 @@ impl Drop for Socket {
         self.ws.set_onmessage(None);
         self.ws.set_onclose(None);
         self.ws.set_onerror(None);
-        if matches!(self.ws.ready_state(), WebSocket::CONNECTING | WebSocket::OPEN) {
-            let _ = self.ws.close();
-        }
+        // No `readyState` check first: a socket dropped by the driver's finalizer (a client
+        // garbage-collected without close()) is dropped outside any request in workerd, where
+        // reading it throws ("Disallowed operation called within global scope") and nothing
+        // catches the getter. `close()` is caught, and does nothing on a closed socket.
+        let _ = self.ws.close();
     }
 }
 
