@@ -29,6 +29,8 @@ export interface ConnectOptions extends CallOptions {
   onEvent?: (event: never) => void;
   /** Events held for `events()` before the oldest are dropped (default 4096). */
   maxBufferedEvents?: number;
+  /** The same bound in characters of the events' JSON (default 64 Mi). */
+  maxBufferedBytes?: number;
 }
 
 /** Calls `f` after `ms` (none when `ms` is undefined or Infinity); a delay past what
@@ -93,8 +95,10 @@ export function call<T>(
 /** An async iterator over pushed values: `push`, then `end` (or `end(error)`). At most `limit`
  * values wait; past it `overflow()` decides (drop the oldest, or end the queue). */
 export class Queue<T> implements AsyncIterableIterator<T> {
-  #items: T[] = [];
+  /** Each value with its size (what `maxBytes` counts). */
+  #items: [T, number][] = [];
   #head = 0;
+  #bytes = 0;
   #waiting: ((r: IteratorResult<T>) => void)[] = [];
   #failWaiting: ((e: unknown) => void)[] = [];
   #ended = false;
@@ -106,6 +110,7 @@ export class Queue<T> implements AsyncIterableIterator<T> {
 
   constructor(
     readonly limit: number,
+    readonly maxBytes: number,
     private readonly onOverflow: (q: Queue<T>) => void,
     private readonly onReturn?: () => void,
   ) {}
@@ -118,24 +123,27 @@ export class Queue<T> implements AsyncIterableIterator<T> {
     return this.#ended;
   }
 
-  push(v: T): void {
+  /** Queues `v`, of size `n`: past `limit` values or `maxBytes` of size, `onOverflow` first
+   * (until there is room, or the queue has ended; one value always fits in an empty queue). */
+  push(v: T, n: number): void {
     if (this.#ended) return;
     const w = this.#waiting.shift();
     if (w) {
       this.#failWaiting.shift();
       return w({ value: v, done: false });
     }
-    if (this.size >= this.limit) {
+    while (this.size && (this.size >= this.limit || this.#bytes + n > this.maxBytes)) {
       this.onOverflow(this);
       if (this.#ended) return;
     }
-    this.#items.push(v);
+    this.#items.push([v, n]);
+    this.#bytes += n;
   }
 
   /** Drops the oldest value (an overflow policy). */
   dropOldest(): void {
     if (this.size === 0) return;
-    this.#head++;
+    this.#bytes -= this.#items[this.#head++]![1];
     this.dropped++;
     if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
       this.#items = this.#items.slice(this.#head);
@@ -181,7 +189,8 @@ export class Queue<T> implements AsyncIterableIterator<T> {
   }
 
   #shift(): IteratorResult<T> {
-    const value = this.#items[this.#head++] as T;
+    const [value, n] = this.#items[this.#head++]!;
+    this.#bytes -= n;
     if (this.size === 0) {
       this.#items = [];
       this.#head = 0;
@@ -196,6 +205,7 @@ export class Queue<T> implements AsyncIterableIterator<T> {
     }
     this.#items = [];
     this.#head = 0;
+    this.#bytes = 0;
     return Promise.resolve({ value: undefined, done: true });
   }
 
@@ -279,7 +289,7 @@ export class Events<E extends { type: string }> {
     opts: ConnectOptions,
   ) {
     this.#onEvent = opts.onEvent as ((e: E) => void) | undefined;
-    if (!this.#onEvent) this.#queue = new Queue<E>(opts.maxBufferedEvents ?? 4096, (q) => q.dropOldest());
+    if (!this.#onEvent) this.#queue = new Queue<E>(opts.maxBufferedEvents ?? 4096, opts.maxBufferedBytes ?? 1 << 26, (q) => q.dropOldest());
     this.#whenClosed = new Promise((r) => (this.#markClosed = r));
   }
 
@@ -299,7 +309,7 @@ export class Events<E extends { type: string }> {
         console.error(e);
       }
     } else {
-      this.#queue!.push(event);
+      this.#queue!.push(event, json.length + (raw?.length ?? 0));
     }
     if (event.type === this.last) {
       this.#closed = true;
@@ -369,8 +379,9 @@ export class Events<E extends { type: string }> {
 
 /** Splits connect options into the engine's (sent as JSON) and the package's own. */
 export function engineOptions(opts: object): string {
-  const { webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, ...engine } = opts as ConnectOptions & Record<string, unknown>;
-  void webSocket, signal, timeoutMs, onEvent, maxBufferedEvents;
+  const { webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, maxBufferedBytes, ...engine } = opts as ConnectOptions &
+    Record<string, unknown>;
+  void webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, maxBufferedBytes;
   return jsonArg(engine, "the options");
 }
 

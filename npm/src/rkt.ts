@@ -86,8 +86,9 @@ export interface RktMemoryEntry {
   [field: string]: unknown;
 }
 
-/** Unread chunks a stream holds before it fails with kind `limit`. */
+/** Unread chunks a stream holds before it fails with kind `limit`, and their characters. */
 const STREAM_CAPACITY = 1024;
+const STREAM_BYTES = 1 << 26;
 
 export class RktClient extends Client<RktEvent> {
   readonly #driver: RktDriver;
@@ -139,8 +140,9 @@ export class RktClient extends Client<RktEvent> {
     const cancel = () => id !== undefined && this.#driver.cancel(id);
     const queue = new Queue<T>(
       STREAM_CAPACITY,
+      STREAM_BYTES,
       (q) => {
-        q.end(agentwireError("limit", `${STREAM_CAPACITY} stream chunks unread: the reader fell behind`));
+        q.end(agentwireError("limit", `${STREAM_CAPACITY} stream chunks or ${STREAM_BYTES} characters unread: the reader fell behind`));
         cancel();
       },
       cancel,
@@ -161,7 +163,7 @@ export class RktClient extends Client<RktEvent> {
     }
     const end = (e?: unknown) => queue.end(e === undefined || e === null ? undefined : toError(e));
     try {
-      id = this.#driver.stream(intent, toJson(params), requestOptions(opts), (b?: string) => queue.push(parseBody<T>(b)), end);
+      id = this.#driver.stream(intent, toJson(params), requestOptions(opts), (b?: string) => queue.push(parseBody<T>(b), b?.length ?? 0), end);
     } catch (e) {
       end(e);
       return queue;

@@ -167,8 +167,8 @@ export class SwitchClient extends Client<SwitchEvent> {
     // A JavaScript caller may leave the options (or the token) out: the engine then rejects
     // with kind `invalid`, saying what is missing.
     opts ??= {} as SwitchConnectOptions;
-    const { token = "", refreshToken, webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, ...engine } = opts;
-    void onEvent, maxBufferedEvents;
+    const { token = "", refreshToken, webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, maxBufferedBytes, ...engine } = opts;
+    void onEvent, maxBufferedEvents, maxBufferedBytes;
     const events = new Events<SwitchEvent>("stopped", opts as ConnectOptions);
     return new Promise<SwitchClient>((resolve, reject) => {
       if (signal?.aborted) return reject(abortError(signal));

@@ -269,6 +269,28 @@ export const scenarios = {
     check(alice.closed && bob.closed, "closed after close()");
   },
 
+  async "moltzap: unread events are bounded in characters too (maxBufferedBytes)"(aw, env) {
+    const keys = env.moltzapKeys;
+    const bob = await aw.MoltZapClient.connect(env.moltzap, opts(env, { agentKey: keys.bob, maxBufferedBytes: 2500 }));
+    const alice = await aw.MoltZapClient.connect(env.moltzap, opts(env, { agentKey: keys.alice }));
+    try {
+      const tag = Math.random().toString(36).slice(2);
+      for (let i = 0; i < 4; i++) await alice.send({ agent: "bob" }, `${tag} ${i} ${"x".repeat(1000)}`);
+      await alice.send({ agent: "bob" }, `${tag} marker`);
+      await bob.recentMessages({ limit: 1 }); // answered after the pushes before it: all are buffered
+      const seen = [];
+      for await (const ev of bob.events()) {
+        if (ev.type !== "messageReceived" || !JSON.stringify(ev.data).includes(tag)) continue;
+        seen.push(ev);
+        if (JSON.stringify(ev.data).includes(`${tag} marker`)) break;
+      }
+      check(seen.length <= 3 && bob.droppedEvents >= 2, `kept ${seen.length} of 5, dropped ${bob.droppedEvents}`);
+    } finally {
+      await alice.close();
+      await bob.close();
+    }
+  },
+
   async "moltzap errors are typed rejections"(aw, env) {
     await rejects(aw, aw.MoltZapClient.connect(env.moltzap, opts(env, { agentKey: "moltzap_agent_bad_bad" })), "auth", "a bad key");
     await rejects(aw, aw.MoltZapClient.connect(env.moltzap, opts(env)), "invalid", "no credentials");
