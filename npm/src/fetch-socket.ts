@@ -63,7 +63,7 @@ export function fetchWebSocket(headers: Record<string, string>): WebSocketConstr
     async #answered(answer: Response): Promise<void> {
       const socket = (answer as Response & { webSocket?: WorkerSocket | null }).webSocket;
       if (answer.status !== 101 || !socket) {
-        const body = (await answer.text().catch(() => "")).slice(0, REFUSAL_BODY);
+        const body = await bodyStart(answer);
         const said = body.slice(0, 80);
         const why = `the upgrade was refused with HTTP ${answer.status}${said ? `: ${said}` : ""}`;
         this.#ended(answer.status === 401 ? 4401 : 1006, why, false, { status: answer.status, body });
@@ -144,4 +144,19 @@ export function fetchWebSocket(headers: Record<string, string>): WebSocketConstr
       this.#quietly(() => this.#socket?.close(code === undefined ? undefined : sendable(code), reason));
     }
   };
+}
+
+/** The first `REFUSAL_BODY` characters of a refusal's body, read a chunk at a time: a body with
+ * no end is not read whole ("" when it cannot be read). */
+async function bodyStart(answer: Response): Promise<string> {
+  const reader = answer.body?.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    for (let r; reader && text.length < REFUSAL_BODY && !(r = await reader.read()).done; ) text += decoder.decode(r.value, { stream: true });
+  } catch {
+    // What came before the failure is kept.
+  }
+  reader?.cancel().catch(() => {});
+  return text.slice(0, REFUSAL_BODY);
 }

@@ -5,6 +5,7 @@
 //   /moltzap/garbage  the connect answered, then garbage and binary at the first call, then the socket dies
 //   /switch/...       (any /agents/ path) the upgrade accepted with agentwire.v1, garbage, then the socket dies
 //   /silent           the TCP connection accepted, the WebSocket upgrade never answered
+//   /endless-refusal  the upgrade refused with 401 and a chunked body that never ends (30 s at most)
 //   /flood/...        a Switch "relay" whose connection attaches (a connection_state, then
 //                     silence) and whose operations answer 200 with a chunked body that never
 //                     ends (64 KiB chunks until the client goes, at most 30 s)
@@ -37,9 +38,22 @@ const wss = new WebSocketServer({
   handleProtocols: (protocols) => (protocols.has("rkt.1.0") ? "rkt.1.0" : protocols.has("agentwire.v1") ? "agentwire.v1" : false),
   // /silent: the upgrade request is read and never answered (the callback is never called).
   verifyClient: (info, done) => {
+    if (info.req.url.startsWith("/endless-refusal")) return refuseEndlessly(info.req.socket);
     if (!info.req.url.startsWith("/silent")) done(true);
   },
 });
+
+function refuseEndlessly(socket) {
+  socket.write("HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n");
+  const chunk = `4000\r\n${"no ".repeat(0x4000 / 3)}n\r\n`;
+  const pump = () => {
+    while (!socket.destroyed && socket.write(chunk));
+  };
+  socket.on("drain", pump);
+  socket.on("error", () => {});
+  setTimeout(() => socket.destroy(), 30_000).unref();
+  pump();
+}
 
 function header(text, name) {
   const m = text.match(new RegExp(`^${name}: (.*)$`, "m"));

@@ -51,6 +51,16 @@ async function fetchSocketChecks(garbage) {
     setTimeout(() => resolve(events), 300);
   });
   if (early.join() !== "after close(),close 1006") throw new Error(`close before open: ${early}`);
+  // A refusal whose body never ends: its start is read, not the whole (which never comes).
+  const refused = await new Promise((resolve, reject) => {
+    const ws = new Socket(`${garbage}/endless-refusal`, []);
+    const timer = setTimeout(() => reject(new Error("no close within 5 s: the refusal's body was read whole")), 5000);
+    ws.onclose = (e) => {
+      clearTimeout(timer);
+      resolve(e);
+    };
+  });
+  if (refused.code !== 4401 || !/401: no no/.test(refused.reason)) throw new Error(`endless refusal: ${refused.code} ${refused.reason}`);
 }
 
 export default {
