@@ -33,13 +33,14 @@ export interface ConnectOptions extends CallOptions {
   maxBufferedBytes?: number;
 }
 
-/** Calls `f` after `ms` (none when `ms` is undefined or Infinity); a delay past what
+/** Calls `f` after `ms` (never when `ms` is undefined or Infinity); a delay past what
  * `setTimeout` holds (2^31 - 1 ms, which it would turn into 1 ms) is waited in steps. Returns
  * what stops it. */
 export function after(ms: number | undefined, f: () => void): () => void {
   let t: ReturnType<typeof setTimeout> | undefined;
   const arm = (left: number) => (t = left > 2147483647 ? setTimeout(() => arm(left - 2147483647), 2147483647) : setTimeout(f, left));
-  if (ms !== undefined && ms < Infinity) arm(ms);
+  // NaN and negative delays fire at once, as setTimeout's.
+  if (ms !== undefined && !(ms >= Infinity)) arm(ms);
   return () => clearTimeout(t);
 }
 
@@ -95,8 +96,8 @@ export function call<T>(
 /** An async iterator over pushed values: `push`, then `end` (or `end(error)`). At most `limit`
  * values wait; past it `overflow()` decides (drop the oldest, or end the queue). */
 export class Queue<T> implements AsyncIterableIterator<T> {
-  /** Each value with its size (what `maxBytes` counts). */
-  #items: [T, number][] = [];
+  /** Each value with its size (what `maxBytes` counts); a slot taken is emptied. */
+  #items: ([T, number] | undefined)[] = [];
   #head = 0;
   #bytes = 0;
   #waiting: ((r: IteratorResult<T>) => void)[] = [];
@@ -143,12 +144,21 @@ export class Queue<T> implements AsyncIterableIterator<T> {
   /** Drops the oldest value (an overflow policy). */
   dropOldest(): void {
     if (this.size === 0) return;
-    this.#bytes -= this.#items[this.#head++]![1];
+    this.#take();
     this.dropped++;
-    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+  }
+
+  /** Takes the oldest value out: its slot is emptied (nothing keeps a value taken or dropped),
+   * and the array is cut once most of it is empty slots. */
+  #take(): T {
+    const [value, n] = this.#items[this.#head]!;
+    this.#items[this.#head++] = undefined;
+    this.#bytes -= n;
+    if (this.size === 0 || (this.#head > 1024 && this.#head * 2 > this.#items.length)) {
       this.#items = this.#items.slice(this.#head);
       this.#head = 0;
     }
+    return value;
   }
 
   end(error?: AgentwireError): void {
@@ -189,13 +199,7 @@ export class Queue<T> implements AsyncIterableIterator<T> {
   }
 
   #shift(): IteratorResult<T> {
-    const [value, n] = this.#items[this.#head++]!;
-    this.#bytes -= n;
-    if (this.size === 0) {
-      this.#items = [];
-      this.#head = 0;
-    }
-    return { value, done: false };
+    return { value: this.#take(), done: false };
   }
 
   return(): Promise<IteratorResult<T>> {

@@ -1,0 +1,52 @@
+// The buffer under events() and stream(): what it has dropped or handed out is not kept alive.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import v8 from "node:v8";
+import vm from "node:vm";
+import { Queue } from "../../npm/dist/calls.js";
+
+v8.setFlagsFromString("--expose-gc");
+const gc = vm.runInNewContext("gc");
+
+/** How many of `refs` are still alive after a full collection. */
+async function alive(refs) {
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return refs.filter((r) => r.deref() !== undefined).length;
+}
+
+test("values dropped past the bound are not kept", async () => {
+  const q = new Queue(2, 1 << 30, (q) => q.dropOldest());
+  const refs = [];
+  for (let i = 0; i < 1000; i++) {
+    const v = { i, pad: new Array(100).fill(i) };
+    refs.push(new WeakRef(v));
+    q.push(v, 1);
+  }
+  assert.equal(q.size, 2);
+  assert.equal(q.dropped, 998);
+  assert.equal(await alive(refs), 2);
+});
+
+test("values read while the queue never empties are not kept", async () => {
+  const q = new Queue(10, 1 << 30, (q) => q.dropOldest());
+  const refs = [];
+  for (let i = 0; i < 3000; i++) {
+    const v = { i };
+    refs.push(new WeakRef(v));
+    q.push(v, 1);
+    if (i >= 2) assert.equal((await q.next()).value.i, i - 2);
+  }
+  assert.equal(q.size, 2);
+  assert.equal(await alive(refs), 2);
+});
+
+test("the byte bound drops as many of the oldest as it takes, and one value always fits", () => {
+  const q = new Queue(100, 10, (q) => q.dropOldest());
+  for (const n of [4, 4, 4]) q.push(n, n);
+  assert.deepEqual([q.size, q.dropped], [2, 1]);
+  q.push(50, 50); // over the bound alone: it fits once the queue is empty
+  assert.deepEqual([q.size, q.dropped], [1, 3]);
+});
