@@ -686,7 +686,12 @@ fn the_queue_is_bounded_in_bytes_too_and_loses_nothing() {
     for n in 1..=6 {
         d.text(&message(n));
     }
+    // Unknown control frames count too: past the bound they are dropped (and counted).
+    let big = format!(r#"{{"event":"novel_frame","data":{{"x":"{}"}}}}"#, "y".repeat(4 * one));
+    d.text(&big);
     let (_, e) = d.drain();
+    assert!(e.iter().all(|e| !matches!(e, Event::Control { .. })), "{e:?}");
+    assert_eq!(d.conn.dropped_control(), 1);
     let got = sequences(&e);
     assert!(!got.is_empty() && got.len() < 6, "{got:?}");
     assert_eq!(got, (1..=got.len() as u64).collect::<Vec<_>>());

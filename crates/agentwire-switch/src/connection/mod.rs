@@ -83,10 +83,10 @@ pub struct ConnectionConfig {
     /// user has drained the queue the connection reopens from its cursor, so nothing is lost
     /// (default 4096).
     pub max_queued_events: usize,
-    /// The same bound in bytes: the payloads and room ids of the domain events decoded and not
-    /// yet polled. Past it, as past `max_queued_events` (default 64 MiB; a message may be up to
-    /// `decode.max_message_bytes`). Other events are bounded in count (diagnostics and unknown
-    /// control frames at most 256 past `max_queued_events`).
+    /// The same bound in bytes: the text of the domain events and unknown control frames decoded
+    /// and not yet polled (payloads, room ids, names). Past it, as past `max_queued_events`
+    /// (default 64 MiB; a message may be up to `decode.max_message_bytes`): domain events wait
+    /// for the reopen, unknown control frames are dropped and counted (`dropped_control`).
     pub max_queued_bytes: usize,
     pub decode: DecodeOptions,
     pub sse: SseLimits,
@@ -487,7 +487,10 @@ impl Connection {
                     let gap = self.held_gap.take();
                     return Some(Event::Event { event, gap });
                 }
-                Some(Item::Event(e)) => return Some(e),
+                Some(Item::Event(e)) => {
+                    self.queued_bytes -= queued_bytes(&e);
+                    return Some(e);
+                }
             }
         }
     }
@@ -702,10 +705,13 @@ impl Connection {
             Event::SubscriptionChanged(_) | Event::RoomReleased(_) | Event::Connected { .. } => 2 * CONTROL_SLACK,
             _ => usize::MAX,
         };
-        if self.queue.len() >= self.cfg.max_queued_events.saturating_add(slack) {
+        let bytes = queued_bytes(&event);
+        let over_bytes = bytes > 0 && self.queued_bytes >= self.cfg.max_queued_bytes;
+        if over_bytes || self.queue.len() >= self.cfg.max_queued_events.saturating_add(slack) {
             self.dropped_control += 1;
             return;
         }
+        self.queued_bytes += bytes;
         self.queue.push_back(Item::Event(event));
     }
 
@@ -805,7 +811,16 @@ fn merge_gaps(first: Gap, last: Gap) -> Gap {
     }
 }
 
-/// What `max_queued_bytes` counts of a queued domain event.
+/// What `max_queued_bytes` counts of a queued event: a domain event's payload and room id, an
+/// unknown control frame's name and body; nothing of the others (small, and bounded in count).
+fn queued_bytes(event: &Event) -> usize {
+    match event {
+        Event::Event { event, .. } => domain_bytes(event),
+        Event::Control { name, raw } => name.len() + raw.get().len(),
+        _ => 0,
+    }
+}
+
 fn domain_bytes(event: &DomainEvent) -> usize {
     event.payload.get().len() + event.room_id.len()
 }
