@@ -121,11 +121,12 @@ pub(crate) async fn fetch(
         let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
         loop {
             let chunk = JsFuture::from(reader.read()).await.map_err(failed)?;
-            let value = Reflect::get(&chunk, &JsValue::from_str("value")).map_err(failed)?;
-            let Ok(bytes) = value.dyn_into::<Uint8Array>() else {
-                break; // done
-            };
-            body.extend(bytes.to_vec());
+            let field = |name| Reflect::get(&chunk, &JsValue::from_str(name)).map_err(failed);
+            if field("done")?.is_truthy() {
+                break;
+            }
+            // A view of any realm's bytes (not an `instanceof` check).
+            body.extend(Uint8Array::new(&field("value")?).to_vec());
             if body.len() > MAX_RESPONSE_BYTES {
                 controller.abort();
                 return Err(too_large(format!("at least {}", body.len())));
@@ -133,6 +134,7 @@ pub(crate) async fn fetch(
         }
     }
     deadline.cancel();
-    // As `Response.text()` decodes: a byte sequence that is not UTF-8 becomes U+FFFD.
-    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+    // As `Response.text()` decodes: a leading BOM goes, a sequence that is not UTF-8 is U+FFFD.
+    let text = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&body);
+    Ok((status, String::from_utf8_lossy(text).into_owned()))
 }
