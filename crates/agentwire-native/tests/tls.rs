@@ -96,6 +96,50 @@ async fn tls_proxy(cert: &Cert, backend: SocketAddr) -> SocketAddr {
     addr
 }
 
+/// A TLS proxy whose certificate can be swapped, and whose connections can be cut.
+struct SwappableProxy {
+    addr: SocketAddr,
+    acceptor: Arc<std::sync::Mutex<TlsAcceptor>>,
+    live: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl SwappableProxy {
+    async fn start(cert: &Cert, backend: SocketAddr) -> SwappableProxy {
+        let acceptor = Arc::new(std::sync::Mutex::new(acceptor(cert)));
+        let live = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (current, conns) = (acceptor.clone(), live.clone());
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = current.lock().unwrap().clone();
+                let task = tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let Ok(mut plain) = TcpStream::connect(backend).await else {
+                        return;
+                    };
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                });
+                conns.lock().unwrap().push(task.abort_handle());
+            }
+        });
+        SwappableProxy { addr, acceptor, live }
+    }
+
+    fn present(&self, cert: &Cert) {
+        *self.acceptor.lock().unwrap() = acceptor(cert);
+    }
+
+    /// Drops every proxied connection (the client sees its socket end).
+    fn cut(&self) {
+        for task in self.live.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+}
+
 /// The `host:port` of an `http://` or `ws://` URL.
 fn addr_of(url: &str) -> SocketAddr {
     let rest = url.split_once("://").unwrap().1;
@@ -241,6 +285,36 @@ async fn an_untrusted_certificate_is_an_auth_error_that_says_so() {
             assert!(!e.retryable && e.message.contains("not trusted"), "{e}");
             assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
         }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_switch_connection_retries_through_an_untrusted_certificate() {
+    use switch_common::*;
+    bounded(async {
+        let w = world(peer_config(Generation::Current)).await;
+        let proxy = SwappableProxy::start(trusted(), w.h.addr()).await;
+        let origin = format!("https://{}", proxy.addr);
+        let mut c = SwitchClient::connect(&origin, &w.a.key, config(&w.a, Transport::WebSocket, &[]))
+            .await
+            .unwrap();
+        // Live, then its reopens meet a certificate it does not trust (a captive portal, say):
+        // it goes on retrying, and attaches again once the right certificate is back.
+        proxy.present(&make_cert());
+        proxy.cut();
+        until(&mut c, "a reopen refused for the certificate", |e| {
+            assert!(!matches!(e, Event::Stopped { .. }), "{e:?}");
+            matches!(e, Event::Disconnected { reason, .. } if reason.contains("not trusted"))
+        })
+        .await;
+        proxy.present(trusted());
+        until(&mut c, "the connection back", |e| {
+            assert!(!matches!(e, Event::Stopped { .. }), "{e:?}");
+            matches!(e, Event::Connected { .. })
+        })
+        .await;
+        c.close().await;
     })
     .await
 }
