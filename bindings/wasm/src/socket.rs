@@ -354,11 +354,11 @@ pub(crate) fn describe(e: &JsValue) -> String {
     if let Some(s) = e.as_string() {
         return s;
     }
-    let field = |v: &JsValue, name: &str| Reflect::get(v, &JsValue::from_str(name)).ok()?.as_string();
-    // Else what it is (`Event` for a socket's error event), without the `Debug` of a `JsValue`,
-    // whose JavaScript helper is a large part of the glue.
-    field(e, "message")
-        .or_else(|| field(&Reflect::get(e, &JsValue::from_str("constructor")).ok()?, "name"))
+    // Else its `message`; not the `Debug` of a `JsValue`, whose JavaScript helper is a large part
+    // of the glue.
+    Reflect::get(e, &JsValue::from_str("message"))
+        .ok()
+        .and_then(|m| m.as_string())
         .unwrap_or_else(|| "an error without a message".into())
 }
 

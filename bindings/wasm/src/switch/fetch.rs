@@ -134,7 +134,7 @@ pub(crate) async fn fetch(
         }
     }
     deadline.cancel();
-    // As `Response.text()` decodes: a leading BOM goes, a sequence that is not UTF-8 is U+FFFD.
-    let text = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&body);
-    Ok((status, String::from_utf8_lossy(text).into_owned()))
+    // A sequence that is not UTF-8 is U+FFFD, as `Response.text()` decodes (a leading BOM is
+    // kept, where `text()` drops it: JSON has none).
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }
