@@ -252,7 +252,7 @@ fn frame_from_fields(
         check_keys(generation, kind, f)?;
     }
     match kind {
-        Kind::Response => response(f, id).map(Frame::Response),
+        Kind::Response => response(generation, f, id).map(Frame::Response),
         Kind::Request => {
             let id = id.ok_or_else(|| match f.id {
                 None => FrameError::new(K::MissingField("id")),
@@ -310,7 +310,7 @@ fn check_keys(generation: Generation, kind: Kind, f: &Fields<'_>) -> Result<(), 
     }
 }
 
-fn response(f: &Fields<'_>, id: Option<Id>) -> Result<Response, FrameError> {
+fn response(generation: Generation, f: &Fields<'_>, id: Option<Id>) -> Result<Response, FrameError> {
     let outcome = match (f.result, f.error) {
         (Some(_), Some(_)) => return Err(FrameError::new(K::Ambiguous("both `result` and `error`"))),
         (None, None) => return Err(FrameError::new(K::MissingField("result"))),
@@ -323,7 +323,7 @@ fn response(f: &Fields<'_>, id: Option<Id>) -> Result<Response, FrameError> {
             }
             Outcome::Result(r.to_owned())
         }
-        (None, Some(e)) => Outcome::Error(rpc_error(e)?),
+        (None, Some(e)) => Outcome::Error(rpc_error(generation, e)?),
     };
     Ok(Response { id, outcome })
 }
@@ -344,14 +344,19 @@ struct DataTag {
     tag: Option<String>,
 }
 
-fn rpc_error(raw: &RawValue) -> Result<RpcError, FrameError> {
+/// The error object; `_tag` only in the current generation (the released server has none, and
+/// its encoding writes none: a released error read with one would not survive its own encoding).
+fn rpc_error(generation: Generation, raw: &RawValue) -> Result<RpcError, FrameError> {
     let w: ErrorWire<'_> = serde_json::from_str(raw.get()).map_err(|e| FrameError::bad("error", e.to_string()))?;
-    let tag = w.tag.or_else(|| {
-        let data = w.data?.get();
-        data.starts_with('{')
-            .then(|| serde_json::from_str::<DataTag>(data).ok()?.tag)
-            .flatten()
-    });
+    let tag = match generation {
+        Generation::Released => None,
+        Generation::Current => w.tag.or_else(|| {
+            let data = w.data?.get();
+            data.starts_with('{')
+                .then(|| serde_json::from_str::<DataTag>(data).ok()?.tag)
+                .flatten()
+        }),
+    };
     Ok(RpcError {
         code: w.code,
         message: w.message,

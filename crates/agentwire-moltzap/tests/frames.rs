@@ -2,9 +2,9 @@
 
 use agentwire_core::ErrorKind;
 use agentwire_moltzap::{
-    decode_bytes, decode_message, decode_message_with, encode_notification, encode_request, encode_response, raw,
-    DecodeOptions, EncodeError, Frame, FrameError, FrameErrorKind as K, Generation, Generation::*, Id, MoltZapError,
-    Outcome, RpcError,
+    decode_bytes, decode_message, decode_message_with, encode_frame, encode_notification, encode_request,
+    encode_response, raw, DecodeOptions, EncodeError, Frame, FrameError, FrameErrorKind as K, Generation,
+    Generation::*, Id, MoltZapError, Outcome, RpcError,
 };
 
 fn one(g: Generation, text: &str) -> Result<Frame, FrameError> {
@@ -85,6 +85,22 @@ fn current_error_tags_at_top_level_or_in_data() {
             panic!()
         };
         assert_eq!(r.error().unwrap().tag, None, "{data}");
+    }
+}
+
+#[test]
+fn a_released_error_has_no_tag_and_survives_its_own_encoding() {
+    // The released server sends no `_tag`; one there is read as nothing (the fuzz target `frame`
+    // found a released error read with a tag that its encoding, rightly, does not write).
+    for text in [
+        r#"{"jsonrpc":"2.0","type":"response","id":"A-1","error":{"code":-32000,"message":"no","_tag":"event"}}"#,
+        r#"{"jsonrpc":"2.0","type":"response","id":"A-1","error":{"code":-1,"message":"no","data":{"_tag":"RateLimited"}}}"#,
+    ] {
+        let frame = one(Released, text).unwrap();
+        let Frame::Response(r) = &frame else { panic!() };
+        assert_eq!(r.error().unwrap().tag, None, "{text}");
+        let again = one(Released, &encode_frame(Released, &frame).unwrap()).unwrap();
+        assert_eq!(again, frame);
     }
 }
 
