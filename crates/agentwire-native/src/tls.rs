@@ -23,10 +23,10 @@
 //! - a host that cannot be a TLS server name: kind `invalid`.
 //!
 //! A Switch connection's open (WebSocket or SSE) gives the engine an `auth` or `invalid` failure
-//! before the first attach as one no retry mends (`Connection::handle_open_unusable`): the
-//! connection stops with it and `SwitchClient`'s connect fails at once. The others, and any
-//! failure once the connection has been live, are opens that got no answer, which the engine
-//! retries with its backoff.
+//! as one no retry mends (`Connection::handle_open_unusable`): before the first attach the
+//! connection stops with it and `SwitchClient`'s connect fails at once; once the connection has
+//! been live, the engine retries it with its backoff. The others are opens that got no answer,
+//! which the engine always retries.
 
 use agentwire_core::{Error, ErrorKind};
 use rustls::pki_types::pem::PemObject;

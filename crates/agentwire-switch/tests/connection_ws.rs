@@ -535,6 +535,22 @@ fn an_unusable_open_stops_at_once_with_its_error() {
 }
 
 #[test]
+fn a_live_connection_takes_an_unusable_open_as_a_failed_one() {
+    let mut d = Driver::live_ws(ws(), 5, &[ROOM]);
+    d.conn.handle_close(d.now, 1006, "");
+    d.drain();
+    d.reopen();
+    let untrusted = SwitchError::local(ErrorKind::Auth, "TLS: the certificate is not trusted");
+    d.conn.handle_open_unusable(d.now, untrusted);
+    let (_, e) = d.drain();
+    assert!(e.iter().all(|e| !matches!(e, Event::Stopped { .. })), "{e:?}");
+    d.reopen(); // with its backoff
+    d.conn.handle_open(d.now);
+    d.text(&connection_state(Some(3), 5, &[ROOM]));
+    assert!(matches!(&d.events()[..], [Event::Connected { resumed: true, .. }]));
+}
+
+#[test]
 fn an_open_without_connection_state_times_out() {
     let (mut d, _) = Driver::opened(ws());
     d.advance(10_000);

@@ -107,13 +107,7 @@ impl Driver {
                             self.conn.handle_open(now);
                         }
                         Err(OpenFailed::Failed(status, body)) => self.conn.handle_open_failed(now, status, &body),
-                        // Before the first attach, `connect` fails at once; a connection that has
-                        // been live retries instead (an expired certificate, a clock off, a
-                        // captive portal may pass).
-                        Err(OpenFailed::Unusable(e)) if self.ready.is_some() => {
-                            self.conn.handle_open_unusable(now, e.into())
-                        }
-                        Err(OpenFailed::Unusable(e)) => self.conn.handle_open_failed(now, None, &e.message),
+                        Err(OpenFailed::Unusable(e)) => self.conn.handle_open_unusable(now, e.into()),
                     }
                 }
                 incoming = next_incoming(&mut self.socket) => self.on_incoming(incoming),

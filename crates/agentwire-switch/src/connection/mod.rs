@@ -525,12 +525,17 @@ impl Connection {
     }
 
     /// The open failed in a way no retry mends, by the host's own judgement (a TLS certificate
-    /// it does not trust, a host that cannot be a TLS server name): the connection stops with
-    /// `error`, made not retryable, instead of reopening with its backoff.
+    /// it does not trust, a host that cannot be a TLS server name). Before the first attach the
+    /// connection stops with `error`, made not retryable, so `connect` fails at once. A
+    /// connection that has been live takes it as an ordinary failed open and reopens with its
+    /// backoff: an expired certificate, a clock off or a captive portal may pass.
     pub fn handle_open_unusable(&mut self, now: Millis, error: SwitchError) {
         self.now = now;
         if self.state != State::Opening {
             return;
+        }
+        if self.ever_attached {
+            return self.on_open_failed(now, None, &error.message);
         }
         self.socket_open = false;
         self.stop(Some(error.retryable(false)), "refused");
