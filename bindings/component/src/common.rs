@@ -78,6 +78,11 @@ pub fn kind(k: Kind) -> ErrorKind {
     }
 }
 
+/// The core kind a host's `error-kind` names: `kind` read backwards.
+pub fn core_kind(k: ErrorKind) -> Kind {
+    Kind::ALL.into_iter().find(|&c| kind(c) == k).unwrap_or(Kind::Internal)
+}
+
 /// An engine error from its core fields and the protocol's JSON of the whole error.
 pub fn engine_error(e: &agentwire_core::Error, json: String) -> EngineError {
     EngineError {

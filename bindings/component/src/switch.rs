@@ -5,8 +5,8 @@ use crate::bindings::exports::agentwire::engine::switch::{
     Config, Connected, Disconnected, DomainEvent, Drained, Event, Filter, Guest, GuestSession, HttpCall, HttpRequest,
     OpenRequest, Scope, State, Transmit, Transport, Wire,
 };
-use crate::bindings::exports::agentwire::engine::types::{CloseFrame, EngineError};
-use crate::common::{engine_error, size, WasiEntropy};
+use crate::bindings::exports::agentwire::engine::types::{CloseFrame, EngineError, ErrorKind};
+use crate::common::{core_kind, engine_error, size, WasiEntropy};
 use crate::Engine;
 use agentwire_switch::open::{OpenParams, ProtocolRange, StartFrom};
 use agentwire_switch::{ops, Connection, ConnectionConfig, SwitchError};
@@ -217,6 +217,11 @@ impl GuestSession for Session {
 
     fn handle_open_failed(&self, now: u64, status: Option<u16>, body: String) {
         self.0.borrow_mut().handle_open_failed(now, status, &body);
+    }
+
+    fn handle_open_unusable(&self, now: u64, kind: ErrorKind, message: String) {
+        let error = SwitchError::local(core_kind(kind), message);
+        self.0.borrow_mut().handle_open_unusable(now, error);
     }
 
     fn handle_text(&self, now: u64, text: String) {

@@ -110,7 +110,7 @@ macro_rules! feed {
     }};
 }
 
-fn switch_live(i: &mut Instance, config: &switch::Config) -> ResourceAny {
+pub(super) fn switch_live(i: &mut Instance, config: &switch::Config) -> ResourceAny {
     let api = i.engine.agentwire_engine_switch().session();
     let s = api.call_constructor(&mut i.store, config).unwrap();
     api.call_start(&mut i.store, s, NOW).unwrap().unwrap();

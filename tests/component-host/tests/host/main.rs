@@ -1,8 +1,9 @@
 //! The component in a wasmtime host: against the local peers over real sockets (`peers`), and
-//! under bad input (`garbage`). One test binary, so the component is compiled once.
+//! under bad input (`garbage`), drains (`drain`) and opens no retry mends (`opens`). One test binary, so the component is compiled once.
 
 mod drain;
 mod garbage;
+mod opens;
 mod peers;
 
 use agentwire_component_host::Runtime;
