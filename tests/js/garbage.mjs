@@ -24,14 +24,7 @@ const server = http.createServer((req, res) => {
     return res.writeHead(204, { "access-control-allow-origin": "*", ...allow }).end();
   }
   res.writeHead(200, { "content-type": "application/json", "access-control-allow-origin": "*" });
-  const chunk = Buffer.alloc(64 << 10, 0x20);
-  const pump = () => {
-    while (!res.destroyed && res.write(chunk));
-  };
-  res.on("drain", pump);
-  const stop = setTimeout(() => res.destroy(), 30_000);
-  res.on("close", () => clearTimeout(stop));
-  pump();
+  writeUntilGone(res, Buffer.alloc(64 << 10, 0x20));
 });
 const wss = new WebSocketServer({
   server,
@@ -45,13 +38,18 @@ const wss = new WebSocketServer({
 
 function refuseEndlessly(socket) {
   socket.write("HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n");
-  const chunk = `4000\r\n${"no ".repeat(0x4000 / 3)}n\r\n`;
+  writeUntilGone(socket, `4000\r\n${"no ".repeat(0x4000 / 3)}n\r\n`);
+}
+
+/** Writes `chunk` to `out` as fast as the peer reads, until the peer goes; 30 s at most. */
+function writeUntilGone(out, chunk) {
   const pump = () => {
-    while (!socket.destroyed && socket.write(chunk));
+    while (!out.destroyed && out.write(chunk));
   };
-  socket.on("drain", pump);
-  socket.on("error", () => {});
-  setTimeout(() => socket.destroy(), 30_000).unref();
+  out.on("drain", pump);
+  out.on("error", () => {});
+  const stop = setTimeout(() => out.destroy(), 30_000);
+  out.on("close", () => clearTimeout(stop));
   pump();
 }
 
