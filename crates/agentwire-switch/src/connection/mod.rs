@@ -488,7 +488,7 @@ impl Connection {
                     return Some(Event::Event { event, gap });
                 }
                 Some(Item::Event(e)) => {
-                    self.queued_bytes -= queued_bytes(&e);
+                    self.queued_bytes -= e.queued_bytes();
                     return Some(e);
                 }
             }
@@ -710,7 +710,7 @@ impl Connection {
             Event::SubscriptionChanged(_) | Event::RoomReleased(_) | Event::Connected { .. } => 2 * CONTROL_SLACK,
             _ => usize::MAX,
         };
-        let bytes = queued_bytes(&event);
+        let bytes = event.queued_bytes();
         let over_bytes = bytes > 0 && self.queued_bytes >= self.cfg.max_queued_bytes;
         if over_bytes || self.queue.len() >= self.cfg.max_queued_events.saturating_add(slack) {
             self.dropped_control += 1;
@@ -816,13 +816,16 @@ fn merge_gaps(first: Gap, last: Gap) -> Gap {
     }
 }
 
-/// What `max_queued_bytes` counts of a queued event: a domain event's payload and room id, an
-/// unknown control frame's name and body; nothing of the others (small, and bounded in count).
-fn queued_bytes(event: &Event) -> usize {
-    match event {
-        Event::Event { event, .. } => domain_bytes(event),
-        Event::Control { name, raw } => name.len() + raw.get().len(),
-        _ => 0,
+impl Event {
+    /// What `max_queued_bytes` counts of it: a domain event's payload and room id, an unknown
+    /// control frame's name and body; nothing of the others (small, and bounded in count). A
+    /// driver that queues events again bounds its own queue with the same measure.
+    pub fn queued_bytes(&self) -> usize {
+        match self {
+            Event::Event { event, .. } => domain_bytes(event),
+            Event::Control { name, raw } => name.len() + raw.get().len(),
+            _ => 0,
+        }
     }
 }
 
