@@ -143,14 +143,30 @@ async fn garbage_is_a_diagnostic_and_loses_no_event() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_reader_keeps_the_connection_and_loses_nothing() {
+    let few = SwitchOptions {
+        event_capacity: 2,
+        ..SwitchOptions::default()
+    };
+    slow_reader(few).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reader_of_a_channel_bounded_in_bytes_loses_nothing() {
+    // Room for 256 events but one byte: one domain event at a time waits in the channel.
+    let one_byte = SwitchOptions {
+        event_capacity_bytes: 1,
+        ..SwitchOptions::default()
+    };
+    slow_reader(one_byte).await;
+}
+
+/// Twelve events for a reader that waits two TTLs first: the channel fills by `opts`, the
+/// engine's queue (3 events) overflows, and the reader still gets all twelve, in order.
+async fn slow_reader(opts: SwitchOptions) {
     bounded(async {
         let w = world(peer_config(Generation::Current)).await;
         let mut cfg = config(&w.b, Transport::WebSocket, &[&w.room]);
         cfg.max_queued_events = 3;
-        let opts = SwitchOptions {
-            event_capacity: 2,
-            ..SwitchOptions::default()
-        };
         let mut b = connect_with(&w.h, &w.b.key, cfg, opts).await.unwrap();
         let bodies: Vec<String> = (1..=12).map(|n| format!("s{n}")).collect();
         for body in &bodies {

@@ -1,6 +1,7 @@
 //! [`SwitchClient`]: one agent connection, its events, and operations acting for it.
 
 use super::driver::{Command, Driver};
+use super::events::{self, EventRx};
 use super::exchange;
 use super::socket::{Dialer, CLOSE_GRACE};
 use super::Status;
@@ -29,6 +30,9 @@ pub struct SwitchOptions {
     /// Events waiting in the channel for [`SwitchClient::next_event`] (default 256). Beyond it,
     /// events wait in the engine, bounded by `max_queued_events` (see the module docs).
     pub event_capacity: usize,
+    /// The same bound in bytes, by [`Event::queued_bytes`] (default 16 MiB; an event larger
+    /// than it waits alone). Beyond it, events wait in the engine, bounded by `max_queued_bytes`.
+    pub event_capacity_bytes: usize,
     /// Each operation's bound, from connecting to the last byte (default 30 s).
     pub op_timeout: Duration,
     /// `connect`'s bound; `None`: [`CONNECT_OPEN_TIMEOUTS`] × `open_timeout_ms`.
@@ -39,6 +43,7 @@ impl Default for SwitchOptions {
     fn default() -> Self {
         SwitchOptions {
             event_capacity: 256,
+            event_capacity_bytes: 16 << 20,
             op_timeout: DEFAULT_OP_TIMEOUT,
             connect_timeout: None,
         }
@@ -57,7 +62,7 @@ pub struct SwitchClient {
     attached: ConnectionState,
     op_timeout: Duration,
     commands: mpsc::UnboundedSender<Command>,
-    events: mpsc::Receiver<Event>,
+    events: EventRx,
     status: Arc<Mutex<Status>>,
     task: JoinHandle<()>,
 }
@@ -115,7 +120,7 @@ impl SwitchClient {
             last_problem: None,
         }));
         let (commands, inbox) = mpsc::unbounded_channel();
-        let (events_tx, events) = mpsc::channel(opts.event_capacity.max(1));
+        let (events_tx, events) = events::channel(opts.event_capacity, opts.event_capacity_bytes);
         let (ready, attached) = oneshot::channel();
         let seen = status.clone();
         let driver = Driver::new(conn, dialer, events_tx, inbox, status.clone(), ready);
@@ -181,7 +186,7 @@ impl SwitchClient {
 
     /// An event already waiting, if any.
     pub fn try_next_event(&mut self) -> Option<Event> {
-        self.events.try_recv().ok()
+        self.events.try_recv()
     }
 
     async fn send(&self, request: &HttpRequest) -> Result<(u16, String), SwitchError> {

@@ -1,14 +1,16 @@
 //! The task that owns a [`Connection`]: it performs the engine's transmits (opens, the pong,
 //! beats, closes), feeds it what the socket, the beats and the clock bring, and hands its events
-//! to the client through a bounded channel.
+//! to the client through a channel bounded in events and bytes (`super::events`).
 //!
 //! **Backpressure.** The socket is always read, so pings are answered and beats sent whatever
 //! the reader does. Events are taken from the engine only while the channel has room (one more
-//! waits, parked, for a slot); the rest stay queued in the engine, whose `max_queued_events` is
-//! the bound: past it the engine takes no further event and, once the reader has drained the
-//! queue, reopens from its cursor, so a slow reader loses nothing and memory stays bounded by
-//! `event_capacity + 1 + max_queued_events` events (plus the engine's control slack).
+//! waits, parked, for room); the rest stay queued in the engine, whose `max_queued_events` and
+//! `max_queued_bytes` are the bound: past it the engine takes no further event and, once the
+//! reader has drained the queue, reopens from its cursor, so a slow reader loses nothing. Memory
+//! stays bounded by the channel's `event_capacity` events and `event_capacity_bytes` bytes, the
+//! parked event, and the engine's bounds (plus its control slack).
 
+use super::events::EventTx;
 use super::socket::{Dialer, Incoming, OpenFailed, Socket, CLOSE_GRACE};
 use super::Status;
 use crate::clock::until;
@@ -36,7 +38,7 @@ pub(crate) type Ready = oneshot::Sender<Result<ConnectionState, SwitchError>>;
 pub(crate) struct Driver {
     pub(crate) conn: Connection,
     pub(crate) dialer: Dialer,
-    pub(crate) events: mpsc::Sender<Event>,
+    pub(crate) events: EventTx,
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
     pub(crate) status: Arc<Mutex<Status>>,
     /// Until the first `Connected` (or `Stopped`): who waits in `connect`.
@@ -58,7 +60,7 @@ impl Driver {
     pub(crate) fn new(
         conn: Connection,
         dialer: Dialer,
-        events: mpsc::Sender<Event>,
+        events: EventTx,
         commands: mpsc::UnboundedReceiver<Command>,
         status: Arc<Mutex<Status>>,
         ready: Ready,
@@ -120,7 +122,7 @@ impl Driver {
                         }
                     }
                 }
-                () = send_parked(&self.events, &mut self.parked), if self.parked.is_some() => {}
+                () = self.events.send_parked(&mut self.parked), if self.parked.is_some() => {}
                 _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
                     self.conn.handle_timeout(now_ms());
                 }
@@ -144,9 +146,8 @@ impl Driver {
                 self.observe(&event);
                 // The reader's `status()` already shows the cursor this event moved.
                 self.publish();
-                match self.events.try_send(event) {
-                    Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-                    Err(mpsc::error::TrySendError::Full(event)) => self.parked = Some(event),
+                if let Err(event) = self.events.try_send(event) {
+                    self.parked = Some(event);
                 }
             }
             if !progressed {
@@ -271,19 +272,6 @@ async fn next_opened(opening: &mut Option<Opening>) -> Result<Socket, OpenFailed
     match opening {
         Some(f) => f.await,
         None => std::future::pending().await,
-    }
-}
-
-/// Sends the parked event once the channel has room (drops it when nobody reads any more).
-/// Cancel-safe: the event leaves `parked` only with a slot reserved.
-async fn send_parked(events: &mpsc::Sender<Event>, parked: &mut Option<Event>) {
-    match events.reserve().await {
-        Ok(permit) => {
-            if let Some(event) = parked.take() {
-                permit.send(event);
-            }
-        }
-        Err(_) => *parked = None,
     }
 }
 
