@@ -334,8 +334,9 @@ struct ErrorWire<'a> {
     message: String,
     #[serde(borrow, default)]
     data: Option<&'a RawValue>,
-    #[serde(rename = "_tag", default)]
-    tag: Option<String>,
+    /// Raw: a `_tag` that is not a string is no tag, not a bad error object.
+    #[serde(rename = "_tag", borrow, default)]
+    tag: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -350,7 +351,7 @@ fn rpc_error(generation: Generation, raw: &RawValue) -> Result<RpcError, FrameEr
     let w: ErrorWire<'_> = serde_json::from_str(raw.get()).map_err(|e| FrameError::bad("error", e.to_string()))?;
     let tag = match generation {
         Generation::Released => None,
-        Generation::Current => w.tag.or_else(|| {
+        Generation::Current => w.tag.and_then(|t| serde_json::from_str(t.get()).ok()).or_else(|| {
             let data = w.data?.get();
             data.starts_with('{')
                 .then(|| serde_json::from_str::<DataTag>(data).ok()?.tag)

@@ -86,6 +86,19 @@ fn current_error_tags_at_top_level_or_in_data() {
         };
         assert_eq!(r.error().unwrap().tag, None, "{data}");
     }
+    // Nor one on the error object itself, in either generation; one of `data` is still read.
+    for generation in [Current, Released] {
+        for tag in ["5", "null", r#"{"_tag":"x"}"#, "[]"] {
+            let text = format!(
+                r#"{{"jsonrpc":"2.0","type":"response","id":"1","error":{{"code":-1,"message":"no","_tag":{tag},"data":{{"_tag":"RateLimited"}}}}}}"#
+            );
+            let Frame::Response(r) = one(generation, &text).unwrap() else {
+                panic!()
+            };
+            let read = (generation == Current).then(|| "RateLimited".to_owned());
+            assert_eq!(r.error().unwrap().tag, read, "{generation:?} {tag}");
+        }
+    }
 }
 
 #[test]
