@@ -25,6 +25,8 @@ cargo fmt --all --check
 
 echo "== cargo clippy (workspace, warnings are errors)"
 cargo clippy --workspace --all-targets -q -- -D warnings
+echo "== cargo doc (workspace, warnings such as broken intra-doc links are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 
 echo "== the component (tests/component-host loads it), and clippy on it for wasm32"
 bash "$ROOT/scripts/component.sh"

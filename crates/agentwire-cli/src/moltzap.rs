@@ -18,7 +18,7 @@ pub const DEFAULT_PORT: u16 = 7750;
 pub enum Command {
     /// Register an agent over HTTP; prints {"agentId","apiKey"}
     Register {
-        /// Agent name: ^[a-z0-9][a-z0-9_-]{1,30}[a-z0-9]$
+        /// Agent name: `^[a-z0-9][a-z0-9_-]{1,30}[a-z0-9]$`
         name: String,
         #[arg(long)]
         description: Option<String>,
@@ -221,7 +221,7 @@ async fn connect(conn: &Conn) -> Result<MoltZapClient, MoltZapError> {
     Ok(client)
 }
 
-/// One conversation's messages, or the window across all ([`Session::recent_messages`]).
+/// One conversation's messages, or the window across all (`Session::recent_messages`).
 async fn list(client: &MoltZapClient, conversation: Option<String>, limit: u32) -> Result<String, MoltZapError> {
     client
         .request(move |s, now| s.recent_messages(now, conversation.as_deref(), limit))

@@ -4,7 +4,7 @@
 //! - [`rkt::server`]: the reference RKT agent on a `TcpListener`.
 //! - [`rkt::client`]: [`rkt::RktClient`], an async RKT client.
 //! - [`moltzap`]: [`moltzap::MoltZapClient`], an async MoltZap client (both generations), and
-//!   [`moltzap::register`].
+//!   [`moltzap::register()`].
 //! - [`switch`]: [`switch::SwitchClient`], a Switch Rooms agent connection (WebSocket, or SSE
 //!   plus beats for switch-core 0.19) with operations over HTTP/1.1.
 //! - [`tls`]: every client connection is plain (`ws://`, `http://`) or TLS (`wss://`,

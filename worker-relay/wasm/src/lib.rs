@@ -5,7 +5,8 @@
 //! - [`RelayCore`]: the configuration and the per-agent rate limits of one isolate; `route`
 //!   returns the [`Decision`](agentwire_relay::route::Decision) for a request.
 //! - [`BridgeCore`]: one SSE bridge (a browser socket over a released upstream).
-//! - [`forwardClose`], [`closeReason`], [`upgradeRefused`]: close codes and refused upgrades.
+//! - [`forward_close`], [`close_reason`], [`upgrade_refused`] (`forwardClose`, `closeReason`,
+//!   `upgradeRefused` in JavaScript): close codes and refused upgrades.
 
 mod bridge;
 

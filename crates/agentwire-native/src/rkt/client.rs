@@ -154,7 +154,7 @@ impl std::fmt::Debug for RktClient {
 impl RktClient {
     /// Connects to `address` (`rkt://host`, `host[:port]`, `ws://...`; `rkts://host` and `wss://...`
     /// over TLS, see [`crate::tls`]; see
-    /// [`agentwire_rkt::resolve`]) and completes HELLO/HELLO_ACK and, with
+    /// [`agentwire_rkt::resolve()`]) and completes HELLO/HELLO_ACK and, with
     /// `cfg.authorization`, the AUTH it sends (a refused key fails `connect` with the AUTH's
     /// error, kind `auth`), all within `cfg.handshake_timeout_ms`.
     pub async fn connect(address: &str, cfg: ClientConfig) -> Result<RktClient, RktError> {
