@@ -31,7 +31,8 @@ pub struct ServerConfig {
     pub line_timeout_ms: u64,
     /// Messages per second the session takes, and the burst it allows. Every message counts
     /// (PING and malformed ones too) but the HELLO that opens the session; past the limit each
-    /// gets ERROR 429, and `burst` refusals in a row close the connection with 1008.
+    /// gets ERROR 429, up to `burst` refusals in a row; the next one closes the connection with
+    /// 1008 instead.
     pub rate_per_s: f64,
     pub burst: u32,
 }

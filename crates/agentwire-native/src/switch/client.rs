@@ -28,10 +28,11 @@ pub const CONNECT_OPEN_TIMEOUTS: u32 = 3;
 #[derive(Debug, Clone)]
 pub struct SwitchOptions {
     /// Events waiting in the channel for [`SwitchClient::next_event`] (default 256). Beyond it,
-    /// events wait in the engine, bounded by `max_queued_events` (see the module docs).
+    /// events wait in the engine, bounded by [`ConnectionConfig::max_queued_events`].
     pub event_capacity: usize,
     /// The same bound in bytes, by [`Event::queued_bytes`] (default 16 MiB; an event larger
-    /// than it waits alone). Beyond it, events wait in the engine, bounded by `max_queued_bytes`.
+    /// than it waits alone). Beyond it, events wait in the engine, bounded by
+    /// [`ConnectionConfig::max_queued_bytes`].
     pub event_capacity_bytes: usize,
     /// Each operation's bound, from connecting to the last byte (default 30 s).
     pub op_timeout: Duration,

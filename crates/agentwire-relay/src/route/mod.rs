@@ -6,7 +6,8 @@
 //! (exact match against the allowlist, and the token's `origin` claim), the relay token (from
 //! the `agentwire.token.<t>` subprotocol or the `token` query parameter on the WebSocket,
 //! `Authorization: Bearer` on HTTP), the path's agent against the token's, the agent's key, the
-//! token's `rooms` claim against the rooms asked for, and the per-agent rate limit.
+//! per-agent rate limit (which a request refused by a later check has still spent), a
+//! WebSocket's `connection_id`, and the token's `rooms` claim against the rooms asked for.
 //!
 //! The upstream URL is always the configured origin and prefix followed by a path the relay
 //! writes itself from the checked segments; the only headers sent upstream are the ones the

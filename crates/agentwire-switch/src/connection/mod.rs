@@ -45,8 +45,8 @@ pub enum Transport {
     WebSocket,
     /// The SSE stream at `/agents/{id}/events` plus HTTP beats (switch-core 0.19).
     Sse,
-    /// The WebSocket first; an upgrade answered with HTTP 403, 404 or 405 (a server without the
-    /// WebSocket route, as switch-core 0.19) switches to SSE for this and every later open.
+    /// The WebSocket first; an upgrade answered with HTTP 403, 404, 405 or 426 (a server without
+    /// the WebSocket route, as switch-core 0.19) switches to SSE for this and every later open.
     Auto,
 }
 
