@@ -351,7 +351,7 @@ impl ClientSession {
                 }
                 Timer::Keepalive => {
                     if self.state == ClientState::Ready {
-                        if now.saturating_sub(self.last_sent) * 2 >= self.session_timeout_ms {
+                        if now.saturating_sub(self.last_sent).saturating_mul(2) >= self.session_timeout_ms {
                             let id = self.entropy.uuid_v4();
                             let msg = self.new_message(MessageType::Ping, id.clone(), now, Some(self.cfg.ttl_s));
                             self.track(now, id, Op::Ping, self.cfg.ttl_s, false, Origin::Keepalive);

@@ -732,6 +732,15 @@ fn server_goodbye_on_idle_and_keepalive_pings() {
     p.pump(half);
     assert!(p.client_wire.last().unwrap().starts_with("RKT/1.0 PING\n"));
     assert!(p.take_events().is_empty(), "keepalive pings are silent");
+    // A clock that leaps past half of u64 still pings once, and the timer moves on.
+    let mut p = ready_pair();
+    let leap = u64::MAX - 1;
+    p.client.handle_timeout(leap);
+    assert!(p.client.poll_transmit().is_some(), "the keepalive PING");
+    assert!(
+        p.client.poll_timeout().is_none_or(|t| t > leap),
+        "not due again at once"
+    );
     // A server without traffic for session_timeout says GOODBYE.
     let mut server = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(5)));
     server.handle_open(T0);
