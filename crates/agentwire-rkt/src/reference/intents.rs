@@ -38,7 +38,7 @@ pub fn current(city: &str) -> Value {
 pub fn forecast(city: &str, days: u32, today: Millis) -> Vec<Value> {
     (1..=u64::from(days))
         .map(|d| {
-            let date = format_iso8601(today - today % 86_400_000 + d * 86_400_000)[..10].to_string();
+            let date = format_iso8601((today - today % 86_400_000).saturating_add(d * 86_400_000))[..10].to_string();
             let h = fnv(&[city.to_lowercase().as_bytes(), date.as_bytes()]);
             let low = (h % 20) as i64;
             json!({
@@ -66,5 +66,12 @@ mod tests {
         assert_eq!(f[6]["date"], "2026-07-05");
         assert!(f.iter().all(|d| d["high"].as_i64() > d["low"].as_i64()));
         assert_eq!(f, forecast("Seoul", 7, 1_782_648_000_000 + 3_600_000));
+    }
+
+    #[test]
+    fn a_clock_at_the_end_of_time_gives_dates_not_a_panic() {
+        let f = forecast("Seoul", 3, u64::MAX - 1);
+        assert_eq!(f.len(), 3);
+        assert_eq!(f[1]["date"], f[2]["date"], "the last day repeats; time ends there");
     }
 }

@@ -58,6 +58,7 @@ pub struct ReferenceConfig {
     /// Ledger accounts open at once: one per authenticated principal that paid, and one per open
     /// unauthenticated connection that paid (closed with the connection: [`Connection::close`]).
     pub max_accounts: usize,
+    /// The most days a `weather.forecast` may ask for: 1 to [`MAX_FORECAST_DAYS`] (default 16).
     pub max_forecast_days: u32,
     pub token_lifetime_s: u64,
     /// Connections a server serves at once (the native one: `agentwire_native::rkt::serve`);
@@ -86,6 +87,10 @@ impl Default for ReferenceConfig {
     }
 }
 
+/// The ceiling of [`ReferenceConfig::max_forecast_days`]: a year of days, so one forecast's
+/// reply stays a few tens of kilobytes (the reply is built whole in memory).
+pub const MAX_FORECAST_DAYS: u32 = 366;
+
 /// A rate limit of `rate_per_s` messages per second is a finite number above 0: NaN, an
 /// infinity, 0 or a negative rate would give nonsense retry hints or no limit at all. An
 /// `invalid` error otherwise.
@@ -102,10 +107,17 @@ pub fn check_rate(rate_per_s: f64) -> Result<f64, RktError> {
 
 impl ReferenceConfig {
     /// Whether the agent can be served with this configuration: the rate passes [`check_rate`],
-    /// and the burst and `max_connections` are at least 1. Servers
-    /// (`agentwire_native::rkt::serve`) refuse it otherwise.
+    /// the burst and `max_connections` are at least 1, and `max_forecast_days` is 1 to
+    /// [`MAX_FORECAST_DAYS`]. Servers (`agentwire_native::rkt::serve`) refuse it otherwise.
     pub fn check(&self) -> Result<(), RktError> {
         check_rate(self.rate_per_s)?;
+        if !(1..=MAX_FORECAST_DAYS).contains(&self.max_forecast_days) {
+            let m = format!(
+                "max_forecast_days must be 1 to {MAX_FORECAST_DAYS}, not {}",
+                self.max_forecast_days
+            );
+            return Err(RktError::local(ErrorKind::Invalid, m));
+        }
         for (name, value) in [
             ("burst", u64::from(self.burst)),
             ("max_connections", self.max_connections as u64),
@@ -550,5 +562,19 @@ mod config_tests {
         };
         let e = cfg.check().unwrap_err();
         assert!(e.error.message.contains("max_connections"), "{e}");
+    }
+
+    #[test]
+    fn forecast_days_are_bounded_so_a_reply_is() {
+        for days in [0, MAX_FORECAST_DAYS + 1, u32::MAX] {
+            let cfg = ReferenceConfig {
+                max_forecast_days: days,
+                ..ReferenceConfig::default()
+            };
+            let e = cfg.check().unwrap_err();
+            assert!(e.error.message.contains("max_forecast_days"), "{e}");
+        }
+        let year = intents::forecast("Seoul", MAX_FORECAST_DAYS, 1_782_648_000_000);
+        assert!(serde_json::to_string(&year).unwrap().len() < 64 << 10);
     }
 }
