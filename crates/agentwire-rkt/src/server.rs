@@ -411,7 +411,7 @@ impl ServerSession {
             }
             Err(wait_ms) => wait_ms,
         };
-        self.refused_in_a_row += 1;
+        self.refused_in_a_row = self.refused_in_a_row.saturating_add(1);
         if self.refused_in_a_row > self.cfg.burst {
             self.close(1008, "rate limit exceeded");
             return false;

@@ -24,7 +24,7 @@ impl Connection {
             }
         }
         let delay = self.cfg.backoff.delay(self.attempt, &mut *self.entropy);
-        self.attempt += 1;
+        self.attempt = self.attempt.saturating_add(1);
         self.state = State::Backoff;
         self.timers.set(Timer::Reopen, now.saturating_add(delay));
         self.push(Event::Disconnected {
