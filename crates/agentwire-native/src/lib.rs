@@ -7,6 +7,7 @@
 //!   [`moltzap::register()`].
 //! - [`switch`]: [`switch::SwitchClient`], a Switch Rooms agent connection (WebSocket, or SSE
 //!   plus beats for switch-core 0.19) with operations over HTTP/1.1.
+//! - [`events`]: the channel of a client's events, bounded in count and in bytes.
 //! - [`tls`]: every client connection is plain (`ws://`, `http://`) or TLS (`wss://`,
 //!   `https://`; rustls on ring, webpki-roots plus the roots added there).
 //!
@@ -25,6 +26,7 @@
 
 mod call;
 mod clock;
+pub mod events;
 mod http;
 pub mod moltzap;
 mod pump;

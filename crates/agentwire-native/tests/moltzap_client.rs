@@ -306,11 +306,24 @@ async fn pings_are_answered_and_missing_ones_reported() {
 
 #[tokio::test]
 async fn a_reader_that_falls_behind_ends_the_connection() {
+    let mut cfg = config(GenerationChoice::Current);
+    cfg.event_capacity = 3;
+    falls_behind(cfg, 3).await;
+}
+
+#[tokio::test]
+async fn a_reader_that_falls_behind_in_bytes_ends_the_connection() {
+    // Room for 4096 events but one byte: the first push is held alone, the second closes.
+    let mut cfg = config(GenerationChoice::Current);
+    cfg.event_capacity_bytes = 1;
+    falls_behind(cfg, 1).await;
+}
+
+/// Six pushes for a reader that reads only after they were sent: `held` of them, then the close.
+async fn falls_behind(cfg: MoltZapConfig, held: usize) {
     let h = peer(PeerConfig::new(Generation::Current)).await;
     let (ka, kb) = (agent(&h, "jack").await, agent(&h, "kate").await);
     let a = connect(&h, &ka, config(GenerationChoice::Current)).await.unwrap();
-    let mut cfg = config(GenerationChoice::Current);
-    cfg.event_capacity = 3;
     let mut b = connect(&h, &kb, cfg).await.unwrap();
     let mut events = b.events().unwrap();
     for i in 0..6 {
@@ -329,7 +342,7 @@ async fn a_reader_that_falls_behind_ends_the_connection() {
             None => panic!("ended without Disconnected"),
         }
     }
-    assert_eq!(seen, 3, "the capacity, then the close");
+    assert_eq!(seen, held, "what the channel holds, then the close");
 }
 
 /// Pushes are kept until `events()` is taken and read; a client that wants none takes the

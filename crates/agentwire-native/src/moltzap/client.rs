@@ -3,6 +3,7 @@
 //! request id, and server pushes go to one bounded event channel.
 
 use crate::call::{self, Caller, Waiting};
+use crate::events::{self, EventTx};
 use crate::pump::{pump, Handler};
 use crate::tls::Stream;
 use crate::wire::{self, frame_limit, ConnectError, Counted, Wire};
@@ -17,9 +18,10 @@ use tokio_tungstenite::tungstenite::Error as WsError;
 
 /// Server pushes, diagnostics and the final `Disconnected`, in arrival order; the channel ends
 /// after `Disconnected`.
-pub type Events = mpsc::Receiver<Event>;
+pub type Events = events::Events<Event>;
 
-/// How a client is set up. `Default` gives the engine's defaults and 4096 buffered events.
+/// How a client is set up. `Default` gives the engine's defaults, and 4096 buffered events of
+/// 64 MiB at most.
 #[derive(Debug, Clone)]
 pub struct MoltZapConfig {
     pub session: SessionConfig,
@@ -29,6 +31,10 @@ pub struct MoltZapConfig {
     /// follows): recover by connecting again and reading a bounded `agent/message/list` window.
     /// Taking the receiver and dropping it discards events instead.
     pub event_capacity: usize,
+    /// The same bound in bytes of the events' text (their data and ids; see
+    /// [`events::Weigh`]): past it, too, the client closes the connection with 1008. A push
+    /// larger than it is held alone.
+    pub event_capacity_bytes: usize,
 }
 
 impl Default for MoltZapConfig {
@@ -36,6 +42,7 @@ impl Default for MoltZapConfig {
         MoltZapConfig {
             session: SessionConfig::default(),
             event_capacity: 4096,
+            event_capacity_bytes: 64 << 20,
         }
     }
 }
@@ -102,7 +109,7 @@ impl MoltZapClient {
             }
         };
         let (commands, inbox) = mpsc::unbounded_channel();
-        let (events_tx, events) = mpsc::channel(cfg.event_capacity.max(1) + 1);
+        let (events_tx, events) = events::channel(cfg.event_capacity.max(1) + 1, cfg.event_capacity_bytes);
         let (ready, handshake) = oneshot::channel();
         let routes = Routes {
             events: events_tx,
@@ -222,7 +229,7 @@ type Hello = Reply<(Generation, HelloOk)>;
 
 /// Routes the session's events to the calls waiting for them and to the event channel.
 struct Routes {
-    events: mpsc::Sender<Event>,
+    events: EventTx<Event>,
     /// The reader fell behind: only `Disconnected` is delivered from now on.
     overflowed: bool,
     waiting: Waiting<Reply<String>>,
@@ -320,20 +327,16 @@ impl Routes {
         }
     }
 
-    /// Hands a push to the reader; a reader `event_capacity` behind ends the connection.
+    /// Hands a push to the reader; a reader `event_capacity` events or `event_capacity_bytes`
+    /// behind ends the connection. The last slot is kept for `Disconnected`, which weighs nothing.
     fn push(&mut self, session: &mut Session, event: Event) {
         if self.overflowed || self.events.is_closed() {
             return;
         }
-        if self.events.capacity() <= 1 {
+        let unread = self.events.max_slots() - self.events.slots();
+        if self.events.slots() <= 1 || self.events.try_send(event).is_err() {
             self.overflowed = true;
-            let m = format!(
-                "{} events unread: the reader fell behind",
-                self.events.max_capacity() - 1
-            );
-            session.close(1008, &m);
-            return;
+            session.close(1008, &format!("{unread} events unread: the reader fell behind"));
         }
-        let _ = self.events.try_send(event);
     }
 }

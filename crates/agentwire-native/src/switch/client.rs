@@ -1,10 +1,10 @@
 //! [`SwitchClient`]: one agent connection, its events, and operations acting for it.
 
 use super::driver::{Command, Driver};
-use super::events::{self, EventRx};
 use super::exchange;
 use super::socket::{Dialer, CLOSE_GRACE};
 use super::Status;
+use crate::events::{self, Events};
 use crate::http::{check_key, Origin};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::ErrorKind;
@@ -63,7 +63,7 @@ pub struct SwitchClient {
     attached: ConnectionState,
     op_timeout: Duration,
     commands: mpsc::UnboundedSender<Command>,
-    events: EventRx,
+    events: Events<Event>,
     status: Arc<Mutex<Status>>,
     task: JoinHandle<()>,
 }
@@ -187,7 +187,7 @@ impl SwitchClient {
 
     /// An event already waiting, if any.
     pub fn try_next_event(&mut self) -> Option<Event> {
-        self.events.try_recv()
+        self.events.try_recv().ok()
     }
 
     async fn send(&self, request: &HttpRequest) -> Result<(u16, String), SwitchError> {

@@ -1,6 +1,6 @@
 //! The task that owns a [`Connection`]: it performs the engine's transmits (opens, the pong,
 //! beats, closes), feeds it what the socket, the beats and the clock bring, and hands its events
-//! to the client through a channel bounded in events and bytes (`super::events`).
+//! to the client through a channel bounded in events and bytes (`crate::events`).
 //!
 //! **Backpressure.** The socket is always read, so pings are answered and beats sent whatever
 //! the reader does. Events are taken from the engine only while the channel has room (one more
@@ -10,10 +10,10 @@
 //! stays bounded by the channel's `event_capacity` events and `event_capacity_bytes` bytes, the
 //! parked event, and the engine's bounds (plus its control slack).
 
-use super::events::EventTx;
 use super::socket::{Dialer, Incoming, OpenFailed, Socket, CLOSE_GRACE};
 use super::Status;
 use crate::clock::until;
+use crate::events::EventTx;
 use crate::now_ms;
 use agentwire_core::ErrorKind;
 use agentwire_switch::connection::Transmit;
@@ -38,7 +38,7 @@ pub(crate) type Ready = oneshot::Sender<Result<ConnectionState, SwitchError>>;
 pub(crate) struct Driver {
     pub(crate) conn: Connection,
     pub(crate) dialer: Dialer,
-    pub(crate) events: EventTx,
+    pub(crate) events: EventTx<Event>,
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
     pub(crate) status: Arc<Mutex<Status>>,
     /// Until the first `Connected` (or `Stopped`): who waits in `connect`.
@@ -60,7 +60,7 @@ impl Driver {
     pub(crate) fn new(
         conn: Connection,
         dialer: Dialer,
-        events: EventTx,
+        events: EventTx<Event>,
         commands: mpsc::UnboundedReceiver<Command>,
         status: Arc<Mutex<Status>>,
         ready: Ready,

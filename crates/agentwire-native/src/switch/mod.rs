@@ -30,7 +30,6 @@
 
 mod client;
 mod driver;
-mod events;
 mod socket;
 
 pub use client::{SwitchClient, SwitchOptions, CONNECT_OPEN_TIMEOUTS, DEFAULT_OP_TIMEOUT};

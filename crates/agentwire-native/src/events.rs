@@ -1,0 +1,208 @@
+//! [`Events`]: the channel from a client's task to its reader, bounded in events and in bytes.
+//! An event holds its bytes ([`Weigh`]) of the budget until the reader takes it; one larger than
+//! the whole budget passes alone. The Switch client reads it through
+//! [`crate::switch::SwitchClient::next_event`]; the MoltZap client hands it out
+//! ([`crate::moltzap::MoltZapClient::events`]).
+
+use std::sync::Arc;
+use tokio::sync::mpsc::error::TryRecvError;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+
+/// What an event weighs against a channel's byte budget.
+pub trait Weigh {
+    fn weight(&self) -> usize;
+}
+
+/// The Switch engine's own measure, the one its `max_queued_bytes` counts.
+impl Weigh for agentwire_switch::Event {
+    fn weight(&self) -> usize {
+        self.queued_bytes()
+    }
+}
+
+/// A push's data and routing ids, an `Other`'s name and data, a diagnostic's message; nothing of
+/// the final `Disconnected`, so a channel out of bytes still takes it.
+impl Weigh for agentwire_moltzap::Event {
+    fn weight(&self) -> usize {
+        use agentwire_moltzap::Event as E;
+        let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        match self {
+            E::MessageReceived {
+                data,
+                conversation_id,
+                message_id,
+                sender_id,
+            } => data.len() + text(conversation_id) + text(message_id) + text(sender_id),
+            E::ConversationCreated { data, conversation_id }
+            | E::ConversationUpdated { data, conversation_id }
+            | E::ConversationArchived { data, conversation_id }
+            | E::ConversationUnarchived { data, conversation_id } => data.len() + text(conversation_id),
+            E::PresenceChanged { data, agent_id, status } => data.len() + text(agent_id) + text(status),
+            E::Other { name, data } => name.len() + text(data),
+            E::Diagnostic(e) => e.error.message.len(),
+            _ => 0,
+        }
+    }
+}
+
+type Queued<T> = (T, OwnedSemaphorePermit);
+
+/// A channel of at most `events` events (at least 1) and `bytes` bytes of them.
+pub(crate) fn channel<T: Weigh>(events: usize, bytes: usize) -> (EventTx<T>, Events<T>) {
+    let (tx, rx) = mpsc::channel(events.max(1));
+    let budget = bytes.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize)) as u32;
+    let bytes = Arc::new(Semaphore::new(budget as usize));
+    (EventTx { tx, bytes, budget }, Events(rx))
+}
+
+pub(crate) struct EventTx<T> {
+    tx: mpsc::Sender<Queued<T>>,
+    bytes: Arc<Semaphore>,
+    budget: u32,
+}
+
+impl<T: Weigh> EventTx<T> {
+    /// The event's share of the budget: all of it for an event larger than the budget.
+    fn cost(&self, event: &T) -> u32 {
+        u32::try_from(event.weight()).map_or(self.budget, |n| n.min(self.budget))
+    }
+
+    /// Sends at once, or gives the event back when the channel has no room for it. An event
+    /// nobody will read any more is dropped.
+    pub(crate) fn try_send(&self, event: T) -> Result<(), T> {
+        let Ok(bytes) = self.bytes.clone().try_acquire_many_owned(self.cost(&event)) else {
+            return Err(event);
+        };
+        match self.tx.try_send((event, bytes)) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => Ok(()),
+            Err(mpsc::error::TrySendError::Full((event, _))) => Err(event),
+        }
+    }
+
+    /// Sends `parked` once the channel has room for it (drops it when nobody reads any more).
+    /// Cancel-safe: the event leaves `parked` only with its bytes and a slot reserved.
+    pub(crate) async fn send_parked(&self, parked: &mut Option<T>) {
+        let Some(cost) = parked.as_ref().map(|e| self.cost(e)) else {
+            return;
+        };
+        let Ok(bytes) = self.bytes.clone().acquire_many_owned(cost).await else {
+            return; // never closed
+        };
+        match self.tx.reserve().await {
+            Ok(slot) => {
+                if let Some(event) = parked.take() {
+                    slot.send((event, bytes));
+                }
+            }
+            Err(_) => *parked = None,
+        }
+    }
+
+    /// Free slots (not bytes).
+    pub(crate) fn slots(&self) -> usize {
+        self.tx.capacity()
+    }
+
+    pub(crate) fn max_slots(&self) -> usize {
+        self.tx.max_capacity()
+    }
+
+    /// The reader is gone.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+/// A client's events, in arrival order, bounded in count and in bytes (see the client's config).
+/// The methods are those of tokio's `mpsc::Receiver`.
+pub struct Events<T>(mpsc::Receiver<Queued<T>>);
+
+impl<T> Events<T> {
+    /// The next event; `None` once the channel has ended.
+    pub async fn recv(&mut self) -> Option<T> {
+        self.0.recv().await.map(|(event, _bytes)| event)
+    }
+
+    /// An event already waiting.
+    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
+        self.0.try_recv().map(|(event, _bytes)| event)
+    }
+
+    /// Takes no more events; those waiting can still be read.
+    pub fn close(&mut self) {
+        self.0.close();
+    }
+
+    /// Events waiting.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<T> std::fmt::Debug for Events<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Events").field("waiting", &self.0.len()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentwire_switch::frame::{DomainEvent, EventKind};
+    use agentwire_switch::Event;
+    use serde_json::value::RawValue;
+
+    /// A domain event of `bytes` bytes by [`Event::queued_bytes`].
+    fn event(bytes: usize) -> Event {
+        let payload = RawValue::from_string(format!("\"{}\"", "x".repeat(bytes - 2))).unwrap();
+        let event = DomainEvent {
+            kind: EventKind::Message,
+            room_id: String::new(),
+            bridge_id: None,
+            channel_type: None,
+            sequence: 1,
+            payload,
+        };
+        Event::Event { event, gap: None }
+    }
+
+    #[tokio::test]
+    async fn the_budget_in_bytes_holds_events_back_until_the_reader_takes_some() {
+        let (tx, mut rx) = channel(100, 1_000);
+        for _ in 0..2 {
+            assert!(tx.try_send(event(400)).is_ok());
+        }
+        let third = tx.try_send(event(400)).expect_err("1,200 bytes do not fit in 1,000");
+        assert!(rx.recv().await.is_some());
+        let mut parked = Some(third);
+        tx.send_parked(&mut parked).await;
+        assert!(parked.is_none(), "the reader made room");
+        // An event larger than the whole budget passes alone.
+        assert!(tx.try_send(event(5_000)).is_err());
+        rx.recv().await;
+        rx.recv().await;
+        assert!(tx.try_send(event(5_000)).is_ok());
+        assert!(
+            tx.try_send(Event::Stopped { error: None }).is_ok(),
+            "one of no bytes needs none"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_count_still_bounds_and_a_gone_reader_drops_what_is_sent() {
+        let (tx, mut rx) = channel(1, 1 << 20);
+        assert!(tx.try_send(event(10)).is_ok());
+        assert!(tx.try_send(event(10)).is_err());
+        assert_eq!(rx.len(), 1);
+        rx.close();
+        drop(rx);
+        assert!(tx.try_send(event(10)).is_ok());
+        let mut parked = Some(event(10));
+        tx.send_parked(&mut parked).await;
+        assert!(parked.is_none());
+    }
+}
