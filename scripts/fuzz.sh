@@ -16,6 +16,7 @@
 # needs (-Zsanitizer, -Cpasses=sancov). AddressSanitizer is tried first; `--sanitizer none` is
 # the fallback if that build fails. Set FUZZ_SANITIZER=none to skip ASan, and FUZZ_TARGET_DIR to
 # build into one target directory for every crate (scripts/test.sh does, to share the builds).
+# Builds have debug assertions and overflow checks on (`-a`).
 set -euo pipefail
 
 secs="${1:-60}"
@@ -85,6 +86,16 @@ if src.is_dir():
 PY
 fi
 
+# Seed the session scripts with a clock that leaps 2^63 ms once the session is up (RKT
+# `client`: keepalive on, HELLO_ACK, leap; Switch `connection`: open, leap), so overflows in
+# timer arithmetic are found in seconds rather than by luck.
+if [ "$crate" = rkt ] && [ "$target" = client ]; then
+    printf '\001\002\000\377\004\370\077' >"$corpus/seed-leap"
+fi
+if [ "$crate" = switch ] && [ "$target" = connection ]; then
+    printf '\000\000\006\370\077' >"$corpus/seed-leap"
+fi
+
 # Seed the Switch `ops` corpus with error bodies of the shapes servers send (decoder byte 1: the raw
 # result; status byte 8: 409, 6: 401, 10: 500), so the errors' text is checked from the start.
 if [ "$crate" = switch ] && [ "$target" = ops ]; then
@@ -100,8 +111,10 @@ if [ "$crate" = switch ] && [ "$target" = ops ]; then
 fi
 
 sanitizer="${FUZZ_SANITIZER:-address}"
-tdir=()
-[ -n "${FUZZ_TARGET_DIR:-}" ] && tdir=(--target-dir "$FUZZ_TARGET_DIR")
+# -a: debug assertions and overflow checks on, so an arithmetic overflow is a crash here even
+# though release builds (the wasm and the component among them) would wrap silently.
+tdir=(-a)
+[ -n "${FUZZ_TARGET_DIR:-}" ] && tdir+=(--target-dir "$FUZZ_TARGET_DIR")
 if ! cargo fuzz build "${tdir[@]}" --sanitizer "$sanitizer" "$target"; then
     [ "$sanitizer" = none ] && exit 2
     echo "build with --sanitizer $sanitizer failed; retrying with --sanitizer none" >&2

@@ -108,7 +108,10 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             4 => {
-                run.now += u64::from(rest.first().copied().unwrap_or(1));
+                // From 0xf8 on, a leap of 2^b ms: clocks jump, and timers must still saturate.
+                let (a, b) = (rest.first().copied().unwrap_or(1), rest.get(1).copied().unwrap_or(0));
+                let step = if a >= 0xf8 { 1u64 << (b % 64) } else { u64::from(a) };
+                run.now = run.now.saturating_add(step);
                 run.s.handle_timeout(run.now);
             }
             5 => {

@@ -172,7 +172,9 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             4 => {
-                run.now += u64::from(arg) * 8;
+                // From 0xf8 on, a leap of 2^arg2 ms: clocks jump, and timers must still saturate.
+                let step = if arg >= 0xf8 { 1u64 << (arg2 % 64) } else { u64::from(arg) * 8 };
+                run.now = run.now.saturating_add(step);
                 run.s.handle_timeout(run.now);
             }
             5 => {

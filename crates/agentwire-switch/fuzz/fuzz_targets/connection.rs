@@ -46,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
         let (body, next) = tail.split_at(n);
         rest = next;
         let text = String::from_utf8_lossy(body);
-        now += u64::from(*op >> 3) * 97;
+        now = now.saturating_add(u64::from(*op >> 3) * 97);
         match op & 7 {
             0 => c.handle_open(now),
             1 => c.handle_text(now, &text),
@@ -62,7 +62,12 @@ fuzz_target!(|data: &[u8]| {
                     c.handle_http_response(now, id, 200 + u16::from(*len % 3) * 100 + u16::from(*len % 30), &text);
                 }
             }
-            6 => c.handle_timeout(now + u64::from(*len) * 1000),
+            // From 0xf8 on, a leap of 2^b ms: clocks jump, and timers must still saturate.
+            6 if *len >= 0xf8 => {
+                now = now.saturating_add(1 << (body.first().copied().unwrap_or(0) % 64));
+                c.handle_timeout(now)
+            }
+            6 => c.handle_timeout(now.saturating_add(u64::from(*len) * 1000)),
             _ => c.close(now),
         }
         loop {
