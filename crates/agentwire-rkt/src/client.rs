@@ -246,7 +246,10 @@ pub struct ClientSession {
     held_ready: Option<ClientEvent>,
     session_timeout_ms: u64,
     last_sent: Millis,
-    transmit: VecDeque<Outgoing>,
+    /// Frames not yet polled, a command's with its id: a command that ends before its frame is
+    /// polled (cancelled, timed out) is never sent, so a driver whose socket is backed up holds
+    /// at most `max_in_flight` commands' frames, however many calls are made and dropped.
+    transmit: VecDeque<(Outgoing, Option<String>)>,
     events: VecDeque<ClientEvent>,
 }
 
@@ -354,8 +357,8 @@ impl ClientSession {
                         if now.saturating_sub(self.last_sent).saturating_mul(2) >= self.session_timeout_ms {
                             let id = self.entropy.uuid_v4();
                             let msg = self.new_message(MessageType::Ping, id.clone(), now, Some(self.cfg.ttl_s));
-                            self.track(now, id, Op::Ping, self.cfg.ttl_s, false, Origin::Keepalive);
-                            self.send(now, &msg);
+                            self.track(now, id.clone(), Op::Ping, self.cfg.ttl_s, false, Origin::Keepalive);
+                            self.send_command(now, &msg, id);
                         }
                         self.arm_keepalive();
                     }
@@ -367,7 +370,7 @@ impl ClientSession {
     // ---- outputs ------------------------------------------------------------------------
 
     pub fn poll_transmit(&mut self) -> Option<Outgoing> {
-        self.transmit.pop_front()
+        self.transmit.pop_front().map(|(frame, _)| frame)
     }
 
     pub fn poll_event(&mut self) -> Option<ClientEvent> {
@@ -608,7 +611,7 @@ impl ClientSession {
         }
         self.track(now, id.clone(), op, ttl, stream, Origin::User);
         if self.state == ClientState::Ready {
-            self.send(now, &msg);
+            self.send_command(now, &msg, id.clone());
         } else {
             // Sent on HELLO_ACK, highest priority first, in call order within a priority.
             self.queue.push(Queued {
@@ -667,7 +670,13 @@ impl ClientSession {
 
     fn send(&mut self, now: Millis, msg: &Message) {
         self.last_sent = now;
-        self.transmit.push_back(Outgoing::Text(encode(msg)));
+        self.transmit.push_back((Outgoing::Text(encode(msg)), None));
+    }
+
+    /// Sends the frame of the pending command `id` (taken back if the command ends unsent).
+    fn send_command(&mut self, now: Millis, msg: &Message, id: String) {
+        self.last_sent = now;
+        self.transmit.push_back((Outgoing::Text(encode(msg)), Some(id)));
     }
 
     fn arm_keepalive(&mut self) {
@@ -690,10 +699,11 @@ impl ClientSession {
         if self.state == ClientState::Closed {
             return;
         }
-        self.transmit.push_back(Outgoing::Close {
+        let close = Outgoing::Close {
             code,
             reason: reason.to_string(),
-        });
+        };
+        self.transmit.push_back((close, None));
         self.finish(code, reason);
     }
 
@@ -817,11 +827,11 @@ impl ClientSession {
             msg.body = Some(body);
             self.track(now, id.clone(), Op::Auth, self.cfg.ttl_s, false, Origin::ConfiguredAuth);
             // It completes the handshake: the handshake's deadline bounds it.
-            let key = Timer::Reply(id);
+            let key = Timer::Reply(id.clone());
             if let Some(until) = handshake_until.filter(|u| self.timers.deadline(&key).is_some_and(|t| t > *u)) {
                 self.timers.set(key, until);
             }
-            self.send(now, &msg);
+            self.send_command(now, &msg, id);
         }
         let queue = std::mem::take(&mut self.queue);
         // Highest priority first, call order kept within a level (no sort: smaller wasm).
@@ -835,7 +845,7 @@ impl ClientSession {
             p.sent_at = now;
             self.timers
                 .set(Timer::Reply(q.id.clone()), now.saturating_add(p.ttl_ms));
-            self.send(now, &q.msg);
+            self.send_command(now, &q.msg, q.id.clone());
         }
         self.arm_keepalive();
     }
@@ -1047,6 +1057,7 @@ impl ClientSession {
         let p = self.pending.remove(id)?;
         self.own_pending -= usize::from(p.origin != Origin::User);
         self.queue.retain(|q| q.id != id);
+        self.transmit.retain(|(_, of)| of.as_deref() != Some(id));
         if let Some(stream) = &p.stream {
             self.held_bytes -= stream.held.bytes();
         }

@@ -792,6 +792,29 @@ fn cancel_reports_and_drops_late_reply() {
 }
 
 #[test]
+fn a_command_that_ends_before_its_frame_is_polled_is_never_sent() {
+    // A driver whose socket is backed up polls nothing: calls made and dropped (cancelled), or
+    // timed out, must not pile up there.
+    let mut p = ready_pair();
+    let kept = p.client.request(T0, "echo", None, RequestOptions::default()).unwrap();
+    for _ in 0..10_000 {
+        let id = p.client.request(T0, "echo", None, RequestOptions::default()).unwrap();
+        assert!(p.client.cancel(&id));
+    }
+    let opts = RequestOptions {
+        ttl_s: Some(1),
+        ..RequestOptions::default()
+    };
+    p.client.request(T0, "echo", None, opts).unwrap();
+    p.client.handle_timeout(T0 + 1_000);
+    let sent: Vec<String> = std::iter::from_fn(|| p.client.poll_transmit())
+        .map(|t| t.as_text().unwrap().to_owned())
+        .collect();
+    assert_eq!(sent.len(), 1, "only the request still pending");
+    assert!(sent[0].contains(&format!("Message-ID: {kept}")), "{}", sent[0]);
+}
+
+#[test]
 fn wscat_line_by_line_paste_is_understood() {
     let mut server = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(5)));
     server.handle_open(T0);
