@@ -404,6 +404,26 @@ fn cancel_then_late_reply_dropped() {
 }
 
 #[test]
+fn a_request_that_ends_before_its_frame_is_polled_is_never_sent() {
+    // A driver whose socket is backed up polls nothing: calls made and dropped (cancelled), or
+    // timed out, must not pile up there.
+    let mut s = released_ready();
+    while s.poll_transmit().is_some() {}
+    let kept = s.system_ping(1).unwrap();
+    for _ in 0..10_000 {
+        let id = s.system_ping(1).unwrap();
+        assert!(s.cancel(&id));
+    }
+    s.call_with_timeout(1, "system/ping", None, 10).unwrap();
+    s.handle_timeout(11);
+    let sent: Vec<Outgoing> = std::iter::from_fn(|| s.poll_transmit()).collect();
+    match &sent[..] {
+        [Outgoing::Text(t)] => assert!(t.contains(&format!(r#""id":"{kept}""#)), "{t}"),
+        other => panic!("only the request still pending: {} frames", other.len()),
+    }
+}
+
+#[test]
 fn max_in_flight_is_a_limit_error() {
     let mut s = {
         let mut s = session_with(SessionConfig {

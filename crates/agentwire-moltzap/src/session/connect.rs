@@ -63,7 +63,7 @@ impl Session {
             Timer::Request(c.id.clone()),
             now.saturating_add(self.cfg.handshake_timeout_ms),
         );
-        self.transmit.push_back(Outgoing::Text(wire));
+        self.transmit.push_back((Outgoing::Text(wire), None));
     }
 
     /// The connect frame of `c`, in its generation, size-checked like every request.

@@ -135,7 +135,10 @@ pub struct Session {
     forgotten_set: HashSet<String>,
     timers: Timers<Timer>,
     pings_missed_reported: bool,
-    transmit: VecDeque<Outgoing>,
+    /// Frames not yet polled, a request's with its id: a request that ends before its frame is
+    /// polled (cancelled, timed out) is never sent, so a driver whose socket is backed up holds
+    /// at most `max_in_flight` requests' frames, however many calls are made and dropped.
+    transmit: VecDeque<(Outgoing, Option<String>)>,
     events: VecDeque<Event>,
 }
 
@@ -252,7 +255,7 @@ impl Session {
     // ---- outputs ------------------------------------------------------------------------
 
     pub fn poll_transmit(&mut self) -> Option<Outgoing> {
-        self.transmit.pop_front()
+        self.transmit.pop_front().map(|(frame, _)| frame)
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -312,7 +315,7 @@ impl Session {
         self.pending.insert(id.clone(), now);
         self.timers
             .set(Timer::Request(id.clone()), now.saturating_add(timeout_ms));
-        self.transmit.push_back(Outgoing::Text(wire));
+        self.transmit.push_back((Outgoing::Text(wire), Some(id.clone())));
         Ok(id)
     }
 
@@ -339,6 +342,7 @@ impl Session {
         if self.pending.remove(id).is_none() {
             return false;
         }
+        self.unsend(id);
         self.timers.cancel(&Timer::Request(id.to_string()));
         self.forget(id.to_string());
         self.events.push_back(Event::Failed {
@@ -353,14 +357,20 @@ impl Session {
         if self.state == SessionState::Closed {
             return;
         }
-        self.transmit.push_back(Outgoing::Close {
+        let close = Outgoing::Close {
             code,
             reason: reason.to_string(),
-        });
+        };
+        self.transmit.push_back((close, None));
         self.finish(code, reason);
     }
 
     // ---- internals ----------------------------------------------------------------------
+
+    /// Takes back the frame of request `id` if it was not polled yet.
+    fn unsend(&mut self, id: &str) {
+        self.transmit.retain(|(_, of)| of.as_deref() != Some(id));
+    }
 
     /// The id the next request or connect takes; taken (`next_id += 1`) only once its frame is
     /// built, so a refused request uses none.
@@ -493,6 +503,7 @@ impl Session {
             return;
         }
         if self.pending.remove(&id).is_some() {
+            self.unsend(&id);
             self.forget(id.clone());
             let m = "no response before the request timeout";
             let error = MoltZapError::local(ErrorKind::Timeout, m).for_request(Id::Str(id.clone()));
