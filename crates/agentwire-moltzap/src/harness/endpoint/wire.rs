@@ -30,8 +30,16 @@ pub(super) struct Record {
     pub hash: RecordHash,
 }
 
+/// The longest message, conversation or sender id a record may have. Ids are kept (the records
+/// seen, the queues, the conversation cache, thousands of each), so their length is bounded as
+/// a post id's is; servers send UUIDs.
+pub const MAX_RECORD_ID_BYTES: usize = 256;
+
 fn text_field<'a>(o: &'a JsonObject, key: &str) -> Result<&'a str, String> {
     match o.get(key) {
+        Some(JsonValue::String(s)) if s.len() > MAX_RECORD_ID_BYTES => {
+            Err(format!("message.{key} is over {MAX_RECORD_ID_BYTES} bytes"))
+        }
         Some(JsonValue::String(s)) if !s.is_empty() => Ok(s),
         Some(_) => Err(format!("message.{key} is not a non-empty string")),
         None => Err(format!("message.{key} is missing")),
@@ -176,6 +184,21 @@ mod tests {
         assert_ne!(Record::from_wrapped(&other).unwrap().hash, r.hash);
         let no_post = MSG.replace(r#""postId":"p-1","#, "");
         assert_eq!(Record::from_wrapped(&no_post).unwrap().post_id.as_str(), "m1");
+    }
+
+    #[test]
+    fn a_record_with_an_id_too_long_to_keep_is_unreadable() {
+        let at_most = "x".repeat(MAX_RECORD_ID_BYTES);
+        let over = "x".repeat(MAX_RECORD_ID_BYTES + 1);
+        for (key, value) in [("conversationId", "c1"), ("senderId", "a1")] {
+            let field = format!(r#""{key}":"{value}""#);
+            let kept = MSG.replace(&field, &format!(r#""{key}":"{at_most}""#));
+            assert!(Record::from_wrapped(&kept).is_ok(), "{key}");
+            let why = Record::from_wrapped(&MSG.replace(&field, &format!(r#""{key}":"{over}""#))).unwrap_err();
+            assert_eq!(why, format!("message.{key} is over 256 bytes"));
+        }
+        let why = Record::from_wrapped(&MSG.replace(r#""id":"m1""#, &format!(r#""id":"{over}""#))).unwrap_err();
+        assert_eq!(why, "message.id is over 256 bytes");
     }
 
     #[test]
