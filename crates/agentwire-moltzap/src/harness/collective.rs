@@ -62,6 +62,17 @@ pub enum CollectiveResponse {
     Decline,
 }
 
+impl CollectiveResponse {
+    /// About the heap it takes, in bytes ([`AnswerContent::footprint`]).
+    pub(crate) fn footprint(&self) -> usize {
+        std::mem::size_of::<CollectiveResponse>()
+            + match self {
+                CollectiveResponse::Accept(content) => content.footprint(),
+                CollectiveResponse::Decline => 0,
+            }
+    }
+}
+
 /// A transport record hash, as a close lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RecordHash(String);

@@ -596,6 +596,20 @@ impl From<AnswerValue> for JsonValue {
 pub struct AnswerContent(pub BTreeMap<String, AnswerValue>);
 
 impl AnswerContent {
+    /// About the heap it takes, in bytes, as [`JsonValue::footprint`] counts a tree: a map
+    /// entry's key and bookkeeping, and the strings' bytes (a multi-select's `["a","a",…]` takes
+    /// about ten times its text).
+    pub(crate) fn footprint(&self) -> usize {
+        const STRING: usize = std::mem::size_of::<String>();
+        const ENTRY: usize = STRING + std::mem::size_of::<AnswerValue>() + 16;
+        let value = |v: &AnswerValue| match v {
+            AnswerValue::String(s) => s.len(),
+            AnswerValue::Strings(picks) => picks.iter().map(|s| STRING + s.len()).sum(),
+            AnswerValue::Number(_) | AnswerValue::Bool(_) => 0,
+        };
+        self.0.iter().map(|(k, v)| ENTRY + k.len() + value(v)).sum()
+    }
+
     /// An object whose values are strings, numbers, booleans or arrays of strings; each other
     /// value, and each item of an array that is not a string, is invalid (paths start at
     /// `base`).

@@ -48,6 +48,8 @@ impl Script {
         cfg.max_pending_records = 8;
         cfg.max_operations = 8;
         cfg.max_held_requests = 8;
+        // A few small answers fill it, so the byte budget is in play.
+        cfg.max_held_answer_bytes = 4_096;
         // Three conversations in play: one is forgotten and looked up again now and then.
         cfg.max_conversations = 2;
         cfg.attach_wait_ms = 300;

@@ -271,7 +271,11 @@ impl Endpoint {
                         if let Ok(record) = super::wire::Record::from_wrapped(&text) {
                             if let Ok(content) = record.content() {
                                 if let Some(ResponsePart { response, .. }) = response_of(&content) {
-                                    h.answers.insert(record.hash, (self.cfg.agent.clone(), response));
+                                    let bytes = response.footprint();
+                                    let me = self.cfg.agent.clone();
+                                    let old = h.answers.insert(record.hash, (me, response));
+                                    let freed = old.map_or(0, |(_, r)| r.footprint());
+                                    self.held_answer_bytes = self.held_answer_bytes + bytes - freed;
                                 }
                             }
                         }
@@ -319,6 +323,8 @@ impl Endpoint {
             return;
         };
         let me = self.cfg.agent.clone();
+        let bytes = response.footprint();
+        let room = self.held_answer_bytes + bytes <= self.cfg.max_held_answer_bytes;
         let Some(h) = self.held.get_mut(&id) else {
             return;
         };
@@ -328,10 +334,11 @@ impl Endpoint {
         if h.answers.contains_key(hash) {
             return;
         }
-        if !h.keeps(&me, hash) {
+        if !h.keeps(&me, hash, room) {
             return self.log(Some(record), LogKind::AnswerIgnored);
         }
         h.answers.insert(hash.clone(), (me, response));
+        self.held_answer_bytes += bytes;
         // Certified: the request took this agent's answer (from this endpoint, or another).
         if matches!(h.state, State::Unconfirmed | State::Open) {
             h.state = State::Answered;
@@ -343,12 +350,14 @@ impl Endpoint {
     /// A held request is forgotten (an hour past its deadline), with a close still waiting
     /// for an answer it lists.
     pub(super) fn forget_request(&mut self, id: &CollectiveId) {
-        if let Some(Held {
-            waiting_close: Some((record, close)),
-            answers,
-            ..
+        let Some(Held {
+            waiting_close, answers, ..
         }) = self.held.remove(id)
-        {
+        else {
+            return;
+        };
+        self.held_answer_bytes -= answers.values().map(|(_, r)| r.footprint()).sum::<usize>();
+        if let Some((record, close)) = waiting_close {
             let missing = close
                 .included
                 .iter()
@@ -384,12 +393,15 @@ impl Endpoint {
         part: ResponsePart,
         hash: crate::harness::collective::RecordHash,
     ) {
+        let bytes = part.response.footprint();
+        let room = self.held_answer_bytes + bytes <= self.cfg.max_held_answer_bytes;
         match self.held.get_mut(&part.id) {
             Some(h) if h.op == AskOp::AllGather && h.in_place(conversation) && h.state != State::Closed => {
-                if h.answers.contains_key(&hash) || !h.keeps(sender, &hash) {
+                if h.answers.contains_key(&hash) || !h.keeps(sender, &hash, room) {
                     self.log(Some(record), LogKind::AnswerIgnored);
                 } else {
                     h.answers.insert(hash, (sender.clone(), part.response));
+                    self.held_answer_bytes += bytes;
                     self.log(Some(record), LogKind::AnswerRecorded);
                     self.retry_close(now, &part.id);
                 }
@@ -485,6 +497,12 @@ impl Endpoint {
         let question = h.admission.clone();
         if let Some(h) = self.held.get_mut(id) {
             h.state = State::Closed;
+            // A closed request takes no answer and gives no other result: its answers go.
+            let freed: usize = std::mem::take(&mut h.answers)
+                .values()
+                .map(|(_, r)| r.footprint())
+                .sum();
+            self.held_answer_bytes -= freed;
         }
         self.log(Some(record), LogKind::CloseApplied);
         if let Ok(result) = result {
@@ -511,10 +529,11 @@ impl Held {
     }
 
     /// Whether an answer of `member` with `hash` is kept: while the member has fewer than
-    /// [`MAX_ANSWERS_PER_MEMBER`] kept, or when a waiting close lists it.
-    fn keeps(&self, member: &AgentAddress, hash: &RecordHash) -> bool {
+    /// [`MAX_ANSWERS_PER_MEMBER`] kept and the endpoint has `room` in `max_held_answer_bytes`,
+    /// or when a waiting close lists it.
+    fn keeps(&self, member: &AgentAddress, hash: &RecordHash, room: bool) -> bool {
         let kept = self.answers.values().filter(|(m, _)| m == member).count();
-        kept < MAX_ANSWERS_PER_MEMBER
+        (room && kept < MAX_ANSWERS_PER_MEMBER)
             || self
                 .waiting_close
                 .as_ref()

@@ -74,6 +74,11 @@ pub struct EndpointConfig {
     /// fill `max_operations`; past it a new request is consumed and logged (never delivered),
     /// and the requests already held stay.
     pub max_held_requests: usize,
+    /// The heap the answers held for all_gather closes may take, about (default 64 MiB, counted
+    /// as [`max_inbox_bytes`](Self::max_inbox_bytes) is). Past it a peer's answer is logged
+    /// `AnswerIgnored` unless a waiting close lists it, as past the four kept per member; an
+    /// answer is freed when its request is closed or forgotten.
+    pub max_held_answer_bytes: usize,
     /// After a reconnect, the window of recent messages read back with `agent/message/list`
     /// (current generation; default 100, 0 = none; more than 100 asks for 100, the most a
     /// server returns). Records already seen are skipped.
@@ -102,6 +107,7 @@ impl EndpointConfig {
             max_pending_records: 4_096,
             max_operations: 1_024,
             max_held_requests: 1_024,
+            max_held_answer_bytes: 64 << 20,
             recovery_limit: 100,
             attach_wait_ms: 10_000,
             max_conversations: 4_096,
@@ -290,6 +296,8 @@ pub struct Endpoint {
     inbox: BTreeMap<DeliveryId, (InboundDelivery, usize)>,
     /// The sum of the inbox's footprints.
     inbox_bytes: usize,
+    /// What the held all_gather answers take (`CollectiveResponse::footprint`).
+    held_answer_bytes: usize,
     next_delivery: u64,
     listening: bool,
     /// Connected at least once: the next connect recovers missed records.
@@ -329,6 +337,7 @@ impl Endpoint {
             unfinished: Vec::new(),
             inbox: BTreeMap::new(),
             inbox_bytes: 0,
+            held_answer_bytes: 0,
             next_delivery: 1,
             listening: false,
             was_connected: false,

@@ -415,6 +415,47 @@ fn held_all_gather(s: &mut Script) -> crate::harness::id::CollectiveId {
 }
 
 #[test]
+fn held_answers_have_a_byte_budget_that_a_close_frees() {
+    // Room for two answers' footprints: carol's first two fit, her third does not (though
+    // under the four kept per member), unless a close waiting for it lists it.
+    let one = {
+        let mut c = AnswerContent::default();
+        c.0.insert("ok".into(), crate::harness::schema::AnswerValue::Bool(true));
+        CollectiveResponse::Accept(c).footprint()
+    };
+    let mut s = Script::new(|c| c.max_held_answer_bytes = 2 * one);
+    s.listen();
+    let id = held_all_gather(&mut s);
+    for n in 1..=3 {
+        s.push(&message(&format!("a{n}"), "g", "carol", answer(&id, n != 2)));
+    }
+    assert_eq!(s.logged("a2"), vec![&LogKind::AnswerRecorded]);
+    assert_eq!(s.logged("a3"), vec![&LogKind::AnswerIgnored], "over the budget");
+    let listed = message("a4", "g", "carol", answer(&id, false));
+    s.push(&message("x", "g", "bob", close(&id, vec![hash_of(&listed)])));
+    assert!(
+        matches!(&s.logged("x")[..], [LogKind::CloseWaiting(_)]),
+        "{:?}",
+        s.logged("x")
+    );
+    s.push(&listed);
+    assert_eq!(
+        s.logged("a4"),
+        vec![&LogKind::AnswerRecorded],
+        "listed by the waiting close"
+    );
+    assert_eq!(results(&s).len(), 1, "the close applied");
+    // The close freed its answers: the next request's fit again.
+    let (next, req) = request(AskOp::AllGather, "bob", 2, s.now);
+    s.push(&message("r2", "g", "bob", req));
+    for n in 1..=2 {
+        let a = format!("b{n}");
+        s.push(&message(&a, "g", "carol", answer(&next, true)));
+        assert_eq!(s.logged(&a), vec![&LogKind::AnswerRecorded], "{a}");
+    }
+}
+
+#[test]
 fn an_all_gather_member_keeps_a_few_answers_per_member_and_the_first_close_picks() {
     let mut s = Script::new(|_| {});
     s.listen();
