@@ -440,9 +440,13 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Ends the subscription; unacknowledged deliveries replay on the next `listen`.
+    /// Ends the subscription; unacknowledged deliveries replay on the next `listen`. The
+    /// deliveries queued and not yet polled go (they are all unacknowledged, so they replay):
+    /// no delivery is reported past the end of the subscription, and subscribing again and
+    /// again without polling does not queue a copy of the inbox each time.
     pub fn unlisten(&mut self) {
         self.listening = false;
+        self.events.retain(|e| !matches!(e, EndpointEvent::Delivery(_)));
     }
 
     /// Acknowledges one delivery (transport-only: it removes it from the replay set).

@@ -202,6 +202,31 @@ pub(super) fn hash_of(m: &Value) -> RecordHash {
     )
 }
 
+#[test]
+fn unlisten_drops_the_queued_deliveries_that_the_next_listen_replays() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    s.push(&plain("m1", "c1", "bob", "one"));
+    s.conversation("dm", &["alice", "bob"]);
+    assert_eq!(s.texts(), vec!["one"]);
+    s.events.clear();
+    // m2's delivery is queued, not polled; the host subscribes again and again first.
+    let two = json!({"jsonrpc": "2.0", "method": "messages/received",
+        "params": {"message": plain("m2", "c1", "bob", "two")}});
+    s.ep.handle_text(s.now, &two.to_string());
+    for _ in 0..100 {
+        s.ep.unlisten();
+        s.ep.listen().unwrap();
+    }
+    s.pump();
+    assert_eq!(s.texts(), vec!["one", "two"], "each unacknowledged delivery once");
+    s.events.clear();
+    s.ep.handle_text(s.now, &two.to_string().replace("m2", "m3"));
+    s.ep.unlisten();
+    s.pump();
+    assert!(s.texts().is_empty(), "no delivery past the end of the subscription");
+}
+
 // ---- item 1: an overflow-dropped record is not counted as seen ----
 
 #[test]
