@@ -79,14 +79,20 @@ impl<T: Weigh> EventTx<T> {
         }
     }
 
-    /// Sends `parked` once the channel has room for it (drops it when nobody reads any more).
+    /// Sends `parked` once the channel has room for it (drops it when nobody reads any more:
+    /// the reader closed the channel, even with its bytes still taken by unread events).
     /// Cancel-safe: the event leaves `parked` only with its bytes and a slot reserved.
     pub(crate) async fn send_parked(&self, parked: &mut Option<T>) {
         let Some(cost) = parked.as_ref().map(|e| self.cost(e)) else {
             return;
         };
-        let Ok(bytes) = self.bytes.clone().acquire_many_owned(cost).await else {
-            return; // never closed
+        let bytes = tokio::select! {
+            bytes = self.bytes.clone().acquire_many_owned(cost) => bytes.ok(),
+            () = self.tx.closed() => None,
+        };
+        let Some(bytes) = bytes else {
+            *parked = None;
+            return;
         };
         match self.tx.reserve().await {
             Ok(slot) => {
@@ -114,13 +120,20 @@ impl<T: Weigh> EventTx<T> {
 }
 
 /// A client's events, in arrival order, bounded in count and in bytes (see the client's config).
-/// The methods are those of tokio's `mpsc::Receiver`.
+/// The methods are those of tokio's `mpsc::Receiver` (`recv`, `poll_recv`, `try_recv`, `close`,
+/// `len`).
 pub struct Events<T>(mpsc::Receiver<Queued<T>>);
 
 impl<T> Events<T> {
     /// The next event; `None` once the channel has ended.
     pub async fn recv(&mut self) -> Option<T> {
         self.0.recv().await.map(|(event, _bytes)| event)
+    }
+
+    /// Polls for the next event (for a `Stream` adapter); `Ready(None)` once the channel has
+    /// ended.
+    pub fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<T>> {
+        self.0.poll_recv(cx).map(|e| e.map(|(event, _bytes)| event))
     }
 
     /// An event already waiting.
@@ -204,5 +217,18 @@ mod tests {
         let mut parked = Some(event(10));
         tx.send_parked(&mut parked).await;
         assert!(parked.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_closes_with_the_bytes_taken_lets_the_parked_event_go() {
+        let (tx, mut rx) = channel(100, 1);
+        assert!(tx.try_send(event(10)).is_ok(), "alone, it takes the whole budget");
+        let mut parked = Some(tx.try_send(event(10)).expect_err("no bytes left"));
+        // The reader closes without reading (SwitchClient::close keeps it while it waits).
+        rx.close();
+        let sent = tokio::time::timeout(std::time::Duration::from_secs(5), tx.send_parked(&mut parked)).await;
+        assert!(sent.is_ok(), "send_parked waited for bytes nobody will free");
+        assert!(parked.is_none());
+        assert_eq!(rx.len(), 1, "the unread event stays readable");
     }
 }

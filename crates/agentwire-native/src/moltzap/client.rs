@@ -33,7 +33,8 @@ pub struct MoltZapConfig {
     pub event_capacity: usize,
     /// The same bound in bytes of the events' text (their data and ids; see
     /// [`events::Weigh`]): past it, too, the client closes the connection with 1008. A push
-    /// larger than it is held alone.
+    /// larger than it is taken only into an empty channel (it is then held alone), else it
+    /// closes the connection too.
     pub event_capacity_bytes: usize,
 }
 
@@ -72,7 +73,8 @@ fn closed_error() -> MoltZapError {
 ///
 /// Server pushes are buffered for [`MoltZapClient::events`] from the connect on, until they are
 /// taken, whether or not `events()` was ever called: a client that never takes them is
-/// disconnected (close 1008) once `event_capacity` pushes are waiting. A client that wants no
+/// disconnected (close 1008) once `event_capacity` pushes, or `event_capacity_bytes` of them,
+/// are waiting. A client that wants no
 /// events calls `events()` and drops the receiver: pushes are then discarded.
 pub struct MoltZapClient {
     caller: Caller<Start>,
@@ -137,8 +139,8 @@ impl MoltZapClient {
     }
 
     /// The event channel; `None` after the first call. Events not read, before this call too,
-    /// are held, at most `event_capacity`: when that many are waiting the connection is closed
-    /// with 1008 (`Disconnected` comes last). Drop the receiver to discard events instead.
+    /// are held, at most `event_capacity` and `event_capacity_bytes`: past either the connection
+    /// is closed with 1008 (`Disconnected` comes last). Drop the receiver to discard events instead.
     pub fn events(&mut self) -> Option<Events> {
         self.events.take()
     }
@@ -334,9 +336,11 @@ impl Routes {
             return;
         }
         let unread = self.events.max_slots() - self.events.slots();
-        if self.events.slots() <= 1 || self.events.try_send(event).is_err() {
+        let full = self.events.slots() <= 1;
+        if full || self.events.try_send(event).is_err() {
             self.overflowed = true;
-            session.close(1008, &format!("{unread} events unread: the reader fell behind"));
+            let what = if full { "" } else { ", past event_capacity_bytes" };
+            session.close(1008, &format!("{unread} events unread{what}: the reader fell behind"));
         }
     }
 }
