@@ -363,6 +363,7 @@ fn timeout_then_late_reply_dropped() {
     let mut s = released_ready();
     let a = s.call_with_timeout(100, "system/ping", Some("{}"), 500).unwrap();
     let b = s.system_ping(100).unwrap();
+    sent(&mut s);
     assert_eq!(s.poll_timeout(), Some(600));
     s.handle_timeout(599);
     assert!(events(&mut s).is_empty());
@@ -379,6 +380,7 @@ fn timeout_then_late_reply_dropped() {
 fn cancel_then_late_reply_dropped() {
     let mut s = released_ready();
     let a = s.system_ping(1).unwrap();
+    sent(&mut s);
     assert!(s.cancel(&a));
     assert!(!s.cancel(&a));
     assert_eq!(failed_kind(&events(&mut s)[0]), Some((a.clone(), ErrorKind::Cancelled)));
@@ -392,6 +394,7 @@ fn cancel_then_late_reply_dropped() {
     let ids: Vec<String> = (0..FORGOTTEN_CAP + 1)
         .map(|_| {
             let id = s.system_ping(4).unwrap();
+            sent(&mut s);
             assert!(s.cancel(&id));
             id
         })
@@ -421,6 +424,26 @@ fn a_request_that_ends_before_its_frame_is_polled_is_never_sent() {
         [Outgoing::Text(t)] => assert!(t.contains(&format!(r#""id":"{kept}""#)), "{t}"),
         other => panic!("only the request still pending: {} frames", other.len()),
     }
+}
+
+#[test]
+fn requests_never_sent_do_not_push_sent_ones_out_of_the_forgotten_ids() {
+    let mut s = released_ready();
+    sent(&mut s);
+    let went_out = s.system_ping(1).unwrap();
+    sent(&mut s);
+    assert!(s.cancel(&went_out));
+    // A burst of calls dropped before the backed-up socket took their frames.
+    for _ in 0..FORGOTTEN_CAP + 1 {
+        let id = s.system_ping(1).unwrap();
+        assert!(s.cancel(&id));
+    }
+    events(&mut s);
+    s.handle_text(2, &released_response(&went_out, "{}"));
+    assert!(
+        events(&mut s).is_empty(),
+        "the late reply of a request that went out is dropped quietly"
+    );
 }
 
 #[test]

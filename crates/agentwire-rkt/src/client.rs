@@ -345,8 +345,11 @@ impl ClientSession {
                     self.close(1000, "handshake timeout");
                 }
                 Timer::Reply(id) => {
+                    let sent = self.went_out(&id);
                     if let Some(p) = self.take_pending(&id) {
-                        self.forget(id.clone());
+                        if sent {
+                            self.forget(id.clone());
+                        }
                         let msg = format!("no reply within the TTL of {} s", p.ttl_ms / 1000);
                         let error = RktError::local(ErrorKind::Timeout, msg).for_request(&id);
                         self.end(p.origin, ClientEvent::Failed { id, error });
@@ -538,11 +541,14 @@ impl ClientSession {
     /// Ends a command early: it gets `Failed` with `cancelled`, a late reply is dropped. Returns
     /// false when the id is not pending.
     pub fn cancel(&mut self, id: &str) -> bool {
+        let sent = self.went_out(id);
         if self.take_pending(id).is_none() {
             return false;
         }
         self.timers.cancel(&Timer::Reply(id.to_string()));
-        self.forget(id.to_string());
+        if sent {
+            self.forget(id.to_string());
+        }
         let error = RktError::local(ErrorKind::Cancelled, "cancelled").for_request(id);
         self.events.push_back(ClientEvent::Failed {
             id: id.to_string(),
@@ -1034,9 +1040,11 @@ impl ClientSession {
     }
 
     fn fail(&mut self, id: String, error: RktError) {
+        if self.went_out(&id) {
+            self.forget(id.clone());
+        }
         self.take_pending(&id);
         self.timers.cancel(&Timer::Reply(id.clone()));
-        self.forget(id.clone());
         self.events.push_back(ClientEvent::Failed {
             error: error.for_request(&id),
             id,
@@ -1048,6 +1056,12 @@ impl ClientSession {
     /// Whether `id` waits in the queue for HELLO_ACK: nothing can answer it yet.
     fn is_queued(&self, id: &str) -> bool {
         self.queue.iter().any(|q| q.id == id)
+    }
+
+    /// Whether command `id`'s frame has left (polled), so a reply to it may still come: not
+    /// while it is queued before HELLO_ACK or its frame waits in `transmit`.
+    fn went_out(&self, id: &str) -> bool {
+        !self.is_queued(id) && !self.transmit.iter().any(|(_, of)| of.as_deref() == Some(id))
     }
 
     /// Ends tracking of a command, giving back the bytes its stream held out of order. A command

@@ -815,6 +815,28 @@ fn a_command_that_ends_before_its_frame_is_polled_is_never_sent() {
 }
 
 #[test]
+fn commands_never_sent_do_not_push_sent_ones_out_of_the_forgotten_ids() {
+    let mut p = ready_pair();
+    let went_out = p.client.request(T0, "echo", None, RequestOptions::default()).unwrap();
+    let _ = p.client.poll_transmit(); // on its way
+    assert!(p.client.cancel(&went_out));
+    // A burst of calls dropped before the backed-up socket took their frames (more than the
+    // 256 forgotten ids the client keeps).
+    for _ in 0..1_000 {
+        let id = p.client.request(T0, "echo", None, RequestOptions::default()).unwrap();
+        assert!(p.client.cancel(&id));
+    }
+    while p.client.poll_event().is_some() {}
+    let late = format!("RKT/1.0 RESPONSE\nVersion: 1\nMessage-ID: late\nReply-To: {went_out}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n\n{{}}");
+    p.client.handle_text(T0 + 1, &late);
+    assert_eq!(
+        p.client.poll_event(),
+        None,
+        "the late reply of a command that went out is dropped quietly"
+    );
+}
+
+#[test]
 fn wscat_line_by_line_paste_is_understood() {
     let mut server = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(5)));
     server.handle_open(T0);

@@ -342,9 +342,10 @@ impl Session {
         if self.pending.remove(id).is_none() {
             return false;
         }
-        self.unsend(id);
+        if !self.unsend(id) {
+            self.forget(id.to_string());
+        }
         self.timers.cancel(&Timer::Request(id.to_string()));
-        self.forget(id.to_string());
         self.events.push_back(Event::Failed {
             id: id.to_string(),
             error,
@@ -367,9 +368,12 @@ impl Session {
 
     // ---- internals ----------------------------------------------------------------------
 
-    /// Takes back the frame of request `id` if it was not polled yet.
-    fn unsend(&mut self, id: &str) {
+    /// Takes back the frame of request `id` if it was not polled yet: true when it was (no
+    /// reply can come, so the id need not be remembered as forgotten).
+    fn unsend(&mut self, id: &str) -> bool {
+        let before = self.transmit.len();
         self.transmit.retain(|(_, of)| of.as_deref() != Some(id));
+        self.transmit.len() != before
     }
 
     /// The id the next request or connect takes; taken (`next_id += 1`) only once its frame is
@@ -503,8 +507,9 @@ impl Session {
             return;
         }
         if self.pending.remove(&id).is_some() {
-            self.unsend(&id);
-            self.forget(id.clone());
+            if !self.unsend(&id) {
+                self.forget(id.clone());
+            }
             let m = "no response before the request timeout";
             let error = MoltZapError::local(ErrorKind::Timeout, m).for_request(Id::Str(id.clone()));
             self.events.push_back(Event::Failed { id, error });
