@@ -28,7 +28,7 @@ pub use collective::{AskOp, ClosePart, CollectivePart, CollectiveResponse, Recor
 pub use content::{Content, Part, MAX_CONTENT_BYTES};
 pub use endpoint::{
     CheckId, CheckSubject, DeliveryId, Endpoint, EndpointConfig, EndpointEvent, FirewallConfig, FirewallVerdict,
-    InboundDelivery, LogEntry, LogKind, OutgoingOp, SendFailure, SendId, UnfinishedIntent,
+    InboundDelivery, LogEntry, LogKind, OutgoingOp, SendFailure, SendId, UnfinishedIntent, MAX_RECORD_ID_BYTES,
 };
 pub use errors::{
     CollectiveError, CollectiveFailure, ConnectError, ConnectErrorReason, DeliveryAcknowledgeError,

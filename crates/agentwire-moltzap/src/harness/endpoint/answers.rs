@@ -267,14 +267,16 @@ impl Endpoint {
                     if matches!(h.state, State::Answering | State::Unconfirmed) {
                         h.state = State::Answered;
                     }
-                    if h.op == AskOp::AllGather {
+                    // The endpoint's own answer is kept past `max_held_answer_bytes` (one per
+                    // held request, so `max_held_requests` bounds them), not once closed.
+                    if h.op == AskOp::AllGather && h.state != State::Closed {
                         if let Ok(record) = super::wire::Record::from_wrapped(&text) {
                             if let Ok(content) = record.content() {
                                 if let Some(ResponsePart { response, .. }) = response_of(&content) {
-                                    let bytes = response.footprint();
                                     let me = self.cfg.agent.clone();
-                                    let old = h.answers.insert(record.hash, (me, response));
-                                    let freed = old.map_or(0, |(_, r)| r.footprint());
+                                    let bytes = held_footprint(&record.hash, &me, &response);
+                                    let old = h.answers.insert(record.hash.clone(), (me, response));
+                                    let freed = old.map_or(0, |(m, r)| held_footprint(&record.hash, &m, &r));
                                     self.held_answer_bytes = self.held_answer_bytes + bytes - freed;
                                 }
                             }
@@ -323,7 +325,7 @@ impl Endpoint {
             return;
         };
         let me = self.cfg.agent.clone();
-        let bytes = response.footprint();
+        let bytes = held_footprint(hash, &me, &response);
         let room = self.held_answer_bytes + bytes <= self.cfg.max_held_answer_bytes;
         let Some(h) = self.held.get_mut(&id) else {
             return;
@@ -356,7 +358,7 @@ impl Endpoint {
         else {
             return;
         };
-        self.held_answer_bytes -= answers.values().map(|(_, r)| r.footprint()).sum::<usize>();
+        self.held_answer_bytes -= answers_footprint(&answers);
         if let Some((record, close)) = waiting_close {
             let missing = close
                 .included
@@ -393,7 +395,7 @@ impl Endpoint {
         part: ResponsePart,
         hash: crate::harness::collective::RecordHash,
     ) {
-        let bytes = part.response.footprint();
+        let bytes = held_footprint(&hash, sender, &part.response);
         let room = self.held_answer_bytes + bytes <= self.cfg.max_held_answer_bytes;
         match self.held.get_mut(&part.id) {
             Some(h) if h.op == AskOp::AllGather && h.in_place(conversation) && h.state != State::Closed => {
@@ -498,11 +500,7 @@ impl Endpoint {
         if let Some(h) = self.held.get_mut(id) {
             h.state = State::Closed;
             // A closed request takes no answer and gives no other result: its answers go.
-            let freed: usize = std::mem::take(&mut h.answers)
-                .values()
-                .map(|(_, r)| r.footprint())
-                .sum();
-            self.held_answer_bytes -= freed;
+            self.held_answer_bytes -= answers_footprint(&std::mem::take(&mut h.answers));
         }
         self.log(Some(record), LogKind::CloseApplied);
         if let Ok(result) = result {
@@ -552,4 +550,14 @@ fn response_of(content: &crate::harness::content::Content) -> Option<ResponsePar
         },
         _ => None,
     })
+}
+
+/// What one held answer takes, about: its key (the record hash), its member and its response.
+pub(super) fn held_footprint(hash: &RecordHash, member: &AgentAddress, response: &CollectiveResponse) -> usize {
+    const ENTRY: usize = std::mem::size_of::<(RecordHash, AgentAddress)>() + 16;
+    ENTRY + hash.as_str().len() + member.as_str().len() + response.footprint()
+}
+
+fn answers_footprint(answers: &BTreeMap<RecordHash, (AgentAddress, CollectiveResponse)>) -> usize {
+    answers.iter().map(|(h, (m, r))| held_footprint(h, m, r)).sum()
 }

@@ -49,6 +49,7 @@ use std::fmt;
 
 pub use firewall::{CheckId, CheckSubject, FirewallConfig, FirewallVerdict, OutgoingOp};
 pub use outgoing::UnfinishedIntent;
+pub use wire::MAX_RECORD_ID_BYTES;
 
 /// How an endpoint runs. [`EndpointConfig::new`] gives the documented defaults.
 #[derive(Debug, Clone)]

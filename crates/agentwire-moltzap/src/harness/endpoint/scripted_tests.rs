@@ -443,14 +443,17 @@ fn held_all_gather(s: &mut Script) -> crate::harness::id::CollectiveId {
 fn held_answers_have_a_byte_budget_that_a_close_frees() {
     // Room for two answers' footprints: carol's first two fit, her third does not (though
     // under the four kept per member), unless a close waiting for it lists it.
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let id = held_all_gather(&mut s);
     let one = {
         let mut c = AnswerContent::default();
         c.0.insert("ok".into(), crate::harness::schema::AnswerValue::Bool(true));
-        CollectiveResponse::Accept(c).footprint()
+        let hash = hash_of(&message("a1", "g", "carol", answer(&id, true)));
+        let carol = AgentAddress::parse("agent:carol").unwrap();
+        super::answers::held_footprint(&hash, &carol, &CollectiveResponse::Accept(c))
     };
-    let mut s = Script::new(|c| c.max_held_answer_bytes = 2 * one);
-    s.listen();
-    let id = held_all_gather(&mut s);
+    s.ep.cfg.max_held_answer_bytes = 2 * one;
     for n in 1..=3 {
         s.push(&message(&format!("a{n}"), "g", "carol", answer(&id, n != 2)));
     }
