@@ -24,6 +24,14 @@ export interface MoltZapOptions {
   sessionToken?: string;
 }
 
+/** `MoltZapSession`'s options: the client's, and `pingIntervalMs`, which needs a transport that
+ * reports WebSocket pings (`handlePing`); `MoltZapClient` refuses it, since a browser's
+ * WebSocket shows no pings. */
+export interface MoltZapSessionOptions extends MoltZapOptions {
+  /** The server's ping interval: three intervals without a ping report `missedPings`. */
+  pingIntervalMs?: number;
+}
+
 export interface MoltZapConnectOptions extends MoltZapOptions, Omit<ConnectOptions, "onEvent"> {
   onEvent?: (event: MoltZapEvent) => void;
 }
@@ -144,6 +152,7 @@ export interface MoltZapSession {
   free(): void;
 }
 
+/** `optionsJson`: `JSON.stringify` of a `MoltZapSessionOptions`. */
 export const MoltZapSession: new (optionsJson?: string) => MoltZapSession = WasmMoltZapSession as unknown as new (
   optionsJson?: string,
 ) => MoltZapSession;

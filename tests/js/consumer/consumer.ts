@@ -3,12 +3,14 @@
 // lists exactly the engine's kinds.
 import {
   AgentwireError,
+  MoltZapSession,
   RktClient,
   errorKinds,
   eventTypes,
   rktDecode,
   type ErrorKind,
   type MoltZapSessionEvent,
+  type MoltZapSessionOptions,
   type RktEvent,
   type RktSessionEvent,
   type SwitchEvent,
@@ -136,6 +138,19 @@ for (const [protocol, only] of [
     if (only.eventTypes(other).sort().join() !== want) throw new Error(`agentwire/${protocol}: ${other} event types`);
   }
 }
+// Every option the type declares (Required: one missing here fails to compile) is one the engine
+// reads: it refuses an unknown key.
+const sessionOptions: Required<Omit<MoltZapSessionOptions, "sessionToken">> = {
+  generation: "current",
+  requestTimeoutMs: 1000,
+  maxInFlight: 4,
+  handshakeTimeoutMs: 1000,
+  idPrefix: "c-",
+  agentKey: "moltzap_agent_k",
+  pingIntervalMs: 30_000,
+};
+new MoltZapSession(JSON.stringify(sessionOptions)).free();
+new MoltZapSession(JSON.stringify({ sessionToken: "t" } satisfies MoltZapSessionOptions)).free();
 const rktEntryClient: typeof RktClient = rktOnly.RktClient;
 // A WebSocket constructor for Workers, as `connect` takes one.
 const workerSocket: WebSocketConstructor = switchOnly.fetchWebSocket({ authorization: "Bearer k" });
