@@ -690,13 +690,19 @@ fn null_id_error_fails_the_only_request_in_flight() {
     s.handle_text(1, null);
     assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(e)] if e.code() == Some(-32700)));
     let a = s.system_ping(2).unwrap();
+    sent(&mut s);
+    // A request whose frame has not left cannot be the unreadable one.
+    let unsent = s.system_ping(2).unwrap();
     s.handle_text(3, null);
     let ev = events(&mut s);
     assert!(matches!(&ev[0], Event::Diagnostic(_)));
     assert_eq!(failed_kind(&ev[1]), Some((a, ErrorKind::Protocol)));
+    assert!(s.cancel(&unsent));
+    events(&mut s);
     // Two in flight: ambiguous, diagnostic only; both stay pending.
     s.system_ping(4).unwrap();
     s.system_ping(4).unwrap();
+    sent(&mut s);
     s.handle_text(5, null);
     assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(_)]));
     assert_eq!(s.in_flight(), 2);

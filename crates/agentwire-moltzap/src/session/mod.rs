@@ -476,20 +476,21 @@ impl Session {
     }
 
     /// An error response with `id: null`: the server could not read a frame's id (or the frame).
-    /// It is reported as a diagnostic; when exactly one request (or the connect) is waiting, the
-    /// unreadable frame can only be that one, so it also fails it.
+    /// It is reported as a diagnostic; when exactly one request (or the connect) is waiting and
+    /// its frame has left, the unreadable frame can only be that one, so it also fails it.
     fn on_null_id(&mut self, now: Millis, outcome: Outcome) {
         let Outcome::Error(e) = outcome else { return };
         let error = MoltZapError::remote(&e, None);
         self.diagnostic(error.clone());
-        let waiting = self.pending.len() + usize::from(self.connecting.is_some());
-        if waiting != 1 {
+        let unsent: HashSet<&str> = self.transmit.iter().filter_map(|(_, of)| of.as_deref()).collect();
+        let mut sent = self.pending.keys().filter(|id| !unsent.contains(id.as_str()));
+        let (first, more) = (sent.next().cloned(), sent.next().is_some());
+        if more || usize::from(first.is_some()) + usize::from(self.connecting.is_some()) != 1 {
             return;
         }
-        if self.connecting.is_some() {
+        let Some(id) = first else {
             return self.on_connect_response(now, Outcome::Error(e));
-        }
-        let id = self.pending.keys().next().cloned().expect("one pending");
+        };
         self.pending.remove(&id);
         self.timers.cancel(&Timer::Request(id.clone()));
         self.forget(id.clone());
