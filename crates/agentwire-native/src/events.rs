@@ -49,10 +49,30 @@ type Queued<T> = (T, OwnedSemaphorePermit);
 
 /// A channel of at most `events` events (at least 1) and `bytes` bytes of them.
 pub(crate) fn channel<T: Weigh>(events: usize, bytes: usize) -> (EventTx<T>, Events<T>) {
+    channel_sharing(events, &ByteBudget::new(bytes))
+}
+
+/// A channel of at most `events` events that takes its bytes from `bytes`, which other channels
+/// may share (the RKT client's streams share one).
+pub(crate) fn channel_sharing<T: Weigh>(events: usize, bytes: &ByteBudget) -> (EventTx<T>, Events<T>) {
     let (tx, rx) = mpsc::channel(events.max(1));
-    let budget = bytes.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize)) as u32;
-    let bytes = Arc::new(Semaphore::new(budget as usize));
-    (EventTx { tx, bytes, budget }, Events(rx))
+    let tx = EventTx {
+        tx,
+        bytes: bytes.0.clone(),
+        budget: bytes.1,
+    };
+    (tx, Events(rx))
+}
+
+/// Bytes that one channel, or several, may hold unread.
+#[derive(Clone)]
+pub(crate) struct ByteBudget(Arc<Semaphore>, u32);
+
+impl ByteBudget {
+    pub(crate) fn new(bytes: usize) -> ByteBudget {
+        let budget = bytes.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize)) as u32;
+        ByteBudget(Arc::new(Semaphore::new(budget as usize)), budget)
+    }
 }
 
 pub(crate) struct EventTx<T> {

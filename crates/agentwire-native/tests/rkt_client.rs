@@ -356,6 +356,8 @@ enum After {
     Stall,
     /// Reads the raw socket slowly but steadily: 64 KiB every 50 ms.
     SlowRead,
+    /// Answers a stream with a STREAM_BEGIN and then 200 chunks of 512 KiB, as fast as it can.
+    FloodStream,
 }
 
 /// A bare RKT peer on 127.0.0.1 for one connection: the upgrade (echoing `rkt.1.0`), a
@@ -386,6 +388,32 @@ async fn raw_peer(after: After) -> String {
                              Content-Type: application/json\n\n{{\"intent\":\"echo\"}}"
                         );
                         if ws.send(Message::text(begin)).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            After::FloodStream => {
+                while let Some(Ok(m)) = ws.next().await {
+                    let Message::Text(t) = m else { continue };
+                    let Some(id) = t.lines().find_map(|l| l.strip_prefix("Message-ID: ")) else {
+                        continue;
+                    };
+                    if !t.starts_with("RKT/1.0 REQUEST\n") {
+                        continue;
+                    }
+                    let head = |kind: &str, n: u32| {
+                        format!(
+                            "RKT/1.0 {kind}\nVersion: 1\nMessage-ID: d{n}-{id}\nReply-To: {id}\n\
+                             Session-ID: s-1\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\nSeq: {n}\n\
+                             Content-Type: application/json\n\n"
+                        )
+                    };
+                    let body = format!("\"{}\"", "x".repeat(512 << 10));
+                    let begin = head("STREAM_BEGIN", 0).replace("Seq: 0\n", "") + r#"{"intent":"echo"}"#;
+                    let _ = ws.send(Message::text(begin)).await;
+                    for n in 0..200 {
+                        if ws.send(Message::text(head("STREAM_DATA", n) + &body)).await.is_err() {
                             return;
                         }
                     }
@@ -620,4 +648,35 @@ async fn the_server_refuses_connections_past_its_cap() {
         assert!(c.request("echo", None, opts()).await.is_ok());
     })
     .await
+}
+
+/// A server that streams faster than the caller reads: the unread chunks are bounded in bytes
+/// (STREAM_UNREAD_BYTES for all the client's streams), not only in count, and the stream fails
+/// with `limit`. Before, all 200 chunks (100 MiB) were held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_read_too_slowly_is_bounded_in_bytes() {
+    bounded(async {
+        let url = raw_peer(After::FloodStream).await;
+        let c = RktClient::connect(&url, ClientConfig::default()).await.unwrap();
+        let mut chunks = c.stream("echo", None, opts()).await.unwrap();
+        // Let the flood arrive before reading anything.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let mut read = 0;
+        let error = loop {
+            match chunks.recv().await {
+                Some(Ok(_)) => read += 1,
+                Some(Err(e)) => break e,
+                None => panic!("the stream ended after {read} chunks without an error"),
+            }
+        };
+        assert_eq!(error.kind(), ErrorKind::Limit, "{error:?}");
+        let most = agentwire_native::rkt::STREAM_UNREAD_BYTES / (512 << 10);
+        assert!(
+            (1..=most).contains(&read),
+            "{read} chunks held, at most {most} fit: {error:?}"
+        );
+        assert!(chunks.recv().await.is_none());
+        c.close().await;
+    })
+    .await;
 }

@@ -3,6 +3,7 @@
 //! to the command it answers by Message-ID.
 
 use crate::call::{self, Caller, CancelOnDrop, Waiting};
+use crate::events::{self, ByteBudget, EventTx, Events, Weigh};
 use crate::pump::{pump, Handler};
 use crate::tls::Stream;
 use crate::wire::{self, frame_limit, ConnectError, Wire};
@@ -24,9 +25,11 @@ use tokio_tungstenite::tungstenite::Error as WsError;
 
 /// The chunks of a stream: each STREAM_DATA body in `Seq` order; [`StreamChunks::recv`] ends
 /// (`None`) after STREAM_END, or after one `Err` when the stream fails. Dropping it before the
-/// end cancels the stream.
+/// end cancels the stream. Chunks wait unread as their text, at most [`STREAM_CAPACITY`] of
+/// them per stream and [`STREAM_UNREAD_BYTES`] for all the client's streams together: a stream
+/// whose chunk finds either full fails with `limit` (the reader fell behind).
 pub struct StreamChunks {
-    rx: mpsc::Receiver<Result<Value, RktError>>,
+    rx: Events<Chunk>,
     /// Cancels the stream in the engine when the reader goes.
     _cancel: CancelOnDrop<Start>,
 }
@@ -34,7 +37,16 @@ pub struct StreamChunks {
 impl StreamChunks {
     /// The next chunk; `None` once the stream is over.
     pub async fn recv(&mut self) -> Option<Result<Value, RktError>> {
-        self.rx.recv().await
+        self.rx.recv().await.map(|chunk| chunk.and_then(parse_body))
+    }
+}
+
+/// A chunk's body as received (parsed when read), or the stream's error.
+type Chunk = Result<Option<String>, RktError>;
+
+impl Weigh for Chunk {
+    fn weight(&self) -> usize {
+        self.as_ref().map_or(0, |body| body.as_ref().map_or(0, String::len))
     }
 }
 
@@ -46,7 +58,11 @@ impl std::fmt::Debug for StreamChunks {
 
 /// Chunks a stream may hold unread before it fails with `limit` (one slot more is kept for that
 /// error).
-const STREAM_CAPACITY: usize = 1024;
+pub const STREAM_CAPACITY: usize = 1024;
+
+/// Bytes of chunk text that all of a client's streams may hold unread together (64 MiB); a
+/// chunk larger than that is taken only when no other is unread.
+pub const STREAM_UNREAD_BYTES: usize = 64 << 20;
 
 /// What the server said in HELLO_ACK, and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +98,7 @@ enum Waiter {
 struct StreamWaiter {
     /// Until the first reply: who waits for the stream to begin.
     opening: Option<Reply<()>>,
-    chunks: mpsc::Sender<Result<Value, RktError>>,
+    chunks: EventTx<Chunk>,
 }
 
 fn closed_error() -> RktError {
@@ -120,17 +136,21 @@ impl StreamWaiter {
     }
 
     /// Queues a chunk; false when the stream cannot go on (reader gone or too far behind).
-    fn push(&mut self, chunk: Result<Value, RktError>) -> bool {
+    fn push(&mut self, chunk: Option<String>) -> bool {
         self.open();
         if self.chunks.is_closed() {
             return false;
         }
-        if self.chunks.capacity() <= 1 {
-            let m = format!("{STREAM_CAPACITY} stream chunks unread: the reader fell behind");
-            let _ = self.chunks.try_send(Err(RktError::local(ErrorKind::Limit, m)));
-            return false;
-        }
-        self.chunks.try_send(chunk).is_ok()
+        let m = if self.chunks.slots() <= 1 {
+            format!("{STREAM_CAPACITY} stream chunks unread: the reader fell behind")
+        } else if self.chunks.try_send(Ok(chunk)).is_err() {
+            format!("the client's streams hold {STREAM_UNREAD_BYTES} bytes unread: the reader fell behind")
+        } else {
+            return true;
+        };
+        // An error weighs nothing, and one slot is kept for it.
+        let _ = self.chunks.try_send(Err(RktError::local(ErrorKind::Limit, m)));
+        false
     }
 }
 
@@ -141,6 +161,8 @@ impl StreamWaiter {
 pub struct RktClient {
     caller: Caller<Start>,
     info: ServerInfo,
+    /// What the streams' unread chunks may take, together.
+    stream_bytes: ByteBudget,
 }
 
 impl std::fmt::Debug for RktClient {
@@ -196,6 +218,7 @@ impl RktClient {
         Ok(RktClient {
             caller: Caller::new(commands),
             info,
+            stream_bytes: ByteBudget::new(STREAM_UNREAD_BYTES),
         })
     }
 
@@ -240,7 +263,7 @@ impl RktClient {
         let intent = intent.to_string();
         let opts = RequestOptions { stream: true, ..opts };
         let start = move |s: &mut ClientSession, now| s.request(now, &intent, params, opts);
-        let (chunks, rx) = mpsc::channel(STREAM_CAPACITY + 1);
+        let (chunks, rx) = events::channel_sharing(STREAM_CAPACITY + 1, &self.stream_bytes);
         let (reply, answer) = oneshot::channel();
         let waiter = Waiter::Stream(StreamWaiter {
             opening: Some(reply),
@@ -428,7 +451,7 @@ impl Handler<ClientSession> for Routes {
             }
             ClientEvent::Response { id, body } => match self.waiting.remove(&id) {
                 Some(Waiter::Body(reply)) => drop(reply.send(Ok(body))),
-                Some(Waiter::Stream(mut stream)) => drop(stream.push(parse_body(body))),
+                Some(Waiter::Stream(mut stream)) => drop(stream.push(body)),
                 _ => {}
             },
             ClientEvent::StreamBegin { id, .. } => {
@@ -438,7 +461,7 @@ impl Handler<ClientSession> for Routes {
             }
             ClientEvent::StreamData { id, body, .. } => {
                 if let Some(Waiter::Stream(stream)) = self.waiting.get_mut(&id) {
-                    if !stream.push(parse_body(body)) {
+                    if !stream.push(body) {
                         self.waiting.remove(&id);
                         session.cancel(&id);
                     }
