@@ -28,6 +28,7 @@ mod call;
 mod clock;
 pub mod events;
 mod http;
+mod log;
 pub mod moltzap;
 mod pump;
 pub mod rkt;

@@ -29,13 +29,14 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::WebSocketStream;
 
-/// `eprintln!` that drops the line when stderr cannot be written (its reader gone: `2>&1 | head`)
-/// instead of panicking: a panic here would end a connection's task or the accept loop, and so
-/// the server. The lines are advice; nothing depends on them.
+/// A line to stderr through [`crate::log`]: never waits (a stderr nobody reads would stall the
+/// runtime's workers) and never panics (a reader gone, `2>&1 | head`). The lines are advice;
+/// nothing depends on them.
 macro_rules! log {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        if let Some(log) = crate::log::stderr() {
+            log.line(format!($($arg)*));
+        }
     }};
 }
 

@@ -1,0 +1,120 @@
+//! The RKT server's log lines, written to stderr by a thread of their own: a stderr that does
+//! not drain (a pipe nobody reads) must not stall the runtime's workers, and so the server. A
+//! line that finds [`CAPACITY`] lines waiting is dropped, and the writer says how many went.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, OnceLock};
+
+/// Lines that may wait for the writer.
+pub(crate) const CAPACITY: usize = 1024;
+
+/// A line sink with its own writer thread.
+pub(crate) struct Log {
+    lines: SyncSender<String>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Log {
+    /// A log writing to `out` from a new thread (`None` when no thread can be started: lines
+    /// are then dropped).
+    pub(crate) fn new(out: impl Write + Send + 'static, capacity: usize) -> Option<Log> {
+        let (lines, rx) = sync_channel(capacity);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let counted = dropped.clone();
+        std::thread::Builder::new()
+            .name("agentwire-log".into())
+            .spawn(move || write_lines(out, rx, &counted))
+            .ok()?;
+        Some(Log { lines, dropped })
+    }
+
+    /// Queues `line`; never waits.
+    pub(crate) fn line(&self, line: String) {
+        if let Err(TrySendError::Full(_)) = self.lines.try_send(line) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn write_lines(mut out: impl Write, rx: Receiver<String>, dropped: &AtomicU64) {
+    for line in rx {
+        // Written or not (a reader gone: `2>&1 | head`), the line is advice; nothing waits on it.
+        let _ = writeln!(out, "{line}");
+        let gone = dropped.swap(0, Ordering::Relaxed);
+        if gone > 0 {
+            let _ = writeln!(out, "({gone} log lines dropped: stderr was not read)");
+        }
+    }
+}
+
+/// The process's stderr log.
+pub(crate) fn stderr() -> Option<&'static Log> {
+    static LOG: OnceLock<Option<Log>> = OnceLock::new();
+    LOG.get_or_init(|| Log::new(std::io::stderr(), CAPACITY)).as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Condvar, Mutex};
+    use std::time::{Duration, Instant};
+
+    /// Open yet, and what was written.
+    type Written = Mutex<(bool, Vec<u8>)>;
+
+    /// A writer that blocks until told to go on, then records what it is given.
+    #[derive(Clone, Default)]
+    struct Gate(Arc<(Written, Condvar)>);
+
+    impl Write for Gate {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let (lock, open) = &*self.0;
+            let mut state = open.wait_while(lock.lock().unwrap(), |(go, _)| !*go).unwrap();
+            state.1.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_writer_that_does_not_drain_holds_up_no_caller_and_the_dropped_lines_are_counted() {
+        let gate = Gate::default();
+        let log = Log::new(gate.clone(), 4).unwrap();
+        let start = Instant::now();
+        for n in 0..10_000 {
+            log.line(format!("line {n}"));
+        }
+        assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+        {
+            let (lock, open) = &*gate.0;
+            lock.lock().unwrap().0 = true;
+            open.notify_all();
+        }
+        let written = |until: &str| {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                let text = String::from_utf8(gate.0 .0.lock().unwrap().1.clone()).unwrap();
+                if text.contains(until) || Instant::now() > deadline {
+                    break text;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        };
+        // The first line and the four that waited, then a line once they are out.
+        written("line 4");
+        log.line("after".into());
+        let text = written("after");
+        assert!(text.starts_with("line 0\n"), "{text}");
+        assert!(text.contains("log lines dropped"), "{text}");
+        assert!(text.ends_with("after\n"), "{text}");
+        assert!(
+            text.lines().count() < 10,
+            "at most the waiting lines, the count, the last: {text}"
+        );
+    }
+}
