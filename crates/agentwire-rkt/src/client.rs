@@ -31,7 +31,8 @@ pub struct ClientConfig {
     /// It ends as `AuthOk`, or, refused or unanswered, as [`ClientEvent::Error`] (when the
     /// connection closes first, only `Closed` comes).
     pub authorization: Option<String>,
-    /// Send a PING when nothing was sent for half the server's `session_timeout`.
+    /// Send a PING when nothing was sent for half the server's `session_timeout`; one without a
+    /// PONG within `ttl_s` closes the connection (an [`ClientEvent::Error`] of kind `timeout`).
     pub keepalive: bool,
 }
 
@@ -652,6 +653,14 @@ impl ClientSession {
     fn end(&mut self, origin: Origin, event: ClientEvent) {
         let event = match (origin, event) {
             (Origin::User, event) => event,
+            // No PONG within the TTL: the peer or the path is gone (a half-open socket would
+            // otherwise wait for the kernel, minutes). A refused PING (429) says it is alive.
+            (Origin::Keepalive, ClientEvent::Failed { error, .. }) if error.kind() == ErrorKind::Timeout => {
+                let m = format!("no PONG to the keepalive PING: {}", error.error.message);
+                self.events
+                    .push_back(ClientEvent::Error(RktError::local(ErrorKind::Timeout, m)));
+                return self.close(1000, "keepalive PING unanswered");
+            }
             (Origin::Keepalive, _) => return,
             (Origin::ConfiguredAuth, ClientEvent::Failed { id, error }) => {
                 self.held_ready = None;

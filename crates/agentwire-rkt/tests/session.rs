@@ -767,6 +767,38 @@ fn server_goodbye_on_idle_and_keepalive_pings() {
 }
 
 #[test]
+fn an_unanswered_keepalive_ping_closes_the_connection() {
+    let mut p = ready_pair();
+    let half = T0 + 150_000;
+    p.client.handle_timeout(half);
+    // The PING leaves and is lost: the peer is gone without a close.
+    assert!(p
+        .client
+        .poll_transmit()
+        .unwrap()
+        .as_text()
+        .unwrap()
+        .starts_with("RKT/1.0 PING\n"));
+    assert_eq!(p.client.poll_timeout(), Some(half + 30_000), "the PING's TTL");
+    p.client.handle_timeout(half + 30_000);
+    assert_eq!(
+        p.client.poll_transmit(),
+        Some(Outgoing::Close {
+            code: 1000,
+            reason: "keepalive PING unanswered".into()
+        })
+    );
+    let events: Vec<ClientEvent> = std::iter::from_fn(|| p.client.poll_event()).collect();
+    match &events[..] {
+        [ClientEvent::Error(e), ClientEvent::Closed { .. }] => {
+            assert_eq!(e.kind(), ErrorKind::Timeout);
+            assert!(e.error.message.contains("keepalive"), "{e:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn in_flight_is_bounded() {
     let cfg = ClientConfig {
         max_in_flight: 2,
