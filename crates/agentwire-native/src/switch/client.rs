@@ -238,13 +238,20 @@ impl SwitchClient {
         ops::decode_placements(status, &body)
     }
 
-    /// Closes the connection (a WebSocket with 1000) and waits, bounded, for its task to end.
+    /// Closes the connection (a WebSocket with 1000) and waits, bounded (3 s), for its task to end;
+    /// past that, the task is stopped, so nothing of the connection outlives `close`.
     /// Events not read yet are dropped.
     pub async fn close(mut self) {
         self.events.close();
         let _ = self.commands.send(Command::Close);
         let task = &mut self.task;
-        let _ = tokio::time::timeout(CLOSE_GRACE + Duration::from_secs(1), task).await;
+        if tokio::time::timeout(CLOSE_GRACE + Duration::from_secs(1), &mut *task)
+            .await
+            .is_err()
+        {
+            // A write still blocked (up to its 5 s bound): the task ends here, with `close`.
+            task.abort();
+        }
     }
 
     /// True once the connection has stopped (closed, refused, taken over).
