@@ -32,7 +32,8 @@ pub struct ClientConfig {
     /// connection closes first, only `Closed` comes).
     pub authorization: Option<String>,
     /// Send a PING when nothing was sent for half the server's `session_timeout`; one without a
-    /// PONG within `ttl_s` closes the connection (an [`ClientEvent::Error`] of kind `timeout`).
+    /// PONG within `ttl_s` closes the connection (an [`ClientEvent::Error`] of kind `timeout`)
+    /// when it left, the peer has answered a PING before, and nothing arrived since.
     pub keepalive: bool,
 }
 
@@ -235,9 +236,12 @@ pub struct ClientSession {
     state: ClientState,
     hello_id: Option<String>,
     pending: HashMap<String, Pending>,
-    /// Of `pending`, the keepalive PINGs.
     /// Pending commands of the session's own (not [`Origin::User`]).
     own_pending: usize,
+    /// When a frame last arrived (any: a sign of life).
+    last_received: Millis,
+    /// The peer has answered a PING on this connection (PING is an added type).
+    pong_seen: bool,
     queue: Vec<Queued>,
     forgotten: VecDeque<String>,
     timers: Timers<Timer>,
@@ -265,6 +269,8 @@ impl ClientSession {
             hello_id: None,
             pending: HashMap::new(),
             own_pending: 0,
+            last_received: 0,
+            pong_seen: false,
             queue: Vec::new(),
             forgotten: VecDeque::new(),
             timers: Timers::new(),
@@ -317,6 +323,7 @@ impl ClientSession {
         if self.state == ClientState::Closed {
             return;
         }
+        self.last_received = now;
         match decode(text, self.cfg.max_message_size) {
             Ok(msg) => self.on_message(now, msg),
             Err(e) => self.events.push_back(ClientEvent::Error(RktError::decode(&e))),
@@ -324,7 +331,8 @@ impl ClientSession {
     }
 
     /// A binary frame arrived: RKT is a text protocol, so it is reported and dropped.
-    pub fn handle_binary(&mut self, _now: Millis, bytes: &[u8]) {
+    pub fn handle_binary(&mut self, now: Millis, bytes: &[u8]) {
+        self.last_received = now;
         let e = RktError::local(
             ErrorKind::Decode,
             format!("binary frame of {} bytes: RKT messages are text", bytes.len()),
@@ -350,6 +358,10 @@ impl ClientSession {
                     if let Some(p) = self.take_pending(&id) {
                         if sent {
                             self.forget(id.clone());
+                        }
+                        if p.origin == Origin::Keepalive {
+                            self.keepalive_expired(sent, &p);
+                            continue;
                         }
                         let msg = format!("no reply within the TTL of {} s", p.ttl_ms / 1000);
                         let error = RktError::local(ErrorKind::Timeout, msg).for_request(&id);
@@ -653,14 +665,6 @@ impl ClientSession {
     fn end(&mut self, origin: Origin, event: ClientEvent) {
         let event = match (origin, event) {
             (Origin::User, event) => event,
-            // No PONG within the TTL: the peer or the path is gone (a half-open socket would
-            // otherwise wait for the kernel, minutes). A refused PING (429) says it is alive.
-            (Origin::Keepalive, ClientEvent::Failed { error, .. }) if error.kind() == ErrorKind::Timeout => {
-                let m = format!("no PONG to the keepalive PING: {}", error.error.message);
-                self.events
-                    .push_back(ClientEvent::Error(RktError::local(ErrorKind::Timeout, m)));
-                return self.close(1000, "keepalive PING unanswered");
-            }
             (Origin::Keepalive, _) => return,
             (Origin::ConfiguredAuth, ClientEvent::Failed { id, error }) => {
                 self.held_ready = None;
@@ -692,6 +696,23 @@ impl ClientSession {
     fn send_command(&mut self, now: Millis, msg: &Message, id: String) {
         self.last_sent = now;
         self.transmit.push_back((Outgoing::Text(encode(msg)), Some(id)));
+    }
+
+    /// A keepalive PING's TTL passed without a PONG. The connection is taken as dead (a peer
+    /// gone without a close would otherwise wait for the kernel, minutes) only when the PING
+    /// left, the peer has answered a PING before, and nothing at all arrived since: a PING held
+    /// behind a long write, a PONG behind a long stream, or a peer that ignores PINGs is not.
+    fn keepalive_expired(&mut self, sent: bool, ping: &Pending) {
+        if !(sent && self.pong_seen && self.last_received < ping.sent_at) {
+            return;
+        }
+        let m = format!(
+            "no PONG to the keepalive PING within {} s and nothing else arrived: the connection is taken as dead",
+            ping.ttl_ms / 1000
+        );
+        self.events
+            .push_back(ClientEvent::Error(RktError::local(ErrorKind::Timeout, m)));
+        self.close(1000, "keepalive PING unanswered");
     }
 
     fn arm_keepalive(&mut self) {
@@ -944,10 +965,13 @@ impl ClientSession {
                 let Some(p) = self.take_pending(&id) else { return };
                 self.timers.cancel(&Timer::Reply(id.clone()));
                 let event = match msg.kind {
-                    MessageType::Pong => ClientEvent::Pong {
-                        id,
-                        rtt_ms: now.saturating_sub(p.sent_at),
-                    },
+                    MessageType::Pong => {
+                        self.pong_seen = true;
+                        ClientEvent::Pong {
+                            id,
+                            rtt_ms: now.saturating_sub(p.sent_at),
+                        }
+                    }
                     MessageType::AuthOk => match msg.body.as_deref().map(AuthOkBody::from_json) {
                         Some(Ok(auth)) => ClientEvent::AuthOk { id, auth },
                         _ => ClientEvent::Failed {

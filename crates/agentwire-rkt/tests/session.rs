@@ -766,21 +766,28 @@ fn server_goodbye_on_idle_and_keepalive_pings() {
     );
 }
 
+/// A ready pair whose client saw a PONG (the peer answers PINGs), then went idle until its
+/// keepalive PING is due: returns that time.
+fn pinged_then_idle(p: &mut Pair) -> u64 {
+    p.client.ping(T0).unwrap();
+    p.pump(T0);
+    assert!(matches!(p.take_events()[..], [ClientEvent::Pong { .. }]));
+    p.client.poll_timeout().expect("the keepalive timer")
+}
+
+fn is_ping(out: Option<Outgoing>) -> bool {
+    out.and_then(|o| o.as_text().map(|t| t.starts_with("RKT/1.0 PING\n"))) == Some(true)
+}
+
 #[test]
 fn an_unanswered_keepalive_ping_closes_the_connection() {
     let mut p = ready_pair();
-    let half = T0 + 150_000;
-    p.client.handle_timeout(half);
+    let due = pinged_then_idle(&mut p);
+    p.client.handle_timeout(due);
     // The PING leaves and is lost: the peer is gone without a close.
-    assert!(p
-        .client
-        .poll_transmit()
-        .unwrap()
-        .as_text()
-        .unwrap()
-        .starts_with("RKT/1.0 PING\n"));
-    assert_eq!(p.client.poll_timeout(), Some(half + 30_000), "the PING's TTL");
-    p.client.handle_timeout(half + 30_000);
+    assert!(is_ping(p.client.poll_transmit()));
+    assert_eq!(p.client.poll_timeout(), Some(due + 30_000), "the PING's TTL");
+    p.client.handle_timeout(due + 30_000);
     assert_eq!(
         p.client.poll_transmit(),
         Some(Outgoing::Close {
@@ -796,6 +803,37 @@ fn an_unanswered_keepalive_ping_closes_the_connection() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_keepalive_ping_is_no_verdict_unless_it_left_the_peer_pongs_and_nothing_came_since() {
+    let alive = |p: &mut Pair, at: u64| {
+        p.client.handle_timeout(at);
+        assert_eq!(p.client.poll_transmit(), None, "no close");
+        assert!(
+            std::iter::from_fn(|| p.client.poll_event()).all(|e| !matches!(e, ClientEvent::Closed { .. })),
+            "still open"
+        );
+    };
+    // A peer that never answered a PING (PING is an added type).
+    let mut p = ready_pair();
+    let due = p.client.poll_timeout().unwrap();
+    p.client.handle_timeout(due);
+    assert!(is_ping(p.client.poll_transmit()));
+    alive(&mut p, due + 30_000);
+    // A PING that never left (held behind a long write): taken back at its TTL.
+    let mut p = ready_pair();
+    let due = pinged_then_idle(&mut p);
+    p.client.handle_timeout(due);
+    alive(&mut p, due + 30_000);
+    // Something arrived after the PING left (its PONG waits behind a long stream).
+    let mut p = ready_pair();
+    let due = pinged_then_idle(&mut p);
+    p.client.handle_timeout(due);
+    assert!(is_ping(p.client.poll_transmit()));
+    p.client.handle_text(due + 10_000, "not an RKT message");
+    while p.client.poll_event().is_some() {}
+    alive(&mut p, due + 30_000);
 }
 
 #[test]
