@@ -45,23 +45,24 @@ impl Weigh for agentwire_moltzap::Event {
     }
 }
 
-type Queued<T> = (T, OwnedSemaphorePermit);
+/// An event and the bytes it holds of each budget until it is read.
+type Queued<T> = (T, Vec<OwnedSemaphorePermit>);
 
 /// A channel of at most `events` events (at least 1) and `bytes` bytes of them.
 pub(crate) fn channel<T: Weigh>(events: usize, bytes: usize) -> (EventTx<T>, Events<T>) {
-    channel_sharing(events, &ByteBudget::new(bytes))
+    with_budgets(events, vec![ByteBudget::new(bytes)])
 }
 
-/// A channel of at most `events` events that takes its bytes from `bytes`, which other channels
-/// may share (the RKT client's streams share one).
-pub(crate) fn channel_sharing<T: Weigh>(events: usize, bytes: &ByteBudget) -> (EventTx<T>, Events<T>) {
+/// A channel of at most `events` events and `own` bytes of them that also takes its bytes from
+/// `shared`, which other channels share (the RKT client's streams): one channel alone cannot
+/// take all of `shared` when `own` is less.
+pub(crate) fn channel_sharing<T: Weigh>(events: usize, own: usize, shared: &ByteBudget) -> (EventTx<T>, Events<T>) {
+    with_budgets(events, vec![ByteBudget::new(own), shared.clone()])
+}
+
+fn with_budgets<T: Weigh>(events: usize, budgets: Vec<ByteBudget>) -> (EventTx<T>, Events<T>) {
     let (tx, rx) = mpsc::channel(events.max(1));
-    let tx = EventTx {
-        tx,
-        bytes: bytes.0.clone(),
-        budget: bytes.1,
-    };
-    (tx, Events(rx))
+    (EventTx { tx, budgets }, Events(rx))
 }
 
 /// Bytes that one channel, or several, may hold unread.
@@ -73,24 +74,39 @@ impl ByteBudget {
         let budget = bytes.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize)) as u32;
         ByteBudget(Arc::new(Semaphore::new(budget as usize)), budget)
     }
+
+    /// An event's share of the budget: all of it for an event larger than the budget.
+    fn cost(&self, weight: usize) -> u32 {
+        u32::try_from(weight).map_or(self.1, |n| n.min(self.1))
+    }
+
+    fn try_take(&self, weight: usize) -> Option<OwnedSemaphorePermit> {
+        self.0.clone().try_acquire_many_owned(self.cost(weight)).ok()
+    }
+
+    /// `None` only if the semaphore is closed, which it never is.
+    async fn take(&self, weight: usize) -> Option<OwnedSemaphorePermit> {
+        self.0.clone().acquire_many_owned(self.cost(weight)).await.ok()
+    }
 }
 
 pub(crate) struct EventTx<T> {
     tx: mpsc::Sender<Queued<T>>,
-    bytes: Arc<Semaphore>,
-    budget: u32,
+    /// The event takes its bytes from each.
+    budgets: Vec<ByteBudget>,
 }
 
 impl<T: Weigh> EventTx<T> {
-    /// The event's share of the budget: all of it for an event larger than the budget.
-    fn cost(&self, event: &T) -> u32 {
-        u32::try_from(event.weight()).map_or(self.budget, |n| n.min(self.budget))
-    }
-
     /// Sends at once, or gives the event back when the channel has no room for it. An event
     /// nobody will read any more is dropped.
     pub(crate) fn try_send(&self, event: T) -> Result<(), T> {
-        let Ok(bytes) = self.bytes.clone().try_acquire_many_owned(self.cost(&event)) else {
+        let weight = event.weight();
+        let Some(bytes) = self
+            .budgets
+            .iter()
+            .map(|b| b.try_take(weight))
+            .collect::<Option<Vec<_>>>()
+        else {
             return Err(event);
         };
         match self.tx.try_send((event, bytes)) {
@@ -103,11 +119,18 @@ impl<T: Weigh> EventTx<T> {
     /// the reader closed the channel, even with its bytes still taken by unread events).
     /// Cancel-safe: the event leaves `parked` only with its bytes and a slot reserved.
     pub(crate) async fn send_parked(&self, parked: &mut Option<T>) {
-        let Some(cost) = parked.as_ref().map(|e| self.cost(e)) else {
+        let Some(weight) = parked.as_ref().map(Weigh::weight) else {
             return;
         };
+        let take_all = async {
+            let mut bytes = Vec::with_capacity(self.budgets.len());
+            for budget in &self.budgets {
+                bytes.push(budget.take(weight).await?);
+            }
+            Some(bytes)
+        };
         let bytes = tokio::select! {
-            bytes = self.bytes.clone().acquire_many_owned(cost) => bytes.ok(),
+            bytes = take_all => bytes,
             () = self.tx.closed() => None,
         };
         let Some(bytes) = bytes else {
@@ -237,6 +260,22 @@ mod tests {
         let mut parked = Some(event(10));
         tx.send_parked(&mut parked).await;
         assert!(parked.is_none());
+    }
+
+    #[tokio::test]
+    async fn channels_sharing_a_budget_each_stop_at_their_own_first() {
+        let shared = ByteBudget::new(1_000);
+        let (a, mut a_rx) = channel_sharing(100, 600, &shared);
+        let (b, _b_rx) = channel_sharing(100, 600, &shared);
+        assert!(a.try_send(event(500)).is_ok());
+        assert!(
+            a.try_send(event(200)).is_err(),
+            "a's own 600 are full, the shared 1,000 are not"
+        );
+        assert!(b.try_send(event(400)).is_ok(), "b still has room");
+        assert!(b.try_send(event(200)).is_err(), "the shared 1,000 are full");
+        a_rx.recv().await;
+        assert!(b.try_send(event(200)).is_ok(), "a's read gave the shared bytes back");
     }
 
     #[tokio::test]

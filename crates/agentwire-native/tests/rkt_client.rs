@@ -651,8 +651,8 @@ async fn the_server_refuses_connections_past_its_cap() {
 }
 
 /// A server that streams faster than the caller reads: the unread chunks are bounded in bytes
-/// (STREAM_UNREAD_BYTES for all the client's streams), not only in count, and the stream fails
-/// with `limit`. Before, all 200 chunks (100 MiB) were held.
+/// (STREAM_UNREAD_BYTES_EACH a stream, STREAM_UNREAD_BYTES for all), not only in count, and the
+/// stream fails with `limit`. Before, all 200 chunks (100 MiB) were held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_read_too_slowly_is_bounded_in_bytes() {
     bounded(async {
@@ -670,7 +670,7 @@ async fn a_stream_read_too_slowly_is_bounded_in_bytes() {
             }
         };
         assert_eq!(error.kind(), ErrorKind::Limit, "{error:?}");
-        let most = agentwire_native::rkt::STREAM_UNREAD_BYTES / (512 << 10);
+        let most = agentwire_native::rkt::STREAM_UNREAD_BYTES_EACH / (512 << 10);
         assert!(
             (1..=most).contains(&read),
             "{read} chunks held, at most {most} fit: {error:?}"

@@ -26,8 +26,9 @@ use tokio_tungstenite::tungstenite::Error as WsError;
 /// The chunks of a stream: each STREAM_DATA body in `Seq` order; [`StreamChunks::recv`] ends
 /// (`None`) after STREAM_END, or after one `Err` when the stream fails. Dropping it before the
 /// end cancels the stream. Chunks wait unread as their text, at most [`STREAM_CAPACITY`] of
-/// them per stream and [`STREAM_UNREAD_BYTES`] for all the client's streams together: a stream
-/// whose chunk finds either full fails with `limit` (the reader fell behind).
+/// them and [`STREAM_UNREAD_BYTES_EACH`] bytes per stream, and [`STREAM_UNREAD_BYTES`] for all
+/// the client's streams together: a stream whose chunk finds one full fails with `limit` (the
+/// reader fell behind).
 pub struct StreamChunks {
     rx: Events<Chunk>,
     /// Cancels the stream in the engine when the reader goes.
@@ -63,6 +64,10 @@ pub const STREAM_CAPACITY: usize = 1024;
 /// Bytes of chunk text that all of a client's streams may hold unread together (64 MiB); a
 /// chunk larger than that is taken only when no other is unread.
 pub const STREAM_UNREAD_BYTES: usize = 64 << 20;
+
+/// Bytes of chunk text one stream may hold unread (16 MiB): a stream whose reader stalls fails
+/// on its own before it takes the budget of the others.
+pub const STREAM_UNREAD_BYTES_EACH: usize = 16 << 20;
 
 /// What the server said in HELLO_ACK, and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +149,10 @@ impl StreamWaiter {
         let m = if self.chunks.slots() <= 1 {
             format!("{STREAM_CAPACITY} stream chunks unread: the reader fell behind")
         } else if self.chunks.try_send(Ok(chunk)).is_err() {
-            format!("the client's streams hold {STREAM_UNREAD_BYTES} bytes unread: the reader fell behind")
+            format!(
+                "a stream's chunks unread reached {STREAM_UNREAD_BYTES_EACH} bytes, or all streams' \
+                 {STREAM_UNREAD_BYTES}: the reader fell behind"
+            )
         } else {
             return true;
         };
@@ -263,7 +271,7 @@ impl RktClient {
         let intent = intent.to_string();
         let opts = RequestOptions { stream: true, ..opts };
         let start = move |s: &mut ClientSession, now| s.request(now, &intent, params, opts);
-        let (chunks, rx) = events::channel_sharing(STREAM_CAPACITY + 1, &self.stream_bytes);
+        let (chunks, rx) = events::channel_sharing(STREAM_CAPACITY + 1, STREAM_UNREAD_BYTES_EACH, &self.stream_bytes);
         let (reply, answer) = oneshot::channel();
         let waiter = Waiter::Stream(StreamWaiter {
             opening: Some(reply),

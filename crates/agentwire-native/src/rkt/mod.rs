@@ -4,5 +4,5 @@
 pub mod client;
 pub mod server;
 
-pub use client::{RktClient, ServerInfo, StreamChunks, STREAM_CAPACITY, STREAM_UNREAD_BYTES};
+pub use client::{RktClient, ServerInfo, StreamChunks, STREAM_CAPACITY, STREAM_UNREAD_BYTES, STREAM_UNREAD_BYTES_EACH};
 pub use server::{serve, serve_until, spawn, ServerHandle};
