@@ -4,16 +4,23 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Lines that may wait for the writer.
 pub(crate) const CAPACITY: usize = 1024;
 
 /// A line sink with its own writer thread.
 pub(crate) struct Log {
-    lines: SyncSender<String>,
+    lines: SyncSender<Item>,
     dropped: Arc<AtomicU64>,
+}
+
+enum Item {
+    Line(String),
+    /// Answered once every line before it is written.
+    Flush(Sender<()>),
 }
 
 impl Log {
@@ -32,20 +39,52 @@ impl Log {
 
     /// Queues `line`; never waits.
     pub(crate) fn line(&self, line: String) {
-        if let Err(TrySendError::Full(_)) = self.lines.try_send(line) {
+        if let Err(TrySendError::Full(_)) = self.lines.try_send(Item::Line(line)) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
+
+    /// Waits, at most `bound`, until the lines queued so far are written, and the count of those
+    /// dropped: before the process ends, which would lose them.
+    pub(crate) fn flush(&self, bound: Duration) {
+        let deadline = Instant::now() + bound;
+        let (done, written) = channel();
+        let mut item = Item::Flush(done);
+        loop {
+            match self.lines.try_send(item) {
+                Ok(()) => break,
+                Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                    item = back;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(_) => return,
+            }
+        }
+        let _ = written.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+    }
 }
 
-fn write_lines(mut out: impl Write, rx: Receiver<String>, dropped: &AtomicU64) {
-    for line in rx {
-        // Written or not (a reader gone: `2>&1 | head`), the line is advice; nothing waits on it.
-        let _ = writeln!(out, "{line}");
+fn write_lines(mut out: impl Write, rx: Receiver<Item>, dropped: &AtomicU64) {
+    for item in rx {
+        // Written or not (a reader gone: `2>&1 | head`), a line is advice; nothing waits on it.
+        if let Item::Line(line) = &item {
+            let _ = writeln!(out, "{line}");
+        }
         let gone = dropped.swap(0, Ordering::Relaxed);
         if gone > 0 {
             let _ = writeln!(out, "({gone} log lines dropped: stderr was not read)");
         }
+        if let Item::Flush(done) = item {
+            let _ = out.flush();
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Flushes the stderr log, for at most 200 ms.
+pub(crate) fn flush_stderr() {
+    if let Some(log) = stderr() {
+        log.flush(Duration::from_millis(200));
     }
 }
 
@@ -66,10 +105,20 @@ mod tests {
 
     /// A writer that blocks until told to go on, then records what it is given.
     #[derive(Clone, Default)]
-    struct Gate(Arc<(Written, Condvar)>);
+    struct Gate(Arc<(Written, Condvar)>, Arc<std::sync::atomic::AtomicBool>);
+
+    impl Gate {
+        /// Waits until the writer is writing (so it holds the first line).
+        fn entered(&self) {
+            while !self.1.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+        }
+    }
 
     impl Write for Gate {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.1.store(true, Ordering::SeqCst);
             let (lock, open) = &*self.0;
             let mut state = open.wait_while(lock.lock().unwrap(), |(go, _)| !*go).unwrap();
             state.1.extend_from_slice(buf);
@@ -86,7 +135,9 @@ mod tests {
         let gate = Gate::default();
         let log = Log::new(gate.clone(), 4).unwrap();
         let start = Instant::now();
-        for n in 0..10_000 {
+        log.line("line 0".into());
+        gate.entered();
+        for n in 1..10_000 {
             log.line(format!("line {n}"));
         }
         assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
@@ -116,5 +167,28 @@ mod tests {
             text.lines().count() < 10,
             "at most the waiting lines, the count, the last: {text}"
         );
+    }
+
+    #[test]
+    fn flush_waits_for_the_lines_queued_and_the_count_of_those_dropped() {
+        let gate = Gate::default();
+        let log = Log::new(gate.clone(), 2).unwrap();
+        // "a" is taken and held by the writer, "b" and "c" wait, the other seven are dropped.
+        log.line("a".into());
+        gate.entered();
+        for line in ["b", "c", "d", "e", "f", "g", "h", "i", "j"] {
+            log.line(line.into());
+        }
+        let opener = gate.clone();
+        let open = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            let (lock, open) = &*opener.0;
+            lock.lock().unwrap().0 = true;
+            open.notify_all();
+        });
+        log.flush(Duration::from_secs(5));
+        let text = String::from_utf8(gate.0 .0.lock().unwrap().1.clone()).unwrap();
+        assert_eq!(text, "a\n(7 log lines dropped: stderr was not read)\nb\nc\n");
+        open.join().unwrap();
     }
 }

@@ -146,11 +146,13 @@ fn config() -> Arc<ClientConfig> {
     config
 }
 
-/// A connection to a server: plain TCP, or TLS over it.
 /// TCP keepalive for a dialed socket: a peer gone without a close (a host down, a NAT that
 /// forgot the flow) is found by the kernel's probes after 30 s idle, every 10 s (Linux gives up
-/// after 9, about 2 minutes), not after its default 2 hours. The protocols' own liveness (the
-/// RKT keepalive PING, Switch's pings and beats) stays; MoltZap has none a client can rely on.
+/// after 9, about 2 minutes), not after its default 2 hours. The probes run only while nothing
+/// sent is unacknowledged: with a frame in flight to a dead peer, the kernel's retransmissions
+/// decide (about 15 minutes on Linux) or the protocol's own timeouts do. The protocols' own
+/// liveness (the RKT keepalive PING, Switch's pings and beats) stays; MoltZap has none a client
+/// can rely on.
 fn keepalive() -> socket2::TcpKeepalive {
     let keepalive = socket2::TcpKeepalive::new().with_time(Duration::from_secs(30));
     #[cfg(any(target_os = "linux", target_os = "macos", target_os = "windows"))]
@@ -158,6 +160,7 @@ fn keepalive() -> socket2::TcpKeepalive {
     keepalive
 }
 
+/// A connection to a server: plain TCP, or TLS over it.
 pub(crate) enum Stream {
     Plain(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),

@@ -109,6 +109,7 @@ pub async fn serve_until(
     // Open connections get as long to end as one closing handshake.
     let _ = tokio::time::timeout(CLOSE_GRACE, async { while connections.join_next().await.is_some() {} }).await;
     connections.shutdown().await;
+    crate::log::flush_stderr();
     Ok(())
 }
 

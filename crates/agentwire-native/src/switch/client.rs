@@ -251,6 +251,7 @@ impl SwitchClient {
         {
             // A write still blocked (up to its 5 s bound): the task ends here, with `close`.
             task.abort();
+            let _ = task.await;
         }
     }
 
