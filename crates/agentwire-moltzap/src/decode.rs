@@ -313,6 +313,11 @@ fn check_keys(generation: Generation, kind: Kind, f: &Fields<'_>) -> Result<(), 
 fn response(generation: Generation, f: &Fields<'_>, id: Option<Id>) -> Result<Response, FrameError> {
     let outcome = match (f.result, f.error) {
         (Some(_), Some(_)) => return Err(FrameError::new(K::Ambiguous("both `result` and `error`"))),
+        // Released: `result` is optional (`"result":<any>?`): a handler that returns nothing
+        // (`undefined`, which JSON.stringify drops) answers with neither key, a success.
+        (None, None) if generation == Generation::Released && id.is_some() => Outcome::Result(
+            RawValue::from_string("null".to_owned()).map_err(|_| FrameError::new(K::MissingField("result")))?,
+        ),
         (None, None) => return Err(FrameError::new(K::MissingField("result"))),
         (Some(r), None) => {
             if id.is_none() {

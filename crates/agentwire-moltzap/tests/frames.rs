@@ -185,6 +185,16 @@ fn released_frames() {
         K::MissingField("event")
     );
     assert!(one(Current, r#"{"jsonrpc":"2.0","type":"response","id":"1","result":{}}"#).is_ok());
+    // A released response's `result` is optional (`"result":<any>?`): with neither key it is a
+    // success with `null` (a handler that returned nothing); current still needs one.
+    let Frame::Response(r) = one(Released, r#"{"jsonrpc":"2.0","type":"response","id":"aw-5"}"#).unwrap() else {
+        panic!()
+    };
+    assert_eq!(r.result().map(|v| v.get()), Some("null"));
+    assert_eq!(
+        err(Released, r#"{"jsonrpc":"2.0","type":"response","id":null}"#).kind,
+        K::MissingField("result")
+    );
 }
 
 #[test]
@@ -227,7 +237,7 @@ fn structural_errors_name_the_field() {
             r#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":"1","result":1}"#,
             "jsonrpc",
         ),
-        (Released, r#"{"jsonrpc":"2.0","type":"response","id":"1"}"#, "result"),
+        (Released, r#"{"jsonrpc":"2.0","type":"response"}"#, "result"),
         (Released, r#"{"jsonrpc":"2.0","type":7}"#, "type"),
         (Current, "\"just a string\"", "frame"),
         (Current, "{not json", "message"),

@@ -678,8 +678,15 @@ fn a_malformed_non_response_frame_with_a_pending_id_fails_nothing() {
     }
     // A response-shaped one still fails its request (released: `type: "response"` alone).
     let id = released.system_ping(5).unwrap();
-    released.handle_text(6, &format!(r#"{{"jsonrpc":"2.0","type":"response","id":"{id}"}}"#));
+    released.handle_text(
+        6,
+        &format!(r#"{{"jsonrpc":"2.0","type":"response","id":"{id}","result":1,"error":{{"code":1,"message":""}}}}"#),
+    );
     assert_eq!(failed_kind(&events(&mut released)[1]), Some((id, ErrorKind::Decode)));
+    // A released response with neither `result` nor `error` is a success (`result` is optional).
+    let id = released.system_ping(7).unwrap();
+    released.handle_text(8, &format!(r#"{{"jsonrpc":"2.0","type":"response","id":"{id}"}}"#));
+    assert!(matches!(&events(&mut released)[..], [Event::Response { id: x, result }] if *x == id && result == "null"));
 }
 
 #[test]

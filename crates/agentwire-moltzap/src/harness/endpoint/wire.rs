@@ -144,9 +144,11 @@ pub(super) fn send_params(to: &str, content: &Content, post_id: &PostId, release
 }
 
 /// A failed `messages/send` as the spec's reason: a timeout or a close after sending is
-/// `outcome-unknown`; a request that could not be sent is `network-unavailable`.
+/// `outcome-unknown`; a request that could not be sent is `network-unavailable`. A known
+/// `_tag` (current generation) decides before the numeric code, as it does for the error's kind.
 pub(super) fn send_failure(err: &MoltZapError, to: &str) -> SendError {
-    let reason = match (err.code(), err.kind()) {
+    let by_tag = err.tag.as_deref().and_then(codes::by_tag).map(|row| row.code);
+    let reason = match (by_tag.or(err.code()), err.kind()) {
         (Some(codes::NOT_FOUND | codes::AGENT_NOT_FOUND), _) => SendErrorReason::UnknownAgent,
         (Some(codes::CONVERSATION_FULL | codes::MAX_PARTICIPANTS), _) => SendErrorReason::MembershipInvalid,
         (Some(codes::UNAUTHORIZED), _) => SendErrorReason::NotRegistered,
@@ -271,6 +273,25 @@ mod tests {
         assert_eq!(
             send_failure(&full, "agent:x").reason,
             SendErrorReason::NetworkUnavailable
+        );
+        // A current server's `_tag` decides before its code.
+        let tagged = |code: i64, tag: &str| {
+            let mut e = RpcError::new(code, "m");
+            e.tag = Some(tag.to_owned());
+            MoltZapError::remote(&e, None)
+        };
+        assert_eq!(
+            send_failure(&tagged(-32000, "AgentNotFound"), "agent:x").reason,
+            SendErrorReason::UnknownAgent
+        );
+        assert_eq!(
+            send_failure(&tagged(-1, "ConversationFullError"), "agent:x").reason,
+            SendErrorReason::MembershipInvalid
+        );
+        assert_eq!(
+            send_failure(&tagged(-32000, "SomethingNew"), "agent:x").reason,
+            SendErrorReason::NotRegistered,
+            "an unknown tag leaves the code to decide"
         );
     }
 }
