@@ -414,8 +414,16 @@ impl Endpoint {
         }
     }
 
+    /// The next event. A delivery the inbox has dropped since it was queued (`InboxOverflow`,
+    /// logged) is not reported: it could not be acknowledged.
     pub fn poll_event(&mut self) -> Option<EndpointEvent> {
-        self.events.pop_front()
+        loop {
+            let event = self.events.pop_front()?;
+            match &event {
+                EndpointEvent::Delivery(d) if !self.inbox.contains_key(&d.id) => continue,
+                _ => return Some(event),
+            }
+        }
     }
 
     /// Closes the socket (the session sends the close). No connection is expected after it:

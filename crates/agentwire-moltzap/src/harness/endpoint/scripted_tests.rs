@@ -203,6 +203,42 @@ pub(super) fn hash_of(m: &Value) -> RecordHash {
 }
 
 #[test]
+fn a_delivery_dropped_for_overflow_before_it_is_polled_is_not_reported() {
+    let mut s = Script::new(|c| c.max_inbox = 2);
+    s.listen();
+    s.push(&plain("m1", "c1", "bob", "one"));
+    s.conversation("dm", &["alice", "bob"]);
+    assert_eq!(s.texts(), vec!["one"]);
+    s.events.clear();
+    // Three more before the host polls: m1, then m2, leave the inbox of two.
+    for (id, text) in [("m2", "two"), ("m3", "three"), ("m4", "four")] {
+        let frame = json!({"jsonrpc": "2.0", "method": "messages/received",
+            "params": {"message": plain(id, "c1", "bob", text)}});
+        s.ep.handle_text(s.now, &frame.to_string());
+    }
+    s.pump();
+    assert_eq!(s.texts(), vec!["three", "four"], "m2 could not be acknowledged");
+    assert!(s.events.iter().any(|e| matches!(
+        e,
+        EndpointEvent::Logged(LogEntry {
+            kind: LogKind::InboxOverflow(_),
+            ..
+        })
+    )));
+}
+
+#[test]
+fn a_record_with_a_null_post_id_reads_its_id_as_the_post_id() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let mut m = plain("m1", "c1", "bob", "one");
+    m["postId"] = Value::Null;
+    s.push(&m);
+    s.conversation("dm", &["alice", "bob"]);
+    assert_eq!(s.texts(), vec!["one"]);
+}
+
+#[test]
 fn unlisten_drops_the_queued_deliveries_that_the_next_listen_replays() {
     let mut s = Script::new(|_| {});
     s.listen();

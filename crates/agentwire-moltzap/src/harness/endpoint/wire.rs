@@ -73,8 +73,8 @@ impl Record {
         };
         let post_id = match o.get("postId") {
             Some(JsonValue::String(p)) => PostId::parse(p).ok_or("message.postId is not a post id")?,
+            Some(JsonValue::Null) | None => PostId::parse(&id).ok_or("message.id is not usable as a post id")?,
             Some(_) => return Err("message.postId is not a string".to_owned()),
-            None => PostId::parse(&id).ok_or("message.id is not usable as a post id")?,
         };
         let hash = record_hash(&conversation_id, &id, &sender_id, parts);
         let mut parts = to_canonical(parts);
