@@ -17,8 +17,9 @@ use serde_json::value::RawValue;
 /// Bounds and strictness of decoding. The defaults suit a client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeOptions {
-    /// Largest message, in bytes, checked before parsing (default 1 MiB). The session also
-    /// refuses to send a request (or connect) frame larger than this (`limit`).
+    /// Largest message, in bytes, checked before parsing (default 8 MiB: a full
+    /// `agent/message/list` window, 100 messages of the released policy's 65,536 bytes, fits).
+    /// What the session sends has its own bound, `SessionConfig::max_send_bytes`.
     pub max_message_bytes: usize,
     /// Deepest nesting of arrays and objects, the frame itself included (default 64), checked
     /// before parsing.
@@ -35,7 +36,7 @@ pub struct DecodeOptions {
 impl Default for DecodeOptions {
     fn default() -> Self {
         DecodeOptions {
-            max_message_bytes: 1 << 20,
+            max_message_bytes: 8 << 20,
             max_depth: 64,
             max_id_len: 256,
             max_frames: 1024,

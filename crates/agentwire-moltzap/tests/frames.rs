@@ -301,9 +301,15 @@ fn unknown_keys_tolerated_unless_strict() {
 
 #[test]
 fn limits() {
-    let big = format!(r#"{{"jsonrpc":"2.0","method":"n","params":"{}"}}"#, "x".repeat(1 << 20));
+    // The default (8 MiB) takes a full agent/message/list window: 100 messages of 65,536 bytes.
+    let window = format!(
+        r#"{{"jsonrpc":"2.0","id":"1","result":"{}"}}"#,
+        "x".repeat(100 * 65_536 + 100 * 1024)
+    );
+    assert!(one(Current, &window).is_ok());
+    let big = format!(r#"{{"jsonrpc":"2.0","method":"n","params":"{}"}}"#, "x".repeat(8 << 20));
     let e = err(Current, &big);
-    assert!(matches!(e.kind, K::TooLarge { limit: 1048576, .. }));
+    assert!(matches!(e.kind, K::TooLarge { limit: 8388608, .. }));
     assert_eq!(MoltZapError::frame(&e).kind(), ErrorKind::Limit);
 
     let deep = |n: usize| {

@@ -480,8 +480,10 @@ fn request_len(generation: Generation, id: &str, method: &str, params: &str) -> 
 #[test]
 fn an_oversized_request_is_a_limit_error_and_nothing_is_sent() {
     const MAX: usize = 4096;
-    let mut cfg = SessionConfig::default();
-    cfg.decode.max_message_bytes = MAX;
+    let cfg = SessionConfig {
+        max_send_bytes: MAX,
+        ..SessionConfig::default()
+    };
     let mut s = current_ready(cfg);
     // The connect took aw-1: the next request is aw-2.
     let overhead = request_len(Generation::Current, "aw-2", "x/y", r#"[""]"#);
@@ -525,7 +527,7 @@ fn an_oversized_connect_is_a_limit_error_and_the_socket_stays_open() {
         generation: GenerationChoice::Released,
         ..SessionConfig::default()
     };
-    cfg.decode.max_message_bytes = 1024;
+    cfg.max_send_bytes = 1024;
     let mut s = session_with(cfg);
     let e = s.connect(0, Credentials::AgentKey("k".repeat(2000))).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Limit);
@@ -554,7 +556,7 @@ fn an_auto_fallback_frame_over_the_limit_fails_the_connect() {
         panic!("no connect frame")
     };
     let mut cfg = current;
-    cfg.decode.max_message_bytes = first.len();
+    cfg.max_send_bytes = first.len();
     let mut s = session_with(cfg);
     let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
     assert_eq!(sent(&mut s).len(), 1);

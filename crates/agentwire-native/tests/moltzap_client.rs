@@ -166,11 +166,11 @@ async fn an_oversized_request_is_refused_locally_and_the_connection_goes_on() {
     let h = peer(PeerConfig::new(Generation::Current)).await;
     let (ka, _) = (agent(&h, "alice").await, agent(&h, "bob").await);
     let a = connect(&h, &ka, config(GenerationChoice::Current)).await.unwrap();
-    // 3 MB of text: over the 1 MiB default, refused by the engine before the socket sees it.
+    // 3 MB of text: over the 1 MiB default max_send_bytes, refused by the engine before the socket sees it.
     let huge = SendMessage::text_to_agent("bob", "x".repeat(3 << 20));
     let e = a.request(move |s, now| s.messages_send(now, &huge)).await.unwrap_err();
     assert_eq!(e.error.kind, ErrorKind::Limit, "{e:?}");
-    assert!(e.error.message.contains("max_message_bytes 1048576"), "{e:?}");
+    assert!(e.error.message.contains("max_send_bytes 1048576"), "{e:?}");
     let sent = a
         .request(|s, now| s.messages_send(now, &SendMessage::text_to_agent("bob", "small")))
         .await
