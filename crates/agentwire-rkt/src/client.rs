@@ -354,11 +354,7 @@ impl ClientSession {
                     self.close(1000, "handshake timeout");
                 }
                 Timer::Reply(id) => {
-                    let sent = self.went_out(&id);
-                    if let Some(p) = self.take_pending(&id) {
-                        if sent {
-                            self.forget(id.clone());
-                        }
+                    if let Some((p, sent)) = self.end_early(&id) {
                         if p.origin == Origin::Keepalive {
                             self.keepalive_expired(sent, &p);
                             continue;
@@ -554,14 +550,10 @@ impl ClientSession {
     /// Ends a command early: it gets `Failed` with `cancelled`, a late reply is dropped. Returns
     /// false when the id is not pending.
     pub fn cancel(&mut self, id: &str) -> bool {
-        let sent = self.went_out(id);
-        if self.take_pending(id).is_none() {
+        if self.end_early(id).is_none() {
             return false;
         }
         self.timers.cancel(&Timer::Reply(id.to_string()));
-        if sent {
-            self.forget(id.to_string());
-        }
         let error = RktError::local(ErrorKind::Cancelled, "cancelled").for_request(id);
         self.events.push_back(ClientEvent::Failed {
             id: id.to_string(),
@@ -1073,10 +1065,7 @@ impl ClientSession {
     }
 
     fn fail(&mut self, id: String, error: RktError) {
-        if self.went_out(&id) {
-            self.forget(id.clone());
-        }
-        self.take_pending(&id);
+        self.end_early(&id);
         self.timers.cancel(&Timer::Reply(id.clone()));
         self.events.push_back(ClientEvent::Failed {
             error: error.for_request(&id),
@@ -1091,10 +1080,16 @@ impl ClientSession {
         self.queue.iter().any(|q| q.id == id)
     }
 
-    /// Whether command `id`'s frame has left (polled), so a reply to it may still come: not
-    /// while it is queued before HELLO_ACK or its frame waits in `transmit`.
-    fn went_out(&self, id: &str) -> bool {
-        !self.is_queued(id) && !self.transmit.iter().any(|(_, of)| of.as_deref() == Some(id))
+    /// Ends command `id` before its reply (cancelled, timed out, failed). Its frame is taken back
+    /// when not polled yet; one that went out may still be answered, so its id is remembered
+    /// and a late reply dropped quietly. The command, and whether its frame went out.
+    fn end_early(&mut self, id: &str) -> Option<(Pending, bool)> {
+        let went_out = !self.is_queued(id) && !self.transmit.iter().any(|(_, of)| of.as_deref() == Some(id));
+        let p = self.take_pending(id)?;
+        if went_out {
+            self.forget(id.to_string());
+        }
+        Some((p, went_out))
     }
 
     /// Ends tracking of a command, giving back the bytes its stream held out of order. A command

@@ -346,9 +346,7 @@ impl Session {
         if self.pending.remove(id).is_none() {
             return false;
         }
-        if !self.unsend(id) {
-            self.forget(id.to_string());
-        }
+        self.end_early(id);
         self.timers.cancel(&Timer::Request(id.to_string()));
         self.events.push_back(Event::Failed {
             id: id.to_string(),
@@ -372,12 +370,15 @@ impl Session {
 
     // ---- internals ----------------------------------------------------------------------
 
-    /// Takes back the frame of request `id` if it was not polled yet: true when it was (no
-    /// reply can come, so the id need not be remembered as forgotten).
-    fn unsend(&mut self, id: &str) -> bool {
+    /// Request `id` ended before its response (cancelled, timed out): its frame is taken back
+    /// when not polled yet; one that went out may still be answered, so its id is remembered and
+    /// a late response dropped quietly.
+    fn end_early(&mut self, id: &str) {
         let before = self.transmit.len();
         self.transmit.retain(|(_, of)| of.as_deref() != Some(id));
-        self.transmit.len() != before
+        if self.transmit.len() == before {
+            self.forget(id.to_string());
+        }
     }
 
     /// The id the next request or connect takes; taken (`next_id += 1`) only once its frame is
@@ -512,9 +513,7 @@ impl Session {
             return;
         }
         if self.pending.remove(&id).is_some() {
-            if !self.unsend(&id) {
-                self.forget(id.clone());
-            }
+            self.end_early(&id);
             let m = "no response before the request timeout";
             let error = MoltZapError::local(ErrorKind::Timeout, m).for_request(Id::Str(id.clone()));
             self.events.push_back(Event::Failed { id, error });

@@ -4,8 +4,9 @@
 //!
 //! **Backpressure.** The socket is read whatever the reader does, so pings are answered and
 //! beats sent (while a pong or close is written, up to the write's 5 s bound, the loop waits for
-//! it: those frames are small, so only a server that stopped reading holds it up). Events are taken from the engine only while the channel has room (one more
-//! waits, parked, for room); the rest stay queued in the engine, whose `max_queued_events` and
+//! it: those frames are small, so only a server that stopped reading holds it up). Events are
+//! taken from the engine only while the channel has room (one more waits, parked, for room);
+//! the rest stay queued in the engine, whose `max_queued_events` and
 //! `max_queued_bytes` are the bound: past it the engine takes no further event and, once the
 //! reader has drained the queue, reopens from its cursor, so a slow reader loses nothing. Memory
 //! stays bounded by the channel's `event_capacity` events and `event_capacity_bytes` bytes, the

@@ -126,9 +126,14 @@ impl Script {
     }
 
     pub(super) fn push(&mut self, message: &Value) {
+        self.push_unpolled(message);
+        self.pump();
+    }
+
+    /// A live push whose events the host has not polled yet.
+    pub(super) fn push_unpolled(&mut self, message: &Value) {
         let text = json!({"jsonrpc": "2.0", "method": "messages/received", "params": {"message": message}});
         self.ep.handle_text(self.now, &text.to_string());
-        self.pump();
     }
 
     /// Time passes to the next timer, which fires.
@@ -212,9 +217,7 @@ fn a_delivery_dropped_for_overflow_before_it_is_polled_is_not_reported() {
     s.events.clear();
     // Three more before the host polls: m1, then m2, leave the inbox of two.
     for (id, text) in [("m2", "two"), ("m3", "three"), ("m4", "four")] {
-        let frame = json!({"jsonrpc": "2.0", "method": "messages/received",
-            "params": {"message": plain(id, "c1", "bob", text)}});
-        s.ep.handle_text(s.now, &frame.to_string());
+        s.push_unpolled(&plain(id, "c1", "bob", text));
     }
     s.pump();
     assert_eq!(s.texts(), vec!["three", "four"], "m2 could not be acknowledged");
@@ -247,9 +250,7 @@ fn unlisten_drops_the_queued_deliveries_that_the_next_listen_replays() {
     assert_eq!(s.texts(), vec!["one"]);
     s.events.clear();
     // m2's delivery is queued, not polled; the host subscribes again and again first.
-    let two = json!({"jsonrpc": "2.0", "method": "messages/received",
-        "params": {"message": plain("m2", "c1", "bob", "two")}});
-    s.ep.handle_text(s.now, &two.to_string());
+    s.push_unpolled(&plain("m2", "c1", "bob", "two"));
     for _ in 0..100 {
         s.ep.unlisten();
         s.ep.listen().unwrap();
@@ -257,7 +258,7 @@ fn unlisten_drops_the_queued_deliveries_that_the_next_listen_replays() {
     s.pump();
     assert_eq!(s.texts(), vec!["one", "two"], "each unacknowledged delivery once");
     s.events.clear();
-    s.ep.handle_text(s.now, &two.to_string().replace("m2", "m3"));
+    s.push_unpolled(&plain("m3", "c1", "bob", "three"));
     s.ep.unlisten();
     s.pump();
     assert!(s.texts().is_empty(), "no delivery past the end of the subscription");
