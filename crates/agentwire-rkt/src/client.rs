@@ -740,6 +740,9 @@ impl ClientSession {
             return;
         }
         self.state = ClientState::Closed;
+        // The frames of the commands this fails are taken back, as for any command ended before
+        // its frame left (a GOODBYE or close frame already queued still goes).
+        self.transmit.retain(|(_, of)| of.is_none());
         let mut ids: Vec<(Millis, String, Origin)> =
             self.pending.drain().map(|(id, p)| (p.sent_at, id, p.origin)).collect();
         self.own_pending = 0;
