@@ -95,6 +95,10 @@ pub struct MoltZapError {
     /// The request the error is about.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<Id>,
+    /// The request ended before its frame left (timed out, cancelled or closed while still
+    /// queued): the server cannot have acted on it, so sending it again cannot make a second one.
+    #[serde(skip)]
+    pub unsent: bool,
 }
 
 impl MoltZapError {
@@ -105,11 +109,18 @@ impl MoltZapError {
             tag: None,
             data: None,
             request_id: None,
+            unsent: false,
         }
     }
 
     pub fn for_request(mut self, id: Id) -> Self {
         self.request_id = Some(id);
+        self
+    }
+
+    /// Marks the error as ending a request whose frame never left ([`MoltZapError::unsent`]).
+    pub fn unsent(mut self, unsent: bool) -> Self {
+        self.unsent = unsent;
         self
     }
 
@@ -141,6 +152,7 @@ impl MoltZapError {
             tag: err.tag.clone(),
             data: err.data.as_ref().map(|d| d.get().to_string()),
             request_id: request_id.cloned(),
+            unsent: false,
         }
     }
 
@@ -160,6 +172,7 @@ impl MoltZapError {
             tag: None,
             data: Some(format!(r#"{{"field":{field}}}"#)),
             request_id: err.id.clone(),
+            unsent: false,
         }
     }
 }

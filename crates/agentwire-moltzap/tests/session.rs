@@ -1127,3 +1127,28 @@ fn auto_fallback_gets_a_full_handshake_timeout() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A socket that closes with frames still queued: their requests fail with `closed`, and the
+/// frames are not sent on the next socket (where a server would act on requests already
+/// reported failed: a message retried after `closed` would go out twice).
+#[test]
+fn frames_queued_when_the_socket_closes_are_not_sent_on_the_next() {
+    let mut s = released_ready();
+    let a = s.system_ping(1).unwrap();
+    s.handle_close(2, 1006, "gone");
+    assert!(matches!(&events(&mut s)[0], Event::Failed { id, .. } if *id == a));
+    s.handle_open(3);
+    assert!(sent(&mut s).is_empty(), "nothing from the last socket");
+    let c = s.connect(4, Credentials::AgentKey(KEY.into())).unwrap();
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["id"], json!(c));
+    // A user close with a request queued: the close frame goes, the request does not.
+    s.handle_text(5, &released_response(&c, HELLO));
+    events(&mut s);
+    s.system_ping(6).unwrap();
+    s.close(1000, "bye");
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].get("close").is_some(), "{out:?}");
+}

@@ -196,6 +196,8 @@ impl Session {
         if self.state != SessionState::Closed {
             return;
         }
+        // A new socket starts with nothing queued (a close frame the last one never took).
+        self.transmit.clear();
         self.state = SessionState::Open;
         self.generation = match self.cfg.generation {
             GenerationChoice::Released => Generation::Released,
@@ -346,11 +348,11 @@ impl Session {
         if self.pending.remove(id).is_none() {
             return false;
         }
-        self.end_early(id);
+        let unsent = self.end_early(id);
         self.timers.cancel(&Timer::Request(id.to_string()));
         self.events.push_back(Event::Failed {
             id: id.to_string(),
-            error,
+            error: error.unsent(unsent),
         });
         true
     }
@@ -371,14 +373,16 @@ impl Session {
     // ---- internals ----------------------------------------------------------------------
 
     /// Request `id` ended before its response (cancelled, timed out): its frame is taken back
-    /// when not polled yet; one that went out may still be answered, so its id is remembered and
-    /// a late response dropped quietly.
-    fn end_early(&mut self, id: &str) {
+    /// when not polled yet (true: it never left); one that went out may still be answered, so
+    /// its id is remembered and a late response dropped quietly.
+    fn end_early(&mut self, id: &str) -> bool {
         let before = self.transmit.len();
         self.transmit.retain(|(_, of)| of.as_deref() != Some(id));
-        if self.transmit.len() == before {
+        let unsent = self.transmit.len() != before;
+        if !unsent {
             self.forget(id.to_string());
         }
+        unsent
     }
 
     /// The id the next request or connect takes; taken (`next_id += 1`) only once its frame is
@@ -513,10 +517,13 @@ impl Session {
             return;
         }
         if self.pending.remove(&id).is_some() {
-            self.end_early(&id);
+            let unsent = self.end_early(&id);
             let m = "no response before the request timeout";
             let error = MoltZapError::local(ErrorKind::Timeout, m).for_request(Id::Str(id.clone()));
-            self.events.push_back(Event::Failed { id, error });
+            self.events.push_back(Event::Failed {
+                id,
+                error: error.unsent(unsent),
+            });
         }
     }
 
@@ -550,9 +557,16 @@ impl Session {
             return;
         }
         self.state = SessionState::Closed;
+        // Frames still queued never leave (a user's close frame does): their requests fail as
+        // unsent, and none is sent on a later socket.
+        let unsent: HashSet<String> = self.transmit.iter().filter_map(|(_, of)| of.clone()).collect();
+        self.transmit
+            .retain(|(frame, _)| matches!(frame, Outgoing::Close { .. }));
         let closed = |id: &str| {
             let m = format!("connection closed ({code} {reason}) before a response");
-            MoltZapError::local(ErrorKind::Closed, m).for_request(Id::from(id))
+            MoltZapError::local(ErrorKind::Closed, m)
+                .for_request(Id::from(id))
+                .unsent(unsent.contains(id))
         };
         if let Some(c) = self.connecting.take() {
             let error = closed(&c.id);

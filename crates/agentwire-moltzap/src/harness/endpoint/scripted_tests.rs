@@ -947,6 +947,38 @@ fn an_answer_of_unknown_outcome_leaves_its_request_answered_and_takes_no_second(
     assert!(s.take("messages/send").is_none());
 }
 
+/// The connection drops while the answer's frame is still queued: it never left, so the send
+/// fails `network-unavailable` (the daemon cannot have acted on it), the request stays open,
+/// and the frame is not sent on the next connection.
+#[test]
+fn an_answer_whose_frame_never_left_fails_network_unavailable_and_leaves_its_request_open() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let (_, req) = request(AskOp::Gather, "bob", 1, s.now);
+    s.push(&message("r", "c1", "bob", req));
+    s.conversation("dm", &["alice", "bob"]);
+    s.sent.clear();
+    let to = request_to(&s);
+    let reply = || SendInput::Response {
+        to: to.clone(),
+        response: CollectiveResponse::Decline,
+    };
+    let send = s.ep.send(s.now, reply(), SendOptions::default()).unwrap();
+    s.ep.handle_close(s.now, 1006, "");
+    s.pump();
+    assert_eq!(
+        super::gate_tests::send_reason(super::gate_tests::done(&s, send)),
+        SendErrorReason::NetworkUnavailable
+    );
+    assert!(s.take("messages/send").is_none(), "nothing left");
+    s.connect();
+    assert!(s.take("messages/send").is_none(), "not sent on the next connection");
+    // The request is still open: the answer can be sent again, once.
+    s.ep.send(s.now, reply(), SendOptions::default()).unwrap();
+    s.pump();
+    assert!(s.take("messages/send").is_some());
+}
+
 #[test]
 fn a_close_listing_the_members_own_answer_of_unknown_outcome_applies_once_it_is_read_back() {
     let mut s = Script::new(|_| {});

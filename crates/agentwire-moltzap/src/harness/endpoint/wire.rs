@@ -144,7 +144,8 @@ pub(super) fn send_params(to: &str, content: &Content, post_id: &PostId, release
 }
 
 /// A failed `messages/send` as the spec's reason: a timeout or a close after sending is
-/// `outcome-unknown`; a request that could not be sent is `network-unavailable`. A known
+/// `outcome-unknown`; a request that could not be sent, or ended before its frame left
+/// ([`MoltZapError::unsent`]), is `network-unavailable` (the daemon cannot have acted on it). A known
 /// `_tag` (current generation) decides before the numeric code, as it does for the error's kind.
 pub(super) fn send_failure(err: &MoltZapError, to: &str) -> SendError {
     let by_tag = err.tag.as_deref().and_then(codes::by_tag).map(|row| row.code);
@@ -155,6 +156,7 @@ pub(super) fn send_failure(err: &MoltZapError, to: &str) -> SendError {
         (Some(codes::PROTOCOL_MISMATCH), _) | (_, ErrorKind::Version) => SendErrorReason::VersionMismatch,
         (Some(codes::INVALID_PARAMS), _) => SendErrorReason::ContentInvalid,
         (Some(_), _) => SendErrorReason::CertificationUnavailable,
+        (None, _) if err.unsent => SendErrorReason::NetworkUnavailable,
         (None, ErrorKind::Timeout | ErrorKind::Closed | ErrorKind::Cancelled) => SendErrorReason::OutcomeUnknown,
         (None, ErrorKind::Limit | ErrorKind::State) => SendErrorReason::NetworkUnavailable,
         (None, _) => SendErrorReason::OutcomeUnknown,
@@ -269,6 +271,14 @@ mod tests {
         );
         let closed = MoltZapError::local(ErrorKind::Closed, "closed");
         assert_eq!(send_failure(&closed, "agent:x").reason, SendErrorReason::OutcomeUnknown);
+        // Ended before its frame left: the daemon cannot have acted on it.
+        for kind in [ErrorKind::Closed, ErrorKind::Timeout, ErrorKind::Cancelled] {
+            let unsent = MoltZapError::local(kind, "m").unsent(true);
+            assert_eq!(
+                send_failure(&unsent, "agent:x").reason,
+                SendErrorReason::NetworkUnavailable
+            );
+        }
         let full = MoltZapError::local(ErrorKind::Limit, "too many");
         assert_eq!(
             send_failure(&full, "agent:x").reason,
