@@ -964,3 +964,109 @@ fn room_updates_are_bounded_and_the_latest_rooms_arrive() {
     assert!(d.conn.dropped_control() > 0);
     assert_eq!(d.conn.rooms(), ["r49999".to_owned()]);
 }
+
+/// What is not a domain event counts in bytes too (the server chooses its size): room lists,
+/// ids, reasons. Past `max_queued_bytes` of it, room updates, `Connected` and diagnostics are
+/// dropped and counted, as past their count; the first always goes in.
+#[test]
+fn room_updates_and_attaches_are_bounded_in_bytes() {
+    let held = |e: &[Event]| -> usize {
+        e.iter()
+            .filter(|e| !matches!(e, Event::Event { .. }))
+            .map(Event::queued_bytes)
+            .sum()
+    };
+    let mut cfg = ws();
+    cfg.max_queued_events = 16;
+    cfg.max_queued_bytes = 1024;
+    let mut d = Driver::live_ws(cfg.clone(), 0, &[ROOM]);
+    d.events();
+    // A subscription_changed of about 64 KiB (a room_released between them stops the merge).
+    let rooms: Vec<String> = (0..1000).map(|i| format!("\"{i:0>60}\"")).collect();
+    let sc = format!(
+        r#"{{"event":"subscription_changed","data":{{"rooms":[{}],"reason":"r"}}}}"#,
+        rooms.join(",")
+    );
+    let rr = r#"{"event":"room_released","data":{"room_id":"x","session_id":null}}"#;
+    for _ in 0..200 {
+        d.text(&sc);
+        d.text(rr);
+    }
+    let e = d.events();
+    // Before: all 200 of them, about 18 MB.
+    assert!(held(&e) <= 1024 + 100_000, "{} bytes held", held(&e));
+    assert!(d.conn.dropped_control() >= 199);
+    // A connection_state naming another connection id (copied into a diagnostic too).
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    d.events();
+    let cs = connection_state(Some(3), 0, &[ROOM]).replace(CID, &"x".repeat(100_000));
+    for _ in 0..200 {
+        d.text(&cs);
+    }
+    let e = d.events();
+    assert!(held(&e) <= 1024 + 100_500, "{} bytes held", held(&e));
+    assert!(d.conn.dropped_control() >= 199);
+    // An attach's Connected always goes in, whatever the bytes queued before it.
+    d.conn.handle_close(d.now, 1006, "");
+    d.reopen();
+    d.conn.handle_open(d.now);
+    d.text(&cs);
+    d.text(&cs);
+    let e = d.events();
+    assert_eq!(
+        e.iter().filter(|e| matches!(e, Event::Connected { .. })).count(),
+        1,
+        "{e:?}"
+    );
+}
+
+/// Gaps count with the rest; one that finds the bytes used keeps its range but names no rooms.
+#[test]
+fn a_gap_past_the_bytes_keeps_its_range_and_names_all_rooms() {
+    let mut cfg = ws();
+    cfg.max_queued_bytes = 256;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    d.events();
+    let rooms: Vec<String> = (0..100).map(|i| format!("\"room-{i}\"")).collect();
+    let big_gap = |from: u64, to: u64| {
+        format!(
+            r#"{{"event":"gap","data":{{"from_sequence":{from},"resumed_at":{to},"rooms":[{}],"reason":"retention"}}}}"#,
+            rooms.join(",")
+        )
+    };
+    d.text(&big_gap(1, 5));
+    d.text(&message(6));
+    d.text(&big_gap(6, 10));
+    d.text(&message(11));
+    let e = d.events();
+    let gaps: Vec<_> = e
+        .iter()
+        .filter_map(|e| match e {
+            Event::Event { gap: Some(g), .. } => Some(g),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(gaps.len(), 2, "{e:?}");
+    assert_eq!(
+        gaps[0].rooms.as_ref().map(Vec::len),
+        Some(100),
+        "the first goes in whole"
+    );
+    assert_eq!((gaps[1].from_sequence, gaps[1].resumed_at), (6, 10));
+    assert_eq!((gaps[1].rooms.as_ref(), gaps[1].all_rooms), (None, Some(true)));
+}
+
+/// docs/protocols/switch.md: two gaps before one event merge with the first `from_sequence`
+/// (a retention gap, then a restart that numbers from 3: the loss still starts at 50).
+#[test]
+fn merged_gaps_keep_the_first_from_sequence() {
+    let mut d = Driver::live_ws(ws(), 40, &[ROOM]);
+    d.text(&gap(50, 99));
+    d.text(&gap(3, 3));
+    d.text(&message(4));
+    let e = d.events();
+    let Some(Event::Event { gap: Some(g), .. }) = e.iter().find(|e| matches!(e, Event::Event { .. })) else {
+        panic!("{e:?}")
+    };
+    assert_eq!((g.from_sequence, g.resumed_at), (50, 3));
+}

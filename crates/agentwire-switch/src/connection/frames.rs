@@ -103,17 +103,23 @@ impl Connection {
         self.remember_rooms(&s.rooms);
         let resumed = self.ever_attached;
         self.ever_attached = true;
+        let attach = self.state != State::Live;
         self.state = State::Live;
         self.timers.cancel(&Timer::Open);
         match self.wire {
             Wire::WebSocket => self.arm_ping(now),
             Wire::Sse => self.timers.set(Timer::Beat, now.saturating_add(self.heartbeat_ms)),
         }
-        self.push(Event::Connected {
+        let connected = Event::Connected {
             state: s,
             wire: self.wire,
             resumed,
-        });
+        };
+        if attach {
+            self.push_always(connected);
+        } else {
+            self.push(connected);
+        }
     }
 
     fn on_refused(&mut self, r: Refused) {

@@ -133,18 +133,15 @@ impl Connection {
     /// 422 fix the request. Anything else (5xx, 429, an unreadable 200) is a failed beat, unless
     /// its timeout was `counted` as one already.
     fn on_beat_refused(&mut self, now: Millis, e: SwitchError, counted: bool) {
-        match (e.status, e.code.as_deref()) {
+        // "The same codes come back in the body of a 409 from the SSE heartbeat": the eviction
+        // table decides.
+        let policy = e.code.as_deref().map(|c| EvictionCode::parse(c).policy());
+        match (e.status, policy) {
             (Some(401), _) => self.stop(Some(e), "bad credentials"),
-            // "The same codes come back in the body of a 409 from the SSE heartbeat": the
-            // eviction table decides.
-            (Some(409), Some(code)) => match EvictionCode::parse(code).policy() {
-                EvictionPolicy::Resume => {
-                    let reason = format!("beat refused: {}", e.message);
-                    self.reconnect(now, None, &reason, true);
-                }
-                EvictionPolicy::Stop => self.stop(Some(e.retryable(false)), "taken over"),
-                EvictionPolicy::ReadReason => self.stop(Some(e.retryable(false)), "closed by the server"),
-            },
+            (Some(409), Some(EvictionPolicy::Stop)) => self.stop(Some(e.retryable(false)), "taken over"),
+            (Some(409), Some(EvictionPolicy::ReadReason)) => {
+                self.stop(Some(e.retryable(false)), "closed by the server")
+            }
             (Some(404 | 409), _) => {
                 let reason = format!("beat refused: {}", e.message);
                 self.reconnect(now, None, &reason, true);

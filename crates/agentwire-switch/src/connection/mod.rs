@@ -262,8 +262,11 @@ pub struct Connection {
     pongs_unsent: usize,
     queue: VecDeque<Item>,
     queued_events: usize,
-    /// What `max_queued_bytes` counts of the queue (see `queued_bytes`).
+    /// What `max_queued_bytes` counts of the queue's domain events (see `queued_bytes`).
     queued_bytes: usize,
+    /// The same measure of everything else queued (gaps included), bounded by
+    /// `max_queued_bytes` on its own so that it never refuses a domain event.
+    control_bytes: usize,
     dropped_control: u64,
     /// Events dropped as already received, and whether the last event was one.
     duplicates: u64,
@@ -310,6 +313,7 @@ impl Connection {
             queue: VecDeque::new(),
             queued_events: 0,
             queued_bytes: 0,
+            control_bytes: 0,
             dropped_control: 0,
             duplicates: 0,
             in_duplicate_run: false,
@@ -474,6 +478,7 @@ impl Connection {
                     return None;
                 }
                 Some(Item::Gap(g)) => {
+                    self.control_bytes -= gap_bytes(&g);
                     self.cursor = Some(g.resumed_at);
                     self.held_gap = Some(match self.held_gap.take() {
                         Some(first) => merge_gaps(first, g),
@@ -488,7 +493,7 @@ impl Connection {
                     return Some(Event::Event { event, gap });
                 }
                 Some(Item::Event(e)) => {
-                    self.queued_bytes -= e.queued_bytes();
+                    self.control_bytes -= e.queued_bytes();
                     return Some(e);
                 }
             }
@@ -697,48 +702,61 @@ impl Connection {
     /// Queues an event. Diagnostics and unknown control frames past the bound plus
     /// `CONTROL_SLACK` are counted and dropped; room updates and `Connected` (one per frame the
     /// server sent) likewise past another `CONTROL_SLACK`, so diagnostics cannot crowd them out.
-    /// A `SubscriptionChanged` replaces one right before it (each carries the whole set).
-    /// `Evicted` and `Disconnected` (one per socket) always go in.
+    /// All of them are dropped too past `max_queued_bytes` of what is not a domain event (the
+    /// server chooses their size). A `SubscriptionChanged` replaces one right before it (each
+    /// carries the whole set). `Evicted` and `Disconnected` (one per socket) always go in, and so
+    /// does the `Connected` of an attach.
     fn push(&mut self, event: Event) {
-        if matches!(event, Event::SubscriptionChanged(_))
-            && matches!(self.queue.back(), Some(Item::Event(Event::SubscriptionChanged(_))))
-        {
-            self.queue.pop_back();
+        if matches!(event, Event::SubscriptionChanged(_)) {
+            if let Some(Item::Event(last @ Event::SubscriptionChanged(_))) = self.queue.back() {
+                self.control_bytes -= last.queued_bytes();
+                self.queue.pop_back();
+            }
         }
         let slack = match event {
             Event::Diagnostic(_) | Event::Control { .. } => CONTROL_SLACK,
             Event::SubscriptionChanged(_) | Event::RoomReleased(_) | Event::Connected { .. } => 2 * CONTROL_SLACK,
-            _ => usize::MAX,
+            _ => return self.push_always(event),
         };
-        let bytes = event.queued_bytes();
-        let over_bytes = bytes > 0 && self.queued_bytes >= self.cfg.max_queued_bytes;
-        if over_bytes || self.queue.len() >= self.cfg.max_queued_events.saturating_add(slack) {
+        if self.over_control_bytes(event.queued_bytes())
+            || self.queue.len() >= self.cfg.max_queued_events.saturating_add(slack)
+        {
             self.dropped_control += 1;
             return;
         }
-        self.queued_bytes += bytes;
+        self.push_always(event);
+    }
+
+    /// Queues an event whatever the bounds (one per socket: an attach, an eviction, a close).
+    fn push_always(&mut self, event: Event) {
+        self.control_bytes += event.queued_bytes();
         self.queue.push_back(Item::Event(event));
     }
 
+    /// Whether `bytes` more of what is not a domain event would go past `max_queued_bytes`
+    /// (the first always fits: a `Connected` after a drained queue is never refused).
+    fn over_control_bytes(&self, bytes: usize) -> bool {
+        self.control_bytes > 0 && self.control_bytes.saturating_add(bytes) > self.cfg.max_queued_bytes
+    }
+
     /// Queues a gap, merged into the one at the back of the queue if there is one (so gaps alone
-    /// can never fill memory).
-    fn push_gap(&mut self, g: Gap) {
-        if let Some(Item::Gap(last)) = self.queue.back_mut() {
-            let first = std::mem::replace(
-                last,
-                Gap {
-                    from_sequence: 0,
-                    resumed_at: 0,
-                    resumed_position: None,
-                    rooms: None,
-                    all_rooms: None,
-                    reason: String::new(),
-                },
-            );
-            *last = merge_gaps(first, g);
-        } else {
-            self.queue.push_back(Item::Gap(g));
+    /// can never fill memory). One that finds the queue over its bytes loses its room list and
+    /// reason (`all_rooms`): still a gap, of the same range.
+    fn push_gap(&mut self, mut g: Gap) {
+        if let Some(Item::Gap(_)) = self.queue.back() {
+            if let Some(Item::Gap(first)) = self.queue.pop_back() {
+                self.control_bytes -= gap_bytes(&first);
+                g = merge_gaps(first, g);
+            }
         }
+        if self.over_control_bytes(gap_bytes(&g)) {
+            g.rooms = None;
+            g.all_rooms = Some(true);
+            g.reason.clear();
+            g.resumed_position = None;
+        }
+        self.control_bytes += gap_bytes(&g);
+        self.queue.push_back(Item::Gap(g));
     }
 
     fn diagnostic(&mut self, e: SwitchError) {
@@ -752,7 +770,7 @@ impl Connection {
         self.timers.clear();
         self.overflowed = false;
         // Stopped goes after everything queued, whatever the bound.
-        self.queue.push_back(Item::Event(Event::Stopped { error }));
+        self.push_always(Event::Stopped { error });
     }
 
     /// For a single-scope connection, the rooms it held are what it declares again; an
@@ -803,7 +821,7 @@ fn merge_gaps(first: Gap, last: Gap) -> Gap {
         (a, b) => a.or(b),
     };
     Gap {
-        from_sequence: first.from_sequence.min(last.from_sequence),
+        from_sequence: first.from_sequence,
         resumed_at: last.resumed_at,
         resumed_position: last.resumed_position,
         rooms,
@@ -817,16 +835,53 @@ fn merge_gaps(first: Gap, last: Gap) -> Gap {
 }
 
 impl Event {
-    /// What `max_queued_bytes` counts of it: a domain event's payload and room id, an unknown
-    /// control frame's name and body; nothing of the others (small, and bounded in count). A
-    /// driver that queues events again bounds its own queue with the same measure.
+    /// What `max_queued_bytes` counts of it: the text it holds (a domain event's payload and
+    /// room id and its gap's, an unknown control frame's name and body, room lists with a
+    /// `String`'s own size per room, ids, reasons, messages). A driver that queues events again
+    /// bounds its own queue with the same measure.
+    #[inline(never)]
     pub fn queued_bytes(&self) -> usize {
         match self {
-            Event::Event { event, .. } => domain_bytes(event),
+            Event::Event { event, gap } => domain_bytes(event) + gap.as_ref().map_or(0, gap_bytes),
             Event::Control { name, raw } => name.len() + raw.get().len(),
-            _ => 0,
+            Event::SubscriptionChanged(s) => rooms_bytes(&s.rooms) + s.reason.len(),
+            Event::RoomReleased(r) => r.room_id.len() + opt_len(&r.session_id),
+            Event::Connected { state: s, .. } => {
+                let raw = |r: &Option<Box<RawValue>>| r.as_ref().map_or(0, |r| r.get().len());
+                let generation = match &s.generation {
+                    Some(crate::frame::ConnGeneration::Text(t)) => t.len(),
+                    _ => 0,
+                };
+                rooms_bytes(&s.rooms)
+                    + s.connection_id.len()
+                    + s.agent_id.len()
+                    + s.scope.len()
+                    + s.filter.len()
+                    + raw(&s.server)
+                    + raw(&s.client)
+                    + generation
+            }
+            Event::Evicted(e) => e.reason.len() + opt_len(&e.room_id),
+            Event::Disconnected { reason, .. } => reason.len(),
+            Event::Diagnostic(e) | Event::Stopped { error: Some(e) } => e.message.len() + opt_len(&e.detail),
+            Event::Stopped { error: None } => 0,
         }
     }
+}
+
+fn opt_len(s: &Option<String>) -> usize {
+    s.as_ref().map_or(0, String::len)
+}
+
+fn rooms_bytes(rooms: &[String]) -> usize {
+    rooms.iter().map(|r| r.len() + std::mem::size_of::<String>()).sum()
+}
+
+#[inline(never)]
+fn gap_bytes(g: &Gap) -> usize {
+    g.rooms.as_deref().map_or(0, rooms_bytes)
+        + g.reason.len()
+        + g.resumed_position.as_ref().map_or(0, |p| p.get().len())
 }
 
 fn domain_bytes(event: &DomainEvent) -> usize {
