@@ -1,13 +1,19 @@
-//! The decoders: one WebSocket text message, or one SSE frame, into a [`Frame`].
+//! The decoders: one WebSocket text message, or one SSE frame, into a [`Frame`]. They read on
+//! core's serde-free reader ([`agentwire_core::json::read`]), leniently as serde_json read the raw
+//! parts (a lone surrogate escape or a huge number inside a payload passes through as received),
+//! and refuse those only in a field decoded as text or number, as serde did. Objects are read as
+//! the derived `Deserialize`s they replace read them (`decode_serde`, kept in the tests as the
+//! reference): unknown keys ignored, a known key given twice or a key with a lone surrogate
+//! escape refused, `null` read as absent.
 
 use super::error::{FrameError, FrameErrorKind};
 use super::{
-    ConnectionState, DomainEvent, EventKind, Evicted, EvictionCode, Frame, Gap, Refused, RoomReleased,
+    ConnGeneration, ConnectionState, DomainEvent, EventKind, Evicted, EvictionCode, Frame, Gap, Refused, RoomReleased,
     SubscriptionChanged,
 };
-use serde::Deserialize;
+use agentwire_core::json::fields::Object;
+use agentwire_core::json::read::{self, Kind, Value};
 use serde_json::value::RawValue;
-use std::borrow::Cow;
 
 /// Bounds checked before parsing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,18 +43,10 @@ pub fn decode_sse(event_name: &str, data: &str, id: Option<&str>) -> Result<Fram
     decode_sse_with(event_name, data, id, &DecodeOptions::default())
 }
 
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow, default)]
-    event: Option<&'a RawValue>,
-    #[serde(borrow, default, rename = "type")]
-    kind: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    data: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-}
+/// The envelope's keys: `event` (or a flat control frame's `type`), `data`, `id`.
+const ENVELOPE: &[&str] = &["event", "type", "data", "id"];
 
+/// Any WebSocket frame: its envelope, then its body.
 pub fn decode_with(text: &str, opts: &DecodeOptions) -> Result<Frame, FrameError> {
     check_limits(text, opts)?;
     if !text.trim_ascii_start().starts_with('{') {
@@ -58,46 +56,30 @@ pub fn decode_with(text: &str, opts: &DecodeOptions) -> Result<Frame, FrameError
             "frame is not a JSON object",
         ));
     }
-    // Domain events (nearly every frame) in one pass over the text; anything else, and any
-    // error, is decided by the general path below, which gives the same frame or error.
-    if let Ok(DomainEnvelope {
-        event: Some(event),
-        id: Some(id),
-        data: Some(DataObject(d)),
-    }) = serde_json::from_str::<DomainEnvelope<'_>>(text)
-    {
+    let tape = parse(text, "invalid JSON: ")?;
+    let env = Body::new(Some(tape.root()), "", ENVELOPE)?;
+    if let Some(event) = env.get("event") {
         let name = string(event, "event")?;
-        return domain_fields(&name, d, json_id(id)?, "data.");
-    }
-    decode_general(text)
-}
-
-/// Any WebSocket frame, its envelope first (`data` raw), then its body.
-fn decode_general(text: &str) -> Result<Frame, FrameError> {
-    let env: Envelope<'_> = serde_json::from_str(text).map_err(|e| FrameError::syntax(format!("invalid JSON: {e}")))?;
-    if let Some(event) = env.event {
-        let name = string(event, "event")?;
-        if env.id.is_some() || EventKind::known(&name).is_some() {
-            let id = env.id.ok_or_else(|| FrameError::missing("id"))?;
-            let id = json_id(id)?;
-            let data = env.data.ok_or_else(|| FrameError::missing("data"))?;
-            return domain(&name, data, id, "data.");
+        let id = env.get("id");
+        if id.is_some() || EventKind::known(&name).is_some() {
+            let id = json_id(id.ok_or_else(|| FrameError::missing("id"))?)?;
+            let data = env.get("data").ok_or_else(|| FrameError::missing("data"))?;
+            return domain(&name, Some(data), id);
         }
-        let body = env.data.unwrap_or(empty_object());
-        return control(&name, body, "data.", || body.to_owned());
+        return control(&name, env.get("data"), "data.");
     }
-    if let Some(kind) = env.kind {
+    if let Some(kind) = env.get("type") {
         let name = string(kind, "type")?;
         if EventKind::known(&name).is_some() {
             // Only control frames come flat; a domain event needs its envelope and id.
             return Err(FrameError::missing("id"));
         }
-        let whole: &RawValue = serde_json::from_str(text).map_err(|e| FrameError::syntax(e.to_string()))?;
-        return control(&name, whole, "", || whole.to_owned());
+        return control(&name, Some(tape.root()), "");
     }
     Err(FrameError::missing("event"))
 }
 
+/// One SSE frame: its event name, its `data` and its `id:` line (a domain event has one).
 pub fn decode_sse_with(
     event_name: &str,
     data: &str,
@@ -106,21 +88,21 @@ pub fn decode_sse_with(
 ) -> Result<Frame, FrameError> {
     check_limits(data, opts)?;
     // No data and `null` are no data, as a WebSocket frame's absent or null `data` is.
-    let body: &RawValue = if matches!(data.trim_ascii(), "" | "null") {
-        empty_object()
-    } else {
-        serde_json::from_str(data).map_err(|e| FrameError::syntax(format!("invalid JSON in `data`: {e}")))?
+    let tape = match data.trim_ascii() {
+        "" | "null" => None,
+        _ => Some(parse(data, "invalid JSON in `data`: ")?),
     };
+    let body = tape.as_ref().map(read::Tape::root);
     if let Some(id) = id {
         let id: u64 = id
             .parse()
             .map_err(|_| FrameError::wrong("id", format_args!("is `{id}`, not a sequence number")))?;
-        return domain(event_name, body, id, "data.");
+        return domain(event_name, body, id);
     }
     if EventKind::known(event_name).is_some() {
         return Err(FrameError::missing("id"));
     }
-    control(event_name, body, "data.", || body.to_owned())
+    control(event_name, body, "data.")
 }
 
 /// The sequence of a WebSocket domain event that could not be decoded, read from the end of the
@@ -166,58 +148,33 @@ fn check_limits(text: &str, opts: &DecodeOptions) -> Result<(), FrameError> {
     Ok(())
 }
 
-fn empty_object() -> &'static RawValue {
-    serde_json::from_str("{}").expect("`{}` is JSON")
+/// `text` on a tape, leniently (the raw parts pass as received). Its depth was checked by
+/// `check_limits`, so the reader's own bound is not reached.
+fn parse<'a>(text: &'a str, what: &str) -> Result<read::Tape<'a>, FrameError> {
+    read::parse_lenient(text, usize::MAX).map_err(|e| FrameError::syntax(format!("{what}{e}")))
 }
 
 /// `id` on the WebSocket: a JSON number, a u64.
-fn json_id(raw: &RawValue) -> Result<u64, FrameError> {
-    let s = raw.get();
-    if s.starts_with('"') {
+fn json_id(v: Value<'_, '_>) -> Result<u64, FrameError> {
+    if v.kind() == Kind::String {
         return Err(FrameError::wrong("id", "must be a JSON number, not a string"));
     }
+    let s = v.raw();
     s.parse::<u64>()
         .map_err(|_| FrameError::wrong("id", format_args!("is `{s}`, not a non-negative integer")))
 }
 
-/// A JSON string, borrowed when it has no escapes.
-pub(crate) fn string<'a>(raw: &'a RawValue, field: &str) -> Result<Cow<'a, str>, FrameError> {
-    let s = raw.get();
-    if s.len() >= 2 && s.starts_with('"') && !s.contains('\\') {
-        return Ok(Cow::Borrowed(&s[1..s.len() - 1]));
-    }
-    serde_json::from_str::<String>(s)
-        .map(Cow::Owned)
-        .map_err(|_| FrameError::wrong(field, "must be a string"))
-}
-
-fn path(prefix: &str, name: &str) -> String {
-    format!("{prefix}{name}")
-}
-
-/// A required field.
-pub(crate) fn req<'a, T: Deserialize<'a>>(v: Option<&'a RawValue>, prefix: &str, name: &str) -> Result<T, FrameError> {
-    match v {
-        None => Err(FrameError::missing(&path(prefix, name))),
-        Some(raw) => parse(raw, prefix, name),
+/// A JSON string (not one with a lone surrogate escape, which serde refused).
+fn string(v: Value<'_, '_>, field: &str) -> Result<String, FrameError> {
+    match v.as_str() {
+        Some(s) if !v.lossy() => Ok(s.into_owned()),
+        _ => Err(FrameError::wrong(field, "must be a string")),
     }
 }
 
-/// An optional field (absent or null → `None`).
-pub(crate) fn opt<'a, T: Deserialize<'a>>(
-    v: Option<&'a RawValue>,
-    prefix: &str,
-    name: &str,
-) -> Result<Option<T>, FrameError> {
-    v.map(|raw| parse(raw, prefix, name)).transpose()
-}
-
-fn parse<'a, T: Deserialize<'a>>(raw: &'a RawValue, prefix: &str, name: &str) -> Result<T, FrameError> {
-    serde_json::from_str(raw.get()).map_err(|e| {
-        let e = e.to_string();
-        let e = e.split(" at line ").next().unwrap_or(&e).to_owned();
-        FrameError::wrong(&path(prefix, name), format_args!("has the wrong type: {e}"))
-    })
+/// A value's text, kept raw.
+fn raw(v: Value<'_, '_>) -> Result<Box<RawValue>, FrameError> {
+    crate::json::raw(v).map_err(|e| FrameError::syntax(e.to_string()))
 }
 
 /// The error of a body that is not a JSON object (`prefix` names it: `data.`, or the frame).
@@ -226,73 +183,95 @@ fn not_object(prefix: &str) -> FrameError {
     FrameError::wrong(if field.is_empty() { "frame" } else { field }, "must be a JSON object")
 }
 
-fn object<'a, T: Deserialize<'a>>(body: &'a RawValue, prefix: &str) -> Result<T, FrameError> {
-    if !body.get().starts_with('{') {
-        return Err(not_object(prefix));
-    }
-    serde_json::from_str(body.get()).map_err(|e| FrameError::syntax(e.to_string()))
+/// An object's fields, named in errors after `prefix` (`data.`, or none for a flat frame). No
+/// body (an absent or null `data`) is an object without fields. The fields are found in one pass
+/// over the members, as they are checked.
+#[derive(Clone, Copy)]
+struct Body<'t, 'a> {
+    known: &'static [&'static str],
+    values: [Option<Value<'t, 'a>>; MAX_FIELDS],
+    prefix: &'static str,
 }
 
-type Field<'a> = Option<&'a RawValue>;
+/// The most fields a [`Body`] reads ([`CONTROL`]'s).
+const MAX_FIELDS: usize = 22;
 
-#[derive(Deserialize)]
-struct DataFields<'a> {
-    #[serde(borrow, default, rename = "type")]
-    kind: Field<'a>,
-    #[serde(borrow, default)]
-    room_id: Field<'a>,
-    #[serde(borrow, default)]
-    bridge_id: Field<'a>,
-    #[serde(borrow, default)]
-    channel_type: Field<'a>,
-    #[serde(borrow, default)]
-    payload: Field<'a>,
-    #[serde(borrow, default)]
-    sequence: Field<'a>,
-}
-
-/// A WebSocket frame read for a domain event: the envelope, with `data` read as an object.
-#[derive(Deserialize)]
-struct DomainEnvelope<'a> {
-    #[serde(borrow, default)]
-    event: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    data: Option<DataObject<'a>>,
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-}
-
-/// [`DataFields`] from a JSON object only (a derived struct would also read an array).
-struct DataObject<'a>(DataFields<'a>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for DataObject<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Object<'a>(std::marker::PhantomData<DataFields<'a>>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Object<'a> {
-            type Value = DataObject<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
+impl<'t, 'a> Body<'t, 'a> {
+    fn new(
+        obj: Option<Value<'t, 'a>>,
+        prefix: &'static str,
+        known: &'static [&'static str],
+    ) -> Result<Self, FrameError> {
+        let mut values = [None; MAX_FIELDS];
+        if let Some(v) = obj {
+            if v.kind() != Kind::Object {
+                return Err(not_object(prefix));
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                DataFields::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(DataObject)
-            }
+            let mut found = |i: usize, v: Value<'t, 'a>| {
+                if let Some(slot) = values.get_mut(i) {
+                    *slot = Some(v).filter(|v| !v.is_null());
+                }
+            };
+            Object::known_with(v, known, &mut found).map_err(|e| FrameError::syntax(e.to_string()))?;
         }
-        d.deserialize_map(Object(std::marker::PhantomData))
+        Ok(Body { known, values, prefix })
+    }
+
+    /// A field; `null` is absent.
+    fn get(&self, name: &str) -> Option<Value<'t, 'a>> {
+        let i = self.known.iter().position(|k| *k == name)?;
+        self.values.get(i).copied().flatten()
+    }
+
+    fn path(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// A required field, read by `read` (which names what it expects when it gives `None`).
+    fn req<T>(&self, name: &str, read: Reader<T>) -> Result<T, FrameError> {
+        self.opt(name, read)?
+            .ok_or_else(|| FrameError::missing(&self.path(name)))
+    }
+
+    /// An optional field (absent or null: `None`).
+    fn opt<T>(&self, name: &str, read: Reader<T>) -> Result<Option<T>, FrameError> {
+        let Some(v) = self.get(name) else { return Ok(None) };
+        match read.0(v) {
+            Some(t) if !v.lossy() => Ok(Some(t)),
+            _ => Err(FrameError::wrong(
+                &self.path(name),
+                format_args!("has the wrong type: expected {}, got {}", read.1, v.kind().name()),
+            )),
+        }
     }
 }
 
-fn domain(name: &str, data: &RawValue, id: u64, p: &str) -> Result<Frame, FrameError> {
-    // `object`'s check, then the same reader as the one-pass path (one copy of it in the build).
-    if !data.get().starts_with('{') {
-        return Err(not_object(p));
-    }
-    let DataObject(d) = serde_json::from_str(data.get()).map_err(|e| FrameError::syntax(e.to_string()))?;
-    domain_fields(name, d, id, p)
-}
+/// How a field is read, and what it is when it cannot be.
+type Reader<T> = (fn(Value<'_, '_>) -> Option<T>, &'static str);
 
-fn domain_fields(name: &str, d: DataFields<'_>, id: u64, p: &str) -> Result<Frame, FrameError> {
+const U64: Reader<u64> = (|v| v.as_u64(), "a whole number ≥ 0");
+const U16: Reader<u16> = (
+    |v| v.as_u64().and_then(|n| u16::try_from(n).ok()),
+    "a whole number up to 65535",
+);
+const TEXT: Reader<String> = (|v| v.as_str().map(|s| s.into_owned()), "a string");
+const BOOL: Reader<bool> = (|v| v.as_bool(), "a boolean");
+const F64: Reader<f64> = (|v| v.as_f64(), "a number");
+const TEXTS: Reader<Vec<String>> = (
+    |v| match v.kind() {
+        Kind::Array => v.items().map(|i| i.as_str().map(|s| s.into_owned())).collect(),
+        _ => None,
+    },
+    "an array of strings",
+);
+
+/// A domain event's `data` fields.
+const DATA: &[&str] = &["type", "room_id", "bridge_id", "channel_type", "payload", "sequence"];
+
+fn domain(name: &str, data: Option<Value<'_, '_>>, id: u64) -> Result<Frame, FrameError> {
+    let d = Body::new(data, "data.", DATA)?;
     let kind = EventKind::parse(name);
-    if let Some(t) = d.kind {
+    if let Some(t) = d.get("type") {
         let t = string(t, "data.type")?;
         if t != name {
             return Err(FrameError::mismatch(
@@ -301,84 +280,54 @@ fn domain_fields(name: &str, d: DataFields<'_>, id: u64, p: &str) -> Result<Fram
             ));
         }
     }
-    let sequence: u64 = req(d.sequence, p, "sequence")?;
+    let sequence = d.req("sequence", U64)?;
     if sequence != id {
         return Err(FrameError::mismatch(
             "id",
             format_args!("is {id} but `data.sequence` is {sequence}"),
         ));
     }
-    let room_id = match d.room_id {
-        None => return Err(FrameError::missing(&path(p, "room_id"))),
-        Some(r) => string(r, "data.room_id")?.into_owned(),
+    let room_id = match d.get("room_id") {
+        None => return Err(FrameError::missing("data.room_id")),
+        Some(r) => string(r, "data.room_id")?,
     };
     Ok(Frame::Event(DomainEvent {
         kind,
         room_id,
-        bridge_id: opt(d.bridge_id, p, "bridge_id")?,
-        channel_type: opt(d.channel_type, p, "channel_type")?,
+        bridge_id: d.opt("bridge_id", TEXT)?,
+        channel_type: d.opt("channel_type", TEXT)?,
         sequence,
-        payload: d
-            .payload
-            .ok_or_else(|| FrameError::missing(&path(p, "payload")))?
-            .to_owned(),
+        payload: raw(d.get("payload").ok_or_else(|| FrameError::missing("data.payload"))?)?,
     }))
 }
 
-#[derive(Deserialize)]
-struct ControlFields<'a> {
-    #[serde(borrow, default)]
-    connection_id: Field<'a>,
-    #[serde(borrow, default)]
-    agent_id: Field<'a>,
-    #[serde(borrow, default)]
-    generation: Field<'a>,
-    #[serde(borrow, default)]
-    scope: Field<'a>,
-    #[serde(borrow, default)]
-    filter: Field<'a>,
-    #[serde(borrow, default)]
-    spawn_capable: Field<'a>,
-    #[serde(borrow, default)]
-    rooms: Field<'a>,
-    #[serde(borrow, default)]
-    cursor: Field<'a>,
-    #[serde(borrow, default)]
-    protocol: Field<'a>,
-    #[serde(borrow, default)]
-    heartbeat_interval_seconds: Field<'a>,
-    #[serde(borrow, default)]
-    server: Field<'a>,
-    #[serde(borrow, default)]
-    client: Field<'a>,
-    #[serde(borrow, default)]
-    from_sequence: Field<'a>,
-    #[serde(borrow, default)]
-    resumed_at: Field<'a>,
-    #[serde(borrow, default)]
-    resumed_position: Field<'a>,
-    #[serde(borrow, default)]
-    all_rooms: Field<'a>,
-    #[serde(borrow, default)]
-    reason: Field<'a>,
-    #[serde(borrow, default)]
-    code: Field<'a>,
-    #[serde(borrow, default)]
-    room_id: Field<'a>,
-    #[serde(borrow, default)]
-    session_id: Field<'a>,
-    #[serde(borrow, default)]
-    status: Field<'a>,
-    #[serde(borrow, default)]
-    detail: Field<'a>,
-}
+/// A control frame's fields, all kinds together (as one derived struct read them).
+const CONTROL: &[&str] = &[
+    "connection_id",
+    "agent_id",
+    "generation",
+    "scope",
+    "filter",
+    "spawn_capable",
+    "rooms",
+    "cursor",
+    "protocol",
+    "heartbeat_interval_seconds",
+    "server",
+    "client",
+    "from_sequence",
+    "resumed_at",
+    "resumed_position",
+    "all_rooms",
+    "reason",
+    "code",
+    "room_id",
+    "session_id",
+    "status",
+    "detail",
+];
 
-fn control(
-    name: &str,
-    body: &RawValue,
-    p: &str,
-    unknown_raw: impl FnOnce() -> Box<RawValue>,
-) -> Result<Frame, FrameError> {
+fn control(name: &str, body: Option<Value<'_, '_>>, p: &'static str) -> Result<Frame, FrameError> {
     let known = matches!(
         name,
         "connection_state" | "gap" | "evicted" | "subscription_changed" | "room_released" | "ping" | "refused"
@@ -386,109 +335,72 @@ fn control(
     if !known {
         return Ok(Frame::Unknown {
             name: name.to_owned(),
-            raw: unknown_raw(),
+            raw: match body {
+                Some(v) => raw(v)?,
+                None => empty_object(),
+            },
         });
     }
-    let f: ControlFields<'_> = object(body, p)?;
-    let reason =
-        |f: &ControlFields<'_>| -> Result<String, FrameError> { Ok(opt(f.reason, p, "reason")?.unwrap_or_default()) };
-    let raw = |v: Field<'_>| v.map(|r| r.to_owned());
+    let f = Body::new(body, p, CONTROL)?;
+    let reason = || -> Result<String, FrameError> { Ok(f.opt("reason", TEXT)?.unwrap_or_default()) };
+    let opt_raw = |name: &str| f.get(name).map(raw).transpose();
     Ok(match name {
         "connection_state" => Frame::ConnectionState(ConnectionState {
-            connection_id: req(f.connection_id, p, "connection_id")?,
-            agent_id: req(f.agent_id, p, "agent_id")?,
+            connection_id: f.req("connection_id", TEXT)?,
+            agent_id: f.req("agent_id", TEXT)?,
             generation: f
-                .generation
-                .map(|g| super::ConnGeneration::from_raw(g, &path(p, "generation")))
+                .get("generation")
+                .map(|g| ConnGeneration::from_value(g, &f.path("generation")))
                 .transpose()?,
-            scope: req(f.scope, p, "scope")?,
-            filter: req(f.filter, p, "filter")?,
-            spawn_capable: opt(f.spawn_capable, p, "spawn_capable")?.unwrap_or(false),
-            rooms: req(f.rooms, p, "rooms")?,
-            cursor: req(f.cursor, p, "cursor")?,
-            protocol: opt(f.protocol, p, "protocol")?,
-            heartbeat_interval_seconds: opt(f.heartbeat_interval_seconds, p, "heartbeat_interval_seconds")?,
-            server: raw(f.server),
-            client: raw(f.client),
+            scope: f.req("scope", TEXT)?,
+            filter: f.req("filter", TEXT)?,
+            spawn_capable: f.opt("spawn_capable", BOOL)?.unwrap_or(false),
+            rooms: f.req("rooms", TEXTS)?,
+            cursor: f.req("cursor", U64)?,
+            protocol: f.opt("protocol", U64)?,
+            heartbeat_interval_seconds: f.opt("heartbeat_interval_seconds", F64)?,
+            server: opt_raw("server")?,
+            client: opt_raw("client")?,
         }),
         "gap" => Frame::Gap(Gap {
-            from_sequence: req(f.from_sequence, p, "from_sequence")?,
-            resumed_at: req(f.resumed_at, p, "resumed_at")?,
-            resumed_position: raw(f.resumed_position),
-            rooms: opt(f.rooms, p, "rooms")?,
-            all_rooms: opt(f.all_rooms, p, "all_rooms")?,
-            reason: reason(&f)?,
+            from_sequence: f.req("from_sequence", U64)?,
+            resumed_at: f.req("resumed_at", U64)?,
+            resumed_position: opt_raw("resumed_position")?,
+            rooms: f.opt("rooms", TEXTS)?,
+            all_rooms: f.opt("all_rooms", BOOL)?,
+            reason: reason()?,
         }),
         "evicted" => Frame::Evicted(Evicted {
-            code: opt::<String>(f.code, p, "code")?.map(|c| EvictionCode::parse(&c)),
-            reason: reason(&f)?,
-            room_id: opt(f.room_id, p, "room_id")?,
+            code: f.opt("code", TEXT)?.map(|c| EvictionCode::parse(&c)),
+            reason: reason()?,
+            room_id: f.opt("room_id", TEXT)?,
         }),
         "subscription_changed" => Frame::SubscriptionChanged(SubscriptionChanged {
-            rooms: req(f.rooms, p, "rooms")?,
-            reason: reason(&f)?,
+            rooms: f.req("rooms", TEXTS)?,
+            reason: reason()?,
         }),
         "room_released" => Frame::RoomReleased(RoomReleased {
-            room_id: req(f.room_id, p, "room_id")?,
-            session_id: opt(f.session_id, p, "session_id")?,
+            room_id: f.req("room_id", TEXT)?,
+            session_id: f.opt("session_id", TEXT)?,
         }),
         "refused" => Frame::Refused(Refused {
-            status: req(f.status, p, "status")?,
-            detail: f.detail.map_or_else(|| empty_string().to_owned(), |d| d.to_owned()),
+            status: f.req("status", U16)?,
+            detail: opt_raw("detail")?.unwrap_or_else(empty_string),
         }),
         _ => Frame::Ping,
     })
 }
 
-fn empty_string() -> &'static RawValue {
-    serde_json::from_str("\"\"").expect("`\"\"` is JSON")
+fn empty_object() -> Box<RawValue> {
+    RawValue::from_string("{}".into()).unwrap_or_else(|_| empty_string())
+}
+
+fn empty_string() -> Box<RawValue> {
+    // `RawValue::NULL` is the one constant serde_json offers; `""` is what a refusal without
+    // detail carried before.
+    RawValue::from_string("\"\"".into()).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The one-pass path for domain events gives exactly what the general path gives.
-    #[test]
-    fn the_domain_fast_path_agrees_with_the_general_path() {
-        let room = "47e911ea-014b-427b-a600-1c72595f0c98";
-        let data = format!(
-            r#"{{"type":"message","room_id":"{room}","bridge_id":null,"channel_type":"channel_public","payload":{{"body":"hi \"x\"","n":[1,{{"a":null}}]}},"sequence":7}}"#
-        );
-        let mut texts = vec![
-            format!(r#"{{"event":"message","data":{data},"id":7}}"#),
-            format!(r#"{{"id":7,"data":{data},"event":"message"}}"#),
-            format!(r#"{{"event":"message","data":{data},"id":8}}"#),
-            format!(r#"{{"event":"message","data":{data},"id":"7"}}"#),
-            format!(r#"{{"event":"message","data":{data},"id":-1}}"#),
-            format!(r#"{{"event":7,"data":{data},"id":7}}"#),
-            format!(r#"{{"event":"joined","data":{data},"id":7}}"#),
-            format!(r#"{{"event":"message","data":{data}}}"#),
-            format!(r#"{{"event":"message","data":{data},"id":7,"id":7}}"#),
-            format!(r#"{{"event":"message","data":{data},"id":7,"extra":[1,2]}}"#),
-            format!(r#"{{"event":"message","type":"x","data":{data},"id":7}}"#),
-            r#"{"event":"message","data":["message","r",null,null,{},7],"id":7}"#.into(),
-            r#"{"event":"message","data":"text","id":7}"#.into(),
-            r#"{"event":"message","data":null,"id":7}"#.into(),
-            r#"{"event":"message","data":{},"id":7}"#.into(),
-            r#"{"event":"message","data":{"room_id":"r","sequence":7,"sequence":7,"payload":1},"id":7}"#.into(),
-            r#"{"event":"message","data":{"room_id":"r","sequence":7},"id":7}"#.into(),
-            r#"{"event":"message","data":{"room_id":5,"sequence":7,"payload":1},"id":7}"#.into(),
-            r#"{"event":"message","data":{"type":"joined","room_id":"r","sequence":7,"payload":1},"id":7}"#.into(),
-            r#"{"event":"m\u0065ssage","data":{"room_id":"r\u00e9","sequence":7,"payload":{}},"id":7}"#.into(),
-            r#"{"event":"ping","data":{}}"#.into(),
-            r#"{"event":"gap","data":{"from_sequence":1,"resumed_at":2,"reason":"r"},"id":3}"#.into(),
-            r#"{"type":"ping"}"#.into(),
-            r#"{"event":"message","data":{"room_id":"r","sequence":7,"payload":1},"id":7"#.into(),
-        ];
-        // Every prefix of a valid frame: truncated text must fail the same way.
-        let full = texts[0].clone();
-        texts.extend((1..full.len()).map(|n| full[..n].to_string()));
-        for text in &texts {
-            let fast = format!("{:?}", decode(text));
-            let general = format!("{:?}", decode_general(text));
-            assert_eq!(fast, general, "{text}");
-        }
-        assert!(matches!(decode(&texts[0]), Ok(Frame::Event(_))));
-    }
-}
+#[path = "decode_tests.rs"]
+mod tests;

@@ -1,12 +1,40 @@
 //! Typed views of a domain event's payload, parsed on request (the payload stays raw).
 
-use super::decode::{opt, req};
 use super::{DomainEvent, EventKind, FrameError};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 const P: &str = "payload.";
 type Field<'a> = Option<&'a RawValue>;
+
+pub(crate) fn path(prefix: &str, name: &str) -> String {
+    format!("{prefix}{name}")
+}
+
+/// A required field.
+pub(crate) fn req<'a, T: Deserialize<'a>>(v: Option<&'a RawValue>, prefix: &str, name: &str) -> Result<T, FrameError> {
+    match v {
+        None => Err(FrameError::missing(&path(prefix, name))),
+        Some(raw) => parse(raw, prefix, name),
+    }
+}
+
+/// An optional field (absent or null → `None`).
+pub(crate) fn opt<'a, T: Deserialize<'a>>(
+    v: Option<&'a RawValue>,
+    prefix: &str,
+    name: &str,
+) -> Result<Option<T>, FrameError> {
+    v.map(|raw| parse(raw, prefix, name)).transpose()
+}
+
+fn parse<'a, T: Deserialize<'a>>(raw: &'a RawValue, prefix: &str, name: &str) -> Result<T, FrameError> {
+    serde_json::from_str(raw.get()).map_err(|e| {
+        let e = e.to_string();
+        let e = e.split(" at line ").next().unwrap_or(&e).to_owned();
+        FrameError::wrong(&path(prefix, name), format_args!("has the wrong type: {e}"))
+    })
+}
 
 /// A `message` payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
