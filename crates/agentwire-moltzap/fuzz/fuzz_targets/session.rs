@@ -1,6 +1,6 @@
 //! Fuzzes the client session: the input is a script of operations (server text and bytes,
 //! HelloOk and responses to pending ids, time, calls, cancels, pings, closes and reopens) on a
-//! session that connected (some with a `max_message_bytes` around the connect frame's size, so
+//! session that connected (some with a `max_send_bytes` around the connect frame's size, so
 //! that the outgoing size check refuses some). Nothing may panic; `in_flight` stays within
 //! `max_in_flight` and a refused call leaves it as it was; after a close every request handed
 //! out has had exactly one terminal event, before `Disconnected`.
@@ -66,7 +66,7 @@ fuzz_target!(|data: &[u8]| {
     if mode & 16 != 0 {
         // 150..=178 bytes: around the connect frames (159 current, 167 released with id `aw-1`),
         // so the outgoing size check refuses connects, `auto` fallbacks and large calls.
-        cfg.decode.max_message_bytes = 150 + usize::from(mode >> 5) * 4;
+        cfg.max_send_bytes = 150 + usize::from(mode >> 5) * 4;
     }
     let mut run = Run {
         s: Session::new(cfg, Box::new(SeededEntropy::new(u64::from(mode)))),

@@ -392,8 +392,8 @@ impl Session {
     }
 
     /// Encodes a request to send: every frame the session sends for the user (requests, the
-    /// connect) is built here, and one larger than `decode.max_message_bytes` (the same bound as
-    /// for incoming frames) is refused with `limit` before anything is queued or remembered.
+    /// connect) is built here, and one larger than `max_send_bytes` is refused with `limit`
+    /// before anything is queued or remembered.
     fn encode_for_send(
         &self,
         generation: Generation,
