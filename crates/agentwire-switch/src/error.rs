@@ -141,7 +141,7 @@ fn detail_code(detail: Value<'_, '_>) -> Option<String> {
     code.as_str().map(Cow::into_owned)
 }
 
-fn truncate(s: &str, max: usize) -> String {
+pub(crate) fn truncate(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_owned();
     }

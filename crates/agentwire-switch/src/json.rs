@@ -89,10 +89,14 @@ impl<T: FromJson> FromJson for Vec<T> {
     }
 }
 
-/// A value's text as a [`RawValue`] (a copy; `null` stays `null`).
-pub(crate) fn raw(v: Value<'_, '_>) -> Result<Box<RawValue>, JsonError> {
-    // Checked again by serde_json (which accepts all the reader accepts): no `unsafe` here.
-    RawValue::from_string(v.raw().to_owned()).map_err(|e| JsonError::Syntax(e.to_string()))
+/// A value's text as a [`RawValue`] (a copy; `null` stays `null`), without parsing it again.
+pub(crate) fn raw(v: Value<'_, '_>) -> Box<RawValue> {
+    // SAFETY: `from_string_unchecked` needs one well-formed JSON value without surrounding
+    // whitespace. A tape value's text is exactly the span of a value the reader parsed, and the
+    // reader takes only what serde_json takes (the proptests of agentwire-core's
+    // `json/read_tests.rs` and the fuzz target `read core` compare the two); serde_json re-parses it in debug builds, so every
+    // test and fuzz run checks this.
+    unsafe { RawValue::from_string_unchecked(v.raw().to_owned()) }
 }
 
 /// A field decoded as text that holds what only the lenient parse takes (serde refused it).
@@ -188,12 +192,12 @@ impl<'t, 'a> Obj<'t, 'a> {
 
     /// `Option<Box<RawValue>>` (serde_json reads `null` as `None` there too).
     pub(crate) fn opt_raw(&self, field: &'static str) -> Result<Option<Box<RawValue>>, JsonError> {
-        self.get(field).map(raw).transpose()
+        Ok(self.get(field).map(raw))
     }
 
     /// `Box<RawValue>`: required, `null` kept.
     pub(crate) fn raw(&self, field: &'static str) -> Result<Box<RawValue>, JsonError> {
-        raw(self.required(field)?)
+        Ok(raw(self.required(field)?))
     }
 
     /// The members of an object field (`#[serde(default)]` maps: absent is empty, `null`
@@ -296,7 +300,7 @@ mod tests {
             "`m` must be an object, not null"
         );
         assert_eq!(
-            o.list("l", raw).unwrap_err().to_string(),
+            o.list("l", |v| Ok(raw(v))).unwrap_err().to_string(),
             "`l` must be an array, not null"
         );
         assert_eq!(
@@ -327,7 +331,7 @@ mod tests {
             o.list("l", |v| Obj::new(v, &["x"])?.u64("x")).unwrap_err().to_string(),
             "in `l`: expected an object, got a number"
         );
-        assert_eq!(o.list("l", raw).unwrap()[1].get(), "2");
+        assert_eq!(o.list("l", |v| Ok(raw(v))).unwrap()[1].get(), "2");
     }
 
     #[test]

@@ -97,7 +97,7 @@ pub fn request<O: Operation>(
 /// server's error.
 pub fn decode_result(status: u16, body: &str) -> Result<Box<RawValue>, SwitchError> {
     let tape = envelope(status, body)?;
-    result(&tape).and_then(json::raw).map_err(no_result)
+    result(&tape).map(json::raw).map_err(no_result)
 }
 
 /// A typed operation's answer.
@@ -389,7 +389,7 @@ impl FromJson for Thread {
         let o = Obj::new(v, &["root", "replies"])?;
         Ok(Thread {
             root: o.raw("root")?,
-            replies: o.list("replies", json::raw)?,
+            replies: o.list("replies", |v| Ok(json::raw(v)))?,
         })
     }
 }

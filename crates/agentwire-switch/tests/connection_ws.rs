@@ -1070,3 +1070,57 @@ fn merged_gaps_keep_the_first_from_sequence() {
     };
     assert_eq!((g.from_sequence, g.resumed_at), (50, 3));
 }
+
+/// A SubscriptionChanged refused for its bytes leaves the one it would have replaced in place.
+#[test]
+fn a_refused_subscription_change_keeps_the_one_before() {
+    let mut cfg = ws();
+    cfg.max_queued_bytes = 512;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    d.events();
+    d.text(r#"{"event":"room_released","data":{"room_id":"x","session_id":null}}"#);
+    d.text(&format!(
+        r#"{{"event":"subscription_changed","data":{{"rooms":["{ROOM}"],"reason":"a"}}}}"#
+    ));
+    let rooms: Vec<String> = (0..20).map(|i| format!("\"{ROOM}-{i}\"")).collect();
+    d.text(&format!(
+        r#"{{"event":"subscription_changed","data":{{"rooms":[{}],"reason":"b"}}}}"#,
+        rooms.join(",")
+    ));
+    let e = d.events();
+    assert!(
+        e.iter()
+            .any(|e| matches!(e, Event::SubscriptionChanged(s) if s.reason == "a")),
+        "{e:?}"
+    );
+    assert_eq!(d.conn.dropped_control(), 1);
+}
+
+/// Attaches behind a reader that polls nothing: their Connected events are bounded in count, and
+/// past the bytes they come without the room list (before, 1,000 reattaches held 85 MB).
+#[test]
+fn attaches_behind_a_reader_that_polls_nothing_stay_bounded() {
+    let mut cfg = ws();
+    cfg.max_queued_events = 16;
+    cfg.max_queued_bytes = 1024;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    d.events();
+    let rooms: Vec<String> = (0..1000).map(|i| format!("r{i:0>60}")).collect();
+    let refs: Vec<&str> = rooms.iter().map(String::as_str).collect();
+    let cs = connection_state(Some(3), 0, &refs);
+    let ev = r#"{"event":"evicted","data":{"code":"heartbeat_lapsed","reason":"lapsed"}}"#;
+    for _ in 0..1000 {
+        d.text(ev);
+        d.reopen();
+        d.conn.handle_open(d.now);
+        d.text(&cs);
+        d.text(PING);
+        while d.conn.poll_transmit().is_some() {}
+    }
+    let e = d.events();
+    let connected: Vec<_> = e.iter().filter(|e| matches!(e, Event::Connected { .. })).collect();
+    let held: usize = connected.iter().map(|e| e.queued_bytes()).sum();
+    assert!(connected.len() <= 16 + 512, "{} Connected", connected.len());
+    assert!(held <= 1024 + 100_000 + 600 * 100, "{held} bytes");
+    assert_eq!(d.conn.rooms().len(), 1000, "the rooms are still known");
+}

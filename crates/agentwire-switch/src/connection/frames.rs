@@ -110,16 +110,24 @@ impl Connection {
             Wire::WebSocket => self.arm_ping(now),
             Wire::Sse => self.timers.set(Timer::Beat, now.saturating_add(self.heartbeat_ms)),
         }
-        let connected = Event::Connected {
+        let mut connected = Event::Connected {
             state: s,
             wire: self.wire,
             resumed,
         };
-        if attach {
-            self.push_always(connected);
-        } else {
-            self.push(connected);
+        if !attach {
+            return self.push(connected);
         }
+        // An attach's Connected is never refused for its bytes: past them it goes without the
+        // server's room list and parts.
+        if self.over_control_bytes(connected.queued_bytes()) {
+            if let Event::Connected { state, .. } = &mut connected {
+                state.rooms = Vec::new();
+                state.server = None;
+                state.client = None;
+            }
+        }
+        self.push_bounded(connected, false);
     }
 
     fn on_refused(&mut self, r: Refused) {
@@ -190,6 +198,11 @@ impl Connection {
 
     fn on_evicted(&mut self, now: Millis, e: Evicted) {
         let code = e.effective_code();
+        // It always goes in the queue (one per socket): the server's text is cut to 512 bytes.
+        let e = Evicted {
+            reason: crate::error::truncate(&e.reason, 512),
+            ..e
+        };
         // The user sees the code even when the server sent only text (switch-core 0.19).
         self.push(Event::Evicted(Evicted {
             code: Some(code.clone()),

@@ -704,30 +704,45 @@ impl Connection {
     /// server sent) likewise past another `CONTROL_SLACK`, so diagnostics cannot crowd them out.
     /// All of them are dropped too past `max_queued_bytes` of what is not a domain event (the
     /// server chooses their size). A `SubscriptionChanged` replaces one right before it (each
-    /// carries the whole set). `Evicted` and `Disconnected` (one per socket) always go in, and so
-    /// does the `Connected` of an attach.
+    /// carries the whole set; a refused one leaves the one before in place). `Evicted` and
+    /// `Disconnected` (one per socket) always go in; the `Connected` of an attach is bounded in
+    /// count only, and past the bytes loses its room list and the server's and client's parts
+    /// (`rooms()` has the rooms).
     fn push(&mut self, event: Event) {
-        if matches!(event, Event::SubscriptionChanged(_)) {
-            if let Some(Item::Event(last @ Event::SubscriptionChanged(_))) = self.queue.back() {
-                self.control_bytes -= last.queued_bytes();
-                self.queue.pop_back();
-            }
-        }
+        self.push_bounded(event, true);
+    }
+
+    /// [`Connection::push`], in bytes too when `by_bytes`.
+    fn push_bounded(&mut self, event: Event, by_bytes: bool) {
         let slack = match event {
             Event::Diagnostic(_) | Event::Control { .. } => CONTROL_SLACK,
             Event::SubscriptionChanged(_) | Event::RoomReleased(_) | Event::Connected { .. } => 2 * CONTROL_SLACK,
             _ => return self.push_always(event),
         };
-        if self.over_control_bytes(event.queued_bytes())
-            || self.queue.len() >= self.cfg.max_queued_events.saturating_add(slack)
-        {
+        // The one it would replace, which a refused one leaves in place.
+        let replaces = match (&event, self.queue.back()) {
+            (Event::SubscriptionChanged(_), Some(Item::Event(last @ Event::SubscriptionChanged(_)))) => {
+                Some(last.queued_bytes())
+            }
+            _ => None,
+        };
+        let (len, held) = match replaces {
+            Some(b) => (self.queue.len() - 1, self.control_bytes - b),
+            None => (self.queue.len(), self.control_bytes),
+        };
+        let over_bytes = by_bytes && held > 0 && held.saturating_add(event.queued_bytes()) > self.cfg.max_queued_bytes;
+        if over_bytes || len >= self.cfg.max_queued_events.saturating_add(slack) {
             self.dropped_control += 1;
             return;
+        }
+        if let Some(b) = replaces {
+            self.queue.pop_back();
+            self.control_bytes -= b;
         }
         self.push_always(event);
     }
 
-    /// Queues an event whatever the bounds (one per socket: an attach, an eviction, a close).
+    /// Queues an event whatever the bounds (one per socket: an eviction, a close; the stop).
     fn push_always(&mut self, event: Event) {
         self.control_bytes += event.queued_bytes();
         self.queue.push_back(Item::Event(event));
@@ -740,8 +755,8 @@ impl Connection {
     }
 
     /// Queues a gap, merged into the one at the back of the queue if there is one (so gaps alone
-    /// can never fill memory). One that finds the queue over its bytes loses its room list and
-    /// reason (`all_rooms`): still a gap, of the same range.
+    /// can never fill memory). One that finds the queue over its bytes loses its room list, reason
+    /// and `resumed_position` (`all_rooms`): still a gap, of the same range.
     fn push_gap(&mut self, mut g: Gap) {
         if let Some(Item::Gap(_)) = self.queue.back() {
             if let Some(Item::Gap(first)) = self.queue.pop_back() {

@@ -11,6 +11,7 @@ use super::{
     ConnGeneration, ConnectionState, DomainEvent, EventKind, Evicted, EvictionCode, Frame, Gap, Refused, RoomReleased,
     SubscriptionChanged,
 };
+use crate::json::raw;
 use agentwire_core::json::fields::Object;
 use agentwire_core::json::read::{self, Kind, Value};
 use serde_json::value::RawValue;
@@ -43,8 +44,9 @@ pub fn decode_sse(event_name: &str, data: &str, id: Option<&str>) -> Result<Fram
     decode_sse_with(event_name, data, id, &DecodeOptions::default())
 }
 
-/// The envelope's keys: `event` (or a flat control frame's `type`), `data`, `id`.
-const ENVELOPE: &[&str] = &["event", "type", "data", "id"];
+/// The envelope's keys (a flat control frame's `type` is read only when there is no `event`, as
+/// the serde decoder's one-pass path for events ignored it).
+const ENVELOPE: &[&str] = &["event", "data", "id"];
 
 /// Any WebSocket frame: its envelope, then its body.
 pub fn decode_with(text: &str, opts: &DecodeOptions) -> Result<Frame, FrameError> {
@@ -57,7 +59,8 @@ pub fn decode_with(text: &str, opts: &DecodeOptions) -> Result<Frame, FrameError
         ));
     }
     let tape = parse(text, "invalid JSON: ")?;
-    let env = Body::new(Some(tape.root()), "", ENVELOPE)?;
+    let root = Some(tape.root());
+    let env = Body::new(root, "", ENVELOPE)?;
     if let Some(event) = env.get("event") {
         let name = string(event, "event")?;
         let id = env.get("id");
@@ -68,13 +71,13 @@ pub fn decode_with(text: &str, opts: &DecodeOptions) -> Result<Frame, FrameError
         }
         return control(&name, env.get("data"), "data.");
     }
-    if let Some(kind) = env.get("type") {
+    if let Some(kind) = Body::new(root, "", &["type"])?.get("type") {
         let name = string(kind, "type")?;
         if EventKind::known(&name).is_some() {
             // Only control frames come flat; a domain event needs its envelope and id.
             return Err(FrameError::missing("id"));
         }
-        return control(&name, Some(tape.root()), "");
+        return control(&name, root, "");
     }
     Err(FrameError::missing("event"))
 }
@@ -170,11 +173,6 @@ fn string(v: Value<'_, '_>, field: &str) -> Result<String, FrameError> {
         Some(s) if !v.lossy() => Ok(s.into_owned()),
         _ => Err(FrameError::wrong(field, "must be a string")),
     }
-}
-
-/// A value's text, kept raw.
-fn raw(v: Value<'_, '_>) -> Result<Box<RawValue>, FrameError> {
-    crate::json::raw(v).map_err(|e| FrameError::syntax(e.to_string()))
 }
 
 /// The error of a body that is not a JSON object (`prefix` names it: `data.`, or the frame).
@@ -297,7 +295,7 @@ fn domain(name: &str, data: Option<Value<'_, '_>>, id: u64) -> Result<Frame, Fra
         bridge_id: d.opt("bridge_id", TEXT)?,
         channel_type: d.opt("channel_type", TEXT)?,
         sequence,
-        payload: raw(d.get("payload").ok_or_else(|| FrameError::missing("data.payload"))?)?,
+        payload: raw(d.get("payload").ok_or_else(|| FrameError::missing("data.payload"))?),
     }))
 }
 
@@ -336,14 +334,14 @@ fn control(name: &str, body: Option<Value<'_, '_>>, p: &'static str) -> Result<F
         return Ok(Frame::Unknown {
             name: name.to_owned(),
             raw: match body {
-                Some(v) => raw(v)?,
+                Some(v) => raw(v),
                 None => empty_object(),
             },
         });
     }
     let f = Body::new(body, p, CONTROL)?;
     let reason = || -> Result<String, FrameError> { Ok(f.opt("reason", TEXT)?.unwrap_or_default()) };
-    let opt_raw = |name: &str| f.get(name).map(raw).transpose();
+    let opt_raw = |name: &str| -> Result<_, FrameError> { Ok(f.get(name).map(raw)) };
     Ok(match name {
         "connection_state" => Frame::ConnectionState(ConnectionState {
             connection_id: f.req("connection_id", TEXT)?,
