@@ -876,6 +876,7 @@ fn disconnect_fails_pending_with_closed_and_reconnect_is_explicit() {
 fn a_pending_connect_fails_on_close_and_on_timeout() {
     let mut s = session(GenerationChoice::Current);
     let a = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    assert_eq!(sent(&mut s).len(), 1, "the connect went out");
     assert_eq!(s.poll_timeout(), Some(10_000));
     s.handle_timeout(10_000);
     assert!(
@@ -1151,4 +1152,28 @@ fn frames_queued_when_the_socket_closes_are_not_sent_on_the_next() {
     let out = sent(&mut s);
     assert_eq!(out.len(), 1, "{out:?}");
     assert!(out[0].get("close").is_some(), "{out:?}");
+}
+
+/// A connect that ends before its frame left takes it back: a cancelled connect sends nothing,
+/// and one a close ends is `unsent`.
+#[test]
+fn a_connect_that_ends_before_its_frame_left_is_never_sent() {
+    let mut s = session(GenerationChoice::Current);
+    let a = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    assert!(s.cancel(&a));
+    assert!(matches!(&events(&mut s)[..], [Event::ConnectFailed { error, .. }] if error.unsent));
+    let b = s.connect(1, Credentials::AgentKey(KEY.into())).unwrap();
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["id"], json!(b));
+    // Sent, then cancelled: not unsent.
+    assert!(s.cancel(&b));
+    assert!(matches!(&events(&mut s)[..], [Event::ConnectFailed { error, .. }] if !error.unsent));
+    let c = s.connect(2, Credentials::AgentKey(KEY.into())).unwrap();
+    s.handle_close(3, 1006, "gone");
+    let ev = events(&mut s);
+    assert!(
+        matches!(&ev[0], Event::ConnectFailed { id, error } if *id == c && error.unsent),
+        "{ev:?}"
+    );
 }

@@ -56,14 +56,15 @@ impl Session {
         Ok(id)
     }
 
-    /// Arms the handshake timer of the connect in flight and queues its frame.
+    /// Arms the handshake timer of the connect in flight and queues its frame (under its id, so
+    /// that a connect that ends before the frame leaves takes it back).
     fn send_connect(&mut self, now: Millis, wire: String) {
         let Some(c) = &self.connecting else { return };
         self.timers.set(
             Timer::Request(c.id.clone()),
             now.saturating_add(self.cfg.handshake_timeout_ms),
         );
-        self.transmit.push_back((Outgoing::Text(wire), None));
+        self.transmit.push_back((Outgoing::Text(wire), Some(c.id.clone())));
     }
 
     /// The connect frame of `c`, in its generation, size-checked like every request.
@@ -163,9 +164,11 @@ impl Session {
     pub(super) fn connect_failed(&mut self, error: MoltZapError) {
         let Some(c) = self.connecting.take() else { return };
         self.timers.cancel(&Timer::Request(c.id.clone()));
-        // A late answer (after a timeout, a cancel or a frame error) is dropped quietly.
-        self.forget(c.id.clone());
+        // Its frame is taken back if it has not left; a late answer to one that has (after a
+        // timeout, a cancel or a frame error) is dropped quietly.
+        let unsent = self.end_early(&c.id);
         self.state = SessionState::Open;
+        let error = if unsent { error.unsent(true) } else { error };
         self.events.push_back(Event::ConnectFailed { id: c.id, error });
     }
 }

@@ -375,7 +375,7 @@ impl Session {
     /// Request `id` ended before its response (cancelled, timed out): its frame is taken back
     /// when not polled yet (true: it never left); one that went out may still be answered, so
     /// its id is remembered and a late response dropped quietly.
-    fn end_early(&mut self, id: &str) -> bool {
+    pub(super) fn end_early(&mut self, id: &str) -> bool {
         let before = self.transmit.len();
         self.transmit.retain(|(_, of)| of.as_deref() != Some(id));
         let unsent = self.transmit.len() != before;
