@@ -129,7 +129,7 @@ pub fn event_id_hint(text: &str) -> Option<u64> {
     std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
-fn check_limits(text: &str, opts: &DecodeOptions) -> Result<(), FrameError> {
+pub(super) fn check_limits(text: &str, opts: &DecodeOptions) -> Result<(), FrameError> {
     if text.len() > opts.max_message_bytes {
         return Err(FrameError::new(
             FrameErrorKind::TooLarge,
@@ -176,7 +176,7 @@ fn string(v: Value<'_, '_>, field: &str) -> Result<String, FrameError> {
 }
 
 /// The error of a body that is not a JSON object (`prefix` names it: `data.`, or the frame).
-fn not_object(prefix: &str) -> FrameError {
+pub(super) fn not_object(prefix: &str) -> FrameError {
     let field = prefix.trim_end_matches('.');
     FrameError::wrong(if field.is_empty() { "frame" } else { field }, "must be a JSON object")
 }

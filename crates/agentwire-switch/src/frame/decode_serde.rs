@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
-use super::decode::DecodeOptions;
+use super::decode::{check_limits, not_object, DecodeOptions};
 use super::payload::{opt, path, req};
 
 /// Decodes one WebSocket text message with the default limits.
@@ -104,28 +104,6 @@ pub fn decode_sse_with(
     control(event_name, body, "data.", || body.to_owned())
 }
 
-fn check_limits(text: &str, opts: &DecodeOptions) -> Result<(), FrameError> {
-    if text.len() > opts.max_message_bytes {
-        return Err(FrameError::new(
-            FrameErrorKind::TooLarge,
-            Some("message".into()),
-            format!(
-                "message of {} bytes exceeds the limit of {} bytes",
-                text.len(),
-                opts.max_message_bytes
-            ),
-        ));
-    }
-    if agentwire_core::json::nests_deeper_than(text.as_bytes(), opts.max_depth) {
-        return Err(FrameError::new(
-            FrameErrorKind::TooDeep,
-            Some("message".into()),
-            format!("JSON nests deeper than {} levels", opts.max_depth),
-        ));
-    }
-    Ok(())
-}
-
 fn empty_object() -> &'static RawValue {
     serde_json::from_str("{}").expect("`{}` is JSON")
 }
@@ -149,12 +127,6 @@ pub(crate) fn string<'a>(raw: &'a RawValue, field: &str) -> Result<Cow<'a, str>,
     serde_json::from_str::<String>(s)
         .map(Cow::Owned)
         .map_err(|_| FrameError::wrong(field, "must be a string"))
-}
-
-/// The error of a body that is not a JSON object (`prefix` names it: `data.`, or the frame).
-fn not_object(prefix: &str) -> FrameError {
-    let field = prefix.trim_end_matches('.');
-    FrameError::wrong(if field.is_empty() { "frame" } else { field }, "must be a JSON object")
 }
 
 fn object<'a, T: Deserialize<'a>>(body: &'a RawValue, prefix: &str) -> Result<T, FrameError> {
