@@ -74,7 +74,11 @@ impl Connection {
         self.socket_open = false;
         let Some(status) = status else {
             let reason = if body.is_empty() { "open failed" } else { body };
-            return self.reconnect(now, None, &format!("open failed: {reason}"), false);
+            // A browser's (or undici's) WebSocket reports a refused upgrade as this too.
+            let m = format!(
+                "open failed: {reason} (no HTTP status: a network failure, a refused key and a server without the WebSocket route look the same)"
+            );
+            return self.reconnect(now, None, &m, false);
         };
         let no_ws_route = self.wire == Wire::WebSocket && matches!(status, 403 | 404 | 405 | 426);
         if no_ws_route && self.cfg.transport == Transport::Auto {
