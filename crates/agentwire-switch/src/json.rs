@@ -94,8 +94,8 @@ pub(crate) fn raw(v: Value<'_, '_>) -> Box<RawValue> {
     // SAFETY: `from_string_unchecked` needs one well-formed JSON value without surrounding
     // whitespace. A tape value's text is exactly the span of a value the reader parsed, and the
     // reader takes only what serde_json takes (the proptests of agentwire-core's
-    // `json/read_tests.rs` and the fuzz target `read core` compare the two); serde_json re-parses it in debug builds, so every
-    // test and fuzz run checks this.
+    // `json/read_tests.rs` and the fuzz target `read core` compare the two); serde_json
+    // re-parses it in debug builds, so every test and fuzz run checks this.
     unsafe { RawValue::from_string_unchecked(v.raw().to_owned()) }
 }
 

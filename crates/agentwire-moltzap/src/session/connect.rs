@@ -168,7 +168,7 @@ impl Session {
         // timeout, a cancel or a frame error) is dropped quietly.
         let unsent = self.end_early(&c.id);
         self.state = SessionState::Open;
-        let error = if unsent { error.unsent(true) } else { error };
+        let error = error.unsent(unsent);
         self.events.push_back(Event::ConnectFailed { id: c.id, error });
     }
 }

@@ -730,8 +730,9 @@ impl Connection {
             Some(b) => (self.queue.len() - 1, self.control_bytes - b),
             None => (self.queue.len(), self.control_bytes),
         };
-        let over_bytes = by_bytes && held > 0 && held.saturating_add(event.queued_bytes()) > self.cfg.max_queued_bytes;
-        if over_bytes || len >= self.cfg.max_queued_events.saturating_add(slack) {
+        if (by_bytes && self.over_bytes(held, event.queued_bytes()))
+            || len >= self.cfg.max_queued_events.saturating_add(slack)
+        {
             self.dropped_control += 1;
             return;
         }
@@ -748,10 +749,15 @@ impl Connection {
         self.queue.push_back(Item::Event(event));
     }
 
-    /// Whether `bytes` more of what is not a domain event would go past `max_queued_bytes`
-    /// (the first always fits: a `Connected` after a drained queue is never refused).
+    /// Whether `bytes` more of what is not a domain event would go past `max_queued_bytes`.
     fn over_control_bytes(&self, bytes: usize) -> bool {
-        self.control_bytes > 0 && self.control_bytes.saturating_add(bytes) > self.cfg.max_queued_bytes
+        self.over_bytes(self.control_bytes, bytes)
+    }
+
+    /// Whether `bytes` more on `held` would go past `max_queued_bytes` (the first always fits: a
+    /// `Connected` after a drained queue is never refused).
+    fn over_bytes(&self, held: usize, bytes: usize) -> bool {
+        held > 0 && held.saturating_add(bytes) > self.cfg.max_queued_bytes
     }
 
     /// Queues a gap, merged into the one at the back of the queue if there is one (so gaps alone
@@ -854,7 +860,6 @@ impl Event {
     /// room id and its gap's, an unknown control frame's name and body, room lists with a
     /// `String`'s own size per room, ids, reasons, messages). A driver that queues events again
     /// bounds its own queue with the same measure.
-    #[inline(never)]
     pub fn queued_bytes(&self) -> usize {
         match self {
             Event::Event { event, gap } => domain_bytes(event) + gap.as_ref().map_or(0, gap_bytes),
@@ -892,7 +897,6 @@ fn rooms_bytes(rooms: &[String]) -> usize {
     rooms.iter().map(|r| r.len() + std::mem::size_of::<String>()).sum()
 }
 
-#[inline(never)]
 fn gap_bytes(g: &Gap) -> usize {
     g.rooms.as_deref().map_or(0, rooms_bytes)
         + g.reason.len()

@@ -192,7 +192,7 @@ struct Body<'t, 'a> {
 }
 
 /// The most fields a [`Body`] reads ([`CONTROL`]'s).
-const MAX_FIELDS: usize = 22;
+const MAX_FIELDS: usize = CONTROL.len();
 
 impl<'t, 'a> Body<'t, 'a> {
     fn new(
