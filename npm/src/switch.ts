@@ -109,7 +109,9 @@ export class SwitchClient extends Client<SwitchEvent> {
   readonly #driver: SwitchDriver;
 
   readonly #events: Events<SwitchEvent>;
-  #refreshTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Stops the pending call of `refreshToken` (`after`: a token valid for over 24.8 days would
+   * overflow `setTimeout`, which then fires at once, again and again). */
+  #stopRefresh = (): void => {};
 
   private constructor(driver: SwitchDriver, events: Events<SwitchEvent>, token: string, refresh?: () => string | Promise<string>) {
     super(events, { get over() { return driver.stopped; }, close: () => driver.close() });
@@ -117,7 +119,7 @@ export class SwitchClient extends Client<SwitchEvent> {
     this.#events = events;
     if (refresh) {
       this.#scheduleRefresh(token, refresh);
-      void events.done.then(() => clearTimeout(this.#refreshTimer));
+      void events.done.then(() => this.#stopRefresh());
     }
   }
 
@@ -153,10 +155,10 @@ export class SwitchClient extends Client<SwitchEvent> {
         const error = toError(e);
         const message = `refreshToken failed: ${error.message}`;
         this.#events.emit(JSON.stringify({ type: "diagnostic", error: { ...error.info, kind: "auth", message } }));
-        if (Date.now() + REFRESH_RETRY_MS < exp) this.#refreshTimer = setTimeout(run, REFRESH_RETRY_MS);
+        if (Date.now() + REFRESH_RETRY_MS < exp) this.#stopRefresh = after(REFRESH_RETRY_MS, run);
       }
     };
-    this.#refreshTimer = setTimeout(run, Math.max(0, left - Math.min(60_000, left / 5)));
+    this.#stopRefresh = after(Math.max(0, left - Math.min(60_000, left / 5)), run);
   }
 
   /** Connects through the relay at `relayUrl` (`https://relay.example[/prefix]`) with a relay

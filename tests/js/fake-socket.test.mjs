@@ -1,0 +1,66 @@
+// The clients on a socket the test plays itself: the Switch client's token refresh (no relay: a
+// relay refuses a token living past its max lifetime, which is what this needs).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { SwitchClient } from "agentwire/switch";
+
+const b64url = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
+/** A token shaped as a relay token (claims, then a signature the client never checks). */
+const token = (expS) => `${b64url({ sub: "a", exp: expS })}.sig`;
+
+let current;
+class FakeWebSocket {
+  static OPEN = 1;
+  constructor(url) {
+    this.url = url;
+    this.readyState = 0;
+    this.protocol = "agentwire.v1";
+    current = this;
+  }
+  send() {}
+  close() {
+    this.readyState = 3;
+  }
+}
+
+const connectionState = JSON.stringify({
+  event: "connection_state",
+  data: { connection_id: "c", agent_id: "a", generation: 1, scope: "single", filter: "all", rooms: [], cursor: 0, protocol: 1, heartbeat_interval_seconds: 3600 },
+});
+
+async function connect(tok, refreshToken) {
+  const connecting = SwitchClient.connect("http://fake", { token: tok, agentId: "a", reconnect: false, webSocket: FakeWebSocket, refreshToken });
+  const ws = current;
+  ws.readyState = 1;
+  ws.onopen({});
+  ws.onmessage({ data: connectionState });
+  return connecting;
+}
+
+// setTimeout holds at most 2^31 - 1 ms (24.8 days) and fires at once past it: a token living
+// longer must not have refreshToken called at once (and again for each token it returns).
+test("a token expiring in 30 days is not refreshed at once", async () => {
+  let calls = 0;
+  const far = Math.floor(Date.now() / 1000) + 30 * 86_400;
+  const client = await connect(token(far), () => (calls++, token(far + 86_400)));
+  try {
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(calls, 0);
+  } finally {
+    await client.close();
+  }
+});
+
+test("a token expiring in 2 s is refreshed before its exp", async () => {
+  let calls = 0;
+  const soon = Math.floor(Date.now() / 1000) + 2;
+  const client = await connect(token(soon), () => (calls++, token(soon + 3600)));
+  try {
+    const until = Date.now() + 5_000;
+    while (calls === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(calls, 1);
+  } finally {
+    await client.close();
+  }
+});
+
