@@ -27,6 +27,10 @@ export interface SwitchOptions {
   /** `false`: stop at the first disconnect. */
   reconnect?: boolean;
   maxReconnectAttempts?: number;
+  /** Opens tried before the first attach (default 1: `connect` rejects when the first fails,
+   * kind `closed` or the HTTP error, retryable); 0: reopen with the backoff until attached
+   * (bound it with `timeoutMs`). */
+  connectAttempts?: number;
   backoff?: { baseMs?: number; maxMs?: number; factor?: number; minMs?: number };
   openTimeoutMs?: number;
   heartbeatIntervalMs?: number;
@@ -163,8 +167,8 @@ export class SwitchClient extends Client<SwitchEvent> {
 
   /** Connects through the relay at `relayUrl` (`https://relay.example[/prefix]`) with a relay
    * token, and resolves once the connection is attached (`connected`); rejects when it stops
-   * first (refused token, eviction), when the first attempt fails (no relay: kind `closed`,
-   * retryable), on `signal`, or after `timeoutMs`. Once connected, it reconnects by itself. */
+   * first (refused token, eviction), when the first open fails (no relay: kind `closed`,
+   * retryable; more with `connectAttempts`), on `signal`, or after `timeoutMs`. Once connected, it reconnects by itself. */
   static connect(relayUrl: string, opts: SwitchConnectOptions): Promise<SwitchClient> {
     // A JavaScript caller may leave the options (or the token) out: the engine then rejects
     // with kind `invalid`, saying what is missing.
@@ -190,14 +194,8 @@ export class SwitchClient extends Client<SwitchEvent> {
       const onAbort = () => settle(abortError(signal!));
       events.tap = (ev) => {
         if (ev.type === "connected") settle();
+        // The engine stops a connect whose first open failed (`connectAttempts`).
         if (ev.type === "stopped") settle(ev.error ? new AgentwireError(ev.error) : agentwireError("closed", "the connection stopped"));
-        // The first attempt failed (not a reopen the engine makes on its own, `attempt` 0): as
-        // RKT and MoltZap, connect rejects rather than retry without end.
-        if (ev.type === "disconnected" && (ev.attempt ?? 0) > 0) {
-          const why = ev.reason ?? (ev.code === undefined ? "the connection failed" : `closed with ${ev.code}`);
-          const code = ev.code === undefined ? {} : { code: ev.code };
-          settle(new AgentwireError({ kind: "closed", ...code, message: `could not connect: ${why}`, retryable: true }));
-        }
       };
       try {
         driver = new SwitchDriver(relayUrl, token, jsonArg(engine, "the options"), webSocket as (() => void) | undefined, events.emit);

@@ -409,8 +409,19 @@ export const scenarios = {
       "closed",
       "nobody listening",
     );
-    check(nobody.retryable, "a failed first attempt is retryable");
-    check(seen.join() === "disconnected,stopped", `events of a failed connect: ${seen}`);
+    check(nobody.retryable && nobody.message.startsWith("could not connect: "), `a failed first attempt: ${nobody.message}`);
+    check(seen.join() === "stopped", `events of a failed connect: ${seen}`);
+    // `connectAttempts` (the engine's rule): two opens, then the second failure rejects; 0
+    // reopens until `timeoutMs`.
+    const twice = [];
+    const nobodyUrl = env.closedRkt.replace("ws:", "http:");
+    const quick = { token: "t", agentId: "a", webSocket: env.webSocket, backoff: { baseMs: 5, maxMs: 10 } };
+    const second = await rejects(aw, aw.SwitchClient.connect(nobodyUrl, { ...quick, connectAttempts: 2, onEvent: (e) => twice.push(e.type) }), "closed", "two attempts");
+    check(second.message.startsWith("could not connect (2 attempts): "), `two attempts: ${second.message}`);
+    check(twice.join() === "disconnected,stopped", `events of two failed opens: ${twice}`);
+    const until = [];
+    await rejects(aw, aw.SwitchClient.connect(nobodyUrl, { ...quick, connectAttempts: 0, timeoutMs: 300, onEvent: (e) => until.push(e.type) }), "timeout", "retry until the timeout");
+    check(until.filter((t) => t === "disconnected").length >= 2, `reopened until the timeout: ${until}`);
     // A socket that cannot even be created: the same, and the driver does not go on retrying.
     const none = [];
     const Throws = class {
@@ -420,7 +431,7 @@ export const scenarios = {
     };
     await rejects(aw, aw.SwitchClient.connect(env.switch, { token: "t", agentId: "a", webSocket: Throws, onEvent: (e) => none.push(e.type) }), "closed", "no socket");
     await new Promise((r) => setTimeout(r, 300));
-    check(none.join() === "disconnected,stopped", `events when no socket can be made: ${none}`);
+    check(none.join() === "stopped", `events when no socket can be made: ${none}`);
     if (!env.switchSocket) return "skipped: the rest needs the peer directly";
     const { alice } = env.switchAgents;
     const bad = "sk_switch_not_a_key";

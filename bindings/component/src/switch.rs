@@ -75,6 +75,9 @@ fn config(c: Config) -> ConnectionConfig {
         };
     }
     cfg.max_reconnect_attempts = c.max_reconnect_attempts;
+    if let Some(n) = c.connect_attempts {
+        cfg.connect_attempts = Some(n).filter(|&n| n > 0);
+    }
     if let Some(b) = c.backoff {
         cfg.backoff = agentwire_core::Backoff {
             base_ms: b.base_ms,

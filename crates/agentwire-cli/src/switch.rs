@@ -252,6 +252,9 @@ fn config(conn: &Conn, rooms: Vec<String>) -> ConnectionConfig {
         TransportArg::Sse => Transport::Sse,
         TransportArg::Auto => Transport::Auto,
     };
+    // A failed first open is tried again with the backoff until `--timeout-ms` (the connect's
+    // bound below), where a library's connect fails at once.
+    cfg.connect_attempts = None;
     cfg
 }
 

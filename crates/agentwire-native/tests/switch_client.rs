@@ -302,9 +302,15 @@ async fn a_wrong_key_stops_with_an_auth_error() {
             .await
             .unwrap_err();
         assert_eq!(e.kind, ErrorKind::Version, "{e}");
-        // Nothing listening: the engine keeps retrying; connect gives up with a timeout.
+        // Nothing listening: the engine stops at the first failed open (`connect_attempts`).
+        let cfg = config(&w.b, Transport::WebSocket, &[]);
+        let e = SwitchClient::connect("http://127.0.0.1:1", "k", cfg).await.unwrap_err();
+        assert_eq!((e.kind, e.retryable), (ErrorKind::Closed, true), "{e}");
+        assert!(e.message.starts_with("could not connect: open failed"), "{e}");
+        // Told to retry until attached, the engine reopens; connect gives up with a timeout.
         let mut cfg = config(&w.b, Transport::WebSocket, &[]);
         cfg.open_timeout_ms = 300;
+        cfg.connect_attempts = None;
         let e = SwitchClient::connect("http://127.0.0.1:1", "k", cfg).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
         assert!(e.message.contains("open failed"), "{e}");

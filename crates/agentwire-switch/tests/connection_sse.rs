@@ -376,6 +376,7 @@ fn an_idle_stream_is_dead_but_keepalives_keep_it() {
     let mut cfg = sse();
     cfg.stream_idle_timeout_ms = 5_000;
     cfg.heartbeat_interval_ms = 60_000;
+    cfg.connect_attempts = None;
     let (mut d, _) = Driver::opened(cfg);
     d.advance(5_000);
     let (t, e) = d.drain();
@@ -410,7 +411,10 @@ fn stream_open_refusals_are_http_statuses() {
         (408, "", None),
     ];
     for (status, body, stops) in cases {
-        let mut d = Driver::new(sse());
+        // Told to retry until attached, so that the retryable ones show.
+        let mut cfg = sse();
+        cfg.connect_attempts = None;
+        let mut d = Driver::new(cfg);
         d.conn.start(d.now).unwrap();
         d.expect_open();
         d.conn.handle_open_failed(d.now, Some(status), body);
@@ -420,7 +424,11 @@ fn stream_open_refusals_are_http_statuses() {
                 let [Event::Stopped { error: Some(err) }] = &e[..] else {
                     panic!("{status}: {e:?}")
                 };
-                assert_eq!((err.kind, err.status), (kind, Some(status)), "{err:?}");
+                assert_eq!(
+                    (err.kind, err.status, err.retryable),
+                    (kind, Some(status), false),
+                    "{err:?}"
+                );
             }
             None => assert!(matches!(&e[..], [Event::Disconnected { .. }]), "{status}: {e:?}"),
         }

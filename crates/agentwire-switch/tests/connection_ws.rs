@@ -495,6 +495,7 @@ fn backoff_is_jittered_exponential_and_resets_once_stable() {
 fn max_reconnect_attempts_stop_the_connection() {
     let mut cfg = ws();
     cfg.max_reconnect_attempts = Some(2);
+    cfg.connect_attempts = None;
     let mut d = Driver::new(cfg);
     d.conn.start(d.now).unwrap();
     d.expect_open();
@@ -556,7 +557,9 @@ fn a_live_connection_takes_an_unusable_open_as_a_failed_one() {
 
 #[test]
 fn an_open_without_connection_state_times_out() {
-    let (mut d, _) = Driver::opened(ws());
+    let mut cfg = ws();
+    cfg.connect_attempts = None;
+    let (mut d, _) = Driver::opened(cfg);
     d.advance(10_000);
     let (t, e) = d.drain();
     assert!(matches!(&t[..], [Transmit::Close { .. }]));
@@ -580,12 +583,114 @@ fn upgrade_refusals() {
     assert!(
         matches!(&d.events()[..], [Event::Stopped { error: Some(e) }] if e.kind == ErrorKind::Version && e.message.contains("SSE"))
     );
-    // 503: try again later.
+    // 503: try again later (a first open stops, retryable, unless told to retry).
     let mut d = Driver::new(ws());
     d.conn.start(0).unwrap();
     d.expect_open();
     d.conn.handle_open_failed(0, Some(503), "");
+    assert!(
+        matches!(&d.events()[..], [Event::Stopped { error: Some(e) }] if e.kind == ErrorKind::Remote && e.retryable && e.status == Some(503))
+    );
+    let mut cfg = ws();
+    cfg.connect_attempts = None;
+    let mut d = Driver::new(cfg);
+    d.conn.start(0).unwrap();
+    d.expect_open();
+    d.conn.handle_open_failed(0, Some(503), "");
     assert!(matches!(&d.events()[..], [Event::Disconnected { .. }]));
+}
+
+/// Before the first attach, `connect_attempts` failed opens stop the connection with the last
+/// failure, whatever failed; after it, reconnects go on.
+#[test]
+fn a_connect_gives_up_after_its_attempts_and_an_attached_connection_never_does() {
+    type Fail = fn(&mut Driver);
+    let failures: [(&str, Fail, ErrorKind, Option<u16>); 4] = [
+        (
+            "no status",
+            |d| d.conn.handle_open_failed(d.now, None, "connection refused"),
+            ErrorKind::Closed,
+            None,
+        ),
+        (
+            "a close",
+            |d| {
+                d.conn.handle_open(d.now);
+                d.conn.handle_close(d.now, 1006, "")
+            },
+            ErrorKind::Closed,
+            Some(1006),
+        ),
+        (
+            "a 429",
+            |d| d.conn.handle_open_failed(d.now, Some(429), ""),
+            ErrorKind::RateLimited,
+            Some(429),
+        ),
+        (
+            "the open deadline",
+            |d| {
+                d.conn.handle_open(d.now);
+                d.advance(10_000)
+            },
+            ErrorKind::Timeout,
+            None,
+        ),
+    ];
+    for (name, fail, kind, status) in failures {
+        // The default: the first failure stops.
+        let mut d = Driver::new(ws());
+        d.conn.start(d.now).unwrap();
+        d.expect_open();
+        fail(&mut d);
+        let e = d.events();
+        let [Event::Stopped { error: Some(err) }] = &e[..] else {
+            panic!("{name}: {e:?}")
+        };
+        assert_eq!(
+            (err.kind, err.status, err.retryable),
+            (kind, status, true),
+            "{name}: {err:?}"
+        );
+        assert!(err.message.starts_with("could not connect: "), "{name}: {err}");
+        assert_eq!(d.conn.state(), State::Stopped, "{name}");
+        // Three attempts: two reopens, then the third failure stops.
+        let mut cfg = ws();
+        cfg.connect_attempts = Some(3);
+        let mut d = Driver::new(cfg);
+        d.conn.start(d.now).unwrap();
+        d.expect_open();
+        for attempt in 1..=2 {
+            fail(&mut d);
+            let e = d.events();
+            assert!(
+                matches!(&e[..], [Event::Disconnected { attempt: a, .. }] if *a == attempt),
+                "{name}: {e:?}"
+            );
+            d.reopen();
+        }
+        fail(&mut d);
+        let e = d.events();
+        let [Event::Stopped { error: Some(err) }] = &e[..] else {
+            panic!("{name}: {e:?}")
+        };
+        assert!(
+            err.message.starts_with("could not connect (3 attempts): "),
+            "{name}: {err}"
+        );
+    }
+    // Once attached, the same failures reconnect (the default's one attempt counts no more).
+    let mut d = Driver::live_ws(ws(), 5, &["room-a"]);
+    for _ in 0..3 {
+        d.conn.handle_close(d.now, 1006, "");
+        assert!(matches!(&d.events()[..], [Event::Disconnected { .. }]));
+        d.reopen();
+        d.conn.handle_open_failed(d.now, None, "connection refused");
+        assert!(matches!(&d.events()[..], [Event::Disconnected { .. }]));
+        d.reopen();
+        d.conn.handle_open(d.now);
+    }
+    assert_ne!(d.conn.state(), State::Stopped);
 }
 
 #[test]

@@ -57,6 +57,7 @@ pub fn switch(agent_id: &str, connection_id: &str) -> switch::Config {
         protocol: None,
         transport: None,
         max_reconnect_attempts: None,
+        connect_attempts: None,
         backoff: None,
         open_timeout_ms: None,
         heartbeat_interval_ms: None,

@@ -32,6 +32,7 @@ const KEYS: &[&str] = &[
     "transport",
     "reconnect",
     "maxReconnectAttempts",
+    "connectAttempts",
     "backoff",
     "openTimeoutMs",
     "heartbeatIntervalMs",
@@ -155,6 +156,10 @@ fn read(json: &str, websocket_only: bool) -> Result<Parsed, Refusal> {
         (Some(false), None) => Some(0),
         (_, max) => max,
     };
+    // 0: reopen until attached (the caller bounds the wait, `timeoutMs`).
+    if let Some(n) = o.uint("connectAttempts")? {
+        cfg.connect_attempts = Some(n).filter(|&n| n > 0);
+    }
     if let Some(b) = o.get("backoff") {
         let b = Object::strict(b, &["baseMs", "maxMs", "factor", "minMs"])
             .map_err(|e| Refusal::Other(format!("`backoff`: {e}")))?;

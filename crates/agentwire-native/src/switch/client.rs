@@ -87,10 +87,11 @@ impl SwitchClient {
     /// Opens the connection at `origin` (`http://host:port` or `ws://host:port`, `https://` or
     /// `wss://` for TLS (see [`crate::tls`]), optionally with a path prefix) with `key`, and resolves on the first `connection_state`. It fails with the
     /// error of the engine's `Stopped` (a refusal, a bad key, a server without the chosen
-    /// transport) as soon as the engine gives up, or with a `timeout` error when nothing attached
-    /// within [`SwitchOptions::connect_timeout`] (default [`CONNECT_OPEN_TIMEOUTS`] ×
-    /// `cfg.open_timeout_ms`; the engine reopens with its backoff in between). Invalid parameters
-    /// are an `invalid` error before anything is sent.
+    /// transport, or a failed open once `cfg.connect_attempts` have failed: by default the
+    /// first, a retryable `could not connect: …`), or with a `timeout` error when nothing
+    /// attached within [`SwitchOptions::connect_timeout`] (default [`CONNECT_OPEN_TIMEOUTS`] ×
+    /// `cfg.open_timeout_ms`; with more attempts the engine reopens with its backoff in between).
+    /// Invalid parameters are an `invalid` error before anything is sent.
     pub async fn connect_with(
         origin: &str,
         key: &str,

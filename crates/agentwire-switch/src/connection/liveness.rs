@@ -31,7 +31,8 @@ impl Connection {
             return;
         }
         let m = format!("no connection_state within {} ms of opening", self.cfg.open_timeout_ms);
-        self.reconnect(now, None, &m, true);
+        let timeout = SwitchError::local(ErrorKind::Timeout, m.clone()).retryable(true);
+        self.reconnect_or_fail(now, None, &m, true, Some(timeout));
     }
 
     pub(super) fn arm_stream_idle(&mut self, now: Millis) {

@@ -68,6 +68,12 @@ pub struct ConnectionConfig {
     pub backoff: Backoff,
     /// Reconnects in a row before giving up (default `None`: never give up).
     pub max_reconnect_attempts: Option<u32>,
+    /// Opens tried before the first attach (`connection_state`): when that many have failed,
+    /// the connection stops with the last failure, `could not connect: …` (retryable). `None`:
+    /// reopen with the backoff until attached, for a caller that bounds the wait itself.
+    /// Default `Some(1)`: a first open that fails stops, as an RKT or MoltZap connect fails.
+    /// Switching from WebSocket to SSE (`Transport::Auto`) is not a failed open.
+    pub connect_attempts: Option<u32>,
     /// From an open to its `connection_state` (default 10 s).
     pub open_timeout_ms: u64,
     /// Ping (WebSocket) or beat (SSE) interval until `connection_state` says otherwise (2 s).
@@ -99,6 +105,7 @@ impl ConnectionConfig {
             transport: Transport::WebSocket,
             backoff: Backoff::default(),
             max_reconnect_attempts: None,
+            connect_attempts: Some(1),
             open_timeout_ms: 10_000,
             heartbeat_interval_ms: 2_000,
             missed_heartbeats: 3,

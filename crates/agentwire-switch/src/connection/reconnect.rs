@@ -8,14 +8,47 @@ use agentwire_core::{ErrorKind, Millis};
 
 impl Connection {
     /// Drops the socket (when `close` and one is open) and schedules the next open after the
-    /// jittered backoff of the next attempt, or stops after `max_reconnect_attempts`.
+    /// jittered backoff of the next attempt, or stops after `max_reconnect_attempts` (or, before
+    /// the first attach, `connect_attempts`).
     pub(super) fn reconnect(&mut self, now: Millis, code: Option<u16>, reason: &str, close: bool) {
+        self.reconnect_or_fail(now, code, reason, close, None);
+    }
+
+    /// [`Connection::reconnect`], where `failure` (the last attempt's error, default a
+    /// retryable `closed` with `code` as its status) is what a connect that gives up stops with.
+    pub(super) fn reconnect_or_fail(
+        &mut self,
+        now: Millis,
+        code: Option<u16>,
+        reason: &str,
+        close: bool,
+        failure: Option<SwitchError>,
+    ) {
         if close {
             self.close_socket(reason);
         }
         self.socket_open = false;
         self.timers.clear();
         self.beat_in_flight = None;
+        let tried = self.attempt.saturating_add(1);
+        if let Some(max) = self
+            .cfg
+            .connect_attempts
+            .filter(|&max| !self.ever_attached && tried >= max)
+        {
+            let mut error = failure.unwrap_or_else(|| {
+                let mut e = SwitchError::local(ErrorKind::Closed, reason).retryable(true);
+                e.status = code;
+                e
+            });
+            let tries = if max > 1 {
+                format!(" ({tried} attempts)")
+            } else {
+                String::new()
+            };
+            error.message = format!("could not connect{tries}: {}", error.message);
+            return self.stop(Some(error), "could not connect");
+        }
         if let Some(max) = self.cfg.max_reconnect_attempts {
             if self.attempt >= max {
                 let m = format!("gave up after {max} reconnect attempts; last: {reason}");
@@ -73,10 +106,14 @@ impl Connection {
     pub(super) fn on_open_failed(&mut self, now: Millis, status: Option<u16>, body: &str) {
         self.socket_open = false;
         let Some(status) = status else {
-            let reason = if body.is_empty() { "open failed" } else { body };
+            let reason = if body.is_empty() {
+                String::new()
+            } else {
+                format!(": {body}")
+            };
             // A browser's (or undici's) WebSocket reports a refused upgrade as this too.
             let m = format!(
-                "open failed: {reason} (no HTTP status: a network failure, a refused key and a server without the WebSocket route look the same)"
+                "open failed{reason} (no HTTP status: a network failure, a refused key and a server without the WebSocket route look the same)"
             );
             return self.reconnect(now, None, &m, false);
         };
@@ -104,7 +141,10 @@ impl Connection {
             error.kind = ErrorKind::Version;
         }
         match status {
-            408 | 429 | 500..=599 => self.reconnect(now, None, &error.message, false),
+            408 | 429 | 500..=599 => {
+                let reason = error.message.clone();
+                self.reconnect_or_fail(now, None, &reason, false, Some(error))
+            }
             _ => self.stop(Some(error.retryable(false)), "refused"),
         }
     }

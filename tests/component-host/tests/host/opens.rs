@@ -69,3 +69,53 @@ fn switch_a_live_session_reopens_through_an_unusable_open() {
         d.transmits
     );
 }
+
+/// `connect-attempts`: absent, the first failed open stops the session (retryable); 0 reopens
+/// until attached; 2 stops at the second.
+#[test]
+fn switch_connect_attempts_decide_when_a_first_open_gives_up() {
+    for (attempts, reopens) in [(None, 0), (Some(0), 3), (Some(2), 1)] {
+        let mut i = runtime().instantiate().unwrap();
+        let api = i.engine.agentwire_engine_switch().session();
+        let cfg = switch::Config {
+            connect_attempts: attempts,
+            ..switch_config(switch::Transport::Websocket)
+        };
+        let s = api.call_constructor(&mut i.store, &cfg).unwrap();
+        api.call_start(&mut i.store, s, NOW).unwrap().unwrap();
+        api.call_drain(&mut i.store, s).unwrap();
+        let mut now = NOW;
+        for _ in 0..reopens {
+            api.call_handle_open_failed(&mut i.store, s, now, None, "refused")
+                .unwrap();
+            let d = api.call_drain(&mut i.store, s).unwrap();
+            assert!(
+                matches!(d.events[..], [switch::Event::Disconnected(_)]),
+                "{attempts:?}: {:?}",
+                d.events
+            );
+            now = d.timeout.expect("a reopen is scheduled");
+            api.call_handle_timeout(&mut i.store, s, now).unwrap();
+            let d = api.call_drain(&mut i.store, s).unwrap();
+            assert!(
+                matches!(d.transmits[..], [switch::Transmit::Open(_)]),
+                "{:?}",
+                d.transmits
+            );
+        }
+        if attempts == Some(0) {
+            continue;
+        }
+        api.call_handle_open_failed(&mut i.store, s, now, None, "refused")
+            .unwrap();
+        let d = api.call_drain(&mut i.store, s).unwrap();
+        match &d.events[..] {
+            [switch::Event::Stopped(Some(e))] => {
+                assert_eq!((e.kind, e.retryable), (ErrorKind::Closed, true), "{attempts:?}: {e:?}");
+                assert!(e.message.starts_with("could not connect"), "{}", e.message);
+            }
+            other => panic!("{attempts:?}: {other:?}"),
+        }
+        assert_eq!(api.call_state(&mut i.store, s).unwrap(), switch::State::Stopped);
+    }
+}
