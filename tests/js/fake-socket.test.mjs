@@ -1,8 +1,10 @@
 // The clients on a socket the test plays itself: the Switch client's token refresh (no relay: a
-// relay refuses a token living past its max lifetime, which is what this needs).
+// relay refuses a token living past its max lifetime, which is what this needs), and a socket
+// that answers synchronously from inside `send` (a test double's way).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SwitchClient } from "agentwire/switch";
+import { MoltZapClient } from "agentwire/moltzap";
 
 const b64url = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
 /** A token shaped as a relay token (claims, then a signature the client never checks). */
@@ -64,3 +66,32 @@ test("a token expiring in 2 s is refreshed before its exp", async () => {
   }
 });
 
+// The driver is busy while it calls `send`: an answer delivered from inside it waits for a
+// microtask (it was dropped, so the connect hung until its timeout).
+test("a MoltZap socket that answers from inside send()", async () => {
+  const sent = [];
+  class Answering extends FakeWebSocket {
+    send(t) {
+      sent.push(t);
+      const m = JSON.parse(t);
+      const result = m.method === "agent/network/connect" ? {} : { echoed: m.method };
+      this.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id: m.id, result }) });
+      this.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", method: "test/pushed", params: { n: sent.length } }) });
+    }
+  }
+  const events = [];
+  const connecting = MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: Answering, timeoutMs: 2_000, onEvent: (e) => events.push(e) });
+  const ws = current;
+  ws.readyState = 1;
+  ws.onopen({});
+  const client = await connecting;
+  try {
+    assert.deepEqual(await client.call("x/y", {}), { echoed: "x/y" });
+    assert.deepEqual(await client.call("x/z", {}), { echoed: "x/z" });
+    // Every push after its answer, in order.
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(events.filter((e) => e.type === "other").map((e) => [e.name, e.data.n]), [["test/pushed", 1], ["test/pushed", 2], ["test/pushed", 3]]);
+  } finally {
+    await client.close();
+  }
+});

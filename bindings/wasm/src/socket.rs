@@ -137,20 +137,71 @@ fn report(e: &JsValue) {
 
 /// A driver's state, fed by its socket and timer.
 pub(crate) trait Sink {
-    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls);
+    /// `Err(input)`: busy (its driver is borrowed); [`deliver`] hands it over later.
+    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) -> Result<(), Input>;
 }
 
-/// Feeds `input` to the sink, if it still exists, then makes its calls.
+/// Feeds `input` to the sink, if it still exists, then makes its calls. A sink that is busy
+/// (a socket that called back synchronously from inside a call its driver made: a test double
+/// answering from `send`, a `close()` firing `onclose` at once) gets it in a microtask, in order
+/// with every input after it; it is never dropped, and never a panic.
 pub(crate) fn deliver(sink: &Weak<RefCell<dyn Sink>>, input: Input) {
-    let Some(sink) = sink.upgrade() else { return };
-    let mut calls = Calls::default();
-    // Socket and timer callbacks are separate tasks, so the sink is never borrowed here; if it
-    // were, dropping the input is better than a panic.
-    if let Ok(mut s) = sink.try_borrow_mut() {
-        s.input(now(), input, &mut calls);
+    if DEFERRED.with(|d| !d.borrow().is_empty()) {
+        return defer(sink.clone(), input);
     }
+    if let Err(input) = deliver_now(sink, input) {
+        defer(sink.clone(), input);
+    }
+}
+
+/// `Err(input)`: the sink was busy.
+fn deliver_now(sink: &Weak<RefCell<dyn Sink>>, input: Input) -> Result<(), Input> {
+    let Some(sink) = sink.upgrade() else { return Ok(()) };
+    let mut calls = Calls::default();
+    let taken = match sink.try_borrow_mut() {
+        Ok(mut s) => s.input(now(), input, &mut calls),
+        Err(_) => Err(input),
+    };
     drop(sink);
     calls.run();
+    taken
+}
+
+fn defer(sink: Weak<RefCell<dyn Sink>>, input: Input) {
+    let first = DEFERRED.with(|d| {
+        let mut d = d.borrow_mut();
+        d.push_back((sink, input));
+        d.len() == 1
+    });
+    if first {
+        DRAIN.with(|f| queue_microtask(f.as_ref().unchecked_ref()));
+    }
+}
+
+/// Delivers the deferred inputs in order; one whose sink is still busy waits for the next
+/// microtask, and so does everything behind it.
+fn drain_deferred() {
+    while let Some((sink, input)) = DEFERRED.with(|d| d.borrow_mut().pop_front()) {
+        if let Err(input) = deliver_now(&sink, input) {
+            DEFERRED.with(|d| d.borrow_mut().push_front((sink, input)));
+            DRAIN.with(|f| queue_microtask(f.as_ref().unchecked_ref()));
+            return;
+        }
+    }
+}
+
+/// A driver's sink, as its socket and timer hold it.
+pub(crate) type SinkRef = Weak<RefCell<dyn Sink>>;
+
+thread_local! {
+    static DEFERRED: RefCell<VecDeque<(SinkRef, Input)>> = const { RefCell::new(VecDeque::new()) };
+    static DRAIN: Closure<dyn FnMut()> = Closure::new(drain_deferred);
+}
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = queueMicrotask)]
+    fn queue_microtask(f: &Function);
 }
 
 /// A timer that delivers [`Input::Timer`] to `sink`.

@@ -40,7 +40,7 @@ fn closed_error(m: impl Into<String>) -> MoltZapError {
 }
 
 impl Sink for Driver {
-    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) {
+    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) -> Result<(), Input> {
         match input {
             Input::Open => {
                 self.opening = None;
@@ -83,6 +83,7 @@ impl Sink for Driver {
             }
         }
         self.pump(now, calls);
+        Ok(())
     }
 }
 

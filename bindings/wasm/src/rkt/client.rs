@@ -47,7 +47,7 @@ fn body(b: Option<String>) -> JsValue {
 }
 
 impl Sink for Driver {
-    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) {
+    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) -> Result<(), Input> {
         match input {
             Input::Open => {
                 self.opening = None;
@@ -74,6 +74,7 @@ impl Sink for Driver {
             }
         }
         self.pump(now, calls);
+        Ok(())
     }
 }
 

@@ -51,12 +51,12 @@ struct SocketSink {
 }
 
 impl Sink for SocketSink {
-    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) {
-        let Some(driver) = self.driver.upgrade() else { return };
-        // Socket events are tasks of their own: the driver is never borrowed here.
-        if let Ok(mut d) = driver.try_borrow_mut() {
-            d.socket_input(self.epoch, now, input, calls);
-        };
+    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) -> Result<(), Input> {
+        let Some(driver) = self.driver.upgrade() else { return Ok(()) };
+        // Busy: a socket that called back from inside a call the driver made.
+        let Ok(mut d) = driver.try_borrow_mut() else { return Err(input) };
+        d.socket_input(self.epoch, now, input, calls);
+        Ok(())
     }
 }
 
@@ -89,7 +89,7 @@ struct Driver {
 
 impl Sink for Driver {
     /// The timer's input (socket events come through their [`SocketSink`]).
-    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) {
+    fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) -> Result<(), Input> {
         if let Input::Timer = input {
             if let Some(t) = &mut self.timer {
                 t.fired();
@@ -97,6 +97,7 @@ impl Sink for Driver {
             self.conn.handle_timeout(now);
             self.pump(now, calls);
         }
+        Ok(())
     }
 }
 
