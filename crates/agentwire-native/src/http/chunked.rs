@@ -91,7 +91,8 @@ impl Dechunker {
 fn chunk_size(line: &[u8]) -> Result<u64, String> {
     let text = std::str::from_utf8(line).map_err(|_| "chunk size is not text".to_owned())?;
     let hex = text.split(';').next().unwrap_or("").trim();
-    if hex.is_empty() || hex.len() > 15 {
+    // Hex digits only (`from_str_radix` alone takes a leading `+`).
+    if hex.is_empty() || hex.len() > 15 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!("bad chunk size {text:?}"));
     }
     u64::from_str_radix(hex, 16).map_err(|_| format!("bad chunk size {text:?}"))
@@ -119,9 +120,46 @@ mod tests {
         let lf_only = b"3\n{\"e\n0\n\n";
         assert_eq!(dechunk_all(lf_only, 1).unwrap(), (b"{\"e".to_vec(), true));
         assert_eq!(dechunk_all(b"5\r\nab", 1).unwrap(), (b"ab".to_vec(), false));
-        for bad in [&b"zz\r\n"[..], b"3\r\nabcX", b"fffffffffffffffff\r\n"] {
+        for bad in [
+            &b"zz\r\n"[..],
+            b"3\r\nabcX",
+            b"fffffffffffffffff\r\n",
+            b"+3\r\nabc\r\n",
+            b"-0\r\n",
+            b"0x3\r\n",
+        ] {
             assert!(dechunk_all(bad, 1).is_err(), "{bad:?}");
         }
         assert!(dechunk_all(&[b'1'; 5000], 7).is_err(), "bounded size line");
+    }
+
+    proptest::proptest! {
+        /// Any body, cut into chunks of any sizes (hex in either case, with or without an
+        /// extension) and fed in pieces of any size, comes out whole.
+        #[test]
+        fn any_chunking_reads_back(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..600),
+            cuts in proptest::collection::vec(1usize..80, 1..20),
+            upper: bool,
+            ext: bool,
+            step in 1usize..40,
+        ) {
+            let mut raw = Vec::new();
+            let (mut at, mut cut) = (0, cuts.iter().cycle());
+            while at < body.len() {
+                let n = (*cut.next().unwrap()).min(body.len() - at);
+                let size = if upper { format!("{n:X}") } else { format!("{n:x}") };
+                raw.extend_from_slice(size.as_bytes());
+                if ext {
+                    raw.extend_from_slice(b";x=1");
+                }
+                raw.extend_from_slice(b"\r\n");
+                raw.extend_from_slice(&body[at..at + n]);
+                raw.extend_from_slice(b"\r\n");
+                at += n;
+            }
+            raw.extend_from_slice(b"0\r\n\r\n");
+            proptest::prop_assert_eq!(dechunk_all(&raw, step).unwrap(), (body, true));
+        }
     }
 }

@@ -337,7 +337,10 @@ fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Body)>, Error> {
         } else if h.name.eq_ignore_ascii_case("content-length") {
             let v = std::str::from_utf8(h.value)
                 .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok());
+                .map(str::trim)
+                // Digits only (`parse` alone takes a leading `+`).
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<u64>().ok());
             length = Some(v.ok_or_else(|| decode("bad Content-Length"))?);
         }
     }
@@ -423,5 +426,9 @@ mod tests {
         assert!(parse_head(b"HTTP/1.1 200 OK\r\n").unwrap().is_none());
         assert!(parse_head(b"garbage\r\n\r\n").is_err());
         assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n").is_err());
+        for bad in ["+2", "-0", " ", "2 2", "0x2"] {
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {bad}\r\n\r\n");
+            assert!(parse_head(head.as_bytes()).is_err(), "{bad:?}");
+        }
     }
 }

@@ -98,9 +98,9 @@ pub fn decode(s: &str) -> Option<String> {
     while i < b.len() {
         match b[i] {
             b'%' => {
-                let hex = b.get(i + 1..i + 3)?;
-                let hex = std::str::from_utf8(hex).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
+                // Two hex digits exactly (`from_str_radix` alone takes `+F` as 15).
+                let hex = b.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
+                out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
                 i += 3;
             }
             b'+' => {
@@ -164,6 +164,34 @@ mod tests {
         assert_eq!(q.get("token"), Some(long.as_str()));
         assert_eq!(q.forward(&[]), "?connection_id=c");
         assert!(Query::parse(&many.join("&")).is_err());
+    }
+
+    #[test]
+    fn an_escape_is_two_hex_digits() {
+        for bad in ["%+A", "%-1", "% a", "%+", "%", "%a"] {
+            assert_eq!(decode(bad), None, "{bad}");
+        }
+        assert_eq!(decode("%4a%4A+%2b").as_deref(), Some("JJ +"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn decode_reads_back_what_encode_wrote(s in "\\PC*", commas: bool) {
+            let mut e = String::new();
+            encode_into(&mut e, &s, commas);
+            proptest::prop_assert_eq!(decode(&e), Some(s));
+        }
+
+        /// What decodes has every `%` followed by two hex digits.
+        #[test]
+        fn decode_takes_only_well_formed_escapes(s in "[%+a-f0-9A-F\\-]{0,12}") {
+            if decode(&s).is_some() {
+                let b = s.as_bytes();
+                for (i, _) in s.match_indices('%') {
+                    proptest::prop_assert!(b.get(i + 1..i + 3).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)), "{}", s);
+                }
+            }
+        }
     }
 
     #[test]
