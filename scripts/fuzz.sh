@@ -9,8 +9,8 @@
 # (both frame decoders, with re-encoding), `connection` (the connection driven by a script) or
 # `ops` (the decoders of the HTTP answers and error bodies).
 # CRATE `core`: `read` (the JSON reader, against serde_json). CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
-# signs) or `bridge` (the SSE bridge driven by a script of upstream bytes, pongs, beat answers and
-# timeouts). Prints the executions and crashes; exits 1 when a crash was found.
+# signs), `bridge` (the SSE bridge driven by a script of upstream bytes, pongs, beat answers and
+# timeouts) or `route` (the router on any method, URL, headers and body a browser can send). Prints the executions and crashes; exits 1 when a crash was found.
 #
 # The toolchain is stable, so RUSTC_BOOTSTRAP=1 lets cargo-fuzz use the nightly-only flags it
 # needs (-Zsanitizer, -Cpasses=sancov). AddressSanitizer is tried first; `--sanitizer none` is
@@ -56,6 +56,24 @@ if src.is_dir():
             m = re.match(r"^\[\w+\] (=>|<=) (.*)$", line)
             if m:
                 (dst / f"capture-{f.stem}-{n}").write_bytes(b"\x01" + m.group(2).encode())
+PY
+fi
+
+# Seed the relay's router with a request of each kind it serves (flags byte first: 0 is a
+# token for agent-a, the `auto` upstream, no prefix).
+if [ "$crate" = relay ] && [ "$target" = route ] && command -v python3 >/dev/null; then
+    python3 - "$corpus" <<'PY'
+import pathlib, sys
+dst = pathlib.Path(sys.argv[1])
+ws = "https://relay.example/agents/agent-a/connection/ws?connection_id=00000000-0000-4000-8000-000000000001&rooms=r1"
+seeds = {
+    "ws": f"GET\n{ws}\nUpgrade: websocket\nOrigin: https://app.example\nSec-WebSocket-Protocol: agentwire.v1, agentwire.token.TOKEN\n\n",
+    "op": "POST\nhttps://relay.example/agents/agent-a/ops/post_message\nOrigin: https://app.example\nAuthorization: Bearer TOKEN\nX-Switch-Connection-Id: c-1\nContent-Type: application/json\n\n{\"body\":\"hi\"}",
+    "list": "GET\nhttps://relay.example/agents/agent-a/ops\nOrigin: https://app.example\nAuthorization: Bearer TOKEN\n\n",
+    "preflight": "OPTIONS\nhttps://relay.example/agents/agent-a/ops/post_message\nOrigin: https://app.example\nAccess-Control-Request-Method: POST\n\n",
+}
+for name, text in seeds.items():
+    (dst / f"seed-{name}").write_bytes(b"\x00" + text.encode())
 PY
 fi
 
