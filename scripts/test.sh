@@ -43,8 +43,10 @@ echo "== agentwire-core's tests as WebAssembly (wasm32-wasip2 with SIMD, in wasm
 cargo build -q -p agentwire-component-host --bin wasi-test-runner
 cargo test -q -p agentwire-core --target wasm32-wasip2 --lib
 
-echo "== cargo test (workspace)"
-cargo test --workspace --all-targets
+echo "== cargo test (workspace; bounded: a test that hangs fails the run)"
+timeout 2400 cargo test --workspace --all-targets
+echo "== doctests (--all-targets leaves them out)"
+timeout 600 cargo test --workspace --doc -q
 
 echo "== guide clients against agentwire rkt serve"
 cargo build -q -p agentwire-cli
