@@ -62,15 +62,14 @@ fn register_send_watch_list_in_both_generations() {
         let (watch_url, watch_key) = (url.clone(), kb.clone());
         let watch = ["--count", "1", "--for-ms", "10000"];
         let watcher = thread::spawn(move || mz("watch", &watch_url, &watch_key, &watch, ""));
-        // Wait (bounded) for the watcher's socket; its connect follows the upgrade within a
-        // round trip, well inside the pause after it.
+        // Wait (bounded) until the watcher's connection has authenticated: a push reaches
+        // only those.
         let addr = http.trim_start_matches("http://").to_string();
-        let open = (0..500).any(|_| {
+        let open = (0..1000).any(|_| {
             thread::sleep(Duration::from_millis(10));
-            health(&addr).contains(r#""connections":1"#)
+            health(&addr).contains(r#""authenticated":1"#)
         });
         assert!(open, "the watcher never connected");
-        thread::sleep(Duration::from_millis(200));
         let (status, out) = mz("send", &url, &ka, &["--to", "bob", "hello bob"], "");
         assert!(status.success(), "{generation}: {out}");
         assert_eq!(json(out.trim())["message"]["parts"][0]["text"], "hello bob", "{out}");

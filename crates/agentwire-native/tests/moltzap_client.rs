@@ -361,8 +361,9 @@ async fn a_dropped_event_receiver_discards_pushes_and_keeps_the_connection() {
         let m = SendMessage::text_to_agent("mona", format!("m{i}"));
         a.request(move |s, now| s.messages_send(now, &m)).await.unwrap();
     }
-    tokio::time::sleep(Duration::from_millis(300)).await; // the pushes reach b
-                                                          // Past the capacity, b still answers: its connection is open.
+    // Past the capacity, b still answers: its connection is open. (The peer queued the pushes
+    // on b's connection before answering a, and queues b's answer behind them: b reads all six
+    // before the answer, whatever the timing.)
     let m = SendMessage::text_to_agent("liam", "still here");
     let sent = tokio::time::timeout(WAIT, b.request(move |s, now| s.messages_send(now, &m))).await;
     assert!(sent.unwrap().is_ok());
@@ -382,7 +383,8 @@ async fn pushes_never_taken_end_the_connection_at_the_capacity() {
         let m = SendMessage::text_to_agent("otto", format!("m{i}"));
         a.request(move |s, now| s.messages_send(now, &m)).await.unwrap();
     }
-    tokio::time::sleep(Duration::from_millis(300)).await; // the pushes reach b
+    // The answer is queued behind the six pushes on b's connection (see above): b reads them
+    // first, and the fourth ends the connection.
     let m = SendMessage::text_to_agent("nora", "gone?");
     let sent = tokio::time::timeout(WAIT, b.request(move |s, now| s.messages_send(now, &m))).await;
     assert_eq!(sent.unwrap().unwrap_err().kind(), ErrorKind::Closed);

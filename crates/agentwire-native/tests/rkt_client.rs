@@ -509,8 +509,9 @@ async fn a_slow_reader_holds_up_neither_timers_nor_close() {
         eprintln!("the 1 s request (sent at 0.3 s) failed at {waited:?}: {e}");
         assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
         // About 1.6 s here: the TTL, plus the CPU time of framing 24 MiB in a debug build, which
-        // grows with load. Before the change it failed `closed` at about 5.4 s (the kind above).
-        assert!(waited < Duration::from_millis(4500), "{waited:?}");
+        // grows with load. Before the change it failed `closed` at about 5.4 s (the kind above
+        // tells that apart; this bound only says it came before the 5 s write bound).
+        assert!(waited < Duration::from_millis(5000), "{waited:?}");
         // Past the 5 s write bound, with progress all along: the big request is still going.
         tokio::select! {
             r = &mut big => panic!("the big request ended: {r:?}"),

@@ -430,9 +430,19 @@ mod tests {
                 JsonValue::object([("type", "data".into()), ("value", JsonValue::object([("org.social-harness/collective", v.clone())]))]),
             ]);
             for candidate in [v, wrapped] {
-                if let Ok(c) = Content::from_json(&candidate) {
-                    let _ = classify(&c, &group(), &agent("alice"), now);
-                    let _ = classify(&c, &direct(), &agent("alice"), now);
+                let Ok(c) = Content::from_json(&candidate) else { continue };
+                let collective = c.parts().iter().any(|p| matches!(p, Part::Data(v) if is_collective(v)));
+                for conversation in [group(), direct()] {
+                    let got = classify(&c, &conversation, &agent("alice"), now);
+                    // Content without a collective part is a plain message, as it came.
+                    if !collective {
+                        proptest::prop_assert_eq!(&got, &Classified::Multicast(c.clone()));
+                    }
+                    // A request is one only with its collective part.
+                    if let Classified::Request(_) = got {
+                        proptest::prop_assert!(collective);
+                    }
+                    proptest::prop_assert_eq!(got, classify(&c, &conversation, &agent("alice"), now));
                 }
             }
         }

@@ -50,8 +50,9 @@ pub(crate) async fn connection(mut tcp: TcpStream, open: usize, peer: &Peer, sto
         }
         ("GET", "/health") => {
             let body = format!(
-                r#"{{"status":"ok","connections":{}}}"#,
-                peer.open_ws.load(Ordering::Relaxed)
+                r#"{{"status":"ok","connections":{},"authenticated":{}}}"#,
+                peer.open_ws.load(Ordering::Relaxed),
+                peer.state().authenticated_count()
             );
             respond(&mut tcp, 200, &body).await;
         }

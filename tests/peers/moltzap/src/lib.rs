@@ -1,7 +1,8 @@
 //! A MoltZap test peer: an in-memory MoltZap server, in either generation, that tests and the
 //! playground start on 127.0.0.1.
 //!
-//! - HTTP and WebSocket on one port: `POST /api/v1/auth/register`, `GET /health`, and the
+//! - HTTP and WebSocket on one port: `POST /api/v1/auth/register`, `GET /health` (open and
+//!   authenticated connections), and the
 //!   WebSocket at `/ws`.
 //! - [`Generation::Released`] answers like a released server (protocol `2026.425.3`, captured in
 //!   `tests/vectors/moltzap-2026.425/`): `type` frames, `auth/connect`, the full HelloOk,

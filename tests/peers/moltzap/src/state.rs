@@ -469,6 +469,11 @@ impl State {
         }
     }
 
+    /// Connections whose handshake succeeded (the health answer's `authenticated`).
+    pub(crate) fn authenticated_count(&self) -> usize {
+        self.conns.values().filter(|c| c.agent.is_some()).count()
+    }
+
     pub(crate) fn authenticated(&self, conn: u64) -> bool {
         self.conns.get(&conn).is_some_and(|c| c.agent.is_some())
     }

@@ -25,7 +25,10 @@ fn binary_prints_its_url_and_serves() {
         .build()
         .unwrap();
     let (status, body) = rt.block_on(common::http(addr, "GET", "/health", None));
-    assert_eq!((status, body.as_str()), (200, r#"{"status":"ok","connections":0}"#));
+    assert_eq!(
+        (status, body.as_str()),
+        (200, r#"{"status":"ok","connections":0,"authenticated":0}"#)
+    );
     let exited = bin.interrupt();
     assert!(exited.is_some_and(|s| s.success()), "{exited:?}");
 }

@@ -23,7 +23,7 @@ async fn http_registration_and_health() {
         assert_eq!(addr.ip().to_string(), "127.0.0.1");
         assert_eq!(
             http(addr, "GET", "/health", None).await,
-            (200, r#"{"status":"ok","connections":0}"#.into())
+            (200, r#"{"status":"ok","connections":0,"authenticated":0}"#.into())
         );
         let (status, body) = http(
             addr,
@@ -69,7 +69,7 @@ async fn http_registration_and_health() {
         assert_eq!(http(addr, "GET", "/nope", None).await.0, 404);
         let mut w = ws(&h).await;
         let (_, health) = http(addr, "GET", "/health", None).await;
-        assert_eq!(health, r#"{"status":"ok","connections":1}"#);
+        assert_eq!(health, r#"{"status":"ok","connections":1,"authenticated":0}"#);
         send(&mut w, "{").await;
         assert_eq!(
             next_text(&mut w).await,
