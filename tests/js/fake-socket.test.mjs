@@ -95,3 +95,30 @@ test("a MoltZap socket that answers from inside send()", async () => {
     await client.close();
   }
 });
+
+// A call made from inside the socket's send() (the driver is busy then) is refused with kind
+// `state`; it was a panic, which ended the wasm instance and every client on it.
+test("a MoltZap call from inside the socket's send() is refused, and the client goes on", async () => {
+  let client;
+  const inner = [];
+  class Reentrant extends FakeWebSocket {
+    send(t) {
+      const m = JSON.parse(t);
+      if (m.method === "x/outer") inner.push(client.call("x/inner", {}).then(() => "resolved", (e) => e));
+      this.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id: m.id, result: { ok: m.method } }) });
+    }
+  }
+  const connecting = MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: Reentrant, timeoutMs: 2_000 });
+  const ws = current;
+  ws.readyState = 1;
+  ws.onopen({});
+  client = await connecting;
+  try {
+    assert.deepEqual(await client.call("x/outer", {}), { ok: "x/outer" });
+    const [refused] = await Promise.all(inner);
+    assert.equal(refused?.kind, "state", String(refused));
+    assert.deepEqual(await client.call("x/after", {}), { ok: "x/after" });
+  } finally {
+    await client.close();
+  }
+});

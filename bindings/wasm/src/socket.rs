@@ -421,9 +421,22 @@ pub(crate) fn as_sink<S: Sink + 'static>(state: &Rc<RefCell<S>>) -> Weak<RefCell
 
 /// Runs `f` on the driver state with the time and a call list, then makes the calls: how a
 /// user command enters a driver. `f` is never re-entered: the calls run after the borrow ends.
-pub(crate) fn deliver_calls<S, T>(state: &Rc<RefCell<S>>, f: impl FnOnce(&mut S, Millis, &mut Calls) -> T) -> T {
+/// A command made while the driver is busy (from inside its own call to the WebSocket's `send`
+/// or `close`) is refused with kind `state`, where it was a panic that ended the instance.
+pub(crate) fn deliver_calls<S, T>(
+    state: &Rc<RefCell<S>>,
+    f: impl FnOnce(&mut S, Millis, &mut Calls) -> T,
+) -> Result<T, JsValue> {
     let mut calls = Calls::default();
-    let out = f(&mut state.borrow_mut(), now(), &mut calls);
+    let out = {
+        let Ok(mut s) = state.try_borrow_mut() else {
+            return Err(crate::errors::local(
+                agentwire_core::ErrorKind::State,
+                "the client is busy: called from inside its own WebSocket's send() or close()",
+            ));
+        };
+        f(&mut s, now(), &mut calls)
+    };
     calls.run();
-    out
+    Ok(out)
 }

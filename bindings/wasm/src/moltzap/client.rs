@@ -259,7 +259,7 @@ impl MoltZapDriver {
             d.waiters.insert(id.clone(), (resolve, reject));
             d.pump(now, calls);
             Ok(id)
-        })
+        })?
     }
 
     /// Sends `method` with `params` (JSON text: an object or an array); `resolve(result JSON
@@ -327,11 +327,12 @@ impl MoltZapDriver {
             d.pump(now, calls);
             found
         })
+        .unwrap_or(false)
     }
 
     /// Closes the connection (1000): pending calls are rejected with `closed`, then `onEvent`
     /// gets `disconnected`.
-    pub fn close(&self) {
+    pub fn close(&self) -> Result<(), JsValue> {
         deliver_calls(&self.state, |d, now, calls| {
             if d.closed {
                 return;

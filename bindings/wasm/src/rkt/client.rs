@@ -229,7 +229,7 @@ impl RktDriver {
             d.waiters.insert(id.clone(), waiter);
             d.pump(now, calls);
             Ok(id)
-        })
+        })?
     }
 
     /// REQUEST `intent` with `params` (JSON text); `resolve(body JSON text | undefined)`.
@@ -311,10 +311,11 @@ impl RktDriver {
             d.pump(now, calls);
             found
         })
+        .unwrap_or(false)
     }
 
     /// GOODBYE and close 1000; `onEvent` gets `closed` when the socket has closed.
-    pub fn close(&self) {
+    pub fn close(&self) -> Result<(), JsValue> {
         deliver_calls(&self.state, |d, now, calls| {
             d.session.goodbye(now);
             d.pump(now, calls);

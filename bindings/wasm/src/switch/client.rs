@@ -52,9 +52,13 @@ struct SocketSink {
 
 impl Sink for SocketSink {
     fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) -> Result<(), Input> {
-        let Some(driver) = self.driver.upgrade() else { return Ok(()) };
+        let Some(driver) = self.driver.upgrade() else {
+            return Ok(());
+        };
         // Busy: a socket that called back from inside a call the driver made.
-        let Ok(mut d) = driver.try_borrow_mut() else { return Err(input) };
+        let Ok(mut d) = driver.try_borrow_mut() else {
+            return Err(input);
+        };
         d.socket_input(self.epoch, now, input, calls);
         Ok(())
     }
@@ -242,7 +246,8 @@ impl Driver {
         spawn_local(async move {
             let answer = fetch::fetch(base, token, request, limit, controller).await;
             let Some(state) = me.upgrade() else { return };
-            deliver_calls(&state, |d, now, calls| {
+            // A task of its own: the driver is never busy here.
+            let _ = deliver_calls(&state, |d, now, calls| {
                 if take_call(&mut d.calls_in_flight, id).is_none() {
                     return; // aborted by a close
                 }
@@ -379,7 +384,7 @@ impl SwitchDriver {
                 return Err(invalid(NO_WEB_SOCKET));
             }
             Ok::<_, JsValue>(())
-        })?;
+        })??;
         Ok(SwitchDriver {
             state,
             agent_id,
