@@ -27,7 +27,8 @@ export interface ConnectOptions extends CallOptions {
   webSocket?: WebSocketConstructor;
   /** Events as they arrive, instead of buffering them for `events()`. */
   onEvent?: (event: never) => void;
-  /** Events held for `events()` before the oldest are dropped (default 4096). */
+  /** Events held for `events()` before the oldest are dropped (default 4096). Switch drops
+   * none: past it, events wait in the engine (`maxQueuedEvents`), which replays from its cursor. */
   maxBufferedEvents?: number;
   /** The same bound in characters of the events' JSON (default 64 Mi). */
   maxBufferedBytes?: number;
@@ -108,6 +109,8 @@ export class Queue<T> implements AsyncIterableIterator<T> {
   dropped = 0;
   /** Called once when the queue ends, however it ends (to let go of listeners and timers). */
   onEnd: (() => void) | undefined;
+  /** Called after a reader took a value. */
+  onTaken: (() => void) | undefined;
 
   constructor(
     readonly limit: number,
@@ -124,16 +127,22 @@ export class Queue<T> implements AsyncIterableIterator<T> {
     return this.#ended;
   }
 
+  /** At `limit / k` values, or at `maxBytes / k` (`k` 1: full). */
+  over(k = 1): boolean {
+    return this.size * k >= this.limit || this.#bytes * k >= this.maxBytes;
+  }
+
   /** Queues `v`, of size `n`: past `limit` values or `maxBytes` of size, `onOverflow` first
-   * (until there is room, or the queue has ended; one value always fits in an empty queue). */
-  push(v: T, n: number): void {
+   * (until there is room, or the queue has ended; one value always fits in an empty queue),
+   * unless `over` (the producer was told to stop, and these were on their way). */
+  push(v: T, n: number, over = false): void {
     if (this.#ended) return;
     const w = this.#waiting.shift();
     if (w) {
       this.#failWaiting.shift();
       return w({ value: v, done: false });
     }
-    while (this.size && (this.size >= this.limit || this.#bytes + n > this.maxBytes)) {
+    while (!over && this.size && (this.size >= this.limit || this.#bytes + n > this.maxBytes)) {
       this.onOverflow(this);
       if (this.#ended) return;
     }
@@ -199,7 +208,9 @@ export class Queue<T> implements AsyncIterableIterator<T> {
   }
 
   #shift(): IteratorResult<T> {
-    return { value: this.#take(), done: false };
+    const r: IteratorResult<T> = { value: this.#take(), done: false };
+    this.onTaken?.();
+    return r;
   }
 
   return(): Promise<IteratorResult<T>> {
@@ -280,7 +291,8 @@ function lazyField(o: object, field: string, raw: string): void {
 }
 
 /** A client's events: to `onEvent` when given, else buffered for `events()`; the queue ends
- * after the event of type `last`. */
+ * after the event of type `last`. Past the buffer's bounds the oldest are dropped, unless the
+ * driver can hold events back (`hold`: Switch, whose engine replays from its cursor). */
 export class Events<E extends { type: string }> {
   readonly #queue: Queue<E> | undefined;
   readonly #onEvent: ((e: E) => void) | undefined;
@@ -300,6 +312,21 @@ export class Events<E extends { type: string }> {
   /** Sees every event first (a connect waiting for its outcome). */
   tap: ((e: E) => void) | undefined;
 
+  /** Tells the driver to hold events back (`true`: the buffer is full) or to hand them over
+   * again (`false`: it is under half full). */
+  set hold(hold: (held: boolean) => void) {
+    const q = this.#queue;
+    if (!q) return;
+    let held = false;
+    this.#hold = () => {
+      if (!held && q.over()) hold((held = true));
+    };
+    q.onTaken = () => {
+      if (held && !q.over(2)) hold((held = false));
+    };
+  }
+  #hold: (() => void) | undefined;
+
   /** One event from the engine, as JSON text; or its envelope, with the payload's field and
    * raw JSON apart (parsed on first use: see `lazyField`). */
   readonly emit = (json: string, field?: string, raw?: string): void => {
@@ -313,7 +340,8 @@ export class Events<E extends { type: string }> {
         console.error(e);
       }
     } else {
-      this.#queue!.push(event, json.length + (raw?.length ?? 0));
+      this.#queue!.push(event, json.length + (raw?.length ?? 0), !!this.#hold);
+      this.#hold?.();
     }
     if (event.type === this.last) {
       this.#closed = true;

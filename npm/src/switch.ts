@@ -199,6 +199,9 @@ export class SwitchClient extends Client<SwitchEvent> {
       };
       try {
         driver = new SwitchDriver(relayUrl, token, jsonArg(engine, "the options"), webSocket as (() => void) | undefined, events.emit);
+        // A full `events()` buffer holds events back in the engine, which replays from its cursor.
+        const d = driver;
+        events.hold = (held) => d.hold(held);
       } catch (e) {
         return settle(toError(e));
       }

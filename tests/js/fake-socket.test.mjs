@@ -122,3 +122,56 @@ test("a MoltZap call from inside the socket's send() is refused, and the client 
     await client.close();
   }
 });
+
+// Without onEvent, Switch events wait for events(): past its buffer they are held back in the
+// engine, and past the engine's queue the connection reopens from its cursor once they are read,
+// so the server sends the rest again. Before, the buffer dropped the oldest for good.
+test("Switch events() past its buffer: none is lost", { timeout: 20_000 }, async () => {
+  const sockets = [];
+  class Sw extends FakeWebSocket {
+    constructor(url) {
+      super(url);
+      sockets.push(this);
+    }
+  }
+  const message = (n) => JSON.stringify({ event: "message", data: { type: "message", room_id: "r", payload: { n }, sequence: n }, id: n });
+  const state = (cursor) => connectionState.replace('"cursor":0', `"cursor":${cursor}`);
+  const LAST = 40;
+  const connecting = SwitchClient.connect("http://fake", {
+    token: "t",
+    agentId: "a",
+    webSocket: Sw,
+    maxBufferedEvents: 3,
+    maxQueuedEvents: 5,
+    backoff: { baseMs: 1, maxMs: 2, minMs: 1 },
+  });
+  const open = (ws, cursor, from) => {
+    ws.readyState = 1;
+    ws.onopen({});
+    ws.onmessage({ data: state(cursor) });
+    for (let n = from; n <= LAST; n++) ws.onmessage({ data: message(n) });
+  };
+  open(sockets[0], 0, 1);
+  const client = await connecting;
+  try {
+    const seen = [];
+    const it = client.events();
+    const until = Date.now() + 15_000;
+    while (seen.at(-1) !== LAST) {
+      if (Date.now() > until) throw new Error(`stuck at ${seen.join()}; ${sockets.length} sockets`);
+      const next = await Promise.race([it.next(), new Promise((r) => setTimeout(() => r(undefined), 50))]);
+      if (next?.value?.type === "event") seen.push(next.value.sequence);
+      // A reopen: answer it from the cursor it asks for, and send the rest again.
+      const ws = sockets.at(-1);
+      if (ws.readyState === 0 && sockets.length > 1) {
+        const from = Number(new URL(ws.url).searchParams.get("start_from") ?? 0);
+        open(ws, from, from + 1);
+      }
+    }
+    assert.deepEqual(seen, Array.from({ length: LAST }, (_, i) => i + 1));
+    assert.equal(client.droppedEvents, 0);
+    assert.ok(sockets.length > 1, "the engine reopened from its cursor");
+  } finally {
+    await client.close();
+  }
+});

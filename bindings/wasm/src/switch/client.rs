@@ -89,6 +89,9 @@ struct Driver {
     next_op: u64,
     /// The first open found no WebSocket constructor (none given, no global one).
     no_web_socket: bool,
+    /// The page's queue for `events()` is full: events wait in the engine (bounded by its
+    /// `max_queued_*`, past which it reopens from the cursor once drained: none is lost).
+    held: bool,
 }
 
 impl Sink for Driver {
@@ -152,7 +155,7 @@ impl Driver {
                 progressed = true;
                 self.transmit(now, t);
             }
-            while let Some(event) = self.conn.poll_event() {
+            while let Some(event) = (!self.held).then(|| self.conn.poll_event()).flatten() {
                 progressed = true;
                 calls.push_event(&self.on_event, event.to_json_lazy());
             }
@@ -373,6 +376,7 @@ impl SwitchDriver {
                 ops_in_flight: Vec::new(),
                 next_op: 0,
                 no_web_socket: false,
+                held: false,
             })
         });
         state.borrow_mut().timer = Some(timer(as_sink(&state)));
@@ -578,10 +582,21 @@ impl SwitchDriver {
         })
     }
 
-    /// Closes for good: the socket with 1000, then `onEvent` gets `stopped` (without `error`).
+    /// Closes for good: the socket with 1000, then `onEvent` gets `stopped` (without `error`),
+    /// after every event still held.
     pub fn close(&self) -> Result<(), JsValue> {
         self.with(|d, now, calls| {
+            d.held = false;
             d.conn.close(now);
+            d.pump(now, calls);
+        })
+    }
+
+    /// `true`: the page cannot take more events now; they wait in the engine. `false`: hand
+    /// them over again.
+    pub fn hold(&self, held: bool) -> Result<(), JsValue> {
+        self.with(|d, now, calls| {
+            d.held = held;
             d.pump(now, calls);
         })
     }
