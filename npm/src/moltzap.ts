@@ -18,6 +18,11 @@ export interface MoltZapOptions {
   handshakeTimeoutMs?: number;
   /** Prefix of request ids (default `aw-`). */
   idPrefix?: string;
+  /** Largest frame taken in (default 8 MiB, at most 64 MiB; a full `agent/message/list`
+   * window fits). */
+  maxMessageBytes?: number;
+  /** Largest frame sent: a larger request is refused with kind `limit` (default 1 MiB). */
+  maxSendBytes?: number;
   /** `moltzap_agent_…` (both generations). */
   agentKey?: string;
   /** A user session token (released generation). */

@@ -25,7 +25,7 @@ export interface RktOptions {
   capabilities?: string[];
   /** `TTL` of each message in seconds, and how long a request waits (default 30). */
   ttlS?: number;
-  /** Largest message accepted, in bytes (default 1 MiB). */
+  /** Largest message accepted, in bytes (default 1 MiB, at most 64 MiB). */
   maxMessageSize?: number;
   maxInFlight?: number;
   maxStreamBuffer?: number;

@@ -41,6 +41,7 @@ export interface SwitchOptions {
   /** The engine's queue of undelivered events in bytes (default 64 MiB): past it, as past
    * `maxQueuedEvents`, later events wait for a reopen from the cursor; none is lost. */
   maxQueuedBytes?: number;
+  /** Largest frame taken in, in bytes (default 1 MiB, at most 64 MiB). */
   maxMessageBytes?: number;
   maxDepth?: number;
   /** How long an operation waits (default 30 000). */

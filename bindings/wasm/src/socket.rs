@@ -18,6 +18,17 @@ use web_sys::{BinaryType, CloseEvent, MessageEvent, WebSocket};
 /// ends the socket as a close with 1009.
 pub(crate) const MAX_FRAME: usize = 64 << 20;
 
+/// An option bounding incoming frames (`name`), checked against [`MAX_FRAME`]: above it every
+/// larger frame would end the socket with 1009 whatever the option said.
+pub(crate) fn frame_bound(name: &str, bytes: usize) -> Result<usize, String> {
+    match bytes > MAX_FRAME {
+        true => Err(format!(
+            "`{name}` of {bytes}: the package takes frames of at most {MAX_FRAME} bytes"
+        )),
+        false => Ok(bytes),
+    }
+}
+
 /// What happened on the socket or the timer.
 pub(crate) enum Input {
     Open,

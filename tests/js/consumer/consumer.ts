@@ -14,6 +14,7 @@ import {
   type RktEvent,
   type RktSessionEvent,
   type SwitchEvent,
+  type SwitchOptions,
   type WebSocketConstructor,
 } from "agentwire";
 import * as rktOnly from "agentwire/rkt";
@@ -146,10 +147,43 @@ const sessionOptions: Required<Omit<MoltZapSessionOptions, "sessionToken">> = {
   maxInFlight: 4,
   handshakeTimeoutMs: 1000,
   idPrefix: "c-",
+  maxMessageBytes: 1 << 20,
+  maxSendBytes: 1 << 20,
   agentKey: "moltzap_agent_k",
   pingIntervalMs: 30_000,
 };
 new MoltZapSession(JSON.stringify(sessionOptions)).free();
+// The same for Switch: every option of the type, the engine takes it.
+const switchOptions: Required<SwitchOptions> = {
+  agentId: "agent-a",
+  connectionId: "00000000-0000-4000-8000-000000000001",
+  rooms: ["r1"],
+  scope: "single",
+  filter: "all",
+  startFrom: "head",
+  expectedGeneration: 1,
+  spawnCapable: false,
+  protocol: 1,
+  protocolAccepts: 1,
+  client: "consumer",
+  clientVersion: "1",
+  transport: "websocket",
+  reconnect: true,
+  maxReconnectAttempts: 3,
+  connectAttempts: 2,
+  backoff: { baseMs: 10, maxMs: 100, factor: 2, minMs: 5 },
+  openTimeoutMs: 1000,
+  heartbeatIntervalMs: 2000,
+  missedHeartbeats: 3,
+  beatTimeoutMs: 1000,
+  streamIdleTimeoutMs: 1000,
+  maxQueuedEvents: 10,
+  maxQueuedBytes: 1 << 20,
+  maxMessageBytes: 1 << 20,
+  maxDepth: 32,
+  opTimeoutMs: 1000,
+};
+new switchOnly.SwitchSession(JSON.stringify(switchOptions)).free();
 new MoltZapSession(JSON.stringify({ sessionToken: "t" } satisfies MoltZapSessionOptions)).free();
 const rktEntryClient: typeof RktClient = rktOnly.RktClient;
 // A WebSocket constructor for Workers, as `connect` takes one.

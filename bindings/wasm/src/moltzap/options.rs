@@ -58,6 +58,8 @@ pub(crate) fn options(json: Option<String>) -> Result<Options, JsValue> {
                 "handshakeTimeoutMs",
                 "pingIntervalMs",
                 "idPrefix",
+                "maxMessageBytes",
+                "maxSendBytes",
             ],
         )?;
         fn set<T>(slot: &mut T, v: Option<T>) {
@@ -69,6 +71,8 @@ pub(crate) fn options(json: Option<String>) -> Result<Options, JsValue> {
         set(&mut cfg.max_in_flight, c.uint("maxInFlight")?);
         set(&mut cfg.handshake_timeout_ms, c.uint("handshakeTimeoutMs")?);
         set(&mut cfg.id_prefix, c.string("idPrefix")?);
+        set(&mut cfg.decode.max_message_bytes, c.uint("maxMessageBytes")?);
+        set(&mut cfg.max_send_bytes, c.uint("maxSendBytes")?);
         const GENERATIONS: [GenerationChoice; 3] = [
             GenerationChoice::Current,
             GenerationChoice::Released,
@@ -87,6 +91,8 @@ pub(crate) fn options(json: Option<String>) -> Result<Options, JsValue> {
         })
     };
     let secret = read().map_err(|e| invalid(format!("MoltZap options: {e}")))?;
+    crate::socket::frame_bound("maxMessageBytes", cfg.decode.max_message_bytes)
+        .map_err(|e| invalid(format!("MoltZap options: {e}")))?;
     Ok(Options {
         session: cfg,
         credentials: secret.credentials()?,

@@ -56,6 +56,7 @@ pub(crate) fn config(json: Option<String>) -> Result<ClientConfig, JsValue> {
         Ok(())
     })()
     .map_err(|e| invalid("RKT options", e))?;
+    crate::socket::frame_bound("maxMessageSize", cfg.max_message_size).map_err(|e| invalid("RKT options", e))?;
     Ok(cfg)
 }
 

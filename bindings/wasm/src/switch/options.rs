@@ -189,7 +189,7 @@ fn read(json: &str, websocket_only: bool) -> Result<Parsed, Refusal> {
         cfg.max_queued_bytes = v;
     }
     if let Some(v) = o.uint("maxMessageBytes")? {
-        cfg.decode.max_message_bytes = v;
+        cfg.decode.max_message_bytes = crate::socket::frame_bound("maxMessageBytes", v).map_err(Refusal::Other)?;
     }
     if let Some(v) = o.uint("maxDepth")? {
         cfg.decode.max_depth = v;
