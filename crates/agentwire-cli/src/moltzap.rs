@@ -83,10 +83,12 @@ pub struct Conn {
     /// The agent key (`moltzap_agent_…`)
     #[arg(long, env = "MOLTZAP_AGENT_KEY", hide_env_values = true)]
     key: String,
+    /// The generation to speak (default auto, where the library's is current: a command line
+    /// meets servers of either generation)
     #[arg(long, value_enum, default_value = "auto")]
     generation: Gen,
     /// Request timeout, in milliseconds (at least 1)
-    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = agentwire_moltzap::session::DEFAULT_REQUEST_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
 }
 

@@ -112,7 +112,7 @@ pub struct Conn {
     #[arg(long)]
     connection_id: Option<String>,
     /// Bound of the connect and of each operation, in milliseconds (at least 1)
-    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = agentwire_switch::ops::DEFAULT_OP_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
 }
 

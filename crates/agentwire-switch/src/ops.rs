@@ -27,6 +27,10 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 
+/// How long an operation may take, from connecting to its answer's last byte, unless the
+/// caller says otherwise (every surface's default: native, npm, the CLI).
+pub const DEFAULT_OP_TIMEOUT_MS: u64 = 30_000;
+
 /// Largest response body a decoder accepts (16 MiB): past it the answer is a `limit` error.
 pub const MAX_RESPONSE_BYTES: usize = 16 << 20;
 /// Longest operation name.

@@ -11,9 +11,8 @@ use agentwire_switch::open::{Filter, OpenParams, ProtocolRange, Scope, StartFrom
 use agentwire_switch::{ConnectionConfig, Transport};
 use wasm_bindgen::JsValue;
 
-/// Each HTTP call's bound unless `opTimeoutMs` says otherwise (the native driver's
-/// `DEFAULT_OP_TIMEOUT`).
-pub(crate) const DEFAULT_OP_TIMEOUT_MS: u64 = 30_000;
+/// Each HTTP call's bound unless `opTimeoutMs` says otherwise (the engine's).
+pub(crate) const DEFAULT_OP_TIMEOUT_MS: u64 = agentwire_switch::ops::DEFAULT_OP_TIMEOUT_MS;
 
 /// The keys of the options object (camelCase, as the npm package's `SwitchOptions`).
 const KEYS: &[&str] = &[

@@ -40,6 +40,10 @@ pub enum GenerationChoice {
     Auto,
 }
 
+/// How long a request waits for its response unless configured otherwise (every surface's
+/// default).
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
+
 /// How a session is set up. `Default` gives the documented values.
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
@@ -68,7 +72,7 @@ impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
             generation: GenerationChoice::Current,
-            request_timeout_ms: 30_000,
+            request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
             max_in_flight: 1024,
             handshake_timeout_ms: 10_000,
             ping_interval_ms: None,

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 /// Each operation's bound unless [`SwitchOptions::op_timeout`] says otherwise.
-pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_millis(agentwire_switch::ops::DEFAULT_OP_TIMEOUT_MS);
 /// [`SwitchClient::connect`] waits for the first `connection_state` at most this many times the
 /// engine's `open_timeout_ms` (the engine's own reconnects, with their backoff, run meanwhile).
 pub const CONNECT_OPEN_TIMEOUTS: u32 = 3;

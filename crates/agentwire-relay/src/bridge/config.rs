@@ -1,7 +1,9 @@
 //! [`BridgeConfig`]: who the bridge speaks for, its pace and its bounds.
 
 use agentwire_switch::frame::DecodeOptions;
+use agentwire_switch::open::OpenParams;
 use agentwire_switch::sse::SseLimits;
+use agentwire_switch::ConnectionConfig;
 
 /// The shortest ping interval the bridge uses, whatever the configuration or the upstream says.
 pub const MIN_PING_INTERVAL_MS: u64 = 100;
@@ -59,20 +61,23 @@ pub struct BridgeConfig {
 
 impl BridgeConfig {
     pub fn new(agent_id: impl Into<String>, connection_id: impl Into<String>) -> Self {
-        let max_frame_bytes = 1 << 20;
+        let (agent_id, connection_id) = (agent_id.into(), connection_id.into());
+        // The engine's defaults, where the bridge does what a client connection does.
+        let engine = ConnectionConfig::new(OpenParams::new(agent_id.clone(), connection_id.clone()));
+        let max_frame_bytes = engine.decode.max_message_bytes;
         BridgeConfig {
-            agent_id: agent_id.into(),
-            connection_id: connection_id.into(),
-            ping_interval_ms: 2_000,
-            missed_pongs: 3,
+            agent_id,
+            connection_id,
+            ping_interval_ms: engine.heartbeat_interval_ms,
+            missed_pongs: engine.missed_heartbeats,
             max_frame_bytes,
-            max_depth: 64,
+            max_depth: engine.decode.max_depth,
             sse: SseLimits {
                 max_event_bytes: max_frame_bytes,
                 max_line_bytes: max_frame_bytes + 64,
             },
-            open_timeout_ms: 10_000,
-            stream_idle_timeout_ms: 45_000,
+            open_timeout_ms: engine.open_timeout_ms,
+            stream_idle_timeout_ms: engine.stream_idle_timeout_ms,
             beat_timeout_ms: 10_000,
             max_beat_failures: 3,
             max_pending_bytes: 4 << 20,
