@@ -21,7 +21,7 @@ cargo build -q -p agentwire-cli
 bash worker-relay/build.sh
 BIN="$ROOT/target/debug/agentwire"
 LOGS="$(mktemp -d)"
-trap 'kill "${RKT_SERVER_PID:-}" "${RKT_AUTH_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" "${SWITCH_RELEASED_PID:-}" "${RELAY_PID:-}" "${RELAY_RELEASED_PID:-}" "${GARBAGE_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
+trap 'kill "${RKT_SERVER_PID:-}" "${RKT_AUTH_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" "${SWITCH_RELEASED_PID:-}" "${RELAY_PID:-}" "${RELAY_RELEASED_PID:-}" "${GARBAGE_PID:-}" "${CLOSED_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
 RKT_PORT="$(free_port)"
 start_rkt_server "$BIN" "$RKT_PORT" "$LOGS/rkt.log"
 MAIN_RKT_PID=$RKT_SERVER_PID
@@ -51,6 +51,13 @@ start_relay "$RELAY_RELEASED_PORT" "$LOGS/relay-released.log" "$BIN" "$LOGS/swit
   "ALLOWED_ORIGINS=http://127.0.0.1:$PAGE_PORT" ALLOW_NO_ORIGIN=true UPSTREAM_GENERATION=auto
 RELAY_RELEASED_PID=$RELAY_PID
 RELAY_PID=$RELAY_CURRENT_PID
+# "A port nobody listens on": held bound, never listening, for the run, so that nothing else
+# (a browser's or workerd's own connection) can be given it meanwhile; a connect to it is refused.
+start_listening "$LOGS/closed.log" python3 -c 'import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0))
+print("listening on", s.getsockname()[1], flush=True); time.sleep(1800)'
+CLOSED_PID=$SERVER_PID
+CLOSED_PORT="$(sed -n 's/^listening on //p' "$LOGS/closed.log")"
 start_listening "$LOGS/garbage.log" node tests/js/garbage.mjs --for-ms 900000
 GARBAGE_PID=$SERVER_PID
 GARBAGE_URL="$(sed -n 's/^listening on //p' "$LOGS/garbage.log")"
@@ -60,7 +67,7 @@ swr() { switch_field "$LOGS/switch-released.log" "$@"; }
 tok() { relay_token "$BIN" "$RELAY_SECRET" "$1"; }
 MZ_ALICE="$(key alice)"
 MZ_BOB="$(key bob)"
-AGENTWIRE_TEST_ENV="$(python3 - "$RKT_PORT" "$(free_port)" "$MZ_PORT" "$MZ_ALICE" "$MZ_BOB" "$(key carol)" "$SW_PORT" \
+AGENTWIRE_TEST_ENV="$(python3 - "$RKT_PORT" "$CLOSED_PORT" "$MZ_PORT" "$MZ_ALICE" "$MZ_BOB" "$(key carol)" "$SW_PORT" \
   "$(sw agent alice id)" "$(sw agent alice key)" "$(sw agent bob id)" "$(sw agent bob key)" "$(sw room lobby id)" \
   "$GARBAGE_URL" "$PAGE_PORT" "http://127.0.0.1:$RELAY_PORT" "$(tok "$(sw agent alice id)")" "$(tok "$(sw agent bob id)")" \
   "$(sw agent bob id)" "http://127.0.0.1:$RELAY_RELEASED_PORT" "$(tok "$(swr agent alice id)")" "$(tok "$(swr agent bob id)")" \
