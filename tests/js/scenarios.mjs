@@ -125,7 +125,7 @@ export const scenarios = {
   async "rkt errors are typed rejections"(aw, env) {
     await rejects(aw, aw.RktClient.connect("not a url at all", opts(env)), "invalid", "a malformed address");
     // Options the types forbid, from plain JavaScript: refused, naming the field.
-    for (const [bad, field] of [[{ maxInFlight: "two" }, "maxInFlight"], [{ maxInflight: 2 }, "maxInflight"], [{ capabilities: [1] }, "capabilities"]]) {
+    for (const [bad, field] of [[{ maxInFlight: "two" }, "maxInFlight"], [{ maxInflight: 2 }, "maxInflight"], [{ capabilities: [1] }, "capabilities"], [{ maxMessageSize: 2 ** 26 + 1 }, "maxMessageSize"]]) {
       const e = await rejects(aw, aw.RktClient.connect(env.rkt, opts(env, bad)), "invalid", `option ${JSON.stringify(bad)}`);
       check(e.message.includes(field), `option ${JSON.stringify(bad)}: ${e.message}`);
     }
@@ -294,7 +294,7 @@ export const scenarios = {
   async "moltzap errors are typed rejections"(aw, env) {
     await rejects(aw, aw.MoltZapClient.connect(env.moltzap, opts(env, { agentKey: "moltzap_agent_bad_bad" })), "auth", "a bad key");
     await rejects(aw, aw.MoltZapClient.connect(env.moltzap, opts(env)), "invalid", "no credentials");
-    for (const [bad, field] of [[{ agentKey: 7 }, "agentKey"], [{ agentKey: "k", generation: "next" }, "generation"], [{ agentKey: "k", requestTimeoutMs: -1 }, "requestTimeoutMs"]]) {
+    for (const [bad, field] of [[{ agentKey: 7 }, "agentKey"], [{ agentKey: "k", generation: "next" }, "generation"], [{ agentKey: "k", requestTimeoutMs: -1 }, "requestTimeoutMs"], [{ agentKey: "k", maxMessageBytes: 2 ** 26 + 1 }, "maxMessageBytes"]]) {
       const e = await rejects(aw, aw.MoltZapClient.connect(env.moltzap, opts(env, bad)), "invalid", `option ${JSON.stringify(bad)}`);
       check(e.message.includes(field), `option ${JSON.stringify(bad)}: ${e.message}`);
     }
@@ -394,7 +394,7 @@ export const scenarios = {
   },
 
   async "switch errors are typed rejections"(aw, env) {
-    for (const [bad, field] of [[{ rooms: "lobby" }, "rooms"], [{ scope: "every" }, "scope"], [{ backoff: { baseMs: 1, jitter: true } }, "jitter"], [{ startFrom: -1 }, "startFrom"]]) {
+    for (const [bad, field] of [[{ rooms: "lobby" }, "rooms"], [{ scope: "every" }, "scope"], [{ backoff: { baseMs: 1, jitter: true } }, "jitter"], [{ startFrom: -1 }, "startFrom"], [{ maxMessageBytes: 2 ** 26 + 1 }, "maxMessageBytes"]]) {
       const e = await rejects(aw, aw.SwitchClient.connect(env.switch, { token: "t", agentId: "a", ...bad }), "invalid", `option ${JSON.stringify(bad)}`);
       check(e.message.includes(field), `option ${JSON.stringify(bad)}: ${e.message}`);
     }
