@@ -157,9 +157,9 @@ export class SwitchClient extends Client<SwitchEvent> {
         this.#scheduleRefresh(next, refresh);
       } catch (e) {
         if (this.closed) return;
-        const error = toError(e);
-        const message = `refreshToken failed: ${error.message}`;
-        this.#events.emit(JSON.stringify({ type: "diagnostic", error: { ...error.info, kind: "auth", message } }));
+        // An error of its own (the client tries again every REFRESH_RETRY_MS until `exp`).
+        const error = agentwireError("auth", `refreshToken failed: ${toError(e).message}`).info;
+        this.#events.emit(JSON.stringify({ type: "diagnostic", error }));
         if (Date.now() + REFRESH_RETRY_MS < exp) this.#stopRefresh = after(REFRESH_RETRY_MS, run);
       }
     };

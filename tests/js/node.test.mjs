@@ -104,7 +104,9 @@ test("node: switch through the relay: refreshToken carries the connection past i
     await wait("the stop of the client without refreshToken", () => plain.at(-1)?.type === "stopped");
     if (plain.at(-1).error?.kind !== "auth") throw new Error(`without a new token: ${JSON.stringify(plain.slice(-3))}`);
     if (again !== 1) throw new Error(`a refreshToken giving the same token was called ${again} times`);
-    if (!plain.some((e) => e.type === "diagnostic" && /expires no later/.test(e.error.message))) throw new Error(`no diagnostic: ${JSON.stringify(plain)}`);
+    // An auth error of its own: nothing of the cause's (kind invalid) but the message.
+    const diag = plain.find((e) => e.type === "diagnostic" && /expires no later/.test(e.error.message));
+    if (!diag || diag.error.kind !== "auth" || diag.error.retryable !== false || "code" in diag.error) throw new Error(`diagnostic: ${JSON.stringify(plain)}`);
     let invalid;
     try {
       client.setToken("not a token!");
