@@ -59,18 +59,6 @@ pub fn error_kinds() -> Vec<String> {
     ErrorKind::ALL.iter().map(|k| k.as_str().to_string()).collect()
 }
 
-/// The kinds whose errors are retryable unless the engine says otherwise, for the package's
-/// check of the errors it makes itself (`agentwireError`).
-#[wasm_bindgen(js_name = retryableKinds)]
-pub fn retryable_kinds() -> Vec<String> {
-    let retryable = |k: &&ErrorKind| agentwire_core::Error::new(**k, "").retryable;
-    ErrorKind::ALL
-        .iter()
-        .filter(retryable)
-        .map(|k| k.as_str().to_string())
-        .collect()
-}
-
 /// The `type`s of the events of `protocol` (`rkt`, `moltzap`, `switch`), as the engine names
 /// them, for the package's check of its own event types.
 #[wasm_bindgen(js_name = eventTypes)]
