@@ -520,6 +520,22 @@ export const scenarios = {
     check(e.retryable && /did not open within 1000 ms/.test(e.message), `MoltZap, no upgrade: ${JSON.stringify(e.info)}`);
   },
 
+  // A refused upgrade whose status the socket tells (`fetchWebSocket`, in Workers): the error
+  // is the engine's reading of it (core's `Error::refused_upgrade`), as the native clients'.
+  async "rkt reads a refused upgrade's status where the socket tells it"(aw, env) {
+    if (!env.socketTellsStatus) return "skipped: this host's WebSocket does not tell a refused upgrade's status";
+    const ws = aw.fetchWebSocket({});
+    const e = await rejects(aw, aw.RktClient.connect(`${env.garbage}/endless-refusal`, { webSocket: ws, timeoutMs: 10_000 }), "auth", "RKT, 401");
+    check(e.code === 401 && !e.retryable && /HTTP 401/.test(e.message), `RKT, 401: ${JSON.stringify(e.info)}`);
+  },
+
+  async "moltzap reads a refused upgrade's status where the socket tells it"(aw, env) {
+    if (!env.socketTellsStatus) return "skipped: this host's WebSocket does not tell a refused upgrade's status";
+    const ws = aw.fetchWebSocket({});
+    const e = await rejects(aw, aw.MoltZapClient.connect(`${env.garbage}/endless-refusal`, { webSocket: ws, agentKey: "k", timeoutMs: 10_000 }), "auth", "MoltZap, 401");
+    check(e.code === 401 && !e.retryable && /HTTP 401/.test(e.message), `MoltZap, 401: ${JSON.stringify(e.info)}`);
+  },
+
   // "Every failure is an AgentwireError": a connect without its options object rejects (kind
   // invalid), it does not throw a TypeError.
   async "moltzap connect without an options object rejects with invalid"(aw, env) {

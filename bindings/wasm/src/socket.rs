@@ -39,7 +39,6 @@ pub(crate) enum Input {
     Closed {
         code: u16,
         reason: String,
-        #[cfg_attr(not(feature = "switch"), allow(dead_code))]
         refused: Option<Refusal>,
     },
     Timer,
@@ -47,9 +46,7 @@ pub(crate) enum Input {
 
 /// A refused upgrade's HTTP status and (the start of) its body.
 pub(crate) struct Refusal {
-    #[cfg_attr(not(feature = "switch"), allow(dead_code))]
     pub(crate) status: u16,
-    #[cfg_attr(not(feature = "switch"), allow(dead_code))]
     pub(crate) body: String,
 }
 
@@ -57,12 +54,8 @@ pub(crate) struct Refusal {
 const REFUSAL_BODY: u32 = 4096;
 
 impl Refusal {
-    /// The close event's `status` (an HTTP status) and `body`, set by `fetchWebSocket`. Only
-    /// Switch's engine reads them (the other modules leave them out).
+    /// The close event's `status` (an HTTP status) and `body`, set by `fetchWebSocket`.
     fn of(ev: &JsValue) -> Option<Refusal> {
-        if !cfg!(feature = "switch") {
-            return None;
-        }
         let status = Reflect::get(ev, &JsValue::from_str("status")).ok()?.as_f64()?;
         if !(100.0..600.0).contains(&status) || status.fract() != 0.0 {
             return None;

@@ -94,6 +94,26 @@ impl Error {
         }
     }
 
+    /// What a WebSocket upgrade refused with HTTP `status` means to a client, the same on every
+    /// surface: 401 and 403 a credential (`auth`), 408 `timeout`, 429 `rate_limited`, 5xx the
+    /// server's trouble (`remote`, retryable), anything else not the endpoint it should be
+    /// (`protocol`). `code` is the status. (Switch decides its own in its engine: its open
+    /// carries the key, and its statuses say more.)
+    pub fn refused_upgrade(status: u16, message: impl Into<String>) -> Self {
+        let kind = match status {
+            401 | 403 => ErrorKind::Auth,
+            408 => ErrorKind::Timeout,
+            429 => ErrorKind::RateLimited,
+            500..=599 => ErrorKind::Remote,
+            _ => ErrorKind::Protocol,
+        };
+        let e = Error::new(kind, message).with_code(i64::from(status));
+        match kind {
+            ErrorKind::Remote => e.retryable(true),
+            _ => e,
+        }
+    }
+
     pub fn with_code(mut self, code: i64) -> Self {
         self.code = Some(code);
         self
@@ -134,6 +154,27 @@ impl std::error::Error for Error {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_upgrade_means_the_same_everywhere() {
+        for (status, kind, retryable) in [
+            (401, ErrorKind::Auth, false),
+            (403, ErrorKind::Auth, false),
+            (404, ErrorKind::Protocol, false),
+            (426, ErrorKind::Protocol, false),
+            (408, ErrorKind::Timeout, true),
+            (429, ErrorKind::RateLimited, true),
+            (502, ErrorKind::Remote, true),
+            (503, ErrorKind::Remote, true),
+        ] {
+            let e = Error::refused_upgrade(status, "m");
+            assert_eq!(
+                (e.kind, e.retryable, e.code),
+                (kind, retryable, Some(i64::from(status))),
+                "{status}"
+            );
+        }
+    }
 
     #[test]
     fn serializes_to_the_shared_shape() {

@@ -6,6 +6,8 @@
 // `MoltZapError` is the engine's error, by value, as the engine returns it.
 #![allow(clippy::result_large_err)]
 
+mod common;
+
 use agentwire_core::ErrorKind;
 use agentwire_moltzap::register::Registration;
 use agentwire_moltzap::session::{AgentMessageList, SendMessage};
@@ -159,6 +161,27 @@ async fn refusals_are_typed() {
     .await
     .unwrap_err();
     assert_eq!(e.error.kind, ErrorKind::Invalid, "{e:?}");
+    // A refused upgrade means what core's `Error::refused_upgrade` says, as for RKT.
+    for (status, kind, retryable) in [
+        (401, ErrorKind::Auth, false),
+        (403, ErrorKind::Auth, false),
+        (404, ErrorKind::Protocol, false),
+        (503, ErrorKind::Remote, true),
+    ] {
+        let url = common::refusing(status, "/ws").await;
+        let e = MoltZapClient::connect(
+            &url,
+            Credentials::AgentKey("k".into()),
+            config(GenerationChoice::Current),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            (e.error.kind, e.error.code, e.error.retryable),
+            (kind, Some(i64::from(status)), retryable),
+            "{e:?}"
+        );
+    }
 }
 
 #[tokio::test]

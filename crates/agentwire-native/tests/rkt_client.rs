@@ -341,6 +341,17 @@ async fn connect_failures_are_typed() {
         let wrong = format!("ws://{}/other", srv.local_addr());
         let e = RktClient::connect(&wrong, ClientConfig::default()).await.unwrap_err();
         assert!(e.to_string().contains("404"), "{e}");
+        assert_eq!((e.kind(), e.error.code), (ErrorKind::Protocol, Some(404)), "{e}");
+        // A refused upgrade means what core's `Error::refused_upgrade` says, as for MoltZap.
+        for (status, kind, retryable) in [(401, ErrorKind::Auth, false), (503, ErrorKind::Remote, true)] {
+            let url = common::refusing(status, "/rkt").await;
+            let e = RktClient::connect(&url, ClientConfig::default()).await.unwrap_err();
+            assert_eq!(
+                (e.kind(), e.error.code, e.error.retryable),
+                (kind, Some(i64::from(status)), retryable),
+                "{e}"
+            );
+        }
     })
     .await
 }

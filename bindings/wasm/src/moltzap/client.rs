@@ -59,11 +59,28 @@ impl Sink for Driver {
             }
             Input::Text(t) => self.session.handle_text(now, &t),
             Input::Binary(b) => self.session.handle_binary(now, &b),
-            Input::Closed { code, reason, .. } => {
+            Input::Closed { code, reason, refused } => {
                 if self.session.state() == SessionState::Closed && !self.closed {
                     // The socket never opened (refused, unreachable): the session has nothing to end.
-                    let m = format!("{}: connection closed ({code} {reason}) before it opened", self.url);
-                    self.end_unopened(code, &reason, closed_error(m), calls);
+                    let e = match refused {
+                        // The socket saw the refused upgrade's answer (`fetchWebSocket`).
+                        Some(r) => {
+                            let m = format!(
+                                "{} refused the WebSocket upgrade with HTTP {}: {}",
+                                self.url,
+                                r.status,
+                                r.body.trim()
+                            );
+                            let mut e = MoltZapError::local(ErrorKind::Protocol, String::new());
+                            e.error = agentwire_core::Error::refused_upgrade(r.status, m);
+                            e
+                        }
+                        None => closed_error(format!(
+                            "{}: connection closed ({code} {reason}) before it opened",
+                            self.url
+                        )),
+                    };
+                    self.end_unopened(code, &reason, e, calls);
                 } else {
                     self.session.handle_close(now, code, &reason);
                 }

@@ -55,7 +55,21 @@ impl Sink for Driver {
             }
             Input::Text(t) => self.session.handle_text(now, &t),
             Input::Binary(b) => self.session.handle_binary(now, &b),
-            Input::Closed { code, reason, .. } => self.session.handle_close(now, code, &reason),
+            Input::Closed { code, reason, refused } => {
+                if let Some(r) = refused.filter(|_| self.ready.is_some()) {
+                    // The socket saw the refused upgrade's answer (`fetchWebSocket`).
+                    let m = format!(
+                        "{} refused the WebSocket upgrade with HTTP {}: {}",
+                        self.url,
+                        r.status,
+                        r.body.trim()
+                    );
+                    let mut e = RktError::local(ErrorKind::Protocol, String::new());
+                    e.error = agentwire_core::Error::refused_upgrade(r.status, m);
+                    self.handshake_error = Some(e);
+                }
+                self.session.handle_close(now, code, &reason)
+            }
             Input::Timer => {
                 if let Some(t) = &mut self.timer {
                     t.fired();

@@ -207,18 +207,13 @@ fn connect_error(url: &str, e: impl Into<ConnectError>) -> MoltZapError {
         WsError::Http(resp) => {
             let body = resp.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
             let status = resp.status();
-            let kind = if status.as_u16() == 401 {
-                ErrorKind::Auth
-            } else {
-                ErrorKind::Protocol
-            };
-            (
-                kind,
-                format!(
-                    "{url} refused the WebSocket upgrade with HTTP {status}: {}",
-                    body.trim()
-                ),
-            )
+            let m = format!(
+                "{url} refused the WebSocket upgrade with HTTP {status}: {}",
+                body.trim()
+            );
+            let mut e = MoltZapError::local(ErrorKind::Protocol, String::new());
+            e.error = agentwire_core::Error::refused_upgrade(status.as_u16(), m);
+            return e;
         }
         WsError::Url(e) => (ErrorKind::Invalid, format!("{url}: {e}")),
         WsError::HttpFormat(e) => (ErrorKind::Invalid, format!("{url} is not a ws:// URL: {e}")),

@@ -367,7 +367,9 @@ fn connect_error(url: &str, e: impl Into<ConnectError>) -> RktError {
                 resp.status(),
                 body.trim()
             );
-            RktError::local(ErrorKind::Protocol, m)
+            let mut e = RktError::local(ErrorKind::Protocol, String::new());
+            e.error = agentwire_core::Error::refused_upgrade(resp.status().as_u16(), m);
+            e
         }
         WsError::Protocol(ProtocolError::SecWebSocketSubProtocolError(e)) => RktError::local(
             ErrorKind::Protocol,

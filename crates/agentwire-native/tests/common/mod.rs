@@ -6,12 +6,14 @@ use std::future::Future;
 use std::time::Duration;
 
 /// Runs a test body with a hard time limit.
+#[allow(dead_code)] // not every test binary that includes this module uses it
 pub async fn bounded<T>(body: impl Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(20), body)
         .await
         .expect("test timed out")
 }
 
+#[allow(dead_code)] // not every test binary that includes this module uses it
 pub async fn server(cfg: ReferenceConfig) -> ServerHandle {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     rkt::spawn(listener, cfg).unwrap()
@@ -55,4 +57,29 @@ where
     );
     ws.send(Message::text(ack)).await.unwrap();
     Some(ws)
+}
+
+/// A peer on 127.0.0.1 that answers one WebSocket upgrade with HTTP `status`. Returns its
+/// `ws://` URL (ending in `path`).
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub async fn refusing(status: u16, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}{path}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let Ok((mut tcp, _)) = listener.accept().await else {
+            return;
+        };
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+        let answer = format!("HTTP/1.1 {status} Refused\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno");
+        let _ = tcp.write_all(answer.as_bytes()).await;
+    });
+    url
 }
