@@ -322,7 +322,7 @@ export class Events<E extends { type: string }> {
       if (!held && q.over()) hold((held = true));
     };
     q.onTaken = () => {
-      if (held && !q.over(2)) hold((held = false));
+      if (held && (!q.size || !q.over(2))) hold((held = false));
     };
   }
   #hold: (() => void) | undefined;

@@ -157,10 +157,16 @@ test("Switch events() past its buffer: none is lost", { timeout: 20_000 }, async
     const seen = [];
     const it = client.events();
     const until = Date.now() + 15_000;
+    // One next() at a time: one left behind by the timer would take an event nobody looks at.
+    let pending = it.next();
     while (seen.at(-1) !== LAST) {
       if (Date.now() > until) throw new Error(`stuck at ${seen.join()}; ${sockets.length} sockets`);
-      const next = await Promise.race([it.next(), new Promise((r) => setTimeout(() => r(undefined), 50))]);
-      if (next?.value?.type === "event") seen.push(next.value.sequence);
+      const tick = new Promise((r) => setTimeout(() => r(undefined), 50));
+      const next = await Promise.race([pending, tick]);
+      if (next !== undefined) {
+        pending = it.next();
+        if (next.value?.type === "event") seen.push(next.value.sequence);
+      }
       // A reopen: answer it from the cursor it asks for, and send the rest again.
       const ws = sockets.at(-1);
       if (ws.readyState === 0 && sockets.length > 1) {
@@ -173,5 +179,32 @@ test("Switch events() past its buffer: none is lost", { timeout: 20_000 }, async
     assert.ok(sockets.length > 1, "the engine reopened from its cursor");
   } finally {
     await client.close();
+  }
+});
+
+// A connection that stops while events are held back still ends: `stopped` comes after every
+// held event (nothing would release the hold otherwise), and a buffer of 0 still moves.
+test("Switch events() held back: a stop still ends the connection, and a buffer of 0 still moves", { timeout: 10_000 }, async () => {
+  for (const maxBufferedEvents of [2, 0]) {
+    const connecting = SwitchClient.connect("http://fake", { token: "t", agentId: "a", webSocket: FakeWebSocket, maxBufferedEvents, reconnect: false });
+    const ws = current;
+    ws.readyState = 1;
+    ws.onopen({});
+    ws.onmessage({ data: connectionState });
+    const client = await connecting;
+    for (let n = 1; n <= 10; n++) {
+      ws.onmessage({ data: JSON.stringify({ event: "message", data: { type: "message", room_id: "r", payload: {}, sequence: n }, id: n }) });
+    }
+    // Refused for good (4401): the engine stops while the buffer holds events back.
+    ws.readyState = 3;
+    ws.onclose({ code: 4401, reason: "" });
+    const started = Date.now();
+    const types = [];
+    for await (const e of client.events()) types.push(e.type === "event" ? e.sequence : e.type);
+    assert.deepEqual(types.filter((t) => typeof t === "number"), Array.from({ length: 10 }, (_, i) => i + 1), `buffer ${maxBufferedEvents}: ${types}`);
+    assert.equal(types.at(-1), "stopped", `buffer ${maxBufferedEvents}: ${types}`);
+    assert.ok(client.closed, `buffer ${maxBufferedEvents}: closed`);
+    await client.close();
+    assert.ok(Date.now() - started < 1_500, `buffer ${maxBufferedEvents}: took ${Date.now() - started} ms`);
   }
 });

@@ -155,7 +155,9 @@ impl Driver {
                 progressed = true;
                 self.transmit(now, t);
             }
-            while let Some(event) = (!self.held).then(|| self.conn.poll_event()).flatten() {
+            // Once stopped, everything goes (`stopped` last): nothing would release a hold.
+            let take = !self.held || self.conn.state() == State::Stopped;
+            while let Some(event) = take.then(|| self.conn.poll_event()).flatten() {
                 progressed = true;
                 calls.push_event(&self.on_event, event.to_json_lazy());
             }
