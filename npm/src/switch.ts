@@ -28,8 +28,8 @@ export interface SwitchOptions {
   reconnect?: boolean;
   maxReconnectAttempts?: number;
   /** Opens tried before the first attach (default 1: `connect` rejects when the first fails,
-   * kind `closed` or the HTTP error, retryable); 0: reopen with the backoff until attached
-   * (bound it with `timeoutMs`). */
+   * retryable: kind `closed`, the HTTP error, or `timeout` for the open deadline); 0: reopen
+   * with the backoff until attached (bound it with `timeoutMs`). */
   connectAttempts?: number;
   backoff?: { baseMs?: number; maxMs?: number; factor?: number; minMs?: number };
   openTimeoutMs?: number;

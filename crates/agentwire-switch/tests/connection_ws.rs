@@ -619,7 +619,7 @@ fn a_connect_gives_up_after_its_attempts_and_an_attached_connection_never_does()
                 d.conn.handle_close(d.now, 1006, "")
             },
             ErrorKind::Closed,
-            Some(1006),
+            None,
         ),
         (
             "a 429",
@@ -653,6 +653,9 @@ fn a_connect_gives_up_after_its_attempts_and_an_attached_connection_never_does()
             "{name}: {err:?}"
         );
         assert!(err.message.starts_with("could not connect: "), "{name}: {err}");
+        if name == "a close" {
+            assert!(err.message.contains("closed with 1006"), "{err}");
+        }
         assert_eq!(d.conn.state(), State::Stopped, "{name}");
         // Three attempts: two reopens, then the third failure stops.
         let mut cfg = ws();
@@ -1232,4 +1235,38 @@ fn attaches_behind_a_reader_that_polls_nothing_stay_bounded() {
     assert!(connected.len() <= 16 + 512, "{} Connected", connected.len());
     assert!(held <= 1024 + 100_000 + 600 * 100, "{held} bytes");
     assert_eq!(d.conn.rooms().len(), 1000, "the rooms are still known");
+}
+
+/// Before the first attach `connect_attempts` decides, whatever `max_reconnect_attempts` says
+/// (npm's `reconnect: false` is `Some(0)`); after it, `max_reconnect_attempts` does.
+#[test]
+fn connect_attempts_decide_before_the_attach_and_max_reconnect_attempts_after() {
+    let mut cfg = ws();
+    cfg.connect_attempts = Some(3);
+    cfg.max_reconnect_attempts = Some(0);
+    let mut d = Driver::new(cfg);
+    d.conn.start(d.now).unwrap();
+    d.expect_open();
+    for _ in 0..2 {
+        d.conn.handle_open_failed(d.now, Some(503), "");
+        assert!(matches!(&d.events()[..], [Event::Disconnected { .. }]));
+        d.reopen();
+    }
+    d.conn.handle_open_failed(d.now, Some(503), "");
+    let e = d.events();
+    let [Event::Stopped { error: Some(err) }] = &e[..] else {
+        panic!("{e:?}")
+    };
+    assert_eq!((err.kind, err.status), (ErrorKind::Remote, Some(503)), "{err}");
+    assert!(err.message.starts_with("could not connect (3 attempts): "), "{err}");
+    // Attached, `max_reconnect_attempts` of 0 stops at the first failure.
+    let mut cfg = ws();
+    cfg.max_reconnect_attempts = Some(0);
+    let mut d = Driver::live_ws(cfg, 5, &["room-a"]);
+    d.conn.handle_close(d.now, 1006, "");
+    let e = d.events();
+    assert!(
+        matches!(&e[..], [Event::Stopped { error: Some(err) }] if err.message.contains("gave up after 0")),
+        "{e:?}"
+    );
 }

@@ -69,10 +69,12 @@ pub struct ConnectionConfig {
     /// Reconnects in a row before giving up (default `None`: never give up).
     pub max_reconnect_attempts: Option<u32>,
     /// Opens tried before the first attach (`connection_state`): when that many have failed,
-    /// the connection stops with the last failure, `could not connect: …` (retryable). `None`:
-    /// reopen with the backoff until attached, for a caller that bounds the wait itself.
-    /// Default `Some(1)`: a first open that fails stops, as an RKT or MoltZap connect fails.
-    /// Switching from WebSocket to SSE (`Transport::Auto`) is not a failed open.
+    /// the connection stops with the last failure, `could not connect: …` (retryable), and
+    /// `max_reconnect_attempts` does not apply before the attach. `None`: reopen with the
+    /// backoff until attached (within `max_reconnect_attempts`), for a caller that bounds the
+    /// wait itself. Default `Some(1)`: a first open that fails stops, as an RKT or MoltZap
+    /// connect fails; `Some(0)` counts as `Some(1)`. Switching from WebSocket to SSE
+    /// (`Transport::Auto`) is not a failed open.
     pub connect_attempts: Option<u32>,
     /// From an open to its `connection_state` (default 10 s).
     pub open_timeout_ms: u64,

@@ -15,7 +15,7 @@ impl Connection {
     }
 
     /// [`Connection::reconnect`], where `failure` (the last attempt's error, default a
-    /// retryable `closed` with `code` as its status) is what a connect that gives up stops with.
+    /// retryable `closed`) is what a connect that gives up stops with.
     pub(super) fn reconnect_or_fail(
         &mut self,
         now: Millis,
@@ -36,11 +36,8 @@ impl Connection {
             .connect_attempts
             .filter(|&max| !self.ever_attached && tried >= max)
         {
-            let mut error = failure.unwrap_or_else(|| {
-                let mut e = SwitchError::local(ErrorKind::Closed, reason).retryable(true);
-                e.status = code;
-                e
-            });
+            // A close's code is in `reason` ("closed with 1006"): `status` is for HTTP statuses.
+            let mut error = failure.unwrap_or_else(|| SwitchError::local(ErrorKind::Closed, reason).retryable(true));
             let tries = if max > 1 {
                 format!(" ({tried} attempts)")
             } else {
@@ -49,7 +46,9 @@ impl Connection {
             error.message = format!("could not connect{tries}: {}", error.message);
             return self.stop(Some(error), "could not connect");
         }
-        if let Some(max) = self.cfg.max_reconnect_attempts {
+        // Before the first attach `connect_attempts` decides, when set.
+        let reconnects = self.ever_attached || self.cfg.connect_attempts.is_none();
+        if let Some(max) = self.cfg.max_reconnect_attempts.filter(|_| reconnects) {
             if self.attempt >= max {
                 let m = format!("gave up after {max} reconnect attempts; last: {reason}");
                 let error = SwitchError::local(ErrorKind::Closed, m).retryable(true);
