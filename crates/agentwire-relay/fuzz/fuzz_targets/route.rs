@@ -123,7 +123,14 @@ fuzz_target!(|data: &[u8]| {
         Decision::Connect(c) => {
             upstream_bound("a socket", &c.ws_url);
             upstream_bound("a stream", &c.sse_url);
+            upstream_bound("the beats' base", &c.upstream_base);
             assert_eq!(c.agent_id, agent, "connected as another agent than the token's");
+            let auth = c.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+            assert_eq!(
+                auth.map(|(_, v)| v.as_str()),
+                key_of(agent).map(|k| format!("Bearer {k}")).as_deref(),
+                "a socket upstream with another agent's key"
+            );
             assert!(exp > NOW / 1000, "an expired token was let through");
         }
     }
