@@ -100,18 +100,25 @@ fuzz_target!(|data: &[u8]| {
             "{what} changes the authority: {url:?}"
         );
     };
-    let key_of = |agent: &str| KEYS.iter().find(|(a, _)| *a == agent).map(|(_, k)| *k);
+    // Upstream as the token's agent, with its key, and only with a token still valid.
+    let as_the_token = |what: &str, headers: &[(String, String)]| {
+        let auth = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+        let key = KEYS
+            .iter()
+            .find(|(a, _)| *a == agent)
+            .map(|(_, k)| format!("Bearer {k}"));
+        assert_eq!(
+            auth.map(|(_, v)| v.as_str()),
+            key.as_deref(),
+            "{what} with another agent's key"
+        );
+        assert!(exp > NOW / 1000, "{what} with an expired token");
+    };
     match &decision {
         Decision::Respond(_) | Decision::Refuse(_) => secret_free("an answer", &json),
         Decision::Proxy(p) => {
             upstream_bound("a call", &p.url);
-            let auth = p.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("authorization"));
-            assert_eq!(
-                auth.map(|(_, v)| v.as_str()),
-                key_of(agent).map(|k| format!("Bearer {k}")).as_deref(),
-                "a call upstream as another agent than the token's"
-            );
-            assert!(exp > NOW / 1000, "an expired token was let through");
+            as_the_token("a call upstream", &p.headers);
             // Only the relay's own headers go upstream (no cookie, no forwarded host).
             for (name, value) in &p.headers {
                 let own = ["Authorization", "Accept", "X-Switch-Connection-Id", "Content-Type"];
@@ -125,13 +132,7 @@ fuzz_target!(|data: &[u8]| {
             upstream_bound("a stream", &c.sse_url);
             upstream_bound("the beats' base", &c.upstream_base);
             assert_eq!(c.agent_id, agent, "connected as another agent than the token's");
-            let auth = c.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("authorization"));
-            assert_eq!(
-                auth.map(|(_, v)| v.as_str()),
-                key_of(agent).map(|k| format!("Bearer {k}")).as_deref(),
-                "a socket upstream with another agent's key"
-            );
-            assert!(exp > NOW / 1000, "an expired token was let through");
+            as_the_token("a socket upstream", &c.headers);
         }
     }
 });
