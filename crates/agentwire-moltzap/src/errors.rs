@@ -101,16 +101,23 @@ pub struct MoltZapError {
     pub unsent: bool,
 }
 
-impl MoltZapError {
-    pub fn local(kind: ErrorKind, message: impl Into<String>) -> Self {
+/// A core error (one the engine did not get from a server), without a response's fields.
+impl From<Error> for MoltZapError {
+    fn from(error: Error) -> Self {
         MoltZapError {
-            error: Error::new(kind, message),
+            error,
             name: None,
             tag: None,
             data: None,
             request_id: None,
             unsent: false,
         }
+    }
+}
+
+impl MoltZapError {
+    pub fn local(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error::new(kind, message).into()
     }
 
     pub fn for_request(mut self, id: Id) -> Self {

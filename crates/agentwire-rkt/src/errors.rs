@@ -57,15 +57,22 @@ pub struct RktError {
     pub retry_after_s: Option<u64>,
 }
 
-impl RktError {
-    pub fn local(kind: ErrorKind, message: impl Into<String>) -> Self {
+/// A core error (one the engine did not get from a server), without a body's fields.
+impl From<Error> for RktError {
+    fn from(error: Error) -> Self {
         RktError {
-            error: Error::new(kind, message),
+            error,
             name: None,
             details: None,
             request_id: None,
             retry_after_s: None,
         }
+    }
+}
+
+impl RktError {
+    pub fn local(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error::new(kind, message).into()
     }
 
     pub fn for_request(mut self, id: &str) -> Self {

@@ -64,17 +64,7 @@ impl Sink for Driver {
                     // The socket never opened (refused, unreachable): the session has nothing to end.
                     let e = match refused {
                         // The socket saw the refused upgrade's answer (`fetchWebSocket`).
-                        Some(r) => {
-                            let m = format!(
-                                "{} refused the WebSocket upgrade with HTTP {}: {}",
-                                self.url,
-                                r.status,
-                                r.body.trim()
-                            );
-                            let mut e = MoltZapError::local(ErrorKind::Protocol, String::new());
-                            e.error = agentwire_core::Error::refused_upgrade(r.status, m);
-                            e
-                        }
+                        Some(r) => agentwire_core::Error::refused_upgrade(&self.url, r.status, &r.body).into(),
                         None => closed_error(format!(
                             "{}: connection closed ({code} {reason}) before it opened",
                             self.url

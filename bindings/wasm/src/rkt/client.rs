@@ -58,15 +58,8 @@ impl Sink for Driver {
             Input::Closed { code, reason, refused } => {
                 if let Some(r) = refused.filter(|_| self.ready.is_some()) {
                     // The socket saw the refused upgrade's answer (`fetchWebSocket`).
-                    let m = format!(
-                        "{} refused the WebSocket upgrade with HTTP {}: {}",
-                        self.url,
-                        r.status,
-                        r.body.trim()
-                    );
-                    let mut e = RktError::local(ErrorKind::Protocol, String::new());
-                    e.error = agentwire_core::Error::refused_upgrade(r.status, m);
-                    self.handshake_error = Some(e);
+                    let e = agentwire_core::Error::refused_upgrade(&self.url, r.status, &r.body);
+                    self.handshake_error = Some(e.into());
                 }
                 self.session.handle_close(now, code, &reason)
             }

@@ -206,14 +206,7 @@ fn connect_error(url: &str, e: impl Into<ConnectError>) -> MoltZapError {
     let (kind, m) = match e {
         WsError::Http(resp) => {
             let body = resp.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
-            let status = resp.status();
-            let m = format!(
-                "{url} refused the WebSocket upgrade with HTTP {status}: {}",
-                body.trim()
-            );
-            let mut e = MoltZapError::local(ErrorKind::Protocol, String::new());
-            e.error = agentwire_core::Error::refused_upgrade(status.as_u16(), m);
-            return e;
+            return agentwire_core::Error::refused_upgrade(url, resp.status().as_u16(), &body).into();
         }
         WsError::Url(e) => (ErrorKind::Invalid, format!("{url}: {e}")),
         WsError::HttpFormat(e) => (ErrorKind::Invalid, format!("{url} is not a ws:// URL: {e}")),

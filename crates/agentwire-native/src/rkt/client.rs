@@ -362,14 +362,7 @@ fn connect_error(url: &str, e: impl Into<ConnectError>) -> RktError {
     match e {
         WsError::Http(resp) => {
             let body = resp.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
-            let m = format!(
-                "{url} refused the WebSocket upgrade with HTTP {}: {}",
-                resp.status(),
-                body.trim()
-            );
-            let mut e = RktError::local(ErrorKind::Protocol, String::new());
-            e.error = agentwire_core::Error::refused_upgrade(resp.status().as_u16(), m);
-            e
+            agentwire_core::Error::refused_upgrade(url, resp.status().as_u16(), &body).into()
         }
         WsError::Protocol(ProtocolError::SecWebSocketSubProtocolError(e)) => RktError::local(
             ErrorKind::Protocol,
