@@ -82,9 +82,17 @@ need_go() {
   fi
 }
 
-# A free TCP port on 127.0.0.1.
+# A TCP port on 127.0.0.1 that was free a moment ago, for a server that must be named before it
+# starts (a page whose origin the relay allows). Servers that print their URL start on port 0 instead.
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# listen_port LOG: the port of the first `listening on SCHEME://HOST:PORT...` line of LOG. A server
+# started on port 0 binds a port the kernel picks and keeps it, which free_port cannot promise:
+# its port is free only until some other socket is given it.
+listen_port() {
+  sed -n 's|^listening on [a-z]*://[^/]*:\([0-9][0-9]*\).*|\1|p' "$1" | head -n 1
 }
 
 # start_listening LOG CMD...: starts CMD in the background (its output in LOG) and waits until

@@ -50,18 +50,18 @@ timeout 600 cargo test --workspace --doc -q
 
 echo "== guide clients against agentwire rkt serve"
 cargo build -q -p agentwire-cli
-PORT="$(free_port)"
 LOG="$(mktemp)"
-start_rkt_server "$ROOT/target/debug/agentwire" "$PORT" "$LOG"
+start_rkt_server "$ROOT/target/debug/agentwire" 0 "$LOG"
+PORT="$(listen_port "$LOG")"
 trap 'kill "$RKT_SERVER_PID" 2>/dev/null || true; rm -f "$LOG"' EXIT
 bash "$ROOT/tests/compat/run.sh" "ws://127.0.0.1:$PORT/rkt"
 
 echo "== the native crate's examples (crates/agentwire-native/examples) against the local peers"
 cargo build -q -p agentwire-native --examples
-MZ_PORT="$(free_port)"
-start_moltzap_peer "$ROOT/target/debug/agentwire" "$MZ_PORT" "$LOG.moltzap"
-SW_PORT="$(free_port)"
-start_switch_peer "$ROOT/target/debug/agentwire" "$SW_PORT" "$LOG.switch"
+start_moltzap_peer "$ROOT/target/debug/agentwire" 0 "$LOG.moltzap"
+MZ_PORT="$(listen_port "$LOG.moltzap")"
+start_switch_peer "$ROOT/target/debug/agentwire" 0 "$LOG.switch"
+SW_PORT="$(listen_port "$LOG.switch")"
 trap 'kill "$RKT_SERVER_PID" "$MOLTZAP_PEER_PID" "$SWITCH_PEER_PID" 2>/dev/null || true; rm -f "$LOG" "$LOG".*' EXIT
 mz_key() {
   "$ROOT/target/debug/agentwire" moltzap register "$1" --server "http://127.0.0.1:$MZ_PORT" \

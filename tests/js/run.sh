@@ -22,34 +22,34 @@ bash worker-relay/build.sh
 BIN="$ROOT/target/debug/agentwire"
 LOGS="$(mktemp -d)"
 trap 'kill "${RKT_SERVER_PID:-}" "${RKT_AUTH_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" "${SWITCH_RELEASED_PID:-}" "${RELAY_PID:-}" "${RELAY_RELEASED_PID:-}" "${GARBAGE_PID:-}" "${CLOSED_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
-RKT_PORT="$(free_port)"
-start_rkt_server "$BIN" "$RKT_PORT" "$LOGS/rkt.log"
+start_rkt_server "$BIN" 0 "$LOGS/rkt.log"
+RKT_PORT="$(listen_port "$LOGS/rkt.log")"
 MAIN_RKT_PID=$RKT_SERVER_PID
-RKT_AUTH_PORT="$(free_port)"
-start_rkt_server "$BIN" "$RKT_AUTH_PORT" "$LOGS/rkt-auth.log" --api-key rkt-test-key
+start_rkt_server "$BIN" 0 "$LOGS/rkt-auth.log" --api-key rkt-test-key
+RKT_AUTH_PORT="$(listen_port "$LOGS/rkt-auth.log")"
 RKT_AUTH_PID=$RKT_SERVER_PID
 RKT_SERVER_PID=$MAIN_RKT_PID
-MZ_PORT="$(free_port)"
-start_moltzap_peer "$BIN" "$MZ_PORT" "$LOGS/moltzap.log"
-SW_PORT="$(free_port)"
+start_moltzap_peer "$BIN" 0 "$LOGS/moltzap.log"
+MZ_PORT="$(listen_port "$LOGS/moltzap.log")"
 # Switch through the relay (real workerd): one relay in front of the current peer, one in front of
 # a released (SSE-only) peer, which it bridges. The browser page's origin is allowed; Node sends
 # no Origin.
-SWR_PORT="$(free_port)"
-start_switch_peer "$BIN" "$SWR_PORT" "$LOGS/switch-released.log" --generation released
+start_switch_peer "$BIN" 0 "$LOGS/switch-released.log" --generation released
 SWITCH_RELEASED_PID=$SWITCH_PEER_PID
-start_switch_peer "$BIN" "$SW_PORT" "$LOGS/switch.log"
+SWR_PORT="$(listen_port "$LOGS/switch-released.log")"
+start_switch_peer "$BIN" 0 "$LOGS/switch.log"
+SW_PORT="$(listen_port "$LOGS/switch.log")"
 PAGE_PORT="$(free_port)"
 PLAYGROUND_PORT="$(free_port)"
 RELAY_SECRET="$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
-RELAY_PORT="$(free_port)"
-start_relay "$RELAY_PORT" "$LOGS/relay.log" "$BIN" "$LOGS/switch.log" "$RELAY_SECRET" \
+start_relay 0 "$LOGS/relay.log" "$BIN" "$LOGS/switch.log" "$RELAY_SECRET" \
   "ALLOWED_ORIGINS=http://127.0.0.1:$PAGE_PORT,http://127.0.0.1:$PLAYGROUND_PORT" ALLOW_NO_ORIGIN=true UPSTREAM_GENERATION=auto
-RELAY_RELEASED_PORT="$(free_port)"
+RELAY_PORT="$(listen_port "$LOGS/relay.log")"
 RELAY_CURRENT_PID=$RELAY_PID
-start_relay "$RELAY_RELEASED_PORT" "$LOGS/relay-released.log" "$BIN" "$LOGS/switch-released.log" "$RELAY_SECRET" \
+start_relay 0 "$LOGS/relay-released.log" "$BIN" "$LOGS/switch-released.log" "$RELAY_SECRET" \
   "ALLOWED_ORIGINS=http://127.0.0.1:$PAGE_PORT" ALLOW_NO_ORIGIN=true UPSTREAM_GENERATION=auto
 RELAY_RELEASED_PID=$RELAY_PID
+RELAY_RELEASED_PORT="$(listen_port "$LOGS/relay-released.log")"
 RELAY_PID=$RELAY_CURRENT_PID
 # "A port nobody listens on": held bound, never listening, for the run, so that nothing else
 # (a browser's or workerd's own connection) can be given it meanwhile; a connect to it is refused.

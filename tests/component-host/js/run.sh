@@ -13,12 +13,12 @@ cargo build -q -p agentwire-cli
 BIN="$ROOT/target/debug/agentwire"
 LOGS="$(mktemp -d)"
 trap 'kill "${RKT_SERVER_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
-RKT_PORT="$(free_port)"
-start_rkt_server "$BIN" "$RKT_PORT" "$LOGS/rkt.log"
-MZ_PORT="$(free_port)"
-start_moltzap_peer "$BIN" "$MZ_PORT" "$LOGS/moltzap.log"
-SW_PORT="$(free_port)"
-start_switch_peer "$BIN" "$SW_PORT" "$LOGS/switch.log"
+start_rkt_server "$BIN" 0 "$LOGS/rkt.log"
+RKT_PORT="$(listen_port "$LOGS/rkt.log")"
+start_moltzap_peer "$BIN" 0 "$LOGS/moltzap.log"
+MZ_PORT="$(listen_port "$LOGS/moltzap.log")"
+start_switch_peer "$BIN" 0 "$LOGS/switch.log"
+SW_PORT="$(listen_port "$LOGS/switch.log")"
 key() { "$BIN" moltzap register "$1" --server "http://127.0.0.1:$MZ_PORT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["apiKey"])'; }
 sw() { switch_field "$LOGS/switch.log" "$@"; }
 AGENTWIRE_COMPONENT_ENV="$(python3 - "$RKT_PORT" "$MZ_PORT" "$(key alice)" "$(key bob)" "$SW_PORT" \
