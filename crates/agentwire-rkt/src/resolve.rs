@@ -29,6 +29,12 @@ impl std::error::Error for ResolveError {}
 
 pub fn resolve(address: &str) -> Result<String, ResolveError> {
     let address = address.trim();
+    if address.contains(|c: char| c.is_whitespace() || c.is_control()) {
+        return Err(ResolveError(format!(
+            "`{}` has a space or a control character",
+            address.escape_debug()
+        )));
+    }
     if address.starts_with("ws://") || address.starts_with("wss://") {
         return Ok(address.to_string());
     }
@@ -55,7 +61,7 @@ pub fn resolve(address: &str) -> Result<String, ResolveError> {
     let has_port = match authority.rsplit_once(':') {
         Some((host, _)) if !host.ends_with(']') && host.contains(':') => false, // bare IPv6
         Some((_, port)) => {
-            if port.parse::<u16>().is_err() {
+            if !port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_err() {
                 return Err(ResolveError(format!("`{port}` is not a port")));
             }
             true
@@ -99,8 +105,37 @@ mod tests {
             "rkt://u@h",
             "rkt://:7749",
             "rkt://a:99999",
+            "rkt://a:+80",
+            "rkt://a/p q",
+            "rkt://a/p\r\nX: y",
+            "ws://a/\0",
         ] {
-            assert!(resolve(bad).is_err(), "{bad}");
+            assert!(resolve(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the input: no panic, and a resolved URL is a ws:// or wss:// URL with a port
+        /// of digits only and no space or control character (it goes into a request line).
+        #[test]
+        fn any_address(address in "\\PC*|(rkts?://)?[a-z0-9.:\\[\\]+@ /?\\r\\n-]{0,24}") {
+            if let Ok(url) = resolve(&address) {
+                proptest::prop_assert!(url.starts_with("ws://") || url.starts_with("wss://"), "{url}");
+                proptest::prop_assert!(!url.contains(|c: char| c.is_whitespace() || c.is_control()), "{url:?}");
+                if !address.trim().starts_with("ws") {
+                    let authority = url.split("://").nth(1).unwrap_or("").split(['/', '?']).next().unwrap_or("");
+                    let port = authority.rsplit_once(':').map_or("", |(_, p)| p);
+                    proptest::prop_assert!(!port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()), "{url}");
+                }
+            }
+        }
+
+        /// `rkt://host:port/path` keeps host, port and path.
+        #[test]
+        fn keeps_what_it_is_given(host in "[a-z][a-z0-9.-]{0,15}", port: u16, path in "(/[a-z0-9._~-]{0,8}){0,3}") {
+            let url = resolve(&format!("rkt://{host}:{port}{path}")).unwrap();
+            let path = if path.is_empty() { DEFAULT_PATH.to_string() } else { path };
+            proptest::prop_assert_eq!(url, format!("ws://{host}:{port}{path}"));
         }
     }
 }

@@ -60,8 +60,8 @@ impl Origin {
         }
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) if !h.contains(':') || h.ends_with(']') => match p.parse::<u16>() {
-                Ok(port) => (h, port),
-                Err(_) => return Err(invalid("bad port")),
+                Ok(port) if p.bytes().all(|b| b.is_ascii_digit()) => (h, port),
+                _ => return Err(invalid("bad port")),
             },
             _ => (authority, if tls { 443 } else { 80 }),
         };
@@ -341,7 +341,12 @@ fn parse_head(buf: &[u8]) -> Result<Option<(u16, usize, Body)>, Error> {
                 // Digits only (`parse` alone takes a leading `+`).
                 .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
                 .and_then(|v| v.parse::<u64>().ok());
-            length = Some(v.ok_or_else(|| decode("bad Content-Length"))?);
+            let v = v.ok_or_else(|| decode("bad Content-Length"))?;
+            // Two different lengths leave the body's end unknown (RFC 9112, 6.3).
+            if length.is_some_and(|l| l != v) {
+                return Err(decode("two different Content-Length headers"));
+            }
+            length = Some(v);
         }
     }
     let body = if (100..200).contains(&status) || status == 204 || status == 304 {
@@ -385,6 +390,8 @@ mod tests {
             "http://u@h/",
             "http://h/?q",
             "http://:80",
+            "http://h:+80",
+            "http://h:-0",
         ] {
             assert_eq!(Origin::parse(bad).unwrap_err().kind, ErrorKind::Invalid, "{bad}");
         }
@@ -429,6 +436,42 @@ mod tests {
         for bad in ["+2", "-0", " ", "2 2", "0x2"] {
             let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {bad}\r\n\r\n");
             assert!(parse_head(head.as_bytes()).is_err(), "{bad:?}");
+        }
+        let twice = |a: u8, b: u8| format!("HTTP/1.1 200 OK\r\nContent-Length: {a}\r\nContent-Length: {b}\r\n\r\n");
+        assert!(parse_head(twice(2, 3).as_bytes()).is_err());
+        assert!(matches!(
+            parse_head(twice(2, 2).as_bytes()),
+            Ok(Some((200, _, Body::Length(2))))
+        ));
+    }
+
+    proptest::proptest! {
+        /// Any origin text: no panic; an accepted one gives a host, a `Host` header and a URL with
+        /// no space or control character, and a port of digits only when one was written.
+        #[test]
+        fn any_origin(text in "\\PC*|((http|ws)s?://)?[a-z0-9.:\\[\\]+@ /?#\\r\\n-]{0,24}") {
+            if let Ok(o) = Origin::parse(&text) {
+                let clean = |s: &str| !s.contains(|c: char| c.is_whitespace() || c.is_control());
+                proptest::prop_assert!(!o.host.is_empty() && clean(&o.authority()), "{o:?}");
+                proptest::prop_assert!(clean(&o.ws_url("/agents/a")), "{o:?}");
+                proptest::prop_assert!(!o.prefix.ends_with('/'), "{o:?}");
+                let request = request_bytes(&o, Some("k"), &HttpRequest::get("/a".into())).unwrap();
+                let text = String::from_utf8(request).unwrap();
+                proptest::prop_assert_eq!(text.matches("\r\n").count(), text.lines().count(), "{}", text);
+            }
+        }
+
+        /// Any bytes: no panic, and a complete head is no longer than what was read.
+        #[test]
+        fn any_head(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..256), valid: bool) {
+            let buf = if valid {
+                [b"HTTP/1.1 200 OK\r\n".as_slice(), &bytes, b"\r\n\r\n"].concat()
+            } else {
+                bytes
+            };
+            if let Ok(Some((_, n, _))) = parse_head(&buf) {
+                proptest::prop_assert!(n <= buf.len());
+            }
         }
     }
 }
