@@ -1,6 +1,7 @@
 //! `agentwire relay token`: mints a relay token (`docs/relay-token.md`) for a browser, as an app
-//! backend would. The secret comes from the environment (`AGENTWIRE_RELAY_SECRET`, its UTF-8
-//! bytes), never from a flag, so it stays out of shell history and process listings.
+//! backend would. The secret comes from the environment (`AGENTWIRE_RELAY_SECRET`, else
+//! `RELAY_TOKEN_SECRET`, the relay's own name for it; its UTF-8 bytes), never from a flag, so it
+//! stays out of shell history and process listings.
 
 use crate::out::errln;
 use agentwire_relay::config::DEFAULT_MAX_TOKEN_LIFETIME_S;
@@ -11,10 +12,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The variable that holds the relay secret.
 pub const SECRET_ENV: &str = "AGENTWIRE_RELAY_SECRET";
+/// The relay's name for it (`agentwire_relay::config`), read when [`SECRET_ENV`] is not set.
+pub const RELAY_SECRET_ENV: &str = "RELAY_TOKEN_SECRET";
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Print a relay token for an agent (secret from $AGENTWIRE_RELAY_SECRET, at least 32 bytes)
+    /// Print a relay token for an agent (secret from $AGENTWIRE_RELAY_SECRET, else
+    /// $RELAY_TOKEN_SECRET; at least 32 bytes)
     Token {
         /// The agent the browser acts as
         #[arg(long = "agent", value_name = "ID")]
@@ -49,10 +53,16 @@ pub fn run(command: Command) -> ExitCode {
 }
 
 fn token(agent: String, exp_in: u64, origin: Option<String>, rooms: Vec<String>) -> Result<String, String> {
-    let secret = match std::env::var(SECRET_ENV) {
+    let name = match std::env::var_os(SECRET_ENV) {
+        None => RELAY_SECRET_ENV,
+        Some(_) => SECRET_ENV,
+    };
+    let secret = match std::env::var(name) {
         Ok(s) if !s.is_empty() => s,
-        Ok(_) | Err(std::env::VarError::NotPresent) => return Err(format!("set {SECRET_ENV} to the relay secret")),
-        Err(std::env::VarError::NotUnicode(_)) => return Err(format!("{SECRET_ENV} is not valid UTF-8")),
+        Ok(_) | Err(std::env::VarError::NotPresent) => {
+            return Err(format!("set {SECRET_ENV} (or {RELAY_SECRET_ENV}) to the relay secret"))
+        }
+        Err(std::env::VarError::NotUnicode(_)) => return Err(format!("{name} is not valid UTF-8")),
     };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)

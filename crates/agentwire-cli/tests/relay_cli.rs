@@ -11,15 +11,52 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const SECRET: &str = "cli-relay-secret-0123456789abcdef";
 
 fn relay(secret: Option<&str>, args: &[&str]) -> Output {
+    relay_with(&[("AGENTWIRE_RELAY_SECRET", secret)], args)
+}
+
+/// The command with only the given secret variables set.
+fn relay_with(vars: &[(&str, Option<&str>)], args: &[&str]) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.arg("relay")
         .arg("token")
         .args(args)
-        .env_remove("AGENTWIRE_RELAY_SECRET");
-    if let Some(secret) = secret {
-        cmd.env("AGENTWIRE_RELAY_SECRET", secret);
+        .env_remove("AGENTWIRE_RELAY_SECRET")
+        .env_remove("RELAY_TOKEN_SECRET");
+    for (name, value) in vars {
+        if let Some(value) = value {
+            cmd.env(name, value);
+        }
     }
     cmd.output().unwrap()
+}
+
+#[test]
+fn reads_the_relays_own_variable_too() {
+    let agent = |out: Output| {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let token = String::from_utf8(out.stdout).unwrap();
+        verify(token.trim(), &[SECRET.as_bytes()], now_ms(), 60).map(|c| c.agent_id)
+    };
+    let args = ["--agent", "alice", "--exp-in", "60"];
+    let other = "another-relay-secret-0123456789ab";
+    assert_eq!(
+        agent(relay_with(&[("RELAY_TOKEN_SECRET", Some(SECRET))], &args)).unwrap(),
+        "alice"
+    );
+    // AGENTWIRE_RELAY_SECRET wins when both are set, even when it is empty (refused, not skipped).
+    let both = [
+        ("AGENTWIRE_RELAY_SECRET", Some(SECRET)),
+        ("RELAY_TOKEN_SECRET", Some(other)),
+    ];
+    assert_eq!(agent(relay_with(&both, &args)).unwrap(), "alice");
+    let empty = relay_with(
+        &[
+            ("AGENTWIRE_RELAY_SECRET", Some("")),
+            ("RELAY_TOKEN_SECRET", Some(SECRET)),
+        ],
+        &args,
+    );
+    assert!(!empty.status.success());
 }
 
 fn now_ms() -> u64 {
