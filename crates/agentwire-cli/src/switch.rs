@@ -76,6 +76,8 @@ pub enum Command {
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum TransportArg {
+    /// The WebSocket (`websocket`, as npm and the WIT name it, is taken too)
+    #[value(alias = "websocket")]
     Ws,
     Sse,
     Auto,

@@ -108,7 +108,22 @@ fn watch_sees_a_post_from_another_agent_in_both_generations() {
     for generation in ["current", "released"] {
         let p = peer(&["--generation", generation], 2, 1);
         let room = p.rooms["lobby"].clone();
-        let watch = p.args("watch", "bob", &["--room", &room, "--count", "1", "--for-ms", "15000"]);
+        // `--transport websocket` (npm's and the WIT's name for `ws`) against the current peer.
+        let transport = if generation == "current" { "websocket" } else { "auto" };
+        let watch = p.args(
+            "watch",
+            "bob",
+            &[
+                "--room",
+                &room,
+                "--count",
+                "1",
+                "--for-ms",
+                "15000",
+                "--transport",
+                transport,
+            ],
+        );
         let watcher = Lines::spawn(&watch);
         // `auto` against a released peer: a diagnostic and a disconnect (the move to SSE) first.
         let connected = loop {

@@ -4,7 +4,7 @@
 //! | Name | Kind | Default | Meaning |
 //! |---|---|---|---|
 //! | `UPSTREAM` | var | required | The one Switch origin, `http(s)://host[:port][/prefix]` |
-//! | `UPSTREAM_GENERATION` | var | `auto` | `ws` (current servers), `sse` (released: bridge), `auto` (try the WebSocket, bridge on refusal) |
+//! | `UPSTREAM_GENERATION` | var | `auto` | `ws` or `websocket` (current servers), `sse` (released: bridge), `auto` (try the WebSocket, bridge on refusal) |
 //! | `AGENT_KEYS` | secret | required | JSON object: agent id → that agent's Switch API key |
 //! | `RELAY_TOKEN_SECRET` | secret | required | The HMAC key relay tokens are verified with (≥ 32 bytes) |
 //! | `RELAY_TOKEN_SECRET_PREVIOUS` | secret | none | The previous key, still accepted during a rotation |
@@ -142,7 +142,8 @@ impl Config {
             parse_upstream(&get("UPSTREAM").ok_or_else(|| bad("UPSTREAM", "is required"))?)?;
         let generation = match get("UPSTREAM_GENERATION").as_deref() {
             None | Some("auto") => UpstreamGeneration::Auto,
-            Some("ws") => UpstreamGeneration::Ws,
+            // `websocket`: the name npm and the WIT give the wire.
+            Some("ws" | "websocket") => UpstreamGeneration::Ws,
             Some("sse") => UpstreamGeneration::Sse,
             Some(_) => return Err(bad("UPSTREAM_GENERATION", "must be ws, sse or auto")),
         };
@@ -384,6 +385,14 @@ pub(crate) mod tests {
         assert!(c.allow_no_origin);
         assert_eq!(c.path_prefix, "/switch");
         assert_eq!((c.max_message_bytes, c.rate_per_minute), (4096, 6));
+    }
+
+    #[test]
+    fn websocket_is_ws() {
+        for name in ["ws", "websocket"] {
+            let c = Config::from_env(env(&[("UPSTREAM_GENERATION", name)])).unwrap();
+            assert_eq!(c.generation, UpstreamGeneration::Ws, "{name}");
+        }
     }
 
     #[test]
