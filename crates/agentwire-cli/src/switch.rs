@@ -8,7 +8,7 @@ use agentwire_native::switch::{self, SwitchClient, SwitchOptions};
 use agentwire_native::OsEntropy;
 use agentwire_switch::open::{Filter, OpenParams, Scope, StartFrom};
 use agentwire_switch::ops::{ConnectToRoom, PostMessage};
-use agentwire_switch::{ConnectionConfig, Event, SwitchError, Transport, Wire};
+use agentwire_switch::{ConnectionConfig, Event, SwitchError, Transport};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -267,10 +267,7 @@ async fn connect(conn: &Conn, cfg: ConnectionConfig) -> Result<SwitchClient, Swi
         ..SwitchOptions::default()
     };
     let client = SwitchClient::connect_with(&conn.url, &conn.key, cfg, opts).await?;
-    let wire = match client.status().wire {
-        Wire::WebSocket => "websocket",
-        Wire::Sse => "sse",
-    };
+    let wire = client.status().wire.as_str();
     errln!(
         "connected to {} over {wire} (agent {}, connection {})",
         conn.url,

@@ -6,7 +6,7 @@
 //! engine's `ops` module.
 
 use super::fetch::{self, FetchError};
-use super::{options, state_name, wire_name};
+use super::options;
 use crate::errors;
 use crate::host::{now, JsEntropy, Timer};
 use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket, NO_WEB_SOCKET};
@@ -613,8 +613,8 @@ impl SwitchDriver {
         let c = &d.conn;
         let mut out = String::with_capacity(256);
         let mut s = Obj::begin(&mut out);
-        s.str("state", state_name(c.state()));
-        s.str("wire", wire_name(c.wire()));
+        s.str("state", c.state().as_str());
+        s.str("wire", c.wire().as_str());
         if let Some(cursor) = c.cursor() {
             s.u64("cursor", cursor);
         }

@@ -9,27 +9,9 @@ mod session;
 pub use client::SwitchDriver;
 pub use session::SwitchSession;
 
-use agentwire_switch::{HttpRequest, State, Transmit, Wire};
+use agentwire_switch::{HttpRequest, Transmit};
 use js_sys::{Object, Reflect};
 use wasm_bindgen::JsValue;
-
-pub(crate) fn state_name(s: State) -> &'static str {
-    match s {
-        State::Idle => "idle",
-        State::Opening => "opening",
-        State::Attaching => "attaching",
-        State::Live => "live",
-        State::Backoff => "backoff",
-        State::Stopped => "stopped",
-    }
-}
-
-pub(crate) fn wire_name(w: Wire) -> &'static str {
-    match w {
-        Wire::WebSocket => "websocket",
-        Wire::Sse => "sse",
-    }
-}
 
 fn set(o: &Object, k: &str, v: &JsValue) {
     let _ = Reflect::set(o, &JsValue::from_str(k), v);
@@ -56,7 +38,7 @@ pub(crate) fn transmit_to_js(t: Transmit) -> JsValue {
     match t {
         Transmit::Open(open) => {
             set(&o, "type", &"open".into());
-            set(&o, "wire", &wire_name(open.wire).into());
+            set(&o, "wire", &open.wire.as_str().into());
             request_fields(&o, &open.request);
         }
         Transmit::Text(text) => {

@@ -3,7 +3,7 @@
 //! time, and after every input drain `pollTransmit` and `pollEvent` until both are empty, then
 //! re-arm the timer at `pollTimeout`.
 
-use super::{options, state_name, transmit_to_js, wire_name};
+use super::{options, transmit_to_js};
 use crate::errors;
 use crate::host::JsEntropy;
 use crate::outgoing::millis;
@@ -137,13 +137,13 @@ impl SwitchSession {
     /// `idle`, `opening`, `attaching`, `live`, `backoff` or `stopped`.
     #[wasm_bindgen(getter)]
     pub fn state(&self) -> String {
-        state_name(self.inner.state()).to_owned()
+        self.inner.state().as_str().to_owned()
     }
 
     /// The transport of the current (or next) open: `websocket` or `sse`.
     #[wasm_bindgen(getter)]
     pub fn wire(&self) -> String {
-        wire_name(self.inner.wire()).to_owned()
+        self.inner.wire().as_str().to_owned()
     }
 
     /// The highest sequence handed out (the resume point), or `undefined` before any.

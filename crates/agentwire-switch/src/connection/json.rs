@@ -4,7 +4,7 @@
 //! `stopped` or `diagnostic`. Field names are the protocol's (snake_case); payloads are embedded
 //! as JSON; absent fields are left out.
 
-use super::{Event, Wire};
+use super::Event;
 use crate::error::SwitchError;
 use crate::frame::{ConnGeneration, Gap};
 use agentwire_core::json::write::{push_u64, Obj};
@@ -78,7 +78,7 @@ fn event_json(event: &Event) -> Value {
     };
     let name = match event {
         Event::Connected { state, wire, resumed } => {
-            put("wire", json!(wire_name(*wire)));
+            put("wire", json!(wire.as_str()));
             put("resumed", json!(resumed));
             put(
                 "state",
@@ -214,13 +214,6 @@ fn gap_json(g: &Gap) -> Value {
     Value::Object(o)
 }
 
-fn wire_name(w: Wire) -> &'static str {
-    match w {
-        Wire::WebSocket => "websocket",
-        Wire::Sse => "sse",
-    }
-}
-
 fn generation(g: &ConnGeneration) -> Value {
     match g {
         ConnGeneration::Number(n) => json!(n),
@@ -256,7 +249,7 @@ fn event_text(event: &Event, lazy: bool) -> (String, Option<(&'static str, &str)
     o.str("type", name);
     match event {
         Event::Connected { state, wire, resumed } => {
-            o.str("wire", wire_name(*wire));
+            o.str("wire", wire.as_str());
             o.bool("resumed", *resumed);
             o.key("state");
             let mut s = Obj::begin(o.out);
@@ -373,6 +366,7 @@ fn event_text(event: &Event, lazy: bool) -> (String, Option<(&'static str, &str)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connection::Wire;
 
     #[test]
     fn event_types_lists_every_variant() {

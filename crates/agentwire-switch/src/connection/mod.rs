@@ -57,6 +57,16 @@ pub enum Wire {
     Sse,
 }
 
+impl Wire {
+    /// `websocket` or `sse`: the name every surface gives it (npm's `wire`, the CLI's events).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Wire::WebSocket => "websocket",
+            Wire::Sse => "sse",
+        }
+    }
+}
+
 /// How a connection behaves. `ConnectionConfig::new` gives the documented defaults.
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
@@ -136,6 +146,21 @@ pub enum State {
     Backoff,
     /// Over: closed by the user, or a final refusal or eviction. Nothing more happens.
     Stopped,
+}
+
+impl State {
+    /// `idle`, `opening`, `attaching`, `live`, `backoff` or `stopped`: the name every surface
+    /// gives it (npm's `state`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Idle => "idle",
+            State::Opening => "opening",
+            State::Attaching => "attaching",
+            State::Live => "live",
+            State::Backoff => "backoff",
+            State::Stopped => "stopped",
+        }
+    }
 }
 
 /// An open the driver performs.
