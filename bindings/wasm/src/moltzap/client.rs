@@ -27,7 +27,9 @@ struct Driver {
     connect_id: Option<RequestId>,
     /// Per request: `resolve(result JSON text)`, `reject(error)`.
     waiters: HashMap<RequestId, (Function, Function)>,
-    on_event: Function,
+    /// Let go of after `disconnected`, the last event: the facade's callback may reach this
+    /// driver's JS wrapper, and a cycle through wasm memory is one no garbage collector sees.
+    on_event: Option<Function>,
     /// Until `Connected`: `(onReady(ready JSON), onFail(error))`.
     ready: Option<(Function, Function)>,
     /// Until the socket opens: when it must have.
@@ -168,9 +170,18 @@ impl Driver {
                 for (_, (_, reject)) in self.waiters.drain() {
                     calls.push(&reject, error(&closed_error("the connection is closed")));
                 }
-                calls.push(&self.on_event, event.to_json_string().into());
+                if let Some(f) = self.on_event.take() {
+                    calls.push(&f, event.to_json_string().into());
+                }
+                // Over: nothing more comes. A test double or a user's constructor may hold what
+                // reaches the client, so the socket goes too (its handlers detached).
+                self.socket = None;
             }
-            other => calls.push_event(&self.on_event, other.to_json_lazy()),
+            other => {
+                if let Some(f) = &self.on_event {
+                    calls.push_event(f, other.to_json_lazy());
+                }
+            }
         }
     }
 
@@ -232,7 +243,7 @@ impl MoltZapDriver {
             credentials: Some(credentials),
             connect_id: None,
             waiters: HashMap::new(),
-            on_event,
+            on_event: Some(on_event),
             ready: Some((on_ready, on_fail)),
             opening: Some(opening),
             closed: false,

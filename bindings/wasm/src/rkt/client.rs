@@ -29,7 +29,9 @@ struct Driver {
     timer: Option<Timer>,
     url: String,
     waiters: HashMap<String, Waiter>,
-    on_event: Function,
+    /// Let go of after `closed`, the last event: the facade's callback may reach this driver's
+    /// JS wrapper, and a cycle through wasm memory is one no garbage collector sees.
+    on_event: Option<Function>,
     /// Until HELLO_ACK: `(resolve(ready JSON), reject(error))`.
     ready: Option<(Function, Function)>,
     handshake_error: Option<RktError>,
@@ -145,9 +147,9 @@ impl Driver {
                 if self.ready.is_some() {
                     self.handshake_error = Some(error.clone());
                 }
-                calls.push(&self.on_event, event.to_json().to_string().into());
+                self.emit(calls, &event);
             }
-            ClientEvent::Goodbye => calls.push(&self.on_event, event.to_json().to_string().into()),
+            ClientEvent::Goodbye => self.emit(calls, &event),
             ClientEvent::Closed { code, ref reason } => {
                 self.closed = true;
                 if let Some((_, reject)) = self.ready.take() {
@@ -166,8 +168,18 @@ impl Driver {
                         Waiter::Stream { end, .. } => calls.push(&end, error),
                     }
                 }
-                calls.push(&self.on_event, event.to_json().to_string().into());
+                self.emit(calls, &event);
+                // Over: nothing more comes. A test double or a user's constructor may hold what
+                // reaches the client, so the socket goes too (its handlers detached).
+                self.on_event = None;
+                self.socket = None;
             }
+        }
+    }
+
+    fn emit(&self, calls: &mut Calls, event: &ClientEvent) {
+        if let Some(f) = &self.on_event {
+            calls.push(f, event.to_json().to_string().into());
         }
     }
 }
@@ -203,7 +215,7 @@ impl RktDriver {
             timer: None,
             url: url.clone(),
             waiters: HashMap::new(),
-            on_event,
+            on_event: Some(on_event),
             ready: Some((on_ready, on_fail)),
             handshake_error: None,
             opening: Some(opening),

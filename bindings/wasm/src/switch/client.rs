@@ -78,7 +78,9 @@ struct Driver {
     retired: Vec<Current>,
     epoch: u64,
     timer: Option<Timer>,
-    on_event: Function,
+    /// Let go of once stopped, after `stopped`, the last event: the facade's callback may reach
+    /// this driver's JS wrapper, and a cycle through wasm memory is one no garbage collector sees.
+    on_event: Option<Function>,
     /// The engine's HTTP calls in flight (one beat at most); a close aborts them (their answers
     /// would be late).
     calls_in_flight: Vec<(u64, AbortController)>,
@@ -159,7 +161,9 @@ impl Driver {
             let take = !self.held || self.conn.state() == State::Stopped;
             while let Some(event) = take.then(|| self.conn.poll_event()).flatten() {
                 progressed = true;
-                calls.push_event(&self.on_event, event.to_json_lazy());
+                if let Some(f) = &self.on_event {
+                    calls.push_event(f, event.to_json_lazy());
+                }
             }
             if !progressed {
                 break;
@@ -167,6 +171,7 @@ impl Driver {
         }
         let stopped = self.conn.state() == State::Stopped;
         if stopped {
+            self.on_event = None;
             for (_, c) in self.ops_in_flight.drain(..) {
                 c.abort();
             }
@@ -372,7 +377,7 @@ impl SwitchDriver {
                 retired: Vec::new(),
                 epoch: 0,
                 timer: None,
-                on_event,
+                on_event: Some(on_event),
                 calls_in_flight: Vec::new(),
                 http_timeout_ms,
                 ops_in_flight: Vec::new(),

@@ -1,0 +1,154 @@
+// Closed clients are garbage: their wasm driver must not keep the facade's event callback, which
+// may reach the driver's own JS wrapper (a Switch client's buffer does, through its hold; any
+// client's onEvent that names the client does). Such a cycle runs through wasm memory, where no
+// garbage collector sees it: the wrapper, the engine's state and every unread event stayed for
+// good. The drivers' wrappers are watched through the package's internal module (the same module
+// instance: `agentwire` is a symlink to npm/).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as v8 from "node:v8";
+import * as vm from "node:vm";
+import { MoltZapClient, RktClient, SwitchClient } from "agentwire";
+import { MoltZapDriver, RktDriver, SwitchDriver } from "../../npm/dist/wasm/agentwire_wasm.js";
+
+v8.setFlagsFromString("--expose-gc");
+const gc = vm.runInNewContext("gc");
+const CYCLES = 30;
+
+/** Counts the drivers of `Class` used while `body` runs that are still reachable after it: each
+ * is seen the first time the facade calls one of its methods or getters. */
+async function survivors(Class, body) {
+  const seen = new WeakSet();
+  const refs = [];
+  const saved = Object.getOwnPropertyDescriptors(Class.prototype);
+  for (const [name, d] of Object.entries(saved)) {
+    if (name === "constructor") continue;
+    const wrap = (f) =>
+      function (...args) {
+        if (!seen.has(this)) {
+          seen.add(this);
+          refs.push(new WeakRef(this));
+        }
+        return f.apply(this, args);
+      };
+    if (typeof d.value === "function") Object.defineProperty(Class.prototype, name, { ...d, value: wrap(d.value) });
+    else if (d.get) Object.defineProperty(Class.prototype, name, { ...d, get: wrap(d.get) });
+  }
+  try {
+    await body();
+  } finally {
+    Object.defineProperties(Class.prototype, saved);
+  }
+  for (let i = 0; i < 10; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    gc();
+  }
+  assert.equal(refs.length, CYCLES, "every driver was seen");
+  return refs.filter((r) => r.deref() !== undefined).length;
+}
+
+let current;
+class FakeWebSocket {
+  static OPEN = 1;
+  constructor(url) {
+    this.url = url;
+    this.readyState = 0;
+    this.protocol = url.startsWith("ws://fake/rkt") ? "rkt.1.0" : "agentwire.v1";
+    current = this;
+  }
+  send(text) {
+    this.answer?.(text);
+  }
+  close() {
+    if (this.readyState === 3) return;
+    this.readyState = 3;
+    queueMicrotask(() => this.onclose?.({ code: 1000, reason: "" }));
+  }
+}
+
+const connectionState = JSON.stringify({
+  event: "connection_state",
+  data: { connection_id: "c", agent_id: "a", generation: 1, scope: "single", filter: "all", rooms: [], cursor: 0, protocol: 1, heartbeat_interval_seconds: 3600 },
+});
+const message = (i) =>
+  JSON.stringify({ event: "event", data: { kind: "message", room_id: "r", sequence: i + 1, payload: { text: "x".repeat(1000) } } });
+
+test("closed Switch clients with unread events are collected", async () => {
+  const alive = await survivors(SwitchDriver, async () => {
+    for (let i = 0; i < CYCLES; i++) {
+      const connecting = SwitchClient.connect("http://fake", { token: "t", agentId: "a", reconnect: false, webSocket: FakeWebSocket });
+      current.readyState = 1;
+      current.onopen({});
+      current.onmessage({ data: connectionState });
+      const client = await connecting;
+      for (let k = 0; k < 5; k++) current.onmessage({ data: message(k) });
+      await client.close();
+    }
+    current = undefined;
+  });
+  assert.ok(alive <= 1, `${alive} of ${CYCLES} closed Switch drivers still reachable`);
+});
+
+test("Switch clients whose connect failed are collected", async () => {
+  const alive = await survivors(SwitchDriver, async () => {
+    for (let i = 0; i < CYCLES; i++) {
+      const connecting = SwitchClient.connect("http://fake", { token: "t", agentId: "a", webSocket: FakeWebSocket });
+      current.onclose({ code: 1006, reason: "refused" });
+      const error = await connecting.then(
+        () => assert.fail("connected"),
+        (e) => e,
+      );
+      assert.equal(error.kind, "closed");
+    }
+    current = undefined;
+  });
+  // The connect failed before it returned a client: the test holds none to close, so the
+  // wrapper's close() is the driver's own; every one of them must be gone.
+  assert.ok(alive <= 1, `${alive} of ${CYCLES} failed Switch drivers still reachable`);
+});
+
+test("closed MoltZap and RKT clients whose onEvent names the client are collected", async () => {
+  const moltzap = await survivors(MoltZapDriver, async () => {
+    for (let i = 0; i < CYCLES; i++) {
+      let client;
+      const connecting = MoltZapClient.connect("ws://fake/ws", {
+        agentKey: "moltzap_agent_x",
+        webSocket: FakeWebSocket,
+        onEvent: (e) => e.type === "never" && client.close(),
+      });
+      current.answer = (text) => {
+        const { id } = JSON.parse(text);
+        queueMicrotask(() => current.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id, result: {} }) }));
+      };
+      current.readyState = 1;
+      current.onopen({});
+      client = await connecting;
+      await client.close();
+    }
+    current = undefined;
+  });
+  assert.ok(moltzap <= 1, `${moltzap} of ${CYCLES} closed MoltZap drivers still reachable`);
+
+  const rkt = await survivors(RktDriver, async () => {
+    for (let i = 0; i < CYCLES; i++) {
+      let client;
+      const connecting = RktClient.connect("ws://fake/rkt", { webSocket: FakeWebSocket, onEvent: (e) => e.type === "never" && client.close() });
+      const ws = current;
+      ws.answer = (text) => {
+        const hello = /^RKT\/1\.0 HELLO\n(?:.*\n)*?Message-ID: (\S+)/.exec(text);
+        if (!hello) return;
+        const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+        const ack =
+          `RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: 01960000-0000-7000-ab12-000000000002\nReply-To: ${hello[1]}\n` +
+          `Session-ID: e3ad1f12-4e3a-4b1e-9c2d-000000000042\nTimestamp: ${now}\nFrom: rkt://fake\n\n{"agreed_version":1,"session_timeout":300}`;
+        queueMicrotask(() => ws.onmessage({ data: ack }));
+      };
+      ws.readyState = 1;
+      ws.onopen({});
+      client = await connecting;
+      await client.close();
+    }
+    current = undefined;
+  });
+  assert.ok(rkt <= 1, `${rkt} of ${CYCLES} closed RKT drivers still reachable`);
+});
