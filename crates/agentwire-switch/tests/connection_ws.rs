@@ -843,6 +843,37 @@ fn the_queue_is_bounded_in_bytes_too_and_loses_nothing() {
     assert_eq!(rest, (last + 1..=6).collect::<Vec<_>>());
 }
 
+/// Every text a domain event owns counts: `bridge_id`, `channel_type` and an unknown kind's name
+/// are the server's to fill (a memory review held 4 GiB of them under a 64 MiB bound).
+#[test]
+fn the_byte_bound_counts_every_text_of_an_event() {
+    let pad = "b".repeat(10_000);
+    let fat = |seq: u64, field: &str| {
+        let (kind, extra) = match field {
+            "kind" => (pad.as_str(), String::new()),
+            f => ("message", format!(r#""{f}":"{pad}","#)),
+        };
+        format!(
+            r#"{{"event":"{kind}","data":{{"type":"{kind}","room_id":"{ROOM}",{extra}"payload":{{}},"sequence":{seq}}},"id":{seq}}}"#
+        )
+    };
+    for field in ["bridge_id", "channel_type", "kind"] {
+        let mut cfg = ws();
+        cfg.max_queued_bytes = 25_000; // the third event crosses it, the fourth waits
+        let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+        for seq in 1..=6 {
+            d.text(&fat(seq, field));
+        }
+        let (_, e) = d.drain();
+        assert_eq!(sequences(&e), [1, 2, 3], "{field}");
+        assert!(
+            e.iter()
+                .any(|e| matches!(e, Event::Diagnostic(err) if err.kind == ErrorKind::Limit)),
+            "{field}: {e:?}"
+        );
+    }
+}
+
 #[test]
 fn a_resume_asks_from_the_highest_received_and_queued_events_survive_it() {
     let mut d = Driver::live_ws(ws(), 0, &[ROOM]);

@@ -102,7 +102,7 @@ pub struct ConnectionConfig {
     /// (default 4096).
     pub max_queued_events: usize,
     /// The same bound in bytes: the text of the domain events and unknown control frames decoded
-    /// and not yet polled (payloads, room ids, names). Past it, as past `max_queued_events`
+    /// and not yet polled (payloads, room ids, bridge ids, channel types, names). Past it, as past `max_queued_events`
     /// (default 64 MiB; a message may be up to `decode.max_message_bytes`): domain events wait
     /// for the reopen, unknown control frames are dropped and counted (`dropped_control`).
     pub max_queued_bytes: usize,
@@ -890,8 +890,8 @@ fn merge_gaps(first: Gap, last: Gap) -> Gap {
 }
 
 impl Event {
-    /// What `max_queued_bytes` counts of it: the text it holds (a domain event's payload and
-    /// room id and its gap's, an unknown control frame's name and body, room lists with a
+    /// What `max_queued_bytes` counts of it: the text it holds (a domain event's payload, room
+    /// id, `bridge_id`, `channel_type` and unknown kind's name, and its gap's, an unknown control frame's name and body, room lists with a
     /// `String`'s own size per room, ids, reasons, messages). A driver that queues events again
     /// bounds its own queue with the same measure.
     pub fn queued_bytes(&self) -> usize {
@@ -937,6 +937,11 @@ fn gap_bytes(g: &Gap) -> usize {
         + g.resumed_position.as_ref().map_or(0, |p| p.get().len())
 }
 
+/// Every text the event owns, each of which the server chooses.
 fn domain_bytes(event: &DomainEvent) -> usize {
-    event.payload.get().len() + event.room_id.len()
+    let kind = match &event.kind {
+        crate::frame::EventKind::Other(name) => name.len(),
+        _ => 0,
+    };
+    event.payload.get().len() + event.room_id.len() + opt_len(&event.bridge_id) + opt_len(&event.channel_type) + kind
 }
