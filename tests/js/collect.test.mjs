@@ -10,6 +10,7 @@ import * as v8 from "node:v8";
 import * as vm from "node:vm";
 import { MoltZapClient, RktClient, SwitchClient } from "agentwire";
 import { MoltZapDriver, RktDriver, SwitchDriver } from "../../npm/dist/wasm/agentwire_wasm.js";
+import { FakeWebSocket as Fake, connectionState, forget, last } from "./fake-ws.mjs";
 
 v8.setFlagsFromString("--expose-gc");
 const gc = vm.runInNewContext("gc");
@@ -47,14 +48,12 @@ async function survivors(Class, body) {
   return refs.filter((r) => r.deref() !== undefined).length;
 }
 
-let current;
-class FakeWebSocket {
-  static OPEN = 1;
+/** The shared fake, answering with `answer(text)` when set, and closing as a socket does: its
+ * `onclose` follows in a microtask. */
+class FakeWebSocket extends Fake {
   constructor(url) {
-    this.url = url;
-    this.readyState = 0;
-    this.protocol = url.startsWith("ws://fake/rkt") ? "rkt.1.0" : "agentwire.v1";
-    current = this;
+    super(url);
+    if (url.startsWith("ws://fake/rkt")) this.protocol = "rkt.1.0";
   }
   send(text) {
     this.answer?.(text);
@@ -65,11 +64,6 @@ class FakeWebSocket {
     queueMicrotask(() => this.onclose?.({ code: 1000, reason: "" }));
   }
 }
-
-const connectionState = JSON.stringify({
-  event: "connection_state",
-  data: { connection_id: "c", agent_id: "a", generation: 1, scope: "single", filter: "all", rooms: [], cursor: 0, protocol: 1, heartbeat_interval_seconds: 3600 },
-});
 const message = (i) =>
   JSON.stringify({ event: "event", data: { kind: "message", room_id: "r", sequence: i + 1, payload: { text: "x".repeat(1000) } } });
 
@@ -77,14 +71,14 @@ test("closed Switch clients with unread events are collected", async () => {
   const alive = await survivors(SwitchDriver, async () => {
     for (let i = 0; i < CYCLES; i++) {
       const connecting = SwitchClient.connect("http://fake", { token: "t", agentId: "a", reconnect: false, webSocket: FakeWebSocket });
-      current.readyState = 1;
-      current.onopen({});
-      current.onmessage({ data: connectionState });
+      last().readyState = 1;
+      last().onopen({});
+      last().onmessage({ data: connectionState });
       const client = await connecting;
-      for (let k = 0; k < 5; k++) current.onmessage({ data: message(k) });
+      for (let k = 0; k < 5; k++) last().onmessage({ data: message(k) });
       await client.close();
     }
-    current = undefined;
+    forget();
   });
   assert.ok(alive <= 1, `${alive} of ${CYCLES} closed Switch drivers still reachable`);
 });
@@ -93,17 +87,16 @@ test("Switch clients whose connect failed are collected", async () => {
   const alive = await survivors(SwitchDriver, async () => {
     for (let i = 0; i < CYCLES; i++) {
       const connecting = SwitchClient.connect("http://fake", { token: "t", agentId: "a", webSocket: FakeWebSocket });
-      current.onclose({ code: 1006, reason: "refused" });
+      last().onclose({ code: 1006, reason: "refused" });
       const error = await connecting.then(
         () => assert.fail("connected"),
         (e) => e,
       );
       assert.equal(error.kind, "closed");
     }
-    current = undefined;
+    forget();
   });
-  // The connect failed before it returned a client: the test holds none to close, so the
-  // wrapper's close() is the driver's own; every one of them must be gone.
+  // No client to close: every driver must be gone all the same.
   assert.ok(alive <= 1, `${alive} of ${CYCLES} failed Switch drivers still reachable`);
 });
 
@@ -116,16 +109,17 @@ test("closed MoltZap and RKT clients whose onEvent names the client are collecte
         webSocket: FakeWebSocket,
         onEvent: (e) => e.type === "never" && client.close(),
       });
-      current.answer = (text) => {
+      const ws = last();
+      ws.answer = (text) => {
         const { id } = JSON.parse(text);
-        queueMicrotask(() => current.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id, result: {} }) }));
+        queueMicrotask(() => ws.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id, result: {} }) }));
       };
-      current.readyState = 1;
-      current.onopen({});
+      ws.readyState = 1;
+      ws.onopen({});
       client = await connecting;
       await client.close();
     }
-    current = undefined;
+    forget();
   });
   assert.ok(moltzap <= 1, `${moltzap} of ${CYCLES} closed MoltZap drivers still reachable`);
 
@@ -133,7 +127,7 @@ test("closed MoltZap and RKT clients whose onEvent names the client are collecte
     for (let i = 0; i < CYCLES; i++) {
       let client;
       const connecting = RktClient.connect("ws://fake/rkt", { webSocket: FakeWebSocket, onEvent: (e) => e.type === "never" && client.close() });
-      const ws = current;
+      const ws = last();
       ws.answer = (text) => {
         const hello = /^RKT\/1\.0 HELLO\n(?:.*\n)*?Message-ID: (\S+)/.exec(text);
         if (!hello) return;
@@ -148,7 +142,7 @@ test("closed MoltZap and RKT clients whose onEvent names the client are collecte
       client = await connecting;
       await client.close();
     }
-    current = undefined;
+    forget();
   });
   assert.ok(rkt <= 1, `${rkt} of ${CYCLES} closed RKT drivers still reachable`);
 });

@@ -5,34 +5,15 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SwitchClient } from "agentwire/switch";
 import { MoltZapClient } from "agentwire/moltzap";
+import { FakeWebSocket, connectionState, last } from "./fake-ws.mjs";
 
 const b64url = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
 /** A token shaped as a relay token (claims, then a signature the client never checks). */
 const token = (expS) => `${b64url({ sub: "a", exp: expS })}.sig`;
 
-let current;
-class FakeWebSocket {
-  static OPEN = 1;
-  constructor(url) {
-    this.url = url;
-    this.readyState = 0;
-    this.protocol = "agentwire.v1";
-    current = this;
-  }
-  send() {}
-  close() {
-    this.readyState = 3;
-  }
-}
-
-const connectionState = JSON.stringify({
-  event: "connection_state",
-  data: { connection_id: "c", agent_id: "a", generation: 1, scope: "single", filter: "all", rooms: [], cursor: 0, protocol: 1, heartbeat_interval_seconds: 3600 },
-});
-
 async function connect(tok, refreshToken) {
   const connecting = SwitchClient.connect("http://fake", { token: tok, agentId: "a", reconnect: false, webSocket: FakeWebSocket, refreshToken });
-  const ws = current;
+  const ws = last();
   ws.readyState = 1;
   ws.onopen({});
   ws.onmessage({ data: connectionState });
@@ -81,7 +62,7 @@ test("a MoltZap socket that answers from inside send()", async () => {
   }
   const events = [];
   const connecting = MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: Answering, timeoutMs: 2_000, onEvent: (e) => events.push(e) });
-  const ws = current;
+  const ws = last();
   ws.readyState = 1;
   ws.onopen({});
   const client = await connecting;
@@ -109,7 +90,7 @@ test("a MoltZap call from inside the socket's send() is refused, and the client 
     }
   }
   const connecting = MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: Reentrant, timeoutMs: 2_000 });
-  const ws = current;
+  const ws = last();
   ws.readyState = 1;
   ws.onopen({});
   client = await connecting;
@@ -187,7 +168,7 @@ test("Switch events() past its buffer: none is lost", { timeout: 20_000 }, async
 test("Switch events() held back: a stop still ends the connection, and a buffer of 0 still moves", { timeout: 10_000 }, async () => {
   for (const maxBufferedEvents of [2, 0]) {
     const connecting = SwitchClient.connect("http://fake", { token: "t", agentId: "a", webSocket: FakeWebSocket, maxBufferedEvents, reconnect: false });
-    const ws = current;
+    const ws = last();
     ws.readyState = 1;
     ws.onopen({});
     ws.onmessage({ data: connectionState });
