@@ -12,6 +12,7 @@ mod error;
 mod frame;
 mod http;
 pub mod json;
+pub mod redact;
 mod time;
 mod timers;
 

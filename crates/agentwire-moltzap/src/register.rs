@@ -80,12 +80,21 @@ impl Registration {
     }
 }
 
-/// A registered agent: its id and the agent key to connect with.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// A registered agent: its id and the agent key to connect with. `Debug` hides the key.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Registered {
     pub agent_id: String,
     pub api_key: String,
+}
+
+impl std::fmt::Debug for Registered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registered")
+            .field("agent_id", &self.agent_id)
+            .field("api_key", &agentwire_core::redact::Redacted)
+            .finish()
+    }
 }
 
 /// Characters of a refusal's text kept in the error's message.

@@ -120,8 +120,8 @@ pub struct PayBody {
     pub recipient: Option<String>,
 }
 
-/// AUTH: a bearer token (API key), or a DID asking for scopes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// AUTH: a bearer token (API key), or a DID asking for scopes. `Debug` hides the token.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "scheme", rename_all = "lowercase")]
 pub enum AuthBody {
     Bearer {
@@ -136,13 +136,41 @@ pub enum AuthBody {
     },
 }
 
-/// AUTH_OK.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+impl std::fmt::Debug for AuthBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuthBody::Bearer { token: _, scopes } => f
+                .debug_struct("Bearer")
+                .field("token", &agentwire_core::redact::Redacted)
+                .field("scopes", scopes)
+                .finish(),
+            AuthBody::Did { did, scopes } => f.debug_struct("Did").field("did", did).field("scopes", scopes).finish(),
+        }
+    }
+}
+
+/// AUTH_OK. `Debug` hides the session token.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuthOkBody {
     pub session_token: String,
     #[serde(default)]
     pub scopes: Vec<String>,
     pub expires_in: u64,
+}
+
+impl std::fmt::Debug for AuthOkBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let AuthOkBody {
+            session_token: _,
+            scopes,
+            expires_in,
+        } = self;
+        f.debug_struct("AuthOkBody")
+            .field("session_token", &agentwire_core::redact::Redacted)
+            .field("scopes", scopes)
+            .field("expires_in", expires_in)
+            .finish()
+    }
 }
 
 /// ERROR, as the guide shows it.

@@ -9,8 +9,9 @@ use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 
-/// How a client session is set up. `Default` gives the guide's values.
-#[derive(Debug, Clone)]
+/// How a client session is set up. `Default` gives the guide's values. `Debug` hides the
+/// `authorization`.
+#[derive(Clone)]
 pub struct ClientConfig {
     pub user_agent: String,
     pub from: Option<String>,
@@ -35,6 +36,42 @@ pub struct ClientConfig {
     /// PONG within `ttl_s` closes the connection (an [`ClientEvent::Error`] of kind `timeout`)
     /// when it left, the peer has answered a PING before, and nothing arrived since.
     pub keepalive: bool,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Every field named: a new one fails to compile here until it is printed.
+        let ClientConfig {
+            user_agent,
+            from,
+            capabilities,
+            min_version,
+            max_version,
+            ttl_s,
+            max_message_size,
+            max_in_flight,
+            max_stream_buffer,
+            max_stream_buffer_bytes,
+            handshake_timeout_ms,
+            authorization,
+            keepalive,
+        } = self;
+        f.debug_struct("ClientConfig")
+            .field("user_agent", user_agent)
+            .field("from", from)
+            .field("capabilities", capabilities)
+            .field("min_version", min_version)
+            .field("max_version", max_version)
+            .field("ttl_s", ttl_s)
+            .field("max_message_size", max_message_size)
+            .field("max_in_flight", max_in_flight)
+            .field("max_stream_buffer", max_stream_buffer)
+            .field("max_stream_buffer_bytes", max_stream_buffer_bytes)
+            .field("handshake_timeout_ms", handshake_timeout_ms)
+            .field("authorization", &agentwire_core::redact::redacted(authorization))
+            .field("keepalive", keepalive)
+            .finish()
+    }
 }
 
 impl Default for ClientConfig {

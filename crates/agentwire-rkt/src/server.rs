@@ -62,8 +62,8 @@ pub enum ServerState {
     Closed,
 }
 
-/// A message for the application, already validated.
-#[derive(Debug, Clone, PartialEq)]
+/// A message for the application, already validated. `Debug` hides the `authorization`.
+#[derive(Clone, PartialEq)]
 pub struct Inbound {
     /// Its `Message-ID`: pass it as `reply_to` when answering.
     pub id: String,
@@ -74,6 +74,30 @@ pub struct Inbound {
     pub authorization: Option<String>,
     pub priority: Priority,
     pub ttl_s: Option<u32>,
+}
+
+impl std::fmt::Debug for Inbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Every field named: a new one fails to compile here until it is printed.
+        let Inbound {
+            id,
+            kind,
+            from,
+            to,
+            authorization,
+            priority,
+            ttl_s,
+        } = self;
+        f.debug_struct("Inbound")
+            .field("id", id)
+            .field("kind", kind)
+            .field("from", from)
+            .field("to", to)
+            .field("authorization", &agentwire_core::redact::redacted(authorization))
+            .field("priority", priority)
+            .field("ttl_s", ttl_s)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

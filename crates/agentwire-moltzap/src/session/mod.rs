@@ -83,13 +83,23 @@ impl Default for SessionConfig {
     }
 }
 
-/// How `connect` authenticates.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How `connect` authenticates. `Debug` hides the key or token.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Credentials {
     /// `moltzap_agent_…`; both generations.
     AgentKey(String),
     /// A user session token; released generation only.
     SessionToken(String),
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            Credentials::AgentKey(_) => "AgentKey",
+            Credentials::SessionToken(_) => "SessionToken",
+        };
+        f.debug_tuple(name).field(&agentwire_core::redact::Redacted).finish()
+    }
 }
 
 /// Where the session is.

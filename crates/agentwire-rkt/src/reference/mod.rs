@@ -32,7 +32,8 @@ pub const CURRENCY: &str = "RKTT";
 pub const MAX_FIELD_LEN: usize = 256;
 pub const MAX_SCOPES: usize = 32;
 
-#[derive(Debug, Clone)]
+/// `Debug` shows how many `api_keys` there are, not the keys.
+#[derive(Clone)]
 pub struct ReferenceConfig {
     pub agent: String,
     /// Advertised in HELLO_ACK and DISCOVER; `weather` and `forecast` enable their intents.
@@ -64,6 +65,44 @@ pub struct ReferenceConfig {
     /// Connections a server serves at once (the native one: `agentwire_native::rkt::serve`);
     /// past it, a new TCP connection is closed as soon as it is accepted.
     pub max_connections: usize,
+}
+
+impl std::fmt::Debug for ReferenceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Every field named: a new one fails to compile here until it is printed.
+        let ReferenceConfig {
+            agent,
+            capabilities,
+            api_keys,
+            allowed_dids,
+            prices,
+            rate_per_s,
+            burst,
+            max_memory_entries,
+            max_memory_bytes,
+            max_tokens,
+            max_accounts,
+            max_forecast_days,
+            token_lifetime_s,
+            max_connections,
+        } = self;
+        f.debug_struct("ReferenceConfig")
+            .field("agent", agent)
+            .field("capabilities", capabilities)
+            .field("api_keys", &format_args!("[<redacted>; {}]", api_keys.len()))
+            .field("allowed_dids", allowed_dids)
+            .field("prices", prices)
+            .field("rate_per_s", rate_per_s)
+            .field("burst", burst)
+            .field("max_memory_entries", max_memory_entries)
+            .field("max_memory_bytes", max_memory_bytes)
+            .field("max_tokens", max_tokens)
+            .field("max_accounts", max_accounts)
+            .field("max_forecast_days", max_forecast_days)
+            .field("token_lifetime_s", token_lifetime_s)
+            .field("max_connections", max_connections)
+            .finish()
+    }
 }
 
 impl Default for ReferenceConfig {

@@ -1,0 +1,77 @@
+//! Keeping credentials out of what is printed: `Debug` output and error messages.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// Prints `<redacted>`: the `Debug` of a secret field (`.field("key", &Redacted)`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Redacted;
+
+impl fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// `Some(Redacted)` for a secret that is set, `None` for one that is not.
+pub fn redacted<T>(secret: &Option<T>) -> Option<Redacted> {
+    secret.as_ref().map(|_| Redacted)
+}
+
+/// `url` as an error message may quote it: without the user information (`user:pass@`) and
+/// without the query and fragment, where a token or key may ride (`?token=…`). Scheme, host,
+/// port and path stay. A text that is not `scheme://…` loses its query and fragment only.
+pub fn url(url: &str) -> Cow<'_, str> {
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => ("", url),
+    };
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    let kept = &rest[..end];
+    let host_end = kept.find('/').unwrap_or(kept.len());
+    let at = if scheme.is_empty() {
+        None
+    } else {
+        kept[..host_end].rfind('@')
+    };
+    match (at, end == rest.len()) {
+        (None, true) => Cow::Borrowed(url),
+        (None, false) => Cow::Owned(format!("{scheme}{kept}")),
+        (Some(at), _) => Cow::Owned(format!("{scheme}{}", &kept[at + 1..])),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        for (given, shown) in [
+            ("wss://h.example:8443/ws", "wss://h.example:8443/ws"),
+            ("wss://h.example/ws?token=SECRET", "wss://h.example/ws"),
+            ("https://user:SECRET@h.example/p#frag", "https://h.example/p"),
+            ("http://u:p@h?api_key=SECRET", "http://h"),
+            ("rkt://a@b@h:1/x?y", "rkt://h:1/x"),
+            ("h.example/p?k=SECRET", "h.example/p"),
+            ("user@host/path", "user@host/path"),
+            ("", ""),
+        ] {
+            assert_eq!(url(given), shown, "{given}");
+        }
+        assert!(matches!(url("ws://h/p"), Cow::Borrowed(_)));
+        assert_eq!(format!("{:?}", redacted(&Some("k"))), "Some(<redacted>)");
+        assert_eq!(format!("{:?}", redacted::<String>(&None)), "None");
+    }
+
+    proptest::proptest! {
+        /// Whatever the text: no panic, and nothing after a `?`, `#` or in user information is kept.
+        #[test]
+        fn never_keeps_a_query_or_userinfo(host in "[a-z.]{1,9}", path in "(/[a-z]{0,4}){0,2}", secret in "[A-Z]{4,8}") {
+            let shown = url(&format!("wss://u:{secret}@{host}{path}?token={secret}#{secret}")).into_owned();
+            proptest::prop_assert_eq!(&shown, &format!("wss://{host}{path}"));
+            let any = format!("{host}{path}?{secret}");
+            proptest::prop_assert!(!url(&any).contains(&secret));
+        }
+    }
+}
