@@ -234,7 +234,10 @@ impl OpenDeadline {
 
     /// The message of a missed deadline, when `now` is past it.
     pub(crate) fn missed(&self, now: Millis, url: &str) -> Option<String> {
-        (now >= self.at).then(|| format!("{url}: the WebSocket did not open within {} ms", self.limit))
+        (now >= self.at).then(|| {
+            let url = agentwire_core::redact::url(url);
+            format!("{url}: the WebSocket did not open within {} ms", self.limit)
+        })
     }
 
     /// The earlier of the engine's deadline and this one (when still opening).

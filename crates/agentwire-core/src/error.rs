@@ -94,14 +94,16 @@ impl Error {
         }
     }
 
-    /// What a WebSocket upgrade of `url` refused with HTTP `status` (and `body`) means to a
+    /// What a WebSocket upgrade of `url` (quoted without credentials, [`crate::redact::url`])
+    /// refused with HTTP `status` (and `body`) means to a
     /// client, the same on every surface: 401 and 403 a credential (`auth`), 408 `timeout`, 429
     /// `rate_limited`, 5xx the server's trouble (`remote`, retryable), anything else not the
     /// endpoint it should be (`protocol`). `code` is the status. (Switch decides its own in its
     /// engine: its open carries the key, and its statuses say more.)
     pub fn refused_upgrade(url: &str, status: u16, body: &str) -> Self {
         let message = format!(
-            "{url} refused the WebSocket upgrade with HTTP {status}: {}",
+            "{} refused the WebSocket upgrade with HTTP {status}: {}",
+            crate::redact::url(url),
             body.trim()
         );
         let kind = match status {
@@ -171,7 +173,8 @@ mod tests {
             (502, ErrorKind::Remote, true),
             (503, ErrorKind::Remote, true),
         ] {
-            let e = Error::refused_upgrade("ws://h/p", status, " no \n");
+            // A credential in the URL is not quoted.
+            let e = Error::refused_upgrade("ws://u:KEY@h/p?token=SECRET", status, " no \n");
             assert_eq!(
                 e.message,
                 format!("ws://h/p refused the WebSocket upgrade with HTTP {status}: no")

@@ -42,7 +42,8 @@ pub fn resolve(address: &str) -> Result<String, ResolveError> {
         ("ws", r)
     } else if address.contains("://") {
         return Err(ResolveError(format!(
-            "`{address}` is not an rkt://, rkts://, ws:// or wss:// address"
+            "`{}` is not an rkt://, rkts://, ws:// or wss:// address",
+            agentwire_core::redact::url(address)
         )));
     } else {
         ("ws", address)
@@ -54,7 +55,8 @@ pub fn resolve(address: &str) -> Result<String, ResolveError> {
         || authority.contains('@')
         || authority.contains(char::is_whitespace)
     {
-        return Err(ResolveError(format!("`{address}` has no valid host")));
+        let shown = agentwire_core::redact::url(address);
+        return Err(ResolveError(format!("`{shown}` has no valid host")));
     }
     let has_port = match authority.rsplit_once(':') {
         Some((host, _)) if !host.ends_with(']') && host.contains(':') => false, // bare IPv6
@@ -109,6 +111,11 @@ mod tests {
             "ws://a/\0",
         ] {
             assert!(resolve(bad).is_err(), "{bad:?}");
+        }
+        // A refusal does not quote a credential.
+        for bad in ["rkt://bot:SECRET@h", "http://h/?key=SECRET", "rkt://:1?SECRET"] {
+            let e = resolve(bad).unwrap_err();
+            assert!(!e.0.contains("SECRET"), "{e}");
         }
     }
 

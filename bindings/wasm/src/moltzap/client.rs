@@ -69,7 +69,7 @@ impl Sink for Driver {
                         Some(r) => agentwire_core::Error::refused_upgrade(&self.url, r.status, &r.body).into(),
                         None => closed_error(format!(
                             "{}: connection closed ({code} {reason}) before it opened",
-                            self.url
+                            agentwire_core::redact::url(&self.url)
                         )),
                     };
                     self.end_unopened(code, &reason, e, calls);
@@ -163,7 +163,10 @@ impl Driver {
                 self.closed = true;
                 self.connect_id = None;
                 if let Some((_, on_fail)) = self.ready.take() {
-                    let m = format!("{}: connection closed ({code} {reason}) during the handshake", self.url);
+                    let m = format!(
+                        "{}: connection closed ({code} {reason}) during the handshake",
+                        agentwire_core::redact::url(&self.url)
+                    );
                     calls.push(&on_fail, error(&closed_error(m)));
                 }
                 // Every request has had its `Failed` by now; anything left is answered here.
@@ -250,7 +253,7 @@ impl MoltZapDriver {
         }));
         let sink = as_sink(&state);
         let socket = Socket::open(url, &[], web_socket.as_ref(), sink.clone())
-            .map_err(|m| errors::local(ErrorKind::Invalid, format!("{url}: {m}")))?;
+            .map_err(|m| errors::local(ErrorKind::Invalid, format!("{}: {m}", agentwire_core::redact::url(url))))?;
         {
             let mut d = state.borrow_mut();
             d.socket = Some(socket);
@@ -357,7 +360,10 @@ impl MoltZapDriver {
             }
             if d.session.state() == SessionState::Closed {
                 // Still opening: the session has no socket to close.
-                let m = format!("{}: closed by the client before the connection opened", d.url);
+                let m = format!(
+                    "{}: closed by the client before the connection opened",
+                    agentwire_core::redact::url(&d.url)
+                );
                 d.end_unopened(1000, "client closed", closed_error(m), calls);
             } else {
                 d.session.close(1000, "client closed");

@@ -153,7 +153,10 @@ impl Driver {
             ClientEvent::Closed { code, ref reason } => {
                 self.closed = true;
                 if let Some((_, reject)) = self.ready.take() {
-                    let m = format!("{}: connection closed ({code} {reason}) during the handshake", self.url);
+                    let m = format!(
+                        "{}: connection closed ({code} {reason}) during the handshake",
+                        agentwire_core::redact::url(&self.url)
+                    );
                     let error = self
                         .handshake_error
                         .take()
@@ -222,8 +225,12 @@ impl RktDriver {
             closed: false,
         }));
         let sink = as_sink(&state);
-        let socket = Socket::open(&url, &[SUBPROTOCOL], web_socket.as_ref(), sink.clone())
-            .map_err(|m| errors::local(ErrorKind::Invalid, format!("{url}: {m}")))?;
+        let socket = Socket::open(&url, &[SUBPROTOCOL], web_socket.as_ref(), sink.clone()).map_err(|m| {
+            errors::local(
+                ErrorKind::Invalid,
+                format!("{}: {m}", agentwire_core::redact::url(&url)),
+            )
+        })?;
         {
             let mut d = state.borrow_mut();
             d.socket = Some(socket);

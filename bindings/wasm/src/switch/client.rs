@@ -294,23 +294,25 @@ fn take_call(calls: &mut Vec<(u64, AbortController)>, id: u64) -> Option<AbortCo
 /// `http(s)://host[:port][/prefix]` as the HTTP base and the WebSocket base (`ws(s)://`), both
 /// without a trailing `/`.
 fn bases(url: &str) -> Result<(String, String), String> {
+    // Quoted without credentials (a `?token=` or `user:key@` is what is refused below).
+    let shown = agentwire_core::redact::url(url);
     let (scheme, rest) = url
         .split_once("://")
-        .ok_or_else(|| format!("{url:?} is not an http(s) URL"))?;
+        .ok_or_else(|| format!("{shown:?} is not an http(s) URL"))?;
     let ws = match scheme.to_ascii_lowercase().as_str() {
         "http" => "ws",
         "https" => "wss",
-        _ => return Err(format!("{url:?}: the scheme must be http or https")),
+        _ => return Err(format!("{shown:?}: the scheme must be http or https")),
     };
     if rest.contains(['?', '#']) {
-        return Err(format!("{url:?}: a base URL has no query or fragment"));
+        return Err(format!("{shown:?}: a base URL has no query or fragment"));
     }
     if rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("{url:?}: spaces or control characters"));
+        return Err(format!("{shown:?}: spaces or control characters"));
     }
     let authority = rest.split('/').next().unwrap_or_default();
     if authority.is_empty() || authority.contains('@') {
-        return Err(format!("{url:?}: a host is required, without credentials"));
+        return Err(format!("{shown:?}: a host is required, without credentials"));
     }
     let rest = rest.trim_end_matches('/');
     let scheme = scheme.to_ascii_lowercase();

@@ -40,7 +40,8 @@ impl Origin {
     }
 
     pub(crate) fn parse(origin: &str) -> Result<Origin, Error> {
-        let invalid = |m: &str| Error::new(ErrorKind::Invalid, format!("{origin}: {m}"));
+        let shown = agentwire_core::redact::url(origin);
+        let invalid = |m: &str| Error::new(ErrorKind::Invalid, format!("{shown}: {m}"));
         let (tls, rest) = match origin.split_once("://") {
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("ws") => {
                 (false, rest)
@@ -54,7 +55,9 @@ impl Origin {
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         if authority.is_empty()
             || authority.starts_with(':')
-            || authority.chars().any(|c| "@ ?#".contains(c) || c.is_control())
+            // Printable ASCII only: it is the `Host` header and what is dialed (a Unicode space
+            // such as U+205F was taken).
+            || authority.chars().any(|c| "@?#".contains(c) || !c.is_ascii_graphic())
         {
             return Err(invalid("no host"));
         }
@@ -69,7 +72,10 @@ impl Origin {
             return Err(invalid("no host"));
         }
         let path = path.trim_end_matches('/');
-        if path.chars().any(|c| "?# ".contains(c) || c.is_control()) {
+        if path
+            .chars()
+            .any(|c| "?#".contains(c) || c.is_whitespace() || c.is_control())
+        {
             return Err(invalid("the origin may not carry a query, a fragment or spaces"));
         }
         let prefix = if path.is_empty() {
@@ -392,8 +398,15 @@ mod tests {
             "http://:80",
             "http://h:+80",
             "http://h:-0",
+            "http://\u{205f}",
+            "http://h/a\u{3000}b",
         ] {
             assert_eq!(Origin::parse(bad).unwrap_err().kind, ErrorKind::Invalid, "{bad}");
+        }
+        // A refusal does not quote a credential.
+        for bad in ["http://u:SECRET@h", "http://h/?token=SECRET"] {
+            let e = Origin::parse(bad).unwrap_err();
+            assert!(!e.message.contains("SECRET"), "{}", e.message);
         }
     }
 

@@ -106,6 +106,7 @@ impl MoltZapClient {
         let ws = match upgrade {
             Ok(ws) => ws?,
             Err(_) => {
+                let url = agentwire_core::redact::url(url);
                 let m = format!("no WebSocket upgrade from {url} within {limit} ms");
                 return Err(MoltZapError::local(ErrorKind::Timeout, m));
             }
@@ -199,8 +200,10 @@ async fn open(
 }
 
 fn connect_error(url: &str, e: impl Into<ConnectError>) -> MoltZapError {
+    // Quoted without credentials; `refused_upgrade` takes the URL itself and does the same.
+    let shown = agentwire_core::redact::url(url);
     let e = match e.into() {
-        ConnectError::Dial(e) => return MoltZapError::local(e.kind, format!("{url}: {}", e.message)),
+        ConnectError::Dial(e) => return MoltZapError::local(e.kind, format!("{shown}: {}", e.message)),
         ConnectError::Ws(e) => e,
     };
     let (kind, m) = match e {
@@ -208,9 +211,9 @@ fn connect_error(url: &str, e: impl Into<ConnectError>) -> MoltZapError {
             let body = resp.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
             return agentwire_core::Error::refused_upgrade(url, resp.status().as_u16(), &body).into();
         }
-        WsError::Url(e) => (ErrorKind::Invalid, format!("{url}: {e}")),
-        WsError::HttpFormat(e) => (ErrorKind::Invalid, format!("{url} is not a ws:// URL: {e}")),
-        e => (ErrorKind::Closed, format!("cannot connect to {url}: {e}")),
+        WsError::Url(e) => (ErrorKind::Invalid, format!("{shown}: {e}")),
+        WsError::HttpFormat(e) => (ErrorKind::Invalid, format!("{shown} is not a ws:// URL: {e}")),
+        e => (ErrorKind::Closed, format!("cannot connect to {shown}: {e}")),
     };
     MoltZapError::local(kind, m)
 }

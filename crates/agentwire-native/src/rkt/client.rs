@@ -194,7 +194,10 @@ impl RktClient {
             Ok(result) => result,
             Err(_) => Err(RktError::local(
                 ErrorKind::Timeout,
-                format!("no RKT session with {url} within {limit} ms"),
+                format!(
+                    "no RKT session with {} within {limit} ms",
+                    agentwire_core::redact::url(&url)
+                ),
             )),
         }
     }
@@ -355,8 +358,10 @@ impl RktClient {
 }
 
 fn connect_error(url: &str, e: impl Into<ConnectError>) -> RktError {
+    // Quoted without credentials; `refused_upgrade` takes the URL itself and does the same.
+    let shown = agentwire_core::redact::url(url);
     let e = match e.into() {
-        ConnectError::Dial(e) => return RktError::local(e.kind, format!("{url}: {}", e.message)),
+        ConnectError::Dial(e) => return RktError::local(e.kind, format!("{shown}: {}", e.message)),
         ConnectError::Ws(e) => e,
     };
     match e {
@@ -366,10 +371,10 @@ fn connect_error(url: &str, e: impl Into<ConnectError>) -> RktError {
         }
         WsError::Protocol(ProtocolError::SecWebSocketSubProtocolError(e)) => RktError::local(
             ErrorKind::Protocol,
-            format!("{url} did not accept the subprotocol {SUBPROTOCOL}: {e}"),
+            format!("{shown} did not accept the subprotocol {SUBPROTOCOL}: {e}"),
         ),
-        WsError::Url(e) => RktError::local(ErrorKind::Invalid, format!("{url}: {e}")),
-        e => RktError::local(ErrorKind::Closed, format!("cannot connect to {url}: {e}")),
+        WsError::Url(e) => RktError::local(ErrorKind::Invalid, format!("{shown}: {e}")),
+        e => RktError::local(ErrorKind::Closed, format!("cannot connect to {shown}: {e}")),
     }
 }
 
