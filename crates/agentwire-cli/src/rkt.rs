@@ -39,8 +39,15 @@ pub struct ServeArgs {
     /// Capabilities to advertise; `weather` and `forecast` enable their intents
     #[arg(long, value_delimiter = ',', default_value = "weather,forecast")]
     caps: Vec<String>,
-    /// Require AUTH with one of these API keys (repeatable)
-    #[arg(long = "api-key", value_name = "KEY")]
+    /// Require AUTH with one of these API keys (repeatable; or RKT_API_KEYS, comma-separated,
+    /// which keeps them out of the process list)
+    #[arg(
+        long = "api-key",
+        value_name = "KEY",
+        env = "RKT_API_KEYS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
     api_keys: Vec<String>,
     /// The only DIDs DID AUTH accepts (repeatable; without any, DID AUTH works only when no API key is set)
     #[arg(long = "allow-did", value_name = "DID")]

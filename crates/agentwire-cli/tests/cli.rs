@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{head1, listen, listen_with_stderr_closed, run, run_full, run_with_stderr_closed, Guard};
+use common::{head1, listen, listen_with_env, listen_with_stderr_closed, run, run_full, run_with_stderr_closed, Guard};
 use std::process::Command;
 
 struct Server {
@@ -75,6 +75,21 @@ fn repl_ends_at_end_of_input_and_handles_auth() {
     assert_eq!(lines[2], "error: auth 401: credentials not accepted");
     assert!(lines[3].contains("\"session_token\":\"rkt_"), "{out}");
     assert_eq!(lines[4], r#"{"data":1,"intent":"echo"}"#);
+}
+
+/// The keys may come from `RKT_API_KEYS` (comma-separated), out of the process list.
+#[test]
+fn serve_takes_its_keys_from_the_environment() {
+    let all = ["rkt", "serve", "--port", "0"];
+    let (_server, url) = listen_with_env(&all, &[("RKT_API_KEYS", "k1,k2")]);
+    let script = "{\"intent\":\"echo\"}\nauth k1,k2\nauth k2\n{\"intent\":\"echo\",\"params\":2}\n";
+    let (status, out) = run(&["rkt", "connect", &url], script);
+    assert!(status.success(), "{status}\n{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[1], "error: auth 401: authentication required: send AUTH first");
+    assert_eq!(lines[2], "error: auth 401: credentials not accepted");
+    assert!(lines[3].contains("\"session_token\":\"rkt_"), "{out}");
+    assert_eq!(lines[4], r#"{"data":2,"intent":"echo"}"#);
 }
 
 #[test]

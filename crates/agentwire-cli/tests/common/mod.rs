@@ -72,6 +72,19 @@ pub fn listen(args: &[&str]) -> (Guard, String) {
     listen_from(spawn_bin(args, Stdio::null(), Stdio::null()))
 }
 
+/// [`listen`] with these environment variables set too.
+pub fn listen_with_env(args: &[&str], env: &[(&str, &str)]) -> (Guard, String) {
+    let child = Command::new(BIN)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    listen_from(child)
+}
+
 /// [`listen`] with stderr a pipe nobody reads any more.
 pub fn listen_with_stderr_closed(args: &[&str]) -> (Guard, String) {
     let mut child = spawn_bin(args, Stdio::null(), Stdio::piped());

@@ -565,7 +565,15 @@ fn oversized_field(msg: &Inbound) -> Option<&'static str> {
 
 fn bearer_principal(cfg: &ReferenceConfig, shared: &Shared, now: Millis, header: &str) -> Option<String> {
     let token = header.strip_prefix("Bearer ").unwrap_or(header).trim();
-    if let Some(i) = cfg.api_keys.iter().position(|k| k == token) {
+    // Every key compared in full, none skipped: the time taken says nothing of how much of a
+    // key, or which one, a guess matched.
+    let mut found = None;
+    for (i, key) in cfg.api_keys.iter().enumerate() {
+        if same_secret(key.as_bytes(), token.as_bytes()) && found.is_none() {
+            found = Some(i);
+        }
+    }
+    if let Some(i) = found {
         return Some(format!("key:{i}"));
     }
     shared
@@ -575,9 +583,34 @@ fn bearer_principal(cfg: &ReferenceConfig, shared: &Shared, now: Millis, header:
         .map(|(p, _)| p.clone())
 }
 
+/// Whether `a` and `b` are equal, in a time that depends on their lengths only.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let (x, y) = (a.get(i).copied().unwrap_or(0), b.get(i).copied().unwrap_or(0));
+        diff |= usize::from(x ^ y);
+    }
+    std::hint::black_box(diff) == 0
+}
+
 #[cfg(test)]
 mod config_tests {
     use super::*;
+
+    #[test]
+    fn secrets_compare_in_full() {
+        for (a, b, same) in [
+            ("k1", "k1", true),
+            ("k1", "k2", false),
+            ("k1", "k12", false),
+            ("k12", "k1", false),
+            ("", "", true),
+            ("", "x", false),
+            ("a\0", "a", false),
+        ] {
+            assert_eq!(same_secret(a.as_bytes(), b.as_bytes()), same, "{a:?} {b:?}");
+        }
+    }
 
     #[test]
     fn the_rate_is_finite_and_above_zero_and_the_burst_at_least_one() {

@@ -88,7 +88,7 @@ pub async fn run<const DEFAULT_PORT: u16>(args: Args<DEFAULT_PORT>) -> ExitCode 
         say(format_args!("room {name} id={id} members={}", names.join(",")));
     }
     warn(format_args!(
-        "switch peer, {} generation; try `agentwire switch watch --url {url} --agent ID --key KEY --room ROOM_ID`; \
+        "switch peer, {} generation; try `SWITCH_AGENT_KEY=KEY agentwire switch watch --url {url} --agent ID --room ROOM_ID`; \
          register more agents with POST {url}/agents (Bearer registration token)",
         generation.as_str(),
         url = handle.http_url(),
