@@ -56,6 +56,7 @@ impl Script {
         cfg.firewall = firewall.then_some(FirewallConfig {
             check_timeout_ms: 500,
             max_checks: 4,
+            ..FirewallConfig::default()
         });
         let session = SessionConfig {
             request_timeout_ms: 200,

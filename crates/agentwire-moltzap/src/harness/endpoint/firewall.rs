@@ -14,7 +14,8 @@
 //!   withheld multicast or request is logged and never delivered; in a result, a withheld
 //!   answer or question becomes a `withheld` value naming the check.
 //! - Records are taken from the inbound queue only while fewer than
-//!   [`FirewallConfig::max_checks`] items wait for admission (they wait in the record queue
+//!   [`FirewallConfig::max_checks`] items, taking less than
+//!   [`FirewallConfig::max_admission_bytes`], wait for admission (they wait in the record queue
 //!   otherwise), and a send finding `max_checks` checks of sends pending is refused at once
 //!   (`check-unavailable`): the two budgets are apart, so inbound traffic cannot block sends.
 
@@ -54,6 +55,11 @@ pub struct FirewallConfig {
     /// admission (default 1,024 each). Past it a send is refused at once (`check-unavailable`)
     /// and records wait in the record queue (bounded by `max_pending_records`).
     pub max_checks: usize,
+    /// The heap the items waiting for admission may take, about (default 64 MiB, counted as
+    /// [`max_inbox_bytes`](super::EndpointConfig::max_inbox_bytes) is: a data part of 32 KiB
+    /// of `[0,0,…]` takes about 0.5 MiB). At or past it records wait in the record queue, as
+    /// past `max_checks`; one record is always taken when none waits for admission.
+    pub max_admission_bytes: usize,
 }
 
 impl Default for FirewallConfig {
@@ -61,6 +67,7 @@ impl Default for FirewallConfig {
         FirewallConfig {
             check_timeout_ms: 30_000,
             max_checks: 1_024,
+            max_admission_bytes: 64 << 20,
         }
     }
 }
@@ -184,6 +191,21 @@ enum Entry {
 }
 
 impl Entry {
+    /// About the heap it takes: its item measured as the inbox measures a delivery's
+    /// ([`super::item_footprint`]).
+    fn footprint(&self) -> usize {
+        std::mem::size_of::<(Entry, usize)>()
+            + match self {
+                Entry::Item { record, item, .. } => record.len() + super::item_footprint(item),
+                Entry::Result { result, answers, .. } => {
+                    const ADMISSION: usize = std::mem::size_of::<(AgentAddress, Admission)>() + 16;
+                    super::item_footprint(&InboundItem::CollectiveResult(result.clone()))
+                        + answers.keys().map(|m| ADMISSION + m.as_str().len()).sum::<usize>()
+                }
+                Entry::Local(item) => super::item_footprint(item),
+            }
+    }
+
     fn ready(&self) -> bool {
         match self {
             Entry::Item { admission, .. } => !admission.pending(),
@@ -201,8 +223,10 @@ pub(super) struct Firewall {
     pub cfg: FirewallConfig,
     next_check: u64,
     checks: HashMap<CheckId, Target>,
-    /// Items waiting for admission, in order.
-    queue: BTreeMap<u64, Entry>,
+    /// Items waiting for admission, in order, each with its heap, about ([`Entry::footprint`]).
+    queue: BTreeMap<u64, (Entry, usize)>,
+    /// The sum of the queue's footprints.
+    queue_bytes: usize,
     next_entry: u64,
 }
 
@@ -213,13 +237,23 @@ impl Firewall {
             next_check: 0,
             checks: HashMap::new(),
             queue: BTreeMap::new(),
+            queue_bytes: 0,
             next_entry: 0,
         }
     }
 
-    /// Records wait while this many items wait for admission.
+    /// Records wait while `max_checks` items, or `max_admission_bytes` of them, wait for
+    /// admission.
     pub fn full(&self) -> bool {
         self.queue.len() >= self.cfg.max_checks.max(1)
+            || (!self.queue.is_empty() && self.queue_bytes >= self.cfg.max_admission_bytes)
+    }
+
+    /// Queues an entry (measured) under `key`.
+    fn enqueue(&mut self, key: u64, entry: Entry) {
+        let bytes = entry.footprint();
+        self.queue_bytes += bytes;
+        self.queue.insert(key, (entry, bytes));
     }
 }
 
@@ -267,7 +301,7 @@ impl Endpoint {
                 }
                 // A result built meanwhile (an all_gather member's) waits on the same check.
                 if let Some(fw) = self.firewall.as_mut() {
-                    for entry in fw.queue.values_mut() {
+                    for (entry, _) in fw.queue.values_mut() {
                         if let Entry::Result { question: Some(q), .. } = entry {
                             if *q == Admission::Pending(check) {
                                 *q = admission.clone();
@@ -288,7 +322,10 @@ impl Endpoint {
     }
 
     fn entry_mut(&mut self, key: u64) -> Option<&mut Entry> {
-        self.firewall.as_mut().and_then(|f| f.queue.get_mut(&key))
+        self.firewall
+            .as_mut()
+            .and_then(|f| f.queue.get_mut(&key))
+            .map(|(e, _)| e)
     }
 
     /// Asks the host for a verdict.
@@ -371,7 +408,7 @@ impl Endpoint {
         let check = self.ask_check(now, Target::Entry(key), CheckSubject::Inbound(item.clone()))?;
         let admission = Admission::Pending(check);
         if let Some(fw) = self.firewall.as_mut() {
-            fw.queue.insert(
+            fw.enqueue(
                 key,
                 Entry::Item {
                     record: record.to_owned(),
@@ -415,7 +452,7 @@ impl Endpoint {
             }
         }
         if let Some(fw) = self.firewall.as_mut() {
-            fw.queue.insert(
+            fw.enqueue(
                 key,
                 Entry::Result {
                     result,
@@ -434,7 +471,7 @@ impl Endpoint {
         };
         let key = fw.next_entry;
         fw.next_entry += 1;
-        fw.queue.insert(key, Entry::Local(item));
+        fw.enqueue(key, Entry::Local(item));
         self.drain_admitted();
     }
 
@@ -447,10 +484,12 @@ impl Endpoint {
             let Some(first) = fw.queue.first_entry() else {
                 return;
             };
-            if !first.get().ready() {
+            if !first.get().0.ready() {
                 return;
             }
-            match first.remove() {
+            let (entry, bytes) = first.remove();
+            fw.queue_bytes -= bytes;
+            match entry {
                 Entry::Item {
                     record,
                     item,

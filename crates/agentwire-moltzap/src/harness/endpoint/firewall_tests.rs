@@ -258,6 +258,66 @@ fn pending_checks_and_admissions_are_bounded_apart() {
     assert_eq!(s.texts(), vec!["one", "two"]);
 }
 
+/// Items waiting for admission are bounded in heap, not only in count: multicasts whose 32 KiB
+/// data part `[0,0,…]` takes about 0.5 MiB as a tree stop being taken from the record queue
+/// at `max_admission_bytes` (64 MiB by default), far below `max_checks` (1,024), and none is
+/// lost: each is checked once room is made.
+#[test]
+fn items_waiting_for_admission_are_bounded_in_bytes_too() {
+    let mut s = Script::new(firewall);
+    s.listen();
+    let zeros = vec![0; 16_300];
+    let n = 200;
+    let mut pending = Vec::new();
+    let mut measured = 0;
+    // The inbound checks asked (the largest item's footprint); the events go.
+    let take_checks = |s: &mut Script, pending: &mut Vec<CheckId>| {
+        let mut largest = 0;
+        for (check, subject) in checks(s) {
+            if let CheckSubject::Inbound(item) = subject {
+                largest = largest.max(item.to_json().footprint());
+                pending.push(check);
+            }
+        }
+        s.events.clear();
+        largest
+    };
+    for i in 0..n {
+        let parts = json!([{"type": "text", "text": format!("m{i}")}, {"type": "data", "value": zeros}]);
+        s.push(&message(&format!("m{i}"), "c1", "bob", parts));
+        if i == 0 {
+            s.conversation("dm", &["alice", "bob"]);
+        }
+        measured = measured.max(take_checks(&mut s, &mut pending));
+    }
+    // The default `max_admission_bytes`.
+    let budget: usize = 64 << 20;
+    assert!(measured > 400_000, "an item takes {measured} bytes");
+    assert!(
+        pending.len() <= budget / measured + 1,
+        "{} items wait for admission, {} bytes each, against {budget}",
+        pending.len(),
+        measured
+    );
+    assert!(pending.len() >= budget / measured / 2, "{} items wait", pending.len());
+    // Admitting them, one by one, takes the waiting records in order until every one was
+    // checked (each delivery is acknowledged, so the inbox keeps none).
+    let mut delivered = Vec::new();
+    let mut next = 0;
+    while next < pending.len() {
+        assert!(s.ep.firewall_verdict(s.now, pending[next], admit()));
+        next += 1;
+        s.pump();
+        delivered.extend(s.texts());
+        for d in deliveries(&s).iter().map(|d| d.id).collect::<Vec<_>>() {
+            s.ep.acknowledge(d).unwrap();
+        }
+        take_checks(&mut s, &mut pending);
+    }
+    let expected: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
+    assert_eq!(delivered, expected);
+}
+
 // ---- inbound ----
 
 #[test]

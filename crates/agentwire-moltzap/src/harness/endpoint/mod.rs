@@ -309,8 +309,14 @@ pub struct Endpoint {
 /// form (which holds the same strings and values).
 fn inbox_footprint(d: &InboundDelivery) -> usize {
     std::mem::size_of::<InboundDelivery>()
-        + d.item.to_json().footprint()
+        + item_footprint(&d.item)
         + d.guidance.as_ref().map_or(0, |g| g.to_json().footprint())
+}
+
+/// About the heap an inbound item takes, measured on its JSON form: the one measure of the
+/// inbox and the firewall's admission queue.
+fn item_footprint(item: &InboundItem) -> usize {
+    item.to_json().footprint()
 }
 
 /// Ids of records seen, for dropping the duplicates a recovery reads back.
