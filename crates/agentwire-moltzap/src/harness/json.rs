@@ -151,13 +151,11 @@ impl JsonValue {
     /// (`[0,0,…]` about 16 times), so what the endpoint keeps is bounded by this, not by text.
     pub(crate) fn footprint(&self) -> usize {
         const NODE: usize = std::mem::size_of::<JsonValue>();
-        // A B-tree entry: its key's `String`, its value, and about a node's share of links.
-        const ENTRY: usize = std::mem::size_of::<String>() + NODE + 16;
-        NODE + match self {
-            JsonValue::Null | JsonValue::Bool(_) | JsonValue::Number(_) => 0,
-            JsonValue::String(s) => s.len(),
-            JsonValue::Array(a) => a.iter().map(JsonValue::footprint).sum(),
-            JsonValue::Object(o) => o.iter().map(|(k, v)| ENTRY - NODE + k.len() + v.footprint()).sum(),
+        match self {
+            JsonValue::Null | JsonValue::Bool(_) | JsonValue::Number(_) => NODE,
+            JsonValue::String(s) => NODE + s.len(),
+            JsonValue::Array(a) => NODE + a.iter().map(JsonValue::footprint).sum::<usize>(),
+            JsonValue::Object(o) => object_footprint(o),
         }
     }
 
@@ -172,6 +170,17 @@ impl JsonValue {
             JsonValue::Object(_) => "object",
         }
     }
+}
+
+/// What [`JsonValue::footprint`] counts for `JsonValue::Object(o)`, without building it.
+pub(crate) fn object_footprint(o: &JsonObject) -> usize {
+    const NODE: usize = std::mem::size_of::<JsonValue>();
+    // A B-tree entry: its key's `String`, its value, and about a node's share of links.
+    const ENTRY: usize = std::mem::size_of::<String>() + NODE + 16;
+    NODE + o
+        .iter()
+        .map(|(k, v)| ENTRY - NODE + k.len() + v.footprint())
+        .sum::<usize>()
 }
 
 /// Where in a value something is: `requestedSchema.properties.age.minimum`, `included[2]`; a key

@@ -55,7 +55,7 @@
 //! `±HH:MM`).
 
 use super::errors::FieldIssue;
-use super::json::{JsonNumber, JsonObject, JsonPath, JsonValue};
+use super::json::{object_footprint, JsonNumber, JsonObject, JsonPath, JsonValue};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A string property's `format`.
@@ -188,6 +188,28 @@ impl RequestedSchema {
         } else {
             Err(issues)
         }
+    }
+
+    /// About the heap it takes, in bytes: the value as given, counted as
+    /// [`JsonValue::footprint`] counts a tree, and its reading (each property's name and enum
+    /// values, each required name), counted as [`AnswerContent::footprint`] counts strings. An
+    /// enum of short values takes about twice its tree, ten times its text.
+    pub(crate) fn footprint(&self) -> usize {
+        const STRING: usize = std::mem::size_of::<String>();
+        const ENTRY: usize = STRING + std::mem::size_of::<PrimitiveSchema>() + 16;
+        let values = |p: &PrimitiveSchema| match p {
+            PrimitiveSchema::Enum { values } | PrimitiveSchema::MultiEnum { values, .. } => {
+                values.iter().map(|v| STRING + v.len()).sum()
+            }
+            _ => 0,
+        };
+        object_footprint(&self.value)
+            + self
+                .properties
+                .iter()
+                .map(|(k, p)| ENTRY + k.len() + values(p))
+                .sum::<usize>()
+            + self.required.iter().map(|r| STRING + 16 + r.len()).sum::<usize>()
     }
 
     /// The schema as given, for the wire.

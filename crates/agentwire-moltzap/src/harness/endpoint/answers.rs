@@ -67,6 +67,8 @@ pub(super) struct Held {
     /// The firewall's admission of the request (none without a firewall): the question of the
     /// result its close gives.
     admission: Option<Admission>,
+    /// What it takes, about ([`held_request_footprint`]), counted in `held_request_bytes`.
+    bytes: usize,
 }
 
 impl Endpoint {
@@ -99,6 +101,15 @@ impl Endpoint {
             );
             return;
         }
+        let bytes = held_request_footprint(&request.question, &request.part.requested_schema);
+        if self.held_request_bytes + bytes > self.cfg.max_held_request_bytes {
+            self.log(
+                Some(record),
+                LogKind::Unreadable("too many requests are held (max_held_request_bytes)".to_owned()),
+            );
+            return;
+        }
+        self.held_request_bytes += bytes;
         let address = match conversation {
             Conversation::Direct { peer } => MessageAddress::Agent(peer.clone()),
             Conversation::Group(g) => MessageAddress::Group(g.clone()),
@@ -124,6 +135,7 @@ impl Endpoint {
                 answers: BTreeMap::new(),
                 waiting_close: None,
                 admission: None,
+                bytes,
             },
         );
         let item = InboundItem::CollectiveRequest {
@@ -353,11 +365,15 @@ impl Endpoint {
     /// for an answer it lists.
     pub(super) fn forget_request(&mut self, id: &CollectiveId) {
         let Some(Held {
-            waiting_close, answers, ..
+            waiting_close,
+            answers,
+            bytes,
+            ..
         }) = self.held.remove(id)
         else {
             return;
         };
+        self.held_request_bytes -= bytes;
         self.held_answer_bytes -= answers_footprint(&answers);
         if let Some((record, close)) = waiting_close {
             let missing = close
@@ -550,6 +566,13 @@ fn response_of(content: &crate::harness::content::Content) -> Option<ResponsePar
         },
         _ => None,
     })
+}
+
+/// What a held request takes, about: its bookkeeping, its question and its schema (as given and
+/// as read, [`RequestedSchema::footprint`]); its answers are counted apart
+/// (`max_held_answer_bytes`).
+fn held_request_footprint(question: &str, schema: &RequestedSchema) -> usize {
+    std::mem::size_of::<(CollectiveId, Held)>() + 16 + question.len() + schema.footprint()
 }
 
 /// What one held answer takes, about: its key (the record hash), its member and its response.

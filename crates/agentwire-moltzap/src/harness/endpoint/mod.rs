@@ -75,6 +75,13 @@ pub struct EndpointConfig {
     /// fill `max_operations`; past it a new request is consumed and logged (never delivered),
     /// and the requests already held stay.
     pub max_held_requests: usize,
+    /// The heap those held requests may take, about (default 64 MiB): each its question and its
+    /// schema, as given (counted as [`max_inbox_bytes`](Self::max_inbox_bytes) is) and as read
+    /// (an enum of 5,000 short values takes about 0.3 MiB). A request that would take them past
+    /// it is consumed and logged, as past `max_held_requests`; a held request's bytes are freed
+    /// when it is forgotten (an hour past its deadline), not when its delivery is acknowledged
+    /// (the held copy matches and validates its answer).
+    pub max_held_request_bytes: usize,
     /// The heap the answers held for all_gather closes may take, about (default 64 MiB, counted
     /// as [`max_inbox_bytes`](Self::max_inbox_bytes) is). Past it a peer's answer is logged
     /// `AnswerIgnored` unless a waiting close lists it, as past the four kept per member; an
@@ -108,6 +115,7 @@ impl EndpointConfig {
             max_pending_records: 4_096,
             max_operations: 1_024,
             max_held_requests: 1_024,
+            max_held_request_bytes: 64 << 20,
             max_held_answer_bytes: 64 << 20,
             recovery_limit: 100,
             attach_wait_ms: 10_000,
@@ -297,6 +305,8 @@ pub struct Endpoint {
     inbox: BTreeMap<DeliveryId, (InboundDelivery, usize)>,
     /// The sum of the inbox's footprints.
     inbox_bytes: usize,
+    /// What the held requests take (their question and schema).
+    held_request_bytes: usize,
     /// What the held all_gather answers take (`CollectiveResponse::footprint`).
     held_answer_bytes: usize,
     next_delivery: u64,
@@ -344,6 +354,7 @@ impl Endpoint {
             unfinished: Vec::new(),
             inbox: BTreeMap::new(),
             inbox_bytes: 0,
+            held_request_bytes: 0,
             held_answer_bytes: 0,
             next_delivery: 1,
             listening: false,

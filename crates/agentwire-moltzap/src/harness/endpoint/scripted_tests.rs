@@ -829,6 +829,85 @@ fn held_requests_have_their_own_budget_and_cannot_block_the_agents_asks() {
     assert!(s.ep.send(s.now, ask, SendOptions::default()).is_ok());
 }
 
+/// A gather request from bob (nonce from `i`), 30 days out, whose schema is as many short enum
+/// values as fit the content limit: 50 properties of 95 values each (few values per enum keep
+/// the parse quick in debug builds).
+fn fat_request(i: u32, now: Millis) -> Value {
+    use crate::harness::json::JsonPath;
+    use crate::harness::schema::RequestedSchema;
+    static SCHEMA: std::sync::OnceLock<RequestedSchema> = std::sync::OnceLock::new();
+    let schema = SCHEMA.get_or_init(|| {
+        let values: Vec<String> = (0..95).map(|k| format!("v{k}")).collect();
+        let properties: serde_json::Map<String, Value> = (0..50)
+            .map(|p| (format!("p{p}"), json!({"type": "string", "enum": values})))
+            .collect();
+        let v = json!({"type": "object", "properties": properties});
+        RequestedSchema::parse(&JsonValue::parse(&v.to_string()).unwrap(), &JsonPath::default()).unwrap()
+    });
+    let mut nonce = [0u8; 32];
+    nonce[..4].copy_from_slice(&i.to_le_bytes());
+    let from = AgentAddress::from_name("bob").unwrap();
+    let part = build_request(
+        AskOp::Gather,
+        &from,
+        Nonce::from_bytes(&nonce),
+        now,
+        crate::harness::send::MAX_DEADLINE_SECS,
+        schema.clone(),
+    )
+    .unwrap();
+    parts_of(&request_content("q", part).unwrap())
+}
+
+/// Held requests are bounded in heap, not only in count: requests whose schema takes about 0.3
+/// MiB parsed (a 32 KiB wire content) stop being held at `max_held_request_bytes` (64 MiB by
+/// default), far below `max_held_requests` (1,024); past it each is logged, not delivered, as
+/// past the count, and acknowledging the deliveries frees no room (the held copy answers them).
+#[test]
+fn held_requests_are_bounded_in_bytes_too() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let n = 500;
+    let (mut delivered, mut refused, mut measured) = (0, 0, 0);
+    for i in 0..n {
+        let id = format!("r{i}");
+        s.push(&message(&id, "c1", "bob", fat_request(i, s.now)));
+        if i == 0 {
+            s.conversation("dm", &["alice", "bob"]);
+        }
+        for d in s.items() {
+            measured = d.to_json().footprint();
+        }
+        delivered += s.items().len();
+        if matches!(s.logged(&id)[..], [LogKind::Unreadable(why)] if why.contains("held")) {
+            refused += 1;
+        }
+        // The runtime acknowledges every delivery: the inbox keeps none of them.
+        let ids: Vec<DeliveryId> = s
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                EndpointEvent::Delivery(d) => Some(d.id),
+                _ => None,
+            })
+            .collect();
+        for d in ids {
+            s.ep.acknowledge(d).unwrap();
+        }
+        s.events.clear();
+    }
+    // The default `max_held_request_bytes`; a held request takes more than its delivered item
+    // (its schema is kept parsed as well as given).
+    let budget: usize = 64 << 20;
+    assert!(measured > 150_000, "a request's item takes {measured} bytes");
+    assert_eq!(delivered + refused, n as usize, "every request is delivered or logged");
+    assert!(
+        delivered <= budget / measured,
+        "{delivered} requests held, each over {measured} bytes, against {budget}"
+    );
+    assert!(delivered >= budget / measured / 4, "{delivered} requests held");
+}
+
 // ---- item 5: refusals before the id is minted go inbound too ----
 
 #[test]
