@@ -211,6 +211,8 @@ impl Endpoint {
             response,
         })
         .map_err(|e| (SendFailure::Send(e.as_reply()), operation.clone()))?;
+        self.wait_room(&content)
+            .map_err(|e| (SendFailure::Send(e.as_reply()), operation.clone()))?;
         let check = self
             .check_send(now, send, OutgoingOp::Answer, &to, &content)
             .map_err(|f| (f, None))?;

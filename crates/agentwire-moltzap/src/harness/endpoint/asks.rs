@@ -49,7 +49,8 @@ pub(super) struct Ask {
     pub deadline_at: u64,
     /// In member order (sorted).
     pub members: Vec<AgentAddress>,
-    content: Content,
+    /// The request's content, as posted.
+    pub content: Content,
     /// A gather's post per member; an all_gather's one post under its first member.
     posts: BTreeMap<AgentAddress, Post>,
     /// Each member's first answer, with its record hash.

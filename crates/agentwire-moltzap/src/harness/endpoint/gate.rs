@@ -12,6 +12,11 @@
 //! credentials: an auth refusal, which the same credentials would only meet again) until the
 //! next `handle_open` or `connect`: the waiting sends then fail `network-unavailable` at once,
 //! and a new send fails at once.
+//!
+//! The sends waiting (not launched) while the endpoint is not connected are bounded: at most the
+//! session's `max_in_flight` (no more could go out at once at `Connected`), their contents
+//! taking at most [`super::EndpointConfig::max_waiting_send_bytes`]. A send past either is
+//! refused `network-unavailable` at once, nothing waiting.
 
 use super::firewall::FirewallVerdict;
 use super::outgoing::Kind;
@@ -19,6 +24,7 @@ use super::{Endpoint, SendFailure, SendId, Timer};
 use crate::frame::Generation;
 use crate::harness::address::{MessageAddress, MessageAddressInput};
 use crate::harness::collective::AskOp;
+use crate::harness::content::Content;
 use crate::harness::errors::{CollectiveError, CollectiveFailure, FirewallSendError, SendError, SendErrorReason};
 use crate::harness::id::CollectiveId;
 use crate::session::SessionState;
@@ -46,6 +52,30 @@ impl Endpoint {
     /// Sends may be accepted: connected, or attachment expected.
     pub(super) fn may_send(&self) -> bool {
         self.session.state() == SessionState::Ready || self.attach == Attach::Expected
+    }
+
+    /// Room for one more send to wait for the connection: connected, or fewer than the
+    /// session's `max_in_flight` sends waiting and `content` fitting `max_waiting_send_bytes`
+    /// with theirs. Otherwise the send is refused `network-unavailable`.
+    pub(super) fn wait_room(&self, content: &Content) -> Result<(), SendError> {
+        if self.session.state() == SessionState::Ready {
+            return Ok(());
+        }
+        let max = self.session.config().max_in_flight;
+        if self.waiting_sends >= max {
+            return Err(SendError::new(
+                SendErrorReason::NetworkUnavailable,
+                format!("the endpoint is not connected and {max} sends are waiting for it (max_in_flight)"),
+            ));
+        }
+        let bytes = super::content_footprint(content);
+        if self.waiting_send_bytes + bytes > self.cfg.max_waiting_send_bytes {
+            return Err(SendError::new(
+                SendErrorReason::NetworkUnavailable,
+                "the endpoint is not connected and the sends waiting for it take max_waiting_send_bytes",
+            ));
+        }
+        Ok(())
     }
 
     /// Launches the send if its check is in and the endpoint is connected; otherwise it waits
@@ -148,9 +178,12 @@ impl Endpoint {
             return;
         };
         pending.launched = true;
+        let (kind, bytes) = (pending.kind.clone(), pending.bytes);
+        self.waiting_sends -= 1;
+        self.waiting_send_bytes -= bytes;
         self.timers.cancel(&Timer::Attach(send));
         let released = self.session.generation() == Generation::Released;
-        match pending.kind.clone() {
+        match kind {
             Kind::Multicast { to, content, post_id } => {
                 if released && post_id.is_some() {
                     // A released server keeps no postId: sending again could post twice.

@@ -306,3 +306,72 @@ fn a_waiting_send_is_checked_again_when_the_server_turns_out_released() {
     );
     assert_eq!(done(&s, direct), None);
 }
+
+/// An endpoint attaching (its connect in flight), over a session taking `max_in_flight`.
+fn attaching(max_in_flight: usize) -> Script {
+    let mut s = Script::unconnected(|_| {});
+    s.ep = Endpoint::new(
+        EndpointConfig::new(super::scripted_tests::alice()),
+        SessionConfig {
+            max_in_flight,
+            ..SessionConfig::default()
+        },
+        Box::new(agentwire_core::SeededEntropy::new(7)),
+    );
+    s.start_connect();
+    s
+}
+
+/// Sends `n` multicasts of `text` while attaching: how many were accepted, and that every
+/// other was refused `network-unavailable` at once.
+fn send_while_attaching(s: &mut Script, n: usize, text_: &str) -> usize {
+    let mut accepted = 0;
+    for _ in 0..n {
+        match s.ep.send(s.now, text("agent:bob", text_), SendOptions::default()) {
+            Ok(_) => accepted += 1,
+            Err(SendFailure::Send(e)) => assert_eq!(e.reason, SendErrorReason::NetworkUnavailable),
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    accepted
+}
+
+/// Sends waiting for the connection are bounded in count by the session's `max_in_flight`
+/// (default 1,024: once connected, no more can go out at once): past it a send is refused
+/// `network-unavailable` at once; those accepted all go out at `Connected`.
+#[test]
+fn sends_waiting_for_the_connection_are_bounded_by_max_in_flight() {
+    let mut s = attaching(SessionConfig::default().max_in_flight);
+    let accepted = send_while_attaching(&mut s, 1_100, "hi");
+    assert_eq!(accepted, 1_024);
+    let hello = s.take_connect();
+    s.reply(&hello, json!({}));
+    let posts = s.sent.iter().filter(|v| v["method"] == "messages/send").count();
+    assert_eq!(posts, 1_024, "every accepted send goes out once connected");
+    // Once connected, sends are accepted again (the session bounds them).
+    assert!(s
+        .ep
+        .send(s.now, text("agent:bob", "hi"), SendOptions::default())
+        .is_ok());
+}
+
+/// ... and in bytes by `max_waiting_send_bytes` (default 64 MiB, each send's content counted
+/// as `max_inbox_bytes` counts a delivery), whatever `max_in_flight` allows.
+#[test]
+fn sends_waiting_for_the_connection_are_bounded_in_bytes() {
+    let mut s = attaching(100_000);
+    let big = "x".repeat(30_000);
+    let n = 3_000;
+    let accepted = send_while_attaching(&mut s, n, &big);
+    let one = crate::harness::collective::multicast_content(&big)
+        .unwrap()
+        .to_json()
+        .footprint();
+    // The default `max_waiting_send_bytes`.
+    let budget: usize = 64 << 20;
+    assert!(accepted < n, "all {n} sends wait");
+    assert!(
+        accepted <= budget / one && accepted + 1 >= budget / one,
+        "{accepted} sends of {one} bytes wait, against {budget}"
+    );
+}

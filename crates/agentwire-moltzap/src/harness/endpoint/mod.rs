@@ -96,6 +96,11 @@ pub struct EndpointConfig {
     /// `Connected` before it fails `network-unavailable` (default 10,000 ms): the spec's
     /// `ROUTER_ATTACH_TIMEOUT`.
     pub attach_wait_ms: u64,
+    /// The heap the sends waiting for the connection may take, about (default 64 MiB): each its
+    /// content, counted as [`max_inbox_bytes`](Self::max_inbox_bytes) is. A send that would
+    /// take them past it, like one finding the session's `max_in_flight` sends waiting, is
+    /// refused `network-unavailable` at once (`gate.rs`).
+    pub max_waiting_send_bytes: usize,
     /// Conversations whose kind and members are kept (default 4,096); past it the least
     /// recently used is forgotten, and looked up again (`conversations/get`) when a record
     /// arrives in it.
@@ -119,6 +124,7 @@ impl EndpointConfig {
             max_held_answer_bytes: 64 << 20,
             recovery_limit: 100,
             attach_wait_ms: 10_000,
+            max_waiting_send_bytes: 64 << 20,
             max_conversations: 4_096,
             firewall: None,
         }
@@ -295,6 +301,10 @@ pub struct Endpoint {
     events: VecDeque<EndpointEvent>,
     next_send: u64,
     sends: HashMap<SendId, outgoing::PendingSend>,
+    /// The sends not launched yet (waiting for their check or the connection), and what their
+    /// contents take (`PendingSend::bytes`).
+    waiting_sends: usize,
+    waiting_send_bytes: usize,
     asks: HashMap<CollectiveId, asks::Ask>,
     held: HashMap<CollectiveId, answers::Held>,
     records: records::Records,
@@ -329,6 +339,11 @@ fn item_footprint(item: &InboundItem) -> usize {
     item.to_json().footprint()
 }
 
+/// About the heap a send's content takes, measured as an item's.
+fn content_footprint(content: &super::content::Content) -> usize {
+    content.to_json().footprint()
+}
+
 /// Ids of records seen, for dropping the duplicates a recovery reads back.
 const SEEN_CAP: usize = 4_096;
 
@@ -347,6 +362,8 @@ impl Endpoint {
             events: VecDeque::new(),
             next_send: 1,
             sends: HashMap::new(),
+            waiting_sends: 0,
+            waiting_send_bytes: 0,
             asks: HashMap::new(),
             held: HashMap::new(),
             records: records::Records::default(),

@@ -27,6 +27,9 @@ pub(super) struct PendingSend {
     pub check: Option<CheckId>,
     /// Its lookup or post started (after its check and the connection).
     pub launched: bool,
+    /// What its content takes ([`super::content_footprint`]), counted in
+    /// `waiting_send_bytes` until it is launched.
+    pub bytes: usize,
 }
 
 #[derive(Clone)]
@@ -160,6 +163,10 @@ impl Endpoint {
     /// Removes a send that ended, with its timers and its pending check.
     pub(super) fn end_send(&mut self, send: SendId) -> Option<PendingSend> {
         let pending = self.sends.remove(&send)?;
+        if !pending.launched {
+            self.waiting_sends -= 1;
+            self.waiting_send_bytes -= pending.bytes;
+        }
         self.timers.cancel(&super::Timer::SendWait(send));
         self.timers.cancel(&super::Timer::Attach(send));
         if let Some(check) = pending.check {
@@ -202,6 +209,7 @@ impl Endpoint {
                     return Err(plain(released_refusal("group sends")));
                 }
                 let content = multicast_content(&text).map_err(plain)?;
+                self.wait_room(&content).map_err(plain)?;
                 let check = self
                     .check_send(now, send, OutgoingOp::Multicast, &to, &content)
                     .map_err(|f| (f, None))?;
@@ -254,6 +262,8 @@ impl Endpoint {
                     );
                     return Err((SendFailure::Send(e), operation));
                 }
+                self.wait_room(&content)
+                    .map_err(|e| (SendFailure::Send(e), operation.clone()))?;
                 let check = self
                     .check_send(now, send, ask_check_op(op), &to, &content)
                     .map_err(|f| (f, None))?;
@@ -295,6 +305,15 @@ impl Endpoint {
         kind: Kind,
         check: Option<CheckId>,
     ) {
+        // A send that goes out at once (connected, no check) never waits: it is not measured.
+        let at_once = check.is_none() && self.session.state() == crate::session::SessionState::Ready;
+        let bytes = match &kind {
+            _ if at_once => 0,
+            Kind::Multicast { content, .. } | Kind::Answer { content, .. } => super::content_footprint(content),
+            Kind::Ask(id) => self.asks.get(id).map_or(0, |a| super::content_footprint(&a.content)),
+        };
+        self.waiting_sends += 1;
+        self.waiting_send_bytes += bytes;
         self.sends.insert(
             send,
             PendingSend {
@@ -303,6 +322,7 @@ impl Endpoint {
                 guidance: None,
                 check,
                 launched: false,
+                bytes,
             },
         );
         self.try_launch(now, send);
@@ -329,6 +349,7 @@ impl Endpoint {
             )
             .into());
         }
+        self.wait_room(&intent.content)?;
         self.unfinished.retain(|u| u.post_id != intent.post_id);
         let send = SendId(self.next_send);
         self.next_send += 1;
