@@ -384,9 +384,11 @@ fn enum_values(value: Option<&JsonValue>, path: &JsonPath, issues: &mut Vec<Fiel
     match value.map(JsonValue::as_array) {
         None => issues.push(FieldIssue::missing(path.clone())),
         Some(Some(items)) if !items.is_empty() => {
+            // The values listed so far, for the duplicate check (a scan was quadratic).
+            let mut seen = BTreeSet::new();
             for (i, v) in items.iter().enumerate() {
                 match v.as_str() {
-                    Some(s) if !values.iter().any(|x| x == s) => values.push(s.to_owned()),
+                    Some(s) if seen.insert(s) => values.push(s.to_owned()),
                     Some(_) => issues.push(FieldIssue::invalid(path.index(i), "a value not listed before")),
                     None => issues.push(FieldIssue::invalid(path.index(i), "a string")),
                 }
@@ -415,6 +417,8 @@ fn options(value: Option<&JsonValue>, path: &JsonPath, issues: &mut Vec<FieldIss
             return values;
         }
     };
+    // The consts listed so far, for the duplicate check (a scan was quadratic).
+    let mut seen = BTreeSet::new();
     for (i, item) in items.iter().enumerate() {
         let at = path.index(i);
         let Some(obj) = item.as_object() else {
@@ -427,7 +431,7 @@ fn options(value: Option<&JsonValue>, path: &JsonPath, issues: &mut Vec<FieldIss
         closed(obj, &OPTION, &at, issues);
         match obj.get("const").map(JsonValue::as_str) {
             None => issues.push(FieldIssue::missing(at.key("const"))),
-            Some(Some(s)) if !values.iter().any(|x| x == s) => values.push(s.to_owned()),
+            Some(Some(s)) if seen.insert(s) => values.push(s.to_owned()),
             Some(Some(_)) => issues.push(FieldIssue::invalid(at.key("const"), "a value not listed before")),
             Some(None) => issues.push(FieldIssue::invalid(at.key("const"), "a string")),
         }
@@ -1260,5 +1264,33 @@ mod tests {
                 let _ = format_ok(f, &s);
             }
         }
+    }
+
+    /// Distinct values are checked in O(n log n): an enum, a multi-select's `items.enum` and a
+    /// `oneOf` of 40,000 values each parse in well under a second (comparing each value with
+    /// every one before it took 15 s in a debug build), and a duplicate is still
+    /// named at its index.
+    #[test]
+    fn long_enums_are_checked_for_duplicates_quickly() {
+        let n = 40_000;
+        let values: Vec<String> = (0..n).map(|k| format!("\"{k:x}\"")).collect();
+        let options: Vec<String> = (0..n).map(|k| format!(r#"{{"const":"{k:x}","title":"t"}}"#)).collect();
+        let text = format!(
+            r#"{{"type":"object","properties":{{
+                "e":{{"type":"string","enum":[{v}]}},
+                "m":{{"type":"array","items":{{"type":"string","enum":[{v}]}}}},
+                "o":{{"type":"string","oneOf":[{o}]}}}}}}"#,
+            v = values.join(","),
+            o = options.join(",")
+        );
+        let t = std::time::Instant::now();
+        assert!(schema(&text).is_ok());
+        let took = t.elapsed();
+        assert!(took < std::time::Duration::from_secs(5), "parsed in {took:?}");
+        let twice = text.replacen(r#""1","#, r#""0","#, 1);
+        assert_eq!(
+            schema(&twice).unwrap_err(),
+            vec!["properties.e.enum[1]: expected a value not listed before"]
+        );
     }
 }
