@@ -39,15 +39,10 @@ pub struct ServeArgs {
     /// Capabilities to advertise; `weather` and `forecast` enable their intents
     #[arg(long, value_delimiter = ',', default_value = "weather,forecast")]
     caps: Vec<String>,
-    /// Require AUTH with one of these API keys (repeatable; or RKT_API_KEYS, comma-separated,
-    /// which keeps them out of the process list)
-    #[arg(
-        long = "api-key",
-        value_name = "KEY",
-        env = "RKT_API_KEYS",
-        value_delimiter = ',',
-        hide_env_values = true
-    )]
+    /// Require AUTH with one of these API keys (repeatable). Keys in RKT_API_KEYS
+    /// (comma-separated, spaces around each ignored) are added: that keeps them out of the
+    /// process list
+    #[arg(long = "api-key", value_name = "KEY")]
     api_keys: Vec<String>,
     /// The only DIDs DID AUTH accepts (repeatable; without any, DID AUTH works only when no API key is set)
     #[arg(long = "allow-did", value_name = "DID")]
@@ -136,7 +131,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
             .map(|c| c.trim().to_string())
             .filter(|c| !c.is_empty())
             .collect(),
-        api_keys: args.api_keys,
+        api_keys: api_keys(args.api_keys),
         allowed_dids: args.allowed_dids,
         prices: args.prices.into_iter().collect(),
         rate_per_s: args.rate.unwrap_or(defaults.rate_per_s),
@@ -250,6 +245,16 @@ async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
         "{} of {count} pongs, rtt min/median/p99/max = {min:.3}/{median:.3}/{p99:.3}/{max:.3} ms",
         rtts.len()
     ))
+}
+
+/// The keys of `--api-key` and of `RKT_API_KEYS` (comma-separated, each trimmed). An empty key
+/// is dropped: it would let an empty token in.
+fn api_keys(mut keys: Vec<String>) -> Vec<String> {
+    if let Ok(listed) = std::env::var("RKT_API_KEYS") {
+        keys.extend(listed.split(',').map(|k| k.trim().to_owned()));
+    }
+    keys.retain(|k| !k.is_empty());
+    keys
 }
 
 #[cfg(test)]

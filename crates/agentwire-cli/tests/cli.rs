@@ -81,7 +81,8 @@ fn repl_ends_at_end_of_input_and_handles_auth() {
 #[test]
 fn serve_takes_its_keys_from_the_environment() {
     let all = ["rkt", "serve", "--port", "0"];
-    let (_server, url) = listen_with_env(&all, &[("RKT_API_KEYS", "k1,k2")]);
+    // Spaces around a key are not part of it; an empty entry is no key.
+    let (_server, url) = listen_with_env(&all, &[("RKT_API_KEYS", " k1 , k2,")]);
     let script = "{\"intent\":\"echo\"}\nauth k1,k2\nauth k2\n{\"intent\":\"echo\",\"params\":2}\n";
     let (status, out) = run(&["rkt", "connect", &url], script);
     assert!(status.success(), "{status}\n{out}");

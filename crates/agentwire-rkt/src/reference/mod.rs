@@ -569,7 +569,8 @@ fn bearer_principal(cfg: &ReferenceConfig, shared: &Shared, now: Millis, header:
     // key, or which one, a guess matched.
     let mut found = None;
     for (i, key) in cfg.api_keys.iter().enumerate() {
-        if same_secret(key.as_bytes(), token.as_bytes()) && found.is_none() {
+        // An empty key is never one: an empty token would match it.
+        if same_secret(key.as_bytes(), token.as_bytes()) && !key.is_empty() && found.is_none() {
             found = Some(i);
         }
     }
@@ -596,6 +597,23 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod config_tests {
     use super::*;
+
+    /// An empty key (`RKT_API_KEYS=k1,` gave one) never lets an empty token in.
+    #[test]
+    fn an_empty_key_matches_nothing() {
+        let cfg = ReferenceConfig {
+            api_keys: vec!["k1".into(), String::new()],
+            ..ReferenceConfig::default()
+        };
+        let shared = Shared::new(&cfg);
+        for header in ["", "Bearer ", "Bearer  "] {
+            assert_eq!(bearer_principal(&cfg, &shared, 0, header), None, "{header:?}");
+        }
+        assert_eq!(
+            bearer_principal(&cfg, &shared, 0, "Bearer k1").as_deref(),
+            Some("key:0")
+        );
+    }
 
     #[test]
     fn secrets_compare_in_full() {
