@@ -189,3 +189,25 @@ test("Switch events() held back: a stop still ends the connection, and a buffer 
     assert.ok(Date.now() - started < 1_500, `buffer ${maxBufferedEvents}: took ${Date.now() - started} ms`);
   }
 });
+
+// A refused MoltZap connect closes its socket with 1000 "connect failed": the close frame goes out
+// before the driver lets go of the socket (it was dropped, and the socket closed with no code).
+test("a refused MoltZap connect closes its socket with a code", async () => {
+  const closes = [];
+  class Refusing extends FakeWebSocket {
+    send(text) {
+      const { id } = JSON.parse(text);
+      queueMicrotask(() => this.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32001, message: "bad key" } }) }));
+    }
+    close(...args) {
+      closes.push(args);
+      super.close();
+    }
+  }
+  const connecting = MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: Refusing, timeoutMs: 2_000 });
+  const ws = last();
+  ws.readyState = 1;
+  ws.onopen({});
+  await assert.rejects(connecting, (e) => e.kind === "auth" || e.kind === "remote" || e.kind === "protocol");
+  assert.deepEqual(closes[0], [1000, "connect failed"]);
+});

@@ -115,6 +115,12 @@ impl Driver {
                 break;
             }
         }
+        if self.closed {
+            // Over, and every frame sent (a failed connect's close frame comes after its
+            // `Disconnected` is queued): nothing more comes. A test double or a user's constructor
+            // may hold what reaches the client, so the socket goes too (its handlers detached).
+            self.socket = None;
+        }
         if let Some(t) = &mut self.timer {
             match self.closed {
                 true => t.cancel(),
@@ -176,9 +182,6 @@ impl Driver {
                 if let Some(f) = self.on_event.take() {
                     calls.push(&f, event.to_json_string().into());
                 }
-                // Over: nothing more comes. A test double or a user's constructor may hold what
-                // reaches the client, so the socket goes too (its handlers detached).
-                self.socket = None;
             }
             other => {
                 if let Some(f) = &self.on_event {

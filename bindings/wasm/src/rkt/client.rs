@@ -97,6 +97,12 @@ impl Driver {
         while let Some(event) = self.session.poll_event() {
             self.route(event, calls);
         }
+        if self.closed {
+            // Over, and every frame sent: nothing more comes. A test double or a user's
+            // constructor may hold what reaches the client, so the socket goes too (its handlers
+            // detached).
+            self.socket = None;
+        }
         if let Some(t) = &mut self.timer {
             match self.closed {
                 true => t.cancel(),
@@ -172,10 +178,7 @@ impl Driver {
                     }
                 }
                 self.emit(calls, &event);
-                // Over: nothing more comes. A test double or a user's constructor may hold what
-                // reaches the client, so the socket goes too (its handlers detached).
                 self.on_event = None;
-                self.socket = None;
             }
         }
     }
