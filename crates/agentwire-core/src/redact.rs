@@ -20,20 +20,23 @@ pub fn redacted<T>(secret: &Option<T>) -> Option<Redacted> {
 
 /// `url` as an error message may quote it: without the user information (`user:pass@`) and
 /// without the query and fragment, where a token or key may ride (`?token=…`). Scheme, host,
-/// port and path stay. A text that is not `scheme://…` loses its query and fragment only.
+/// port and path stay. A text without a scheme (`host/path`) is read the same way.
 pub fn url(url: &str) -> Cow<'_, str> {
-    let (scheme, rest) = match url.find("://") {
+    // A scheme is letters, digits, `+`, `-` and `.` before `://` (not a `://` in the query).
+    let scheme_len = url.find("://").filter(|&i| {
+        i > 0
+            && url[..i]
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    });
+    let (scheme, rest) = match scheme_len {
         Some(i) => url.split_at(i + 3),
         None => ("", url),
     };
     let end = rest.find(['?', '#']).unwrap_or(rest.len());
     let kept = &rest[..end];
     let host_end = kept.find('/').unwrap_or(kept.len());
-    let at = if scheme.is_empty() {
-        None
-    } else {
-        kept[..host_end].rfind('@')
-    };
+    let at = kept[..host_end].rfind('@');
     match (at, end == rest.len()) {
         (None, true) => Cow::Borrowed(url),
         (None, false) => Cow::Owned(format!("{scheme}{kept}")),
@@ -54,7 +57,10 @@ mod tests {
             ("http://u:p@h?api_key=SECRET", "http://h"),
             ("rkt://a@b@h:1/x?y", "rkt://h:1/x"),
             ("h.example/p?k=SECRET", "h.example/p"),
-            ("user@host/path", "user@host/path"),
+            ("user@host/path", "host/path"),
+            ("bot:SECRET@h", "h"),
+            ("h/p?token=SECRET&next=http://x", "h/p"),
+            ("rkt://h:80#SECRET", "rkt://h:80"),
             ("", ""),
         ] {
             assert_eq!(url(given), shown, "{given}");
@@ -70,8 +76,9 @@ mod tests {
         fn never_keeps_a_query_or_userinfo(host in "[a-z.]{1,9}", path in "(/[a-z]{0,4}){0,2}", secret in "[A-Z]{4,8}") {
             let shown = url(&format!("wss://u:{secret}@{host}{path}?token={secret}#{secret}")).into_owned();
             proptest::prop_assert_eq!(&shown, &format!("wss://{host}{path}"));
-            let any = format!("{host}{path}?{secret}");
-            proptest::prop_assert!(!url(&any).contains(&secret));
+            for any in [format!("{host}{path}?{secret}"), format!("u:{secret}@{host}{path}"), format!("{host}?t={secret}&u=ws://x")] {
+                proptest::prop_assert!(!url(&any).contains(&secret), "{}", any);
+            }
         }
     }
 }

@@ -33,6 +33,9 @@ pub fn resolve(address: &str) -> Result<String, ResolveError> {
         // Not quoted: the address may hold a line break (escaping it costs 1 KB of Unicode tables).
         return Err(ResolveError("the address has a space or a control character".into()));
     }
+    if address.contains('#') {
+        return Err(ResolveError("an RKT address has no fragment (#)".into()));
+    }
     if address.starts_with("ws://") || address.starts_with("wss://") {
         return Ok(address.to_string());
     }
@@ -50,11 +53,12 @@ pub fn resolve(address: &str) -> Result<String, ResolveError> {
     };
     let split = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(split);
-    if authority.is_empty()
-        || authority.starts_with(':')
-        || authority.contains('@')
-        || authority.contains(char::is_whitespace)
-    {
+    if authority.contains('@') {
+        return Err(ResolveError(
+            "an RKT address carries no user information (user@ or user:key@)".into(),
+        ));
+    }
+    if authority.is_empty() || authority.starts_with(':') || authority.contains(char::is_whitespace) {
         let shown = agentwire_core::redact::url(address);
         return Err(ResolveError(format!("`{shown}` has no valid host")));
     }
@@ -113,10 +117,22 @@ mod tests {
             assert!(resolve(bad).is_err(), "{bad:?}");
         }
         // A refusal does not quote a credential.
-        for bad in ["rkt://bot:SECRET@h", "http://h/?key=SECRET", "rkt://:1?SECRET"] {
+        for bad in [
+            "rkt://bot:SECRET@h",
+            "bot:SECRET@h",
+            "http://h/?key=SECRET",
+            "rkt://:1?SECRET",
+            "rkt://h:80#SECRET",
+            "h/p?token=SECRET&next=http://x",
+        ] {
             let e = resolve(bad).unwrap_err();
             assert!(!e.0.contains("SECRET"), "{e}");
         }
+        // And says what is wrong.
+        assert!(resolve("rkt://bot:SECRET@h")
+            .unwrap_err()
+            .0
+            .contains("user information"));
     }
 
     proptest::proptest! {

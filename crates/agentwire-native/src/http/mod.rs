@@ -53,6 +53,9 @@ impl Origin {
             None => (false, origin),
         };
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        if authority.contains('@') {
+            return Err(invalid("an origin carries no user information (user@ or user:key@)"));
+        }
         if authority.is_empty()
             || authority.starts_with(':')
             // Printable ASCII only: it is the `Host` header and what is dialed (a Unicode space
@@ -408,6 +411,10 @@ mod tests {
             let e = Origin::parse(bad).unwrap_err();
             assert!(!e.message.contains("SECRET"), "{}", e.message);
         }
+        assert!(Origin::parse("http://u:SECRET@h")
+            .unwrap_err()
+            .message
+            .contains("user information"));
     }
 
     #[test]
