@@ -176,19 +176,43 @@ impl PartialEq for Headers {
 
 impl Eq for Headers {}
 
+/// An `Authorization` value shows as `"<redacted>"`.
 impl fmt::Debug for Headers {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
+        let shown = self
+            .iter()
+            .map(|(name, value)| match name.eq_ignore_ascii_case("authorization") {
+                true => (name, "<redacted>"),
+                false => (name, value),
+            });
+        f.debug_list().entries(shown).finish()
     }
 }
 
 /// One decoded (or to-be-encoded) RKT message. The body is kept as text: the session parses the
-/// bodies it needs and hands the rest to the user as raw JSON.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// bodies it needs and hands the rest to the user as raw JSON. `Debug` hides an `Authorization`
+/// header and the body of AUTH and AUTH_OK (a key, a session token).
+#[derive(Clone, PartialEq, Eq)]
 pub struct Message {
     pub kind: MessageType,
     pub headers: Headers,
     pub body: Option<String>,
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Message { kind, headers, body } = self;
+        let secret = matches!(kind, MessageType::Auth | MessageType::AuthOk);
+        let body: &dyn fmt::Debug = match (secret, body) {
+            (true, Some(_)) => &Some(agentwire_core::redact::Redacted),
+            _ => body,
+        };
+        f.debug_struct("Message")
+            .field("kind", kind)
+            .field("headers", headers)
+            .field("body", body)
+            .finish()
+    }
 }
 
 impl Message {

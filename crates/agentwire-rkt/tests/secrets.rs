@@ -1,7 +1,7 @@
 //! Credentials stay out of `Debug`: a config or an event logged with `{:?}` shows none.
 
-use agentwire_rkt::reference::ReferenceConfig;
-use agentwire_rkt::{AuthBody, AuthOkBody, ClientConfig, Inbound, InboundKind, Priority};
+use agentwire_rkt::reference::{Connection, ReferenceConfig};
+use agentwire_rkt::{AuthBody, AuthOkBody, ClientConfig, Inbound, InboundKind, Message, MessageType, Priority};
 
 const SECRET: &str = "SECRET-0123456789";
 
@@ -56,4 +56,23 @@ fn debug_hides_keys_and_tokens() {
         scopes: vec![],
     };
     assert!(shown(&did).contains("did:example:1"));
+}
+
+#[test]
+fn a_message_hides_its_authorization_and_its_auth_body() {
+    for kind in [MessageType::Auth, MessageType::AuthOk, MessageType::Request] {
+        let mut m = Message::new(kind);
+        m.headers.set("Message-ID", "m1");
+        m.headers.set("Authorization", format!("Bearer {SECRET}"));
+        m.body = Some(match kind {
+            MessageType::Request => r#"{"intent":"echo"}"#.to_owned(),
+            _ => format!(r#"{{"scheme":"bearer","token":"{SECRET}"}}"#),
+        });
+        let text = shown(&m);
+        assert!(text.contains("m1"), "{text}");
+        if kind == MessageType::Request {
+            assert!(text.contains("echo"), "{text}");
+        }
+    }
+    assert!(shown(&Connection::new(&ReferenceConfig::default())).contains("token: None"));
 }

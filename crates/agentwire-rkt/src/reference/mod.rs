@@ -238,8 +238,7 @@ impl Shared {
 
 /// Per-connection state. Authentication (AUTH, or an accepted `Authorization` header) lasts for
 /// the connection; credit without it belongs to the connection alone, and the driver ends it
-/// with [`Connection::close`] when the connection ends.
-#[derive(Debug)]
+/// with [`Connection::close`] when the connection ends. `Debug` hides the session token.
 pub struct Connection {
     principal: Option<String>,
     /// The payer id of an unauthenticated connection, assigned by the server (never taken from
@@ -247,6 +246,21 @@ pub struct Connection {
     anonymous: Option<String>,
     /// The session token this connection holds; a new AUTH replaces it.
     token: Option<String>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Connection {
+            principal,
+            anonymous,
+            token,
+        } = self;
+        f.debug_struct("Connection")
+            .field("principal", principal)
+            .field("anonymous", anonymous)
+            .field("token", &agentwire_core::redact::redacted(token))
+            .finish()
+    }
 }
 
 impl Connection {
