@@ -145,7 +145,7 @@ impl Config {
             // `websocket`: the name npm and the WIT give the wire.
             Some("ws" | "websocket") => UpstreamGeneration::Ws,
             Some("sse") => UpstreamGeneration::Sse,
-            Some(_) => return Err(bad("UPSTREAM_GENERATION", "must be ws, sse or auto")),
+            Some(_) => return Err(bad("UPSTREAM_GENERATION", "must be ws (or websocket), sse or auto")),
         };
         let agent_keys = parse_keys(&get("AGENT_KEYS").ok_or_else(|| bad("AGENT_KEYS", "is required"))?)?;
         let mut token_secrets = Vec::new();
