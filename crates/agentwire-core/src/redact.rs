@@ -22,22 +22,26 @@ pub fn redacted<T>(secret: &Option<T>) -> Option<Redacted> {
 /// without the query and fragment, where a token or key may ride (`?token=…`). Scheme, host,
 /// port and path stay. A text without a scheme (`host/path`) is read the same way.
 pub fn url(url: &str) -> Cow<'_, str> {
-    // A scheme is letters, digits, `+`, `-` and `.` before `://` (not a `://` in the query).
-    let scheme_len = url.find("://").filter(|&i| {
-        i > 0
-            && url[..i]
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
-    });
-    let (scheme, rest) = match scheme_len {
-        Some(i) => url.split_at(i + 3),
-        None => ("", url),
+    // Bytes, not `str::find` with a `&str` pattern, whose searcher cost the Switch module 1.2 KB
+    // gzipped. A scheme is letters, digits, `+`, `-` and `.` right before `://` (not a
+    // `://` in the query).
+    let b = url.as_bytes();
+    let scheme_chars = b
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || b"+-.".contains(c))
+        .count();
+    let scheme_len = match scheme_chars > 0 && b[scheme_chars..].starts_with(b"://") {
+        true => scheme_chars + 3,
+        false => 0,
     };
-    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    let (scheme, rest) = url.split_at(scheme_len);
+    let end = rest.bytes().position(|c| c == b'?' || c == b'#').unwrap_or(rest.len());
     let kept = &rest[..end];
-    let host_end = kept.find('/').unwrap_or(kept.len());
-    let at = kept[..host_end].rfind('@');
-    match (at, end == rest.len()) {
+    let host_end = kept.bytes().position(|c| c == b'/').unwrap_or(kept.len());
+    match (
+        kept.as_bytes()[..host_end].iter().rposition(|&c| c == b'@'),
+        end == rest.len(),
+    ) {
         (None, true) => Cow::Borrowed(url),
         (None, false) => Cow::Owned(format!("{scheme}{kept}")),
         (Some(at), _) => Cow::Owned(format!("{scheme}{}", &kept[at + 1..])),
