@@ -128,6 +128,30 @@ const MAX_KEY_LEN: usize = 1024;
 /// `MAX_TOKEN_LIFETIME_S` when unset: tokens expiring later than this many seconds are refused.
 pub const DEFAULT_MAX_TOKEN_LIFETIME_S: u64 = 3600;
 
+/// Every setting [`Config::from_env`] reads (vars and secrets), for a host to read from its `env`
+/// (the Worker asks for this list).
+pub const SETTINGS: [&str; 19] = [
+    "UPSTREAM",
+    "UPSTREAM_GENERATION",
+    "AGENT_KEYS",
+    "RELAY_TOKEN_SECRET",
+    "RELAY_TOKEN_SECRET_PREVIOUS",
+    "ALLOWED_ORIGINS",
+    "ALLOW_NO_ORIGIN",
+    "PATH_PREFIX",
+    "MAX_MESSAGE_BYTES",
+    "MAX_BODY_BYTES",
+    "RATE_LIMIT_PER_MINUTE",
+    "RATE_LIMIT_BURST",
+    "FRAME_LIMIT_PER_MINUTE",
+    "FRAME_LIMIT_BURST",
+    "MAX_TOKEN_LIFETIME_S",
+    "UPSTREAM_TIMEOUT_MS",
+    "PING_INTERVAL_MS",
+    "UPSTREAM_IDLE_MS",
+    "MAX_UNACKED_BYTES",
+];
+
 impl Config {
     /// Reads the settings through `get` (the Worker's `env`; absent or empty is unset).
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
@@ -392,6 +416,47 @@ pub(crate) mod tests {
         for name in ["ws", "websocket"] {
             let c = Config::from_env(env(&[("UPSTREAM_GENERATION", name)])).unwrap();
             assert_eq!(c.generation, UpstreamGeneration::Ws, "{name}");
+        }
+    }
+
+    /// `SETTINGS` is what `from_env` reads: the Worker reads its `env` with that list, so a
+    /// setting left out of it would never reach the relay.
+    #[test]
+    fn settings_are_what_from_env_reads() {
+        let asked = std::cell::RefCell::new(std::collections::BTreeSet::new());
+        let all = env(&[]);
+        Config::from_env(|name| {
+            asked.borrow_mut().insert(name.to_owned());
+            all(name)
+        })
+        .unwrap();
+        let listed: std::collections::BTreeSet<String> = SETTINGS.iter().map(|s| s.to_string()).collect();
+        assert_eq!(asked.into_inner(), listed);
+    }
+
+    proptest::proptest! {
+        /// Any value of any setting: no panic, and an error names a setting and never quotes a
+        /// value (the marker stands for a key or a secret written into it).
+        #[test]
+        fn any_value_of_any_setting(
+            at in 0..SETTINGS.len(),
+            shape in 0..4usize,
+            text in "\\PC{0,24}",
+            marker in "[A-Z]{12}",
+        ) {
+            let value = match shape {
+                0 => format!("{text}{marker}"),
+                1 => format!(r#"{{"{text}":"{marker}"}}"#),
+                2 => format!("http://{text}{marker}"),
+                _ => format!("{marker},{text}"),
+            };
+            match Config::from_env(env(&[(SETTINGS[at], &value)])) {
+                Ok(_) => {}
+                Err(e) => {
+                    proptest::prop_assert!(SETTINGS.contains(&e.name), "{}", e.name);
+                    proptest::prop_assert!(!e.to_string().contains(&marker), "{}", e);
+                }
+            }
         }
     }
 

@@ -13,33 +13,10 @@ mod bridge;
 pub use bridge::BridgeCore;
 
 use agentwire_core::Millis;
-use agentwire_relay::config::Config;
+use agentwire_relay::config::{Config, SETTINGS};
 use agentwire_relay::redact::Redactor;
 use agentwire_relay::route::{self, Relay, Request};
 use wasm_bindgen::prelude::*;
-
-/// Every setting the relay reads from its `env` (vars and secrets).
-pub const SETTINGS: [&str; 19] = [
-    "UPSTREAM",
-    "UPSTREAM_GENERATION",
-    "AGENT_KEYS",
-    "RELAY_TOKEN_SECRET",
-    "RELAY_TOKEN_SECRET_PREVIOUS",
-    "ALLOWED_ORIGINS",
-    "ALLOW_NO_ORIGIN",
-    "PATH_PREFIX",
-    "MAX_MESSAGE_BYTES",
-    "MAX_BODY_BYTES",
-    "RATE_LIMIT_PER_MINUTE",
-    "RATE_LIMIT_BURST",
-    "FRAME_LIMIT_PER_MINUTE",
-    "FRAME_LIMIT_BURST",
-    "MAX_TOKEN_LIFETIME_S",
-    "UPSTREAM_TIMEOUT_MS",
-    "PING_INTERVAL_MS",
-    "UPSTREAM_IDLE_MS",
-    "MAX_UNACKED_BYTES",
-];
 
 pub(crate) fn millis(now: f64) -> Millis {
     if now.is_finite() && now > 0.0 {
