@@ -943,6 +943,25 @@ fn zero_bounds_are_refused() {
     cfg.max_queued_bytes = 0;
     let mut d = Driver::new(cfg);
     assert!(d.conn.start(0).unwrap_err().message.contains("max_queued_bytes"));
+    // Bounds of 0 that refuse every frame, and an idle timeout of 0 (a component host's review
+    // found such a session started and stayed attaching).
+    type Set = fn(&mut ConnectionConfig);
+    let zeroes: [(&str, Set); 5] = [
+        ("decode.max_message_bytes", |c| c.decode.max_message_bytes = 0),
+        ("decode.max_depth", |c| c.decode.max_depth = 0),
+        ("sse.max_event_bytes", |c| c.sse.max_event_bytes = 0),
+        ("sse.max_line_bytes", |c| c.sse.max_line_bytes = 0),
+        ("stream_idle_timeout_ms", |c| c.stream_idle_timeout_ms = 0),
+    ];
+    for (name, zero) in zeroes {
+        let mut cfg = ws();
+        zero(&mut cfg);
+        let e = Driver::new(cfg).conn.start(0).unwrap_err();
+        assert!(
+            e.kind == ErrorKind::Invalid && e.message.contains(name),
+            "{name}: {e:?}"
+        );
+    }
 }
 
 #[test]

@@ -448,6 +448,12 @@ impl Connection {
             ("heartbeat_interval_ms", self.cfg.heartbeat_interval_ms),
             ("missed_heartbeats", u64::from(self.cfg.missed_heartbeats)),
             ("beat_timeout_ms", self.cfg.beat_timeout_ms),
+            ("stream_idle_timeout_ms", self.cfg.stream_idle_timeout_ms),
+            // A bound of 0 refuses every frame: the connection could never attach.
+            ("decode.max_message_bytes", self.cfg.decode.max_message_bytes as u64),
+            ("decode.max_depth", self.cfg.decode.max_depth as u64),
+            ("sse.max_event_bytes", self.cfg.sse.max_event_bytes as u64),
+            ("sse.max_line_bytes", self.cfg.sse.max_line_bytes as u64),
         ] {
             if value == 0 {
                 return Err(SwitchError::local(
