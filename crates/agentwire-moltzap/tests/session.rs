@@ -542,6 +542,22 @@ fn an_oversized_connect_is_a_limit_error_and_the_socket_stays_open() {
     assert!(matches!(events(&mut s)[..], [Event::Connected { .. }]));
 }
 
+/// An id prefix so long that the answer's id would be dropped (`max_id_len`): the connect is
+/// refused at once, not left to time out (a component host's review found it accepted).
+#[test]
+fn an_id_its_answer_could_not_carry_is_refused() {
+    let cfg = SessionConfig {
+        id_prefix: "p".repeat(300),
+        ..SessionConfig::default()
+    };
+    let mut s = session_with(cfg);
+    let e = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+    assert!(e.to_string().contains("id_prefix"), "{e}");
+    assert!(sent(&mut s).is_empty());
+    assert_eq!(s.state(), SessionState::Open);
+}
+
 #[test]
 fn an_auto_fallback_frame_over_the_limit_fails_the_connect() {
     // The released connect is 8 bytes longer than the current one (`"type":"request"`, a

@@ -415,6 +415,16 @@ impl Session {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<String, MoltZapError> {
+        // An id the answer could not carry back: the session's own decoder drops ids over
+        // `max_id_len`, so the request could never end but by its timeout.
+        if id.len() > self.cfg.decode.max_id_len {
+            let m = format!(
+                "request id of {} bytes exceeds max_id_len {} (shorten id_prefix)",
+                id.len(),
+                self.cfg.decode.max_id_len
+            );
+            return Err(MoltZapError::local(ErrorKind::Invalid, m));
+        }
         let wire = encode_request_str(generation, id, method, params);
         let max = self.cfg.max_send_bytes;
         if wire.len() > max {
