@@ -7,6 +7,8 @@ source "$(dirname "$0")/lib.sh"
 need_rust
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 cd "$ROOT"
+# The paths below are target/'s, as scripts/test.sh's are.
+unset CARGO_TARGET_DIR
 RUSTFLAGS="-C target-feature=+simd128" \
   cargo build -q -p agentwire-component --target wasm32-unknown-unknown --profile component
 cargo build -q -p agentwire-componentize

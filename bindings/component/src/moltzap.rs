@@ -24,11 +24,7 @@ fn err(e: MoltZapError) -> EngineError {
 fn config(c: Config) -> SessionConfig {
     let d = SessionConfig::default();
     let mut decode = d.decode.clone();
-    let mut send = d.max_send_bytes;
-    if let Some(n) = c.max_message_bytes {
-        decode.max_message_bytes = size(n);
-        send = size(n);
-    }
+    decode.max_message_bytes = c.max_message_bytes.map_or(decode.max_message_bytes, size);
     SessionConfig {
         generation: match c.generation {
             None => d.generation,
@@ -41,7 +37,7 @@ fn config(c: Config) -> SessionConfig {
         handshake_timeout_ms: c.handshake_timeout_ms.unwrap_or(d.handshake_timeout_ms),
         ping_interval_ms: c.ping_interval_ms.or(d.ping_interval_ms),
         decode,
-        max_send_bytes: send,
+        max_send_bytes: c.max_send_bytes.map_or(d.max_send_bytes, size),
         id_prefix: c.id_prefix.unwrap_or(d.id_prefix),
     }
 }

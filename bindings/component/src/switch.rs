@@ -86,7 +86,13 @@ fn config(c: Config) -> ConnectionConfig {
             min_ms: b.min_ms,
         };
     }
-    cfg.decode.max_message_bytes = c.max_message_bytes.map_or(cfg.decode.max_message_bytes, size);
+    if let Some(n) = c.max_message_bytes.map(size) {
+        // One bound for a message on either wire, as the WIT says: a WebSocket message, an SSE
+        // event's `data` and an SSE line.
+        cfg.decode.max_message_bytes = n;
+        cfg.sse.max_event_bytes = n;
+        cfg.sse.max_line_bytes = n;
+    }
     cfg.decode.max_depth = c.max_depth.map_or(cfg.decode.max_depth, size);
     cfg.open_timeout_ms = c.open_timeout_ms.unwrap_or(cfg.open_timeout_ms);
     cfg.heartbeat_interval_ms = c.heartbeat_interval_ms.unwrap_or(cfg.heartbeat_interval_ms);
@@ -223,7 +229,12 @@ impl GuestSession for Session {
     }
 
     fn handle_open_unusable(&self, now: u64, kind: ErrorKind, message: String) {
-        let error = SwitchError::local(core_kind(kind), message);
+        // `internal` is agentwire's own (a bug in it): a host's judgement of an open is not one.
+        let kind = match core_kind(kind) {
+            agentwire_core::ErrorKind::Internal => agentwire_core::ErrorKind::Protocol,
+            k => k,
+        };
+        let error = SwitchError::local(kind, message);
         self.0.borrow_mut().handle_open_unusable(now, error);
     }
 

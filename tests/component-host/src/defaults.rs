@@ -39,6 +39,7 @@ pub fn moltzap() -> moltzap::Config {
         handshake_timeout_ms: None,
         ping_interval_ms: None,
         max_message_bytes: None,
+        max_send_bytes: None,
         id_prefix: None,
     }
 }

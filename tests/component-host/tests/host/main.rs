@@ -1,6 +1,8 @@
 //! The component in a wasmtime host: against the local peers over real sockets (`peers`), and
-//! under bad input (`garbage`), drains (`drain`) and opens no retry mends (`opens`). One test binary, so the component is compiled once.
+//! under bad input (`garbage`), drains (`drain`), opens no retry mends (`opens`) and configs
+//! (`config`). One test binary, so the component is compiled once.
 
+mod config;
 mod drain;
 mod garbage;
 mod opens;
