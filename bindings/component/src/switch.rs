@@ -229,12 +229,7 @@ impl GuestSession for Session {
     }
 
     fn handle_open_unusable(&self, now: u64, kind: ErrorKind, message: String) {
-        // `internal` is agentwire's own (a bug in it): a host's judgement of an open is not one.
-        let kind = match core_kind(kind) {
-            agentwire_core::ErrorKind::Internal => agentwire_core::ErrorKind::Protocol,
-            k => k,
-        };
-        let error = SwitchError::local(kind, message);
+        let error = SwitchError::local(core_kind(kind), message);
         self.0.borrow_mut().handle_open_unusable(now, error);
     }
 

@@ -537,6 +537,16 @@ fn an_unusable_open_stops_at_once_with_its_error() {
     let (mut d, _) = Driver::opened(ws());
     d.conn.handle_open_unusable(d.now, untrusted);
     assert!(d.drain().1.iter().all(|e| !matches!(e, Event::Stopped { .. })));
+    // `internal` names a bug in agentwire, never a host's judgement: it is taken as `protocol`.
+    let mut d = Driver::new(ws());
+    d.conn.start(d.now).unwrap();
+    d.expect_open();
+    d.conn
+        .handle_open_unusable(d.now, SwitchError::local(ErrorKind::Internal, "cert"));
+    match &d.drain().1[..] {
+        [Event::Stopped { error: Some(e) }] => assert_eq!(e.kind, ErrorKind::Protocol),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -573,8 +573,13 @@ impl Connection {
     /// it does not trust, a host that cannot be a TLS server name). Before the first attach the
     /// connection stops with `error`, made not retryable, so `connect` fails at once. A
     /// connection that has been live takes it as an ordinary failed open and reopens with its
-    /// backoff: an expired certificate, a clock off or a captive portal may pass.
-    pub fn handle_open_unusable(&mut self, now: Millis, error: SwitchError) {
+    /// backoff: an expired certificate, a clock off or a captive portal may pass. An `error` of
+    /// kind `internal` (a bug in agentwire, never a host's judgement of an open) is taken as
+    /// `protocol`.
+    pub fn handle_open_unusable(&mut self, now: Millis, mut error: SwitchError) {
+        if error.kind == ErrorKind::Internal {
+            error.kind = ErrorKind::Protocol;
+        }
         self.now = now;
         if self.state != State::Opening {
             return;
