@@ -100,19 +100,17 @@ test("Switch clients whose connect failed are collected", async () => {
   assert.ok(alive <= 1, `${alive} of ${CYCLES} failed Switch drivers still reachable`);
 });
 
-test("closed MoltZap and RKT clients whose onEvent names the client are collected", async () => {
-  const moltzap = await survivors(MoltZapDriver, async () => {
+/** Connects and closes CYCLES clients of `Driver`'s kind whose onEvent names the client; the
+ * socket answers each text with `answer(text)` (a frame, or nothing). Returns the survivors. */
+function selfNaming(Driver, connect, answer) {
+  return survivors(Driver, async () => {
     for (let i = 0; i < CYCLES; i++) {
       let client;
-      const connecting = MoltZapClient.connect("ws://fake/ws", {
-        agentKey: "moltzap_agent_x",
-        webSocket: FakeWebSocket,
-        onEvent: (e) => e.type === "never" && client.close(),
-      });
+      const connecting = connect((e) => e.type === "never" && client.close());
       const ws = last();
       ws.answer = (text) => {
-        const { id } = JSON.parse(text);
-        queueMicrotask(() => ws.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id, result: {} }) }));
+        const reply = answer(text);
+        if (reply) queueMicrotask(() => ws.onmessage({ data: reply }));
       };
       ws.readyState = 1;
       ws.onopen({});
@@ -121,28 +119,30 @@ test("closed MoltZap and RKT clients whose onEvent names the client are collecte
     }
     forget();
   });
-  assert.ok(moltzap <= 1, `${moltzap} of ${CYCLES} closed MoltZap drivers still reachable`);
+}
 
-  const rkt = await survivors(RktDriver, async () => {
-    for (let i = 0; i < CYCLES; i++) {
-      let client;
-      const connecting = RktClient.connect("ws://fake/rkt", { webSocket: FakeWebSocket, onEvent: (e) => e.type === "never" && client.close() });
-      const ws = last();
-      ws.answer = (text) => {
-        const hello = /^RKT\/1\.0 HELLO\n(?:.*\n)*?Message-ID: (\S+)/.exec(text);
-        if (!hello) return;
-        const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-        const ack =
-          `RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: 01960000-0000-7000-ab12-000000000002\nReply-To: ${hello[1]}\n` +
-          `Session-ID: e3ad1f12-4e3a-4b1e-9c2d-000000000042\nTimestamp: ${now}\nFrom: rkt://fake\n\n{"agreed_version":1,"session_timeout":300}`;
-        queueMicrotask(() => ws.onmessage({ data: ack }));
-      };
-      ws.readyState = 1;
-      ws.onopen({});
-      client = await connecting;
-      await client.close();
-    }
-    forget();
-  });
-  assert.ok(rkt <= 1, `${rkt} of ${CYCLES} closed RKT drivers still reachable`);
+test("closed MoltZap clients whose onEvent names the client are collected", async () => {
+  const alive = await selfNaming(
+    MoltZapDriver,
+    (onEvent) => MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: FakeWebSocket, onEvent }),
+    (text) => JSON.stringify({ jsonrpc: "2.0", id: JSON.parse(text).id, result: {} }),
+  );
+  assert.ok(alive <= 1, `${alive} of ${CYCLES} closed MoltZap drivers still reachable`);
+});
+
+test("closed RKT clients whose onEvent names the client are collected", async () => {
+  const alive = await selfNaming(
+    RktDriver,
+    (onEvent) => RktClient.connect("ws://fake/rkt", { webSocket: FakeWebSocket, onEvent }),
+    (text) => {
+      const hello = /^RKT\/1\.0 HELLO\n(?:.*\n)*?Message-ID: (\S+)/.exec(text);
+      if (!hello) return undefined;
+      const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+      return (
+        `RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: 01960000-0000-7000-ab12-000000000002\nReply-To: ${hello[1]}\n` +
+        `Session-ID: e3ad1f12-4e3a-4b1e-9c2d-000000000042\nTimestamp: ${now}\nFrom: rkt://fake\n\n{"agreed_version":1,"session_timeout":300}`
+      );
+    },
+  );
+  assert.ok(alive <= 1, `${alive} of ${CYCLES} closed RKT drivers still reachable`);
 });
