@@ -58,7 +58,8 @@ pub fn resolve(address: &str) -> Result<String, ResolveError> {
             "an RKT address carries no user information (user@ or user:key@)".into(),
         ));
     }
-    if authority.is_empty() || authority.starts_with(':') || authority.contains(char::is_whitespace) {
+    // (Spaces and control characters were refused above.)
+    if authority.is_empty() || authority.starts_with(':') {
         let shown = agentwire_core::redact::url(address);
         return Err(ResolveError(format!("`{shown}` has no valid host")));
     }

@@ -60,7 +60,7 @@ impl Origin {
             || authority.starts_with(':')
             // Printable ASCII only: it is the `Host` header and what is dialed (a Unicode space
             // such as U+205F was taken).
-            || authority.chars().any(|c| "@?#".contains(c) || !c.is_ascii_graphic())
+            || authority.chars().any(|c| "?#".contains(c) || !c.is_ascii_graphic())
         {
             return Err(invalid("no host"));
         }
