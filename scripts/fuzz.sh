@@ -2,13 +2,15 @@
 # scripts/fuzz.sh SECS TARGET [CRATE]: fuzzes TARGET of crates/agentwire-CRATE/fuzz for SECS
 # seconds (default 60). CRATE `rkt` (the default): `decode` (the codec, the default target),
 # `server` (the server session in line and whole-message mode, with the reference agent) or
-# `client` (the client session driven by a script of replies, commands, time and closes).
+# `client` (the client session driven by a script of replies, commands, time and closes) or
+# `resolve` (the address resolver).
 # CRATE `moltzap`: `frame` (the frame decoder), `endpoint` (the harness endpoint driven by the
 # script of tests/script/endpoint.rs), `session` (the client session driven by a
 # script of operations) or `register` (the registration answer decoder). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
 # (both frame decoders, with re-encoding), `connection` (the connection driven by a script) or
 # `ops` (the decoders of the HTTP answers and error bodies).
-# CRATE `core`: `read` (the JSON reader, against serde_json). CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
+# CRATE `core`: `read` (the JSON reader, against serde_json) or `http` (the HTTP/1.1 answer
+# head and chunked decoders, read by read). CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
 # signs), `bridge` (the SSE bridge driven by a script of upstream bytes, pongs, beat answers and
 # timeouts) or `route` (the router on any method, URL, headers and body a browser can send). Prints the executions and crashes; exits 1 when a crash was found.
 #
@@ -36,7 +38,7 @@ cd "$fuzz"
 corpus="corpus/$target"
 mkdir -p "$corpus" "artifacts/$target"
 # Seed the corpus with every golden vector's wire text (RKT).
-if [ "$crate" = rkt ] && command -v python3 >/dev/null; then
+if [ "$crate" = rkt ] && [ "$target" != resolve ] && command -v python3 >/dev/null; then
     python3 - "$root/tests/vectors/rkt" "$corpus" <<'PY'
 import json, pathlib, sys
 src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
@@ -102,6 +104,20 @@ if src.is_dir():
                 ws["id"] = int(fields["id"])
             (dst / f"capture-ws-{f.stem}").write_bytes(b"\x00" + json.dumps(ws).encode())
 PY
+fi
+
+# Seed the resolver with each form of address it takes.
+if [ "$crate" = rkt ] && [ "$target" = resolve ]; then
+    for a in rkt://h rkts://h:1/p?q=1 'rkt://[::1]:7749' h:80 ws://h/rkt; do
+        printf '%s' "$a" >"$corpus/seed-$(printf '%s' "$a" | tr -c 'a-z0-9' _)"
+    done
+fi
+
+# Seed the HTTP answers (core `http`: read size byte first) with the framings drivers meet.
+if [ "$crate" = core ] && [ "$target" = http ]; then
+    printf '\000HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}' >"$corpus/seed-length"
+    printf '\003HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"e\r\n2;x=1\r\n"}\r\n0\r\nX-T: 1\r\n\r\n' >"$corpus/seed-chunked"
+    printf '\007HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 401 Unauthorized\r\n\r\n{"detail":"no"}' >"$corpus/seed-continue"
 fi
 
 # Seed the session scripts with a clock that leaps 2^63 ms once the session is up (RKT

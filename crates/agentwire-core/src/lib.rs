@@ -10,7 +10,7 @@ mod bucket;
 mod entropy;
 mod error;
 mod frame;
-mod http;
+pub mod http;
 pub mod json;
 pub mod redact;
 mod time;

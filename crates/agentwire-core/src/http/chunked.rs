@@ -2,11 +2,11 @@
 //! Lines are bounded, so a hostile server cannot make it hold more than [`MAX_CHUNK_LINE`].
 
 /// Longest chunk-size line or trailer line of a chunked body.
-const MAX_CHUNK_LINE: usize = 4 << 10;
+pub const MAX_CHUNK_LINE: usize = 4 << 10;
 
 /// An incremental decoder of a `chunked` body: bytes in (split anywhere), data out.
 #[derive(Debug, Default)]
-pub(crate) struct Dechunker {
+pub struct Dechunker {
     state: ChunkState,
     /// The size or trailer line read so far.
     line: Vec<u8>,
@@ -27,11 +27,14 @@ enum ChunkState {
 }
 
 impl Dechunker {
-    pub(crate) fn done(&self) -> bool {
+    /// Whether the last chunk and its trailer have been read: the body is whole.
+    pub fn done(&self) -> bool {
         self.state == ChunkState::Done
     }
 
-    pub(crate) fn feed(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    /// Decodes `input`, appending the body's data to `out`. Bytes after the body's end are
+    /// ignored. An error names what was malformed; the decoder is then of no further use.
+    pub fn feed(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         while !input.is_empty() {
             match self.state {
                 ChunkState::Done => return Ok(()),

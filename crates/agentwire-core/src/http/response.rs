@@ -1,0 +1,144 @@
+//! The head of an HTTP/1.1 answer: its status, its length and how its body is framed.
+
+use crate::{Error, ErrorKind};
+
+/// Most headers read from an answer's head.
+const MAX_HEADERS: usize = 64;
+
+/// A whole answer head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    pub status: u16,
+    /// The head's length in bytes, its blank line included: the body starts there.
+    pub len: usize,
+    pub framing: Framing,
+}
+
+/// How an answer's body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// No body: a 1xx, 204 or 304 answer, or `Content-Length: 0`.
+    Empty,
+    /// `Content-Length` bytes.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`: read with a [`super::Dechunker`].
+    Chunked,
+    /// Up to the end of the connection.
+    ToClose,
+}
+
+fn decode(m: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Decode, format!("HTTP answer: {m}"))
+}
+
+/// The answer's head, once `buf` holds all of it (`None` until then); a `decode` error names
+/// what is malformed. The caller bounds how much it reads while this says `None`.
+pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, Error> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let len = match response.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(decode(e)),
+    };
+    let status = response.code.ok_or_else(|| decode("no status"))?;
+    let mut chunked = false;
+    let mut length = None;
+    for h in response.headers.iter() {
+        if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked |= String::from_utf8_lossy(h.value)
+                .to_ascii_lowercase()
+                .contains("chunked");
+        } else if h.name.eq_ignore_ascii_case("content-length") {
+            let v = std::str::from_utf8(h.value)
+                .ok()
+                .map(str::trim)
+                // Digits only (`parse` alone takes a leading `+`).
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<u64>().ok());
+            let v = v.ok_or_else(|| decode("bad Content-Length"))?;
+            // Two different lengths leave the body's end unknown (RFC 9112, 6.3).
+            if length.is_some_and(|l| l != v) {
+                return Err(decode("two different Content-Length headers"));
+            }
+            length = Some(v);
+        }
+    }
+    let framing = if (100..200).contains(&status) || status == 204 || status == 304 {
+        Framing::Empty
+    } else if chunked {
+        Framing::Chunked
+    } else {
+        match length {
+            Some(0) => Framing::Empty,
+            Some(n) => Framing::Length(n),
+            None => Framing::ToClose,
+        }
+    };
+    Ok(Some(Head { status, len, framing }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(text: &str) -> Result<Option<Head>, Error> {
+        parse_head(text.as_bytes())
+    }
+
+    #[test]
+    fn heads() {
+        let h = head("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}").unwrap().unwrap();
+        assert_eq!(
+            h,
+            Head {
+                status: 200,
+                len: 38,
+                framing: Framing::Length(2)
+            }
+        );
+        let h = head("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(h.framing, Framing::Chunked);
+        assert_eq!(
+            head("HTTP/1.1 200 OK\r\n\r\n").unwrap().unwrap().framing,
+            Framing::ToClose
+        );
+        for empty in [
+            "HTTP/1.1 204 No Content\r\ncontent-length: 9\r\n\r\n",
+            "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
+        ] {
+            assert_eq!(head(empty).unwrap().unwrap().framing, Framing::Empty, "{empty}");
+        }
+        assert!(head("HTTP/1.1 200 OK\r\n").unwrap().is_none());
+        assert!(head("garbage\r\n\r\n").is_err());
+        assert!(head("HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n").is_err());
+        for bad in ["+2", "-0", " ", "2 2", "0x2"] {
+            let e = head(&format!("HTTP/1.1 200 OK\r\nContent-Length: {bad}\r\n\r\n")).unwrap_err();
+            assert_eq!(
+                (e.kind, e.message.as_str()),
+                (ErrorKind::Decode, "HTTP answer: bad Content-Length"),
+                "{bad:?}"
+            );
+        }
+        let twice = |a: u8, b: u8| format!("HTTP/1.1 200 OK\r\nContent-Length: {a}\r\nContent-Length: {b}\r\n\r\n");
+        assert!(head(&twice(2, 3)).is_err());
+        assert_eq!(head(&twice(2, 2)).unwrap().unwrap().framing, Framing::Length(2));
+    }
+
+    proptest::proptest! {
+        /// Any bytes: no panic, and a complete head is no longer than what was read.
+        #[test]
+        fn any_head(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..256), valid: bool) {
+            let buf = if valid {
+                [b"HTTP/1.1 200 OK\r\n".as_slice(), &bytes, b"\r\n\r\n"].concat()
+            } else {
+                bytes
+            };
+            if let Ok(Some(h)) = parse_head(&buf) {
+                proptest::prop_assert!(h.len <= buf.len());
+            }
+        }
+    }
+}
