@@ -13,6 +13,7 @@ mod frame;
 pub mod http;
 pub mod json;
 pub mod redact;
+pub mod text;
 mod time;
 mod timers;
 

@@ -142,14 +142,7 @@ fn detail_code(detail: Value<'_, '_>) -> Option<String> {
 }
 
 pub(crate) fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+    agentwire_core::text::clip(s, max).into_owned()
 }
 
 impl fmt::Display for SwitchError {

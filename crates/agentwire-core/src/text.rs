@@ -1,0 +1,31 @@
+//! Peer text quoted in an error message, cut to a bound: a server can send megabytes where a
+//! name or a reason is expected, and a message should stay a message.
+
+use std::borrow::Cow;
+
+/// `s` when it is at most `max` bytes; else its first `max` bytes or fewer (on a character
+/// boundary), followed by `…`.
+pub fn clip(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return Cow::Borrowed(s);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &s[..end]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn clips_on_a_character_boundary() {
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(clip("abcd", 3), "abc…");
+        // `é` is two bytes: a cut inside it moves back before it.
+        assert_eq!(clip("aé", 2), "a…");
+        assert_eq!(clip("ééé", 0), "…");
+    }
+}
