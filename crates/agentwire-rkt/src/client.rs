@@ -2,9 +2,10 @@
 //! order, TTL expiry, AUTH, PAY, memory, discovery, ping, GOODBYE.
 
 use crate::body::*;
-use crate::codec::{self, decode, encode, Message, MessageType};
+use crate::codec::{self, decode, encode, DecodeError, Message, MessageType};
 use crate::envelope::{compact, envelope};
 use crate::errors::RktError;
+use agentwire_core::text::clip;
 use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
@@ -363,7 +364,39 @@ impl ClientSession {
         self.last_received = now;
         match decode(text, self.cfg.max_message_size) {
             Ok(msg) => self.on_message(now, msg),
-            Err(e) => self.events.push_back(ClientEvent::Error(RktError::decode(&e))),
+            Err(e) => self.on_undecodable(&e),
+        }
+    }
+
+    /// A message that could not be decoded. When its `Reply-To` names a command that went out,
+    /// that command fails with the decode error at once (not retryable: the server may have
+    /// acted on it), rather than waiting for its TTL; a stream loses no chunk unnoticed. An
+    /// unreadable answer to HELLO ends the handshake. Anything else is an `Error` event.
+    fn on_undecodable(&mut self, e: &DecodeError) {
+        let error = RktError::decode(e);
+        let reply_to = e.reply_to.as_deref();
+        if self.state == ClientState::Handshaking && reply_to.is_some() && reply_to == self.hello_id.as_deref() {
+            self.events.push_back(ClientEvent::Error(error));
+            return self.close(1002, "bad HELLO_ACK");
+        }
+        let taken = match reply_to {
+            Some(id) if !self.is_queued(id) => self.take_pending(id).map(|p| (id.to_string(), p)),
+            _ => None,
+        };
+        match taken {
+            Some((id, p)) => {
+                self.timers.cancel(&Timer::Reply(id.clone()));
+                self.forget(id.clone());
+                let error = error.for_request(&id);
+                self.end(p.origin, ClientEvent::Failed { id, error });
+            }
+            None => {
+                let error = match reply_to {
+                    Some(id) => error.for_request(id),
+                    None => error,
+                };
+                self.events.push_back(ClientEvent::Error(error));
+            }
         }
     }
 
@@ -921,12 +954,14 @@ impl ClientSession {
     fn on_error(&mut self, msg: Message) {
         let body = match msg.body.as_deref().map(ErrorBody::from_json) {
             Some(Ok(b)) => b,
-            _ => crate::errors::error_body(
-                0,
-                format!("ERROR without a valid body: {}", msg.body.as_deref().unwrap_or("")),
-                None,
-                None,
-            ),
+            bad => {
+                let why = match bad {
+                    Some(Err(e)) => e.to_string(),
+                    _ => "no body".into(),
+                };
+                let text = clip(msg.body.as_deref().unwrap_or(""), 512);
+                crate::errors::error_body(0, format!("ERROR without a valid body ({why}): {text}"), None, None)
+            }
         };
         let retry_after = msg.header("Retry-After").and_then(|v| v.parse().ok());
         let reply_to = msg.reply_to().map(str::to_string).or_else(|| body.request_id.clone());
@@ -992,6 +1027,11 @@ impl ClientSession {
                 }
             }
             MessageType::StreamEnd => self.on_stream_end(id, msg.body),
+            _ if p.stream.as_ref().is_some_and(|s| !s.held.0.is_empty()) => {
+                // The chunks held for a missing Seq would be lost without a word.
+                let m = format!("{} ended the stream while chunks wait for a missing Seq", msg.kind);
+                self.fail(id, RktError::local(ErrorKind::Protocol, m));
+            }
             _ => {
                 // Found above (`pending.get_mut`); no panic path all the same.
                 let Some(p) = self.take_pending(&id) else { return };
@@ -1077,10 +1117,19 @@ impl ClientSession {
         let Some(stream) = self.pending.get(&id).and_then(|p| p.stream.as_ref()) else {
             return;
         };
-        let count = body
-            .as_deref()
-            .and_then(|b| StreamEndBody::from_json(b).ok())
-            .map(|b| b.count);
+        // No count (none given): nothing to check. An unreadable one is said, then taken as none.
+        let count = match body.as_deref().map(StreamEndBody::from_json) {
+            Some(Ok(b)) => Some(b.count),
+            Some(Err(e)) if !matches!(e, BodyError::Missing(_)) => {
+                let e = RktError::local(
+                    ErrorKind::Decode,
+                    format!("STREAM_END body: {e}; its count is not checked"),
+                );
+                self.events.push_back(ClientEvent::Error(e.for_request(&id)));
+                None
+            }
+            _ => None,
+        };
         let delivered = stream.next_seq;
         if !stream.held.0.is_empty() || count.is_some_and(|n| n != delivered) {
             let end = stream

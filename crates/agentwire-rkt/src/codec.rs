@@ -5,6 +5,7 @@
 //! listed in `docs/protocols/rkt.md`.
 
 use agentwire_core::parse_iso8601;
+use agentwire_core::text::clip;
 use std::fmt;
 
 /// The default size limit of one message, in bytes (1 MiB).
@@ -281,6 +282,8 @@ pub struct DecodeError {
     pub kind: DecodeErrorKind,
     pub message_type: Option<String>,
     pub message_id: Option<String>,
+    /// The message's `Reply-To`, when it can be read: the command it answers.
+    pub reply_to: Option<String>,
 }
 
 impl DecodeErrorKind {
@@ -326,8 +329,8 @@ impl fmt::Display for DecodeError {
             }
             DecodeErrorKind::Empty => f.write_str("empty message"),
             DecodeErrorKind::BadStartLine => f.write_str("start line is not `RKT/1.0 TYPE`"),
-            DecodeErrorKind::UnsupportedVersion(v) => write!(f, "unsupported protocol version `{v}`"),
-            DecodeErrorKind::UnknownType(t) => write!(f, "unknown message type `{t}`"),
+            DecodeErrorKind::UnsupportedVersion(v) => write!(f, "unsupported protocol version `{}`", clip(v, 64)),
+            DecodeErrorKind::UnknownType(t) => write!(f, "unknown message type `{}`", clip(t, 64)),
             DecodeErrorKind::BadHeaderLine(n) => write!(f, "line {n} is not a `Name: value` header"),
             DecodeErrorKind::DuplicateHeader(n) => write!(f, "header `{n}` appears twice"),
             DecodeErrorKind::TooManyHeaders { limit } => write!(f, "more than {limit} headers"),
@@ -469,12 +472,13 @@ fn has_control(v: &str) -> bool {
         .fold(false, |bad, b| bad | ((b < 0x20 && b != b'\t') | (b == 0x7f)))
 }
 
-fn find_message_id(text: &str) -> Option<String> {
+/// The value of header `name` in a message that could not be decoded, if it is a valid id.
+fn find_id(text: &str, name: &str) -> Option<String> {
     text.lines()
         .skip(1)
         .take_while(|l| !l.trim().is_empty())
         .filter_map(split_header)
-        .find(|(n, _)| n.eq_ignore_ascii_case("Message-ID"))
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
         .map(|(_, v)| v)
         .filter(|v| valid_id(v))
         .map(str::to_string)
@@ -485,7 +489,8 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
     let fail = |kind, message_type: Option<&str>| DecodeError {
         kind,
         message_type: message_type.map(str::to_string),
-        message_id: find_message_id(text),
+        message_id: find_id(text, "Message-ID"),
+        reply_to: find_id(text, "Reply-To"),
     };
     if text.len() > max_size {
         // Name the message if its id is near the top, without reading the whole of it.
@@ -499,7 +504,8 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
                 limit: max_size,
             },
             message_type: None,
-            message_id: find_message_id(&text[..head]),
+            message_id: find_id(&text[..head], "Message-ID"),
+            reply_to: find_id(&text[..head], "Reply-To"),
         });
     }
     let text = text.trim_start_matches(['\r', '\n', ' ', '\t', '\u{feff}']);

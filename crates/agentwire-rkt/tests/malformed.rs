@@ -1,0 +1,180 @@
+//! A message the client cannot decode, in the middle of a session: the error names what was
+//! wrong, and what it answers learns of it at once (a review, 2026-12-06). Each test failed
+//! before: a malformed reply left its command to a retryable timeout 30 s later.
+use agentwire_core::{ErrorKind, Outgoing, SeededEntropy};
+use agentwire_rkt::*;
+
+const T0: u64 = 1_782_648_000_000;
+
+fn open() -> (ClientSession, String) {
+    let cfg = ClientConfig {
+        keepalive: false,
+        ..Default::default()
+    };
+    let mut c = ClientSession::new(cfg, Box::new(SeededEntropy::new(1)));
+    c.handle_open(T0);
+    let Some(Outgoing::Text(hello)) = c.poll_transmit() else {
+        panic!("no HELLO")
+    };
+    let id = hello.lines().find_map(|l| l.strip_prefix("Message-ID: ")).unwrap();
+    (c, id.to_string())
+}
+
+fn ready() -> ClientSession {
+    let (mut c, hello) = open();
+    c.handle_text(
+        T0,
+        &reply(
+            "HELLO_ACK",
+            "ack",
+            &hello,
+            "",
+            r#"{"agreed_version":1,"session_timeout":300}"#,
+        ),
+    );
+    drain(&mut c);
+    c
+}
+
+/// A server message answering `to`, with `extra` header lines and a body.
+fn reply(kind: &str, id: &str, to: &str, extra: &str, body: &str) -> String {
+    format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: {id}\nReply-To: {to}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n{extra}\n{body}")
+}
+
+fn drain(c: &mut ClientSession) -> Vec<ClientEvent> {
+    while c.poll_transmit().is_some() {}
+    std::iter::from_fn(|| c.poll_event()).collect()
+}
+
+fn stream(c: &mut ClientSession) -> String {
+    let opts = RequestOptions {
+        stream: true,
+        ..Default::default()
+    };
+    let id = c.request(T0, "feed", None, opts).unwrap();
+    drain(c);
+    c.handle_text(T0, &reply("STREAM_BEGIN", "b", &id, "", ""));
+    c.handle_text(T0, &reply("STREAM_DATA", "d0", &id, "Seq: 0\n", r#""a""#));
+    id
+}
+
+#[test]
+fn a_malformed_reply_fails_its_command_at_once_naming_the_header() {
+    let mut c = ready();
+    let pay = c.pay(T0, 10.0, "RKTT", None, None).unwrap();
+    drain(&mut c);
+    // A Timestamp without a zone: the message cannot be decoded, yet its Reply-To can be read.
+    let text = reply("RESPONSE", "srv-77", &pay, "", r#"{"receipt_id":"r1"}"#).replace("12:00:00Z", "12:00:00");
+    c.handle_text(T0 + 5, &text);
+    let events = drain(&mut c);
+    let [ClientEvent::Failed { id, error }] = events.as_slice() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(id, &pay);
+    assert_eq!((error.kind(), error.error.retryable), (ErrorKind::Decode, false));
+    assert!(error.error.message.contains("`Timestamp`"), "{}", error.error.message);
+    assert_eq!(error.request_id.as_deref(), Some(pay.as_str()));
+    // Nothing is left to time out, and a late copy of the answer is dropped quietly.
+    c.handle_timeout(T0 + 60_000);
+    c.handle_text(T0 + 60_000, &reply("RESPONSE", "srv-78", &pay, "", "{}"));
+    assert_eq!(drain(&mut c), vec![]);
+}
+
+#[test]
+fn a_malformed_chunk_fails_its_stream_and_the_rest_is_dropped_quietly() {
+    let mut c = ready();
+    let id = stream(&mut c);
+    c.handle_text(T0, &reply("STREAM_DATA", "d1", &id, "Seq: one\n", r#""b""#));
+    c.handle_text(T0, &reply("STREAM_END", "e", &id, "", r#"{"count":2}"#));
+    let events = drain(&mut c);
+    assert!(matches!(&events[0], ClientEvent::StreamBegin { .. }), "{events:?}");
+    assert!(
+        matches!(&events[1], ClientEvent::StreamData { seq: 0, .. }),
+        "{events:?}"
+    );
+    let [ClientEvent::Failed { id: failed, error }] = &events[2..] else {
+        panic!("{events:?}")
+    };
+    assert_eq!((failed, error.kind()), (&id, ErrorKind::Decode));
+    assert!(error.error.message.contains("`Seq`"), "{}", error.error.message);
+}
+
+#[test]
+fn an_unreadable_stream_end_count_is_said() {
+    let mut c = ready();
+    let id = stream(&mut c);
+    c.handle_text(T0, &reply("STREAM_END", "e", &id, "", r#"{"count":"1"}"#));
+    let events = drain(&mut c);
+    let [.., ClientEvent::Error(e), ClientEvent::StreamEnd { id: ended, .. }] = events.as_slice() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(
+        (ended, e.kind(), e.request_id.as_deref()),
+        (&id, ErrorKind::Decode, Some(id.as_str()))
+    );
+    assert!(e.error.message.starts_with("STREAM_END body: "), "{}", e.error.message);
+}
+
+#[test]
+fn a_response_with_chunks_held_fails_the_stream() {
+    let mut c = ready();
+    let id = stream(&mut c);
+    c.handle_text(T0, &reply("STREAM_DATA", "d2", &id, "Seq: 2\n", r#""c""#));
+    c.handle_text(T0, &reply("RESPONSE", "r", &id, "", "{}"));
+    let events = drain(&mut c);
+    let [.., ClientEvent::Failed { id: failed, error }] = events.as_slice() else {
+        panic!("{events:?}")
+    };
+    assert_eq!((failed, error.kind()), (&id, ErrorKind::Protocol));
+    assert!(
+        !events.iter().any(|e| matches!(e, ClientEvent::Response { .. })),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn a_malformed_hello_ack_ends_the_handshake_at_once() {
+    let (mut c, hello) = open();
+    let ack = reply("HELLO_ACK", "ack", &hello, "", "{}").replace("Version: 1", "Version: x");
+    c.handle_text(T0, &ack);
+    let events = drain(&mut c);
+    assert!(
+        matches!(&events[0], ClientEvent::Error(e) if e.kind() == ErrorKind::Decode),
+        "{events:?}"
+    );
+    assert!(
+        matches!(events.last(), Some(ClientEvent::Closed { code: 1002, .. })),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn an_unlinked_malformed_message_is_an_error_naming_what_it_answers() {
+    let mut c = ready();
+    c.handle_text(
+        T0,
+        &reply("RESPONSE", "m", "nobody", "", "{}").replace("Version: 1", "Version: x"),
+    );
+    let events = drain(&mut c);
+    let [ClientEvent::Error(e)] = events.as_slice() else {
+        panic!("{events:?}")
+    };
+    assert_eq!((e.kind(), e.request_id.as_deref()), (ErrorKind::Decode, Some("nobody")));
+}
+
+#[test]
+fn peer_text_in_messages_is_bounded() {
+    let mut c = ready();
+    let id = c.request(T0, "echo", None, RequestOptions::default()).unwrap();
+    drain(&mut c);
+    c.handle_text(T0, &format!("RKT/1.0 {}\nVersion: 1\n", "A".repeat(500_000)));
+    let body = format!(r#"{{"code":"429","message":"{}"}}"#, "x".repeat(900_000));
+    c.handle_text(T0, &reply("ERROR", "e", &id, "TTL: 5\n", &body));
+    let events = drain(&mut c);
+    let [ClientEvent::Error(unknown), ClientEvent::Failed { error, .. }] = events.as_slice() else {
+        panic!("{events:?}")
+    };
+    assert!(unknown.error.message.len() < 200, "{}", unknown.error.message.len());
+    assert!(error.error.message.len() < 1000, "{}", error.error.message.len());
+    assert!(error.error.message.contains("`code`"), "{}", error.error.message);
+}
