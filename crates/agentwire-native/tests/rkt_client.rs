@@ -5,7 +5,7 @@ mod common;
 use agentwire_core::ErrorKind;
 use agentwire_native::rkt::{RktClient, ServerHandle};
 use agentwire_rkt::reference::ReferenceConfig;
-use agentwire_rkt::{AuthBody, ClientConfig, RequestOptions};
+use agentwire_rkt::{AuthBody, ClientConfig, ClientEvent, RequestOptions};
 use common::{bounded, server};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -369,6 +369,9 @@ enum After {
     SlowRead,
     /// Answers a stream with a STREAM_BEGIN and then 200 chunks of 512 KiB, as fast as it can.
     FloodStream,
+    /// Sends this many messages the client cannot decode, an ERROR 503 that answers nothing and
+    /// a GOODBYE, then closes.
+    Unsolicited(usize),
 }
 
 /// A bare RKT peer on 127.0.0.1 for one connection: the upgrade (echoing `rkt.1.0`), a
@@ -430,6 +433,18 @@ async fn raw_peer(after: After) -> String {
                     }
                 }
             }
+            After::Unsolicited(bad) => {
+                let head = |kind: &str, id: &str| {
+                    format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: {id}\nSession-ID: s-1\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n")
+                };
+                let unavailable = head("ERROR", "e") + "\n" + r#"{"code":503,"name":"UNAVAILABLE","message":"busy"}"#;
+                let undecodable = head("RESPONSE", "x").replace("Version: 1", "Version: x");
+                let texts = std::iter::repeat_n(undecodable, bad).chain([unavailable, head("GOODBYE", "g")]);
+                for text in texts {
+                    let _ = ws.send(Message::text(text)).await;
+                }
+                let _ = ws.close(None).await;
+            }
             After::Stall => std::future::pending::<()>().await,
             After::SlowRead => {
                 use tokio::io::AsyncReadExt;
@@ -444,6 +459,63 @@ async fn raw_peer(after: After) -> String {
         }
     }));
     url
+}
+
+/// What answers no call reaches `events()`: each error typed, GOODBYE, and the close last.
+#[tokio::test]
+async fn errors_goodbye_and_the_close_reach_events() {
+    bounded(async {
+        let url = raw_peer(After::Unsolicited(1)).await;
+        let cfg = ClientConfig {
+            keepalive: false,
+            ..ClientConfig::default()
+        };
+        let mut c = RktClient::connect(&url, cfg).await.unwrap();
+        let mut events = c.events().unwrap();
+        assert!(c.events().is_none(), "handed out once");
+        let mut seen = Vec::new();
+        while let Some(e) = events.recv().await {
+            seen.push(e);
+        }
+        let [ClientEvent::Error(bad), ClientEvent::Error(busy), ClientEvent::Goodbye, ClientEvent::Closed { code: 1000, .. }] =
+            seen.as_slice()
+        else {
+            panic!("{seen:?}")
+        };
+        assert!(bad.kind() == ErrorKind::Decode && bad.error.message.contains("`Version`"), "{bad:?}");
+        assert_eq!((busy.kind(), busy.error.code, busy.error.retryable), (ErrorKind::Remote, Some(503), true));
+    })
+    .await
+}
+
+/// Errors nobody reads are bounded, and the end of the connection still gets through.
+#[tokio::test]
+async fn unread_errors_are_bounded_and_the_end_still_arrives() {
+    bounded(async {
+        let url = raw_peer(After::Unsolicited(200)).await;
+        let cfg = ClientConfig {
+            keepalive: false,
+            ..ClientConfig::default()
+        };
+        let mut c = RktClient::connect(&url, cfg).await.unwrap();
+        let mut events = c.events().unwrap();
+        // Unread until the channel is full: 62 errors, GOODBYE and the close.
+        while events.len() < agentwire_native::rkt::EVENT_CAPACITY {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let mut seen = Vec::new();
+        while let Some(e) = events.recv().await {
+            seen.push(e);
+        }
+        let errors = seen.iter().filter(|e| matches!(e, ClientEvent::Error(_))).count();
+        assert_eq!(errors, agentwire_native::rkt::EVENT_CAPACITY - 2);
+        assert!(
+            matches!(&seen[errors..], [ClientEvent::Goodbye, ClientEvent::Closed { .. }]),
+            "{:?}",
+            &seen[errors..]
+        );
+    })
+    .await
 }
 
 /// A peer that stops reading: ~36 MB of requests fill the TCP buffers and the write blocks. The

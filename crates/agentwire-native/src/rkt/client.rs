@@ -3,7 +3,7 @@
 //! to the command it answers by Message-ID.
 
 use crate::call::{self, Caller, CancelOnDrop, Waiting};
-use crate::events::{self, ByteBudget, EventTx, Events, Weigh};
+use crate::events::{self, ByteBudget, EventTx, Weigh};
 use crate::pump::{pump, Handler};
 use crate::tls::Stream;
 use crate::wire::{self, frame_limit, ConnectError, Wire};
@@ -30,7 +30,7 @@ use tokio_tungstenite::tungstenite::Error as WsError;
 /// the client's streams together: a stream whose chunk finds one full fails with `limit` (the
 /// reader fell behind).
 pub struct StreamChunks {
-    rx: Events<Chunk>,
+    rx: events::Events<Chunk>,
     /// Cancels the stream in the engine when the reader goes.
     _cancel: CancelOnDrop<Start>,
 }
@@ -68,6 +68,31 @@ pub const STREAM_UNREAD_BYTES: usize = 64 << 20;
 /// Bytes of chunk text one stream may hold unread (16 MiB): a stream whose reader stalls fails
 /// on its own before it takes the budget of the others.
 pub const STREAM_UNREAD_BYTES_EACH: usize = 16 << 20;
+
+/// Events [`RktClient::events`] may hold unread. The last two slots are kept: one for `Goodbye`,
+/// one for `Closed`, so the end of the connection is always seen; errors past the others are
+/// dropped.
+pub const EVENT_CAPACITY: usize = 64;
+
+/// Bytes of error messages [`RktClient::events`] may hold unread (1 MiB); an error past them is
+/// dropped.
+pub const EVENT_UNREAD_BYTES: usize = 1 << 20;
+
+/// What the connection says that answers no call, from [`RktClient::events`]: `Error` (a message
+/// the client could not decode or place, an unsolicited ERROR such as a 429 or 503 with no
+/// `Reply-To`, a keepalive PING unanswered), then `Goodbye` when the server says it, and `Closed`
+/// last. Replies go to the calls that wait for them, never here.
+pub type Events = events::Events<ClientEvent>;
+
+/// An error's text; `Goodbye` and `Closed` weigh nothing.
+impl Weigh for ClientEvent {
+    fn weight(&self) -> usize {
+        match self {
+            ClientEvent::Error(e) => e.error.message.len() + e.details.as_ref().map_or(0, String::len),
+            _ => 0,
+        }
+    }
+}
 
 /// What the server said in HELLO_ACK, and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,6 +194,7 @@ impl StreamWaiter {
 pub struct RktClient {
     caller: Caller<Start>,
     info: ServerInfo,
+    events: Option<Events>,
     /// What the streams' unread chunks may take, together.
     stream_bytes: ByteBudget,
 }
@@ -216,12 +242,14 @@ impl RktClient {
             .map_err(|e| connect_error(&url, e))?;
         let (commands, inbox) = mpsc::unbounded_channel();
         let (ready, handshake) = oneshot::channel();
+        let (notices, events) = events::channel(EVENT_CAPACITY, EVENT_UNREAD_BYTES);
         let routes = Routes {
             url,
             waiting: Waiting::default(),
             ready: Some(ready),
             handshake_error: None,
             closers: Vec::new(),
+            notices,
         };
         let session = ClientSession::new(cfg, Box::new(OsEntropy));
         tokio::spawn(drive(Wire::new(ws), session, routes, inbox));
@@ -229,6 +257,7 @@ impl RktClient {
         Ok(RktClient {
             caller: Caller::new(commands),
             info,
+            events: Some(events),
             stream_bytes: ByteBudget::new(STREAM_UNREAD_BYTES),
         })
     }
@@ -236,6 +265,14 @@ impl RktClient {
     /// The server's HELLO_ACK: `From`, `User-Agent`, `Capabilities`, agreed version, timeout.
     pub fn server_info(&self) -> &ServerInfo {
         &self.info
+    }
+
+    /// What the connection says that answers no call ([`Events`]: errors, `Goodbye`, `Closed`
+    /// last); `None` after the first call. Events from the handshake on are held until read, at
+    /// most [`EVENT_CAPACITY`] and [`EVENT_UNREAD_BYTES`]; past either, errors are dropped, never
+    /// `Goodbye` or `Closed`. Drop the receiver to discard them.
+    pub fn events(&mut self) -> Option<Events> {
+        self.events.take()
     }
 
     /// Starts a command and waits for its answer; dropping the future cancels the command in
@@ -387,6 +424,8 @@ struct Routes {
     /// Why the handshake failed, reported when the session closes.
     handshake_error: Option<RktError>,
     closers: Vec<oneshot::Sender<()>>,
+    /// To [`RktClient::events`].
+    notices: EventTx<ClientEvent>,
 }
 
 /// The task that owns the socket and the session.
@@ -498,9 +537,15 @@ impl Handler<ClientSession> for Routes {
             ClientEvent::Error(error) => {
                 if self.ready.is_some() {
                     self.handshake_error = Some(error);
+                } else if self.notices.slots() > 2 {
+                    let _ = self.notices.try_send(ClientEvent::Error(error));
                 }
             }
-            ClientEvent::Goodbye => {}
+            ClientEvent::Goodbye => {
+                if self.notices.slots() > 1 {
+                    let _ = self.notices.try_send(ClientEvent::Goodbye);
+                }
+            }
             ClientEvent::Closed { code, reason } => {
                 if let Some(ready) = self.ready.take() {
                     let m = format!("connection closed ({code} {reason}) during the handshake");
@@ -509,6 +554,8 @@ impl Handler<ClientSession> for Routes {
                         .take()
                         .unwrap_or_else(|| RktError::local(ErrorKind::Closed, m));
                     let _ = ready.send(Err(error));
+                } else {
+                    let _ = self.notices.try_send(ClientEvent::Closed { code, reason });
                 }
                 return true;
             }

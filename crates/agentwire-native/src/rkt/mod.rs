@@ -4,5 +4,8 @@
 pub mod client;
 pub mod server;
 
-pub use client::{RktClient, ServerInfo, StreamChunks, STREAM_CAPACITY, STREAM_UNREAD_BYTES, STREAM_UNREAD_BYTES_EACH};
+pub use client::{
+    Events, RktClient, ServerInfo, StreamChunks, EVENT_CAPACITY, EVENT_UNREAD_BYTES, STREAM_CAPACITY,
+    STREAM_UNREAD_BYTES, STREAM_UNREAD_BYTES_EACH,
+};
 pub use server::{serve, serve_until, spawn, ServerHandle};
