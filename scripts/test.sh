@@ -27,6 +27,9 @@ echo "== cargo clippy (workspace, warnings are errors)"
 cargo clippy --workspace --all-targets -q -- -D warnings
 echo "== cargo doc (workspace, warnings such as broken intra-doc links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
+echo "== the library crates package for crates.io (cargo package, each dependency with a version)"
+cargo package -q --no-verify --allow-dirty -p agentwire-core -p agentwire-rkt -p agentwire-moltzap \
+  -p agentwire-switch -p agentwire-relay -p agentwire-native
 
 echo "== the component (tests/component-host loads it), and clippy on it for wasm32"
 bash "$ROOT/scripts/component.sh"
