@@ -1,3 +1,4 @@
+/// <reference lib="esnext.disposable" preserve="true" />
 /** What every client shares: calls with `AbortSignal` and timeouts, bounded async queues, the
  * event fan-out, and the host types the package needs without the DOM library. */
 import { AgentwireError, agentwireError, toError } from "./errors.js";
@@ -16,22 +17,22 @@ export type WebSocketConstructor = new (url: string, protocols?: string | string
 /** Options of every call that waits. */
 export interface CallOptions {
   /** Abort the call: it rejects with kind `cancelled` (`timeout` for `AbortSignal.timeout`). */
-  signal?: AbortSignalLike;
+  signal?: AbortSignalLike | undefined;
   /** Give up after this many milliseconds: it rejects with kind `timeout`. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** Options of every `connect`. */
 export interface ConnectOptions extends CallOptions {
   /** The `WebSocket` constructor to use instead of the global one (Node 20 has none). */
-  webSocket?: WebSocketConstructor;
+  webSocket?: WebSocketConstructor | undefined;
   /** Events as they arrive, instead of buffering them for `events()`. */
-  onEvent?: (event: never) => void;
+  onEvent?: ((event: never) => void) | undefined;
   /** Events held for `events()` before the oldest are dropped (default 4096). Switch drops
    * none: past it, events wait in the engine (`maxQueuedEvents`), which replays from its cursor. */
-  maxBufferedEvents?: number;
+  maxBufferedEvents?: number | undefined;
   /** The same bound in characters of the events' JSON (default 64 Mi). */
-  maxBufferedBytes?: number;
+  maxBufferedBytes?: number | undefined;
 }
 
 /** Calls `f` after `ms` (never when `ms` is undefined or Infinity); a delay past what

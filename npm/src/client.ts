@@ -1,3 +1,4 @@
+/// <reference lib="esnext.disposable" preserve="true" />
 /** What the three clients share: their events (to `onEvent`, or buffered for `events()`),
  * `close()` bounded by a grace period, and `Symbol.asyncDispose`. */
 import { asyncDispose, type Events } from "./calls.js";
@@ -15,6 +16,9 @@ export interface Closing {
  * could be garbage-collected, and its connection dropped with no event. */
 const live = new Set<object>();
 
+/** What `RktClient`, `MoltZapClient` and `SwitchClient` share. Each entry (`agentwire`,
+ * `agentwire/rkt`, ...) has its own copy of these classes: `instanceof` holds only for a client
+ * made through the same entry (`AgentwireError` is shared). */
 export abstract class Client<E extends { type: string }> {
   readonly #events: Events<E>;
   readonly #closing: Closing;
@@ -28,8 +32,11 @@ export abstract class Client<E extends { type: string }> {
     }
   }
 
-  /** The events as an async iterator, which ends after the last one (when no `onEvent` was
-   * given to `connect`). */
+  /** The events that answer no call, as an async iterator that ends after the last one (when no
+   * `onEvent` was given to `connect`). Each event goes to one reader: two loops running at once
+   * share the events between them, each getting some. For several consumers, give `onEvent` and
+   * fan out from it. Leaving a loop early ends that loop only; later events wait for the next
+   * `events()`. It takes no `signal`: end a loop with `break`, or `close()` the client. */
   events(): AsyncIterableIterator<E> {
     return this.#events.iterator();
   }

@@ -22,18 +22,42 @@ export type ErrorKind =
 /** What the engine reports: the shared fields, plus the protocol's own (RKT `name`, `details`,
  * `requestId`; Switch `status`, `detail`; MoltZap `data`, ...). */
 export interface ErrorInfo {
+  /** What went wrong, in agentwire's words: the field to branch on. */
   kind: ErrorKind;
   /** RKT and MoltZap: the protocol's numeric code. Switch: the server's string code (such as
    * `taken_over`); its HTTP status is `status`. */
   code?: number | string;
+  /** What went wrong, in words; it never quotes a key or a token. */
   message: string;
+  /** Whether the same call may succeed if made again, on this client while it is connected
+   * (`timeout`, `rate_limited`, a server's 5xx) or, after `closed`, on a new connection. */
   retryable: boolean;
+  /** RKT: the ERROR's `name` (such as `RATE_LIMITED`). MoltZap: the code's name. */
+  name?: string;
+  /** RKT: the ERROR's `details`, parsed. */
+  details?: unknown;
+  /** RKT: the message the error answers (its `request_id`, else its `Reply-To`). */
+  requestId?: string;
+  /** RKT: the `Retry-After` header, in seconds (a 429). */
+  retryAfterS?: number;
+  /** Switch: the HTTP status of a refused call or socket. */
+  status?: number;
+  /** Switch: the server's `detail`, parsed when it is JSON. */
+  detail?: unknown;
   [field: string]: unknown;
 }
 
+/** Every error agentwire rejects with or reports: the engine's typed error, whichever protocol,
+ * entry or host. One class for every entry (`instanceof` holds across them). Branch on `kind`;
+ * `code` and `info` carry the protocol's own detail. */
 export class AgentwireError extends Error {
+  /** What went wrong, in agentwire's words (`info.kind`). */
   readonly kind: ErrorKind;
+  /** The protocol's code (`info.code`): a number for RKT and MoltZap, a string for Switch. */
   readonly code: number | string | undefined;
+  /** Whether the same call may succeed if made again (`info.retryable`): at once for `timeout`
+   * or `rate_limited` (after `info.retryAfterS` when given), on a new connection after `closed`
+   * (a closed client stays closed). */
   readonly retryable: boolean;
   /** Everything the engine said, the protocol's own fields included. */
   readonly info: Readonly<ErrorInfo>;

@@ -11,22 +11,26 @@ export type MoltZapGeneration = "current" | "released";
 /** The engine's options (`agentwire_moltzap::SessionConfig`) and the credentials. */
 export interface MoltZapOptions {
   /** `current` (default), `released`, or `auto` (the current handshake, then the released one). */
-  generation?: MoltZapGeneration | "auto";
+  generation?: MoltZapGeneration | "auto" | undefined;
   /** How long a call waits for its response (default 30 000). */
-  requestTimeoutMs?: number;
-  maxInFlight?: number;
-  handshakeTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
+  /** Calls waiting for their response at once (default 1024); one more is refused with kind
+   * `limit`. */
+  maxInFlight?: number | undefined;
+  /** From the socket's open to the connect's answer, in ms (default 10 000); the socket's open
+   * has the same bound. */
+  handshakeTimeoutMs?: number | undefined;
   /** Prefix of request ids (default `aw-`). */
-  idPrefix?: string;
+  idPrefix?: string | undefined;
   /** Largest frame taken in (default 8 MiB, at most 64 MiB; a full `agent/message/list`
    * window fits). */
-  maxMessageBytes?: number;
+  maxMessageBytes?: number | undefined;
   /** Largest frame sent: a larger request is refused with kind `limit` (default 1 MiB). */
-  maxSendBytes?: number;
+  maxSendBytes?: number | undefined;
   /** `moltzap_agent_…` (both generations). */
-  agentKey?: string;
+  agentKey?: string | undefined;
   /** A user session token (released generation). */
-  sessionToken?: string;
+  sessionToken?: string | undefined;
 }
 
 /** `MoltZapSession`'s options: the client's, and `pingIntervalMs`, which needs a transport that
@@ -34,11 +38,13 @@ export interface MoltZapOptions {
  * WebSocket shows no pings. */
 export interface MoltZapSessionOptions extends MoltZapOptions {
   /** The server's ping interval: three intervals without a ping report `missedPings`. */
-  pingIntervalMs?: number;
+  pingIntervalMs?: number | undefined;
 }
 
 export interface MoltZapConnectOptions extends MoltZapOptions, Omit<ConnectOptions, "onEvent"> {
-  onEvent?: (event: MoltZapEvent) => void;
+  /** Each event as it arrives, instead of `events()`. It may be called before `connect`
+   * resolves; an exception it throws is logged (`console.error`) and does not stop the client. */
+  onEvent?: ((event: MoltZapEvent) => void) | undefined;
 }
 
 /** Where the client is connected and what the server said. */
@@ -50,7 +56,9 @@ export interface MoltZapInfo {
   hello: unknown;
 }
 
-/** Server pushes and what answers no call; `disconnected` comes last. */
+/** Server pushes and what answers no call; `disconnected` comes last. MoltZap does not
+ * reconnect: after `disconnected`, connect again (and read what was missed with
+ * `recentMessages`). */
 export type MoltZapEvent =
   | { type: "messageReceived"; conversationId?: string; messageId?: string; senderId?: string; data: unknown }
   | {
@@ -74,8 +82,12 @@ export type MoltZapSessionEvent =
 /** Where `send` goes: an agent by name (a DM is created or reused) or a conversation. */
 export type MoltZapTarget = { agent: string } | { conversationId: string };
 
+/** A MoltZap connection: `await MoltZapClient.connect(url, {agentKey})`, then `send`, `call`,
+ * `recentMessages`, and the server's pushes as events; `close()` (or `await using`) ends it.
+ * Calls may run at once; each rejects with an `AgentwireError`. It does not reconnect. */
 export class MoltZapClient extends Client<MoltZapEvent> {
   readonly #driver: MoltZapDriver;
+  /** Where it is connected, the generation spoken, and the server's HelloOk. */
   readonly info: MoltZapInfo;
 
   private constructor(driver: MoltZapDriver, events: Events<MoltZapEvent>, info: MoltZapInfo) {
@@ -114,7 +126,7 @@ export class MoltZapClient extends Client<MoltZapEvent> {
   }
 
   /** `messages/send` of one text part; resolves with the result (`{message}`). */
-  send<T = unknown>(to: MoltZapTarget, text: string, opts: CallOptions = {}): Promise<T> {
+  send<T = { message: unknown }>(to: MoltZapTarget, text: string, opts: CallOptions = {}): Promise<T> {
     const [agent, conversation] = "agent" in to ? [to.agent, undefined] : [undefined, to.conversationId];
     return call<string>((res, rej) => this.#driver.sendText(agent, conversation, text, res, rej), this.#cancel, opts).then(
       (r) => JSON.parse(r) as T,
@@ -123,7 +135,7 @@ export class MoltZapClient extends Client<MoltZapEvent> {
 
   /** Recent messages: one conversation's, or the window across all (the method depends on the
    * generation; the engine picks it). */
-  recentMessages<T = unknown>(opts: CallOptions & { conversationId?: string; limit?: number } = {}): Promise<T> {
+  recentMessages<T = unknown>(opts: CallOptions & { conversationId?: string | undefined; limit?: number | undefined } = {}): Promise<T> {
     const { conversationId, limit = 20, ...rest } = opts;
     return call<string>(
       (res, rej) => this.#driver.recentMessages(conversationId, limit, res, rej),
@@ -154,7 +166,10 @@ export interface MoltZapSession {
   close(code: number, reason: string): void;
   readonly state: "closed" | "open" | "connecting" | "ready";
   readonly generation: MoltZapGeneration;
+  /** Frees the wasm memory now (else the garbage collector does). */
   free(): void;
+  /** `free()`, for `using`. */
+  [Symbol.dispose](): void;
 }
 
 /** `optionsJson`: `JSON.stringify` of a `MoltZapSessionOptions`. */

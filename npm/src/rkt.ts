@@ -20,51 +20,75 @@ import { Client } from "./client.js";
 
 /** The engine's options (`agentwire_rkt::ClientConfig`); absent fields keep its defaults. */
 export interface RktOptions {
-  userAgent?: string;
-  from?: string;
-  capabilities?: string[];
+  /** The HELLO's `User-Agent` (default `agentwire/<version>`). */
+  userAgent?: string | undefined;
+  /** The HELLO's `From`: who the client is (an agent id, a DID). */
+  from?: string | undefined;
+  /** The HELLO's `Capabilities`. */
+  capabilities?: string[] | undefined;
   /** `TTL` of each message in seconds, and how long a request waits (default 30). */
-  ttlS?: number;
+  ttlS?: number | undefined;
   /** Largest message accepted, in bytes (default 1 MiB, at most 64 MiB). */
-  maxMessageSize?: number;
-  maxInFlight?: number;
-  maxStreamBuffer?: number;
-  maxStreamBufferBytes?: number;
-  handshakeTimeoutMs?: number;
+  maxMessageSize?: number | undefined;
+  /** Calls waiting for their reply at once (default 1024); one more is refused with kind
+   * `limit`. */
+  maxInFlight?: number | undefined;
+  /** Out-of-order chunks a stream holds while it waits for a missing `Seq` (default 1024);
+   * past it the stream fails with kind `limit`. */
+  maxStreamBuffer?: number | undefined;
+  /** The same bound in bytes, for all streams together (default 8 MiB). */
+  maxStreamBufferBytes?: number | undefined;
+  /** From the socket's open to HELLO_ACK (and the AUTH of `apiKey`), in ms (default 10 000);
+   * the socket's open has the same bound. */
+  handshakeTimeoutMs?: number | undefined;
   /** Sent as `AUTH {scheme: "bearer"}` right after the handshake; `connect` resolves once the
    * server has taken it, and rejects with kind `auth` when it is refused. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** PING when idle for half the server's session timeout (default true). A PING without a PONG
    * within `ttlS` closes the connection (an `error` event of kind `timeout`) when the server
    * answered a PING before and nothing else arrived since. */
-  keepalive?: boolean;
+  keepalive?: boolean | undefined;
 }
 
 export interface RktConnectOptions extends RktOptions, Omit<ConnectOptions, "onEvent"> {
-  onEvent?: (event: RktEvent) => void;
+  /** Each event as it arrives, instead of `events()`. It may be called before `connect`
+   * resolves; an exception it throws is logged (`console.error`) and does not stop the client. */
+  onEvent?: ((event: RktEvent) => void) | undefined;
 }
 
 export type RktPriority = "LOW" | "NORMAL" | "HIGH" | "URGENT";
 
 export interface RktRequestOptions extends CallOptions {
-  priority?: RktPriority;
-  /** This request's TTL in seconds. */
-  ttlS?: number;
-  to?: string;
-  context?: unknown;
+  /** The REQUEST's `Priority` (none by default). */
+  priority?: RktPriority | undefined;
+  /** This request's TTL in seconds: how long it waits for its reply (default `ttlS`). */
+  ttlS?: number | undefined;
+  /** The REQUEST's `To`: the agent it is for, when the server routes. */
+  to?: string | undefined;
+  /** The REQUEST body's `context`: a JSON value. */
+  context?: unknown | undefined;
 }
 
 /** What the server said in HELLO_ACK. */
 export interface RktServerInfo {
+  /** The `ws://` or `wss://` URL connected to. */
   url: string;
+  /** The protocol version the server agreed to. */
   agreedVersion: number;
+  /** Seconds without a message before the server ends the session (the client's keepalive
+   * PINGs at half of it). */
   sessionTimeout: number;
+  /** The server's `From`. */
   from?: string;
+  /** The server's `User-Agent`. */
   userAgent?: string;
+  /** The server's `Capabilities`. */
   capabilities: string[];
 }
 
-/** Events that answer no call. */
+/** Events that answer no call: an `error` (a message the client could not decode or place, an
+ * unsolicited ERROR, an unanswered keepalive), the server's `goodbye`, and `closed` last. RKT
+ * does not reconnect: after `closed`, connect again. */
 export type RktEvent =
   | { type: "error"; error: ErrorInfo }
   | { type: "goodbye" }
@@ -92,6 +116,9 @@ export interface RktMemoryEntry {
 const STREAM_CAPACITY = 1024;
 const STREAM_BYTES = 1 << 26;
 
+/** An RKT connection: `await RktClient.connect(address, opts)`, then `request`, `stream`,
+ * `discover`, `memorySet`/`memoryGet`, `ping`; `close()` (or `await using`) ends it. Calls may
+ * run at once; each rejects with an `AgentwireError`. It does not reconnect. */
 export class RktClient extends Client<RktEvent> {
   readonly #driver: RktDriver;
   /** HELLO_ACK: who the server is and what it offers. */
@@ -182,7 +209,7 @@ export class RktClient extends Client<RktEvent> {
   }
 
   /** MEMORY_SET `key` = `value`; resolves with the server's acknowledgement. */
-  memorySet(key: string, value: unknown, opts: CallOptions & { namespace?: string; ttlS?: number } = {}): Promise<unknown> {
+  memorySet(key: string, value: unknown, opts: CallOptions & { namespace?: string | undefined; ttlS?: number | undefined } = {}): Promise<unknown> {
     return call<string | undefined>(
       (res, rej) => this.#driver.memorySet(key, jsonArg(value ?? null, "the value"), opts.namespace, opts.ttlS, res, rej),
       this.#cancel,
@@ -190,8 +217,9 @@ export class RktClient extends Client<RktEvent> {
     ).then((b) => parseBody<unknown>(b));
   }
 
-  /** MEMORY_GET `key`: the reply as the server sends it. */
-  memoryGet(key: string, opts: CallOptions & { namespace?: string } = {}): Promise<RktMemoryEntry> {
+  /** MEMORY_GET `key`: the reply as the server sends it. Of `opts`, only `namespace`,
+   * `signal` and `timeoutMs` are read. */
+  memoryGet(key: string, opts: CallOptions & { namespace?: string | undefined } = {}): Promise<RktMemoryEntry> {
     return call<string | undefined>((res, rej) => this.#driver.memoryGet(key, opts.namespace, res, rej), this.#cancel, opts).then(
       (b) => parseBody<RktMemoryEntry>(b),
     );
@@ -219,6 +247,8 @@ function requestOptions(opts: RktRequestOptions): string {
 /** The sans-IO RKT client session: feed it socket events with the time (ms since the epoch),
  * then drain `pollTransmit`, `pollEvent` and `pollTimeout` until empty. */
 export interface RktSession {
+  /** The socket is open (opened with the subprotocol `rkt.1.0`, which the server requires):
+   * the session sends HELLO. */
   handleOpen(now: number): void;
   handleText(now: number, text: string): void;
   handleBinary(now: number, bytes: Uint8Array): void;
@@ -235,7 +265,10 @@ export interface RktSession {
   ping(now: number): string;
   cancel(id: string): boolean;
   goodbye(now: number): void;
+  /** Frees the wasm memory now (else the garbage collector does). */
   free(): void;
+  /** `free()`, for `using`. */
+  [Symbol.dispose](): void;
 }
 
 export const RktSession: new (optionsJson?: string) => RktSession = WasmRktSession as unknown as new (

@@ -8,44 +8,69 @@ import { Client } from "./client.js";
 /** The connection's options (`agentwire_switch::ConnectionConfig`); absent fields keep the
  * engine's defaults. */
 export interface SwitchOptions {
+  /** The agent this connection is for (the relay token's `agent_id`). */
   agentId: string;
-  /** Default: a fresh UUID. */
-  connectionId?: string;
-  rooms?: string[];
-  scope?: "single" | "all";
-  filter?: "all" | "addressed";
-  startFrom?: "head" | number | string;
-  expectedGeneration?: number | string;
-  spawnCapable?: boolean;
-  protocol?: number;
+  /** The connection's id, kept across reconnects (default: a fresh UUID). */
+  connectionId?: string | undefined;
+  /** Rooms to claim at the open, with takeover, so catch-up covers them (default none). */
+  rooms?: string[] | undefined;
+  /** `single` (default): one room at a time; `all`: every room the agent belongs to. */
+  scope?: "single" | "all" | undefined;
+  /** `all` (default): everything in the covered rooms; `addressed`: only what is notifiable. */
+  filter?: "all" | "addressed" | undefined;
+  /** Where the first open starts: `head` (default: new events only) or after a sequence (a
+   * saved cursor; a string of digits for one past 2^53). Later opens resume from the cursor. */
+  startFrom?: "head" | number | `${bigint}` | undefined;
+  /** The `generation` of the last `connected` state, to fence a reconnect against a newer
+   * connection of the same id. */
+  expectedGeneration?: number | string | undefined;
+  /** Whether this connection can take spawned sessions (default false). */
+  spawnCapable?: boolean | undefined;
+  /** The protocol version spoken (default: the engine's). */
+  protocol?: number | undefined;
   /** The oldest protocol version accepted (`protocol` is the one spoken; default: the same). */
-  protocolAccepts?: number;
-  client?: string;
-  clientVersion?: string;
+  protocolAccepts?: number | undefined;
+  /** The client's name, reported to the server and never judged. */
+  client?: string | undefined;
+  /** The client's version, reported with `client`. */
+  clientVersion?: string | undefined;
   /** The relay always speaks the WebSocket generation. */
-  transport?: "websocket";
-  /** `false`: stop at the first disconnect. */
-  reconnect?: boolean;
-  maxReconnectAttempts?: number;
+  transport?: "websocket" | undefined;
+  /** `false`: stop at the first disconnect (default true: reconnect with the backoff and resume
+   * from the cursor). */
+  reconnect?: boolean | undefined;
+  /** Reconnects in a row before it stops (default: no limit). */
+  maxReconnectAttempts?: number | undefined;
   /** Opens tried before the first attach (default 1: `connect` rejects when the first fails,
    * retryable: kind `closed`, the HTTP error, or `timeout` for the open deadline); 0: reopen
    * with the backoff until attached (bound it with `timeoutMs`). */
-  connectAttempts?: number;
-  backoff?: { baseMs?: number; maxMs?: number; factor?: number; minMs?: number };
-  openTimeoutMs?: number;
-  heartbeatIntervalMs?: number;
-  missedHeartbeats?: number;
-  beatTimeoutMs?: number;
-  streamIdleTimeoutMs?: number;
-  maxQueuedEvents?: number;
+  connectAttempts?: number | undefined;
+  /** The delay before reconnect `n`: a random draw up to `baseMs * factor^n`, at most `maxMs`,
+   * at least `minMs` (defaults 500, 30 000, 2, 100). */
+  backoff?: { baseMs?: number; maxMs?: number; factor?: number; minMs?: number } | undefined;
+  /** From an open to its `connected` state, in ms (default 10 000). */
+  openTimeoutMs?: number | undefined;
+  /** The ping interval until the server says its own, in ms (default 2 000). */
+  heartbeatIntervalMs?: number | undefined;
+  /** Intervals without a ping before the socket counts as dead and is reopened (default 3). */
+  missedHeartbeats?: number | undefined;
+  /** Released servers (SSE): how long a beat waits for its answer, in ms (default 4 000). */
+  beatTimeoutMs?: number | undefined;
+  /** Released servers (SSE): no byte for this long and the stream counts as dead, in ms
+   * (default 45 000). */
+  streamIdleTimeoutMs?: number | undefined;
+  /** The engine's queue of undelivered events (default 4096): past it, later events wait for a
+   * reopen from the cursor; none is lost. */
+  maxQueuedEvents?: number | undefined;
   /** The engine's queue of undelivered events in bytes (default 64 MiB): past it, as past
    * `maxQueuedEvents`, later events wait for a reopen from the cursor; none is lost. */
-  maxQueuedBytes?: number;
+  maxQueuedBytes?: number | undefined;
   /** Largest frame taken in, in bytes (default 1 MiB, at most 64 MiB). */
-  maxMessageBytes?: number;
-  maxDepth?: number;
+  maxMessageBytes?: number | undefined;
+  /** How deep a frame's JSON may nest (default 64). */
+  maxDepth?: number | undefined;
   /** How long an operation waits (default 30 000). */
-  opTimeoutMs?: number;
+  opTimeoutMs?: number | undefined;
 }
 
 export interface SwitchConnectOptions extends SwitchOptions, Omit<ConnectOptions, "onEvent"> {
@@ -57,13 +82,39 @@ export interface SwitchConnectOptions extends SwitchOptions, Omit<ConnectOptions
    * resumes from its cursor. Without it, the reopen at `exp` is refused (the connection stops
    * with kind `auth`) unless `setToken` was called. A failure is a `diagnostic` event, and it
    * is tried again every 5 s until `exp`. */
-  refreshToken?: () => string | Promise<string>;
-  onEvent?: (event: SwitchEvent) => void;
+  refreshToken?: (() => string | Promise<string>) | undefined;
+  /** Each event as it arrives, instead of `events()`. It is called before `connect` resolves
+   * (with `connected` at least); an exception it throws is logged (`console.error`) and does not
+   * stop the client. */
+  onEvent?: ((event: SwitchEvent) => void) | undefined;
 }
 
-/** A connection's events, as the engine reports them (snake_case, as the protocol). */
+/** What the server said when the connection attached (its `connection_state`). */
+export interface SwitchConnectionState {
+  connection_id: string;
+  agent_id: string;
+  /** Pass it back as `expectedGeneration` to fence a reconnect. */
+  generation: number | string | null;
+  scope: string;
+  filter: string;
+  spawn_capable: boolean;
+  /** The rooms this connection holds. */
+  rooms: string[];
+  /** The sequence the server resumes after. */
+  cursor: number;
+  protocol: number | null;
+  heartbeat_interval_seconds: number | null;
+  /** The server's own description, as sent. */
+  server: unknown;
+  /** The client as the server recorded it, as sent. */
+  client: unknown;
+}
+
+/** A connection's events, as the engine reports them (snake_case, as the protocol). The
+ * connection reconnects by itself: `disconnected` says when it will retry (`retry_in_ms`,
+ * `attempt`), `connected` again with `resumed: true` when it has, and `stopped` comes last. */
 export type SwitchEvent =
-  | { type: "connected"; wire: "websocket" | "sse"; resumed: boolean; state: Record<string, unknown> }
+  | { type: "connected"; wire: "websocket" | "sse"; resumed: boolean; state: SwitchConnectionState }
   | {
       type: "event";
       kind: string;
@@ -84,13 +135,19 @@ export type SwitchEvent =
 
 /** Where a connection is. */
 export interface SwitchStatus {
+  /** `live` once attached; `backoff` between a disconnect and the next open; `stopped` at the
+   * end. */
   state: "idle" | "opening" | "attaching" | "live" | "backoff" | "stopped";
   wire: "websocket" | "sse";
+  /** The last sequence delivered in order: where a reopen resumes. */
   cursor?: number;
+  /** The `generation` of the last `connected` state. */
   generation?: number | string;
   connectionId: string;
   agentId: string;
+  /** The rooms the connection holds. */
   rooms: string[];
+  /** The current reconnect attempt (reset once a reopen attaches). */
   attempt: number;
 }
 
@@ -110,6 +167,10 @@ function tokenExpMs(token: string): number | undefined {
   }
 }
 
+/** A Switch Rooms connection through the relay: `await SwitchClient.connect(relayUrl, {token,
+ * agentId})`, then `op`, `subscribe`, `unsubscribe`, `placements`, `listOps`, and the rooms'
+ * events; it reconnects and resumes from its cursor by itself. `close()` (or `await using`)
+ * ends it. */
 export class SwitchClient extends Client<SwitchEvent> {
   readonly #driver: SwitchDriver;
 
@@ -220,7 +281,7 @@ export class SwitchClient extends Client<SwitchEvent> {
    * `result`. Each HTTP call is bounded by `timeoutMs` (default `opTimeoutMs`); after `close()`
    * (or once the connection has stopped) calls reject with kind `closed`, and so do those in
    * flight. */
-  op<T = unknown>(name: string, args?: Record<string, unknown>, opts: CallOptions = {}): Promise<T> {
+  op<T = unknown>(name: string, args?: object, opts: CallOptions = {}): Promise<T> {
     return this.#http<T>((res, rej) => {
       const json = args === undefined ? undefined : jsonArg(args, "the arguments");
       return this.#driver.op(name, json, opts.timeoutMs, res, rej);
@@ -234,10 +295,11 @@ export class SwitchClient extends Client<SwitchEvent> {
 
   /** Claims `room` for this connection (kind `state` when a live sibling holds it, unless
    * `takeover`). */
-  subscribe<T = unknown>(room: string, opts: CallOptions & { takeover?: boolean } = {}): Promise<T> {
+  subscribe<T = unknown>(room: string, opts: CallOptions & { takeover?: boolean | undefined } = {}): Promise<T> {
     return this.#http<T>((res, rej) => this.#driver.subscribe(room, opts.takeover ?? false, opts.timeoutMs, res, rej), opts.signal);
   }
 
+  /** Releases `room` from this connection. */
   unsubscribe<T = unknown>(room: string, opts: CallOptions = {}): Promise<T> {
     return this.#http<T>((res, rej) => this.#driver.unsubscribe(room, opts.timeoutMs, res, rej), opts.signal);
   }
@@ -279,10 +341,12 @@ export class SwitchClient extends Client<SwitchEvent> {
     });
   }
 
+  /** Where the connection is now: its state, wire, cursor, rooms and reconnect attempt. */
   status(): SwitchStatus {
     return JSON.parse(this.#driver.status()) as SwitchStatus;
   }
 
+  /** The connection's id, kept across reconnects. */
   get connectionId(): string {
     return this.#driver.connectionId;
   }
@@ -308,7 +372,10 @@ export interface SwitchSession {
   pollTimeout(): number | undefined;
   readonly connectionId: string;
   readonly agentId: string;
+  /** Frees the wasm memory now (else the garbage collector does). */
   free(): void;
+  /** `free()`, for `using`. */
+  [Symbol.dispose](): void;
 }
 
 /** What a sans-IO Switch connection wants done. */

@@ -13,10 +13,10 @@ cd "$ROOT"
 # A protocol's own entry over the size budget fails the tests (the three together are over it).
 [ "${AGENTWIRE_SKIP_BUILD:-0}" = 1 ] || AGENTWIRE_SIZE_STRICT="${AGENTWIRE_SIZE_STRICT:-entries}" bash npm/build.sh
 (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
-echo "== package: publint, arethetypeswrong (ESM only), no any in the types, a strict TypeScript consumer"
+echo "== package: publint, arethetypeswrong (ESM only), no any in the types, a strict TypeScript consumer (and one without the disposable lib)"
 (cd npm && node_modules/.bin/publint --strict && node_modules/.bin/attw --pack . --profile esm-only --format ascii)
 if grep -nE '(:|<|\||,) *any\b|\bany\[\]' npm/dist/*.d.ts; then echo "the package's types use any" >&2; exit 1; fi
-(cd tests/js/consumer && rm -rf out && ../../../npm/node_modules/.bin/tsc -p tsconfig.json && node out/consumer.js)
+(cd tests/js/consumer && rm -rf out && ../../../npm/node_modules/.bin/tsc -p tsconfig.json && node out/consumer.js && ../../../npm/node_modules/.bin/tsc -p tsconfig.plain.json)
 cargo build -q -p agentwire-cli
 bash worker-relay/build.sh
 BIN="$ROOT/target/debug/agentwire"
