@@ -10,6 +10,7 @@ use crate::fields::{
 };
 use crate::frame::{Frame, Generation, Id, Notification, Outcome, Request, Response, RpcError};
 use crate::frame_error::{FrameError, FrameErrorKind as K};
+use agentwire_core::json::nests_deeper_than;
 use agentwire_core::json::read::{self as json, parse_lenient, Value};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -81,8 +82,8 @@ pub fn decode_message_with(generation: Generation, text: &str, opts: &DecodeOpti
     if text.trim_ascii().is_empty() {
         return vec![Err(FrameError::new(K::Empty))];
     }
-    if agentwire_core::json::nests_deeper_than(text.as_bytes(), opts.max_depth) {
-        return vec![Err(FrameError::new(K::TooDeep { limit: opts.max_depth }))];
+    if nests_deeper_than(text.as_bytes(), opts.max_depth) {
+        return decode_deep(generation, text, opts);
     }
     let mut out = Vec::with_capacity(1);
     for value in serde_json::Deserializer::from_str(text).into_iter::<Top<'_>>() {
@@ -107,6 +108,56 @@ pub fn decode_message_with(generation: Generation, text: &str, opts: &DecodeOpti
         }
     }
     out
+}
+
+/// A message that nests past the limit somewhere: the limit is each frame's, so each top-level
+/// value, and each element of a batch, is checked on its own (the batch array is not a level).
+/// A frame within the limit decodes as usual; one past it is that frame's `TooDeep`, and the
+/// others are not lost. Values are split as raw text, which serde_json skips without recursing
+/// (its skipping keeps its own stack of brackets), so nothing here recurses with the depth.
+fn decode_deep(generation: Generation, text: &str, opts: &DecodeOptions) -> Vec<Result<Frame, FrameError>> {
+    let mut out = Vec::with_capacity(1);
+    for value in serde_json::Deserializer::from_str(text).into_iter::<&RawValue>() {
+        let value = match value {
+            Ok(v) => v,
+            Err(e) => {
+                out.push(Err(FrameError::new(K::Syntax(e.to_string()))));
+                break;
+            }
+        };
+        let more = if value.get().starts_with('[') {
+            match serde_json::from_str::<Vec<&RawValue>>(value.get()) {
+                Ok(batch) if batch.is_empty() => push(&mut out, opts, Err(FrameError::new(K::EmptyBatch))),
+                Ok(batch) => batch
+                    .into_iter()
+                    .all(|el| push(&mut out, opts, decode_frame_within(generation, el, opts))),
+                // Not reached: the value was read as JSON just before.
+                Err(e) => push(&mut out, opts, Err(FrameError::new(K::Syntax(e.to_string())))),
+            }
+        } else {
+            push(&mut out, opts, decode_frame_within(generation, value, opts))
+        };
+        if !more {
+            break;
+        }
+    }
+    out
+}
+
+/// Decodes one frame whose nesting has not been checked yet.
+fn decode_frame_within(generation: Generation, value: &RawValue, opts: &DecodeOptions) -> Result<Frame, FrameError> {
+    let text = value.get();
+    if !text.starts_with('{') || !nests_deeper_than(text.as_bytes(), opts.max_depth) {
+        return decode_frame(generation, value, opts);
+    }
+    let e = FrameError::new(K::TooDeep { limit: opts.max_depth });
+    // The frame's own keys, each value raw (skipped without recursion, like the split above):
+    // its id and shape, so that a session fails the request it answers at once instead of at
+    // its timeout. Nothing in it is decoded.
+    Err(match Fields::parse(text) {
+        Ok(f) => identified(generation, &f, opts, e),
+        Err(_) => e,
+    })
 }
 
 /// The largest message [`single_push`] reads. Its tape takes up to 8 bytes per byte of text (16
@@ -195,12 +246,24 @@ fn decode_fields(generation: Generation, f: &Fields<'_>, opts: &DecodeOptions) -
     // The id first, so every later error names it.
     let id = parse_id(f.id, generation, opts)?;
     frame_from_fields(generation, f, id.clone(), opts).map_err(|mut e| {
-        e.response = f.result.is_some()
-            || f.error.is_some()
-            || (generation == Generation::Released
-                && f.kind.is_some_and(|t| string(t, "type").is_ok_and(|t| t == "response")));
+        e.response = is_response(generation, f);
         e.with_id(id)
     })
+}
+
+/// Shaped as a response: `result` or `error` present; released: `type: "response"`.
+fn is_response(generation: Generation, f: &Fields<'_>) -> bool {
+    f.result.is_some()
+        || f.error.is_some()
+        || (generation == Generation::Released
+            && f.kind.is_some_and(|t| string(t, "type").is_ok_and(|t| t == "response")))
+}
+
+/// `e`, for a frame refused before it was decoded, with the frame's id (when it is a valid one)
+/// and whether the frame is shaped as a response.
+fn identified(generation: Generation, f: &Fields<'_>, opts: &DecodeOptions, mut e: FrameError) -> FrameError {
+    e.response = is_response(generation, f);
+    e.with_id(parse_id(f.id, generation, opts).ok().flatten())
 }
 
 fn frame_from_fields(

@@ -14,7 +14,8 @@ pub enum FrameErrorKind {
     Empty,
     /// Not JSON (or truncated JSON): serde_json's reason, with line and column.
     Syntax(String),
-    /// Arrays and objects nest deeper than the limit (checked before parsing).
+    /// A frame's arrays and objects nest deeper than the limit, the frame itself counted (a
+    /// batch array is not a level): that frame is refused, the others in its message decode.
     TooDeep { limit: usize },
     /// More frames (batch elements plus concatenated values) in one message than the limit.
     TooManyFrames { limit: usize },
@@ -78,9 +79,11 @@ impl FrameError {
             | FrameErrorKind::InvalidUtf8 { .. }
             | FrameErrorKind::Empty
             | FrameErrorKind::Syntax(_)
-            | FrameErrorKind::TooDeep { .. }
             | FrameErrorKind::TooManyFrames { .. } => "message",
-            FrameErrorKind::EmptyBatch | FrameErrorKind::NotAnObject | FrameErrorKind::Ambiguous(_) => "frame",
+            FrameErrorKind::TooDeep { .. }
+            | FrameErrorKind::EmptyBatch
+            | FrameErrorKind::NotAnObject
+            | FrameErrorKind::Ambiguous(_) => "frame",
             FrameErrorKind::DuplicateKey(k) | FrameErrorKind::UnknownKey(k) => k,
             FrameErrorKind::MissingField(f) | FrameErrorKind::BadField { field: f, .. } => f,
             FrameErrorKind::IdTooLong { .. } => "id",

@@ -408,3 +408,50 @@ fn encoders_match_the_specs() {
         r#"{"jsonrpc":"2.0","id":"q\"\n","method":"é"}"#
     );
 }
+
+/// The depth limit is each frame's: a batch element or a concatenated value nested too deep is
+/// that frame's `TooDeep`, with its id and shape when they can be read, and the others decode.
+#[test]
+fn depth_is_checked_per_frame() {
+    let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let deep = nested(70);
+    let v = decode_message(
+        Current,
+        &format!(
+            r#"[{{"jsonrpc":"2.0","id":"a","result":1}},{{"jsonrpc":"2.0","method":"m","params":{deep}}},{{"jsonrpc":"2.0","method":"n"}},{{"jsonrpc":"2.0","id":"b","result":{deep}}}]"#
+        ),
+    );
+    assert_eq!(v.len(), 4, "{v:?}");
+    assert!(v[0].is_ok() && v[2].is_ok(), "{v:?}");
+    let e = v[1].clone().unwrap_err();
+    assert_eq!((e.kind, e.id, e.response), (K::TooDeep { limit: 64 }, None, false));
+    let e = v[3].clone().unwrap_err();
+    assert_eq!(
+        (&e.kind, &e.id, e.response),
+        (&K::TooDeep { limit: 64 }, &Some(Id::from("b")), true)
+    );
+    assert_eq!(MoltZapError::frame(&e).kind(), ErrorKind::Limit);
+
+    let v = decode_message(
+        Released,
+        &format!(
+            r#"{{"jsonrpc":"2.0","type":"response","id":"q","result":{deep}}} {{"jsonrpc":"2.0","type":"event","event":"e"}}"#
+        ),
+    );
+    assert_eq!(v.len(), 2, "{v:?}");
+    let e = v[0].clone().unwrap_err();
+    assert_eq!(
+        (&e.kind, &e.id, e.response),
+        (&K::TooDeep { limit: 64 }, &Some(Id::from("q")), true)
+    );
+    assert!(v[1].is_ok());
+
+    // The batch itself is not a level: an element may nest as deep as a lone frame.
+    let at_limit = format!(r#"{{"jsonrpc":"2.0","method":"m","params":{}}}"#, nested(63));
+    assert!(one(Current, &at_limit).is_ok());
+    let v = decode_message(Current, &format!("[{at_limit},{at_limit}]"));
+    assert!(v.iter().all(Result::is_ok), "{v:?}");
+    // Unclosed, it is the syntax error it is.
+    let v = decode_message(Current, &"[".repeat(100));
+    assert!(matches!(&v[..], [Err(FrameError { kind: K::Syntax(_), .. })]), "{v:?}");
+}

@@ -1193,3 +1193,100 @@ fn a_connect_that_ends_before_its_frame_left_is_never_sent() {
         "{ev:?}"
     );
 }
+
+/// Arrays nested `n` deep.
+fn nested(n: usize) -> String {
+    format!("{}{}", "[".repeat(n), "]".repeat(n))
+}
+
+/// A frame nested past `max_depth` is that frame's error: the other frames of its message still
+/// decode, and a response whose id can be read fails its request at once (a limit error naming
+/// the depth, not a retryable timeout 30 s later).
+#[test]
+fn a_frame_nested_too_deep_loses_only_itself() {
+    // Current: a batch of a response, a push, and a push nested 70 deep.
+    let mut s = current_ready(SessionConfig::default());
+    let a = s.system_ping(1).unwrap();
+    sent(&mut s);
+    let received = r#"{"jsonrpc":"2.0","method":"messages/received","params":{"message":{"id":"m2","conversationId":"c","senderId":"s","parts":[{"type":"text","text":"hi"}],"createdAt":"2026-01-01T00:00:00Z"}}}"#;
+    let deep_push = format!(r#"{{"jsonrpc":"2.0","method":"x/other","params":{}}}"#, nested(70));
+    s.handle_text(
+        2,
+        &format!(r#"[{{"jsonrpc":"2.0","id":"{a}","result":{{"ts":1}}}},{received},{deep_push}]"#),
+    );
+    let ev = events(&mut s);
+    assert_eq!(ev.len(), 3, "{ev:?}");
+    assert!(matches!(&ev[0], Event::Response { id, .. } if *id == a));
+    assert!(matches!(&ev[1], Event::MessageReceived { .. }), "{:?}", ev[1]);
+    assert!(matches!(&ev[2], Event::Diagnostic(e) if e.kind() == ErrorKind::Limit));
+    assert_eq!(s.in_flight(), 0);
+
+    // Released: concatenated frames, the same.
+    let mut s = released_ready();
+    let b = s.system_ping(1).unwrap();
+    sent(&mut s);
+    let deep_event = format!(
+        r#"{{"jsonrpc":"2.0","type":"event","event":"x/other","data":{}}}"#,
+        nested(70)
+    );
+    s.handle_text(2, &format!("{}{RECEIVED}{deep_event}", released_response(&b, "{}")));
+    let ev = events(&mut s);
+    assert_eq!(ev.len(), 3, "{ev:?}");
+    assert!(matches!(&ev[0], Event::Response { id, .. } if *id == b));
+    assert!(matches!(&ev[1], Event::MessageReceived { .. }));
+    assert!(matches!(&ev[2], Event::Diagnostic(e) if e.kind() == ErrorKind::Limit));
+}
+
+#[test]
+fn a_response_nested_too_deep_fails_its_request_at_once() {
+    let deep = nested(70);
+    let cases = [
+        (true, format!(r#"{{"jsonrpc":"2.0","id":"ID","result":{deep}}}"#)),
+        (
+            true,
+            format!(r#"{{"jsonrpc":"2.0","id":"ID","error":{{"code":1,"message":"m","data":{deep}}}}}"#),
+        ),
+        (false, released_response("ID", &deep)),
+        // In a batch, after a frame that decodes.
+        (
+            true,
+            format!(r#"[{{"jsonrpc":"2.0","method":"x/y"}},{{"jsonrpc":"2.0","id":"ID","result":{deep}}}]"#),
+        ),
+    ];
+    for (is_current, text) in &cases {
+        let mut s = if *is_current {
+            current_ready(SessionConfig::default())
+        } else {
+            released_ready()
+        };
+        let id = s.system_ping(1).unwrap();
+        let other = s.system_ping(1).unwrap();
+        sent(&mut s);
+        s.handle_text(2, &text.replace("ID", &id));
+        let ev = events(&mut s);
+        let failed = ev.iter().find_map(|e| match e {
+            Event::Failed { id, error } => Some((id.clone(), error.clone())),
+            _ => None,
+        });
+        let (failed_id, error) = failed.unwrap_or_else(|| panic!("{text}: {ev:?}"));
+        assert_eq!(failed_id, id, "{text}");
+        assert_eq!(error.kind(), ErrorKind::Limit, "{text}");
+        assert!(!error.error.retryable, "{text}");
+        assert!(error.error.message.contains("64"), "{text}: {}", error.error.message);
+        // The other request is still waiting for its own answer.
+        assert_eq!(s.in_flight(), 1, "{text}");
+        s.handle_timeout(40_000);
+        let late = events(&mut s);
+        assert_eq!(failed_kind(&late[0]), Some((other, ErrorKind::Timeout)), "{text}");
+        assert_eq!(late.len(), 1, "{text}: {late:?}");
+    }
+    // A deep request or event that carries a pending id answers nothing.
+    let mut s = current_ready(SessionConfig::default());
+    let id = s.system_ping(1).unwrap();
+    s.handle_text(
+        2,
+        &format!(r#"{{"jsonrpc":"2.0","id":"{id}","method":"x","params":{deep}}}"#),
+    );
+    assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(e)] if e.kind() == ErrorKind::Limit));
+    assert_eq!(s.in_flight(), 1);
+}
