@@ -92,11 +92,7 @@ pub fn decode_message_with(generation: Generation, text: &str, opts: &DecodeOpti
                 out.push(Err(FrameError::new(K::Syntax(e.to_string()))));
                 false
             }
-            Ok(Top::Frame(f)) => push(
-                &mut out,
-                opts,
-                f.checked().and_then(|f| decode_fields(generation, &f, opts)),
-            ),
+            Ok(Top::Frame(f)) => push(&mut out, opts, decode_fields(generation, &f, opts)),
             Ok(Top::Other) => push(&mut out, opts, Err(FrameError::new(K::NotAnObject))),
             Ok(Top::Batch(batch)) if batch.is_empty() => push(&mut out, opts, Err(FrameError::new(K::EmptyBatch))),
             Ok(Top::Batch(batch)) => batch
@@ -243,6 +239,10 @@ pub(crate) fn decode_frame(
 }
 
 fn decode_fields(generation: Generation, f: &Fields<'_>, opts: &DecodeOptions) -> Result<Frame, FrameError> {
+    if let Some(k) = f.duplicate() {
+        let e = FrameError::new(K::DuplicateKey(k.to_owned()));
+        return Err(identified(generation, f, opts, e));
+    }
     // The id first, so every later error names it.
     let id = parse_id(f.id, generation, opts)?;
     frame_from_fields(generation, f, id.clone(), opts).map_err(|mut e| {
@@ -259,10 +259,14 @@ fn is_response(generation: Generation, f: &Fields<'_>) -> bool {
             && f.kind.is_some_and(|t| string(t, "type").is_ok_and(|t| t == "response")))
 }
 
-/// `e`, for a frame refused before it was decoded, with the frame's id (when it is a valid one)
-/// and whether the frame is shaped as a response.
+/// `e`, for a frame refused before it was decoded, with the frame's id (when it is a valid one,
+/// given once: of two ids, which one the peer meant is unknown) and whether the frame is shaped
+/// as a response.
 fn identified(generation: Generation, f: &Fields<'_>, opts: &DecodeOptions, mut e: FrameError) -> FrameError {
     e.response = is_response(generation, f);
+    if f.duplicate() == Some("id") {
+        return e;
+    }
     e.with_id(parse_id(f.id, generation, opts).ok().flatten())
 }
 

@@ -57,19 +57,15 @@ pub(crate) struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    /// Reads the keys of a frame object (the caller checked it starts with `{`).
+    /// Reads the keys of a frame object (the caller checked it starts with `{`). A key given
+    /// twice is not refused here (the first value is kept): see [`Fields::duplicate`].
     pub(crate) fn parse(json: &'a str) -> Result<Self, FrameError> {
-        let f: Fields<'a> =
-            serde_json::from_str(json).map_err(|e| FrameError::new(FrameErrorKind::Syntax(e.to_string())))?;
-        f.checked()
+        serde_json::from_str(json).map_err(|e| FrameError::new(FrameErrorKind::Syntax(e.to_string())))
     }
 
-    /// Refuses a key seen twice.
-    pub(crate) fn checked(self) -> Result<Self, FrameError> {
-        match self.duplicate {
-            Some(k) => Err(FrameError::new(FrameErrorKind::DuplicateKey(k))),
-            None => Ok(self),
-        }
+    /// The first known key given twice.
+    pub(crate) fn duplicate(&self) -> Option<&str> {
+        self.duplicate.as_deref()
     }
 }
 

@@ -455,3 +455,29 @@ fn depth_is_checked_per_frame() {
     let v = decode_message(Current, &"[".repeat(100));
     assert!(matches!(&v[..], [Err(FrameError { kind: K::Syntax(_), .. })]), "{v:?}");
 }
+
+#[test]
+fn a_key_given_twice_keeps_the_id() {
+    let e = err(Current, r#"{"jsonrpc":"2.0","id":"r","result":1,"result":2}"#);
+    assert_eq!(
+        (&e.kind, &e.id, e.response),
+        (&K::DuplicateKey("result".into()), &Some(Id::from("r")), true)
+    );
+    let e = err(
+        Released,
+        r#"{"jsonrpc":"2.0","type":"response","id":"r","error":{},"error":{}}"#,
+    );
+    assert_eq!(
+        (&e.kind, &e.id, e.response),
+        (&K::DuplicateKey("error".into()), &Some(Id::from("r")), true)
+    );
+    // Not a duplicated id: which one was meant is unknown.
+    let e = err(Current, r#"{"jsonrpc":"2.0","id":"r","id":"s","result":1}"#);
+    assert_eq!((&e.kind, &e.id), (&K::DuplicateKey("id".into()), &None));
+    let deep = format!("{}{}", "[".repeat(70), "]".repeat(70));
+    let e = err(
+        Current,
+        &format!(r#"{{"jsonrpc":"2.0","id":"r","id":"s","result":{deep}}}"#),
+    );
+    assert_eq!((&e.kind, &e.id), (&K::TooDeep { limit: 64 }, &None));
+}

@@ -1290,3 +1290,45 @@ fn a_response_nested_too_deep_fails_its_request_at_once() {
     assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(e)] if e.kind() == ErrorKind::Limit));
     assert_eq!(s.in_flight(), 1);
 }
+
+#[test]
+fn a_response_with_a_key_given_twice_fails_its_request_at_once() {
+    for (is_current, text) in [
+        (true, r#"{"jsonrpc":"2.0","id":"ID","result":{},"result":{}}"#),
+        (
+            false,
+            r#"{"jsonrpc":"2.0","type":"response","id":"ID","result":{},"result":{}}"#,
+        ),
+        (
+            false,
+            r#"{"jsonrpc":"2.0","type":"response","type":"response","id":"ID","result":{}}"#,
+        ),
+    ] {
+        let mut s = if is_current {
+            current_ready(SessionConfig::default())
+        } else {
+            released_ready()
+        };
+        let id = s.system_ping(1).unwrap();
+        sent(&mut s);
+        s.handle_text(2, &text.replace("ID", &id));
+        let ev = events(&mut s);
+        assert_eq!(ev.len(), 2, "{text}: {ev:?}");
+        assert!(matches!(&ev[0], Event::Diagnostic(e) if e.kind() == ErrorKind::Decode));
+        let Event::Failed { id: failed, error } = &ev[1] else {
+            panic!("{text}: {ev:?}")
+        };
+        assert_eq!((failed, error.kind()), (&id, ErrorKind::Decode), "{text}");
+        assert!(error.error.message.contains("appears twice"), "{}", error.error.message);
+        assert_eq!(s.in_flight(), 0);
+    }
+    // A duplicated `id` names no request: which one the server meant cannot be known.
+    let mut s = current_ready(SessionConfig::default());
+    let id = s.system_ping(1).unwrap();
+    s.handle_text(
+        2,
+        &format!(r#"{{"jsonrpc":"2.0","id":"{id}","id":"{id}","result":{{}}}}"#),
+    );
+    assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(_)]));
+    assert_eq!(s.in_flight(), 1);
+}
