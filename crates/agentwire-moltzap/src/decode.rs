@@ -9,9 +9,10 @@ use crate::fields::{
     self, Fields, Top, F_DATA, F_ERROR, F_EVENT, F_ID, F_JSONRPC, F_METHOD, F_PARAMS, F_RESULT, F_TYPE,
 };
 use crate::frame::{Frame, Generation, Id, Notification, Outcome, Request, Response, RpcError};
-use crate::frame_error::{FrameError, FrameErrorKind as K};
+use crate::frame_error::{FrameError, FrameErrorKind as K, QUOTE_MAX};
 use agentwire_core::json::nests_deeper_than;
 use agentwire_core::json::read::{self as json, parse_lenient, Value};
+use agentwire_core::text::clip;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -89,7 +90,7 @@ pub fn decode_message_with(generation: Generation, text: &str, opts: &DecodeOpti
     for value in serde_json::Deserializer::from_str(text).into_iter::<Top<'_>>() {
         let more = match value {
             Err(e) => {
-                out.push(Err(FrameError::new(K::Syntax(e.to_string()))));
+                out.push(Err(FrameError::syntax(&e)));
                 false
             }
             Ok(Top::Frame(f)) => push(&mut out, opts, decode_fields(generation, &f, opts)),
@@ -117,7 +118,7 @@ fn decode_deep(generation: Generation, text: &str, opts: &DecodeOptions) -> Vec<
         let value = match value {
             Ok(v) => v,
             Err(e) => {
-                out.push(Err(FrameError::new(K::Syntax(e.to_string()))));
+                out.push(Err(FrameError::syntax(&e)));
                 break;
             }
         };
@@ -128,7 +129,7 @@ fn decode_deep(generation: Generation, text: &str, opts: &DecodeOptions) -> Vec<
                     .into_iter()
                     .all(|el| push(&mut out, opts, decode_frame_within(generation, el, opts))),
                 // Not reached: the value was read as JSON just before.
-                Err(e) => push(&mut out, opts, Err(FrameError::new(K::Syntax(e.to_string())))),
+                Err(e) => push(&mut out, opts, Err(FrameError::syntax(&e))),
             }
         } else {
             push(&mut out, opts, decode_frame_within(generation, value, opts))
@@ -299,7 +300,7 @@ fn frame_from_fields(
                 other => {
                     return Err(FrameError::bad(
                         "type",
-                        format!("is `{other}`, not request, response or event"),
+                        format!("is `{}`, not request, response or event", clip(other, QUOTE_MAX)),
                     ))
                 }
             }
@@ -421,7 +422,7 @@ struct DataTag {
 /// The error object; `_tag` only in the current generation (the released server has none, and
 /// its encoding writes none: a released error read with one would not survive its own encoding).
 fn rpc_error(generation: Generation, raw: &RawValue) -> Result<RpcError, FrameError> {
-    let w: ErrorWire<'_> = serde_json::from_str(raw.get()).map_err(|e| FrameError::bad("error", e.to_string()))?;
+    let w: ErrorWire<'_> = serde_json::from_str(raw.get()).map_err(|e| FrameError::bad_serde("error", &e))?;
     let tag = match generation {
         Generation::Released => None,
         Generation::Current => w.tag.and_then(|t| serde_json::from_str(t.get()).ok()).or_else(|| {
@@ -443,7 +444,7 @@ fn string(raw: &RawValue, field: &'static str) -> Result<String, FrameError> {
     if !raw.get().starts_with('"') {
         return Err(FrameError::bad(field, "must be a string"));
     }
-    serde_json::from_str(raw.get()).map_err(|e| FrameError::bad(field, e.to_string()))
+    serde_json::from_str(raw.get()).map_err(|e| FrameError::bad_serde(field, &e))
 }
 
 fn parse_id(raw: Option<&RawValue>, generation: Generation, opts: &DecodeOptions) -> Result<Option<Id>, FrameError> {

@@ -1,6 +1,6 @@
 //! The keys of one frame object, each value borrowed as raw JSON, read in one pass.
 
-use crate::frame_error::{FrameError, FrameErrorKind};
+use crate::frame_error::{quoted, FrameError};
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -60,7 +60,7 @@ impl<'a> Fields<'a> {
     /// Reads the keys of a frame object (the caller checked it starts with `{`). A key given
     /// twice is not refused here (the first value is kept): see [`Fields::duplicate`].
     pub(crate) fn parse(json: &'a str) -> Result<Self, FrameError> {
-        serde_json::from_str(json).map_err(|e| FrameError::new(FrameErrorKind::Syntax(e.to_string())))
+        serde_json::from_str(json).map_err(|e| FrameError::syntax(&e))
     }
 
     /// The first known key given twice.
@@ -148,7 +148,7 @@ impl<'de> Visitor<'de> for FieldsVisitor {
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                     if f.unknown.is_none() {
-                        f.unknown = Some(key.into_owned());
+                        f.unknown = Some(quoted(key.into_owned()));
                     }
                     continue;
                 }
@@ -156,7 +156,7 @@ impl<'de> Visitor<'de> for FieldsVisitor {
             if f.present & bit != 0 {
                 map.next_value::<IgnoredAny>()?;
                 if f.duplicate.is_none() {
-                    f.duplicate = Some(key.into_owned());
+                    f.duplicate = Some(quoted(key.into_owned()));
                 }
                 continue;
             }

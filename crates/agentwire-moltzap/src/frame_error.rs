@@ -1,6 +1,7 @@
 //! What can be wrong with an inbound message or one of its frames.
 
 use crate::frame::Id;
+use agentwire_core::text::clip;
 use std::fmt;
 
 /// Why a message, or one frame in it, could not be decoded.
@@ -63,6 +64,17 @@ impl FrameError {
             field,
             reason: reason.into(),
         })
+    }
+
+    /// [`FrameError::bad`] with serde_json's reason, which may quote the peer's value whole: at
+    /// most [`QUOTE_MAX`] bytes of it are kept.
+    pub(crate) fn bad_serde(field: &'static str, e: &serde_json::Error) -> Self {
+        FrameError::bad(field, quoted(e.to_string()))
+    }
+
+    /// Not JSON: serde_json's reason (bounded like [`FrameError::bad_serde`]'s).
+    pub(crate) fn syntax(e: &serde_json::Error) -> Self {
+        FrameError::new(FrameErrorKind::Syntax(quoted(e.to_string())))
     }
 
     pub(crate) fn with_id(mut self, id: Option<Id>) -> Self {
@@ -134,3 +146,15 @@ impl fmt::Display for FrameError {
 }
 
 impl std::error::Error for FrameError {}
+
+/// The most an error message quotes of one piece of the peer's text, in bytes (Switch's bound).
+pub(crate) const QUOTE_MAX: usize = 512;
+
+/// `text`, a message or a key from the peer, cut to at most [`QUOTE_MAX`] bytes (and `…`) for
+/// an error to quote.
+pub(crate) fn quoted(text: String) -> String {
+    match clip(&text, QUOTE_MAX) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(cut) => cut,
+    }
+}

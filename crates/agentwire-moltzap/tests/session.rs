@@ -1332,3 +1332,78 @@ fn a_response_with_a_key_given_twice_fails_its_request_at_once() {
     assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(_)]));
     assert_eq!(s.in_flight(), 1);
 }
+
+/// An error message quotes at most about 512 bytes of what the server sent (cut on a character
+/// boundary), however long the value.
+#[test]
+fn error_messages_quote_a_bounded_part_of_what_the_server_sent() {
+    // Two- and three-byte characters, so that a cut lands inside one unless it is careful.
+    let big = "é€x".repeat(100_000);
+    let short = |e: &agentwire_moltzap::MoltZapError, what: &str| {
+        let m = &e.error.message;
+        assert!(m.len() <= 1024, "{what}: a message of {} bytes", m.len());
+        assert!(m.contains('…'), "{what}: {m}");
+    };
+    // A code that is not an integer: serde's message quotes it.
+    let mut s = current_ready(SessionConfig::default());
+    let id = s.system_ping(1).unwrap();
+    s.handle_text(
+        2,
+        &format!(r#"{{"jsonrpc":"2.0","id":"{id}","error":{{"code":"{big}","message":"m"}}}}"#),
+    );
+    let ev = events(&mut s);
+    let [Event::Diagnostic(d), Event::Failed { error, .. }] = &ev[..] else {
+        panic!("{ev:?}")
+    };
+    short(d, "diagnostic");
+    short(error, "failed");
+    assert!(
+        error.error.message.contains("`error` invalid type: string"),
+        "{}",
+        error.error.message
+    );
+    assert!(
+        error.error.message.ends_with(&format!("(id {id})")),
+        "{}",
+        error.error.message
+    );
+    // A released `type` that is none of the three.
+    let mut s = released_ready();
+    s.handle_text(2, &format!(r#"{{"jsonrpc":"2.0","type":"{big}","event":"e"}}"#));
+    let ev = events(&mut s);
+    let [Event::Diagnostic(d)] = &ev[..] else {
+        panic!("{ev:?}")
+    };
+    short(d, "type");
+    assert!(
+        d.error.message.contains("not request, response or event"),
+        "{}",
+        d.error.message
+    );
+    // A request from the server, its method named.
+    s.handle_text(
+        2,
+        &format!(r#"{{"jsonrpc":"2.0","type":"request","id":"s","method":"{big}"}}"#),
+    );
+    let ev = events(&mut s);
+    let [Event::Diagnostic(d)] = &ev[..] else {
+        panic!("{ev:?}")
+    };
+    short(d, "request");
+    // A HelloOk's protocol version.
+    let mut s = session(GenerationChoice::Released);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    sent(&mut s);
+    s.handle_text(1, &released_response(&id, &format!(r#"{{"protocolVersion":"{big}"}}"#)));
+    let ev = events(&mut s);
+    let Some(Event::ConnectFailed { error, .. }) = ev.first() else {
+        panic!("{ev:?}")
+    };
+    short(error, "version");
+    // A message part of an unknown type, in serde's array form, read by the typed reader.
+    let payload = format!(
+        r#"{{"message":{{"id":"m","conversationId":"c","senderId":"s","parts":[["{big}",1]],"createdAt":"t"}}}}"#
+    );
+    let e = Message::from_wrapped(&payload).expect_err("a part with fields it has not");
+    short(&e, "part");
+}

@@ -6,7 +6,9 @@ use super::{
 };
 use crate::errors::{codes, MoltZapError};
 use crate::frame::{Generation, Id, Outcome};
+use crate::frame_error::QUOTE_MAX;
 use crate::{CURRENT_PROTOCOL, RELEASED_PROTOCOL};
+use agentwire_core::text::clip;
 use agentwire_core::{ErrorKind, Millis, Outgoing};
 use serde::Serialize;
 
@@ -144,6 +146,7 @@ impl Session {
                         Generation::Released => RELEASED_PROTOCOL,
                     };
                     if !version_in_range(v, expected, expected) {
+                        let v = clip(v, QUOTE_MAX);
                         let m = format!("server protocol {v} is outside {expected}..={expected}");
                         let error = MoltZapError::local(ErrorKind::Version, m).for_request(Id::Str(id.clone()));
                         self.events.push_back(Event::ConnectFailed { id, error });

@@ -8,9 +8,11 @@
 use super::lax::{self, missing, named, Refused, SERDE_DEPTH};
 use crate::errors::MoltZapError;
 use crate::frame::Generation;
+use crate::frame_error::QUOTE_MAX;
 use agentwire_core::json::fields::{FieldError, Object};
 use agentwire_core::json::nests_deeper_than;
 use agentwire_core::json::read::{Kind, Value};
+use agentwire_core::text::clip;
 use agentwire_core::ErrorKind;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -497,6 +499,7 @@ impl Part {
         let Some(&(_, fields)) = PARTS.iter().find(|(t, _)| *t == name) else {
             // Unknown: any other keys, but in the array form nothing after the type.
             if array && p.items().count() > 1 {
+                let name = clip(&name, QUOTE_MAX);
                 return Err(Refused(format!("a part of type `{name}` has no fields")));
             }
             return Ok(Part::Unknown);

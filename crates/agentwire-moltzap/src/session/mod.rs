@@ -21,7 +21,8 @@ use crate::decode::{decode_bytes_with, decode_message_with, single_push, DecodeO
 use crate::encode::encode_request_str;
 use crate::errors::MoltZapError;
 use crate::frame::{Frame, Generation, Id, Outcome, Response};
-use crate::frame_error::FrameError;
+use crate::frame_error::{FrameError, QUOTE_MAX};
+use agentwire_core::text::clip;
 use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -449,7 +450,7 @@ impl Session {
                 Ok(Frame::Request(q)) => {
                     let m = format!(
                         "the server sent a request (`{}`), which MoltZap servers never do; dropped",
-                        q.method
+                        clip(&q.method, QUOTE_MAX)
                     );
                     self.diagnostic(MoltZapError::local(ErrorKind::Protocol, m).for_request(q.id));
                 }
