@@ -325,6 +325,25 @@ fn an_unreadable_event_becomes_a_gap_and_is_not_waited_for_again() {
 }
 
 #[test]
+fn an_unreadable_event_with_its_id_first_is_a_gap() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.text(&message(1));
+    // switch-core puts `id` last; another server (or a proxy) may not.
+    d.text(r#"{"id":2,"event":"message","data":{"sequence":"two"}}"#);
+    d.text(&message(3));
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![1, 3]);
+    let gaps: Vec<_> = e
+        .iter()
+        .filter_map(|e| match e {
+            Event::Event { gap: Some(g), event } => Some((event.sequence, g.from_sequence, g.resumed_at)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(gaps, vec![(3, 1, 1)], "{e:?}");
+}
+
+#[test]
 fn unknown_kinds_pass_through() {
     let mut d = Driver::live_ws(ws(), 0, &[]);
     d.text(r#"{"event":"approval_outcome","data":{"x":1}}"#);

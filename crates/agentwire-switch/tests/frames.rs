@@ -244,6 +244,35 @@ fn the_sequence_of_an_unreadable_event_is_read_from_its_tail() {
 }
 
 #[test]
+fn the_sequence_of_an_unreadable_event_is_its_top_level_id_wherever_it_is() {
+    use agentwire_switch::frame::event_id_hint;
+    for (text, want) in [
+        (r#"{"id":7,"event":"message","data":{"sequence":"x"}}"#, Some(7)),
+        (
+            r#"{"event":"message","id": 12 ,"data":{"id":9,"sequence":"x"}}"#,
+            Some(12),
+        ),
+        (r#"{"data":{"id":9},"id":12,"event":"message"}"#, Some(12)),
+        // Cut short after the id: still read.
+        (r#"{"event":"message","id":5,"data":{"payload":{"body":"#, Some(5)),
+        // Braces, quotes and keys inside strings are skipped.
+        (r#"{"data":{"b":"}"id":1,{"},"id":3}"#, Some(3)),
+        (r#"{"data":""id":4","event":"message"}"#, None),
+        // Nested ids do not count, nor values spelled `id`, nor arrays of objects.
+        (r#"{"data":{"id":9},"event":"message"}"#, None),
+        (r#"{"event":"id","x":[{"id":3}],"y":7}"#, None),
+        (r#"{"a":[1,{"id":3}],"b":[2]}"#, None),
+        // A key past the end of the top-level object does not count.
+        (r#"{"event":"x"}{"id":3}"#, None),
+        (r#"[{"id":3}]"#, None),
+        (r#"{"id":7.5,"event":"message"}"#, None),
+        (r#"{"id":-7}"#, None),
+    ] {
+        assert_eq!(event_id_hint(text), want, "{text}");
+    }
+}
+
+#[test]
 fn the_pong_is_exactly_the_spec_shape() {
     assert_eq!(encode_pong(4813), r#"{"type":"pong","cursor":4813}"#);
 }
@@ -259,5 +288,13 @@ fn control_frames_encode_to_the_event_data_envelope() {
         r#"{"event":"refused","data":{"status":409,"detail":{"message":"m"}}}"#,
     ] {
         assert_eq!(encode(&ok(text)), text, "non-ASCII is escaped as switch-core does");
+    }
+}
+
+proptest::proptest! {
+    /// Any text, broken JSON included: an answer, never a panic.
+    #[test]
+    fn the_id_hint_takes_any_text(text in "[{}\\[\\]\",:\\\\ id0-9]{0,48}") {
+        let _ = agentwire_switch::frame::event_id_hint(&text);
     }
 }

@@ -9,7 +9,7 @@ use agentwire_core::{ErrorKind, Millis};
 
 impl Connection {
     /// `sequence` is what the transport says about an undecodable frame: the SSE `id:` line, or
-    /// the tail of a WebSocket message ([`crate::frame::event_id_hint`]).
+    /// the top-level `"id"` of a WebSocket message ([`crate::frame::event_id_hint`]).
     pub(super) fn on_decoded(&mut self, now: Millis, frame: Result<Frame, FrameError>, sequence: Option<u64>) {
         let frame = match frame {
             Ok(f) => f,

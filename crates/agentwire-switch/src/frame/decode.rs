@@ -108,25 +108,67 @@ pub fn decode_sse_with(
     control(event_name, body, "data.")
 }
 
-/// The sequence of a WebSocket domain event that could not be decoded, read from the end of the
-/// text without parsing it (`..., "id": N}`, where switch-core puts it): a hint for reporting the
-/// loss, `None` when the tail does not look like that.
+/// The sequence of a WebSocket domain event that could not be decoded: the number of the
+/// top-level `"id"` key (switch-core puts it last, but anywhere counts), found without parsing
+/// ([`top_level_value`]), so that text cut short or otherwise broken still gives it. A hint for
+/// reporting the loss; `None` when there is no top-level `"id"` followed by a whole number.
 pub fn event_id_hint(text: &str) -> Option<u64> {
-    let b = text.trim_ascii_end().as_bytes();
-    let b = b.strip_suffix(b"}")?.trim_ascii_end();
-    let end = b.len();
-    let mut start = end;
-    while start > 0 && b[start - 1].is_ascii_digit() {
-        start -= 1;
-    }
-    if start == end || end - start > 20 {
+    let v = &text.as_bytes()[top_level_value(text, b"id")?..];
+    let n = v.iter().take_while(|b| b.is_ascii_digit()).count();
+    if n == 0 || n > 20 || !matches!(v.get(n), Some(b' ' | b'\t' | b'\n' | b'\r' | b',' | b'}')) {
         return None;
     }
-    let digits = &b[start..end];
-    let mut rest = b[..start].trim_ascii_end();
-    rest = rest.strip_suffix(b":")?.trim_ascii_end();
-    rest.strip_suffix(b"\"id\"")?;
-    std::str::from_utf8(digits).ok()?.parse().ok()
+    std::str::from_utf8(&v[..n]).ok()?.parse().ok()
+}
+
+/// Where the value of `key` starts (past its `:` and any whitespace) when `key` is a key of the
+/// top-level object of `text`, the first such. One pass without parsing, so it works on broken
+/// text: strings are skipped (escapes included), nesting is counted, and only a string at depth
+/// 1 right after the `{` or a `,` is a key; the scan ends with the top-level object. A key
+/// written with escapes does not match.
+fn top_level_value(text: &str, key: &[u8]) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = b.iter().position(|c| !c.is_ascii_whitespace())?;
+    if b[i] != b'{' {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut at_key = false;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let start = i + 1;
+                i = start;
+                while *b.get(i)? != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                if depth == 1 && std::mem::take(&mut at_key) && &b[start..i] == key {
+                    let ws = |from: usize| {
+                        b[from..]
+                            .iter()
+                            .position(|c| !c.is_ascii_whitespace())
+                            .map(|n| from + n)
+                    };
+                    let colon = ws(i + 1)?;
+                    return if b[colon] == b':' { ws(colon + 1) } else { None };
+                }
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                at_key = depth == 1;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return None;
+                }
+            }
+            b',' => at_key = depth == 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 pub(super) fn check_limits(text: &str, opts: &DecodeOptions) -> Result<(), FrameError> {
