@@ -479,6 +479,24 @@ fn an_unreadable_event_with_a_huge_id_line_loses_no_later_event() {
     }
 }
 
+#[test]
+fn an_unreadable_gap_on_the_stream_is_still_a_gap() {
+    let mut d = live();
+    bytes(
+        &mut d,
+        "event: gap\ndata: {\"from_sequence\":4,\"resumed_at\":\"0\"}\n\n",
+    );
+    bytes(&mut d, &capture("message_unaddressed.sse"));
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![5], "{e:?}");
+    match e.last() {
+        Some(Event::Event { gap: Some(g), .. }) => {
+            assert_eq!((g.from_sequence, g.resumed_at, g.all_rooms), (0, 0, Some(true)))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// Runs `ms` in 100 ms steps, answering every beat `delay` ms after it went out with `answer`.
 fn beats_answered_late(
     d: &mut Driver,

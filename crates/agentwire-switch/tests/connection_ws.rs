@@ -343,6 +343,89 @@ fn an_unreadable_event_with_its_id_first_is_a_gap() {
     assert_eq!(gaps, vec![(3, 1, 1)], "{e:?}");
 }
 
+/// `(event sequence, gap from, gap resumed_at)` of each event that carries a gap.
+fn gaps_of(e: &[Event]) -> Vec<(u64, u64, u64)> {
+    e.iter()
+        .filter_map(|e| match e {
+            Event::Event { gap: Some(g), event } => Some((event.sequence, g.from_sequence, g.resumed_at)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_unreadable_gap_is_still_a_gap() {
+    let mut d = Driver::live_ws(ws(), 100, &[ROOM]);
+    d.text(r#"{"event":"gap","data":{"from_sequence":100}}"#);
+    d.text(&message(500));
+    let e = d.events();
+    assert!(
+        matches!(&e[0], Event::Diagnostic(err) if err.code.as_deref() == Some("data.resumed_at")),
+        "{e:?}"
+    );
+    // 101-499 are missing: the next event says so, from what was received.
+    assert_eq!(gaps_of(&e), vec![(500, 100, 100)], "{e:?}");
+    let Event::Event { gap: Some(g), .. } = &e[1] else {
+        panic!("{e:?}")
+    };
+    assert_eq!(g.all_rooms, Some(true), "its rooms are unknown: all of them");
+    assert!(g.reason.contains("could not be read"), "{}", g.reason);
+    assert_eq!(d.conn.cursor(), Some(500));
+    // A flat one too.
+    d.text(r#"{"type":"gap","from_sequence":"x"}"#);
+    d.text(&message(600));
+    assert_eq!(gaps_of(&d.events()), vec![(600, 500, 500)]);
+    // And one cut short.
+    d.text(r#"{"event":"gap","data":{"from_sequence":600,"resumed_at":"#);
+    d.text(&message(700));
+    assert_eq!(gaps_of(&d.events()), vec![(700, 600, 600)]);
+}
+
+#[test]
+fn events_after_an_unreadable_gap_are_not_dropped_as_duplicates() {
+    let mut d = Driver::live_ws(ws(), 100, &[ROOM]);
+    d.text(&message(101));
+    d.events();
+    // The numbering rolled back to 5, but `resumed_at` came as a string.
+    d.text(&format!(
+        r#"{{"event":"gap","data":{{"from_sequence":101,"resumed_at":"5","rooms":["{ROOM}"],"all_rooms":false,"reason":"db restored"}}}}"#
+    ));
+    for s in 6..=9 {
+        d.text(&message(s));
+    }
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![6, 7, 8, 9], "{e:?}");
+    assert_eq!(gaps_of(&e), vec![(6, 101, 101)]);
+    assert_eq!(d.conn.duplicates(), 0);
+    assert_eq!(d.conn.cursor(), Some(9));
+    // The new numbering is the dedup bound again: a replay is dropped.
+    d.text(&message(8));
+    d.text(&message(10));
+    assert_eq!(d.delivered(), vec![10]);
+    assert_eq!(d.conn.duplicates(), 1);
+}
+
+#[test]
+fn an_unreadable_gap_before_a_drop_still_lets_the_next_event_in() {
+    let mut d = Driver::live_ws(ws(), 100, &[ROOM]);
+    d.text(r#"{"event":"gap","data":{"from_sequence":100,"resumed_at":"3"}}"#);
+    d.conn.handle_close(d.now, 1006, "");
+    d.events();
+    let path = d.reopen();
+    assert!(path.contains("start_from=100"), "{path}");
+    d.conn.handle_open(d.now);
+    d.text(&connection_state(Some(4), 3, &[ROOM]));
+    d.text(&message(4));
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![4], "{e:?}");
+    assert_eq!(gaps_of(&e), vec![(4, 100, 100)]);
+    // A readable gap settles the numbering: below it is a duplicate again.
+    d.text(&gap(4, 50));
+    d.text(&message(50));
+    d.text(&message(51));
+    assert_eq!(d.delivered(), vec![51]);
+}
+
 #[test]
 fn unknown_kinds_pass_through() {
     let mut d = Driver::live_ws(ws(), 0, &[]);

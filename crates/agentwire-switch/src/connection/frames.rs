@@ -8,12 +8,19 @@ use crate::frame::{
 use agentwire_core::{ErrorKind, Millis};
 
 impl Connection {
-    /// `sequence` is what the transport says about an undecodable frame: the SSE `id:` line, or
-    /// the top-level `"id"` of a WebSocket message ([`crate::frame::event_id_hint`]).
-    pub(super) fn on_decoded(&mut self, now: Millis, frame: Result<Frame, FrameError>, sequence: Option<u64>) {
+    /// `name` and `sequence` are what the transport says about an undecodable frame: the SSE
+    /// `event:` and `id:` lines, or the top-level `"event"` and `"id"` of a WebSocket message
+    /// ([`crate::frame::event_id_hint`]).
+    pub(super) fn on_decoded(
+        &mut self,
+        now: Millis,
+        frame: Result<Frame, FrameError>,
+        name: Option<&str>,
+        sequence: Option<u64>,
+    ) {
         let frame = match frame {
             Ok(f) => f,
-            Err(e) => return self.on_undecodable(&e, sequence),
+            Err(e) => return self.on_undecodable(&e, name, sequence),
         };
         match frame {
             Frame::ConnectionState(s) => self.on_connection_state(now, s),
@@ -43,19 +50,37 @@ impl Connection {
     /// event is lost to this client: that is recorded as a gap held for the next event, so the
     /// user re-reads the room. Its sequence is unchecked (the frame is broken), so it never moves
     /// the dedup bound or the cursor: a wrong one would drop every later event below it.
-    /// Anything else is a diagnostic.
-    pub(super) fn on_undecodable(&mut self, e: &FrameError, sequence: Option<u64>) {
+    /// A `gap` frame that could not be read is still a gap, from what was received, in every
+    /// room; its `resumed_at` is unknown, so the next event is taken whatever its sequence (a
+    /// lost numbering would otherwise make every later event a duplicate). Anything else is a
+    /// diagnostic.
+    pub(super) fn on_undecodable(&mut self, e: &FrameError, name: Option<&str>, sequence: Option<u64>) {
         let mut err = SwitchError::from(e.clone());
         if let Some(field) = &e.field {
             err.code = Some(field.clone());
         }
         err.message = format!("frame dropped: {}", err.message);
         self.diagnostic(err);
+        let gap = name == Some("gap");
         let may_be_event = sequence.is_some() || e.is_limit();
-        if self.state != State::Live || self.overflowed || !may_be_event {
+        if self.state != State::Live || self.overflowed || !(gap || may_be_event) {
             return;
         }
         let from = self.received.unwrap_or(0);
+        if gap {
+            self.numbering_unknown = true;
+            return self.push_gap(Gap {
+                from_sequence: from,
+                resumed_at: from,
+                resumed_position: None,
+                rooms: None,
+                all_rooms: Some(true),
+                reason: format!(
+                    "a gap frame could not be read ({}); events may be missing in any room: re-read room context",
+                    e.message
+                ),
+            });
+        }
         if sequence.is_some_and(|n| n <= from) {
             return; // a duplicate of something already taken
         }
@@ -137,7 +162,7 @@ impl Connection {
     }
 
     fn on_event(&mut self, e: DomainEvent) {
-        if let Some(high) = self.received {
+        if let Some(high) = self.received.filter(|_| !self.numbering_unknown) {
             if e.sequence <= high {
                 self.duplicates += 1;
                 if std::mem::replace(&mut self.in_duplicate_run, true) {
@@ -167,6 +192,15 @@ impl Connection {
             }
             return;
         }
+        if std::mem::take(&mut self.numbering_unknown) {
+            if let Some(high) = self.received.filter(|&high| e.sequence <= high) {
+                let m = format!(
+                    "event {} is at or below sequence {high}, already received, but taken: a gap that could not be read may have numbered events again",
+                    e.sequence
+                );
+                self.diagnostic(SwitchError::local(ErrorKind::Protocol, m));
+            }
+        }
         self.received = Some(e.sequence);
         self.queued_events += 1;
         self.queued_bytes += super::domain_bytes(&e);
@@ -193,6 +227,7 @@ impl Connection {
             return;
         }
         self.received = Some(g.resumed_at);
+        self.numbering_unknown = false;
         self.push_gap(g);
     }
 

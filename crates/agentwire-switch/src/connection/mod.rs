@@ -302,6 +302,9 @@ pub struct Connection {
     /// `max_queued_bytes` on its own so that it never refuses a domain event.
     control_bytes: usize,
     dropped_control: u64,
+    /// A `gap` that could not be read may have numbered events again from below the dedup
+    /// bound: the next event is taken whatever its sequence, and is the bound after it.
+    numbering_unknown: bool,
     /// Events dropped as already received, and whether the last event was one.
     duplicates: u64,
     in_duplicate_run: bool,
@@ -349,6 +352,7 @@ impl Connection {
             queued_bytes: 0,
             control_bytes: 0,
             dropped_control: 0,
+            numbering_unknown: false,
             duplicates: 0,
             in_duplicate_run: false,
         }
@@ -599,12 +603,12 @@ impl Connection {
             return;
         }
         let frame = crate::frame::decode_with(text, &self.cfg.decode);
-        let hint = if frame.is_err() {
-            crate::frame::event_id_hint(text)
+        let (name, hint) = if frame.is_err() {
+            (crate::frame::frame_name_hint(text), crate::frame::event_id_hint(text))
         } else {
-            None
+            (None, None)
         };
-        self.on_decoded(now, frame, hint);
+        self.on_decoded(now, frame, name, hint);
     }
 
     /// A WebSocket binary message: read as UTF-8 text (Switch sends none).
@@ -639,9 +643,9 @@ impl Connection {
                 Ok(ev) => {
                     let frame = crate::frame::decode_sse_with(&ev.event, &ev.data, ev.id.as_deref(), &self.cfg.decode);
                     let hint = ev.id.as_deref().and_then(|id| id.trim().parse().ok());
-                    self.on_decoded(now, frame, hint);
+                    self.on_decoded(now, frame, Some(&ev.event), hint);
                 }
-                Err(e) => self.on_undecodable(&crate::frame::FrameError::from(e), None),
+                Err(e) => self.on_undecodable(&crate::frame::FrameError::from(e), None, None),
             }
         }
     }

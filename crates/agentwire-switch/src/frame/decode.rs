@@ -121,6 +121,16 @@ pub fn event_id_hint(text: &str) -> Option<u64> {
     std::str::from_utf8(&v[..n]).ok()?.parse().ok()
 }
 
+/// The name of a WebSocket frame that could not be decoded: its top-level `"event"` string (or,
+/// without one, a flat control frame's `"type"`), found as [`event_id_hint`] finds the id.
+/// `None` when there is none or it holds an escape.
+pub(crate) fn frame_name_hint(text: &str) -> Option<&str> {
+    let at = top_level_value(text, b"event").or_else(|| top_level_value(text, b"type"))?;
+    let name = text.get(at..)?.strip_prefix('"')?;
+    let end = name.bytes().position(|b| b == b'"' || b == b'\\')?;
+    (name.as_bytes()[end] == b'"').then(|| &name[..end])
+}
+
 /// Where the value of `key` starts (past its `:` and any whitespace) when `key` is a key of the
 /// top-level object of `text`, the first such. One pass without parsing, so it works on broken
 /// text: strings are skipped (escapes included), nesting is counted, and only a string at depth

@@ -27,6 +27,7 @@ mod error;
 mod payload;
 mod policy;
 
+pub(crate) use decode::frame_name_hint;
 pub use decode::{decode, decode_sse, decode_sse_with, decode_with, event_id_hint, DecodeOptions};
 pub use encode::{encode, sse_parts};
 pub use error::{FrameError, FrameErrorKind};
