@@ -279,3 +279,40 @@ async fn an_sse_open_that_is_never_answered_ends_by_the_engines_open_timeout() {
     })
     .await;
 }
+
+/// A server whose `connection_state` cannot be read: `connect` fails at once with the decode
+/// error naming the field, not with a timeout after the open deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_connection_state_fails_connect_at_once_with_its_error() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    bounded(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(tokio::time::timeout(Duration::from_secs(10), async move {
+            let mut held = Vec::new();
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let _ = tcp.read(&mut buf).await;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\n";
+                let body = "event: connection_state\ndata: {\"connection_id\":7}\n\n";
+                let _ = tcp.write_all(format!("{head}{body}").as_bytes()).await;
+                held.push(tcp);
+            }
+        }));
+        let w = world(peer_config(Generation::Released)).await;
+        let mut cfg = config(&w.b, Transport::Sse, &[]);
+        cfg.open_timeout_ms = 5_000;
+        let started = std::time::Instant::now();
+        let e = agentwire_native::switch::SwitchClient::connect(&url, "k", cfg)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (e.kind, e.code.as_deref(), e.retryable),
+            (ErrorKind::Decode, Some("data.connection_id"), false),
+            "{e}"
+        );
+        assert!(e.message.contains("connection_state could not be read"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    })
+    .await;
+}

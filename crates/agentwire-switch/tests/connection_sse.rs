@@ -480,6 +480,23 @@ fn an_unreadable_event_with_a_huge_id_line_loses_no_later_event() {
 }
 
 #[test]
+fn an_unreadable_connection_state_on_the_stream_stops_a_connect() {
+    let (mut d, _) = Driver::opened(sse());
+    bytes(&mut d, "event: connection_state\ndata: {\"connection_id\":7}\n\n");
+    let (t, e) = d.drain();
+    assert!(matches!(&t[..], [Transmit::Close { .. }]), "{t:?}");
+    match e.last() {
+        Some(Event::Stopped { error: Some(err) }) => {
+            assert_eq!(
+                (err.kind, err.code.as_deref()),
+                (ErrorKind::Decode, Some("data.connection_id"))
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn an_unreadable_gap_on_the_stream_is_still_a_gap() {
     let mut d = live();
     bytes(

@@ -426,6 +426,84 @@ fn an_unreadable_gap_before_a_drop_still_lets_the_next_event_in() {
     assert_eq!(d.delivered(), vec![51]);
 }
 
+/// A `connection_state` with `"cursor":"0"`: readable JSON, an unreadable frame.
+fn bad_connection_state() -> String {
+    connection_state(Some(3), 0, &[ROOM]).replace(r#""cursor":0"#, r#""cursor":"0""#)
+}
+
+#[test]
+fn an_unreadable_connection_state_stops_a_connect_at_once_with_its_error() {
+    for attempts in [Some(1), Some(5), None] {
+        let mut cfg = ws();
+        cfg.connect_attempts = attempts;
+        let (mut d, _) = Driver::opened(cfg);
+        d.text(&bad_connection_state());
+        d.text(PING);
+        let (t, e) = d.drain();
+        assert!(
+            matches!(&t[..], [Transmit::Close { .. }]),
+            "closed at once, not after 10 s: {t:?}"
+        );
+        let [Event::Diagnostic(_), Event::Stopped { error: Some(err) }] = &e[..] else {
+            panic!("{attempts:?}: {e:?}")
+        };
+        assert_eq!(err.kind, ErrorKind::Decode);
+        assert_eq!(err.code.as_deref(), Some("data.cursor"));
+        assert!(!err.retryable, "the same server sends the same frame again");
+        assert!(
+            err.message
+                .starts_with("could not connect: connection_state could not be read: `data.cursor`"),
+            "{}",
+            err.message
+        );
+        assert_eq!(d.conn.state(), State::Stopped);
+        assert_eq!(d.conn.poll_timeout(), None);
+    }
+}
+
+#[test]
+fn a_connection_state_over_the_size_limit_stops_a_connect_with_a_limit_error() {
+    let mut cfg = ws();
+    cfg.decode.max_message_bytes = 64;
+    let (mut d, _) = Driver::opened(cfg);
+    d.text(&connection_state(Some(3), 0, &[ROOM]));
+    match d.events().last() {
+        Some(Event::Stopped { error: Some(err) }) => {
+            assert_eq!((err.kind, err.retryable), (ErrorKind::Limit, false), "{err:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_unreadable_connection_state_after_an_attach_reconnects_with_the_backoff() {
+    let mut cfg = ws();
+    cfg.max_reconnect_attempts = Some(2);
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    d.conn.handle_close(d.now, 1006, "");
+    d.events();
+    for attempt in [2, 3] {
+        d.reopen();
+        d.conn.handle_open(d.now);
+        d.text(&bad_connection_state());
+        let (t, e) = d.drain();
+        assert!(matches!(&t[..], [Transmit::Close { .. }]), "{t:?}");
+        if attempt == 3 {
+            // max_reconnect_attempts still bounds it.
+            assert!(matches!(e.last(), Some(Event::Stopped { error: Some(_) })), "{e:?}");
+            return;
+        }
+        match e.last() {
+            Some(Event::Disconnected { attempt: a, reason, .. }) => {
+                assert_eq!(*a, attempt);
+                assert!(reason.contains("`data.cursor`"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(d.conn.state(), State::Backoff);
+    }
+}
+
 #[test]
 fn unknown_kinds_pass_through() {
     let mut d = Driver::live_ws(ws(), 0, &[]);

@@ -61,6 +61,9 @@ impl Connection {
         }
         err.message = format!("frame dropped: {}", err.message);
         self.diagnostic(err);
+        if name == Some("connection_state") && self.state == State::Attaching {
+            return self.on_unreadable_attach(e);
+        }
         let gap = name == Some("gap");
         let may_be_event = sequence.is_some() || e.is_limit();
         if self.state != State::Live || self.overflowed || !(gap || may_be_event) {
@@ -93,6 +96,23 @@ impl Connection {
             all_rooms: None,
             reason: format!("{which} could not be read ({}); re-read room context", e.message),
         });
+    }
+
+    /// The socket's `connection_state` could not be read: it cannot attach, and no other
+    /// `connection_state` comes on it, so it closes now rather than at the open deadline. Before
+    /// the first attach the connection stops with the decode error, not retryable (the same
+    /// server sends the same frame again), whatever `connect_attempts` says, as
+    /// `handle_open_unusable` does; once it has been live, it reopens with the backoff.
+    fn on_unreadable_attach(&mut self, e: &FrameError) {
+        let mut error = SwitchError::from(e.clone());
+        error.code = e.field.clone();
+        error.message = format!("connection_state could not be read: {}", error.message);
+        if self.ever_attached {
+            let (now, reason) = (self.now, error.message);
+            return self.reconnect(now, None, &reason, true);
+        }
+        error.message = format!("could not connect: {}", error.message);
+        self.stop(Some(error.retryable(false)), "unreadable connection_state");
     }
 
     fn on_connection_state(&mut self, now: Millis, s: ConnectionState) {

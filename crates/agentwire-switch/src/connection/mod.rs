@@ -84,7 +84,9 @@ pub struct ConnectionConfig {
     /// backoff until attached (within `max_reconnect_attempts`), for a caller that bounds the
     /// wait itself. Default `Some(1)`: a first open that fails stops, as an RKT or MoltZap
     /// connect fails; `Some(0)` counts as `Some(1)`. Switching from WebSocket to SSE
-    /// (`Transport::Auto`) is not a failed open.
+    /// (`Transport::Auto`) is not a failed open. A `connection_state` that cannot be read stops
+    /// the connection before the first attach whatever this says (a `decode` error, not
+    /// retryable: the same server sends the same frame again).
     pub connect_attempts: Option<u32>,
     /// From an open to its `connection_state` (default 10 s).
     pub open_timeout_ms: u64,
