@@ -58,9 +58,9 @@ impl SwitchError {
     pub fn http(status: u16, body: &str) -> Self {
         let (detail, code) = body_detail(body);
         let text = match &detail {
-            Some(raw) => detail_text(raw),
+            Some(raw) => truncate(&detail_text(raw), PEER_TEXT_MAX),
             None if body.trim().is_empty() => String::new(),
-            None => truncate(body.trim(), 512),
+            None => truncate(body.trim(), PEER_TEXT_MAX),
         };
         let (kind, retryable) = match status {
             400 | 404 | 413 | 422 => (ErrorKind::Invalid, false),
@@ -102,7 +102,10 @@ impl SwitchError {
         let message = if text.is_empty() {
             format!("connection refused with status {status}")
         } else {
-            format!("connection refused with status {status}: {text}")
+            format!(
+                "connection refused with status {status}: {}",
+                truncate(&text, PEER_TEXT_MAX)
+            )
         };
         // `{"code": "taken_over", ...}`: the code an HTTP answer would carry too.
         let code = detail.and_then(|d| json::parse(d.get()).ok().and_then(|tape| detail_code(tape.root())));
@@ -141,6 +144,11 @@ fn detail_code(detail: Value<'_, '_>) -> Option<String> {
     code.as_str().map(Cow::into_owned)
 }
 
+/// The most bytes of a server's text (a detail, a reason, a body) a message quotes; `detail`
+/// keeps the JSON whole.
+pub(crate) const PEER_TEXT_MAX: usize = 512;
+
+/// At most `max` bytes of `s`, cut on a character boundary, `…` marking the cut.
 pub(crate) fn truncate(s: &str, max: usize) -> String {
     agentwire_core::text::clip(s, max).into_owned()
 }
@@ -223,6 +231,40 @@ mod tests {
         );
         let shared: Error = e.into();
         assert_eq!(shared.code, Some(503));
+    }
+
+    #[test]
+    fn the_servers_text_in_a_message_is_cut_to_512_bytes_on_a_character() {
+        // 3 + 2 × 1000 bytes: byte 512 falls inside an `é`.
+        let long = format!("abc{}", "é".repeat(1000));
+        let object = format!(r#"{{"message":"{long}","contract":"agent-protocol"}}"#);
+        let bodies = [
+            format!(r#"{{"detail":"{long}"}}"#),
+            format!(r#"{{"detail":{object}}}"#),
+            format!(r#"{{"error":"{long}"}}"#),
+            long.clone(),
+        ];
+        for body in &bodies {
+            let e = SwitchError::http(500, body);
+            let text = e.message.strip_prefix("HTTP 500: ").unwrap();
+            assert_eq!(text, format!("abc{}…", "é".repeat(254)), "{body:.20}");
+        }
+        let e = SwitchError::http(500, &bodies[0]);
+        assert_eq!(
+            e.detail.as_deref(),
+            Some(format!("\"{long}\"").as_str()),
+            "the detail is kept whole"
+        );
+        for (detail, kind) in [
+            (format!("\"{long}\""), ErrorKind::Invalid),
+            (object, ErrorKind::Version),
+        ] {
+            let d: Box<RawValue> = serde_json::from_str(&detail).unwrap();
+            let e = SwitchError::refused(409 + u16::from(kind == ErrorKind::Invalid), Some(&d));
+            assert_eq!(e.kind, kind);
+            let text = e.message.split_once(": ").unwrap().1;
+            assert_eq!(text, format!("abc{}…", "é".repeat(254)));
+        }
     }
 
     #[test]
