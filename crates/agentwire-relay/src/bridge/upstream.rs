@@ -50,11 +50,34 @@ impl Bridge {
         let frame = decode_sse_with(&ev.event, &ev.data, ev.id.as_deref(), &self.cfg.decode_options());
         match frame {
             Ok(frame) => self.forward(now, frame),
+            Err(_) if ev.event.trim() == "gap" && self.phase == Phase::Live => self.pass_unreadable_gap(&ev.data),
             Err(e) => {
                 let seq = ev.id.as_deref().and_then(|id| id.trim().parse().ok());
                 self.on_dropped(&e, seq);
             }
         }
+    }
+
+    /// A `gap` that cannot be read still says events were lost, and perhaps that the numbering
+    /// went back: it goes to the browser as it came (its `data` as a JSON string when it is not
+    /// JSON), whose engine takes an unreadable gap as a gap of unknown extent. The numbering is
+    /// unknown here too from then on: a later event that cannot be relayed is reported whatever
+    /// its sequence.
+    fn pass_unreadable_gap(&mut self, data: &str) {
+        let data = match serde_json::from_str::<&serde_json::value::RawValue>(data) {
+            Ok(raw) => raw.get().to_owned(),
+            Err(_) => serde_json::Value::from(data).to_string(),
+        };
+        let text = format!(r#"{{"event":"gap","data":{data}}}"#);
+        if text.len() > self.cfg.max_frame_bytes {
+            let m = format!("an unreadable gap of {} bytes", text.len());
+            let e = FrameError::new(agentwire_switch::frame::FrameErrorKind::TooLarge, None, m);
+            return self.on_dropped(&e, None);
+        }
+        self.stats.frames_forwarded += 1;
+        self.stats.gaps_reported += 1;
+        self.last_seq = 0;
+        self.send_text(text);
     }
 
     /// One decoded upstream frame, translated and sent on.
@@ -361,6 +384,32 @@ mod tests {
             (Some(3), Some(5))
         );
         assert_eq!(b.stats().gaps_reported, 1);
+    }
+
+    /// An upstream gap the bridge cannot read reaches the browser as a gap (its engine takes
+    /// it as one of unknown extent), and a later event that cannot be relayed is reported even
+    /// below what was forwarded, since the numbering may have gone back.
+    #[test]
+    fn an_unreadable_gap_passes_through_and_the_numbering_is_unknown_after_it() {
+        let mut b = live(0);
+        b.handle_sse(1, message_frame(40, "before").as_bytes());
+        drain(&mut b);
+        for (data, sent) in [
+            (r#"{"from_sequence": 41}"#, serde_json::json!({"from_sequence": 41})),
+            ("not json", serde_json::json!("not json")),
+        ] {
+            b.handle_sse(2, encode_event("gap", data, None).as_bytes());
+            let out = drain(&mut b);
+            assert_eq!(out.len(), 1, "{out:?}");
+            assert_eq!(json(&out[0]), serde_json::json!({"event": "gap", "data": sent}));
+        }
+        assert_eq!(b.stats().gaps_reported, 2);
+        b.handle_sse(3, encode_event("message", "{\"broken\": ", Some("5")).as_bytes());
+        let gap = json(&drain(&mut b)[0]);
+        assert_eq!(
+            (gap["event"].as_str(), gap["data"]["resumed_at"].as_u64()),
+            (Some("gap"), Some(5))
+        );
     }
 
     #[test]
