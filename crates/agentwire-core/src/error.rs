@@ -120,11 +120,13 @@ impl Error {
         }
     }
 
+    #[must_use]
     pub fn with_code(mut self, code: i64) -> Self {
         self.code = Some(code);
         self
     }
 
+    #[must_use]
     pub fn retryable(mut self, retryable: bool) -> Self {
         self.retryable = retryable;
         self

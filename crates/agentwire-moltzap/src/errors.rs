@@ -120,12 +120,14 @@ impl MoltZapError {
         Error::new(kind, message).into()
     }
 
+    #[must_use]
     pub fn for_request(mut self, id: Id) -> Self {
         self.request_id = Some(id);
         self
     }
 
     /// Marks the error as ending a request whose frame never left ([`MoltZapError::unsent`]).
+    #[must_use]
     pub fn unsent(mut self, unsent: bool) -> Self {
         self.unsent = unsent;
         self

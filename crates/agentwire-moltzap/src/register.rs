@@ -52,11 +52,13 @@ impl Registration {
         }
     }
 
+    #[must_use]
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
         self
     }
 
+    #[must_use]
     pub fn invite_code(mut self, code: impl Into<String>) -> Self {
         self.invite_code = Some(code.into());
         self

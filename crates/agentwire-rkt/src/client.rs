@@ -296,6 +296,17 @@ pub struct ClientSession {
     events: VecDeque<ClientEvent>,
 }
 
+/// Its state and how much it holds, never its configuration (which may carry a key).
+impl std::fmt::Debug for ClientSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientSession")
+            .field("state", &self.state)
+            .field("pending", &self.pending.len())
+            .field("events", &self.events.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl ClientSession {
     pub fn new(cfg: ClientConfig, mut entropy: Box<dyn Entropy + Send>) -> Self {
         let session_id = entropy.uuid_v4();

@@ -75,6 +75,7 @@ impl RktError {
         Error::new(kind, message).into()
     }
 
+    #[must_use]
     pub fn for_request(mut self, id: &str) -> Self {
         self.request_id = Some(id.to_string());
         self

@@ -159,6 +159,17 @@ pub struct ServerSession {
     events: VecDeque<ServerEvent>,
 }
 
+/// Its state and session id, never its configuration.
+impl std::fmt::Debug for ServerSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerSession")
+            .field("state", &self.state)
+            .field("session_id", &self.session_id)
+            .field("streams", &self.streams.len())
+            .finish_non_exhaustive()
+    }
+}
+
 fn parse_body<T: DeserializeOwned>(msg: &Message) -> Result<T, String> {
     let body = msg
         .body

@@ -23,6 +23,9 @@ fn debug_hides_keys_and_tokens() {
         "{text}"
     );
     assert!(shown(&ClientConfig::default()).contains("authorization: None"));
+    // The session shows where it is, never its configuration.
+    let session = agentwire_rkt::ClientSession::new(cfg.clone(), Box::new(agentwire_core::SeededEntropy::new(1)));
+    assert!(shown(&session).starts_with("ClientSession { state: Idle"));
 
     let reference = ReferenceConfig {
         api_keys: vec![SECRET.into(), format!("{SECRET}-2")],

@@ -53,6 +53,7 @@ impl HttpRequest {
         }
     }
 
+    #[must_use]
     pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));
         self

@@ -147,6 +147,7 @@ impl SendError {
     }
 
     /// The same failure, reported as a failed reply.
+    #[must_use]
     pub fn as_reply(mut self) -> SendError {
         self.action = FailedAction::Reply;
         self
@@ -209,6 +210,7 @@ impl FirewallSendError {
     }
 
     /// The same refusal, reported as a failed reply (a refused answer).
+    #[must_use]
     pub fn as_reply(mut self) -> FirewallSendError {
         self.action = FailedAction::Reply;
         self

@@ -194,6 +194,7 @@ impl JsonPath {
         JsonPath::default().key(name)
     }
 
+    #[must_use]
     pub fn key(&self, key: &str) -> JsonPath {
         let plain = !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b"_$-".contains(&b));
         let mut s = self.0.clone();
@@ -210,6 +211,7 @@ impl JsonPath {
         JsonPath(s)
     }
 
+    #[must_use]
     pub fn index(&self, i: usize) -> JsonPath {
         JsonPath(format!("{}[{i}]", self.0))
     }

@@ -161,6 +161,16 @@ pub struct Session {
     events: VecDeque<Event>,
 }
 
+/// Its state and generation, never its credentials.
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("state", &self.state)
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Session {
     /// A session; `entropy` is kept for ids and jitter (the request ids themselves come from a
     /// counter, so a session is deterministic without it).

@@ -76,6 +76,7 @@ fn closed_error() -> MoltZapError {
 /// disconnected (close 1008) once `event_capacity` pushes, or `event_capacity_bytes` of them,
 /// are waiting. A client that wants no
 /// events calls `events()` and drops the receiver: pushes are then discarded.
+#[must_use = "dropping the client closes its connection"]
 pub struct MoltZapClient {
     caller: Caller<Start>,
     info: ConnectionInfo,

@@ -29,6 +29,7 @@ use tokio_tungstenite::tungstenite::Error as WsError;
 /// them and [`STREAM_UNREAD_BYTES_EACH`] bytes per stream, and [`STREAM_UNREAD_BYTES`] for all
 /// the client's streams together: a stream whose chunk finds one full fails with `limit` (the
 /// reader fell behind).
+#[must_use = "dropping the chunks cancels the stream"]
 pub struct StreamChunks {
     rx: events::Events<Chunk>,
     /// Cancels the stream in the engine when the reader goes.
@@ -191,6 +192,7 @@ impl StreamWaiter {
 /// reply. Dropping the client says GOODBYE and closes the connection; calls still waiting then
 /// fail with kind `closed`. A write that blocks for 5 s (a server that stopped reading) ends the
 /// connection the same way (close 1006).
+#[must_use = "dropping the client closes its connection"]
 pub struct RktClient {
     caller: Caller<Start>,
     info: ServerInfo,

@@ -114,10 +114,19 @@ pub async fn serve_until(
 }
 
 /// A server running in the background, for tests and embedding.
+#[must_use = "dropping the handle stops the server"]
 pub struct ServerHandle {
     local_addr: SocketAddr,
     stop: oneshot::Sender<()>,
     task: JoinHandle<io::Result<()>>,
+}
+
+impl std::fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("local_addr", &self.local_addr)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Starts [`serve_until`] on a task. Dropping the handle stops the server too.

@@ -55,6 +55,7 @@ impl Default for SwitchOptions {
 /// [`SwitchClient::next_event`] (the first is the `Connected` of the first attach); operations
 /// run concurrently over HTTP (`&self`), each cancel-safe. Dropping the client closes the
 /// connection; [`SwitchClient::close`] does it and waits.
+#[must_use = "dropping the client closes its connection"]
 pub struct SwitchClient {
     origin: Origin,
     key: Arc<str>,

@@ -176,6 +176,16 @@ pub struct Bridge {
     stats: BridgeStats,
 }
 
+/// Its phase and what waits for the browser, never its configuration.
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bridge")
+            .field("phase", &self.phase)
+            .field("pending_bytes", &self.pending_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Bridge {
     /// A bridge waiting for the answer to the upstream open, which the Worker starts now. Drain
     /// [`poll_output`](Self::poll_output) first: an unusable configuration closes at once.

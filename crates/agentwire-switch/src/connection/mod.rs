@@ -312,6 +312,17 @@ pub struct Connection {
     in_duplicate_run: bool,
 }
 
+/// Where it is, never its configuration.
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("state", &self.state)
+            .field("wire", &self.wire)
+            .field("cursor", &self.cursor)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Connection {
     /// A connection; `entropy` draws the reconnect jitter. Nothing happens before
     /// [`Connection::start`].

@@ -325,6 +325,17 @@ pub struct Endpoint {
     was_connected: bool,
 }
 
+/// Its agent and session, never what it holds.
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("agent", &self.cfg.agent)
+            .field("session", &self.session)
+            .field("calls", &self.calls.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// About the heap a kept delivery takes: its item's and guidance's trees, measured on their JSON
 /// form (which holds the same strings and values).
 fn inbox_footprint(d: &InboundDelivery) -> usize {
