@@ -1,9 +1,8 @@
 //! [`Events`]: the channel from a client's task to its reader, bounded in events and in bytes.
 //! An event holds its bytes ([`Weigh`]) of the budget until the reader takes it; one larger than
-//! the whole budget passes alone. The Switch client reads it through
-//! [`crate::switch::SwitchClient::next_event`]; the MoltZap and RKT clients hand it out
-//! ([`crate::moltzap::MoltZapClient::events`], [`crate::rkt::RktClient::events`]), and RKT
-//! streams their chunks through it.
+//! the whole budget passes alone. The clients hand it out ([`crate::moltzap::MoltZapClient::events`],
+//! [`crate::rkt::RktClient::events`], [`crate::switch::SwitchClient::events`]; Switch also reads
+//! it through `next_event`), and RKT streams their chunks through it.
 
 use std::sync::Arc;
 use tokio::sync::mpsc::error::TryRecvError;

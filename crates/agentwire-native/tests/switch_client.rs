@@ -55,6 +55,42 @@ async fn websocket_post_message_reaches_another_agent() {
     .await;
 }
 
+/// With the event channel taken out of the client, one agent waits for its events while its
+/// own operations run (`next_event`'s `&mut self` cannot sit beside `call`'s `&self`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_taken_out_are_read_while_operations_run() {
+    bounded(async {
+        let w = world(peer_config(Generation::Current)).await;
+        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[&w.room]))
+            .await
+            .unwrap();
+        let mut events = b.events().unwrap();
+        assert!(
+            b.events().is_none() && b.next_event().await.is_none(),
+            "handed out once"
+        );
+        assert!(matches!(events.recv().await, Some(Event::Connected { .. })));
+        b.call(&ConnectToRoom::new(&w.room)).await.unwrap();
+        let message = PostMessage::new("to myself");
+        let (mut posted, mut seen) = (false, None);
+        {
+            let post = b.call(&message);
+            tokio::pin!(post);
+            while !posted || seen.is_none() {
+                tokio::select! {
+                    r = &mut post, if !posted => posted = r.is_ok(),
+                    e = events.recv() => if let Some(Event::Event { event, .. }) = e {
+                        seen = event.message().ok().map(|m| m.body);
+                    },
+                }
+            }
+        }
+        assert_eq!(seen.as_deref(), Some("to myself"));
+        b.close().await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_resumes_with_exactly_the_missed_events() {
     bounded(async {

@@ -4,7 +4,10 @@ use super::driver::{Command, Driver};
 use super::exchange;
 use super::socket::{Dialer, CLOSE_GRACE};
 use super::Status;
-use crate::events::{self, Events};
+use crate::events;
+
+/// A Switch client's events ([`SwitchClient::events`]), bounded in count and in bytes.
+pub type Events = events::Events<Event>;
 use crate::http::{check_key, Origin};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::ErrorKind;
@@ -64,7 +67,8 @@ pub struct SwitchClient {
     attached: ConnectionState,
     op_timeout: Duration,
     commands: mpsc::UnboundedSender<Command>,
-    events: Events<Event>,
+    /// `None` once [`SwitchClient::events`] has handed it out.
+    events: Option<Events>,
     status: Arc<Mutex<Status>>,
     task: JoinHandle<()>,
 }
@@ -136,7 +140,7 @@ impl SwitchClient {
             attached,
             op_timeout: opts.op_timeout,
             commands,
-            events,
+            events: Some(events),
             status,
             task,
         };
@@ -182,14 +186,23 @@ impl SwitchClient {
         self.op_timeout = timeout;
     }
 
-    /// The next event; `None` after `Stopped` (and after `close`).
+    /// The next event; `None` after `Stopped` (and after `close`), and at once after
+    /// [`SwitchClient::events`] handed the channel out.
     pub async fn next_event(&mut self) -> Option<Event> {
-        self.events.recv().await
+        self.events.as_mut()?.recv().await
     }
 
     /// An event already waiting, if any.
     pub fn try_next_event(&mut self) -> Option<Event> {
-        self.events.try_recv().ok()
+        self.events.as_mut()?.try_recv().ok()
+    }
+
+    /// The event channel itself, to read events while operations run on the client (a task of
+    /// its own, or `tokio::select!` beside `op`/`call`, which `next_event`'s `&mut self` does not
+    /// allow); `None` after the first call, and then `next_event` returns `None`. Events are held
+    /// as [`SwitchOptions::event_capacity`] says, before this call too.
+    pub fn events(&mut self) -> Option<Events> {
+        self.events.take()
     }
 
     async fn send(&self, request: &HttpRequest) -> Result<(u16, String), SwitchError> {
@@ -244,7 +257,9 @@ impl SwitchClient {
     /// past that, the task is stopped, so nothing of the connection outlives `close`.
     /// Events not read yet are dropped.
     pub async fn close(mut self) {
-        self.events.close();
+        if let Some(events) = self.events.as_mut() {
+            events.close();
+        }
         let _ = self.commands.send(Command::Close);
         let task = &mut self.task;
         if tokio::time::timeout(CLOSE_GRACE + Duration::from_secs(1), &mut *task)

@@ -32,7 +32,7 @@ mod client;
 mod driver;
 mod socket;
 
-pub use client::{SwitchClient, SwitchOptions, CONNECT_OPEN_TIMEOUTS, DEFAULT_OP_TIMEOUT};
+pub use client::{Events, SwitchClient, SwitchOptions, CONNECT_OPEN_TIMEOUTS, DEFAULT_OP_TIMEOUT};
 
 use crate::http;
 use agentwire_switch::frame::ConnGeneration;
