@@ -385,11 +385,8 @@ impl Socket {
         } else {
             1000
         };
-        let mut end = reason.len().min(123);
-        while !reason.is_char_boundary(end) {
-            end -= 1;
-        }
-        let _ = self.ws.close_with_code_and_reason(code, &reason[..end]);
+        let reason = agentwire_core::text::prefix(reason, 123);
+        let _ = self.ws.close_with_code_and_reason(code, reason);
     }
 }
 

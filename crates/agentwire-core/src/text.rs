@@ -9,16 +9,22 @@ pub fn clip(s: &str, max: usize) -> Cow<'_, str> {
     if s.len() <= max {
         return Cow::Borrowed(s);
     }
-    let mut end = max;
+    Cow::Owned(format!("{}…", prefix(s, max)))
+}
+
+/// The longest start of `s` of at most `max` bytes that ends on a character boundary: for a
+/// bound that must hold exactly (a close frame's 123-byte reason).
+pub fn prefix(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    Cow::Owned(format!("{}…", &s[..end]))
+    &s[..end]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::clip;
+    use super::{clip, prefix};
 
     #[test]
     fn clips_on_a_character_boundary() {
@@ -27,5 +33,6 @@ mod tests {
         // `é` is two bytes: a cut inside it moves back before it.
         assert_eq!(clip("aé", 2), "a…");
         assert_eq!(clip("ééé", 0), "…");
+        assert_eq!((prefix("aé", 2), prefix("aé", 3), prefix("aé", 9)), ("a", "aé", "aé"));
     }
 }

@@ -33,14 +33,7 @@ pub fn forward(code: Option<u16>) -> u16 {
 
 /// `reason` cut to at most [`MAX_REASON`] bytes, on a character boundary.
 pub fn reason(reason: &str) -> &str {
-    if reason.len() <= MAX_REASON {
-        return reason;
-    }
-    let mut end = MAX_REASON;
-    while !reason.is_char_boundary(end) {
-        end -= 1;
-    }
-    &reason[..end]
+    agentwire_core::text::prefix(reason, MAX_REASON)
 }
 
 #[cfg(test)]

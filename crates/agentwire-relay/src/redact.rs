@@ -56,13 +56,7 @@ impl Redactor {
     pub fn redact_cut(&self, text: &str, max: usize, complete: bool) -> String {
         let mut out = self.redact(text);
         let cut = !complete || out.len() > max;
-        if out.len() > max {
-            let mut end = max;
-            while !out.is_char_boundary(end) {
-                end -= 1;
-            }
-            out.truncate(end);
-        }
+        out.truncate(agentwire_core::text::prefix(&out, max).len());
         if cut {
             let tail = self.partial_tail(&out);
             if tail > 0 {

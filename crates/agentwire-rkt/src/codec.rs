@@ -494,10 +494,7 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
     };
     if text.len() > max_size {
         // Name the message if its id is near the top, without reading the whole of it.
-        let head = (0..=text.len().min(4096))
-            .rev()
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(0);
+        let head = agentwire_core::text::prefix(text, 4096).len();
         return Err(DecodeError {
             kind: DecodeErrorKind::TooLarge {
                 size: text.len(),

@@ -215,7 +215,7 @@ impl Socket {
         };
         let frame = frame.map(|(code, reason)| CloseFrame {
             code: CloseCode::from(sendable(code)),
-            reason: truncate(reason, 123).to_owned().into(),
+            reason: agentwire_core::text::prefix(reason, 123).to_owned().into(),
         });
         Some(tokio::spawn(async move {
             let _ = tokio::time::timeout(CLOSE_GRACE, async {
@@ -233,13 +233,4 @@ fn sendable(code: u16) -> u16 {
         1000..=1003 | 1007..=1014 | 3000..=4999 => code,
         _ => 1000,
     }
-}
-
-/// At most `max` bytes of `s`, cut at a character boundary (a close reason fits 123 bytes).
-fn truncate(s: &str, max: usize) -> &str {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }

@@ -67,6 +67,7 @@ mod testutil;
 
 pub use config::{BridgeConfig, MAX_PING_INTERVAL_MS, MIN_PING_INTERVAL_MS};
 
+use agentwire_core::text::prefix;
 use agentwire_core::{HttpRequest, Millis, Timers};
 use agentwire_switch::frame::{encode, Evicted, Frame, Gap, Refused};
 use agentwire_switch::ops;
@@ -355,16 +356,16 @@ impl Bridge {
             Frame::Gap(g) => Frame::Gap(Gap {
                 rooms: Some(Vec::new()),
                 all_rooms: Some(true),
-                reason: clip(&g.reason, SHORT_TEXT).to_owned(),
+                reason: prefix(&g.reason, SHORT_TEXT).to_owned(),
                 ..g.clone()
             }),
             Frame::Evicted(e) => Frame::Evicted(Evicted {
-                reason: clip(&e.reason, SHORT_TEXT).to_owned(),
+                reason: prefix(&e.reason, SHORT_TEXT).to_owned(),
                 ..e.clone()
             }),
             Frame::Refused(r) => Frame::Refused(Refused {
                 status: r.status,
-                detail: json_string(clip(&r.detail_text(), SHORT_TEXT)),
+                detail: json_string(prefix(&r.detail_text(), SHORT_TEXT)),
             }),
             _ => return None,
         };
@@ -389,21 +390,9 @@ impl Bridge {
         self.beat_wanted = false;
         self.out.push_back(Output::Close {
             code,
-            reason: clip(reason, MAX_CLOSE_REASON).to_owned(),
+            reason: prefix(reason, MAX_CLOSE_REASON).to_owned(),
         });
     }
-}
-
-/// `s` cut to at most `max` bytes at a character boundary.
-fn clip(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// `s` as a JSON string.
@@ -455,7 +444,7 @@ mod tests {
 
     #[test]
     fn close_reasons_fit_a_close_frame() {
-        assert_eq!(clip("ééé", 5), "éé");
+        assert_eq!(prefix("ééé", 5), "éé");
         let mut b = opening(0);
         b.handle_open_response(1, 503, None, &"x".repeat(500));
         let out = drain(&mut b);

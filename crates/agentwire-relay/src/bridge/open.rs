@@ -1,7 +1,8 @@
 //! The answer to the upstream open: a stream, or a refusal translated into the current
 //! generation's refusal (`refused` frame and 4000 + status) or a retryable 1011.
 
-use super::{clip, json_string, Bridge, Phase, Timer};
+use super::{json_string, Bridge, Phase, Timer};
+use agentwire_core::text::prefix;
 use agentwire_core::Millis;
 use agentwire_switch::SwitchError;
 use serde_json::value::RawValue;
@@ -75,7 +76,7 @@ fn refusal_detail(status: u16, body: &str) -> Box<RawValue> {
     if text.is_empty() {
         return json_string(&format!("HTTP {status}"));
     }
-    json_string(clip(text, MAX_DETAIL_BYTES))
+    json_string(prefix(text, MAX_DETAIL_BYTES))
 }
 
 #[cfg(test)]
