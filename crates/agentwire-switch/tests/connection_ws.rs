@@ -306,14 +306,7 @@ fn an_unreadable_event_becomes_a_gap_and_is_not_waited_for_again() {
         vec![1, 2, 3],
         "the unreadable 2 did not move the dedup bound: a readable resend of it is delivered"
     );
-    let gaps: Vec<_> = e
-        .iter()
-        .filter_map(|e| match e {
-            Event::Event { gap: Some(g), event } => Some((event.sequence, g.from_sequence, g.resumed_at)),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(gaps, vec![(2, 1, 1)]);
+    assert_eq!(gaps(&e), vec![(2, 1, 1)]);
     // Garbage that is not an event is only a diagnostic.
     d.text("}{ not json");
     d.text(&message(4));
@@ -333,24 +326,7 @@ fn an_unreadable_event_with_its_id_first_is_a_gap() {
     d.text(&message(3));
     let e = d.events();
     assert_eq!(sequences(&e), vec![1, 3]);
-    let gaps: Vec<_> = e
-        .iter()
-        .filter_map(|e| match e {
-            Event::Event { gap: Some(g), event } => Some((event.sequence, g.from_sequence, g.resumed_at)),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(gaps, vec![(3, 1, 1)], "{e:?}");
-}
-
-/// `(event sequence, gap from, gap resumed_at)` of each event that carries a gap.
-fn gaps_of(e: &[Event]) -> Vec<(u64, u64, u64)> {
-    e.iter()
-        .filter_map(|e| match e {
-            Event::Event { gap: Some(g), event } => Some((event.sequence, g.from_sequence, g.resumed_at)),
-            _ => None,
-        })
-        .collect()
+    assert_eq!(gaps(&e), vec![(3, 1, 1)], "{e:?}");
 }
 
 #[test]
@@ -364,7 +340,7 @@ fn an_unreadable_gap_is_still_a_gap() {
         "{e:?}"
     );
     // 101-499 are missing: the next event says so, from what was received.
-    assert_eq!(gaps_of(&e), vec![(500, 100, 100)], "{e:?}");
+    assert_eq!(gaps(&e), vec![(500, 100, 100)], "{e:?}");
     let Event::Event { gap: Some(g), .. } = &e[1] else {
         panic!("{e:?}")
     };
@@ -374,11 +350,11 @@ fn an_unreadable_gap_is_still_a_gap() {
     // A flat one too.
     d.text(r#"{"type":"gap","from_sequence":"x"}"#);
     d.text(&message(600));
-    assert_eq!(gaps_of(&d.events()), vec![(600, 500, 500)]);
+    assert_eq!(gaps(&d.events()), vec![(600, 500, 500)]);
     // And one cut short.
     d.text(r#"{"event":"gap","data":{"from_sequence":600,"resumed_at":"#);
     d.text(&message(700));
-    assert_eq!(gaps_of(&d.events()), vec![(700, 600, 600)]);
+    assert_eq!(gaps(&d.events()), vec![(700, 600, 600)]);
 }
 
 #[test]
@@ -395,7 +371,7 @@ fn events_after_an_unreadable_gap_are_not_dropped_as_duplicates() {
     }
     let e = d.events();
     assert_eq!(sequences(&e), vec![6, 7, 8, 9], "{e:?}");
-    assert_eq!(gaps_of(&e), vec![(6, 101, 101)]);
+    assert_eq!(gaps(&e), vec![(6, 101, 101)]);
     assert_eq!(d.conn.duplicates(), 0);
     assert_eq!(d.conn.cursor(), Some(9));
     // The new numbering is the dedup bound again: a replay is dropped.
@@ -418,7 +394,7 @@ fn an_unreadable_gap_before_a_drop_still_lets_the_next_event_in() {
     d.text(&message(4));
     let e = d.events();
     assert_eq!(sequences(&e), vec![4], "{e:?}");
-    assert_eq!(gaps_of(&e), vec![(4, 100, 100)]);
+    assert_eq!(gaps(&e), vec![(4, 100, 100)]);
     // A readable gap settles the numbering: below it is a duplicate again.
     d.text(&gap(4, 50));
     d.text(&message(50));

@@ -116,6 +116,17 @@ pub fn sequences(events: &[Event]) -> Vec<u64> {
         .collect()
 }
 
+/// Each gap delivered: `(the event's sequence, from_sequence, resumed_at)`.
+pub fn gaps(events: &[Event]) -> Vec<(u64, u64, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Event { gap: Some(g), event } => Some((event.sequence, g.from_sequence, g.resumed_at)),
+            _ => None,
+        })
+        .collect()
+}
+
 pub fn connection_state(generation: Option<u64>, cursor: u64, rooms: &[&str]) -> String {
     let generation = generation.map(|g| format!(r#""generation":{g},"#)).unwrap_or_default();
     let rooms: Vec<String> = rooms.iter().map(|r| format!("\"{r}\"")).collect();
