@@ -115,11 +115,13 @@ impl PeerConfig {
         }
     }
 
+    #[must_use]
     pub fn with_faults(mut self, faults: Faults) -> Self {
         self.faults = faults;
         self
     }
 
+    #[must_use]
     pub fn with_ping_interval(mut self, interval: Duration) -> Self {
         self.ping_interval = interval;
         self
