@@ -3,6 +3,13 @@
 
 use std::borrow::Cow;
 
+/// The most an error message quotes of one piece of a peer's text (a reason, a detail, a body,
+/// a value), in bytes: every engine's bound.
+pub const QUOTE_MAX: usize = 512;
+
+/// The same bound for a name a peer gives (a message type, a header, a version).
+pub const NAME_MAX: usize = 64;
+
 /// `s` when it is at most `max` bytes; else its first `max` bytes or fewer (on a character
 /// boundary), followed by `…`.
 pub fn clip(s: &str, max: usize) -> Cow<'_, str> {

@@ -147,8 +147,7 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-/// The most an error message quotes of one piece of the peer's text, in bytes (Switch's bound).
-pub(crate) const QUOTE_MAX: usize = 512;
+pub(crate) use agentwire_core::text::QUOTE_MAX;
 
 /// `text`, a message or a key from the peer, cut to at most [`QUOTE_MAX`] bytes (and `…`) for
 /// an error to quote.

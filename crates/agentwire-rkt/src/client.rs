@@ -5,7 +5,7 @@ use crate::body::*;
 use crate::codec::{self, decode, encode, DecodeError, Message, MessageType};
 use crate::envelope::{compact, envelope};
 use crate::errors::RktError;
-use agentwire_core::text::clip;
+use agentwire_core::text::{clip, QUOTE_MAX};
 use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
@@ -401,6 +401,8 @@ impl ClientSession {
                 let error = error.for_request(&id);
                 self.end(p.origin, ClientEvent::Failed { id, error });
             }
+            // A late reply to a command that already ended, as `on_reply` and `on_error` drop.
+            None if reply_to.is_some_and(|id| self.forgotten.iter().any(|f| f == id)) => {}
             None => {
                 let error = match reply_to {
                     Some(id) => error.for_request(id),
@@ -970,7 +972,7 @@ impl ClientSession {
                     Some(Err(e)) => e.to_string(),
                     _ => "no body".into(),
                 };
-                let text = clip(msg.body.as_deref().unwrap_or(""), 512);
+                let text = clip(msg.body.as_deref().unwrap_or(""), QUOTE_MAX);
                 crate::errors::error_body(0, format!("ERROR without a valid body ({why}): {text}"), None, None)
             }
         };

@@ -5,7 +5,7 @@
 //! listed in `docs/protocols/rkt.md`.
 
 use agentwire_core::parse_iso8601;
-use agentwire_core::text::clip;
+use agentwire_core::text::{clip, NAME_MAX};
 use std::fmt;
 
 /// The default size limit of one message, in bytes (1 MiB).
@@ -329,10 +329,10 @@ impl fmt::Display for DecodeError {
             }
             DecodeErrorKind::Empty => f.write_str("empty message"),
             DecodeErrorKind::BadStartLine => f.write_str("start line is not `RKT/1.0 TYPE`"),
-            DecodeErrorKind::UnsupportedVersion(v) => write!(f, "unsupported protocol version `{}`", clip(v, 64)),
-            DecodeErrorKind::UnknownType(t) => write!(f, "unknown message type `{}`", clip(t, 64)),
+            DecodeErrorKind::UnsupportedVersion(v) => write!(f, "unsupported protocol version `{}`", clip(v, NAME_MAX)),
+            DecodeErrorKind::UnknownType(t) => write!(f, "unknown message type `{}`", clip(t, NAME_MAX)),
             DecodeErrorKind::BadHeaderLine(n) => write!(f, "line {n} is not a `Name: value` header"),
-            DecodeErrorKind::DuplicateHeader(n) => write!(f, "header `{n}` appears twice"),
+            DecodeErrorKind::DuplicateHeader(n) => write!(f, "header `{}` appears twice", clip(n, NAME_MAX)),
             DecodeErrorKind::TooManyHeaders { limit } => write!(f, "more than {limit} headers"),
             DecodeErrorKind::MissingHeader(n) => write!(f, "required header `{n}` is missing"),
             DecodeErrorKind::BadHeaderValue { name, reason } => write!(f, "header `{name}` {reason}"),

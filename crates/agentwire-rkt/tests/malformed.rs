@@ -85,6 +85,8 @@ fn a_malformed_chunk_fails_its_stream_and_the_rest_is_dropped_quietly() {
     let mut c = ready();
     let id = stream(&mut c);
     c.handle_text(T0, &reply("STREAM_DATA", "d1", &id, "Seq: one\n", r#""b""#));
+    // What still comes for the failed stream, readable or not, is dropped without a word.
+    c.handle_text(T0, &reply("STREAM_DATA", "d2", &id, "Seq: two\n", r#""c""#));
     c.handle_text(T0, &reply("STREAM_END", "e", &id, "", r#"{"count":2}"#));
     let events = drain(&mut c);
     assert!(matches!(&events[0], ClientEvent::StreamBegin { .. }), "{events:?}");
@@ -170,11 +172,19 @@ fn peer_text_in_messages_is_bounded() {
     c.handle_text(T0, &format!("RKT/1.0 {}\nVersion: 1\n", "A".repeat(500_000)));
     let body = format!(r#"{{"code":"429","message":"{}"}}"#, "x".repeat(900_000));
     c.handle_text(T0, &reply("ERROR", "e", &id, "TTL: 5\n", &body));
+    let twice = format!("{}: 1\n", "X".repeat(500_000)).repeat(2);
+    c.handle_text(T0, &reply("RESPONSE", "m", "nobody", &twice, "{}"));
     let events = drain(&mut c);
-    let [ClientEvent::Error(unknown), ClientEvent::Failed { error, .. }] = events.as_slice() else {
+    let [ClientEvent::Error(unknown), ClientEvent::Failed { error, .. }, ClientEvent::Error(dup)] = events.as_slice()
+    else {
         panic!("{events:?}")
     };
     assert!(unknown.error.message.len() < 200, "{}", unknown.error.message.len());
+    assert!(
+        dup.error.message.len() < 200 && dup.error.message.contains("twice"),
+        "{}",
+        dup.error.message.len()
+    );
     assert!(error.error.message.len() < 1000, "{}", error.error.message.len());
     assert!(error.error.message.contains("`code`"), "{}", error.error.message);
 }

@@ -149,7 +149,7 @@ fn detail_code(detail: Value<'_, '_>) -> Option<String> {
 
 /// The most bytes of a server's text (a detail, a reason, a body) a message quotes; `detail`
 /// keeps the JSON whole.
-pub(crate) const PEER_TEXT_MAX: usize = 512;
+pub(crate) use agentwire_core::text::QUOTE_MAX as PEER_TEXT_MAX;
 
 /// At most `max` bytes of `s`, cut on a character boundary, `…` marking the cut.
 pub(crate) fn truncate(s: &str, max: usize) -> String {
