@@ -265,7 +265,7 @@ fn is_response(generation: Generation, f: &Fields<'_>) -> bool {
 /// as a response.
 fn identified(generation: Generation, f: &Fields<'_>, opts: &DecodeOptions, mut e: FrameError) -> FrameError {
     e.response = is_response(generation, f);
-    if f.duplicate() == Some("id") {
+    if f.id_duplicated() {
         return e;
     }
     e.with_id(parse_id(f.id, generation, opts).ok().flatten())

@@ -54,6 +54,8 @@ pub(crate) struct Fields<'a> {
     pub unknown: Option<String>,
     /// The first key seen twice.
     duplicate: Option<String>,
+    /// Which known keys were seen more than once (`F_*` bits).
+    duplicated: u16,
 }
 
 impl<'a> Fields<'a> {
@@ -66,6 +68,11 @@ impl<'a> Fields<'a> {
     /// The first known key given twice.
     pub(crate) fn duplicate(&self) -> Option<&str> {
         self.duplicate.as_deref()
+    }
+
+    /// Whether `id` was given more than once (whichever key was first given twice).
+    pub(crate) fn id_duplicated(&self) -> bool {
+        self.duplicated & F_ID != 0
     }
 }
 
@@ -155,6 +162,7 @@ impl<'de> Visitor<'de> for FieldsVisitor {
             };
             if f.present & bit != 0 {
                 map.next_value::<IgnoredAny>()?;
+                f.duplicated |= bit;
                 if f.duplicate.is_none() {
                     f.duplicate = Some(quoted(key.into_owned()));
                 }

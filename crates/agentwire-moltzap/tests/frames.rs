@@ -474,6 +474,9 @@ fn a_key_given_twice_keeps_the_id() {
     // Not a duplicated id: which one was meant is unknown.
     let e = err(Current, r#"{"jsonrpc":"2.0","id":"r","id":"s","result":1}"#);
     assert_eq!((&e.kind, &e.id), (&K::DuplicateKey("id".into()), &None));
+    // Nor when another key was given twice first.
+    let e = err(Current, r#"{"jsonrpc":"2.0","id":"r","result":1,"result":2,"id":"s"}"#);
+    assert_eq!((&e.kind, &e.id), (&K::DuplicateKey("result".into()), &None));
     let deep = format!("{}{}", "[".repeat(70), "]".repeat(70));
     let e = err(
         Current,
