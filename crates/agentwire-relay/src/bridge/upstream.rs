@@ -60,19 +60,18 @@ impl Bridge {
 
     /// A `gap` that cannot be read still says events were lost, and perhaps that the numbering
     /// went back: it goes to the browser as it came (its `data` as a JSON string when it is not
-    /// JSON), whose engine takes an unreadable gap as a gap of unknown extent. The numbering is
-    /// unknown here too from then on: a later event that cannot be relayed is reported whatever
-    /// its sequence.
+    /// JSON; with no data when that would not fit a frame), whose engine takes an unreadable gap
+    /// as a gap of unknown extent. The numbering is unknown here too from then on: a later event
+    /// that cannot be relayed is reported whatever its sequence.
     fn pass_unreadable_gap(&mut self, data: &str) {
         let data = match serde_json::from_str::<&serde_json::value::RawValue>(data) {
             Ok(raw) => raw.get().to_owned(),
             Err(_) => serde_json::Value::from(data).to_string(),
         };
-        let text = format!(r#"{{"event":"gap","data":{data}}}"#);
+        let mut text = format!(r#"{{"event":"gap","data":{data}}}"#);
         if text.len() > self.cfg.max_frame_bytes {
-            let m = format!("an unreadable gap of {} bytes", text.len());
-            let e = FrameError::new(agentwire_switch::frame::FrameErrorKind::TooLarge, None, m);
-            return self.on_dropped(&e, None);
+            // Too large to pass as it came: a gap without data says the same to the engine.
+            text = r#"{"event":"gap","data":null}"#.to_owned();
         }
         self.stats.frames_forwarded += 1;
         self.stats.gaps_reported += 1;
@@ -403,7 +402,11 @@ mod tests {
             assert_eq!(out.len(), 1, "{out:?}");
             assert_eq!(json(&out[0]), serde_json::json!({"event": "gap", "data": sent}));
         }
-        assert_eq!(b.stats().gaps_reported, 2);
+        // One too large for a browser frame (escaped, 600 KB of quotes pass 1 MiB) goes without
+        // its data, still a gap the engine cannot read.
+        b.handle_sse(2, encode_event("gap", &"\"".repeat(600_000), None).as_bytes());
+        assert_eq!(text(&drain(&mut b)[0]), r#"{"event":"gap","data":null}"#);
+        assert_eq!(b.stats().gaps_reported, 3);
         b.handle_sse(3, encode_event("message", "{\"broken\": ", Some("5")).as_bytes());
         let gap = json(&drain(&mut b)[0]);
         assert_eq!(
