@@ -19,7 +19,8 @@ export interface SwitchOptions {
   /** `all` (default): everything in the covered rooms; `addressed`: only what is notifiable. */
   filter?: "all" | "addressed" | undefined;
   /** Where the first open starts: `head` (default: new events only) or after a sequence (a
-   * saved cursor; a string of digits for one past 2^53). Later opens resume from the cursor. */
+   * saved cursor; a string of digits for one past 2^53). Later opens resume after the last
+   * sequence received. */
   startFrom?: "head" | number | `${bigint}` | undefined;
   /** The `generation` of the last `connected` state, to fence a reconnect against a newer
    * connection of the same id. */
@@ -147,7 +148,8 @@ export interface SwitchStatus {
   agentId: string;
   /** The rooms the connection holds. */
   rooms: string[];
-  /** The current reconnect attempt (reset once a reopen attaches). */
+  /** The current reconnect attempt (reset once the server is heard from again: a ping, or a
+   * beat answered). */
   attempt: number;
 }
 
@@ -169,7 +171,7 @@ function tokenExpMs(token: string): number | undefined {
 
 /** A Switch Rooms connection through the relay: `await SwitchClient.connect(relayUrl, {token,
  * agentId})`, then `op`, `subscribe`, `unsubscribe`, `placements`, `listOps`, and the rooms'
- * events; it reconnects and resumes from its cursor by itself. `close()` (or `await using`)
+ * events; it reconnects by itself and resumes after the last sequence received. `close()` (or `await using`)
  * ends it. */
 export class SwitchClient extends Client<SwitchEvent> {
   readonly #driver: SwitchDriver;

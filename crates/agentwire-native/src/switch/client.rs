@@ -255,7 +255,9 @@ impl SwitchClient {
 
     /// Closes the connection (a WebSocket with 1000) and waits, bounded (3 s), for its task to end;
     /// past that, the task is stopped, so nothing of the connection outlives `close`.
-    /// Events not read yet are dropped.
+    /// Events not read yet are dropped, unless [`SwitchClient::events`] handed the channel out:
+    /// then it stays readable, and while it is full and unread the task waits to hand over its
+    /// last events, so `close` takes the whole 3 s.
     pub async fn close(mut self) {
         if let Some(events) = self.events.as_mut() {
             events.close();
