@@ -110,7 +110,7 @@ pub fn decode_sse_with(
 
 /// The sequence of a WebSocket domain event that could not be decoded: the number of the
 /// top-level `"id"` key (switch-core puts it last, but anywhere counts), found without parsing
-/// ([`top_level_value`]), so that text cut short or otherwise broken still gives it. A hint for
+/// (`top_level_value`), so that text cut short or otherwise broken still gives it. A hint for
 /// reporting the loss; `None` when there is no top-level `"id"` followed by a whole number.
 pub fn event_id_hint(text: &str) -> Option<u64> {
     let v = &text.as_bytes()[top_level_value(text, b"id")?..];
