@@ -199,6 +199,15 @@ impl<T> Events<T> {
     }
 }
 
+/// The events as a `Stream` (`futures::StreamExt`'s `next`, `filter`, `take`, ...).
+impl<T> futures_util::Stream for Events<T> {
+    type Item = T;
+
+    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<T>> {
+        self.poll_recv(cx)
+    }
+}
+
 impl<T> std::fmt::Debug for Events<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Events").field("waiting", &self.0.len()).finish()

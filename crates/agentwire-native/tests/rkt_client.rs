@@ -68,6 +68,14 @@ async fn stream_forecast_yields_seven_chunks_in_order() {
         let dates: Vec<&str> = days.iter().map(|d| d["date"].as_str().unwrap()).collect();
         assert!(dates.windows(2).all(|w| w[0] < w[1]), "{dates:?}");
         assert!(days.iter().all(|d| d["high"].as_i64() > d["low"].as_i64()));
+        // The same chunks through `Stream`.
+        use futures_util::StreamExt;
+        let again = c
+            .stream("weather.forecast", Some(json!({"city": "Seoul", "days": 7})), opts())
+            .await
+            .unwrap();
+        let again: Vec<Value> = again.map(Result::unwrap).collect().await;
+        assert_eq!(again, days);
     })
     .await
 }
@@ -471,12 +479,10 @@ async fn errors_goodbye_and_the_close_reach_events() {
             ..ClientConfig::default()
         };
         let mut c = RktClient::connect(&url, cfg).await.unwrap();
-        let mut events = c.events().unwrap();
+        let events = c.events().unwrap();
         assert!(c.events().is_none(), "handed out once");
-        let mut seen = Vec::new();
-        while let Some(e) = events.recv().await {
-            seen.push(e);
-        }
+        // Read as a `Stream`, to its end.
+        let seen: Vec<ClientEvent> = futures_util::StreamExt::collect(events).await;
         let [ClientEvent::Error(bad), ClientEvent::Error(busy), ClientEvent::Goodbye, ClientEvent::Closed { code: 1000, .. }] =
             seen.as_slice()
         else {

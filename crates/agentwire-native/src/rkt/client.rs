@@ -43,6 +43,18 @@ impl StreamChunks {
     }
 }
 
+/// The chunks as a `Stream` (`futures::StreamExt`), as [`StreamChunks::recv`] gives them.
+impl futures_util::Stream for StreamChunks {
+    type Item = Result<Value, RktError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx).map(|c| c.map(|chunk| chunk.and_then(parse_body)))
+    }
+}
+
 /// A chunk's body as received (parsed when read), or the stream's error.
 type Chunk = Result<Option<String>, RktError>;
 
