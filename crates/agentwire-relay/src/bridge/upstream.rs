@@ -5,6 +5,7 @@ use super::{config, encode, Bridge, Phase, Timer};
 use agentwire_core::Millis;
 use agentwire_switch::frame::{decode_sse_with, ConnectionState, Evicted, Frame, FrameError, Gap};
 use agentwire_switch::sse::SseEvent;
+use serde_json::value::RawValue;
 
 /// The SSE body is fed to the parser this many bytes at a time, so one huge chunk cannot make
 /// the parser's output list grow past what the pending bound allows.
@@ -64,15 +65,16 @@ impl Bridge {
     /// as a gap of unknown extent. The numbering is unknown here too from then on: a later event
     /// that cannot be relayed is reported whatever its sequence.
     fn pass_unreadable_gap(&mut self, data: &str) {
-        let data = match serde_json::from_str::<&serde_json::value::RawValue>(data) {
-            Ok(raw) => raw.get().to_owned(),
-            Err(_) => serde_json::Value::from(data).to_string(),
+        let gap = |raw| Frame::Unknown {
+            name: "gap".into(),
+            raw,
         };
-        let mut text = format!(r#"{{"event":"gap","data":{data}}}"#);
-        if text.len() > self.cfg.max_frame_bytes {
-            // Too large to pass as it came: a gap without data says the same to the engine.
-            text = r#"{"event":"gap","data":null}"#.to_owned();
-        }
+        let raw = RawValue::from_string(data.to_owned()).or_else(|_| serde_json::value::to_raw_value(data));
+        // Too large to pass as it came: a gap without data says the same to the engine.
+        let text = raw
+            .ok()
+            .and_then(|raw| self.fit(&gap(raw)))
+            .unwrap_or_else(|| encode(&gap(RawValue::NULL.to_owned())));
         self.stats.frames_forwarded += 1;
         self.stats.gaps_reported += 1;
         self.last_seq = 0;
