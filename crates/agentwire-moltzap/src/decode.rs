@@ -9,10 +9,11 @@ use crate::fields::{
     self, Fields, Top, F_DATA, F_ERROR, F_EVENT, F_ID, F_JSONRPC, F_METHOD, F_PARAMS, F_RESULT, F_TYPE,
 };
 use crate::frame::{Frame, Generation, Id, Notification, Outcome, Request, Response, RpcError};
-use crate::frame_error::{FrameError, FrameErrorKind as K, QUOTE_MAX};
+use crate::frame_error::{FrameError, FrameErrorKind as K};
 use agentwire_core::json::nests_deeper_than;
 use agentwire_core::json::read::{self as json, parse_lenient, Value};
 use agentwire_core::text::clip;
+use agentwire_core::text::QUOTE_MAX;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 

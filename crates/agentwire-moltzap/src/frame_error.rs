@@ -147,7 +147,7 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-pub(crate) use agentwire_core::text::QUOTE_MAX;
+use agentwire_core::text::QUOTE_MAX;
 
 /// `text`, a message or a key from the peer, cut to at most [`QUOTE_MAX`] bytes (and `…`) for
 /// an error to quote.

@@ -5,6 +5,7 @@
 use crate::frame::{detail_text, FrameError};
 use crate::json::{self, JsonError, Obj};
 use agentwire_core::json::read::Value;
+use agentwire_core::text::{clip, QUOTE_MAX};
 use agentwire_core::{Error, ErrorKind};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -61,9 +62,9 @@ impl SwitchError {
     pub fn http(status: u16, body: &str) -> Self {
         let (detail, code) = body_detail(body);
         let text = match &detail {
-            Some(raw) => truncate(&detail_text(raw), PEER_TEXT_MAX),
+            Some(raw) => clip(&detail_text(raw), QUOTE_MAX).into_owned(),
             None if body.trim().is_empty() => String::new(),
-            None => truncate(body.trim(), PEER_TEXT_MAX),
+            None => clip(body.trim(), QUOTE_MAX).into_owned(),
         };
         let (kind, retryable) = match status {
             400 | 404 | 413 | 422 => (ErrorKind::Invalid, false),
@@ -107,7 +108,7 @@ impl SwitchError {
         } else {
             format!(
                 "connection refused with status {status}: {}",
-                truncate(&text, PEER_TEXT_MAX)
+                clip(&text, QUOTE_MAX).into_owned()
             )
         };
         // `{"code": "taken_over", ...}`: the code an HTTP answer would carry too.
@@ -145,15 +146,6 @@ fn body_detail(body: &str) -> (Option<&str>, Option<String>) {
 fn detail_code(detail: Value<'_, '_>) -> Option<String> {
     let code = Obj::new(detail, &["code"]).ok()?.value("code")?;
     code.as_str().map(Cow::into_owned)
-}
-
-/// The most bytes of a server's text (a detail, a reason, a body) a message quotes; `detail`
-/// keeps the JSON whole.
-pub(crate) use agentwire_core::text::QUOTE_MAX as PEER_TEXT_MAX;
-
-/// At most `max` bytes of `s`, cut on a character boundary, `…` marking the cut.
-pub(crate) fn truncate(s: &str, max: usize) -> String {
-    agentwire_core::text::clip(s, max).into_owned()
 }
 
 impl fmt::Display for SwitchError {

@@ -6,9 +6,9 @@ use super::{
 };
 use crate::errors::{codes, MoltZapError};
 use crate::frame::{Generation, Id, Outcome};
-use crate::frame_error::QUOTE_MAX;
 use crate::{CURRENT_PROTOCOL, RELEASED_PROTOCOL};
 use agentwire_core::text::clip;
+use agentwire_core::text::QUOTE_MAX;
 use agentwire_core::{ErrorKind, Millis, Outgoing};
 use serde::Serialize;
 

@@ -8,11 +8,11 @@
 use super::lax::{self, missing, named, Refused, SERDE_DEPTH};
 use crate::errors::MoltZapError;
 use crate::frame::Generation;
-use crate::frame_error::QUOTE_MAX;
 use agentwire_core::json::fields::{FieldError, Object};
 use agentwire_core::json::nests_deeper_than;
 use agentwire_core::json::read::{Kind, Value};
 use agentwire_core::text::clip;
+use agentwire_core::text::QUOTE_MAX;
 use agentwire_core::ErrorKind;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;

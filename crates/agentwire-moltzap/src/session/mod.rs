@@ -21,8 +21,9 @@ use crate::decode::{decode_bytes_with, decode_message_with, single_push, DecodeO
 use crate::encode::encode_request_str;
 use crate::errors::MoltZapError;
 use crate::frame::{Frame, Generation, Id, Outcome, Response};
-use crate::frame_error::{FrameError, QUOTE_MAX};
+use crate::frame_error::FrameError;
 use agentwire_core::text::clip;
+use agentwire_core::text::QUOTE_MAX;
 use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
 use serde::Serialize;
 use serde_json::value::RawValue;

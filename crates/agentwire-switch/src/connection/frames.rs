@@ -255,7 +255,7 @@ impl Connection {
         let code = e.effective_code();
         // It always goes in the queue (one per socket): the server's text is cut to 512 bytes.
         let e = Evicted {
-            reason: crate::error::truncate(&e.reason, crate::error::PEER_TEXT_MAX),
+            reason: agentwire_core::text::clip(&e.reason, agentwire_core::text::QUOTE_MAX).into_owned(),
             ..e
         };
         // The user sees the code even when the server sent only text (switch-core 0.19).
