@@ -469,17 +469,24 @@ async fn raw_peer(after: After) -> String {
     url
 }
 
+/// A client of a [`raw_peer`] that sends `bad` undecodable messages, an ERROR 503 and a GOODBYE,
+/// and its events (the client is returned too: dropping it would end them early).
+async fn unsolicited(bad: usize) -> (RktClient, agentwire_native::rkt::Events) {
+    let url = raw_peer(After::Unsolicited(bad)).await;
+    let cfg = ClientConfig {
+        keepalive: false,
+        ..ClientConfig::default()
+    };
+    let mut c = RktClient::connect(&url, cfg).await.unwrap();
+    let events = c.events().unwrap();
+    (c, events)
+}
+
 /// What answers no call reaches `events()`: each error typed, GOODBYE, and the close last.
 #[tokio::test]
 async fn errors_goodbye_and_the_close_reach_events() {
     bounded(async {
-        let url = raw_peer(After::Unsolicited(1)).await;
-        let cfg = ClientConfig {
-            keepalive: false,
-            ..ClientConfig::default()
-        };
-        let mut c = RktClient::connect(&url, cfg).await.unwrap();
-        let events = c.events().unwrap();
+        let (mut c, events) = unsolicited(1).await;
         assert!(c.events().is_none(), "handed out once");
         // Read as a `Stream`, to its end.
         let seen: Vec<ClientEvent> = futures_util::StreamExt::collect(events).await;
@@ -498,13 +505,7 @@ async fn errors_goodbye_and_the_close_reach_events() {
 #[tokio::test]
 async fn unread_errors_are_bounded_and_the_end_still_arrives() {
     bounded(async {
-        let url = raw_peer(After::Unsolicited(200)).await;
-        let cfg = ClientConfig {
-            keepalive: false,
-            ..ClientConfig::default()
-        };
-        let mut c = RktClient::connect(&url, cfg).await.unwrap();
-        let mut events = c.events().unwrap();
+        let (_c, mut events) = unsolicited(200).await;
         // Unread until the channel is full: 62 errors, GOODBYE and the close.
         while events.len() < agentwire_native::rkt::EVENT_CAPACITY {
             tokio::time::sleep(Duration::from_millis(5)).await;
