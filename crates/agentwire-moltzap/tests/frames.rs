@@ -454,6 +454,15 @@ fn depth_is_checked_per_frame() {
     // Unclosed, it is the syntax error it is.
     let v = decode_message(Current, &"[".repeat(100));
     assert!(matches!(&v[..], [Err(FrameError { kind: K::Syntax(_), .. })]), "{v:?}");
+    // Far deeper than any stack would take recursion: the split and the id read skip it.
+    let abyss = nested(300_000);
+    let v = decode_message(
+        Current,
+        &format!(r#"[{{"jsonrpc":"2.0","id":"c","result":{abyss}}},{{"jsonrpc":"2.0","method":"n"}}]"#),
+    );
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert_eq!(v[0].as_ref().unwrap_err().id, Some(Id::from("c")));
+    assert!(v[1].is_ok(), "{v:?}");
 }
 
 #[test]
