@@ -390,14 +390,14 @@ impl ClientSession {
             self.events.push_back(ClientEvent::Error(error));
             return self.close(1002, "bad HELLO_ACK");
         }
+        // Ended as any command ended before its reply: a late copy of the answer is dropped.
         let taken = match reply_to {
-            Some(id) if !self.is_queued(id) => self.take_pending(id).map(|p| (id.to_string(), p)),
+            Some(id) if !self.is_queued(id) => self.end_early(id).map(|(p, _)| (id.to_string(), p)),
             _ => None,
         };
         match taken {
             Some((id, p)) => {
                 self.timers.cancel(&Timer::Reply(id.clone()));
-                self.forget(id.clone());
                 let error = error.for_request(&id);
                 self.end(p.origin, ClientEvent::Failed { id, error });
             }
