@@ -1,5 +1,6 @@
-//! Names the npm package's TypeScript types write out, read from its source and checked against
-//! the engine's (`State::as_str`, `Wire::as_str`), which the wasm driver hands to it.
+//! Names and fields the npm package's TypeScript types write out, read from its source and
+//! checked against the engine's (`State::as_str`, `Wire::as_str`, the `connected` state's JSON),
+//! which the wasm driver hands to it.
 
 use agentwire_switch::{State, Wire};
 
@@ -55,4 +56,36 @@ fn the_packages_wire_names_are_the_engines() {
     for names in found {
         assert_eq!(names, sorted(all.map(Wire::as_str)));
     }
+}
+
+/// The fields of `SwitchConnectionState`, the `connected` event's `state` in the package's
+/// types, are the keys the engine writes for it.
+#[test]
+fn the_packages_connected_state_is_the_engines() {
+    use agentwire_switch::frame::{decode, Frame};
+    let text = r#"{"event":"connection_state","data":{"connection_id":"c","agent_id":"a","generation":1,"scope":"single","filter":"all","spawn_capable":false,"rooms":[],"cursor":0,"protocol":1,"heartbeat_interval_seconds":2.0}}"#;
+    let Ok(Frame::ConnectionState(state)) = decode(text) else {
+        panic!("not a connection_state")
+    };
+    let event = agentwire_switch::Event::Connected {
+        state,
+        wire: Wire::WebSocket,
+        resumed: false,
+    };
+    let mut engine: Vec<String> = event.to_json()["state"].as_object().unwrap().keys().cloned().collect();
+    engine.sort_unstable();
+    let ts = switch_ts();
+    let body = ts
+        .split("export interface SwitchConnectionState {")
+        .nth(1)
+        .and_then(|rest| rest.split("\n}").next())
+        .expect("SwitchConnectionState in npm/src/switch.ts");
+    let mut fields: Vec<String> = body
+        .lines()
+        .filter_map(|l| l.trim().split_once(": ").map(|(k, _)| k))
+        .filter(|k| k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        .map(str::to_owned)
+        .collect();
+    fields.sort_unstable();
+    assert_eq!(fields, engine);
 }
