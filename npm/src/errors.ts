@@ -20,7 +20,8 @@ export type ErrorKind =
   | "internal";
 
 /** What the engine reports: the shared fields, plus the protocol's own (RKT `name`, `details`,
- * `requestId`; Switch `status`, `detail`; MoltZap `data`, ...). */
+ * `requestId`, `retryAfterS`; MoltZap `name`, `tag`, `data`, `requestId`; Switch `status`,
+ * `detail`). Every key the engines write is declared here (a Rust test checks it). */
 export interface ErrorInfo {
   /** What went wrong, in agentwire's words: the field to branch on. */
   kind: ErrorKind;
@@ -32,12 +33,19 @@ export interface ErrorInfo {
   /** Whether the same call may succeed if made again, on this client while it is connected
    * (`timeout`, `rate_limited`, a server's 5xx) or, after `closed`, on a new connection. */
   retryable: boolean;
-  /** RKT: the ERROR's `name` (such as `RATE_LIMITED`). MoltZap: the code's name. */
+  /** RKT: the ERROR's `name` (such as `RATE_LIMITED`). MoltZap: the `_tag` when the server sent
+   * one, else the code's name (such as `Unauthorized`). */
   name?: string;
   /** RKT: the ERROR's `details`, parsed. */
   details?: unknown;
-  /** RKT: the message the error answers (its `request_id`, else its `Reply-To`). */
-  requestId?: string;
+  /** MoltZap: the `_tag` exactly as the server sent it (current generation). */
+  tag?: string;
+  /** MoltZap: the error's `data`, parsed; for a frame that could not be decoded,
+   * `{field}` naming the key or part at fault. */
+  data?: unknown;
+  /** RKT: the message the error answers (its `request_id`, else its `Reply-To`). MoltZap: the
+   * id of the request, a string or a number as on the wire. */
+  requestId?: string | number;
   /** RKT: the `Retry-After` header, in seconds (a 429). */
   retryAfterS?: number;
   /** Switch: the HTTP status of a refused call or socket. */

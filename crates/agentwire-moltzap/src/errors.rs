@@ -78,7 +78,10 @@ pub mod codes {
     }
 }
 
-/// A MoltZap failure: the shared error shape plus what MoltZap says about it.
+/// A MoltZap failure: the shared error shape plus what MoltZap says about it. Serialized as
+/// `{kind, code?, message, retryable, name?, tag?, data?, requestId?}`, the keys RKT's and
+/// Switch's errors use for the same facts, `data` embedded when it is JSON: the object the npm
+/// package's `AgentwireError.info` and the component's `engine-error.json` carry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MoltZapError {
     #[serde(flatten)]
@@ -90,10 +93,10 @@ pub struct MoltZapError {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
     /// The error's `data` (remote errors) or `{"field": …}` (frame errors), as JSON text.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "embedded")]
     pub data: Option<String>,
     /// The request the error is about.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", rename = "requestId")]
     pub request_id: Option<Id>,
     /// The request ended before its frame left (timed out, cancelled or closed while still
     /// queued): the server cannot have acted on it, so sending it again cannot make a second one.
@@ -186,6 +189,19 @@ impl MoltZapError {
     }
 }
 
+/// `data` as the JSON it is, or as a string when serde_json refuses it (a lone surrogate escape,
+/// a number beyond `f64`, nesting past its limit): the error always serializes.
+fn embedded<S: serde::Serializer>(data: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match data
+        .as_deref()
+        .map(|d| (d, serde_json::from_str::<serde_json::Value>(d)))
+    {
+        Some((_, Ok(v))) => v.serialize(s),
+        Some((d, Err(_))) => s.serialize_str(d),
+        None => s.serialize_none(),
+    }
+}
+
 impl std::fmt::Display for MoltZapError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.error.fmt(f)
@@ -197,6 +213,7 @@ impl std::error::Error for MoltZapError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame_error::FrameErrorKind;
 
     #[test]
     fn table_is_complete_and_unique() {
@@ -257,7 +274,28 @@ mod tests {
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(
             v,
-            serde_json::json!({"kind":"auth","code":-32000,"message":"Authentication failed","retryable":false,"name":"Unauthorized","request_id":7})
+            serde_json::json!({"kind":"auth","code":-32000,"message":"Authentication failed","retryable":false,"name":"Unauthorized","requestId":7})
         );
+    }
+
+    #[test]
+    fn data_is_embedded_when_it_is_json() {
+        let mut e = MoltZapError::frame(&FrameError::new(FrameErrorKind::MissingField("id")));
+        assert_eq!(
+            serde_json::to_value(&e).unwrap()["data"],
+            serde_json::json!({"field": "id"})
+        );
+        for (data, as_text) in [(r#""\ud800""#, true), ("1e400", true), (r#"[1,{"a":null}]"#, false)] {
+            e.data = Some(data.into());
+            let v = serde_json::to_value(&e).unwrap();
+            let expected = if as_text {
+                serde_json::json!(data)
+            } else {
+                serde_json::from_str(data).unwrap()
+            };
+            assert_eq!(v["data"], expected, "{data}");
+            let text = serde_json::to_string(&e).unwrap();
+            assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), v);
+        }
     }
 }

@@ -128,7 +128,7 @@ pub(crate) fn timeout_ms(ms: f64) -> Result<u64, JsValue> {
 }
 
 /// An engine error as a JavaScript error (`{kind, code?, message, retryable, name?, tag?, data?,
-/// request_id?}`).
+/// requestId?}`).
 pub(crate) fn error(e: &MoltZapError) -> JsValue {
     let json = serde_json::to_value(e).unwrap_or_else(
         |_| serde_json::json!({"kind": e.kind().as_str(), "message": e.error.message, "retryable": e.error.retryable}),
