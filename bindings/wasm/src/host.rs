@@ -1,14 +1,17 @@
 //! What the drivers take from the JavaScript host: the clock, entropy, timers. Everything here
 //! exists in browsers, Node ≥ 20 and Workers under the same global names.
 
-use agentwire_core::{Entropy, Millis};
+use agentwire_core::{Clock, Entropy, Millis};
 use js_sys::{Function, JsString, Uint8Array};
+use std::cell::Cell;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(js_namespace = Date, js_name = now)]
     fn date_now() -> f64;
+    #[wasm_bindgen(catch, js_namespace = performance, js_name = now)]
+    fn performance_now() -> Result<f64, JsValue>;
     #[wasm_bindgen(js_name = setTimeout)]
     fn set_timeout(f: &Function, ms: f64) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
@@ -35,6 +38,7 @@ extern "C" {
 
 thread_local! {
     static ENCODER: Utf8Encoder = Utf8Encoder::new();
+    static CLOCK: Cell<Clock> = const { Cell::new(Clock::new()) };
 }
 
 /// Appends `s` as UTF-8 to `buf`, into at least `room` bytes of spare capacity (what does not
@@ -69,9 +73,18 @@ pub(crate) fn utf8(s: &JsString) -> String {
     String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// Milliseconds since the epoch, from `Date.now()`.
+/// Milliseconds since the epoch: `Date.now()` kept steady by `performance.now()` ([`Clock`]: never
+/// back, small steps of the wall clock caught up with gradually); `Date.now()` alone where the
+/// host has no `performance`.
 pub(crate) fn now() -> Millis {
-    date_now().max(0.0) as Millis
+    let wall = date_now().max(0.0);
+    let mono = performance_now().unwrap_or(wall).max(0.0) * 1_000.0;
+    CLOCK.with(|c| {
+        let mut clock = c.get();
+        let now = clock.read(wall as Millis, mono as u64);
+        c.set(clock);
+        now
+    })
 }
 
 /// `crypto.getRandomValues`, in slices it accepts (at most 65,536 bytes a call).

@@ -7,6 +7,7 @@
 mod backoff;
 pub mod base64url;
 mod bucket;
+mod clock;
 mod entropy;
 mod error;
 mod frame;
@@ -19,6 +20,7 @@ mod timers;
 
 pub use backoff::Backoff;
 pub use bucket::TokenBucket;
+pub use clock::Clock;
 pub use entropy::{Entropy, SeededEntropy};
 pub use error::{Error, ErrorKind};
 pub use frame::Outgoing;

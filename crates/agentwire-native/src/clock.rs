@@ -1,13 +1,24 @@
-//! The two inputs an engine takes from the machine: wall-clock time and randomness.
+//! The two inputs an engine takes from the machine: time and randomness.
 
-use agentwire_core::{Entropy, Millis};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use agentwire_core::{Clock, Entropy, Millis};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Milliseconds since the Unix epoch, as the engines take `now`.
+/// Milliseconds since the Unix epoch, as the engines take `now`: the wall clock, kept steady by the
+/// monotonic one ([`Clock`]: never back, small steps of the wall clock caught up with gradually),
+/// one clock for the whole process.
 pub fn now_ms() -> Millis {
-    SystemTime::now()
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    static CLOCK: Mutex<Clock> = Mutex::new(Clock::new());
+    let wall = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as Millis)
+        .map_or(0, |d| d.as_millis() as Millis);
+    let mono = ORIGIN.get_or_init(Instant::now).elapsed().as_micros() as u64;
+    // The clock is plain data: one poisoned by a panic elsewhere is still whole.
+    CLOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .read(wall, mono)
 }
 
 /// How long from now until an engine deadline (zero when it has passed).
