@@ -26,7 +26,7 @@ export interface RktOptions {
   from?: string | undefined;
   /** The HELLO's `Capabilities`. */
   capabilities?: string[] | undefined;
-  /** `TTL` of each message in seconds, and how long a request waits (default 30). */
+  /** `TTL` of each message in seconds, and how long a request waits (default 30, at least 1). */
   ttlS?: number | undefined;
   /** Largest message accepted, in bytes (default 1 MiB, at most 64 MiB). */
   maxMessageSize?: number | undefined;
@@ -39,7 +39,7 @@ export interface RktOptions {
   /** The same bound in bytes, for all streams together (default 8 MiB). */
   maxStreamBufferBytes?: number | undefined;
   /** From the socket's open to HELLO_ACK (and the AUTH of `apiKey`), in ms (default 10 000);
-   * the socket's open has the same bound. */
+   * the socket's open has the same bound. At least 1. */
   handshakeTimeoutMs?: number | undefined;
   /** Sent as `AUTH {scheme: "bearer"}` right after the handshake; `connect` resolves once the
    * server has taken it, and rejects with kind `auth` when it is refused. */

@@ -19,7 +19,7 @@ pub struct ClientConfig {
     pub capabilities: Vec<String>,
     pub min_version: u32,
     pub max_version: u32,
-    /// `TTL` of each message, in seconds; also how long a request waits for its reply.
+    /// `TTL` of each message, in seconds; also how long a request waits for its reply. At least 1.
     pub ttl_s: u32,
     pub max_message_size: usize,
     /// Requests sent or queued and not yet answered; past it, commands fail with `limit`.
@@ -28,6 +28,7 @@ pub struct ClientConfig {
     pub max_stream_buffer: usize,
     /// Bytes of out-of-order chunks held over all streams; past it, the stream fails with `limit`.
     pub max_stream_buffer_bytes: usize,
+    /// How long HELLO waits for HELLO_ACK, in milliseconds. At least 1.
     pub handshake_timeout_ms: u64,
     /// `Bearer <key>`: sent as an AUTH message right after HELLO_ACK, before anything queued.
     /// It ends as `AuthOk`, or, refused or unanswered, as [`ClientEvent::Error`] (when the
@@ -92,6 +93,24 @@ impl Default for ClientConfig {
             authorization: None,
             keepalive: true,
         }
+    }
+}
+
+impl ClientConfig {
+    /// The configuration refused (kind `invalid`, naming the field) where no session could work
+    /// with it: a `ttl_s` or `handshake_timeout_ms` of 0 would time every request, or the
+    /// handshake, out at once. [`ClientSession::handle_open`] checks it.
+    pub fn check(&self) -> Result<(), RktError> {
+        if self.ttl_s == 0 {
+            return Err(RktError::local(ErrorKind::Invalid, "ttl_s must be at least 1 second"));
+        }
+        if self.handshake_timeout_ms == 0 {
+            return Err(RktError::local(
+                ErrorKind::Invalid,
+                "handshake_timeout_ms must be at least 1",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -349,9 +368,15 @@ impl ClientSession {
 
     // ---- inputs -------------------------------------------------------------------------
 
-    /// The socket is open: send HELLO.
+    /// The socket is open: send HELLO; or, with a configuration [`ClientConfig::check`] refuses,
+    /// an [`ClientEvent::Error`] naming the field, then the close (1000).
     pub fn handle_open(&mut self, now: Millis) {
         if self.state != ClientState::Idle {
+            return;
+        }
+        if let Err(e) = self.cfg.check() {
+            self.events.push_back(ClientEvent::Error(e));
+            self.close(1000, "invalid configuration");
             return;
         }
         let id = self.entropy.uuid_v4();
@@ -688,6 +713,9 @@ impl ClientSession {
         if self.in_flight() >= self.cfg.max_in_flight {
             let msg = format!("{} commands already in flight (max_in_flight)", self.in_flight());
             return Err(RktError::local(ErrorKind::Limit, msg));
+        }
+        if ttl == 0 {
+            return Err(RktError::local(ErrorKind::Invalid, "ttl_s must be at least 1 second"));
         }
         let id = self.entropy.uuid_v4();
         let mut msg = self.new_message(kind, id.clone(), now, Some(ttl));

@@ -411,6 +411,57 @@ fn ttl_expiry_through_handle_timeout() {
 }
 
 #[test]
+fn a_ttl_of_zero_is_refused_and_the_session_goes_on() {
+    let mut p = ready_pair();
+    let zero = RequestOptions {
+        ttl_s: Some(0),
+        ..Default::default()
+    };
+    let e = p.client.request(T0, "echo", None, zero).unwrap_err();
+    assert_eq!(
+        (e.kind(), e.error.message.as_str()),
+        (ErrorKind::Invalid, "ttl_s must be at least 1 second")
+    );
+    assert_eq!((p.client.poll_transmit(), p.client.in_flight()), (None, 0));
+    p.client.request(T0, "echo", None, RequestOptions::default()).unwrap();
+    p.pump(T0);
+    assert!(matches!(p.take_events().as_slice(), [ClientEvent::Response { .. }]));
+}
+
+#[test]
+fn a_configuration_that_times_out_at_once_is_refused_at_open() {
+    for (cfg, field) in [
+        (
+            ClientConfig {
+                ttl_s: 0,
+                ..Default::default()
+            },
+            "ttl_s",
+        ),
+        (
+            ClientConfig {
+                handshake_timeout_ms: 0,
+                ..Default::default()
+            },
+            "handshake_timeout_ms",
+        ),
+    ] {
+        assert_eq!(cfg.check().unwrap_err().kind(), ErrorKind::Invalid);
+        let mut p = Pair::new(cfg, ReferenceConfig::default());
+        p.open(T0);
+        match p.take_events().as_slice() {
+            [ClientEvent::Error(e), ClientEvent::Closed { code: 1000, .. }] => {
+                assert_eq!(e.kind(), ErrorKind::Invalid);
+                assert!(e.error.message.starts_with(field), "{e}");
+            }
+            other => panic!("{field}: {other:?}"),
+        }
+        assert!(p.client_wire.is_empty(), "no HELLO: {:?}", p.client_wire);
+        assert_eq!(p.client.state(), ClientState::Closed);
+    }
+}
+
+#[test]
 fn version_without_overlap_is_603() {
     let cfg = ClientConfig {
         min_version: 2,
