@@ -21,8 +21,9 @@ pub struct ServerConfig {
     pub capabilities: Vec<String>,
     pub min_version: u32,
     pub max_version: u32,
-    /// Idle timeout announced in HELLO_ACK and enforced: no message for this long ends the
-    /// session with GOODBYE.
+    /// Idle timeout announced in HELLO_ACK and enforced: no message either way for this long
+    /// ends the session with GOODBYE (a session the server streams to is not idle, whether or not
+    /// the client sends PINGs).
     pub session_timeout_s: u64,
     /// How long a connection may stay open without a successful HELLO.
     pub hello_timeout_ms: u64,
@@ -358,6 +359,7 @@ impl ServerSession {
         }
         msg.body = Some(serde_json::to_string(body).unwrap_or_default());
         self.send(&msg);
+        self.active(now);
     }
 
     pub fn goodbye(&mut self, now: Millis) {
@@ -397,6 +399,15 @@ impl ServerSession {
         }
         msg.body = body;
         self.send(&msg);
+        self.active(now);
+    }
+
+    /// A message went either way: the session is not idle for another `session_timeout_s`.
+    fn active(&mut self, now: Millis) {
+        if self.state == ServerState::Ready {
+            let idle = now.saturating_add(self.cfg.session_timeout_s.saturating_mul(1000));
+            self.timers.set(Timer::Idle, idle);
+        }
     }
 
     fn send(&mut self, msg: &Message) {
@@ -506,12 +517,7 @@ impl ServerSession {
         if self.state == ServerState::Closed {
             return;
         }
-        if self.state == ServerState::Ready {
-            self.timers.set(
-                Timer::Idle,
-                now.saturating_add(self.cfg.session_timeout_s.saturating_mul(1000)),
-            );
-        }
+        self.active(now);
         let id = msg.message_id().to_string();
         let kind = match msg.kind {
             MessageType::Hello => return self.on_hello(now, msg),
@@ -618,10 +624,7 @@ impl ServerSession {
         // The client chose the session id; every message of the session shares it.
         self.session_id = msg.header("Session-ID").unwrap_or_default().to_string();
         self.state = ServerState::Ready;
-        self.timers.set(
-            Timer::Idle,
-            now.saturating_add(self.cfg.session_timeout_s.saturating_mul(1000)),
-        );
+        self.active(now);
         let ack_id = self.entropy.uuid_v4();
         let mut ack = self.message(MessageType::HelloAck, ack_id, Some(&id), now);
         ack.headers.set("User-Agent", self.cfg.user_agent.as_str());

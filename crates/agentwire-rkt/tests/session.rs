@@ -819,6 +819,41 @@ fn server_goodbye_on_idle_and_keepalive_pings() {
     );
 }
 
+/// A client from the guide sends no PING; the server streams a chunk every 10 s for 6 minutes.
+/// What the server sends counts: it does not end the session in the middle of the stream, and
+/// ends it `session_timeout` after its last message.
+#[test]
+fn a_session_the_server_streams_to_is_not_idle() {
+    let mut server = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(5)));
+    server.handle_open(T0);
+    let head = "Version: 1\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30";
+    server.handle_text(T0, &format!("RKT/1.0 HELLO\n{head}\nMessage-ID: h1\n"));
+    let request = r#"{"intent":"long.report"}"#;
+    server.handle_text(
+        T0,
+        &format!("RKT/1.0 REQUEST\n{head}\nMessage-ID: r1\nStream: true\n\n{request}"),
+    );
+    while server.poll_event().is_some() {}
+    server.stream_begin(T0, "r1", &json!({}));
+    let mut t = T0;
+    for _ in 0..36 {
+        t += 10_000;
+        if let Some(at) = server.poll_timeout().filter(|at| *at <= t) {
+            server.handle_timeout(at);
+        }
+        server.stream_data(t, "r1", &json!({"at": t - T0})).unwrap();
+    }
+    server.stream_end(t, "r1");
+    let sent: Vec<Outgoing> = std::iter::from_fn(|| server.poll_transmit()).collect();
+    assert_eq!(
+        sent.len(),
+        1 + 1 + 36 + 1,
+        "HELLO_ACK, STREAM_BEGIN, 36 chunks, STREAM_END"
+    );
+    assert!(sent.iter().all(|o| o.as_text().is_some()), "no close");
+    assert_eq!(server.poll_timeout(), Some(t + 300_000));
+}
+
 /// A ready pair whose client saw a PONG (the peer answers PINGs), then went idle until its
 /// keepalive PING is due: returns that time.
 fn pinged_then_idle(p: &mut Pair) -> u64 {
