@@ -165,7 +165,7 @@ impl SseParser {
             rest = self.after_terminator(after);
             let total = self.line.len() + line.len();
             if total > self.limits.max_line_bytes {
-                self.line.clear();
+                empty(&mut self.line);
                 self.too_large(
                     out,
                     format!("SSE line of {total} bytes"),
@@ -179,7 +179,7 @@ impl SseParser {
                 let mut held = std::mem::take(&mut self.line);
                 held.extend_from_slice(line);
                 self.complete_line(&held, out);
-                held.clear();
+                empty(&mut held);
                 self.line = held;
             }
         }
@@ -203,7 +203,7 @@ impl SseParser {
     fn hold_partial(&mut self, tail: &[u8], out: &mut Vec<Result<SseEvent, SseError>>) {
         let total = self.line.len() + tail.len();
         if total > self.limits.max_line_bytes {
-            self.line.clear();
+            empty(&mut self.line);
             let limit = self.limits.max_line_bytes;
             self.too_large(
                 out,
@@ -272,11 +272,14 @@ impl SseParser {
                 }
             }
             b"event" => {
-                self.event_type.clear();
+                empty(&mut self.event_type);
                 self.event_type.extend_from_slice(value);
             }
             b"id" if memchr(0, value).is_none() => {
                 let id = String::from_utf8_lossy(value);
+                if self.last_event_id.capacity() > KEEP_BYTES {
+                    self.last_event_id = String::new();
+                }
                 self.last_event_id.clear();
                 self.last_event_id.push_str(&id);
                 self.id = Some(id.into_owned());
@@ -294,7 +297,7 @@ impl SseParser {
     fn dispatch(&mut self, out: &mut Vec<Result<SseEvent, SseError>>) {
         let id = self.id.take();
         if self.data.is_empty() {
-            self.event_type.clear();
+            empty(&mut self.event_type);
             return;
         }
         self.data.pop();
@@ -317,9 +320,21 @@ impl SseParser {
     }
 
     fn clear_event(&mut self) {
-        self.data.clear();
-        self.event_type.clear();
+        empty(&mut self.data);
+        empty(&mut self.event_type);
         self.id = None;
+    }
+}
+
+/// The most a buffer keeps for reuse once emptied; one that grew past it (for a long line, a large
+/// event) is freed, so one large event does not hold its size for the rest of the stream.
+const KEEP_BYTES: usize = 64 << 10;
+
+fn empty(buf: &mut Vec<u8>) {
+    if buf.capacity() > KEEP_BYTES {
+        *buf = Vec::new();
+    } else {
+        buf.clear();
     }
 }
 
@@ -345,6 +360,34 @@ mod tests {
             data: data.into(),
             id: id.map(Into::into),
         })
+    }
+
+    /// One large event (a line split over chunks, a long event name and id, data past the
+    /// limit) does not leave the parser holding its size.
+    #[test]
+    fn buffers_grown_for_one_large_event_are_freed() {
+        let capacities = |p: &SseParser| {
+            [
+                p.line.capacity(),
+                p.data.capacity(),
+                p.event_type.capacity(),
+                p.last_event_id.capacity(),
+            ]
+        };
+        let big = "x".repeat(600 << 10);
+        let mut p = SseParser::default();
+        let head = format!("event: {big}\nid: {big}\ndata: ");
+        let out = parse(
+            &mut p,
+            &[head.as_bytes(), big.as_bytes(), b"\n\n", b"id: 1\ndata: ok\n\n"],
+        );
+        assert_eq!(out.len(), 2);
+        assert!(capacities(&p).iter().all(|c| *c <= KEEP_BYTES), "{:?}", capacities(&p));
+        let mut p = SseParser::default();
+        let lines = format!("data: {big}\ndata: {big}\n\n");
+        let out = parse(&mut p, &[lines.as_bytes(), b"data: ok\n\n"]);
+        assert!(matches!(out.as_slice(), [Err(_), Ok(e)] if e.data == "ok"), "{out:?}");
+        assert!(capacities(&p).iter().all(|c| *c <= KEEP_BYTES), "{:?}", capacities(&p));
     }
 
     #[test]
