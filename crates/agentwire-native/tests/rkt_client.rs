@@ -640,6 +640,32 @@ async fn an_unlimited_message_size_connects_and_requests() {
     .await
 }
 
+/// A client shared by `Arc` between tasks is closed by any holder: the call another task waits
+/// on fails with `closed` at once, and so does a later call (before, `close(self)` needed the only
+/// handle, and the other task's call waited out its TTL).
+#[tokio::test]
+async fn a_shared_client_is_closed_by_any_holder() {
+    bounded(async {
+        let url = raw_peer(After::Read).await;
+        let cfg = ClientConfig {
+            keepalive: false,
+            ..ClientConfig::default()
+        };
+        let c = std::sync::Arc::new(RktClient::connect(&url, cfg).await.unwrap());
+        let other = c.clone();
+        let waiting = tokio::spawn(async move { other.ping().await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::timeout(Duration::from_secs(3), c.close()).await.unwrap();
+        let r = tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::Closed);
+        assert_eq!(c.ping().await.unwrap_err().kind(), ErrorKind::Closed);
+    })
+    .await
+}
+
 /// A call whose future is dropped is cancelled in the engine: with `max_in_flight` 1 and a peer
 /// that never answers, a request given up after 200 ms leaves its slot to the next one (before,
 /// the next call failed at once with `limit` until the first one's 30 s TTL).

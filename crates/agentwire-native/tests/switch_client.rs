@@ -91,6 +91,31 @@ async fn events_taken_out_are_read_while_operations_run() {
     .await;
 }
 
+/// A client shared by `Arc` between tasks is closed by any holder (`close(&self)`): the
+/// connection stops, the events handed out end, and a second `close` returns at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_client_is_closed_by_any_holder() {
+    bounded(async {
+        let w = world(peer_config(Generation::Current)).await;
+        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[&w.room]))
+            .await
+            .unwrap();
+        let mut events = b.events().unwrap();
+        assert!(matches!(events.recv().await, Some(Event::Connected { .. })));
+        let b = std::sync::Arc::new(b);
+        let other = b.clone();
+        tokio::spawn(async move { other.close().await }).await.unwrap();
+        assert!(b.is_stopped());
+        while let Some(e) = events.recv().await {
+            assert!(matches!(e, Event::Disconnected { .. } | Event::Stopped { .. }), "{e:?}");
+        }
+        tokio::time::timeout(std::time::Duration::from_millis(100), b.close())
+            .await
+            .unwrap();
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_resumes_with_exactly_the_missed_events() {
     bounded(async {

@@ -179,8 +179,10 @@ impl MoltZapClient {
         self.caller.call((Box::new(start), reply), answer, closed_error).await
     }
 
-    /// Closes the connection (1000) and waits, bounded, for it to end.
-    pub async fn close(self) {
+    /// Closes the connection (1000) and waits, bounded, for it to end. Calls still waiting, from
+    /// any task, then fail with kind `closed`, as do later ones. It takes `&self`, so that any
+    /// holder of a client shared between tasks (an `Arc`) can close it.
+    pub async fn close(&self) {
         self.caller.close().await
     }
 }

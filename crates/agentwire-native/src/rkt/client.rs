@@ -402,8 +402,10 @@ impl RktClient {
         .await
     }
 
-    /// GOODBYE, close 1000, and waits (bounded) for the connection to end.
-    pub async fn close(self) {
+    /// GOODBYE, close 1000, and waits (bounded) for the connection to end. Calls still waiting,
+    /// from any task, then fail with kind `closed`, as do later ones. It takes `&self`, so that
+    /// any holder of a client shared between tasks (an `Arc`) can close it.
+    pub async fn close(&self) {
         self.caller.close().await
     }
 }

@@ -16,7 +16,7 @@ use agentwire_switch::ops::{self, Operation, OpsCatalog, Placed, Subscribed};
 use agentwire_switch::{Connection, ConnectionConfig, Event, HttpRequest, State, SwitchError};
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -68,9 +68,10 @@ pub struct SwitchClient {
     op_timeout: Duration,
     commands: mpsc::UnboundedSender<Command>,
     /// `None` once [`SwitchClient::events`] has handed it out.
-    events: Option<Events>,
+    events: Mutex<Option<Events>>,
     status: Arc<Mutex<Status>>,
-    task: JoinHandle<()>,
+    /// Taken by the first [`SwitchClient::close`].
+    task: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for SwitchClient {
@@ -140,9 +141,9 @@ impl SwitchClient {
             attached,
             op_timeout: opts.op_timeout,
             commands,
-            events: Some(events),
+            events: Mutex::new(Some(events)),
             status,
-            task,
+            task: Mutex::new(Some(task)),
         };
         match tokio::time::timeout(limit, attached).await {
             Ok(Ok(Ok(state))) => Ok(client(state)),
@@ -189,12 +190,16 @@ impl SwitchClient {
     /// The next event; `None` after `Stopped` (and after `close`), and at once after
     /// [`SwitchClient::events`] handed the channel out.
     pub async fn next_event(&mut self) -> Option<Event> {
-        self.events.as_mut()?.recv().await
+        self.events_mut().as_mut()?.recv().await
     }
 
     /// An event already waiting, if any.
     pub fn try_next_event(&mut self) -> Option<Event> {
-        self.events.as_mut()?.try_recv().ok()
+        self.events_mut().as_mut()?.try_recv().ok()
+    }
+
+    fn events_mut(&mut self) -> &mut Option<Events> {
+        self.events.get_mut().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The event channel itself, to read events while operations run on the client (a task of
@@ -202,7 +207,7 @@ impl SwitchClient {
     /// allow); `None` after the first call, and then `next_event` returns `None`. Events are held
     /// as [`SwitchOptions::event_capacity`] says, before this call too.
     pub fn events(&mut self) -> Option<Events> {
-        self.events.take()
+        self.events_mut().take()
     }
 
     async fn send(&self, request: &HttpRequest) -> Result<(u16, String), SwitchError> {
@@ -257,14 +262,17 @@ impl SwitchClient {
     /// past that, the task is stopped, so nothing of the connection outlives `close`.
     /// Events not read yet are dropped, unless [`SwitchClient::events`] handed the channel out:
     /// then it stays readable, and while it is full and unread the task waits to hand over its
-    /// last events, so `close` takes the whole 3 s.
-    pub async fn close(mut self) {
-        if let Some(events) = self.events.as_mut() {
+    /// last events, so `close` takes the whole 3 s. It takes `&self`, so that any holder of a
+    /// client shared between tasks (an `Arc`) can close it; a second `close` returns at once.
+    pub async fn close(&self) {
+        if let Some(events) = self.events.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
             events.close();
         }
         let _ = self.commands.send(Command::Close);
-        let task = &mut self.task;
-        if tokio::time::timeout(CLOSE_GRACE + Duration::from_secs(1), &mut *task)
+        let Some(mut task) = self.task.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+            return;
+        };
+        if tokio::time::timeout(CLOSE_GRACE + Duration::from_secs(1), &mut task)
             .await
             .is_err()
         {
