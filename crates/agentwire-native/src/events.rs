@@ -168,7 +168,8 @@ impl<T: Weigh> EventTx<T> {
 pub struct Events<T>(mpsc::Receiver<Queued<T>>);
 
 impl<T> Events<T> {
-    /// The next event; `None` once the channel has ended.
+    /// The next event; `None` once the channel has ended. Cancel-safe: dropped before it
+    /// resolves (in a `tokio::select!`), no event is lost.
     pub async fn recv(&mut self) -> Option<T> {
         self.0.recv().await.map(|(event, _bytes)| event)
     }

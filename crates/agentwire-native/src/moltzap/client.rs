@@ -96,7 +96,8 @@ impl MoltZapClient {
     /// [`crate::tls`]) and authenticates, in the generation
     /// of `cfg.session.generation`. The upgrade and the handshake each take at most
     /// `handshake_timeout_ms`. A refused connect (`auth`), a protocol version out of range
-    /// (`version`) or a timeout is the error; the socket is then closed.
+    /// (`version`) or a timeout is the error; the socket is then closed, as it is when the future
+    /// is dropped before it resolves.
     pub async fn connect(
         url: &str,
         credentials: Credentials,

@@ -37,7 +37,8 @@ pub struct StreamChunks {
 }
 
 impl StreamChunks {
-    /// The next chunk; `None` once the stream is over.
+    /// The next chunk; `None` once the stream is over. Cancel-safe: dropped before it resolves
+    /// (in a `tokio::select!`), no chunk is lost.
     pub async fn recv(&mut self) -> Option<Result<Value, RktError>> {
         self.rx.recv().await.map(|chunk| chunk.and_then(parse_body))
     }
@@ -201,7 +202,9 @@ impl StreamWaiter {
 }
 
 /// An RKT client connection. Calls may run concurrently (`&self`); each is answered by its own
-/// reply. Dropping the client says GOODBYE and closes the connection; calls still waiting then
+/// reply. Dropping a call's future before it resolves (a `tokio::select!`, a
+/// `tokio::time::timeout`) cancels the command: its `max_in_flight` slot is free at once, and its
+/// late reply is dropped. Dropping the client says GOODBYE and closes the connection; calls still waiting then
 /// fail with kind `closed`. A write that blocks for 5 s (a server that stopped reading) ends the
 /// connection the same way (close 1006).
 #[must_use = "dropping the client closes its connection"]
@@ -226,7 +229,8 @@ impl RktClient {
     /// over TLS, see [`crate::tls`]; see
     /// [`agentwire_rkt::resolve()`]) and completes HELLO/HELLO_ACK and, with
     /// `cfg.authorization`, the AUTH it sends (a refused key fails `connect` with the AUTH's
-    /// error, kind `auth`), all within `cfg.handshake_timeout_ms`.
+    /// error, kind `auth`), all within `cfg.handshake_timeout_ms`. Dropping the future before it
+    /// resolves closes the socket.
     pub async fn connect(address: &str, cfg: ClientConfig) -> Result<RktClient, RktError> {
         let url = resolve(address).map_err(|e| RktError::local(ErrorKind::Invalid, e.0))?;
         let limit = cfg.handshake_timeout_ms;

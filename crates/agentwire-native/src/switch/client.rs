@@ -97,7 +97,8 @@ impl SwitchClient {
     /// first, a retryable `could not connect: …`), or with a `timeout` error when nothing
     /// attached within [`SwitchOptions::connect_timeout`] (default [`CONNECT_OPEN_TIMEOUTS`] ×
     /// `cfg.open_timeout_ms`; with more attempts the engine reopens with its backoff in between).
-    /// Invalid parameters are an `invalid` error before anything is sent.
+    /// Invalid parameters are an `invalid` error before anything is sent. Dropping the future
+    /// before it resolves closes the connection.
     pub async fn connect_with(
         origin: &str,
         key: &str,
@@ -188,7 +189,8 @@ impl SwitchClient {
     }
 
     /// The next event; `None` after `Stopped` (and after `close`), and at once after
-    /// [`SwitchClient::events`] handed the channel out.
+    /// [`SwitchClient::events`] handed the channel out. Cancel-safe: dropped before it resolves,
+    /// no event is lost.
     pub async fn next_event(&mut self) -> Option<Event> {
         self.events_mut().as_mut()?.recv().await
     }
