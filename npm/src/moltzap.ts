@@ -20,6 +20,12 @@ export interface MoltZapOptions {
   /** From the socket's open to the connect's answer, in ms (default 10 000); the socket's open
    * has the same bound. */
   handshakeTimeoutMs?: number | undefined;
+  /** After this many ms without a frame from the server, the engine sends a `system/ping`
+   * probe; with no frame within `requestTimeoutMs` of it leaving, the connection is taken as
+   * dead: closed (close frame 1000), `disconnected` with code 1006, pending calls rejected with
+   * kind `closed` (default 60 000; 0 turns it off). A half-open socket (a laptop that slept, a
+   * NAT that forgot the flow) ends so within about 90 s with the defaults. */
+  idleProbeMs?: number | undefined;
   /** Prefix of request ids (default `aw-`). */
   idPrefix?: string | undefined;
   /** Largest frame taken in (default 8 MiB, at most 64 MiB; a full `agent/message/list`
@@ -37,7 +43,8 @@ export interface MoltZapOptions {
  * reports WebSocket pings (`handlePing`); `MoltZapClient` refuses it, since a browser's
  * WebSocket shows no pings. */
 export interface MoltZapSessionOptions extends MoltZapOptions {
-  /** The server's ping interval: three intervals without a ping report `missedPings`. */
+  /** The server's ping interval, in ms (no default): three intervals without a ping report
+   * `missedPings` and start the `idleProbeMs` probe. */
   pingIntervalMs?: number | undefined;
 }
 

@@ -36,6 +36,7 @@ fn config(c: Config) -> SessionConfig {
         max_in_flight: c.max_in_flight.map_or(d.max_in_flight, size),
         handshake_timeout_ms: c.handshake_timeout_ms.unwrap_or(d.handshake_timeout_ms),
         ping_interval_ms: c.ping_interval_ms.or(d.ping_interval_ms),
+        idle_probe_ms: c.idle_probe_ms.unwrap_or(d.idle_probe_ms),
         decode,
         max_send_bytes: c.max_send_bytes.map_or(d.max_send_bytes, size),
         id_prefix: c.id_prefix.unwrap_or(d.id_prefix),

@@ -338,7 +338,7 @@ fn many_requests_in_flight_correlated_out_of_order() {
         );
     }
     assert_eq!(s.in_flight(), 0);
-    assert_eq!(s.poll_timeout(), None);
+    assert_eq!(s.poll_timeout(), Some(60_001), "only the liveness watch is left");
 }
 
 #[test]
@@ -386,7 +386,7 @@ fn cancel_then_late_reply_dropped() {
     assert_eq!(failed_kind(&events(&mut s)[0]), Some((a.clone(), ErrorKind::Cancelled)));
     s.handle_text(2, &released_response(&a, "{}"));
     assert!(events(&mut s).is_empty());
-    assert_eq!(s.poll_timeout(), None);
+    assert_eq!(s.poll_timeout(), Some(60_001), "only the liveness watch is left");
     // An id never sent is a diagnostic.
     s.handle_text(3, &released_response("zz", "{}"));
     assert!(matches!(&events(&mut s)[..], [Event::Diagnostic(e)] if e.kind() == ErrorKind::Protocol));
@@ -499,7 +499,7 @@ fn an_oversized_request_is_a_limit_error_and_nothing_is_sent() {
     assert!(sent(&mut s).is_empty());
     assert!(events(&mut s).is_empty());
     assert_eq!(s.in_flight(), 0);
-    assert_eq!(s.poll_timeout(), None, "no timer armed for a refused request");
+    assert_eq!(s.poll_timeout(), Some(60_001), "no timer armed for a refused request");
     assert_eq!(s.state(), SessionState::Ready);
 
     // The typed methods and `call_with_timeout` go through the same check.
@@ -912,6 +912,7 @@ fn a_pending_connect_fails_on_close_and_on_timeout() {
 fn missed_pings_current_only() {
     let cfg = SessionConfig {
         ping_interval_ms: Some(1000),
+        idle_probe_ms: 0,
         ..SessionConfig::default()
     };
     let mut s = current_ready(cfg.clone());
@@ -1087,6 +1088,7 @@ fn auto_fallback_stops_waiting_for_pings() {
     let mut s = session_with(SessionConfig {
         generation: GenerationChoice::Auto,
         ping_interval_ms: Some(1000),
+        idle_probe_ms: 0,
         ..SessionConfig::default()
     });
     s.handle_ping(0);
@@ -1406,4 +1408,204 @@ fn error_messages_quote_a_bounded_part_of_what_the_server_sent() {
     );
     let e = Message::from_wrapped(&payload).expect_err("a part with fields it has not");
     short(&e, "part");
+}
+
+// ---- liveness: a silent connection is found dead (docs/protocols/moltzap.md, "Liveness") ----
+
+/// Runs every timer due up to `until`, in order.
+fn run_until(s: &mut Session, until: u64) {
+    while let Some(at) = s.poll_timeout().filter(|at| *at <= until) {
+        s.handle_timeout(at);
+    }
+}
+
+/// The methods of the requests sent, with their ids.
+fn requests(frames: &[Value]) -> Vec<(String, String)> {
+    frames
+        .iter()
+        .filter_map(|f| Some((f["id"].as_str()?.to_string(), f["method"].as_str()?.to_string())))
+        .collect()
+}
+
+/// The server vanished without a close (NAT rebinding, a laptop that slept): with the defaults a
+/// listening session probes after 60 s without a frame and, with no answer within the request
+/// timeout, closes: `Disconnected` 1006, not `Ready` forever. (From the time review's
+/// `a_silent_connection_is_eventually_declared_dead_with_the_defaults`.)
+#[test]
+fn a_silent_connection_is_declared_dead_with_the_defaults() {
+    let mut s = current_ready(SessionConfig::default());
+    assert_eq!(s.poll_timeout(), Some(60_001), "a listening session is watched");
+    run_until(&mut s, 60_001);
+    let probe = requests(&sent(&mut s));
+    assert_eq!(probe.len(), 1);
+    assert_eq!(probe[0].1, "system/ping");
+    assert!(events(&mut s).is_empty(), "the probe is the session's own: no event");
+    assert_eq!(s.in_flight(), 0, "the probe takes no max_in_flight slot");
+    let call = s.system_ping(70_000).unwrap();
+    sent(&mut s);
+    run_until(&mut s, 90_000);
+    assert_eq!(s.state(), SessionState::Ready);
+    run_until(&mut s, 90_001);
+    assert_eq!(s.state(), SessionState::Closed);
+    let ev = events(&mut s);
+    assert!(
+        matches!(&ev[..], [Event::Failed { id, error }, Event::Disconnected { code: 1006, reason }]
+            if id == &call && error.kind() == ErrorKind::Closed && error.error.retryable
+                && reason == "no frame from the server for 90000 ms (a system/ping went unanswered)"),
+        "{ev:?}"
+    );
+    let frames = sent(&mut s);
+    assert_eq!(frames.len(), 1);
+    assert!(
+        frames[0]["close"].as_str().unwrap().contains("code: 1000"),
+        "{frames:?}"
+    );
+    assert_eq!(s.poll_timeout(), None);
+
+    // The review's shape: requests timing out one after the other, a day of silence.
+    let mut s = current_ready(SessionConfig::default());
+    let mut t = 1;
+    for _ in 0..10 {
+        t += 60_000;
+        if s.state() != SessionState::Ready {
+            break;
+        }
+        s.call(t, "system/ping", Some("{}")).unwrap();
+        sent(&mut s);
+        run_until(&mut s, t + 30_000);
+    }
+    run_until(&mut s, 86_400_000);
+    assert_eq!(s.state(), SessionState::Closed);
+    assert!(matches!(
+        events(&mut s).last(),
+        Some(Event::Disconnected { code: 1006, .. })
+    ));
+}
+
+/// Any frame counts as life, the probe's answer (even an error) is consumed quietly, and the
+/// watch goes on from the last frame heard, in both generations.
+#[test]
+fn a_quiet_live_connection_is_probed_and_kept() {
+    let mut s = current_ready(SessionConfig::default());
+    run_until(&mut s, 60_001);
+    let (probe, _) = requests(&sent(&mut s)).remove(0);
+    s.handle_text(
+        60_050,
+        &format!(r#"{{"jsonrpc":"2.0","id":"{probe}","result":{{"ts":"x"}}}}"#),
+    );
+    run_until(&mut s, 120_049);
+    assert!(events(&mut s).is_empty());
+    assert!(sent(&mut s).is_empty(), "60 s from the last frame: not yet");
+    assert_eq!(s.state(), SessionState::Ready);
+    // A push also counts.
+    s.handle_text(
+        100_000,
+        r#"{"jsonrpc":"2.0","method":"presence/changed","params":{"agentId":"a","status":"online"}}"#,
+    );
+    events(&mut s);
+    run_until(&mut s, 159_999);
+    assert!(sent(&mut s).is_empty());
+    run_until(&mut s, 160_000);
+    let (probe, method) = requests(&sent(&mut s)).remove(0);
+    assert_eq!(method, "system/ping");
+    // An error answer is an answer: the peer is there.
+    s.handle_text(
+        160_001,
+        &format!(r#"{{"jsonrpc":"2.0","id":"{probe}","error":{{"code":-32601,"message":"no"}}}}"#),
+    );
+    run_until(&mut s, 200_000);
+    assert!(events(&mut s).is_empty(), "the probe's answer is consumed");
+    assert_eq!(s.state(), SessionState::Ready);
+    // A WebSocket ping counts too (the driver reports it).
+    s.handle_ping(210_000);
+    run_until(&mut s, 269_999);
+    assert!(sent(&mut s).is_empty());
+
+    // Released: the server sends no pings; the probe is a released frame.
+    let mut s = released_ready();
+    sent(&mut s);
+    run_until(&mut s, 60_001);
+    let frames = sent(&mut s);
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(frames[0]["type"], "request");
+    assert_eq!(frames[0]["method"], "system/ping");
+    let probe = frames[0]["id"].as_str().unwrap().to_string();
+    s.handle_text(60_500, &released_response(&probe, r#"{"ts":"x"}"#));
+    run_until(&mut s, 1_000_000);
+    // Each quiet minute: a probe, answered here at once.
+    assert_eq!(s.state(), SessionState::Ready);
+}
+
+/// `idle_probe_ms: 0` turns the watch off: nothing is armed while listening.
+#[test]
+fn the_idle_probe_can_be_turned_off() {
+    let s = current_ready(SessionConfig {
+        idle_probe_ms: 0,
+        ..SessionConfig::default()
+    });
+    assert_eq!(s.poll_timeout(), None);
+}
+
+/// A probe held behind a long write (not polled yet) is not counted as unanswered: the wait
+/// starts again until it has left.
+#[test]
+fn a_probe_not_yet_sent_is_not_counted_as_unanswered() {
+    let mut s = current_ready(SessionConfig::default());
+    run_until(&mut s, 60_001);
+    run_until(&mut s, 90_001);
+    assert_eq!(s.state(), SessionState::Ready, "the probe never left");
+    assert_eq!(s.poll_timeout(), Some(120_001));
+    sent(&mut s);
+    run_until(&mut s, 120_001);
+    assert_eq!(s.state(), SessionState::Closed);
+}
+
+/// Three missed pings report `MissedPings` and start a probe: an unanswered one closes the
+/// session, an answered one keeps it. (From the time review's
+/// `missed_pings_lead_to_a_close_or_keep_watching`.)
+#[test]
+fn missed_pings_lead_to_a_probe_then_a_close_or_keep_watching() {
+    let cfg = SessionConfig {
+        ping_interval_ms: Some(30_000),
+        idle_probe_ms: 0,
+        ..SessionConfig::default()
+    };
+    let mut s = current_ready(cfg.clone());
+    run_until(&mut s, 90_001);
+    assert_eq!(events(&mut s), vec![Event::MissedPings { count: 3 }]);
+    assert_eq!(requests(&sent(&mut s))[0].1, "system/ping");
+    assert!(s.poll_timeout().is_some(), "still watching");
+    run_until(&mut s, 120_001);
+    assert_eq!(s.state(), SessionState::Closed);
+    assert!(matches!(&events(&mut s)[..], [Event::Disconnected { code: 1006, .. }]));
+
+    let mut s = current_ready(cfg);
+    run_until(&mut s, 90_001);
+    events(&mut s);
+    let (probe, _) = requests(&sent(&mut s)).remove(0);
+    s.handle_text(90_010, &format!(r#"{{"jsonrpc":"2.0","id":"{probe}","result":{{}}}}"#));
+    run_until(&mut s, 1_000_000);
+    assert_eq!(s.state(), SessionState::Ready);
+    assert!(events(&mut s).is_empty());
+    // The next ping re-arms the watch.
+    s.handle_ping(1_000_000);
+    run_until(&mut s, 1_090_000);
+    assert_eq!(events(&mut s), vec![Event::MissedPings { count: 3 }]);
+}
+
+/// An `id: null` error while the probe is out may be the probe's: it fails no request.
+#[test]
+fn an_id_null_error_with_a_probe_out_fails_no_request() {
+    let mut s = current_ready(SessionConfig::default());
+    run_until(&mut s, 60_001);
+    sent(&mut s);
+    let call = s.system_ping(60_002).unwrap();
+    sent(&mut s);
+    s.handle_text(
+        60_003,
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request"}}"#,
+    );
+    let ev = events(&mut s);
+    assert!(matches!(&ev[..], [Event::Diagnostic(_)]), "{ev:?}");
+    assert_eq!(s.in_flight(), 1, "{call} still waits");
 }

@@ -327,6 +327,44 @@ async fn pings_are_answered_and_missing_ones_reported() {
     }
 }
 
+/// A server that goes silent with the socket open (no pings, `system/ping` never answered: what a
+/// half-open connection looks like from the client): the session's idle probe goes unanswered,
+/// the session closes, and the driver reports `Disconnected` 1006 and ends the channel; later
+/// calls fail `closed`.
+#[tokio::test]
+async fn a_silent_server_is_found_dead_by_the_idle_probe() {
+    let h = peer(PeerConfig::new(Generation::Current)).await;
+    let key = agent(&h, "sil").await;
+    let mut cfg = config(GenerationChoice::Current);
+    cfg.session.idle_probe_ms = 200;
+    cfg.session.request_timeout_ms = 300;
+    let mut c = connect(&h, &key, cfg).await.unwrap();
+    let mut events = c.events().unwrap();
+    h.set_faults(Faults {
+        no_pings: true,
+        never_answer: vec!["system/ping".into()],
+        ..Faults::default()
+    });
+    let started = std::time::Instant::now();
+    match next_event(&mut events).await {
+        Event::Disconnected { code, reason } => {
+            assert_eq!(code, 1006);
+            assert!(reason.starts_with("no frame from the server for "), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(
+        tokio::time::timeout(WAIT, events.recv()).await.unwrap().is_none(),
+        "the channel ends"
+    );
+    assert_eq!(
+        c.call("system/ping", Some("{}")).await.unwrap_err().error.kind,
+        ErrorKind::Closed
+    );
+}
+
 #[tokio::test]
 async fn a_reader_that_falls_behind_ends_the_connection() {
     let mut cfg = config(GenerationChoice::Current);

@@ -38,6 +38,7 @@ pub fn moltzap() -> moltzap::Config {
         max_in_flight: None,
         handshake_timeout_ms: None,
         ping_interval_ms: None,
+        idle_probe_ms: None,
         max_message_bytes: None,
         max_send_bytes: None,
         id_prefix: None,

@@ -57,6 +57,7 @@ pub(crate) fn options(json: Option<String>) -> Result<Options, JsValue> {
                 "maxInFlight",
                 "handshakeTimeoutMs",
                 "pingIntervalMs",
+                "idleProbeMs",
                 "idPrefix",
                 "maxMessageBytes",
                 "maxSendBytes",
@@ -70,6 +71,7 @@ pub(crate) fn options(json: Option<String>) -> Result<Options, JsValue> {
         set(&mut cfg.request_timeout_ms, c.uint("requestTimeoutMs")?);
         set(&mut cfg.max_in_flight, c.uint("maxInFlight")?);
         set(&mut cfg.handshake_timeout_ms, c.uint("handshakeTimeoutMs")?);
+        set(&mut cfg.idle_probe_ms, c.uint("idleProbeMs")?);
         set(&mut cfg.id_prefix, c.string("idPrefix")?);
         set(&mut cfg.decode.max_message_bytes, c.uint("maxMessageBytes")?);
         set(&mut cfg.max_send_bytes, c.uint("maxSendBytes")?);

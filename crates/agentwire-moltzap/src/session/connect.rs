@@ -156,6 +156,7 @@ impl Session {
                 }
                 self.state = SessionState::Ready;
                 self.events.push_back(Event::Connected { id, generation, hello });
+                self.arm_idle(now);
                 if generation == Generation::Current {
                     self.arm_ping(now);
                 }

@@ -131,7 +131,9 @@ pub enum Event {
     /// from the server.
     Diagnostic(MoltZapError),
     /// No WebSocket ping arrived for `count` ping intervals (current generation, when
-    /// `ping_interval_ms` is set). Reported once until the next ping.
+    /// `ping_interval_ms` is set). Reported once until the next ping; the session then probes
+    /// with `system/ping` and, with no frame in `request_timeout_ms`, closes (`Disconnected`
+    /// 1006).
     MissedPings { count: u32 },
     /// The connection is over; every pending request has had its terminal event first.
     Disconnected { code: u16, reason: String },

@@ -46,6 +46,10 @@ pub enum GenerationChoice {
 /// default).
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
 
+/// How long a connected session goes without a frame from the server before it probes
+/// (`SessionConfig::idle_probe_ms`).
+pub const DEFAULT_IDLE_PROBE_MS: u64 = 60_000;
+
 /// How a session is set up. `Default` gives the documented values.
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
@@ -56,10 +60,19 @@ pub struct SessionConfig {
     pub max_in_flight: usize,
     /// How long a connect waits for its HelloOk (default 10 s).
     pub handshake_timeout_ms: u64,
-    /// The server's WebSocket ping interval (current generation). When set, three intervals
-    /// without a ping report [`Event::MissedPings`]. Default `None`: the spec names no interval.
-    /// Ignored in the released generation, whose servers send no pings.
+    /// The server's WebSocket ping interval, in ms (current generation). When set, three
+    /// intervals without a ping report [`Event::MissedPings`] and start a liveness probe (see
+    /// `idle_probe_ms`). Default `None`: the spec names no interval. Ignored in the released
+    /// generation, whose servers send no pings.
     pub ping_interval_ms: Option<u64>,
+    /// How long a connected session may go without a frame from the server (a text or binary
+    /// message, or a WebSocket ping the driver reports), in ms, before it sends a liveness probe,
+    /// `system/ping {}` (default 60 000; 0 turns the probe off). Any frame answers it; with none
+    /// within `request_timeout_ms` of the probe leaving, the connection is taken as dead: the
+    /// session closes (close frame 1000 on the wire) and reports `Disconnected` 1006, so a
+    /// half-open socket ends within about 90 s with the defaults. The probe is the session's
+    /// own: no event, no `max_in_flight` slot.
+    pub idle_probe_ms: u64,
     /// Bounds on incoming frames.
     pub decode: DecodeOptions,
     /// The largest frame the session sends (default 1 MiB, the test peer's frame limit; neither
@@ -78,6 +91,7 @@ impl Default for SessionConfig {
             max_in_flight: 1024,
             handshake_timeout_ms: 10_000,
             ping_interval_ms: None,
+            idle_probe_ms: DEFAULT_IDLE_PROBE_MS,
             decode: DecodeOptions::default(),
             max_send_bytes: 1 << 20,
             id_prefix: "aw-".to_string(),
@@ -128,6 +142,15 @@ pub const MISSED_PINGS: u32 = 3;
 enum Timer {
     Request(String),
     Ping,
+    /// The liveness watch: the idle deadline, or the probe's.
+    Idle,
+}
+
+/// The liveness probe in flight: its request id, and when it was queued.
+#[derive(Debug)]
+struct Probe {
+    id: String,
+    at: Millis,
 }
 
 #[derive(Debug)]
@@ -155,6 +178,9 @@ pub struct Session {
     forgotten_set: HashSet<String>,
     timers: Timers<Timer>,
     pings_missed_reported: bool,
+    /// When the last frame from the server arrived (the liveness watch).
+    last_heard: Millis,
+    probe: Option<Probe>,
     /// Frames not yet polled, a request's with its id: a request that ends before its frame is
     /// polled (cancelled, timed out) is never sent, so a driver whose socket is backed up holds
     /// at most `max_in_flight` requests' frames, however many calls are made and dropped.
@@ -192,6 +218,8 @@ impl Session {
             forgotten_set: HashSet::new(),
             timers: Timers::new(),
             pings_missed_reported: false,
+            last_heard: 0,
+            probe: None,
             transmit: VecDeque::new(),
             events: VecDeque::new(),
         }
@@ -218,7 +246,7 @@ impl Session {
     // ---- inputs -------------------------------------------------------------------------
 
     /// The socket is open. `auto` starts again from the current handshake on every socket.
-    pub fn handle_open(&mut self, _now: Millis) {
+    pub fn handle_open(&mut self, now: Millis) {
         if self.state != SessionState::Closed {
             return;
         }
@@ -230,6 +258,8 @@ impl Session {
             _ => Generation::Current,
         };
         self.pings_missed_reported = false;
+        self.last_heard = now;
+        self.probe = None;
     }
 
     /// A text message arrived.
@@ -237,6 +267,7 @@ impl Session {
         if self.state == SessionState::Closed {
             return;
         }
+        self.last_heard = now;
         // The usual message, one push, decoded and routed from one parse of the text.
         if let Some(event) = single_push(self.generation, text, &self.cfg.decode, events::push_event_on) {
             self.events.push_back(event);
@@ -251,6 +282,7 @@ impl Session {
         if self.state == SessionState::Closed {
             return;
         }
+        self.last_heard = now;
         let frames = decode_bytes_with(self.generation, bytes, &self.cfg.decode);
         self.on_frames(now, frames);
     }
@@ -260,6 +292,7 @@ impl Session {
         if self.state == SessionState::Closed {
             return;
         }
+        self.last_heard = now;
         self.pings_missed_reported = false;
         self.arm_ping(now);
     }
@@ -278,8 +311,13 @@ impl Session {
                     if self.state != SessionState::Closed && !self.pings_missed_reported {
                         self.pings_missed_reported = true;
                         self.events.push_back(Event::MissedPings { count: MISSED_PINGS });
+                        // A server that stopped pinging may be gone: ask it.
+                        if self.state == SessionState::Ready && self.probe.is_none() {
+                            self.send_probe(now);
+                        }
                     }
                 }
+                Timer::Idle => self.on_idle(now),
             }
         }
     }
@@ -499,6 +537,11 @@ impl Session {
         if self.connecting.as_ref().is_some_and(|c| c.id == id) {
             return self.on_connect_response(now, r.outcome);
         }
+        if self.probe.as_ref().is_some_and(|p| p.id == id) {
+            // The liveness probe's answer, a result or an error: the server is there.
+            self.probe = None;
+            return;
+        }
         if self.pending.remove(&id).is_none() {
             if !self.forgotten_set.contains(&id) {
                 let m = format!("response to unknown id `{id}`; dropped");
@@ -530,7 +573,9 @@ impl Session {
         let unsent: HashSet<&str> = self.transmit.iter().filter_map(|(_, of)| of.as_deref()).collect();
         let mut sent = self.pending.keys().filter(|id| !unsent.contains(id.as_str()));
         let (first, more) = (sent.next().cloned(), sent.next().is_some());
-        if more || usize::from(first.is_some()) + usize::from(self.connecting.is_some()) != 1 {
+        // The liveness probe out may be the unreadable frame too.
+        let probing = self.probe.as_ref().is_some_and(|p| !unsent.contains(p.id.as_str()));
+        if more || probing || usize::from(first.is_some()) + usize::from(self.connecting.is_some()) != 1 {
             return;
         }
         let Some(id) = first else {
@@ -571,6 +616,79 @@ impl Session {
             let at = now.saturating_add(interval.saturating_mul(u64::from(MISSED_PINGS)));
             self.timers.set(Timer::Ping, at);
         }
+    }
+
+    /// Arms the liveness watch from the last frame heard (on `Connected`).
+    pub(super) fn arm_idle(&mut self, now: Millis) {
+        self.last_heard = now;
+        self.probe = None;
+        if self.cfg.idle_probe_ms > 0 {
+            self.timers.set(Timer::Idle, now.saturating_add(self.cfg.idle_probe_ms));
+        }
+    }
+
+    /// The liveness timer fired: the idle deadline (armed lazily: frames only move
+    /// `last_heard`, so it may fire early and be set again), or a probe's deadline.
+    fn on_idle(&mut self, now: Millis) {
+        if self.state != SessionState::Ready {
+            return;
+        }
+        if let Some(p) = &self.probe {
+            if self.last_heard >= p.at {
+                // Something arrived since the probe: the server is there. Its answer may still
+                // come, and is dropped quietly.
+                let id = p.id.clone();
+                self.probe = None;
+                self.forget(id);
+            } else if self.transmit.iter().any(|(_, of)| of.as_deref() == Some(p.id.as_str())) {
+                // Not sent yet (held behind a long write, which the driver bounds itself): the
+                // wait starts once it has left.
+                let wait = self.cfg.request_timeout_ms.max(1);
+                self.timers.set(Timer::Idle, now.saturating_add(wait));
+                return;
+            } else {
+                return self.dead(now);
+            }
+        }
+        let idle = self.cfg.idle_probe_ms;
+        if idle == 0 {
+            return;
+        }
+        let due = self.last_heard.saturating_add(idle);
+        if now < due {
+            self.timers.set(Timer::Idle, due);
+        } else {
+            self.send_probe(now);
+        }
+    }
+
+    /// Sends `system/ping {}` (both generations serve it; any answer, even an error, will do)
+    /// and waits `request_timeout_ms` for a frame.
+    fn send_probe(&mut self, now: Millis) {
+        let id = self.peek_id();
+        let params = RawValue::from_string("{}".to_string()).ok();
+        let wait = self.cfg.request_timeout_ms.max(1);
+        // The connect, a larger frame, went out under the same bounds: this is not refused.
+        if let Ok(wire) = self.encode_for_send(self.generation, &id, "system/ping", params.as_deref()) {
+            self.next_id += 1;
+            self.transmit.push_back((Outgoing::Text(wire), Some(id.clone())));
+            self.probe = Some(Probe { id, at: now });
+            self.timers.set(Timer::Idle, now.saturating_add(wait));
+        }
+    }
+
+    /// No frame arrived for the probe's wait: the connection is taken as dead (a half-open
+    /// socket would otherwise stay `Ready` for good). The close frame is a courtesy; what is
+    /// reported is an abnormal closure, 1006, as for a socket that dropped.
+    fn dead(&mut self, now: Millis) {
+        let silent = now.saturating_sub(self.last_heard);
+        let reason = format!("no frame from the server for {silent} ms (a system/ping went unanswered)");
+        let close = Outgoing::Close {
+            code: 1000,
+            reason: reason.clone(),
+        };
+        self.transmit.push_back((close, None));
+        self.finish(1006, &reason);
     }
 
     fn diagnostic(&mut self, e: MoltZapError) {
