@@ -94,19 +94,9 @@ impl Endpoint {
             self.log(Some(record), kind);
             return;
         }
-        if self.held.len() >= self.cfg.max_held_requests {
-            self.log(
-                Some(record),
-                LogKind::Unreadable("too many requests are held".to_owned()),
-            );
-            return;
-        }
         let bytes = held_request_footprint(&request.question, &request.part.requested_schema);
-        if self.held_request_bytes + bytes > self.cfg.max_held_request_bytes {
-            self.log(
-                Some(record),
-                LogKind::Unreadable("too many requests are held (max_held_request_bytes)".to_owned()),
-            );
+        if let Err(why) = self.make_room(now, bytes) {
+            self.log(Some(record), LogKind::Unreadable(why.to_owned()));
             return;
         }
         self.held_request_bytes += bytes;
@@ -152,6 +142,49 @@ impl Endpoint {
         if let Some(h) = self.held.get_mut(&id) {
             h.admission = admission;
         }
+    }
+
+    /// Room for one more held request of `bytes`: when `max_held_requests` or
+    /// `max_held_request_bytes` is reached, finished requests ([`Held::finished`]) are forgotten,
+    /// the earliest deadline first, as their `Forget` timer would an hour past it. Unfinished
+    /// ones always stay (a flood cannot push out a request still open or waiting for its close);
+    /// when forgetting every finished one would not make room, none is forgotten and the reason
+    /// is returned.
+    fn make_room(&mut self, now: Millis, bytes: usize) -> Result<(), &'static str> {
+        let (max_count, max_bytes) = (self.cfg.max_held_requests, self.cfg.max_held_request_bytes);
+        let fits = |count: usize, held: usize| count < max_count && held.saturating_add(bytes) <= max_bytes;
+        if fits(self.held.len(), self.held_request_bytes) {
+            return Ok(());
+        }
+        let mut finished: Vec<(u64, &CollectiveId, usize)> = self
+            .held
+            .iter()
+            .filter(|(_, h)| h.finished(now))
+            .map(|(id, h)| (h.deadline_at, id, h.bytes))
+            .collect();
+        finished.sort_unstable();
+        let (mut count, mut held, mut n) = (self.held.len(), self.held_request_bytes, 0);
+        for (_, _, b) in &finished {
+            if fits(count, held) {
+                break;
+            }
+            count -= 1;
+            held -= b;
+            n += 1;
+        }
+        if !fits(count, held) {
+            return Err(if count >= max_count {
+                "too many requests are held"
+            } else {
+                "too many requests are held (max_held_request_bytes)"
+            });
+        }
+        let gone: Vec<CollectiveId> = finished.into_iter().take(n).map(|(_, id, _)| id.clone()).collect();
+        for id in gone {
+            self.timers.cancel(&Timer::Forget(id.clone()));
+            self.forget_request(&id);
+        }
+        Ok(())
     }
 
     /// The firewall decided on a held request: the decision stands for its result's question,
@@ -363,8 +396,8 @@ impl Endpoint {
         self.retry_close(now, &id);
     }
 
-    /// A held request is forgotten (an hour past its deadline), with a close still waiting
-    /// for an answer it lists.
+    /// A held request is forgotten (an hour past its deadline, or finished and making room for
+    /// a new one), with a close still waiting for an answer it lists.
     pub(super) fn forget_request(&mut self, id: &CollectiveId) {
         let Some(Held {
             waiting_close,
@@ -528,6 +561,19 @@ impl Endpoint {
 }
 
 impl Held {
+    /// Nothing this member still does needs it held: an all_gather whose close was applied, a
+    /// gather it answered (certified), a gather past its deadline it never answered. Not one
+    /// waiting for its firewall admission, being answered or of unknown outcome, nor an
+    /// all_gather before its close (kept up to an hour past its deadline for it).
+    fn finished(&self, now: Millis) -> bool {
+        match (self.op, &self.state) {
+            (AskOp::AllGather, state) => *state == State::Closed,
+            (AskOp::Gather, State::Answered) => true,
+            (AskOp::Gather, State::Open | State::Withheld) => now >= self.deadline_at,
+            (AskOp::Gather, _) => false,
+        }
+    }
+
     /// Presented, not answered, before its deadline and close (a close from the requester that
     /// waits for an answer it lists has closed it too).
     fn is_open(&self, now: Millis) -> bool {

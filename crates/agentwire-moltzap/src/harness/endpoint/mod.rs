@@ -72,15 +72,23 @@ pub struct EndpointConfig {
     /// fails with `network-unavailable`.
     pub max_operations: usize,
     /// Requests from peers held at once (default 1,024), a budget of their own so peers cannot
-    /// fill `max_operations`; past it a new request is consumed and logged (never delivered),
-    /// and the requests already held stay.
+    /// fill `max_operations`. When it is reached, finished requests make room, the earliest
+    /// deadline first: an all_gather whose close was applied, a gather this member answered, a
+    /// gather past its deadline never answered (otherwise each is held until an hour past its
+    /// deadline). One evicted so is forgotten: an answer in its conversation is then refused
+    /// `request-none` (not `request-answered` or `request-expired`), and a replay of its post is
+    /// caught only by the record dedup (the last 4,096 record ids). Requests still open, being
+    /// answered, or waiting for their close always stay: with none finished, a new request is
+    /// consumed and logged `Unreadable` ("too many requests are held"), never delivered.
     pub max_held_requests: usize,
     /// The heap those held requests may take, about (default 64 MiB): each its question and its
     /// schema, as given (counted as [`max_inbox_bytes`](Self::max_inbox_bytes) is) and as read
     /// (an enum of 5,000 short values takes about 0.3 MiB). A request that would take them past
-    /// it is consumed and logged, as past `max_held_requests`; a held request's bytes are freed
-    /// when it is forgotten (an hour past its deadline), not when its delivery is acknowledged
-    /// (the held copy matches and validates its answer).
+    /// it makes room as past `max_held_requests` (finished requests forgotten, the earliest
+    /// deadline first), and is consumed and logged when even forgetting every finished one would
+    /// not (nothing is forgotten then); a held request's bytes are freed when it is forgotten
+    /// (an hour past its deadline, or to make room), not when its delivery is acknowledged (the
+    /// held copy matches and validates its answer).
     pub max_held_request_bytes: usize,
     /// The heap the answers held for all_gather closes may take, about (default 64 MiB, counted
     /// as [`max_inbox_bytes`](Self::max_inbox_bytes) is). Past it a peer's answer is logged

@@ -1180,3 +1180,183 @@ fn the_deadline_fails_an_ask_whose_member_lookup_is_still_in_flight() {
     s.reply(&lookup, json!({"agents": [{"id": "b", "name": "bob"}]}));
     assert!(s.take("messages/send").is_none());
 }
+
+// ---- held requests: finished ones make room for new ones ----
+
+/// A gather from `from` (seed `seed`, `deadline` seconds out) pushed as record `record` in the
+/// direct conversation `conv`, whose lookup is answered when `first`.
+fn push_gather(s: &mut Script, record: &str, conv: &str, from: &str, seed: u8, deadline: u32, first: bool) {
+    let requester = AgentAddress::from_name(from).unwrap();
+    let part = build_request(
+        AskOp::Gather,
+        &requester,
+        Nonce::from_bytes(&[seed; 32]),
+        s.now,
+        deadline,
+        crate::harness::collective::tests::schema(),
+    )
+    .unwrap();
+    s.push(&message(
+        record,
+        conv,
+        from,
+        parts_of(&request_content("q", part).unwrap()),
+    ));
+    if first {
+        s.conversation("dm", &["alice", from]);
+    }
+}
+
+/// Alice answers the one open request in her direct conversation with `to`, and its post is
+/// certified.
+fn decline(s: &mut Script, to: &str) {
+    let reply = SendInput::Response {
+        to: MessageAddressInput::parse(&format!("agent:{to}")).unwrap(),
+        response: CollectiveResponse::Decline,
+    };
+    s.ep.send(s.now, reply, SendOptions::default()).unwrap();
+    s.pump();
+    let post = s.take("messages/send").expect("the answer's post");
+    s.reply(&post, json!({}));
+}
+
+fn held_refused(s: &Script, record: &str) -> bool {
+    matches!(s.logged(record)[..], [LogKind::Unreadable(why)] if why.contains("held"))
+}
+
+/// A member answering every gather it gets, one every 3 s with a 60 s deadline (an ordinary
+/// busy group): the requests it answered no longer need holding, and make room, so none is
+/// dropped however long it runs. (From the longevity review's
+/// `longevity_answered_requests_fill_the_held_budget_and_new_ones_are_dropped`: request #1024,
+/// 51 minutes in, was the first dropped, and every one after it.)
+#[test]
+fn answered_requests_make_room_so_a_steady_stream_is_never_dropped() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    let bob = AgentAddress::from_name("bob").unwrap();
+    for i in 0..1100u32 {
+        let mut nonce = [0u8; 32];
+        nonce[..4].copy_from_slice(&i.to_be_bytes());
+        let part = build_request(
+            AskOp::Gather,
+            &bob,
+            Nonce::from_bytes(&nonce),
+            s.now,
+            60,
+            crate::harness::collective::tests::schema(),
+        )
+        .unwrap();
+        let record = format!("r{i}");
+        let before = s.items().len();
+        s.push(&message(
+            &record,
+            "c1",
+            "bob",
+            parts_of(&request_content("q", part).unwrap()),
+        ));
+        if i == 0 {
+            s.conversation("dm", &["alice", "bob"]);
+        }
+        assert!(!held_refused(&s, &record), "#{i} dropped");
+        assert_eq!(s.items().len(), before + 1, "#{i} delivered");
+        decline(&mut s, "bob");
+        assert!(s.ep.held.len() <= 1_024);
+        s.now += 3_000;
+        s.ep.handle_timeout(s.now);
+        s.pump();
+    }
+    assert_eq!(
+        s.ep.held.len(),
+        1_024,
+        "the table stays full of finished requests, the newest"
+    );
+}
+
+/// Only finished requests make room: a table full of open ones refuses the next (a flood cannot
+/// push out real requests), and an all_gather waiting for its close is kept past its deadline,
+/// while answered gathers and expired unanswered ones go, the earliest deadline first.
+#[test]
+fn only_finished_requests_make_room_the_earliest_deadline_first() {
+    let mut s = Script::new(|c| c.max_held_requests = 3);
+    s.listen();
+    // An all_gather waiting for its close (deadline 600 s), and two gathers: carol's (deadline
+    // 100 s) and dave's (200 s).
+    let all = held_all_gather(&mut s);
+    push_gather(&mut s, "rc", "c-carol", "carol", 11, 100, true);
+    push_gather(&mut s, "rd", "c-dave", "dave", 12, 200, true);
+    assert_eq!(s.items().len(), 3);
+    // Full of open requests: erin's is refused, and nothing is evicted.
+    push_gather(&mut s, "re", "c-erin", "erin", 13, 300, true);
+    assert!(held_refused(&s, "re"));
+    assert_eq!(s.ep.held.len(), 3);
+    // Dave's and carol's answered: erin's takes carol's place (the earlier deadline).
+    decline(&mut s, "dave");
+    decline(&mut s, "carol");
+    push_gather(&mut s, "re2", "c-erin", "erin", 14, 300, false);
+    assert!(!held_refused(&s, "re2"));
+    assert_eq!(s.items().len(), 4);
+    assert_eq!(s.ep.held.len(), 3);
+    // What carol's request lost: an answer in her conversation finds no request at all.
+    let again = SendInput::Response {
+        to: MessageAddressInput::parse("agent:carol").unwrap(),
+        response: CollectiveResponse::Decline,
+    };
+    let Err(SendFailure::Collective(e)) = s.ep.send(s.now, again, SendOptions::default()) else {
+        panic!()
+    };
+    assert!(
+        matches!(e.failure, crate::harness::errors::CollectiveFailure::RequestNone(_)),
+        "{e:?}"
+    );
+    // Frank's takes dave's place; then the table is the all_gather and two open gathers.
+    push_gather(&mut s, "rf", "c-frank", "frank", 15, 400, true);
+    assert!(!held_refused(&s, "rf"));
+    push_gather(&mut s, "rg", "c-gus", "gus", 16, 500, true);
+    assert!(held_refused(&s, "rg"));
+    // Past every deadline (within the hour): erin's and frank's expired unanswered and go, the
+    // all_gather waits for its close and stays.
+    s.now += 700_000;
+    push_gather(&mut s, "rh", "c-hal", "hal", 17, 60, true);
+    push_gather(&mut s, "ri", "c-ivy", "ivy", 18, 60, true);
+    assert!(!held_refused(&s, "rh") && !held_refused(&s, "ri"));
+    push_gather(&mut s, "rj", "c-joe", "joe", 19, 60, true);
+    assert!(held_refused(&s, "rj"), "the all_gather and two open gathers");
+    assert!(s.ep.held.contains_key(&all));
+    // Its close still applies.
+    s.push(&message("x", "g", "bob", close(&all, vec![])));
+    assert_eq!(s.logged("x"), vec![&LogKind::CloseApplied]);
+    assert_eq!(results(&s).len(), 1);
+    // Closed, it is finished: it makes room too.
+    push_gather(&mut s, "rj2", "c-joe", "joe", 20, 60, false);
+    assert!(!held_refused(&s, "rj2"));
+    assert!(!s.ep.held.contains_key(&all));
+}
+
+/// The byte budget makes room the same way, and refuses (evicting nothing) a request that would
+/// not fit even with every finished one gone.
+#[test]
+fn finished_requests_make_room_in_bytes_too() {
+    let mut s = Script::new(|_| {});
+    s.listen();
+    push_gather(&mut s, "r1", "c-bob", "bob", 1, 100, true);
+    let one = s.ep.held_request_bytes;
+    s.ep.cfg.max_held_request_bytes = 2 * one;
+    push_gather(&mut s, "r2", "c-carol", "carol", 2, 100, true);
+    push_gather(&mut s, "r3", "c-dave", "dave", 3, 100, true);
+    assert!(matches!(s.logged("r3")[..], [LogKind::Unreadable(why)] if why.contains("max_held_request_bytes")));
+    decline(&mut s, "bob");
+    push_gather(&mut s, "r4", "c-dave", "dave", 4, 100, false);
+    assert!(!held_refused(&s, "r4"));
+    assert_eq!(s.ep.held.len(), 2);
+    assert_eq!(s.ep.held_request_bytes, 2 * one, "bob's bytes were freed");
+    // Carol's answered: the only finished one, yet a request over the whole budget does not fit.
+    decline(&mut s, "carol");
+    s.ep.cfg.max_held_request_bytes = one + one / 2;
+    push_gather(&mut s, "r5", "c-erin", "erin", 5, 100, true);
+    assert!(held_refused(&s, "r5"));
+    assert_eq!(
+        s.ep.held.len(),
+        2,
+        "nothing evicted for a request that would not fit anyway"
+    );
+}
