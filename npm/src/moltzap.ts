@@ -12,13 +12,13 @@ export type MoltZapGeneration = "current" | "released";
 export interface MoltZapOptions {
   /** `current` (default), `released`, or `auto` (the current handshake, then the released one). */
   generation?: MoltZapGeneration | "auto" | undefined;
-  /** How long a call waits for its response (default 30 000). */
+  /** How long a call waits for its response, in ms (default 30 000, at least 1). */
   requestTimeoutMs?: number | undefined;
   /** Calls waiting for their response at once (default 1024); one more is refused with kind
    * `limit`. */
   maxInFlight?: number | undefined;
-  /** From the socket's open to the connect's answer, in ms (default 10 000); the socket's open
-   * has the same bound. */
+  /** From the socket's open to the connect's answer, in ms (default 10 000, at least 1); the
+   * socket's open has the same bound. */
   handshakeTimeoutMs?: number | undefined;
   /** After this many ms without a frame from the server, the engine sends a `system/ping`
    * probe; with no frame within `requestTimeoutMs` of it leaving, the connection is taken as

@@ -152,6 +152,28 @@ fn session_tokens_are_refused_in_the_current_generation() {
 }
 
 #[test]
+fn timeouts_of_zero_are_refused_at_connect() {
+    let zero_request = SessionConfig {
+        request_timeout_ms: 0,
+        ..SessionConfig::default()
+    };
+    let zero_handshake = SessionConfig {
+        handshake_timeout_ms: 0,
+        ..SessionConfig::default()
+    };
+    for (cfg, field) in [
+        (zero_request, "request_timeout_ms"),
+        (zero_handshake, "handshake_timeout_ms"),
+    ] {
+        let mut s = session_with(cfg);
+        let e = s.connect(0, Credentials::AgentKey("k".into())).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invalid);
+        assert!(e.error.message.starts_with(field), "{e}");
+        assert_eq!((s.state(), sent(&mut s).len()), (SessionState::Open, 0));
+    }
+}
+
+#[test]
 fn released_unauthorized_then_retry_on_the_same_socket() {
     let mut s = session(GenerationChoice::Released);
     let a = s

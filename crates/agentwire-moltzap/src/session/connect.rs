@@ -22,6 +22,7 @@ impl Session {
             SessionState::Ready => return Err(state_error("already connected")),
             SessionState::Open => {}
         }
+        self.cfg.check()?;
         let (generation, may_fall_back) = match (self.cfg.generation, &credentials) {
             (GenerationChoice::Current, Credentials::SessionToken(_)) => {
                 return Err(MoltZapError::local(

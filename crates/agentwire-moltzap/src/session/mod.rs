@@ -54,11 +54,11 @@ pub const DEFAULT_IDLE_PROBE_MS: u64 = 60_000;
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
     pub generation: GenerationChoice,
-    /// How long a request waits for its response (default 30 s).
+    /// How long a request waits for its response, in ms (default 30 s; at least 1).
     pub request_timeout_ms: u64,
     /// Requests sent and not yet answered; past it, `call` fails with `limit` (default 1024).
     pub max_in_flight: usize,
-    /// How long a connect waits for its HelloOk (default 10 s).
+    /// How long a connect waits for its HelloOk, in ms (default 10 s; at least 1).
     pub handshake_timeout_ms: u64,
     /// The server's WebSocket ping interval, in ms (current generation). When set, three
     /// intervals without a ping report [`Event::MissedPings`] and start a liveness probe (see
@@ -81,6 +81,26 @@ pub struct SessionConfig {
     pub max_send_bytes: usize,
     /// Prefix of request ids (default `"aw-"`); the ids are `<prefix>1`, `<prefix>2`, ...
     pub id_prefix: String,
+}
+
+impl SessionConfig {
+    /// The configuration refused (kind `invalid`, naming the field) where no session could work
+    /// with it: a `request_timeout_ms` or `handshake_timeout_ms` of 0 would time every call, or
+    /// the connect, out at once. [`Session::connect`] checks it.
+    pub fn check(&self) -> Result<(), MoltZapError> {
+        for (value, field) in [
+            (self.request_timeout_ms, "request_timeout_ms"),
+            (self.handshake_timeout_ms, "handshake_timeout_ms"),
+        ] {
+            if value == 0 {
+                return Err(MoltZapError::local(
+                    ErrorKind::Invalid,
+                    format!("{field} must be at least 1"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for SessionConfig {
