@@ -148,8 +148,8 @@ export interface SwitchStatus {
   agentId: string;
   /** The rooms the connection holds. */
   rooms: string[];
-  /** The current reconnect attempt (reset once the server is heard from again: a ping, or a
-   * beat answered). */
+  /** The current reconnect attempt, reset when the server is heard from (a ping, or a beat
+   * answered) on a socket that has stayed live for the backoff's `maxMs` (30 s by default). */
   attempt: number;
 }
 

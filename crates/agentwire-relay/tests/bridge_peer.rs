@@ -683,3 +683,108 @@ fn refusals_reach_the_engine_as_the_current_generation_refuses() {
     assert_eq!(e.kind, agentwire_core::ErrorKind::Auth, "{e:?}");
     assert_eq!(w.closes, vec![(4401, "HTTP 401: Invalid credentials".to_owned())]);
 }
+
+/// Without the peer, in simulated time: the browser's engine through bridges to an upstream
+/// whose stream opens and attaches but answers every beat `beat_status`, for `duration` ms.
+/// Returns the upstream streams opened and the browser's largest reconnect attempt.
+fn failing_beats(beat_status: u16, duration: u64) -> (u64, u32) {
+    const AGENT: &str = "e9dc227d-d507-4a61-98ac-65eb81f2f27a";
+    let state = format!(
+        "event: connection_state\ndata: {{\"connection_id\":\"{CID}\",\"agent_id\":\"{AGENT}\",\"scope\":\"single\",\"filter\":\"all\",\"spawn_capable\":false,\"rooms\":[],\"cursor\":0,\"protocol\":1,\"heartbeat_interval_seconds\":2.0}}\n\n"
+    );
+    let mut cfg = ConnectionConfig::new(OpenParams::new(AGENT, CID));
+    cfg.transport = Transport::WebSocket;
+    cfg.connect_attempts = None;
+    let mut conn = Connection::new(cfg, Box::new(SeededEntropy::new(7)));
+    let mut now: Millis = 1_000;
+    conn.start(now).unwrap();
+    let (mut bridge, mut opens, mut max_attempt) = (None::<Bridge>, 0, 0);
+    let (mut keepalive, end) = (now + 15_000, now + duration);
+    while now < end {
+        let mut progressed = true;
+        while progressed {
+            progressed = false;
+            while let Some(t) = conn.poll_transmit() {
+                progressed = true;
+                match t {
+                    Transmit::Open(_) => {
+                        opens += 1;
+                        let mut b = Bridge::new(BridgeConfig::new(AGENT, CID), now);
+                        conn.handle_open(now);
+                        b.handle_open_response(now, 200, Some("text/event-stream"), "");
+                        b.handle_sse(now, state.as_bytes());
+                        bridge = Some(b);
+                    }
+                    Transmit::Text(pong) => {
+                        if let Some(b) = &mut bridge {
+                            b.handle_client_text(now, &pong);
+                        }
+                    }
+                    Transmit::Close { .. } => {
+                        if let Some(mut b) = bridge.take() {
+                            b.handle_client_close(now);
+                        }
+                    }
+                    Transmit::Http { .. } => unreachable!("WebSocket transport"),
+                }
+            }
+            let mut closed = None;
+            if let Some(b) = &mut bridge {
+                while let Some(o) = b.poll_output() {
+                    progressed = true;
+                    match o {
+                        Output::ToClient(text) => conn.handle_text(now, &text),
+                        Output::Beat(_) => {
+                            b.handle_beat_response(now, beat_status, r#"{"detail":"Service Unavailable"}"#)
+                        }
+                        Output::Close { code, reason } => closed = Some((code, reason)),
+                    }
+                }
+            }
+            if let Some((code, reason)) = closed {
+                bridge = None;
+                conn.handle_close(now, code, &reason);
+            }
+            while let Some(e) = conn.poll_event() {
+                progressed = true;
+                if let Event::Disconnected { attempt, .. } = e {
+                    max_attempt = max_attempt.max(attempt);
+                }
+            }
+        }
+        let next = [
+            conn.poll_timeout(),
+            bridge.as_ref().and_then(Bridge::poll_timeout),
+            Some(keepalive),
+        ];
+        now = now.max(next.into_iter().flatten().min().unwrap());
+        if now >= keepalive {
+            // The upstream's `: keepalive` every 15 s while idle.
+            keepalive = now + 15_000;
+            if let Some(b) = &mut bridge {
+                b.handle_sse(now, b": keepalive\n\n");
+            }
+        }
+        conn.handle_timeout(now);
+        if let Some(b) = &mut bridge {
+            b.handle_timeout(now);
+        }
+    }
+    (opens, max_attempt)
+}
+
+#[test]
+fn an_upstream_failing_every_beat_is_reopened_with_a_growing_delay() {
+    // The bridge closes 1011 after three failed beats, ~6 s after each attach. Before, its
+    // pings reset the browser's backoff, so a new upstream stream was opened every ~6 s (572 an
+    // hour, attempt never past 1); now they count only once a socket has stayed up 30 s.
+    for status in [503, 429] {
+        let (opens, max_attempt) = failing_beats(status, 3_600_000);
+        assert!(
+            opens < 200 && max_attempt > 8,
+            "{status}: {opens} opens, attempt up to {max_attempt}"
+        );
+    }
+    // Beats answered: one upstream stream for the hour.
+    assert_eq!(failing_beats(200, 3_600_000), (1, 0));
+}

@@ -640,11 +640,69 @@ fn backoff_is_jittered_exponential_and_resets_once_stable() {
         delays.iter().map(|d| d.0).collect::<Vec<_>>(),
         (1..=8).collect::<Vec<_>>()
     );
-    // A ping marks the connection stable: the next drop is attempt 1 again.
-    d.text(PING);
-    d.drain();
+    // A ping on a socket live for less than the backoff's longest delay leaves the count; the
+    // first one after it marks the connection stable: the next drop is attempt 1 again.
+    let attached = d.now;
+    while d.now < attached + b.max_ms {
+        d.advance(2_000);
+        d.text(PING);
+        d.drain();
+        let want = if d.now - attached >= b.max_ms { 0 } else { 8 };
+        assert_eq!(d.conn.attempt(), want, "{} ms after the attach", d.now - attached);
+    }
     d.conn.handle_close(d.now, 1006, "");
     assert!(matches!(d.drain().1[..], [Event::Disconnected { attempt: 1, .. }]));
+}
+
+/// A server that attaches, pings, and drops every socket `drop_after` ms after the attach, for
+/// an hour: the opens and the largest attempt.
+fn flap_for_an_hour(cfg: ConnectionConfig, drop_after: u64) -> (u64, u32, Driver) {
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    let (start, mut opens, mut max_attempt) = (d.now, 1, 0);
+    while d.now - start < 3_600_000 {
+        let attached = d.now;
+        while d.now + 2_000 < attached + drop_after {
+            d.advance(2_000);
+            d.text(PING);
+            d.drain();
+        }
+        d.advance(attached + drop_after - d.now);
+        d.conn.handle_close(d.now, 1006, "");
+        for e in d.drain().1 {
+            if let Event::Disconnected { attempt, .. } = e {
+                max_attempt = max_attempt.max(attempt);
+            }
+        }
+        if d.conn.state() == State::Stopped {
+            break;
+        }
+        d.reopen();
+        opens += 1;
+        d.conn.handle_open(d.now);
+        d.text(&connection_state(Some(3), 0, &[ROOM]));
+        d.drain();
+    }
+    (opens, max_attempt, d)
+}
+
+#[test]
+fn a_server_that_drops_every_socket_soon_after_its_pings_is_reopened_with_a_growing_delay() {
+    // Before: one ping reset the attempt, so a drop 2.5 s after each attach was reopened
+    // 0.1-0.5 s later, forever (1,287 opens an hour, attempt never past 1).
+    let (opens, max_attempt, _) = flap_for_an_hour(ws(), 2_500);
+    assert!(
+        opens < 300 && max_attempt > 8,
+        "{opens} opens, attempt up to {max_attempt}"
+    );
+    // And max_reconnect_attempts counts those drops.
+    let mut cfg = ws();
+    cfg.max_reconnect_attempts = Some(5);
+    let (opens, _, d) = flap_for_an_hour(cfg, 2_500);
+    assert_eq!((opens, d.conn.state()), (6, State::Stopped));
+    // A socket that stays up past the backoff's longest delay is stable: each drop is attempt 1.
+    let (opens, max_attempt, _) = flap_for_an_hour(ws(), 31_000);
+    assert_eq!(max_attempt, 1, "{opens} opens");
+    assert!(opens < 3_600_000 / 31_000 + 2, "{opens}");
 }
 
 #[test]

@@ -149,6 +149,9 @@ impl Connection {
         let resumed = self.ever_attached;
         self.ever_attached = true;
         let attach = self.state != State::Live;
+        if attach {
+            self.live_since = now;
+        }
         self.state = State::Live;
         self.timers.cancel(&Timer::Open);
         match self.wire {
@@ -234,7 +237,7 @@ impl Connection {
         self.transmit
             .push_back(super::Transmit::Text(encode_pong(self.cursor.unwrap_or(0))));
         self.pongs_unsent += 1;
-        self.attempt = 0;
+        self.heard_from(now);
         self.arm_ping(now);
     }
 

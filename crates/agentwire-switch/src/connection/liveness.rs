@@ -16,6 +16,19 @@ impl Connection {
         self.timers.set(Timer::Ping, now.saturating_add(window));
     }
 
+    /// A ping (WebSocket) or a beat answered 200 (SSE): the server is there. The backoff starts
+    /// over only once the socket has stayed live for the backoff's longest delay (`max_ms`, 30 s
+    /// by default): a server that attaches and drops every socket a few seconds later (after one
+    /// ping, or a relay closing after three failed upstream beats) is then reopened with a
+    /// growing delay, and `max_reconnect_attempts` counts its drops, instead of being reopened
+    /// at the shortest delay forever. Once a socket has lived that long, reopening at the
+    /// shortest delay costs at most one open per `max_ms`, as a backoff at its cap would.
+    pub(super) fn heard_from(&mut self, now: Millis) {
+        if now.saturating_sub(self.live_since) >= self.cfg.backoff.max_ms {
+            self.attempt = 0;
+        }
+    }
+
     pub(super) fn on_ping_timeout(&mut self, now: Millis) {
         if self.state != State::Live || self.wire != Wire::WebSocket {
             return;
@@ -121,7 +134,7 @@ impl Connection {
         match decode_beat(status, body) {
             Ok(b) => {
                 self.beats_failed = 0;
-                self.attempt = 0;
+                self.heard_from(now);
                 if !b.rooms.is_empty() || !self.rooms.is_empty() {
                     self.rooms = b.rooms;
                 }

@@ -74,9 +74,12 @@ pub struct ConnectionConfig {
     /// first open starts (a saved cursor resumes from it); later opens use the cursor.
     pub open: OpenParams,
     pub transport: Transport,
-    /// Delay before reconnect attempt `n` (default: 500 ms doubling to 30 s, full jitter).
+    /// Delay before reconnect attempt `n` (default: 500 ms doubling to 30 s, full jitter). The
+    /// attempt count starts over when the server is heard from (a ping, or a beat answered 200)
+    /// on a socket that has stayed live for `max_ms`; attaching alone, or a ping sooner, does not.
     pub backoff: Backoff,
-    /// Reconnects in a row before giving up (default `None`: never give up).
+    /// Reconnects in a row (since the connection was last stable, as for `backoff`) before
+    /// giving up (default `None`: never give up).
     pub max_reconnect_attempts: Option<u32>,
     /// Opens tried before the first attach (`connection_state`): when that many have failed,
     /// the connection stops with the last failure, `could not connect: …` (retryable), and
@@ -277,6 +280,9 @@ pub struct Connection {
     declare: Vec<String>,
     heartbeat_ms: u64,
     ever_attached: bool,
+    /// When the current socket attached (its `connection_state`): a ping or a 200 beat resets
+    /// the backoff only once it has been live `backoff.max_ms`.
+    live_since: Millis,
     // -- this socket --
     /// The driver holds a socket or stream (from `Transmit::Open` to `Transmit::Close` or
     /// `handle_close`).
@@ -350,6 +356,7 @@ impl Connection {
             held_gap: None,
             rooms: Vec::new(),
             ever_attached: false,
+            live_since: 0,
             socket_open: false,
             beat_in_flight: None,
             beats_counted_to: None,
@@ -410,7 +417,8 @@ impl Connection {
         self.held_gap.as_ref()
     }
 
-    /// Reconnect attempts since the connection was last stable.
+    /// Reconnect attempts since the connection was last stable: heard from (a ping, or a beat
+    /// answered 200) after staying live for the backoff's `max_ms` (30 s by default).
     pub fn attempt(&self) -> u32 {
         self.attempt
     }
