@@ -609,6 +609,88 @@ fn eviction_codes_follow_the_table() {
     }
 }
 
+const REFUSED_TAKEN_OVER: &str = r#"{"event":"refused","data":{"status":409,"detail":{"code":"taken_over","message":"connection was taken over by another open (generation 4, not 3)"}}}"#;
+
+/// Live on generation 3, dropped, and reopened (fenced with 3) into a socket the server accepted,
+/// issuing generation 4, and that `lose` ends before its `connection_state`; then the reopen
+/// after it, still fenced with 3 (what the server refuses as taken over), not yet open.
+fn lose_an_attach(lose: impl FnOnce(&mut Driver)) -> Driver {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.text(PING);
+    d.drain();
+    d.conn.handle_close(d.now, 1006, "");
+    d.drain();
+    assert!(d.reopen().ends_with("&expected_generation=3"));
+    d.conn.handle_open(d.now);
+    lose(&mut d);
+    d.drain();
+    assert!(d.reopen().ends_with("&expected_generation=3"));
+    d
+}
+
+#[test]
+fn a_taken_over_refusal_after_a_lost_attach_reopens_once_without_the_generation() {
+    // Before: the connection stopped for good, `taken_over`, not retryable: an unattended agent
+    // ended by its own socket breaking between the attach and its connection_state.
+    let mut d = lose_an_attach(|d| d.conn.handle_close(d.now + 5, 1006, ""));
+    d.conn.handle_open(d.now);
+    d.text(REFUSED_TAKEN_OVER);
+    let (t, e) = d.drain();
+    assert!(matches!(&t[..], [Transmit::Close { .. }]), "{t:?}");
+    match &e[..] {
+        [Event::Disconnected { reason, .. }] => assert!(reason.contains("without expected_generation"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    d.conn.handle_close(d.now, 4409, "");
+    assert!(d.drain().1.is_empty(), "the close after the refusal changes nothing");
+    let path = d.reopen();
+    assert!(!path.contains("expected_generation"), "{path}");
+    // Attached: the new generation fences the reopens after it again.
+    d.conn.handle_open(d.now);
+    d.text(&connection_state(Some(5), 0, &[ROOM]));
+    d.conn.handle_close(d.now, 1006, "");
+    d.drain();
+    assert!(d.reopen().ends_with("&expected_generation=5"));
+    // Once only: a taken_over refusal of that unfenced retry's successor, with no lost attach
+    // before it, is final.
+    d.conn.handle_open(d.now);
+    d.text(REFUSED_TAKEN_OVER);
+    match &d.drain().1[..] {
+        [Event::Stopped { error: Some(e) }] => {
+            assert_eq!((e.code.as_deref(), e.retryable), (Some("taken_over"), false))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_lost_attach_is_retried_unfenced_whether_it_timed_out_or_the_refusal_is_http() {
+    // The server registered the attach but its connection_state never came within the deadline;
+    // the refusal comes as an HTTP 409 to the upgrade.
+    let mut d = lose_an_attach(|d| d.advance(10_000));
+    let body = r#"{"detail":{"code":"taken_over","message":"connection was taken over by another open"}}"#;
+    d.conn.handle_open_failed(d.now, Some(409), body);
+    assert!(matches!(&d.drain().1[..], [Event::Disconnected { .. }]));
+    assert!(!d.reopen().contains("expected_generation"));
+}
+
+#[test]
+fn a_taken_over_refusal_with_no_lost_attach_before_it_is_final() {
+    // The reopen after a socket that attached and dropped: a taken_over is another client's.
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.conn.handle_close(d.now, 1006, "");
+    d.drain();
+    assert!(d.reopen().ends_with("&expected_generation=3"));
+    d.conn.handle_open(d.now);
+    d.text(REFUSED_TAKEN_OVER);
+    assert!(matches!(&d.drain().1[..], [Event::Stopped { error: Some(e) }] if e.code.as_deref() == Some("taken_over")));
+    // Nor is a refusal other than taken_over after a lost attach retried.
+    let mut d = lose_an_attach(|d| d.conn.handle_close(d.now, 1006, ""));
+    d.conn.handle_open(d.now);
+    d.text(r#"{"event":"refused","data":{"status":409,"detail":"room already claimed"}}"#);
+    assert!(matches!(&d.drain().1[..], [Event::Stopped { .. }]));
+}
+
 #[test]
 fn backoff_is_jittered_exponential_and_resets_once_stable() {
     let mut d = Driver::live_ws(ws(), 0, &[]);

@@ -151,6 +151,8 @@ impl Connection {
         let attach = self.state != State::Live;
         if attach {
             self.live_since = now;
+            self.attach_unconfirmed = false;
+            self.fence_may_be_stale = false;
         }
         self.state = State::Live;
         self.timers.cancel(&Timer::Open);
@@ -180,6 +182,9 @@ impl Connection {
 
     fn on_refused(&mut self, r: Refused) {
         let error = SwitchError::refused(r.status, Some(&r.detail));
+        if self.retry_lost_attach(self.now, &error, true) {
+            return;
+        }
         // The close (4000 + status) follows; stop now so no reconnect happens in between.
         self.stop(Some(error), "refused");
     }

@@ -280,6 +280,15 @@ pub struct Connection {
     declare: Vec<String>,
     heartbeat_ms: u64,
     ever_attached: bool,
+    /// Since the last `connection_state`, an open was accepted (`handle_open`) that may have
+    /// attached on the server, which issues a new generation when a socket attaches, before its
+    /// `connection_state`: the generation this client holds may be stale.
+    attach_unconfirmed: bool,
+    /// The current open was fenced while `attach_unconfirmed`: a `taken_over` refusal of it may
+    /// be this client's own lost attach, and is retried once unfenced.
+    fence_may_be_stale: bool,
+    /// The next open goes without `expected_generation` (that retry).
+    unfence_next: bool,
     /// When the current socket attached (its `connection_state`): a ping or a 200 beat resets
     /// the backoff only once it has been live `backoff.max_ms`.
     live_since: Millis,
@@ -357,6 +366,9 @@ impl Connection {
             rooms: Vec::new(),
             ever_attached: false,
             live_since: 0,
+            attach_unconfirmed: false,
+            fence_may_be_stale: false,
+            unfence_next: false,
             socket_open: false,
             beat_in_flight: None,
             beats_counted_to: None,
@@ -578,6 +590,7 @@ impl Connection {
             return;
         }
         self.state = State::Attaching;
+        self.attach_unconfirmed = true;
         if self.wire == Wire::Sse {
             self.sse.reset();
             self.arm_stream_idle(now);
@@ -728,7 +741,10 @@ impl Connection {
         let mut p = self.cfg.open.clone();
         // The highest *received*: queued events survive the reconnect and are still delivered.
         p.start_from = self.received.map_or(StartFrom::Head, StartFrom::After);
-        p.expected_generation = self.generation.as_ref().map(ToString::to_string);
+        p.expected_generation = match self.unfence_next {
+            true => None,
+            false => self.generation.as_ref().map(ToString::to_string),
+        };
         p.rooms = self.declare.clone();
         p
     }
@@ -755,6 +771,8 @@ impl Connection {
                 return self.stop(Some(e), "cannot reopen");
             }
         };
+        self.fence_may_be_stale = self.attach_unconfirmed && params.expected_generation.is_some();
+        self.unfence_next = false;
         self.state = State::Opening;
         self.socket_open = true;
         self.overflowed = false;

@@ -3,7 +3,7 @@
 
 use super::{Connection, Event, State, Timer, Transmit, Transport, Wire};
 use crate::error::SwitchError;
-use crate::frame::{close_code_policy, refusal_status, ClosePolicy};
+use crate::frame::{close_code_policy, refusal_status, ClosePolicy, EvictionCode};
 use agentwire_core::{ErrorKind, Millis};
 
 impl Connection {
@@ -102,6 +102,26 @@ impl Connection {
         }
     }
 
+    /// A `taken_over` refusal of an open fenced with a generation that may be stale: an
+    /// earlier open since the last `connection_state` was accepted (the server may have issued
+    /// it a new generation) and never confirmed. The refusal may be this client's own lost
+    /// attach rather than another client's takeover, which the two cannot be told apart by; the
+    /// connection reopens once without `expected_generation` instead of stopping for good.
+    /// Returns whether it did (otherwise the refusal is final, as the spec says).
+    pub(super) fn retry_lost_attach(&mut self, now: Millis, error: &SwitchError, close: bool) -> bool {
+        if !self.fence_may_be_stale || error.code.as_deref() != Some(EvictionCode::TakenOver.as_str()) {
+            return false;
+        }
+        self.fence_may_be_stale = false;
+        self.unfence_next = true;
+        let m = format!(
+            "{}; an earlier open was accepted without its connection_state, so the generation sent may be one the server moved past for this client: reopening once without expected_generation",
+            error.message
+        );
+        self.reconnect(now, None, &m, close);
+        true
+    }
+
     pub(super) fn on_open_failed(&mut self, now: Millis, status: Option<u16>, body: &str) {
         self.socket_open = false;
         let Some(status) = status else {
@@ -138,6 +158,9 @@ impl Connection {
         }
         if status == 409 && body.contains("\"contract\"") {
             error.kind = ErrorKind::Version;
+        }
+        if self.retry_lost_attach(now, &error, false) {
+            return;
         }
         match status {
             408 | 429 | 500..=599 => {
