@@ -390,6 +390,29 @@ fn an_idle_stream_is_dead_but_keepalives_keep_it() {
 }
 
 #[test]
+fn a_stream_404_on_a_reopen_after_being_live_is_a_failed_open_and_a_403_still_stops() {
+    // Before: one 404 from a proxy mid-deploy stopped a stream live for hours (`invalid`, not
+    // retryable). A 403 is the server's own answer (a declared room the agent is not in), which
+    // a retry would get again.
+    let mut d = live();
+    d.conn.handle_close(d.now, 1006, "stream ended");
+    d.drain();
+    d.reopen();
+    d.conn.handle_open_failed(d.now, Some(404), "<html>Not Found</html>");
+    assert!(
+        matches!(&d.drain().1[..], [Event::Disconnected { reason, attempt: 2, .. }] if reason.contains("the event stream served this connection before")),
+        "{:?}",
+        d.conn.state()
+    );
+    d.reopen();
+    d.conn
+        .handle_open_failed(d.now, Some(403), r#"{"detail":"Room not found: r1"}"#);
+    assert!(
+        matches!(&d.drain().1[..], [Event::Stopped { error: Some(e) }] if e.kind == ErrorKind::Invalid && !e.retryable)
+    );
+}
+
+#[test]
 fn stream_open_refusals_are_http_statuses() {
     let mismatch = r#"{"detail":{"message":"this client speaks agent-protocol 2-2 and the server speaks 1-1; the ranges do not overlap, so update switch-core","contract":"agent-protocol","server":{"version":"0.19.0","speaks":1,"accepts":1},"client":{"speaks":2,"accepts":2},"remedy":"update switch-core"}}"#;
     let cases: [(u16, &str, Option<ErrorKind>); 8] = [

@@ -1023,6 +1023,41 @@ fn auto_moves_to_sse_when_the_server_has_no_websocket_route() {
 }
 
 #[test]
+fn a_no_route_status_on_a_reopen_after_being_live_on_the_websocket_is_a_failed_open() {
+    // Before: one 404 from a proxy mid-deploy stopped a connection live for hours (`version`,
+    // "the server has no WebSocket route", not retryable), and on `auto` one 403 moved it to
+    // SSE for good. The route served it a moment ago: reopen with the backoff.
+    for transport in [Transport::WebSocket, Transport::Auto] {
+        for status in [403, 404, 405, 426] {
+            let mut cfg = config(transport);
+            cfg.max_reconnect_attempts = Some(3);
+            let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+            d.conn.handle_close(d.now, 1006, "");
+            d.drain();
+            for attempt in 2..=3 {
+                d.reopen();
+                d.conn.handle_open_failed(d.now, Some(status), "<html>Not Found</html>");
+                match &d.drain().1[..] {
+                    [Event::Disconnected { reason, attempt: a, .. }] => {
+                        assert_eq!(*a, attempt, "{transport:?} {status}");
+                        assert!(reason.contains("served this connection before"), "{reason}");
+                    }
+                    other => panic!("{transport:?} {status}: {other:?}"),
+                }
+                assert_eq!(d.conn.wire(), Wire::WebSocket, "{transport:?} {status}");
+            }
+            // Within max_reconnect_attempts.
+            d.reopen();
+            d.conn.handle_open_failed(d.now, Some(status), "");
+            match &d.drain().1[..] {
+                [Event::Stopped { error: Some(e) }] => assert!(e.retryable && e.message.contains("gave up"), "{e:?}"),
+                other => panic!("{transport:?} {status}: {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
 fn rooms_declared_on_reopen_follow_the_server() {
     let mut d = Driver::live_ws(ws(), 0, &["r1"]);
     d.text(r#"{"event":"subscription_changed","data":{"rooms":["r2"],"reason":"subscription updated"}}"#);

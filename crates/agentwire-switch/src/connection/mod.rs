@@ -47,6 +47,8 @@ pub enum Transport {
     Sse,
     /// The WebSocket first; an upgrade answered with HTTP 403, 404, 405 or 426 (a server without
     /// the WebSocket route, as switch-core 0.19) switches to SSE for this and every later open.
+    /// Only before the first attach: once the WebSocket has served the connection, those
+    /// statuses are failed opens, retried with the backoff on the WebSocket.
     Auto,
 }
 

@@ -137,6 +137,20 @@ impl Connection {
             return self.reconnect(now, None, &m, false);
         };
         let no_ws_route = self.wire == Wire::WebSocket && matches!(status, 403 | 404 | 405 | 426);
+        if self.ever_attached && (no_ws_route || (self.wire == Wire::Sse && status == 404)) {
+            // The route served this connection before (the wire never changes once attached):
+            // a proxy or a server mid-deploy, not a server without it. A failed open, retried
+            // with the backoff within `max_reconnect_attempts`.
+            let route = match self.wire {
+                Wire::WebSocket => "the WebSocket route",
+                Wire::Sse => "the event stream",
+            };
+            let m = format!(
+                "{} ({route} served this connection before: retried)",
+                SwitchError::http(status, body).message
+            );
+            return self.reconnect(now, None, &m, false);
+        }
         if no_ws_route && self.cfg.transport == Transport::Auto {
             self.wire = Wire::Sse;
             let m =
