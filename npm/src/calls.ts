@@ -171,14 +171,16 @@ export class Queue<T> implements AsyncIterableIterator<T> {
     return value;
   }
 
+  /** Ends the queue once the values waiting are read. `error` goes to every reader waiting, or
+   * else to the next read after the values; the reads after it are the end. */
   end(error?: AgentwireError): void {
     if (this.#ended) return;
     this.#ended = true;
-    this.#error = error;
     this.onEnd?.();
     this.onEnd = undefined;
     const waiting = this.#waiting.splice(0);
     const failing = this.#failWaiting.splice(0);
+    if (!waiting.length) this.#error = error;
     waiting.forEach((w, i) => (error ? failing[i]!(error) : w({ value: undefined, done: true })));
   }
 

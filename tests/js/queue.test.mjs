@@ -50,3 +50,21 @@ test("the byte bound drops as many of the oldest as it takes, and one value alwa
   q.push(50, 50); // over the bound alone: it fits once the queue is empty
   assert.deepEqual([q.size, q.dropped], [1, 3]);
 });
+
+test("an error ends the queue once: every reader waiting gets it, or else the next read; then the end", async () => {
+  const boom = new Error("boom");
+  const waiting = new Queue(10, 1 << 30, () => {});
+  const a = waiting.next();
+  const b = waiting.next();
+  waiting.end(boom);
+  await assert.rejects(a, boom);
+  await assert.rejects(b, boom);
+  assert.deepEqual(await waiting.next(), { value: undefined, done: true });
+
+  const later = new Queue(10, 1 << 30, () => {});
+  later.push(1, 1);
+  later.end(boom);
+  assert.deepEqual(await later.next(), { value: 1, done: false });
+  await assert.rejects(later.next(), boom);
+  assert.deepEqual(await later.next(), { value: undefined, done: true });
+});
