@@ -216,14 +216,19 @@ export class Queue<T> implements AsyncIterableIterator<T> {
     return r;
   }
 
-  return(): Promise<IteratorResult<T>> {
-    if (!this.#ended) {
-      this.end();
-      this.onReturn?.();
-    }
+  /** Drops the values waiting, then `end(error)`: the next read is the error (an abort, where
+   * the values left unread are not wanted). */
+  fail(error?: AgentwireError): void {
     this.#items = [];
     this.#head = 0;
     this.#bytes = 0;
+    this.end(error);
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    const live = !this.#ended;
+    this.fail();
+    if (live) this.onReturn?.();
     return Promise.resolve({ value: undefined, done: true });
   }
 

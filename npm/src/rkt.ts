@@ -161,7 +161,9 @@ export class RktClient extends Client<RktEvent> {
   }
 
   /** REQUEST `intent` with `Stream: true`: the chunks in order (a plain RESPONSE is one chunk).
-   * Leaving the loop early cancels the stream; so do `signal` and `timeoutMs`. */
+   * Leaving the loop early cancels the stream; so do `signal` and `timeoutMs`, whose error is
+   * the next read (the chunks not read yet are dropped). A stream the server fails gives the
+   * chunks that came before its error. */
   stream<T = unknown>(intent: string, params?: unknown, opts: RktRequestOptions = {}): AsyncIterableIterator<T> {
     const { signal, timeoutMs } = opts;
     let id: string | undefined;
@@ -181,8 +183,9 @@ export class RktClient extends Client<RktEvent> {
       stopTimer();
       signal?.removeEventListener("abort", onAbort);
     };
+    // The chunks not read yet are dropped: the next read is the abort or the timeout.
     const stop = (e: AgentwireError) => {
-      queue.end(e);
+      queue.fail(e);
       cancel();
     };
     // A signal aborted already: nothing is sent.

@@ -5,7 +5,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SwitchClient } from "agentwire/switch";
 import { MoltZapClient } from "agentwire/moltzap";
-import { FakeWebSocket, connectionState, last } from "./fake-ws.mjs";
+import { RktClient } from "agentwire/rkt";
+import { FakeRkt, FakeWebSocket, connectionState, last } from "./fake-ws.mjs";
 
 const b64url = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
 /** A token shaped as a relay token (claims, then a signature the client never checks). */
@@ -210,4 +211,62 @@ test("a refused MoltZap connect closes its socket with a code", async () => {
   ws.onopen({});
   await assert.rejects(connecting, (e) => e.kind === "auth" || e.kind === "remote" || e.kind === "protocol");
   assert.deepEqual(closes[0], [1000, "connect failed"]);
+});
+
+/** An RKT client on a `FakeRkt`, and the socket. */
+async function rkt(opts = {}) {
+  const client = await RktClient.connect("ws://fake/rkt", { webSocket: FakeRkt, keepalive: false, ...opts });
+  return { client, ws: last() };
+}
+
+/** What reading `it` to its end gives: the values, and the error's kind it ended with. */
+async function drain(it) {
+  const got = [];
+  try {
+    for await (const v of it) got.push(v);
+  } catch (e) {
+    return { got, error: e.kind };
+  }
+  return { got };
+}
+
+// An abort, or the stream's timeoutMs, ends the stream at the next read: the chunks still unread
+// are dropped (up to 1024 of them came first, then `cancelled`).
+test("an RKT stream aborted or timed out with chunks unread: the next read is its error", async () => {
+  const { client, ws } = await rkt();
+  try {
+    const ac = new AbortController();
+    const cases = [
+      [{ signal: ac.signal }, () => ac.abort(), "cancelled"],
+      [{ timeoutMs: 30 }, () => new Promise((r) => setTimeout(r, 60)), "timeout"],
+    ];
+    for (const [opts, stop, kind] of cases) {
+      const it = client.stream("s", {}, opts);
+      const id = ws.lastRequest();
+      ws.reply(id, "STREAM_BEGIN");
+      for (let i = 0; i < 100; i++) ws.reply(id, "STREAM_DATA", String(i), { Seq: i });
+      assert.deepEqual(await it.next(), { value: 0, done: false });
+      await stop();
+      assert.deepEqual(await drain(it), { got: [], error: kind });
+    }
+  } finally {
+    await client.close();
+  }
+});
+
+// The chunks before the server's ERROR are the server's data: they come, then the error, then
+// the end.
+test("an RKT stream that fails after its chunks: the chunks, the error once, then the end", async () => {
+  const { client, ws } = await rkt();
+  try {
+    const it = client.stream("s", {});
+    const id = ws.lastRequest();
+    ws.reply(id, "STREAM_BEGIN");
+    for (let i = 0; i < 3; i++) ws.reply(id, "STREAM_DATA", String(i), { Seq: i });
+    ws.reply(id, "ERROR", '{"code":500,"message":"boom"}');
+    assert.deepEqual(await drain(it), { got: [0, 1, 2], error: "remote" });
+    assert.deepEqual(await it.next(), { value: undefined, done: true });
+  } finally {
+    await client.close();
+  }
 });

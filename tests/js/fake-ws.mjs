@@ -29,3 +29,52 @@ export const connectionState = JSON.stringify({
   event: "connection_state",
   data: { connection_id: "c", agent_id: "a", generation: 1, scope: "single", filter: "all", rooms: [], cursor: 0, protocol: 1, heartbeat_interval_seconds: 3600 },
 });
+
+let rktIds = 0;
+/** A header's value in an RKT message's text. */
+export const rktHeader = (text, name) => (text.match(new RegExp(`^${name}: (.*)$`, "m")) ?? [])[1]?.trim() ?? "";
+
+/** An RKT server the test plays: it opens at once, answers HELLO with HELLO_ACK, and keeps what
+ * the client sends (`sent`); `reply` answers a message by hand. */
+export class FakeRkt extends FakeWebSocket {
+  constructor(url) {
+    super(url);
+    this.protocol = "rkt.1.0";
+    this.sent = [];
+    setTimeout(() => {
+      this.readyState = 1;
+      this.onopen({});
+    });
+  }
+  send(text) {
+    this.sent.push(text);
+    if (text.startsWith("RKT/1.0 HELLO\n")) {
+      this.session = rktHeader(text, "Session-ID");
+      setTimeout(() => this.reply(rktHeader(text, "Message-ID"), "HELLO_ACK", '{"agreed_version":1,"session_timeout":300}'));
+    }
+  }
+  close(code = 1005, reason = "") {
+    if (this.readyState === 3) return;
+    this.readyState = 3;
+    setTimeout(() => this.onclose?.({ code, reason }));
+  }
+  /** The Message-ID of the last REQUEST sent. */
+  lastRequest() {
+    return rktHeader(this.sent.findLast((t) => t.startsWith("RKT/1.0 REQUEST\n")), "Message-ID");
+  }
+  /** A server message of `type` answering `replyTo`, with `body` and `headers`. */
+  reply(replyTo, type, body = "", headers = {}) {
+    const lines = [
+      `RKT/1.0 ${type}`,
+      "Version: 1",
+      `Message-ID: 01960000-0000-7000-ab12-${String(++rktIds).padStart(12, "0")}`,
+      `Reply-To: ${replyTo}`,
+      `Session-ID: ${this.session}`,
+      `Timestamp: ${new Date().toISOString().replace(/\.\d+Z$/, "Z")}`,
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+      "",
+      body,
+    ];
+    this.onmessage({ data: lines.join("\n") });
+  }
+}

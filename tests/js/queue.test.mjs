@@ -68,3 +68,13 @@ test("an error ends the queue once: every reader waiting gets it, or else the ne
   await assert.rejects(later.next(), boom);
   assert.deepEqual(await later.next(), { value: undefined, done: true });
 });
+
+test("fail drops the values waiting: the next read is its error", async () => {
+  const boom = new Error("boom");
+  const q = new Queue(10, 1 << 30, () => {});
+  for (let i = 0; i < 5; i++) q.push(i, 1);
+  q.fail(boom);
+  assert.equal(q.size, 0);
+  await assert.rejects(q.next(), boom);
+  assert.deepEqual(await q.next(), { value: undefined, done: true });
+});
