@@ -96,7 +96,8 @@ export function call<T>(
 }
 
 /** An async iterator over pushed values: `push`, then `end` (or `end(error)`). At most `limit`
- * values wait; past it `overflow()` decides (drop the oldest, or end the queue). */
+ * values wait, and `maxBytes` of their size in all the queues sharing `all` (the queue's own
+ * unless given); past it `overflow()` decides (drop the oldest, or end the queue). */
 export class Queue<T> implements AsyncIterableIterator<T> {
   /** Each value with its size (what `maxBytes` counts); a slot taken is emptied. */
   #items: ([T, number] | undefined)[] = [];
@@ -118,6 +119,8 @@ export class Queue<T> implements AsyncIterableIterator<T> {
     readonly maxBytes: number,
     private readonly onOverflow: (q: Queue<T>) => void,
     private readonly onReturn?: () => void,
+    /** The size of the values waiting in every queue that shares it. */
+    readonly all = { n: 0 },
   ) {}
 
   get size(): number {
@@ -130,11 +133,12 @@ export class Queue<T> implements AsyncIterableIterator<T> {
 
   /** At `limit / k` values, or at `maxBytes / k` (`k` 1: full). */
   over(k = 1): boolean {
-    return this.size * k >= this.limit || this.#bytes * k >= this.maxBytes;
+    return this.size * k >= this.limit || this.all.n * k >= this.maxBytes;
   }
 
   /** Queues `v`, of size `n`: past `limit` values or `maxBytes` of size, `onOverflow` first
-   * (until there is room, or the queue has ended; one value always fits in an empty queue),
+   * (until there is room, or the queue has ended; one value always fits when the queues sharing
+   * `all` are empty),
    * unless `over` (the producer was told to stop, and these were on their way). */
   push(v: T, n: number, over = false): void {
     if (this.#ended) return;
@@ -143,12 +147,13 @@ export class Queue<T> implements AsyncIterableIterator<T> {
       this.#failWaiting.shift();
       return w({ value: v, done: false });
     }
-    while (!over && this.size && (this.size >= this.limit || this.#bytes + n > this.maxBytes)) {
+    while (!over && (this.size || this.all.n) && (this.size >= this.limit || this.all.n + n > this.maxBytes)) {
       this.onOverflow(this);
       if (this.#ended) return;
     }
     this.#items.push([v, n]);
     this.#bytes += n;
+    this.all.n += n;
   }
 
   /** Drops the oldest value (an overflow policy). */
@@ -164,6 +169,7 @@ export class Queue<T> implements AsyncIterableIterator<T> {
     const [value, n] = this.#items[this.#head]!;
     this.#items[this.#head++] = undefined;
     this.#bytes -= n;
+    this.all.n -= n;
     if (this.size === 0 || (this.#head > 1024 && this.#head * 2 > this.#items.length)) {
       this.#items = this.#items.slice(this.#head);
       this.#head = 0;
@@ -221,6 +227,7 @@ export class Queue<T> implements AsyncIterableIterator<T> {
   fail(error?: AgentwireError): void {
     this.#items = [];
     this.#head = 0;
+    this.all.n -= this.#bytes;
     this.#bytes = 0;
     this.end(error);
   }

@@ -112,7 +112,8 @@ export interface RktMemoryEntry {
   [field: string]: unknown;
 }
 
-/** Unread chunks a stream holds before it fails with kind `limit`, and their characters. */
+/** Unread chunks a stream holds before it fails with kind `limit`, and the characters of all
+ * of a client's streams together. */
 const STREAM_CAPACITY = 1024;
 const STREAM_BYTES = 1 << 26;
 
@@ -121,6 +122,8 @@ const STREAM_BYTES = 1 << 26;
  * run at once; each rejects with an `AgentwireError`. It does not reconnect. */
 export class RktClient extends Client<RktEvent> {
   readonly #driver: RktDriver;
+  /** The characters of every stream's unread chunks. */
+  readonly #unread = { n: 0 };
   /** HELLO_ACK: who the server is and what it offers. */
   readonly server: RktServerInfo;
 
@@ -177,6 +180,7 @@ export class RktClient extends Client<RktEvent> {
         cancel();
       },
       cancel,
+      this.#unread,
     );
     const onAbort = () => stop(abortError(signal!));
     queue.onEnd = () => {

@@ -270,3 +270,32 @@ test("an RKT stream that fails after its chunks: the chunks, the error once, the
     await client.close();
   }
 });
+
+// The unread chunks of a client's streams share one bound of 64 Mi characters (as the native
+// client's 64 MiB): each stream was bounded alone, so streams each under it held any amount
+// together. The stream whose chunk finds it full fails with kind `limit`, after its chunks.
+test("the unread chunks of a client's RKT streams are bounded together", { timeout: 60_000 }, async () => {
+  const { client, ws } = await rkt({ maxMessageSize: 4 << 20 });
+  try {
+    const chunk = JSON.stringify("x".repeat(2 << 20));
+    const open = (chunks) => {
+      const it = client.stream("s", {});
+      const id = ws.lastRequest();
+      ws.reply(id, "STREAM_BEGIN");
+      for (let i = 0; i < chunks; i++) ws.reply(id, "STREAM_DATA", chunk, { Seq: i });
+      ws.reply(id, "STREAM_END");
+      return it;
+    };
+    const a = open(30); // 60 Mi characters
+    const b = open(2); // 4 Mi more: the second finds the bound full
+    const { got, error } = await drain(b);
+    assert.deepEqual([got.length, error], [1, "limit"]);
+    // What a read frees is free for another stream.
+    assert.equal((await a.next()).value.length, 2 << 20);
+    assert.deepEqual(await drain(open(1)), { got: [chunk.slice(1, -1)] });
+    const rest = await drain(a);
+    assert.deepEqual([rest.got.length, rest.error], [29, undefined]);
+  } finally {
+    await client.close();
+  }
+});
