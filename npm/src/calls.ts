@@ -18,7 +18,8 @@ export type WebSocketConstructor = new (url: string, protocols?: string | string
 export interface CallOptions {
   /** Abort the call: it rejects with kind `cancelled` (`timeout` for `AbortSignal.timeout`). */
   signal?: AbortSignalLike | undefined;
-  /** Give up after this many milliseconds: it rejects with kind `timeout`. */
+  /** Give up after this many milliseconds: it rejects with kind `timeout`. `Infinity`: no
+   * bound; NaN or a negative number is refused with kind `invalid`. */
   timeoutMs?: number | undefined;
 }
 
@@ -37,12 +38,12 @@ export interface ConnectOptions extends CallOptions {
 
 /** Calls `f` after `ms` (never when `ms` is undefined or Infinity); a delay past what
  * `setTimeout` holds (2^31 - 1 ms, which it would turn into 1 ms) is waited in steps. Returns
- * what stops it. */
+ * what stops it. Throws kind `invalid` for NaN and negative delays (a `timeoutMs`). */
 export function after(ms: number | undefined, f: () => void): () => void {
   let t: ReturnType<typeof setTimeout> | undefined;
   const arm = (left: number) => (t = left > 2147483647 ? setTimeout(() => arm(left - 2147483647), 2147483647) : setTimeout(f, left));
-  // NaN and negative delays fire at once, as setTimeout's.
-  if (ms !== undefined && !(ms >= Infinity)) arm(ms);
+  if (ms! < 0 || ms !== ms) throw agentwireError("invalid", `timeoutMs is ${ms}`);
+  if (ms! < Infinity) arm(ms!);
   return () => clearTimeout(t);
 }
 
@@ -80,6 +81,8 @@ export function call<T>(
       if (id !== undefined) cancel(id);
     };
     const onAbort = () => giveUp(abortError(signal!));
+    // Before the start: a bad timeoutMs throws, and the executor rejects with it.
+    stopTimer = after(timeoutMs, () => giveUp(agentwireError("timeout", `no reply within ${timeoutMs} ms`)));
     try {
       id = start(
         (v) => finish() && resolve(v),
@@ -90,7 +93,6 @@ export function call<T>(
       return reject(toError(e));
     }
     if (settled) return;
-    stopTimer = after(timeoutMs, () => giveUp(agentwireError("timeout", `no reply within ${timeoutMs} ms`)));
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
@@ -424,12 +426,20 @@ export class Events<E extends { type: string }> {
   }
 }
 
-/** Splits connect options into the engine's (sent as JSON) and the package's own. */
-export function engineOptions(opts: object): string {
+/** Splits connect (or request) options into the engine's (sent as JSON) and the package's own;
+ * NaN and ±Infinity are refused with kind `invalid` (see `finite`). */
+export function engineOptions(opts: object, what = "the options"): string {
   const { webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, maxBufferedBytes, ...engine } = opts as ConnectOptions &
     Record<string, unknown>;
   void webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, maxBufferedBytes;
-  return jsonArg(engine, "the options");
+  return jsonArg(engine, what, finite);
+}
+
+/** Refuses NaN and ±Infinity in options: JSON makes them null, which the engine takes for
+ * absent (the default). No engine option has an infinite value. */
+function finite(k: string, v: unknown): unknown {
+  if (typeof v == "number" && !isFinite(v)) throw Error(`\`${k}\` is ${v}`);
+  return v;
 }
 
 /** `Symbol.asyncDispose`, where the host has one (Node 20 may not). */
@@ -445,10 +455,10 @@ export function parseBody<T>(body: string | undefined): T {
 
 /** `JSON.stringify(v)` for a call's argument `what`: what JSON cannot hold (a BigInt, a cycle,
  * a function) is an `invalid` error, thrown where the call turns it into its rejection. */
-export function jsonArg(v: unknown, what: string): string {
+export function jsonArg(v: unknown, what: string, replacer?: (k: string, v: unknown) => unknown): string {
   let text: string | undefined;
   try {
-    text = JSON.stringify(v);
+    text = JSON.stringify(v, replacer);
   } catch (e) {
     throw agentwireError("invalid", `${what} is not JSON: ${e instanceof Error ? e.message : String(e)}`, e);
   }
@@ -493,13 +503,13 @@ export function open<D extends Closable, C>(
       done();
       resolve(ready(driver!, json));
     };
+    stopTimer = after(timeoutMs, () => fail(agentwireError("timeout", `no ${what} within ${timeoutMs} ms`)));
     try {
       driver = make(onReady, (e) => fail(toError(e)));
     } catch (e) {
       return fail(toError(e));
     }
     if (settled) return;
-    stopTimer = after(timeoutMs, () => fail(agentwireError("timeout", `no ${what} within ${timeoutMs} ms`)));
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

@@ -8,7 +8,8 @@ import { Client } from "./client.js";
 
 export type MoltZapGeneration = "current" | "released";
 
-/** The engine's options (`agentwire_moltzap::SessionConfig`) and the credentials. */
+/** The engine's options (`agentwire_moltzap::SessionConfig`) and the credentials; absent
+ * fields keep its defaults. NaN, Infinity and negative numbers are refused with kind `invalid` (no option has an infinite value). */
 export interface MoltZapOptions {
   /** `current` (default), `released`, or `auto` (the current handshake, then the released one). */
   generation?: MoltZapGeneration | "auto" | undefined;

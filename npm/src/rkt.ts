@@ -18,7 +18,8 @@ import { agentwireError, toError, type AgentwireError, type ErrorInfo } from "./
 import type { Transmit } from "./session.js";
 import { Client } from "./client.js";
 
-/** The engine's options (`agentwire_rkt::ClientConfig`); absent fields keep its defaults. */
+/** The engine's options (`agentwire_rkt::ClientConfig`); absent fields keep its defaults.
+ * NaN, Infinity and negative numbers are refused with kind `invalid` (no option has an infinite value). */
 export interface RktOptions {
   /** The HELLO's `User-Agent` (default `agentwire/<version>`). */
   userAgent?: string | undefined;
@@ -61,7 +62,8 @@ export type RktPriority = "LOW" | "NORMAL" | "HIGH" | "URGENT";
 export interface RktRequestOptions extends CallOptions {
   /** The REQUEST's `Priority` (none by default). */
   priority?: RktPriority | undefined;
-  /** This request's TTL in seconds: how long it waits for its reply (default `ttlS`). */
+  /** This request's TTL in seconds: how long it waits for its reply (default `ttlS`). NaN,
+   * Infinity and negative numbers are refused with kind `invalid`. */
   ttlS?: number | undefined;
   /** The REQUEST's `To`: the agent it is for, when the server routes. */
   to?: string | undefined;
@@ -199,6 +201,7 @@ export class RktClient extends Client<RktEvent> {
     }
     const end = (e?: unknown) => queue.end(e === undefined || e === null ? undefined : toError(e));
     try {
+      stopTimer = after(timeoutMs, () => stop(agentwireError("timeout", `stream not finished within ${timeoutMs} ms`)));
       id = this.#driver.stream(intent, toJson(params), requestOptions(opts), (b?: string) => queue.push(parseBody<T>(b), b?.length ?? 0), end);
     } catch (e) {
       end(e);
@@ -206,7 +209,6 @@ export class RktClient extends Client<RktEvent> {
     }
     if (queue.ended) return queue;
     signal?.addEventListener("abort", onAbort, { once: true });
-    stopTimer = after(timeoutMs, () => stop(agentwireError("timeout", `stream not finished within ${timeoutMs} ms`)));
     return queue;
   }
 
@@ -215,7 +217,8 @@ export class RktClient extends Client<RktEvent> {
     return call<string | undefined>((res, rej) => this.#driver.discover(res, rej), this.#cancel, opts).then((b) => parseBody<T>(b));
   }
 
-  /** MEMORY_SET `key` = `value`; resolves with the server's acknowledgement. */
+  /** MEMORY_SET `key` = `value`; resolves with the server's acknowledgement. `ttlS`: the
+   * entry's TTL in whole seconds (left out: the server's default); NaN, Infinity and negative numbers are refused with kind `invalid`. */
   memorySet(key: string, value: unknown, opts: CallOptions & { namespace?: string | undefined; ttlS?: number | undefined } = {}): Promise<unknown> {
     return call<string | undefined>(
       (res, rej) => this.#driver.memorySet(key, jsonArg(value ?? null, "the value"), opts.namespace, opts.ttlS, res, rej),
@@ -246,9 +249,7 @@ function toJson(v: unknown): string | undefined {
 }
 
 function requestOptions(opts: RktRequestOptions): string {
-  const { signal, timeoutMs, ...engine } = opts;
-  void signal, timeoutMs;
-  return jsonArg(engine, "the request options");
+  return engineOptions(opts, "the request options");
 }
 
 /** The sans-IO RKT client session: feed it socket events with the time (ms since the epoch),

@@ -1,12 +1,13 @@
 /** Switch Rooms: `SwitchClient` (through the relay: the browser never holds the agent key) and
  * `SwitchSession` (the sans-IO connection, for your own transport). */
 import { SwitchDriver, SwitchSession as WasmSwitchSession } from "./wasm/agentwire_wasm.js";
-import { abortError, after, Events, jsonArg, type CallOptions, type ConnectOptions } from "./calls.js";
+import { abortError, after, engineOptions, Events, jsonArg, type CallOptions, type ConnectOptions } from "./calls.js";
 import { AgentwireError, agentwireError, toError, type ErrorInfo } from "./errors.js";
 import { Client } from "./client.js";
 
 /** The connection's options (`agentwire_switch::ConnectionConfig`); absent fields keep the
- * engine's defaults. */
+ * engine's defaults. NaN, Infinity and negative numbers are refused with kind `invalid` (leave
+ * `maxReconnectAttempts` out for no limit). */
 export interface SwitchOptions {
   /** The agent this connection is for (the relay token's `agent_id`). */
   agentId: string;
@@ -40,7 +41,8 @@ export interface SwitchOptions {
   /** `false`: stop at the first disconnect (default true: reconnect with the backoff and resume
    * from the cursor). */
   reconnect?: boolean | undefined;
-  /** Reconnects in a row before it stops (default: no limit). */
+  /** Reconnects in a row before it stops (default: no limit; Infinity is refused, leave it
+   * out). */
   maxReconnectAttempts?: number | undefined;
   /** Opens tried before the first attach (default 1: `connect` rejects when the first fails,
    * retryable: kind `closed`, the HTTP error, or `timeout` for the open deadline); 0: reopen
@@ -237,8 +239,7 @@ export class SwitchClient extends Client<SwitchEvent> {
     // A JavaScript caller may leave the options (or the token) out: the engine then rejects
     // with kind `invalid`, saying what is missing.
     opts ??= {} as SwitchConnectOptions;
-    const { token = "", refreshToken, webSocket, signal, timeoutMs, onEvent, maxBufferedEvents, maxBufferedBytes, ...engine } = opts;
-    void onEvent, maxBufferedEvents, maxBufferedBytes;
+    const { token = "", refreshToken, webSocket, signal, timeoutMs, ...rest } = opts;
     const events = new Events<SwitchEvent>("stopped", opts as ConnectOptions);
     return new Promise<SwitchClient>((resolve, reject) => {
       if (signal?.aborted) return reject(abortError(signal));
@@ -261,8 +262,10 @@ export class SwitchClient extends Client<SwitchEvent> {
         // The engine stops a connect whose first open failed (`connectAttempts`).
         if (ev.type === "stopped") settle(ev.error ? new AgentwireError(ev.error) : agentwireError("closed", "the connection stopped"));
       };
+      // Before the driver: a bad timeoutMs throws, and the executor rejects with it.
+      stopTimer = after(timeoutMs, () => settle(agentwireError("timeout", `not connected within ${timeoutMs} ms`)));
       try {
-        driver = new SwitchDriver(relayUrl, token, jsonArg(engine, "the options"), webSocket as (() => void) | undefined, events.emit);
+        driver = new SwitchDriver(relayUrl, token, engineOptions(rest), webSocket as (() => void) | undefined, events.emit);
         // A full `events()` buffer holds events back in the engine, which replays from its cursor.
         const d = driver;
         events.hold = (held) => d.hold(held);
@@ -274,13 +277,13 @@ export class SwitchClient extends Client<SwitchEvent> {
         if (!driver.stopped) driver.close();
         return;
       }
-      stopTimer = after(timeoutMs, () => settle(agentwireError("timeout", `not connected within ${timeoutMs} ms`)));
       signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 
   /** Operation `name` with `args` (an object) acting for this connection; resolves with its
-   * `result`. Each HTTP call is bounded by `timeoutMs` (default `opTimeoutMs`); after `close()`
+   * `result`. Each HTTP call is bounded by `timeoutMs` (default `opTimeoutMs`; at least 1,
+   * Infinity: the longest a timer holds, about 24.8 days); after `close()`
    * (or once the connection has stopped) calls reject with kind `closed`, and so do those in
    * flight. */
   op<T = unknown>(name: string, args?: object, opts: CallOptions = {}): Promise<T> {

@@ -299,3 +299,56 @@ test("the unread chunks of a client's RKT streams are bounded together", { timeo
     await client.close();
   }
 });
+
+// JSON makes NaN and Infinity null, which the engine took for an option left out (the default):
+// they are refused, naming the option, as negative numbers were.
+test("options of NaN or Infinity are refused with kind invalid, as negative ones", async () => {
+  const refused = (what) => (e) => e.kind === "invalid" && e.message.includes(what);
+  for (const [key, bad] of [["ttlS", NaN], ["ttlS", Infinity], ["ttlS", -1], ["maxInFlight", -Infinity]]) {
+    await assert.rejects(RktClient.connect("ws://fake/rkt", { webSocket: FakeRkt, [key]: bad }), refused(key), `${key}: ${bad}`);
+  }
+  await assert.rejects(MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: FakeWebSocket, requestTimeoutMs: Infinity }), refused("requestTimeoutMs"));
+  for (const opts of [{ openTimeoutMs: NaN }, { backoff: { factor: Infinity } }, { maxReconnectAttempts: -1 }]) {
+    const key = Object.keys(opts.backoff ?? opts)[0];
+    await assert.rejects(SwitchClient.connect("http://fake", { token: "t", agentId: "a", webSocket: FakeWebSocket, ...opts }), refused(key), key);
+  }
+  const { client } = await rkt();
+  try {
+    await assert.rejects(client.request("x", {}, { ttlS: NaN }), refused("ttlS"));
+    for (const ttlS of [NaN, -1, Infinity]) await assert.rejects(client.memorySet("k", 1, { ttlS }), refused("ttlS"), `memorySet ttlS ${ttlS}`);
+  } finally {
+    await client.close();
+  }
+});
+
+// A timeoutMs of NaN or below 0 fired at once on RKT (kind timeout) and was refused on MoltZap
+// (invalid): every call refuses it now, before it starts. Infinity is no bound, on every client.
+test("a timeoutMs of NaN or below 0 is refused with kind invalid; Infinity is no bound", async () => {
+  const { client, ws } = await rkt();
+  try {
+    const sent = ws.sent.length;
+    for (const timeoutMs of [NaN, -1]) {
+      const invalid = (e) => e.kind === "invalid" && e.message.includes("timeoutMs");
+      await assert.rejects(client.request("x", {}, { timeoutMs }), invalid);
+      await assert.rejects(client.stream("x", {}, { timeoutMs }).next(), invalid);
+      await assert.rejects(client.ping({ timeoutMs }), invalid);
+      await assert.rejects(RktClient.connect("ws://fake/rkt", { webSocket: FakeRkt, timeoutMs }), invalid);
+      await assert.rejects(MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: FakeWebSocket, timeoutMs }), invalid);
+      await assert.rejects(SwitchClient.connect("http://fake", { token: "t", agentId: "a", webSocket: FakeWebSocket, timeoutMs }), invalid);
+    }
+    assert.equal(ws.sent.length, sent, "nothing was sent");
+    const answered = client.request("x", {}, { timeoutMs: Infinity });
+    ws.reply(ws.lastRequest(), "RESPONSE", '{"ok":true}');
+    assert.deepEqual(await answered, { ok: true });
+  } finally {
+    await client.close();
+  }
+  const sw = await connect("t");
+  try {
+    const notInvalid = (e) => e.kind !== "invalid" || assert.fail(e.message);
+    await assert.rejects(sw.op("x", {}, { timeoutMs: Infinity, signal: AbortSignal.timeout(50) }), notInvalid);
+    await assert.rejects(sw.op("x", {}, { timeoutMs: NaN }), { kind: "invalid" });
+  } finally {
+    await sw.close();
+  }
+});

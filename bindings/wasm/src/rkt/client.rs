@@ -309,7 +309,7 @@ impl RktDriver {
         reject: Function,
     ) -> Result<String, JsValue> {
         let value = options::json_arg("value", Some(value.to_string()))?.unwrap_or_default();
-        let ttl = ttl_s.map(|t| t.max(0.0) as u64);
+        let ttl = options::ttl_s(ttl_s)?;
         self.start(Waiter::Reply { resolve, reject }, |s, now| {
             s.memory_set(now, key, value, namespace.as_deref(), ttl)
         })

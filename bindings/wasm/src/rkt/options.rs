@@ -89,6 +89,16 @@ pub(crate) fn request(json: Option<String>, stream: bool) -> Result<RequestOptio
     Ok(opts)
 }
 
+/// `memorySet`'s `ttlS` (whole seconds, cut): NaN, a negative number and Infinity are refused
+/// (the entry has no TTL of "never"; leave it out for the server's default). The value is not
+/// quoted: formatting an `f64` would bring the float formatter into `agentwire/rkt` (+9 KB).
+pub(crate) fn ttl_s(ttl: Option<f64>) -> Result<Option<u64>, JsValue> {
+    match ttl {
+        Some(t) if !(t >= 0.0 && t.is_finite()) => Err(invalid("memorySet", "ttlS must be a finite number ≥ 0")),
+        t => Ok(t.map(|t| t as u64)),
+    }
+}
+
 /// A JSON argument (`params`, a memory value) as a value (`agentwire_rkt::json::json_arg`).
 pub(crate) fn json_arg(what: &str, json: Option<String>) -> Result<Option<Value>, JsValue> {
     agentwire_rkt::json::json_arg(what, json.as_deref())

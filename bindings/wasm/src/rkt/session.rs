@@ -101,7 +101,7 @@ impl RktSession {
         ttl_s: Option<f64>,
     ) -> Result<String, JsValue> {
         let value = options::json_arg("value", Some(value.to_string()))?.unwrap_or_default();
-        let ttl = ttl_s.map(|t| t.max(0.0) as u64);
+        let ttl = options::ttl_s(ttl_s)?;
         self.inner
             .memory_set(millis(now), key, value, namespace.as_deref(), ttl)
             .map_err(err)

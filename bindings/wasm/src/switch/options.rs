@@ -200,11 +200,12 @@ fn read(json: &str, websocket_only: bool) -> Result<Parsed, Refusal> {
     Ok(Parsed { cfg, op_timeout_ms })
 }
 
-/// A timeout given by JavaScript (`undefined`: `default`), in whole milliseconds.
+/// A timeout given by JavaScript (`undefined`: `default`), in whole milliseconds; `Infinity`:
+/// the longest the fetch takes (as the other clients' calls, which it leaves unbounded).
 pub(crate) fn timeout_ms(ms: Option<f64>, default: u64) -> Result<u64, JsValue> {
     match ms {
         None => Ok(default),
-        Some(ms) if ms.is_finite() && ms >= 1.0 => Ok(ms as u64),
+        Some(ms) if ms >= 1.0 => Ok(ms as u64),
         Some(ms) => Err(invalid(format!("timeout of {ms} ms: must be at least 1"))),
     }
 }
