@@ -1,7 +1,7 @@
 /** Switch Rooms: `SwitchClient` (through the relay: the browser never holds the agent key) and
  * `SwitchSession` (the sans-IO connection, for your own transport). */
 import { SwitchDriver, SwitchSession as WasmSwitchSession } from "./wasm/agentwire_wasm.js";
-import { abortError, after, engineOptions, Events, jsonArg, type CallOptions, type ConnectOptions } from "./calls.js";
+import { after, call, engineOptions, Events, jsonArg, open, type CallOptions, type ConnectOptions } from "./calls.js";
 import { AgentwireError, agentwireError, toError, type ErrorInfo } from "./errors.js";
 import { Client } from "./client.js";
 
@@ -241,44 +241,26 @@ export class SwitchClient extends Client<SwitchEvent> {
     opts ??= {} as SwitchConnectOptions;
     const { token = "", refreshToken, webSocket, signal, timeoutMs, ...rest } = opts;
     const events = new Events<SwitchEvent>("stopped", opts as ConnectOptions);
-    return new Promise<SwitchClient>((resolve, reject) => {
-      if (signal?.aborted) return reject(abortError(signal));
-      let settled = false;
-      let driver: SwitchDriver | undefined;
-      let stopTimer = () => {};
-      const settle = (e?: AgentwireError) => {
-        if (settled) return;
-        settled = true;
-        events.tap = undefined;
-        stopTimer();
-        signal?.removeEventListener("abort", onAbort);
-        if (!e) return resolve(new SwitchClient(driver!, events, token, refreshToken));
-        reject(e);
-        if (driver && !driver.stopped) driver.close();
-      };
-      const onAbort = () => settle(abortError(signal!));
-      events.tap = (ev) => {
-        if (ev.type === "connected") settle();
-        // The engine stops a connect whose first open failed (`connectAttempts`).
-        if (ev.type === "stopped") settle(ev.error ? new AgentwireError(ev.error) : agentwireError("closed", "the connection stopped"));
-      };
-      // Before the driver: a bad timeoutMs throws, and the executor rejects with it.
-      stopTimer = after(timeoutMs, () => settle(agentwireError("timeout", `not connected within ${timeoutMs} ms`)));
-      try {
-        driver = new SwitchDriver(relayUrl, token, engineOptions(rest), webSocket as (() => void) | undefined, events.emit);
+    return open(
+      opts,
+      (onReady, onFail) => {
+        events.tap = (ev) => {
+          if (ev.type === "connected") onReady("");
+          // The engine stops a connect whose first open failed (`connectAttempts`).
+          if (ev.type === "stopped") onFail(ev.error ? new AgentwireError(ev.error) : agentwireError("closed", "the connection stopped"));
+        };
+        const d = new SwitchDriver(relayUrl, token, engineOptions(rest), webSocket as (() => void) | undefined, events.emit);
         // A full `events()` buffer holds events back in the engine, which replays from its cursor.
-        const d = driver;
         events.hold = (held) => d.hold(held);
-      } catch (e) {
-        return settle(toError(e));
-      }
-      // Settled while it was being made (its first socket could not be created): it stops.
-      if (settled) {
-        if (!driver.stopped) driver.close();
-        return;
-      }
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
+        // A connect given up (a timeout, an abort) closes the driver; a stopped one is closed.
+        return { d, close: () => d.stopped || d.close() };
+      },
+      ({ d }) => {
+        events.tap = undefined;
+        return new SwitchClient(d, events, token, refreshToken);
+      },
+      "connection",
+    );
   }
 
   /** Operation `name` with `args` (an object) acting for this connection; resolves with its
@@ -320,30 +302,8 @@ export class SwitchClient extends Client<SwitchEvent> {
     start: (res: (json: string) => void, rej: (e: unknown) => void) => { abort(): void },
     signal?: CallOptions["signal"],
   ): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      if (signal?.aborted) return reject(abortError(signal));
-      let fetch: { abort(): void } | undefined;
-      const onAbort = () => {
-        reject(abortError(signal!));
-        fetch?.abort();
-      };
-      const done = () => signal?.removeEventListener("abort", onAbort);
-      try {
-        fetch = start(
-          (json) => {
-            done();
-            resolve(JSON.parse(json) as T);
-          },
-          (e) => {
-            done();
-            reject(toError(e));
-          },
-        );
-      } catch (e) {
-        return reject(toError(e));
-      }
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
+    let fetch: { abort(): void };
+    return call<string>((res, rej) => ((fetch = start(res, rej)), ""), () => fetch.abort(), { signal }).then((json) => JSON.parse(json) as T);
   }
 
   /** Where the connection is now: its state, wire, cursor, rooms and reconnect attempt. */
