@@ -10,8 +10,8 @@ use wasm_bindgen::prelude::*;
 extern "C" {
     #[wasm_bindgen(js_namespace = Date, js_name = now)]
     fn date_now() -> f64;
-    #[wasm_bindgen(catch, js_namespace = performance, js_name = now)]
-    fn performance_now() -> Result<f64, JsValue>;
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now() -> f64;
     #[wasm_bindgen(js_name = setTimeout)]
     fn set_timeout(f: &Function, ms: f64) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
@@ -74,11 +74,10 @@ pub(crate) fn utf8(s: &JsString) -> String {
 }
 
 /// Milliseconds since the epoch: `Date.now()` kept steady by `performance.now()` ([`Clock`]: never
-/// back, small steps of the wall clock caught up with gradually); `Date.now()` alone where the
-/// host has no `performance`.
+/// back, small steps of the wall clock caught up with gradually).
 pub(crate) fn now() -> Millis {
     let wall = date_now().max(0.0);
-    let mono = performance_now().unwrap_or(wall).max(0.0) * 1_000.0;
+    let mono = performance_now().max(0.0) * 1_000.0;
     CLOCK.with(|c| {
         let mut clock = c.get();
         let now = clock.read(wall as Millis, mono as u64);
