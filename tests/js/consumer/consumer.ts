@@ -151,6 +151,7 @@ const sessionOptions: Required<Omit<MoltZapSessionOptions, "sessionToken">> = {
   maxSendBytes: 1 << 20,
   agentKey: "moltzap_agent_k",
   pingIntervalMs: 30_000,
+  idleProbeMs: 60_000,
 };
 new MoltZapSession(JSON.stringify(sessionOptions)).free();
 // The same for Switch: every option of the type, the engine takes it.
