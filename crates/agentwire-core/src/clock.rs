@@ -20,6 +20,10 @@ use crate::Millis;
 /// waking up (a monotonic clock may stop while it sleeps), or a clock set right after boot, and the
 /// deadlines that passed meanwhile have passed. A wall clock behind is never taken at once.
 ///
+/// The price is in the timestamps the engines write from `now` (RKT's `Timestamp`, a MoltZap
+/// gather's `deadlineAt`): after the wall clock steps back by a span, they stay ahead of it,
+/// by less and less, for up to ten times that span.
+///
 /// ```
 /// use agentwire_core::Clock;
 /// let mut clock = Clock::new();
@@ -33,6 +37,9 @@ pub struct Clock {
     now_us: Option<u64>,
     /// The monotonic reading it was taken at, in microseconds.
     mono_us: u64,
+    /// Monotonic microseconds not yet counted towards a correction (under [`Clock::SLEW`]), so
+    /// that reads microseconds apart still catch up.
+    slack: u64,
 }
 
 impl Clock {
@@ -45,6 +52,7 @@ impl Clock {
         Clock {
             now_us: None,
             mono_us: 0,
+            slack: 0,
         }
     }
 
@@ -61,7 +69,9 @@ impl Clock {
         let elapsed = mono_us.saturating_sub(self.mono_us);
         self.mono_us = self.mono_us.max(mono_us);
         let ticked = last.saturating_add(elapsed);
-        let most = elapsed / Self::SLEW;
+        let budget = elapsed.saturating_add(self.slack);
+        let (most, slack) = (budget / Self::SLEW, budget % Self::SLEW);
+        self.slack = slack;
         let now = if wall_us >= ticked {
             let ahead = wall_us - ticked;
             if ahead > Self::STEP_MS * 1_000 {
@@ -130,6 +140,23 @@ mod tests {
         // Eight hours asleep: the monotonic clock saw a second of it.
         assert_eq!(c.read(T + 8 * 3_600_000, S), T + 8 * 3_600_000);
         assert_eq!(c.read(T + 8 * 3_600_000 + 500, S + 500_000), T + 8 * 3_600_000 + 500);
+    }
+
+    #[test]
+    fn reads_microseconds_apart_still_catch_up() {
+        let mut c = Clock::new();
+        c.read(T, 0);
+        // The wall clock 10 s behind, read every 8 µs for 101 s: a tenth of 8 µs is under a
+        // microsecond, and is carried over rather than dropped.
+        let mut mono = 0;
+        while mono < 101 * S {
+            mono += 8;
+            c.read(T + mono / 1_000 - 10_000, mono);
+        }
+        // Within the wall clock's millisecond (it moves a whole millisecond at a time).
+        let wall = T + mono / 1_000 - 10_000;
+        let now = c.read(wall, mono);
+        assert!(now <= wall && now + 1 >= wall, "{now} vs {wall}");
     }
 
     #[test]
