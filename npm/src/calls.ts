@@ -121,8 +121,8 @@ export class Queue<T> implements AsyncIterableIterator<T> {
     readonly maxBytes: number,
     private readonly onOverflow: (q: Queue<T>) => void,
     private readonly onReturn?: () => void,
-    /** The size of the values waiting in every queue that shares it. */
-    readonly all = { n: 0 },
+    /** The size of the values waiting in every queue that shares it, until this one ends. */
+    public all = { n: 0 },
   ) {}
 
   get size(): number {
@@ -184,6 +184,10 @@ export class Queue<T> implements AsyncIterableIterator<T> {
   end(error?: AgentwireError): void {
     if (this.#ended) return;
     this.#ended = true;
+    // An ended queue grows no more: what it holds leaves the shared bound (for the reader, or
+    // the garbage collector, to free), so an abandoned one does not take the others' room.
+    this.all.n -= this.#bytes;
+    this.all = { n: this.#bytes };
     this.onEnd?.();
     this.onEnd = undefined;
     const waiting = this.#waiting.splice(0);

@@ -271,28 +271,36 @@ test("an RKT stream that fails after its chunks: the chunks, the error once, the
   }
 });
 
-// The unread chunks of a client's streams share one bound of 64 Mi characters (as the native
-// client's 64 MiB): each stream was bounded alone, so streams each under it held any amount
-// together. The stream whose chunk finds it full fails with kind `limit`, after its chunks.
-test("the unread chunks of a client's RKT streams are bounded together", { timeout: 60_000 }, async () => {
+// The unread chunks of a client's running streams share one bound of 64 Mi characters (as the
+// native client's 64 MiB): each stream was bounded alone, so streams each under it held any
+// amount together. The stream whose chunk finds it full fails with kind `limit`, after its
+// chunks. A stream that has ended leaves the bound: one abandoned unread takes no room from the
+// streams after it.
+test("the unread chunks of a client's running RKT streams are bounded together", { timeout: 60_000 }, async () => {
   const { client, ws } = await rkt({ maxMessageSize: 4 << 20 });
   try {
     const chunk = JSON.stringify("x".repeat(2 << 20));
-    const open = (chunks) => {
+    const open = (chunks, end = true) => {
       const it = client.stream("s", {});
       const id = ws.lastRequest();
       ws.reply(id, "STREAM_BEGIN");
       for (let i = 0; i < chunks; i++) ws.reply(id, "STREAM_DATA", chunk, { Seq: i });
-      ws.reply(id, "STREAM_END");
-      return it;
+      if (end) ws.reply(id, "STREAM_END");
+      return [it, id];
     };
-    const a = open(30); // 60 Mi characters
-    const b = open(2); // 4 Mi more: the second finds the bound full
+    const [a, aId] = open(30, false); // 60 Mi characters, still running
+    const [b] = open(2); // 4 Mi more: the second finds the bound full
     const { got, error } = await drain(b);
     assert.deepEqual([got.length, error], [1, "limit"]);
     // What a read frees is free for another stream.
     assert.equal((await a.next()).value.length, 2 << 20);
-    assert.deepEqual(await drain(open(1)), { got: [chunk.slice(1, -1)] });
+    assert.deepEqual(await drain(open(1)[0]), { got: [chunk.slice(1, -1)] });
+    // Ended, `a` leaves the bound: never read again, it refuses no later stream.
+    ws.reply(aId, "STREAM_END");
+    for (let k = 0; k < 3; k++) {
+      const later = await drain(open(3)[0]);
+      assert.deepEqual([later.got.length, later.error], [3, undefined]);
+    }
     const rest = await drain(a);
     assert.deepEqual([rest.got.length, rest.error], [29, undefined]);
   } finally {
