@@ -663,6 +663,34 @@ fn a_taken_over_refusal_after_a_lost_attach_reopens_once_without_the_generation(
     }
 }
 
+/// The unfenced retry is made once until a `connection_state` comes: when it too is accepted and
+/// lost, the next fenced reopen's `taken_over` is final, instead of fenced and unfenced opens
+/// alternating for good, each able to evict whoever holds the connection (diff review: five in
+/// a row, never stopping).
+#[test]
+fn a_lost_attach_is_retried_unfenced_once_until_an_attach() {
+    let mut d = lose_an_attach(|d| d.conn.handle_close(d.now + 5, 1006, ""));
+    d.conn.handle_open(d.now);
+    d.text(REFUSED_TAKEN_OVER);
+    assert!(matches!(&d.drain().1[..], [Event::Disconnected { .. }]));
+    d.conn.handle_close(d.now, 4409, "");
+    d.drain();
+    assert!(!d.reopen().contains("expected_generation"));
+    // The unfenced open is accepted, and lost before its connection_state too.
+    d.conn.handle_open(d.now);
+    d.conn.handle_close(d.now + 5, 1006, "");
+    d.drain();
+    assert!(d.reopen().ends_with("&expected_generation=3"));
+    d.conn.handle_open(d.now);
+    d.text(REFUSED_TAKEN_OVER);
+    match &d.drain().1[..] {
+        [Event::Stopped { error: Some(e) }] => {
+            assert_eq!((e.code.as_deref(), e.retryable), (Some("taken_over"), false))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_lost_attach_is_retried_unfenced_whether_it_timed_out_or_the_refusal_is_http() {
     // The server registered the attach but its connection_state never came within the deadline;
@@ -734,6 +762,31 @@ fn backoff_is_jittered_exponential_and_resets_once_stable() {
     }
     d.conn.handle_close(d.now, 1006, "");
     assert!(matches!(d.drain().1[..], [Event::Disconnected { attempt: 1, .. }]));
+}
+
+/// A ping on a socket still attaching counts nothing towards a stable connection, however long
+/// ago the previous socket attached (its attach time is not this socket's). Such a ping is
+/// dropped as a diagnostic before the backoff sees it; `heard_from` also checks that the socket
+/// is live, in case a path ever reaches it sooner.
+#[test]
+fn a_ping_before_the_attach_does_not_reset_the_backoff() {
+    let mut d = Driver::live_ws(ws(), 0, &[]);
+    for _ in 0..20 {
+        d.advance(2_000);
+        d.text(PING);
+        d.drain();
+    }
+    d.conn.handle_close(d.now, 1006, "");
+    let (_, e) = d.drain();
+    let Some(Event::Disconnected { retry_in_ms, .. }) = e.last() else {
+        panic!("{e:?}")
+    };
+    d.advance(*retry_in_ms);
+    d.expect_open();
+    d.conn.handle_open(d.now);
+    d.text(PING);
+    d.drain();
+    assert_eq!(d.conn.attempt(), 1);
 }
 
 /// A server that attaches, pings, and drops every socket `drop_after` ms after the attach, for

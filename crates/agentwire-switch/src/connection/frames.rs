@@ -153,6 +153,7 @@ impl Connection {
             self.live_since = now;
             self.attach_unconfirmed = false;
             self.fence_may_be_stale = false;
+            self.unfenced_since_attach = false;
         }
         self.state = State::Live;
         self.timers.cancel(&Timer::Open);

@@ -24,7 +24,8 @@ impl Connection {
     /// at the shortest delay forever. Once a socket has lived that long, reopening at the
     /// shortest delay costs at most one open per `max_ms`, as a backoff at its cap would.
     pub(super) fn heard_from(&mut self, now: Millis) {
-        if now.saturating_sub(self.live_since) >= self.cfg.backoff.max_ms {
+        // `live_since` is the current socket's only once it has attached.
+        if self.state == State::Live && now.saturating_sub(self.live_since) >= self.cfg.backoff.max_ms {
             self.attempt = 0;
         }
     }

@@ -291,6 +291,8 @@ pub struct Connection {
     fence_may_be_stale: bool,
     /// The next open goes without `expected_generation` (that retry).
     unfence_next: bool,
+    /// That retry was made since the last `connection_state`: no other is, until one comes.
+    unfenced_since_attach: bool,
     /// When the current socket attached (its `connection_state`): a ping or a 200 beat resets
     /// the backoff only once it has been live `backoff.max_ms`.
     live_since: Millis,
@@ -371,6 +373,7 @@ impl Connection {
             attach_unconfirmed: false,
             fence_may_be_stale: false,
             unfence_next: false,
+            unfenced_since_attach: false,
             socket_open: false,
             beat_in_flight: None,
             beats_counted_to: None,

@@ -106,14 +106,20 @@ impl Connection {
     /// earlier open since the last `connection_state` was accepted (the server may have issued
     /// it a new generation) and never confirmed. The refusal may be this client's own lost
     /// attach rather than another client's takeover, which the two cannot be told apart by; the
-    /// connection reopens once without `expected_generation` instead of stopping for good.
+    /// connection reopens without `expected_generation` instead of stopping for good: once until
+    /// a `connection_state` comes, so a path that keeps losing attaches cannot alternate fenced
+    /// and unfenced opens, each able to evict whoever holds the connection.
     /// Returns whether it did (otherwise the refusal is final, as the spec says).
     pub(super) fn retry_lost_attach(&mut self, now: Millis, error: &SwitchError, close: bool) -> bool {
-        if !self.fence_may_be_stale || error.code.as_deref() != Some(EvictionCode::TakenOver.as_str()) {
+        if !self.fence_may_be_stale
+            || self.unfenced_since_attach
+            || error.code.as_deref() != Some(EvictionCode::TakenOver.as_str())
+        {
             return false;
         }
         self.fence_may_be_stale = false;
         self.unfence_next = true;
+        self.unfenced_since_attach = true;
         let m = format!(
             "{}; an earlier open was accepted without its connection_state, so the generation sent may be one the server moved past for this client: reopening once without expected_generation",
             error.message
