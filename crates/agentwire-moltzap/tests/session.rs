@@ -1551,11 +1551,29 @@ fn a_quiet_live_connection_is_probed_and_kept() {
     assert_eq!(frames.len(), 1, "{frames:?}");
     assert_eq!(frames[0]["type"], "request");
     assert_eq!(frames[0]["method"], "system/ping");
-    let probe = frames[0]["id"].as_str().unwrap().to_string();
-    s.handle_text(60_500, &released_response(&probe, r#"{"ts":"x"}"#));
-    run_until(&mut s, 1_000_000);
-    // Each quiet minute: a probe, answered here at once.
+    let mut probe = frames[0]["id"].as_str().unwrap().to_string();
+    let mut at = 60_500;
+    // Each quiet minute: a probe, sent, and answered here half a second later.
+    for _ in 0..16 {
+        s.handle_text(at, &released_response(&probe, r#"{"ts":"x"}"#));
+        run_until(&mut s, at + 60_000);
+        let frames = sent(&mut s);
+        assert_eq!(frames.len(), 1, "{frames:?}");
+        assert_eq!(
+            (&frames[0]["type"], &frames[0]["method"]),
+            (&json!("request"), &json!("system/ping"))
+        );
+        probe = frames[0]["id"].as_str().unwrap().to_string();
+        at += 60_000;
+    }
     assert_eq!(s.state(), SessionState::Ready);
+    // One left unanswered: the released session ends as the current one does.
+    run_until(&mut s, at + 60_000);
+    assert_eq!(s.state(), SessionState::Closed);
+    assert!(matches!(
+        events(&mut s).last(),
+        Some(Event::Disconnected { code: 1006, .. })
+    ));
 }
 
 /// `idle_probe_ms: 0` turns the watch off: nothing is armed while listening.

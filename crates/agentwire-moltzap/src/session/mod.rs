@@ -694,6 +694,9 @@ impl Session {
             self.transmit.push_back((Outgoing::Text(wire), Some(id.clone())));
             self.probe = Some(Probe { id, at: now });
             self.timers.set(Timer::Idle, now.saturating_add(wait));
+        } else if self.cfg.idle_probe_ms > 0 {
+            // Refused by the send bounds (an `id_prefix` past `max_id_len`): the watch goes on.
+            self.timers.set(Timer::Idle, now.saturating_add(self.cfg.idle_probe_ms));
         }
     }
 
