@@ -189,16 +189,20 @@ impl MoltZapError {
     }
 }
 
-/// `data` as the JSON it is, or as a string when serde_json refuses it (a lone surrogate escape,
-/// a number beyond `f64`, nesting past its limit): the error always serializes.
+/// `data` as the JSON it is, copied verbatim, or as a string when serde_json would refuse it (a
+/// lone surrogate escape, a number beyond `f64`, nesting past its limit: what core's strict
+/// reader refuses, as Switch's `detail`), so the error always serializes, to text or to a value.
 fn embedded<S: serde::Serializer>(data: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
-    match data
-        .as_deref()
-        .map(|d| (d, serde_json::from_str::<serde_json::Value>(d)))
-    {
-        Some((_, Ok(v))) => v.serialize(s),
-        Some((d, Err(_))) => s.serialize_str(d),
-        None => s.serialize_none(),
+    use agentwire_core::json::{read, SERDE_DEPTH};
+    let Some(d) = data.as_deref() else {
+        return s.serialize_none();
+    };
+    let raw = read::parse(d, SERDE_DEPTH)
+        .ok()
+        .and_then(|_| serde_json::value::RawValue::from_string(d.to_owned()).ok());
+    match raw {
+        Some(raw) => raw.serialize(s),
+        None => s.serialize_str(d),
     }
 }
 

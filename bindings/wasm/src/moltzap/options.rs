@@ -132,8 +132,6 @@ pub(crate) fn timeout_ms(ms: f64) -> Result<u64, JsValue> {
 /// An engine error as a JavaScript error (`{kind, code?, message, retryable, name?, tag?, data?,
 /// requestId?}`).
 pub(crate) fn error(e: &MoltZapError) -> JsValue {
-    let json = serde_json::to_value(e).unwrap_or_else(
-        |_| serde_json::json!({"kind": e.kind().as_str(), "message": e.error.message, "retryable": e.error.retryable}),
-    );
-    errors::to_js(&json.to_string())
+    // An error is strings, numbers, booleans and JSON checked as it is embedded: it serializes.
+    errors::to_js(&serde_json::to_string(e).unwrap_or_default())
 }
