@@ -24,9 +24,7 @@ async fn websocket_post_message_reaches_another_agent() {
         let a = connect(&w.h, &w.a.key, config(&w.a, Transport::WebSocket, &[]))
             .await
             .unwrap();
-        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[&w.room]))
-            .await
-            .unwrap();
+        let mut b = bob_in_the_room(&w).await;
         match next(&mut b).await {
             Event::Connected { wire, resumed, state } => {
                 assert_eq!((wire, resumed), (Wire::WebSocket, false));
@@ -61,9 +59,7 @@ async fn websocket_post_message_reaches_another_agent() {
 async fn events_taken_out_are_read_while_operations_run() {
     bounded(async {
         let w = world(peer_config(Generation::Current)).await;
-        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[&w.room]))
-            .await
-            .unwrap();
+        let mut b = bob_in_the_room(&w).await;
         let mut events = b.events().unwrap();
         assert!(
             b.events().is_none() && b.next_event().await.is_none(),
@@ -97,9 +93,7 @@ async fn events_taken_out_are_read_while_operations_run() {
 async fn a_shared_client_is_closed_by_any_holder() {
     bounded(async {
         let w = world(peer_config(Generation::Current)).await;
-        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[&w.room]))
-            .await
-            .unwrap();
+        let mut b = bob_in_the_room(&w).await;
         let mut events = b.events().unwrap();
         assert!(matches!(events.recv().await, Some(Event::Connected { .. })));
         let b = std::sync::Arc::new(b);
@@ -120,9 +114,7 @@ async fn a_shared_client_is_closed_by_any_holder() {
 async fn a_restart_resumes_with_exactly_the_missed_events() {
     bounded(async {
         let w = world(peer_config(Generation::Current)).await;
-        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[&w.room]))
-            .await
-            .unwrap();
+        let mut b = bob_in_the_room(&w).await;
         posts(&w, &["m1", "m2", "m3"]);
         let (bodies, _, _) = domain_events(&mut b, 3).await;
         assert_eq!(bodies, ["m1", "m2", "m3"]);
@@ -155,9 +147,7 @@ async fn a_restart_resumes_with_exactly_the_missed_events() {
 async fn a_restart_that_lost_the_numbering_attaches_a_gap() {
     bounded(async {
         let w = world(peer_config(Generation::Current)).await;
-        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[&w.room]))
-            .await
-            .unwrap();
+        let mut b = bob_in_the_room(&w).await;
         posts(&w, &["m1", "m2", "m3"]);
         domain_events(&mut b, 3).await;
         w.h.restart(true);

@@ -51,9 +51,7 @@ async fn dropped_sockets_lose_no_event() {
 async fn a_stalled_server_is_detected_and_left() {
     bounded(async {
         let w = world(peer_config(Generation::Current)).await;
-        let mut b = connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[&w.room]))
-            .await
-            .unwrap();
+        let mut b = bob_in_the_room(&w).await;
         w.h.set_faults(Faults {
             stall: true,
             ..Faults::default()

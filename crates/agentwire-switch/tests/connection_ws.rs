@@ -628,6 +628,18 @@ fn lose_an_attach(lose: impl FnOnce(&mut Driver)) -> Driver {
     d
 }
 
+/// The reopen `d` is at is accepted, then refused `taken_over`: the connection stops for good.
+fn refused_for_good(d: &mut Driver) {
+    d.conn.handle_open(d.now);
+    d.text(REFUSED_TAKEN_OVER);
+    match &d.drain().1[..] {
+        [Event::Stopped { error: Some(e) }] => {
+            assert_eq!((e.code.as_deref(), e.retryable), (Some("taken_over"), false))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_taken_over_refusal_after_a_lost_attach_reopens_once_without_the_generation() {
     // Before: the connection stopped for good, `taken_over`, not retryable: an unattended agent
@@ -653,14 +665,7 @@ fn a_taken_over_refusal_after_a_lost_attach_reopens_once_without_the_generation(
     assert!(d.reopen().ends_with("&expected_generation=5"));
     // Once only: a taken_over refusal of that unfenced retry's successor, with no lost attach
     // before it, is final.
-    d.conn.handle_open(d.now);
-    d.text(REFUSED_TAKEN_OVER);
-    match &d.drain().1[..] {
-        [Event::Stopped { error: Some(e) }] => {
-            assert_eq!((e.code.as_deref(), e.retryable), (Some("taken_over"), false))
-        }
-        other => panic!("{other:?}"),
-    }
+    refused_for_good(&mut d);
 }
 
 /// The unfenced retry is made once until a `connection_state` comes: when it too is accepted and
@@ -681,14 +686,7 @@ fn a_lost_attach_is_retried_unfenced_once_until_an_attach() {
     d.conn.handle_close(d.now + 5, 1006, "");
     d.drain();
     assert!(d.reopen().ends_with("&expected_generation=3"));
-    d.conn.handle_open(d.now);
-    d.text(REFUSED_TAKEN_OVER);
-    match &d.drain().1[..] {
-        [Event::Stopped { error: Some(e) }] => {
-            assert_eq!((e.code.as_deref(), e.retryable), (Some("taken_over"), false))
-        }
-        other => panic!("{other:?}"),
-    }
+    refused_for_good(&mut d);
 }
 
 #[test]
@@ -709,9 +707,7 @@ fn a_taken_over_refusal_with_no_lost_attach_before_it_is_final() {
     d.conn.handle_close(d.now, 1006, "");
     d.drain();
     assert!(d.reopen().ends_with("&expected_generation=3"));
-    d.conn.handle_open(d.now);
-    d.text(REFUSED_TAKEN_OVER);
-    assert!(matches!(&d.drain().1[..], [Event::Stopped { error: Some(e) }] if e.code.as_deref() == Some("taken_over")));
+    refused_for_good(&mut d);
     // Nor is a refusal other than taken_over after a lost attach retried.
     let mut d = lose_an_attach(|d| d.conn.handle_close(d.now, 1006, ""));
     d.conn.handle_open(d.now);

@@ -62,6 +62,13 @@ pub fn config(agent: &Agent, transport: Transport, rooms: &[&str]) -> Connection
     cfg
 }
 
+/// Bob, connected over the WebSocket with the room declared.
+pub async fn bob_in_the_room(w: &World) -> SwitchClient {
+    connect(&w.h, &w.b.key, config(&w.b, Transport::WebSocket, &[&w.room]))
+        .await
+        .unwrap()
+}
+
 pub async fn connect(h: &PeerHandle, key: &str, cfg: ConnectionConfig) -> Result<SwitchClient, SwitchError> {
     connect_with(h, key, cfg, SwitchOptions::default()).await
 }
