@@ -625,12 +625,12 @@ fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
     if parse_iso8601(required("Timestamp")?).is_none() {
         return Err(bad("Timestamp", "is not an ISO 8601 UTC date-time"));
     }
-    // An ERROR is a reply when it names the message it answers: it may omit TTL as the guide's
-    // HELLO_ACK does (its body's `request_id` says the same).
-    let answers = msg.kind.is_reply() || (msg.kind == MessageType::Error && h.get("Reply-To").is_some());
+    // An ERROR never needs TTL: it answers a message (by `Reply-To` or its body's `request_id`)
+    // and may omit it as the guide's HELLO_ACK does; no receiver reads the TTL of an ERROR.
+    let ttl_optional = msg.kind.is_reply() || msg.kind == MessageType::Error;
     match h.get("TTL") {
         Some(v) if digits::<u32>(v).is_none() => return Err(bad("TTL", "is not a number of seconds")),
-        None if !answers => return Err(DecodeErrorKind::MissingHeader("TTL")),
+        None if !ttl_optional => return Err(DecodeErrorKind::MissingHeader("TTL")),
         _ => {}
     }
     match h.get("Reply-To") {

@@ -147,6 +147,28 @@ fn an_error_reply_without_ttl_fails_its_request_with_the_typed_error() {
     );
 }
 
+/// The guide's ERROR as its header table writes one: no `Reply-To`, no `TTL`, the request named
+/// by the body's `request_id` only. The typed 602 must reach that request at once (it was
+/// refused as undecodable, and the request ended 30 s later as a retryable `timeout`).
+#[test]
+fn an_error_naming_its_request_in_the_body_only_and_without_ttl_fails_it() {
+    let mut c = ready();
+    let id = c.request(2, "maps.navigate", None, Default::default()).unwrap();
+    c.handle_text(3, &format!("RKT/1.0 ERROR\nVersion: 1\nMessage-ID: e1\nSession-ID: x\nTimestamp: 2026-06-28T12:00:00Z\n\n{{\"code\":602,\"name\":\"CAPABILITY_MISSING\",\"message\":\"Intent 'maps.navigate' not found\",\"request_id\":\"{id}\"}}"));
+    let now = drain(&mut c);
+    let [ClientEvent::Failed { id: failed, error }] = now.as_slice() else {
+        panic!("{now:?}")
+    };
+    assert_eq!(failed, &id);
+    assert_eq!(
+        (error.kind(), error.code(), error.error.retryable),
+        (ErrorKind::Remote, Some(602), false)
+    );
+    assert_eq!(error.request_id.as_deref(), Some(id.as_str()));
+    c.handle_timeout(2 + 30_000);
+    assert_eq!(drain(&mut c), vec![]);
+}
+
 #[test]
 fn a_pong_answers_the_servers_ping() {
     let mut c = ready();

@@ -152,6 +152,9 @@ body = '{\n  "code":    602,\n  "name":    "CAPABILITY_MISSING",\n  "message": "
 w = base("ERROR", ["Content-Type: application/json"]) + "\n" + body + "\n"
 valid("error-pretty-body", "The guide's ERROR body, pretty-printed over several lines; the trailing newline is not part of the body.", w, "ERROR",
       BASE_H+[("Content-Type","application/json")], json.loads(body), body_text=body)
+w = base("ERROR", ["Content-Type: application/json"]).replace("TTL: 30\n", "") + "\n" + '{"code":602,"name":"CAPABILITY_MISSING","message":"Intent \'maps.navigate\' not found","request_id":"01960000-0000-7000-ab12-000000000003"}'
+valid("error-request-id-only-no-ttl", "The guide's ERROR: no TTL and no Reply-To, the request named by the body's request_id only. An ERROR never needs TTL.", w, "ERROR",
+      [h for h in BASE_H if h[0] != "TTL"]+[("Content-Type","application/json")], json.loads(w.split("\n\n", 1)[1]))
 valid("no-body-no-trailing-newline", "A no-body message may end right after the last header.", base("PING").rstrip("\n"), "PING", BASE_H, None)
 valid("stream-and-priority-values", "Stream, Priority and Retry-After are checked case-insensitively.", base("REQUEST", ["Stream: TRUE", "Priority: high", "Retry-After: 5"]), "REQUEST",
       BASE_H+[("Stream","TRUE"),("Priority","high"),("Retry-After","5")], None)
