@@ -400,17 +400,20 @@ impl ClientSession {
         self.last_received = now;
         match decode(text, self.cfg.max_message_size) {
             Ok(msg) => self.on_message(now, msg),
-            Err(e) => self.on_undecodable(&e),
+            Err(e) => {
+                let answers = e.reply_to.clone().or_else(|| body_request_id(&e, text));
+                self.on_undecodable(&e, answers.as_deref())
+            }
         }
     }
 
-    /// A message that could not be decoded. When its `Reply-To` names a command that went out,
+    /// A message that could not be decoded, answering `reply_to` (its `Reply-To`, or an ERROR's
+    /// body `request_id`) when that can still be read. When it names a command that went out,
     /// that command fails with the decode error at once (not retryable: the server may have
     /// acted on it), rather than waiting for its TTL; a stream loses no chunk unnoticed. An
     /// unreadable answer to HELLO ends the handshake. Anything else is an `Error` event.
-    fn on_undecodable(&mut self, e: &DecodeError) {
+    fn on_undecodable(&mut self, e: &DecodeError, reply_to: Option<&str>) {
         let error = RktError::decode(e);
-        let reply_to = e.reply_to.as_deref();
         if self.state == ClientState::Handshaking && reply_to.is_some() && reply_to == self.hello_id.as_deref() {
             self.events.push_back(ClientEvent::Error(error));
             return self.close(1002, "bad HELLO_ACK");
@@ -1235,6 +1238,17 @@ impl ClientSession {
         }
         Some(p)
     }
+}
+
+/// The body's `request_id` of an ERROR that could not be decoded, when the body (from its first
+/// line starting with `{`) still reads as an ERROR body: the request the ERROR answers.
+fn body_request_id(e: &DecodeError, text: &str) -> Option<String> {
+    if e.message_type.as_deref() != Some(MessageType::Error.as_str()) {
+        return None;
+    }
+    let body = &text[text.find("\n{")? + 1..];
+    let id = ErrorBody::from_json(body).ok()?.request_id?;
+    codec::valid_id(&id).then_some(id)
 }
 
 pub(crate) fn split_list(v: Option<&str>) -> Vec<String> {

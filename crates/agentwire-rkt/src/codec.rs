@@ -460,7 +460,8 @@ fn next_line(text: &str) -> (&str, &str) {
     }
 }
 
-fn valid_id(v: &str) -> bool {
+/// An id (`Message-ID`, `Session-ID`, `Reply-To`): 1 to [`MAX_ID_LEN`] printable ASCII characters.
+pub(crate) fn valid_id(v: &str) -> bool {
     // No early exit, so the check vectorizes.
     !v.is_empty() && v.len() <= MAX_ID_LEN && v.bytes().fold(true, |ok, b| ok & b.is_ascii_graphic())
 }

@@ -80,6 +80,42 @@ fn a_malformed_reply_fails_its_command_at_once_naming_the_header() {
     assert_eq!(drain(&mut c), vec![]);
 }
 
+/// An undecodable ERROR without `Reply-To` (the guide's shape) still names its request in the
+/// body's `request_id`: that request fails at once, with the decode error.
+#[test]
+fn a_malformed_error_naming_its_request_in_the_body_only_fails_it_at_once() {
+    let mut c = ready();
+    let id = c.request(T0, "maps.navigate", None, RequestOptions::default()).unwrap();
+    drain(&mut c);
+    let body = format!(r#"{{"code":602,"name":"CAPABILITY_MISSING","message":"no","request_id":"{id}"}}"#);
+    // Its Timestamp has no zone: the message cannot be decoded, its body can still be read.
+    let text = reply("ERROR", "e1", "x", "", &body)
+        .replace("Reply-To: x\n", "")
+        .replace("12:00:00Z", "12:00:00");
+    c.handle_text(T0 + 5, &text);
+    let events = drain(&mut c);
+    let [ClientEvent::Failed { id: failed, error }] = events.as_slice() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(failed, &id);
+    assert_eq!((error.kind(), error.error.retryable), (ErrorKind::Decode, false));
+    assert_eq!(error.request_id.as_deref(), Some(id.as_str()));
+    c.handle_timeout(T0 + 60_000);
+    assert_eq!(drain(&mut c), vec![]);
+    // A body that is no ERROR body, or a request_id that is no id, names nothing.
+    for bad in [r#"{"request_id":"x"}"#.to_string(), body.replace(&id, "has space")] {
+        let text = reply("ERROR", "e2", "x", "", &bad)
+            .replace("Reply-To: x\n", "")
+            .replace("12:00:00Z", "12:00:00");
+        c.handle_text(T0, &text);
+        let events = drain(&mut c);
+        assert!(
+            matches!(&events[..], [ClientEvent::Error(e)] if e.kind() == ErrorKind::Decode),
+            "{events:?}"
+        );
+    }
+}
+
 #[test]
 fn a_malformed_chunk_fails_its_stream_and_the_rest_is_dropped_quietly() {
     let mut c = ready();
