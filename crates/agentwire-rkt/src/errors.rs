@@ -120,7 +120,8 @@ impl RktError {
         }
     }
 
-    /// The typed error for a frame that could not be decoded.
+    /// The typed error for a frame that could not be decoded. Its `request_id` is left to the
+    /// caller: what the frame answers (a client's) or the frame itself (a server's).
     pub fn decode(err: &DecodeError) -> Self {
         let kind = match err.kind {
             DecodeErrorKind::TooLarge { .. } => ErrorKind::Limit,
@@ -131,7 +132,7 @@ impl RktError {
             error: Error::new(kind, err.to_string()),
             name: None,
             details: Some(json!({ "field": err.field() }).to_string()),
-            request_id: err.message_id.clone(),
+            request_id: None,
             retry_after_s: None,
         }
     }

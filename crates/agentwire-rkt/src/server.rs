@@ -497,7 +497,9 @@ impl ServerSession {
                 let body = decode_error_body(&e);
                 let reply_to = e.message_id.clone();
                 self.error(now, reply_to.as_deref(), &body, None);
-                self.events.push_back(ServerEvent::Rejected(RktError::decode(&e)));
+                let mut rejected = RktError::decode(&e);
+                rejected.request_id = reply_to;
+                self.events.push_back(ServerEvent::Rejected(rejected));
             }
         }
     }
