@@ -1,6 +1,8 @@
 //! The server session: answers HELLO with version negotiation, PING with PONG, malformed or
 //! untimely messages with ERROR, and hands every other message to the application as a typed
-//! [`Inbound`]; the application answers with `respond`, `stream_*`, `error` or `auth_ok`.
+//! [`Inbound`]; the application answers with `respond`, `stream_*`, `error` or `auth_ok`. A HELLO
+//! with an `Authorization` header waits for the application too ([`InboundKind::Hello`]:
+//! `accept_hello`, or `error`).
 
 use crate::body::*;
 use crate::client::{split_list, PeerInfo};
@@ -103,6 +105,11 @@ impl std::fmt::Debug for Inbound {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum InboundKind {
+    /// A HELLO that carries `Authorization`, its version agreed: the session waits for the
+    /// application to check the header, then [`ServerSession::accept_hello`] sends HELLO_ACK,
+    /// or an [`ServerSession::error`] answering it (401) refuses it and the session waits for
+    /// another HELLO. A HELLO without `Authorization` is answered by the session alone.
+    Hello,
     Request {
         intent: String,
         params: Option<Value>,
@@ -142,11 +149,21 @@ enum Timer {
     Lines,
 }
 
+/// A HELLO whose version is agreed, waiting for the application ([`InboundKind::Hello`]).
+#[derive(Debug)]
+struct PendingHello {
+    id: String,
+    session_id: String,
+    agreed_version: u32,
+    client: PeerInfo,
+}
+
 pub struct ServerSession {
     cfg: ServerConfig,
     entropy: Box<dyn Entropy + Send>,
     state: ServerState,
     session_id: String,
+    hello: Option<PendingHello>,
     /// Open streams by the id of the REQUEST they answer: the next `Seq`. An entry lives from
     /// `stream_begin` to the reply that finishes the request (`stream_end`, `respond` or `error`)
     /// or the session's end.
@@ -188,6 +205,7 @@ impl ServerSession {
             entropy,
             state: ServerState::AwaitingHello,
             session_id,
+            hello: None,
             streams: HashMap::new(),
             lines: LineAssembler::new(),
             bucket,
@@ -347,10 +365,14 @@ impl ServerSession {
     }
 
     /// ERROR; `retry_after_s` adds the `Retry-After` header (429). With `reply_to` it finishes
-    /// that request: a stream begun for it is closed.
+    /// that request: a stream begun for it is closed, a HELLO waiting for
+    /// [`accept_hello`](Self::accept_hello) is refused.
     pub fn error(&mut self, now: Millis, reply_to: Option<&str>, body: &ErrorBody, retry_after_s: Option<u64>) {
         if let Some(id) = reply_to {
             self.streams.remove(id);
+            if self.hello.as_ref().is_some_and(|h| h.id == id) {
+                self.hello = None;
+            }
         }
         let id = self.entropy.uuid_v4();
         let mut msg = self.message(MessageType::Error, id, reply_to, now);
@@ -360,6 +382,24 @@ impl ServerSession {
         msg.body = Some(serde_json::to_string(body).unwrap_or_default());
         self.send(&msg);
         self.active(now);
+    }
+
+    /// Sends HELLO_ACK to the HELLO `id` that came as [`InboundKind::Hello`]: the session is
+    /// ready. Without such a HELLO waiting nothing is sent: a `state` error.
+    pub fn accept_hello(&mut self, now: Millis, id: &str) -> Result<(), RktError> {
+        match self.hello.take() {
+            Some(h) if h.id == id && self.state == ServerState::AwaitingHello => {
+                self.ready(now, h);
+                Ok(())
+            }
+            other => {
+                self.hello = other;
+                Err(RktError::local(
+                    ErrorKind::State,
+                    format!("no HELLO {id} waits to be accepted"),
+                ))
+            }
+        }
     }
 
     pub fn goodbye(&mut self, now: Millis) {
@@ -578,27 +618,17 @@ impl ServerSession {
                 return self.reject(now, Some(&id), body, ErrorKind::Protocol);
             }
         };
-        let inbound = Inbound {
-            id,
-            kind,
-            from: msg.header("From").map(str::to_string),
-            to: msg.header("To").map(str::to_string),
-            authorization: msg.header("Authorization").map(str::to_string),
-            priority: msg.header("Priority").and_then(Priority::parse).unwrap_or_default(),
-            ttl_s: msg.ttl(),
-        };
-        self.events.push_back(ServerEvent::Inbound(inbound));
+        self.events.push_back(ServerEvent::Inbound(inbound(&msg, id, kind)));
     }
 
     fn on_hello(&mut self, now: Millis, msg: Message) {
         let id = msg.message_id().to_string();
-        if self.state == ServerState::Ready {
-            let body = error_body(
-                codes::NOT_READY,
-                "the session is already established",
-                None,
-                Some(id.clone()),
-            );
+        if self.state == ServerState::Ready || self.hello.is_some() {
+            let m = match self.state {
+                ServerState::Ready => "the session is already established",
+                _ => "a HELLO is already being answered",
+            };
+            let body = error_body(codes::NOT_READY, m, None, Some(id.clone()));
             return self.reject(now, Some(&id), body, ErrorKind::State);
         }
         let hello = match msg.body {
@@ -623,29 +653,58 @@ impl ServerSession {
             let body = error_body(codes::VERSION_UNSUPPORTED, m, Some(details), Some(id.clone()));
             return self.reject(now, Some(&id), body, ErrorKind::Version);
         }
+        let hello = PendingHello {
+            id: id.clone(),
+            session_id: msg.header("Session-ID").unwrap_or_default().to_string(),
+            agreed_version: hi,
+            client: PeerInfo {
+                from: msg.header("From").map(str::to_string),
+                user_agent: msg.header("User-Agent").map(str::to_string),
+                capabilities: split_list(msg.header("Capabilities")),
+            },
+        };
+        if msg.header("Authorization").is_none() {
+            return self.ready(now, hello);
+        }
+        // Checked by the application, as the header of any other message.
+        self.hello = Some(hello);
+        self.events
+            .push_back(ServerEvent::Inbound(inbound(&msg, id, InboundKind::Hello)));
+    }
+
+    /// HELLO_ACK: the session is ready.
+    fn ready(&mut self, now: Millis, hello: PendingHello) {
         // The client chose the session id; every message of the session shares it.
-        self.session_id = msg.header("Session-ID").unwrap_or_default().to_string();
+        self.session_id = hello.session_id;
         self.state = ServerState::Ready;
         self.active(now);
         let ack_id = self.entropy.uuid_v4();
-        let mut ack = self.message(MessageType::HelloAck, ack_id, Some(&id), now);
+        let mut ack = self.message(MessageType::HelloAck, ack_id, Some(&hello.id), now);
         ack.headers.set("User-Agent", self.cfg.user_agent.as_str());
         if !self.cfg.capabilities.is_empty() {
             ack.headers.set("Capabilities", self.cfg.capabilities.join(","));
         }
         ack.body = Some(compact(
-            &json!({"agreed_version": hi, "session_timeout": self.cfg.session_timeout_s}),
+            &json!({"agreed_version": hello.agreed_version, "session_timeout": self.cfg.session_timeout_s}),
         ));
         self.send(&ack);
-        let client = PeerInfo {
-            from: msg.header("From").map(str::to_string),
-            user_agent: msg.header("User-Agent").map(str::to_string),
-            capabilities: split_list(msg.header("Capabilities")),
-        };
         self.events.push_back(ServerEvent::Ready {
-            client,
-            agreed_version: hi,
+            client: hello.client,
+            agreed_version: hello.agreed_version,
         });
+    }
+}
+
+/// The application's view of a message of `kind`.
+fn inbound(msg: &Message, id: String, kind: InboundKind) -> Inbound {
+    Inbound {
+        id,
+        kind,
+        from: msg.header("From").map(str::to_string),
+        to: msg.header("To").map(str::to_string),
+        authorization: msg.header("Authorization").map(str::to_string),
+        priority: msg.header("Priority").and_then(Priority::parse).unwrap_or_default(),
+        ttl_s: msg.ttl(),
     }
 }
 

@@ -1449,6 +1449,93 @@ mod review_regressions {
         assert!(out[0].contains("\"code\":401"), "{out:?}");
     }
 
+    /// rkt.md "Auth": an `Authorization` header authenticates the connection for the rest of its
+    /// life, and one not accepted is ERROR 401; on HELLO too (it was neither honoured nor
+    /// refused). On PING and GOODBYE, which the session answers alone, it is not read.
+    #[test]
+    fn authorization_on_hello_authenticates_or_refuses_the_hello() {
+        let cfg = ReferenceConfig {
+            api_keys: vec!["k1".into()],
+            ..Default::default()
+        };
+        let mut shared = Shared::new(&cfg);
+        let echo = |s: &mut Server, shared: &mut Shared| {
+            s.feed(shared, T0, &msg("REQUEST", "r", r#"{"intent":"echo"}"#))
+                .remove(0)
+        };
+        let mut good = Server::new(&cfg, 1);
+        let out = good.feed(&mut shared, T0, &(hello("s", "h") + "Authorization: Bearer k1\n"));
+        assert!(out[0].starts_with("RKT/1.0 HELLO_ACK\n"), "{out:?}");
+        assert!(echo(&mut good, &mut shared).starts_with("RKT/1.0 RESPONSE\n"));
+
+        let mut bad = Server::new(&cfg, 2);
+        let out = bad.feed(&mut shared, T0, &(hello("s", "h") + "Authorization: Bearer nope\n"));
+        let [refused] = out.as_slice() else { panic!("{out:?}") };
+        assert!(
+            refused.starts_with("RKT/1.0 ERROR\n")
+                && refused.contains("\nReply-To: h\n")
+                && refused.contains(r#""code":401"#),
+            "{refused}"
+        );
+        assert_eq!(bad.session.state(), ServerState::AwaitingHello);
+        // PING's header is not read: answered, not refused, and it authenticates nothing.
+        let ping = "RKT/1.0 PING\nVersion: 1\nMessage-ID: p\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\nAuthorization: Bearer nope\n";
+        assert!(bad.feed(&mut shared, T0, ping)[0].starts_with("RKT/1.0 PONG\n"));
+        // The session waits for another HELLO; without a key the connection is not authenticated.
+        let out = bad.feed(&mut shared, T0, &hello("s", "h2"));
+        assert!(out[0].starts_with("RKT/1.0 HELLO_ACK\n"), "{out:?}");
+        assert!(echo(&mut bad, &mut shared).contains(r#""code":401"#));
+
+        // A client's handshake refused so ends with kind auth.
+        let mut c = ClientSession::new(ClientConfig::default(), Box::new(SeededEntropy::new(4)));
+        c.handle_open(T0);
+        let Some(Outgoing::Text(sent)) = c.poll_transmit() else {
+            panic!()
+        };
+        let hello_id = sent.lines().find_map(|l| l.strip_prefix("Message-ID: ")).unwrap();
+        let mut srv = Server::new(&cfg, 3);
+        let with_key = sent.replacen("\nTTL: 30\n", "\nTTL: 30\nAuthorization: Bearer nope\n", 1);
+        let out = srv.feed(&mut shared, T0, &with_key);
+        assert!(out[0].contains(&format!("\nReply-To: {hello_id}\n")), "{out:?}");
+        c.handle_text(T0, &out[0]);
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(&events[..], [ClientEvent::Error(e), ClientEvent::Closed { .. }] if e.kind() == ErrorKind::Auth),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn a_hello_waits_for_the_application_only_with_authorization() {
+        let mut s = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(1)));
+        s.handle_open(T0);
+        s.handle_text(T0, &(hello("s", "h") + "Authorization: Bearer k\n"));
+        assert!(matches!(
+            s.poll_event(),
+            Some(ServerEvent::Inbound(Inbound {
+                kind: InboundKind::Hello,
+                ..
+            }))
+        ));
+        assert!(
+            s.poll_transmit().is_none(),
+            "no HELLO_ACK before the application accepts"
+        );
+        // Another HELLO meanwhile is 409; accepting an id that does not wait is a state error.
+        s.handle_text(T0, &hello("s", "h2"));
+        assert!(s.poll_transmit().unwrap().as_text().unwrap().contains(r#""code":409"#));
+        assert_eq!(s.accept_hello(T0, "h2").unwrap_err().kind(), ErrorKind::State);
+        s.accept_hello(T0, "h").unwrap();
+        assert!(s
+            .poll_transmit()
+            .unwrap()
+            .as_text()
+            .unwrap()
+            .starts_with("RKT/1.0 HELLO_ACK\n"));
+        assert_eq!(s.state(), ServerState::Ready);
+        assert_eq!(s.accept_hello(T0, "h").unwrap_err().kind(), ErrorKind::State);
+    }
+
     #[test]
     fn a_queued_request_that_timed_out_is_never_sent() {
         let mut p = Pair::new(ClientConfig::default(), ReferenceConfig::default());

@@ -39,7 +39,8 @@ pub struct ReferenceConfig {
     /// Advertised in HELLO_ACK and DISCOVER; `weather` and `forecast` enable their intents.
     pub capabilities: Vec<String>,
     /// With keys, everything but HELLO, DISCOVER, AUTH, PING and GOODBYE needs AUTH first (or an
-    /// `Authorization: Bearer` header with a key or session token).
+    /// `Authorization: Bearer` header with a key or session token, HELLO's included; one not
+    /// accepted is ERROR 401, and a HELLO so refused is not acknowledged).
     pub api_keys: Vec<String>,
     /// DIDs accepted by DID AUTH when API keys are configured (without keys any DID is).
     pub allowed_dids: Vec<String>,
@@ -332,6 +333,12 @@ pub fn handle(
             }
         }
     }
+    if matches!(msg.kind, InboundKind::Hello) {
+        // Its Authorization header, accepted above, authenticates the connection. The session
+        // has just handed this HELLO over: accepting it cannot fail.
+        let _ = session.accept_hello(now, id);
+        return;
+    }
     let needs_auth = !cfg.api_keys.is_empty() && !matches!(msg.kind, InboundKind::Discover | InboundKind::Auth(_));
     if needs_auth && conn.principal.is_none() {
         return refuse(
@@ -352,6 +359,8 @@ pub fn handle(
             .clone(),
     };
     match msg.kind {
+        // Answered above.
+        InboundKind::Hello => {}
         InboundKind::Discover => session.respond(now, id, &cfg.manifest()),
         InboundKind::Auth(auth) => {
             let (principal, scopes) = match auth {
