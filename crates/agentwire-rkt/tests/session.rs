@@ -1432,6 +1432,31 @@ mod review_regressions {
         assert!(auth(&mut third, &mut shared));
     }
 
+    /// The 429 for a full token store says when to come back, in the header and in the details:
+    /// when the soonest live token expires (it had no header, and the whole token lifetime).
+    #[test]
+    fn too_many_sessions_is_429_with_retry_after_the_soonest_expiry() {
+        let cfg = ReferenceConfig {
+            max_tokens: 1,
+            ..Default::default()
+        };
+        let mut shared = Shared::new(&cfg);
+        let auth = msg("AUTH", "a", r#"{"scheme":"did","did":"did:rkt:x"}"#);
+        let mut live = Server::new(&cfg, 1);
+        live.feed(&mut shared, T0, &hello("s", "h"));
+        assert!(live.feed(&mut shared, T0, &auth)[0].starts_with("RKT/1.0 AUTH_OK\n"));
+        let mut other = Server::new(&cfg, 2);
+        other.feed(&mut shared, T0, &hello("s", "h"));
+        // 1000.5 s later the live token (3600 s) has 2599.5 s left: come back in 2600.
+        let out = other.feed(&mut shared, T0 + 1_000_500, &auth);
+        assert!(out[0].contains(r#""code":429"#), "{out:?}");
+        assert!(out[0].contains("\nRetry-After: 2600\n"), "{}", out[0]);
+        assert!(out[0].contains(r#""retry_after":2600"#), "{}", out[0]);
+        // Never less than a second.
+        let out = other.feed(&mut shared, T0 + 3_599_999, &auth);
+        assert!(out[0].contains("\nRetry-After: 1\n"), "{}", out[0]);
+    }
+
     #[test]
     fn did_allowlist_is_enforced_whenever_set() {
         let cfg = ReferenceConfig {

@@ -308,13 +308,21 @@ pub fn handle(
     msg: Inbound,
 ) {
     let id = msg.id.as_str();
-    let refuse = |session: &mut ServerSession, code: i64, message: String, details: Option<Value>| {
+    // `retry_after_s` (429): the `Retry-After` header and `details.retry_after`.
+    let refuse_after = |session: &mut ServerSession,
+                        code: i64,
+                        message: String,
+                        details: Option<Value>,
+                        retry_after_s: Option<u64>| {
         session.error(
             now,
             Some(id),
             &error_body(code, message, details, Some(id.into())),
-            None,
+            retry_after_s,
         )
+    };
+    let refuse = |session: &mut ServerSession, code: i64, message: String, details: Option<Value>| {
+        refuse_after(session, code, message, details, None)
     };
     if let Some(field) = oversized_field(&msg) {
         let m = format!("{field} is longer than {MAX_FIELD_LEN} bytes (or more than {MAX_SCOPES} scopes)");
@@ -393,12 +401,15 @@ pub fn handle(
                     shared.tokens.remove(&oldest);
                 }
                 if shared.tokens.len() >= cfg.max_tokens {
-                    let details = json!({"retry_after": cfg.token_lifetime_s});
-                    return refuse(
+                    // Until the soonest of the live tokens expires (all are later than now).
+                    let soonest = shared.tokens.values().map(|(_, exp)| *exp).min().unwrap_or(now);
+                    let secs = soonest.saturating_sub(now).div_ceil(1000).max(1);
+                    return refuse_after(
                         session,
                         codes::RATE_LIMITED,
                         "too many sessions are authenticated".into(),
-                        Some(details),
+                        Some(json!({"retry_after": secs})),
+                        Some(secs),
                     );
                 }
             }
