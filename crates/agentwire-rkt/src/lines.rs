@@ -8,7 +8,8 @@
 //!   MEMORY_SET, MEMORY_GET, PAY, AUTH) or `Content-Type`/`Content-Length` is set;
 //! - with a body: when `Content-Length` bytes have arrived, or else when the brackets of the
 //!   JSON body balance (strings and escapes respected; a body pasted over several lines works);
-//! - a new start line ends a message that is only waiting for an optional body.
+//! - a new start line ends a message still waiting for its body (a bodiless HELLO); so does the
+//!   server's HELLO timeout before the session opens.
 //!
 //! A line starting with `{` or `[` right after the headers is taken as the body (a missing blank
 //! line). The message then goes through the ordinary decoder.
@@ -18,10 +19,9 @@ use crate::codec::MessageType;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Headers,
-    /// The blank line came; a body is expected (`true`) or only possible (`false`).
-    AfterBlank {
-        body_required: bool,
-    },
+    /// The blank line came and a body is expected (a message that can have none is complete at
+    /// the blank line).
+    AfterBlank,
     Body,
 }
 
@@ -192,10 +192,10 @@ impl LineAssembler {
                     let body_required = carries_body(self.kind())
                         || self.header("Content-Type").is_some()
                         || self.header("Content-Length").is_some();
-                    if !body_required {
-                        done.push(self.take());
+                    if body_required {
+                        self.phase = Phase::AfterBlank;
                     } else {
-                        self.phase = Phase::AfterBlank { body_required };
+                        done.push(self.take());
                     }
                 }
                 Phase::Headers if line.trim_start().starts_with(['{', '[']) => {
@@ -211,8 +211,8 @@ impl LineAssembler {
                     self.buf.push('\n');
                     self.buf.push_str(line);
                 }
-                Phase::AfterBlank { .. } if line.trim().is_empty() => {}
-                Phase::AfterBlank { .. } => {
+                Phase::AfterBlank if line.trim().is_empty() => {}
+                Phase::AfterBlank => {
                     self.begin_body();
                     if self.body_line(line) {
                         done.push(self.take());

@@ -287,7 +287,21 @@ impl ServerSession {
                     self.on_text(now, &partial);
                 }
                 Timer::Idle if self.state == ServerState::AwaitingHello => {
-                    self.close(1008, "no HELLO in time");
+                    // What line mode holds is decoded first: a bodiless HELLO typed in wscat
+                    // waits for a body until `line_timeout_ms`, longer than this.
+                    if self.lines.is_active() {
+                        self.timers.cancel(&Timer::Lines);
+                        let partial = self.lines.take();
+                        self.on_text(now, &partial);
+                    }
+                    match (self.state, &self.hello) {
+                        (ServerState::AwaitingHello, None) => self.close(1008, "no HELLO in time"),
+                        // The application has its HELLO: as long again to answer it.
+                        (ServerState::AwaitingHello, Some(_)) => self
+                            .timers
+                            .set(Timer::Idle, now.saturating_add(self.cfg.hello_timeout_ms)),
+                        _ => {}
+                    }
                 }
                 Timer::Idle => {
                     let id = self.entropy.uuid_v4();

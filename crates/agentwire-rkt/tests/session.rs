@@ -1016,6 +1016,49 @@ fn wscat_line_by_line_paste_is_understood() {
     assert!(err.as_text().unwrap().starts_with("RKT/1.0 ERROR\n"));
 }
 
+/// rkt.md: a HELLO without a body means 1..1. Typed line by line in wscat it waits for a body
+/// (line mode, `line_timeout_ms`: 60 s), but the HELLO timer (30 s from the open) closed the
+/// connection first. The HELLO timer now decodes what the lines hold before it gives up.
+#[test]
+fn a_bodiless_hello_typed_line_by_line_is_acknowledged_at_the_hello_timeout() {
+    let mut server = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(5)));
+    server.handle_open(T0);
+    for line in [
+        "RKT/1.0 HELLO",
+        "Version: 1",
+        "Message-ID: h1",
+        "Session-ID: s1",
+        "Timestamp: 2026-06-28T00:00:00Z",
+        "TTL: 30",
+        "",
+    ] {
+        server.handle_text(T0 + 2_000, line);
+    }
+    assert!(server.poll_transmit().is_none());
+    let hello_deadline = T0 + 30_000;
+    assert_eq!(server.poll_timeout(), Some(hello_deadline));
+    server.handle_timeout(hello_deadline);
+    let out: Vec<_> = std::iter::from_fn(|| server.poll_transmit()).collect();
+    let [Outgoing::Text(ack)] = out.as_slice() else {
+        panic!("{out:?}")
+    };
+    assert!(
+        ack.starts_with("RKT/1.0 HELLO_ACK\n") && ack.contains("\nReply-To: h1\n"),
+        "{ack}"
+    );
+    assert_eq!(server.state(), ServerState::Ready);
+    // Lines that make no HELLO still end the connection at the HELLO timeout.
+    let mut server = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(5)));
+    server.handle_open(T0);
+    server.handle_text(T0, "RKT/1.0 HELLO");
+    server.handle_timeout(hello_deadline);
+    let out: Vec<_> = std::iter::from_fn(|| server.poll_transmit()).collect();
+    assert!(
+        matches!(out.last(), Some(Outgoing::Close { code: 1008, .. })),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn seeded_runs_are_identical() {
     let run = || {
