@@ -474,7 +474,7 @@ fn has_control(v: &str) -> bool {
 }
 
 /// The value of header `name` in a message that could not be decoded, if it is a valid id.
-fn find_id(text: &str, name: &str) -> Option<String> {
+pub(crate) fn find_id(text: &str, name: &str) -> Option<String> {
     text.lines()
         .skip(1)
         .take_while(|l| !l.trim().is_empty())

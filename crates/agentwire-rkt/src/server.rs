@@ -220,7 +220,8 @@ impl ServerSession {
         self.state
     }
 
-    /// The session id: the client's from its HELLO once ready.
+    /// The session id: the client's from its HELLO once ready; before, that of the last message
+    /// received (its answer carries it), or a random one until one could be read.
     pub fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -384,8 +385,8 @@ impl ServerSession {
     pub fn error(&mut self, now: Millis, reply_to: Option<&str>, body: &ErrorBody, retry_after_s: Option<u64>) {
         if let Some(id) = reply_to {
             self.streams.remove(id);
-            if self.hello.as_ref().is_some_and(|h| h.id == id) {
-                self.hello = None;
+            if let Some(h) = self.hello.take_if(|h| h.id == id) {
+                self.session_id = h.session_id;
             }
         }
         let id = self.entropy.uuid_v4();
@@ -534,6 +535,16 @@ impl ServerSession {
             return;
         }
         let decoded = decode(text, self.cfg.max_message_size);
+        if self.state == ServerState::AwaitingHello {
+            // No Session-ID is adopted yet: the answer carries that of the message it answers.
+            let id = match &decoded {
+                Ok(m) => m.header("Session-ID").map(str::to_string),
+                Err(_) => codec::find_id(agentwire_core::text::prefix(text, 4096), "Session-ID"),
+            };
+            if let Some(id) = id {
+                self.session_id = id;
+            }
+        }
         let opens_session =
             self.state == ServerState::AwaitingHello && matches!(&decoded, Ok(m) if m.kind == MessageType::Hello);
         if !opens_session {

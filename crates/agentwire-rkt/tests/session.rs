@@ -741,6 +741,44 @@ fn request_before_hello_is_409_and_bad_body_is_400() {
     );
 }
 
+/// Before a Session-ID is adopted, each answer carries the Session-ID of the message it answers
+/// (it carried the server's random one: a client checking ids saw a stranger's session); once
+/// adopted, the HELLO's is on every message, and a message with another is answered all the same.
+#[test]
+fn answers_before_hello_echo_the_session_id_of_what_they_answer() {
+    let mut server = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(5)));
+    server.handle_open(T0);
+    let mut answer = |text: &str| {
+        server.handle_text(T0, text);
+        std::iter::from_fn(|| server.poll_transmit())
+            .filter_map(|o| o.as_text().map(str::to_string))
+            .collect::<Vec<_>>()
+            .remove(0)
+    };
+    let head = |kind: &str, id: &str, sid: &str| {
+        format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: {id}\nSession-ID: {sid}\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n")
+    };
+    for (text, sid, what) in [
+        (head("PING", "p1", "s-ping"), "s-ping", "PONG"),
+        (head("DISCOVER", "d1", "s-409"), "s-409", "409"),
+        (
+            head("DISCOVER", "d2", "s-bad").replace("TTL: 30", "TTL: x"),
+            "s-bad",
+            "400",
+        ),
+        (
+            head("HELLO", "h1", "s-603") + "\n{\"min_version\":2,\"max_version\":3}",
+            "s-603",
+            "603",
+        ),
+        (head("HELLO", "h2", "s-1"), "s-1", "HELLO_ACK"),
+        (head("PING", "p2", "another"), "s-1", "not enforced"),
+    ] {
+        let out = answer(&text);
+        assert!(out.contains(&format!("\nSession-ID: {sid}\n")), "{what}: {out}");
+    }
+}
+
 #[test]
 fn ping_pong_rtt_and_goodbye() {
     let mut p = ready_pair();
