@@ -1053,10 +1053,27 @@ impl ClientSession {
             _ => false,
         };
         if !expected {
-            let m = format!("{} is not a reply to this command; dropped", msg.kind);
-            self.events.push_back(ClientEvent::Error(
-                RktError::local(ErrorKind::Protocol, m).for_request(&id),
-            ));
+            // A stream answering a REQUEST sent without `Stream: true`: no RESPONSE will follow,
+            // so the request fails now rather than as a retryable timeout after its TTL.
+            let streamed = p.op == Op::Request
+                && matches!(
+                    msg.kind,
+                    MessageType::StreamBegin | MessageType::StreamData | MessageType::StreamEnd
+                );
+            let m = format!(
+                "{} is not a reply to this command{}",
+                msg.kind,
+                if streamed {
+                    " (a REQUEST sent without `Stream: true`)"
+                } else {
+                    "; dropped"
+                }
+            );
+            let error = RktError::local(ErrorKind::Protocol, m);
+            match streamed {
+                true => self.fail(id, error),
+                false => self.events.push_back(ClientEvent::Error(error.for_request(&id))),
+            }
             return;
         }
         match msg.kind {

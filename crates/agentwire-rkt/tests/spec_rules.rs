@@ -169,6 +169,32 @@ fn an_error_naming_its_request_in_the_body_only_and_without_ttl_fails_it() {
     assert_eq!(drain(&mut c), vec![]);
 }
 
+/// A stream answering a REQUEST sent without `Stream: true` (a server that always streams a long
+/// intent) fails the request at once, `protocol`, not retryable; the rest of the stream is
+/// dropped quietly. Each message was dropped, and the request ended 30 s later as a retryable
+/// `timeout`.
+#[test]
+fn a_stream_answering_a_plain_request_fails_it_at_once() {
+    let mut c = ready();
+    let id = c.request(2, "weather.forecast", None, Default::default()).unwrap();
+    assert!(c.poll_transmit().is_some(), "the REQUEST goes out");
+    let reply = |kind: &str, n: u32, extra: &str, body: &str| {
+        format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: s{n}\nReply-To: {id}\nSession-ID: x\nTimestamp: 2026-06-28T12:00:00Z\n{extra}\n{body}")
+    };
+    c.handle_text(3, &reply("STREAM_BEGIN", 1, "", r#"{"intent":"weather.forecast"}"#));
+    c.handle_text(3, &reply("STREAM_DATA", 2, "Seq: 0\n", r#"{"day":1}"#));
+    c.handle_text(3, &reply("STREAM_END", 3, "", r#"{"count":1}"#));
+    let events = drain(&mut c);
+    let [ClientEvent::Failed { id: failed, error }] = events.as_slice() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(failed, &id);
+    assert_eq!((error.kind(), error.error.retryable), (ErrorKind::Protocol, false));
+    assert!(error.error.message.contains("Stream: true"), "{}", error.error.message);
+    c.handle_timeout(2 + 30_000);
+    assert_eq!(drain(&mut c), vec![]);
+}
+
 #[test]
 fn a_pong_answers_the_servers_ping() {
     let mut c = ready();
