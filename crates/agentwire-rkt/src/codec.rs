@@ -255,7 +255,7 @@ pub enum DecodeErrorKind {
     TooLarge { size: usize, limit: usize },
     /// Empty or whitespace only.
     Empty,
-    /// The first line is not `RKT/<version> <TYPE>`.
+    /// The first line is not `RKT/<major>.<minor> <TYPE>` with digits for the numbers.
     BadStartLine,
     /// `RKT/x.y` with a major version other than 1.
     UnsupportedVersion(String),
@@ -519,14 +519,19 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
         .strip_prefix("RKT/")
         .ok_or_else(|| fail(DecodeErrorKind::BadStartLine, None))?;
     let type_name = type_name.trim_start_matches(' ');
-    if !version
-        .split_once('.')
-        .is_some_and(|(maj, min)| maj == "1" && !min.is_empty() && min.bytes().all(|b| b.is_ascii_digit()))
-    {
-        return Err(fail(
-            DecodeErrorKind::UnsupportedVersion(version.to_string()),
-            Some(type_name),
-        ));
+    // `major.minor`, both digits: anything else is no version (a bad start line); a major
+    // other than 1 is one this codec does not speak.
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match version.split_once('.') {
+        Some((major, minor)) if number(major) && number(minor) => {
+            if major != "1" {
+                return Err(fail(
+                    DecodeErrorKind::UnsupportedVersion(version.to_string()),
+                    Some(type_name),
+                ));
+            }
+        }
+        _ => return Err(fail(DecodeErrorKind::BadStartLine, None)),
     }
     let kind = MessageType::parse(type_name).ok_or_else(|| {
         if is_token(type_name) {

@@ -730,6 +730,16 @@ fn bad_start_lines() {
         "rkt/1.0 HELLO\n",
         "RKT/1.0 HELLO WORLD\n",
         "{\"a\":1}",
+        // A version that is not `digits.digits` is no version at all, not an unsupported one
+        // (603 is for a major version other than 1).
+        "RKT/1 HELLO\n",
+        "RKT/x HELLO\n",
+        "RKT/1.x HELLO\n",
+        "RKT/.0 HELLO\n",
+        "RKT/1. HELLO\n",
+        "RKT/1.0.0 HELLO\n",
+        "RKT/ HELLO\n",
+        "RKT/+1.0 HELLO\n",
     ] {
         let e = err(text);
         assert_eq!(e.kind, DecodeErrorKind::BadStartLine, "{text:?}");

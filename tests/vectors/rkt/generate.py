@@ -164,6 +164,7 @@ invalid("too-large", "Larger than the receiver's limit (max_size) is rejected be
 invalid("empty", "Blank lines only.", "\r\n\n  \n", "empty", "message")
 invalid("bad-start-line", "No RKT/x.y protocol token.", "HELLO\nVersion: 1\n", "bad_start_line", "start-line")
 invalid("bad-start-line-http", "Not RKT at all.", "HTTP/1.1 200 OK\n", "bad_start_line", "start-line")
+invalid("bad-start-line-version", "RKT/1 without a minor version: not digits.digits, so a bad start line (not 603, which is for a major other than 1).", GUIDE_HELLO.replace("RKT/1.0","RKT/1",1), "bad_start_line", "start-line", message_id=MID)
 invalid("unsupported-version", "RKT/2.0.", GUIDE_HELLO.replace("RKT/1.0","RKT/2.0",1), "unsupported_version", "start-line", value="2.0", message_id=MID)
 invalid("unknown-type", "A type the protocol does not define; the Message-ID is still recovered.", GUIDE_HELLO.replace("HELLO","TELEPORT",1), "unknown_type", "type", value="TELEPORT", message_id=MID)
 invalid("bad-header-line", "A line that is not Name: value, line 7 (the start line is line 1).", base("REQUEST", ["this is not a header"]), "bad_header_line", "headers", line=7, message_id=MID)
