@@ -959,7 +959,7 @@ impl ClientSession {
             self.held_ready = Some(ready);
         }
         if let Some(authz) = self.cfg.authorization.clone() {
-            let token = authz.strip_prefix("Bearer ").unwrap_or(&authz).trim().to_string();
+            let token = bearer_token(&authz).to_string();
             let body = serde_json::to_string(&AuthBody::Bearer {
                 token,
                 scopes: Vec::new(),
@@ -1266,6 +1266,17 @@ fn body_request_id(e: &DecodeError, text: &str) -> Option<String> {
     let body = &text[text.find("\n{")? + 1..];
     let id = ErrorBody::from_json(body).ok()?.request_id?;
     codec::valid_id(&id).then_some(id)
+}
+
+/// The token of an `Authorization` value: what follows the `Bearer` scheme, matched in any case
+/// as HTTP auth schemes are, and a space or tab; a value without the scheme is taken whole.
+pub(crate) fn bearer_token(v: &str) -> &str {
+    let v = v.trim_start();
+    let b = v.as_bytes();
+    match b.len() > 6 && b[..6].eq_ignore_ascii_case(b"bearer") && matches!(b[6], b' ' | b'\t') {
+        true => v[7..].trim(),
+        false => v.trim(),
+    }
 }
 
 pub(crate) fn split_list(v: Option<&str>) -> Vec<String> {

@@ -557,6 +557,33 @@ fn configured_bearer_is_sent_before_queued_requests() {
     assert_eq!(body(&ev[2])["data"], "hi");
 }
 
+/// Auth schemes are case-insensitive (HTTP): a configured `bearer k1` sends the token `k1`, and
+/// the reference server takes `BEARER k1` in a header. Both were matched as `Bearer ` only.
+#[test]
+fn the_bearer_scheme_is_matched_in_any_case() {
+    let cfg = ReferenceConfig {
+        api_keys: vec!["k1".into()],
+        ..Default::default()
+    };
+    for authorization in ["bearer k1", "BEARER\tk1"] {
+        let ccfg = ClientConfig {
+            authorization: Some(authorization.into()),
+            ..Default::default()
+        };
+        let mut p = Pair::new(ccfg, cfg.clone());
+        p.open(T0);
+        let ev = p.take_events();
+        assert!(matches!(ev[1], ClientEvent::AuthOk { .. }), "{authorization}: {ev:?}");
+    }
+    let mut p = Pair::new(ClientConfig::default(), cfg);
+    p.open(T0);
+    let raw = "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: r1\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\nAuthorization: BEARER k1\n\n{\"intent\":\"echo\"}";
+    p.server.handle_text(T0, raw);
+    p.pump(T0);
+    let answer = p.server_wire.last().unwrap();
+    assert!(answer.starts_with("RKT/1.0 RESPONSE\n"), "{answer}");
+}
+
 #[test]
 fn pay_then_priced_intent_else_605() {
     let mut cfg = ReferenceConfig::default();

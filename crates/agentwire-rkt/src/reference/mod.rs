@@ -598,7 +598,7 @@ fn oversized_field(msg: &Inbound) -> Option<&'static str> {
 }
 
 fn bearer_principal(cfg: &ReferenceConfig, shared: &Shared, now: Millis, header: &str) -> Option<String> {
-    let token = header.strip_prefix("Bearer ").unwrap_or(header).trim();
+    let token = crate::client::bearer_token(header);
     // Every key compared in full, none skipped: the time taken says nothing of how much of a
     // key, or which one, a guess matched.
     let mut found = None;
@@ -640,13 +640,17 @@ mod config_tests {
             ..ReferenceConfig::default()
         };
         let shared = Shared::new(&cfg);
-        for header in ["", "Bearer ", "Bearer  "] {
+        for header in ["", "Bearer ", "Bearer  ", "bearer \t", "Bearer k2", "Bearerk1"] {
             assert_eq!(bearer_principal(&cfg, &shared, 0, header), None, "{header:?}");
         }
-        assert_eq!(
-            bearer_principal(&cfg, &shared, 0, "Bearer k1").as_deref(),
-            Some("key:0")
-        );
+        // The scheme in any case, then a space or tab; a bare key is taken too.
+        for header in ["Bearer k1", "bearer k1", "BEARER\tk1 ", " Bearer  k1", "k1"] {
+            assert_eq!(
+                bearer_principal(&cfg, &shared, 0, header).as_deref(),
+                Some("key:0"),
+                "{header:?}"
+            );
+        }
     }
 
     #[test]
