@@ -430,7 +430,9 @@ impl ServerSession {
     // ---- internals ----------------------------------------------------------------------
 
     fn message(&self, kind: MessageType, id: String, reply_to: Option<&str>, now: Millis) -> Message {
-        let ttl = (!kind.is_reply()).then_some(30);
+        // What answers a message (Reply-To, an ERROR's included) omits TTL, as the guide's
+        // HELLO_ACK does; what answers nothing (GOODBYE, an ERROR about no message) has it.
+        let ttl = reply_to.is_none().then_some(30);
         let mut msg = envelope(kind, id, reply_to, &self.session_id, now, ttl);
         msg.headers.set("From", self.cfg.agent.as_str());
         msg

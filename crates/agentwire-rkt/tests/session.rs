@@ -806,6 +806,33 @@ fn answers_before_hello_echo_the_session_id_of_what_they_answer() {
     }
 }
 
+/// rkt.md: replies omit TTL. The server's ERROR answering a message is one (it carried TTL 30);
+/// an ERROR answering no message, like a GOODBYE, keeps it.
+#[test]
+fn the_servers_error_replies_omit_ttl() {
+    let mut server = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(5)));
+    server.handle_open(T0);
+    server.handle_text(
+        T0,
+        "RKT/1.0 DISCOVER\nVersion: 1\nMessage-ID: d1\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n",
+    );
+    server.handle_binary(T0, b"x");
+    let out: Vec<String> = std::iter::from_fn(|| server.poll_transmit())
+        .filter_map(|o| o.as_text().map(str::to_string))
+        .collect();
+    let [reply, unsolicited] = out.as_slice() else {
+        panic!("{out:?}")
+    };
+    assert!(
+        reply.contains("\nReply-To: d1\n") && !reply.contains("\nTTL:"),
+        "{reply}"
+    );
+    assert!(
+        !unsolicited.contains("\nReply-To:") && unsolicited.contains("\nTTL: 30\n"),
+        "{unsolicited}"
+    );
+}
+
 #[test]
 fn ping_pong_rtt_and_goodbye() {
     let mut p = ready_pair();
