@@ -257,6 +257,11 @@ impl ServerSession {
             }
             return;
         }
+        // A blank frame (wscat's Enter on an empty line) is no message: ignored, not refused,
+        // and it takes no rate-limit slot.
+        if text.trim().is_empty() {
+            return;
+        }
         self.on_text(now, text);
     }
 

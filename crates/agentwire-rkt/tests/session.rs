@@ -833,6 +833,31 @@ fn the_servers_error_replies_omit_ttl() {
     );
 }
 
+/// A blank frame outside line mode (wscat's Enter on an empty line) is ignored: it got ERROR 400
+/// "empty message" and took a rate-limit slot.
+#[test]
+fn blank_frames_are_ignored_by_the_server() {
+    let cfg = ServerConfig {
+        burst: 1,
+        rate_per_s: 0.001,
+        ..Default::default()
+    };
+    let mut server = ServerSession::new(cfg, Box::new(SeededEntropy::new(5)));
+    server.handle_open(T0);
+    for blank in ["", "\n", " \r\n\t"] {
+        server.handle_text(T0, blank);
+    }
+    assert!(server.poll_transmit().is_none());
+    assert!(server.poll_event().is_none());
+    // The one slot of the burst is still there for a PING.
+    server.handle_text(
+        T0,
+        "RKT/1.0 PING\nVersion: 1\nMessage-ID: p\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n",
+    );
+    let pong = server.poll_transmit().unwrap();
+    assert!(pong.as_text().unwrap().starts_with("RKT/1.0 PONG\n"), "{pong:?}");
+}
+
 #[test]
 fn ping_pong_rtt_and_goodbye() {
     let mut p = ready_pair();
