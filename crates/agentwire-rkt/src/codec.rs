@@ -23,7 +23,8 @@ pub const MAX_ID_LEN: usize = 128;
 
 macro_rules! message_types {
     ($($variant:ident => $name:literal, reply: $reply:literal;)*) => {
-        /// Every message type agentwire speaks: the guide's fifteen plus `PING`/`PONG`.
+        /// Every message type agentwire speaks: the fourteen the guide names, `MEMORY_GET` (its
+        /// clients' `memoryGet()` implies one; the guide never names it) and `PING`/`PONG`.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum MessageType { $($variant),* }
 

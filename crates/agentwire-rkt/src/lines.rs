@@ -1,7 +1,7 @@
 //! Reassembly of messages sent one line per WebSocket frame.
 //!
 //! `wscat` sends every line typed or pasted as its own message, blank lines included, so the
-//! guide's "paste this into wscat" arrives as ten frames. A frame that is a lone start line
+//! guide's "paste this into wscat" arrives as nine frames. A frame that is a lone start line
 //! (`RKT/...` with no newline) begins line mode; each following frame is one more line until
 //! the message is complete:
 //! - without a body: at the blank line, unless the type carries a body (HELLO, REQUEST,
