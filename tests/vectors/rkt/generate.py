@@ -155,6 +155,18 @@ valid("error-pretty-body", "The guide's ERROR body, pretty-printed over several 
 w = base("ERROR", ["Content-Type: application/json"]).replace("TTL: 30\n", "") + "\n" + '{"code":602,"name":"CAPABILITY_MISSING","message":"Intent \'maps.navigate\' not found","request_id":"01960000-0000-7000-ab12-000000000003"}'
 valid("error-request-id-only-no-ttl", "The guide's ERROR: no TTL and no Reply-To, the request named by the body's request_id only. An ERROR never needs TTL.", w, "ERROR",
       [h for h in BASE_H if h[0] != "TTL"]+[("Content-Type","application/json")], json.loads(w.split("\n\n", 1)[1]))
+w = base("ERROR", ["Content-Type: application/json"], reply=True) + "\n" + '{"code":429,"name":"RATE_LIMITED","message":"slow down"}'
+valid("error-reply-to-no-ttl", "An ERROR answering a message by Reply-To, without TTL, as replies are written.", w, "ERROR",
+      [("Version","1"),("Message-ID",MID),("Session-ID",SID),("Timestamp","2026-06-28T12:00:00Z"),("Reply-To",MID),("Content-Type","application/json")],
+      {"code":429,"name":"RATE_LIMITED","message":"slow down"})
+for minor in ["1", "10"]:
+    valid(f"minor-version-1-{minor}", f"RKT/1.{minor}: any minor version of major 1 is read.", base("PING").replace("RKT/1.0", f"RKT/1.{minor}", 1), "PING", BASE_H, None)
+valid("leading-bom-and-blank-lines", "A BOM and blank lines (LF and CRLF) before the start line are skipped.", "\ufeff\n\r\n" + base("PING"), "PING", BASE_H, None)
+for ts in ["2026-06-28T21:00:00+09:00", "2026-06-28T06:30:00.5-05:30"]:
+    valid("timestamp-offset-" + ("plus" if "+" in ts else "minus"), f"A Timestamp with a non-zero offset ({ts[-6:]}) is read.", base("PING").replace("2026-06-28T12:00:00Z", ts), "PING",
+          [(n, ts if n == "Timestamp" else v) for n, v in BASE_H], None)
+ID128 = "a" * 128
+valid("id-128-bytes", "An id of 128 bytes, the longest taken.", base("PING").replace(MID, ID128), "PING", [(n, ID128 if n == "Message-ID" else v) for n, v in BASE_H], None)
 valid("no-body-no-trailing-newline", "A no-body message may end right after the last header.", base("PING").rstrip("\n"), "PING", BASE_H, None)
 valid("stream-and-priority-values", "Stream, Priority and Retry-After are checked case-insensitively.", base("REQUEST", ["Stream: TRUE", "Priority: high", "Retry-After: 5"]), "REQUEST",
       BASE_H+[("Stream","TRUE"),("Priority","high"),("Retry-After","5")], None)
@@ -184,6 +196,8 @@ invalid("bad-priority", "Priority outside LOW/NORMAL/HIGH/URGENT.", base("REQUES
 invalid("bad-stream", "Stream other than true/false.", base("REQUEST", ["Stream: yes"]), "bad_header_value", "Stream")
 invalid("bad-retry-after", "Retry-After that is not a number of seconds.", base("ERROR", ["Retry-After: soon"]), "bad_header_value", "Retry-After")
 invalid("bad-timestamp", "Timestamp that is not ISO 8601 with Z or an offset.", base("REQUEST").replace("2026-06-28T12:00:00Z", "2026-06-28 noon"), "bad_header_value", "Timestamp")
+invalid("signed-ttl", "Numbers are digits only: TTL: +30 is refused (Rust's and JavaScript's parsers would take it).", base("REQUEST").replace("TTL: 30", "TTL: +30"), "bad_header_value", "TTL", message_id=MID)
+invalid("id-over-128-bytes", "A Message-ID of 129 bytes: ids are at most 128.", base("REQUEST").replace(MID, "a" * 129), "bad_header_value", "Message-ID", message_id=None)
 invalid("bad-ttl", "TTL that is not a number of seconds.", base("REQUEST").replace("TTL: 30", "TTL: thirty"), "bad_header_value", "TTL")
 invalid("content-length-not-a-number", "Content-Length that is not a byte count.", base("REQUEST", ["Content-Length: abc"]) + "\n{}", "bad_header_value", "Content-Length")
 body = '{"intent":"echo"}'
