@@ -45,7 +45,9 @@ export interface RktOptions {
   /** Sent as `AUTH {scheme: "bearer"}` right after the handshake; `connect` resolves once the
    * server has taken it, and rejects with kind `auth` when it is refused. */
   apiKey?: string | undefined;
-  /** PING when idle for half the server's session timeout (default true). A PING without a PONG
+  /** PING when idle for half the server's session timeout, or sooner to leave 65 s before it
+   * ends (a hidden tab's timers run once a minute), but not before a quarter of it (default
+   * true). A PING without a PONG
    * within `ttlS` closes the connection (an `error` event of kind `timeout`) when the server
    * answered a PING before and nothing else arrived since. */
   keepalive?: boolean | undefined;

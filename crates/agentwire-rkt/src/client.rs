@@ -34,7 +34,9 @@ pub struct ClientConfig {
     /// It ends as `AuthOk`, or, refused or unanswered, as [`ClientEvent::Error`] (when the
     /// connection closes first, only `Closed` comes).
     pub authorization: Option<String>,
-    /// Send a PING when nothing was sent for half the server's `session_timeout`; one without a
+    /// Send a PING when nothing was sent for half the server's `session_timeout` (or, for a
+    /// timeout over 65 s, sooner, to leave 65 s before it ends, but after at least a quarter of
+    /// it); one without a
     /// PONG within `ttl_s` closes the connection (an [`ClientEvent::Error`] of kind `timeout`)
     /// when it left, the peer has answered a PING before, and nothing arrived since.
     pub keepalive: bool,
@@ -286,6 +288,10 @@ struct Queued {
 /// Ids of commands that ended early (cancelled, timed out) whose late replies are dropped quietly.
 const FORGOTTEN_CAP: usize = 256;
 
+/// How late a keepalive timer may fire and still keep the session: Chrome runs the timers of a
+/// tab hidden for five minutes once a minute.
+const KEEPALIVE_LATE_MS: u64 = 65_000;
+
 pub struct ClientSession {
     cfg: ClientConfig,
     entropy: Box<dyn Entropy + Send>,
@@ -477,7 +483,7 @@ impl ClientSession {
                 }
                 Timer::Keepalive => {
                     if self.state == ClientState::Ready {
-                        if now.saturating_sub(self.last_sent).saturating_mul(2) >= self.session_timeout_ms {
+                        if now.saturating_sub(self.last_sent) >= self.keepalive_after() {
                             let id = self.entropy.uuid_v4();
                             let msg = self.new_message(MessageType::Ping, id.clone(), now, Some(self.cfg.ttl_s));
                             self.track(now, id.clone(), Op::Ping, self.cfg.ttl_s, false, Origin::Keepalive);
@@ -823,10 +829,19 @@ impl ClientSession {
 
     fn arm_keepalive(&mut self) {
         if self.cfg.keepalive && self.session_timeout_ms >= 2000 {
-            self.timers.set(
-                Timer::Keepalive,
-                self.last_sent.saturating_add(self.session_timeout_ms / 2),
-            );
+            let at = self.last_sent.saturating_add(self.keepalive_after());
+            self.timers.set(Timer::Keepalive, at);
+        }
+    }
+
+    /// How long after the last message sent the keepalive PING is due: half the server's
+    /// `session_timeout`, or, when that is longer than [`KEEPALIVE_LATE_MS`], sooner, so that it
+    /// leaves that much before the session ends (a timer in a hidden browser tab may fire up to a
+    /// minute late), but never sooner than a quarter of it.
+    fn keepalive_after(&self) -> u64 {
+        match self.session_timeout_ms {
+            t if t <= KEEPALIVE_LATE_MS => t / 2,
+            t => (t / 2).min((t - KEEPALIVE_LATE_MS).max(t / 4)),
         }
     }
 

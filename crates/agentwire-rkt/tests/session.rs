@@ -936,6 +936,32 @@ fn server_goodbye_on_idle_and_keepalive_pings() {
     );
 }
 
+/// The keepalive PING leaves 65 s before a session timeout over 65 s ends (a hidden tab's timer
+/// may fire a minute late), after at least a quarter of it; half of a shorter or longer one.
+#[test]
+fn the_keepalive_ping_leaves_a_minute_of_lateness_before_the_session_timeout() {
+    for (timeout_s, due_ms) in [
+        (300, 150_000),
+        (130, 65_000),
+        (120, 55_000),
+        (100, 35_000),
+        (66, 16_500),
+        (60, 30_000),
+    ] {
+        let mut p = Pair::new(ClientConfig::default(), ReferenceConfig::default());
+        let mut server = p.cfg.server_config();
+        server.session_timeout_s = timeout_s;
+        p.server = ServerSession::new(server, Box::new(SeededEntropy::new(2)));
+        p.open(T0);
+        p.take_events();
+        assert_eq!(p.client.poll_timeout(), Some(T0 + due_ms), "timeout {timeout_s} s");
+        p.client.handle_timeout(T0 + due_ms - 1);
+        assert!(p.client.poll_transmit().is_none(), "timeout {timeout_s} s: not before");
+        p.client.handle_timeout(T0 + due_ms);
+        assert!(is_ping(p.client.poll_transmit()), "timeout {timeout_s} s: the PING");
+    }
+}
+
 /// A client from the guide sends no PING; the server streams a chunk every 10 s for 6 minutes.
 /// What the server sends counts: it does not end the session in the middle of the stream, and
 /// ends it `session_timeout` after its last message.
