@@ -102,7 +102,7 @@ impl From<Vec<JsonValue>> for JsonValue {
 impl JsonValue {
     /// Parses JSON text strictly (see the module documentation).
     pub fn parse(text: &str) -> Result<JsonValue, JsonError> {
-        let (value, issues) = parse_lenient(text)?;
+        let (value, issues) = parse_with(text, true)?;
         match issues.into_iter().next() {
             None => Ok(value),
             Some(ValueIssue {
@@ -196,8 +196,21 @@ impl JsonPath {
 
     #[must_use]
     pub fn key(&self, key: &str) -> JsonPath {
+        let mut p = self.clone();
+        p.push_key(key);
+        p
+    }
+
+    #[must_use]
+    pub fn index(&self, i: usize) -> JsonPath {
+        let mut p = self.clone();
+        p.push_index(i);
+        p
+    }
+
+    fn push_key(&mut self, key: &str) {
         let plain = !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b"_$-".contains(&b));
-        let mut s = self.0.clone();
+        let s = &mut self.0;
         if plain {
             if !s.is_empty() {
                 s.push('.');
@@ -205,15 +218,14 @@ impl JsonPath {
             s.push_str(key);
         } else {
             s.push('[');
-            agentwire_core::json::push_string(&mut s, key);
+            agentwire_core::json::push_string(s, key);
             s.push(']');
         }
-        JsonPath(s)
     }
 
-    #[must_use]
-    pub fn index(&self, i: usize) -> JsonPath {
-        JsonPath(format!("{}[{i}]", self.0))
+    fn push_index(&mut self, i: usize) {
+        use fmt::Write;
+        let _ = write!(self.0, "[{i}]");
     }
 
     pub fn as_str(&self) -> &str {
@@ -290,14 +302,22 @@ impl std::error::Error for JsonError {}
 /// Parses JSON text, collecting value issues instead of refusing them (see the module
 /// documentation); only syntax and depth errors are errors.
 pub fn parse_lenient(text: &str) -> Result<(JsonValue, Vec<ValueIssue>), JsonError> {
+    parse_with(text, false)
+}
+
+/// With `first_only`, only the first value issue is recorded (what [`JsonValue::parse`]
+/// reports); the text is still read to its end, so a later syntax error still decides.
+fn parse_with(text: &str, first_only: bool) -> Result<(JsonValue, Vec<ValueIssue>), JsonError> {
     let mut p = Parser {
         b: text.as_bytes(),
         text,
         i: 0,
         issues: Vec::new(),
+        first_only,
+        path: Vec::new(),
     };
     p.ws();
-    let v = p.value(&JsonPath::default(), 1)?;
+    let v = p.value(1)?;
     p.ws();
     if p.i != p.b.len() {
         return Err(p.syntax("the end of the text"));
@@ -305,14 +325,45 @@ pub fn parse_lenient(text: &str) -> Result<(JsonValue, Vec<ValueIssue>), JsonErr
     Ok((v, p.issues))
 }
 
+/// One step of the path to the value being read: a member's key (moved into its object once
+/// the value is read) or an item's index.
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
 struct Parser<'a> {
     b: &'a [u8],
     text: &'a str,
     i: usize,
     issues: Vec<ValueIssue>,
+    first_only: bool,
+    /// Where the value being read is. A [`JsonPath`] is written from it only when an issue is
+    /// recorded: building one per value copied the parent's path each time, so a long key over
+    /// many values cost their product.
+    path: Vec<Segment>,
 }
 
 impl Parser<'_> {
+    /// Records an issue at the value being read, its path written from the segments (and
+    /// `key`, a member not yet pushed).
+    fn issue(&mut self, key: Option<&str>, kind: ValueIssueKind) {
+        if self.first_only && !self.issues.is_empty() {
+            return;
+        }
+        let mut path = JsonPath::default();
+        for s in &self.path {
+            match s {
+                Segment::Key(k) => path.push_key(k),
+                Segment::Index(i) => path.push_index(*i),
+            }
+        }
+        if let Some(k) = key {
+            path.push_key(k);
+        }
+        self.issues.push(ValueIssue { path, kind });
+    }
+
     fn syntax(&self, expected: &'static str) -> JsonError {
         JsonError::Syntax {
             offset: self.i,
@@ -341,29 +392,26 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self, path: &JsonPath, depth: usize) -> Result<JsonValue, JsonError> {
+    fn value(&mut self, depth: usize) -> Result<JsonValue, JsonError> {
         match self.b.get(self.i) {
             Some(b'{') | Some(b'[') if depth > MAX_DEPTH => {
                 let offset = self.i;
                 self.skip_nested()?;
-                self.issues.push(ValueIssue {
-                    path: path.clone(),
-                    kind: ValueIssueKind::TooDeep { offset },
-                });
+                self.issue(None, ValueIssueKind::TooDeep { offset });
                 Ok(JsonValue::Null)
             }
-            Some(b'{') => self.object(path, depth),
-            Some(b'[') => self.array(path, depth),
-            Some(b'"') => Ok(JsonValue::String(self.string(path)?)),
+            Some(b'{') => self.object(depth),
+            Some(b'[') => self.array(depth),
+            Some(b'"') => Ok(JsonValue::String(self.string()?)),
             Some(b't') => self.literal("true", JsonValue::Bool(true)),
             Some(b'f') => self.literal("false", JsonValue::Bool(false)),
             Some(b'n') => self.literal("null", JsonValue::Null),
-            Some(b'-' | b'0'..=b'9') => self.number(path),
+            Some(b'-' | b'0'..=b'9') => self.number(),
             _ => Err(self.syntax("a JSON value")),
         }
     }
 
-    fn object(&mut self, path: &JsonPath, depth: usize) -> Result<JsonValue, JsonError> {
+    fn object(&mut self, depth: usize) -> Result<JsonValue, JsonError> {
         self.i += 1;
         let mut map = JsonObject::new();
         self.ws();
@@ -375,19 +423,22 @@ impl Parser<'_> {
             if self.b.get(self.i) != Some(&b'"') {
                 return Err(self.syntax("a string key"));
             }
-            let key = self.string(path)?;
+            let key = self.string()?;
             self.ws();
             if !self.eat(b':') {
                 return Err(self.syntax("':'"));
             }
             self.ws();
-            let child = path.key(&key);
-            let v = self.value(&child, depth + 1)?;
+            self.path.push(Segment::Key(key));
+            let v = self.value(depth + 1)?;
+            let Some(Segment::Key(key)) = self.path.pop() else {
+                unreachable!("the member's key was pushed last")
+            };
             match map.entry(key) {
-                std::collections::btree_map::Entry::Occupied(e) => self.issues.push(ValueIssue {
-                    path: child,
-                    kind: ValueIssueKind::DuplicateKey(e.key().clone()),
-                }),
+                std::collections::btree_map::Entry::Occupied(e) => {
+                    let key = e.key().clone();
+                    self.issue(Some(&key), ValueIssueKind::DuplicateKey(key.clone()));
+                }
                 std::collections::btree_map::Entry::Vacant(e) => {
                     e.insert(v);
                 }
@@ -402,19 +453,24 @@ impl Parser<'_> {
         }
     }
 
-    fn array(&mut self, path: &JsonPath, depth: usize) -> Result<JsonValue, JsonError> {
+    fn array(&mut self, depth: usize) -> Result<JsonValue, JsonError> {
         self.i += 1;
         let mut items = Vec::new();
         self.ws();
         if self.eat(b']') {
             return Ok(JsonValue::Array(items));
         }
+        self.path.push(Segment::Index(0));
         loop {
             self.ws();
-            let v = self.value(&path.index(items.len()), depth + 1)?;
+            if let Some(Segment::Index(i)) = self.path.last_mut() {
+                *i = items.len();
+            }
+            let v = self.value(depth + 1)?;
             items.push(v);
             self.ws();
             if self.eat(b']') {
+                self.path.pop();
                 return Ok(JsonValue::Array(items));
             }
             if !self.eat(b',') {
@@ -474,7 +530,7 @@ impl Parser<'_> {
     }
 
     /// At the opening quote; returns the unescaped string.
-    fn string(&mut self, path: &JsonPath) -> Result<String, JsonError> {
+    fn string(&mut self) -> Result<String, JsonError> {
         self.i += 1;
         let mut out = String::new();
         loop {
@@ -503,7 +559,7 @@ impl Parser<'_> {
                         Some(b'u') => {
                             self.i += 1;
                             let hi = self.hex4()?;
-                            out.push(self.code_point(hi, path)?);
+                            out.push(self.code_point(hi)?);
                             continue;
                         }
                         _ => return Err(self.syntax("an escape")),
@@ -517,7 +573,7 @@ impl Parser<'_> {
         }
     }
 
-    fn code_point(&mut self, hi: u32, path: &JsonPath) -> Result<char, JsonError> {
+    fn code_point(&mut self, hi: u32) -> Result<char, JsonError> {
         if (0xd800..0xdc00).contains(&hi) && self.b[self.i..].starts_with(b"\\u") {
             let save = self.i;
             self.i += 2;
@@ -529,10 +585,7 @@ impl Parser<'_> {
             self.i = save;
         }
         char::from_u32(hi).map(Ok).unwrap_or_else(|| {
-            self.issues.push(ValueIssue {
-                path: path.clone(),
-                kind: ValueIssueKind::LoneSurrogate,
-            });
+            self.issue(None, ValueIssueKind::LoneSurrogate);
             Ok('\u{fffd}')
         })
     }
@@ -545,7 +598,7 @@ impl Parser<'_> {
         self.i - start
     }
 
-    fn number(&mut self, path: &JsonPath) -> Result<JsonValue, JsonError> {
+    fn number(&mut self) -> Result<JsonValue, JsonError> {
         let start = self.i;
         self.eat(b'-');
         match self.b.get(self.i) {
@@ -568,10 +621,7 @@ impl Parser<'_> {
         }
         let v: f64 = self.text[start..self.i].parse().unwrap_or(f64::INFINITY);
         Ok(JsonValue::Number(JsonNumber::new(v).unwrap_or_else(|| {
-            self.issues.push(ValueIssue {
-                path: path.clone(),
-                kind: ValueIssueKind::NumberOutOfRange,
-            });
+            self.issue(None, ValueIssueKind::NumberOutOfRange);
             JsonNumber(0.0)
         })))
     }
@@ -668,6 +718,34 @@ mod tests {
         ] {
             assert!(matches!(parse_lenient(&bad), Err(JsonError::Syntax { .. })), "{bad}");
         }
+    }
+
+    #[test]
+    fn issues_name_their_paths_through_keys_and_items() {
+        let text = r#"{"a b":[1,{"x":[0,1e999]}],"k":{"k":1,"k":[2]},"s":{"\ud800":["\udc00"]},"z":[[],[[1e400]]]}"#;
+        let (_, issues) = parse_lenient(text).unwrap();
+        let named: Vec<String> = issues.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            named,
+            [
+                r#"["a b"][1].x[1]: the number is not finite"#,
+                r#"k.k: the key "k" appears twice"#,
+                "s: a lone surrogate escape",
+                "s[\"\u{fffd}\"][0]: a lone surrogate escape",
+                "z[1][0][0]: the number is not finite",
+            ]
+        );
+        // The strict parse names the first, and a later syntax error still decides.
+        assert_eq!(JsonValue::parse(text).unwrap_err().to_string(), named[0]);
+        assert!(matches!(
+            JsonValue::parse(r#"[1e999,"\ud800",]"#),
+            Err(JsonError::Syntax { offset: 16, .. })
+        ));
+        // A long key over many values: the path is written when an issue is recorded.
+        let key = "k".repeat(100_000);
+        let text = format!(r#"{{"{key}":[{}1e999]}}"#, "0,".repeat(100_000));
+        let e = JsonValue::parse(&text).unwrap_err();
+        assert_eq!(e.to_string(), format!("{key}[100000]: the number is not finite"));
     }
 
     #[test]
