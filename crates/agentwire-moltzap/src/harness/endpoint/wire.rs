@@ -76,8 +76,9 @@ impl Record {
             Some(JsonValue::Null) | None => PostId::parse(&id).ok_or("message.id is not usable as a post id")?,
             Some(_) => return Err("message.postId is not a string".to_owned()),
         };
-        let hash = record_hash(&conversation_id, &id, &sender_id, parts);
+        // One canonical text serves the hash and the record (the parts may be megabytes).
         let mut parts = to_canonical(parts);
+        let hash = hash_covering(&conversation_id, &id, &sender_id, &parts);
         let parts_len = parts.len();
         if parts_len > MAX_CONTENT_BYTES {
             parts = String::new();
@@ -112,17 +113,38 @@ impl Record {
     }
 }
 
-/// `rh_` + base64url(SHA-256(RFC 8785 of `{conversationId, id, senderId, parts}`)).
+/// [`hash_covering`] from the parts' tree (tests).
+#[cfg(test)]
 pub(super) fn record_hash(conversation_id: &str, id: &str, sender_id: &str, parts: &JsonValue) -> RecordHash {
-    let covered = JsonValue::object([
-        ("conversationId", conversation_id.into()),
-        ("id", id.into()),
-        ("senderId", sender_id.into()),
-        ("parts", parts.clone()),
-    ]);
-    let digest = Sha256::digest(to_canonical(&covered).as_bytes());
+    hash_covering(conversation_id, id, sender_id, &to_canonical(parts))
+}
+
+/// `rh_` + base64url(SHA-256(RFC 8785 of `{conversationId, id, senderId, parts}`)), from the
+/// parts' canonical text (written once for the record, and neither their tree nor their text
+/// copied for the hash).
+fn hash_covering(conversation_id: &str, id: &str, sender_id: &str, canonical_parts: &str) -> RecordHash {
+    let (before, after) = around_parts(conversation_id, id, sender_id);
+    let mut sha = Sha256::new();
+    sha.update(before.as_bytes());
+    sha.update(canonical_parts.as_bytes());
+    sha.update(after.as_bytes());
     // 3 + 43 base64url characters: within `RecordHash`'s rule.
-    RecordHash::from_checked(format!("rh_{}", base64url::encode(&digest)))
+    RecordHash::from_checked(format!("rh_{}", base64url::encode(&sha.finalize())))
+}
+
+/// The canonical text of `{conversationId, id, parts, senderId}` (the members in RFC 8785's
+/// order) before and after the parts' canonical text.
+fn around_parts(conversation_id: &str, id: &str, sender_id: &str) -> (String, String) {
+    use agentwire_core::json::push_string;
+    let mut before = String::from("{\"conversationId\":");
+    push_string(&mut before, conversation_id);
+    before.push_str(",\"id\":");
+    push_string(&mut before, id);
+    before.push_str(",\"parts\":");
+    let mut after = String::from(",\"senderId\":");
+    push_string(&mut after, sender_id);
+    after.push('}');
+    (before, after)
 }
 
 /// The `messages/send` params of a post: `{to, parts, postId}` in the current generation;
@@ -188,6 +210,24 @@ mod tests {
         assert_ne!(Record::from_wrapped(&other).unwrap().hash, r.hash);
         let no_post = MSG.replace(r#""postId":"p-1","#, "");
         assert_eq!(Record::from_wrapped(&no_post).unwrap().post_id.as_str(), "m1");
+    }
+
+    #[test]
+    fn the_covered_text_is_the_canonical_object() {
+        let parts = JsonValue::parse(
+            r#"[{"type":"text","text":"h\u00e9 \"q\"\n"},{"type":"data","value":{"b":1e21,"a":[0.5,-0]}}]"#,
+        )
+        .unwrap();
+        for (c, i, s) in [("c1", "m1", "a1"), ("c\"\u{1}", "é😀", "\\")] {
+            let covered = JsonValue::object([
+                ("conversationId", c.into()),
+                ("id", i.into()),
+                ("senderId", s.into()),
+                ("parts", parts.clone()),
+            ]);
+            let (before, after) = around_parts(c, i, s);
+            assert_eq!(before + &to_canonical(&parts) + &after, to_canonical(&covered));
+        }
     }
 
     #[test]
