@@ -22,7 +22,7 @@ impl Bridge {
             return;
         }
         self.stats.pings_sent += 1;
-        self.send_frame(&Frame::Ping);
+        self.send_frame(Frame::Ping);
         // The pong to this ping acknowledges every frame before it. Marks are numbered, so a
         // browser far behind but still answering is credited for the pings it answered; past
         // MAX_PING_MARKS a ping gets no mark, and its pong credits the latest earlier one.
@@ -162,7 +162,7 @@ impl Bridge {
     /// `evicted {code, reason}` to the browser, then close 1000.
     fn evict(&mut self, code: EvictionCode, reason: String) {
         let close_reason = format!("evicted: {}", code.as_str());
-        self.send_frame(&Frame::Evicted(Evicted {
+        self.send_frame(Frame::Evicted(Evicted {
             code: Some(code),
             reason,
             room_id: None,

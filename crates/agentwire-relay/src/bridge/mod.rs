@@ -58,6 +58,7 @@
 mod config;
 mod liveness;
 mod open;
+mod rooms;
 mod upstream;
 
 #[cfg(test)]
@@ -155,7 +156,7 @@ pub struct Bridge {
     /// The ping interval in force.
     ping_ms: u64,
     /// The rooms the connection covers, as the upstream last said.
-    rooms: Vec<String>,
+    rooms: rooms::Rooms,
     /// The highest sequence forwarded (or the cursor of `connection_state`, or a gap's
     /// `resumed_at`): where a made-up gap starts.
     last_seq: u64,
@@ -199,7 +200,7 @@ impl Bridge {
             timers: Timers::new(),
             out: VecDeque::new(),
             pending_bytes: 0,
-            rooms: Vec::new(),
+            rooms: rooms::Rooms::default(),
             last_seq: 0,
             cursor: None,
             beat_in_flight: false,
@@ -337,31 +338,65 @@ impl Bridge {
 
     /// A frame the bridge wrote (or translated) for the browser; dropped and counted when it
     /// cannot be made to fit `max_frame_bytes`.
-    fn send_frame(&mut self, frame: &Frame) {
-        match self.fit(frame) {
-            Some(text) => self.send_text(text),
-            None => self.stats.frames_dropped += 1,
+    fn send_frame(&mut self, frame: Frame) {
+        self.send_fitted(self.fit(frame));
+    }
+
+    fn send_fitted(&mut self, fitted: Result<String, usize>) {
+        match fitted {
+            Ok(text) => self.send_text(text),
+            Err(_) => self.stats.frames_dropped += 1,
         }
     }
 
     /// The frame's WebSocket text within `max_frame_bytes`. What the bridge writes itself (a
     /// gap's rooms and reason, an eviction's reason, a refusal's detail) is shortened to fit: a
-    /// gap then names no rooms and says `all_rooms: true`. `None` when even that does not fit.
-    fn fit(&self, frame: &Frame) -> Option<String> {
-        let text = encode(frame);
+    /// gap then names no rooms and says `all_rooms: true`. When even that does not fit, the
+    /// length of the frame's text as it was.
+    fn fit(&self, frame: Frame) -> Result<String, usize> {
+        let text = encode(&frame);
         if text.len() <= self.cfg.max_frame_bytes {
-            return Some(text);
+            return Ok(text);
         }
+        self.shortened(frame).ok_or(text.len())
+    }
+
+    /// A gap without `rooms` (one the bridge makes up, or a released one), with the rooms the
+    /// connection covers: as [`Bridge::fit`] gives it, but the rooms' length is known, so a gap
+    /// they do not fit in is shortened without being written (or the rooms copied) first.
+    fn fit_naming_rooms(&self, mut g: Gap) -> Result<String, usize> {
+        g.rooms = Some(Vec::new());
+        let mut frame = Frame::Gap(g);
+        let text = encode(&frame);
+        // `"rooms":[]` becomes `"rooms":[…]`.
+        let len = text.len() - 2 + self.rooms.json_len();
+        if len > self.cfg.max_frame_bytes {
+            return self.shortened(frame).ok_or(len);
+        }
+        if len == text.len() {
+            return Ok(text);
+        }
+        if let Frame::Gap(g) = &mut frame {
+            g.rooms = Some(self.rooms.to_vec());
+        }
+        let text = encode(&frame);
+        debug_assert_eq!(text.len(), len, "the rooms' length kept");
+        Ok(text)
+    }
+
+    /// A frame too long for `max_frame_bytes` with what the bridge writes itself shortened
+    /// (see [`Bridge::fit`]), as text, when that fits.
+    fn shortened(&self, frame: Frame) -> Option<String> {
         let shorter = match frame {
             Frame::Gap(g) => Frame::Gap(Gap {
                 rooms: Some(Vec::new()),
                 all_rooms: Some(true),
                 reason: prefix(&g.reason, SHORT_TEXT).to_owned(),
-                ..g.clone()
+                ..g
             }),
             Frame::Evicted(e) => Frame::Evicted(Evicted {
                 reason: prefix(&e.reason, SHORT_TEXT).to_owned(),
-                ..e.clone()
+                ..e
             }),
             Frame::Refused(r) => Frame::Refused(Refused {
                 status: r.status,
@@ -375,7 +410,7 @@ impl Bridge {
 
     /// `refused {status, detail}`, then close 4000 + status.
     fn refuse(&mut self, status: u16, detail: Box<RawValue>, reason: &str) {
-        self.send_frame(&Frame::Refused(Refused { status, detail }));
+        self.send_frame(Frame::Refused(Refused { status, detail }));
         self.close(4000 + status, reason);
     }
 
@@ -513,6 +548,51 @@ mod tests {
         let out = drain(&mut b);
         assert_eq!(json(&out[0])["data"]["reason"], "d".repeat(SHORT_TEXT));
         assert!(matches!(out[1], Output::Close { code: 1000, .. }));
+    }
+
+    /// A gap the bridge makes up names the rooms while they fit, to the byte (their length is
+    /// kept, not measured by writing the gap), and a released room is not named.
+    #[test]
+    fn a_made_up_gap_names_the_rooms_while_they_fit_to_the_byte() {
+        let rooms = ["r1", "é", "😀", "q\"\\", "r1", "gone", "\u{1}"];
+        let data = serde_json::json!({"rooms": rooms, "reason": "x"}).to_string();
+        let state = format!(
+            r#"{{"connection_id":"{CID}","agent_id":"agent","scope":"single","filter":"all","rooms":[],"cursor":4}}"#
+        );
+        let gap_at = |max: usize| {
+            let mut cfg = BridgeConfig::new("agent", CID);
+            cfg.max_frame_bytes = max;
+            let mut b = Bridge::new(cfg, 0);
+            b.handle_open_response(1, 200, Some("text/event-stream"), "");
+            // Short enough to be read under any limit the test sets.
+            b.handle_sse(1, encode_event("connection_state", &state, None).as_bytes());
+            assert!(b.is_attached());
+            b.handle_sse(1, encode_event("subscription_changed", &data, None).as_bytes());
+            b.handle_sse(
+                1,
+                encode_event("room_released", r#"{"room_id":"gone"}"#, None).as_bytes(),
+            );
+            drain(&mut b);
+            b.handle_sse(2, "id: 9\nevent: message\ndata: {\n\n".as_bytes());
+            let out = drain(&mut b);
+            assert_eq!(out.len(), 1, "{out:?}");
+            text(&out[0]).to_owned()
+        };
+        let named = gap_at(1 << 20);
+        let v: serde_json::Value = serde_json::from_str(&named).unwrap();
+        assert_eq!(
+            (&v["data"]["rooms"], &v["data"]["all_rooms"]),
+            (
+                &serde_json::json!(["r1", "é", "😀", "q\"\\", "r1", "\u{1}"]),
+                &serde_json::json!(false)
+            )
+        );
+        assert_eq!(gap_at(named.len()), named);
+        let v: serde_json::Value = serde_json::from_str(&gap_at(named.len() - 1)).unwrap();
+        assert_eq!(
+            (&v["data"]["rooms"], &v["data"]["all_rooms"]),
+            (&serde_json::json!([]), &serde_json::json!(true))
+        );
     }
 
     #[test]

@@ -33,7 +33,7 @@ enum Op {
 }
 
 fn frame(kind: u8, seq: u64) -> String {
-    match kind % 12 {
+    match kind % 14 {
         0 => SSE_STATE.to_owned(),
         1..=4 => message_frame(seq, "hi"),
         5 => ": keepalive\n\n".to_owned(),
@@ -46,6 +46,16 @@ fn frame(kind: u8, seq: u64) -> String {
         8 => encode_event("subscription_changed", r#"{"rooms":["r2"],"reason":"x"}"#, None),
         9 => encode_event("message", "}{ not json", Some(&seq.to_string())),
         10 => encode_event("refused", r#"{"status":409,"detail":"no"}"#, None),
+        // Rooms a gap names, written to the byte (`Bridge::fit_naming_rooms` checks its length).
+        12 => encode_event(
+            "subscription_changed",
+            r#"{"rooms":["r1","\u00e9","r1","\ud83d\ude00\"","r3"],"reason":"x"}"#,
+            None,
+        ),
+        13 => {
+            let room = ["r1", "r2", r"\u00e9", "r9"][seq as usize % 4];
+            encode_event("room_released", &format!(r#"{{"room_id":"{room}"}}"#), None)
+        }
         _ => encode_event("ping", "{}", None),
     }
 }

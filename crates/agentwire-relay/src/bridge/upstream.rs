@@ -73,7 +73,7 @@ impl Bridge {
         // Too large to pass as it came: a gap without data says the same to the engine.
         let text = raw
             .ok()
-            .and_then(|raw| self.fit(&gap(raw)))
+            .and_then(|raw| self.fit(gap(raw)).ok())
             .unwrap_or_else(|| encode(&gap(RawValue::NULL.to_owned())));
         self.stats.frames_forwarded += 1;
         self.stats.gaps_reported += 1;
@@ -83,56 +83,72 @@ impl Bridge {
 
     /// One decoded upstream frame, translated and sent on.
     fn forward(&mut self, now: Millis, frame: Frame) {
+        let mut names_rooms = false;
         let frame = match frame {
             // The bridge pings the browser itself; a ping from upstream would double them.
             Frame::Ping => return,
             Frame::ConnectionState(s) => Frame::ConnectionState(self.on_connection_state(now, s)),
-            Frame::Gap(g) => Frame::Gap(self.fill_gap(g)),
+            Frame::Gap(g) => {
+                names_rooms = g.rooms.is_none();
+                Frame::Gap(self.fill_gap(g))
+            }
             Frame::Evicted(e) => Frame::Evicted(Evicted {
                 code: Some(e.effective_code()),
                 ..e
             }),
             Frame::SubscriptionChanged(s) => {
-                self.rooms.clone_from(&s.rooms);
+                self.rooms.set(&s.rooms);
                 Frame::SubscriptionChanged(s)
             }
             Frame::RoomReleased(r) => {
-                self.rooms.retain(|room| room != &r.room_id);
+                self.rooms.release(&r.room_id);
                 Frame::RoomReleased(r)
             }
             other => other,
         };
-        let Some(text) = self.fit(&frame) else {
-            let seq = match &frame {
-                Frame::Event(e) => Some(e.sequence),
-                _ => None,
-            };
-            let m = format!(
-                "frame of {} bytes exceeds the browser frame limit of {} bytes",
-                encode(&frame).len(),
-                self.cfg.max_frame_bytes
-            );
-            let e = FrameError::new(agentwire_switch::frame::FrameErrorKind::TooLarge, None, m);
-            return self.on_dropped(&e, seq);
+        // What follows the frame once sent, read before `fit` takes it.
+        let seq = match &frame {
+            Frame::Event(e) => Some(e.sequence),
+            _ => None,
         };
-        self.stats.frames_forwarded += 1;
-        self.send_text(text);
-        match frame {
-            Frame::Event(e) => self.last_seq = self.last_seq.max(e.sequence),
-            Frame::Evicted(e) => {
-                // The released server ends the stream after it.
-                let code = e.code.as_ref().map_or("closed", |c| c.as_str());
-                self.close(1000, &format!("evicted: {code}"));
-            }
+        let then_close = match &frame {
+            // The released server ends the stream after it.
+            Frame::Evicted(e) => Some((
+                1000,
+                format!("evicted: {}", e.code.as_ref().map_or("closed", |c| c.as_str())),
+            )),
             Frame::Refused(r) => {
                 let code = if (100..=999).contains(&r.status) {
                     4000 + r.status
                 } else {
                     1011
                 };
-                self.close(code, &format!("refused: {}", r.detail_text()));
+                Some((code, format!("refused: {}", r.detail_text())))
             }
-            _ => {}
+            _ => None,
+        };
+        let fitted = match frame {
+            Frame::Gap(g) if names_rooms => self.fit_naming_rooms(g),
+            frame => self.fit(frame),
+        };
+        let text = match fitted {
+            Ok(text) => text,
+            Err(len) => {
+                let m = format!(
+                    "frame of {len} bytes exceeds the browser frame limit of {} bytes",
+                    self.cfg.max_frame_bytes
+                );
+                let e = FrameError::new(agentwire_switch::frame::FrameErrorKind::TooLarge, None, m);
+                return self.on_dropped(&e, seq);
+            }
+        };
+        self.stats.frames_forwarded += 1;
+        self.send_text(text);
+        if let Some(seq) = seq {
+            self.last_seq = self.last_seq.max(seq);
+        }
+        if let Some((code, reason)) = then_close {
+            self.close(code, &reason);
         }
     }
 
@@ -147,7 +163,7 @@ impl Bridge {
             }
         }
         s.heartbeat_interval_seconds = Some(self.ping_ms as f64 / 1000.0);
-        self.rooms.clone_from(&s.rooms);
+        self.rooms.set(&s.rooms);
         if self.phase == Phase::Attaching {
             self.phase = Phase::Live;
             self.last_seq = s.cursor;
@@ -160,12 +176,10 @@ impl Bridge {
 
     /// A released `gap` has no `rooms`, `all_rooms` or `resumed_position`. It comes from the
     /// agent's one event buffer (retention, or a restart that reset the numbering), so the loss
-    /// may cover every room of the agent: `all_rooms: true`, with the covered rooms as `rooms`.
+    /// may cover every room of the agent: `all_rooms: true`, with the covered rooms as `rooms`
+    /// (added by [`Bridge::fit_naming_rooms`] when it has none).
     /// `resumed_position` stays absent: its type is not given and nothing can be derived.
     fn fill_gap(&mut self, mut g: Gap) -> Gap {
-        if g.rooms.is_none() {
-            g.rooms = Some(self.rooms.clone());
-        }
         if g.all_rooms.is_none() {
             g.all_rooms = Some(true);
         }
@@ -191,12 +205,12 @@ impl Bridge {
             from_sequence: from,
             resumed_at,
             resumed_position: None,
-            rooms: Some(self.rooms.clone()),
+            rooms: None,
             all_rooms: Some(false),
             reason: format!("{which} could not be relayed ({}); re-read room context", e.message),
         };
         self.stats.gaps_reported += 1;
-        self.send_frame(&Frame::Gap(gap));
+        self.send_fitted(self.fit_naming_rooms(gap));
     }
 }
 
