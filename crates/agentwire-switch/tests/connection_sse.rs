@@ -626,3 +626,53 @@ fn beats_go_out_every_interval_even_while_one_is_unanswered() {
     });
     assert_eq!(d.conn.state(), State::Live, "{:?}", d.events());
 }
+
+/// The `room_released` events of one chunk leave the rooms and the declared rooms in one pass
+/// when the chunk is read, as if each had been applied as it came: a room listed again after
+/// its release stays, the others keep the server's order, and the reopen declares what is left.
+#[test]
+fn room_releases_in_one_chunk_apply_in_order() {
+    use agentwire_switch::sse::encode_event;
+    let mut d = live();
+    let changed = |rooms: &str| {
+        encode_event(
+            "subscription_changed",
+            &format!(r#"{{"rooms":{rooms},"reason":"x"}}"#),
+            None,
+        )
+    };
+    let released = |room: &str| encode_event("room_released", &format!(r#"{{"room_id":"{room}"}}"#), None);
+    let chunk = [
+        changed(r#"["a","b","c","a","d"]"#),
+        released("a"),
+        released("zz"),
+        released("c"),
+    ]
+    .concat();
+    bytes(&mut d, &chunk);
+    assert_eq!(d.conn.rooms(), ["b", "d"]);
+    let kinds: Vec<&str> = d
+        .events()
+        .iter()
+        .map(|e| match e {
+            Event::SubscriptionChanged(_) => "changed",
+            Event::RoomReleased(_) => "released",
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(kinds, ["changed", "released", "released", "released"]);
+    // Released, then listed again in the same chunk: listed.
+    bytes(
+        &mut d,
+        &[released("b"), changed(r#"["b","e"]"#), released("d")].concat(),
+    );
+    assert_eq!(d.conn.rooms(), ["b", "e"]);
+    d.events();
+    bytes(&mut d, &released("e"));
+    assert_eq!(d.conn.rooms(), ["b"]);
+    d.events();
+    match &reopen_after_drop(&mut d)[..] {
+        [Transmit::Open(o)] => assert!(o.request.path.ends_with("&rooms=b"), "{}", o.request.path),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1120,6 +1120,28 @@ fn rooms_declared_on_reopen_follow_the_server() {
     assert!(!path.contains("rooms="), "a released room is not taken back: {path}");
 }
 
+/// An all-scope connection declares again only the configured rooms the server still lists,
+/// in the order they were configured (the list is read once, whatever its length).
+#[test]
+fn an_all_scope_connection_declares_the_configured_rooms_still_listed() {
+    let mut cfg = ws();
+    cfg.open.scope = agentwire_switch::open::Scope::All;
+    cfg.open.rooms = ["r3", "r1", "r2", "r4"].map(String::from).to_vec();
+    let mut d = Driver::live_ws(cfg, 0, &["r1", "r2", "r3", "r4"]);
+    let listed: Vec<String> = (0..5_000).map(|i| format!("\"x{i}\"")).collect();
+    d.text(&format!(
+        r#"{{"event":"subscription_changed","data":{{"rooms":["r4",{},"r1","r3","r1"],"reason":"x"}}}}"#,
+        listed.join(",")
+    ));
+    assert_eq!(d.conn.rooms().len(), 5_004);
+    d.text(r#"{"event":"room_released","data":{"room_id":"r1","session_id":null}}"#);
+    d.drain();
+    d.conn.handle_close(d.now, 1006, "");
+    d.drain();
+    let path = d.reopen();
+    assert!(path.contains("&rooms=r3%2Cr4&"), "{path}");
+}
+
 #[test]
 fn declared_rooms_an_open_url_cannot_carry_are_refused_and_the_reconnect_goes_on() {
     let mut d = Driver::live_ws(ws(), 0, &["r1"]);

@@ -38,8 +38,8 @@ impl Connection {
                 self.push(Event::SubscriptionChanged(s));
             }
             Frame::RoomReleased(r) => {
-                self.declare.retain(|room| room != &r.room_id);
-                self.rooms.retain(|room| room != &r.room_id);
+                // Taken out of `rooms` and `declare` once the input is read (`drop_released`).
+                self.released.push(r.room_id.clone());
                 self.push(Event::RoomReleased(r));
             }
             Frame::Unknown { name, raw } => self.push(Event::Control { name, raw }),

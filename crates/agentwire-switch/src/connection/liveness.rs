@@ -136,6 +136,7 @@ impl Connection {
             Ok(b) => {
                 self.beats_failed = 0;
                 self.heard_from(now);
+                self.drop_released();
                 if !b.rooms.is_empty() || !self.rooms.is_empty() {
                     self.rooms = b.rooms;
                 }

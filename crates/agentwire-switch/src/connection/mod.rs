@@ -35,7 +35,7 @@ use crate::open::{OpenParams, Scope, StartFrom};
 use crate::sse::{SseLimits, SseParser};
 use agentwire_core::{Backoff, Entropy, ErrorKind, Millis, Timers};
 use serde_json::value::RawValue;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// Which transport a connection uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -280,6 +280,10 @@ pub struct Connection {
     rooms: Vec<String>,
     /// Rooms declared on the next open.
     declare: Vec<String>,
+    /// Rooms `room_released` named in the chunk being read, still in `rooms` and `declare`:
+    /// they go in one pass when the chunk is read (or before either list is read or replaced),
+    /// not one pass each.
+    released: Vec<String>,
     heartbeat_ms: u64,
     ever_attached: bool,
     /// Since the last `connection_state`, an open was accepted (`handle_open`) that may have
@@ -368,6 +372,7 @@ impl Connection {
             received: cursor,
             held_gap: None,
             rooms: Vec::new(),
+            released: Vec::new(),
             ever_attached: false,
             live_since: 0,
             attach_unconfirmed: false,
@@ -529,6 +534,7 @@ impl Connection {
     /// [`OpenParams::validate`] checks them) are an `invalid` error, and the list is unchanged.
     pub fn set_declared_rooms(&mut self, rooms: Vec<String>) -> Result<(), SwitchError> {
         crate::open::check_rooms(&rooms).map_err(|e| SwitchError::local(e.kind, e.message))?;
+        self.drop_released();
         self.declare = rooms;
         Ok(())
     }
@@ -648,6 +654,7 @@ impl Connection {
             (None, None)
         };
         self.on_decoded(now, frame, name, hint);
+        self.drop_released();
     }
 
     /// A WebSocket binary message: read as UTF-8 text (Switch sends none).
@@ -687,6 +694,7 @@ impl Connection {
                 Err(e) => self.on_undecodable(&crate::frame::FrameError::from(e), None, None),
             }
         }
+        self.drop_released();
     }
 
     /// Input on a socket the driver has not reported open: it is open.
@@ -755,6 +763,7 @@ impl Connection {
     }
 
     fn open(&mut self, now: Millis) {
+        self.drop_released();
         let params = self.next_params();
         let request = match self.wire {
             Wire::WebSocket => params.ws_path().map(HttpRequest::get),
@@ -892,6 +901,7 @@ impl Connection {
     /// Rooms the open URL cannot carry (a comma, a '/', too long, past 256 rooms) are not
     /// declared: one diagnostic, and reopens go on without them.
     fn remember_rooms(&mut self, rooms: &[String]) {
+        self.drop_released();
         self.rooms = rooms.to_vec();
         if self.cfg.open.scope == Scope::Single {
             self.declare.clear();
@@ -910,8 +920,34 @@ impl Connection {
                 self.diagnostic(SwitchError::local(ErrorKind::Protocol, m));
             }
         } else {
-            self.declare.retain(|r| rooms.contains(r));
+            // One pass over the list, each room looked up among the declared ones (at most
+            // `MAX_ROOMS`), not the list searched for each declared room.
+            let mut declared = BTreeSet::new();
+            for room in &self.declare {
+                declared.insert(room);
+            }
+            let mut listed = BTreeSet::new();
+            for room in rooms {
+                if declared.contains(room) {
+                    listed.insert(room);
+                }
+            }
+            self.declare.retain(|room| listed.contains(room));
         }
+    }
+
+    /// Takes the rooms `room_released` named out of `rooms` and `declare`, in one pass each.
+    pub(super) fn drop_released(&mut self) {
+        if self.released.is_empty() {
+            return;
+        }
+        let released = std::mem::take(&mut self.released);
+        let mut gone = BTreeSet::new();
+        for room in &released {
+            gone.insert(room);
+        }
+        self.rooms.retain(|room| !gone.contains(room));
+        self.declare.retain(|room| !gone.contains(room));
     }
 }
 
