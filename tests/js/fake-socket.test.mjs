@@ -360,3 +360,24 @@ test("a timeoutMs of NaN or below 0 is refused with kind invalid; Infinity is no
     await sw.close();
   }
 });
+
+// A driver left borrowed for good by an exception thrown through the module: what reaches it is
+// dropped, where the microtask that waited for it queued itself again forever (the isolate spun:
+// 19 s of CPU in 29 s in workerd, every later request timing out), and its calls are refused with
+// kind `state`, saying so. In a worker thread, ended if it hangs.
+test("a client an exception left busy for good: its input is dropped, its calls refused", async () => {
+  const { Worker } = await import("node:worker_threads");
+  const worker = new Worker(new URL("./leaked-borrow.mjs", import.meta.url));
+  try {
+    const got = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("no answer within 5 s: the thread spins")), 5_000);
+      worker.once("message", (m) => (clearTimeout(timer), resolve(m)));
+      worker.once("error", (e) => (clearTimeout(timer), reject(e)));
+    });
+    assert.match(got.first, /a host function that threw/);
+    assert.match(got.later, /^state: the client is broken/);
+    assert.match(got.close, /^state: the client is broken/);
+  } finally {
+    await worker.terminate();
+  }
+});

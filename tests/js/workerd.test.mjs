@@ -45,6 +45,13 @@ for (const date of DATES) {
     const { error } = await res.json();
     if (error) throw new Error(error);
   });
+  test(`workerd ${date}: clients one request made, used and closed by another`, { timeout: 20_000 }, async () => {
+    for (const phase of ["connect", "use"]) {
+      const res = await fetch(workers[date].url, { method: "POST", body: JSON.stringify({ name: `crossRequest:${phase}`, env }), signal: AbortSignal.timeout(15_000) });
+      const { error } = await res.json();
+      if (error) throw new Error(`${phase}: ${error}`);
+    }
+  });
   test(`workerd ${date}: nothing uncaught in the Worker, no console.error`, async () => {
     const { uncaught } = await (await fetch(workers[date].url)).json();
     const logged = logs.join("").split("\n").filter((l) => /uncaught/i.test(l));

@@ -10,7 +10,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
-use web_sys::{BinaryType, CloseEvent, MessageEvent, WebSocket};
+use web_sys::{CloseEvent, MessageEvent, WebSocket};
 
 /// The largest frame taken from a socket (in UTF-16 units for text, which a text's UTF-8 size
 /// is at least): above every engine's default limit, and low enough that copying a frame into
@@ -143,12 +143,19 @@ fn report(e: &JsValue) {
 pub(crate) trait Sink {
     /// `Err(input)`: busy (its driver is borrowed); [`deliver`] hands it over later.
     fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) -> Result<(), Input>;
+
+    /// The driver behind this sink (its `RefCell`'s address), when the sink is not the driver
+    /// itself: a socket's sink, which may be free while its driver is busy.
+    fn owner(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Feeds `input` to the sink, if it still exists, then makes its calls. A sink that is busy
 /// (a socket that called back synchronously from inside a call its driver made: a test double
 /// answering from `send`, a `close()` firing `onclose` at once) gets it in a microtask, in order
-/// with every input after it; it is never dropped, and never a panic.
+/// with every input after it; it is never a panic, and dropped only when its driver was left
+/// borrowed for good ([`drain_deferred`]).
 pub(crate) fn deliver(sink: &Weak<RefCell<dyn Sink>>, input: Input) {
     if DEFERRED.with(|d| !d.borrow().is_empty()) {
         return defer(sink.clone(), input);
@@ -182,14 +189,28 @@ fn defer(sink: Weak<RefCell<dyn Sink>>, input: Input) {
     }
 }
 
-/// Delivers the deferred inputs in order; one whose sink is still busy waits for the next
-/// microtask, and so does everything behind it.
+/// Delivers the deferred inputs in order. Nothing of this module is on the stack under a
+/// microtask, so a sink still busy here can only have been left borrowed for good: an exception
+/// thrown through the module while it ran (no host call made while a driver is borrowed should
+/// throw uncaught; a JavaScript stack overflow still can). Its input is dropped, where waiting
+/// for it re-queued the microtask forever and took the whole isolate, and its client refuses
+/// every later call ([`deliver_calls`]).
 fn drain_deferred() {
     while let Some((sink, input)) = DEFERRED.with(|d| d.borrow_mut().pop_front()) {
-        if let Err(input) = deliver_now(&sink, input) {
-            DEFERRED.with(|d| d.borrow_mut().push_front((sink, input)));
-            DRAIN.with(|f| queue_microtask(f.as_ref().unchecked_ref()));
-            return;
+        if deliver_now(&sink, input).is_err() {
+            let Some(sink) = sink.upgrade() else { continue };
+            // A socket's sink may be free while the driver behind it is not.
+            let owner = match sink.try_borrow() {
+                Ok(s) => s.owner(),
+                Err(_) => None,
+            };
+            let owner = owner.unwrap_or(Rc::as_ptr(&sink) as *const () as usize);
+            BROKEN.with(|b| {
+                let mut b = b.borrow_mut();
+                if !b.contains(&owner) {
+                    b.push(owner);
+                }
+            });
         }
     }
 }
@@ -200,6 +221,8 @@ pub(crate) type SinkRef = Weak<RefCell<dyn Sink>>;
 thread_local! {
     static DEFERRED: RefCell<VecDeque<(SinkRef, Input)>> = const { RefCell::new(VecDeque::new()) };
     static DRAIN: Closure<dyn FnMut()> = Closure::new(drain_deferred);
+    /// The drivers (their `RefCell`'s address) found borrowed for good by [`drain_deferred`].
+    static BROKEN: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
 #[wasm_bindgen]
@@ -284,7 +307,7 @@ impl Socket {
                 }
             })?,
         };
-        ws.set_binary_type(BinaryType::Arraybuffer);
+        set(&ws, "binaryType", &JsValue::from_str("arraybuffer"));
         let s = sink.clone();
         let on_open = Closure::<dyn FnMut(JsValue)>::new(move |_| deliver(&s, Input::Open));
         // The end is delivered once: at `close`, at `error` (which always ends the socket with
@@ -345,14 +368,40 @@ impl Socket {
                 )
             }
         });
-        ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
-        ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
-        ws.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        let handlers = [on_open, on_message, on_close, on_error];
+        for (name, h) in HANDLERS.iter().zip(&handlers) {
+            set(&ws, name, h.as_ref());
+        }
         Ok(Socket {
             ws,
-            _handlers: [on_open, on_message, on_close, on_error],
+            _handlers: handlers,
         })
+    }
+
+    /// What the host threw at reading the socket's `readyState`, when it refuses the socket
+    /// here: workerd's "Cannot perform I/O on behalf of a different request" for a socket made
+    /// in another request (a client kept in a module variable). Neither the socket nor its close
+    /// can be used then; its events, if any come, go to the request that made it.
+    #[cfg(any(feature = "rkt", feature = "moltzap"))]
+    pub(crate) fn refused(&self) -> Option<String> {
+        self.ready_state().err().map(|e| describe(&e))
+    }
+
+    /// A command's check: `Err` (kind `state`) when the host refuses the socket here.
+    #[cfg(any(feature = "rkt", feature = "moltzap"))]
+    #[inline(never)]
+    pub(crate) fn usable(socket: Option<&Socket>) -> Result<(), JsValue> {
+        match socket.and_then(Socket::refused) {
+            Some(m) => Err(crate::errors::local(agentwire_core::ErrorKind::State, elsewhere(&m))),
+            None => Ok(()),
+        }
+    }
+
+    /// `readyState`, read with `Reflect.get`, whose exceptions are caught: one thrown through
+    /// the module while a driver is borrowed would leave it borrowed for good.
+    fn ready_state(&self) -> Result<u16, JsValue> {
+        let state = Reflect::get(&self.ws, &JsValue::from_str("readyState"))?;
+        Ok(state.as_f64().map_or(WebSocket::CLOSED, |s| s as u16))
     }
 
     /// Puts an engine's frame on the socket; a frame for a socket that is not open is dropped
@@ -367,14 +416,19 @@ impl Socket {
         }
     }
 
-    /// Sends a text frame; false when the socket is not open (the close event follows).
+    /// Sends a text frame; false when the socket is not open (the close event follows) or the
+    /// host refuses it (see [`Socket::refused`]).
     pub(crate) fn send(&self, text: &str) -> bool {
-        self.ws.ready_state() == WebSocket::OPEN && self.ws.send_with_str(text).is_ok()
+        self.is_open() && self.ws.send_with_str(text).is_ok()
     }
 
     #[cfg(any(feature = "rkt", feature = "moltzap"))]
     pub(crate) fn send_binary(&self, bytes: &[u8]) -> bool {
-        self.ws.ready_state() == WebSocket::OPEN && self.ws.send_with_u8_array(bytes).is_ok()
+        self.is_open() && self.ws.send_with_u8_array(bytes).is_ok()
+    }
+
+    fn is_open(&self) -> bool {
+        matches!(self.ready_state(), Ok(WebSocket::OPEN))
     }
 
     /// Starts the closing handshake. Codes a script may not send (anything but 1000 and
@@ -392,16 +446,31 @@ impl Socket {
 
 impl Drop for Socket {
     fn drop(&mut self) {
-        self.ws.set_onopen(None);
-        self.ws.set_onmessage(None);
-        self.ws.set_onclose(None);
-        self.ws.set_onerror(None);
+        for name in HANDLERS {
+            set(&self.ws, name, &JsValue::NULL);
+        }
         // No `readyState` check first: a socket dropped by the driver's finalizer (a client
         // garbage-collected without close()) is dropped outside any request in workerd, where
         // reading it throws ("Disallowed operation called within global scope") and nothing
         // catches the getter. `close()` is caught, and does nothing on a closed socket.
         let _ = self.ws.close();
     }
+}
+
+/// Why a client cannot use its socket here, from what the host threw ([`Socket::refused`]): the
+/// message of the `state` error its commands get, and the reason of the close ending it.
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+pub(crate) fn elsewhere(host: &str) -> String {
+    format!("the host refuses the client's WebSocket here (in a Worker, a client serves only the request that made it): {host}")
+}
+
+/// The socket's handler properties, in the order of `Socket::_handlers`.
+const HANDLERS: [&str; 4] = ["onopen", "onmessage", "onclose", "onerror"];
+
+/// Sets a property of the socket with `Reflect.set`, whose exceptions are caught (a user's
+/// constructor may make any socket).
+fn set(ws: &WebSocket, name: &str, value: &JsValue) {
+    let _ = Reflect::set(ws, &JsValue::from_str(name), value);
 }
 
 /// A thrown JavaScript value as text.
@@ -426,7 +495,8 @@ pub(crate) fn as_sink<S: Sink + 'static>(state: &Rc<RefCell<S>>) -> Weak<RefCell
 /// Runs `f` on the driver state with the time and a call list, then makes the calls: how a
 /// user command enters a driver. `f` is never re-entered: the calls run after the borrow ends.
 /// A command made while the driver is busy (from inside its own call to the WebSocket's `send`
-/// or `close`) is refused with kind `state`, where it was a panic that ended the instance.
+/// or `close`) is refused with kind `state`, where it was a panic that ended the instance; so is
+/// every command to a driver left borrowed for good ([`drain_deferred`]).
 pub(crate) fn deliver_calls<S, T>(
     state: &Rc<RefCell<S>>,
     f: impl FnOnce(&mut S, Millis, &mut Calls) -> T,
@@ -434,13 +504,23 @@ pub(crate) fn deliver_calls<S, T>(
     let mut calls = Calls::default();
     let out = {
         let Ok(mut s) = state.try_borrow_mut() else {
-            return Err(crate::errors::local(
-                agentwire_core::ErrorKind::State,
-                "the client is busy: called from inside its own WebSocket's send() or close()",
-            ));
+            return Err(busy(Rc::as_ptr(state) as *const () as usize));
         };
         f(&mut s, now(), &mut calls)
     };
     calls.run();
     Ok(out)
+}
+
+/// The `state` error of a command to the busy driver at `at` (out of line: [`deliver_calls`] has
+/// a copy per command).
+#[inline(never)]
+fn busy(at: usize) -> JsValue {
+    let m = match BROKEN.with(|b| b.borrow().contains(&at)) {
+        true => {
+            "the client is broken: an exception thrown through it while it ran left it busy for good; make a new one"
+        }
+        false => "the client is busy: called from inside its own WebSocket's send() or close()",
+    };
+    crate::errors::local(agentwire_core::ErrorKind::State, m)
 }

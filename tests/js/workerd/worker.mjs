@@ -63,12 +63,48 @@ async function fetchSocketChecks(garbage) {
   if (refused.code !== 4401 || !/401: no no/.test(refused.reason)) throw new Error(`endless refusal: ${refused.code} ${refused.reason}`);
 }
 
+/** Clients one request makes and keeps (a module variable, as a Worker may) for a later request
+ * to use: workerd refuses a socket's I/O to any request but the one that made it. The later
+ * request's calls reject with kind `state`, saying so, and `close()` ends each client at once. The
+ * host's exception went uncaught through the driver, which it left busy for good: every later
+ * call and `close()` refused "the client is busy", and what reached the driver after spun the
+ * isolate's microtasks forever. */
+let kept = [];
+async function crossRequest(aw, env, phase) {
+  if (phase === "connect") {
+    kept = [await aw.RktClient.connect(env.rkt), await aw.MoltZapClient.connect(env.moltzap, { agentKey: env.moltzapKeys.carol })];
+    await kept[0].ping();
+    return;
+  }
+  for (const client of kept) {
+    const name = client instanceof aw.RktClient ? "RktClient" : "MoltZapClient";
+    const use = () => (client instanceof aw.RktClient ? client.ping({ timeoutMs: 3000 }) : client.call("system/ping", {}, { timeoutMs: 3000 }));
+    for (let n = 0; n < 2; n++) {
+      const e = await use().then(() => undefined, (e) => e);
+      if (e?.kind !== "state" || !/the request that made it/.test(e.message)) throw new Error(`${name}: call ${n + 1}: ${e ? `${e.kind}: ${e.message}` : "resolved"}`);
+    }
+    const started = Date.now();
+    await client.close();
+    if (!client.closed || Date.now() - started > 1000) throw new Error(`${name}: close(): closed ${client.closed} after ${Date.now() - started} ms`);
+    const after = await use().then(() => undefined, (e) => e);
+    if (after?.kind !== "closed") throw new Error(`${name}: a call after close(): ${after ? `${after.kind}: ${after.message}` : "resolved"}`);
+  }
+}
+
 export default {
   /** `POST {entry, name, env}` → `{outcome}` (a skip reason, or null) or, failed, `{error}`;
    * `GET` → `{uncaught}`. */
   async fetch(request) {
     if (request.method === "GET") return Response.json({ uncaught: [...uncaught, ...unhandled.values()] });
     const { entry, name, env } = await request.json();
+    if (name.startsWith("crossRequest")) {
+      try {
+        await crossRequest(all, env, name.split(":")[1]);
+        return Response.json({ outcome: null });
+      } catch (e) {
+        return Response.json({ error: `${e?.stack ?? e}` });
+      }
+    }
     if (name === "fetchWebSocket") {
       try {
         await fetchSocketChecks(env.garbage);

@@ -6,7 +6,7 @@
 use super::options::{self, error};
 use crate::errors;
 use crate::host::{JsEntropy, Timer};
-use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, OpenDeadline, Sink, Socket};
+use crate::socket::{as_sink, deliver_calls, elsewhere, timer, Calls, Input, OpenDeadline, Sink, Socket};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::session::SendMessage;
 use agentwire_moltzap::{Credentials, Event, MoltZapError, RequestId, Session, SessionState};
@@ -279,6 +279,8 @@ impl MoltZapDriver {
             if d.closed {
                 return Err(error(&closed_error("the connection is closed")));
             }
+            // Refused before the engine has it: the connection is left as it was.
+            Socket::usable(d.socket.as_ref())?;
             let id = start(&mut d.session, now).map_err(|e| error(&e))?;
             d.waiters.insert(id.clone(), (resolve, reject));
             d.pump(now, calls);
@@ -355,12 +357,14 @@ impl MoltZapDriver {
     }
 
     /// Closes the connection (1000): pending calls are rejected with `closed`, then `onEvent`
-    /// gets `disconnected`.
+    /// gets `disconnected`. A socket the host refuses here (another request's, in workerd) can
+    /// be neither used nor closed: the driver lets go of it, and the connection ends with 1006.
     pub fn close(&self) -> Result<(), JsValue> {
         deliver_calls(&self.state, |d, now, calls| {
             if d.closed {
                 return;
             }
+            let refused = d.socket.as_ref().and_then(Socket::refused);
             if d.session.state() == SessionState::Closed {
                 // Still opening: the session has no socket to close.
                 let m = format!(
@@ -368,6 +372,9 @@ impl MoltZapDriver {
                     agentwire_core::redact::url(&d.url)
                 );
                 d.end_unopened(1000, "client closed", closed_error(m), calls);
+            } else if let Some(m) = refused {
+                d.socket = None;
+                d.session.handle_close(now, 1006, &elsewhere(&m));
             } else {
                 d.session.close(1000, "client closed");
             }

@@ -5,7 +5,7 @@
 use super::options;
 use crate::errors;
 use crate::host::{JsEntropy, Timer};
-use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, OpenDeadline, Sink, Socket};
+use crate::socket::{as_sink, deliver_calls, elsewhere, timer, Calls, Input, OpenDeadline, Sink, Socket};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
 use agentwire_rkt::json::error_json;
@@ -254,6 +254,8 @@ impl RktDriver {
             if d.closed {
                 return Err(err(&RktError::local(ErrorKind::Closed, "the connection is closed")));
             }
+            // Refused before the engine has it: the connection is left as it was.
+            Socket::usable(d.socket.as_ref())?;
             let id = command(&mut d.session, now).map_err(|e| err(&e))?;
             d.waiters.insert(id.clone(), waiter);
             d.pump(now, calls);
@@ -343,10 +345,19 @@ impl RktDriver {
         .unwrap_or(false)
     }
 
-    /// GOODBYE and close 1000; `onEvent` gets `closed` when the socket has closed.
+    /// GOODBYE and close 1000; `onEvent` gets `closed` when the socket has closed. A socket the
+    /// host refuses here (another request's, in workerd) can be neither used nor closed: the
+    /// driver lets go of it, and `closed` (1006) comes at once.
     pub fn close(&self) -> Result<(), JsValue> {
         deliver_calls(&self.state, |d, now, calls| {
-            d.session.goodbye(now);
+            match d.socket.as_ref().and_then(Socket::refused) {
+                Some(m) => {
+                    d.socket = None;
+                    d.opening = None;
+                    d.session.handle_close(now, 1006, &elsewhere(&m));
+                }
+                None => d.session.goodbye(now),
+            }
             d.pump(now, calls);
         })
     }

@@ -8,7 +8,7 @@
 use super::fetch::{self, FetchError};
 use super::options;
 use crate::errors;
-use crate::host::{now, JsEntropy, Timer};
+use crate::host::{JsEntropy, Timer};
 use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket, NO_WEB_SOCKET};
 use agentwire_core::json::read::{self, Kind};
 use agentwire_core::json::write::Obj;
@@ -61,6 +61,10 @@ impl Sink for SocketSink {
         };
         d.socket_input(self.epoch, now, input, calls);
         Ok(())
+    }
+
+    fn owner(&self) -> Option<usize> {
+        Some(self.driver.as_ptr() as *const () as usize)
     }
 }
 
@@ -173,7 +177,7 @@ impl Driver {
         if stopped {
             self.on_event = None;
             for (_, c) in self.ops_in_flight.drain(..) {
-                c.abort();
+                fetch::abort(&c);
             }
         }
         if let Some(t) = &mut self.timer {
@@ -228,7 +232,7 @@ impl Driver {
             Transmit::Close { code, reason } => {
                 self.retire_socket(Some((code, &reason)));
                 for (_, c) in self.calls_in_flight.drain(..) {
-                    c.abort();
+                    fetch::abort(&c);
                 }
             }
         }
@@ -276,7 +280,7 @@ impl Drop for Driver {
     /// one of them.
     fn drop(&mut self) {
         for (_, c) in self.calls_in_flight.drain(..).chain(self.ops_in_flight.drain(..)) {
-            c.abort();
+            fetch::abort(&c);
         }
         let mut sockets = std::mem::take(&mut self.retired);
         sockets.extend(self.socket.take());
@@ -410,15 +414,7 @@ impl SwitchDriver {
     /// Runs `f` on the driver, then makes its calls; a `state` error when the driver is busy
     /// (called from inside the WebSocket constructor).
     fn with<T>(&self, f: impl FnOnce(&mut Driver, Millis, &mut Calls) -> T) -> Result<T, JsValue> {
-        let mut calls = Calls::default();
-        let out = {
-            let Ok(mut d) = self.state.try_borrow_mut() else {
-                return Err(errors::local(ErrorKind::State, "the driver is busy (re-entrant call)"));
-            };
-            f(&mut d, now(), &mut calls)
-        };
-        calls.run();
-        Ok(out)
+        deliver_calls(&self.state, f)
     }
 
     /// Sends `request` with the token; `resolve(decode(status, body))` or `reject(error)`,

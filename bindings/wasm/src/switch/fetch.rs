@@ -20,6 +20,16 @@ extern "C" {
     /// The global `fetch`, whatever the global object is.
     #[wasm_bindgen(catch, js_name = fetch)]
     fn global_fetch(url: &str, init: &RequestInit) -> Result<Promise, JsValue>;
+    /// An `AbortController`, as [`abort`] calls it.
+    type Abortable;
+    #[wasm_bindgen(method, catch)]
+    fn abort(this: &Abortable) -> Result<(), JsValue>;
+}
+
+/// Aborts a call. What the host throws is dropped: workerd throws for a call another request
+/// made, and an exception through the module while a driver is borrowed leaves it borrowed.
+pub(crate) fn abort(controller: &AbortController) {
+    let _ = controller.unchecked_ref::<Abortable>().abort();
 }
 
 /// The longest deadline `setTimeout` keeps (about 24.8 days); longer ones are cut to it.
@@ -86,7 +96,7 @@ pub(crate) async fn fetch(
         let (flag, controller) = (timed_out.clone(), controller.clone());
         Timer::new(Closure::new(move || {
             flag.set(true);
-            controller.abort();
+            abort(&controller);
         }))
     };
     let start = now();
@@ -128,7 +138,7 @@ pub(crate) async fn fetch(
             // A view of any realm's bytes (not an `instanceof` check).
             body.extend(Uint8Array::new(&field("value")?).to_vec());
             if body.len() > MAX_RESPONSE_BYTES {
-                controller.abort();
+                abort(&controller);
                 return Err(too_large(format!("at least {}", body.len())));
             }
         }
