@@ -1,7 +1,7 @@
 /** Switch Rooms: `SwitchClient` (through the relay: the browser never holds the agent key) and
  * `SwitchSession` (the sans-IO connection, for your own transport). */
 import { SwitchDriver, SwitchSession as WasmSwitchSession } from "./wasm/agentwire_wasm.js";
-import { after, call, engineOptions, Events, jsonArg, open, type CallOptions, type ConnectOptions } from "./calls.js";
+import { call, engineOptions, Events, jsonArg, open, type CallOptions, type ConnectOptions } from "./calls.js";
 import { AgentwireError, agentwireError, toError, type ErrorInfo } from "./errors.js";
 import { Client } from "./client.js";
 
@@ -82,9 +82,13 @@ export interface SwitchConnectOptions extends SwitchOptions, Omit<ConnectOptions
   /** Gets a new relay token; called before the current one's `exp` (a fifth of its remaining
    * life before, at most a minute), and again for each token it returns. The relay closes a
    * socket at its token's `exp` (1008), and the connection reopens with the new token and
-   * resumes from its cursor. Without it, the reopen at `exp` is refused (the connection stops
-   * with kind `auth`) unless `setToken` was called. A failure is a `diagnostic` event, and it
-   * is tried again every 5 s until `exp`. */
+   * resumes from its cursor. The clock is looked at every 30 s at most and at every event, the
+   * relay's close for an expired token calls it at once (a clock behind the relay's), and a
+   * reopen with an expired token waits for the call (up to `openTimeoutMs`): a machine that
+   * slept, a frozen tab or a page back from the back-forward cache reopens with a new token.
+   * Without it, the reopen at `exp` is refused (the connection stops with kind `auth`) unless
+   * `setToken` was called. A failure is a `diagnostic` event of kind `auth`, and it is tried
+   * again every 5 s until `exp`, and at each reopen. */
   refreshToken?: (() => string | Promise<string>) | undefined;
   /** Each event as it arrives, instead of `events()`. It is called before `connect` resolves
    * (with `connected` at least); an exception it throws is logged (`console.error`) and does not
@@ -155,22 +159,6 @@ export interface SwitchStatus {
   attempt: number;
 }
 
-/** How long after a failed `refreshToken` it is called again. */
-const REFRESH_RETRY_MS = 5_000;
-
-/** The `exp` of a relay token in ms, read without verifying it (the relay verifies): its first
- * part is base64url JSON claims. */
-function tokenExpMs(token: string): number | undefined {
-  try {
-    const part = token.split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/");
-    // atob's forgiving base64 takes it without padding.
-    const claims = JSON.parse(atob(part)) as { exp?: unknown };
-    return typeof claims.exp === "number" ? claims.exp * 1000 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** A Switch Rooms connection through the relay: `await SwitchClient.connect(relayUrl, {token,
  * agentId})`, then `op`, `subscribe`, `unsubscribe`, `placements`, `listOps`, and the rooms'
  * events; it reconnects by itself and resumes after the last sequence received. `close()` (or `await using`)
@@ -178,57 +166,23 @@ function tokenExpMs(token: string): number | undefined {
 export class SwitchClient extends Client<SwitchEvent> {
   readonly #driver: SwitchDriver;
 
-  readonly #events: Events<SwitchEvent>;
-  /** Stops the pending call of `refreshToken` (`after`: a token valid for over 24.8 days would
-   * overflow `setTimeout`, which then fires at once, again and again). */
-  #stopRefresh = (): void => {};
-
-  private constructor(driver: SwitchDriver, events: Events<SwitchEvent>, token: string, refresh?: () => string | Promise<string>) {
+  private constructor(driver: SwitchDriver, events: Events<SwitchEvent>) {
     super(events, { get over() { return driver.stopped; }, close: () => driver.close() });
     this.#driver = driver;
-    this.#events = events;
-    if (refresh) {
-      this.#scheduleRefresh(token, refresh);
-      void events.done.then(() => this.#stopRefresh());
-    }
   }
 
   /** Uses `token` for every later open and HTTP call (the open socket keeps its own until the
    * relay closes it at that token's `exp`, and the connection reopens with this one). Throws
    * kind `invalid` for a token that cannot be one: empty, over 4096 characters, or with a
    * character other than `A-Z a-z 0-9 - _ .`. Its shape is not checked (directly to Switch the
-   * token is the agent key): the relay verifies a relay token, and refuses a bad one (`auth`). */
+   * token is the agent key): the relay verifies a relay token, and refuses a bad one (`auth`).
+   * With `refreshToken`, the next call is due before this token's `exp`. */
   setToken(token: string): void {
     try {
       this.#driver.setToken(token);
     } catch (e) {
       throw toError(e);
     }
-  }
-
-  /** Arms the call of `refresh` before `token`'s `exp`. */
-  #scheduleRefresh(token: string, refresh: () => string | Promise<string>): void {
-    const exp = tokenExpMs(token);
-    if (exp === undefined) return;
-    const left = exp - Date.now();
-    const run = async (): Promise<void> => {
-      if (this.closed) return;
-      try {
-        const next = await refresh();
-        if (this.closed) return;
-        // A token that expires no later would be refreshed again at once, without end.
-        if (!((tokenExpMs(next) ?? 0) > Math.max(exp, Date.now()))) throw agentwireError("invalid", "its token expires no later");
-        this.setToken(next);
-        this.#scheduleRefresh(next, refresh);
-      } catch (e) {
-        if (this.closed) return;
-        // An error of its own (the client tries again every REFRESH_RETRY_MS until `exp`).
-        const error = agentwireError("auth", `refreshToken failed: ${toError(e).message}`).info;
-        this.#events.emit(JSON.stringify({ type: "diagnostic", error }));
-        if (Date.now() + REFRESH_RETRY_MS < exp) this.#stopRefresh = after(REFRESH_RETRY_MS, run);
-      }
-    };
-    this.#stopRefresh = after(Math.max(0, left - Math.min(60_000, left / 5)), run);
   }
 
   /** Connects through the relay at `relayUrl` (`https://relay.example[/prefix]`) with a relay
@@ -249,7 +203,7 @@ export class SwitchClient extends Client<SwitchEvent> {
           // The engine stops a connect whose first open failed (`connectAttempts`).
           if (ev.type === "stopped") onFail(ev.error ? new AgentwireError(ev.error) : agentwireError("closed", "the connection stopped"));
         };
-        const d = new SwitchDriver(relayUrl, token, engineOptions(rest), webSocket as (() => void) | undefined, events.emit);
+        const d = new SwitchDriver(relayUrl, token, engineOptions(rest), webSocket as (() => void) | undefined, events.emit, refreshToken);
         // A full `events()` buffer holds events back in the engine, which replays from its cursor.
         events.hold = (held) => d.hold(held);
         // A connect given up (a timeout, an abort) closes the driver; a stopped one is closed.
@@ -257,7 +211,7 @@ export class SwitchClient extends Client<SwitchEvent> {
       },
       ({ d }) => {
         events.tap = undefined;
-        return new SwitchClient(d, events, token, refreshToken);
+        return new SwitchClient(d, events);
       },
       "connection",
     );

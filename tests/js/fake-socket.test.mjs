@@ -1,6 +1,7 @@
 // The clients on a socket the test plays itself: the Switch client's token refresh (no relay: a
-// relay refuses a token living past its max lifetime, which is what this needs), and a socket
-// that answers synchronously from inside `send` (a test double's way).
+// relay refuses a token living past its max lifetime, which is what this needs; a relay the test
+// plays for the refresh's races with the token's expiry), and a socket that answers
+// synchronously from inside `send` (a test double's way).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SwitchClient } from "agentwire/switch";
@@ -379,5 +380,151 @@ test("a client an exception left busy for good: its input is dropped, its calls 
     assert.match(got.close, /^state: the client is broken/);
   } finally {
     await worker.terminate();
+  }
+});
+
+/** A relay the test plays for every socket a Switch client opens (`opened`, in order): it
+ * accepts the upgrade and, for a token whose `exp` has passed, closes with 4401 (the connection
+ * then stops with kind `auth`), else attaches. `expire(ws)` is its close at the token's `exp`. */
+function fakeRelay() {
+  const opened = [];
+  class Relay extends FakeWebSocket {
+    constructor(url, protocols) {
+      super(url);
+      this.token = protocols[1].slice("agentwire.token.".length);
+      opened.push(this);
+      setTimeout(() => {
+        if (this.readyState !== 0) return;
+        this.readyState = 1;
+        this.onopen({});
+        const { exp } = JSON.parse(Buffer.from(this.token.split(".")[0], "base64url"));
+        if (exp * 1000 > Date.now()) return this.onmessage({ data: connectionState });
+        this.readyState = 3;
+        this.onclose({ code: 4401, reason: "the relay token expired" });
+      });
+    }
+  }
+  const expire = (ws) => {
+    ws.readyState = 3;
+    ws.onclose({ code: 1008, reason: "the relay token expired" });
+  };
+  return { Relay, opened, expire };
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** Waits for `cond`; fails after `ms` saying `what` (a function: what it says then). */
+async function until(what, cond, ms = 5_000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${typeof what === "function" ? what() : what}`);
+    await sleep(10);
+  }
+}
+
+/** A Switch client through `fakeRelay` with a token expiring at `expS`, and its events. */
+async function relayed(expS, refreshToken) {
+  const relay = fakeRelay();
+  const events = [];
+  const client = await SwitchClient.connect("http://fake", {
+    token: token(expS),
+    agentId: "a",
+    webSocket: relay.Relay,
+    backoff: { baseMs: 1, minMs: 1, maxMs: 2 },
+    refreshToken,
+    onEvent: (e) => events.push(e),
+  });
+  return { client, events, ...relay };
+}
+
+// The relay closes the socket at `exp` while refreshToken has not answered yet: the engine's
+// reopen (after its backoff) went with the old token, which the relay refuses, and the connection
+// stopped with kind `auth` for good. The reopen waits for the answer now.
+test("Switch: a refresh that answers after the relay's expiry close: the reopen waits for it", { timeout: 10_000 }, async () => {
+  const exp = Math.floor(Date.now() / 1000) + 2;
+  let answer;
+  const { client, events, opened, expire } = await relayed(exp, () => new Promise((r) => (answer = () => r(token(exp + 3600)))));
+  try {
+    await until("refreshToken called", () => answer);
+    await until("exp", () => Date.now() >= exp * 1000);
+    expire(opened[0]);
+    await sleep(200);
+    answer();
+    await until(() => `connected again; events: ${JSON.stringify(events)}`, () => events.filter((e) => e.type === "connected").length === 2);
+    assert.equal(client.status().state, "live");
+    assert.deepEqual(opened.map((ws) => ws.token), [token(exp), token(exp + 3600)]);
+    assert.ok(!events.some((e) => e.type === "stopped"), JSON.stringify(events));
+  } finally {
+    await client.close();
+  }
+});
+
+// Timers run late (a machine that slept: setTimeout counts monotonic time, exp is the wall
+// clock's; a frozen tab; a client clock behind the relay's), past the token's `exp`: the call
+// scheduled before `exp` never ran, the reopen went with the old token and was refused. The
+// relay's expiry close calls refreshToken at once now, and the reopen waits for it.
+test("Switch: the refresh timer late by more than the margin: the relay's expiry close refreshes", { timeout: 10_000 }, async () => {
+  const exp = Math.floor(Date.now() / 1000) + 2;
+  let calls = 0;
+  const real = globalThis.setTimeout;
+  // Every timer of 500 ms or more fires 5 s late.
+  globalThis.setTimeout = (f, ms, ...a) => real(f, ms >= 500 ? ms + 5_000 : ms, ...a);
+  let client, events, opened, expire;
+  try {
+    ({ client, events, opened, expire } = await relayed(exp, async () => (calls++, token(exp + 3600))));
+    await until("exp", () => Date.now() >= exp * 1000);
+    assert.equal(calls, 0, "the timer is late");
+    expire(opened[0]);
+    await until(() => `connected again; events: ${JSON.stringify(events)}`, () => events.filter((e) => e.type === "connected").length === 2);
+    assert.equal(calls, 1);
+    assert.equal(client.status().state, "live");
+    assert.equal(opened[1].token, token(exp + 3600));
+  } finally {
+    globalThis.setTimeout = real;
+    await client?.close();
+  }
+});
+
+// The wall clock moves past the refresh time while timers do not (the machine slept): the first
+// input finds it due (here a frame), and the driver's timer never waits more than 30 s to look
+// (a token of an hour armed one timer of 59 minutes).
+test("Switch: the refresh time passed while timers slept: the next input calls it; no timer over 30 s", { timeout: 10_000 }, async () => {
+  const realNow = Date.now;
+  const realTimeout = globalThis.setTimeout;
+  const delays = [];
+  let calls = 0;
+  const exp = Math.floor(realNow() / 1000) + 3600;
+  // The timers armed until the connection is live (the fake relay's have no delay).
+  globalThis.setTimeout = (f, ms, ...a) => (ms && delays.push(ms), realTimeout(f, ms, ...a));
+  const { client, opened } = await relayed(exp, () => (calls++, token(exp + 3600))).finally(() => (globalThis.setTimeout = realTimeout));
+  try {
+    assert.ok(delays.length > 1 && Math.max(...delays) <= 30_000, `timers armed: ${delays}`);
+    assert.equal(calls, 0);
+    // 59 minutes later by the wall clock: due (a minute before exp).
+    Date.now = () => realNow() + 59 * 60_000 + 1_000;
+    const message = JSON.stringify({ event: "message", data: { type: "message", room_id: "r", payload: {}, sequence: 1 }, id: 1 });
+    opened[0].onmessage({ data: message });
+    await sleep(20);
+    assert.equal(calls, 1);
+  } finally {
+    Date.now = realNow;
+    globalThis.setTimeout = realTimeout;
+    await client.close();
+  }
+});
+
+// A reopen while refreshToken has not answered, with a token still valid: it goes at once with
+// that token (a refresh that hangs must not keep the connection closed).
+test("Switch: a reopen with a token still valid does not wait for a refresh in flight", { timeout: 10_000 }, async () => {
+  const exp = Math.floor(Date.now() / 1000) + 5;
+  let called = false;
+  const { client, events, opened } = await relayed(exp, () => ((called = true), new Promise(() => {})));
+  try {
+    await until("refreshToken called", () => called);
+    opened[0].readyState = 3;
+    opened[0].onclose({ code: 1006, reason: "" });
+    await until(() => `connected again; events: ${JSON.stringify(events)}`, () => events.filter((e) => e.type === "connected").length === 2, 1_000);
+    assert.equal(opened[1].token, token(exp));
+  } finally {
+    await client.close();
   }
 });

@@ -73,6 +73,12 @@ pub(crate) fn utf8(s: &JsString) -> String {
     String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// `Date.now()` as it is: what a relay token's `exp` is compared with.
+#[cfg(feature = "switch")]
+pub(crate) fn wall() -> Millis {
+    date_now().max(0.0) as Millis
+}
+
 /// Milliseconds since the epoch: `Date.now()` kept steady by `performance.now()` ([`Clock`]: never
 /// back, small steps of the wall clock caught up with gradually).
 pub(crate) fn now() -> Millis {

@@ -7,23 +7,25 @@
 
 use super::fetch::{self, FetchError};
 use super::options;
+use super::refresh::{token_exp, Refresh};
 use crate::errors;
-use crate::host::{JsEntropy, Timer};
-use crate::socket::{as_sink, deliver_calls, timer, Calls, Input, Sink, Socket, NO_WEB_SOCKET};
+use crate::host::{wall, JsEntropy, Timer};
+use crate::socket::{as_sink, deliver_calls, describe, timer, Calls, Input, Sink, Socket, NO_WEB_SOCKET};
 use agentwire_core::json::read::{self, Kind};
 use agentwire_core::json::write::Obj;
 use agentwire_core::{ErrorKind, Millis};
-use agentwire_switch::connection::Transmit;
+use agentwire_switch::connection::{OpenRequest, Transmit};
 use agentwire_switch::ops;
-use agentwire_switch::{Connection, HttpRequest, State, SwitchError};
-use js_sys::Function;
+use agentwire_switch::{Connection, Event, HttpRequest, State, SwitchError};
+use js_sys::{Function, Promise};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::spawn_local;
+use wasm_bindgen_futures::{spawn_local, JsFuture};
 use web_sys::AbortController;
 
+use agentwire_relay::close::{TOKEN_EXPIRED, TOKEN_EXPIRED_REASON};
 use agentwire_relay::token::MAX_TOKEN_LEN;
 use agentwire_relay::{SUBPROTOCOL, TOKEN_PROTOCOL_PREFIX as TOKEN_PREFIX};
 
@@ -42,6 +44,8 @@ struct Current {
     epoch: u64,
     /// Its `open` event came.
     opened: bool,
+    /// The token it was opened with (`Driver::tokens` then).
+    token: u64,
     _sink: Rc<RefCell<SocketSink>>,
 }
 
@@ -76,6 +80,14 @@ struct Driver {
     /// The same with `ws(s)://`.
     ws_base: String,
     token: Rc<str>,
+    /// Tokens set so far: which one a socket was opened with.
+    tokens: u64,
+    /// `refreshToken`, until the connection stops (the app's callback may reach this driver's
+    /// JS wrapper: a cycle no garbage collector sees).
+    refresh: Option<Refresh>,
+    /// A reopen with an expired token, waiting for the renewal in flight (the engine's open
+    /// deadline, `openTimeoutMs`, bounds the wait).
+    waiting_open: Option<OpenRequest>,
     ctor: Option<Function>,
     socket: Option<Current>,
     /// Sockets replaced or closed, dropped in a later task (never inside their own callback).
@@ -128,6 +140,13 @@ impl Driver {
             Input::Binary(bytes) => self.conn.handle_binary(now, &bytes),
             Input::Closed { code, reason, refused } => {
                 let opened = current.opened;
+                // The relay's close for the token this socket was opened with, still the current
+                // one: renew it now (a clock behind the relay's has not found it due yet).
+                if code == TOKEN_EXPIRED && reason == TOKEN_EXPIRED_REASON && current.token == self.tokens {
+                    if let Some(r) = &mut self.refresh {
+                        r.expired();
+                    }
+                }
                 self.retire_socket(None);
                 if let Some(r) = refused.filter(|_| !opened) {
                     // The host's socket saw the refused upgrade's answer: the engine decides.
@@ -155,6 +174,9 @@ impl Driver {
     /// Performs the engine's transmits and hands its events to `onEvent` until both are
     /// drained, then re-arms the timer.
     fn pump(&mut self, now: Millis, calls: &mut Calls) {
+        if self.refresh.as_ref().is_some_and(|r| r.wanted(wall(), false)) {
+            self.renew();
+        }
         loop {
             let mut progressed = false;
             while let Some(t) = self.conn.poll_transmit() {
@@ -176,14 +198,17 @@ impl Driver {
         let stopped = self.conn.state() == State::Stopped;
         if stopped {
             self.on_event = None;
+            self.refresh = None;
+            self.waiting_open = None;
             for (_, c) in self.ops_in_flight.drain(..) {
                 fetch::abort(&c);
             }
         }
+        let check = self.refresh.as_mut().and_then(|r| r.check_at(now, wall()));
         if let Some(t) = &mut self.timer {
             match stopped {
                 true => t.cancel(),
-                false => t.arm(self.conn.poll_timeout(), now),
+                false => t.arm(earliest(self.conn.poll_timeout(), check), now),
             }
         }
         if !self.retired.is_empty() {
@@ -195,32 +220,19 @@ impl Driver {
     fn transmit(&mut self, now: Millis, t: Transmit) {
         match t {
             Transmit::Open(open) => {
-                // The relay always speaks the WebSocket, and the options allow no other transport.
-                self.retire_socket(Some((1000, "")));
-                self.epoch += 1;
-                let url = format!("{}{}", self.ws_base, open.request.path);
-                let sink = Rc::new(RefCell::new(SocketSink {
-                    driver: self.me.clone(),
-                    epoch: self.epoch,
-                }));
-                let token_protocol = format!("{TOKEN_PREFIX}{}", self.token);
-                let protocols = [SUBPROTOCOL, token_protocol.as_str()];
-                match Socket::open(&url, &protocols, self.ctor.as_ref(), as_sink(&sink)) {
-                    Ok(socket) => {
-                        self.socket = Some(Current {
-                            socket,
-                            epoch: self.epoch,
-                            opened: false,
-                            _sink: sink,
-                        })
+                // A reopen renews a token due, and with an expired token waits for the renewal
+                // (the first open goes: the relay decides on the token the app gave).
+                if let Some(r) = self.refresh.as_ref().filter(|_| self.epoch > 0) {
+                    if r.wanted(wall(), true) {
+                        self.renew();
                     }
-                    // Made in `SwitchDriver::new`, which then fails with kind `invalid`.
-                    Err(m) if m == NO_WEB_SOCKET => self.no_web_socket = true,
-                    Err(m) => {
-                        let m = format!("the WebSocket to {} could not be created: {m}", self.ws_base);
-                        self.conn.handle_open_failed(now, None, &m);
+                    if self.refresh.as_ref().is_some_and(|r| r.holds(wall())) {
+                        self.retire_socket(Some((1000, "")));
+                        self.waiting_open = Some(open);
+                        return;
                     }
                 }
+                self.open(now, open);
             }
             Transmit::Text(text) => {
                 // False when the socket is not open: its close event follows.
@@ -230,11 +242,94 @@ impl Driver {
             }
             Transmit::Http { id, request } => self.call(now, id, request),
             Transmit::Close { code, reason } => {
+                self.waiting_open = None;
                 self.retire_socket(Some((code, &reason)));
                 for (_, c) in self.calls_in_flight.drain(..) {
                     fetch::abort(&c);
                 }
             }
+        }
+    }
+
+    /// Opens the socket of the engine's `open`.
+    fn open(&mut self, now: Millis, open: OpenRequest) {
+        // The relay always speaks the WebSocket, and the options allow no other transport.
+        self.retire_socket(Some((1000, "")));
+        self.epoch += 1;
+        let url = format!("{}{}", self.ws_base, open.request.path);
+        let sink = Rc::new(RefCell::new(SocketSink {
+            driver: self.me.clone(),
+            epoch: self.epoch,
+        }));
+        let token_protocol = format!("{TOKEN_PREFIX}{}", self.token);
+        let protocols = [SUBPROTOCOL, token_protocol.as_str()];
+        match Socket::open(&url, &protocols, self.ctor.as_ref(), as_sink(&sink)) {
+            Ok(socket) => {
+                self.socket = Some(Current {
+                    socket,
+                    epoch: self.epoch,
+                    opened: false,
+                    token: self.tokens,
+                    _sink: sink,
+                })
+            }
+            // Made in `SwitchDriver::new`, which then fails with kind `invalid`.
+            Err(m) if m == NO_WEB_SOCKET => self.no_web_socket = true,
+            Err(m) => {
+                let m = format!("the WebSocket to {} could not be created: {m}", self.ws_base);
+                self.conn.handle_open_failed(now, None, &m);
+            }
+        }
+    }
+
+    /// Calls `refreshToken` (in a task of its own: never while the driver is borrowed), then
+    /// takes its token, or reports its failure, and makes the reopen that waited.
+    fn renew(&mut self) {
+        let Some(r) = &mut self.refresh else { return };
+        r.running = true;
+        let (f, me) = (r.f.clone(), self.me.clone());
+        spawn_local(async move {
+            let got = match f.call1(&JsValue::UNDEFINED, &JsValue::UNDEFINED) {
+                Ok(v) => JsFuture::from(Promise::resolve(&v)).await,
+                Err(e) => Err(e),
+            };
+            let Some(state) = me.upgrade() else { return };
+            let _ = deliver_calls(&state, |d, now, calls| {
+                d.renewed(now, got, calls);
+                d.pump(now, calls);
+            });
+        });
+    }
+
+    fn renewed(&mut self, now: Millis, got: Result<JsValue, JsValue>, calls: &mut Calls) {
+        let Some(r) = &mut self.refresh else { return }; // stopped meanwhile
+        r.running = false;
+        let wall = wall();
+        let token = got.map_err(|e| describe(&e)).and_then(|t| {
+            let t = t.as_string().ok_or("it returned no string")?;
+            check_token(&t)?;
+            match token_exp(&t).filter(|&exp| exp > r.must_outlive(wall)) {
+                Some(exp) => Ok((t, exp)),
+                // One expiring no later would be renewed again at once, without end.
+                None => Err("its token expires no later".into()),
+            }
+        });
+        match token {
+            Ok((t, exp)) => {
+                r.schedule(Some(exp), wall);
+                self.token = Rc::from(t);
+                self.tokens += 1;
+            }
+            Err(m) => {
+                r.failed(wall);
+                let e = SwitchError::local(ErrorKind::Auth, format!("refreshToken failed: {m}"));
+                if let Some(f) = &self.on_event {
+                    calls.push_event(f, Event::Diagnostic(e).to_json_lazy());
+                }
+            }
+        }
+        if let Some(open) = self.waiting_open.take() {
+            self.open(now, open);
         }
     }
 
@@ -272,6 +367,14 @@ impl Driver {
                 d.pump(now, calls);
             });
         });
+    }
+}
+
+/// The earlier of two deadlines.
+fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -353,7 +456,11 @@ impl SwitchDriver {
     /// with `token` (offered as the subprotocol `agentwire.token.<token>` beside `agentwire.v1`,
     /// and sent as `Authorization: Bearer` on HTTP calls), the options JSON (`SwitchOptions`;
     /// `agentId` required) and `webSocket` as the constructor when given. `onEvent(json)` gets
-    /// every event of the connection, `connected` first once attached, `stopped` last. Throws an
+    /// every event of the connection, `connected` first once attached, `stopped` last.
+    /// `refresh()` (a token, or a promise of one) renews the token: before its `exp`, at once when
+    /// the relay closes a socket for it, and before a reopen that finds it due; a reopen with an
+    /// expired token waits for it (see `refresh.rs`). A failure is a `diagnostic` event of kind
+    /// `auth`. Throws an
     /// `invalid` error for a bad URL, token or option.
     #[wasm_bindgen(constructor)]
     pub fn new(
@@ -362,6 +469,7 @@ impl SwitchDriver {
         options: &str,
         web_socket: Option<Function>,
         on_event: Function,
+        refresh: Option<Function>,
     ) -> Result<SwitchDriver, JsValue> {
         let parsed = options::config(options, true)?;
         let (http_base, ws_base) = bases(base_url).map_err(invalid)?;
@@ -378,6 +486,9 @@ impl SwitchDriver {
                 http_base: http_base.clone(),
                 ws_base,
                 token: token.clone(),
+                tokens: 0,
+                refresh: refresh.map(|f| Refresh::new(f, &token, wall())),
+                waiting_open: None,
                 ctor: web_socket,
                 socket: None,
                 retired: Vec::new(),
@@ -578,12 +689,18 @@ impl SwitchDriver {
 
     /// Replaces the relay token for every later open and HTTP call (the socket already open
     /// keeps the one it was opened with, until the relay closes it at that token's `exp` and the
-    /// engine reopens). Throws an `invalid` error for a malformed token.
+    /// engine reopens); `refresh` is then due before this one's `exp`. Throws an `invalid` error
+    /// for a malformed token.
     #[wasm_bindgen(js_name = setToken)]
     pub fn set_token(&self, token: &str) -> Result<(), JsValue> {
         check_token(token).map_err(invalid)?;
-        self.with(|d, _, _| {
+        self.with(|d, now, calls| {
             d.token = Rc::from(token);
+            d.tokens += 1;
+            if let Some(r) = &mut d.refresh {
+                r.schedule(token_exp(token), wall());
+            }
+            d.pump(now, calls);
         })
     }
 

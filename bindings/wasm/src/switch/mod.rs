@@ -4,6 +4,7 @@
 mod client;
 mod fetch;
 mod options;
+mod refresh;
 mod session;
 
 pub use client::SwitchDriver;

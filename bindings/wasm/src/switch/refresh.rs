@@ -1,0 +1,161 @@
+//! When the app's `refreshToken` is called: the driver's credential refresh, beside the engine
+//! (which knows nothing of tokens). The relay closes a socket at its token's `exp` (1008) and
+//! refuses a reopen with an expired token (4401: the connection stops with kind `auth`), so the
+//! driver renews the token before `exp`, and a reopen with an expired token waits for the renewal
+//! in flight (one with a token still valid goes: a renewal that hangs must not keep it closed).
+//!
+//! Times here are the wall clock's (`Date.now()`), which a token's `exp` and the relay's check are
+//! in. A timer counts monotonic time, which stops while the machine sleeps (and a frozen tab or
+//! process runs none), so no single long timer is trusted: the driver's timer looks at the wall
+//! clock every [`STEP_MS`] at most, and so does every input (a socket event, a timer, an answer);
+//! a reopen with a token due for renewal starts the renewal; and the relay's close for an expired
+//! token starts one at once (a client clock behind the relay's never sees the token due).
+
+use agentwire_core::json::read;
+use agentwire_core::{base64url, Millis};
+use js_sys::Function;
+
+/// How long after a failed `refreshToken` it is called again (from a timer; a reopen calls it
+/// sooner).
+const RETRY_MS: Millis = 5_000;
+/// The longest the driver's timer waits before it looks at the wall clock again.
+const STEP_MS: Millis = 30_000;
+
+/// The renewal of the current token.
+pub(super) struct Refresh {
+    pub(super) f: Function,
+    /// The current token's `exp` (`Millis::MAX`: unknown).
+    exp: Millis,
+    /// When it is due for renewal: a fifth of its remaining life before `exp`, at most a minute
+    /// (`Millis::MAX`: never, a token without `exp`).
+    due: Millis,
+    /// After a failed call, not from the timer before this (`Millis::MAX`: not again before a
+    /// reopen, past `exp`).
+    retry: Millis,
+    /// A call is in flight.
+    pub(super) running: bool,
+    /// The relay closed a socket for this token's expiry.
+    stale: bool,
+    /// When the timer looks at the wall clock next, on the driver's clock.
+    check_at: Option<Millis>,
+}
+
+impl Refresh {
+    pub(super) fn new(f: Function, token: &str, wall: Millis) -> Refresh {
+        let mut r = Refresh {
+            f,
+            exp: Millis::MAX,
+            due: Millis::MAX,
+            retry: 0,
+            running: false,
+            stale: false,
+            check_at: None,
+        };
+        r.schedule(token_exp(token), wall);
+        r
+    }
+
+    /// A new token, expiring at `exp`.
+    pub(super) fn schedule(&mut self, exp: Option<Millis>, wall: Millis) {
+        self.exp = exp.unwrap_or(Millis::MAX);
+        self.due = exp.map_or(Millis::MAX, |exp| {
+            let life = exp.saturating_sub(wall);
+            exp - (life / 5).min(60_000)
+        });
+        self.retry = 0;
+        self.stale = false;
+        self.check_at = None;
+    }
+
+    /// The relay closed the socket for its expired token: due now.
+    pub(super) fn expired(&mut self) {
+        self.due = 0;
+        self.retry = 0;
+        self.stale = true;
+        self.check_at = None;
+    }
+
+    /// Whether a reopen waits: a call is in flight and the token is expired (by the wall clock,
+    /// or the relay said so).
+    pub(super) fn holds(&self, wall: Millis) -> bool {
+        self.running && (self.stale || wall >= self.exp)
+    }
+
+    /// Whether to call it now: from an input (`reopen` false) once due and past a failure's
+    /// wait; before a reopen whenever due.
+    pub(super) fn wanted(&self, wall: Millis, reopen: bool) -> bool {
+        let at = match reopen {
+            true => self.due,
+            false => self.due.max(self.retry),
+        };
+        !self.running && wall >= at
+    }
+
+    /// A call failed: the next from the timer is `RETRY_MS` later, until `exp`.
+    pub(super) fn failed(&mut self, wall: Millis) {
+        self.retry = match wall.saturating_add(RETRY_MS) < self.exp {
+            true => wall + RETRY_MS,
+            false => Millis::MAX,
+        };
+        self.check_at = None;
+    }
+
+    /// The next `expires no later` bound: a token returned must expire after this.
+    pub(super) fn must_outlive(&self, wall: Millis) -> Millis {
+        match self.exp {
+            Millis::MAX => wall,
+            exp => exp.max(wall),
+        }
+    }
+
+    /// When the driver's timer should fire to look at the wall clock (`now` on the driver's
+    /// clock, `wall` the wall clock's): at most [`STEP_MS`] away; `None` while a call runs or
+    /// when nothing is ever due.
+    pub(super) fn check_at(&mut self, now: Millis, wall: Millis) -> Option<Millis> {
+        let next = self.due.max(self.retry);
+        if self.running || next == Millis::MAX {
+            return None;
+        }
+        match self.check_at {
+            Some(at) if now < at => Some(at),
+            _ => {
+                let at = now.saturating_add(next.saturating_sub(wall).min(STEP_MS));
+                self.check_at = Some(at);
+                Some(at)
+            }
+        }
+    }
+}
+
+/// A relay token's `exp` in ms, read without verifying it (the relay verifies): its first part
+/// is the base64url JSON claims. `None` for a token that is not one (directly to Switch, the
+/// agent key).
+pub(super) fn token_exp(token: &str) -> Option<Millis> {
+    let end = token.bytes().position(|b| b == b'.').unwrap_or(token.len());
+    let claims = base64url::decode(&token[..end]).ok()?;
+    let claims = std::str::from_utf8(&claims).ok()?;
+    let tape = read::parse(claims, 4).ok()?;
+    let exp = tape.root().get("exp")?.as_u64()?;
+    exp.checked_mul(1_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(claims: &str) -> String {
+        format!("{}.sig", base64url::encode(claims.as_bytes()))
+    }
+
+    #[test]
+    fn reads_exp() {
+        assert_eq!(
+            token_exp(&token(r#"{"agent_id":"a","exp":1700000000}"#)),
+            Some(1_700_000_000_000)
+        );
+        assert_eq!(token_exp(&token(r#"{"agent_id":"a","exp":1.5}"#)), None);
+        assert_eq!(token_exp(&token(r#"{"agent_id":"a"}"#)), None);
+        assert_eq!(token_exp("sk_switch_agent_key"), None);
+        assert_eq!(token_exp(""), None);
+    }
+}
