@@ -13,6 +13,10 @@ fi
 "$ROOT/npm/node_modules/.bin/esbuild" "$ROOT/npm/src/relay-token.ts" --bundle --format=esm --target=es2022 \
   --log-level=warning --outfile="$HERE/gen/relay-token.js"
 (cd "$ROOT" && cargo build -q -p agentwire-cli)
+# The Switch peer the tests start (test/harness.mjs), from CARGO_TARGET_DIR when it is set.
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
+export AGENTWIRE_BIN="${AGENTWIRE_BIN:-$TARGET/debug/agentwire}"
 export WRANGLER_SEND_METRICS=false
 cd "$HERE"
 echo "== wrangler deploy --dry-run (the Worker bundles as it would deploy)"
