@@ -1,7 +1,8 @@
-// Runs the relay locally in workerd (Miniflare) until killed: `node dev.mjs [--port N]` with
-// its settings as JSON in RELAY_VARS (see wrangler.toml and crates/agentwire-relay/src/config.rs;
-// secrets included, so this is for local peers only). Prints `listening on http://127.0.0.1:N`.
-// `wrangler dev` works too, with the vars in wrangler.toml and secrets in .dev.vars.
+// Runs the relay locally in workerd (Miniflare) until killed: `node dev.mjs [--port N]`, from any
+// directory, with its settings as JSON in RELAY_VARS (see wrangler.toml and
+// crates/agentwire-relay/src/config.rs; secrets included, so this is for local peers only).
+// Prints `listening on http://127.0.0.1:N`. `wrangler dev` works too, with the vars in
+// wrangler.toml and secrets in .dev.vars.
 import { startWorker } from "./miniflare.mjs";
 
 const at = process.argv.indexOf("--port");

@@ -2,18 +2,22 @@
 // run it: the module Worker in src/ with the engine's wasm as a compiled module.
 import { Miniflare } from "miniflare";
 import { fileURLToPath } from "node:url";
+import path from "node:path";
 
-export const RELAY_SCRIPT = fileURLToPath(new URL("src/index.js", import.meta.url));
+/** This directory (worker-relay/): module paths of the relay start here, whatever the cwd. */
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const RELAY_SCRIPT = path.join(HERE, "src/index.js");
 
 /** Starts `script` (default: the relay) with `vars` as its env on 127.0.0.1:`port` (0: a free
  * one); `log(text)` gets workerd's output; `modulesRoot` is where module paths start (default:
- * the script's directory; a script importing modules above it needs one above them);
+ * worker-relay/ for a script in it, else the script's directory; a script importing modules
+ * above it needs one above them; never the cwd, so this works from any directory);
  * `compatibilityDate` is workerd's (default: the relay's, 2025-09-01). Resolves
  * with `{mf, url}`. */
 export async function startWorker({ vars, script = RELAY_SCRIPT, port = 0, log = () => {}, modulesRoot, compatibilityDate = "2025-09-01" }) {
   const mf = new Miniflare({
     scriptPath: script,
-    ...(modulesRoot ? { modulesRoot } : {}),
+    modulesRoot: modulesRoot ?? (script.startsWith(HERE + path.sep) ? HERE : path.dirname(script)),
     modules: true,
     modulesRules: [
       { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
