@@ -5,13 +5,13 @@
 // answered by the runtime).
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { startWorker } from "../../worker-relay/miniflare.mjs";
+import { startWorker, RELAY_COMPATIBILITY_DATE } from "../../worker-relay/miniflare.mjs";
 import { runs } from "./scenarios.mjs";
 import { testEnv } from "./env.mjs";
 
 const env = testEnv();
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const DATES = ["2025-09-01", "2026-04-07"];
+const DATES = [...new Set([RELAY_COMPATIBILITY_DATE, "2026-04-07"])];
 const workers = {};
 const logs = [];
 
@@ -22,6 +22,7 @@ before(async () => {
       script: fileURLToPath(new URL("workerd/worker.mjs", import.meta.url)),
       modulesRoot: ROOT,
       compatibilityDate,
+      compatibilityFlags: [],
       log: (t) => logs.push(t),
     });
   }

@@ -2,7 +2,7 @@
 // `agentwire.v1`), then reach the upstream: its WebSocket (frames piped both ways) or, for a
 // released server, the SSE bridge. Whatever happens, both sides end within bounded time, and
 // at the latest when the relay token expires.
-import { CODES, acceptSocket, closeQuietly, forwardClose, messageBytes, upgradeRefused } from "./core.js";
+import { CODES, acceptSocket, binaryAsArrayBuffer, closeQuietly, forwardClose, messageBytes, upgradeRefused } from "./core.js";
 import { pipe } from "./pipe.js";
 import { bridge } from "./bridge.js";
 
@@ -76,6 +76,7 @@ export function connect(relay, d) {
     }
     if (answer.status === 101 && answer.webSocket) {
       const up = answer.webSocket;
+      binaryAsArrayBuffer(up);
       up.accept();
       return void (expire = pipe(relay, d, server, up, handOver()));
     }

@@ -38,18 +38,28 @@ export function jsonError(status, error, detail, headers = []) {
   });
 }
 
-/** Size of a WebSocket message in bytes, without encoding when the bound is clear. */
+/** Size of a WebSocket message in bytes, without encoding when the bound is clear. Binary
+ * messages are ArrayBuffers (every socket the relay holds has `binaryType = "arraybuffer"`); a
+ * Blob is measured by its size all the same, and anything else counts as over every bound. */
 const encoder = new TextEncoder();
 export function messageBytes(data, max) {
-  if (typeof data !== "string") return data.byteLength;
+  if (typeof data !== "string") return data?.byteLength ?? data?.size ?? Number.POSITIVE_INFINITY;
   if (data.length > max || data.length * 3 <= max) return data.length;
   return encoder.encode(data).byteLength;
+}
+
+/** Binary messages as ArrayBuffers, which `send` passes on as the same bytes. From compatibility
+ * date 2026-03-17 (`websocket_standard_binary_type`) workerd delivers Blobs unless asked, and a
+ * Blob given to `send` goes out as the text "[object Blob]". */
+export function binaryAsArrayBuffer(ws) {
+  ws.binaryType = "arraybuffer";
 }
 
 /** A socket pair whose server end is accepted, answered with `protocol` echoed. */
 export function acceptSocket(protocol) {
   const pair = new WebSocketPair();
   const [client, server] = [pair[0], pair[1]];
+  binaryAsArrayBuffer(server);
   server.accept();
   const headers = protocol ? { "Sec-WebSocket-Protocol": protocol } : {};
   return { server, response: new Response(null, { status: 101, webSocket: client, headers }) };

@@ -52,10 +52,17 @@ export async function startPeer({ generation = "current", args = [] } = {}) {
   return { url: out.match(/listening on (\S+)/)[1], agents, rooms };
 }
 
-/** The relay in workerd with `vars` (strings) as its env; `logs` collects workerd's output. */
-export async function startRelay(vars, { script = RELAY_SCRIPT } = {}) {
+/** The relay in workerd with `vars` (strings) as its env; `logs` collects workerd's output;
+ * `compatibilityDate` and `compatibilityFlags` default to wrangler.toml's. */
+export async function startRelay(vars, { script = RELAY_SCRIPT, compatibilityDate, compatibilityFlags } = {}) {
   const logs = [];
-  const { mf, url } = await startWorker({ vars, script, log: (t) => logs.push(t) });
+  const { mf, url } = await startWorker({
+    vars,
+    script,
+    log: (t) => logs.push(t),
+    ...(compatibilityDate ? { compatibilityDate } : {}),
+    ...(compatibilityFlags ? { compatibilityFlags } : {}),
+  });
   stops.push(() => mf.dispose());
   return { url, wsUrl: url.replace(/^http/, "ws"), logs, mf };
 }

@@ -10,6 +10,7 @@ import {
 import {
   startUpstream, startBlackhole, startSseUpstream, sseConnectionState, sseMessage, stopHostile, until,
 } from "./hostile.mjs";
+import { RELAY_COMPATIBILITY_DATE } from "../miniflare.mjs";
 
 const FAKE = { id: "agent-fake", key: "sk_switch_fake_upstream_key_0001" };
 const agents = { fake: FAKE };
@@ -448,5 +449,35 @@ describe("an SSE upstream that misbehaves (the bridge)", { concurrency: true }, 
     const beats = sse.beats.length;
     await sleep(1_000);
     assert.ok(sse.beats.length <= beats + 1, "no more beats");
+  });
+});
+
+const BLOB_DATE = "2026-03-17";
+describe("binary frames as Blobs (workerd's websocket_standard_binary_type, the default from compatibility date 2026-03-17)", () => {
+  let up, relay;
+  before(async () => {
+    up = await startUpstream();
+    // Blobs from that date on (the flag itself may not be named past it: the date implies it).
+    const date = RELAY_COMPATIBILITY_DATE > BLOB_DATE ? RELAY_COMPATIBILITY_DATE : BLOB_DATE;
+    relay = await startRelay(vars(up.url, { MAX_MESSAGE_BYTES: "1024" }), { compatibilityDate: date });
+  });
+
+  test("binary frames cross both ways as the same bytes, and one over MAX_MESSAGE_BYTES closes 1009", { timeout: 20_000 }, async () => {
+    const seen = [];
+    up.behave = (ws) => ws.on("message", (d, isBinary) => {
+      seen.push({ d: Buffer.from(d), isBinary });
+      ws.send(Buffer.from([9, 8, 7, 0, 255]), { binary: true });
+    });
+    const c = await connect(relay);
+    const got = [];
+    c.ws.on("message", (d, isBinary) => got.push({ d: Buffer.from(d), isBinary }));
+    c.ws.send(Buffer.from([1, 2, 3, 0, 254]), { binary: true });
+    await until(() => got.length === 1, 5_000, "the upstream's binary frame");
+    assert.deepEqual(seen.map((s) => [s.isBinary, [...s.d]]), [[true, [1, 2, 3, 0, 254]]], "the upstream got the bytes");
+    assert.deepEqual(got.map((g) => [g.isBinary, [...g.d]]), [[true, [9, 8, 7, 0, 255]]], "the browser got the bytes");
+    c.ws.send(Buffer.alloc(100_000, 1), { binary: true });
+    const closed = await closedWithin(c, 3_000, "the 1009");
+    assert.equal(closed.code, 1009, `${closed.code} ${closed.reason}`);
+    assert.equal(seen.length, 1, "the oversized frame did not go upstream");
   });
 });
