@@ -8,7 +8,7 @@
 //! | `AGENT_KEYS` | secret | required | JSON object: agent id → that agent's Switch API key |
 //! | `RELAY_TOKEN_SECRET` | secret | required | The HMAC key relay tokens are verified with (≥ 32 bytes) |
 //! | `RELAY_TOKEN_SECRET_PREVIOUS` | secret | none | The previous key, still accepted during a rotation |
-//! | `ALLOWED_ORIGINS` | var | none | Comma-separated exact origins (`https://app.example`) a browser may come from |
+//! | `ALLOWED_ORIGINS` | var | none | Comma-separated exact origins (`https://app.example`) a browser may come from; required unless `ALLOW_NO_ORIGIN` |
 //! | `ALLOW_NO_ORIGIN` | var | `false` | Whether a request with no `Origin` (a server, a CLI) is served |
 //! | `PATH_PREFIX` | var | none | The relay's own path prefix (`/switch`), stripped before routing |
 //! | `MAX_MESSAGE_BYTES` | var | 262144 | Largest WebSocket message from the browser (else close 1009), and the bridge's largest frame to it |
@@ -202,6 +202,14 @@ impl Config {
                 .collect::<Result<_, _>>()?,
         };
         let allow_no_origin = flag(get("ALLOW_NO_ORIGIN"), "ALLOW_NO_ORIGIN")?;
+        if allowed_origins.is_empty() && !allow_no_origin {
+            // Every request would be refused: a browser sends an Origin no list allows, and a
+            // request without one is not served.
+            return Err(bad(
+                "ALLOWED_ORIGINS",
+                "is required unless ALLOW_NO_ORIGIN is true (without either the relay serves nothing)",
+            ));
+        }
         let path_prefix = match get("PATH_PREFIX") {
             None => String::new(),
             Some(p) => prefix(&p).ok_or_else(|| bad("PATH_PREFIX", "must be /segment[/segment...]"))?,
@@ -489,6 +497,25 @@ pub(crate) mod tests {
             Config::from_env(env(&[("UPSTREAM", "")])).unwrap_err().problem,
             "is required"
         );
+    }
+
+    /// No origin allowed and requests without one refused: a relay that would refuse everything
+    /// is a configuration error, not a relay that starts and serves nothing.
+    #[test]
+    fn a_relay_that_serves_no_origin_at_all_is_an_error() {
+        for origins in ["", " ", " , ,"] {
+            let e = Config::from_env(env(&[("ALLOWED_ORIGINS", origins)])).unwrap_err();
+            assert_eq!(e.name, "ALLOWED_ORIGINS", "{origins:?}");
+            assert!(e.problem.contains("ALLOW_NO_ORIGIN"), "{e}");
+            let e = Config::from_env(env(&[("ALLOWED_ORIGINS", origins), ("ALLOW_NO_ORIGIN", "false")])).unwrap_err();
+            assert_eq!(e.name, "ALLOWED_ORIGINS");
+            // Serving only requests without an Origin (servers, CLIs) is a relay that serves.
+            let c = Config::from_env(env(&[("ALLOWED_ORIGINS", origins), ("ALLOW_NO_ORIGIN", "true")])).unwrap();
+            assert!(c.allowed_origins.is_empty() && c.allow_no_origin);
+        }
+        let unset = env(&[]);
+        let e = Config::from_env(|k| if k == "ALLOWED_ORIGINS" { None } else { unset(k) }).unwrap_err();
+        assert_eq!(e.name, "ALLOWED_ORIGINS");
     }
 
     #[test]
