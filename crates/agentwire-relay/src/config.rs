@@ -3,7 +3,7 @@
 //!
 //! | Name | Kind | Default | Meaning |
 //! |---|---|---|---|
-//! | `UPSTREAM` | var | required | The one Switch origin, `http(s)://host[:port][/prefix]` |
+//! | `UPSTREAM` | var | required | The one Switch origin, `https://host[:port][/prefix]` (`http://` only to `127.0.0.1`, `[::1]` or `localhost`: the agent key travels in it) |
 //! | `UPSTREAM_GENERATION` | var | `auto` | `ws` or `websocket` (current servers), `sse` (released: bridge), `auto` (try the WebSocket, bridge on refusal) |
 //! | `AGENT_KEYS` | secret | required | JSON object: agent id → that agent's Switch API key |
 //! | `RELAY_TOKEN_SECRET` | secret | required | The HMAC key relay tokens are verified with (≥ 32 bytes) |
@@ -307,6 +307,10 @@ fn prefix(p: &str) -> Option<String> {
     ok.then(|| segs.iter().map(|s| format!("/{s}")).collect())
 }
 
+/// The hosts an `http://` upstream may have: the relay's own machine, where the key in clear
+/// never crosses a network.
+const LOOPBACK_HOSTS: [&str; 3] = ["127.0.0.1", "[::1]", "localhost"];
+
 fn parse_upstream(u: &str) -> Result<(String, String), ConfigError> {
     let scheme_end = u.find("://").map_or(0, |i| i + 3);
     let (origin, path) = match u[scheme_end..].find('/') {
@@ -321,6 +325,19 @@ fn parse_upstream(u: &str) -> Result<(String, String), ConfigError> {
     }
     if path.contains(['?', '#']) {
         return Err(bad("UPSTREAM", "has no query or fragment"));
+    }
+    if let Some(host) = origin.strip_prefix("http://") {
+        // The agent key goes upstream in `Authorization`: in clear only to this machine.
+        let host = match host.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().map(|h| format!("[{h}]")).unwrap_or_default(),
+            None => host.split(':').next().unwrap_or_default().to_ascii_lowercase(),
+        };
+        if !LOOPBACK_HOSTS.contains(&host.as_str()) {
+            return Err(bad(
+                "UPSTREAM",
+                "must be https:// (http:// only to 127.0.0.1, [::1] or localhost): the agent key travels in it",
+            ));
+        }
     }
     let path = if path.is_empty() {
         String::new()
@@ -497,6 +514,34 @@ pub(crate) mod tests {
             Config::from_env(env(&[("UPSTREAM", "")])).unwrap_err().problem,
             "is required"
         );
+    }
+
+    /// The agent key goes upstream in `Authorization`: over plain HTTP only to a loopback host.
+    #[test]
+    fn a_plain_http_upstream_must_be_loopback() {
+        for u in [
+            "http://127.0.0.1:7751",
+            "http://127.0.0.1",
+            "http://[::1]:8080/api",
+            "http://localhost:7751",
+            "http://LOCALHOST",
+            "https://switch.example",
+            "https://10.0.0.5:8443",
+        ] {
+            Config::from_env(env(&[("UPSTREAM", u)])).unwrap_or_else(|e| panic!("{u}: {e}"));
+        }
+        for u in [
+            "http://switch.example",
+            "http://10.0.0.5:7751",
+            "http://127.0.0.2",
+            "http://localhost.evil.example",
+            "http://[::2]:80",
+            "http://127.0.0.1.nip.io",
+        ] {
+            let e = Config::from_env(env(&[("UPSTREAM", u)])).unwrap_err();
+            assert_eq!(e.name, "UPSTREAM", "{u}");
+            assert!(e.problem.contains("https://"), "{u}: {e}");
+        }
     }
 
     /// No origin allowed and requests without one refused: a relay that would refuse everything
