@@ -17,7 +17,7 @@
 //! | `RATE_LIMIT_BURST` | var | 60 | How many of them at once |
 //! | `FRAME_LIMIT_PER_MINUTE` | var | 600 | Frames a browser may send up one socket a minute (a Switch client sends a pong every 2 s: 30) |
 //! | `FRAME_LIMIT_BURST` | var | 20 | How many of them at once |
-//! | `MAX_TOKEN_LIFETIME_S` | var | 3600 | Tokens expiring later than this are refused |
+//! | `MAX_TOKEN_LIFETIME_S` | var | 3600 | Tokens expiring later than this (plus 60 s for clock skew) are refused |
 //! | `UPSTREAM_TIMEOUT_MS` | var | 10000 | Longest wait for the upstream to answer an open or a call, and a bridge's beat (else 1011) |
 //! | `PING_INTERVAL_MS` | var | 2000 | The bridge's ping interval towards the browser |
 //! | `MAX_UNACKED_BYTES` | var | 8388608 | The bridge: bytes sent to a browser that has not answered a ping after them; past this the relay stops reading the upstream stream until it does |

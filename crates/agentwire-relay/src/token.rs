@@ -43,8 +43,10 @@
 //!    (`malformed`);
 //! 4. the signature, compared in constant time against the HMAC under every secret (`forged`);
 //! 5. only then the claims, parsed and checked as above (`claims`);
-//! 6. `now / 1000 >= exp` (`expired`), then `exp > now / 1000 + max_lifetime_s` (`lifetime`:
-//!    tokens must be short-lived, so a long-lived one is refused even when correctly signed).
+//! 6. `now / 1000 >= exp` (`expired`), then `exp > now / 1000 + max_lifetime_s +`
+//!    [`LIFETIME_LEEWAY_S`] (`lifetime`: tokens must be short-lived, so a long-lived one is
+//!    refused even when correctly signed; the leeway lets a backend whose clock is a little ahead
+//!    of the relay's mint `max_lifetime_s` exactly. Expiry itself has no leeway).
 //!
 //! Nothing here reads a clock: `now` is passed in. Error messages never hold a secret or a
 //! signature (they may name the agent).
@@ -67,6 +69,10 @@ pub const MAX_SECRETS: usize = 2;
 pub const MAX_ID_LEN: usize = 256;
 /// The longest origin, in bytes.
 pub const MAX_ORIGIN_LEN: usize = 256;
+/// Clock skew allowed on the lifetime check (not on expiry), in seconds: a token minted with
+/// a lifetime of exactly `max_lifetime_s` by a backend whose clock runs up to this much ahead
+/// of the relay's still passes.
+pub const LIFETIME_LEEWAY_S: u64 = 60;
 /// The largest `exp`: 2^53 - 1, the largest integer a JS number holds exactly.
 pub const MAX_EXP: u64 = (1 << 53) - 1;
 
@@ -254,7 +260,7 @@ pub fn mint(secret: &[u8], claims: &Claims) -> Result<String, TokenError> {
 
 /// The claims of `token` if one of `secrets` signed it, it is valid and unexpired at `now`
 /// (milliseconds since the Unix epoch) and it expires within `max_lifetime_s` seconds of
-/// `now`. The order of the checks, and so which error a bad token gets, is in the module docs.
+/// `now` (plus [`LIFETIME_LEEWAY_S`] for clock skew). The order of the checks, and so which error a bad token gets, is in the module docs.
 pub fn verify(token: &str, secrets: &[&[u8]], now: Millis, max_lifetime_s: u64) -> Result<Claims, TokenError> {
     if secrets.is_empty() || secrets.len() > MAX_SECRETS {
         return Err(TokenError::new(
@@ -323,7 +329,7 @@ pub fn verify(token: &str, secrets: &[&[u8]], now: Millis, max_lifetime_s: u64) 
             format!("expired at {} (now {now_s}); agent {}", claims.exp, claims.agent_id),
         ));
     }
-    if claims.exp > now_s.saturating_add(max_lifetime_s) {
+    if claims.exp > now_s.saturating_add(max_lifetime_s).saturating_add(LIFETIME_LEEWAY_S) {
         return Err(TokenError::new(
             TokenErrorKind::Lifetime,
             format!(

@@ -19,6 +19,7 @@ HEX = bytes(range(32)).hex()  # 32 bytes, not UTF-8 text
 NOW_MS = 1_750_000_000_500
 NOW_S = NOW_MS // 1000
 LIFE = 3600
+LEEWAY = 60  # clock skew allowed on the lifetime check (not on expiry)
 
 
 def b64(data: bytes) -> str:
@@ -102,6 +103,11 @@ valid(
     note="now is floored to seconds: exp = now_s + 1 is still valid at .999",
 )
 valid("valid-max-lifetime", {"agent_id": "alice", "exp": NOW_S + LIFE}, note="exp = now_s + max_lifetime_s is allowed")
+valid(
+    "valid-lifetime-leeway",
+    {"agent_id": "alice", "exp": NOW_S + LIFE + LEEWAY},
+    note="the lifetime check allows 60 s of clock skew: exp = now_s + max_lifetime_s + 60 is allowed",
+)
 
 minimal = sign_json(S, canonical(alice))
 payload, sig = minimal.split(".")
@@ -128,7 +134,12 @@ error(
     sign_json(S, canonical({"agent_id": "alice", "exp": NOW_S})),
     note="expired when now_s >= exp",
 )
-error("lifetime", "lifetime", sign_json(S, canonical({"agent_id": "alice", "exp": NOW_S + LIFE + 1})))
+error(
+    "lifetime",
+    "lifetime",
+    sign_json(S, canonical({"agent_id": "alice", "exp": NOW_S + LIFE + LEEWAY + 1})),
+    note="exp > now_s + max_lifetime_s + 60 (the skew leeway)",
+)
 error("missing", "missing", "")
 error("malformed-one-part", "malformed", payload)
 error("malformed-three-parts", "malformed", f"{minimal}.{sig}")

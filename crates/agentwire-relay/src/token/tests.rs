@@ -96,7 +96,20 @@ fn expiry_and_lifetime_boundaries() {
         verify(&token, &[SECRET], NOW, 60).is_ok(),
         "exp == now + max is allowed"
     );
-    assert_eq!(kind(verify(&token, &[SECRET], NOW, 59)), TokenErrorKind::Lifetime);
+    // The lifetime check allows LIFETIME_LEEWAY_S of clock skew: a backend ahead of the relay
+    // minting max_lifetime_s exactly.
+    assert!(verify(&token, &[SECRET], NOW, 60 - LIFETIME_LEEWAY_S).is_ok());
+    let skewed = mint(SECRET, &Claims::new("alice", NOW_S + 3600 + LIFETIME_LEEWAY_S)).unwrap();
+    assert!(verify(&skewed, &[SECRET], NOW, 3600).is_ok(), "minted 60 s ahead");
+    let beyond = mint(SECRET, &Claims::new("alice", NOW_S + 3600 + LIFETIME_LEEWAY_S + 1)).unwrap();
+    assert_eq!(kind(verify(&beyond, &[SECRET], NOW, 3600)), TokenErrorKind::Lifetime);
+    // The backend's clock 20 ms ahead, across a second: it mints at NOW_S + 1.010 s with a
+    // lifetime of 3600 s, the relay checks at NOW_S + 0.990 s (refused before the leeway).
+    let ahead = mint(SECRET, &Claims::new("alice", NOW_S + 1 + 3600)).unwrap();
+    assert!(
+        verify(&ahead, &[SECRET], NOW_S * 1000 + 990, 3600).is_ok(),
+        "minted 20 ms ahead"
+    );
     assert!(verify(&token, &[SECRET], 0, u64::MAX).is_ok(), "no overflow");
     let long = mint(SECRET, &Claims::new("alice", MAX_EXP)).unwrap();
     assert_eq!(kind(verify(&long, &[SECRET], NOW, 3600)), TokenErrorKind::Lifetime);
