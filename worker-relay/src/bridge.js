@@ -3,8 +3,11 @@
 // close; this file reads the stream, sends the beats and runs the timer. Returns the function
 // that ends the bridge when the relay token expires.
 import { BridgeCore, CODES, boundedText, closeQuietly, forwardClose, frameLimit, messageBytes } from "./core.js";
+import { logEvent, shortId } from "./log.js";
 
-export function bridge(relay, d, client, early, abort) {
+export function bridge(relay, d, client, early, abort, rec) {
+  rec.transport = "bridge";
+  const who = { agent: d.agentId, conn: shortId(d.connectionId), transport: "bridge" };
   const core = new BridgeCore(
     JSON.stringify({
       agentId: d.agentId,
@@ -32,8 +35,9 @@ export function bridge(relay, d, client, early, abort) {
       go();
     }
   };
-  /** Ends the bridge: the upstream aborted, the browser closed with `code`. */
-  const closeWith = (code, reason) => {
+  /** Ends the bridge: the upstream aborted, the browser closed with `code`; `by` and the code
+   * the browser sent (`browserCode`) are for the end line. */
+  const closeWith = (code, reason, by = "relay", browserCode = code) => {
     if (closed) return;
     closed = true;
     clearTimeout(timer);
@@ -41,6 +45,7 @@ export function bridge(relay, d, client, early, abort) {
     frames.forget();
     wake();
     closeQuietly(client, code, reason);
+    rec.end({ by, browserCode, reason });
     try {
       core.free();
     } catch {
@@ -48,13 +53,14 @@ export function bridge(relay, d, client, early, abort) {
     }
   };
   const fail = (e) => {
-    console.error(`agentwire relay: bridge: ${relay.redact(String(e?.stack ?? e))}`);
+    logEvent(relay, "error", { event: "relay_failure", ...who, error: String(e?.stack ?? e) });
     closeWith(CODES.fallback, "relay failure");
   };
   const pump = () => {
     for (let out = core.pollOutput(); out !== undefined && !closed; out = core.pollOutput()) {
       const o = JSON.parse(out);
       if (o.toClient !== undefined) {
+        rec.toBrowser += 1;
         try {
           client.send(o.toClient);
         } catch {
@@ -63,7 +69,7 @@ export function bridge(relay, d, client, early, abort) {
       } else if (o.beat !== undefined) {
         beat(o.beat);
       } else if (o.close !== undefined) {
-        return closeWith(o.close.code, o.close.reason);
+        return closeWith(o.close.code, o.close.reason, "bridge");
       }
     }
     if (closed) return;
@@ -102,6 +108,7 @@ export function bridge(relay, d, client, early, abort) {
     if (closed) return;
     if (messageBytes(data, d.maxMessageBytes) > d.maxMessageBytes) return closeWith(CODES.tooBig, "message too big");
     if (frames.over()) return closeWith(CODES.policy, "too many frames");
+    rec.fromBrowser += 1;
     step(() => core.handleClientText(Date.now(), typeof data === "string" ? data : ""));
   };
   client.addEventListener("message", (ev) => fromClient(ev.data));
@@ -113,7 +120,7 @@ export function bridge(relay, d, client, early, abort) {
       /* ending anyway */
     }
     // Completes the browser's closing handshake (an error event has no code: 1011).
-    closeWith(forwardClose(ev?.code), ev?.reason);
+    closeWith(forwardClose(ev?.code), ev?.reason, "browser", ev?.code ?? 1006);
   };
   client.addEventListener("close", gone);
   client.addEventListener("error", gone);
@@ -133,6 +140,7 @@ export function bridge(relay, d, client, early, abort) {
     }
     const type = answer.headers.get("content-type") ?? undefined;
     if (answer.status !== 200) {
+      logEvent(relay, "warn", { event: "upstream_refused", ...who, status: answer.status });
       const body = await boundedText(relay, answer);
       return step(() => core.handleOpenResponse(Date.now(), answer.status, type, body));
     }

@@ -5,9 +5,13 @@
 import { CODES, acceptSocket, binaryAsArrayBuffer, closeQuietly, forwardClose, messageBytes, upgradeRefused } from "./core.js";
 import { pipe } from "./pipe.js";
 import { bridge } from "./bridge.js";
+import { logEvent, shortId, socketRecord } from "./log.js";
 
 export function connect(relay, d) {
   const { server, response } = acceptSocket(d.protocol);
+  // The socket's one end line (log.js): frames counted each way, the codes, the relay's reason.
+  const rec = socketRecord(relay, d);
+  const who = { agent: d.agentId, conn: shortId(d.connectionId) };
   const early = [];
   let earlyBytes = 0;
   let ended = false;
@@ -26,12 +30,14 @@ export function connect(relay, d) {
     upstreamAbort.abort();
     // Completes the browser's closing handshake (an error event has no code: 1011).
     closeQuietly(server, forwardClose(ev?.code), ev?.reason);
+    rec.end({ by: "browser", browserCode: ev?.code ?? 1006 });
   };
   const end = (code, reason) => {
     if (ended) return;
     ended = true;
     upstreamAbort.abort();
     closeQuietly(server, code, reason);
+    rec.end({ by: "relay", browserCode: code, reason });
   };
   const upstreamAbort = new AbortController();
   // The socket may not outlive its relay token: at `exp` the browser is closed 1008 (it reopens,
@@ -51,7 +57,7 @@ export function connect(relay, d) {
     return early;
   };
   const start = async () => {
-    if (d.transport === "sse") return void (expire = bridge(relay, d, server, handOver(), upstreamAbort));
+    if (d.transport === "sse") return void (expire = bridge(relay, d, server, handOver(), upstreamAbort, rec));
     let answer;
     // The timeout covers the upgrade only: a signal still armed afterwards would end the socket.
     const timer = setTimeout(() => upstreamAbort.abort(), d.timeoutMs);
@@ -62,7 +68,7 @@ export function connect(relay, d) {
         signal: upstreamAbort.signal,
       });
     } catch (e) {
-      if (!ended) console.error(`agentwire relay: upstream open failed: ${relay.redact(String(e?.message ?? e))}`);
+      if (!ended) logEvent(relay, "error", { event: "upstream_unreachable", ...who, error: String(e?.message ?? e) });
       return end(CODES.fallback, "the upstream could not be reached in time");
     } finally {
       clearTimeout(timer);
@@ -78,18 +84,21 @@ export function connect(relay, d) {
       const up = answer.webSocket;
       binaryAsArrayBuffer(up);
       up.accept();
-      return void (expire = pipe(relay, d, server, up, handOver()));
+      return void (expire = pipe(relay, d, server, up, handOver(), rec));
     }
     await answer.body?.cancel();
     const then = JSON.parse(upgradeRefused(answer.status));
     if (then.then === "bridge" && d.transport === "auto") {
+      // A released upstream (no WebSocket route): learned for a while, so logged once in a while.
+      logEvent(relay, "log", { event: "upstream_no_websocket", ...who, status: answer.status, then: "bridge" });
       relay.learnReleased(Date.now());
-      return void (expire = bridge(relay, d, server, handOver(), upstreamAbort));
+      return void (expire = bridge(relay, d, server, handOver(), upstreamAbort, rec));
     }
+    logEvent(relay, "warn", { event: "upstream_refused", ...who, transport: "pipe", status: answer.status });
     end(then.code ?? CODES.fallback, `the upstream refused the connection (HTTP ${answer.status})`);
   };
   start().catch((e) => {
-    console.error(`agentwire relay: ${relay.redact(String(e?.stack ?? e))}`);
+    logEvent(relay, "error", { event: "relay_failure", ...who, error: String(e?.stack ?? e) });
     end(CODES.fallback, "relay failure");
   });
   return response;

@@ -3,6 +3,7 @@
 // close codes, the SSE bridge) is the engine's (`agentwire-relay`, compiled to wasm); this file
 // only carries them out.
 import { relayFor, dropRelay, jsonError, acceptSocket, closeQuietly } from "./core.js";
+import { logEvent, logRefusal } from "./log.js";
 import { proxy } from "./proxy.js";
 import { connect } from "./connect.js";
 
@@ -40,24 +41,34 @@ export default {
     try {
       return await handle(request, env);
     } catch (e) {
-      console.error(`agentwire relay: ${request.method} failed: ${e?.name ?? "Error"}`);
+      logEvent(null, "error", { event: "relay_failure", method: request.method, error: e?.name ?? "Error" });
       return jsonError(500, "internal", "the relay failed on this request");
     }
   },
 };
+
+/** The agent a URL's path names (`…/agents/{id}/…`), for a log line the engine did not write. */
+function pathAgent(url) {
+  return new URL(url).pathname.match(/\/agents\/([A-Za-z0-9._~:-]{1,256})(?:\/|$)/)?.[1];
+}
 
 async function handle(request, env) {
   let relay;
   try {
     relay = relayFor(env);
   } catch (e) {
-    console.error(`agentwire relay: ${e.message}`);
+    // The engine's message names the setting, never its value.
+    logEvent(null, "error", { event: "config", error: String(e?.message ?? e) });
     return jsonError(500, "config", "the relay is misconfigured");
   }
   let body = null;
   if (request.method === "POST") {
     body = await readBody(request, relay.maxBodyBytes);
-    if (body === null) return jsonError(413, "size", `the body is over ${relay.maxBodyBytes} bytes`);
+    if (body === null) {
+      const detail = `the body is over ${relay.maxBodyBytes} bytes`;
+      logRefusal(relay, { kind: "size", status: 413, agent: pathAgent(request.url), detail });
+      return jsonError(413, "size", detail);
+    }
   }
   const headers = JSON.stringify([...request.headers]);
   let decision;
@@ -66,16 +77,18 @@ async function handle(request, env) {
   } catch (e) {
     // A bug in the engine (a trap): the next request builds a fresh relay.
     dropRelay();
-    console.error(`agentwire relay: route failed: ${String(e?.message ?? e)}`);
+    logEvent(null, "error", { event: "relay_failure", where: "route", error: String(e?.message ?? e) });
     return jsonError(500, "internal", "the relay failed on this request");
   }
   switch (decision.action) {
     case "respond":
+      if (decision.log) logRefusal(relay, decision.log);
       return new Response(decision.body === "" ? null : decision.body, {
         status: decision.status,
         headers: decision.headers,
       });
     case "refuse": {
+      logRefusal(relay, decision.log);
       const { server, response } = acceptSocket(decision.protocol);
       if (decision.frame) server.send(decision.frame);
       closeQuietly(server, decision.code, decision.reason);

@@ -6,20 +6,24 @@
 // function that ends both sides when the relay token expires.
 import { CODES, closeQuietly, forwardClose, frameLimit, messageBytes } from "./core.js";
 
-export function pipe(relay, d, client, up, early) {
+export function pipe(relay, d, client, up, early, rec) {
   const max = d.maxMessageBytes;
   const frames = frameLimit(relay);
+  rec.transport = "pipe";
   let done = false;
   let idle = null;
-  const finish = (toClient, toUp) => {
+  /** Closes both sides; `end` is the socket's end line (`by`, the codes each side got or sent). */
+  const finish = (toClient, toUp, end) => {
     if (done) return;
     done = true;
     clearTimeout(idle);
     frames.forget();
     closeQuietly(client, toClient.code, toClient.reason);
     closeQuietly(up, toUp.code, toUp.reason);
+    rec.end(end);
   };
-  const both = (code, reason) => finish({ code, reason }, { code, reason });
+  const both = (code, reason) =>
+    finish({ code, reason }, { code, reason }, { by: "relay", browserCode: code, upstreamCode: code, reason });
   // The idle watchdog re-arms from the last upstream frame's time: no timer churn per frame.
   let lastUp = Date.now();
   const check = () => {
@@ -31,6 +35,7 @@ export function pipe(relay, d, client, up, early) {
     if (done) return;
     if (messageBytes(data, max) > max) return both(CODES.tooBig, "message too big");
     if (frames.over()) return both(CODES.policy, "too many frames");
+    rec.fromBrowser += 1;
     send(up, data);
   };
   const send = (ws, data) => {
@@ -44,16 +49,17 @@ export function pipe(relay, d, client, up, early) {
   up.addEventListener("message", (ev) => {
     if (done) return;
     lastUp = Date.now();
+    rec.toBrowser += 1;
     send(client, ev.data);
   });
   client.addEventListener("close", (ev) => {
     const code = forwardClose(ev.code);
-    finish({ code, reason: ev.reason }, { code, reason: ev.reason });
+    finish({ code, reason: ev.reason }, { code, reason: ev.reason }, { by: "browser", browserCode: ev.code, upstreamCode: code });
   });
   up.addEventListener("close", (ev) => {
     const code = forwardClose(ev.code);
     const reason = upstreamReason(relay, ev.reason ?? "");
-    finish({ code, reason }, { code, reason });
+    finish({ code, reason }, { code, reason }, { by: "upstream", browserCode: code, upstreamCode: ev.code, reason });
   });
   client.addEventListener("error", () => both(CODES.fallback, "the browser's socket failed"));
   up.addEventListener("error", () => both(CODES.fallback, "the upstream's socket failed"));
@@ -64,6 +70,7 @@ export function pipe(relay, d, client, up, early) {
     finish(
       { code: CODES.tokenExpired, reason: CODES.tokenExpiredReason },
       { code: 1000, reason: CODES.tokenExpiredReason },
+      { by: "relay", browserCode: CODES.tokenExpired, upstreamCode: 1000, reason: CODES.tokenExpiredReason },
     );
 }
 

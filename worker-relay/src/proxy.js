@@ -4,6 +4,7 @@
 // body is read (bounded) with every key taken out (`boundedText`: redacted before it is cut), in
 // case the upstream quotes the key it was sent; a success streams through.
 import { boundedText, jsonError } from "./core.js";
+import { logEvent } from "./log.js";
 
 const MAX_ERROR_BODY = 64 * 1024;
 
@@ -19,7 +20,12 @@ export async function proxy(relay, d) {
     });
   } catch (e) {
     const timedOut = e?.name === "TimeoutError" || e?.name === "AbortError";
-    console.error(`agentwire relay: upstream ${d.method} failed: ${relay.redact(String(e?.message ?? e))}`);
+    logEvent(relay, "error", {
+      event: timedOut ? "upstream_timeout" : "upstream_unreachable",
+      agent: d.agentId,
+      method: d.method,
+      error: String(e?.message ?? e),
+    });
     return timedOut
       ? jsonError(504, "upstream", "the upstream did not answer in time", d.cors)
       : jsonError(502, "upstream", "the upstream could not be reached", d.cors);

@@ -1,4 +1,6 @@
-// The relay from an operator's side: the local runners work from any directory.
+// The relay from an operator's side: its log lines (one JSON object each: one per refusal, one
+// per socket end, none per frame, never a token or a key), and the local runners work from any
+// directory.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -6,7 +8,8 @@ import { fileURLToPath } from "node:url";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { cleanup, startRelay, within, SECRET, ORIGIN } from "./harness.mjs";
+import { cleanup, startRelay, within, relayVars, token, open, withToken, SECRET, ORIGIN } from "./harness.mjs";
+import { startUpstream, startSseUpstream, sseConnectionState, stopHostile, until } from "./hostile.mjs";
 
 const T = { timeout: 30_000 };
 const DEV = fileURLToPath(new URL("../dev.mjs", import.meta.url));
@@ -18,7 +21,130 @@ const VARS = {
   ALLOWED_ORIGINS: ORIGIN,
 };
 
-after(cleanup);
+after(async () => {
+  await cleanup();
+  await stopHostile();
+});
+
+/** The relay's own log lines so far, parsed (workerd's other output left out). */
+function lines(relay) {
+  return relay.logs
+    .join("")
+    .split("\n")
+    .filter((l) => l.startsWith('{"relay":"agentwire"'))
+    .map((l) => JSON.parse(l));
+}
+
+/** The lines of `event` after the first `from` lines, once there are `n` of them (within 5 s). */
+async function logged(relay, event, n = 1, from = 0) {
+  const of = () => lines(relay).slice(from).filter((l) => l.event === event);
+  await until(() => of().length >= n, 5_000, `${n} ${event} line(s)`);
+  await new Promise((r) => setTimeout(r, 200));
+  return of();
+}
+
+/** Opens a socket on `relay` for `agent` with `tok`: `{c, cid}` once open. */
+async function connectTo(relay, agent, tok, opts = {}) {
+  const cid = crypto.randomUUID();
+  const c = open(`${relay.wsUrl}/agents/${agent.id}/connection/ws?connection_id=${cid}`, { protocols: withToken(tok), ...opts });
+  await within(10_000, "the open", c.opened);
+  return { c, cid };
+}
+
+const noSecret = (relay, secrets) => {
+  const all = relay.logs.join("");
+  for (const s of secrets) assert.ok(!all.includes(s), `a secret in the log: ${s.slice(0, 12)}…`);
+};
+
+test("a refusal is one log line: kind, status, close code, the path's agent, the detail; never the token", T, async () => {
+  const up = await startUpstream();
+  const relay = await startRelay(relayVars({ url: up.url, agents: { f: FAKE } }, { UPSTREAM_GENERATION: "ws" }));
+  const tok = await token(FAKE.id);
+  const c = open(`${relay.wsUrl}/agents/${FAKE.id}/connection/ws?connection_id=${crypto.randomUUID()}`, {
+    protocols: withToken(tok),
+    origin: "https://evil.example",
+  });
+  assert.equal((await within(10_000, "the refusal", c.closed)).code, 4403);
+  const [ws] = await logged(relay, "refused");
+  assert.deepEqual(ws, {
+    relay: "agentwire", event: "refused", kind: "origin", status: 403, code: 4403, agent: FAKE.id, detail: "this Origin is not allowed",
+  });
+  const r = await fetch(`${relay.url}/agents/${FAKE.id}/ops`, { headers: { Origin: ORIGIN, Authorization: `Bearer ${tok.slice(0, -2)}xx` } });
+  assert.equal(r.status, 401);
+  const refusals = await logged(relay, "refused", 2);
+  assert.equal(refusals.length, 2, "one line per refusal");
+  assert.equal(refusals[1].kind, "token");
+  assert.equal(refusals[1].status, 401);
+  assert.equal(refusals[1].agent, FAKE.id);
+  assert.equal(refusals[1].code, undefined);
+  assert.equal(lines(relay).filter((l) => l.event === "socket_end").length, 0, "a refused socket has no end line");
+  noSecret(relay, [tok, tok.split(".")[1], FAKE.key, SECRET]);
+});
+
+test("a socket end is one log line: agent, connection, transport, who ended it, both codes, reason, duration, frames each way", T, async () => {
+  const up = await startUpstream();
+  const relay = await startRelay(relayVars({ url: up.url, agents: { f: FAKE } }, { UPSTREAM_GENERATION: "ws", MAX_MESSAGE_BYTES: "1024" }));
+  const tok = await token(FAKE.id);
+  // The browser closes: 3 frames up, 3 echoed down.
+  const a = await connectTo(relay, FAKE, tok);
+  for (const m of ["a", "b", "c"]) a.c.ws.send(m);
+  await a.c.next((f) => f.raw === "c", 5_000, "the echo");
+  a.c.ws.close(1000, "bye");
+  await a.c.closed;
+  const [end] = await logged(relay, "socket_end");
+  assert.equal(end.agent, FAKE.id);
+  assert.equal(end.conn, a.cid.slice(0, 8));
+  assert.deepEqual(
+    [end.transport, end.by, end.browserCode, end.upstreamCode, end.framesFromBrowser, end.framesToBrowser, end.reason],
+    ["pipe", "browser", 1000, 1000, 3, 3, undefined],
+  );
+  assert.ok(end.durationMs >= 0 && end.durationMs < 10_000, `${end.durationMs}`);
+  // The relay closes (1009): its reason, both codes.
+  const b = await connectTo(relay, FAKE, tok);
+  b.c.ws.send("x".repeat(2000));
+  assert.equal((await within(5_000, "the 1009", b.c.closed)).code, 1009);
+  const ends = await logged(relay, "socket_end", 2);
+  assert.equal(ends.length, 2, "one line per socket");
+  assert.deepEqual(
+    [ends[1].by, ends[1].browserCode, ends[1].upstreamCode, ends[1].reason, ends[1].framesFromBrowser],
+    ["relay", 1009, 1009, "message too big", 0],
+  );
+  // The upstream closes: its code and reason.
+  up.behave = (ws) => setTimeout(() => ws.close(4000, "upstream says bye"), 50);
+  const c = await connectTo(relay, FAKE, tok);
+  assert.equal((await within(5_000, "the upstream's close", c.c.closed)).code, 4000);
+  const third = (await logged(relay, "socket_end", 3))[2];
+  assert.deepEqual([third.by, third.browserCode, third.upstreamCode, third.reason], ["upstream", 4000, 4000, "upstream says bye"]);
+  // No line per frame: three sockets, three lines, nothing else but the ends.
+  assert.deepEqual(lines(relay).map((l) => l.event), ["socket_end", "socket_end", "socket_end"]);
+  noSecret(relay, [tok, tok.split(".")[1], FAKE.key, SECRET]);
+});
+
+test("an upstream that refuses the open is logged with its status, then the socket's end; a bridge's end says bridge", T, async () => {
+  const up = await startUpstream();
+  up.refuse(500);
+  const relay = await startRelay(relayVars({ url: up.url, agents: { f: FAKE } }, { UPSTREAM_GENERATION: "ws" }));
+  const tok = await token(FAKE.id);
+  const a = await connectTo(relay, FAKE, tok);
+  assert.equal((await within(5_000, "the close", a.c.closed)).code, 1011);
+  const [refused] = await logged(relay, "upstream_refused");
+  assert.deepEqual([refused.agent, refused.conn, refused.transport, refused.status], [FAKE.id, a.cid.slice(0, 8), "pipe", 500]);
+  const [end] = await logged(relay, "socket_end");
+  assert.deepEqual([end.transport, end.by, end.browserCode], ["opening", "relay", 1011]);
+  assert.match(end.reason, /HTTP 500/);
+
+  const sse = await startSseUpstream((res, req) => res.write(sseConnectionState(FAKE.id, new URL(req.url, "http://x").searchParams.get("connection_id"))));
+  const bridged = await startRelay(relayVars({ url: sse.url, agents: { f: FAKE } }, { UPSTREAM_GENERATION: "sse" }));
+  const b = await connectTo(bridged, FAKE, tok);
+  await b.c.next((f) => f.event === "connection_state", 10_000, "connection_state");
+  b.c.ws.close(1000);
+  await b.c.closed;
+  const [bend] = await logged(bridged, "socket_end");
+  assert.deepEqual([bend.transport, bend.by, bend.browserCode, bend.upstreamCode], ["bridge", "browser", 1000, undefined]);
+  assert.ok(bend.framesToBrowser >= 1, JSON.stringify(bend));
+  noSecret(relay, [tok, FAKE.key, SECRET]);
+  noSecret(bridged, [tok, FAKE.key, SECRET]);
+});
 
 test("dev.mjs and the harness start the relay from any working directory, not only worker-relay/", T, async () => {
   // A directory that is not above worker-relay/ (from one above it, module paths still resolved).

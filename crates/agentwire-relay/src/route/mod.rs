@@ -75,6 +75,9 @@ pub struct Answer {
     pub status: u16,
     pub headers: Headers,
     pub body: String,
+    /// For a refusal (not a preflight's 204): what the Worker logs about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<RefusalLog>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -83,11 +86,32 @@ pub struct Refusal {
     pub frame: Option<String>,
     pub code: u16,
     pub reason: String,
+    /// What the Worker logs about it.
+    pub log: RefusalLog,
+}
+
+/// A refusal as the Worker logs it (one line each): what was refused and why. Never a token,
+/// a key or a secret: `detail` is what the browser is told too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RefusalLog {
+    /// `not_found`, `invalid`, `method`, `origin`, `token`, `agent`, `rate`, `rooms` or `size`.
+    pub kind: &'static str,
+    /// The HTTP status (for a WebSocket refused over the socket: the status its code stands for).
+    pub status: u16,
+    /// The close code of a WebSocket refused over the socket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+    /// The agent the path names, when it names one (what was asked for, not who asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    pub detail: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Proxy {
+    /// The agent whose key the call carries (for the Worker's log lines).
+    pub agent_id: String,
     pub method: &'static str,
     pub url: String,
     /// Every header sent upstream (the key's `Authorization` among them).
@@ -243,6 +267,18 @@ fn no(status: u16, kind: &'static str, detail: impl Into<String>) -> No {
     }
 }
 
+impl No {
+    fn log(&self, code: Option<u16>, agent: Option<String>) -> RefusalLog {
+        RefusalLog {
+            kind: self.kind,
+            status: self.status,
+            code,
+            agent,
+            detail: self.detail.clone(),
+        }
+    }
+}
+
 impl Relay {
     pub fn new(cfg: Config) -> Relay {
         let limiter = Limiter::new(cfg.rate_per_minute, cfg.rate_burst);
@@ -288,10 +324,11 @@ impl Relay {
         match self.decide(req, origin.as_deref(), upgrade, now) {
             Ok(d) => d,
             Err(no) if upgrade && req.method.eq_ignore_ascii_case("GET") => {
+                let agent = self.path_agent(req.url);
                 let offered = offered_protocols(req);
                 if !offered.is_empty() && !offered.contains(&SUBPROTOCOL) {
                     // A handshake the browser would fail anyway: say so over HTTP.
-                    return answer(&no, &cors);
+                    return answer(&no, &cors, agent);
                 }
                 let protocol = offered.contains(&SUBPROTOCOL).then_some(SUBPROTOCOL);
                 let frame = (no.code >= 4000 && no.code != 4401).then(|| refused_frame(no.status, &no.detail));
@@ -300,9 +337,22 @@ impl Relay {
                     frame,
                     code: no.code,
                     reason: crate::close::reason(&no.detail).to_owned(),
+                    log: no.log(Some(no.code), agent),
                 })
             }
-            Err(no) => answer(&no, &cors),
+            Err(no) => answer(&no, &cors, self.path_agent(req.url)),
+        }
+    }
+
+    /// The agent id the path of `url` names (`/agents/{id}/...` after the relay's prefix), if it
+    /// names one that is a plain segment.
+    fn path_agent(&self, url: &str) -> Option<String> {
+        let (path, _) = split_url(url)?;
+        let path = path.strip_prefix(self.cfg.path_prefix.as_str())?;
+        let mut segs = path.strip_prefix('/')?.split('/');
+        match (segs.next(), segs.next()) {
+            (Some("agents"), Some(agent)) if is_segment(agent) => Some(agent.to_owned()),
+            _ => None,
         }
     }
 
@@ -497,6 +547,7 @@ impl Relay {
             None
         };
         Ok(Decision::Proxy(Proxy {
+            agent_id: agent.to_owned(),
             method: route.method(),
             url: format!(
                 "{}{}/agents/{agent}/{tail}",
@@ -515,7 +566,7 @@ impl Relay {
         let asked = req.header("access-control-request-method").unwrap_or_default();
         if !allowed || !asked.eq_ignore_ascii_case(route.method()) {
             let no = no(403, "origin", "preflight refused: origin or method not allowed");
-            return answer(&no, &Vec::new());
+            return answer(&no, &Vec::new(), self.path_agent(req.url));
         }
         let mut headers = self.cors(origin);
         headers.extend([
@@ -530,6 +581,7 @@ impl Relay {
             status: 204,
             headers,
             body: String::new(),
+            log: None,
         })
     }
 
@@ -643,7 +695,7 @@ fn refused_frame(status: u16, detail: &str) -> String {
     ))
 }
 
-fn answer(no: &No, cors: &Headers) -> Decision {
+fn answer(no: &No, cors: &Headers, agent: Option<String>) -> Decision {
     let mut body = r#"{"detail":"#.to_owned();
     agentwire_core::json::push_string(&mut body, &no.detail);
     body.push_str(r#","error":"#);
@@ -662,6 +714,7 @@ fn answer(no: &No, cors: &Headers) -> Decision {
         status: no.status,
         headers,
         body,
+        log: Some(no.log(None, agent)),
     })
 }
 

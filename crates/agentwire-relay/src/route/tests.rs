@@ -546,3 +546,103 @@ fn decisions_serialise_for_the_worker() {
         "{json}"
     );
 }
+
+/// Every refusal carries what the Worker logs about it (one line each): kind, status, close
+/// code on a socket, the path's agent, the detail; never the token.
+#[test]
+fn refusals_carry_their_log_line_without_the_token() {
+    let mut r = relay(&[]);
+    let tok = token("agent-a", |_| {});
+    let d = ws(
+        &mut r,
+        WS,
+        &[
+            ("Origin", "https://evil.example"),
+            (
+                "Sec-WebSocket-Protocol",
+                &format!("agentwire.v1, agentwire.token.{tok}"),
+            ),
+        ],
+    );
+    let log = refused(d.clone()).log;
+    assert_eq!(
+        (log.kind, log.status, log.code, log.agent.as_deref()),
+        ("origin", 403, Some(4403), Some("agent-a"))
+    );
+    assert!(!serde_json::to_string(&d).unwrap().contains(&tok[..20]));
+
+    let forged = format!("{}x", &tok[..tok.len() - 1]);
+    let d = http(
+        &mut r,
+        "GET",
+        "https://relay.example/agents/agent-a/ops",
+        &[("Origin", APP), ("Authorization", &format!("Bearer {forged}"))],
+        None,
+    );
+    let a = answered(d.clone());
+    let log = a.log.expect("a refusal is logged");
+    assert_eq!(
+        (log.kind, log.status, log.code, log.agent.as_deref()),
+        ("token", 401, None, Some("agent-a"))
+    );
+    let json = serde_json::to_string(&d).unwrap();
+    assert!(!json.contains(&forged[..20]) && !json.contains(&tok[..20]), "{json}");
+
+    let log = answered(http(
+        &mut r,
+        "GET",
+        "https://relay.example/nowhere",
+        &[("Origin", APP)],
+        None,
+    ))
+    .log
+    .unwrap();
+    assert_eq!((log.kind, log.status, log.agent), ("not_found", 404, None));
+
+    let log = refused(ws(
+        &mut r,
+        "https://relay.example/agents/agent-z/connection/ws?connection_id=c",
+        &[(
+            "Sec-WebSocket-Protocol",
+            &format!("agentwire.v1, agentwire.token.{tok}"),
+        )],
+    ))
+    .log;
+    assert_eq!(
+        (log.kind, log.code, log.agent.as_deref()),
+        ("agent", Some(4403), Some("agent-z"))
+    );
+
+    // A preflight answered 204 is no refusal; one refused is.
+    let ok = http(
+        &mut r,
+        "OPTIONS",
+        "https://relay.example/agents/agent-a/ops",
+        &[("Origin", APP), ("Access-Control-Request-Method", "GET")],
+        None,
+    );
+    assert_eq!(answered(ok).log, None);
+    let no = http(
+        &mut r,
+        "OPTIONS",
+        "https://relay.example/agents/agent-a/ops",
+        &[
+            ("Origin", "https://evil.example"),
+            ("Access-Control-Request-Method", "GET"),
+        ],
+        None,
+    );
+    assert_eq!(answered(no).log.unwrap().agent.as_deref(), Some("agent-a"));
+
+    // A proxied call names its agent.
+    let Decision::Proxy(p) = http(
+        &mut r,
+        "GET",
+        "https://relay.example/agents/agent-a/ops",
+        &[("Origin", APP), ("Authorization", &format!("Bearer {tok}"))],
+        None,
+    ) else {
+        panic!("not proxied")
+    };
+    assert_eq!(p.agent_id, "agent-a");
+}
