@@ -98,6 +98,7 @@ export function bridge(relay, d, client, early, abort, rec) {
       signal: abort.signal,
     }).then(
       async (answer) => {
+        if (answer.status === 401) logEvent(relay, "error", { event: "upstream_key_refused", ...who, beat: true, status: 401 });
         const body = await boundedText(relay, answer);
         step(() => core.handleBeatResponse(Date.now(), answer.status, body));
       },
@@ -140,7 +141,9 @@ export function bridge(relay, d, client, early, abort, rec) {
     }
     const type = answer.headers.get("content-type") ?? undefined;
     if (answer.status !== 200) {
-      logEvent(relay, "warn", { event: "upstream_refused", ...who, status: answer.status });
+      // 401: the relay's own key (the core closes 1011 with the relay's reason).
+      const event = answer.status === 401 ? "upstream_key_refused" : "upstream_refused";
+      logEvent(relay, answer.status === 401 ? "error" : "warn", { event, ...who, status: answer.status });
       const body = await boundedText(relay, answer);
       return step(() => core.handleOpenResponse(Date.now(), answer.status, type, body));
     }

@@ -94,6 +94,11 @@ export function connect(relay, d) {
       relay.learnReleased(Date.now());
       return void (expire = bridge(relay, d, server, handOver(), upstreamAbort, rec));
     }
+    if (then.keyRefused) {
+      // The relay's own key (the token was verified): an operator's fix; the browser retries.
+      logEvent(relay, "error", { event: "upstream_key_refused", ...who, transport: "pipe", status: answer.status });
+      return end(then.code, CODES.keyRefusedReason);
+    }
     logEvent(relay, "warn", { event: "upstream_refused", ...who, transport: "pipe", status: answer.status });
     end(then.code ?? CODES.fallback, `the upstream refused the connection (HTTP ${answer.status})`);
   };

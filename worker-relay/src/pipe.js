@@ -1,10 +1,12 @@
 // Frames piped between the browser's socket and the upstream's, unchanged: the browser's frames
 // capped in size (1009) and in rate per socket (1008), close codes forwarded through the
-// engine's table (1005, 1006, 1015 → 1011), and a silent upstream closed (1011). The upstream's
+// engine's table (1005, 1006, 1015 → 1011; the upstream's 4401, the relay's own key refused,
+// → 1011 with the relay's reason, logged), and a silent upstream closed (1011). The upstream's
 // frames are not capped here: closing on one would make the browser reconnect and the server
 // replay the same event forever (the platform's own message limit still applies). Returns the
 // function that ends both sides when the relay token expires.
 import { CODES, closeQuietly, forwardClose, frameLimit, messageBytes } from "./core.js";
+import { logEvent, shortId } from "./log.js";
 
 export function pipe(relay, d, client, up, early, rec) {
   const max = d.maxMessageBytes;
@@ -57,8 +59,11 @@ export function pipe(relay, d, client, up, early, rec) {
     finish({ code, reason: ev.reason }, { code, reason: ev.reason }, { by: "browser", browserCode: ev.code, upstreamCode: code });
   });
   up.addEventListener("close", (ev) => {
-    const code = forwardClose(ev.code);
-    const reason = upstreamReason(relay, ev.reason ?? "");
+    // The engine's table, the upstream's reason without any key (`RelayCore.upstreamClose`).
+    const { code, reason, keyRefused } = JSON.parse(relay.upstreamClose(ev.code, ev.reason ?? ""));
+    if (keyRefused && !done) {
+      logEvent(relay, "error", { event: "upstream_key_refused", agent: d.agentId, conn: shortId(d.connectionId), transport: "pipe", code: ev.code });
+    }
     finish({ code, reason }, { code, reason }, { by: "upstream", browserCode: code, upstreamCode: ev.code, reason });
   });
   client.addEventListener("error", () => both(CODES.fallback, "the browser's socket failed"));
@@ -72,12 +77,4 @@ export function pipe(relay, d, client, up, early, rec) {
       { code: 1000, reason: CODES.tokenExpiredReason },
       { by: "relay", browserCode: CODES.tokenExpired, upstreamCode: 1000, reason: CODES.tokenExpiredReason },
     );
-}
-
-/** An upstream's close reason, which may be the start of a longer text its stack cut at 123
- * bytes: no key in it, not even the start of one at its end. A reason short of 120 bytes (a cut
- * at a character boundary loses at most 3) was not cut, and only whole keys go. */
-const encoder = new TextEncoder();
-function upstreamReason(relay, reason) {
-  return relay.redactCut(reason, 123, encoder.encode(reason).byteLength < 120);
 }

@@ -1,9 +1,11 @@
 // An HTTP route the engine allowed: the call goes to the URL and with the headers the engine
 // wrote (never the browser's), and the answer comes back with only its status, body and the
-// headers the engine passes (`Content-Type`, `Retry-After`), plus the CORS headers it chose. An error answer's
-// body is read (bounded) with every key taken out (`boundedText`: redacted before it is cut), in
-// case the upstream quotes the key it was sent; a success streams through.
-import { boundedText, jsonError } from "./core.js";
+// headers the engine passes (`Content-Type`, `Retry-After`), plus the CORS headers it chose. An
+// upstream 401 is the relay's own key refused (the browser's token was verified): 502 with the
+// relay's reason, logged, never the upstream's 401 (which a client takes for its token). An
+// error answer's body is read (bounded) with every key taken out (`boundedText`: redacted before
+// it is cut), in case the upstream quotes the key it was sent; a success streams through.
+import { CODES, boundedText, jsonError } from "./core.js";
 import { logEvent } from "./log.js";
 
 const MAX_ERROR_BODY = 64 * 1024;
@@ -38,6 +40,11 @@ export async function proxy(relay, d) {
   if (answer.status >= 300 && answer.status < 400) {
     await answer.body?.cancel();
     return jsonError(502, "upstream", "the upstream answered with a redirect", d.cors);
+  }
+  if (answer.status === 401) {
+    await answer.body?.cancel();
+    logEvent(relay, "error", { event: "upstream_key_refused", agent: d.agentId, method: d.method, status: 401 });
+    return jsonError(502, "upstream", CODES.keyRefusedReason, d.cors);
   }
   const headers = [...d.cors, ["Cache-Control", "no-store"]];
   for (const name of d.passHeaders) {

@@ -211,12 +211,13 @@ describe("what the bridge sends upstream (a recording released upstream)", () =>
     assert.equal(sse.streams.length, 2);
   });
 
-  test("auto: a 401 on the WebSocket attempt closes 4401 and opens no stream", T, async () => {
+  test("auto: a 401 on the WebSocket attempt (the relay's key) closes 1011 and opens no stream", T, async () => {
     const sse = await startSseUpstream(live);
     sse.upgradeStatus = 401;
     const relay = await startRelay(vars(sse.url, "auto"));
     const c = await connect(relay, FAKE);
-    assert.equal((await within(5_000, "the close", c.closed)).code, 4401);
+    const closed = await within(5_000, "the close", c.closed);
+    assert.deepEqual([closed.code, closed.reason], [1011, "the relay's key for this agent was refused"]);
     assert.equal(sse.streams.length, 0);
   });
 

@@ -121,13 +121,17 @@ describe("a WebSocket upstream that misbehaves", () => {
     }
   });
 
-  test("odd close codes from the upstream: valid ones cross as sent", { timeout: 20_000 }, async () => {
-    for (const code of [1001, 1003, 1007, 1008, 1013, 1014, 3999, 4000, 4401]) {
+  test("odd close codes from the upstream: valid ones cross as sent; 4401 (the relay's key refused) is 1011", { timeout: 20_000 }, async () => {
+    for (const code of [1001, 1003, 1007, 1008, 1013, 1014, 3999, 4000, 4403, 4409]) {
       up.behave = (ws) => setTimeout(() => ws.close(code, `c${code}`), 50);
       const c = await connect(relay);
       const got = await closedWithin(c, 3_000, `close ${code}`);
       assert.deepEqual([got.code, got.reason], [code, `c${code}`]);
     }
+    up.behave = (ws) => setTimeout(() => ws.close(4401, "c4401"), 50);
+    const c = await connect(relay);
+    const got = await closedWithin(c, 3_000, "close 4401");
+    assert.deepEqual([got.code, got.reason], [1011, "the relay's key for this agent was refused"]);
   });
 
   test("an upstream that drops the TCP connection (1006): the browser gets 1011 within 2 s", { timeout: 20_000 }, async () => {
@@ -205,8 +209,8 @@ describe("a WebSocket upstream that misbehaves", () => {
     }
   });
 
-  test("an upstream that answers the upgrade with something else: 1011 (or 4401 for a 401), within 2 s", { timeout: 20_000 }, async () => {
-    for (const [status, want] of [[200, 1011], [500, 1011], [502, 1011], [401, 4401], [302, 1011]]) {
+  test("an upstream that answers the upgrade with something else: 1011 (a 401 too: the relay's key), within 2 s", { timeout: 20_000 }, async () => {
+    for (const [status, want] of [[200, 1011], [500, 1011], [502, 1011], [401, 1011], [302, 1011]]) {
       up.refuse(status);
       const c = await connect(relay);
       const got = await closedWithin(c, 2_000, `HTTP ${status}`);

@@ -182,3 +182,57 @@ test("dev.mjs and the harness start the relay from any working directory, not on
     fs.rmSync(elsewhere, { recursive: true, force: true });
   }
 });
+
+test("the relay's key refused upstream (401, 4401): the browser gets a retryable 1011 or 502 with the relay's reason, never 4401 or 401, and it is logged with the agent", T, async () => {
+  const KEY_REFUSED = "the relay's key for this agent was refused";
+  const up = await startUpstream({
+    onHttp: (req, res) => {
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(JSON.stringify({ detail: "Invalid credentials" }));
+    },
+  });
+  const relay = await startRelay(relayVars({ url: up.url, agents: { f: FAKE } }, { UPSTREAM_GENERATION: "ws" }));
+  const tok = await token(FAKE.id);
+  // The upgrade answered 401.
+  up.refuse(401);
+  const a = await connectTo(relay, FAKE, tok);
+  assert.deepEqual(await within(5_000, "the close", a.c.closed), { code: 1011, reason: KEY_REFUSED });
+  up.refuse(null);
+  // An open socket closed 4401 by the upstream.
+  up.behave = (ws) => setTimeout(() => ws.close(4401, "Invalid credentials"), 50);
+  const b = await connectTo(relay, FAKE, tok);
+  assert.deepEqual(await within(5_000, "the close", b.c.closed), { code: 1011, reason: KEY_REFUSED });
+  // An HTTP call answered 401: 502 with the relay's words (a client takes a 401 for its token).
+  const r = await fetch(`${relay.url}/agents/${FAKE.id}/ops`, { headers: { Origin: ORIGIN, Authorization: `Bearer ${tok}` } });
+  assert.equal(r.status, 502);
+  assert.deepEqual(await r.json(), { detail: KEY_REFUSED, error: "upstream" });
+  const refused = await logged(relay, "upstream_key_refused", 3);
+  assert.deepEqual(refused.map((l) => [l.agent, l.transport ?? l.method]), [[FAKE.id, "pipe"], [FAKE.id, "pipe"], [FAKE.id, "GET"]]);
+  assert.deepEqual([refused[0].conn, refused[1].conn], [a.cid.slice(0, 8), b.cid.slice(0, 8)]);
+  const ends = await logged(relay, "socket_end", 2);
+  assert.deepEqual(ends.map((e) => [e.browserCode, e.reason]), [[1011, KEY_REFUSED], [1011, KEY_REFUSED]]);
+  noSecret(relay, [tok, FAKE.key, SECRET]);
+
+  // The bridge: the stream open answered 401, and a beat answered 401 (the key revoked later).
+  const sse = await startSseUpstream((res, req) => {
+    if (sse.refuseOpen) {
+      res.writeHead(401, { "content-type": "text/plain" });
+      return res.end("Invalid credentials");
+    }
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.write(sseConnectionState(FAKE.id, new URL(req.url, "http://x").searchParams.get("connection_id")));
+  }, { head: false });
+  const bridged = await startRelay(relayVars({ url: sse.url, agents: { f: FAKE } }, { UPSTREAM_GENERATION: "sse" }));
+  sse.refuseOpen = true;
+  const c = await connectTo(bridged, FAKE, tok);
+  assert.deepEqual(await within(5_000, "the close", c.c.closed), { code: 1011, reason: KEY_REFUSED });
+  assert.equal(c.c.frames.length, 0, "no refused frame");
+  sse.refuseOpen = false;
+  sse.beatStatus = 401;
+  const d = await connectTo(bridged, FAKE, tok);
+  await d.c.next((f) => f.event === "connection_state", 10_000, "connection_state");
+  assert.deepEqual(await within(10_000, "the close", d.c.closed), { code: 1011, reason: KEY_REFUSED });
+  const bridgeRefused = await logged(bridged, "upstream_key_refused", 2);
+  assert.deepEqual(bridgeRefused.map((l) => [l.agent, l.conn, l.beat]), [[FAKE.id, c.cid.slice(0, 8), undefined], [FAKE.id, d.cid.slice(0, 8), true]]);
+  noSecret(bridged, [tok, FAKE.key, SECRET]);
+});

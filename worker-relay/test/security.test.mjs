@@ -622,20 +622,21 @@ test("a misconfigured relay answers 500 without the bad value, a key or a secret
 test("an upstream that quotes the key in an error (HTTP body, close reason, SSE refusal): the relay does not pass the key on", T, async () => {
   // A key of its own, so the file-wide check below stays about the relay's own answers.
   const agent = { id: "agent-quoted", key: "sk_switch_quoted_by_upstream_0007" };
+  // (403 and 4403: an upstream 401 or 4401 is answered with the relay's own words, ops.test.mjs.)
   const quoting = await startUpstream({
     onHttp: (req, res) => {
-      res.writeHead(401, { "content-type": "text/plain" });
-      res.end(`Invalid credentials: ${req.headers.authorization}`);
+      res.writeHead(403, { "content-type": "text/plain" });
+      res.end(`Forbidden for ${req.headers.authorization}`);
     },
   });
-  quoting.behave = (s, req) => s.close(4401, `bad ${req.headers.authorization}`);
+  quoting.behave = (s, req) => s.close(4403, `bad ${req.headers.authorization}`);
   const r = await startRelay(relayVars({ url: quoting.url, agents: { q: agent } }, { UPSTREAM_GENERATION: "ws" }));
   const tok = await token(agent.id);
   const h = await raw(r, { path: `/agents/${agent.id}/ops`, headers: { Origin: ORIGIN, Authorization: `Bearer ${tok}` } });
   const c = open(wsPath(r, agent.id), { protocols: withToken(tok) });
   const closed = await within(10_000, "the close", c.closed);
-  assert.equal(h.status, 401);
-  assert.equal(closed.code, 4401);
+  assert.equal(h.status, 403);
+  assert.equal(closed.code, 4403);
   assert.ok(!h.text.includes(agent.key), `HTTP body: ${h.text}`);
   assert.ok(!closed.reason.includes(agent.key), `close reason: ${closed.reason}`);
   // The bridge: a released upstream refusing the stream open with the key in its detail.

@@ -20,8 +20,26 @@ pub const POLICY: u16 = 1008;
 pub const TOKEN_EXPIRED: u16 = 1008;
 /// The reason sent with [`TOKEN_EXPIRED`] on an open socket.
 pub const TOKEN_EXPIRED_REASON: &str = "the relay token expired";
+/// The upstream refused the relay's own key for the agent (HTTP 401, or a 4401 close): 1011, a
+/// failure the browser retries with backoff, never 4401. The relay verified the browser's token
+/// before it went upstream, so the credential at fault is the relay's (its `AGENT_KEYS` entry
+/// for the agent, revoked or mistyped), and an operator's fix: a 4401 would stop every browser
+/// of that agent for good, as if each held a bad relay token.
+pub const KEY_REFUSED: u16 = FALLBACK;
+/// The reason sent with [`KEY_REFUSED`].
+pub const KEY_REFUSED_REASON: &str = "the relay's key for this agent was refused";
 /// Longest close reason a WebSocket close frame carries, in bytes.
 pub const MAX_REASON: usize = 123;
+
+/// What the browser gets for an upstream socket's close with `code`: the code to send, and
+/// whether it is the relay's key that was refused (the upstream's 4401: [`KEY_REFUSED`] with
+/// [`KEY_REFUSED_REASON`] instead of the upstream's code and reason).
+pub fn from_upstream(code: Option<u16>) -> (u16, bool) {
+    match code {
+        Some(4401) => (KEY_REFUSED, true),
+        c => (forward(c), false),
+    }
+}
 
 /// The code to send on the other side for a close received with `code` (`None`: no code).
 pub fn forward(code: Option<u16>) -> u16 {
@@ -60,6 +78,15 @@ mod tests {
         ] {
             assert_eq!(forward(Some(c)), c);
         }
+    }
+
+    #[test]
+    fn an_upstream_4401_is_the_relays_key_refused_and_retryable() {
+        assert_eq!(from_upstream(Some(4401)), (1011, true));
+        for c in [Some(1000), Some(4403), Some(4409), Some(1008), None, Some(1006)] {
+            assert_eq!(from_upstream(c), (forward(c), false), "{c:?}");
+        }
+        assert!(KEY_REFUSED_REASON.len() <= MAX_REASON);
     }
 
     #[test]

@@ -671,7 +671,9 @@ fn refusals_reach_the_engine_as_the_current_generation_refuses() {
     assert_eq!(w.closes[0].0, 4403);
     assert_eq!(w.opens.len(), 1, "a refusal is final");
 
-    // A bad key: HTTP 401 → 4401 without a frame → stopped with an auth error.
+    // The relay's key refused: HTTP 401 → 1011 with the relay's reason, no frame: a failure the
+    // engine retries (a first open that fails so stops `could not connect`, retryable), never the
+    // final auth stop of a 4401 (the browser's relay token was fine).
     let mut w = World::new(|_, _| {});
     w.key = "sk_switch_wrong".into();
     w.run_until("the stop", LIMIT, |w| {
@@ -680,8 +682,16 @@ fn refusals_reach_the_engine_as_the_current_generation_refuses() {
     let Some(Event::Stopped { error: Some(e) }) = w.events.last() else {
         panic!("{:#?}", w.events)
     };
-    assert_eq!(e.kind, agentwire_core::ErrorKind::Auth, "{e:?}");
-    assert_eq!(w.closes, vec![(4401, "HTTP 401: Invalid credentials".to_owned())]);
+    assert_eq!(e.kind, agentwire_core::ErrorKind::Closed, "{e:?}");
+    assert!(e.retryable, "{e:?}");
+    assert!(
+        e.message.contains("the relay's key for this agent was refused"),
+        "{e:?}"
+    );
+    assert_eq!(
+        w.closes,
+        vec![(1011, "the relay's key for this agent was refused".to_owned())]
+    );
 }
 
 /// Without the peer, in simulated time: the browser's engine through bridges to an upstream

@@ -134,6 +134,24 @@ impl RelayCore {
         self.keys.redact_cut(text, max, complete)
     }
 
+    /// What the browser gets for the upstream socket's close with `code` and `reason`, as JSON
+    /// `{code, reason, keyRefused}`: the code through the close table, and the upstream's reason
+    /// with no key in it, not even the start of one its stack cut at 123 bytes (a reason under
+    /// 120 bytes was not cut: a cut at a character boundary loses at most 3); for the upstream's
+    /// 4401 (the relay's own key refused) 1011 with the relay's reason instead
+    /// (`agentwire_relay::close::from_upstream`).
+    #[wasm_bindgen(js_name = upstreamClose)]
+    pub fn upstream_close(&self, code: Option<u16>, reason: &str) -> String {
+        use agentwire_relay::close;
+        let (code, key_refused) = close::from_upstream(code);
+        let reason = if key_refused {
+            close::KEY_REFUSED_REASON.to_owned()
+        } else {
+            self.keys.redact_cut(reason, close::MAX_REASON, reason.len() < 120)
+        };
+        serde_json::json!({ "code": code, "reason": reason, "keyRefused": key_refused }).to_string()
+    }
+
     /// Bytes to read past a bound before [`redact_cut`](Self::redact_cut): the longest key.
     #[wasm_bindgen(getter, js_name = redactMargin)]
     pub fn redact_margin(&self) -> usize {
@@ -154,14 +172,14 @@ pub fn close_reason(reason: &str) -> String {
 }
 
 /// What a refused upstream upgrade with `status` means: `{"then":"bridge"}` or
-/// `{"then":"close","code":N}`.
+/// `{"then":"close","code":N}` (with `"keyRefused":true` for a 401: the relay's key refused).
 #[wasm_bindgen(js_name = upgradeRefused)]
 pub fn upgrade_refused(status: u16) -> String {
     serde_json::to_string(&route::upgrade_refused(status)).unwrap_or_default()
 }
 
 /// Close codes the relay itself uses: `{tooBig, tryAgainLater, policy, fallback,
-/// tokenExpired}`, and `tokenExpiredReason`.
+/// tokenExpired, keyRefused}`, and `tokenExpiredReason`, `keyRefusedReason`.
 #[wasm_bindgen(js_name = closeCodes)]
 pub fn close_codes() -> String {
     use agentwire_relay::close::*;
@@ -172,6 +190,8 @@ pub fn close_codes() -> String {
         "fallback": FALLBACK,
         "tokenExpired": TOKEN_EXPIRED,
         "tokenExpiredReason": TOKEN_EXPIRED_REASON,
+        "keyRefused": KEY_REFUSED,
+        "keyRefusedReason": KEY_REFUSED_REASON,
     })
     .to_string()
 }

@@ -118,10 +118,9 @@ impl Bridge {
             // Alive. The body (`{ok, rooms, cursor}`) is not needed: the browser learns its rooms
             // from the stream's frames.
             200..=299 => self.beat_failures = 0,
-            401 => {
-                let m = SwitchError::http(401, body).message;
-                return self.close(4401, &m);
-            }
+            // The relay's own key refused (revoked while the bridge ran): a retryable 1011
+            // with the relay's reason, never 4401 (final for the browser).
+            401 => return self.close(crate::close::KEY_REFUSED, crate::close::KEY_REFUSED_REASON),
             404 => {
                 // "The connection is unknown or dead": the released server forgot it because its
                 // liveness lapsed, which a current server reports as `heartbeat_lapsed`
@@ -346,7 +345,13 @@ mod tests {
     #[test]
     fn beat_refusals_become_evictions_and_closes() {
         let out = answered(401, "Invalid credentials");
-        assert!(matches!(&out[..], [Output::Close { code: 4401, .. }]), "{out:?}");
+        assert_eq!(
+            out,
+            vec![Output::Close {
+                code: 1011,
+                reason: crate::close::KEY_REFUSED_REASON.into()
+            }]
+        );
 
         let out = answered(
             404,

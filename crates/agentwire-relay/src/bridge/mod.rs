@@ -6,10 +6,11 @@
 //!
 //! - **Open.** The Worker opens `GET /agents/{agent}/events?<the browser's query>` with
 //!   `Accept: text/event-stream` and the key, and reports the answer with
-//!   [`Bridge::handle_open_response`]. `200 text/event-stream` streams. `401` closes 4401 with no
-//!   frame; `400`, `403`, `409`, `422` send `refused {status, detail}` then close 4000 + status;
-//!   anything else (404, 5xx, 200 that is not an event stream, no answer) closes 1011, which the
-//!   browser retries. No `connection_state` within `open_timeout_ms` (10 s): 1011.
+//!   [`Bridge::handle_open_response`]. `200 text/event-stream` streams. `401` (the relay's own
+//!   key refused) closes 1011 with the relay's reason and no frame, never 4401; `400`, `403`,
+//!   `409`, `422` send `refused {status, detail}` then close 4000 + status; anything else (404,
+//!   5xx, 200 that is not an event stream, no answer) closes 1011, which the browser retries.
+//!   No `connection_state` within `open_timeout_ms` (10 s): 1011.
 //! - **Frames.** Every SSE frame is decoded by the engine (`frame::decode_sse_with`) and written
 //!   back with the engine's encoder (`frame::encode`): domain events as `{"event","data","id"}`,
 //!   control frames as `{"event","data"}`. Released quirks are filled in: `evicted` gets its
@@ -42,9 +43,10 @@
 //!   bytes it sent that the browser has not acknowledged (a pong acknowledges everything sent
 //!   before its ping); past `max_unacked_bytes`, [`Bridge::wants_sse`] is false and the Worker
 //!   reads no more of the upstream stream until a pong catches up.
-//! - **Beat answers.** 2xx alive; 401 close 4401; 404 `evicted heartbeat_lapsed` (the released
-//!   server forgot the connection: its liveness lapsed) and 1000; 409 `evicted` with the body's
-//!   `code` (`no_stream` when it has none; `taken_over` is final for the browser) and 1000;
+//! - **Beat answers.** 2xx alive; 401 close 1011 (the relay's key refused); 404 `evicted
+//!   heartbeat_lapsed` (the released server forgot the connection: its liveness lapsed) and
+//!   1000; 409 `evicted` with the body's `code` (`no_stream` when it has none; `taken_over` is
+//!   final for the browser) and 1000;
 //!   anything else (422, 429, 5xx, network failure) is a failed beat, retried at the next pong,
 //!   and `max_beat_failures` in a row close 1011. A beat unanswered for `beat_timeout_ms`: 1011.
 //!

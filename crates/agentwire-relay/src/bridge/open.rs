@@ -2,6 +2,7 @@
 //! generation's refusal (`refused` frame and 4000 + status) or a retryable 1011.
 
 use super::{json_string, Bridge, Phase, Timer};
+use crate::close;
 use agentwire_core::text::prefix;
 use agentwire_core::Millis;
 use agentwire_switch::SwitchError;
@@ -29,11 +30,9 @@ impl Bridge {
                 );
                 self.close(1011, &m);
             }
-            401 => {
-                // The spec: failed authentication closes 4401 with no `refused` frame first.
-                let m = SwitchError::http(401, body).message;
-                self.close(4401, &m);
-            }
+            // The relay's own key was refused (the browser's token was verified before): a
+            // retryable 1011 with the relay's reason, never 4401 (final for the browser).
+            401 => self.close(close::KEY_REFUSED, close::KEY_REFUSED_REASON),
             400 | 403 | 409 | 422 => {
                 let e = SwitchError::http(status, body);
                 self.refuse(status, refusal_detail(status, body), &e.message);
@@ -113,14 +112,16 @@ mod tests {
         assert_eq!(close_code(&answer(200, None, "")), 1011);
     }
 
+    /// The relay's key refused: 1011 (retried with backoff) with the relay's reason, no frame;
+    /// never 4401, which would stop the browser for good as if its relay token were bad.
     #[test]
-    fn failed_authentication_closes_4401_without_a_frame() {
+    fn the_relays_key_refused_closes_1011_without_a_frame() {
         let out = answer(401, Some("text/plain"), "Invalid credentials");
         assert_eq!(
             out,
             vec![Output::Close {
-                code: 4401,
-                reason: "HTTP 401: Invalid credentials".into()
+                code: 1011,
+                reason: "the relay's key for this agent was refused".into()
             }]
         );
     }

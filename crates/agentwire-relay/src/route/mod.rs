@@ -172,20 +172,31 @@ pub struct Connect {
 
 /// What a refused upstream upgrade means: the released server has no WebSocket route (403 with
 /// a valid key; a 404, 405 or 426 from anything in between), so bridge; 401 means the relay's
-/// key was refused (close 4401); anything else is a failure to deliver (1011).
+/// own key was refused (`key_refused`: close [`close::KEY_REFUSED`](crate::close::KEY_REFUSED),
+/// a retryable 1011, with its reason; never 4401, which would stop the browser for good as if
+/// its relay token were bad); anything else is a failure to deliver (1011).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "then", rename_all = "camelCase")]
 pub enum UpgradeRefused {
     Bridge,
-    Close { code: u16 },
+    #[serde(rename_all = "camelCase")]
+    Close {
+        code: u16,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        key_refused: bool,
+    },
 }
 
 pub fn upgrade_refused(status: u16) -> UpgradeRefused {
     match status {
         403 | 404 | 405 | 426 => UpgradeRefused::Bridge,
-        401 => UpgradeRefused::Close { code: 4401 },
+        401 => UpgradeRefused::Close {
+            code: crate::close::KEY_REFUSED,
+            key_refused: true,
+        },
         _ => UpgradeRefused::Close {
             code: crate::close::FALLBACK,
+            key_refused: false,
         },
     }
 }

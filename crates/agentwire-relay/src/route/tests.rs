@@ -532,8 +532,29 @@ fn a_prefix_and_a_learned_released_upstream() {
     };
     assert_eq!(c.transport, Transport::Sse);
     assert_eq!(upgrade_refused(403), UpgradeRefused::Bridge);
-    assert_eq!(upgrade_refused(401), UpgradeRefused::Close { code: 4401 });
-    assert_eq!(upgrade_refused(502), UpgradeRefused::Close { code: 1011 });
+    // 401: the relay's own key refused, a retryable 1011 (never 4401, final for the browser).
+    assert_eq!(
+        upgrade_refused(401),
+        UpgradeRefused::Close {
+            code: 1011,
+            key_refused: true
+        }
+    );
+    assert_eq!(
+        upgrade_refused(502),
+        UpgradeRefused::Close {
+            code: 1011,
+            key_refused: false
+        }
+    );
+    assert_eq!(
+        serde_json::to_string(&upgrade_refused(401)).unwrap(),
+        r#"{"then":"close","code":1011,"keyRefused":true}"#
+    );
+    assert_eq!(
+        serde_json::to_string(&upgrade_refused(500)).unwrap(),
+        r#"{"then":"close","code":1011}"#
+    );
 }
 
 #[test]
