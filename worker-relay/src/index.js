@@ -2,7 +2,7 @@
 // Every decision (route, origin, token, agent, rooms, rate limit, upstream URL and headers,
 // close codes, the SSE bridge) is the engine's (`agentwire-relay`, compiled to wasm); this file
 // only carries them out.
-import { relayFor, dropRelay, jsonError, acceptSocket, closeQuietly } from "./core.js";
+import { CODES, relayFor, dropRelay, jsonError, acceptSocket, closeQuietly } from "./core.js";
 import { logEvent, logRefusal } from "./log.js";
 import { proxy } from "./proxy.js";
 import { connect } from "./connect.js";
@@ -47,6 +47,24 @@ export default {
   },
 };
 
+/** The answer of a relay whose settings are wrong: 500 `{"error":"config"}`, and for a WebSocket
+ * upgrade an accepted socket closed 1011 "relay configuration error" (a refused upgrade is only
+ * 1006 to a browser, with no reason; 1011 is retried with backoff and says why). An upgrade that
+ * offers subprotocols but not `agentwire.v1` gets the HTTP answer, as the engine's refusals do. */
+function misconfigured(request) {
+  const upgrade = request.method === "GET" && request.headers.get("upgrade")?.toLowerCase() === "websocket";
+  const offered = (request.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim()).filter(Boolean);
+  if (!upgrade || (offered.length > 0 && !offered.includes(SUBPROTOCOL))) {
+    return jsonError(500, "config", "the relay is misconfigured");
+  }
+  const { server, response } = acceptSocket(offered.length > 0 ? SUBPROTOCOL : null);
+  closeQuietly(server, CODES.fallback, "relay configuration error");
+  return response;
+}
+
+/** The subprotocol the relay speaks (`agentwire_relay::SUBPROTOCOL`). */
+const SUBPROTOCOL = "agentwire.v1";
+
 /** The agent a URL's path names (`…/agents/{id}/…`), for a log line the engine did not write. */
 function pathAgent(url) {
   return new URL(url).pathname.match(/\/agents\/([A-Za-z0-9._~:-]{1,256})(?:\/|$)/)?.[1];
@@ -59,7 +77,7 @@ async function handle(request, env) {
   } catch (e) {
     // The engine's message names the setting, never its value.
     logEvent(null, "error", { event: "config", error: String(e?.message ?? e) });
-    return jsonError(500, "config", "the relay is misconfigured");
+    return misconfigured(request);
   }
   let body = null;
   if (request.method === "POST") {

@@ -590,7 +590,7 @@ test("frames are limited per socket: a flood closes that socket 1008 both ways; 
   calm.ws.close(1000);
 });
 
-test("a misconfigured relay answers 500 without the bad value, a key or a secret", T, async () => {
+test("a misconfigured relay answers 500 (a WebSocket: 1011 \"relay configuration error\") without the bad value, a key or a secret", T, async () => {
   const keys = JSON.stringify({ [alice.id]: alice.key, "agent-x": BAD_CONFIG_KEY });
   const cases = [
     ["UPSTREAM", { UPSTREAM: "ftp://user:hunter2pass@upstream.example", AGENT_KEYS: keys }, "hunter2pass"],
@@ -606,13 +606,23 @@ test("a misconfigured relay answers 500 without the bad value, a key or a secret
     const h = await call(bad, alice.id, "ops", { tok: await token(alice.id) });
     assert.equal(h.status, 500, `${name}: ${h.status}`);
     assert.equal(h.json?.error, "config", h.text);
+    // A WebSocket is accepted and closed 1011 with a reason (a refused upgrade is only 1006 to
+    // a browser), echoing agentwire.v1 when offered; one offering only other protocols gets 500.
+    const texts = [];
+    for (const protocols of [withToken(await token(alice.id)), []]) {
+      const c = ws(wsPath(bad, alice.id), { protocols });
+      assert.equal(await within(10_000, "the accept", c.opened), protocols.length ? "agentwire.v1" : "");
+      const closed = await within(10_000, "the close", c.closed);
+      assert.deepEqual(closed, { code: 1011, reason: "relay configuration error" }, name);
+      texts.push(closed.reason);
+    }
     const w = await raw(bad, {
       path: `/agents/${alice.id}/connection/ws?connection_id=c`,
-      headers: { Origin: ORIGIN, Upgrade: "websocket", Connection: "Upgrade", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==" },
+      headers: { Origin: ORIGIN, Upgrade: "websocket", Connection: "Upgrade", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Protocol": "other.v1" },
     });
     assert.equal(w.status, 500);
     await until(() => bad.logs.join("").includes(name), 5_000, `${name} named in the log`);
-    for (const text of [h.text, JSON.stringify(h.headers), w.text, bad.logs.join("\n")]) {
+    for (const text of [h.text, JSON.stringify(h.headers), w.text, ...texts, bad.logs.join("\n")]) {
       if (secret) assert.ok(!text.includes(secret), `${name}: the value leaked: ${text}`);
       assert.ok(!text.includes(alice.key) && !text.includes(BAD_CONFIG_KEY) && !text.includes(SECRET), `${name}: a key leaked`);
     }
