@@ -108,7 +108,9 @@ pub enum InboundKind {
     /// A HELLO that carries `Authorization`, its version agreed: the session waits for the
     /// application to check the header, then [`ServerSession::accept_hello`] sends HELLO_ACK,
     /// or an [`ServerSession::error`] answering it (401) refuses it and the session waits for
-    /// another HELLO. A HELLO without `Authorization` is answered by the session alone.
+    /// another HELLO. Unanswered when the HELLO timeout passes, it gets as long again once,
+    /// then the connection closes 1008. A HELLO without `Authorization` is answered by the
+    /// session alone.
     Hello,
     Request {
         intent: String,
@@ -156,6 +158,8 @@ struct PendingHello {
     session_id: String,
     agreed_version: u32,
     client: PeerInfo,
+    /// The HELLO timer has given the application as long again once already.
+    extended: bool,
 }
 
 pub struct ServerSession {
@@ -300,12 +304,15 @@ impl ServerSession {
                         let partial = self.lines.take();
                         self.on_text(now, &partial);
                     }
-                    match (self.state, &self.hello) {
+                    match (self.state, &mut self.hello) {
                         (ServerState::AwaitingHello, None) => self.close(1008, "no HELLO in time"),
-                        // The application has its HELLO: as long again to answer it.
-                        (ServerState::AwaitingHello, Some(_)) => self
-                            .timers
-                            .set(Timer::Idle, now.saturating_add(self.cfg.hello_timeout_ms)),
+                        // The application has its HELLO: as long again to answer it, once.
+                        (ServerState::AwaitingHello, Some(h)) if !h.extended => {
+                            h.extended = true;
+                            let at = now.saturating_add(self.cfg.hello_timeout_ms);
+                            self.timers.set(Timer::Idle, at);
+                        }
+                        (ServerState::AwaitingHello, Some(_)) => self.close(1008, "HELLO not answered in time"),
                         _ => {}
                     }
                 }
@@ -548,9 +555,8 @@ impl ServerSession {
                 Ok(m) => m.header("Session-ID").map(str::to_string),
                 Err(_) => codec::find_id(agentwire_core::text::prefix(text, 4096), "Session-ID"),
             };
-            if let Some(id) = id {
-                self.session_id = id;
-            }
+            // None readable: a new random one, not the previous message's.
+            self.session_id = id.unwrap_or_else(|| self.entropy.uuid_v4());
         }
         let opens_session =
             self.state == ServerState::AwaitingHello && matches!(&decoded, Ok(m) if m.kind == MessageType::Hello);
@@ -694,6 +700,7 @@ impl ServerSession {
                 user_agent: msg.header("User-Agent").map(str::to_string),
                 capabilities: split_list(msg.header("Capabilities")),
             },
+            extended: false,
         };
         if msg.header("Authorization").is_none() {
             return self.ready(now, hello);

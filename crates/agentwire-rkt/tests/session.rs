@@ -798,10 +798,23 @@ fn answers_before_hello_echo_the_session_id_of_what_they_answer() {
             "s-603",
             "603",
         ),
+        (
+            head("DISCOVER", "d3", "s-gone").replace("Session-ID: s-gone\n", "TTL: x\n"),
+            "",
+            "400 without a readable Session-ID",
+        ),
         (head("HELLO", "h2", "s-1"), "s-1", "HELLO_ACK"),
         (head("PING", "p2", "another"), "s-1", "not enforced"),
     ] {
         let out = answer(&text);
+        if sid.is_empty() {
+            // Not the previous message's: a new one of the server's.
+            assert!(
+                !out.contains("\nSession-ID: s-603\n") && out.contains("\nSession-ID: "),
+                "{what}: {out}"
+            );
+            continue;
+        }
         assert!(out.contains(&format!("\nSession-ID: {sid}\n")), "{what}: {out}");
     }
 }
@@ -1713,6 +1726,33 @@ mod review_regressions {
         assert!(
             matches!(&events[..], [ClientEvent::Error(e), ClientEvent::Closed { .. }] if e.kind() == ErrorKind::Auth),
             "{events:?}"
+        );
+    }
+
+    /// A HELLO with `Authorization` the application never answers (an arm that drops
+    /// `InboundKind::Hello`, a check that hangs) gets the HELLO timeout once more, then the
+    /// connection closes; it was re-armed for good, keeping an unauthenticated socket open.
+    #[test]
+    fn a_hello_the_application_never_answers_is_timed_out() {
+        let cfg = ServerConfig::default();
+        let hello_ms = cfg.hello_timeout_ms;
+        let mut s = ServerSession::new(cfg, Box::new(SeededEntropy::new(1)));
+        s.handle_open(T0);
+        s.handle_text(T0 + 1_000, &(hello("s", "h") + "Authorization: Bearer k\n"));
+        let mut fired = vec![];
+        while let Some(at) = s.poll_timeout().filter(|at| *at < T0 + 100 * hello_ms) {
+            s.handle_timeout(at);
+            fired.push(at - T0);
+        }
+        assert_eq!(fired, [hello_ms, 2 * hello_ms], "two HELLO timeouts, then nothing");
+        let out: Vec<_> = std::iter::from_fn(|| s.poll_transmit()).collect();
+        assert_eq!(
+            out.last(),
+            Some(&Outgoing::Close {
+                code: 1008,
+                reason: "HELLO not answered in time".into()
+            }),
+            "{out:?}"
         );
     }
 
