@@ -142,12 +142,15 @@ impl Driver {
                 progressed = true;
                 self.transmit(t).await;
             }
+            // The rooms are as the whole input left them before its first event is taken.
+            self.publish_rooms();
             while self.parked.is_none() {
                 let Some(event) = self.conn.poll_event() else { break };
                 progressed = true;
                 self.observe(&event);
-                // The reader's `status()` already shows the cursor this event moved.
-                self.publish();
+                // The reader's `status()` already shows the cursor this event moved (not the
+                // rooms: comparing them per event cost rooms × events).
+                self.publish_position();
                 if let Err(event) = self.events.try_send(event) {
                     self.parked = Some(event);
                 }
@@ -239,8 +242,14 @@ impl Driver {
         }
     }
 
-    /// Copies the engine's position for the client's `status()`.
+    /// Copies the engine's position and rooms for the client's `status()`.
     fn publish(&self) {
+        self.publish_position();
+        self.publish_rooms();
+    }
+
+    /// Copies the engine's position (state, wire, cursor, attempt, generation).
+    fn publish_position(&self) {
         let Ok(mut s) = self.status.lock() else { return };
         s.state = self.conn.state();
         s.wire = self.conn.wire();
@@ -249,6 +258,11 @@ impl Driver {
         if s.generation.as_ref() != self.conn.generation() {
             s.generation = self.conn.generation().cloned();
         }
+    }
+
+    /// Copies the engine's rooms, when they changed (a pass over them).
+    fn publish_rooms(&self) {
+        let Ok(mut s) = self.status.lock() else { return };
         if s.rooms != self.conn.rooms() {
             s.rooms = self.conn.rooms().to_vec();
         }
