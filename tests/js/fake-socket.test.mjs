@@ -528,3 +528,33 @@ test("Switch: a reopen with a token still valid does not wait for a refresh in f
     await client.close();
   }
 });
+
+// One failed call while the reopen after the relay's expiry close waited for it: the reopen went
+// with the expired token, the relay refused it (4401) and the connection stopped with kind `auth`
+// for good. The failure fails that open now (retried with the backoff), and the next reopen calls
+// refreshToken again.
+test("Switch: a refresh that fails once after the relay's expiry close: the next call's token reopens it", { timeout: 10_000 }, async () => {
+  const exp = Math.floor(Date.now() / 1000) + 2;
+  let calls = 0;
+  const { client, events, opened, expire } = await relayed(exp, async () => {
+    calls++;
+    if (calls === 1) {
+      await sleep(1_500);
+      throw new Error("network down");
+    }
+    return token(exp + 3600);
+  });
+  try {
+    await until("refreshToken called", () => calls === 1);
+    await until("exp", () => Date.now() >= exp * 1000);
+    expire(opened[0]);
+    await until(() => `connected again; events: ${JSON.stringify(events)}`, () => events.filter((e) => e.type === "connected").length === 2);
+    assert.equal(calls, 2);
+    assert.equal(client.status().state, "live");
+    assert.deepEqual(opened.map((ws) => ws.token), [token(exp), token(exp + 3600)]);
+    assert.ok(events.some((e) => e.type === "diagnostic" && e.error.message === "refreshToken failed: network down"), JSON.stringify(events));
+    assert.ok(!events.some((e) => e.type === "stopped"), JSON.stringify(events));
+  } finally {
+    await client.close();
+  }
+});

@@ -60,8 +60,10 @@ test("node: a client used through onEvent only is not collected while connected"
 });
 
 // The relay closes a socket at its token's `exp` (1008). With `refreshToken` the connection gets
-// a new token before then, reopens with it and resumes; without, the reopen is refused (auth).
-test("node: switch through the relay: refreshToken carries the connection past its token's exp (and one giving the same token is refused)", { timeout: 30_000 }, async () => {
+// a new token before then, reopens with it and resumes; with one that gives no newer token, each
+// reopen fails without opening (the relay would refuse the expired token, 4401, and the
+// connection would stop) and is retried with the backoff, calling it again.
+test("node: switch through the relay: refreshToken carries the connection past its token's exp (and one giving the same token fails each reopen, retried)", { timeout: 30_000 }, async () => {
   const { mintRelayToken } = await import("agentwire/relay-token");
   const aw = modules["agentwire/switch"];
   const ws = env.webSocket ? { webSocket: env.webSocket } : {};
@@ -87,8 +89,8 @@ test("node: switch through the relay: refreshToken carries the connection past i
   const first = await mint(3);
   let again = 0;
   // A refreshToken that hands back the token it has: refused (a diagnostic), not called in a loop:
-  // at its refresh time, at the relay's expiry close and before the reopen (with the old token,
-  // which the relay refuses), once each.
+  // at its refresh time, at the relay's expiry close and before each reopen, which then fails
+  // (retried with the backoff) instead of going with the expired token.
   const expiring = await aw.SwitchClient.connect(relay.url, {
     ...ws,
     token: first,
@@ -103,9 +105,11 @@ test("node: switch through the relay: refreshToken carries the connection past i
     if (refreshed !== 1) throw new Error(`refreshToken called ${refreshed} times`);
     if (!seen.at(-1).resumed) throw new Error(`not resumed: ${JSON.stringify(seen.at(-1))}`);
     if (!(await client.listOps()).operations) throw new Error("no operations with the new token");
-    await wait("the stop of the client without refreshToken", () => plain.at(-1)?.type === "stopped");
-    if (plain.at(-1).error?.kind !== "auth") throw new Error(`without a new token: ${JSON.stringify(plain.slice(-3))}`);
-    if (again < 1 || again > 3) throw new Error(`a refreshToken giving the same token was called ${again} times`);
+    const failedOpen = (e) => e.type === "disconnected" && /refreshToken failed: its token expires no later/.test(e.reason);
+    await wait("a reopen failed for the refresh giving the same token", () => plain.filter(failedOpen).length >= 2);
+    if (plain.some((e) => e.type === "stopped")) throw new Error(`without a new token: ${JSON.stringify(plain.slice(-3))}`);
+    const reopens = plain.filter((e) => e.type === "disconnected").length;
+    if (again < 3 || again > reopens + 2) throw new Error(`a refreshToken giving the same token was called ${again} times, ${reopens} reopens`);
     // An auth error of its own: nothing of the cause's (kind invalid) but the message.
     const diag = plain.find((e) => e.type === "diagnostic" && /expires no later/.test(e.error.message));
     if (!diag || diag.error.kind !== "auth" || diag.error.retryable !== false || "code" in diag.error) throw new Error(`diagnostic: ${JSON.stringify(plain)}`);

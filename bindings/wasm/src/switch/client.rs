@@ -283,7 +283,7 @@ impl Driver {
     }
 
     /// Calls `refreshToken` (in a task of its own: never while the driver is borrowed), then
-    /// takes its token, or reports its failure, and makes the reopen that waited.
+    /// takes its token, or reports its failure, and releases the reopen that waited.
     fn renew(&mut self) {
         let Some(r) = &mut self.refresh else { return };
         r.running = true;
@@ -319,17 +319,36 @@ impl Driver {
                 r.schedule(Some(exp), wall);
                 self.token = Rc::from(t);
                 self.tokens += 1;
+                self.release(now, None);
             }
-            Err(m) => {
-                r.failed(wall);
-                let e = SwitchError::local(ErrorKind::Auth, format!("refreshToken failed: {m}"));
-                if let Some(f) = &self.on_event {
-                    calls.push_event(f, Event::Diagnostic(e).to_json_lazy());
-                }
-            }
+            Err(m) => self.refresh_failed(now, &m, calls),
         }
-        if let Some(open) = self.waiting_open.take() {
-            self.open(now, open);
+    }
+
+    /// The call in flight failed (`m`): a diagnostic, and the reopen that waited is released.
+    fn refresh_failed(&mut self, now: Millis, m: &str, calls: &mut Calls) {
+        let Some(r) = &mut self.refresh else { return };
+        r.failed(wall());
+        let m = format!("refreshToken failed: {m}");
+        if let Some(f) = &self.on_event {
+            let e = SwitchError::local(ErrorKind::Auth, m.clone());
+            calls.push_event(f, Event::Diagnostic(e).to_json_lazy());
+        }
+        self.release(now, Some(&m));
+    }
+
+    /// Makes the reopen that waited for the renewal, if the engine still waits for it; after a
+    /// failed renewal (`failure`) with the token still expired, fails it instead (the relay would
+    /// refuse it, 4401, and the connection would stop for good): the engine retries it with its
+    /// backoff, and that reopen calls `refreshToken` again.
+    fn release(&mut self, now: Millis, failure: Option<&str>) {
+        let Some(open) = self.waiting_open.take() else { return };
+        if self.conn.state() != State::Opening {
+            return; // its deadline passed (its close follows)
+        }
+        match failure.filter(|_| self.refresh.as_ref().is_some_and(|r| r.spent(wall()))) {
+            Some(m) => self.conn.handle_open_failed(now, None, m),
+            None => self.open(now, open),
         }
     }
 
@@ -700,6 +719,8 @@ impl SwitchDriver {
             if let Some(r) = &mut d.refresh {
                 r.schedule(token_exp(token), wall());
             }
+            // A reopen waiting for `refreshToken` goes with this token.
+            d.release(now, None);
             d.pump(now, calls);
         })
     }

@@ -3,6 +3,9 @@
 //! refuses a reopen with an expired token (4401: the connection stops with kind `auth`), so the
 //! driver renews the token before `exp`, and a reopen with an expired token waits for the renewal
 //! in flight (one with a token still valid goes: a renewal that hangs must not keep it closed).
+//! A renewal that fails while a reopen with an expired token waits fails that open, which the
+//! engine retries with its backoff (within `max_reconnect_attempts`), calling again: the relay
+//! would refuse the expired token (4401) and the connection would stop.
 //!
 //! Times here are the wall clock's (`Date.now()`), which a token's `exp` and the relay's check are
 //! in. A timer counts monotonic time, which stops while the machine sleeps (and a frozen tab or
@@ -75,10 +78,14 @@ impl Refresh {
         self.check_at = None;
     }
 
-    /// Whether a reopen waits: a call is in flight and the token is expired (by the wall clock,
-    /// or the relay said so).
+    /// Whether the token is expired, by the wall clock or because the relay said so.
+    pub(super) fn spent(&self, wall: Millis) -> bool {
+        self.stale || wall >= self.exp
+    }
+
+    /// Whether a reopen waits: a call is in flight and the token is expired.
     pub(super) fn holds(&self, wall: Millis) -> bool {
-        self.running && (self.stale || wall >= self.exp)
+        self.running && self.spent(wall)
     }
 
     /// Whether to call it now: from an input (`reopen` false) once due and past a failure's
