@@ -84,11 +84,16 @@ export interface SwitchConnectOptions extends SwitchOptions, Omit<ConnectOptions
    * socket at its token's `exp` (1008), and the connection reopens with the new token and
    * resumes from its cursor. The clock is looked at every 30 s at most and at every event, the
    * relay's close for an expired token calls it at once (a clock behind the relay's), and a
-   * reopen with an expired token waits for the call (up to `openTimeoutMs`): a machine that
-   * slept, a frozen tab or a page back from the back-forward cache reopens with a new token.
-   * Without it, the reopen at `exp` is refused (the connection stops with kind `auth`) unless
-   * `setToken` was called. A failure is a `diagnostic` event of kind `auth`, and it is tried
-   * again every 5 s until `exp`, and at each reopen. */
+   * reopen with an expired token waits for the call: a machine that slept, a frozen tab or a
+   * page back from the back-forward cache reopens with a new token. Each call has
+   * `openTimeoutMs` to answer, and each reopen waits that long at most (per attempt: the wait is
+   * not for good); a call with no answer by then has failed. Without it, the reopen at `exp` is
+   * refused (the connection stops with kind `auth`) unless `setToken` was called. A failure is a
+   * `diagnostic` event of kind `auth`; it is tried again every 5 s until `exp`, and at each
+   * reopen. A reopen with an expired token whose call failed is a failed attempt, retried with
+   * the backoff (counted by `maxReconnectAttempts`), not an open the relay would refuse. An answer
+   * after its call was given up on is taken only if its token expires later than the current
+   * one. */
   refreshToken?: (() => string | Promise<string>) | undefined;
   /** Each event as it arrives, instead of `events()`. It is called before `connect` resolves
    * (with `connected` at least); an exception it throws is logged (`console.error`) and does not

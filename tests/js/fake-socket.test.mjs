@@ -422,7 +422,7 @@ async function until(what, cond, ms = 5_000) {
 }
 
 /** A Switch client through `fakeRelay` with a token expiring at `expS`, and its events. */
-async function relayed(expS, refreshToken) {
+async function relayed(expS, refreshToken, options = {}) {
   const relay = fakeRelay();
   const events = [];
   const client = await SwitchClient.connect("http://fake", {
@@ -432,6 +432,7 @@ async function relayed(expS, refreshToken) {
     backoff: { baseMs: 1, minMs: 1, maxMs: 2 },
     refreshToken,
     onEvent: (e) => events.push(e),
+    ...options,
   });
   return { client, events, ...relay };
 }
@@ -524,6 +525,47 @@ test("Switch: a reopen with a token still valid does not wait for a refresh in f
     opened[0].onclose({ code: 1006, reason: "" });
     await until(() => `connected again; events: ${JSON.stringify(events)}`, () => events.filter((e) => e.type === "connected").length === 2, 1_000);
     assert.equal(opened[1].token, token(exp));
+  } finally {
+    await client.close();
+  }
+});
+
+// A refreshToken that never settles, called at the relay's expiry close: every reopen waited for
+// it, each wait ended at openTimeoutMs, the engine backed off and reopened, and refreshToken was
+// never called again: the connection stayed closed for good, without a word. A call gets
+// openTimeoutMs to answer now; past it, it has failed (a diagnostic) and the next reopen calls
+// again.
+test("Switch: a refresh that never answers after the relay's expiry close: it is called again, and the reopen goes with the next token", { timeout: 10_000 }, async () => {
+  const exp = Math.floor(Date.now() / 1000) + 2;
+  let calls = 0;
+  // The first call answers nothing before exp; it answers late (after the second), with an older
+  // token than the second's, which must not replace it.
+  let late;
+  const refresh = () => {
+    calls++;
+    if (calls === 1) return new Promise((r) => (late = () => r(token(exp + 60))));
+    if (calls === 2) return new Promise(() => {});
+    return token(exp + 3600);
+  };
+  const { client, events, opened, expire } = await relayed(exp, refresh, { openTimeoutMs: 300 });
+  try {
+    await until("refreshToken called", () => calls === 1);
+    await until("exp", () => Date.now() >= exp * 1000);
+    expire(opened[0]);
+    await until(() => `connected again; calls ${calls}; events: ${JSON.stringify(events)}`, () => events.filter((e) => e.type === "connected").length === 2, 4_000);
+    assert.equal(calls, 3);
+    assert.equal(client.status().state, "live");
+    assert.deepEqual(opened.map((ws) => ws.token), [token(exp), token(exp + 3600)]);
+    const failed = events.filter((e) => e.type === "diagnostic" && e.error.kind === "auth");
+    assert.ok(failed.length >= 2 && failed.every((e) => /^refreshToken failed: no answer within 300 ms/.test(e.error.message)), JSON.stringify(failed));
+    // The first call's late answer, a token older than the one taken, is not taken: the next
+    // reopen goes with the newest.
+    late();
+    await sleep(50);
+    opened[1].readyState = 3;
+    opened[1].onclose({ code: 1006, reason: "" });
+    await until(() => `connected again; events: ${JSON.stringify(events)}`, () => events.filter((e) => e.type === "connected").length === 3);
+    assert.equal(opened.at(-1).token, token(exp + 3600));
   } finally {
     await client.close();
   }

@@ -86,7 +86,7 @@ struct Driver {
     /// JS wrapper: a cycle no garbage collector sees).
     refresh: Option<Refresh>,
     /// A reopen with an expired token, waiting for the renewal in flight (the engine's open
-    /// deadline, `openTimeoutMs`, bounds the wait).
+    /// deadline, `openTimeoutMs`, bounds the wait, as it does the call).
     waiting_open: Option<OpenRequest>,
     ctor: Option<Function>,
     socket: Option<Current>,
@@ -174,8 +174,12 @@ impl Driver {
     /// Performs the engine's transmits and hands its events to `onEvent` until both are
     /// drained, then re-arms the timer.
     fn pump(&mut self, now: Millis, calls: &mut Calls) {
+        if let Some(timeout) = self.refresh.as_mut().and_then(|r| r.overdue(now).then_some(r.timeout)) {
+            let m = format!("no answer within {timeout} ms (openTimeoutMs)");
+            self.refresh_failed(now, &m, calls);
+        }
         if self.refresh.as_ref().is_some_and(|r| r.wanted(wall(), false)) {
-            self.renew();
+            self.renew(now);
         }
         loop {
             let mut progressed = false;
@@ -224,7 +228,7 @@ impl Driver {
                 // (the first open goes: the relay decides on the token the app gave).
                 if let Some(r) = self.refresh.as_ref().filter(|_| self.epoch > 0) {
                     if r.wanted(wall(), true) {
-                        self.renew();
+                        self.renew(now);
                     }
                     if self.refresh.as_ref().is_some_and(|r| r.holds(wall())) {
                         self.retire_socket(Some((1000, "")));
@@ -284,9 +288,9 @@ impl Driver {
 
     /// Calls `refreshToken` (in a task of its own: never while the driver is borrowed), then
     /// takes its token, or reports its failure, and releases the reopen that waited.
-    fn renew(&mut self) {
+    fn renew(&mut self, now: Millis) {
         let Some(r) = &mut self.refresh else { return };
-        r.running = true;
+        let n = r.start(now);
         let (f, me) = (r.f.clone(), self.me.clone());
         spawn_local(async move {
             let got = match f.call1(&JsValue::UNDEFINED, &JsValue::UNDEFINED) {
@@ -295,15 +299,15 @@ impl Driver {
             };
             let Some(state) = me.upgrade() else { return };
             let _ = deliver_calls(&state, |d, now, calls| {
-                d.renewed(now, got, calls);
+                d.renewed(now, n, got, calls);
                 d.pump(now, calls);
             });
         });
     }
 
-    fn renewed(&mut self, now: Millis, got: Result<JsValue, JsValue>, calls: &mut Calls) {
+    fn renewed(&mut self, now: Millis, n: u64, got: Result<JsValue, JsValue>, calls: &mut Calls) {
         let Some(r) = &mut self.refresh else { return }; // stopped meanwhile
-        r.running = false;
+        let current = r.answered(n);
         let wall = wall();
         let token = got.map_err(|e| describe(&e)).and_then(|t| {
             let t = t.as_string().ok_or("it returned no string")?;
@@ -315,17 +319,21 @@ impl Driver {
             }
         });
         match token {
+            // Also from a call given up on: its token outlives the current one.
             Ok((t, exp)) => {
                 r.schedule(Some(exp), wall);
                 self.token = Rc::from(t);
                 self.tokens += 1;
                 self.release(now, None);
             }
-            Err(m) => self.refresh_failed(now, &m, calls),
+            Err(m) if current => self.refresh_failed(now, &m, calls),
+            // A call given up on: its failure was reported then.
+            Err(_) => {}
         }
     }
 
-    /// The call in flight failed (`m`): a diagnostic, and the reopen that waited is released.
+    /// The call in flight failed (`m`, or it did not answer in time): a diagnostic, and the reopen
+    /// that waited is released.
     fn refresh_failed(&mut self, now: Millis, m: &str, calls: &mut Calls) {
         let Some(r) = &mut self.refresh else { return };
         r.failed(wall());
@@ -478,8 +486,8 @@ impl SwitchDriver {
     /// every event of the connection, `connected` first once attached, `stopped` last.
     /// `refresh()` (a token, or a promise of one) renews the token: before its `exp`, at once when
     /// the relay closes a socket for it, and before a reopen that finds it due; a reopen with an
-    /// expired token waits for it (see `refresh.rs`). A failure is a `diagnostic` event of kind
-    /// `auth`. Throws an
+    /// expired token waits for it (see `refresh.rs`). A failure, or no answer within
+    /// `openTimeoutMs`, is a `diagnostic` event of kind `auth`. Throws an
     /// `invalid` error for a bad URL, token or option.
     #[wasm_bindgen(constructor)]
     pub fn new(
@@ -498,6 +506,7 @@ impl SwitchDriver {
         let (agent_id, connection_id) = (parsed.cfg.open.agent_id.clone(), parsed.cfg.open.connection_id.clone());
         // Past the engine's own beat timeout, which decides first (as the native driver does).
         let http_timeout_ms = parsed.cfg.beat_timeout_ms.saturating_add(1_000);
+        let open_timeout_ms = parsed.cfg.open_timeout_ms;
         let state = Rc::new_cyclic(|me| {
             RefCell::new(Driver {
                 conn: Connection::new(parsed.cfg, Box::new(JsEntropy)),
@@ -506,7 +515,7 @@ impl SwitchDriver {
                 ws_base,
                 token: token.clone(),
                 tokens: 0,
-                refresh: refresh.map(|f| Refresh::new(f, &token, wall())),
+                refresh: refresh.map(|f| Refresh::new(f, &token, wall(), open_timeout_ms)),
                 waiting_open: None,
                 ctor: web_socket,
                 socket: None,

@@ -3,9 +3,11 @@
 //! refuses a reopen with an expired token (4401: the connection stops with kind `auth`), so the
 //! driver renews the token before `exp`, and a reopen with an expired token waits for the renewal
 //! in flight (one with a token still valid goes: a renewal that hangs must not keep it closed).
-//! A renewal that fails while a reopen with an expired token waits fails that open, which the
-//! engine retries with its backoff (within `max_reconnect_attempts`), calling again: the relay
-//! would refuse the expired token (4401) and the connection would stop.
+//! Each call has `openTimeoutMs` to answer, on the driver's clock: past it, it has failed (the
+//! next reopen calls again; an answer that still comes is taken only if its token outlives the
+//! current one). A renewal that fails while a reopen with an expired token waits fails that open,
+//! which the engine retries with its backoff (within `max_reconnect_attempts`), calling again: the
+//! relay would refuse the expired token (4401) and the connection would stop.
 //!
 //! Times here are the wall clock's (`Date.now()`), which a token's `exp` and the relay's check are
 //! in. A timer counts monotonic time, which stops while the machine sleeps (and a frozen tab or
@@ -35,8 +37,12 @@ pub(super) struct Refresh {
     /// After a failed call, not from the timer before this (`Millis::MAX`: not again before a
     /// reopen, past `exp`).
     retry: Millis,
-    /// A call is in flight.
-    pub(super) running: bool,
+    /// When the call in flight is given up on, on the driver's clock (`None`: no call).
+    call: Option<Millis>,
+    /// Calls made so far: which one an answer is to.
+    calls: u64,
+    /// How long a call has to answer (`openTimeoutMs`).
+    pub(super) timeout: Millis,
     /// The relay closed a socket for this token's expiry.
     stale: bool,
     /// When the timer looks at the wall clock next, on the driver's clock.
@@ -44,13 +50,15 @@ pub(super) struct Refresh {
 }
 
 impl Refresh {
-    pub(super) fn new(f: Function, token: &str, wall: Millis) -> Refresh {
+    pub(super) fn new(f: Function, token: &str, wall: Millis, timeout: Millis) -> Refresh {
         let mut r = Refresh {
             f,
             exp: Millis::MAX,
             due: Millis::MAX,
             retry: 0,
-            running: false,
+            call: None,
+            calls: 0,
+            timeout,
             stale: false,
             check_at: None,
         };
@@ -85,7 +93,33 @@ impl Refresh {
 
     /// Whether a reopen waits: a call is in flight and the token is expired.
     pub(super) fn holds(&self, wall: Millis) -> bool {
-        self.running && self.spent(wall)
+        self.call.is_some() && self.spent(wall)
+    }
+
+    /// A call starts at `now` (the driver's clock): its number.
+    pub(super) fn start(&mut self, now: Millis) -> u64 {
+        self.calls += 1;
+        self.call = Some(now.saturating_add(self.timeout));
+        self.calls
+    }
+
+    /// Whether the call in flight is past its time at `now`: it is given up on (the caller
+    /// reports the failure).
+    pub(super) fn overdue(&mut self, now: Millis) -> bool {
+        let late = self.call.is_some_and(|at| now >= at);
+        if late {
+            self.call = None;
+        }
+        late
+    }
+
+    /// The answer to call `n` came: whether it is the call in flight (else one given up on).
+    pub(super) fn answered(&mut self, n: u64) -> bool {
+        let current = self.call.is_some() && n == self.calls;
+        if current {
+            self.call = None;
+        }
+        current
     }
 
     /// Whether to call it now: from an input (`reopen` false) once due and past a failure's
@@ -95,7 +129,7 @@ impl Refresh {
             true => self.due,
             false => self.due.max(self.retry),
         };
-        !self.running && wall >= at
+        self.call.is_none() && wall >= at
     }
 
     /// A call failed: the next from the timer is `RETRY_MS` later, until `exp`.
@@ -116,11 +150,14 @@ impl Refresh {
     }
 
     /// When the driver's timer should fire to look at the wall clock (`now` on the driver's
-    /// clock, `wall` the wall clock's): at most [`STEP_MS`] away; `None` while a call runs or
-    /// when nothing is ever due.
+    /// clock, `wall` the wall clock's): at most [`STEP_MS`] away; while a call runs, when it is
+    /// given up on; `None` when nothing is ever due.
     pub(super) fn check_at(&mut self, now: Millis, wall: Millis) -> Option<Millis> {
+        if let Some(at) = self.call {
+            return Some(at);
+        }
         let next = self.due.max(self.retry);
-        if self.running || next == Millis::MAX {
+        if next == Millis::MAX {
             return None;
         }
         match self.check_at {
