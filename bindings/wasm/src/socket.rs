@@ -144,9 +144,9 @@ pub(crate) trait Sink {
     /// `Err(input)`: busy (its driver is borrowed); [`deliver`] hands it over later.
     fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) -> Result<(), Input>;
 
-    /// The driver behind this sink (its `RefCell`'s address), when the sink is not the driver
-    /// itself: a socket's sink, which may be free while its driver is busy.
-    fn owner(&self) -> Option<usize> {
+    /// The driver behind this sink, when the sink is not the driver itself: a socket's sink,
+    /// which may be free while its driver is busy.
+    fn owner(&self) -> Option<SinkRef> {
         None
     }
 }
@@ -198,16 +198,18 @@ fn defer(sink: Weak<RefCell<dyn Sink>>, input: Input) {
 fn drain_deferred() {
     while let Some((sink, input)) = DEFERRED.with(|d| d.borrow_mut().pop_front()) {
         if deliver_now(&sink, input).is_err() {
-            let Some(sink) = sink.upgrade() else { continue };
+            let Some(strong) = sink.upgrade() else { continue };
             // A socket's sink may be free while the driver behind it is not.
-            let owner = match sink.try_borrow() {
+            let owner = match strong.try_borrow() {
                 Ok(s) => s.owner(),
                 Err(_) => None,
             };
-            let owner = owner.unwrap_or(Rc::as_ptr(&sink) as *const () as usize);
+            let owner = owner.unwrap_or(sink);
             BROKEN.with(|b| {
                 let mut b = b.borrow_mut();
-                if !b.contains(&owner) {
+                // A driver freed since: its memory may hold a new one, which is not broken.
+                b.retain(|w| w.strong_count() > 0);
+                if !b.iter().any(|w| w.ptr_eq(&owner)) {
                     b.push(owner);
                 }
             });
@@ -221,8 +223,10 @@ pub(crate) type SinkRef = Weak<RefCell<dyn Sink>>;
 thread_local! {
     static DEFERRED: RefCell<VecDeque<(SinkRef, Input)>> = const { RefCell::new(VecDeque::new()) };
     static DRAIN: Closure<dyn FnMut()> = Closure::new(drain_deferred);
-    /// The drivers (their `RefCell`'s address) found borrowed for good by [`drain_deferred`].
-    static BROKEN: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// The drivers found borrowed for good by [`drain_deferred`]. A `Weak`: while it is here its
+    /// memory is not reused by another driver (a raw address was, which then got the broken
+    /// driver's message for a real re-entrant call); pruned once freed.
+    static BROKEN: RefCell<Vec<SinkRef>> = const { RefCell::new(Vec::new()) };
 }
 
 #[wasm_bindgen]
@@ -516,7 +520,7 @@ pub(crate) fn deliver_calls<S, T>(
 /// a copy per command).
 #[inline(never)]
 fn busy(at: usize) -> JsValue {
-    let m = match BROKEN.with(|b| b.borrow().contains(&at)) {
+    let m = match BROKEN.with(|b| b.borrow().iter().any(|w| w.as_ptr() as *const () as usize == at)) {
         true => {
             "the client is broken: an exception thrown through it while it ran left it busy for good; make a new one"
         }

@@ -67,8 +67,8 @@ impl Sink for SocketSink {
         Ok(())
     }
 
-    fn owner(&self) -> Option<usize> {
-        Some(self.driver.as_ptr() as *const () as usize)
+    fn owner(&self) -> Option<crate::socket::SinkRef> {
+        Some(self.driver.clone())
     }
 }
 
