@@ -36,9 +36,9 @@ pub struct ClientConfig {
     pub authorization: Option<String>,
     /// Send a PING when nothing was sent for half the server's `session_timeout` (or, for a
     /// timeout over 65 s, sooner, to leave 65 s before it ends, but after at least a quarter of
-    /// it); one without a
-    /// PONG within `ttl_s` closes the connection (an [`ClientEvent::Error`] of kind `timeout`)
-    /// when it left, the peer has answered a PING before, and nothing arrived since.
+    /// it); one without a PONG within `ttl_s` closes the connection (an [`ClientEvent::Error`]
+    /// of kind `timeout`) when it left, the peer has answered a PING before, and nothing
+    /// arrived since.
     pub keepalive: bool,
 }
 
