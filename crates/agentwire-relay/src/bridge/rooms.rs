@@ -1,6 +1,8 @@
 //! The rooms the upstream last said the connection covers, which a gap the bridge fills in or
 //! makes up names: kept so that a `room_released` and a gap cost no pass over them.
 
+use agentwire_switch::frame::string_len;
+
 /// The rooms in the order the upstream listed them (a room listed twice is there twice, as it
 /// came), with the length of their JSON array as the frame encoder writes it, so whether a gap
 /// can carry them is known without writing it.
@@ -134,19 +136,6 @@ impl Rooms {
             }
         }
     }
-}
-
-/// The length of `s` as a JSON string in a frame the encoder wrote (`agentwire_switch::frame::encode`):
-/// serde_json's escapes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other control characters as
-/// `\u00xx`), then each non-ASCII character as `\uXXXX` escapes, one per UTF-16 unit.
-fn string_len(s: &str) -> usize {
-    let escaped = |c: char| match c {
-        '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
-        '\0'..='\u{1f}' => 6,
-        _ if c.is_ascii() => 1,
-        _ => 6 * c.len_utf16(),
-    };
-    2 + s.chars().map(escaped).sum::<usize>()
 }
 
 #[cfg(test)]

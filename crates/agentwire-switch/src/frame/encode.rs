@@ -121,6 +121,20 @@ fn ascii(s: String) -> String {
     out
 }
 
+/// The length of `s` as a JSON string in a frame [`encode`] wrote, without writing it:
+/// serde_json's escapes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other control characters as
+/// `\u00xx`), then a `\uXXXX` for each UTF-16 unit of a non-ASCII character. The relay
+/// bridge keeps a room list's encoded length with it.
+pub fn string_len(s: &str) -> usize {
+    let escaped = |c: char| match c {
+        '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
+        '\0'..='\u{1f}' => 6,
+        _ if c.is_ascii() => 1,
+        _ => 6 * c.len_utf16(),
+    };
+    2 + s.chars().map(escaped).sum::<usize>()
+}
+
 /// The name and data of a frame.
 fn parts(frame: &Frame) -> (&str, Result<String, serde_json::Error>) {
     let json = |d: ControlData<'_>| serde_json::to_string(&d);

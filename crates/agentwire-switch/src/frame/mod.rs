@@ -29,7 +29,7 @@ mod policy;
 
 pub(crate) use decode::frame_name_hint;
 pub use decode::{decode, decode_sse, decode_sse_with, decode_with, event_id_hint, DecodeOptions};
-pub use encode::{encode, sse_parts};
+pub use encode::{encode, sse_parts, string_len};
 pub use error::{FrameError, FrameErrorKind};
 pub use payload::{Attachment, CommandPayload, MessagePayload, RoomJoinPayload, TaskPayload};
 pub use policy::{
