@@ -108,6 +108,8 @@ test("node: switch through the relay: refreshToken carries the connection past i
     const failedOpen = (e) => e.type === "disconnected" && /refreshToken failed: its token expires no later/.test(e.reason);
     await wait("a reopen failed for the refresh giving the same token", () => plain.filter(failedOpen).length >= 2);
     if (plain.some((e) => e.type === "stopped")) throw new Error(`without a new token: ${JSON.stringify(plain.slice(-3))}`);
+    const guess = plain.find((e) => failedOpen(e) && /no HTTP status/.test(e.reason));
+    if (guess) throw new Error(`a failed refresh is not a network failure: ${guess.reason}`);
     const reopens = plain.filter((e) => e.type === "disconnected").length;
     if (again < 3 || again > reopens + 2) throw new Error(`a refreshToken giving the same token was called ${again} times, ${reopens} reopens`);
     // An auth error of its own: nothing of the cause's (kind invalid) but the message.

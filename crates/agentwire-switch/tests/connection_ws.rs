@@ -861,6 +861,36 @@ fn max_reconnect_attempts_stop_the_connection() {
 }
 
 #[test]
+fn an_abandoned_open_is_retried_with_the_hosts_reason_alone() {
+    let mut cfg = ws();
+    cfg.max_reconnect_attempts = Some(1);
+    cfg.connect_attempts = None;
+    let mut d = Driver::new(cfg);
+    d.conn.start(d.now).unwrap();
+    d.expect_open();
+    d.conn.handle_open_abandoned(d.now, "refreshToken failed: offline");
+    match &d.drain().1[..] {
+        [Event::Disconnected { reason, .. }] => assert_eq!(reason, "refreshToken failed: offline"),
+        other => panic!("{other:?}"),
+    }
+    d.reopen();
+    d.conn.handle_open_abandoned(d.now, "refreshToken failed: offline");
+    match &d.drain().1[..] {
+        [Event::Stopped { error: Some(e) }] => {
+            assert!(
+                e.message.ends_with("attempt; last: refreshToken failed: offline"),
+                "{e}"
+            );
+            assert!(!e.message.contains("refused key"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Outside an open it is ignored.
+    d.conn.handle_open_abandoned(d.now, "late");
+    assert!(d.drain().1.is_empty());
+}
+
+#[test]
 fn an_unusable_open_stops_at_once_with_its_error() {
     let mut d = Driver::new(ws());
     d.conn.start(d.now).unwrap();

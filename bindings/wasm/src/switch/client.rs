@@ -281,7 +281,7 @@ impl Driver {
             Err(m) if m == NO_WEB_SOCKET => self.no_web_socket = true,
             Err(m) => {
                 let m = format!("the WebSocket to {} could not be created: {m}", self.ws_base);
-                self.conn.handle_open_failed(now, None, &m);
+                self.conn.handle_open_abandoned(now, &m);
             }
         }
     }
@@ -355,7 +355,7 @@ impl Driver {
             return; // its deadline passed (its close follows)
         }
         match failure.filter(|_| self.refresh.as_ref().is_some_and(|r| r.spent(wall()))) {
-            Some(m) => self.conn.handle_open_failed(now, None, m),
+            Some(m) => self.conn.handle_open_abandoned(now, m),
             None => self.open(now, open),
         }
     }

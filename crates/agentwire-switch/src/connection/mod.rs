@@ -618,6 +618,20 @@ impl Connection {
         self.on_open_failed(now, status, body);
     }
 
+    /// The host gave up on this open before any answer could come, for a reason of its own,
+    /// which is the failure's message: the socket could not be created, or a credential it
+    /// waited for could not be had. A failed open, retried with the backoff within
+    /// `max_reconnect_attempts`; unlike [`Connection::handle_open_failed`] without a status,
+    /// the message does not guess at a network failure or a refused key.
+    pub fn handle_open_abandoned(&mut self, now: Millis, reason: &str) {
+        self.now = now;
+        if self.state != State::Opening {
+            return;
+        }
+        self.socket_open = false;
+        self.reconnect(now, None, reason, false);
+    }
+
     /// The open failed in a way no retry mends, by the host's own judgement (a TLS certificate
     /// it does not trust, a host that cannot be a TLS server name). Before the first attach the
     /// connection stops with `error`, made not retryable, so `connect` fails at once. A

@@ -50,7 +50,8 @@ impl Connection {
         let reconnects = self.ever_attached || self.cfg.connect_attempts.is_none();
         if let Some(max) = self.cfg.max_reconnect_attempts.filter(|_| reconnects) {
             if self.attempt >= max {
-                let m = format!("gave up after {max} reconnect attempts; last: {reason}");
+                let s = if max == 1 { "" } else { "s" };
+                let m = format!("gave up after {max} reconnect attempt{s}; last: {reason}");
                 let error = SwitchError::local(ErrorKind::Closed, m).retryable(true);
                 return self.stop(Some(error), "gave up");
             }
