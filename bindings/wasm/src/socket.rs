@@ -508,7 +508,7 @@ pub(crate) fn deliver_calls<S, T>(
     let mut calls = Calls::default();
     let out = {
         let Ok(mut s) = state.try_borrow_mut() else {
-            return Err(busy(Rc::as_ptr(state) as *const () as usize));
+            return Err(busy(state));
         };
         f(&mut s, now(), &mut calls)
     };
@@ -516,10 +516,14 @@ pub(crate) fn deliver_calls<S, T>(
     Ok(out)
 }
 
-/// The `state` error of a command to the busy driver at `at` (out of line: [`deliver_calls`] has
-/// a copy per command).
+/// The `state` error of a command to the busy driver `state`.
+pub(crate) fn busy<S>(state: &Rc<RefCell<S>>) -> JsValue {
+    busy_at(Rc::as_ptr(state) as *const () as usize)
+}
+
+/// [`busy`] for the driver at `at` (out of line: [`deliver_calls`] has a copy per command).
 #[inline(never)]
-fn busy(at: usize) -> JsValue {
+fn busy_at(at: usize) -> JsValue {
     let m = match BROKEN.with(|b| b.borrow().iter().any(|w| w.as_ptr() as *const () as usize == at)) {
         true => {
             "the client is broken: an exception thrown through it while it ran left it busy for good; make a new one"

@@ -756,10 +756,7 @@ impl SwitchDriver {
     /// Where the connection is, as JSON text: `{state, wire, cursor?, generation?, connectionId,
     /// agentId, rooms, attempt}`.
     pub fn status(&self) -> Result<String, JsValue> {
-        let d = self
-            .state
-            .try_borrow()
-            .map_err(|_| errors::local(ErrorKind::State, "the driver is busy (re-entrant call)"))?;
+        let d = self.state.try_borrow().map_err(|_| crate::socket::busy(&self.state))?;
         let c = &d.conn;
         let mut out = String::with_capacity(256);
         let mut s = Obj::begin(&mut out);
