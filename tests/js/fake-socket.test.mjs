@@ -600,3 +600,25 @@ test("Switch: a refresh that fails once after the relay's expiry close: the next
     await client.close();
   }
 });
+
+// connect with a token already expired (a stored one, a day old) and refreshToken: the first open
+// went with it, the relay refused it (4401) and connect failed with kind `auth`. It waits for the
+// renewal now; a renewal that fails fails the connect, naming it.
+test("Switch: connect with an expired token calls refreshToken first", { timeout: 10_000 }, async () => {
+  const old = Math.floor(Date.now() / 1000) - 86_400;
+  const fresh = Math.floor(Date.now() / 1000) + 3600;
+  let calls = 0;
+  const { client, events, opened } = await relayed(old, async () => (calls++, token(fresh)));
+  try {
+    assert.equal(calls, 1);
+    assert.deepEqual(opened.map((ws) => ws.token), [token(fresh)]);
+    assert.equal(client.status().state, "live");
+    assert.ok(!events.some((e) => e.type === "diagnostic" && e.error.kind === "auth"), JSON.stringify(events));
+  } finally {
+    await client.close();
+  }
+  const failing = relayed(old, async () => {
+    throw new Error("offline");
+  });
+  await assert.rejects(failing, (e) => /refreshToken failed: offline/.test(e.message) && !/refused key/.test(e.message));
+});

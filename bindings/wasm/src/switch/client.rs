@@ -224,9 +224,10 @@ impl Driver {
     fn transmit(&mut self, now: Millis, t: Transmit) {
         match t {
             Transmit::Open(open) => {
-                // A reopen renews a token due, and with an expired token waits for the renewal
-                // (the first open goes: the relay decides on the token the app gave).
-                if let Some(r) = self.refresh.as_ref().filter(|_| self.epoch > 0) {
+                // A reopen renews a token due, and with an expired token waits for the renewal;
+                // so does the first open with a token expired by this clock (the app's stored
+                // token, a day old): the relay would refuse it, and `connect` fail `auth`.
+                if let Some(r) = self.refresh.as_ref().filter(|r| self.epoch > 0 || r.spent(wall())) {
                     if r.wanted(wall(), true) {
                         self.renew(now);
                     }
