@@ -190,6 +190,17 @@ export class SwitchClient extends Client<SwitchEvent> {
     }
   }
 
+  /** Reopens at once if the connection is waiting out its backoff before a reopen, which may
+   * be up to `backoff.maxMs` (30 s) away: call it when the network comes back (the `online`
+   * event). Returns whether it reopened; otherwise (opening, live, stopped) it does nothing. */
+  reconnectNow(): boolean {
+    try {
+      return this.#driver.reconnectNow();
+    } catch (e) {
+      throw toError(e);
+    }
+  }
+
   /** Connects through the relay at `relayUrl` (`https://relay.example[/prefix]`) with a relay
    * token, and resolves once the connection is attached (`connected`); rejects when it stops
    * first (refused token, eviction), when the first open fails (no relay: kind `closed`,

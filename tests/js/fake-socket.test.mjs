@@ -622,3 +622,23 @@ test("Switch: connect with an expired token calls refreshToken first", { timeout
   });
   await assert.rejects(failing, (e) => /refreshToken failed: offline/.test(e.message) && !/refused key/.test(e.message));
 });
+
+// After the network comes back the next reopen may be a whole backoff away: reconnectNow()
+// reopens at once, and does nothing while live.
+test("Switch: reconnectNow() cuts a backoff short", { timeout: 10_000 }, async () => {
+  const { client, events, opened } = await relayed(Math.floor(Date.now() / 1000) + 3600, undefined, {
+    backoff: { baseMs: 60_000, minMs: 60_000, maxMs: 60_000 },
+  });
+  try {
+    assert.equal(client.reconnectNow(), false);
+    opened[0].readyState = 3;
+    opened[0].onclose({ code: 1006, reason: "" });
+    await until("disconnected", () => events.some((e) => e.type === "disconnected"));
+    assert.ok(events.find((e) => e.type === "disconnected").retry_in_ms >= 60_000, JSON.stringify(events));
+    assert.equal(client.reconnectNow(), true);
+    await until(() => `connected again: ${JSON.stringify(events)}`, () => events.filter((e) => e.type === "connected").length === 2);
+    assert.equal(opened.length, 2);
+  } finally {
+    await client.close();
+  }
+});

@@ -216,6 +216,10 @@ impl GuestSession for Session {
         self.0.borrow_mut().close(now);
     }
 
+    fn reconnect_now(&self, now: u64) -> bool {
+        self.0.borrow_mut().reconnect_now(now)
+    }
+
     fn set_declared_rooms(&self, rooms: Vec<String>) -> Result<(), EngineError> {
         self.0.borrow_mut().set_declared_rooms(rooms).map_err(err)
     }

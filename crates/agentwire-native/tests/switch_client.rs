@@ -143,6 +143,37 @@ async fn a_restart_resumes_with_exactly_the_missed_events() {
     .await;
 }
 
+/// `reconnect_now` cuts a backoff short: after a restart, with a backoff of a minute, the client
+/// is back within the test's wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconnect_now_cuts_the_backoff_short() {
+    bounded(async {
+        let w = world(peer_config(Generation::Current)).await;
+        let mut cfg = config(&w.b, Transport::WebSocket, &[&w.room]);
+        cfg.backoff = agentwire_core::Backoff {
+            base_ms: 60_000,
+            max_ms: 60_000,
+            factor: 1.0,
+            min_ms: 60_000,
+        };
+        let mut b = connect(&w.h, &w.b.key, cfg).await.unwrap();
+        until(&mut b, "the attach", |e| matches!(e, Event::Connected { .. })).await;
+        b.reconnect_now(); // live: nothing
+        w.h.restart(false);
+        match until(&mut b, "the disconnect", |e| matches!(e, Event::Disconnected { .. })).await {
+            Event::Disconnected { retry_in_ms, .. } => assert!(retry_in_ms >= 60_000, "{retry_in_ms}"),
+            _ => unreachable!(),
+        }
+        b.reconnect_now();
+        match until(&mut b, "the reattach", |e| matches!(e, Event::Connected { .. })).await {
+            Event::Connected { resumed, .. } => assert!(resumed),
+            _ => unreachable!(),
+        }
+        b.close().await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_that_lost_the_numbering_attaches_a_gap() {
     bounded(async {

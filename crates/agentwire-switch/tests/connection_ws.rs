@@ -861,6 +861,42 @@ fn max_reconnect_attempts_stop_the_connection() {
 }
 
 #[test]
+fn reconnect_now_cuts_a_backoff_short_and_nothing_else() {
+    let mut cfg = ws();
+    cfg.backoff.min_ms = 20_000;
+    cfg.backoff.max_ms = 30_000;
+    cfg.connect_attempts = None;
+    let mut d = Driver::new(cfg);
+    d.conn.start(d.now).unwrap();
+    assert!(!d.conn.reconnect_now(d.now), "opening: left alone");
+    d.expect_open();
+    d.conn.handle_open_failed(d.now, None, "connection refused");
+    let attempt = match &d.drain().1[..] {
+        [Event::Disconnected {
+            retry_in_ms, attempt, ..
+        }] => {
+            assert!(*retry_in_ms >= 20_000, "{retry_in_ms}");
+            *attempt
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(d.conn.state(), State::Backoff);
+    d.advance(1_000);
+    assert!(d.conn.reconnect_now(d.now));
+    assert_eq!(d.conn.state(), State::Opening);
+    assert_eq!(d.conn.attempt(), attempt, "the attempt count is kept");
+    d.expect_open();
+    assert!(!d.conn.reconnect_now(d.now), "a second call while opening does nothing");
+    assert!(d.drain().0.is_empty(), "no second open");
+    // The backoff's own timer (at most 30 s after the failure), passed, opens nothing more (the
+    // open's own 10 s timeout, then a backoff of at least 20 s, come after it).
+    d.advance(29_000);
+    assert!(d.drain().0.iter().all(|t| !matches!(t, Transmit::Open(_))));
+    d.conn.close(d.now);
+    assert!(!d.conn.reconnect_now(d.now), "stopped: left alone");
+}
+
+#[test]
 fn an_abandoned_open_is_retried_with_the_hosts_reason_alone() {
     let mut cfg = ws();
     cfg.max_reconnect_attempts = Some(1);

@@ -735,6 +735,17 @@ impl SwitchDriver {
         })
     }
 
+    /// Reopens at once if the connection waits out its backoff before a reopen (the network came
+    /// back: the `online` event); returns whether it did. The attempt count is kept.
+    #[wasm_bindgen(js_name = reconnectNow)]
+    pub fn reconnect_now(&self) -> Result<bool, JsValue> {
+        self.with(|d, now, calls| {
+            let reopened = d.conn.reconnect_now(now);
+            d.pump(now, calls);
+            reopened
+        })
+    }
+
     /// Closes for good: the socket with 1000, then `onEvent` gets `stopped` (without `error`),
     /// after every event still held.
     pub fn close(&self) -> Result<(), JsValue> {

@@ -260,6 +260,13 @@ impl SwitchClient {
         ops::decode_placements(status, &body)
     }
 
+    /// Reopens at once if the connection is waiting out its backoff before a reopen (the network
+    /// came back, and the next attempt may be up to the backoff's `max_ms` away); otherwise
+    /// nothing. The attempt count is kept.
+    pub fn reconnect_now(&self) {
+        let _ = self.commands.send(Command::ReconnectNow);
+    }
+
     /// Closes the connection (a WebSocket with 1000) and waits, bounded (3 s), for its task to end;
     /// past that, the task is stopped, so nothing of the connection outlives `close`.
     /// Events not read yet are dropped, unless [`SwitchClient::events`] handed the channel out:

@@ -31,6 +31,8 @@ use tokio::task::{JoinHandle, JoinSet};
 /// What the client asks of its task.
 pub(crate) enum Command {
     Close,
+    /// [`Connection::reconnect_now`].
+    ReconnectNow,
 }
 
 type Opening = Pin<Box<dyn Future<Output = Result<Socket, OpenFailed>> + Send>>;
@@ -96,12 +98,16 @@ impl Driver {
             }
             let wake = self.conn.poll_timeout().map(until);
             tokio::select! {
-                command = self.commands.recv(), if commands_open => {
-                    if command.is_none() {
-                        commands_open = false; // the client is gone
+                command = self.commands.recv(), if commands_open => match command {
+                    Some(Command::ReconnectNow) => {
+                        self.conn.reconnect_now(now_ms());
                     }
-                    self.conn.close(now_ms());
-                }
+                    Some(Command::Close) => self.conn.close(now_ms()),
+                    None => {
+                        commands_open = false; // the client is gone
+                        self.conn.close(now_ms());
+                    }
+                },
                 opened = next_opened(&mut self.opening) => {
                     self.opening = None;
                     let now = now_ms();

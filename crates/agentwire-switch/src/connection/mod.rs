@@ -529,6 +529,19 @@ impl Connection {
         self.stop(None, "client closed");
     }
 
+    /// Reopens now when the connection waits out its backoff before a reopen: the network came
+    /// back (a browser's `online` event), and the next attempt may be up to the backoff's
+    /// `max_ms` away. The attempt count is kept. Returns whether it reopened; a connection that
+    /// is opening, attaching, live, idle or stopped is left as it is.
+    pub fn reconnect_now(&mut self, now: Millis) -> bool {
+        self.now = now;
+        if self.state != State::Backoff {
+            return false;
+        }
+        self.open(now);
+        true
+    }
+
     /// Rooms to declare (`rooms=`) on the next open, replacing the current list. Declaring
     /// takes the rooms over, and catch-up covers them. Rooms an open URL cannot carry (as
     /// [`OpenParams::validate`] checks them) are an `invalid` error, and the list is unchanged.

@@ -119,3 +119,26 @@ fn switch_connect_attempts_decide_when_a_first_open_gives_up() {
         assert_eq!(api.call_state(&mut i.store, s).unwrap(), switch::State::Stopped);
     }
 }
+
+/// `reconnect-now`: a session waiting out its backoff reopens at once (the attempt count kept);
+/// live or opening, it does nothing.
+#[test]
+fn switch_reconnect_now_cuts_a_backoff_short() {
+    let mut i = runtime().instantiate().unwrap();
+    let s = switch_live(&mut i, &switch_config(switch::Transport::Websocket));
+    let api = i.engine.agentwire_engine_switch().session();
+    assert!(!api.call_reconnect_now(&mut i.store, s, NOW).unwrap(), "live");
+    api.call_handle_close(&mut i.store, s, NOW, 1006, "").unwrap();
+    let d = api.call_drain(&mut i.store, s).unwrap();
+    assert!(d.timeout.is_some_and(|t| t > NOW), "a reopen is scheduled later");
+    assert_eq!(api.call_state(&mut i.store, s).unwrap(), switch::State::Backoff);
+    assert!(api.call_reconnect_now(&mut i.store, s, NOW).unwrap());
+    let d = api.call_drain(&mut i.store, s).unwrap();
+    assert!(
+        matches!(d.transmits[..], [switch::Transmit::Open(_)]),
+        "{:?}",
+        d.transmits
+    );
+    assert_eq!(api.call_state(&mut i.store, s).unwrap(), switch::State::Opening);
+    assert!(!api.call_reconnect_now(&mut i.store, s, NOW).unwrap(), "opening");
+}
