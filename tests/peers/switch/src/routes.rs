@@ -271,7 +271,8 @@ fn legacy_message(peer: &Peer, agent_id: &str, room: &str, content: &str) -> Rep
         agent_id: Some(a.id.clone()),
     };
     match state.post(room, &sender, content, None) {
-        Some(event_id) => Reply::json(200, serde_json::json!({"ok": true, "event_id": event_id}).to_string()),
+        // In switch-core's key order (the capture `legacy_message_ok`); `json!` sorts its keys.
+        Some(event_id) => Reply::json(200, format!(r#"{{"ok":true,"event_id":{}}}"#, Value::from(event_id))),
         None => Reply::detail(403, &format!("Agent is not assigned to room {room}")),
     }
 }

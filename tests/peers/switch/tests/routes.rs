@@ -136,6 +136,8 @@ async fn registration_and_the_legacy_routes() {
         )
         .await;
         assert_eq!((r.status, r.json()["ok"].as_bool()), (200, Some(true)));
+        // The capture's key order (`legacy_message_ok`: switch-core writes `ok` first).
+        assert!(r.body.starts_with(r#"{"ok":true,"event_id":"#), "{}", r.body);
         assert_eq!(s.next().await.1["payload"]["body"], "legacy");
         let r = request(h.addr(), "GET", "/version", &[], None).await;
         assert_eq!(
