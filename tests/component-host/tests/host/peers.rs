@@ -250,32 +250,13 @@ fn moltzap_config() -> moltzap::Config {
     }
 }
 
-fn moltzap_connect(url: &str, key: &str) -> MoltZapSession {
-    let mut c = MoltZapSession::open(runtime(), url, |api, store| {
-        api.call_constructor(store, &moltzap_config())
-    })
-    .unwrap();
-    let credentials = moltzap::Credentials::AgentKey(key.to_owned());
-    let id = c
-        .with(|api, st, s| api.call_connect(st, s, now_ms(), &credentials))
-        .unwrap()
-        .unwrap();
-    let (generation, _) = c
-        .until(WAIT, |e| match e {
-            moltzap::Event::Connected(ok) if ok.id == id => Some(ok.generation.clone()),
-            moltzap::Event::ConnectFailed(f) => panic!("connect failed: {:?}", f.error),
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(generation, "current");
-    c
-}
-
-#[test]
-fn moltzap_connect_send_receive_and_list_through_the_component() {
-    let (url, alice_key, bob_key) = tokio().block_on(async {
+/// A MoltZap peer of `generation` on 127.0.0.1 with alice and bob registered: its WebSocket URL
+/// and their keys. The peer runs until the process ends.
+fn moltzap_peer(generation: agentwire_peer_moltzap::Generation) -> (String, String, String) {
+    tokio().block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let h = agentwire_peer_moltzap::spawn(listener, Default::default()).unwrap();
+        let cfg = agentwire_peer_moltzap::PeerConfig::new(generation);
+        let h = agentwire_peer_moltzap::spawn(listener, cfg).unwrap();
         let key = |name: &'static str| {
             let url = h.http_url();
             async move {
@@ -288,9 +269,36 @@ fn moltzap_connect_send_receive_and_list_through_the_component() {
         };
         let (a, b) = (key("alice").await, key("bob").await);
         let url = h.ws_url();
-        std::mem::forget(h); // the peer runs until the process ends
+        std::mem::forget(h);
         (url, a, b)
-    });
+    })
+}
+
+fn moltzap_connect(url: &str, key: &str) -> MoltZapSession {
+    moltzap_connect_as(url, key, moltzap_config(), "current")
+}
+
+fn moltzap_connect_as(url: &str, key: &str, config: moltzap::Config, expected: &str) -> MoltZapSession {
+    let mut c = MoltZapSession::open(runtime(), url, |api, store| api.call_constructor(store, &config)).unwrap();
+    let credentials = moltzap::Credentials::AgentKey(key.to_owned());
+    let id = c
+        .with(|api, st, s| api.call_connect(st, s, now_ms(), &credentials))
+        .unwrap()
+        .unwrap();
+    let (generation, _) = c
+        .until(WAIT, |e| match e {
+            moltzap::Event::Connected(ok) if ok.id == id => Some(ok.generation.clone()),
+            moltzap::Event::ConnectFailed(f) => panic!("connect failed: {:?}", f.error),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(generation, expected);
+    c
+}
+
+#[test]
+fn moltzap_connect_send_receive_and_list_through_the_component() {
+    let (url, alice_key, bob_key) = moltzap_peer(agentwire_peer_moltzap::Generation::Current);
     let mut alice = moltzap_connect(&url, &alice_key);
     let mut bob = moltzap_connect(&url, &bob_key);
     let params = r#"{"to":"agent:bob","parts":[{"type":"text","text":"hello bob"}]}"#;
@@ -357,6 +365,39 @@ fn moltzap_connect_send_receive_and_list_through_the_component() {
     alice
         .until(WAIT, |e| matches!(e, moltzap::Event::Disconnected(_)).then_some(()))
         .unwrap();
+}
+
+/// A released (2026.425) server: `auto` falls back to `auth/connect` on the same socket, and a
+/// send reaches the other agent as the released `messages/received`.
+#[test]
+fn moltzap_auto_speaks_to_a_released_server_through_the_component() {
+    let (url, alice_key, bob_key) = moltzap_peer(agentwire_peer_moltzap::Generation::Released);
+    let auto = || moltzap::Config {
+        generation: Some(moltzap::GenerationChoice::Auto),
+        ..moltzap_config()
+    };
+    let mut alice = moltzap_connect_as(&url, &alice_key, auto(), "released");
+    let mut bob = moltzap_connect_as(&url, &bob_key, auto(), "released");
+    let params = r#"{"to":"agent:bob","parts":[{"type":"text","text":"hello from 2026.425"}]}"#;
+    let id = alice
+        .with(|api, st, s| api.call_call(st, s, now_ms(), "messages/send", Some(params), None))
+        .unwrap()
+        .unwrap();
+    alice
+        .until(WAIT, |e| match e {
+            moltzap::Event::Response(r) if r.id == id => Some(()),
+            moltzap::Event::Failed(f) => panic!("send failed: {:?}", f.error),
+            _ => None,
+        })
+        .unwrap();
+    let (received, _) = bob
+        .until(WAIT, |e| match e {
+            moltzap::Event::MessageReceived(p) => Some(p.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(received.data.contains("hello from 2026.425"), "{}", received.data);
+    alice.with(|api, st, s| api.call_close(st, s, 1000, "done")).unwrap();
 }
 
 fn switch_config(agent_id: &str, room: &str) -> switch::Config {
