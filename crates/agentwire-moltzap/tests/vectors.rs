@@ -2,7 +2,7 @@
 //! `tests/vectors/moltzap-2026.425/*.sample.out` decodes to the frame it is, re-encodes byte for
 //! byte, and every error maps to the right typed error. Every line the client sent is either
 //! something our encoder writes byte for byte, or a frame our strict decoder refuses exactly
-//! where the server refused it.
+//! where the server refused it. The registrations it made (`HTTP register`) parse as `{agentId, apiKey}`.
 //!
 //! The folder is `tests/vectors/moltzap-2026.425` of this repository.
 
@@ -41,6 +41,7 @@ struct Counts {
     client_refused: usize,
     raw: usize,
     truncated: usize,
+    registered: usize,
 }
 
 /// A client line waiting for the server's reply on the same connection (`[A]`, `[B]`, or none).
@@ -220,6 +221,17 @@ fn every_captured_frame_decodes() {
                     check_server_frame(el.get(), &sent_ids, &where_);
                     n.logged += 1;
                 }
+            } else if let Some(answer) = rest.strip_prefix("HTTP register ") {
+                // `HTTP register <name> -> <status> <body>`: the registration the capture made.
+                let (_, answer) = answer.split_once(" -> ").expect(&where_);
+                let (status, body) = answer.split_once(' ').expect(&where_);
+                let ok = agentwire_moltzap::register::parse_response(status.parse().unwrap(), body)
+                    .unwrap_or_else(|e| panic!("{where_}: {e}"));
+                assert!(
+                    ok.api_key.starts_with("moltzap_agent_") && !ok.agent_id.is_empty(),
+                    "{where_}"
+                );
+                n.registered += 1;
             } else if rest.contains("{\"jsonrpc\"") {
                 // `msg {…`: a log line the capture cut short. It is truncated JSON: a syntax error.
                 let text = &rest[rest.find('{').unwrap()..];
@@ -233,12 +245,17 @@ fn every_captured_frame_decodes() {
         assert!(pending.is_empty(), "{name}: client lines with no reply");
     }
     eprintln!(
-        "vectors: {} server frames, {} logged frames, {} client requests re-encoded, {} refused like the server, {} raw, {} truncated",
-        n.server, n.logged, n.client_encoded, n.client_refused, n.raw, n.truncated
+        "vectors: {} server frames, {} logged frames, {} client requests re-encoded, {} refused like the server, {} raw, {} truncated, {} registrations",
+        n.server, n.logged, n.client_encoded, n.client_refused, n.raw, n.truncated, n.registered
     );
     // What the captures of 2026-12-02 hold; more lines may be added, none may go unchecked.
     assert!(
-        n.server >= 38 && n.logged >= 6 && n.client_encoded >= 32 && n.client_refused >= 3 && n.raw >= 1,
+        n.server >= 38
+            && n.logged >= 6
+            && n.client_encoded >= 32
+            && n.client_refused >= 3
+            && n.raw >= 1
+            && n.registered >= 2,
         "too few lines checked"
     );
 }
