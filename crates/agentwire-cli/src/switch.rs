@@ -266,6 +266,12 @@ async fn connect(conn: &Conn, cfg: ConnectionConfig) -> Result<SwitchClient, Swi
         connect_timeout: Some(conn.timeout()),
         ..SwitchOptions::default()
     };
+    // A server that is down is retried until the bound, silently: say so first.
+    errln!(
+        "connecting to {} (failed opens are retried for up to {} ms)",
+        conn.url,
+        conn.timeout_ms
+    );
     let client = SwitchClient::connect_with(&conn.url, &conn.key, cfg, opts).await?;
     let wire = client.status().wire.as_str();
     errln!(

@@ -904,13 +904,13 @@ fn an_abandoned_open_is_retried_with_the_hosts_reason_alone() {
     let mut d = Driver::new(cfg);
     d.conn.start(d.now).unwrap();
     d.expect_open();
-    d.conn.handle_open_abandoned(d.now, "refreshToken failed: offline");
+    d.conn.handle_open_error(d.now, "refreshToken failed: offline");
     match &d.drain().1[..] {
         [Event::Disconnected { reason, .. }] => assert_eq!(reason, "refreshToken failed: offline"),
         other => panic!("{other:?}"),
     }
     d.reopen();
-    d.conn.handle_open_abandoned(d.now, "refreshToken failed: offline");
+    d.conn.handle_open_error(d.now, "refreshToken failed: offline");
     match &d.drain().1[..] {
         [Event::Stopped { error: Some(e) }] => {
             assert!(
@@ -922,7 +922,7 @@ fn an_abandoned_open_is_retried_with_the_hosts_reason_alone() {
         other => panic!("{other:?}"),
     }
     // Outside an open it is ignored.
-    d.conn.handle_open_abandoned(d.now, "late");
+    d.conn.handle_open_error(d.now, "late");
     assert!(d.drain().1.is_empty());
 }
 

@@ -282,7 +282,7 @@ impl Driver {
             Err(m) if m == NO_WEB_SOCKET => self.no_web_socket = true,
             Err(m) => {
                 let m = format!("the WebSocket to {} could not be created: {m}", self.ws_base);
-                self.conn.handle_open_abandoned(now, &m);
+                self.conn.handle_open_error(now, &m);
             }
         }
     }
@@ -356,7 +356,7 @@ impl Driver {
             return; // its deadline passed (its close follows)
         }
         match failure.filter(|_| self.refresh.as_ref().is_some_and(|r| r.spent(wall()))) {
-            Some(m) => self.conn.handle_open_abandoned(now, m),
+            Some(m) => self.conn.handle_open_error(now, m),
             None => self.open(now, open),
         }
     }

@@ -116,6 +116,8 @@ impl Driver {
                             self.socket = Some(socket);
                             self.conn.handle_open(now);
                         }
+                        // No status: this driver reads every refusal's, so it is a network failure.
+                        Err(OpenFailed::Failed(None, reason)) => self.conn.handle_open_error(now, &reason),
                         Err(OpenFailed::Failed(status, body)) => self.conn.handle_open_failed(now, status, &body),
                         Err(OpenFailed::Unusable(e)) => self.conn.handle_open_unusable(now, e.into()),
                     }

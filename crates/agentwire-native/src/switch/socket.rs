@@ -93,10 +93,12 @@ impl Dialer {
 
     async fn open_ws(&self, open: OpenRequest) -> Result<Socket, OpenFailed> {
         let url = self.origin.ws_url(&open.request.path);
+        // Messages name the URL without its query (the connection's parameters).
+        let shown = url.split('?').next().unwrap_or_default();
         let mut request = url
             .as_str()
             .into_client_request()
-            .map_err(|e| OpenFailed::no_answer(format!("{url}: {e}")))?;
+            .map_err(|e| OpenFailed::no_answer(format!("{shown}: {e}")))?;
         let headers = request.headers_mut();
         let auth =
             HeaderValue::from_str(&format!("Bearer {}", self.key)).map_err(|e| OpenFailed::no_answer(e.to_string()))?;
@@ -114,7 +116,7 @@ impl Dialer {
             .origin
             .dial()
             .await
-            .map_err(|e| OpenFailed::dial(e, &format!("cannot open {url}: ")))?;
+            .map_err(|e| OpenFailed::dial(e, &format!("cannot open {shown}: ")))?;
         match tokio_tungstenite::client_async_with_config(request, stream, Some(cfg)).await {
             Ok((ws, _)) => Ok(Socket::Ws(Box::new(ws))),
             Err(WsError::Http(response)) => {
@@ -125,7 +127,7 @@ impl Dialer {
                     .unwrap_or_default();
                 Err(OpenFailed::Failed(Some(response.status().as_u16()), body.into_owned()))
             }
-            Err(e) => Err(OpenFailed::no_answer(format!("cannot open {url}: {e}"))),
+            Err(e) => Err(OpenFailed::no_answer(format!("cannot open {shown}: {e}"))),
         }
     }
 

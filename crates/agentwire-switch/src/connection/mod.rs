@@ -631,12 +631,13 @@ impl Connection {
         self.on_open_failed(now, status, body);
     }
 
-    /// The host gave up on this open before any answer could come, for a reason of its own,
-    /// which is the failure's message: the socket could not be created, or a credential it
-    /// waited for could not be had. A failed open, retried with the backoff within
-    /// `max_reconnect_attempts`; unlike [`Connection::handle_open_failed`] without a status,
-    /// the message does not guess at a network failure or a refused key.
-    pub fn handle_open_abandoned(&mut self, now: Millis, reason: &str) {
+    /// The open failed before any HTTP answer, for a reason the host knows and states in
+    /// `reason`, the failure's message: a refused TCP connection, DNS, a socket that could not be
+    /// created, a credential it could not get. Retried with the backoff within
+    /// `max_reconnect_attempts`. Unlike [`Connection::handle_open_failed`] without a status (for
+    /// a host that cannot tell these apart: a browser's WebSocket), the message adds no guess at
+    /// a network failure, a refused key or a missing WebSocket route.
+    pub fn handle_open_error(&mut self, now: Millis, reason: &str) {
         self.now = now;
         if self.state != State::Opening {
             return;
