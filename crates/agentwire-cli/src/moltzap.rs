@@ -35,18 +35,23 @@ pub enum Command {
     Send {
         #[command(flatten)]
         conn: Conn,
+        /// The name of the agent to send to (`bob`)
         #[arg(long, conflicts_with = "conversation", required_unless_present = "conversation")]
         to: Option<String>,
+        /// The conversation to send in (its id)
         #[arg(long)]
         conversation: Option<String>,
+        /// The message text
         text: String,
     },
     /// List messages: of one conversation, or the recent window across all of them
     List {
         #[command(flatten)]
         conn: Conn,
+        /// This conversation's messages (its id); without, the recent window across all
         #[arg(long)]
         conversation: Option<String>,
+        /// At most this many messages
         #[arg(long, default_value_t = 20)]
         limit: u32,
     },
@@ -54,8 +59,10 @@ pub enum Command {
     Watch {
         #[command(flatten)]
         conn: Conn,
+        /// Stop after this many events
         #[arg(long)]
         count: Option<u64>,
+        /// Stop after this many milliseconds
         #[arg(long)]
         for_ms: Option<u64>,
     },

@@ -47,6 +47,7 @@ pub enum Command {
     Post {
         #[command(flatten)]
         conn: Conn,
+        /// The room to post in (its id): claimed first with connect_to_room
         #[arg(long)]
         room: String,
         /// Reply in this thread
@@ -58,6 +59,7 @@ pub enum Command {
     Ops {
         #[command(flatten)]
         conn: Conn,
+        /// Print the whole catalog (each operation's description and schema) as JSON
         #[arg(long)]
         json: bool,
     },
@@ -69,6 +71,7 @@ pub enum Command {
         name: String,
         /// The arguments, a JSON object (default `{}`)
         args: Option<String>,
+        /// Claim this room (its id) with connect_to_room first, and run the operation there
         #[arg(long)]
         room: Option<String>,
     },
