@@ -277,12 +277,19 @@ async fn connect(conn: &Conn, cfg: ConnectionConfig) -> Result<SwitchClient, Swi
     );
     let client = SwitchClient::connect_with(&conn.url, &conn.key, cfg, opts).await?;
     let wire = client.status().wire.as_str();
+    // The agent the server attached (its `connection_state`), not the flag's.
+    let agent = &client.attached().agent_id;
     errln!(
-        "connected to {} over {wire} (agent {}, connection {})",
+        "connected to {} over {wire} (agent {agent}, connection {})",
         conn.url,
-        client.agent_id(),
         client.connection_id()
     );
+    if agent != client.agent_id() {
+        errln!(
+            "warning: the server attached agent {agent}, not --agent {}",
+            client.agent_id()
+        );
+    }
     Ok(client)
 }
 
