@@ -336,6 +336,53 @@ fn protocol_out_of_range_is_a_version_error() {
 }
 
 #[test]
+fn a_released_connect_answered_by_a_current_server_is_a_version_error_naming_the_generation() {
+    // A current server answers without `type`, a result or an error alike.
+    let answers = [
+        r#"{"jsonrpc":"2.0","id":"ID","error":{"code":-32601,"message":"Method not found"}}"#,
+        r#"{"jsonrpc":"2.0","id":"ID","error":{"code":-32600,"message":"Invalid Request"}}"#,
+        r#"{"jsonrpc":"2.0","id":"ID","result":{}}"#,
+    ];
+    for answer in answers {
+        let mut s = session(GenerationChoice::Released);
+        let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+        sent(&mut s);
+        s.handle_text(1, &answer.replace("ID", &id));
+        let ev = events(&mut s);
+        let Some(Event::ConnectFailed { error, id: failed }) =
+            ev.iter().find(|e| matches!(e, Event::ConnectFailed { .. }))
+        else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(failed, &id);
+        assert_eq!(error.kind(), ErrorKind::Version, "{answer}: {}", error.error.message);
+        let m = &error.error.message;
+        assert!(
+            m.contains("speaks the current MoltZap generation") && m.contains("generation auto or current"),
+            "{m}"
+        );
+        assert_eq!(error.request_id, Some(Id::Str(id.clone())));
+        // The socket stays open for another connect, as after any refused connect.
+        assert_eq!(s.state(), SessionState::Open);
+    }
+    // Another frame error on the released connect keeps its decode error.
+    let mut s = session(GenerationChoice::Released);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    sent(&mut s);
+    s.handle_text(
+        1,
+        &format!(
+            r#"{{"jsonrpc":"2.0","type":"response","id":"{id}","result":{{}},"error":{{"code":1,"message":"m"}}}}"#
+        ),
+    );
+    let ev = events(&mut s);
+    let Some(Event::ConnectFailed { error, .. }) = ev.iter().find(|e| matches!(e, Event::ConnectFailed { .. })) else {
+        panic!("{ev:?}")
+    };
+    assert_ne!(error.kind(), ErrorKind::Version);
+}
+
+#[test]
 fn many_requests_in_flight_correlated_out_of_order() {
     let mut s = released_ready();
     let ids: Vec<String> = (0..50)

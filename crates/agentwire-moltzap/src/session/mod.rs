@@ -21,7 +21,7 @@ use crate::decode::{decode_bytes_with, decode_message_with, single_push, DecodeO
 use crate::encode::encode_request_str;
 use crate::errors::MoltZapError;
 use crate::frame::{Frame, Generation, Id, Outcome, Response};
-use crate::frame_error::FrameError;
+use crate::frame_error::{FrameError, FrameErrorKind};
 use agentwire_core::text::clip;
 use agentwire_core::text::QUOTE_MAX;
 use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
@@ -536,7 +536,17 @@ impl Session {
         let (Some(Id::Str(id)), true) = (&e.id, e.response) else {
             return;
         };
-        if self.connecting.as_ref().is_some_and(|c| &c.id == id) {
+        if let Some(c) = self.connecting.as_ref().filter(|c| &c.id == id) {
+            let error = if c.generation == Generation::Released && e.kind == FrameErrorKind::MissingField("type") {
+                // What a current server answers the released connect: a response without `type`.
+                MoltZapError::local(
+                    ErrorKind::Version,
+                    "the server speaks the current MoltZap generation (it answered the released connect without `type`): connect with generation auto or current",
+                )
+                .for_request(Id::Str(id.clone()))
+            } else {
+                error
+            };
             self.connect_failed(error);
         } else if self.pending.remove(id).is_some() {
             self.timers.cancel(&Timer::Request(id.clone()));
