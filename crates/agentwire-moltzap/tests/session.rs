@@ -336,6 +336,35 @@ fn protocol_out_of_range_is_a_version_error() {
 }
 
 #[test]
+fn a_released_server_of_another_patch_is_accepted_and_another_minor_refused() {
+    // Released servers compare no protocol range: a patch of the 2026.425 series speaks the
+    // same frames (moltzap-released-2026.425.md, "Handshake").
+    for v in ["2026.425.3", "2026.425.0", "2026.425.4", "2026.425.17", "2026.425"] {
+        let mut s = session(GenerationChoice::Released);
+        let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+        sent(&mut s);
+        s.handle_text(1, &released_response(&id, &HELLO.replace("2026.425.3", v)));
+        let ev = events(&mut s);
+        assert!(matches!(&ev[..], [Event::Connected { .. }]), "{v}: {ev:?}");
+    }
+    for v in ["2026.424.9", "2026.426.0", "2027.425.3", "2026.811.0", "2026.425.x", ""] {
+        let mut s = session(GenerationChoice::Released);
+        let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+        sent(&mut s);
+        s.handle_text(1, &released_response(&id, &HELLO.replace("2026.425.3", v)));
+        let ev = events(&mut s);
+        let Some(Event::ConnectFailed { error, .. }) = ev.first() else {
+            panic!("{v}: {ev:?}")
+        };
+        assert_eq!(error.kind(), ErrorKind::Version, "{v}");
+        assert!(error.error.message.contains("2026.425.x"), "{}", error.error.message);
+        assert_eq!(s.state(), SessionState::Closed, "{v}");
+    }
+    assert!(RELEASED_PROTOCOL.starts_with("2026.425."));
+    assert!(agentwire_moltzap::session::released_version_accepted(RELEASED_PROTOCOL));
+}
+
+#[test]
 fn a_released_connect_answered_by_a_current_server_is_a_version_error_naming_the_generation() {
     // A current server answers without `type`, a result or an error alike.
     let answers = [

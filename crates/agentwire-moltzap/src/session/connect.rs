@@ -142,13 +142,20 @@ impl Session {
                     }
                 };
                 if let Some(v) = &hello.protocol_version {
-                    let expected = match generation {
-                        Generation::Current => CURRENT_PROTOCOL,
-                        Generation::Released => RELEASED_PROTOCOL,
+                    let accepted = match generation {
+                        Generation::Current => version_in_range(v, CURRENT_PROTOCOL, CURRENT_PROTOCOL),
+                        Generation::Released => released_version_accepted(v),
                     };
-                    if !version_in_range(v, expected, expected) {
+                    if !accepted {
                         let v = clip(v, QUOTE_MAX);
-                        let m = format!("server protocol {v} is outside {expected}..={expected}");
+                        let m = match generation {
+                            Generation::Current => {
+                                format!("server protocol {v} is outside {CURRENT_PROTOCOL}..={CURRENT_PROTOCOL}")
+                            }
+                            Generation::Released => {
+                                format!("server protocol {v} is not {RELEASED_SERIES}.x (released generation)")
+                            }
+                        };
                         let error = MoltZapError::local(ErrorKind::Version, m).for_request(Id::Str(id.clone()));
                         self.events.push_back(Event::ConnectFailed { id, error });
                         self.close(1000, "protocol version unsupported");
@@ -176,6 +183,19 @@ impl Session {
         let error = error.unsent(unsent);
         self.events.push_back(Event::ConnectFailed { id: c.id, error });
     }
+}
+
+/// The released generation's `major.minor`: its servers compare no protocol range (any
+/// `minProtocol`/`maxProtocol` is accepted, `moltzap-released-2026.425.md`, "Handshake"), so a
+/// patch release of the same series (`2026.425.x`) speaks the same frames and methods.
+const RELEASED_SERIES: &str = "2026.425";
+
+/// True when a released server's `protocolVersion` is of the `2026.425` series: any patch
+/// (`2026.425`, `2026.425.0`, `2026.425.7`), never another major or minor.
+pub fn released_version_accepted(v: &str) -> bool {
+    let lo = format!("{RELEASED_SERIES}.0");
+    let hi = format!("{RELEASED_SERIES}.{}", u64::MAX);
+    version_in_range(v, &lo, &hi)
 }
 
 /// True when dotted version `v` lies in `min..=max`, comparing numeric components (missing

@@ -9,7 +9,7 @@ mod lax;
 pub use json::EVENT_TYPES;
 mod methods;
 
-pub use connect::version_in_range;
+pub use connect::{released_version_accepted, version_in_range};
 
 pub use events::{Event, HelloOk, Message, Part, RequestId};
 pub use methods::{
