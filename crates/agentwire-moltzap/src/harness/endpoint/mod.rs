@@ -28,6 +28,8 @@ mod gate_tests;
 mod outgoing;
 mod records;
 #[cfg(test)]
+mod released_recovery_tests;
+#[cfg(test)]
 mod scripted_tests;
 mod wire;
 
@@ -95,9 +97,11 @@ pub struct EndpointConfig {
     /// `AnswerIgnored` unless a waiting close lists it, as past the four kept per member; an
     /// answer is freed when its request is closed or forgotten.
     pub max_held_answer_bytes: usize,
-    /// After a reconnect, the window of recent messages read back with `agent/message/list`
-    /// (current generation; default 100, 0 = none; more than 100 asks for 100, the most a
-    /// server returns). Records already seen are skipped.
+    /// After a reconnect, the window of recent messages read back (default 100, 0 = none; more
+    /// than 100 asks for 100, the most a server returns): with `agent/message/list` in the
+    /// current generation; in the released one, each conversation's newest window
+    /// (`messages/list`) of those active since the last record seen, at most 20
+    /// (`conversations/list`, one page). Records already seen are skipped.
     pub recovery_limit: u32,
     /// How long a send issued while the endpoint is attaching (the socket opening, the connect
     /// in flight, the connection lost and not closed by [`Endpoint::close`]) waits for
@@ -276,6 +280,10 @@ enum Call {
     Names(String),
     /// `agent/message/list` after a reconnect.
     Recover,
+    /// `conversations/list` of a released recovery (which one).
+    RecoverConversations(u64),
+    /// `messages/list` of one conversation's window in a released recovery.
+    RecoverWindow { run: u64, conversation: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -628,6 +636,8 @@ impl Endpoint {
             Call::Conversation(c) => self.conversation_resolved(now, &c, result),
             Call::Names(c) => self.names_resolved(now, &c, result),
             Call::Recover => self.recovered(now, result),
+            Call::RecoverConversations(run) => self.recovered_conversations(now, run, result),
+            Call::RecoverWindow { run, conversation } => self.recovered_window(now, run, &conversation, result),
         }
     }
 

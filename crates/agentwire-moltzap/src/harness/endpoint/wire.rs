@@ -28,7 +28,14 @@ pub(super) struct Record {
     /// The byte length of the parts' canonical text.
     parts_len: usize,
     pub hash: RecordHash,
+    /// The server's `createdAt` (ISO 8601), when it is a string of at most
+    /// [`MAX_CREATED_AT_BYTES`]: a released recovery picks the conversations active since the
+    /// newest one seen.
+    pub created_at: Option<String>,
 }
+
+/// The longest `createdAt` kept (servers send 24 bytes: `2026-12-02T12:36:49.853Z`).
+pub(super) const MAX_CREATED_AT_BYTES: usize = 64;
 
 /// The longest message, conversation or sender id a record may have. Ids are kept (the records
 /// seen, the queues, the conversation cache, thousands of each), so their length is bounded as
@@ -83,6 +90,10 @@ impl Record {
         if parts_len > MAX_CONTENT_BYTES {
             parts = String::new();
         }
+        let created_at = match o.get("createdAt") {
+            Some(JsonValue::String(t)) if !t.is_empty() && t.len() <= MAX_CREATED_AT_BYTES => Some(t.clone()),
+            _ => None,
+        };
         Ok(Record {
             id,
             conversation_id,
@@ -91,6 +102,7 @@ impl Record {
             parts,
             parts_len,
             hash,
+            created_at,
         })
     }
 
