@@ -1,0 +1,370 @@
+//! The recovery after a reconnect: the recent window read back, oldest first, through the same
+//! path as live records, which wait for it. The current generation reads it with one
+//! `agent/message/list`; the released one lists the conversations (`conversations/list`, one
+//! page) and reads the newest window of each one active since the last record seen
+//! (`messages/list`), a few at a time.
+
+use super::super::wire::Record;
+use super::super::{Call, Endpoint, LogKind, Timer};
+use super::{
+    obj, string, to_second, ReleasedRecovery, Since, MAX_RECOVERY_CONVERSATIONS, MAX_RECOVERY_LIMIT, RECOVERY_ATTEMPTS,
+    RECOVERY_WINDOWS_IN_FLIGHT, RESOLVE_BACKOFF_MS,
+};
+use crate::harness::json::JsonValue;
+use crate::MoltZapError;
+use agentwire_core::{ErrorKind, Millis};
+use std::collections::VecDeque;
+
+impl Endpoint {
+    /// After a reconnect: the recent window (at most [`MAX_RECOVERY_LIMIT`] rows; released, as
+    /// many per conversation read), oldest first, through the same path. Until it is answered,
+    /// live pushes wait.
+    pub(in crate::harness::endpoint) fn recover(&mut self, now: Millis) {
+        self.timers.cancel(&Timer::Recover);
+        self.records.recovery_attempts = 0;
+        // A released recovery cut by the lost connection starts again.
+        self.records.released = None;
+        self.recover_again(now);
+    }
+
+    /// One attempt of the recovery (also when its retry is due).
+    pub(in crate::harness::endpoint) fn recover_again(&mut self, now: Millis) {
+        if self.cfg.recovery_limit == 0 {
+            return self.release_live(now);
+        }
+        if self.session.generation() != crate::frame::Generation::Current {
+            return self.recover_released(now);
+        }
+        let limit = self.cfg.recovery_limit.min(MAX_RECOVERY_LIMIT);
+        let params = crate::harness::canonical::to_canonical(&JsonValue::object([("limit", JsonValue::from(limit))]));
+        self.records.recovering = true;
+        if let Err(e) = self.call(now, "agent/message/list", &params, Call::Recover) {
+            return self.recovery_failed(now, "agent/message/list", e);
+        }
+        self.process(now);
+    }
+
+    /// The recovered rows are queued (those seen are skipped), then the live pushes that waited
+    /// for them. A recovery that got no answer is retried (see [`Endpoint::recovery_failed`]).
+    pub(in crate::harness::endpoint) fn recovered(&mut self, now: Millis, result: Result<String, MoltZapError>) {
+        let text = match result {
+            Ok(text) => text,
+            Err(e) => return self.recovery_failed(now, "agent/message/list", e),
+        };
+        match JsonValue::parse(&text) {
+            Ok(v) => {
+                if let Some(JsonValue::Array(messages)) = obj(&v, "messages") {
+                    for m in messages {
+                        match Record::from_message(m) {
+                            Ok(r) => self.queue_record(now, r),
+                            Err(why) => self.log(None, LogKind::Unreadable(why)),
+                        }
+                    }
+                }
+            }
+            Err(e) => self.log(
+                None,
+                LogKind::Unreadable(format!("agent/message/list answered no JSON: {e}")),
+            ),
+        }
+        self.release_live(now);
+    }
+
+    /// The released recovery, begun or taken up again (its retry is due): `conversations/list`
+    /// until it is answered, then the windows left to read.
+    fn recover_released(&mut self, now: Millis) {
+        self.records.recovering = true;
+        let listed = match &mut self.records.released {
+            Some(r) => {
+                r.waiting = false;
+                r.listed
+            }
+            None => {
+                self.records.run += 1;
+                self.records.released = Some(ReleasedRecovery {
+                    run: self.records.run,
+                    overflows_at_start: self.records.overflows,
+                    ..ReleasedRecovery::default()
+                });
+                false
+            }
+        };
+        if listed {
+            return self.read_windows(now);
+        }
+        let params = crate::harness::canonical::to_canonical(&JsonValue::object([(
+            "limit",
+            JsonValue::from(MAX_RECOVERY_CONVERSATIONS),
+        )]));
+        let call = Call::RecoverConversations(self.records.run);
+        if let Err(e) = self.call(now, "conversations/list", &params, call) {
+            return self.recovery_failed(now, "conversations/list", e);
+        }
+        self.process(now);
+    }
+
+    /// `conversations/list` answered: the conversations of the page with activity since the
+    /// last record seen (or since the oldest dropped for overflow), or all of it when nothing
+    /// is known, have their windows read.
+    pub(in crate::harness::endpoint) fn recovered_conversations(
+        &mut self,
+        now: Millis,
+        run: u64,
+        result: Result<String, MoltZapError>,
+    ) {
+        if self.records.released.as_ref().is_none_or(|r| r.run != run || r.listed) {
+            return;
+        }
+        let text = match result {
+            Ok(text) => text,
+            Err(e) => return self.recovery_failed(now, "conversations/list", e),
+        };
+        let page = match JsonValue::parse(&text) {
+            Ok(JsonValue::Object(mut o)) => match o.remove("conversations") {
+                Some(JsonValue::Array(cs)) => Ok((cs, o.get("cursor").is_some_and(|c| *c != JsonValue::Null))),
+                _ => Err("conversations/list answered no conversations".to_owned()),
+            },
+            Ok(_) => Err("conversations/list answered no conversations".to_owned()),
+            Err(e) => Err(format!("conversations/list answered no JSON: {e}")),
+        };
+        let (conversations, more) = match page {
+            Ok(p) => p,
+            Err(why) => {
+                let why = format!("the recent window was not read back ({why}); live records go on without it");
+                self.log(None, LogKind::Unreadable(why));
+                return self.give_up_released(now);
+            }
+        };
+        let since = self.records.since();
+        let page_len = conversations.len();
+        let mut todo = VecDeque::new();
+        for c in conversations.iter().take(MAX_RECOVERY_CONVERSATIONS as usize) {
+            let Some(id) =
+                string(obj(c, "id")).filter(|id| !id.is_empty() && id.len() <= super::super::MAX_RECORD_ID_BYTES)
+            else {
+                continue;
+            };
+            // A conversation without a last message has nothing to read back.
+            let Some(last) = string(obj(c, "lastMessageTimestamp")) else {
+                continue;
+            };
+            let active = match &since {
+                Since::All => true,
+                Since::At(at) => to_second(last) >= to_second(at),
+            };
+            if active && !todo.iter().any(|t: &String| t == id) {
+                todo.push_back(id.to_owned());
+            }
+        }
+        if more && todo.len() >= page_len.min(MAX_RECOVERY_CONVERSATIONS as usize) && !todo.is_empty() {
+            let why = format!(
+                "more conversations may have activity than a recovery reads ({MAX_RECOVERY_CONVERSATIONS}, one conversations/list page): those past it are not read back"
+            );
+            self.log(None, LogKind::Unreadable(why));
+        }
+        if let Some(r) = &mut self.records.released {
+            r.listed = true;
+            r.todo = todo;
+        }
+        self.read_windows(now);
+    }
+
+    /// Asks for the windows left to read, at most [`RECOVERY_WINDOWS_IN_FLIGHT`] at once; when
+    /// none is left or in flight, the rows are queued.
+    fn read_windows(&mut self, now: Millis) {
+        let limit = self.cfg.recovery_limit.min(MAX_RECOVERY_LIMIT);
+        loop {
+            let Some(r) = &mut self.records.released else { return };
+            if r.waiting {
+                return;
+            }
+            if r.todo.is_empty() && r.in_flight == 0 {
+                return self.finish_released(now);
+            }
+            if r.in_flight >= RECOVERY_WINDOWS_IN_FLIGHT {
+                break;
+            }
+            let Some(conv) = r.todo.pop_front() else { break };
+            r.in_flight += 1;
+            let run = r.run;
+            let params = crate::harness::canonical::to_canonical(&JsonValue::object([
+                ("conversationId", conv.clone().into()),
+                ("limit", JsonValue::from(limit)),
+            ]));
+            let call = Call::RecoverWindow {
+                run,
+                conversation: conv.clone(),
+            };
+            if let Err(e) = self.call(now, "messages/list", &params, call) {
+                let Some(r) = &mut self.records.released else { return };
+                r.in_flight -= 1;
+                r.todo.push_front(conv);
+                // The session is full: the windows in flight make room as they are answered.
+                if e.kind() == ErrorKind::Limit && r.in_flight > 0 {
+                    break;
+                }
+                return self.recovery_failed(now, "messages/list", e);
+            }
+        }
+        self.process(now);
+    }
+
+    /// One conversation's window (`messages/list`, ascending): its rows are kept until every
+    /// window is read. A window refused by the server is logged and the others go on; one
+    /// without an answer is asked again as a recovery is.
+    pub(in crate::harness::endpoint) fn recovered_window(
+        &mut self,
+        now: Millis,
+        run: u64,
+        conv: &str,
+        result: Result<String, MoltZapError>,
+    ) {
+        let ready = self.session.state() == crate::session::SessionState::Ready;
+        let Some(r) = self.records.released.as_mut().filter(|r| r.run == run) else {
+            return;
+        };
+        r.in_flight = r.in_flight.saturating_sub(1);
+        let text = match result {
+            Ok(text) => text,
+            Err(e) if e.kind() == ErrorKind::Closed || !ready => {
+                return self.recovery_failed(now, "messages/list", e);
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Cancelled | ErrorKind::Limit) => {
+                r.todo.push_front(conv.to_owned());
+                if r.waiting {
+                    // A retry is already waiting for its backoff: this one goes with it.
+                    return;
+                }
+                return self.recovery_failed(now, "messages/list", e);
+            }
+            Err(e) => {
+                r.incomplete = true;
+                let why = format!(
+                    "the recent window of conversation {} was not read back (messages/list: {})",
+                    crate::harness::errors::quote(conv),
+                    e.error.message
+                );
+                self.log(None, LogKind::Unreadable(why));
+                return self.read_windows(now);
+            }
+        };
+        let rows = match JsonValue::parse(&text) {
+            Ok(JsonValue::Object(mut o)) => match o.remove("messages") {
+                Some(JsonValue::Array(ms)) => Ok(ms),
+                _ => Err("messages/list answered no messages".to_owned()),
+            },
+            Ok(_) => Err("messages/list answered no messages".to_owned()),
+            Err(e) => Err(format!("messages/list answered no JSON: {e}")),
+        };
+        match rows {
+            Ok(rows) => {
+                for m in &rows {
+                    match Record::from_message(m) {
+                        Ok(record) => self.keep_recovered(record),
+                        Err(why) => self.log(None, LogKind::Unreadable(why)),
+                    }
+                }
+            }
+            Err(why) => {
+                if let Some(r) = &mut self.records.released {
+                    r.incomplete = true;
+                }
+                let why = format!(
+                    "the recent window of conversation {} was not read back ({why})",
+                    crate::harness::errors::quote(conv)
+                );
+                self.log(None, LogKind::Unreadable(why));
+            }
+        }
+        self.read_windows(now);
+    }
+
+    /// A row read back, kept until every window is read: at most `max_pending_records` (past
+    /// it `RecordsOverflow`, not seen, as a record finding the queue full); those seen are
+    /// skipped now.
+    fn keep_recovered(&mut self, record: Record) {
+        if self.records.seen.contains(&record.id) {
+            return;
+        }
+        let cap = self.cfg.max_pending_records.max(1);
+        let Some(r) = &mut self.records.released else { return };
+        if r.rows.len() >= cap {
+            self.records.dropped(&record);
+            return self.log(Some(&record.id), LogKind::RecordsOverflow);
+        }
+        r.rows.push(record);
+    }
+
+    /// Every window was read: the rows are queued oldest first (by `createdAt`; a window is
+    /// ascending already), then the live pushes that waited. A record dropped for overflow
+    /// before the recovery began has been read back unless a window was refused.
+    fn finish_released(&mut self, now: Millis) {
+        let Some(r) = self.records.released.take() else { return };
+        if !r.incomplete && self.records.overflows == r.overflows_at_start {
+            self.records.dropped_since = None;
+        }
+        self.queue_recovered(now, r.rows);
+        self.release_live(now);
+    }
+
+    /// The released recovery ends without every window: the rows read are queued, then the
+    /// live pushes.
+    fn give_up_released(&mut self, now: Millis) {
+        if let Some(r) = self.records.released.take() {
+            self.queue_recovered(now, r.rows);
+        }
+        self.release_live(now);
+    }
+
+    fn queue_recovered(&mut self, now: Millis, mut rows: Vec<Record>) {
+        // By the server's `createdAt` (one server writes one format, so its text sorts as its
+        // time); stable: rows of one time keep the order their windows gave.
+        rows.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+        for row in rows {
+            self.queue_record(now, row);
+        }
+    }
+
+    /// A recovery failed. Cut by a lost connection: the live pushes keep waiting, and the next
+    /// connect recovers. Without an answer (a timeout, a session with too many requests in
+    /// flight): asked again after a backoff (1, 2, 4 s), up to [`RECOVERY_ATTEMPTS`] times, the
+    /// live pushes still waiting, so none overtakes the records the window would give back.
+    /// Refused by the server, or out of attempts: the live pushes are released alone (released:
+    /// after the rows already read).
+    fn recovery_failed(&mut self, now: Millis, method: &str, e: MoltZapError) {
+        if self.session.state() != crate::session::SessionState::Ready || e.kind() == ErrorKind::Closed {
+            self.records.recovering = true;
+            return;
+        }
+        if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Cancelled | ErrorKind::Limit) {
+            self.records.recovery_attempts += 1;
+            let n = self.records.recovery_attempts;
+            if n < RECOVERY_ATTEMPTS {
+                self.records.recovering = true;
+                if let Some(r) = &mut self.records.released {
+                    r.waiting = true;
+                }
+                let backoff = RESOLVE_BACKOFF_MS.saturating_mul(1 << (n - 1));
+                self.timers.set(Timer::Recover, now.saturating_add(backoff));
+                return;
+            }
+        }
+        let why = format!(
+            "the recent window was not read back ({method}: {}); live records go on without it",
+            e.error.message
+        );
+        self.log(None, LogKind::Unreadable(why));
+        self.give_up_released(now);
+    }
+
+    /// No recovery outstanding: the live pushes that waited are queued.
+    fn release_live(&mut self, now: Millis) {
+        self.records.recovering = false;
+        self.records.released = None;
+        self.timers.cancel(&Timer::Recover);
+        for r in std::mem::take(&mut self.records.live) {
+            self.queue_record(now, r);
+        }
+        self.process(now);
+    }
+}
