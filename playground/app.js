@@ -323,8 +323,8 @@ if (!relay) {
   const who = (name) => (swAgents[name] ? `--agent ${swAgents[name].id} --key ${swAgents[name].key}` : `--agent ID --key KEY`);
   const url = config.switch ?? "http://127.0.0.1:7751";
   $("sw-cli").textContent = [
-    `# bob watches the lobby`,
-    `${bin} switch watch --url ${url} ${who("bob")} --room ${lobby ?? "ROOM_ID"}`,
+    `# bob watches all his rooms (the lobby among them)`,
+    `${bin} switch watch --url ${url} ${who("bob")} --scope all`,
     `# alice posts to it`,
     `${bin} switch post --url ${url} ${who("alice")} --room ${lobby ?? "ROOM_ID"} "hello @bob"`,
     `# the operations the server offers`,
@@ -333,7 +333,7 @@ if (!relay) {
 } else {
   $("sw-relay").hidden = false;
   $("sw-relay-url").textContent = `through the relay ${relay.url}`;
-  sw.columns = agentColumns($("sw-agents"), "sw", ["alice", "bob"], (name) => (name === "bob" ? "bob in the lobby" : name));
+  sw.columns = agentColumns($("sw-agents"), "sw", ["alice", "bob"], (name) => (name === "bob" ? "bob, all his rooms" : name));
 }
 
 function swSync() {
@@ -352,7 +352,9 @@ async function swConnect(name) {
       // config.json) lets the connection reopen and resume.
       refreshToken: async () => (await (await fetch("/playground/config.json")).json()).switchRelay.tokens[name],
       agentId: swAgents[name]?.id,
-      rooms: name === "bob" && lobby ? [lobby] : undefined,
+      // bob watches every room he is in rather than claiming the lobby: a claim would take it from
+      // his other connections (a terminal's `switch watch`, another tab) and they from him.
+      scope: name === "bob" ? "all" : undefined,
       timeoutMs: CONNECT_TIMEOUT_MS,
     });
     sw.clients.set(name, client);
@@ -368,7 +370,8 @@ async function swConnect(name) {
 function swShow(list, status, ev) {
   if (ev.type === "event") {
     const p = ev.payload ?? {};
-    if (ev.kind === "message") log(list, "event", `${p.sender_name ?? p.sender ?? "?"} in the lobby`, p.body ?? p);
+    const room = ev.room_id === undefined || ev.room_id === lobby ? "the lobby" : `room ${ev.room_id}`;
+    if (ev.kind === "message") log(list, "event", `${p.sender_name ?? p.sender ?? "?"} in ${room}`, p.body ?? p);
     else log(list, "event", ev.kind, p);
   } else if (ev.type === "connected") {
     setStatus(status, "connected");
@@ -382,7 +385,8 @@ function swShow(list, status, ev) {
   } else if (ev.type === "diagnostic") {
     log(list, "error", describe(new AgentwireError(ev.error)));
   } else if (ev.type === "subscription_changed") {
-    log(list, "info", "rooms", ev.rooms.map((r) => (r === lobby ? "lobby" : r)).join(", ") || "none");
+    const rooms = ev.rooms.map((r) => (r === lobby ? "lobby" : r)).join(", ") || "none";
+    log(list, "info", "rooms", ev.reason ? `${rooms} (${ev.reason})` : rooms);
   } else {
     log(list, "event", ev.type, ev);
   }

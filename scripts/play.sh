@@ -11,8 +11,8 @@
 #                                ({"intent":"weather.current","params":{"city":"Seoul"}}),
 #                                `discover`, `ping`, `help` or `exit`
 #   ./scripts/play.sh moltzap    the page, and a MoltZap REPL as alice
-#   ./scripts/play.sh switch     the page, and a Switch watch as bob in the lobby (post from
-#                                another terminal with the printed command)
+#   ./scripts/play.sh switch     the page, and a Switch watch as bob over all his rooms (post
+#                                from another terminal with the printed command)
 #   ./scripts/play.sh --no-repl  the page only, until Ctrl-C (also: `page`)
 #
 # The MoltZap and Switch commands to try from a second terminal are printed. Exiting the session
@@ -110,7 +110,7 @@ From another terminal, while this one runs:
   $BIN moltzap list  --url $MZ --key $BOB
 Switch peer           $SW (WebSocket and SSE; agents alice and bob in room lobby $LOBBY)
 From another terminal, while this one runs:
-  $BIN switch watch --url $SW $SW_BOB --room $LOBBY
+  $BIN switch watch --url $SW $SW_BOB --scope all
   $BIN switch post  --url $SW $SW_ALICE --room $LOBBY "hello @bob"
   $BIN switch ops   --url $SW $SW_ALICE
   (add --transport sse to speak the released generation's SSE + beats)
@@ -124,9 +124,11 @@ Playground page       $PAGE  (open it in a browser: RKT, MoltZap and Switch from
 INFO
 case "$MODE" in
   switch)
-    echo "Switch session: bob watching the lobby (Ctrl-C ends it); post as alice from another terminal"
+    # --scope all, not --room: a watch that claims the lobby takes it from every other connection
+    # of bob's (the page's), and a later claim (a second watch, the page) takes it back.
+    echo "Switch session: bob watching all his rooms, the lobby included (Ctrl-C ends it); post as alice from another terminal"
     # shellcheck disable=SC2086
-    "$BIN" switch watch --url "$SW" $SW_BOB --room "$LOBBY"
+    "$BIN" switch watch --url "$SW" $SW_BOB --scope all
     ;;
   moltzap)
     echo "MoltZap session as alice: send bob <text> | list | call system/ping {} | quit"

@@ -139,6 +139,33 @@ test("switch: the relay note and the CLI, or a round trip through the relay", { 
   await waitText("sw-events-bob", "event", text);
 });
 
+test("switch: bob's page connection (scope all) keeps receiving while another of bob's claims the lobby", { timeout: 20_000 }, async () => {
+  if (!config.switchRelay) return;
+  // What `switch watch --room LOBBY` in a terminal does: a second connection of bob's that claims
+  // the lobby (with takeover). The page's bob claims nothing, so it loses nothing.
+  const rooms = await tab.evaluate(async (lobby) => {
+    const { SwitchClient } = await import("agentwire");
+    const cfg = await (await fetch("/playground/config.json")).json();
+    globalThis.otherBob = await SwitchClient.connect(cfg.switchRelay.url, {
+      token: cfg.switchRelay.tokens.bob,
+      agentId: cfg.switchAgents.bob.id,
+      rooms: [lobby],
+      timeoutMs: 10_000,
+    });
+    return globalThis.otherBob.status().rooms;
+  }, env.switchLobby);
+  assert.deepEqual(rooms, [env.switchLobby]);
+  try {
+    const text = `hello again @bob ${Math.random().toString(36).slice(2, 8)}`;
+    await tab.fill("#sw-text", text);
+    await tab.click("#sw-post");
+    await waitText("sw-events-bob", "event", text);
+    assert.equal(await tab.locator('#sw-status[data-state="connected"]').count(), 1);
+  } finally {
+    await tab.evaluate(() => globalThis.otherBob?.close());
+  }
+});
+
 test("a screenshot in target/playground.png", { timeout: 20_000 }, async () => {
   await mkdir(`${ROOT}target`, { recursive: true });
   await tab.screenshot({ path: `${ROOT}target/playground.png`, fullPage: true, timeout: WAIT_MS });
