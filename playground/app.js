@@ -52,18 +52,14 @@ function agentColumns(container, prefix, names, title) {
   return columns;
 }
 
-/** The panel's status from its agents': connected when all are. */
+/** The panel's status from its agents': connected when all are; else the first of connecting,
+ * reconnecting, error, partial (some connected), closed that applies; idle before any connect. */
 function overall(el, columns) {
   const states = Object.values(columns).map((c) => c.status.dataset.state);
-  const state = states.every((s) => s === "connected")
+  const any = (s) => states.includes(s);
+  const state = states.length && states.every((s) => s === "connected")
     ? "connected"
-    : states.some((s) => s === "connecting")
-      ? "connecting"
-      : states.some((s) => s === "error")
-        ? "error"
-        : states.some((s) => s === "connected")
-          ? "partial"
-          : "idle";
+    : ["connecting", "reconnecting", "error"].find(any) ?? (any("connected") ? "partial" : any("closed") ? "closed" : "idle");
   setStatus(el, state);
 }
 
@@ -375,10 +371,13 @@ function swShow(list, status, ev) {
     else log(list, "event", ev.kind, p);
   } else if (ev.type === "connected") {
     setStatus(status, "connected");
+    overall(sw.status, sw.columns);
     log(list, "info", ev.resumed ? "resumed" : "connected", `over the ${ev.wire}`);
   } else if (ev.type === "disconnected") {
-    setStatus(status, "reconnecting");
-    log(list, "info", "disconnected", ev.retry_in_ms === undefined ? ev.reason : `retrying in ${ev.retry_in_ms} ms`);
+    const reason = ev.reason || (ev.code === undefined ? "the connection was lost" : `code ${ev.code}`);
+    if (ev.retry_in_ms !== undefined) setStatus(status, "reconnecting");
+    overall(sw.status, sw.columns);
+    log(list, "info", "disconnected", ev.retry_in_ms === undefined ? reason : `${reason} — retrying in ${ev.retry_in_ms} ms`);
   } else if (ev.type === "stopped") {
     if (ev.error) log(list, "error", describe(new AgentwireError(ev.error)));
     else log(list, "info", "stopped");

@@ -61,7 +61,9 @@ before(async () => {
   tab = await browser.newPage({ viewport: { width: 1440, height: 900 } });
   tab.setDefaultTimeout(WAIT_MS);
   tab.on("pageerror", (e) => problems.push(`uncaught in the page: ${e.message}`));
-  tab.on("console", (m) => m.type() === "error" && problems.push(`console error: ${m.text()}`));
+  // Chromium's own report of a WebSocket it could not open while the test has it offline.
+  const offline = (text) => text.includes("net::ERR_INTERNET_DISCONNECTED");
+  tab.on("console", (m) => m.type() === "error" && !offline(m.text()) && problems.push(`console error: ${m.text()}`));
   await tab.goto(`${origin}/`);
 });
 
@@ -169,6 +171,26 @@ test("switch: bob's page connection (scope all) keeps receiving while another of
 test("a screenshot in target/playground.png", { timeout: 20_000 }, async () => {
   await mkdir(`${ROOT}target`, { recursive: true });
   await tab.screenshot({ path: `${ROOT}target/playground.png`, fullPage: true, timeout: WAIT_MS });
+});
+
+test("switch: a lost connection shows as reconnecting (not connected) with its reason, then resumes", { timeout: 30_000 }, async () => {
+  if (!config.switchRelay) return;
+  await tab.context().setOffline(true);
+  try {
+    await tab.locator('#sw-status[data-state="reconnecting"]').waitFor();
+    await waitText("sw-events-bob", "info", /disconnected.+ — retrying in \d+ ms/);
+  } finally {
+    await tab.context().setOffline(false);
+  }
+  await tab.locator('#sw-status[data-state="connected"]').waitFor({ timeout: 20_000 });
+});
+
+test("disconnecting shows closed in the panels' headers", { timeout: 20_000 }, async () => {
+  await tab.click("#mz-connect");
+  await tab.locator('#mz-status[data-state="closed"]').waitFor();
+  if (!config.switchRelay) return;
+  await tab.click("#sw-connect");
+  await tab.locator('#sw-status[data-state="closed"]').waitFor();
 });
 
 test("nothing uncaught and no console error in the page", () => {
