@@ -4,6 +4,8 @@
 // Like every page tests/js/serve.mjs serves, it answers only to a Host of 127.0.0.1, localhost or
 // [::1] with its port (anything else, such as a DNS-rebinding page's name, gets 403: config.json
 // carries the local agents' keys and relay tokens), and a config.json it cannot build is a 500.
+// localhost and [::1] are redirected to 127.0.0.1: the relay allows that one origin, and the
+// relay tokens are bound to it.
 //
 // AGENTWIRE_PLAYGROUND_CONFIG (JSON) says where the peers are:
 //   rkt           "ws://127.0.0.1:7749/rkt"
@@ -62,6 +64,7 @@ try {
       "/playground/config.json": async () => ({ type: "application/json", body: JSON.stringify(await pageConfig()) }),
     },
     port,
+    { redirectToOrigin: true },
   );
   pageOrigin = origin;
   console.log(`playground on ${origin}/`);

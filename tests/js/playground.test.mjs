@@ -193,6 +193,17 @@ test("disconnecting shows closed in the panels' headers", { timeout: 20_000 }, a
   await tab.locator('#sw-status[data-state="closed"]').waitFor();
 });
 
+test("http://localhost:PORT/ is redirected to 127.0.0.1, whose origin the relay allows", { timeout: 20_000 }, async () => {
+  const other = await browser.newPage();
+  try {
+    await other.goto(`${origin.replace("127.0.0.1", "localhost")}/`);
+    assert.equal(new URL(other.url()).origin, origin);
+    if (config.switchRelay) await other.locator('#sw-status[data-state="connected"]').waitFor({ timeout: WAIT_MS });
+  } finally {
+    await other.close();
+  }
+});
+
 test("nothing uncaught and no console error in the page", () => {
   assert.deepEqual(problems, []);
 });

@@ -46,8 +46,10 @@ export function isOwnHost(host, port) {
 /** Serves the repository, plus `pages` (path → HTML, `{type, body}` for another content type,
  * or a function returning either, called per request; one that throws or rejects is answered
  * 500), on `port` (default: a free one); resolves with the server and its origin, rejects when
- * it cannot listen. Requests whose Host is not the server's own are answered 403. */
-export function serve(pages = {}, port = 0) {
+ * it cannot listen. Requests whose Host is not the server's own are answered 403. With
+ * `{redirectToOrigin: true}`, a request to localhost or [::1] is redirected (308) to the same
+ * path on the origin (127.0.0.1), for a page whose origin matters (the relay allows one). */
+export function serve(pages = {}, port = 0, { redirectToOrigin = false } = {}) {
   const server = createServer((req, res) => {
     handle(req, res).catch((e) => {
       console.error(`serve: ${req.method} ${req.url}: ${e?.stack ?? e}`);
@@ -59,6 +61,11 @@ export function serve(pages = {}, port = 0) {
     if (!isOwnHost(req.headers.host, server.address()?.port)) {
       res.writeHead(403, { "content-type": "text/plain; charset=utf-8" });
       return res.end("this server answers only to 127.0.0.1, localhost and [::1] on its own port\n");
+    }
+    const origin = `http://127.0.0.1:${server.address().port}`;
+    if (redirectToOrigin && String(req.headers.host).toLowerCase() !== origin.slice("http://".length)) {
+      res.writeHead(308, { location: `${origin}${req.url ?? "/"}`, "cache-control": "no-store" });
+      return res.end();
     }
     let path;
     try {

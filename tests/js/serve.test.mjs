@@ -20,14 +20,14 @@ before(async () => {
 
 after(() => server.close());
 
-/** GET `path` from the server with `host` as the Host header (none when null); resolves with
- * the status. */
-function get(path, host) {
+/** GET `path` from the server (on `to`, default the first one's port) with `host` as the Host
+ * header (none when null); resolves with the status, and the Location when it redirects. */
+function get(path, host, to = port) {
   return new Promise((resolve, reject) => {
     const headers = host === null ? {} : { host };
-    const req = request({ host: "127.0.0.1", port, path, headers, setHost: host !== null, timeout: 5000 }, (res) => {
+    const req = request({ host: "127.0.0.1", port: to, path, headers, setHost: host !== null, timeout: 5000 }, (res) => {
       res.resume();
-      res.on("end", () => resolve(res.statusCode));
+      res.on("end", () => resolve(res.headers.location ? `${res.statusCode} ${res.headers.location}` : res.statusCode));
     });
     req.on("timeout", () => req.destroy(new Error("no answer in 5 s")));
     req.on("error", reject);
@@ -51,4 +51,18 @@ test("a page that throws is a 500 and the server stays up", async () => {
   const own = `127.0.0.1:${port}`;
   assert.equal(await get("/boom.json", own), 500);
   assert.equal(await get("/ok.html", own), 200);
+});
+
+test("redirectToOrigin: localhost and [::1] are redirected to 127.0.0.1, other names still refused", async () => {
+  const { server: other } = await serve({ "/ok.html": "ok" }, 0, { redirectToOrigin: true });
+  const p = other.address().port;
+  try {
+    assert.equal(await get("/ok.html", `127.0.0.1:${p}`, p), 200);
+    for (const host of [`localhost:${p}`, `LocalHost:${p}`, `[::1]:${p}`]) {
+      assert.equal(await get("/ok.html?x=1", host, p), `308 http://127.0.0.1:${p}/ok.html?x=1`, host);
+    }
+    assert.equal(await get("/ok.html", `evil.example:${p}`, p), 403);
+  } finally {
+    other.close();
+  }
 });
