@@ -27,9 +27,51 @@ case "$MODE" in
     exit 2
     ;;
 esac
+RKT_PORT="${RKT_PORT:-7749}"
+MZ_PORT="${MOLTZAP_PORT:-7750}"
+SW_PORT="${SWITCH_PORT:-7751}"
+RELAY_PORT="${RELAY_PORT:-7752}"
+PG_PORT="${PLAYGROUND_PORT:-7700}"
+need_python
+# Every port free before anything is built: a second play.sh while one runs would rebuild the
+# package under the first one's page (npm/build.sh empties npm/dist) and only then fail to listen.
+if ! python3 - "$0 $*" "RKT_PORT=$RKT_PORT" "MOLTZAP_PORT=$MZ_PORT" "SWITCH_PORT=$SW_PORT" "RELAY_PORT=$RELAY_PORT" \
+  "PLAYGROUND_PORT=$PG_PORT" <<'PY'
+import socket, sys
+
+def free(port):
+    s = socket.socket()
+    # As the servers bind: a port left in TIME_WAIT by a session that ended is free.
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+command, ports = sys.argv[1].strip(), [a.split("=", 1) for a in sys.argv[2:]]
+busy = [(n, int(p)) for n, p in ports if not free(int(p))]
+if busy:
+    taken = {int(p) for _, p in ports}
+    other = []
+    for name, port in busy:
+        alt = port + 100
+        while alt in taken or not free(alt):
+            alt += 1
+        taken.add(alt)
+        other.append(f"{name}={alt}")
+    print("play.sh: in use on 127.0.0.1 (another play.sh running?): "
+          + ", ".join(f"{n}={p}" for n, p in busy) + "; nothing was built or started.", file=sys.stderr)
+    print(f"Stop the other session, or pick free ports: {' '.join(other)} {command}", file=sys.stderr)
+    sys.exit(1)
+PY
+then
+  exit 1
+fi
 need_rust
 need_node
-need_python
 cd "$ROOT"
 if [ "${AGENTWIRE_SKIP_BUILD:-0}" != 1 ] || [ ! -f npm/dist/browser.js ]; then
   bash npm/build.sh
@@ -40,11 +82,6 @@ fi
 cargo build --release -q -p agentwire-cli
 bash worker-relay/build.sh
 BIN="$ROOT/target/release/agentwire"
-RKT_PORT="${RKT_PORT:-7749}"
-MZ_PORT="${MOLTZAP_PORT:-7750}"
-SW_PORT="${SWITCH_PORT:-7751}"
-RELAY_PORT="${RELAY_PORT:-7752}"
-PG_PORT="${PLAYGROUND_PORT:-7700}"
 LOGS="$(mktemp -d)"
 trap 'kill "${RKT_SERVER_PID:-}" "${MOLTZAP_PEER_PID:-}" "${SWITCH_PEER_PID:-}" "${RELAY_PID:-}" "${PLAYGROUND_PID:-}" 2>/dev/null || true; rm -rf "$LOGS"' EXIT
 start_rkt_server "$BIN" "$RKT_PORT" "$LOGS/rkt.log"
