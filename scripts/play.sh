@@ -20,10 +20,16 @@
 # PLAYGROUND_PORT.
 source "$(dirname "$0")/lib.sh"
 MODE="${1:-rkt}"
+usage() { echo "usage: $0 [rkt | moltzap | switch | --no-repl]   (ports: RKT_PORT, MOLTZAP_PORT, SWITCH_PORT, RELAY_PORT, PLAYGROUND_PORT)"; }
 case "$MODE" in
   rkt | moltzap | switch | page | --no-repl) ;;
+  -h | --help | help)
+    usage
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+    exit 0
+    ;;
   *)
-    echo "usage: $0 [rkt | moltzap | switch | --no-repl]" >&2
+    usage >&2
     exit 2
     ;;
 esac
