@@ -148,13 +148,19 @@ cat <<INFO
 RKT reference server  ws://127.0.0.1:$RKT_PORT/rkt (caps weather,forecast)
 MoltZap peer          $MZ (current generation; agents alice and bob)
 From another terminal, while this one runs:
+  # bob watches (--key: bob's key)
   $BIN moltzap watch --url $MZ --key $BOB
+  # alice sends to bob (--key: alice's key)
   $BIN moltzap send  --url $MZ --key $ALICE --to bob "hello bob"
+  # bob lists his messages (--key: bob's key)
   $BIN moltzap list  --url $MZ --key $BOB
 Switch peer           $SW (WebSocket and SSE; agents alice and bob in room lobby $LOBBY)
 From another terminal, while this one runs:
+  # bob watches all his rooms (--agent/--key: bob's)
   $BIN switch watch --url $SW $SW_BOB --scope all
+  # alice posts to the lobby (--agent/--key: alice's)
   $BIN switch post  --url $SW $SW_ALICE --room $LOBBY "hello @bob"
+  # the operations the server offers (as alice)
   $BIN switch ops   --url $SW $SW_ALICE
   (add --transport sse to speak the released generation's SSE + beats)
 Relay                 $RELAY (real workerd, holds alice's and bob's keys; the page's origin allowed)
