@@ -3,6 +3,7 @@
 // build step. The peers' URLs and keys come from /playground/config.json (playground/serve.mjs).
 import { AgentwireError, MoltZapClient, RktClient, SwitchClient } from "agentwire";
 
+window.playgroundStarted = true; // the package loaded: index.html's load-failure banner stands down
 const $ = (id) => document.getElementById(id);
 const CONNECT_TIMEOUT_MS = 10_000;
 const MAX_ENTRIES = 200;

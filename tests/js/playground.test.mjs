@@ -204,6 +204,20 @@ test("http://localhost:PORT/ is redirected to 127.0.0.1, whose origin the relay 
   }
 });
 
+test("a package that does not load (missing, or broken) says so in the page's banner", { timeout: 20_000 }, async () => {
+  for (const answer of [{ status: 404, body: "" }, { status: 200, contentType: "text/javascript", body: "export const = ;" }]) {
+    const other = await browser.newPage();
+    try {
+      await other.route("**/npm/dist/browser.js", (route) => route.fulfill(answer));
+      await other.goto(`${origin}/`);
+      await other.locator("#page-error").waitFor({ state: "visible", timeout: WAIT_MS });
+      assert.match(await other.locator("#page-error").textContent(), /the agentwire package did not load .*npm\/build\.sh/);
+    } finally {
+      await other.close();
+    }
+  }
+});
+
 test("nothing uncaught and no console error in the page", () => {
   assert.deepEqual(problems, []);
 });
