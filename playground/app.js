@@ -64,6 +64,23 @@ function overall(el, columns) {
   setStatus(el, state);
 }
 
+/** Runs `send` with `button` disabled (a double click sends once), then `sync` sets the panel's
+ * buttons again. */
+async function inFlight(button, sync, send) {
+  if (button.dataset.busy) return;
+  button.dataset.busy = "1";
+  button.disabled = true;
+  try {
+    await send();
+  } finally {
+    delete button.dataset.busy;
+    sync();
+  }
+}
+
+/** Whether a button may be clicked: its panel is up and no send of its own is in flight. */
+const idle = (id) => !$(id).dataset.busy;
+
 let config;
 try {
   const res = await fetch("/playground/config.json");
@@ -84,7 +101,7 @@ $("rkt-url").value = config.rkt ?? "ws://127.0.0.1:7749/rkt";
 function rktSync() {
   const up = rkt.client !== undefined;
   $("rkt-connect").textContent = up ? "Disconnect" : "Connect";
-  for (const id of ["rkt-send", "rkt-discover", "rkt-ping"]) $(id).disabled = !up;
+  for (const id of ["rkt-send", "rkt-discover", "rkt-ping"]) $(id).disabled = !up || !idle(id);
 }
 
 async function rktConnect() {
@@ -142,6 +159,7 @@ $("rkt-form").addEventListener("submit", (ev) => {
   const client = rkt.client;
   const intent = $("rkt-intent").value.trim();
   const text = $("rkt-params").value.trim();
+  if (intent === "") return log(rkt.log, "error", "invalid: the intent is empty (e.g. weather.current)");
   let params;
   try {
     params = text === "" ? undefined : JSON.parse(text);
@@ -150,12 +168,14 @@ $("rkt-form").addEventListener("submit", (ev) => {
   }
   if (!client) return log(rkt.log, "error", "closed: not connected");
   const stream = $("rkt-stream").checked;
-  log(rkt.log, "sent", `${stream ? "stream" : "request"} ${intent}`, params);
-  rktCall(async () => {
-    if (!stream) return log(rkt.log, "result", `response ${intent}`, await client.request(intent, params));
-    let n = 0;
-    for await (const chunk of client.stream(intent, params, { timeoutMs: 60_000 })) log(rkt.log, "result", `chunk ${++n}`, chunk);
-    log(rkt.log, "info", `stream ended: ${n} chunk${n === 1 ? "" : "s"}`);
+  inFlight($("rkt-send"), rktSync, async () => {
+    log(rkt.log, "sent", `${stream ? "stream" : "request"} ${intent}`, params);
+    await rktCall(async () => {
+      if (!stream) return log(rkt.log, "result", `response ${intent}`, await client.request(intent, params));
+      let n = 0;
+      for await (const chunk of client.stream(intent, params, { timeoutMs: 60_000 })) log(rkt.log, "result", `chunk ${++n}`, chunk);
+      log(rkt.log, "info", `stream ended: ${n} chunk${n === 1 ? "" : "s"}`);
+    });
   });
 });
 
@@ -202,7 +222,7 @@ const textOf = (message) =>
 function mzSync() {
   const up = mz.clients.size > 0;
   $("mz-connect").textContent = up ? "Disconnect" : "Connect";
-  $("mz-send").disabled = !up;
+  $("mz-send").disabled = !up || !idle("mz-send");
   $("mz-recent").disabled = !up;
   $("mz-recent").textContent = `List as ${$("mz-from").value}`;
 }
@@ -273,13 +293,17 @@ $("mz-send-form").addEventListener("submit", async (ev) => {
   const { list } = mz.columns[from];
   const client = mz.clients.get(from);
   if (!client) return log(list, "error", `closed: ${from} is not connected`);
-  log(list, "sent", `to ${to}`, text);
-  try {
-    const sent = await client.send({ agent: to }, text);
-    if (sent?.message?.senderId) mz.names.set(sent.message.senderId, from);
-  } catch (e) {
-    log(list, "error", describe(e));
-  }
+  if (to === "") return log(list, "error", `invalid: say whom to send to in To (${Object.keys(mzKeys).join(" or ")})`);
+  if (text.trim() === "") return log(list, "error", "invalid: the message is empty");
+  await inFlight($("mz-send"), mzSync, async () => {
+    log(list, "sent", `to ${to}`, text);
+    try {
+      const sent = await client.send({ agent: to }, text);
+      if (sent?.message?.senderId) mz.names.set(sent.message.senderId, from);
+    } catch (e) {
+      log(list, "error", describe(e));
+    }
+  });
 });
 
 $("mz-recent").addEventListener("click", async () => {
@@ -336,7 +360,7 @@ if (!relay) {
 function swSync() {
   const up = sw.clients.size > 0;
   $("sw-connect").textContent = up ? "Disconnect" : "Connect";
-  $("sw-post").disabled = !sw.clients.has("alice");
+  $("sw-post").disabled = !sw.clients.has("alice") || !idle("sw-post");
 }
 
 async function swConnect(name) {
@@ -425,13 +449,16 @@ if (relay) {
     const client = sw.clients.get("alice");
     const text = $("sw-text").value;
     if (!client) return log(list, "error", "closed: alice is not connected");
-    log(list, "sent", "post to the lobby", text);
-    try {
-      await client.op("connect_to_room", { room_id: lobby });
-      await client.op("post_message", { body: text });
-    } catch (e) {
-      log(list, "error", describe(e));
-    }
+    if (text.trim() === "") return log(list, "error", "invalid: the message is empty");
+    await inFlight($("sw-post"), swSync, async () => {
+      log(list, "sent", "post to the lobby", text);
+      try {
+        await client.op("connect_to_room", { room_id: lobby });
+        await client.op("post_message", { body: text });
+      } catch (e) {
+        log(list, "error", describe(e));
+      }
+    });
   });
 }
 

@@ -168,6 +168,35 @@ test("switch: bob's page connection (scope all) keeps receiving while another of
   }
 });
 
+test("a double click sends once; an empty message or recipient is refused in the page", { timeout: 20_000 }, async () => {
+  const mzText = `once ${Math.random().toString(36).slice(2, 8)}`;
+  await tab.selectOption("#mz-from", "alice");
+  await tab.fill("#mz-to", "bob");
+  await tab.fill("#mz-text", mzText);
+  await tab.dblclick("#mz-send");
+  await waitText("mz-events-bob", "event", mzText);
+  if (config.switchRelay) {
+    const swText = `once @bob ${Math.random().toString(36).slice(2, 8)}`;
+    await tab.fill("#sw-text", swText);
+    await tab.dblclick("#sw-post");
+    await waitText("sw-events-bob", "event", swText);
+    await tab.waitForTimeout(500);
+    assert.equal(await entries("sw-events-alice", "sent").filter({ hasText: swText }).count(), 1);
+    assert.equal(await entries("sw-events-bob", "event").filter({ hasText: swText }).count(), 1);
+    await tab.fill("#sw-text", " ");
+    await tab.click("#sw-post");
+    await waitText("sw-events-alice", "error", "invalid: the message is empty");
+    await tab.fill("#sw-text", "hello @bob");
+  }
+  assert.equal(await entries("mz-events-alice", "sent").filter({ hasText: mzText }).count(), 1);
+  assert.equal(await entries("mz-events-bob", "event").filter({ hasText: mzText }).count(), 1);
+  await tab.fill("#mz-to", "");
+  await tab.click("#mz-send");
+  await waitText("mz-events-alice", "error", "invalid: say whom to send to");
+  await tab.fill("#mz-to", "bob");
+  await tab.fill("#mz-text", "hello bob");
+});
+
 test("a screenshot in target/playground.png", { timeout: 20_000 }, async () => {
   await mkdir(`${ROOT}target`, { recursive: true });
   await tab.screenshot({ path: `${ROOT}target/playground.png`, fullPage: true, timeout: WAIT_MS });
