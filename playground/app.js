@@ -107,6 +107,7 @@ function rktSync() {
 async function rktConnect() {
   const url = $("rkt-url").value.trim();
   setStatus(rkt.status, "connecting");
+  $("rkt-server").textContent = "";
   $("rkt-connect").disabled = true;
   try {
     const client = await RktClient.connect(url, { timeoutMs: CONNECT_TIMEOUT_MS });
@@ -135,6 +136,7 @@ async function rktWatch(client) {
   if (rkt.client === client) {
     rkt.client = undefined;
     setStatus(rkt.status, "closed");
+    $("rkt-server").textContent = "";
     rktSync();
   }
 }

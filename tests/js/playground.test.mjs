@@ -214,7 +214,10 @@ test("switch: a lost connection shows as reconnecting (not connected) with its r
   await tab.locator('#sw-status[data-state="connected"]').waitFor({ timeout: 20_000 });
 });
 
-test("disconnecting shows closed in the panels' headers", { timeout: 20_000 }, async () => {
+test("disconnecting shows closed in the panels' headers, and clears RKT's server line", { timeout: 20_000 }, async () => {
+  await tab.click("#rkt-connect");
+  await tab.locator('#rkt-status[data-state="closed"]').waitFor();
+  assert.equal(await tab.locator("#rkt-server").textContent(), "");
   await tab.click("#mz-connect");
   await tab.locator('#mz-status[data-state="closed"]').waitFor();
   if (!config.switchRelay) return;
