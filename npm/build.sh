@@ -83,17 +83,19 @@ printf 'size: agentwire/relay-token %d bytes (%d gzipped)\n' "$(cat "$HERE"/dist
   "$(cat "$HERE"/dist/{relay-token,errors}.js | gzip -9 -c | wc -c)"
 if [ "$WASM_GZ" -gt "$WASM_BUDGET" ] || [ "$JS_GZ" -gt "$JS_BUDGET" ] || [ "$OVER" = 1 ]; then
   # Over budget is reported on every build. AGENTWIRE_SIZE_STRICT=1 makes any of it fatal;
-  # AGENTWIRE_SIZE_STRICT=entries only a protocol's own entry over it (what the tests build
-  # with: each is within it, the three together are not; docs/size.md).
+  # AGENTWIRE_SIZE_STRICT=entries only a protocol's own entry, or the JS, over it (what the
+  # tests build with: each is within it, the three together are not; docs/size.md).
   if [ "$OVER" = 1 ]; then
     echo "size: OVER BUDGET: a protocol's own entry is over it (above)" >&2
+  elif [ "$JS_GZ" -gt "$JS_BUDGET" ]; then
+    echo "size: OVER BUDGET: the JS glue and facade, $JS_GZ of $JS_BUDGET bytes gzipped" >&2
   else
     # Known: the budget (the SDK issue's) is for all three protocols in one module, an open
     # question (docs/size.md); each protocol's own entry is within it.
-    echo "size: all three protocols together are over the budget (wasm $WASM_GZ of $WASM_BUDGET bytes gzipped, JS $JS_GZ of $JS_BUDGET), an open question (docs/size.md), not a failure unless AGENTWIRE_SIZE_STRICT=1; each protocol's own entry is within it" >&2
+    echo "size: all three protocols together are over the budget (wasm $WASM_GZ of $WASM_BUDGET bytes gzipped), an open question (docs/size.md), not a failure unless AGENTWIRE_SIZE_STRICT=1; each protocol's own entry is within it" >&2
   fi
   case "${AGENTWIRE_SIZE_STRICT:-0}" in
     1) exit 1 ;;
-    entries) if [ "$OVER" = 1 ]; then exit 1; fi ;;
+    entries) if [ "$OVER" = 1 ] || [ "$JS_GZ" -gt "$JS_BUDGET" ]; then exit 1; fi ;;
   esac
 fi
