@@ -1,7 +1,8 @@
-//! `SwitchDriver`: a Switch agent connection over a relay (or, in tests, a Switch server that
-//! takes the key as the token). The engine decides everything; the driver performs its
-//! transmits (a WebSocket per `open`, its pongs, `fetch` for its HTTP calls, closes), feeds it
-//! the socket, the answers, the clock and the timer, and hands every event to `onEvent`.
+//! `SwitchDriver`: a Switch agent connection over a relay, or directly to a Switch server with
+//! the agent key as the token (Node, Workers). The engine decides everything; the driver performs
+//! its transmits (a WebSocket per `open` on the WebSocket wire, a streamed `fetch` per `open` on
+//! the SSE wire, its pongs, `fetch` for its HTTP calls and beats, closes), feeds it the socket or
+//! the stream's bytes, the answers, the clock and the timer, and hands every event to `onEvent`.
 //! Operations (`op`, `listOps`, subscribe, ...) are `fetch` calls built and decoded by the
 //! engine's `ops` module.
 
@@ -16,7 +17,7 @@ use agentwire_core::json::write::Obj;
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_switch::connection::{OpenRequest, Transmit};
 use agentwire_switch::ops;
-use agentwire_switch::{Connection, Event, HttpRequest, State, SwitchError};
+use agentwire_switch::{Connection, Event, HttpRequest, State, SwitchError, Wire};
 use js_sys::{Function, Promise};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -37,17 +38,42 @@ fn invalid(m: impl Into<String>) -> JsValue {
     errors::local(ErrorKind::Invalid, m)
 }
 
-/// The socket of one `open`, and the sink its events go through (tagged with the open's number,
-/// so a socket that was replaced can never speak for the current one).
+/// The socket or stream of one `open`, tagged with the open's number, so one that was replaced
+/// can never speak for the current one.
 struct Current {
-    socket: Socket,
+    link: Link,
     epoch: u64,
-    /// Its `open` event came.
+    /// Its `open` event (the stream's `200`) came.
     opened: bool,
     /// The token it was opened with (`Driver::tokens` then).
     token: u64,
-    _sink: Rc<RefCell<SocketSink>>,
 }
+
+/// What carries an `open`: a WebSocket and the sink its events go through, or the SSE wire's
+/// stream (a `fetch` whose body is read as it comes), ended with its controller.
+enum Link {
+    Socket {
+        socket: Socket,
+        _sink: Rc<RefCell<SocketSink>>,
+    },
+    Stream(AbortController),
+}
+
+/// What happened to the SSE wire's stream.
+enum Stream {
+    /// The `200`.
+    Open,
+    Bytes(Vec<u8>),
+    /// Another status, and the start of its body.
+    Refused(u16, String),
+    /// No answer: what the host said (refused, DNS, TLS, CORS).
+    Failed(String),
+    /// The body ended or broke after the `200`.
+    Ended(String),
+}
+
+/// Bytes of a refused stream's body given to the engine (its error's detail).
+const REFUSAL_BODY: usize = 4096;
 
 struct SocketSink {
     driver: Weak<RefCell<Driver>>,
@@ -241,8 +267,12 @@ impl Driver {
             }
             Transmit::Text(text) => {
                 // False when the socket is not open: its close event follows.
-                if let Some(c) = &self.socket {
-                    let _ = c.socket.send(&text);
+                if let Some(Current {
+                    link: Link::Socket { socket, .. },
+                    ..
+                }) = &self.socket
+                {
+                    let _ = socket.send(&text);
                 }
             }
             Transmit::Http { id, request } => self.call(now, id, request),
@@ -256,11 +286,15 @@ impl Driver {
         }
     }
 
-    /// Opens the socket of the engine's `open`.
+    /// Opens the socket (or, on the SSE wire, the stream) of the engine's `open`. The relay
+    /// speaks only the WebSocket; the SSE wire (`transport` `sse`, or `auto` after a refused
+    /// upgrade) is for a Switch server reached directly with the agent key.
     fn open(&mut self, now: Millis, open: OpenRequest) {
-        // The relay always speaks the WebSocket, and the options allow no other transport.
         self.retire_socket(Some((1000, "")));
         self.epoch += 1;
+        if open.wire == Wire::Sse {
+            return self.open_stream(now, open);
+        }
         let url = format!("{}{}", self.ws_base, open.request.path);
         let sink = Rc::new(RefCell::new(SocketSink {
             driver: self.me.clone(),
@@ -271,11 +305,10 @@ impl Driver {
         match Socket::open(&url, &protocols, self.ctor.as_ref(), as_sink(&sink)) {
             Ok(socket) => {
                 self.socket = Some(Current {
-                    socket,
+                    link: Link::Socket { socket, _sink: sink },
                     epoch: self.epoch,
                     opened: false,
                     token: self.tokens,
-                    _sink: sink,
                 })
             }
             // Made in `SwitchDriver::new`, which then fails with kind `invalid`.
@@ -285,6 +318,100 @@ impl Driver {
                 self.conn.handle_open_error(now, &m);
             }
         }
+    }
+
+    /// Opens the SSE wire's stream with `fetch` (the engine's request, with the token as
+    /// `Authorization: Bearer`, as the HTTP calls), then feeds the engine its answer and its body
+    /// a chunk at a time as it comes (framing, resume and beats are the engine's). A close, a
+    /// reopen or a stop aborts it.
+    fn open_stream(&mut self, now: Millis, open: OpenRequest) {
+        let controller = match fetch::controller() {
+            Ok(c) => c,
+            Err(e) => return self.conn.handle_open_abandoned(now, &e.message),
+        };
+        let epoch = self.epoch;
+        self.socket = Some(Current {
+            link: Link::Stream(controller.clone()),
+            epoch,
+            opened: false,
+            token: self.tokens,
+        });
+        let (me, base, token) = (self.me.clone(), self.http_base.clone(), self.token.clone());
+        spawn_local(async move {
+            // Whether the stream is still the current one (else it is left).
+            let feed = |input| {
+                me.upgrade()
+                    .and_then(|state| {
+                        deliver_calls(&state, |d, now, calls| d.stream_input(epoch, now, input, calls)).ok()
+                    })
+                    .unwrap_or(false)
+            };
+            let request = &open.request;
+            let input = match fetch::open_stream(&base, &token, request, &controller).await {
+                Err(e) => Stream::Failed(format!("GET {base}{}: {}", request.path, describe(&e))),
+                Ok(response) => {
+                    let reader = fetch::reader(&response);
+                    match (response.status(), reader) {
+                        (200, Some(reader)) => {
+                            let mut go_on = feed(Stream::Open);
+                            while go_on {
+                                let input = match fetch::next_chunk(&reader).await {
+                                    Ok(Some(chunk)) => Stream::Bytes(chunk),
+                                    Ok(None) => Stream::Ended("the event stream ended".into()),
+                                    Err(e) => Stream::Ended(format!("the event stream broke: {}", describe(&e))),
+                                };
+                                let last = !matches!(input, Stream::Bytes(_));
+                                go_on = feed(input) && !last;
+                            }
+                            return fetch::abort(&controller);
+                        }
+                        (200, None) => Stream::Failed("the event stream's answer has no body".into()),
+                        (status, reader) => {
+                            // Its start only: the engine's open deadline bounds the wait.
+                            let mut body = Vec::new();
+                            while let (Some(r), true) = (&reader, body.len() < REFUSAL_BODY) {
+                                match fetch::next_chunk(r).await {
+                                    Ok(Some(chunk)) => body.extend(chunk),
+                                    _ => break,
+                                }
+                            }
+                            body.truncate(REFUSAL_BODY);
+                            Stream::Refused(status, String::from_utf8_lossy(&body).into_owned())
+                        }
+                    }
+                }
+            };
+            fetch::abort(&controller);
+            feed(input);
+        });
+    }
+
+    /// What happened to the stream of open `epoch`; whether it is still the current one.
+    fn stream_input(&mut self, epoch: u64, now: Millis, input: Stream, calls: &mut Calls) -> bool {
+        let Some(current) = self.socket.as_mut().filter(|c| c.epoch == epoch) else {
+            return false; // a replaced stream
+        };
+        match input {
+            Stream::Open => {
+                current.opened = true;
+                self.conn.handle_open(now);
+            }
+            Stream::Bytes(chunk) => self.conn.handle_bytes(now, &chunk),
+            Stream::Refused(status, body) => {
+                self.retire_socket(None);
+                self.conn.handle_open_failed(now, Some(status), &body);
+            }
+            Stream::Failed(m) => {
+                self.retire_socket(None);
+                self.conn.handle_open_failed(now, None, &m);
+            }
+            Stream::Ended(m) => {
+                self.retire_socket(None);
+                self.conn.handle_close(now, 1006, &m);
+            }
+        }
+        self.pump(now, calls);
+        self.socket.as_ref().is_some_and(|c| c.epoch == epoch)
     }
 
     /// Calls `refreshToken` (in a task of its own: never while the driver is borrowed), then
@@ -361,11 +488,14 @@ impl Driver {
         }
     }
 
-    /// Moves the current socket to `retired`, closing it with `frame` when given.
+    /// Moves the current socket to `retired`, closing it with `frame` when given (a stream is
+    /// aborted).
     fn retire_socket(&mut self, frame: Option<(u16, &str)>) {
         if let Some(c) = self.socket.take() {
-            if let Some((code, reason)) = frame {
-                c.socket.close(code, reason);
+            match (&c.link, frame) {
+                (Link::Socket { socket, .. }, Some((code, reason))) => socket.close(code, reason),
+                (Link::Stream(controller), _) => fetch::abort(controller),
+                _ => {}
             }
             self.retired.push(c);
         }
@@ -414,6 +544,12 @@ impl Drop for Driver {
             fetch::abort(&c);
         }
         let mut sockets = std::mem::take(&mut self.retired);
+        if let Some(Current {
+            link: Link::Stream(c), ..
+        }) = &self.socket
+        {
+            fetch::abort(c);
+        }
         sockets.extend(self.socket.take());
         let timer = self.timer.take();
         spawn_local(async move { drop((sockets, timer)) });
@@ -483,7 +619,9 @@ impl SwitchDriver {
     /// Opens the connection through the relay at `baseUrl` (`http(s)://host[:port][/prefix]`)
     /// with `token` (offered as the subprotocol `agentwire.token.<token>` beside `agentwire.v1`,
     /// and sent as `Authorization: Bearer` on HTTP calls), the options JSON (`SwitchOptions`;
-    /// `agentId` required) and `webSocket` as the constructor when given. `onEvent(json)` gets
+    /// `agentId` required) and `webSocket` as the constructor when given. With `transport` `sse`
+    /// (or `auto`, after a refused upgrade) `baseUrl` is a Switch server and `token` its agent
+    /// key: the event stream is a `fetch` with `Authorization: Bearer`. `onEvent(json)` gets
     /// every event of the connection, `connected` first once attached, `stopped` last.
     /// `refresh()` (a token, or a promise of one) renews the token: before its `exp`, at once when
     /// the relay closes a socket for it, and before a reopen that finds it due; a reopen with an
@@ -499,7 +637,7 @@ impl SwitchDriver {
         on_event: Function,
         refresh: Option<Function>,
     ) -> Result<SwitchDriver, JsValue> {
-        let parsed = options::config(options, true)?;
+        let parsed = options::config(options)?;
         let (http_base, ws_base) = bases(base_url).map_err(invalid)?;
         check_token(token).map_err(invalid)?;
         let http_base: Rc<str> = Rc::from(http_base);

@@ -74,21 +74,8 @@ pub(crate) async fn fetch(
     controller: AbortController,
 ) -> Result<(u16, String), FetchError> {
     let method = request.method.as_str();
-    let url = format!("{base}{}", request.path);
-    let init = RequestInit::new();
-    init.set_method(method);
-    let headers = headers_object(&request);
-    let _ = Reflect::set(
-        &headers,
-        &JsValue::from_str("Authorization"),
-        &JsValue::from_str(&format!("Bearer {token}")),
-    );
-    init.set_headers(&headers);
-    if let Some(body) = &request.body {
-        init.set_body(&JsValue::from_str(body));
-    }
+    let (url, init) = request_init(&base, &token, &request, &controller);
     let signal = controller.signal();
-    init.set_signal(Some(&signal));
 
     // Aborts the call (the body's reading too) at the deadline; cancelled when dropped.
     let timed_out = Rc::new(Cell::new(false));
@@ -127,16 +114,9 @@ pub(crate) async fn fetch(
     // Read a chunk at a time and counted as it comes, whatever Content-Length says: an answer
     // past the bound is cut there, not read whole until the deadline.
     let mut body = Vec::new();
-    if let Some(stream) = response.body() {
-        let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
-        loop {
-            let chunk = JsFuture::from(reader.read()).await.map_err(failed)?;
-            let field = |name| Reflect::get(&chunk, &JsValue::from_str(name)).map_err(failed);
-            if field("done")?.is_truthy() {
-                break;
-            }
-            // A view of any realm's bytes (not an `instanceof` check).
-            body.extend(Uint8Array::new(&field("value")?).to_vec());
+    if let Some(reader) = reader(&response) {
+        while let Some(chunk) = next_chunk(&reader).await.map_err(failed)? {
+            body.extend(chunk);
             if body.len() > MAX_RESPONSE_BYTES {
                 abort(&controller);
                 return Err(too_large(format!("at least {}", body.len())));
@@ -147,4 +127,54 @@ pub(crate) async fn fetch(
     // A sequence that is not UTF-8 is U+FFFD, as `Response.text()` decodes (a leading BOM is
     // kept, where `text()` drops it: JSON has none).
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// The URL and the `fetch` options of `request` to `base`: its headers with
+/// `Authorization: Bearer <token>`, its body, and `controller`'s signal.
+fn request_init(base: &str, token: &str, request: &HttpRequest, controller: &AbortController) -> (String, RequestInit) {
+    let url = format!("{base}{}", request.path);
+    let init = RequestInit::new();
+    init.set_method(request.method.as_str());
+    let headers = headers_object(request);
+    let _ = Reflect::set(
+        &headers,
+        &JsValue::from_str("Authorization"),
+        &JsValue::from_str(&format!("Bearer {token}")),
+    );
+    init.set_headers(&headers);
+    if let Some(body) = &request.body {
+        init.set_body(&JsValue::from_str(body));
+    }
+    init.set_signal(Some(&controller.signal()));
+    (url, init)
+}
+
+/// A reader of the answer's body (`None`: it has none).
+pub(crate) fn reader(response: &Response) -> Option<ReadableStreamDefaultReader> {
+    Some(response.body()?.get_reader().unchecked_into())
+}
+
+/// The body's next chunk as it came (`None`: the body ended); what the host threw when it broke
+/// or was aborted.
+pub(crate) async fn next_chunk(reader: &ReadableStreamDefaultReader) -> Result<Option<Vec<u8>>, JsValue> {
+    let chunk = JsFuture::from(reader.read()).await?;
+    let field = |name| Reflect::get(&chunk, &JsValue::from_str(name));
+    if field("done")?.is_truthy() {
+        return Ok(None);
+    }
+    // A view of any realm's bytes (not an `instanceof` check).
+    Ok(Some(Uint8Array::new(&field("value")?).to_vec()))
+}
+
+/// Opens a stream (the SSE transport's `GET`): the answer, its body unread, with no deadline of
+/// its own (the engine's open and idle timers bound it, and close it through `controller`);
+/// what the host threw when no answer came (refused, DNS, CORS, TLS, or aborted).
+pub(crate) async fn open_stream(
+    base: &str,
+    token: &str,
+    request: &HttpRequest,
+    controller: &AbortController,
+) -> Result<Response, JsValue> {
+    let (url, init) = request_init(base, token, request, controller);
+    Ok(JsFuture::from(global_fetch(&url, &init)?).await?.unchecked_into())
 }

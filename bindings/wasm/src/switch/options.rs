@@ -55,10 +55,9 @@ fn invalid(m: impl Into<String>) -> JsValue {
     errors::local(ErrorKind::Invalid, m)
 }
 
-/// The configuration from the options JSON. `websocket_only`: the driver (it talks to the
-/// relay, which always speaks the WebSocket), where another `transport` is an error.
-pub(crate) fn config(json: &str, websocket_only: bool) -> Result<Parsed, JsValue> {
-    read(json, websocket_only).map_err(|e| match e {
+/// The configuration from the options JSON.
+pub(crate) fn config(json: &str) -> Result<Parsed, JsValue> {
+    read(json).map_err(|e| match e {
         Refusal::Field(e) => invalid(format!("Switch options: {e}")),
         Refusal::Other(m) => invalid(format!("Switch options: {m}")),
     })
@@ -75,7 +74,7 @@ impl From<FieldError> for Refusal {
     }
 }
 
-fn read(json: &str, websocket_only: bool) -> Result<Parsed, Refusal> {
+fn read(json: &str) -> Result<Parsed, Refusal> {
     let tape = read::parse(json, 8).map_err(|e| Refusal::Other(e.to_string()))?;
     let o = Object::strict(tape.root(), KEYS)?;
     let agent_id = o
@@ -138,15 +137,9 @@ fn read(json: &str, websocket_only: bool) -> Result<Parsed, Refusal> {
         &["websocket", "sse", "auto"],
         "\"websocket\", \"sse\" or \"auto\"",
     )?;
+    // The relay speaks only the WebSocket; `sse` and `auto` are for a server reached directly.
     cfg.transport = match transport {
         None | Some(0) => Transport::WebSocket,
-        Some(_) if websocket_only => {
-            return Err(Refusal::Other(
-                "the driver speaks the WebSocket only (the relay bridges SSE servers); \
-                 `transport` must be \"websocket\""
-                    .into(),
-            ))
-        }
         Some(1) => Transport::Sse,
         Some(_) => Transport::Auto,
     };

@@ -35,7 +35,7 @@ impl SwitchSession {
     /// `handleBytes`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: &str) -> Result<SwitchSession, JsValue> {
-        let parsed = options::config(options, false)?;
+        let parsed = options::config(options)?;
         Ok(SwitchSession {
             inner: Connection::new(parsed.cfg, Box::new(JsEntropy)),
         })
