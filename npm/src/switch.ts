@@ -1,5 +1,6 @@
-/** Switch Rooms: `SwitchClient` (through the relay: the browser never holds the agent key) and
- * `SwitchSession` (the sans-IO connection, for your own transport). */
+/** Switch Rooms: `SwitchClient` (through the relay: the browser never holds the agent key; or,
+ * where the key may be, a Node server or a Worker, directly to Switch) and `SwitchSession` (the
+ * sans-IO connection, for your own transport). */
 import { SwitchDriver, SwitchSession as WasmSwitchSession } from "./wasm/agentwire_wasm.js";
 import { call, engineOptions, Events, jsonArg, open, type CallOptions, type ConnectOptions } from "./calls.js";
 import { AgentwireError, agentwireError, toError, type ErrorInfo } from "./errors.js";
@@ -36,8 +37,15 @@ export interface SwitchOptions {
   client?: string | undefined;
   /** The client's version, reported with `client`. */
   clientVersion?: string | undefined;
-  /** The relay always speaks the WebSocket generation. */
-  transport?: "websocket" | undefined;
+  /** `websocket` (default; the relay speaks only this, whatever the server behind it); `sse`:
+   * the event stream and HTTP beats of a released Switch server (switch-core 0.19, which has no
+   * WebSocket route), opened directly with the agent key as `token` (a `fetch` with
+   * `Authorization: Bearer`; no `webSocket` needed); `auto`: the WebSocket first, then SSE for
+   * good if the upgrade is refused with 403, 404, 405 or 426 before the first attach. `auto`
+   * needs a WebSocket that tells a refused upgrade's status (`fetchWebSocket` in a Worker);
+   * undici's and a browser's see only a close 1006, and `connect` then rejects with kind `closed`
+   * (use `sse` for a released server there). A browser has no key to send: it uses the relay. */
+  transport?: "websocket" | "sse" | "auto" | undefined;
   /** `false`: stop at the first disconnect (default true: reconnect with the backoff and resume
    * from the cursor). */
   reconnect?: boolean | undefined;
@@ -77,7 +85,8 @@ export interface SwitchOptions {
 }
 
 export interface SwitchConnectOptions extends SwitchOptions, Omit<ConnectOptions, "onEvent"> {
-  /** The relay token the app's backend minted for this agent. */
+  /** The relay token the app's backend minted for this agent; directly to Switch (`transport`
+   * `sse` or `auto`, or a `webSocket` that sends it), the agent key. */
   token: string;
   /** Gets a new relay token; called before the current one's `exp` (a fifth of its remaining
    * life before, at most a minute), and again for each token it returns. The relay closes a
@@ -165,7 +174,8 @@ export interface SwitchStatus {
 }
 
 /** A Switch Rooms connection through the relay: `await SwitchClient.connect(relayUrl, {token,
- * agentId})`, then `op`, `subscribe`, `unsubscribe`, `placements`, `listOps`, and the rooms'
+ * agentId})` (or directly to a released server from Node or a Worker: `connect(switchUrl, {token:
+ * agentKey, agentId, transport: "sse"})`), then `op`, `subscribe`, `unsubscribe`, `placements`, `listOps`, and the rooms'
  * events; it reconnects by itself and resumes after the last sequence received. `close()` (or `await using`)
  * ends it. */
 export class SwitchClient extends Client<SwitchEvent> {
@@ -202,8 +212,9 @@ export class SwitchClient extends Client<SwitchEvent> {
   }
 
   /** Connects through the relay at `relayUrl` (`https://relay.example[/prefix]`) with a relay
-   * token, and resolves once the connection is attached (`connected`); rejects when it stops
-   * first (refused token, eviction), when the first open fails (no relay: kind `closed`,
+   * token (or, with `transport` `sse` or `auto`, to a Switch server with its agent key), and
+   * resolves once the connection is attached (`connected`); rejects when it stops first (refused
+   * token or key: kind `auth`; eviction), when the first open fails (no relay: kind `closed`,
    * retryable; more with `connectAttempts`), on `signal`, or after `timeoutMs`. Once connected, it reconnects by itself. */
   static connect(relayUrl: string, opts: SwitchConnectOptions): Promise<SwitchClient> {
     // A JavaScript caller may leave the options (or the token) out: the engine then rejects

@@ -185,6 +185,10 @@ const switchOptions: Required<SwitchOptions> = {
   opTimeoutMs: 1000,
 };
 new switchOnly.SwitchSession(JSON.stringify(switchOptions)).free();
+// Every transport, in the session and in the client's options (directly to a released server).
+for (const transport of ["sse", "auto"] as const) new switchOnly.SwitchSession(JSON.stringify({ ...switchOptions, transport })).free();
+const direct: Parameters<typeof switchOnly.SwitchClient.connect>[1] = { token: "agent-key", agentId: "agent-a", transport: "sse" };
+void direct;
 new MoltZapSession(JSON.stringify({ sessionToken: "t" } satisfies MoltZapSessionOptions)).free();
 const rktEntryClient: typeof RktClient = rktOnly.RktClient;
 // A WebSocket constructor for Workers, as `connect` takes one.
