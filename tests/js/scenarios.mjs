@@ -393,13 +393,86 @@ export const scenarios = {
     check(/403.*another agent/.test(refused.message) && !refused.retryable, `refusal: ${refused.message}`);
   },
 
+  // Directly to a released (SSE-only) server with the agent key, as a Node server or a Worker
+  // may: the event stream is a `fetch` with `Authorization` (no WebSocket), beats and operations
+  // are HTTP calls. Not in a browser: the key would be in the page, and the server answers no
+  // CORS preflight (a browser uses the relay, which bridges).
+  async "switch directly to a released server over SSE (transport sse, auto)"(aw, env) {
+    if (!env.switchSocket) return "skipped: directly to Switch needs the agent key, which a browser must not hold (the relay is for browsers)";
+    const rel = env.switchReleased;
+    const connect = (who, more = {}) =>
+      aw.SwitchClient.connect(rel.url, { token: who.key, agentId: who.id, transport: "sse", timeoutMs: 10_000, ...more });
+    const bobEvents = [];
+    const b = await connect(rel.bob, { rooms: [rel.lobby], onEvent: (e) => bobEvents.push(e) });
+    const a = await connect(rel.alice);
+    try {
+      check(a.status().wire === "sse" && b.status().wire === "sse", `wire: ${a.status().wire}, ${b.status().wire}`);
+      await a.op("connect_to_room", { room_id: rel.lobby });
+      const text = `hello over SSE ${Math.random().toString(36).slice(2)}`;
+      const posted = await a.op("post_message", { body: text });
+      check(posted && typeof posted === "object", `post_message: ${JSON.stringify(posted)}`);
+      const until = Date.now() + 10_000;
+      const got = () => bobEvents.find((e) => e.type === "event" && JSON.stringify(e.payload).includes(text));
+      while (!got() && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      check(got()?.room_id === rel.lobby && typeof got().sequence === "number", `bob's event: ${JSON.stringify(got())}`);
+      // Past a beat (every 2 s): still live, never disconnected.
+      await new Promise((r) => setTimeout(r, 2_200));
+      const st = b.status();
+      check(st.state === "live" && st.rooms.includes(rel.lobby), `status: ${JSON.stringify(st)}`);
+      check(!bobEvents.some((e) => e.type === "disconnected"), `bob's events: ${bobEvents.map((e) => e.type)}`);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+    check(a.closed && b.closed, "closed after close()");
+    // A wrong key: the stream is refused with 401, kind auth, not retryable.
+    const bad = await rejects(aw, connect({ id: rel.alice.id, key: "sk_switch_not_a_key" }), "auth", "a wrong key over SSE");
+    check(!bad.retryable && bad.info.status === 401, `a wrong key: ${JSON.stringify(bad.info)}`);
+    // `auto`: the WebSocket first; the refused upgrade (403) switches to SSE where the socket tells
+    // its status (`fetchWebSocket`); undici's sees only a close 1006, a retryable `closed`.
+    const auto = { transport: "auto", webSocket: env.switchSocket(rel.alice.key) };
+    if (!env.socketTellsStatus) {
+      await rejects(aw, connect(rel.alice, auto), "closed", "auto where the socket does not tell the status");
+      return;
+    }
+    const seen = [];
+    const c = await connect(rel.alice, { ...auto, onEvent: (e) => seen.push(e) });
+    try {
+      check(c.status().wire === "sse", `auto: wire ${c.status().wire}`);
+      check(seen.some((e) => e.type === "diagnostic" && e.error.kind === "version"), `auto: ${JSON.stringify(seen)}`);
+      check((await c.listOps()).operations?.post_message, "auto: listOps");
+    } finally {
+      await c.close();
+    }
+  },
+
+  // `auto` against the current server: the WebSocket is served, and kept.
+  async "switch directly with transport auto: the current server's WebSocket"(aw, env) {
+    if (!env.switchSocket) return "skipped: directly to Switch needs the agent key, which a browser must not hold (the relay is for browsers)";
+    const { alice } = env.switchAgents;
+    const a = await aw.SwitchClient.connect(env.switch, {
+      token: alice.key,
+      agentId: alice.id,
+      transport: "auto",
+      webSocket: env.switchSocket(alice.key),
+      timeoutMs: 10_000,
+    });
+    try {
+      check(a.status().wire === "websocket", `auto: wire ${a.status().wire}`);
+      check((await a.listOps()).operations?.post_message, "auto: listOps");
+    } finally {
+      await a.close();
+    }
+  },
+
   async "switch errors are typed rejections"(aw, env) {
     for (const [bad, field] of [[{ rooms: "lobby" }, "rooms"], [{ scope: "every" }, "scope"], [{ backoff: { baseMs: 1, jitter: true } }, "jitter"], [{ startFrom: -1 }, "startFrom"], [{ maxMessageBytes: 2 ** 26 + 1 }, "maxMessageBytes"]]) {
       const e = await rejects(aw, aw.SwitchClient.connect(env.switch, { token: "t", agentId: "a", ...bad }), "invalid", `option ${JSON.stringify(bad)}`);
       check(e.message.includes(field), `option ${JSON.stringify(bad)}: ${e.message}`);
     }
     await rejects(aw, aw.SwitchClient.connect("ftp://x", { token: "t", agentId: "a" }), "invalid", "a bad relay URL");
-    await rejects(aw, aw.SwitchClient.connect(env.switch, { token: "t", agentId: "a", transport: "sse" }), "invalid", "SSE in the driver");
+    const transport = await rejects(aw, aw.SwitchClient.connect(env.switch, { token: "t", agentId: "a", transport: "ws" }), "invalid", "an unknown transport");
+    check(transport.message.includes("transport"), `an unknown transport: ${transport.message}`);
     // Nobody listening: the first attempt fails and connect rejects (no timeoutMs, reconnects on),
     // and the driver stops, its events in order.
     const seen = [];

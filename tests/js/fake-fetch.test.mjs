@@ -1,0 +1,150 @@
+// The Switch client's SSE wire on a `fetch` the test plays itself (the global `fetch` replaced):
+// the stream's request, its body fed as it comes (split anywhere), a reopen from the cursor, the
+// stream aborted at close(), a refused stream's body read only in part, and `auto` going on over
+// SSE after an upgrade refused with a status the socket tells.
+import { afterEach, test } from "node:test";
+import assert from "node:assert/strict";
+import { SwitchClient } from "agentwire/switch";
+import { FakeWebSocket, last } from "./fake-ws.mjs";
+
+const realFetch = globalThis.fetch;
+afterEach(() => {
+  globalThis.fetch = realFetch;
+});
+
+/** Replaces `fetch`: each call is recorded; the event stream gets `stream(call)`, the rest (beats)
+ * a 200. */
+function fakeFetch(stream) {
+  const calls = [];
+  globalThis.fetch = async (url, init) => {
+    const call = { url: String(url), method: init.method, headers: init.headers, signal: init.signal };
+    calls.push(call);
+    if (call.url.includes("/events?")) return stream(call);
+    return new Response(JSON.stringify({ ok: true, rooms: [], cursor: 0 }), { status: 200 });
+  };
+  return calls;
+}
+
+/** A stream body the test writes. */
+function body() {
+  let ctl;
+  const stream = new ReadableStream({ start: (c) => void (ctl = c) });
+  const enc = new TextEncoder();
+  return { stream, write: (t) => ctl.enqueue(enc.encode(t)), end: () => ctl.close() };
+}
+
+async function until(ok, what) {
+  const end = Date.now() + 5_000;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`waited for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+const state =
+  'event: connection_state\ndata: {"connection_id":"c","agent_id":"a","scope":"single","filter":"all","spawn_capable":false,"rooms":[],"cursor":0,"protocol":1,"heartbeat_interval_seconds":2.0}\n\n';
+const message = (seq, text) =>
+  `id: ${seq}\nevent: message\ndata: ${JSON.stringify({ type: "message", room_id: "r", bridge_id: null, channel_type: "channel_public", payload: { body: text }, sequence: seq })}\n\n`;
+
+test("Switch over SSE: the stream's request, its body split anywhere, a reopen from the cursor, close() aborts it", { timeout: 10_000 }, async () => {
+  const bodies = [];
+  const calls = fakeFetch(() => {
+    const b = body();
+    bodies.push(b);
+    return new Response(b.stream, { status: 200, headers: { "content-type": "text/event-stream" } });
+  });
+  const events = [];
+  const connecting = SwitchClient.connect("http://switch.test/base", {
+    token: "agent-key",
+    agentId: "a",
+    transport: "sse",
+    backoff: { baseMs: 1, maxMs: 1, minMs: 1 },
+    onEvent: (e) => events.push(e),
+  });
+  await until(() => bodies.length === 1, "the stream");
+  const [open] = calls;
+  assert.match(open.url, /^http:\/\/switch\.test\/base\/agents\/a\/events\?/);
+  assert.equal(open.method, "GET");
+  assert.equal(open.headers.Authorization, "Bearer agent-key");
+  assert.equal(open.headers.Accept, "text/event-stream");
+  const text = state + message(1, "one");
+  for (let i = 0; i < text.length; i += 7) bodies[0].write(text.slice(i, i + 7));
+  const client = await connecting;
+  await until(() => events.some((e) => e.type === "event"), "the event");
+  const ev = events.find((e) => e.type === "event");
+  assert.equal(ev.sequence, 1);
+  assert.equal(ev.payload.body, "one");
+  assert.equal(client.status().wire, "sse");
+  // The stream ends: the engine reopens after the last sequence.
+  bodies[0].end();
+  await until(() => bodies.length === 2, "the reopen");
+  const streams = calls.filter((c) => c.url.includes("/events?"));
+  assert.equal(streams[1].headers["Last-Event-ID"], "1");
+  bodies[1].write(state);
+  await until(() => events.filter((e) => e.type === "connected").length === 2, "connected again");
+  assert.ok(events.some((e) => e.type === "disconnected"));
+  await client.close();
+  assert.ok(streams[1].signal.aborted, "close() aborts the stream");
+  assert.equal(events.at(-1).type, "stopped");
+});
+
+test("Switch over SSE: a refused stream (401) rejects with auth, its endless body read only in part", { timeout: 10_000 }, async () => {
+  let pulls = 0;
+  let signal;
+  fakeFetch((call) => {
+    signal = call.signal;
+    const chunk = new Uint8Array(1024).fill(0x78);
+    const stream = new ReadableStream({ pull: (c) => void (pulls++, c.enqueue(chunk)) }, { highWaterMark: 0 });
+    return new Response(stream, { status: 401 });
+  });
+  const e = await SwitchClient.connect("http://switch.test", { token: "bad", agentId: "a", transport: "sse" }).then(
+    () => null,
+    (e) => e,
+  );
+  assert.equal(e?.kind, "auth", `${e?.kind}: ${e?.message}`);
+  assert.equal(e.retryable, false);
+  assert.equal(e.info.status, 401);
+  assert.ok(pulls <= 8, `${pulls} chunks of 1 KiB read`);
+  assert.ok(signal.aborted, "the refused stream is aborted");
+});
+
+test("Switch over SSE: no answer (fetch rejects) fails the connect with closed, retryable", { timeout: 10_000 }, async () => {
+  fakeFetch(() => Promise.reject(new TypeError("fetch failed")));
+  const e = await SwitchClient.connect("http://switch.test", { token: "k", agentId: "a", transport: "sse" }).then(
+    () => null,
+    (e) => e,
+  );
+  assert.equal(e?.kind, "closed", `${e?.kind}: ${e?.message}`);
+  assert.equal(e.retryable, true);
+  assert.match(e.message, /fetch failed/);
+});
+
+test("Switch auto: an upgrade refused with 403, which the socket tells, goes on over SSE", { timeout: 10_000 }, async () => {
+  const bodies = [];
+  const calls = fakeFetch(() => {
+    const b = body();
+    bodies.push(b);
+    return new Response(b.stream, { status: 200 });
+  });
+  const events = [];
+  const connecting = SwitchClient.connect("http://switch.test", {
+    token: "k",
+    agentId: "a",
+    transport: "auto",
+    webSocket: FakeWebSocket,
+    onEvent: (e) => events.push(e),
+  });
+  const ws = last();
+  assert.match(ws.url, /^ws:\/\/switch\.test\/agents\/a\/connection\/ws\?/);
+  ws.readyState = 3;
+  // As `fetchWebSocket`'s close after a refused upgrade: the status and body on the event.
+  ws.onclose({ code: 1006, reason: "", wasClean: false, status: 403, body: "" });
+  await until(() => bodies.length === 1, "the stream");
+  assert.equal(calls[0].headers.Authorization, "Bearer k");
+  bodies[0].write(state);
+  const client = await connecting;
+  assert.equal(client.status().wire, "sse");
+  assert.ok(events.some((e) => e.type === "diagnostic" && e.error.kind === "version"), JSON.stringify(events));
+  await client.close();
+  assert.ok(calls[0].signal.aborted);
+});
