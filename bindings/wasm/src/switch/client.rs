@@ -327,7 +327,7 @@ impl Driver {
     fn open_stream(&mut self, now: Millis, open: OpenRequest) {
         let controller = match fetch::controller() {
             Ok(c) => c,
-            Err(e) => return self.conn.handle_open_abandoned(now, &e.message),
+            Err(e) => return self.conn.handle_open_error(now, &e.message),
         };
         let epoch = self.epoch;
         self.socket = Some(Current {
@@ -401,9 +401,11 @@ impl Driver {
                 self.retire_socket(None);
                 self.conn.handle_open_failed(now, Some(status), &body);
             }
+            // No answer: the message is the host's reason (a WebSocket's guess at a refused key
+            // or a missing route does not apply: a refused stream has its status).
             Stream::Failed(m) => {
                 self.retire_socket(None);
-                self.conn.handle_open_failed(now, None, &m);
+                self.conn.handle_open_error(now, &m);
             }
             Stream::Ended(m) => {
                 self.retire_socket(None);
