@@ -10,6 +10,10 @@ use common::{bounded, server};
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// Held by the tests that frame tens of MiB (CPU-heavy in a debug build): one at a time, so on a
+/// loaded 2-core machine none measures its timers against the others' framing.
+static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn client(server: &ServerHandle) -> RktClient {
     RktClient::connect(&server.url(), ClientConfig::default())
         .await
@@ -530,6 +534,7 @@ async fn unread_errors_are_bounded_and_the_end_still_arrives() {
 /// returns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_that_stops_reading_fails_the_calls_and_close_returns() {
+    let _heavy = HEAVY.lock().await;
     bounded(async {
         let url = raw_peer(After::Stall).await;
         let cfg = ClientConfig {
@@ -547,10 +552,11 @@ async fn a_peer_that_stops_reading_fails_the_calls_and_close_returns() {
             .collect();
         // About 1 s here (the calls' TTL: the driver's loop runs while the write is pending; it
         // was about 6 s when the loop waited inside the write for its 5 s bound); without a bound
-        // the calls wait forever. 14 s leaves a loaded 2-core machine room, inside `bounded`'s 20 s.
-        let answers = tokio::time::timeout(Duration::from_secs(14), futures_util::future::join_all(calls))
+        // the calls wait forever. 30 s only guards against that hang: framing 36 MB in a debug
+        // build on a loaded 2-core machine took past 14 s once (inside `bounded`'s 60 s).
+        let answers = tokio::time::timeout(Duration::from_secs(30), futures_util::future::join_all(calls))
             .await
-            .expect("calls still waiting 14 s after their 1 s TTL: the driver is stuck in a write");
+            .expect("calls still waiting 30 s after their 1 s TTL: the driver is stuck in a write");
         for answer in answers {
             let e = answer.unwrap().unwrap_err();
             assert!(matches!(e.kind(), ErrorKind::Closed | ErrorKind::Timeout), "{e}");
@@ -570,6 +576,7 @@ async fn a_peer_that_stops_reading_fails_the_calls_and_close_returns() {
 /// write: the small request failed only when the flush was declared blocked, 5 s in (`closed`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_reader_holds_up_neither_timers_nor_close() {
+    let _heavy = HEAVY.lock().await;
     bounded(async {
         let url = raw_peer(After::SlowRead).await;
         let cfg = ClientConfig {
@@ -592,16 +599,15 @@ async fn a_slow_reader_holds_up_neither_timers_nor_close() {
         };
         let (e, waited) = tokio::select! {
             r = &mut big => panic!("the big request ended first: {r:?}"),
-            r = tokio::time::timeout(Duration::from_secs(10), small) => {
-                r.expect("the 1 s request still waiting 10 s later")
+            r = tokio::time::timeout(Duration::from_secs(20), small) => {
+                r.expect("the 1 s request still waiting 20 s later")
             }
         };
         eprintln!("the 1 s request (sent at 0.3 s) failed at {waited:?}: {e}");
-        assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
         // About 1.6 s here: the TTL, plus the CPU time of framing 24 MiB in a debug build, which
-        // grows with load. Before the change it failed `closed` at about 5.4 s (the kind above
-        // tells that apart; this bound only says it came before the 5 s write bound).
-        assert!(waited < Duration::from_millis(5000), "{waited:?}");
+        // grows with load (5.5 s once, on a loaded 2-core machine). Before the change it failed
+        // `closed` at about 5.4 s: the kind tells the two apart, where a time bound cannot.
+        assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
         // Past the 5 s write bound, with progress all along: the big request is still going.
         tokio::select! {
             r = &mut big => panic!("the big request ended: {r:?}"),
@@ -772,6 +778,7 @@ async fn the_server_refuses_connections_past_its_cap() {
 /// stream fails with `limit`. Before, all 200 chunks (100 MiB) were held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_read_too_slowly_is_bounded_in_bytes() {
+    let _heavy = HEAVY.lock().await;
     bounded(async {
         let url = raw_peer(After::FloodStream).await;
         let c = RktClient::connect(&url, ClientConfig::default()).await.unwrap();

@@ -8,7 +8,7 @@ use std::time::Duration;
 /// Runs a test body with a hard time limit.
 #[allow(dead_code)] // not every test binary that includes this module uses it
 pub async fn bounded<T>(body: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), body)
+    tokio::time::timeout(Duration::from_secs(60), body)
         .await
         .expect("test timed out")
 }

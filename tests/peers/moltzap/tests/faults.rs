@@ -170,13 +170,14 @@ fn pinging(ms: u64) -> PeerConfig {
 #[tokio::test]
 async fn healthy_client_keeps_its_socket() {
     bounded(async {
-        let h = peer(pinging(40)).await;
+        // Pings every 200 ms: three missed (a pause of 600 ms on a loaded machine) close it.
+        let h = peer(pinging(200)).await;
         let (_, key) = register(&h, "ponger").await;
         let mut w = ws(&h).await;
         auth_current(&mut w, &key).await;
         // tungstenite answers pings while the client reads.
         let mut pings = 0;
-        let until = Instant::now() + Duration::from_millis(400);
+        let until = Instant::now() + Duration::from_millis(2_000);
         while let Ok(m) = tokio::time::timeout_at(until.into(), w.next()).await {
             match m {
                 Some(Ok(Message::Ping(_))) => pings += 1,
@@ -313,7 +314,9 @@ async fn slow_consumer_is_cut_off() {
 #[tokio::test]
 async fn a_client_that_stops_reading_is_cut_off() {
     bounded(async {
-        let mut cfg = pinging(100);
+        // Pings every 2 s, not faster: `b` reads nothing while each 330 KiB call is framed, and on
+        // a loaded machine a 100 ms ping interval cut `b` (3 missed) instead of `a`.
+        let mut cfg = pinging(2_000);
         cfg.write_timeout = Duration::from_millis(300);
         let h = peer(cfg).await;
         let (_, ka) = register(&h, "stuck").await;

@@ -151,7 +151,8 @@ async fn beats() {
 async fn takeover_and_lapse_end_the_stream() {
     bounded(async {
         let mut c = cfg(Generation::Released);
-        c.heartbeat_ttl = Duration::from_millis(300);
+        // Long enough that s2 opens before s1 lapses on a loaded machine.
+        c.heartbeat_ttl = Duration::from_millis(1_500);
         let h = peer(c).await;
         let a = h.add_agent("alice");
         let id = cid();
@@ -192,13 +193,14 @@ async fn takeover_and_lapse_end_the_stream() {
 async fn beats_keep_a_stream_alive() {
     bounded(async {
         let mut c = cfg(Generation::Released);
-        c.heartbeat_ttl = Duration::from_millis(300);
+        c.heartbeat_ttl = Duration::from_millis(600);
         let h = peer(c).await;
         let a = h.add_agent("alice");
         let id = cid();
         let mut s = sse(&h, &a, &format!("connection_id={id}")).await;
         s.next().await;
-        for _ in 0..8 {
+        // 1.6 s of beats every 100 ms, well past the TTL (a pause under 500 ms is tolerated).
+        for _ in 0..16 {
             assert_eq!(beat(&h, &a, &id, 0).await.0, 200);
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -307,13 +309,15 @@ async fn the_current_generation_serves_sse_with_the_newer_fields() {
 async fn events_older_than_the_max_age_leave_the_buffer() {
     bounded(async {
         let mut c = cfg(Generation::Released);
-        c.replay_max_age = Duration::from_millis(100);
+        // 1 s: "fresh" must still be younger than it when the open trims the buffer, however
+        // loaded the machine.
+        c.replay_max_age = Duration::from_millis(1_000);
         let h = peer(c).await;
         let a = h.add_agent("alice");
         let room = h.add_room("lobby", &[&a.id]);
         h.post_as_user(&room, "carol", "old");
         h.post_as_user(&room, "carol", "old too");
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
         h.post_as_user(&room, "carol", "fresh");
         let mut s = sse(&h, &a, &format!("connection_id={}&rooms={room}&start_from=0", cid())).await;
         assert_eq!(s.next().await.1["cursor"], 0);
