@@ -6,9 +6,13 @@
 # `resolve` (the address resolver).
 # CRATE `moltzap`: `frame` (the frame decoder), `endpoint` (the harness endpoint driven by the
 # script of tests/script/endpoint.rs), `session` (the client session driven by a
-# script of operations) or `register` (the registration answer decoder). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
-# (both frame decoders, with re-encoding), `connection` (the connection driven by a script) or
-# `ops` (the decoders of the HTTP answers and error bodies).
+# script of operations; every event's JSON text read back as its value), `register` (the
+# registration answer decoder) or `harness` (the harness's parsers: canonical JSON, parts,
+# schemas, answers, addresses, ids, each read back from what it writes). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
+# (both frame decoders, with re-encoding), `connection` (the connection driven by a script),
+# `configured` (the same script under extreme configurations), `request` (the open paths and
+# operation requests built from any ids, rooms, names and arguments: no dot segment, only
+# allowed characters) or `ops` (the decoders of the HTTP answers and error bodies).
 # CRATE `core`: `read` (the JSON reader, against serde_json) or `http` (the HTTP/1.1 answer
 # head and chunked decoders, read by read). CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
 # signs), `bridge` (the SSE bridge driven by a script of upstream bytes, pongs, beat answers and
@@ -103,6 +107,26 @@ if src.is_dir():
             if "id" in fields:
                 ws["id"] = int(fields["id"])
             (dst / f"capture-ws-{f.stem}").write_bytes(b"\x00" + json.dumps(ws).encode())
+PY
+fi
+
+# Seed the relay token target with every vector of tests/vectors/relay-token: its claims, signed
+# by the harness (flags byte 2), at the vector's `now` and lifetime; and the token itself (flags
+# 0: unsigned by the harness's secret, so refused).
+if [ "$crate" = relay ] && [ "$target" = token ] && command -v python3 >/dev/null; then
+    python3 - "$root/tests/vectors/relay-token/vectors.json" "$corpus" <<'PY'
+import base64, json, pathlib, struct, sys
+src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+for v in json.loads(src.read_text()):
+    head = lambda flags: struct.pack("<BQI", flags, v["now_ms"], v["max_lifetime_s"])
+    token = v.get("token", "")
+    (dst / f"vector-{v['name']}-token").write_bytes(head(0) + token.encode())
+    part = token.split(".")[0]
+    try:
+        claims = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+    except Exception:
+        continue
+    (dst / f"vector-{v['name']}-claims").write_bytes(head(2) + claims)
 PY
 fi
 

@@ -78,7 +78,7 @@ export interface SwitchOptions {
   maxQueuedBytes?: number | undefined;
   /** Largest frame taken in, in bytes (default 1 MiB, at most 64 MiB). */
   maxMessageBytes?: number | undefined;
-  /** How deep a frame's JSON may nest (default 64). */
+  /** How deep a frame's JSON may nest (default 64, at most 128). */
   maxDepth?: number | undefined;
   /** How long an operation waits (default 30 000). */
   opTimeoutMs?: number | undefined;

@@ -189,9 +189,11 @@ pub(crate) fn check_room(room: &str) -> Result<(), Error> {
 }
 
 pub(crate) fn check_id(name: &str, v: &str) -> Result<(), Error> {
-    if v.is_empty() || v.len() > MAX_ID_LEN || v.chars().any(|c| c.is_control() || c == '/') {
+    // `.` and `..` are path segments a URL parser folds (`/agents/../ops/x` is `/ops/x`): the
+    // request would go elsewhere with the agent's key (the relay refuses them too).
+    if v.is_empty() || v.len() > MAX_ID_LEN || v == "." || v == ".." || v.chars().any(|c| c.is_control() || c == '/') {
         return Err(invalid(format!(
-            "{name} must be 1..={MAX_ID_LEN} characters without '/' or control characters (got {v:?})"
+            "{name} must be 1..={MAX_ID_LEN} characters without '/' or control characters, and not '.' or '..' (got {v:?})"
         )));
     }
     Ok(())
@@ -270,6 +272,12 @@ mod tests {
         assert!(bad(OpenParams::new("a", "nope")).message.contains("UUID"));
         assert!(bad(OpenParams::new("", CID)).message.contains("agent_id"));
         assert!(bad(OpenParams::new("a/b", CID)).message.contains("'/'"));
+        // Dot segments: `/agents/../connection/ws` would reach `/connection/ws`.
+        for dots in [".", ".."] {
+            assert!(bad(OpenParams::new(dots, CID)).message.contains("'..'"), "{dots}");
+            assert!(crate::ops::list_ops(dots).is_err(), "{dots}");
+        }
+        assert!(OpenParams::new("...", CID).ws_path().is_ok(), "not a dot segment");
         let rooms = |r: &str| OpenParams {
             rooms: vec![r.into()],
             ..OpenParams::new("a", CID)

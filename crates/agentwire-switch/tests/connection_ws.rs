@@ -1440,6 +1440,15 @@ fn zero_bounds_are_refused() {
             "{name}: {e:?}"
         );
     }
+    // Deeper than serde_json reads, `Event::to_json` gave a payload as a string where
+    // `to_json_string` embedded it (the fuzz review).
+    let mut cfg = ws();
+    cfg.decode.max_depth = agentwire_switch::frame::MAX_DEPTH + 1;
+    let e = Driver::new(cfg).conn.start(0).unwrap_err();
+    assert!(e.message.contains("decode.max_depth must be at most 128"), "{e:?}");
+    let mut cfg = ws();
+    cfg.decode.max_depth = agentwire_switch::frame::MAX_DEPTH;
+    Driver::new(cfg).conn.start(0).unwrap();
 }
 
 #[test]

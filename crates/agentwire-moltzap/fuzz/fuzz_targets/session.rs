@@ -3,7 +3,8 @@
 //! session that connected (some with a `max_send_bytes` around the connect frame's size, so
 //! that the outgoing size check refuses some). Nothing may panic; `in_flight` stays within
 //! `max_in_flight` and a refused call leaves it as it was; after a close every request handed
-//! out has had exactly one terminal event, before `Disconnected`.
+//! out has had exactly one terminal event, before `Disconnected`; every event's text
+//! (`to_json_string`, what bindings hand out) is its `to_json` object.
 #![no_main]
 
 use agentwire_core::SeededEntropy;
@@ -25,6 +26,13 @@ impl Run {
     fn drain(&mut self) {
         while self.s.poll_transmit().is_some() {}
         while let Some(e) = self.s.poll_event() {
+            // What bindings hand out: the text is the `to_json` object.
+            let text = e.to_json_string();
+            let mut de = serde_json::Deserializer::from_str(&text);
+            de.disable_recursion_limit();
+            let read: serde_json::Value =
+                serde::Deserialize::deserialize(&mut de).unwrap_or_else(|err| panic!("{text}: {err}"));
+            assert_eq!(read, e.to_json(), "{text}");
             match e {
                 Event::Response { id, .. } | Event::Failed { id, .. } | Event::ConnectFailed { id, .. } => {
                     assert!(self.open.remove(&id), "a second terminal event for {id}");

@@ -1,6 +1,6 @@
 //! Fuzzes relay token verification: it must never panic, never accept a token it was not given a
 //! signature for, never put a secret or a signature in a message, and whatever it accepts must
-//! be valid, unexpired, within the lifetime, and mint back to a token that verifies the same.
+//! be valid, unexpired, within the lifetime (plus `LIFETIME_LEEWAY_S`), and mint back to a token that verifies the same.
 //!
 //! Input: a flags byte, 8 bytes of `now` (ms, little-endian), 4 bytes of `max_lifetime_s`, then
 //! the body. Flags bit 0: verify with two secrets (rotation) instead of one. Bit 1: the body is
@@ -10,7 +10,7 @@
 #![no_main]
 
 use agentwire_core::base64url;
-use agentwire_relay::token::{mint, verify, TokenErrorKind};
+use agentwire_relay::token::{mint, verify, TokenErrorKind, LIFETIME_LEEWAY_S};
 use hmac::{Hmac, Mac};
 use libfuzzer_sys::fuzz_target;
 use sha2::Sha256;
@@ -47,7 +47,8 @@ fuzz_target!(|data: &[u8]| {
             assert!(signing, "accepted a token nobody signed: {token:?}");
             claims.validate().expect("accepted claims are valid");
             let now_s = now / 1000;
-            assert!(now_s < claims.exp && claims.exp <= now_s.saturating_add(life));
+            // Within the lifetime, plus the leeway for clock skew `verify` allows.
+            assert!(now_s < claims.exp && claims.exp <= now_s.saturating_add(life).saturating_add(LIFETIME_LEEWAY_S));
             let again = mint(SECRET, &claims).expect("accepted claims mint");
             assert_eq!(verify(&again, secrets, now, life).as_ref(), Ok(&claims));
         }

@@ -85,6 +85,8 @@ impl Run {
         // A step sends its own frame, the queue it releases and a keepalive or close at most.
         assert!(sent <= MAX_IN_FLIGHT + 4, "{sent} frames in one step");
         while let Some(e) = self.s.poll_event() {
+            // What bindings hand out for every event.
+            let _ = e.to_json().to_string();
             match e {
                 // The automatic AUTH ends as AuthOk, or as an Error: never as Failed.
                 ClientEvent::AuthOk { id, .. } if self.auto_auth.as_ref() == Some(&id) => self.auto_auth = None,

@@ -509,6 +509,12 @@ impl Connection {
                 ));
             }
         }
+        if self.cfg.decode.max_depth > crate::frame::MAX_DEPTH {
+            return Err(SwitchError::local(
+                ErrorKind::Invalid,
+                format!("decode.max_depth must be at most {}", crate::frame::MAX_DEPTH),
+            ));
+        }
         let b = &self.cfg.backoff;
         if !(b.factor.is_finite() && b.factor >= 1.0) {
             return Err(SwitchError::local(

@@ -21,9 +21,14 @@ use serde_json::value::RawValue;
 pub struct DecodeOptions {
     /// Largest message (or SSE `data`), in bytes (default 1 MiB).
     pub max_message_bytes: usize,
-    /// Deepest nesting of arrays and objects, the frame included (default 64).
+    /// Deepest nesting of arrays and objects, the frame included (default 64; at most
+    /// [`MAX_DEPTH`]).
     pub max_depth: usize,
 }
+
+/// The largest `max_depth` a connection takes: serde_json's recursion limit, which the payload
+/// views and `Event::to_json` read within (deeper, `to_json` and `to_json_string` would disagree).
+pub const MAX_DEPTH: usize = 128;
 
 impl Default for DecodeOptions {
     fn default() -> Self {
