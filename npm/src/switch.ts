@@ -304,6 +304,8 @@ export interface SwitchSession {
   start(now: number): void;
   handleOpen(now: number): void;
   handleOpenFailed(now: number, status: number | undefined, body: string): void;
+  /** The open failed before any HTTP answer, for the reason given (a refused connection, DNS). */
+  handleOpenError(now: number, reason: string): void;
   handleText(now: number, text: string): void;
   handleBinary(now: number, bytes: Uint8Array): void;
   handleBytes(now: number, chunk: Uint8Array): void;
@@ -312,6 +314,8 @@ export interface SwitchSession {
   handleHttpFailed(now: number, id: number, reason: string): void;
   handleTimeout(now: number): void;
   close(now: number): void;
+  /** Reopens now if waiting out the backoff (the network came back); whether it did. */
+  reconnectNow(now: number): boolean;
   pollTransmit(): SwitchTransmit | undefined;
   /** The next event as JSON text (parse it as `SwitchEvent`). */
   pollEvent(): string | undefined;

@@ -642,3 +642,16 @@ test("Switch: reconnectNow() cuts a backoff short", { timeout: 10_000 }, async (
     await client.close();
   }
 });
+
+// The first open waits for refreshToken (an expired token); on a host without a global WebSocket
+// and no `webSocket` option, that later open found none and nothing reported it: connect waited
+// for openTimeoutMs and rejected as a retryable timeout. It is `invalid` at once now.
+test("Switch: no WebSocket found by a first open that waited for refreshToken is invalid", { skip: typeof WebSocket !== "undefined" && "this Node has a global WebSocket", timeout: 10_000 }, async () => {
+  const old = Math.floor(Date.now() / 1000) - 60;
+  const started = Date.now();
+  await assert.rejects(
+    SwitchClient.connect("http://fake", { token: token(old), agentId: "a", refreshToken: async () => token(old + 7200) }),
+    (e) => e.kind === "invalid" && /no global WebSocket/.test(e.message) && !e.retryable,
+  );
+  assert.ok(Date.now() - started < 5_000, "at once, not after openTimeoutMs");
+});

@@ -232,6 +232,10 @@ impl GuestSession for Session {
         self.0.borrow_mut().handle_open_failed(now, status, &body);
     }
 
+    fn handle_open_error(&self, now: u64, reason: String) {
+        self.0.borrow_mut().handle_open_error(now, &reason);
+    }
+
     fn handle_open_unusable(&self, now: u64, kind: ErrorKind, message: String) {
         let error = SwitchError::local(core_kind(kind), message);
         self.0.borrow_mut().handle_open_unusable(now, error);

@@ -970,6 +970,11 @@ fn a_live_connection_takes_an_unusable_open_as_a_failed_one() {
     d.conn.handle_open_unusable(d.now, untrusted);
     let (_, e) = d.drain();
     assert!(e.iter().all(|e| !matches!(e, Event::Stopped { .. })), "{e:?}");
+    // Its reason is the host's alone (no guess at a refused key).
+    assert!(
+        matches!(&e[..], [Event::Disconnected { reason, .. }] if reason == "TLS: the certificate is not trusted"),
+        "{e:?}"
+    );
     d.reopen(); // with its backoff
     d.conn.handle_open(d.now);
     d.text(&connection_state(Some(3), 5, &[ROOM]));

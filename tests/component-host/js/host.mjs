@@ -200,7 +200,7 @@ export class SwitchHost extends Host {
   open({ wire, request }) {
     this.drop();
     if (wire === 'sse') {
-      setImmediate(() => this.feed((s, n) => s.handleOpenFailed(n, undefined, 'this host opens WebSockets only')));
+      setImmediate(() => this.feed((s, n) => s.handleOpenError(n, 'this host opens WebSockets only')));
       return;
     }
     const url = this.base.replace(/^http/, 'ws') + request.path;

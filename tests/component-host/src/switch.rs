@@ -97,9 +97,8 @@ impl SwitchSession {
             Transmit::Open(open) => {
                 self.socket = None;
                 if open.wire == Wire::Sse {
-                    return self.with(|a, st, s| {
-                        a.call_handle_open_failed(st, s, now_ms(), None, "this host opens WebSockets only")
-                    });
+                    return self
+                        .with(|a, st, s| a.call_handle_open_error(st, s, now_ms(), "this host opens WebSockets only"));
                 }
                 let url = format!("{}{}", self.base.replacen("http", "ws", 1), open.request.path);
                 match Socket::open(&url, None, &self.headers(&open.request)) {
@@ -107,7 +106,11 @@ impl SwitchSession {
                         self.socket = Some(socket);
                         self.with(|a, st, s| a.call_handle_open(st, s, now_ms()))
                     }
-                    Err(r) => self.with(|a, st, s| a.call_handle_open_failed(st, s, now_ms(), r.status, &r.reason)),
+                    // This host reads every refusal's status: none is a network failure.
+                    Err(r) => self.with(|a, st, s| match r.status {
+                        Some(_) => a.call_handle_open_failed(st, s, now_ms(), r.status, &r.reason),
+                        None => a.call_handle_open_error(st, s, now_ms(), &r.reason),
+                    }),
                 }
             }
             Transmit::Text(text) => match &mut self.socket {

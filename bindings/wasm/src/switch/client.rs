@@ -72,8 +72,10 @@ enum Stream {
     Ended(String),
 }
 
-/// Bytes of a refused stream's body given to the engine (its error's detail).
+/// Bytes of a refused stream's body given to the engine (its error's detail), and how long they
+/// are read (the native driver's bound).
 const REFUSAL_BODY: usize = 4096;
+const REFUSAL_BODY_MS: Millis = 2_000;
 
 struct SocketSink {
     driver: Weak<RefCell<Driver>>,
@@ -131,8 +133,9 @@ struct Driver {
     /// has stopped they are aborted and reject with kind `closed`.
     ops_in_flight: Vec<(u64, AbortController)>,
     next_op: u64,
-    /// The first open found no WebSocket constructor (none given, no global one).
-    no_web_socket: bool,
+    /// Whether an open inside `SwitchDriver::new` found no WebSocket constructor (none given, no
+    /// global one); `None` while `new` runs.
+    no_web_socket: Option<bool>,
     /// The page's queue for `events()` is full: events wait in the engine (bounded by its
     /// `max_queued_*`, past which it reopens from the cursor once drained: none is lost).
     held: bool,
@@ -311,8 +314,14 @@ impl Driver {
                     token: self.tokens,
                 })
             }
-            // Made in `SwitchDriver::new`, which then fails with kind `invalid`.
-            Err(m) if m == NO_WEB_SOCKET => self.no_web_socket = true,
+            // Made in `SwitchDriver::new`, which then fails with kind `invalid`; later (the first
+            // open waited for `refreshToken`), the connection stops with it (`connect` rejects).
+            Err(m) if m == NO_WEB_SOCKET => match self.no_web_socket {
+                None => self.no_web_socket = Some(true),
+                Some(_) => self
+                    .conn
+                    .handle_open_unusable(now, SwitchError::local(ErrorKind::Invalid, NO_WEB_SOCKET)),
+            },
             Err(m) => {
                 let m = format!("the WebSocket to {} could not be created: {m}", self.ws_base);
                 self.conn.handle_open_error(now, &m);
@@ -348,7 +357,12 @@ impl Driver {
             };
             let request = &open.request;
             let input = match fetch::open_stream(&base, &token, request, &controller).await {
-                Err(e) => Stream::Failed(format!("GET {base}{}: {}", request.path, describe(&e))),
+                // The URL without its query (the connection's parameters), as the native driver.
+                Err(e) => Stream::Failed(format!(
+                    "GET {base}{}: {}",
+                    request.path.split('?').next().unwrap_or_default(),
+                    describe(&e)
+                )),
                 Ok(response) => {
                     let reader = fetch::reader(&response);
                     match (response.status(), reader) {
@@ -367,7 +381,15 @@ impl Driver {
                         }
                         (200, None) => Stream::Failed("the event stream's answer has no body".into()),
                         (status, reader) => {
-                            // Its start only: the engine's open deadline bounds the wait.
+                            // Its start only, read for REFUSAL_BODY_MS at most (then the stream is
+                            // aborted and the read ends): a refusal whose body never ends is still
+                            // its status, not the engine's open timeout.
+                            let mut cut = {
+                                let controller = controller.clone();
+                                Timer::new(Closure::new(move || fetch::abort(&controller)))
+                            };
+                            let start = crate::host::now();
+                            cut.arm(Some(start.saturating_add(REFUSAL_BODY_MS)), start);
                             let mut body = Vec::new();
                             while let (Some(r), true) = (&reader, body.len() < REFUSAL_BODY) {
                                 match fetch::next_chunk(r).await {
@@ -375,6 +397,7 @@ impl Driver {
                                     _ => break,
                                 }
                             }
+                            drop(cut);
                             body.truncate(REFUSAL_BODY);
                             Stream::Refused(status, String::from_utf8_lossy(&body).into_owned())
                         }
@@ -668,7 +691,7 @@ impl SwitchDriver {
                 http_timeout_ms,
                 ops_in_flight: Vec::new(),
                 next_op: 0,
-                no_web_socket: false,
+                no_web_socket: None,
                 held: false,
             })
         });
@@ -677,9 +700,10 @@ impl SwitchDriver {
             d.conn.start(now).map_err(|e| err(&e))?;
             d.pump(now, calls);
             // Not retryable, as with RKT and MoltZap (an error, before any event).
-            if d.no_web_socket {
+            if d.no_web_socket == Some(true) {
                 return Err(invalid(NO_WEB_SOCKET));
             }
+            d.no_web_socket = Some(false);
             Ok::<_, JsValue>(())
         })??;
         Ok(SwitchDriver {

@@ -60,6 +60,14 @@ impl SwitchSession {
         self.inner.handle_open_failed(millis(now), status, body);
     }
 
+    /// The last `open` failed before any HTTP answer, for a reason the host states (a refused
+    /// connection, DNS, a socket that could not be made): `reason` is the failure's message,
+    /// without `handleOpenFailed`'s guess for a host that cannot tell these from a refusal.
+    #[wasm_bindgen(js_name = handleOpenError)]
+    pub fn handle_open_error(&mut self, now: f64, reason: &str) {
+        self.inner.handle_open_error(millis(now), reason);
+    }
+
     /// A WebSocket text message.
     #[wasm_bindgen(js_name = handleText)]
     pub fn handle_text(&mut self, now: f64, text: &str) {
@@ -132,6 +140,13 @@ impl SwitchSession {
     /// Closes for good: a `close` transmit (if a socket is open) and a `stopped` event.
     pub fn close(&mut self, now: f64) {
         self.inner.close(millis(now));
+    }
+
+    /// Reopens now (an `open` transmit) if the connection waits out its backoff before a reopen
+    /// (the network came back); returns whether it did. The attempt count is kept.
+    #[wasm_bindgen(js_name = reconnectNow)]
+    pub fn reconnect_now(&mut self, now: f64) -> bool {
+        self.inner.reconnect_now(millis(now))
     }
 
     /// `idle`, `opening`, `attaching`, `live`, `backoff` or `stopped`.

@@ -668,7 +668,9 @@ impl Connection {
             return;
         }
         if self.ever_attached {
-            return self.on_open_failed(now, None, &error.message);
+            // The host's reason alone, as `handle_open_error` (no guess at a refused key).
+            self.socket_open = false;
+            return self.reconnect(now, None, &error.message, false);
         }
         self.socket_open = false;
         self.stop(Some(error.retryable(false)), "refused");
