@@ -56,6 +56,7 @@ fuzz_target!(|data: &[u8]| {
                 let e = agentwire_switch::SwitchError::local(agentwire_core::ErrorKind::Auth, text.as_ref());
                 c.handle_open_unusable(now, e)
             }
+            4 if body.first() == Some(&254) => c.handle_open_error(now, &text),
             4 => c.handle_open_failed(now, body.first().map(|b| 100 + u16::from(*b) * 2), &text),
             5 => {
                 if let Some(id) = http_ids.pop() {
@@ -68,6 +69,9 @@ fuzz_target!(|data: &[u8]| {
                 c.handle_timeout(now)
             }
             6 => c.handle_timeout(now.saturating_add(u64::from(*len) * 1000)),
+            _ if *len == 0xfe => {
+                c.reconnect_now(now);
+            }
             _ => c.close(now),
         }
         loop {
