@@ -150,8 +150,12 @@ export class Queue<T> implements AsyncIterableIterator<T> {
       return w({ value: v, done: false });
     }
     while (!over && (this.size || this.all.n) && (this.size >= this.limit || this.all.n + n > this.maxBytes)) {
+      const [size, all] = [this.size, this.all.n];
       this.onOverflow(this);
       if (this.#ended) return;
+      // A policy that made no room (dropping the oldest of an empty queue whose sharers hold the
+      // bytes): the value is taken, over the bound by this one value, rather than loop for ever.
+      if (this.size === size && this.all.n === all) break;
     }
     this.#items.push([v, n]);
     this.#bytes += n;

@@ -51,6 +51,20 @@ test("the byte bound drops as many of the oldest as it takes, and one value alwa
   assert.deepEqual([q.size, q.dropped], [1, 3]);
 });
 
+// Queues sharing a byte bound, the overflow policy dropping the oldest: a value for an empty
+// queue, its sharers holding the bytes, made no room and looped for ever; it is taken, over the
+// bound by that one value, and the bound holds again for the next.
+test("a policy that makes no room takes the value instead of looping", () => {
+  const all = { n: 0 };
+  const full = new Queue(100, 10, (q) => q.dropOldest(), undefined, all);
+  const empty = new Queue(100, 10, (q) => q.dropOldest(), undefined, all);
+  full.push("a", 8);
+  empty.push("b", 4);
+  assert.deepEqual([full.size, empty.size, all.n, empty.dropped], [1, 1, 12, 0]);
+  empty.push("c", 4); // its own oldest goes: room enough again
+  assert.deepEqual([empty.size, all.n, empty.dropped], [1, 12, 1]);
+});
+
 test("an error ends the queue once: every reader waiting gets it, or else the next read; then the end", async () => {
   const boom = new Error("boom");
   const waiting = new Queue(10, 1 << 30, () => {});
