@@ -117,6 +117,32 @@ test("Switch over SSE: no answer (fetch rejects) fails the connect with closed, 
   assert.equal(e?.kind, "closed", `${e?.kind}: ${e?.message}`);
   assert.equal(e.retryable, true);
   assert.match(e.message, /fetch failed/);
+  // The URL it names is without its query (the connection's parameters).
+  assert.match(e.message, /GET http:\/\/switch\.test\/agents\/a\/events: /);
+  assert.doesNotMatch(e.message, /\?|connection_id|rooms=/);
+});
+
+test("Switch over SSE: a refusal whose body never ends is its status after 2 s, not the open's timeout", { timeout: 20_000 }, async () => {
+  let signal;
+  fakeFetch((call) => {
+    signal = call.signal;
+    const enc = new TextEncoder();
+    let sent = false;
+    // One chunk, then nothing more, ever (until aborted).
+    const stream = new ReadableStream({ pull: (c) => void (sent || ((sent = true), c.enqueue(enc.encode('{"detail":"bad key"}')))) });
+    return new Response(stream, { status: 401 });
+  });
+  const start = Date.now();
+  const e = await SwitchClient.connect("http://switch.test", { token: "k", agentId: "a", transport: "sse", openTimeoutMs: 15_000 }).then(
+    () => null,
+    (e) => e,
+  );
+  const took = Date.now() - start;
+  assert.equal(e?.kind, "auth", `${e?.kind}: ${e?.message}`);
+  assert.equal(e.info.status, 401);
+  assert.match(e.message, /bad key/, "the body's start is read");
+  assert.ok(took >= 1_500 && took < 10_000, `refused after ${took} ms`);
+  assert.ok(signal.aborted, "the refused stream is aborted");
 });
 
 test("Switch auto: an upgrade refused with 403, which the socket tells, goes on over SSE", { timeout: 10_000 }, async () => {

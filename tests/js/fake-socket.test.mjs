@@ -383,6 +383,26 @@ test("a client an exception left busy for good: its input is dropped, its calls 
   }
 });
 
+// The same for a Switch client: its status(), which had said "the driver is busy (re-entrant
+// call)", says it is broken, as its commands do.
+test("a Switch client an exception left busy for good: status() and its calls say it is broken", async () => {
+  const { Worker } = await import("node:worker_threads");
+  const worker = new Worker(new URL("./leaked-borrow-switch.mjs", import.meta.url));
+  try {
+    const got = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("no answer within 5 s: the thread spins")), 5_000);
+      worker.once("message", (m) => (clearTimeout(timer), resolve(m)));
+      worker.once("error", (e) => (clearTimeout(timer), reject(e)));
+    });
+    assert.equal(got.before, "connected");
+    assert.match(got.first, /a host function that threw/);
+    assert.match(got.status, /^state: the client is broken/);
+    assert.match(got.close, /^state: the client is broken/);
+  } finally {
+    await worker.terminate();
+  }
+});
+
 /** A relay the test plays for every socket a Switch client opens (`opened`, in order): it
  * accepts the upgrade and, for a token whose `exp` has passed, closes with 4401 (the connection
  * then stops with kind `auth`), else attaches. `expire(ws)` is its close at the token's `exp`. */
