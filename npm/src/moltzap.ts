@@ -2,7 +2,7 @@
  * `MoltZapSession` (the sans-IO session, for your own transport). */
 import { MoltZapDriver, MoltZapSession as WasmMoltZapSession } from "./wasm/agentwire_wasm.js";
 import { call, engineOptions, Events, jsonArg, open, type CallOptions, type ConnectOptions } from "./calls.js";
-import type { ErrorInfo } from "./errors.js";
+import { agentwireError, type ErrorInfo } from "./errors.js";
 import type { Transmit } from "./session.js";
 import { Client } from "./client.js";
 
@@ -142,11 +142,16 @@ export class MoltZapClient extends Client<MoltZapEvent> {
   }
 
   /** Recent messages: one conversation's, or the window across all (the method depends on the
-   * generation; the engine picks it). */
+   * generation; the engine picks it). `limit` (default 20) is a whole number from 0 to 2^32 - 1,
+   * else the call rejects with kind `invalid` (the server takes 1 to 100). */
   recentMessages<T = unknown>(opts: CallOptions & { conversationId?: string | undefined; limit?: number | undefined } = {}): Promise<T> {
     const { conversationId, limit = 20, ...rest } = opts;
     return call<string>(
-      (res, rej) => this.#driver.recentMessages(conversationId, limit, res, rej),
+      (res, rej) => {
+        // The engine's u32 would take -1 as 4294967295, 2.7 as 2 and NaN as 0.
+        if (!Number.isInteger(limit) || limit < 0 || limit > 0xffff_ffff) throw agentwireError("invalid", `limit is ${limit}: a whole number from 0 to 4294967295`);
+        return this.#driver.recentMessages(conversationId, limit, res, rej);
+      },
       this.#cancel,
       rest,
     ).then((r) => JSON.parse(r) as T);

@@ -230,6 +230,7 @@ export class SwitchClient extends Client<SwitchEvent> {
           // The engine stops a connect whose first open failed (`connectAttempts`).
           if (ev.type === "stopped") onFail(ev.error ? new AgentwireError(ev.error) : agentwireError("closed", "the connection stopped"));
         };
+        exactNumbers(rest);
         const d = new SwitchDriver(relayUrl, token, engineOptions(rest), webSocket as (() => void) | undefined, events.emit, refreshToken);
         // A full `events()` buffer holds events back in the engine, which replays from its cursor.
         events.hold = (held) => d.hold(held);
@@ -338,3 +339,16 @@ export type SwitchTransmit =
 export const SwitchSession: new (optionsJson: string) => SwitchSession = WasmSwitchSession as unknown as new (
   optionsJson: string,
 ) => SwitchSession;
+
+/** `startFrom` and `expectedGeneration` past 2^53 are not exact as numbers: a rounded one is
+ * another valid value (a generation that fences the wrong attach ends the connection
+ * `taken_over`, for good), so such a number is refused with kind `invalid`; a string of digits
+ * is exact. */
+export function exactNumbers(opts: { startFrom?: unknown; expectedGeneration?: unknown }): void {
+  for (const k of ["startFrom", "expectedGeneration"] as const) {
+    const v = opts[k];
+    if (typeof v == "number" && Math.abs(v) > Number.MAX_SAFE_INTEGER) {
+      throw agentwireError("invalid", `\`${k}\` is ${v}: a number past 2^53 is not exact; pass its digits as a string`);
+    }
+  }
+}

@@ -49,6 +49,35 @@ test("a token expiring in 2 s is refreshed before its exp", async () => {
   }
 });
 
+// recentMessages' limit went to a wasm u32, which takes -1 as 4294967295, 2.7 as 2 and NaN as
+// 0: anything but a whole number in range is refused with kind invalid, and nothing is sent.
+test("MoltZap recentMessages refuses a limit that is not a whole number in range", async () => {
+  const sent = [];
+  class Answering extends FakeWebSocket {
+    send(t) {
+      sent.push(JSON.parse(t));
+      const m = sent.at(-1);
+      this.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id: m.id, result: m.method === "agent/network/connect" ? {} : { messages: [], limit: m.params.limit } }) });
+    }
+  }
+  const connecting = MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: Answering, timeoutMs: 2_000 });
+  const ws = last();
+  ws.readyState = 1;
+  ws.onopen({});
+  const client = await connecting;
+  try {
+    const n = sent.length;
+    for (const limit of [-1, 2.7, NaN, Infinity, 2 ** 32, "5"]) {
+      await assert.rejects(client.recentMessages({ conversationId: "c", limit }), (e) => e.kind === "invalid" && e.message.includes("limit"), String(limit));
+    }
+    assert.equal(sent.length, n, "nothing was sent");
+    assert.equal((await client.recentMessages({ conversationId: "c", limit: 7 })).limit, 7);
+    assert.equal(sent.at(-1).params.limit, 7);
+  } finally {
+    await client.close();
+  }
+});
+
 // The driver is busy while it calls `send`: an answer delivered from inside it waits for a
 // microtask (it was dropped, so the connect hung until its timeout).
 test("a MoltZap socket that answers from inside send()", async () => {
@@ -328,6 +357,39 @@ test("options of NaN or Infinity are refused with kind invalid, as negative ones
   } finally {
     await client.close();
   }
+});
+
+// A startFrom or expectedGeneration past 2^53 given as a number was rounded before the engine saw
+// it, and taken as another valid value (a generation fencing the wrong attach is a final
+// taken_over): refused with kind invalid; the same value as a string of digits goes out exact.
+test("Switch startFrom and expectedGeneration past 2^53 as numbers are refused; as strings they are exact", async () => {
+  for (const opts of [{ startFrom: 2 ** 60 }, { expectedGeneration: 2 ** 53 + 2 }]) {
+    const key = Object.keys(opts)[0];
+    await assert.rejects(
+      SwitchClient.connect("http://fake", { token: "t", agentId: "a", webSocket: FakeWebSocket, ...opts }),
+      (e) => e.kind === "invalid" && e.message.includes(key) && e.message.includes("string"),
+      key,
+    );
+  }
+  // Digits only: a sign or a space is no sequence.
+  for (const startFrom of ["+5", " 5", "5 ", ""]) {
+    await assert.rejects(SwitchClient.connect("http://fake", { token: "t", agentId: "a", webSocket: FakeWebSocket, startFrom }), (e) => e.kind === "invalid" && e.message.includes("startFrom"), JSON.stringify(startFrom));
+  }
+  const connecting = SwitchClient.connect("http://fake", {
+    token: "t",
+    agentId: "a",
+    reconnect: false,
+    webSocket: FakeWebSocket,
+    startFrom: "1152921504606846977",
+    expectedGeneration: "9007199254740993",
+  });
+  const ws = last();
+  assert.match(ws.url, /[?&]start_from=1152921504606846977(&|$)/);
+  assert.match(ws.url, /[?&]expected_generation=9007199254740993(&|$)/);
+  ws.readyState = 1;
+  ws.onopen({});
+  ws.onmessage({ data: connectionState });
+  await (await connecting).close();
 });
 
 // A timeoutMs of NaN or below 0 fired at once on RKT (kind timeout) and was refused on MoltZap
