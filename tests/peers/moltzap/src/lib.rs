@@ -100,6 +100,11 @@ pub struct PeerConfig {
     /// Longest a single WebSocket write may block (default 10 s, as the Switch peer); past it the
     /// client counts as gone and the connection is dropped.
     pub write_timeout: Duration,
+    /// The most conversations one `conversations/list` page holds (default 100, the largest
+    /// `limit` it accepts): below a request's `limit`, the page holds this many and its `cursor`
+    /// names the rest, as a server capping its pages answers; tests set it to make a client
+    /// follow the cursor across pages.
+    pub max_conversations_page: usize,
 }
 
 impl PeerConfig {
@@ -112,6 +117,7 @@ impl PeerConfig {
             outbound_queue: 1024,
             max_message_bytes: 1 << 20,
             write_timeout: Duration::from_secs(10),
+            max_conversations_page: 100,
         }
     }
 
@@ -214,7 +220,7 @@ impl PeerHandle {
 pub fn spawn(listener: TcpListener, cfg: PeerConfig) -> io::Result<PeerHandle> {
     let peer = Arc::new(Peer {
         faults: Mutex::new(cfg.faults.clone()),
-        state: Mutex::new(state::State::new(cfg.generation)),
+        state: Mutex::new(state::State::new(cfg.generation, cfg.max_conversations_page)),
         cfg,
         open_ws: AtomicUsize::new(0),
         next_conn: AtomicU64::new(1),

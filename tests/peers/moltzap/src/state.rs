@@ -325,6 +325,8 @@ pub(crate) struct Conn {
 
 pub(crate) struct State {
     generation: Generation,
+    /// [`crate::PeerConfig::max_conversations_page`].
+    max_conversations_page: usize,
     agents: HashMap<String, Agent>,
     by_name: HashMap<String, String>,
     by_key: HashMap<String, String>,
@@ -387,9 +389,10 @@ fn version(v: &str) -> Option<Vec<u64>> {
 }
 
 impl State {
-    pub(crate) fn new(generation: Generation) -> Self {
+    pub(crate) fn new(generation: Generation, max_conversations_page: usize) -> Self {
         State {
             generation,
+            max_conversations_page: max_conversations_page.max(1),
             agents: HashMap::new(),
             by_name: HashMap::new(),
             by_key: HashMap::new(),
@@ -1004,6 +1007,8 @@ impl State {
         {
             return Err(invalid());
         }
+        // A page holds at most `max_conversations_page`: the cursor names the rest.
+        let limit = limit.min(self.max_conversations_page);
         let start = match &p.cursor {
             None => 0,
             Some(c) => c.parse::<usize>().map_err(|_| invalid())?,

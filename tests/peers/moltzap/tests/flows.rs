@@ -568,3 +568,55 @@ async fn a_huge_cursor_is_answered_and_an_ended_connection_releases_its_counters
     })
     .await;
 }
+
+/// `conversations/list` pages (released, as the spec: `{limit?, cursor?}` → `{conversations,
+/// cursor?}`): most recently active first, each page's `cursor` naming the next, none on the
+/// last (the capture's one-page answer has none); `max_conversations_page` caps a page below
+/// `limit`; a cursor the peer did not give is refused.
+#[tokio::test]
+async fn conversations_list_follows_its_cursor_across_pages() {
+    bounded(async {
+        let mut cfg = PeerConfig::new(Generation::Released);
+        cfg.max_conversations_page = 2;
+        let h = peer(cfg).await;
+        let (_, ka) = register(&h, "page-a").await;
+        for n in ["page-b", "page-c", "page-d"] {
+            register(&h, n).await;
+        }
+        let mut a = ws(&h).await;
+        auth_released(&mut a, &ka).await;
+        let mut dms = Vec::new();
+        for n in ["page-b", "page-c", "page-d"] {
+            let p = format!(r#"{{"to":"agent:{n}","parts":[{{"type":"text","text":"hi {n}"}}]}}"#);
+            let sent = call(&mut a, &rreq("s", "messages/send", &p)).await;
+            dms.push(sent["result"]["message"]["conversationId"].as_str().unwrap().to_owned());
+        }
+        let ids = |v: &Value| -> Vec<String> {
+            v["result"]["conversations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["id"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        // limit 20, pages of 2 at most: d and c, then b.
+        let first = call(&mut a, &rreq("l1", "conversations/list", r#"{"limit":20}"#)).await;
+        assert_eq!(ids(&first), vec![dms[2].clone(), dms[1].clone()], "{first}");
+        let cursor = first["result"]["cursor"]
+            .as_str()
+            .expect("a cursor to the rest")
+            .to_owned();
+        let p = format!(r#"{{"limit":20,"cursor":"{cursor}"}}"#);
+        let second = call(&mut a, &rreq("l2", "conversations/list", &p)).await;
+        assert_eq!(ids(&second), vec![dms[0].clone()], "{second}");
+        assert!(second["result"].get("cursor").is_none(), "the last page: {second}");
+        // A limit below the cap: pages of one.
+        let one = call(&mut a, &rreq("l3", "conversations/list", r#"{"limit":1}"#)).await;
+        assert_eq!(ids(&one), vec![dms[2].clone()]);
+        assert!(one["result"]["cursor"].is_string(), "{one}");
+        let bad = call(&mut a, &rreq("l4", "conversations/list", r#"{"cursor":"x"}"#)).await;
+        assert_eq!(bad["error"]["code"], -32602, "{bad}");
+        h.shutdown().await;
+    })
+    .await;
+}
