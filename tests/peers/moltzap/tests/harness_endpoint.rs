@@ -688,11 +688,11 @@ async fn a_released_server_gets_plain_text_and_collectives_are_refused() {
 
 #[tokio::test]
 async fn a_released_endpoint_reads_back_what_was_sent_while_its_socket_was_down() {
-    let h = agentwire_peer_moltzap::spawn(
-        tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        PeerConfig::new(Generation::Released),
-    )
-    .unwrap();
+    // One conversation per `conversations/list` page: bob's two are listed on two pages (carol's,
+    // the more recent, first), so alice's are read back only when the cursor is followed.
+    let mut cfg = PeerConfig::new(Generation::Released);
+    cfg.max_conversations_page = 1;
+    let h = agentwire_peer_moltzap::spawn(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(), cfg).unwrap();
     let mut a = party(&h, "alice", GenerationChoice::Released).await;
     let mut b = party(&h, "bob", GenerationChoice::Released).await;
     let mut c = party(&h, "carol", GenerationChoice::Released).await;
@@ -715,7 +715,8 @@ async fn a_released_endpoint_reads_back_what_was_sent_while_its_socket_was_down(
     run_until(&mut [&mut a], WAIT, |ps| sends.iter().all(|s| ps[0].done(*s).is_some())).await;
     let from_carol = c.send(text("agent:bob", "four")).unwrap();
     run_until(&mut [&mut c], WAIT, |ps| ps[0].done(from_carol).is_some()).await;
-    // bob connects again: the released recovery reads both conversations back.
+    // bob connects again: the released recovery lists both pages and reads both conversations
+    // back.
     let (tx, rx) = open_socket(&h).await;
     (b.tx, b.rx) = (tx, rx);
     b.ep.handle_open(now());

@@ -100,8 +100,9 @@ pub struct EndpointConfig {
     /// After a reconnect, the window of recent messages read back (default 100, 0 = none; more
     /// than 100 asks for 100, the most a server returns): with `agent/message/list` in the
     /// current generation; in the released one, each conversation's newest window
-    /// (`messages/list`) of those active since the last record seen, at most 20
-    /// (`conversations/list`, one page). Records already seen are skipped.
+    /// (`messages/list`) of those active since the last record seen, at most 200
+    /// (`conversations/list`, its `cursor` followed, at most 10 pages of 20). Records already
+    /// seen are skipped.
     pub recovery_limit: u32,
     /// How long a send issued while the endpoint is attaching (the socket opening, the connect
     /// in flight, the connection lost and not closed by [`Endpoint::close`]) waits for

@@ -4,7 +4,7 @@
 //! reconnect, the recent window is read back and records already seen are skipped; live pushes
 //! that arrive meanwhile wait until the recovered rows are queued. The current generation reads
 //! it with one `agent/message/list`; the released one, which has no such method, lists the
-//! conversations (`conversations/list`, one page) and reads the newest window of each one
+//! conversations (`conversations/list`, following its `cursor`, a bounded number of pages) and reads the newest window of each one
 //! active since the last record seen (`messages/list`), a few at a time.
 
 use super::wire::Record;
@@ -42,9 +42,21 @@ pub(super) const MAX_RECOVERY_LIMIT: u32 = 100;
 /// pushes waiting for them are released; retried after the same backoff as a lookup. A
 /// released recovery's requests share the count.
 pub(super) const RECOVERY_ATTEMPTS: u32 = 4;
-/// The conversations a released recovery lists (one `conversations/list` page) and so reads at
-/// most: at most this many `messages/list` windows, of `recovery_limit` rows each.
-pub(super) const MAX_RECOVERY_CONVERSATIONS: u32 = 20;
+/// The `limit` of each `conversations/list` page a released recovery asks for (a server may
+/// answer fewer, with a `cursor` to the rest); at most this many of a page's conversations are
+/// read.
+pub(super) const RECOVERY_PAGE_LIMIT: u32 = 20;
+/// The `conversations/list` pages a released recovery reads at most, following each answer's
+/// `cursor`. Neither the released spec nor the captures say in which order the list comes, so
+/// no page can tell that the ones after it hold nothing newer: the pages are followed until one
+/// has no `cursor`, or this many were read (then logged: more may have activity).
+pub(super) const MAX_RECOVERY_PAGES: u32 = 10;
+/// The conversations a released recovery lists and so reads at most: at most this many
+/// `messages/list` windows, of `recovery_limit` rows each.
+pub(super) const MAX_RECOVERY_CONVERSATIONS: u32 = RECOVERY_PAGE_LIMIT * MAX_RECOVERY_PAGES;
+/// The longest `cursor` a released recovery follows (its bytes); a longer one ends the listing
+/// (logged), so the cursors kept to tell a repeated one stay bounded.
+pub(super) const MAX_RECOVERY_CURSOR_BYTES: usize = 1_024;
 /// The `messages/list` requests a released recovery keeps in flight at once.
 pub(super) const RECOVERY_WINDOWS_IN_FLIGHT: usize = 4;
 
@@ -53,9 +65,17 @@ pub(super) const RECOVERY_WINDOWS_IN_FLIGHT: usize = 4;
 struct ReleasedRecovery {
     /// Which recovery: answers to an earlier one (cut by a lost connection) are ignored.
     run: u64,
-    /// `conversations/list` was answered: `todo` holds what is left to read.
+    /// Every `conversations/list` page was read (or the listing stopped): `todo` holds what is
+    /// left to read.
     listed: bool,
-    /// The conversations whose window is still to be read, in order.
+    /// `conversations/list` pages answered.
+    pages: u32,
+    /// The cursors followed, in order (at most [`MAX_RECOVERY_PAGES`], each at most
+    /// [`MAX_RECOVERY_CURSOR_BYTES`]): the last is the page to ask (again, after a retry); one
+    /// that comes back is not followed again.
+    cursors: Vec<String>,
+    /// The conversations whose window is still to be read, in order (each once; while listing
+    /// they only accumulate, at most [`MAX_RECOVERY_CONVERSATIONS`]).
     todo: VecDeque<String>,
     /// `messages/list` requests in flight.
     in_flight: usize,
@@ -66,7 +86,8 @@ struct ReleasedRecovery {
     /// [`Records::overflows`] when it began: a record dropped for overflow since keeps the
     /// next recovery reading from before it.
     overflows_at_start: u64,
-    /// A window was refused: what it would have read back stays to read.
+    /// A window was refused, or the listing stopped before its last page: what it would have
+    /// read back stays to read.
     incomplete: bool,
 }
 
@@ -74,7 +95,7 @@ struct ReleasedRecovery {
 #[derive(Debug, Clone, PartialEq)]
 enum Since {
     /// Nothing is known (no record seen, or one dropped without a `createdAt`): every
-    /// conversation of the page.
+    /// conversation listed.
     All,
     At(String),
 }

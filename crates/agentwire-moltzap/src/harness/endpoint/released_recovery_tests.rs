@@ -1,8 +1,12 @@
 //! The released recovery against a scripted released server: after a reconnect, the
-//! conversations active since the last record seen (`conversations/list`, one page) have their
-//! newest window read (`messages/list`), and the rows go through the current recovery's path.
+//! conversations active since the last record seen (`conversations/list`, its `cursor`
+//! followed, a bounded number of pages) have their newest window read (`messages/list`), and
+//! the rows go through the current recovery's path.
 
-use super::records::{MAX_RECOVERY_CONVERSATIONS, RECOVERY_ATTEMPTS, RECOVERY_WINDOWS_IN_FLIGHT};
+use super::records::{
+    MAX_RECOVERY_CONVERSATIONS, MAX_RECOVERY_CURSOR_BYTES, MAX_RECOVERY_PAGES, RECOVERY_ATTEMPTS, RECOVERY_PAGE_LIMIT,
+    RECOVERY_WINDOWS_IN_FLIGHT,
+};
 use super::scripted_tests::{alice, Script, TIMEOUT_MS};
 use super::*;
 use crate::session::GenerationChoice;
@@ -137,7 +141,7 @@ fn a_released_reconnect_reads_back_the_conversations_active_since_the_last_recor
         "a released server has no such method"
     );
     let list = s.take("conversations/list").expect("the released recovery");
-    assert_eq!(list["params"], json!({"limit": MAX_RECOVERY_CONVERSATIONS}));
+    assert_eq!(list["params"], json!({"limit": RECOVERY_PAGE_LIMIT}));
     // A live push overtakes the windows on the wire: it waits for them.
     push(&mut s, &row("m3", "c1", "bob", "three", T3));
     assert_eq!(s.texts(), vec!["zero"]);
@@ -354,18 +358,229 @@ fn a_released_recovery_refused_or_cut_by_a_lost_connection() {
     assert_eq!(s.texts(), vec!["zero", "one", "two", "three"]);
 }
 
+/// The `conversations/list` request of the next page, asserting its cursor.
+fn page(s: &mut Script, cursor: Option<&str>) -> Value {
+    let list = s.take("conversations/list").expect("a conversations/list page");
+    let mut params = json!({"limit": RECOVERY_PAGE_LIMIT});
+    if let Some(c) = cursor {
+        params["cursor"] = json!(c);
+    }
+    assert_eq!(list["params"], params);
+    list
+}
+
 #[test]
-fn a_full_page_of_active_conversations_with_more_to_list_is_logged() {
+fn a_released_recovery_follows_the_cursor_across_pages() {
     let mut s = released(|_| {});
+    s.listen();
+    push(&mut s, &row("m0", "c1", "bob", "zero", T0));
+    dm(&mut s);
     reconnect(&mut s);
-    let list = s.take("conversations/list").unwrap();
-    let convs: Vec<Value> = (0..MAX_RECOVERY_CONVERSATIONS)
-        .map(|i| summary(&format!("c{i}"), Some(T1)))
-        .collect();
-    reply(&mut s, &list, json!({"conversations": convs, "cursor": "20"}));
+    let first = page(&mut s, None);
+    push(&mut s, &row("m4", "c3", "bob", "four", T4));
+    reply(
+        &mut s,
+        &first,
+        json!({"conversations": [summary("c1", Some(T3)), summary("c2", Some("2026-12-02T11:00:00.000Z"))],
+            "cursor": "p2"}),
+    );
+    assert!(windows(&mut s).is_empty(), "no window before the last page");
+    let second = page(&mut s, Some("p2"));
+    // c1 listed again (a conversation touched between the pages moves): read once.
+    reply(
+        &mut s,
+        &second,
+        json!({"conversations": [summary("c3", Some(T4)), summary("c1", Some(T3))]}),
+    );
+    assert!(s.take("conversations/list").is_none(), "no cursor: the last page");
+    let ws = windows(&mut s);
+    assert_eq!(ws.len(), 2, "c1 and c3, each once: {ws:?}");
+    reply(
+        &mut s,
+        window_of(&ws, "c3"),
+        json!({"messages": [row("m2", "c3", "bob", "two", T2), row("m4", "c3", "bob", "four", T4)], "hasMore": false}),
+    );
+    reply(
+        &mut s,
+        window_of(&ws, "c1"),
+        json!({"messages": [row("m1", "c1", "bob", "one", T1), row("m3", "c1", "bob", "three", T3)], "hasMore": false}),
+    );
+    while s.sent.iter().any(|v| v["method"] == "conversations/get") {
+        dm(&mut s);
+    }
+    assert_eq!(s.texts(), vec!["zero", "one", "two", "three", "four"]);
+    assert!(unreadable(&s).is_empty(), "{:?}", unreadable(&s));
+}
+
+#[test]
+fn a_released_recovery_lists_at_most_max_recovery_pages_and_says_more_may_have_activity() {
+    let mut s = released(|c| c.max_pending_records = 1);
+    s.listen();
+    // m1 waits for its conversation; m2 finds the queue full: its marker needs a complete
+    // recovery to be cleared.
+    push(&mut s, &row("m1", "c0-0", "bob", "one", T1));
+    push(&mut s, &row("m2", "c9", "bob", "two", T2));
+    assert_eq!(s.logged("m2"), vec![&LogKind::RecordsOverflow]);
+    dm(&mut s);
+    reconnect(&mut s);
+    let mut cursor: Option<String> = None;
+    for p in 0..MAX_RECOVERY_PAGES {
+        let list = page(&mut s, cursor.as_deref());
+        // One more than the limit: a page is read to its limit.
+        let convs: Vec<Value> = (0..=RECOVERY_PAGE_LIMIT)
+            .map(|i| summary(&format!("c{p}-{i}"), Some(T4)))
+            .collect();
+        cursor = Some(format!("after-{p}"));
+        reply(&mut s, &list, json!({"conversations": convs, "cursor": cursor}));
+    }
+    assert!(s.take("conversations/list").is_none(), "no page past the bound");
     assert!(
-        unreadable(&s).iter().any(|w| w.contains("not read back")),
+        unreadable(&s)
+            .iter()
+            .any(|w| w.contains("more conversations may have activity") && w.contains("not read back")),
         "{:?}",
         unreadable(&s)
     );
+    let mut read = std::collections::HashSet::new();
+    loop {
+        let ws = windows(&mut s);
+        if ws.is_empty() {
+            break;
+        }
+        assert!(ws.len() <= RECOVERY_WINDOWS_IN_FLIGHT);
+        for w in &ws {
+            let c = w["params"]["conversationId"].as_str().unwrap().to_owned();
+            assert!(
+                !c.ends_with(&format!("-{RECOVERY_PAGE_LIMIT}")),
+                "past a page's limit: {c}"
+            );
+            assert!(read.insert(c));
+            reply(&mut s, w, json!({"messages": [], "hasMore": false}));
+        }
+    }
+    assert_eq!(read.len(), MAX_RECOVERY_CONVERSATIONS as usize);
+    // The recovery ended: a live push goes through; the listing was cut, so the next recovery
+    // still reads from m2's time.
+    push(&mut s, &row("m3", "c0-0", "bob", "three", T3));
+    assert_eq!(s.texts(), vec!["one", "three"]);
+    reconnect(&mut s);
+    let list = page(&mut s, None);
+    reply(
+        &mut s,
+        &list,
+        json!({"conversations": [summary("c9", Some(T2)), summary("c0-0", Some(T3))]}),
+    );
+    assert_eq!(windows(&mut s).len(), 2, "c9 is read for the record dropped there");
+}
+
+#[test]
+fn a_cursor_that_comes_back_ends_the_listing_and_the_pages_read_are_read_back() {
+    let mut s = released(|_| {});
+    s.listen();
+    reconnect(&mut s);
+    let mut cursor = None;
+    // A server naming pages a, b, then a again: followed twice, not a third time.
+    for (i, next) in ["a", "b", "a"].iter().enumerate() {
+        let list = page(&mut s, cursor);
+        reply(
+            &mut s,
+            &list,
+            json!({"conversations": [summary(&format!("c{i}"), Some(T1))], "cursor": next}),
+        );
+        cursor = Some(next);
+    }
+    assert!(s.take("conversations/list").is_none(), "not followed again");
+    assert!(
+        unreadable(&s).iter().any(|w| w.contains(r#"the cursor "a" again"#)),
+        "{:?}",
+        unreadable(&s)
+    );
+    let ws = windows(&mut s);
+    assert_eq!(ws.len(), 3, "the three pages' conversations: {ws:?}");
+    // A page naming itself is followed no further either.
+    reconnect(&mut s);
+    let list = page(&mut s, None);
+    reply(&mut s, &list, json!({"conversations": [], "cursor": "x"}));
+    let list = page(&mut s, Some("x"));
+    reply(&mut s, &list, json!({"conversations": [], "cursor": "x"}));
+    assert!(s.take("conversations/list").is_none());
+}
+
+#[test]
+fn a_cursor_not_a_string_or_too_long_is_not_followed() {
+    for cursor in [json!(20), json!("c".repeat(MAX_RECOVERY_CURSOR_BYTES + 1))] {
+        let mut s = released(|_| {});
+        s.listen();
+        reconnect(&mut s);
+        let list = page(&mut s, None);
+        reply(
+            &mut s,
+            &list,
+            json!({"conversations": [summary("c1", Some(T1))], "cursor": cursor}),
+        );
+        assert!(s.take("conversations/list").is_none(), "{cursor}");
+        assert_eq!(windows(&mut s).len(), 1, "the page read is read back");
+        assert!(
+            unreadable(&s).iter().any(|w| w.contains("cursor")),
+            "{:?}",
+            unreadable(&s)
+        );
+    }
+    // A null cursor is no cursor: the last page, nothing logged.
+    let mut s = released(|_| {});
+    reconnect(&mut s);
+    let list = page(&mut s, None);
+    reply(
+        &mut s,
+        &list,
+        json!({"conversations": [summary("c1", Some(T1))], "cursor": null}),
+    );
+    assert_eq!(windows(&mut s).len(), 1);
+    assert!(unreadable(&s).is_empty(), "{:?}", unreadable(&s));
+}
+
+#[test]
+fn a_page_without_an_answer_mid_way_is_asked_again_and_one_refused_ends_the_listing() {
+    let mut s = released(|_| {});
+    s.listen();
+    push(&mut s, &row("m0", "c1", "bob", "zero", T0));
+    dm(&mut s);
+    reconnect(&mut s);
+    let list = page(&mut s, None);
+    reply(
+        &mut s,
+        &list,
+        json!({"conversations": [summary("c1", Some(T1))], "cursor": "p2"}),
+    );
+    let _lost = page(&mut s, Some("p2"));
+    push(&mut s, &row("m2", "c1", "bob", "two", T2));
+    s.tick(); // the second page times out
+    assert!(s.take("conversations/list").is_none(), "not asked again at once");
+    assert_eq!(s.texts(), vec!["zero"], "the live push still waits");
+    s.tick(); // the backoff is over: the same page again, not the first
+    let again = page(&mut s, Some("p2"));
+    reply(
+        &mut s,
+        &again,
+        json!({"conversations": [summary("c2", Some(T2))], "cursor": "p3"}),
+    );
+    // The third page is refused: the two pages read are still read back.
+    let third = page(&mut s, Some("p3"));
+    refuse(&mut s, &third, -32602, "Invalid parameters");
+    assert!(
+        unreadable(&s)
+            .iter()
+            .any(|w| w.contains("after page 2 of conversations/list") && w.contains("Invalid parameters")),
+        "{:?}",
+        unreadable(&s)
+    );
+    let ws = windows(&mut s);
+    assert_eq!(ws.len(), 2, "{ws:?}");
+    reply(
+        &mut s,
+        window_of(&ws, "c1"),
+        json!({"messages": [row("m1", "c1", "bob", "one", T1), row("m2", "c1", "bob", "two", T2)], "hasMore": false}),
+    );
+    reply(&mut s, window_of(&ws, "c2"), json!({"messages": [], "hasMore": false}));
+    assert_eq!(s.texts(), vec!["zero", "one", "two"]);
 }

@@ -1,19 +1,19 @@
 //! The recovery after a reconnect: the recent window read back, oldest first, through the same
 //! path as live records, which wait for it. The current generation reads it with one
-//! `agent/message/list`; the released one lists the conversations (`conversations/list`, one
-//! page) and reads the newest window of each one active since the last record seen
-//! (`messages/list`), a few at a time.
+//! `agent/message/list`; the released one lists the conversations (`conversations/list`, its
+//! `cursor` followed page by page, at most [`MAX_RECOVERY_PAGES`]) and reads the newest window of
+//! each one active since the last record seen (`messages/list`), a few at a time.
 
 use super::super::wire::Record;
 use super::super::{Call, Endpoint, LogKind, Timer};
 use super::{
-    obj, string, to_second, ReleasedRecovery, Since, MAX_RECOVERY_CONVERSATIONS, MAX_RECOVERY_LIMIT, RECOVERY_ATTEMPTS,
-    RECOVERY_WINDOWS_IN_FLIGHT, RESOLVE_BACKOFF_MS,
+    obj, string, to_second, ReleasedRecovery, Since, MAX_RECOVERY_CONVERSATIONS, MAX_RECOVERY_CURSOR_BYTES,
+    MAX_RECOVERY_LIMIT, MAX_RECOVERY_PAGES, RECOVERY_ATTEMPTS, RECOVERY_PAGE_LIMIT, RECOVERY_WINDOWS_IN_FLIGHT,
+    RESOLVE_BACKOFF_MS,
 };
 use crate::harness::json::JsonValue;
 use crate::MoltZapError;
 use agentwire_core::{ErrorKind, Millis};
-use std::collections::VecDeque;
 
 impl Endpoint {
     /// After a reconnect: the recent window (at most [`MAX_RECOVERY_LIMIT`] rows; released, as
@@ -70,8 +70,8 @@ impl Endpoint {
         self.release_live(now);
     }
 
-    /// The released recovery, begun or taken up again (its retry is due): `conversations/list`
-    /// until it is answered, then the windows left to read.
+    /// The released recovery, begun or taken up again (its retry is due): the `conversations/list`
+    /// page it is at until the last is answered, then the windows left to read.
     fn recover_released(&mut self, now: Millis) {
         self.records.recovering = true;
         let listed = match &mut self.records.released {
@@ -92,10 +92,18 @@ impl Endpoint {
         if listed {
             return self.read_windows(now);
         }
-        let params = crate::harness::canonical::to_canonical(&JsonValue::object([(
-            "limit",
-            JsonValue::from(MAX_RECOVERY_CONVERSATIONS),
-        )]));
+        self.list_page(now);
+    }
+
+    /// Asks for the next `conversations/list` page: the first, or the one the last cursor
+    /// followed names (asked again after a retry).
+    fn list_page(&mut self, now: Millis) {
+        let Some(r) = &self.records.released else { return };
+        let mut params = vec![("limit", JsonValue::from(RECOVERY_PAGE_LIMIT))];
+        if let Some(cursor) = r.cursors.last() {
+            params.push(("cursor", cursor.clone().into()));
+        }
+        let params = crate::harness::canonical::to_canonical(&JsonValue::object(params));
         let call = Call::RecoverConversations(self.records.run);
         if let Err(e) = self.call(now, "conversations/list", &params, call) {
             return self.recovery_failed(now, "conversations/list", e);
@@ -103,9 +111,10 @@ impl Endpoint {
         self.process(now);
     }
 
-    /// `conversations/list` answered: the conversations of the page with activity since the
-    /// last record seen (or since the oldest dropped for overflow), or all of it when nothing
-    /// is known, have their windows read.
+    /// A `conversations/list` page answered: its conversations with activity since the last
+    /// record seen (or since the oldest dropped for overflow), or all of them when nothing is
+    /// known, are to be read; then its `cursor` is followed, unless the listing stops (see
+    /// [`Endpoint::next_page`]). Once it ends, the windows are read.
     pub(in crate::harness::endpoint) fn recovered_conversations(
         &mut self,
         now: Millis,
@@ -115,30 +124,36 @@ impl Endpoint {
         if self.records.released.as_ref().is_none_or(|r| r.run != run || r.listed) {
             return;
         }
+        let ready = self.session.state() == crate::session::SessionState::Ready;
         let text = match result {
             Ok(text) => text,
-            Err(e) => return self.recovery_failed(now, "conversations/list", e),
+            Err(e)
+                if !ready
+                    || matches!(
+                        e.kind(),
+                        ErrorKind::Closed | ErrorKind::Timeout | ErrorKind::Cancelled | ErrorKind::Limit
+                    ) =>
+            {
+                return self.recovery_failed(now, "conversations/list", e);
+            }
+            Err(e) => return self.stop_listing(now, format!("conversations/list: {}", e.error.message)),
         };
         let page = match JsonValue::parse(&text) {
             Ok(JsonValue::Object(mut o)) => match o.remove("conversations") {
-                Some(JsonValue::Array(cs)) => Ok((cs, o.get("cursor").is_some_and(|c| *c != JsonValue::Null))),
+                Some(JsonValue::Array(cs)) => Ok((cs, o.remove("cursor"))),
                 _ => Err("conversations/list answered no conversations".to_owned()),
             },
             Ok(_) => Err("conversations/list answered no conversations".to_owned()),
             Err(e) => Err(format!("conversations/list answered no JSON: {e}")),
         };
-        let (conversations, more) = match page {
+        let (conversations, cursor) = match page {
             Ok(p) => p,
-            Err(why) => {
-                let why = format!("the recent window was not read back ({why}); live records go on without it");
-                self.log(None, LogKind::Unreadable(why));
-                return self.give_up_released(now);
-            }
+            Err(why) => return self.stop_listing(now, why),
         };
         let since = self.records.since();
-        let page_len = conversations.len();
-        let mut todo = VecDeque::new();
-        for c in conversations.iter().take(MAX_RECOVERY_CONVERSATIONS as usize) {
+        let Some(r) = &mut self.records.released else { return };
+        r.pages += 1;
+        for c in conversations.iter().take(RECOVERY_PAGE_LIMIT as usize) {
             let Some(id) =
                 string(obj(c, "id")).filter(|id| !id.is_empty() && id.len() <= super::super::MAX_RECORD_ID_BYTES)
             else {
@@ -152,20 +167,79 @@ impl Endpoint {
                 Since::All => true,
                 Since::At(at) => to_second(last) >= to_second(at),
             };
-            if active && !todo.iter().any(|t: &String| t == id) {
-                todo.push_back(id.to_owned());
+            // Listed twice (on two pages): read once. At most a page's limit per page, so at
+            // most MAX_RECOVERY_CONVERSATIONS in all.
+            if active && r.todo.len() < MAX_RECOVERY_CONVERSATIONS as usize && !r.todo.iter().any(|t| t == id) {
+                r.todo.push_back(id.to_owned());
             }
         }
-        if more && todo.len() >= page_len.min(MAX_RECOVERY_CONVERSATIONS as usize) && !todo.is_empty() {
-            let why = format!(
-                "more conversations may have activity than a recovery reads ({MAX_RECOVERY_CONVERSATIONS}, one conversations/list page): those past it are not read back"
-            );
+        match Self::next_page(r, cursor) {
+            Ok(Some(cursor)) => {
+                r.cursors.push(cursor);
+                self.list_page(now);
+            }
+            Ok(None) => {
+                r.listed = true;
+                self.read_windows(now);
+            }
+            Err(why) => self.stop_listing(now, why),
+        }
+    }
+
+    /// After a page: the cursor to follow, none (the last page), or why the listing stops
+    /// there: a cursor that is not a string or is longer than [`MAX_RECOVERY_CURSOR_BYTES`],
+    /// one followed already (a server naming the same page again would list forever), or
+    /// [`MAX_RECOVERY_PAGES`] read. The list's order is not given (by the released spec or the
+    /// captures), so a page never tells that the ones after it hold nothing newer.
+    fn next_page(r: &ReleasedRecovery, cursor: Option<JsonValue>) -> Result<Option<String>, String> {
+        let cursor = match cursor {
+            None | Some(JsonValue::Null) => return Ok(None),
+            Some(JsonValue::String(c)) => c,
+            Some(other) => {
+                return Err(format!(
+                    "conversations/list answered a cursor of type {}, not a string",
+                    other.type_name()
+                ))
+            }
+        };
+        if cursor.len() > MAX_RECOVERY_CURSOR_BYTES {
+            return Err(format!(
+                "conversations/list answered a cursor of {} bytes, more than {MAX_RECOVERY_CURSOR_BYTES}",
+                cursor.len()
+            ));
+        }
+        if r.cursors.contains(&cursor) {
+            return Err(format!(
+                "conversations/list answered the cursor {} again",
+                crate::harness::errors::quote(&cursor)
+            ));
+        }
+        if r.pages >= MAX_RECOVERY_PAGES {
+            return Err(format!(
+                "a recovery lists at most {MAX_RECOVERY_PAGES} pages: more conversations may have activity"
+            ));
+        }
+        Ok(Some(cursor))
+    }
+
+    /// The listing stops before its last page (why, logged): the first page not read, the
+    /// recovery ends as a refused one (the live pushes go on without it); else the windows of
+    /// the conversations listed are read, and what the pages not read would have read back
+    /// stays to read (a dropped record's marker is kept).
+    fn stop_listing(&mut self, now: Millis, why: String) {
+        let Some(r) = &mut self.records.released else { return };
+        if r.pages == 0 {
+            let why = format!("the recent window was not read back ({why}); live records go on without it");
             self.log(None, LogKind::Unreadable(why));
+            return self.give_up_released(now);
         }
-        if let Some(r) = &mut self.records.released {
-            r.listed = true;
-            r.todo = todo;
-        }
+        r.listed = true;
+        r.incomplete = true;
+        let why = format!(
+            "the conversations listed after page {} of conversations/list are not read back ({why})",
+            r.pages
+        );
+        self.log(None, LogKind::Unreadable(why));
         self.read_windows(now);
     }
 
