@@ -131,7 +131,7 @@ impl OpenParams {
             self.connection_id
         );
         let mut param = |name: &str, value: &str| {
-            let _ = write!(out, "&{name}={}", encode_segment(value));
+            let _ = write!(out, "&{name}={}", encode_query(value));
         };
         if self.scope == Scope::All {
             param("scope", "all");
@@ -209,12 +209,24 @@ pub fn is_uuid(s: &str) -> bool {
         })
 }
 
-/// Percent-encodes everything but RFC 3986 unreserved characters (commas in `rooms` too: the
-/// server decodes the query before splitting it).
+/// A path segment: percent-encodes everything but RFC 3986 unreserved characters and `:` (a
+/// `pchar`, and allowed in relay tokens' `agent_id`: the relay refuses any `%` in a path, so an
+/// id like `org:bot` must go as it is). Other sub-delims stay encoded: neither the relay nor its
+/// tokens allow them.
 pub(crate) fn encode_segment(s: &str) -> String {
+    encode(s, b":")
+}
+
+/// A query value: percent-encodes everything but RFC 3986 unreserved characters (commas in
+/// `rooms` too: the server decodes the query before splitting it).
+pub(crate) fn encode_query(s: &str) -> String {
+    encode(s, b"")
+}
+
+fn encode(s: &str, also: &[u8]) -> String {
     let mut out = String::with_capacity(s.len());
     for &b in s.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') || also.contains(&b) {
             out.push(b as char);
         } else {
             let _ = write!(out, "%{b:02X}");
@@ -264,6 +276,24 @@ mod tests {
                  &client=agentwire&client_version=0.1.0"
             )
         );
+    }
+
+    #[test]
+    fn a_colon_stays_in_the_path_and_is_escaped_in_the_query() {
+        // The relay refuses any `%` in a path, and its tokens allow `:` in `agent_id`.
+        let p = OpenParams {
+            expected_generation: Some("g:1".into()),
+            client: Some("a:b@c".into()),
+            ..OpenParams::new("org:bot", CID)
+        };
+        assert_eq!(
+            p.ws_path().unwrap(),
+            format!("/agents/org:bot/connection/ws?connection_id={CID}&expected_generation=g%3A1&client=a%3Ab%40c")
+        );
+        assert!(p.sse_path().unwrap().starts_with("/agents/org:bot/events?"));
+        // Other sub-delims are neither in the relay's segments nor in its tokens: still escaped.
+        assert_eq!(encode_segment("a@b+c!d:e~f"), "a%40b%2Bc%21d:e~f");
+        assert_eq!(encode_query("a:b"), "a%3Ab");
     }
 
     #[test]

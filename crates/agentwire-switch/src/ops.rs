@@ -684,6 +684,12 @@ mod tests {
             ("/agents/a%20b/ops/list_rooms", Some("{}"))
         );
         assert!(r.header(CONNECTION_ID_HEADER).is_none());
+        // `:` is a pchar and allowed in relay tokens' ids; the relay refuses `%3A` in a path.
+        assert_eq!(
+            op("org:bot", None, "list_rooms", "").unwrap().path,
+            "/agents/org:bot/ops/list_rooms"
+        );
+        assert_eq!(list_ops("org:bot").unwrap().path, "/agents/org:bot/ops");
         let mut twice = BTreeMap::new();
         twice.insert("s1".to_owned(), "r".to_owned());
         twice.insert("s2".to_owned(), "r".to_owned());

@@ -667,3 +667,38 @@ fn refusals_carry_their_log_line_without_the_token() {
     };
     assert_eq!(p.agent_id, "agent-a");
 }
+
+#[test]
+fn an_agent_id_with_a_colon_passes_as_the_engine_writes_it() {
+    use agentwire_switch::{open::OpenParams, ops};
+    const CID: &str = "0f8fad5b-d9cb-469f-a165-70867728950e";
+    let mut r = relay(&[("AGENT_KEYS", r#"{"org:bot":"sk_switch_x"}"#)]);
+    let t = token("org:bot", |_| {});
+    let path = OpenParams::new("org:bot", CID).ws_path().unwrap();
+    let Decision::Connect(c) = ws_token(&mut r, &format!("https://relay.example{path}"), &t) else {
+        panic!("the engine's open path for org:bot is refused: {path}")
+    };
+    assert_eq!(
+        c.ws_url,
+        format!("http://127.0.0.1:7751/agents/org:bot/connection/ws?connection_id={CID}")
+    );
+    let auth = format!("Bearer {t}");
+    for req in [
+        ops::op("org:bot", Some(CID), "post_message", r#"{"body":"hi"}"#).unwrap(),
+        ops::list_ops("org:bot").unwrap(),
+    ] {
+        let url = format!("https://relay.example{}", req.path);
+        let d = http(
+            &mut r,
+            req.method.as_str(),
+            &url,
+            &[("Origin", APP), ("Authorization", &auth)],
+            req.body.as_deref(),
+        );
+        let Decision::Proxy(p) = d else {
+            panic!("the engine's {url} is not proxied: {d:?}")
+        };
+        assert_eq!(p.url, format!("http://127.0.0.1:7751{}", req.path));
+        assert!(p.url.contains("/agents/org:bot/"), "{}", p.url);
+    }
+}

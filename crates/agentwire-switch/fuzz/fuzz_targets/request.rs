@@ -3,8 +3,9 @@
 //! arguments, rooms, generation and client text. Nothing may panic; every path built starts
 //! with `/agents/`, has no dot segment (`.`, `..`: a URL parser folds them, so the request
 //! would reach another resource than the agent's), and no byte outside RFC 3986's unreserved
-//! characters, `%XX` and the path and query delimiters; its agent segment decodes to the agent
-//! id; a body is a JSON object.
+//! characters, `%XX` and the path and query delimiters (and `:` in the path, a pchar); its
+//! agent segment decodes to the agent id, and has no `%` when the id is one a relay token allows
+//! (`A-Z a-z 0-9 - _ . :`: the relay refuses any `%` in a path); a body is a JSON object.
 //!
 //! Input: a mode byte (scope, filter, start, spawn, protocol, takeover), then NUL-separated
 //! fields: agent id, operation name, arguments, rooms (comma-separated), generation, client.
@@ -37,13 +38,16 @@ fn check_path(agent: &str, path: &str) {
     let (p, q) = path.split_once('?').unwrap_or((path, ""));
     assert!(p.starts_with("/agents/"), "{path:?}");
     let ok = |c: u8| c.is_ascii_alphanumeric() || b"-._~%/".contains(&c);
-    assert!(p.bytes().all(ok), "path {path:?}");
+    assert!(p.bytes().all(|c| ok(c) || c == b':'), "path {path:?}");
     assert!(q.bytes().all(|c| ok(c) || c == b'&' || c == b'='), "query {path:?}");
     for seg in p.split('/') {
         assert!(seg != "." && seg != "..", "a dot segment for agent {agent:?}: {path:?}");
     }
     let seg = p["/agents/".len()..].split('/').next().unwrap_or("");
     assert_eq!(unhex(seg), agent.as_bytes(), "{path:?}");
+    if agent.bytes().all(|c| c.is_ascii_alphanumeric() || b"-_.:".contains(&c)) {
+        assert!(!p.contains('%'), "a relay token's agent id escaped: {path:?}");
+    }
 }
 
 fn check(agent: &str, r: Result<HttpRequest, impl std::fmt::Debug>) {
