@@ -177,12 +177,19 @@ pub(crate) fn check_rooms(rooms: &[String]) -> Result<(), Error> {
     rooms.iter().try_for_each(|room| check_room(room))
 }
 
-/// A room id that can be declared on the open URL.
+/// A room id that can be declared on the open URL: no comma, and no leading or trailing
+/// whitespace (the relay trims each room of `rooms=`, so `" r1"` would be claimed as `"r1"`
+/// while the engine tracked `" r1"`).
 pub(crate) fn check_room(room: &str) -> Result<(), Error> {
     check_id("rooms", room)?;
     if room.contains(',') {
         return Err(invalid(format!(
             "room id {room:?} contains a comma (rooms are comma-separated)"
+        )));
+    }
+    if room.trim() != room {
+        return Err(invalid(format!(
+            "room id {room:?} has leading or trailing whitespace (the relay trims each declared room)"
         )));
     }
     Ok(())
@@ -313,6 +320,16 @@ mod tests {
             ..OpenParams::new("a", CID)
         };
         assert!(bad(rooms("x,y")).message.contains("comma"));
+        // The relay trims each room of `rooms=`: " r1" would be claimed as "r1".
+        for spaced in [" r1", "r1 ", "r1\u{3000}"] {
+            let e = bad(rooms(spaced));
+            assert_eq!(e.kind, ErrorKind::Invalid);
+            assert!(
+                e.message.contains(&format!("{spaced:?}")) && e.message.contains("whitespace"),
+                "{e:?}"
+            );
+        }
+        assert!(rooms("r 1").ws_path().is_ok(), "inner whitespace is kept");
         assert!(bad(rooms("")).message.contains("rooms"));
         let range = OpenParams {
             protocol: Some(ProtocolRange { speaks: 1, accepts: 2 }),

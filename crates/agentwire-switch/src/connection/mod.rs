@@ -934,8 +934,8 @@ impl Connection {
 
     /// For a single-scope connection, the rooms it held are what it declares again; an
     /// all-scope connection declares only what it was configured with and still covers.
-    /// Rooms the open URL cannot carry (a comma, a '/', too long, past 256 rooms) are not
-    /// declared: one diagnostic, and reopens go on without them.
+    /// Rooms the open URL cannot carry (a comma, a '/', leading or trailing whitespace, too
+    /// long, past 256 rooms) are not declared: one diagnostic, and reopens go on without them.
     fn remember_rooms(&mut self, rooms: &[String]) {
         self.drop_released();
         self.rooms = rooms.to_vec();
@@ -949,7 +949,7 @@ impl Connection {
             let skipped = rooms.len() - self.declare.len();
             if skipped > 0 {
                 let m = format!(
-                    "{skipped} of the server's rooms cannot go on an open URL (a ',', a '/', over {} characters, or past {} rooms); reopens do not declare them",
+                    "{skipped} of the server's rooms cannot go on an open URL (a ',', a '/', leading or trailing whitespace, over {} characters, or past {} rooms); reopens do not declare them",
                     crate::open::MAX_ID_LEN,
                     crate::open::MAX_ROOMS
                 );
