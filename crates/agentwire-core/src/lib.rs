@@ -8,6 +8,7 @@ mod backoff;
 pub mod base64url;
 mod bucket;
 mod clock;
+pub mod decimal;
 mod entropy;
 mod error;
 mod frame;

@@ -495,6 +495,22 @@ fn sse_input_is_ignored_on_a_websocket_and_the_reverse() {
 }
 
 #[test]
+fn an_event_whose_id_is_not_digits_is_dropped_not_taken_as_that_sequence() {
+    let mut d = live();
+    // `u64::from_str` takes `+5` as 5; the id is a decimal number.
+    let plus = capture("message_unaddressed.sse").replacen("id: 5\n", "id: +5\n", 1);
+    assert!(plus.starts_with("id: +5\n"));
+    bytes(&mut d, &plus);
+    let e = d.events();
+    assert!(
+        matches!(&e[..], [Event::Diagnostic(err)] if err.code.as_deref() == Some("id")),
+        "{e:?}"
+    );
+    bytes(&mut d, &capture("message_unaddressed.sse"));
+    assert_eq!(d.delivered(), vec![5]);
+}
+
+#[test]
 fn an_unreadable_event_with_a_huge_id_line_loses_no_later_event() {
     let mut d = live();
     bytes(&mut d, "id: 18446744073709551615\nevent: message\ndata: {not json\n\n");

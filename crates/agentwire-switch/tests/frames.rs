@@ -69,6 +69,28 @@ fn id_must_be_a_json_number_equal_to_sequence() {
 }
 
 #[test]
+fn an_sse_id_is_decimal_digits_only() {
+    let opts = DecodeOptions::default();
+    let data = r#"{"type":"message","room_id":"r","payload":{},"sequence":5}"#;
+    let Frame::Event(e) = decode_sse_with("message", data, Some("5"), &opts).unwrap() else {
+        panic!()
+    };
+    assert_eq!(e.sequence, 5);
+    // Rust's `u64::from_str` takes a leading `+`; the spec's id is a decimal number.
+    for id in ["+5", "-5", "5 ", " 5", "", "0x5", "5.0"] {
+        let e = decode_sse_with("message", data, Some(id), &opts).expect_err(id);
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (FrameErrorKind::WrongType, Some("id")),
+            "{id:?}"
+        );
+    }
+    // On the WebSocket the id is a JSON number, which has no `+`.
+    let ws = format!(r#"{{"event":"message","data":{data},"id":+5}}"#);
+    assert!(decode(&ws).is_err());
+}
+
+#[test]
 fn connection_state_with_every_field() {
     let text = r#"{"event":"connection_state","data":{"connection_id":"c","agent_id":"a","generation":7,"scope":"all","filter":"addressed","spawn_capable":true,"rooms":["r1","r2"],"cursor":4813,"protocol":6,"heartbeat_interval_seconds":2.0,"server":{"version":"0.20.0","contracts":{"agent-protocol":{"speaks":6,"accepts":1}}},"client":{"speaks":6,"accepts":1,"artifact":"agentwire","version":"0.1.0"}}}"#;
     let Frame::ConnectionState(s) = ok(text) else { panic!() };

@@ -53,9 +53,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, Error> {
             let v = std::str::from_utf8(h.value)
                 .ok()
                 .map(str::trim)
-                // Digits only (`parse` alone takes a leading `+`).
-                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-                .and_then(|v| v.parse::<u64>().ok());
+                .and_then(crate::decimal::parse_u64);
             let v = v.ok_or_else(|| decode("bad Content-Length"))?;
             // Two different lengths leave the body's end unknown (RFC 9112, 6.3).
             if length.is_some_and(|l| l != v) {

@@ -53,7 +53,10 @@ impl Bridge {
             Ok(frame) => self.forward(now, frame),
             Err(_) if ev.event.trim() == "gap" && self.phase == Phase::Live => self.pass_unreadable_gap(&ev.data),
             Err(e) => {
-                let seq = ev.id.as_deref().and_then(|id| id.trim().parse().ok());
+                let seq = ev
+                    .id
+                    .as_deref()
+                    .and_then(|id| agentwire_core::decimal::parse_u64(id.trim()));
                 self.on_dropped(&e, seq);
             }
         }
@@ -490,6 +493,11 @@ mod tests {
         b.handle_sse(1, encode_event("message", "nope", Some("3")).as_bytes());
         assert!(drain(&mut b).is_empty());
         assert_eq!((b.dropped_frames(), b.stats().gaps_reported), (3, 1));
+        // `+8` is not a sequence number (`u64::from_str` would take it): dropped, not relayed
+        // as event 8, and no gap claimed up to 8.
+        b.handle_sse(1, encode_event("message", &message_data(8, "c"), Some("+8")).as_bytes());
+        assert!(drain(&mut b).is_empty());
+        assert_eq!((b.dropped_frames(), b.stats().gaps_reported), (4, 1));
         assert!(!b.is_closed());
     }
 

@@ -724,7 +724,10 @@ impl Connection {
             match item {
                 Ok(ev) => {
                     let frame = crate::frame::decode_sse_with(&ev.event, &ev.data, ev.id.as_deref(), &self.cfg.decode);
-                    let hint = ev.id.as_deref().and_then(|id| id.trim().parse().ok());
+                    let hint = ev
+                        .id
+                        .as_deref()
+                        .and_then(|id| agentwire_core::decimal::parse_u64(id.trim()));
                     self.on_decoded(now, frame, Some(&ev.event), hint);
                 }
                 Err(e) => self.on_undecodable(&crate::frame::FrameError::from(e), None, None),

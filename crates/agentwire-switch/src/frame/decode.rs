@@ -102,9 +102,9 @@ pub fn decode_sse_with(
     };
     let body = tape.as_ref().map(read::Tape::root);
     if let Some(id) = id {
-        let id: u64 = id
-            .parse()
-            .map_err(|_| FrameError::wrong("id", format_args!("is `{id}`, not a sequence number")))?;
+        // Digits only: `str::parse` would take `+5`.
+        let id = agentwire_core::decimal::parse_u64(id)
+            .ok_or_else(|| FrameError::wrong("id", format_args!("is `{id}`, not a sequence number")))?;
         return domain(event_name, body, id);
     }
     if EventKind::known(event_name).is_some() {

@@ -93,9 +93,9 @@ pub fn decode_sse_with(
         serde_json::from_str(data).map_err(|e| FrameError::syntax(format!("invalid JSON in `data`: {e}")))?
     };
     if let Some(id) = id {
-        let id: u64 = id
-            .parse()
-            .map_err(|_| FrameError::wrong("id", format_args!("is `{id}`, not a sequence number")))?;
+        // Digits only: `str::parse` would take `+5`.
+        let id = agentwire_core::decimal::parse_u64(id)
+            .ok_or_else(|| FrameError::wrong("id", format_args!("is `{id}`, not a sequence number")))?;
         return domain(event_name, body, id, "data.");
     }
     if EventKind::known(event_name).is_some() {
