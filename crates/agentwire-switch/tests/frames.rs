@@ -199,6 +199,39 @@ fn a_control_frames_null_data_is_no_data_on_both_transports() {
 }
 
 #[test]
+fn a_lone_surrogate_escape_is_named_not_called_a_wrong_type() {
+    // It is a string: "must be a string" misled. Every reader of text says the same.
+    let ev = |data: &str| format!(r#"{{"event":"message","data":{{{data}}},"id":5}}"#);
+    for (text, field) in [
+        (ev(r#""room_id":"r\ud800","payload":{},"sequence":5"#), "data.room_id"),
+        (ev(r#""type":"\udc00","room_id":"r","payload":{},"sequence":5"#), "data.type"),
+        (ev(r#""room_id":"r","bridge_id":"\ud800x","payload":{},"sequence":5"#), "data.bridge_id"),
+        (r#"{"event":"\ud800","data":{}}"#.to_owned(), "event"),
+        (
+            r#"{"event":"subscription_changed","data":{"rooms":["r","\ud800"],"reason":"x"}}"#.to_owned(),
+            "data.rooms",
+        ),
+        (
+            r#"{"event":"connection_state","data":{"connection_id":"c","agent_id":"a","generation":"\ud800","scope":"single","filter":"all","rooms":[],"cursor":0}}"#.to_owned(),
+            "data.generation",
+        ),
+    ] {
+        let e = decode(&text).expect_err(&text);
+        assert_eq!((e.kind, e.field.as_deref()), (FrameErrorKind::WrongType, Some(field)), "{text}");
+        assert_eq!(e.message, format!("`{field}` has a lone surrogate escape (not valid Unicode)"), "{text}");
+    }
+    // A number beyond f64 is a number too.
+    let big = r#"{"event":"connection_state","data":{"connection_id":"c","agent_id":"a","scope":"single","filter":"all","rooms":[],"cursor":0,"heartbeat_interval_seconds":1e400}}"#;
+    assert_eq!(
+        decode(big).unwrap_err().message,
+        "`data.heartbeat_interval_seconds` is a number beyond f64"
+    );
+    // A wrong type is still named as one.
+    let e = decode(&ev(r#""room_id":7,"payload":{},"sequence":5"#)).unwrap_err();
+    assert_eq!(e.message, "`data.room_id` must be a string");
+}
+
+#[test]
 fn malformed_frames_name_what_was_wrong() {
     assert_eq!(err("").0, FrameErrorKind::Syntax);
     assert_eq!(err("[]").0, FrameErrorKind::Syntax);

@@ -228,7 +228,19 @@ fn json_id(v: Value<'_, '_>) -> Result<u64, FrameError> {
 fn string(v: Value<'_, '_>, field: &str) -> Result<String, FrameError> {
     match v.as_str() {
         Some(s) if !v.lossy() => Ok(s.into_owned()),
-        _ => Err(FrameError::wrong(field, "must be a string")),
+        Some(_) => Err(lossy(field, v)),
+        None => Err(FrameError::wrong(field, "must be a string")),
+    }
+}
+
+/// The error of a field of the right type holding what serde refused ([`Value::lossy`]): a
+/// string (or strings) with a lone surrogate escape, or a number beyond `f64`. Saying it has
+/// the wrong type would mislead.
+pub(super) fn lossy(field: &str, v: Value<'_, '_>) -> FrameError {
+    if v.kind() == Kind::Number {
+        FrameError::wrong(field, "is a number beyond f64")
+    } else {
+        FrameError::wrong(field, "has a lone surrogate escape (not valid Unicode)")
     }
 }
 
@@ -293,7 +305,8 @@ impl<'t, 'a> Body<'t, 'a> {
         let Some(v) = self.get(name) else { return Ok(None) };
         match read.0(v) {
             Some(t) if !v.lossy() => Ok(Some(t)),
-            _ => Err(FrameError::wrong(
+            Some(_) => Err(lossy(&self.path(name), v)),
+            None => Err(FrameError::wrong(
                 &self.path(name),
                 format_args!("has the wrong type: expected {}, got {}", read.1, v.kind().name()),
             )),

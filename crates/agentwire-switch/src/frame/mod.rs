@@ -173,7 +173,7 @@ impl ConnGeneration {
     pub(crate) fn from_value(v: Value<'_, '_>, field: &str) -> Result<Self, FrameError> {
         match (v.as_str(), v.as_u64()) {
             (Some(s), _) if !v.lossy() => Ok(ConnGeneration::Text(s.into_owned())),
-            (Some(_), _) => Err(FrameError::wrong(field, "must be a string")),
+            (Some(_), _) => Err(decode::lossy(field, v)),
             (None, Some(n)) => Ok(ConnGeneration::Number(n)),
             (None, None) => Err(FrameError::wrong(
                 field,
