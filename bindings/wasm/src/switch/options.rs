@@ -95,7 +95,7 @@ fn read(json: &str) -> Result<Parsed, Refusal> {
     open.start_from = match o.get("startFrom") {
         None => StartFrom::Head,
         Some(v) if v.as_str().as_deref() == Some("head") => StartFrom::Head,
-        Some(v) => match v.as_u64().or_else(|| digits(&v.as_str()?)) {
+        Some(v) => match v.as_u64().or_else(|| agentwire_core::decimal::parse_u64(&v.as_str()?)) {
             Some(n) => StartFrom::After(n),
             None => {
                 return Err(Refusal::Other(format!(
@@ -201,9 +201,4 @@ pub(crate) fn timeout_ms(ms: Option<f64>, default: u64) -> Result<u64, JsValue> 
         Some(ms) if ms >= 1.0 => Ok(ms as u64),
         Some(ms) => Err(invalid(format!("timeout of {ms} ms: must be at least 1"))),
     }
-}
-
-/// A sequence as a string: digits only (`str::parse` would also take a leading `+`).
-fn digits(t: &str) -> Option<u64> {
-    t.bytes().all(|b| b.is_ascii_digit()).then(|| t.parse().ok())?
 }
