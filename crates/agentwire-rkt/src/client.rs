@@ -3,7 +3,7 @@
 
 use crate::body::*;
 use crate::codec::{self, decode, encode, DecodeError, Message, MessageType};
-use crate::envelope::{compact, envelope};
+use crate::envelope::{check_capabilities, check_header_value, compact, envelope};
 use crate::errors::RktError;
 use agentwire_core::text::{clip, QUOTE_MAX};
 use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
@@ -101,8 +101,16 @@ impl Default for ClientConfig {
 impl ClientConfig {
     /// The configuration refused (kind `invalid`, naming the field) where no session could work
     /// with it: a `ttl_s` or `handshake_timeout_ms` of 0 would time every request, or the
-    /// handshake, out at once. [`ClientSession::handle_open`] checks it.
+    /// handshake, out at once; a `from`, `user_agent` or capability with a control character
+    /// (tab apart; CR and LF included) or DEL, or a capability with a comma, would make a HELLO
+    /// the server cannot read (or that splits the capability in two).
+    /// [`ClientSession::handle_open`] checks it.
     pub fn check(&self) -> Result<(), RktError> {
+        if let Some(from) = &self.from {
+            check_header_value("from", from)?;
+        }
+        check_header_value("user_agent", &self.user_agent)?;
+        check_capabilities(&self.capabilities)?;
         if self.ttl_s == 0 {
             return Err(RktError::local(ErrorKind::Invalid, "ttl_s must be at least 1 second"));
         }
@@ -142,6 +150,8 @@ pub struct RequestOptions {
     pub priority: Option<Priority>,
     /// Overrides `ClientConfig::ttl_s` for this request.
     pub ttl_s: Option<u32>,
+    /// The `To` header. A control character in it (tab apart; CR and LF included) or DEL is
+    /// refused `invalid` by [`ClientSession::request`].
     pub to: Option<String>,
     /// The body's `context`; a JSON `null` is the same as none (the body has no `context`).
     pub context: Option<Value>,
@@ -513,7 +523,8 @@ impl ClientSession {
     // ---- commands -----------------------------------------------------------------------
 
     /// Sends a REQUEST for `intent`; returns its Message-ID. Replies come as `Response`, or as
-    /// `StreamBegin`/`StreamData`/`StreamEnd` when `opts.stream`.
+    /// `StreamBegin`/`StreamData`/`StreamEnd` when `opts.stream`. An empty `intent`, or an
+    /// `opts.to` no header can carry (a control character but tab, or DEL), is `invalid`.
     pub fn request(
         &mut self,
         now: Millis,
@@ -523,6 +534,9 @@ impl ClientSession {
     ) -> Result<String, RktError> {
         if intent.trim().is_empty() {
             return Err(RktError::local(ErrorKind::Invalid, "intent must not be empty"));
+        }
+        if let Some(to) = &opts.to {
+            check_header_value("to", to)?;
         }
         let body = RequestBody {
             intent: intent.to_string(),
@@ -613,6 +627,9 @@ impl ClientSession {
         )
     }
 
+    /// Sends PAY; the receipt comes as the `Response` body. An `amount` that is not positive
+    /// and finite, an empty `currency`, or a `recipient` no header can carry (it goes in `To`
+    /// too: a control character but tab, or DEL) is `invalid`.
     pub fn pay(
         &mut self,
         now: Millis,
@@ -629,6 +646,9 @@ impl ClientSession {
         }
         if currency.trim().is_empty() {
             return Err(RktError::local(ErrorKind::Invalid, "currency must not be empty"));
+        }
+        if let Some(r) = recipient {
+            check_header_value("recipient", r)?;
         }
         let body = PayBody {
             amount,

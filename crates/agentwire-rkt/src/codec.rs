@@ -118,13 +118,24 @@ impl Headers {
         self.spans.push([start, mid, self.text.len()]);
     }
 
-    /// Replaces the value of `name`, or appends it. Newlines in `value` become spaces, so a
-    /// header can never split a message.
+    /// Replaces the value of `name`, or appends it. A character the decoder refuses in a value
+    /// (a control character but tab, CR and LF included, or DEL; see [`header_value_fault`])
+    /// becomes a space, so a header can never split a message, and a message built by hand
+    /// still decodes. The sessions refuse such a value from their caller instead (`invalid`).
     pub fn set(&mut self, name: &str, value: impl AsRef<str>) {
         let value = value.as_ref();
-        let cleaned;
-        let value = if value.contains(['\n', '\r']) {
-            cleaned = value.replace(['\n', '\r'], " ");
+        let cleaned: String;
+        let value = if has_control(value) {
+            cleaned = value
+                .chars()
+                .map(|c| {
+                    if u8::try_from(c).is_ok_and(refused_in_value) {
+                        ' '
+                    } else {
+                        c
+                    }
+                })
+                .collect();
             cleaned.as_str()
         } else {
             value
@@ -467,11 +478,22 @@ pub(crate) fn valid_id(v: &str) -> bool {
     !v.is_empty() && v.len() <= MAX_ID_LEN && v.bytes().fold(true, |ok, b| ok & b.is_ascii_graphic())
 }
 
-/// A control character other than tab: not allowed in a header value. No early exit, so the
-/// check vectorizes.
+/// A byte no header value may hold: a control character other than tab (CR and LF included),
+/// or DEL.
+#[inline]
+fn refused_in_value(b: u8) -> bool {
+    (b < 0x20 && b != b'\t') | (b == 0x7f)
+}
+
+/// A value holds a byte [`refused_in_value`]. No early exit, so the check vectorizes.
 fn has_control(v: &str) -> bool {
-    v.bytes()
-        .fold(false, |bad, b| bad | ((b < 0x20 && b != b'\t') | (b == 0x7f)))
+    v.bytes().fold(false, |bad, b| bad | refused_in_value(b))
+}
+
+/// The first character of `value` the decoder refuses in a header value: a control character
+/// other than tab (CR and LF included), or DEL. `None` when the value can be written as it is.
+pub fn header_value_fault(value: &str) -> Option<char> {
+    value.bytes().find(|&b| refused_in_value(b)).map(char::from)
 }
 
 /// The value of header `name` in a message that could not be decoded, if it is a valid id.
@@ -684,6 +706,10 @@ mod tests {
             pairs(&h),
             [("Message-ID", "m1"), ("TTL", "30"), ("From", "rkt://a Injected: yes ")]
         );
+        // Every character the decoder refuses in a value, not only CR and LF; tab and
+        // non-ASCII stay.
+        h.set("To", "a\0b\x1b[31m\x7fc\td\u{e9}");
+        assert_eq!(h.remove("To").as_deref(), Some("a b [31m c\td\u{e9}"));
         // Replaced in place, under the name as first written; lookups ignore case.
         h.set("ttl", "a much longer value than before");
         assert_eq!(h.get("TTL"), Some("a much longer value than before"));

@@ -1,7 +1,8 @@
 //! The common headers every message starts with, in the guide's order.
 
-use crate::codec::{Message, MessageType};
-use agentwire_core::{format_iso8601, Millis};
+use crate::codec::{header_value_fault, Message, MessageType};
+use crate::errors::RktError;
+use agentwire_core::{format_iso8601, ErrorKind, Millis};
 
 /// `Version`, `Message-ID`, `Reply-To` (replies), `Session-ID`, `Timestamp`, `TTL` (when given).
 pub(crate) fn envelope(
@@ -29,4 +30,34 @@ pub(crate) fn envelope(
 /// A JSON value as compact text (never contains a newline, so no blank line can split it).
 pub(crate) fn compact(value: &serde_json::Value) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+/// A value the caller gave for a header (`field` as the caller named it: `to`, `user_agent`),
+/// refused `invalid` when the decoder would refuse it (a control character but tab, CR and LF
+/// included, or DEL): the peer would answer ERROR 400, or drop the HELLO.
+pub(crate) fn check_header_value(field: &str, value: &str) -> Result<(), RktError> {
+    match header_value_fault(value) {
+        None => Ok(()),
+        Some(c) => Err(RktError::local(
+            ErrorKind::Invalid,
+            format!(
+                "{field} holds the control character U+{:04X}, which no header value may carry",
+                u32::from(c)
+            ),
+        )),
+    }
+}
+
+/// `capabilities`, written as one comma-separated `Capabilities` header: each checked as
+/// [`check_header_value`], and none may hold a comma (it would come back as two).
+pub(crate) fn check_capabilities(capabilities: &[String]) -> Result<(), RktError> {
+    for (i, c) in capabilities.iter().enumerate() {
+        let field = format!("capabilities[{i}]");
+        check_header_value(&field, c)?;
+        if c.contains(',') {
+            let m = format!("{field} holds a comma, which separates capabilities in the Capabilities header");
+            return Err(RktError::local(ErrorKind::Invalid, m));
+        }
+    }
+    Ok(())
 }

@@ -7,7 +7,7 @@
 use crate::body::*;
 use crate::client::{split_list, PeerInfo};
 use crate::codec::{self, decode, encode, Message, MessageType};
-use crate::envelope::{compact, envelope};
+use crate::envelope::{check_capabilities, check_header_value, compact, envelope};
 use crate::errors::{codes, decode_error_body, error_body, RktError};
 use crate::lines::{starts_line_mode, LineAssembler};
 use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers, TokenBucket};
@@ -38,6 +38,19 @@ pub struct ServerConfig {
     /// 1008 instead.
     pub rate_per_s: f64,
     pub burst: u32,
+}
+
+impl ServerConfig {
+    /// The configuration refused (kind `invalid`, naming the field) where the session would
+    /// write headers its own decoder refuses: an `agent`, `user_agent` or capability with a
+    /// control character (tab apart; CR and LF included) or DEL, or a capability with a comma
+    /// (it would come back as two). [`ServerSession::new`] checks it: a session given such a
+    /// configuration starts closed.
+    pub fn check(&self) -> Result<(), RktError> {
+        check_header_value("agent", &self.agent)?;
+        check_header_value("user_agent", &self.user_agent)?;
+        check_capabilities(&self.capabilities)
+    }
 }
 
 impl Default for ServerConfig {
@@ -201,10 +214,14 @@ fn parse_body<T: DeserializeOwned>(msg: &Message) -> Result<T, String> {
 }
 
 impl ServerSession {
+    /// A session for one connection. A configuration that [`ServerConfig::check`] refuses
+    /// gives a session closed from the start: it sends only a close (1011 "invalid
+    /// configuration"), and its `Closed` event's reason names the field.
     pub fn new(cfg: ServerConfig, mut entropy: Box<dyn Entropy + Send>) -> Self {
         let session_id = entropy.uuid_v4();
         let bucket = TokenBucket::new(cfg.rate_per_s, f64::from(cfg.burst));
-        ServerSession {
+        let invalid = cfg.check().err();
+        let mut session = ServerSession {
             cfg,
             entropy,
             state: ServerState::AwaitingHello,
@@ -217,7 +234,15 @@ impl ServerSession {
             timers: Timers::new(),
             transmit: VecDeque::new(),
             events: VecDeque::new(),
+        };
+        if let Some(e) = invalid {
+            session.transmit.push_back(Outgoing::Close {
+                code: 1011,
+                reason: "invalid configuration".into(),
+            });
+            session.finish(1011, &format!("invalid configuration: {}", e.error.message));
         }
+        session
     }
 
     pub fn state(&self) -> ServerState {
@@ -235,6 +260,9 @@ impl ServerSession {
     }
 
     pub fn handle_open(&mut self, now: Millis) {
+        if self.state == ServerState::Closed {
+            return;
+        }
         self.timers
             .set(Timer::Idle, now.saturating_add(self.cfg.hello_timeout_ms));
     }

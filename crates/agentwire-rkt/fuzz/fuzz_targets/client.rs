@@ -1,11 +1,11 @@
 //! Fuzzes the client session: the input is a script of operations (server text and bytes, a
 //! HELLO_ACK to the HELLO, replies of every kind to pending ids with fuzzed bodies and `Seq`,
-//! time, every command, cancels of pending, ended and unknown ids, GOODBYE and closes) on a session
-//! that opened. Nothing may panic; the commands open stay within `max_in_flight`, and
-//! `in_flight` counts exactly them (not the session's own keepalive PINGs); each command handed
-//! out gets at most one terminal event, none comes for an id never handed out, `cancel` is true
-//! exactly for an open command, and when the session closes every command has had its terminal
-//! event, before `Closed`.
+//! time, every command (any `To` and PAY recipient), cancels of pending, ended and unknown ids,
+//! GOODBYE and closes) on a session that opened. Nothing may panic; every frame it writes
+//! decodes; the commands open stay within `max_in_flight`, and `in_flight` counts exactly them
+//! (not the session's own keepalive PINGs); each command handed out gets at most one terminal
+//! event, none comes for an id never handed out, `cancel` is true exactly for an open command,
+//! and when the session closes every command has had its terminal event, before `Closed`.
 #![no_main]
 
 use agentwire_core::SeededEntropy;
@@ -16,6 +16,8 @@ use libfuzzer_sys::fuzz_target;
 use std::collections::HashSet;
 
 const MAX_IN_FLIGHT: usize = 8;
+/// 10000-01-01T00:00:00Z in milliseconds since the epoch.
+const YEAR_10000: u64 = 253_402_300_800_000;
 const REPLIES: [&str; 9] = [
     "RESPONSE",
     "STREAM_BEGIN",
@@ -71,7 +73,14 @@ impl Run {
         let mut sent = 0;
         while let Some(t) = self.s.poll_transmit() {
             sent += 1;
-            let sent = t.as_text().and_then(|text| decode(text, usize::MAX).ok());
+            // Every frame the session writes is one its own decoder reads, while its clock is
+            // before the year 10000 (a `Timestamp` has four digits of year; the script's clock
+            // leaps far past it).
+            let sent = t.as_text().and_then(|text| match decode(text, usize::MAX) {
+                Ok(m) => Some(m),
+                Err(e) if self.now < YEAR_10000 => panic!("{e}: {text:?}"),
+                Err(_) => None,
+            });
             match sent {
                 Some(m) if m.kind == MessageType::Hello => self.hello = Some(m.message_id().to_owned()),
                 // Only the session sends AUTH on its own: the script's `auth` ids are handed out.
@@ -184,6 +193,7 @@ fuzz_target!(|data: &[u8]| {
                     stream: arg & 1 != 0,
                     ttl_s: (arg & 2 != 0).then_some(u32::from(arg >> 2)),
                     context: serde_json::from_str(&text).ok(),
+                    to: (arg & 0x80 != 0).then(|| text.clone()),
                     ..RequestOptions::default()
                 };
                 let params = serde_json::from_str(&text).ok();
@@ -197,7 +207,10 @@ fuzz_target!(|data: &[u8]| {
                     2 => run
                         .s
                         .memory_set(now, &text, serde_json::json!(arg), Some("ns"), Some(60)),
-                    3 => run.s.pay(now, f64::from(arg) / 4.0, &text, None, None),
+                    3 => {
+                        let recipient = (arg2 & 1 != 0).then_some(text.as_str());
+                        run.s.pay(now, f64::from(arg) / 4.0, &text, None, recipient)
+                    }
                     _ => run.s.auth(
                         now,
                         AuthBody::Bearer {

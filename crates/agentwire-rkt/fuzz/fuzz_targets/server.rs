@@ -1,12 +1,12 @@
 //! Fuzzes the server session with the reference agent behind it: the input is split at NUL
 //! bytes into text frames (line mode and whole messages alike), fed with advancing time. It
-//! must never panic, every frame must get a bounded answer, and a session that is still open
-//! must answer a clean HELLO + PING afterwards.
+//! must never panic, every frame must get a bounded answer, every frame it writes must decode,
+//! and a session that is still open must answer a clean HELLO + PING afterwards.
 #![no_main]
 
 use agentwire_core::SeededEntropy;
 use agentwire_rkt::reference::{self, Connection, ReferenceConfig, Shared};
-use agentwire_rkt::{ServerEvent, ServerSession, ServerState};
+use agentwire_rkt::{decode, ServerEvent, ServerSession, ServerState};
 use libfuzzer_sys::fuzz_target;
 
 const T0: u64 = 1_782_648_000_000;
@@ -30,7 +30,16 @@ fuzz_target!(|data: &[u8]| {
                 reference::handle(&cfg, &mut shared, &mut conn, session, &mut entropy, now, m);
             }
         }
-        std::iter::from_fn(|| session.poll_transmit()).count()
+        std::iter::from_fn(|| session.poll_transmit())
+            .inspect(|out| {
+                // Every frame the session writes is one its own decoder reads.
+                if let Some(text) = out.as_text() {
+                    if let Err(e) = decode(text, usize::MAX) {
+                        panic!("{e}: {text:?}");
+                    }
+                }
+            })
+            .count()
     };
     for frame in text.split('\0') {
         now += 250;

@@ -146,10 +146,13 @@ pub fn check_rate(rate_per_s: f64) -> Result<f64, RktError> {
 }
 
 impl ReferenceConfig {
-    /// Whether the agent can be served with this configuration: the rate passes [`check_rate`],
-    /// the burst and `max_connections` are at least 1, and `max_forecast_days` is 1 to
-    /// [`MAX_FORECAST_DAYS`]. Servers (`agentwire_native::rkt::serve`) refuse it otherwise.
+    /// Whether the agent can be served with this configuration: its session's configuration
+    /// passes [`ServerConfig::check`] (no `agent` or capability a header cannot carry), the rate
+    /// passes [`check_rate`], the burst and `max_connections` are at least 1, and
+    /// `max_forecast_days` is 1 to [`MAX_FORECAST_DAYS`]. Servers
+    /// (`agentwire_native::rkt::serve`) refuse it otherwise.
     pub fn check(&self) -> Result<(), RktError> {
+        self.server_config().check()?;
         check_rate(self.rate_per_s)?;
         if !(1..=MAX_FORECAST_DAYS).contains(&self.max_forecast_days) {
             let m = format!(
