@@ -8,9 +8,18 @@ use crate::errors::RktError;
 use serde_json::{json, Map, Value};
 
 fn body(b: &Option<String>) -> Value {
-    match b {
+    body_value(b.as_deref())
+}
+
+/// A body (a reply's, a chunk's, an ERROR's `details`) as a value, by the one rule of every
+/// target: no body is `null`; a body that is JSON is its value; any other text (not JSON, or
+/// JSON `serde_json` cannot hold: a lone surrogate escape such as `"\ud800"`, a number past
+/// `f64` such as `1e400`) is that text as a JSON string. Never an error: the server may already
+/// have acted on the command the body answers (a PAY, a MEMORY_SET).
+pub fn body_value(body: Option<&str>) -> Value {
+    match body {
         None => Value::Null,
-        Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
+        Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
     }
 }
 
@@ -237,6 +246,22 @@ mod tests {
             },
         };
         assert_eq!(ready.to_json()["capabilities"], json!(["weather"]));
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_is_its_text() {
+        assert_eq!(body_value(None), Value::Null);
+        assert_eq!(body_value(Some(r#"{"a":[1,"x"]}"#)), json!({"a": [1, "x"]}));
+        assert_eq!(body_value(Some("null")), Value::Null);
+        for text in ["", "not json", "{", r#""\ud800""#, "1e400", r#"{"n":-1e999}"#] {
+            assert_eq!(body_value(Some(text)), Value::String(text.into()), "{text:?}");
+        }
+        // The events bindings hand over follow the same rule.
+        let r = ClientEvent::Response {
+            id: "m".into(),
+            body: Some("1e400".into()),
+        };
+        assert_eq!(r.to_json()["body"], json!("1e400"));
     }
 
     #[test]

@@ -1,6 +1,11 @@
 //! [`RktClient`]: an async RKT client. One task owns the socket and the `ClientSession`; the
 //! client's methods send it commands with a reply channel, and the task routes each engine event
 //! to the command it answers by Message-ID.
+//!
+//! Reply bodies come back as the engine's [`body_value`] reads them, as npm and the component
+//! give them: a body that is JSON is its value, any other text (not JSON, a lone surrogate
+//! escape, a number past `f64`) is that text as a `Value::String`, never an error (the server
+//! may already have carried out the PAY or MEMORY_SET it answers).
 
 use crate::call::{self, Caller, CancelOnDrop, Waiting};
 use crate::events::{self, ByteBudget, EventTx, Weigh};
@@ -10,6 +15,7 @@ use crate::wire::{self, frame_limit, ConnectError, Wire};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
+use agentwire_rkt::json::body_value;
 use agentwire_rkt::{
     resolve, AuthBody, AuthOkBody, ClientConfig, ClientEvent, ClientSession, MemoryGetBody, PeerInfo, RequestOptions,
     RktError,
@@ -23,9 +29,10 @@ use tokio_tungstenite::tungstenite::http::{header::SEC_WEBSOCKET_PROTOCOL, Heade
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
 
-/// The chunks of a stream: each STREAM_DATA body in `Seq` order; [`StreamChunks::recv`] ends
-/// (`None`) after STREAM_END, or after one `Err` when the stream fails. Dropping it before the
-/// end cancels the stream. Chunks wait unread as their text, at most [`STREAM_CAPACITY`] of
+/// The chunks of a stream: each STREAM_DATA body in `Seq` order (as [`body_value`] reads it: one
+/// that is not JSON is its text as a string); [`StreamChunks::recv`] ends (`None`) after
+/// STREAM_END, or after one `Err` when the stream fails. Dropping it before the end cancels the
+/// stream. Chunks wait unread as their text, at most [`STREAM_CAPACITY`] of
 /// them and [`STREAM_UNREAD_BYTES_EACH`] bytes per stream, and [`STREAM_UNREAD_BYTES`] for all
 /// the client's streams together: a stream whose chunk finds one full fails with `limit` (the
 /// reader fell behind).
@@ -40,7 +47,7 @@ impl StreamChunks {
     /// The next chunk; `None` once the stream is over. Cancel-safe: dropped before it resolves
     /// (in a `tokio::select!`), no chunk is lost.
     pub async fn recv(&mut self) -> Option<Result<Value, RktError>> {
-        self.rx.recv().await.map(|chunk| chunk.and_then(parse_body))
+        self.rx.recv().await.map(|chunk| chunk.map(parse_body))
     }
 }
 
@@ -52,7 +59,7 @@ impl futures_util::Stream for StreamChunks {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
-        self.rx.poll_recv(cx).map(|c| c.map(|chunk| chunk.and_then(parse_body)))
+        self.rx.poll_recv(cx).map(|c| c.map(|chunk| chunk.map(parse_body)))
     }
 }
 
@@ -149,12 +156,10 @@ fn closed_error() -> RktError {
     RktError::local(ErrorKind::Closed, "the connection is closed")
 }
 
-fn parse_body(body: Option<String>) -> Result<Value, RktError> {
-    match body {
-        None => Ok(Value::Null),
-        Some(text) => serde_json::from_str(&text)
-            .map_err(|e| RktError::local(ErrorKind::Decode, format!("reply body is not JSON: {e}"))),
-    }
+/// A reply's or chunk's body by the engine's rule ([`body_value`]), as npm and the component
+/// give it: no body is `null`, a body that is not JSON is its text as a string.
+fn parse_body(body: Option<String>) -> Value {
+    body_value(body.as_deref())
 }
 
 impl Waiter {
@@ -306,15 +311,16 @@ impl RktClient {
             .await
     }
 
-    /// REQUEST `intent`; returns the parsed RESPONSE body (`{"intent", "data"}` from the
-    /// reference agent). `opts.stream` is ignored: use [`RktClient::stream`].
+    /// REQUEST `intent`; returns the RESPONSE body (`{"intent", "data"}` from the reference
+    /// agent), parsed as [`body_value`] does: one that is not JSON is its text as a string.
+    /// `opts.stream` is ignored: use [`RktClient::stream`].
     pub async fn request(&self, intent: &str, params: Option<Value>, opts: RequestOptions) -> Result<Value, RktError> {
         let intent = intent.to_string();
         let opts = RequestOptions { stream: false, ..opts };
         let body = self
             .submit(move |s, now| s.request(now, &intent, params, opts), Waiter::Body)
             .await?;
-        parse_body(body)
+        Ok(parse_body(body))
     }
 
     /// REQUEST `intent` with `Stream: true`. Resolves at the first reply: an ERROR fails here;
@@ -345,12 +351,13 @@ impl RktClient {
         })
     }
 
-    /// DISCOVER: the capability manifest.
+    /// DISCOVER: the capability manifest (its body as [`body_value`] reads it).
     pub async fn discover(&self) -> Result<Value, RktError> {
-        parse_body(self.submit(|s, now| s.discover(now), Waiter::Body).await?)
+        Ok(parse_body(self.submit(|s, now| s.discover(now), Waiter::Body).await?))
     }
 
-    /// MEMORY_SET; returns the server's acknowledgement body.
+    /// MEMORY_SET; returns the server's acknowledgement body ([`body_value`]: one that is not
+    /// JSON is its text as a string, not an error, since the value was set).
     pub async fn memory_set(
         &self,
         key: &str,
@@ -360,19 +367,21 @@ impl RktClient {
     ) -> Result<Value, RktError> {
         let (key, namespace) = (key.to_string(), namespace.map(str::to_string));
         let start = move |s: &mut ClientSession, now| s.memory_set(now, &key, value, namespace.as_deref(), ttl_s);
-        parse_body(self.submit(start, Waiter::Body).await?)
+        Ok(parse_body(self.submit(start, Waiter::Body).await?))
     }
 
     /// MEMORY_GET; `None` when the key is not set (or expired), as
-    /// [`MemoryGetBody::read_reply`] reads the reply.
+    /// [`MemoryGetBody::read_reply`] reads the reply ([`body_value`] of its body: one that is
+    /// not a JSON object is `decode`).
     pub async fn memory_get(&self, key: &str, namespace: Option<&str>) -> Result<Option<Value>, RktError> {
         let (key, namespace) = (key.to_string(), namespace.map(str::to_string));
         let start = move |s: &mut ClientSession, now| s.memory_get(now, &key, namespace.as_deref());
-        let reply = parse_body(self.submit(start, Waiter::Body).await?)?;
+        let reply = parse_body(self.submit(start, Waiter::Body).await?);
         MemoryGetBody::read_reply(&reply)
     }
 
-    /// PAY; returns the receipt body.
+    /// PAY; returns the receipt body ([`body_value`]: one that is not JSON is its text as a
+    /// string, not an error, since the payment was made).
     pub async fn pay(
         &self,
         amount: f64,
@@ -385,7 +394,7 @@ impl RktClient {
         let start = move |s: &mut ClientSession, now| {
             s.pay(now, amount, &currency, description.as_deref(), recipient.as_deref())
         };
-        parse_body(self.submit(start, Waiter::Body).await?)
+        Ok(parse_body(self.submit(start, Waiter::Body).await?))
     }
 
     /// AUTH; returns AUTH_OK with the session token.
