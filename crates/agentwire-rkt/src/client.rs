@@ -154,6 +154,8 @@ pub struct RequestOptions {
     /// refused `invalid` by [`ClientSession::request`].
     pub to: Option<String>,
     /// The body's `context`; a JSON `null` is the same as none (the body has no `context`).
+    /// Written as compact JSON from the value, not from any text it was read from: see
+    /// [`ClientSession::request`].
     pub context: Option<Value>,
 }
 
@@ -525,6 +527,13 @@ impl ClientSession {
     /// Sends a REQUEST for `intent`; returns its Message-ID. Replies come as `Response`, or as
     /// `StreamBegin`/`StreamData`/`StreamEnd` when `opts.stream`. An empty `intent`, or an
     /// `opts.to` no header can carry (a control character but tab, or DEL), is `invalid`.
+    ///
+    /// `params` and `opts.context` are written as compact JSON from the value, not as any text
+    /// it was parsed from (with [`crate::json::json_arg`], as the bindings do): a
+    /// `serde_json::Value` without `preserve_order` has its keys sorted and keeps the last of
+    /// two equal keys, a number with an exponent or a fraction is a float (`1e3` is sent as
+    /// `1000.0`, `-0` as `-0.0`), and an integer past `u64` is a float (`docs/protocols/rkt.md`,
+    /// "JSON arguments").
     pub fn request(
         &mut self,
         now: Millis,
@@ -576,6 +585,9 @@ impl ClientSession {
         )
     }
 
+    /// Sends MEMORY_SET; the acknowledgement comes as the `Response` body. An empty `key` is
+    /// `invalid`. `value` is written as compact JSON from the value, not as any text it was
+    /// parsed from, as `params` in [`ClientSession::request`]: keys sorted, `1e3` as `1000.0`.
     pub fn memory_set(
         &mut self,
         now: Millis,

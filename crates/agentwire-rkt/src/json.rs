@@ -25,7 +25,10 @@ pub fn body_value(body: Option<&str>) -> Value {
 
 /// A JSON argument a binding was given as text (`params`, a memory value, a request's
 /// `context`): `None` is none, and any text must be JSON (`""` is not), or an `invalid` error
-/// naming `what`. The one rule of every binding.
+/// naming `what`. The one rule of every binding. The text becomes a `serde_json::Value` and is
+/// written out again from it, not as it was: keys sorted, the last of two equal keys kept,
+/// `1e3` as `1000.0`, `-0` as `-0.0`, an integer past `u64` as a float; a lone surrogate escape
+/// (`"\ud800"`) is not JSON here (`docs/protocols/rkt.md`, "JSON arguments").
 pub fn json_arg(what: &str, text: Option<&str>) -> Result<Option<Value>, RktError> {
     text.map(|t| {
         serde_json::from_str(t)
@@ -162,6 +165,20 @@ mod tests {
             assert_eq!(e.error.kind, ErrorKind::Invalid, "{text:?}");
             assert!(e.error.message.starts_with("params is not JSON"), "{}", e.error.message);
         }
+    }
+
+    /// What `docs/protocols/rkt.md` ("JSON arguments") says of the text a binding gives: it is
+    /// written out again from the value, not as it was.
+    #[test]
+    fn a_json_argument_is_re_serialised() {
+        let text = r#"{"z":1e3,"a":-0,"big":18446744073709551616,"k":1,"k":2}"#;
+        let value = json_arg("params", Some(text)).unwrap().unwrap();
+        assert_eq!(
+            serde_json::to_string(&value).unwrap(),
+            r#"{"a":-0.0,"big":1.8446744073709552e+19,"k":2,"z":1000.0}"#
+        );
+        let e = json_arg("params", Some(r#""\ud800""#)).unwrap_err();
+        assert_eq!(e.error.kind, ErrorKind::Invalid);
     }
 
     #[test]

@@ -313,7 +313,9 @@ impl RktClient {
 
     /// REQUEST `intent`; returns the RESPONSE body (`{"intent", "data"}` from the reference
     /// agent), parsed as [`body_value`] does: one that is not JSON is its text as a string.
-    /// `opts.stream` is ignored: use [`RktClient::stream`].
+    /// `opts.stream` is ignored: use [`RktClient::stream`]. `params` and `opts.context` are
+    /// written as compact JSON from the value (keys sorted, `1e3` as `1000.0`: see
+    /// [`ClientSession::request`]).
     pub async fn request(&self, intent: &str, params: Option<Value>, opts: RequestOptions) -> Result<Value, RktError> {
         let intent = intent.to_string();
         let opts = RequestOptions { stream: false, ..opts };
@@ -325,7 +327,8 @@ impl RktClient {
 
     /// REQUEST `intent` with `Stream: true`. Resolves at the first reply: an ERROR fails here;
     /// otherwise the receiver yields every STREAM_DATA body in order and ends after STREAM_END.
-    /// A server that answers with a plain RESPONSE yields its body as the one chunk.
+    /// A server that answers with a plain RESPONSE yields its body as the one chunk. `params`
+    /// and `opts.context` are written as in [`RktClient::request`].
     pub async fn stream(
         &self,
         intent: &str,
@@ -357,7 +360,9 @@ impl RktClient {
     }
 
     /// MEMORY_SET; returns the server's acknowledgement body ([`body_value`]: one that is not
-    /// JSON is its text as a string, not an error, since the value was set).
+    /// JSON is its text as a string, not an error, since the value was set). `value` is written
+    /// as compact JSON from the value (keys sorted, `1e3` as `1000.0`: see
+    /// [`ClientSession::memory_set`]).
     pub async fn memory_set(
         &self,
         key: &str,
