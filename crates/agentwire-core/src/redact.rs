@@ -20,7 +20,9 @@ pub fn redacted<T>(secret: &Option<T>) -> Option<Redacted> {
 
 /// `url` as an error message may quote it: without the user information (`user:pass@`) and
 /// without the query and fragment, where a token or key may ride (`?token=…`). Scheme, host,
-/// port and path stay. A text without a scheme (`host/path`) is read the same way.
+/// port and path stay. A text without a scheme (`host/path`) is read the same way, and what is
+/// left once its user information is gone is read again (`x@wss://u:p@h` shows `wss://h`): the
+/// text shown is one this function leaves as it is.
 pub fn url(url: &str) -> Cow<'_, str> {
     // Bytes, not `str::find` with a `&str` pattern, whose searcher cost the Switch module 1.2 KB
     // gzipped. A scheme is letters, digits, `+`, `-` and `.` right before `://` (not a
@@ -44,6 +46,9 @@ pub fn url(url: &str) -> Cow<'_, str> {
     ) {
         (None, true) => Cow::Borrowed(url),
         (None, false) => Cow::Owned(format!("{scheme}{kept}")),
+        // Without a scheme, what follows the user information may begin with one (`x@a://u@h`):
+        // read again. Once: its host part has no `@` left, and with a scheme nothing recurses.
+        (Some(at), _) if scheme_len == 0 => Cow::Owned(self::url(&kept[at + 1..]).into_owned()),
         (Some(at), _) => Cow::Owned(format!("{scheme}{}", &kept[at + 1..])),
     }
 }
@@ -70,6 +75,10 @@ mod tests {
             assert_eq!(url(given), shown, "{given}");
         }
         assert!(matches!(url("ws://h/p"), Cow::Borrowed(_)));
+        // User information before a scheme: once it is gone, what is left is read again, so the
+        // user information after the scheme goes too (it was kept: `a://u:SECRET@h/p`).
+        assert_eq!(url("x@a://u:SECRET@h/p?q"), "a://h/p");
+        assert_eq!(url("x@a://h:1/u@v"), "a://h:1/u@v");
         assert_eq!(format!("{:?}", redacted(&Some("k"))), "Some(<redacted>)");
         assert_eq!(format!("{:?}", redacted::<String>(&None)), "None");
     }
