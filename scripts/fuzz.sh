@@ -13,8 +13,11 @@
 # `configured` (the same script under extreme configurations), `request` (the open paths and
 # operation requests built from any ids, rooms, names and arguments: no dot segment, only
 # allowed characters) or `ops` (the decoders of the HTTP answers and error bodies).
-# CRATE `core`: `read` (the JSON reader, against serde_json) or `http` (the HTTP/1.1 answer
-# head and chunked decoders, read by read). CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
+# CRATE `core`: `read` (the JSON reader, against serde_json), `http` (the HTTP/1.1 answer
+# head and chunked decoders, read by read) or `redact` (`redact::url`, how error messages quote
+# addresses, on any text and on URLs built from parts: no query, fragment or user information
+# left, only the input's own text, a fixed point).
+# CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
 # signs), `bridge` (the SSE bridge driven by a script of upstream bytes, pongs, beat answers and
 # timeouts) or `route` (the router on any method, URL, headers and body a browser can send). Prints the executions and crashes; exits 1 when a crash was found.
 #
@@ -142,6 +145,18 @@ if [ "$crate" = core ] && [ "$target" = http ]; then
     printf '\000HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}' >"$corpus/seed-length"
     printf '\003HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"e\r\n2;x=1\r\n"}\r\n0\r\nX-T: 1\r\n\r\n' >"$corpus/seed-chunked"
     printf '\007HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 401 Unauthorized\r\n\r\n{"detail":"no"}' >"$corpus/seed-continue"
+fi
+
+# Seed the URL redaction (core `redact`; mode byte 0: the text as it is, 037: a URL built from
+# the lines scheme, user information, host, path, query, fragment) with the forms drivers quote.
+if [ "$crate" = core ] && [ "$target" = redact ]; then
+    i=0
+    for u in 'wss://h.example:8443/ws?token=SECRET' 'https://user:SECRET@h.example/p#frag' 'rkt://a@b@h:1/x?y' \
+        'bot:SECRET@h' 'h/p?token=SECRET&next=http://x' 'x@wss://u:SECRET@h/p' 'rkt://[::1]:7749/rkt'; do
+        { printf '\000'; printf '%s' "$u"; } >"$corpus/seed-$i"
+        i=$((i + 1))
+    done
+    printf '\037wss\nu:SECRET\nh.example:443\n/ws\ntoken=SECRET\nfrag' >"$corpus/seed-built"
 fi
 
 # Seed the session scripts with a clock that leaps 2^63 ms once the session is up (RKT
