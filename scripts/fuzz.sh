@@ -19,7 +19,10 @@
 # left, only the input's own text, a fixed point).
 # CRATE `relay`: `token` (relay token verification, on raw tokens and on claims the harness
 # signs), `bridge` (the SSE bridge driven by a script of upstream bytes, pongs, beat answers and
-# timeouts) or `route` (the router on any method, URL, headers and body a browser can send). Prints the executions and crashes; exits 1 when a crash was found.
+# timeouts), `route` (the router on any method, URL, headers and body a browser can send) or
+# `config` (`Config::from_env` on any value of any setting: a refusal names the wrong setting,
+# nothing shown depends on a secret, a configuration taken reads back as itself).
+# Prints the executions and crashes; exits 1 when a crash was found.
 #
 # The toolchain is stable, so RUSTC_BOOTSTRAP=1 lets cargo-fuzz use the nightly-only flags it
 # needs (-Zsanitizer, -Cpasses=sancov). AddressSanitizer is tried first; `--sanitizer none` is
@@ -83,6 +86,36 @@ seeds = {
 }
 for name, text in seeds.items():
     (dst / f"seed-{name}").write_bytes(b"\x00" + text.encode())
+PY
+fi
+
+# Seed the relay configuration (relay `config`: NUL-separated settings, each a byte, the index
+# of its name in config.rs's SETTINGS plus their number, so never NUL, then its value) with
+# every setting at a good value other than its default, and a loopback IPv6 upstream with a
+# list of origins.
+if [ "$crate" = relay ] && [ "$target" = config ] && command -v python3 >/dev/null; then
+    python3 - "$root/crates/agentwire-relay/src/config.rs" "$corpus" <<'PY'
+import pathlib, re, sys
+src, dst = pathlib.Path(sys.argv[1]).read_text(), pathlib.Path(sys.argv[2])
+names = re.findall(r'"([A-Z_]+)"', re.search(r"pub const SETTINGS: \[&str; \d+\] = \[(.*?)\];", src, re.S).group(1))
+seeds = {
+    "every": {
+        "UPSTREAM": "https://switch.example:8443/api/", "UPSTREAM_GENERATION": "sse",
+        "AGENT_KEYS": '{"agent-a":"sk_switch_aaaa","agent-b":"sk_switch_bbbb"}',
+        "RELAY_TOKEN_SECRET_PREVIOUS": "fedcba9876543210fedcba9876543210", "ALLOW_NO_ORIGIN": "true",
+        "PATH_PREFIX": "/switch/", "MAX_MESSAGE_BYTES": "4096", "MAX_BODY_BYTES": "2048",
+        "RATE_LIMIT_PER_MINUTE": "6", "RATE_LIMIT_BURST": "3", "FRAME_LIMIT_PER_MINUTE": "60",
+        "FRAME_LIMIT_BURST": "40", "MAX_TOKEN_LIFETIME_S": "60", "UPSTREAM_TIMEOUT_MS": "500",
+        "PING_INTERVAL_MS": "1000", "UPSTREAM_IDLE_MS": "5000", "MAX_UNACKED_BYTES": "65536",
+    },
+    "loopback": {
+        "UPSTREAM": "http://[::1]:8080/api", "UPSTREAM_GENERATION": "websocket",
+        "ALLOWED_ORIGINS": "http://127.0.0.1:7700, https://app.example",
+    },
+}
+for name, env in seeds.items():
+    pieces = [bytes([names.index(k) + len(names)]) + v.encode() for k, v in env.items()]
+    (dst / f"seed-{name}").write_bytes(b"\0".join(pieces))
 PY
 fi
 
