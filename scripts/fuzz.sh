@@ -8,7 +8,10 @@
 # script of tests/script/endpoint.rs), `session` (the client session driven by a
 # script of operations; every event's JSON text read back as its value), `register` (the
 # registration answer decoder) or `harness` (the harness's parsers: canonical JSON, parts,
-# schemas, answers, addresses, ids, each read back from what it writes). CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
+# schemas, answers, addresses, ids, each read back from what it writes; `Message::parse` and
+# `from_wrapped` against their derived `Deserialize`; an endpoint's records read from any
+# `messages/received` push or recovery answer).
+# CRATE `switch`: `sse` (the SSE parser, chunked three ways), `frame`
 # (both frame decoders, with re-encoding), `connection` (the connection driven by a script),
 # `configured` (the same script under extreme configurations), `request` (the open paths and
 # operation requests built from any ids, rooms, names and arguments: no dot segment, only
@@ -69,6 +72,17 @@ if src.is_dir():
             if m:
                 (dst / f"capture-{f.stem}-{n}").write_bytes(b"\x01" + m.group(2).encode())
 PY
+fi
+
+# Seed the harness's messages mode (MoltZap `harness`, mode byte 3: a `messages/received` push,
+# 013: the same in a group, 007: the answer to a recovery's `agent/message/list`).
+if [ "$crate" = moltzap ] && [ "$target" = harness ]; then
+    m1='{"id":"m1","conversationId":"c1","senderId":"bob","parts":[{"type":"text","text":"hi"}],"createdAt":"2026-12-02T12:36:49.853Z"}'
+    m2='{"id":"m2","conversationId":"c2","senderId":"carol","postId":"p2","parts":[{"type":"text","text":"q"},{"type":"data","value":{"org.social-harness/collective":{"kind":"operation","op":"multicast"}}}],"createdAt":"t"}'
+    printf '\003{"message":%s}' "$m1" >"$corpus/seed-push"
+    printf '\013{"message":%s}' "$m2" >"$corpus/seed-push-group"
+    printf '\007{"messages":[%s,%s,{"id":"m3","conversationId":"c1","senderId":"bob","parts":[{"type":"image"}]},5]}' \
+        "$m1" "$m2" >"$corpus/seed-recovered"
 fi
 
 # Seed the relay's router with a request of each kind it serves (flags byte first: 0 is a

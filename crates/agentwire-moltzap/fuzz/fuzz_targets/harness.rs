@@ -7,9 +7,18 @@
 //! same); the lenient parse takes whatever the strict one takes, with no issue; an address or
 //! id that parses gives back a text that parses to it again.
 //!
-//! Input: a mode byte (low 2 bits: JSON, message text, addresses and ids; the rest picks the
-//! conversation and the clock for `classify`), then UTF-8 text.
+//! Messages (`common/messages.rs`): `Message::parse` and `Message::from_wrapped` take exactly
+//! what their derived `Deserialize` takes, and read the same message; an endpoint reads its
+//! records from the text as a `messages/received` push or as the answer to its recovery's
+//! `agent/message/list`, exactly when the text holds them, and drops none in silence.
+//!
+//! Input: a mode byte (low 2 bits: JSON, message text, addresses and ids, messages; the rest
+//! picks the conversation and the clock for `classify`, or for messages where the text goes),
+//! then UTF-8 text.
 #![no_main]
+
+#[path = "../common/messages.rs"]
+mod messages;
 
 use agentwire_moltzap::harness::json::parse_lenient;
 use agentwire_moltzap::harness::{
@@ -109,8 +118,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     match mode & 3 {
-        0 | 3 => json(mode, text),
+        0 => json(mode, text),
         1 => message_text(text),
-        _ => ids(text),
+        2 => ids(text),
+        _ => messages::check(mode, text),
     }
 });
