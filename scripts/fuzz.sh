@@ -2,8 +2,9 @@
 # scripts/fuzz.sh SECS TARGET [CRATE]: fuzzes TARGET of crates/agentwire-CRATE/fuzz for SECS
 # seconds (default 60). CRATE `rkt` (the default): `decode` (the codec, the default target),
 # `server` (the server session in line and whole-message mode, with the reference agent) or
-# `client` (the client session driven by a script of replies, commands, time and closes) or
-# `resolve` (the address resolver).
+# `client` (the client session driven by a script of replies, commands, time and closes; a
+# request's params and context read by `json::json_arg`, as bindings read them, against
+# serde_json) or `resolve` (the address resolver).
 # CRATE `moltzap`: `frame` (the frame decoder), `endpoint` (the harness endpoint driven by the
 # script of tests/script/endpoint.rs), `session` (the client session driven by a
 # script of operations; every event's JSON text read back as its value), `register` (the

@@ -5,15 +5,22 @@
 //! decodes; the commands open stay within `max_in_flight`, and `in_flight` counts exactly them
 //! (not the session's own keepalive PINGs); each command handed out gets at most one terminal
 //! event, none comes for an id never handed out, `cancel` is true exactly for an open command,
-//! and when the session closes every command has had its terminal event, before `Closed`.
+//! and when the session closes every command has had its terminal event, before `Closed`. A
+//! request's `params` and `context` are read from the script's text by `json::json_arg`, as
+//! every binding reads them: it takes exactly what serde_json takes, as the same value, and
+//! refuses the rest `invalid`, naming the argument in a message that does not quote it; the
+//! REQUEST sent carries the value as serde_json writes it.
 #![no_main]
 
-use agentwire_core::SeededEntropy;
+use agentwire_core::{ErrorKind, SeededEntropy};
+use agentwire_rkt::json::json_arg;
 use agentwire_rkt::{
     decode, AuthBody, ClientConfig, ClientEvent, ClientSession, ClientState, MessageType, RequestOptions,
 };
 use libfuzzer_sys::fuzz_target;
-use std::collections::HashSet;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
 
 const MAX_IN_FLIGHT: usize = 8;
 /// 10000-01-01T00:00:00Z in milliseconds since the epoch.
@@ -41,6 +48,26 @@ struct Run {
     hello: Option<String>,
     /// The Message-ID of the automatic AUTH (`authorization` configured), while it may end.
     auto_auth: Option<String>,
+    /// Requests not sent yet: their `params` and `context` as serde_json writes them.
+    args: HashMap<String, [Option<String>; 2]>,
+}
+
+/// `json_arg(what, text)`, checked against serde_json.
+fn read_arg(what: &str, text: &str) -> Option<Value> {
+    assert_eq!(json_arg(what, None).ok(), Some(None));
+    match (json_arg(what, Some(text)), serde_json::from_str::<Value>(text)) {
+        (Ok(Some(ours)), Ok(theirs)) => {
+            assert_eq!(ours, theirs, "{what}: {text:?}");
+            Some(ours)
+        }
+        (Err(e), Err(_)) => {
+            assert_eq!(e.error.kind, ErrorKind::Invalid, "{e}");
+            let m = &e.error.message;
+            assert!(m.starts_with(&format!("{what} is not JSON: ")) && m.len() <= 160, "{m}");
+            None
+        }
+        (ours, theirs) => panic!("{what}: {text:?}: json_arg {ours:?}, serde_json {theirs:?}"),
+    }
 }
 
 impl Run {
@@ -63,6 +90,7 @@ impl Run {
             issued: HashSet::new(),
             hello: None,
             auto_auth: None,
+            args: HashMap::new(),
         };
         run.s.handle_open(0);
         run.drain();
@@ -87,6 +115,13 @@ impl Run {
                 Some(m) if m.kind == MessageType::Auth && !self.issued.contains(m.message_id()) => {
                     assert!(self.auto_auth.is_none(), "a second automatic AUTH");
                     self.auto_auth = Some(m.message_id().to_owned());
+                }
+                Some(m) if m.kind == MessageType::Request => {
+                    let Some(args) = self.args.remove(m.message_id()) else { continue };
+                    let body = m.body.as_deref().unwrap_or_default();
+                    let fields: HashMap<String, Box<RawValue>> = serde_json::from_str(body).expect("a REQUEST body");
+                    let sent = ["params", "context"].map(|k| fields.get(k).map(|v| v.get().to_owned()));
+                    assert_eq!(sent, args, "{body}");
                 }
                 _ => {}
             }
@@ -189,15 +224,22 @@ fuzz_target!(|data: &[u8]| {
                 run.s.handle_timeout(run.now);
             }
             5 => {
+                // What a binding is given: the text as `params`, and (arg2 bit 0) as `context`.
+                let params = read_arg("params", &text);
+                let context = if arg2 & 1 != 0 { read_arg("context", &text) } else { None };
+                let written = |v: &Option<Value>| v.as_ref().map(|v| v.to_string());
+                let args = [written(&params), written(&context.clone().filter(|c| !c.is_null()))];
                 let opts = RequestOptions {
                     stream: arg & 1 != 0,
                     ttl_s: (arg & 2 != 0).then_some(u32::from(arg >> 2)),
-                    context: serde_json::from_str(&text).ok(),
+                    context,
                     to: (arg & 0x80 != 0).then(|| text.clone()),
                     ..RequestOptions::default()
                 };
-                let params = serde_json::from_str(&text).ok();
                 let r = run.s.request(now, "weather.forecast", params, opts);
+                if let Ok(id) = &r {
+                    run.args.insert(id.clone(), args);
+                }
                 run.issued(r);
             }
             6 => {
