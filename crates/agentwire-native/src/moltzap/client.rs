@@ -13,7 +13,6 @@ use agentwire_moltzap::{Credentials, Event, Generation, HelloOk, MoltZapError, R
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
 
 /// Server pushes, diagnostics and the final `Disconnected`, in arrival order; the channel ends
@@ -194,9 +193,7 @@ async fn open(
 ) -> Result<tokio_tungstenite::WebSocketStream<Counted<Stream>>, MoltZapError> {
     let request = url.into_client_request().map_err(|e| connect_error(url, e))?;
     let limit = frame_limit(cfg.decode.max_message_bytes);
-    let ws_cfg = WebSocketConfig::default()
-        .max_message_size(Some(limit))
-        .max_frame_size(Some(limit));
+    let ws_cfg = wire::ws_config(limit);
     let ws = wire::connect(request, ws_cfg)
         .await
         .map_err(|e| connect_error(url, e))?;

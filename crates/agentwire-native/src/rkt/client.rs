@@ -26,7 +26,6 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::http::{header::SEC_WEBSOCKET_PROTOCOL, HeaderValue};
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
 
 /// The chunks of a stream: each STREAM_DATA body in `Seq` order (as [`body_value`] reads it: one
@@ -257,9 +256,7 @@ impl RktClient {
             .headers_mut()
             .insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
         let limit = frame_limit(cfg.max_message_size);
-        let ws_cfg = WebSocketConfig::default()
-            .max_message_size(Some(limit))
-            .max_frame_size(Some(limit));
+        let ws_cfg = wire::ws_config(limit);
         let ws = wire::connect(request, ws_cfg)
             .await
             .map_err(|e| connect_error(&url, e))?;

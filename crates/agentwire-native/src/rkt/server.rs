@@ -8,7 +8,7 @@
 //! contents are never logged.
 
 use crate::pump::{pump, Handler, StopSignal};
-use crate::wire::{frame_limit, Counted, Wire, CLOSE_GRACE};
+use crate::wire::{self, frame_limit, Counted, Wire, CLOSE_GRACE};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::Millis;
 use agentwire_rkt::codec::SUBPROTOCOL;
@@ -25,7 +25,6 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, SEC_WEBSOCKET_PROTOCOL};
 use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::WebSocketStream;
 
@@ -203,9 +202,7 @@ async fn connection(
 ) {
     let _ = tcp.set_nodelay(true);
     let limit = frame_limit(agent.session.max_message_size);
-    let ws_cfg = WebSocketConfig::default()
-        .max_message_size(Some(limit))
-        .max_frame_size(Some(limit));
+    let ws_cfg = wire::ws_config(limit);
     let upgrade = tokio_tungstenite::accept_hdr_async_with_config(Counted::new(tcp), check_upgrade, Some(ws_cfg));
     let ws = match tokio::time::timeout(UPGRADE_TIMEOUT, upgrade).await {
         Ok(Ok(ws)) => ws,

@@ -3,7 +3,7 @@
 
 use crate::http::{Origin, Response};
 use crate::tls::Stream;
-use crate::wire::{write_blocked, WRITE_TIMEOUT};
+use crate::wire::{self, write_blocked, WRITE_TIMEOUT};
 use agentwire_core::{Error, ErrorKind};
 use agentwire_switch::connection::OpenRequest;
 use agentwire_switch::Wire;
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 
@@ -109,9 +109,7 @@ impl Dialer {
             }
         }
         let limit = self.max_message_bytes.saturating_mul(HARD_CAP_FACTOR).max(HARD_CAP_MIN);
-        let cfg = WebSocketConfig::default()
-            .max_message_size(Some(limit))
-            .max_frame_size(Some(limit));
+        let cfg = wire::ws_config(limit);
         let stream = self
             .origin
             .dial()
