@@ -268,37 +268,47 @@ impl Response {
     }
 
     /// The next piece of the body, decoded; `None` at its end. Cancel-safe: nothing read is
-    /// lost when the future is dropped (bytes are taken from the socket only by a completed read).
+    /// lost when the future is dropped (the read takes bytes from the socket only when it
+    /// completes, into `pending`, which is decoded before anything else is read). The read goes
+    /// into `pending`'s spare room, kept from one call to the next: a call that waits and is
+    /// dropped (the Switch driver makes a new one on every turn of its loop) allocates nothing.
     pub(crate) async fn chunk(&mut self) -> Result<Option<Vec<u8>>, Error> {
         loop {
             let mut out = Vec::new();
-            let input = std::mem::take(&mut self.pending);
             match &mut self.body {
                 Body::Done => return Ok(None),
-                Body::ToClose => out = input,
+                Body::ToClose => out.extend_from_slice(&self.pending),
                 Body::Length(left) => {
-                    let take = (*left).min(input.len() as u64) as usize;
-                    out.extend_from_slice(&input[..take]);
+                    let take = (*left).min(self.pending.len() as u64) as usize;
+                    out.extend_from_slice(&self.pending[..take]);
                     *left -= take as u64;
                     if *left == 0 {
                         self.body = Body::Done;
                     }
                 }
                 Body::Chunked(d) => {
-                    d.feed(&input, &mut out).map_err(decode)?;
+                    let fed = d.feed(&self.pending, &mut out);
+                    self.pending.clear();
+                    fed.map_err(decode)?;
                     if d.done() {
                         self.body = Body::Done;
                     }
                 }
             }
+            self.pending.clear();
             if !out.is_empty() {
                 return Ok(Some(out));
             }
             if matches!(self.body, Body::Done) {
                 return Ok(None);
             }
-            let mut buf = vec![0u8; READ_BUF];
-            let n = self.stream.read(&mut buf).await.map_err(|e| closed(e.to_string()))?;
+            // Once per response: `pending` keeps its capacity (it is cleared, never taken).
+            self.pending.reserve(READ_BUF);
+            let n = self
+                .stream
+                .read_buf(&mut self.pending)
+                .await
+                .map_err(|e| closed(e.to_string()))?;
             if n == 0 {
                 return match self.body {
                     Body::ToClose => {
@@ -308,8 +318,6 @@ impl Response {
                     _ => Err(closed("the connection closed before the end of the body".into())),
                 };
             }
-            buf.truncate(n);
-            self.pending = buf;
         }
     }
 
@@ -328,6 +336,9 @@ impl Response {
         Ok(String::from_utf8_lossy(&body).into_owned())
     }
 }
+
+#[cfg(test)]
+mod chunk_tests;
 
 #[cfg(test)]
 mod tests {

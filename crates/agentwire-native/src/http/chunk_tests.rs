@@ -1,0 +1,47 @@
+//! [`Response::chunk`] over a socket on 127.0.0.1: a wait that is dropped (as the Switch driver
+//! drops its read on every turn of its loop) loses nothing, and the read buffer is kept from one
+//! call to the next instead of made anew.
+
+use super::*;
+
+#[tokio::test]
+async fn a_dropped_wait_loses_nothing_and_keeps_the_read_buffer() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = Origin::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+    let (go, went) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            assert_eq!(s.read(&mut byte).await.unwrap(), 1);
+            head.push(byte[0]);
+        }
+        s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n")
+            .await
+            .unwrap();
+        went.await.unwrap();
+        s.write_all(b"6\r\nsecond\r\n0\r\n\r\n").await.unwrap();
+    });
+    let wait = Duration::from_millis(50);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        let mut response = Response::send(&origin, None, &HttpRequest::get("/events".into()))
+            .await
+            .unwrap();
+        assert_eq!(response.chunk().await.unwrap().unwrap(), b"first");
+        assert!(tokio::time::timeout(wait, response.chunk()).await.is_err());
+        let kept = (response.pending.as_ptr(), response.pending.capacity());
+        assert!(kept.1 >= READ_BUF, "{kept:?}");
+        for _ in 0..3 {
+            assert!(tokio::time::timeout(wait, response.chunk()).await.is_err());
+            assert_eq!((response.pending.as_ptr(), response.pending.capacity()), kept);
+        }
+        go.send(()).unwrap();
+        assert_eq!(response.chunk().await.unwrap().unwrap(), b"second");
+        assert_eq!((response.pending.as_ptr(), response.pending.capacity()), kept);
+        assert_eq!(response.chunk().await.unwrap(), None);
+    })
+    .await
+    .expect("bounded");
+    server.await.unwrap();
+}
