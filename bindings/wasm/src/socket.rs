@@ -143,12 +143,6 @@ fn report(e: &JsValue) {
 pub(crate) trait Sink {
     /// `Err(input)`: busy (its driver is borrowed); [`deliver`] hands it over later.
     fn input(&mut self, now: Millis, input: Input, calls: &mut Calls) -> Result<(), Input>;
-
-    /// The driver behind this sink, when the sink is not the driver itself: a socket's sink,
-    /// which may be free while its driver is busy.
-    fn owner(&self) -> Option<SinkRef> {
-        None
-    }
 }
 
 /// Feeds `input` to the sink, if it still exists, then makes its calls. A sink that is busy
@@ -198,21 +192,37 @@ fn defer(sink: Weak<RefCell<dyn Sink>>, input: Input) {
 fn drain_deferred() {
     while let Some((sink, input)) = DEFERRED.with(|d| d.borrow_mut().pop_front()) {
         if deliver_now(&sink, input).is_err() {
-            let Some(strong) = sink.upgrade() else { continue };
-            // A socket's sink may be free while the driver behind it is not.
-            let owner = match strong.try_borrow() {
-                Ok(s) => s.owner(),
-                Err(_) => None,
-            };
-            let owner = owner.unwrap_or(sink);
-            BROKEN.with(|b| {
-                let mut b = b.borrow_mut();
-                // A driver freed since: its memory may hold a new one, which is not broken.
-                b.retain(|w| w.strong_count() > 0);
-                if !b.iter().any(|w| w.ptr_eq(&owner)) {
-                    b.push(owner);
-                }
-            });
+            if sink.strong_count() == 0 {
+                continue;
+            }
+            // A socket's sink stands for the driver behind it (registered by `owned_by`: the
+            // sink cannot be asked, as the exception may have left it borrowed too).
+            let owner = OWNERS.with(|o| o.borrow().iter().find(|(s, _)| s.ptr_eq(&sink)).map(|(_, d)| d.clone()));
+            mark_broken(owner.unwrap_or(sink));
+        }
+    }
+}
+
+/// Counts `driver` among the drivers left borrowed for good ([`BROKEN`]).
+fn mark_broken(driver: SinkRef) {
+    BROKEN.with(|b| {
+        let mut b = b.borrow_mut();
+        // A driver freed since: its memory may hold a new one, which is not broken.
+        b.retain(|w| w.strong_count() > 0);
+        if !b.iter().any(|w| w.ptr_eq(&driver)) {
+            b.push(driver);
+        }
+    });
+}
+
+/// Looks again, in a microtask, at the drivers a command found busy: one still borrowed there
+/// was left so for good (nothing of this module is on the stack under a microtask), as
+/// [`drain_deferred`] finds for input. A driver whose socket will send nothing more (closed
+/// when the exception came) is found so too, at its next command.
+fn probe_busy() {
+    for driver in PROBED.with(|p| std::mem::take(&mut *p.borrow_mut())) {
+        if driver.upgrade().is_some_and(|d| d.try_borrow_mut().is_err()) {
+            mark_broken(driver);
         }
     }
 }
@@ -227,6 +237,23 @@ thread_local! {
     /// memory is not reused by another driver (a raw address was, which then got the broken
     /// driver's message for a real re-entrant call); pruned once freed.
     static BROKEN: RefCell<Vec<SinkRef>> = const { RefCell::new(Vec::new()) };
+    /// The drivers a command found busy, for [`probe_busy`].
+    static PROBED: RefCell<Vec<SinkRef>> = const { RefCell::new(Vec::new()) };
+    static PROBE: Closure<dyn FnMut()> = Closure::new(probe_busy);
+    /// Sinks that are not their driver (a socket's), with the driver behind each.
+    static OWNERS: RefCell<Vec<(SinkRef, SinkRef)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Names `driver` as the one behind `sink` (a socket's sink, not the driver itself), so that a
+/// sink left borrowed for good marks its driver broken ([`drain_deferred`]). Entries of sinks
+/// freed since are pruned here.
+#[cfg(feature = "switch")]
+pub(crate) fn owned_by(sink: &SinkRef, driver: SinkRef) {
+    OWNERS.with(|o| {
+        let mut o = o.borrow_mut();
+        o.retain(|(s, _)| s.strong_count() > 0);
+        o.push((sink.clone(), driver));
+    });
 }
 
 #[wasm_bindgen]
@@ -501,7 +528,7 @@ pub(crate) fn as_sink<S: Sink + 'static>(state: &Rc<RefCell<S>>) -> Weak<RefCell
 /// A command made while the driver is busy (from inside its own call to the WebSocket's `send`
 /// or `close`) is refused with kind `state`, where it was a panic that ended the instance; so is
 /// every command to a driver left borrowed for good ([`drain_deferred`]).
-pub(crate) fn deliver_calls<S, T>(
+pub(crate) fn deliver_calls<S: Sink + 'static, T>(
     state: &Rc<RefCell<S>>,
     f: impl FnOnce(&mut S, Millis, &mut Calls) -> T,
 ) -> Result<T, JsValue> {
@@ -516,8 +543,21 @@ pub(crate) fn deliver_calls<S, T>(
     Ok(out)
 }
 
-/// The `state` error of a command to the busy driver `state`.
-pub(crate) fn busy<S>(state: &Rc<RefCell<S>>) -> JsValue {
+/// The `state` error of a command to the busy driver `state`; the driver is looked at again in
+/// a microtask ([`probe_busy`]).
+pub(crate) fn busy<S: Sink + 'static>(state: &Rc<RefCell<S>>) -> JsValue {
+    let driver = as_sink(state);
+    let first = PROBED.with(|p| {
+        let mut p = p.borrow_mut();
+        let first = p.is_empty();
+        if !p.iter().any(|w| w.ptr_eq(&driver)) {
+            p.push(driver);
+        }
+        first
+    });
+    if first {
+        PROBE.with(|f| queue_microtask(f.as_ref().unchecked_ref()));
+    }
     busy_at(Rc::as_ptr(state) as *const () as usize)
 }
 

@@ -94,10 +94,6 @@ impl Sink for SocketSink {
         d.socket_input(self.epoch, now, input, calls);
         Ok(())
     }
-
-    fn owner(&self) -> Option<crate::socket::SinkRef> {
-        Some(self.driver.clone())
-    }
 }
 
 struct Driver {
@@ -305,7 +301,9 @@ impl Driver {
         }));
         let token_protocol = format!("{TOKEN_PREFIX}{}", self.token);
         let protocols = [SUBPROTOCOL, token_protocol.as_str()];
-        match Socket::open(&url, &protocols, self.ctor.as_ref(), as_sink(&sink)) {
+        let socket_sink = as_sink(&sink);
+        crate::socket::owned_by(&socket_sink, self.me.clone());
+        match Socket::open(&url, &protocols, self.ctor.as_ref(), socket_sink) {
             Ok(socket) => {
                 self.socket = Some(Current {
                     link: Link::Socket { socket, _sink: sink },
