@@ -136,6 +136,19 @@ impl Timer {
         }
     }
 
+    /// Fires at `at` or before it: a timer armed for an earlier time is kept, where [`arm`]
+    /// would replace it. For a driver's timer, which takes an early fire as a check that finds
+    /// nothing due and re-arms: a deadline that only moves later (a Switch connection's at every
+    /// ping) then costs no `clearTimeout` and `setTimeout` each time.
+    ///
+    /// [`arm`]: Timer::arm
+    pub(crate) fn arm_by(&mut self, at: Option<Millis>, now: Millis) {
+        let earlier = matches!((self.at, at), (Some(armed), Some(at)) if armed <= at);
+        if !(earlier && self.handle.is_some()) {
+            self.arm(at, now);
+        }
+    }
+
     /// The timer fired: it is no longer armed.
     pub(crate) fn fired(&mut self) {
         self.handle = None;

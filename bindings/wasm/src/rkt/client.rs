@@ -106,7 +106,7 @@ impl Driver {
         if let Some(t) = &mut self.timer {
             match self.closed {
                 true => t.cancel(),
-                false => t.arm(OpenDeadline::earliest(self.session.poll_timeout(), self.opening), now),
+                false => t.arm_by(OpenDeadline::earliest(self.session.poll_timeout(), self.opening), now),
             }
         }
     }

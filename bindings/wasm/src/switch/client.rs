@@ -237,7 +237,7 @@ impl Driver {
         if let Some(t) = &mut self.timer {
             match stopped {
                 true => t.cancel(),
-                false => t.arm(earliest(self.conn.poll_timeout(), check), now),
+                false => t.arm_by(earliest(self.conn.poll_timeout(), check), now),
             }
         }
         if !self.retired.is_empty() {
