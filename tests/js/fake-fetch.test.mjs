@@ -128,8 +128,11 @@ test("Switch over SSE: a refusal whose body never ends is its status after 2 s, 
     signal = call.signal;
     const enc = new TextEncoder();
     let sent = false;
-    // One chunk, then nothing more, ever (until aborted).
-    const stream = new ReadableStream({ pull: (c) => void (sent || ((sent = true), c.enqueue(enc.encode('{"detail":"bad key"}')))) });
+    // One chunk, then nothing more, ever; aborted, the body errors, as a real fetch's does.
+    const stream = new ReadableStream({
+      start: (c) => call.signal.addEventListener("abort", () => c.error(new DOMException("aborted", "AbortError"))),
+      pull: (c) => void (sent || ((sent = true), c.enqueue(enc.encode('{"detail":"bad key"}')))),
+    });
     return new Response(stream, { status: 401 });
   });
   const start = Date.now();
