@@ -38,6 +38,8 @@ wasm_module() { # <out dir> <cargo feature args...>
     "$out/agentwire_wasm_bg.wasm" -o "$out/agentwire_wasm_bg.wasm"
 }
 rm -rf "$HERE/dist"
+# The licence texts go in the tarball as files (npm leaves symbolic links out); git ignores these copies.
+cp "$ROOT/LICENSE-MIT" "$ROOT/LICENSE-APACHE" "$HERE/"
 echo "== cargo build (wasm32, profile wasm), wasm-bindgen, wasm-opt: all three protocols"
 wasm_module "$HERE/dist/wasm"
 for p in rkt moltzap switch; do
