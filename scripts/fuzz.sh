@@ -6,7 +6,9 @@
 # request's params and context read by `json::json_arg`, as bindings read them, against
 # serde_json) or `resolve` (the address resolver).
 # CRATE `moltzap`: `frame` (the frame decoder), `endpoint` (the harness endpoint driven by the
-# script of tests/script/endpoint.rs), `session` (the client session driven by a
+# script of tests/script/endpoint.rs, current or released: a released reconnect's recovery
+# answered with fuzzed `conversations/list` cursors and `messages/list` rows; each record
+# delivered at most once, the recovery bounded and ended), `session` (the client session driven by a
 # script of operations; every event's JSON text read back as its value), `register` (the
 # registration answer decoder) or `harness` (the harness's parsers: canonical JSON, parts,
 # schemas, answers, addresses, ids, each read back from what it writes; `Message::parse` and

@@ -5,8 +5,17 @@
 //! passes, the user sends, listens, acknowledges, the socket closes and reconnects at once or
 //! later (sends meanwhile wait for the connection), the host closes the endpoint, or the host
 //! answers a firewall check (admit, admit with guidance, refuse, or leave it to time out). The
-//! first byte's low bit installs the firewall. Checked: nothing panics, and every send id the
-//! endpoint returned ends with exactly one `SendDone`.
+//! first byte's low bit installs the firewall; its second bit makes the session speak the
+//! released generation (`auth/connect`, `messages/received` events, and after each reconnect
+//! the released recovery: `conversations/list` pages with a fuzzed `cursor`, `messages/list`
+//! windows with fuzzed rows; see `endpoint_released.rs`), and at its end the server answers
+//! everything well, a new cursor on every page, until the recovery ends. Checked: nothing
+//! panics; every send id the endpoint returned ends with exactly one `SendDone`; every record
+//! is delivered at most once; the inbox stays within its bound; a connection's recovery asks
+//! a bounded number of pages and windows, follows no cursor over the engine's bound, and ends.
+
+#[path = "endpoint_released.rs"]
+mod released;
 
 use agentwire_core::SeededEntropy;
 use agentwire_moltzap::harness::{
@@ -14,7 +23,8 @@ use agentwire_moltzap::harness::{
     CollectiveResponse, DeliveryId, Endpoint, EndpointConfig, EndpointEvent, FirewallConfig, FirewallRefusal,
     FirewallVerdict, JsonPath, JsonValue, MessageAddressInput, Nonce, RequestedSchema, SendId, SendInput, SendOptions,
 };
-use agentwire_moltzap::{Credentials, SessionConfig};
+use agentwire_moltzap::harness::{InboundItem, InboundMessage};
+use agentwire_moltzap::{Credentials, GenerationChoice, SessionConfig};
 use std::collections::{HashMap, HashSet};
 
 const NAMES: [&str; 4] = ["bob", "carol", "dave", "zed"];
@@ -32,6 +42,31 @@ pub struct Script {
     /// Firewall checks asked in all.
     asked: usize,
     msg: u64,
+    /// The session speaks the released generation.
+    released: bool,
+    /// Mixed from every step's bytes: the fuzzed shapes of the released answers.
+    mix: u32,
+    pager: released::Pager,
+    /// `messages/list` requests pending: id → conversation.
+    window_of: HashMap<String, String>,
+    /// Recovery requests (`conversations/list`, `messages/list`) since the last connect answered.
+    lists: usize,
+    windows: usize,
+    /// Recovery requests in all.
+    recovery_asks: usize,
+    /// Record (post id) → the one delivery it was delivered as.
+    delivered: HashMap<String, DeliveryId>,
+}
+
+/// What a script reached (the fuzz target reads none of it).
+#[allow(dead_code)]
+#[derive(Debug, Default)]
+pub struct Reached {
+    pub sends: usize,
+    pub deliveries: usize,
+    pub checks: usize,
+    /// `conversations/list` and `messages/list` requests in all.
+    pub recovery_asks: usize,
 }
 
 fn schema() -> RequestedSchema {
@@ -40,8 +75,9 @@ fn schema() -> RequestedSchema {
 }
 
 impl Script {
-    /// `firewall`: every send and inbound item waits for the script's verdicts.
-    pub fn new(firewall: bool) -> Script {
+    /// `firewall`: every send and inbound item waits for the script's verdicts; `released`: the
+    /// session speaks the released generation.
+    pub fn new(firewall: bool, released: bool) -> Script {
         let mut cfg = EndpointConfig::new(AgentAddress::parse("agent:alice").unwrap());
         cfg.send_wait_ms = 40;
         cfg.max_inbox = 16;
@@ -61,6 +97,11 @@ impl Script {
         let session = SessionConfig {
             request_timeout_ms: 200,
             max_in_flight: 16,
+            generation: if released {
+                GenerationChoice::Released
+            } else {
+                GenerationChoice::Current
+            },
             ..SessionConfig::default()
         };
         let mut s = Script {
@@ -73,6 +114,14 @@ impl Script {
             checks: Vec::new(),
             asked: 0,
             msg: 0,
+            released,
+            mix: 0,
+            pager: released::Pager::default(),
+            window_of: HashMap::new(),
+            lists: 0,
+            windows: 0,
+            recovery_asks: 0,
+            delivered: HashMap::new(),
         };
         s.connect();
         s
@@ -84,12 +133,28 @@ impl Script {
             .ep
             .connect(self.now, Credentials::AgentKey("moltzap_agent_k".into()));
         self.pump();
-        if let Some(i) = self.pending.iter().position(|(_, m)| m == "agent/network/connect") {
+        let method = if self.released {
+            "auth/connect"
+        } else {
+            "agent/network/connect"
+        };
+        if let Some(i) = self.pending.iter().position(|(_, m)| m == method) {
             let (id, _) = self.pending.remove(i);
-            self.ep
-                .handle_text(self.now, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#));
+            self.connect_answered();
+            let text = if self.released {
+                released::response(&id, released::hello())
+            } else {
+                format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#)
+            };
+            self.ep.handle_text(self.now, &text);
             self.pump();
         }
+    }
+
+    /// A connect is answered: a new connection's recovery begins.
+    fn connect_answered(&mut self) {
+        self.lists = 0;
+        self.windows = 0;
     }
 
     fn pump(&mut self) {
@@ -98,6 +163,7 @@ impl Script {
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(t) {
                     if let (Some(id), Some(m)) = (v["id"].as_str(), v["method"].as_str()) {
                         self.pending.push((id.to_owned(), m.to_owned()));
+                        self.recovery_asked(id, m, &v["params"]);
                     }
                 }
             }
@@ -112,7 +178,13 @@ impl Script {
                     *self.done.entry(send).or_default() += 1;
                     assert_eq!(self.done[&send], 1, "two SendDone for {send:?}");
                 }
-                EndpointEvent::Delivery(d) => self.deliveries.push(d.id),
+                EndpointEvent::Delivery(d) => {
+                    if let Some(post) = post_of(&d.item) {
+                        let first = *self.delivered.entry(post.clone()).or_insert(d.id);
+                        assert_eq!(first, d.id, "record {post} delivered twice");
+                    }
+                    self.deliveries.push(d.id);
+                }
                 EndpointEvent::FirewallCheck { check, .. } => {
                     self.asked += 1;
                     self.checks.push(check);
@@ -120,9 +192,42 @@ impl Script {
                 _ => {}
             }
         }
+        assert!(self.ep.pending_deliveries() <= 16, "the inbox past its bound");
     }
 
-    fn part(&mut self, b: u8) -> String {
+    /// A recovery request: counted, bounded by connection, its cursor within the engine's bound.
+    fn recovery_asked(&mut self, id: &str, method: &str, params: &serde_json::Value) {
+        match method {
+            "conversations/list" => {
+                self.lists += 1;
+                assert!(
+                    self.lists <= released::MAX_LISTS_PER_CONNECTION,
+                    "{} conversations/list on one connection",
+                    self.lists
+                );
+                let cursor = params["cursor"].as_str().map_or(0, str::len);
+                assert!(
+                    cursor <= released::MAX_CURSOR_BYTES,
+                    "a cursor of {cursor} bytes followed"
+                );
+            }
+            "messages/list" => {
+                self.windows += 1;
+                assert!(
+                    self.windows <= released::MAX_WINDOWS_PER_CONNECTION,
+                    "{} messages/list on one connection",
+                    self.windows
+                );
+                let conv = params["conversationId"].as_str().unwrap_or("c0").to_owned();
+                self.window_of.insert(id.to_owned(), conv);
+            }
+            _ => return,
+        }
+        self.recovery_asks += 1;
+    }
+
+    /// A collective data part.
+    fn collective(&mut self, b: u8) -> String {
         let alice = AgentAddress::parse("agent:alice").unwrap();
         let bob = AgentAddress::parse("agent:bob").unwrap();
         let nonce = Nonce::from_bytes(&[b % 3; 32]);
@@ -143,12 +248,16 @@ impl Script {
             ),
             _ => format!(r#"{{"kind":"close","id":"{}","included":["rh_x"]}}"#, id.as_str()),
         };
+        format!(r#"{{"type":"data","value":{{"org.social-harness/collective":{inner}}}}}"#)
+    }
+
+    fn part(&mut self, b: u8) -> String {
         let text = if b & 8 == 0 {
             r#"{"type":"text","text":"q"},"#
         } else {
             ""
         };
-        format!(r#"[{text}{{"type":"data","value":{{"org.social-harness/collective":{inner}}}}}]"#)
+        format!("[{text}{}]", self.collective(b))
     }
 
     fn answer(&mut self, which: u8, how: u8) {
@@ -157,7 +266,38 @@ impl Script {
         }
         let (id, method) = self.pending.remove(usize::from(which) % self.pending.len());
         let conv = format!("c{}", how % 3);
-        let result = match (method.as_str(), how % 4) {
+        if method == "auth/connect" || method == "agent/network/connect" {
+            self.connect_answered();
+        }
+        let window = self.window_of.remove(&id);
+        if self.released {
+            let body = match (method.as_str(), how % 4) {
+                (_, 3) => r#""error":{"code":-32603,"message":"Internal error"}"#.to_owned(),
+                (_, 2) => r#""result":{"odd":true}"#.to_owned(),
+                ("auth/connect", _) => released::hello().to_owned(),
+                ("conversations/list", _) => self.pager.page(self.now, (self.mix >> 3) as u8, (self.mix >> 11) as u8),
+                ("messages/list", _) => released::window(
+                    self.now,
+                    window.as_deref().unwrap_or("c0"),
+                    (self.mix >> 5) as u8,
+                    (self.mix >> 13) as u8,
+                ),
+                ("messages/send", _) => {
+                    self.msg += 1;
+                    let at = released::iso(self.now);
+                    let m = released::message(&format!("s{}", self.msg), &conv, "alice", Some(&at), None);
+                    format!(r#""result":{{"message":{m}}}"#)
+                }
+                _ => return self.answer_current(&id, &method, how, &conv, true),
+            };
+            return self.ep.handle_text(self.now, &released::response(&id, &body));
+        }
+        self.answer_current(&id, &method, how, &conv, false);
+    }
+
+    /// The answers both generations share (`released`: in its frame).
+    fn answer_current(&mut self, id: &str, method: &str, how: u8, conv: &str, released: bool) {
+        let result = match (method, how % 4) {
             (_, 3) => r#""error":{"code":-32603,"message":"Internal error"}"#.to_owned(),
             (_, 2) => r#""result":{"odd":true}"#.to_owned(),
             ("agents/lookupByName", _) => {
@@ -193,8 +333,12 @@ impl Script {
             }
             _ => r#""result":{"messages":[]}"#.to_owned(),
         };
-        self.ep
-            .handle_text(self.now, &format!(r#"{{"jsonrpc":"2.0","id":"{id}",{result}}}"#));
+        let text = if released {
+            released::response(id, &result)
+        } else {
+            format!(r#"{{"jsonrpc":"2.0","id":"{id}",{result}}}"#)
+        };
+        self.ep.handle_text(self.now, &text);
     }
 
     fn push(&mut self, b: u8, c: u8) {
@@ -202,6 +346,13 @@ impl Script {
         let parts = self.part(b);
         let sender = NAMES[usize::from(c) % 3];
         let conv = format!("c{}", c % 3);
+        if self.released {
+            let id = format!("m{}", if c & 0x80 == 0 { self.msg } else { 1 });
+            let at = (c & 0x40 == 0).then(|| released::iso(self.now));
+            let data = (b & 8 != 0).then(|| self.collective(b));
+            let m = released::message(&id, &conv, sender, at.as_deref(), data.as_deref());
+            return self.ep.handle_text(self.now, &released::received(&m));
+        }
         let text = format!(
             r#"{{"jsonrpc":"2.0","method":"messages/received","params":{{"message":{{"id":"m{}","conversationId":"{conv}","senderId":"{sender}","parts":{parts},"createdAt":"t"}}}}}}"#,
             if c & 0x80 == 0 { self.msg } else { 1 }
@@ -305,6 +456,10 @@ impl Script {
 
     /// One step.
     pub fn step(&mut self, op: u8, arg: u8) {
+        self.mix = self
+            .mix
+            .wrapping_mul(0x9E37_79B1)
+            .wrapping_add(u32::from(op) << 8 | u32::from(arg));
         match op % 10 {
             0 | 1 => self.answer(arg, op / 10),
             2 | 3 => self.push(arg, op),
@@ -335,9 +490,66 @@ impl Script {
         self.pump();
     }
 
-    /// The end: the socket closes and time passes every deadline; every returned send ended once.
-    /// Returns (sends accepted, deliveries seen, firewall checks asked).
-    pub fn finish(mut self) -> (usize, usize, usize) {
+    /// Released, at the end: the connection is lost and made again (a recovery begins, unless
+    /// the host closed the endpoint), then the server answers every request well, a cursor
+    /// never given before on every page (a server that would list forever), and time passes:
+    /// the recovery ends within the rounds its bounds allow (10 pages, 200 windows 4 at a time,
+    /// retries after 1, 2, 4 s), and asks nothing after.
+    fn drain(&mut self) {
+        self.ep.handle_close(self.now, 1006, "");
+        self.pending.clear();
+        self.pump();
+        self.connect();
+        let mut asked_at = Vec::new();
+        for round in 0..30u64 {
+            // Answered at once, and what that asks answered too (no request times out).
+            for _ in 0..400 {
+                if self.pending.is_empty() {
+                    break;
+                }
+                self.answer_all_well(round);
+            }
+            self.now += 1_000;
+            if self.ep.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.ep.handle_timeout(self.now);
+            }
+            self.pump();
+            asked_at.push(self.recovery_asks);
+        }
+        assert_eq!(
+            asked_at[19], asked_at[29],
+            "the recovery still asks after 20 s of answers: it never ends"
+        );
+    }
+
+    /// Answers every pending request well (pages with a new cursor each).
+    fn answer_all_well(&mut self, round: u64) {
+        for (id, method) in std::mem::take(&mut self.pending) {
+            let window = self.window_of.remove(&id);
+            let body = match method.as_str() {
+                "auth/connect" => {
+                    self.connect_answered();
+                    released::hello().to_owned()
+                }
+                "conversations/list" => self.pager.endless_page(self.now, round + self.recovery_asks as u64),
+                "messages/list" => released::window(self.now, window.as_deref().unwrap_or("c0"), round as u8, 3),
+                _ => {
+                    self.pending.push((id, method));
+                    self.answer(0, 0);
+                    continue;
+                }
+            };
+            self.ep.handle_text(self.now, &released::response(&id, &body));
+        }
+        self.pump();
+    }
+
+    /// The end (released: after [`Script::drain`]): the socket closes and time passes every
+    /// deadline; every returned send ended once.
+    pub fn finish(mut self) -> Reached {
+        if self.released {
+            self.drain();
+        }
         self.ep.handle_close(self.now, 1000, "");
         self.pump();
         for _ in 0..4 {
@@ -348,14 +560,35 @@ impl Script {
         for id in &self.returned {
             assert_eq!(self.done.get(id), Some(&1), "send {id:?} did not end exactly once");
         }
-        (self.returned.len(), self.deliveries.len(), self.asked)
+        Reached {
+            sends: self.returned.len(),
+            deliveries: self.deliveries.len(),
+            checks: self.asked,
+            recovery_asks: self.recovery_asks,
+        }
     }
 }
 
-/// Runs a whole script: (sends accepted, deliveries seen, firewall checks asked). The first
-/// byte's low bit installs the firewall.
-pub fn run(data: &[u8]) -> (usize, usize, usize) {
-    let mut s = Script::new(data.first().is_some_and(|b| b & 1 == 1));
+/// The record a delivery came from: its post id (a released message's id; the script's
+/// messages carry no `postId`).
+fn post_of(item: &InboundItem) -> Option<String> {
+    match item {
+        InboundItem::Multicast {
+            message: InboundMessage::Direct(d),
+        } => Some(d.post_id.as_str().to_owned()),
+        InboundItem::Multicast {
+            message: InboundMessage::Group(g),
+        } => Some(g.post_id().as_str().to_owned()),
+        InboundItem::CollectiveRequest { post_id, .. } => Some(post_id.as_str().to_owned()),
+        _ => None,
+    }
+}
+
+/// Runs a whole script. The first byte's low bit installs the firewall, its second bit makes
+/// the session speak the released generation.
+pub fn run(data: &[u8]) -> Reached {
+    let first = data.first().copied().unwrap_or(0);
+    let mut s = Script::new(first & 1 == 1, first & 2 == 2);
     for pair in data.chunks(2).take(400) {
         s.step(pair[0], pair.get(1).copied().unwrap_or(0));
     }
