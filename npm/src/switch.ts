@@ -344,7 +344,7 @@ export const SwitchSession: new (optionsJson: string) => SwitchSession = WasmSwi
  * another valid value (a generation that fences the wrong attach ends the connection
  * `taken_over`, for good), so such a number is refused with kind `invalid`; a string of digits
  * is exact. */
-export function exactNumbers(opts: { startFrom?: unknown; expectedGeneration?: unknown }): void {
+function exactNumbers(opts: { startFrom?: unknown; expectedGeneration?: unknown }): void {
   for (const k of ["startFrom", "expectedGeneration"] as const) {
     const v = opts[k];
     if (typeof v == "number" && Math.abs(v) > Number.MAX_SAFE_INTEGER) {
