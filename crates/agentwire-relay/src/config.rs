@@ -217,8 +217,9 @@ impl Config {
         let num = |name: &'static str, default: u64, min: u64, max: u64| -> Result<u64, ConfigError> {
             match get(name) {
                 None => Ok(default),
-                Some(v) => match v.parse::<u64>() {
-                    Ok(n) if (min..=max).contains(&n) => Ok(n),
+                // Digits only: `str::parse` would take `+60`.
+                Some(v) => match agentwire_core::decimal::parse_u64(&v) {
+                    Some(n) if (min..=max).contains(&n) => Ok(n),
                     _ => Err(bad(name, format!("must be an integer in {min}..={max}"))),
                 },
             }
@@ -434,6 +435,17 @@ pub(crate) mod tests {
         assert!(c.allow_no_origin);
         assert_eq!(c.path_prefix, "/switch");
         assert_eq!((c.max_message_bytes, c.rate_per_minute), (4096, 6));
+    }
+
+    /// A number setting is digits only (once trimmed, as every value): `str::parse` took `+60`.
+    #[test]
+    fn a_number_setting_is_digits_only() {
+        for bad in ["+60", "6e1", "60.0", "-1", "1_0"] {
+            let e = Config::from_env(env(&[("RATE_LIMIT_PER_MINUTE", bad)])).unwrap_err();
+            assert!(format!("{e}").contains("RATE_LIMIT_PER_MINUTE"), "{bad:?}: {e}");
+        }
+        let c = Config::from_env(env(&[("RATE_LIMIT_PER_MINUTE", "060")])).unwrap();
+        assert_eq!(c.rate_per_minute, 60);
     }
 
     #[test]
