@@ -22,6 +22,8 @@ df -h . | sed 's/^/disk at start: /'
 
 echo "== cargo fmt --check"
 cargo fmt --all --check
+# The fuzz packages are workspaces of their own, which `--all` does not reach.
+for fuzz in crates/*/fuzz; do (cd "$fuzz" && cargo fmt --check); done
 
 echo "== cargo clippy (workspace, warnings are errors)"
 cargo clippy --workspace --all-targets -q -- -D warnings

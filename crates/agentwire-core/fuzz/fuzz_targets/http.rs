@@ -26,7 +26,11 @@ fuzz_target!(|data: &[u8]| {
     let [step, answer @ ..] = data else {
         return;
     };
-    let step = if *step == 0 { answer.len().max(1) } else { usize::from(*step) };
+    let step = if *step == 0 {
+        answer.len().max(1)
+    } else {
+        usize::from(*step)
+    };
     let mut read = 0;
     let head = loop {
         read = (read + step).min(answer.len());
@@ -43,7 +47,11 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     assert!(head.len <= read);
-    assert_eq!(parse_head(answer).unwrap(), Some(head), "a longer read changed the head");
+    assert_eq!(
+        parse_head(answer).unwrap(),
+        Some(head),
+        "a longer read changed the head"
+    );
     let body = &answer[head.len..];
     if head.framing == Framing::Chunked {
         let whole = dechunk(body, body.len().max(1));

@@ -25,16 +25,24 @@ fn same(ours: Value<'_, '_>, theirs: &J) -> bool {
         (Kind::Array, J::Array(a)) => ours.items().count() == a.len() && ours.items().zip(a).all(|(o, t)| same(o, t)),
         // serde_json keeps the last of a repeated key, `get` the first: compare key by key with
         // the last occurrence.
-        (Kind::Object, J::Object(m)) => ours.members().all(|(k, _)| {
-            let last = ours.members().filter(|(k2, _)| k2.text() == k.text()).last().map(|(_, v)| v);
-            m.get(k.text().as_ref()).zip(last).is_some_and(|(t, o)| same(o, t))
-        }) && m.keys().all(|k| ours.get(k).is_some()),
+        (Kind::Object, J::Object(m)) => {
+            ours.members().all(|(k, _)| {
+                let last = ours
+                    .members()
+                    .filter(|(k2, _)| k2.text() == k.text())
+                    .last()
+                    .map(|(_, v)| v);
+                m.get(k.text().as_ref()).zip(last).is_some_and(|(t, o)| same(o, t))
+            }) && m.keys().all(|k| ours.get(k).is_some())
+        }
         _ => false,
     }
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&depth, input)) = data.split_first() else { return };
+    let Some((&depth, input)) = data.split_first() else {
+        return;
+    };
     let Ok(text) = std::str::from_utf8(input) else { return };
     let depth = usize::from(depth % 130);
     let ours = parse(text, depth);
@@ -42,8 +50,14 @@ fuzz_target!(|data: &[u8]| {
     let lenient = parse_lenient(text, depth);
     match (&ours, &lenient) {
         (Ok(_), Ok(l)) => assert!(!l.root().lossy(), "marked in a strict text: {text:?}"),
-        (Err(e), Ok(l)) => assert!(matches!(e.reason, Reason::LoneSurrogate | Reason::NumberOutOfRange) && l.root().lossy(), "{e}: {text:?}"),
-        (Err(s), Err(l)) => assert!(matches!(s.reason, Reason::LoneSurrogate | Reason::NumberOutOfRange) || s == l, "{s} / {l}: {text:?}"),
+        (Err(e), Ok(l)) => assert!(
+            matches!(e.reason, Reason::LoneSurrogate | Reason::NumberOutOfRange) && l.root().lossy(),
+            "{e}: {text:?}"
+        ),
+        (Err(s), Err(l)) => assert!(
+            matches!(s.reason, Reason::LoneSurrogate | Reason::NumberOutOfRange) || s == l,
+            "{s} / {l}: {text:?}"
+        ),
         (Ok(_), Err(l)) => panic!("the lenient parse refuses a strict text ({l}): {text:?}"),
     }
     match (&ours, &theirs) {
@@ -54,13 +68,23 @@ fuzz_target!(|data: &[u8]| {
             // The field readers never panic, whatever the object holds.
             if let Ok(o) = Object::lenient(t.root()) {
                 for (k, _) in t.root().members() {
-                    let _ = (o.string("a"), o.uint::<u32>("a"), o.strings("a"), o.f64("a"), o.bool("a"));
+                    let _ = (
+                        o.string("a"),
+                        o.uint::<u32>("a"),
+                        o.strings("a"),
+                        o.f64("a"),
+                        o.bool("a"),
+                    );
                     let _ = Object::strict(t.root(), &["a", "b"]).map_err(|e| e.to_string());
                     let _ = k.text();
                 }
             }
         }
-        (Err(e), Ok(_)) => assert_eq!(e.reason, Reason::TooDeep, "refused what serde_json reads: {e}: {text:?}"),
+        (Err(e), Ok(_)) => assert_eq!(
+            e.reason,
+            Reason::TooDeep,
+            "refused what serde_json reads: {e}: {text:?}"
+        ),
         // serde_json (without float_roundtrip) overflows on some numbers of more than 19 digits
         // just below f64::MAX, which are finite and read here (read.rs's module docs).
         (Ok(_), Err(e)) => assert!(

@@ -23,8 +23,7 @@ mod messages;
 use agentwire_moltzap::harness::json::parse_lenient;
 use agentwire_moltzap::harness::{
     classify, parse_message_text, to_canonical, AgentAddress, AnswerContent, CollectiveId, CollectivePart, Content,
-    Conversation, GroupAddress, JsonPath, JsonValue, MessageAddressInput, Nonce, PostId, RecordHash,
-    RequestedSchema,
+    Conversation, GroupAddress, JsonPath, JsonValue, MessageAddressInput, Nonce, PostId, RecordHash, RequestedSchema,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -68,7 +67,11 @@ fn json(mode: u8, text: &str) {
             let carol = AgentAddress::parse("agent:carol").unwrap();
             Conversation::Group(GroupAddress::canonical(&alice, &[bob.clone(), carol]).unwrap())
         };
-        let now = if mode & 8 == 0 { 1_800_000_000_000 } else { u64::MAX - u64::from(mode >> 4) };
+        let now = if mode & 8 == 0 {
+            1_800_000_000_000
+        } else {
+            u64::MAX - u64::from(mode >> 4)
+        };
         let _ = classify(&c, &conversation, &bob, now);
     }
 }

@@ -150,7 +150,10 @@ fuzz_target!(|data: &[u8]| {
                 assert!(run.open.is_empty());
                 run.s.handle_open(run.now);
                 run.released = generation == GenerationChoice::Released;
-                if let Ok(id) = run.s.connect(run.now, Credentials::AgentKey("moltzap_agent_fuzz".into())) {
+                if let Ok(id) = run
+                    .s
+                    .connect(run.now, Credentials::AgentKey("moltzap_agent_fuzz".into()))
+                {
                     run.open.insert(id);
                 }
             }

@@ -51,7 +51,9 @@ fuzz_target!(|data: &[u8]| {
             2 => b.handle_sse_end(now, (len & 1 == 1).then_some("reset")),
             3 => b.handle_client_text(now, &text),
             4 => {
-                let cursor = body.iter().fold(0u64, |c, d| c.wrapping_mul(31).wrapping_add(u64::from(*d)));
+                let cursor = body
+                    .iter()
+                    .fold(0u64, |c, d| c.wrapping_mul(31).wrapping_add(u64::from(*d)));
                 b.handle_client_text(now, &format!(r#"{{"type":"pong","cursor":{cursor}}}"#));
             }
             5 => {

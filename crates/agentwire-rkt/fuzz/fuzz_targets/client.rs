@@ -117,7 +117,9 @@ impl Run {
                     self.auto_auth = Some(m.message_id().to_owned());
                 }
                 Some(m) if m.kind == MessageType::Request => {
-                    let Some(args) = self.args.remove(m.message_id()) else { continue };
+                    let Some(args) = self.args.remove(m.message_id()) else {
+                        continue;
+                    };
                     let body = m.body.as_deref().unwrap_or_default();
                     let fields: HashMap<String, Box<RawValue>> = serde_json::from_str(body).expect("a REQUEST body");
                     let sent = ["params", "context"].map(|k| fields.get(k).map(|v| v.get().to_owned()));
@@ -219,14 +221,22 @@ fuzz_target!(|data: &[u8]| {
             }
             4 => {
                 // From 0xf8 on, a leap of 2^arg2 ms: clocks jump, and timers must still saturate.
-                let step = if arg >= 0xf8 { 1u64 << (arg2 % 64) } else { u64::from(arg) * 8 };
+                let step = if arg >= 0xf8 {
+                    1u64 << (arg2 % 64)
+                } else {
+                    u64::from(arg) * 8
+                };
                 run.now = run.now.saturating_add(step);
                 run.s.handle_timeout(run.now);
             }
             5 => {
                 // What a binding is given: the text as `params`, and (arg2 bit 0) as `context`.
                 let params = read_arg("params", &text);
-                let context = if arg2 & 1 != 0 { read_arg("context", &text) } else { None };
+                let context = if arg2 & 1 != 0 {
+                    read_arg("context", &text)
+                } else {
+                    None
+                };
                 let written = |v: &Option<Value>| v.as_ref().map(|v| v.to_string());
                 let args = [written(&params), written(&context.clone().filter(|c| !c.is_null()))];
                 let opts = RequestOptions {

@@ -16,7 +16,10 @@ fuzz_target!(|data: &[u8]| {
         .strip_prefix("ws://")
         .or_else(|| url.strip_prefix("wss://"))
         .unwrap_or_else(|| panic!("{address:?} resolved to {url:?}"));
-    assert!(!url.contains(|c: char| c.is_whitespace() || c.is_control() || c == '#'), "{url:?}");
+    assert!(
+        !url.contains(|c: char| c.is_whitespace() || c.is_control() || c == '#'),
+        "{url:?}"
+    );
     if !address.trim().starts_with("ws") {
         let authority = rest.split(['/', '?']).next().unwrap_or("");
         let port = authority.rsplit_once(':').map_or("", |(_, p)| p);

@@ -50,7 +50,11 @@ pub fn play(c: &mut Connection, script: &[u8]) {
             0 => c.handle_open(now),
             1 => c.handle_text(now, &text),
             2 => c.handle_bytes(now, body),
-            3 => c.handle_close(now, u16::from_le_bytes([body.first().copied().unwrap_or(0), *len]), &text),
+            3 => c.handle_close(
+                now,
+                u16::from_le_bytes([body.first().copied().unwrap_or(0), *len]),
+                &text,
+            ),
             4 if body.first() == Some(&255) => {
                 let e = agentwire_switch::SwitchError::local(agentwire_core::ErrorKind::Auth, text.as_ref());
                 c.handle_open_unusable(now, e)

@@ -17,7 +17,22 @@ use libfuzzer_sys::fuzz_target;
 
 /// Small, around the defaults, at the edges of u32 and u64.
 const VALUES: [u64; 16] = [
-    0, 1, 2, 3, 64, 127, 128, 200, 1_000, 30_000, 65_536, 1 << 20, u32::MAX as u64, 1 << 53, u64::MAX - 1, u64::MAX,
+    0,
+    1,
+    2,
+    3,
+    64,
+    127,
+    128,
+    200,
+    1_000,
+    30_000,
+    65_536,
+    1 << 20,
+    u32::MAX as u64,
+    1 << 53,
+    u64::MAX - 1,
+    u64::MAX,
 ];
 
 fuzz_target!(|data: &[u8]| {

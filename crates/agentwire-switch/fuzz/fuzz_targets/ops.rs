@@ -20,7 +20,11 @@ const STATUSES: [u16; 12] = [200, 201, 204, 299, 300, 400, 401, 404, 409, 429, 5
 
 fn typed<O: Operation>(status: u16, body: &str) {
     if ops::decode::<O>(status, body).is_ok() {
-        assert!(ops::decode_result(status, body).is_ok(), "{} taken without a raw result", O::NAME);
+        assert!(
+            ops::decode_result(status, body).is_ok(),
+            "{} taken without a raw result",
+            O::NAME
+        );
     }
 }
 

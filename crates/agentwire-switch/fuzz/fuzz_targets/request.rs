@@ -77,10 +77,20 @@ fuzz_target!(|data: &[u8]| {
     let mut p = OpenParams::new(agent.clone(), CID);
     p.scope = if mode & 1 != 0 { Scope::All } else { Scope::Single };
     p.filter = if mode & 2 != 0 { Filter::Addressed } else { Filter::All };
-    p.start_from = if mode & 4 != 0 { StartFrom::After(u64::MAX >> (mode >> 6)) } else { StartFrom::Head };
+    p.start_from = if mode & 4 != 0 {
+        StartFrom::After(u64::MAX >> (mode >> 6))
+    } else {
+        StartFrom::Head
+    };
     p.spawn_capable = mode & 8 != 0;
-    p.protocol = (mode & 16 != 0).then_some(ProtocolRange { speaks: u32::from(mode), accepts: u32::from(mode >> 1) });
-    p.rooms = rooms.filter(|r| !r.is_empty()).map(|r| r.split(',').map(str::to_owned).collect()).unwrap_or_default();
+    p.protocol = (mode & 16 != 0).then_some(ProtocolRange {
+        speaks: u32::from(mode),
+        accepts: u32::from(mode >> 1),
+    });
+    p.rooms = rooms
+        .filter(|r| !r.is_empty())
+        .map(|r| r.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
     p.expected_generation = generation.filter(|g| !g.is_empty());
     p.client = client.clone().filter(|c| !c.is_empty());
     p.client_version = client.filter(|c| !c.is_empty());
