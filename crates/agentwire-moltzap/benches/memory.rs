@@ -6,31 +6,10 @@
 
 use agentwire_core::{ErrorKind, SeededEntropy};
 use agentwire_moltzap::{Credentials, Event, Session, SessionConfig};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicIsize, Ordering};
-
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOCATOR: agentwire_test_alloc::Counting = agentwire_test_alloc::Counting;
 
 const PENDING: usize = 10_000;
 
@@ -50,7 +29,7 @@ fn main() -> ExitCode {
         eprintln!("not connected");
         return ExitCode::FAILURE;
     }
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = agentwire_test_alloc::live();
     for i in 0..PENDING {
         if let Err(e) = s.system_ping(2 + i as u64) {
             eprintln!("call {i} failed: {e:?}");
@@ -59,7 +38,7 @@ fn main() -> ExitCode {
         // The frame goes to the socket; what stays is the correlation state.
         while s.poll_transmit().is_some() {}
     }
-    let held = LIVE.load(Ordering::Relaxed) - before;
+    let held = agentwire_test_alloc::live() - before;
     let over = s.system_ping(20_000);
     let refused = matches!(&over, Err(e) if e.error.kind == ErrorKind::Limit);
     println!(

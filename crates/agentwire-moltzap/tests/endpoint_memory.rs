@@ -7,34 +7,10 @@ use agentwire_core::SeededEntropy;
 use agentwire_moltzap::harness::endpoint::{Endpoint, EndpointConfig, EndpointEvent, LogKind};
 use agentwire_moltzap::harness::AgentAddress;
 use agentwire_moltzap::{Credentials, SessionConfig};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
-
-struct Counting;
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is passed on to `System` unchanged; only a counter is added.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
-        System.dealloc(p, l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        LIVE.fetch_add(n as isize - l.size() as isize, Ordering::Relaxed);
-        System.realloc(p, l, n)
-    }
-}
+use agentwire_test_alloc::live;
 
 #[global_allocator]
-static A: Counting = Counting;
-
-fn live() -> isize {
-    LIVE.load(Ordering::Relaxed)
-}
+static ALLOCATOR: agentwire_test_alloc::Counting = agentwire_test_alloc::Counting;
 
 /// An endpoint connected as alice; `cfg` adjusts the defaults.
 fn connected(cfg: impl FnOnce(&mut EndpointConfig)) -> Endpoint {

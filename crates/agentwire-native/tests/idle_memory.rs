@@ -5,36 +5,13 @@
 use agentwire_native::moltzap::{self, MoltZapClient};
 use agentwire_native::rkt::RktClient;
 use agentwire_native::switch::SwitchClient;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: agentwire_test_alloc::Counting = agentwire_test_alloc::Counting;
 
 /// Idle clients connected at once for each protocol.
 const CLIENTS: usize = 50;
@@ -144,13 +121,13 @@ async fn heap_per_client<C, F: std::future::Future<Output = C>>(
     close(&first).await;
     drop(first);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = agentwire_test_alloc::live();
     let mut clients = Vec::with_capacity(CLIENTS);
     for _ in 0..CLIENTS {
         clients.push(connect().await);
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let per_client = (LIVE.load(Ordering::Relaxed) - before) / CLIENTS as isize;
+    let per_client = (agentwire_test_alloc::live() - before) / CLIENTS as isize;
     for client in &clients {
         close(client).await;
     }

@@ -3,40 +3,16 @@
 
 use agentwire_rkt::reference::MemoryStore;
 use serde_json::Value;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size, Ordering::Relaxed);
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: agentwire_test_alloc::Counting = agentwire_test_alloc::Counting;
 
 #[test]
 fn a_full_store_takes_about_its_byte_limit_in_heap() {
     // `[0,0,...]`: 2 bytes of JSON text a value node, 32 bytes or more as a parsed tree.
     let text = format!("[{}0]", "0,".repeat(999));
     let cap = 1 << 20;
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = agentwire_test_alloc::live();
     let mut store = MemoryStore::new(100_000, cap);
     let mut stored = 0;
     loop {
@@ -46,12 +22,12 @@ fn a_full_store_takes_about_its_byte_limit_in_heap() {
         }
         stored += 1;
     }
-    let heap = LIVE.load(Ordering::Relaxed).saturating_sub(before);
+    let heap = agentwire_test_alloc::live().saturating_sub(before);
     assert!(stored > 0);
     assert!(store.bytes() <= cap);
     // The text itself, plus the keys and the map's own bookkeeping: well under twice the limit.
     assert!(
-        heap < 2 * cap,
+        heap < 2 * cap as isize,
         "{stored} values of {} bytes of text take {heap} bytes of heap under a limit of {cap}",
         text.len()
     );
