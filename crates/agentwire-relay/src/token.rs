@@ -343,8 +343,27 @@ pub fn verify(token: &str, secrets: &[&[u8]], now: Millis, max_lifetime_s: u64) 
     Ok(claims)
 }
 
-fn is_token_byte(b: u8) -> bool {
+/// Whether `b` is of the token alphabet, `A-Z a-z 0-9 - _ .`: what a WebSocket subprotocol
+/// name, an HTTP header and a query value all carry unchanged.
+pub fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')
+}
+
+/// The `exp` of `token` in Unix seconds, read **without verifying** the token: for a client
+/// that holds a token and must renew it before it expires (the relay verifies it). `None` for
+/// text whose first part is not base64url claims with an integer `exp` (an agent key given
+/// instead of a token, for one). Unlike [`verify`] it checks neither the signature nor the
+/// other claims, and it parses with `agentwire_core::json` (no derived `Deserialize`, so a
+/// client that only reads `exp` pays for no claims parser).
+pub fn unverified_exp(token: &str) -> Option<u64> {
+    if token.len() > MAX_TOKEN_LEN {
+        return None;
+    }
+    let payload = token.split('.').next()?;
+    let claims = base64url::decode(payload).ok()?;
+    let claims = std::str::from_utf8(&claims).ok()?;
+    let tape = json::read::parse(claims, MAX_DEPTH).ok()?;
+    tape.root().get("exp")?.as_u64()
 }
 
 fn new_mac(secret: &[u8]) -> Result<HmacSha256, TokenError> {

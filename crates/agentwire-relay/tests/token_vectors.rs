@@ -1,7 +1,7 @@
 //! The relay token's golden vectors (`tests/vectors/relay-token/`): every case verifies as
 //! expected, every valid case's token is minted byte for byte, every invalid claim is refused.
 
-use agentwire_relay::token::{mint, verify, Claims, TokenErrorKind};
+use agentwire_relay::token::{mint, unverified_exp, verify, Claims, TokenErrorKind};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -76,6 +76,8 @@ fn vectors() {
             let want = claims(want);
             assert_eq!(got.as_ref(), Ok(&want), "{name}");
             assert_eq!(mint(&minted_with, &want).as_deref(), Ok(token), "{name}: minted");
+            // What a client reads to renew it in time, without the secret.
+            assert_eq!(unverified_exp(token), Some(want.exp), "{name}: unverified exp");
             valid += 1;
         } else {
             let want = kind(case["expect"]["error"].as_str().unwrap());

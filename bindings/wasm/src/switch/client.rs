@@ -27,7 +27,7 @@ use wasm_bindgen_futures::{spawn_local, JsFuture};
 use web_sys::AbortController;
 
 use agentwire_relay::close::{TOKEN_EXPIRED, TOKEN_EXPIRED_REASON};
-use agentwire_relay::token::MAX_TOKEN_LEN;
+use agentwire_relay::token::{is_token_byte, MAX_TOKEN_LEN};
 use agentwire_relay::{SUBPROTOCOL, TOKEN_PROTOCOL_PREFIX as TOKEN_PREFIX};
 
 fn err(e: &SwitchError) -> JsValue {
@@ -618,10 +618,7 @@ fn check_token(token: &str) -> Result<(), String> {
     if token.is_empty() || token.len() > MAX_TOKEN_LEN {
         return Err(format!("the token must be 1..={MAX_TOKEN_LEN} characters"));
     }
-    if !token
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    {
+    if !token.bytes().all(is_token_byte) {
         return Err("the token must be base64url (A-Z a-z 0-9 - _, parts joined by .)".into());
     }
     Ok(())

@@ -16,8 +16,7 @@
 //! a reopen with a token due for renewal starts the renewal; and the relay's close for an expired
 //! token starts one at once (a client clock behind the relay's never sees the token due).
 
-use agentwire_core::json::read;
-use agentwire_core::{base64url, Millis};
+use agentwire_core::Millis;
 use js_sys::Function;
 
 /// How long after a failed `refreshToken` it is called again (from a timer; a reopen calls it
@@ -171,21 +170,16 @@ impl Refresh {
     }
 }
 
-/// A relay token's `exp` in ms, read without verifying it (the relay verifies): its first part
-/// is the base64url JSON claims. `None` for a token that is not one (directly to Switch, the
-/// agent key).
+/// A relay token's `exp` in ms, read without verifying it (the relay verifies), by the relay
+/// crate's own reader. `None` for a token that is not one (directly to Switch, the agent key).
 pub(super) fn token_exp(token: &str) -> Option<Millis> {
-    let end = token.bytes().position(|b| b == b'.').unwrap_or(token.len());
-    let claims = base64url::decode(&token[..end]).ok()?;
-    let claims = std::str::from_utf8(&claims).ok()?;
-    let tape = read::parse(claims, 4).ok()?;
-    let exp = tape.root().get("exp")?.as_u64()?;
-    exp.checked_mul(1_000)
+    agentwire_relay::token::unverified_exp(token)?.checked_mul(1_000)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentwire_core::base64url;
 
     fn token(claims: &str) -> String {
         format!("{}.sig", base64url::encode(claims.as_bytes()))

@@ -321,6 +321,36 @@ fn messages_hold_neither_secret_nor_signature() {
 }
 
 #[test]
+fn unverified_exp_reads_exp_only() {
+    let token = mint(SECRET, &claims()).unwrap();
+    assert_eq!(unverified_exp(&token), Some(NOW_S + 300));
+    // Unsigned, forged or expired: still read (the relay is the one that verifies).
+    assert_eq!(unverified_exp(&sign(OLD, r#"{"agent_id":"a","exp":5}"#)), Some(5));
+    assert_eq!(
+        unverified_exp(&format!("{}.x", base64url::encode(br#"{"exp":7}"#))),
+        Some(7)
+    );
+    let over = format!(
+        "{}.x",
+        base64url::encode(format!(r#"{{"exp":7,"p":"{}"}}"#, "a".repeat(4096)).as_bytes())
+    );
+    for not_a_token in [
+        "sk_switch_agent_key".to_owned(),
+        String::new(),
+        format!("{}.x", base64url::encode(br#"{"exp":1.5}"#)),
+        format!("{}.x", base64url::encode(br#"{"exp":"5"}"#)),
+        format!("{}.x", base64url::encode(br#"{"exp":-5}"#)),
+        format!("{}.x", base64url::encode(br#"{"agent_id":"a"}"#)),
+        format!("{}.x", base64url::encode(br#"[{"exp":5}]"#)),
+        format!("{}.x", base64url::encode(br#"{"a":[[[1]]],"exp":5}"#)),
+        format!("{}.x", base64url::encode(b"\xff\xfe")),
+        over,
+    ] {
+        assert_eq!(unverified_exp(&not_a_token), None, "{not_a_token:.60}");
+    }
+}
+
+#[test]
 fn kind_names() {
     let all = [
         (TokenErrorKind::Missing, "missing"),
