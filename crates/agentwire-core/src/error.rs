@@ -95,7 +95,7 @@ impl Error {
     }
 
     /// What a WebSocket upgrade of `url` (quoted without credentials, [`crate::redact::url`])
-    /// refused with HTTP `status` (and `body`) means to a
+    /// refused with HTTP `status` (and `body`, quoted up to [`crate::text::QUOTE_MAX`]) means to a
     /// client, the same on every surface: 401 and 403 a credential (`auth`), 408 `timeout`, 429
     /// `rate_limited`, 5xx the server's trouble (`remote`, retryable), anything else not the
     /// endpoint it should be (`protocol`). `code` is the status. (Switch decides its own in its
@@ -104,7 +104,7 @@ impl Error {
         let message = format!(
             "{} refused the WebSocket upgrade with HTTP {status}: {}",
             crate::redact::url(url),
-            body.trim()
+            crate::text::clip(body.trim(), crate::text::QUOTE_MAX)
         );
         let kind = match status {
             401 | 403 => ErrorKind::Auth,
@@ -187,6 +187,18 @@ mod tests {
                 "{status}"
             );
         }
+    }
+
+    /// The body is quoted up to the bound every message keeps to, however much a driver read.
+    #[test]
+    fn a_refused_upgrade_quotes_the_start_of_a_long_body() {
+        let body = "é".repeat(4096);
+        let e = Error::refused_upgrade("ws://h/p", 502, &body);
+        let quoted = e
+            .message
+            .strip_prefix("ws://h/p refused the WebSocket upgrade with HTTP 502: ")
+            .unwrap();
+        assert_eq!(quoted, format!("{}…", "é".repeat(crate::text::QUOTE_MAX / 2)));
     }
 
     #[test]
