@@ -19,8 +19,9 @@ type Handler = ((event: object) => void) | null;
  * in a header (a subprotocol is a header proxies and logs rarely redact). */
 const TOKEN_PROTOCOL = "agentwire.token.";
 
-/** Characters of a refused upgrade's answer kept for the engine. */
-const REFUSAL_BODY = 4096;
+/** Characters of a refused upgrade's answer kept for the engine: as many as the bytes it reads
+ * (`agentwire_core::http::REFUSAL_BODY_MAX`, checked by crates/agentwire-core/tests/npm_facts.rs). */
+const REFUSAL_BODY = 65536;
 
 /** A code a close frame may carry: 1000, or 3000–4999. */
 const sendable = (code: number | undefined): number => (code === 1000 || (code !== undefined && code >= 3000 && code <= 4999) ? code : 1000);
@@ -31,7 +32,7 @@ const sendable = (code: number | undefined): number => (code === 1000 || (code !
  * An upgrade refused with HTTP 401 ends as a close with code 4401 (what Switch sends for a key
  * it does not take); any other failure as 1006, with the status and the start of the answer in
  * the reason. The close of a refused upgrade also has `status` and `body` (the answer's first
- * 4,096 characters), which agentwire's drivers pass on to the engine. */
+ * 65,536 characters), which agentwire's drivers pass on to the engine. */
 export function fetchWebSocket(headers: Record<string, string>): WebSocketConstructor {
   return class FetchWebSocket {
     static readonly CONNECTING = 0;

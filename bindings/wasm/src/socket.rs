@@ -50,8 +50,9 @@ pub(crate) struct Refusal {
     pub(crate) body: String,
 }
 
-/// UTF-16 units of a refusal's body taken into wasm memory.
-const REFUSAL_BODY: u32 = 4096;
+/// UTF-16 units of a refusal's body taken into wasm memory: as many as the bytes an engine reads
+/// of it (a unit is at least one byte of UTF-8). `npm/src/fetch-socket.ts` reads as many.
+const REFUSAL_BODY: u32 = agentwire_core::http::REFUSAL_BODY_MAX as u32;
 
 impl Refusal {
     /// The close event's `status` (an HTTP status) and `body`, set by `fetchWebSocket`.

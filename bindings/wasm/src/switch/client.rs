@@ -72,9 +72,9 @@ enum Stream {
     Ended(String),
 }
 
-/// Bytes of a refused stream's body given to the engine (its error's detail), and how long they
-/// are read (the native driver's bound).
-const REFUSAL_BODY: usize = 4096;
+/// Bytes of a refused stream's body given to the engine (its error's detail: what the engine
+/// reads of it), and how long they are read (the native driver's bound).
+const REFUSAL_BODY: usize = agentwire_core::http::REFUSAL_BODY_MAX;
 const REFUSAL_BODY_MS: Millis = 2_000;
 
 struct SocketSink {

@@ -9,3 +9,11 @@ mod response;
 pub use chunked::{Dechunker, MAX_CHUNK_LINE};
 pub use request::{HttpRequest, Method};
 pub use response::{parse_head, Framing, Head};
+
+/// The most of a refused open's answer body (a WebSocket upgrade's or an event stream's) that
+/// counts, in bytes: every driver reads at most this much and hands it on, and the Switch engine
+/// reads no further (`Connection::handle_open_failed`), so a refusal means the same on every
+/// surface. Enough for a `409 taken_over` naming hundreds of rooms (one of 300 is 6.7 KB). A
+/// JavaScript driver counts UTF-16 units, each of which is at least one byte of UTF-8: it reads
+/// at least this many bytes. An error message quotes less ([`crate::text::QUOTE_MAX`]).
+pub const REFUSAL_BODY_MAX: usize = 64 << 10;

@@ -1,6 +1,6 @@
 //! [`Response::chunk`] over a socket on 127.0.0.1: a wait that is dropped (as the Switch driver
 //! drops its read on every turn of its loop) loses nothing, and the read buffer is kept from one
-//! call to the next instead of made anew.
+//! call to the next instead of made anew. [`Response::body_start`] reads a body's start only.
 
 use super::*;
 
@@ -43,5 +43,43 @@ async fn a_dropped_wait_loses_nothing_and_keeps_the_read_buffer() {
     })
     .await
     .expect("bounded");
+    server.await.unwrap();
+}
+
+/// A refusal whose body is longer than what is read, and never ends: its start, at once (the
+/// Switch driver got an empty body for one over 64 KiB, a `limit` error it dropped).
+#[tokio::test]
+async fn the_start_of_an_endless_body_is_read() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = Origin::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+    let (done, ended) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            assert_eq!(s.read(&mut byte).await.unwrap(), 1);
+            head.push(byte[0]);
+        }
+        let mut answer = b"HTTP/1.1 409 Conflict\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for _ in 0..100 {
+            answer.extend_from_slice(b"400\r\n");
+            answer.extend_from_slice(&[b'x'; 1024]);
+            answer.extend_from_slice(b"\r\n");
+        }
+        // Not all of it is read: the client may be gone before the end is written.
+        let _ = s.write_all(&answer).await;
+        ended.await.ok();
+    });
+    tokio::time::timeout(Duration::from_secs(10), async {
+        let response = Response::send(&origin, None, &HttpRequest::get("/events".into()))
+            .await
+            .unwrap();
+        assert_eq!(response.status, 409);
+        assert_eq!(response.body_start(70_000).await, "x".repeat(70_000));
+    })
+    .await
+    .expect("bounded");
+    done.send(()).unwrap();
     server.await.unwrap();
 }

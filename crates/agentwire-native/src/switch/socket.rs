@@ -4,6 +4,7 @@
 use crate::http::{Origin, Response};
 use crate::tls::Stream;
 use crate::wire::{self, write_blocked, WRITE_TIMEOUT};
+use agentwire_core::http::REFUSAL_BODY_MAX;
 use agentwire_core::{Error, ErrorKind};
 use agentwire_switch::connection::OpenRequest;
 use agentwire_switch::Wire;
@@ -20,8 +21,6 @@ type Ws = WebSocketStream<Stream>;
 
 /// How long a closing handshake may take (here in its own task): the one every driver uses.
 pub(crate) use crate::wire::CLOSE_GRACE;
-/// Most bytes of a refused open's body read for its error.
-const REFUSAL_BODY: usize = 64 << 10;
 /// The WebSocket's own cap, as a multiple of the engine's limit (at least 16 MiB): a message over
 /// the engine's limit but under this one reaches the engine, which reports the event as lost (a
 /// gap on the next event) and moves past it; only a larger one closes the socket (1009), and the
@@ -137,12 +136,10 @@ impl Dialer {
             return Ok(Socket::Sse(Box::new(response)));
         }
         let status = response.status;
-        // The refusal's body, bounded in size and time; a body that cannot be read is empty.
-        let body = tokio::time::timeout(CLOSE_GRACE, response.body_string(REFUSAL_BODY)).await;
-        Err(OpenFailed::Failed(
-            Some(status),
-            body.ok().and_then(Result::ok).unwrap_or_default(),
-        ))
+        // The start of the refusal's body, bounded in size (what the engine reads) and time; a
+        // body that cannot be read in time is empty.
+        let body = tokio::time::timeout(CLOSE_GRACE, response.body_start(REFUSAL_BODY_MAX)).await;
+        Err(OpenFailed::Failed(Some(status), body.unwrap_or_default()))
     }
 }
 

@@ -628,12 +628,15 @@ impl Connection {
     }
 
     /// The open failed: `status` is the HTTP status of a refused upgrade or stream (`None` when
-    /// no answer came: refused connection, DNS, TLS), `body` its body.
+    /// no answer came: refused connection, DNS, TLS), `body` its body, of which the first
+    /// [`REFUSAL_BODY_MAX`](agentwire_core::http::REFUSAL_BODY_MAX) bytes are read (a driver
+    /// need hand over no more).
     pub fn handle_open_failed(&mut self, now: Millis, status: Option<u16>, body: &str) {
         self.now = now;
         if self.state != State::Opening {
             return;
         }
+        let body = agentwire_core::text::prefix(body, agentwire_core::http::REFUSAL_BODY_MAX);
         self.on_open_failed(now, status, body);
     }
 
