@@ -76,7 +76,8 @@ export interface SwitchOptions {
   /** The engine's queue of undelivered events in bytes (default 64 MiB): past it, as past
    * `maxQueuedEvents`, later events wait for a reopen from the cursor; none is lost. */
   maxQueuedBytes?: number | undefined;
-  /** Largest frame taken in, in bytes (default 1 MiB, at most 64 MiB). */
+  /** Largest frame taken in, in bytes, on either wire: a WebSocket message, or an SSE event's
+   * data and line (default 1 MiB, at most 64 MiB). */
   maxMessageBytes?: number | undefined;
   /** How deep a frame's JSON may nest (default 64, at most 128). */
   maxDepth?: number | undefined;

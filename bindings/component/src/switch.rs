@@ -87,11 +87,8 @@ fn config(c: Config) -> ConnectionConfig {
         };
     }
     if let Some(n) = c.max_message_bytes.map(size) {
-        // One bound for a message on either wire, as the WIT says: a WebSocket message, an SSE
-        // event's `data` and an SSE line.
-        cfg.decode.max_message_bytes = n;
-        cfg.sse.max_event_bytes = n;
-        cfg.sse.max_line_bytes = n;
+        // One bound for a message on either wire, as the WIT says.
+        cfg.set_max_message_bytes(n);
     }
     cfg.decode.max_depth = c.max_depth.map_or(cfg.decode.max_depth, size);
     cfg.open_timeout_ms = c.open_timeout_ms.unwrap_or(cfg.open_timeout_ms);

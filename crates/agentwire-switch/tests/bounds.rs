@@ -1,12 +1,112 @@
-//! The bounds every surface takes from the engine rather than keeping its own copy: how much of
-//! a refused open's body counts (`REFUSAL_BODY_MAX`).
+//! The bounds every surface takes from the engine rather than keeping its own copy: the largest
+//! frame on either wire (`ConnectionConfig::set_max_message_bytes`), and how much of a refused
+//! open's body counts (`REFUSAL_BODY_MAX`).
 
 mod common;
 
 use agentwire_core::http::REFUSAL_BODY_MAX;
-use agentwire_switch::connection::{Event, Transport};
+use agentwire_core::ErrorKind;
+use agentwire_switch::connection::{ConnectionConfig, Event, Transport};
+use agentwire_switch::open::StartFrom;
 use agentwire_switch::SwitchError;
 use common::*;
+
+fn capture(name: &str) -> String {
+    let path = format!("{}/../../tests/vectors/switch-0.19/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A `message` frame as switch-core 0.19 sends it on SSE (`sequence` 5), of exactly `len` bytes.
+fn sse_frame(len: usize) -> String {
+    let frame = |body: &str| {
+        format!(
+            r#"{{"type":"message","room_id":"{ROOM}","bridge_id":null,"channel_type":"channel_public","payload":{{"body":"{body}"}},"sequence":5}}"#
+        )
+    };
+    let frame = frame(&"x".repeat(len - frame("").len()));
+    assert_eq!(frame.len(), len);
+    frame
+}
+
+/// What an SSE connection attached with the captured `connection_state` makes of one event whose
+/// `data` is `data`, on one line: the delivered sequences, and the kinds of the diagnostics.
+fn over_sse(cfg: ConnectionConfig, data: &str) -> (Vec<u64>, Vec<ErrorKind>) {
+    let mut cfg = ConnectionConfig {
+        transport: Transport::Sse,
+        ..cfg
+    };
+    cfg.open.start_from = StartFrom::After(0);
+    let (mut d, _) = Driver::opened(cfg);
+    d.conn.handle_bytes(d.now, capture("connection_state.sse").as_bytes());
+    assert!(matches!(d.events()[..], [Event::Connected { .. }]));
+    let event = format!("event: message\nid: 5\ndata: {data}\n\n");
+    for chunk in event.as_bytes().chunks(64 << 10) {
+        d.conn.handle_bytes(d.now, chunk);
+    }
+    let e = d.events();
+    let diagnostics = e
+        .iter()
+        .filter_map(|e| match e {
+            Event::Diagnostic(err) => Some(err.kind),
+            _ => None,
+        })
+        .collect();
+    (sequences(&e), diagnostics)
+}
+
+/// The reviewer's case: `maxMessageBytes` of 2 MiB set only the decoder's bound in npm, and an
+/// SSE event of 1.5 MiB was dropped by the parser's 1 MiB line bound (the component set all
+/// three, and delivered it).
+#[test]
+fn max_message_bytes_bounds_a_frame_on_the_sse_wire_too() {
+    let mut cfg = config(Transport::Sse);
+    cfg.set_max_message_bytes(2 << 20);
+    assert_eq!(
+        (cfg.sse.max_event_bytes, cfg.decode.max_message_bytes),
+        (2 << 20, 2 << 20)
+    );
+    assert_eq!(over_sse(cfg, &sse_frame(1_500_000)), (vec![5], vec![]));
+}
+
+/// A frame of exactly the bound on one `data: ` line is taken on SSE as on the WebSocket, the
+/// default bound included (its line bound was the same 1 MiB, and the `data: ` before the frame
+/// made the line too long); one byte more is refused, on either wire.
+#[test]
+fn a_frame_of_exactly_max_message_bytes_is_taken_on_either_wire() {
+    let default = config(Transport::Sse);
+    let mut small = config(Transport::Sse);
+    small.set_max_message_bytes(4096);
+    for cfg in [default, small] {
+        let n = cfg.decode.max_message_bytes;
+        assert_eq!(over_sse(cfg.clone(), &sse_frame(n)), (vec![5], vec![]), "{n}");
+        assert_eq!(
+            over_sse(cfg.clone(), &sse_frame(n + 1)),
+            (vec![], vec![ErrorKind::Limit]),
+            "{n}"
+        );
+
+        let ws = ConnectionConfig {
+            transport: Transport::WebSocket,
+            ..cfg
+        };
+        let mut d = Driver::live_ws(ws, 0, &[ROOM]);
+        let at = |len: usize| {
+            let m = message(1);
+            m.replace(
+                "\"body\":\"m1\"",
+                &format!("\"body\":\"m1{}\"", "x".repeat(len - m.len())),
+            )
+        };
+        d.text(&at(n + 1));
+        d.text(&at(n));
+        let e = d.events();
+        assert!(
+            matches!(&e[0], Event::Diagnostic(err) if err.kind == ErrorKind::Limit),
+            "{n}: {e:?}"
+        );
+        assert_eq!(sequences(&e), vec![1], "{n}");
+    }
+}
 
 /// A `409 taken_over` naming 300 rooms (6.7 KB): the npm drivers handed the engine its first
 /// 4,096 bytes, which are no JSON, and the connection took it for a retryable refusal without a

@@ -3,7 +3,6 @@
 
 use crate::millis;
 use agentwire_relay::bridge::{Bridge, BridgeConfig, Output};
-use agentwire_switch::sse::SseLimits;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
@@ -55,11 +54,7 @@ impl BridgeCore {
             cfg.ping_interval_ms = p;
         }
         if let Some(m) = o.max_frame_bytes {
-            cfg.max_frame_bytes = m;
-            cfg.sse = SseLimits {
-                max_event_bytes: m,
-                max_line_bytes: m + 64,
-            };
+            cfg.set_max_frame_bytes(m);
         }
         if let Some(t) = o.open_timeout_ms {
             cfg.open_timeout_ms = t;

@@ -181,7 +181,8 @@ fn read(json: &str) -> Result<Parsed, Refusal> {
         cfg.max_queued_bytes = v;
     }
     if let Some(v) = o.uint("maxMessageBytes")? {
-        cfg.decode.max_message_bytes = crate::socket::frame_bound("maxMessageBytes", v).map_err(Refusal::Other)?;
+        // A WebSocket message, and an SSE event and line (the engine's one meaning).
+        cfg.set_max_message_bytes(crate::socket::frame_bound("maxMessageBytes", v).map_err(Refusal::Other)?);
     }
     if let Some(v) = o.uint("maxDepth")? {
         cfg.decode.max_depth = v;
@@ -200,5 +201,29 @@ pub(crate) fn timeout_ms(ms: Option<f64>, default: u64) -> Result<u64, JsValue> 
         None => Ok(default),
         Some(ms) if ms >= 1.0 => Ok(ms as u64),
         Some(ms) => Err(invalid(format!("timeout of {ms} ms: must be at least 1"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentwire_switch::sse::SseLimits;
+
+    fn parsed(json: &str) -> ConnectionConfig {
+        match read(json) {
+            Ok(p) => p.cfg,
+            Err(Refusal::Field(e)) => panic!("{e}"),
+            Err(Refusal::Other(m)) => panic!("{m}"),
+        }
+    }
+
+    /// `maxMessageBytes` bounds a frame on either wire, as the component's option and the relay
+    /// bridge's do: it set only the decoder's bound, and an SSE event of 1.5 MiB with 2 MiB
+    /// was dropped by the parser's 1 MiB line bound.
+    #[test]
+    fn max_message_bytes_bounds_sse_too() {
+        let cfg = parsed(r#"{"agentId":"a","connectionId":"c","maxMessageBytes":2097152}"#);
+        assert_eq!(cfg.decode.max_message_bytes, 2 << 20);
+        assert_eq!(cfg.sse, SseLimits::for_message(2 << 20));
     }
 }

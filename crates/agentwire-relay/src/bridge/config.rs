@@ -25,12 +25,13 @@ pub struct BridgeConfig {
     /// spec's 6 s TTL at 2 s).
     pub missed_pongs: u32,
     /// Largest WebSocket text frame sent to the browser (1 MiB, Cloudflare's message limit); also
-    /// the decoder's limit on one SSE frame's `data`.
+    /// the decoder's limit on one SSE frame's `data`. [`BridgeConfig::set_max_frame_bytes`] sets
+    /// it with the SSE bounds that go with it.
     pub max_frame_bytes: usize,
     /// Deepest JSON nesting of one SSE frame (64, the engine's default).
     pub max_depth: usize,
     /// The SSE parser's bounds (by default `max_frame_bytes` of data per event and per line,
-    /// plus room for the `data: ` prefix).
+    /// plus room for the `data: ` prefix: [`SseLimits::for_message`], as a client connection's).
     pub sse: SseLimits,
     /// From [`Bridge::new`](super::Bridge::new) to the upstream's `connection_state` (10 s, as
     /// the engine waits).
@@ -64,18 +65,14 @@ impl BridgeConfig {
         let (agent_id, connection_id) = (agent_id.into(), connection_id.into());
         // The engine's defaults, where the bridge does what a client connection does.
         let engine = ConnectionConfig::new(OpenParams::new(agent_id.clone(), connection_id.clone()));
-        let max_frame_bytes = engine.decode.max_message_bytes;
         BridgeConfig {
             agent_id,
             connection_id,
             ping_interval_ms: engine.heartbeat_interval_ms,
             missed_pongs: engine.missed_heartbeats,
-            max_frame_bytes,
+            max_frame_bytes: engine.decode.max_message_bytes,
             max_depth: engine.decode.max_depth,
-            sse: SseLimits {
-                max_event_bytes: max_frame_bytes,
-                max_line_bytes: max_frame_bytes + 64,
-            },
+            sse: engine.sse,
             open_timeout_ms: engine.open_timeout_ms,
             stream_idle_timeout_ms: engine.stream_idle_timeout_ms,
             beat_timeout_ms: 10_000,
@@ -83,6 +80,14 @@ impl BridgeConfig {
             max_pending_bytes: 4 << 20,
             max_unacked_bytes: 8 << 20,
         }
+    }
+
+    /// The largest frame, `n` bytes: to the browser, and from the upstream (the decoder's bound
+    /// and the SSE parser's, [`SseLimits::for_message`]), as
+    /// [`ConnectionConfig::set_max_message_bytes`] sets a client connection's.
+    pub fn set_max_frame_bytes(&mut self, n: usize) {
+        self.max_frame_bytes = n;
+        self.sse = SseLimits::for_message(n);
     }
 
     pub(super) fn decode_options(&self) -> DecodeOptions {
@@ -95,5 +100,25 @@ impl BridgeConfig {
     /// The configured ping interval, clamped.
     pub(super) fn ping_interval(&self) -> u64 {
         self.ping_interval_ms.clamp(MIN_PING_INTERVAL_MS, MAX_PING_INTERVAL_MS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bridge bounds a frame as a client connection does, by default and when set.
+    #[test]
+    fn frame_bounds_are_a_client_connections() {
+        let mut bridge = BridgeConfig::new("a", "c");
+        let mut client = ConnectionConfig::new(OpenParams::new("a", "c"));
+        let same = |b: &BridgeConfig, c: &ConnectionConfig| {
+            assert_eq!((b.max_frame_bytes, b.sse), (c.decode.max_message_bytes, c.sse));
+        };
+        same(&bridge, &client);
+        bridge.set_max_frame_bytes(5000);
+        client.set_max_message_bytes(5000);
+        same(&bridge, &client);
+        assert_eq!(bridge.sse.max_line_bytes, 5000 + agentwire_switch::sse::LINE_OVERHEAD);
     }
 }

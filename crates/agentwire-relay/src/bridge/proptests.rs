@@ -99,9 +99,7 @@ fn op() -> impl Strategy<Value = Op> {
 /// Small limits, so that every limit is reached (frames the bridge writes itself included).
 fn config(limit: usize) -> BridgeConfig {
     let mut cfg = BridgeConfig::new("agent", CID);
-    cfg.max_frame_bytes = limit;
-    cfg.sse.max_event_bytes = limit;
-    cfg.sse.max_line_bytes = limit + 64;
+    cfg.set_max_frame_bytes(limit);
     cfg.max_pending_bytes = 16 * limit;
     cfg
 }

@@ -136,6 +136,16 @@ impl ConnectionConfig {
             sse: SseLimits::default(),
         }
     }
+
+    /// The largest frame taken in on either wire, in bytes: a WebSocket text message
+    /// (`decode.max_message_bytes`), and an SSE event's `data` and line
+    /// ([`SseLimits::for_message`]). The meaning of every surface's one option for it (npm's
+    /// `maxMessageBytes`, the component's `max-message-bytes`, the relay bridge's
+    /// `max_frame_bytes`).
+    pub fn set_max_message_bytes(&mut self, n: usize) {
+        self.decode.max_message_bytes = n;
+        self.sse = SseLimits::for_message(n);
+    }
 }
 
 /// Where the connection is.

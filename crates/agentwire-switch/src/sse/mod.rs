@@ -35,13 +35,26 @@ pub struct SseLimits {
     pub max_line_bytes: usize,
 }
 
-impl Default for SseLimits {
-    /// 1 MiB each.
-    fn default() -> Self {
+/// Room a line has past an event's largest `data` in [`SseLimits::for_message`]: for the field
+/// name, its `:` and a space (`data: ` is 6 bytes).
+pub const LINE_OVERHEAD: usize = 64;
+
+impl SseLimits {
+    /// The bounds for frames of at most `max_message_bytes`: that much `data` per event, and
+    /// per line with [`LINE_OVERHEAD`] more, so that a frame the decoder takes is never dropped
+    /// by the parser for being on one `data:` line.
+    pub fn for_message(max_message_bytes: usize) -> Self {
         SseLimits {
-            max_event_bytes: 1 << 20,
-            max_line_bytes: 1 << 20,
+            max_event_bytes: max_message_bytes,
+            max_line_bytes: max_message_bytes.saturating_add(LINE_OVERHEAD),
         }
+    }
+}
+
+impl Default for SseLimits {
+    /// For the decoder's default frame bound (1 MiB): 1 MiB per event, 1 MiB + 64 per line.
+    fn default() -> Self {
+        SseLimits::for_message(crate::frame::DecodeOptions::default().max_message_bytes)
     }
 }
 

@@ -17,15 +17,14 @@ fn switch_config() -> switch::Config {
     }
 }
 
-/// `max-message-bytes` bounds an SSE event's `data` and line too: with 8 MiB, an event of 2 MiB
-/// arrives (the SSE limits stayed at 1 MiB and dropped it).
-#[test]
-fn switch_max_message_bytes_bounds_sse_too() {
+/// Whether an SSE session with `max-message-bytes` of `max` delivers one event whose `data` (on
+/// one line) is a frame of `len` bytes.
+fn sse_frame_arrives(max: u32, len: usize) -> bool {
     let mut i = runtime().instantiate().unwrap();
     let api = i.engine.agentwire_engine_switch().session();
     let cfg = switch::Config {
         transport: Some(switch::Transport::Sse),
-        max_message_bytes: Some(8 << 20),
+        max_message_bytes: Some(max),
         ..switch_config()
     };
     let s = api.call_constructor(&mut i.store, &cfg).unwrap();
@@ -35,26 +34,26 @@ fn switch_max_message_bytes_bounds_sse_too() {
     let state = super::garbage::connection_state_sse();
     api.call_handle_bytes(&mut i.store, s, 1, state.as_bytes()).unwrap();
     api.call_drain(&mut i.store, s).unwrap();
-    let big = "x".repeat(2 << 20);
-    let event = format!(
-        "id: 1\nevent: message\ndata: {{\"type\":\"message\",\"room_id\":\"r\",\"payload\":{{\"b\":\"{big}\"}},\"sequence\":1}}\n\n"
-    );
+    let frame = |b: &str| format!(r#"{{"type":"message","room_id":"r","payload":{{"b":"{b}"}},"sequence":1}}"#);
+    let frame = frame(&"x".repeat(len - frame("").len()));
+    assert_eq!(frame.len(), len);
+    let event = format!("id: 1\nevent: message\ndata: {frame}\n\n");
     api.call_handle_bytes(&mut i.store, s, 2, event.as_bytes()).unwrap();
     let d = api.call_drain(&mut i.store, s).unwrap();
-    let got = d
-        .events
-        .iter()
-        .filter(|e| matches!(e, switch::Event::Event(e) if e.payload.len() > 2 << 20))
-        .count();
-    assert_eq!(
-        got,
-        1,
-        "{:?}",
-        d.events
-            .iter()
-            .map(|e| format!("{e:?}").chars().take(200).collect::<String>())
-            .collect::<Vec<_>>()
-    );
+    let got = d.events.iter().filter(|e| matches!(e, switch::Event::Event(_))).count();
+    got == 1
+}
+
+/// `max-message-bytes` bounds an SSE event's `data` and line too, as the engine's
+/// `ConnectionConfig::set_max_message_bytes` does: with 8 MiB, an event of 2 MiB arrives (the SSE
+/// limits stayed at 1 MiB and dropped it); a frame of exactly the bound on one `data: ` line
+/// arrives (the line bound was the same number, and the `data: ` made the line too long), one
+/// byte more does not.
+#[test]
+fn switch_max_message_bytes_bounds_sse_too() {
+    assert!(sse_frame_arrives(8 << 20, 2 << 20));
+    assert!(sse_frame_arrives(4096, 4096));
+    assert!(!sse_frame_arrives(4096, 4097));
 }
 
 /// Bounds of 0 that refuse every frame, and an idle timeout of 0: refused by `start`.
