@@ -76,7 +76,7 @@ fn config(c: Config) -> ConnectionConfig {
     }
     cfg.max_reconnect_attempts = c.max_reconnect_attempts;
     if let Some(n) = c.connect_attempts {
-        cfg.connect_attempts = Some(n).filter(|&n| n > 0);
+        cfg.set_connect_attempts(n);
     }
     if let Some(b) = c.backoff {
         cfg.backoff = agentwire_core::Backoff {

@@ -1,12 +1,14 @@
 //! The bounds every surface takes from the engine rather than keeping its own copy: the largest
-//! frame on either wire (`ConnectionConfig::set_max_message_bytes`), and how much of a refused
-//! open's body counts (`REFUSAL_BODY_MAX`).
+//! frame on either wire (`ConnectionConfig::set_max_message_bytes`), how much of a refused
+//! open's body counts (`REFUSAL_BODY_MAX`), `connect_attempts` as a plain number, and the clamp on
+//! a `connection_state`'s heartbeat interval.
 
 mod common;
 
 use agentwire_core::http::REFUSAL_BODY_MAX;
 use agentwire_core::ErrorKind;
 use agentwire_switch::connection::{ConnectionConfig, Event, Transport};
+use agentwire_switch::frame::{decode, Frame, MAX_HEARTBEAT_INTERVAL_MS, MIN_HEARTBEAT_INTERVAL_MS};
 use agentwire_switch::open::StartFrom;
 use agentwire_switch::SwitchError;
 use common::*;
@@ -159,4 +161,33 @@ fn a_refusal_means_what_its_first_refusal_body_max_bytes_say() {
         same(&refused(agentwire_core::text::prefix(&long, REFUSAL_BODY_MAX))),
         "the engine reads no more than a driver hands over"
     );
+}
+
+/// 0 is no bound, as npm and the component take it; `n` is `n` opens.
+#[test]
+fn connect_attempts_as_a_number() {
+    let mut cfg = config(Transport::WebSocket);
+    cfg.set_connect_attempts(0);
+    assert_eq!(cfg.connect_attempts, None);
+    cfg.set_connect_attempts(3);
+    assert_eq!(cfg.connect_attempts, Some(3));
+}
+
+#[test]
+fn a_connection_states_heartbeat_interval_is_clamped() {
+    let state = |secs: &str| {
+        let text = format!(
+            r#"{{"event":"connection_state","data":{{"connection_id":"c","agent_id":"a","scope":"single","filter":"all","spawn_capable":false,"rooms":[],"cursor":0,"heartbeat_interval_seconds":{secs}}}}}"#
+        );
+        match decode(&text) {
+            Ok(Frame::ConnectionState(s)) => s.heartbeat_interval_ms(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(state("2.5"), Some(2_500));
+    assert_eq!(state("1e-6"), Some(MIN_HEARTBEAT_INTERVAL_MS));
+    assert_eq!(state("1e9"), Some(MAX_HEARTBEAT_INTERVAL_MS));
+    assert_eq!(state("0"), None);
+    assert_eq!(state("-1"), None);
+    assert_eq!(state("null"), None);
 }

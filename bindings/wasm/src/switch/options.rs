@@ -150,7 +150,7 @@ fn read(json: &str) -> Result<Parsed, Refusal> {
     };
     // 0: reopen until attached (the caller bounds the wait, `timeoutMs`).
     if let Some(n) = o.uint("connectAttempts")? {
-        cfg.connect_attempts = Some(n).filter(|&n| n > 0);
+        cfg.set_connect_attempts(n);
     }
     if let Some(b) = o.get("backoff") {
         let b = Object::strict(b, &["baseMs", "maxMs", "factor", "minMs"])

@@ -5,10 +5,11 @@ use agentwire_switch::open::OpenParams;
 use agentwire_switch::sse::SseLimits;
 use agentwire_switch::ConnectionConfig;
 
-/// The shortest ping interval the bridge uses, whatever the configuration or the upstream says.
-pub const MIN_PING_INTERVAL_MS: u64 = 100;
-/// The longest ping interval the bridge uses.
-pub const MAX_PING_INTERVAL_MS: u64 = 600_000;
+/// The shortest ping interval the bridge uses, whatever the configuration or the upstream says:
+/// the engine's bound on a `connection_state`'s interval.
+pub const MIN_PING_INTERVAL_MS: u64 = agentwire_switch::frame::MIN_HEARTBEAT_INTERVAL_MS;
+/// The longest ping interval the bridge uses (the engine's bound too).
+pub const MAX_PING_INTERVAL_MS: u64 = agentwire_switch::frame::MAX_HEARTBEAT_INTERVAL_MS;
 
 /// How one bridge behaves. [`BridgeConfig::new`] gives the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! The upstream stream: SSE bytes → the engine's frames → the current generation's WebSocket
 //! frames, with the released generation's gaps filled in.
 
-use super::{config, encode, Bridge, Phase, Timer};
+use super::{encode, Bridge, Phase, Timer};
 use agentwire_core::Millis;
 use agentwire_switch::frame::{decode_sse_with, ConnectionState, Evicted, Frame, FrameError, Gap};
 use agentwire_switch::sse::SseEvent;
@@ -158,12 +158,8 @@ impl Bridge {
     /// The first `connection_state` attaches the browser: pings start and the pong deadline
     /// runs. The interval announced to the browser is the one the bridge pings at.
     fn on_connection_state(&mut self, now: Millis, mut s: ConnectionState) -> ConnectionState {
-        if let Some(secs) = s.heartbeat_interval_seconds {
-            if secs.is_finite() && secs > 0.0 {
-                let upstream =
-                    ((secs * 1000.0) as u64).clamp(config::MIN_PING_INTERVAL_MS, config::MAX_PING_INTERVAL_MS);
-                self.ping_ms = self.cfg.ping_interval().min(upstream);
-            }
+        if let Some(upstream) = s.heartbeat_interval_ms() {
+            self.ping_ms = self.cfg.ping_interval().min(upstream);
         }
         s.heartbeat_interval_seconds = Some(self.ping_ms as f64 / 1000.0);
         self.rooms.set(&s.rooms);

@@ -135,10 +135,8 @@ impl Connection {
                 }
             }
         }
-        if let Some(secs) = s.heartbeat_interval_seconds {
-            if secs.is_finite() && secs > 0.0 {
-                self.heartbeat_ms = ((secs * 1000.0) as u64).clamp(100, 600_000);
-            }
+        if let Some(ms) = s.heartbeat_interval_ms() {
+            self.heartbeat_ms = ms;
         }
         if self.cursor.is_none() && self.received.is_none() {
             // Nothing processed yet: the server's cursor is where reading starts.

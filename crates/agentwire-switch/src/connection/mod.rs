@@ -146,6 +146,13 @@ impl ConnectionConfig {
         self.decode.max_message_bytes = n;
         self.sse = SseLimits::for_message(n);
     }
+
+    /// [`connect_attempts`](ConnectionConfig::connect_attempts) as the surfaces take it, a
+    /// plain number (npm's `connectAttempts`, the component's `connect-attempts`): `n` opens
+    /// before the first attach, and 0 for no bound (`None`: reopen until attached).
+    pub fn set_connect_attempts(&mut self, n: u32) {
+        self.connect_attempts = (n > 0).then_some(n);
+    }
 }
 
 /// Where the connection is.

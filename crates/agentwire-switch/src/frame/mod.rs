@@ -223,7 +223,21 @@ impl ServerInfo {
     }
 }
 
+/// The shortest heartbeat interval a `connection_state` may set, in ms: a client pings (or
+/// beats) no more often, whatever `heartbeat_interval_seconds` says.
+pub const MIN_HEARTBEAT_INTERVAL_MS: u64 = 100;
+/// The longest heartbeat interval a `connection_state` may set, in ms (10 minutes).
+pub const MAX_HEARTBEAT_INTERVAL_MS: u64 = 600_000;
+
 impl ConnectionState {
+    /// `heartbeat_interval_seconds` in ms, clamped to [`MIN_HEARTBEAT_INTERVAL_MS`] ..=
+    /// [`MAX_HEARTBEAT_INTERVAL_MS`]; `None` when absent, not finite or not above 0 (the interval
+    /// in use stays).
+    pub fn heartbeat_interval_ms(&self) -> Option<u64> {
+        let secs = self.heartbeat_interval_seconds.filter(|s| s.is_finite() && *s > 0.0)?;
+        Some(((secs * 1000.0) as u64).clamp(MIN_HEARTBEAT_INTERVAL_MS, MAX_HEARTBEAT_INTERVAL_MS))
+    }
+
     /// `server` as `{version, contracts}`; `None` when absent.
     pub fn server_info(&self) -> Option<Result<ServerInfo, FrameError>> {
         self.server.as_ref().map(|raw| {
