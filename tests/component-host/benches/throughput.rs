@@ -27,6 +27,11 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 use wasmtime::component::ResourceAny;
 
+// This bench prints its own table (three component cases against one native), not `print_ratios`.
+#[allow(dead_code)]
+#[path = "../../../bench/criterion_estimates.rs"]
+mod estimates;
+
 /// Messages per `handle-texts-drain` call in the `component_batch` cases.
 const BATCH: usize = 16;
 
@@ -465,31 +470,15 @@ fn benches(c: &mut Criterion, rt: &Runtime) {
     g.finish();
 }
 
-/// Criterion's mean time per element of `group/name`, from the estimates this run saved (none
-/// when the case did not run now: a filter, `--profile-time`, or test mode).
-fn mean_ns(group: &str, name: &str, since: std::time::SystemTime) -> Option<f64> {
-    let dir = std::env::var("CRITERION_HOME").unwrap_or_else(|_| {
-        let target = std::env::var("CARGO_TARGET_DIR")
-            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
-        format!("{target}/criterion")
-    });
-    let path = format!("{dir}/{group}/{name}/new/estimates.json");
-    if std::fs::metadata(&path).and_then(|m| m.modified()).ok()? < since {
-        return None;
-    }
-    let text = std::fs::read_to_string(path).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v["mean"]["point_estimate"].as_f64()
-}
-
 fn main() {
-    let since = std::time::SystemTime::now();
+    let run = estimates::Estimates::start();
     let rt = Runtime::load().expect("the component loads (build it with scripts/component.sh)");
+    // The defaults, then the command line's options over them.
     let mut c = Criterion::default()
-        .configure_from_args()
         .measurement_time(Duration::from_secs(3))
         .warm_up_time(Duration::from_secs(1))
-        .sample_size(30);
+        .sample_size(30)
+        .configure_from_args();
     benches(&mut c, &rt);
     c.final_summary();
     println!("\ncomponent vs native, messages per second (target: ratio >= 0.5)");
@@ -503,11 +492,11 @@ fn main() {
         "rkt_stream_chunk",
         "rkt_request_response",
     ] {
-        let Some(n) = mean_ns(group, "native", since) else {
+        let Some(n) = run.time_ns(group, "native") else {
             continue;
         };
         let cell = |name| {
-            mean_ns(group, name, since).map_or_else(
+            run.time_ns(group, name).map_or_else(
                 || format!("{:>12} {:>7}", "-", "-"),
                 |w| format!("{:>12.0} {:>7.2}", 1e9 / w, n / w),
             )
