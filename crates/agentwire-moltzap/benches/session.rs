@@ -1,14 +1,95 @@
 //! A connected `Session` taking a 1 KB `messages/received` push: decode + route to a typed
 //! event (`handle_text`, then `poll_event`), in both generations, in messages per second; beside
-//! it, a bare `serde_json::Value` parse of the same text as the baseline. And a request round
-//! trip: `call`, `poll_transmit`, the response, `poll_event`.
+//! it, two baselines on the same text: a typed decode by serde's derived `Deserialize` (the
+//! envelope and the message, strings borrowed: what a hand-written typed client pays) and a bare
+//! `serde_json::Value` parse (an untyped client). And a request round trip: `call`,
+//! `poll_transmit`, the response, `poll_event`. After criterion's report, the ratios against both
+//! baselines are printed from this run's estimates.
 //!
-//! `cargo bench -p agentwire-moltzap --bench session`
+//! `cargo bench -p agentwire-moltzap --bench session` (criterion's options after `--`, e.g.
+//! `-- --measurement-time 6`, take effect: the defaults below are set before them).
 
 use agentwire_core::SeededEntropy;
 use agentwire_moltzap::{Credentials, Event, GenerationChoice, Session, SessionConfig};
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{black_box, criterion_group, Criterion, Throughput};
+use serde::Deserialize;
+use std::borrow::Cow;
 use std::time::Duration;
+
+#[path = "../../../bench/criterion_estimates.rs"]
+mod estimates;
+
+const GROUP: &str = "messages_received_1kb";
+
+/// The typed baseline, current generation: `{jsonrpc, method, params: {message}}`.
+#[derive(Deserialize)]
+struct CurrentPush<'a> {
+    #[serde(borrow)]
+    jsonrpc: &'a str,
+    #[serde(borrow)]
+    method: &'a str,
+    #[serde(borrow)]
+    params: Received<'a>,
+}
+
+/// Released: `{jsonrpc, type: "event", event, data: {message}}`.
+#[derive(Deserialize)]
+struct ReleasedPush<'a> {
+    #[serde(borrow)]
+    jsonrpc: &'a str,
+    #[serde(borrow, rename = "type")]
+    kind: &'a str,
+    #[serde(borrow)]
+    event: &'a str,
+    #[serde(borrow)]
+    data: Received<'a>,
+}
+
+#[derive(Deserialize)]
+struct Received<'a> {
+    #[serde(borrow)]
+    message: Message<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Message<'a> {
+    #[serde(borrow)]
+    id: &'a str,
+    #[serde(borrow)]
+    conversation_id: &'a str,
+    #[serde(borrow)]
+    sender_id: &'a str,
+    #[serde(borrow)]
+    parts: Vec<Part<'a>>,
+    #[serde(borrow)]
+    created_at: &'a str,
+}
+
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: &'a str,
+    /// Borrowed unless it has escapes.
+    #[serde(borrow)]
+    text: Cow<'a, str>,
+}
+
+/// The typed baseline's decode of `text`: its fields, so that none is optimised away.
+fn typed(generation: GenerationChoice, text: &str) -> impl Sized + '_ {
+    let (names, m) = match generation {
+        GenerationChoice::Released => {
+            let p: ReleasedPush<'_> = serde_json::from_str(text).unwrap();
+            ((p.jsonrpc, p.kind, p.event), p.data.message)
+        }
+        _ => {
+            let p: CurrentPush<'_> = serde_json::from_str(text).unwrap();
+            ((p.jsonrpc, p.method, ""), p.params.message)
+        }
+    };
+    let parts: usize = m.parts.iter().map(|p| p.kind.len() + p.text.len()).sum();
+    (names, m.id, m.conversation_id, m.sender_id, parts, m.created_at)
+}
 
 /// A `messages/received` payload of about 1 KB (a text part of 800 bytes).
 fn message() -> String {
@@ -57,8 +138,7 @@ fn ready(generation: GenerationChoice) -> Session {
 }
 
 fn received(c: &mut Criterion) {
-    let mut g = c.benchmark_group("messages_received_1kb");
-    g.measurement_time(Duration::from_secs(3)).sample_size(30);
+    let mut g = c.benchmark_group(GROUP);
     g.throughput(Throughput::Elements(1));
     for (name, generation) in [
         ("current", GenerationChoice::Current),
@@ -76,6 +156,9 @@ fn received(c: &mut Criterion) {
                 }
             })
         });
+        g.bench_function(format!("serde_derived_{name}"), |b| {
+            b.iter(|| black_box(typed(generation, black_box(&text))))
+        });
         g.bench_function(format!("serde_json_value_{name}"), |b| {
             b.iter(|| black_box(serde_json::from_str::<serde_json::Value>(black_box(&text)).unwrap()))
         });
@@ -85,7 +168,6 @@ fn received(c: &mut Criterion) {
 
 fn round_trip(c: &mut Criterion) {
     let mut g = c.benchmark_group("call_round_trip");
-    g.measurement_time(Duration::from_secs(3)).sample_size(30);
     g.throughput(Throughput::Elements(1));
     let mut s = ready(GenerationChoice::Current);
     g.bench_function("system_ping", |b| {
@@ -105,5 +187,24 @@ fn round_trip(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, received, round_trip);
-criterion_main!(benches);
+// The defaults; `criterion_group!` applies the command line's options after them.
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(3)).sample_size(30);
+    targets = received, round_trip
+}
+
+fn main() {
+    let run = estimates::Estimates::start();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    run.print_ratios(
+        GROUP,
+        &[
+            ("session_current", "serde_derived_current"),
+            ("session_current", "serde_json_value_current"),
+            ("session_released", "serde_derived_released"),
+            ("session_released", "serde_json_value_released"),
+        ],
+    );
+}
