@@ -7,17 +7,45 @@
 //   node cpu.mjs [--events N] [--rounds R] [--read] [--protocols rkt,moltzap,switch]
 //
 // --read: the callbacks read the payload (agentwire parses it on first read). The time is the
-// process's CPU time (user + system: V8's GC threads included) per event, the best of R rounds.
+// process's CPU time (user + system: V8's GC threads included) per event: the best of R rounds,
+// with the median and the worst beside it. Each round checks that every frame gave the one event
+// it should (MoltZap `messageReceived`, Switch `event` of kind `message`, RKT a stream chunk) and
+// that nothing else came (a `diagnostic`, an `error`): otherwise the script stops, exit code 1,
+// rather than time frames the engine refused.
 import { moltzapReceived, rktMessage, rktStreamData, switchConnectionState, switchMessages } from "./frames.mjs";
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(name);
-  return i < 0 ? dflt : Number(process.argv[i + 1]);
-};
-const N = arg("--events", 50_000);
-const R = arg("--rounds", 5);
-const READ = process.argv.includes("--read");
-const PROTOCOLS = (process.argv.includes("--protocols") ? process.argv[process.argv.indexOf("--protocols") + 1] : "rkt,moltzap,switch").split(",");
+const USAGE = `usage: node cpu.mjs [--events N] [--rounds R] [--read] [--protocols rkt,moltzap,switch]
+  --events N      frames per round (default 50000)
+  --rounds R      rounds per protocol, agentwire then the baseline in each (default 5)
+  --read          the callbacks read the payload too
+  --protocols P   a comma-separated subset of rkt,moltzap,switch (default all three)
+Prints per protocol the CPU ns per event, best (median, worst) of the rounds, and baseline/agentwire.`;
+/** Stops the script: a bench that measured the wrong thing must not print a figure. */
+function fail(message) {
+  console.error(`cpu.mjs: ${message}`);
+  process.exit(1);
+}
+const opts = { events: 50_000, rounds: 5, read: false, protocols: "rkt,moltzap,switch" };
+for (let i = 2; i < process.argv.length; i++) {
+  const a = process.argv[i];
+  if (a === "--help" || a === "-h") {
+    console.log(USAGE);
+    process.exit(0);
+  } else if (a === "--read") {
+    opts.read = true;
+  } else if (a === "--events" || a === "--rounds") {
+    const n = Number(process.argv[++i]);
+    if (!Number.isInteger(n) || n < 1) fail(`${a} takes a whole number of at least 1\n${USAGE}`);
+    opts[a.slice(2)] = n;
+  } else if (a === "--protocols") {
+    opts.protocols = process.argv[++i] ?? "";
+  } else {
+    fail(`unknown argument "${a}"\n${USAGE}`);
+  }
+}
+const { events: N, rounds: R, read: READ } = opts;
+const PROTOCOLS = opts.protocols.split(",");
+for (const p of PROTOCOLS) if (!["rkt", "moltzap", "switch"].includes(p)) fail(`unknown protocol "${p}"\n${USAGE}`);
 const aw = await import("agentwire");
 const ROOM = "47e911ea-014b-427b-a600-1c72595f0c98";
 
@@ -41,13 +69,24 @@ class FakeWebSocket {
 }
 
 let sink;
+/** The measured events of the current run. */
 let count = 0;
+/** Events other than the measured one (a `diagnostic`, an `error`, ...): the round fails. */
+let stray = [];
+/** While frames are fed, only the measured event may come; around it, connecting and closing
+ * give these (without an `error`). */
+let feeding = false;
+const LIFECYCLE = { rkt: ["closed"], moltzap: ["disconnected"], switch: ["connected", "disconnected", "stopped"] };
+const other = (name, e) => {
+  if (feeding || !LIFECYCLE[name].includes(e.type) || e.error !== undefined) stray.push(e);
+};
 
 async function moltzap() {
   const connecting = aw.MoltZapClient.connect("ws://fake/ws", {
     agentKey: "moltzap_agent_bench",
     webSocket: FakeWebSocket,
     onEvent: (e) => {
+      if (e.type !== "messageReceived") return other("moltzap", e);
       count++;
       sink = e;
       if (READ) sink = e.data;
@@ -77,7 +116,8 @@ function rktReply(type, sent, body) {
 /** RKT: HELLO answered, then one stream (`for await`, as bench.mjs reads it) fed a batch at a
  * time: the reader takes each batch before the next (the stream holds at most 1,024 chunks). */
 async function rkt() {
-  const connecting = aw.RktClient.connect("ws://fake/rkt", { webSocket: FakeWebSocket });
+  // Its events answer no call (an `error`, `goodbye`, `closed`): the chunks come from the stream.
+  const connecting = aw.RktClient.connect("ws://fake/rkt", { webSocket: FakeWebSocket, onEvent: (e) => other("rkt", e) });
   const ws = current;
   ws.readyState = 1;
   ws.onopen({});
@@ -129,6 +169,7 @@ async function swtch() {
     reconnect: false,
     webSocket: FakeWebSocket,
     onEvent: (e) => {
+      if (e.type !== "event" || e.kind !== "message") return other("switch", e);
       count++;
       sink = e;
       if (READ) sink = e.payload;
@@ -137,7 +178,9 @@ async function swtch() {
   const ws = current;
   ws.readyState = 1;
   ws.onopen({});
-  ws.onmessage({ data: switchConnectionState({ connectionId: "c", agentId: "bench-agent", rooms: [ROOM], heartbeatS: 2 }) });
+  // The connection the driver opened (with another id, the engine gives a `diagnostic`).
+  const connectionId = new URL(ws.url).searchParams.get("connection_id");
+  ws.onmessage({ data: switchConnectionState({ connectionId, agentId: "bench-agent", rooms: [ROOM], heartbeatS: 2 }) });
   return { client: await connecting, feed: (data) => ws.onmessage({ data }) };
 }
 
@@ -171,12 +214,38 @@ const baselines = {
   },
 };
 
-/** CPU nanoseconds per item of `run`, which takes the whole `list` (maybe asynchronously). */
-async function cpu(run, list) {
+/** CPU nanoseconds per item of `feed`, which takes the whole `list` (maybe asynchronously). */
+async function cpu(feed, list) {
   const t = process.cpuUsage();
-  await run(list);
+  await feed(list);
   const d = process.cpuUsage(t);
   return ((d.user + d.system) * 1e3) / list.length;
+}
+
+/** The CPU ns per frame of `feed` over `frames`, after checking that each frame gave one
+ * measured event and nothing else came (for agentwire, not even a lifecycle event). */
+async function run(name, who, feed, frames) {
+  check(name, `${who} (setup)`, 0);
+  count = 0;
+  feeding = who === "agentwire";
+  const ns = await cpu(feed, frames);
+  feeding = false;
+  check(name, who, frames.length);
+  count = 0;
+  return ns;
+}
+
+/** Fails (exit 1) unless `want` measured events came and no other. */
+function check(name, who, want) {
+  if (stray.length > 0) fail(`${name}: ${who}: ${stray.length} other event(s), the first: ${JSON.stringify(stray[0])}`);
+  if (count !== want) fail(`${name}: ${who}: ${count} measured events for ${want} frames`);
+}
+
+/** Best, median and worst of `x`. */
+function spread(x) {
+  const s = [...x].sort((p, q) => p - q);
+  const m = s.length >> 1;
+  return { min: s[0], median: s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2, max: s[s.length - 1] };
 }
 
 /** `fn` on each item in turn, synchronously. */
@@ -197,14 +266,17 @@ for (const [name, setup, make] of [
   const b = [];
   for (let r = 0; r < R; r++) {
     const { client, feed, feedAll, frames = made } = await setup();
-    a.push(await cpu(feedAll ?? each(feed), frames));
+    a.push(await run(name, "agentwire", feedAll ?? each(feed), frames));
     await Promise.race([client.close(), new Promise((ok) => setTimeout(ok, 100))]);
-    b.push(await cpu(each(baselines[name]), frames));
+    check(name, "agentwire (closing)", 0);
+    b.push(await run(name, "baseline", each(baselines[name]), frames));
   }
-  const best = (x) => Math.min(...x);
+  const [x, y] = [spread(a), spread(b)];
   console.log(
-    `${name.padEnd(8)} agentwire ${best(a).toFixed(0)} ns/event, baseline ${best(b).toFixed(0)} ns/event, ` +
-      `baseline/agentwire ${(best(b) / best(a)).toFixed(2)}${READ ? " (the callbacks read the payload)" : ""}`,
+    `${name.padEnd(8)} agentwire ${x.min.toFixed(0)} ns/event (median ${x.median.toFixed(0)}, worst ${x.max.toFixed(0)}), ` +
+      `baseline ${y.min.toFixed(0)} ns/event (median ${y.median.toFixed(0)}, worst ${y.max.toFixed(0)}), ` +
+      `baseline/agentwire ${(y.min / x.min).toFixed(2)} (best), ${(y.median / x.median).toFixed(2)} (medians)` +
+      `${READ ? " (the callbacks read the payload)" : ""}`,
   );
 }
-process.exit(count > 0 ? 0 : 1);
+process.exit(0);
