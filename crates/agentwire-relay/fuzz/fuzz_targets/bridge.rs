@@ -21,9 +21,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut cfg = BridgeConfig::new("agent", CID);
-    cfg.max_frame_bytes = 64 + usize::from(mode & 0x0f) * 256;
-    cfg.sse.max_event_bytes = cfg.max_frame_bytes;
-    cfg.sse.max_line_bytes = cfg.max_frame_bytes + 64;
+    cfg.set_max_frame_bytes(64 + usize::from(mode & 0x0f) * 256);
     cfg.max_pending_bytes = 16 * cfg.max_frame_bytes;
     cfg.ping_interval_ms = u64::from(mode >> 4) * 150;
     let (limit, pending_limit) = (cfg.max_frame_bytes, cfg.max_pending_bytes);
