@@ -73,9 +73,9 @@ enum Stream {
 }
 
 /// Bytes of a refused stream's body given to the engine (its error's detail: what the engine
-/// reads of it), and how long they are read (the native driver's bound).
+/// reads of it), and how long they are read (the engine's bounds, which every driver keeps).
 const REFUSAL_BODY: usize = agentwire_core::http::REFUSAL_BODY_MAX;
-const REFUSAL_BODY_MS: Millis = 2_000;
+const REFUSAL_BODY_MS: Millis = agentwire_core::http::REFUSAL_BODY_WAIT_MS;
 
 struct SocketSink {
     driver: Weak<RefCell<Driver>>,

@@ -17,3 +17,7 @@ pub use response::{parse_head, Framing, Head};
 /// JavaScript driver counts UTF-16 units, each of which is at least one byte of UTF-8: it reads
 /// at least this many bytes. An error message quotes less ([`crate::text::QUOTE_MAX`]).
 pub const REFUSAL_BODY_MAX: usize = 64 << 10;
+/// How long a driver reads a refused open's body, in milliseconds, before it hands the engine
+/// what came: a refusal whose body trickles or never ends is its status after this long, not
+/// after the open's whole timeout.
+pub const REFUSAL_BODY_WAIT_MS: u64 = 2_000;

@@ -4,12 +4,13 @@
 use crate::http::{Origin, Response};
 use crate::tls::Stream;
 use crate::wire::{self, write_blocked, WRITE_TIMEOUT};
-use agentwire_core::http::REFUSAL_BODY_MAX;
+use agentwire_core::http::{REFUSAL_BODY_MAX, REFUSAL_BODY_WAIT_MS};
 use agentwire_core::{Error, ErrorKind};
 use agentwire_switch::connection::OpenRequest;
 use agentwire_switch::Wire;
 use futures_util::{SinkExt, StreamExt};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -138,7 +139,8 @@ impl Dialer {
         let status = response.status;
         // The start of the refusal's body, bounded in size (what the engine reads) and time; a
         // body that cannot be read in time is empty.
-        let body = tokio::time::timeout(CLOSE_GRACE, response.body_start(REFUSAL_BODY_MAX)).await;
+        let wait = Duration::from_millis(REFUSAL_BODY_WAIT_MS);
+        let body = tokio::time::timeout(wait, response.body_start(REFUSAL_BODY_MAX)).await;
         Err(OpenFailed::Failed(Some(status), body.unwrap_or_default()))
     }
 }
