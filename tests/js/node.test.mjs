@@ -1,4 +1,6 @@
-// The scenarios in Node: undici's WebSocket is injected when the host has no global one (Node 20).
+// The scenarios in Node: undici's WebSocket is injected when the host has no global one (Node 20);
+// with AGENTWIRE_NODE_WEBSOCKET=ws, the `ws` package's (which the README names as a `webSocket` to
+// pass), whose socket ends the process when it emits `error` with no listener.
 import { test } from "node:test";
 import { runs, scenarios } from "./scenarios.mjs";
 import { testEnv } from "./env.mjs";
@@ -12,17 +14,25 @@ const modules = {
 };
 const env = testEnv();
 const undici = await import("undici");
-if (typeof globalThis.WebSocket !== "function") env.webSocket = undici.WebSocket;
+const ws = process.env.AGENTWIRE_NODE_WEBSOCKET === "ws" ? (await import("ws")).WebSocket : undefined;
+if (ws) env.webSocket = ws;
+else if (typeof globalThis.WebSocket !== "function") env.webSocket = undici.WebSocket;
 // The Switch peer takes the agent key only in an Authorization header, and echoes no
 // subprotocol: a socket that sends the header and offers none.
 env.switchSocket = (key) =>
-  class extends undici.WebSocket {
-    constructor(url) {
-      super(url, { headers: { authorization: `Bearer ${key}` } });
-    }
-  };
+  ws
+    ? class extends ws {
+        constructor(url) {
+          super(url, [], { headers: { authorization: `Bearer ${key}` } });
+        }
+      }
+    : class extends undici.WebSocket {
+        constructor(url) {
+          super(url, { headers: { authorization: `Bearer ${key}` } });
+        }
+      };
 
-for (const [entry, name, title] of runs("node")) {
+for (const [entry, name, title] of runs(ws ? "node (ws)" : "node")) {
   test(title, { timeout: 20_000 }, async (t) => {
     const outcome = await scenarios[name](modules[entry], env);
     if (typeof outcome === "string") t.skip(outcome);

@@ -478,8 +478,13 @@ impl Socket {
 
 impl Drop for Socket {
     fn drop(&mut self) {
+        // `onerror` is left a listener that does nothing: the `ws` package's socket closed while
+        // connecting emits `error` as a Node event, which with no listener ends the process.
         for name in HANDLERS {
-            set(&self.ws, name, &JsValue::NULL);
+            match name {
+                "onerror" => IGNORE.with(|f| set(&self.ws, name, f.as_ref())),
+                _ => set(&self.ws, name, &JsValue::NULL),
+            }
         }
         // No `readyState` check first: a socket dropped by the driver's finalizer (a client
         // garbage-collected without close()) is dropped outside any request in workerd, where
@@ -494,6 +499,12 @@ impl Drop for Socket {
 #[cfg(any(feature = "rkt", feature = "moltzap"))]
 pub(crate) fn elsewhere(host: &str) -> String {
     format!("the host refuses the client's WebSocket here (in a Worker, a client serves only the request that made it): {host}")
+}
+
+thread_local! {
+    /// The `onerror` of every dropped socket (one closure, not a `Function` made from source,
+    /// which a strict Content-Security-Policy refuses).
+    static IGNORE: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
 }
 
 /// The socket's handler properties, in the order of `Socket::_handlers`.
