@@ -17,6 +17,8 @@ const undici = await import("undici");
 const ws = process.env.AGENTWIRE_NODE_WEBSOCKET === "ws" ? (await import("ws")).WebSocket : undefined;
 if (ws) env.webSocket = ws;
 else if (typeof globalThis.WebSocket !== "function") env.webSocket = undici.WebSocket;
+// ws's error event says a refused upgrade's status ("Unexpected server response: 401").
+env.hostErrorSaysStatus = Boolean(ws);
 // The Switch peer takes the agent key only in an Authorization header, and echoes no
 // subprotocol: a socket that sends the header and offers none.
 env.switchSocket = (key) =>

@@ -609,6 +609,24 @@ export const scenarios = {
     check(e.code === 401 && !e.retryable && /HTTP 401/.test(e.message), `MoltZap, 401: ${JSON.stringify(e.info)}`);
   },
 
+  // A refused upgrade through the host's WebSocket, which tells no status to the page: a
+  // `closed` rejection, its message what the host's error event said, where it says something.
+  // Bun's, Deno's and the `ws` package's say the status (`hostErrorSaysStatus`); it was lost.
+  async "refused upgrade: the rejection keeps what the host's WebSocket said"(aw, env) {
+    const url = `${env.garbage}/endless-refusal`;
+    const connects = {
+      RKT: () => aw.RktClient.connect(url, opts(env, { timeoutMs: 10_000 })),
+      MoltZap: () => aw.MoltZapClient.connect(url, opts(env, { agentKey: "k", timeoutMs: 10_000 })),
+    };
+    for (const [what, connect] of Object.entries(connects)) {
+      const e = await rejects(aw, connect(), "closed", `${what}, 401`);
+      if (env.hostErrorSaysStatus) check(/\b401\b/.test(e.message), `${what}, 401: ${e.message}`);
+    }
+    // Not where it may quote an address with credentials (Bun's quotes the address).
+    const hidden = await rejects(aw, aw.RktClient.connect(`${url}?token=hush`, opts(env, { timeoutMs: 10_000 })), "closed", "RKT, 401, a token in the address");
+    check(!hidden.message.includes("hush"), `RKT, 401, a token in the address: ${hidden.message}`);
+  },
+
   // "Every failure is an AgentwireError": a connect without its options object rejects (kind
   // invalid), it does not throw a TypeError.
   async "moltzap connect without an options object rejects with invalid"(aw, env) {

@@ -343,8 +343,8 @@ impl Socket {
         let s = sink.clone();
         let on_open = Closure::<dyn FnMut(JsValue)>::new(move |_| deliver(&s, Input::Open));
         // The end is delivered once: at `close`, at `error` (which always ends the socket with
-        // 1006; undici 6 fires no `close` at all when the connection cannot be made), or at a
-        // frame too large to take.
+        // 1006, its reason what the host's event says; undici 6 fires no `close` at all when the
+        // connection cannot be made), or at a frame too large to take.
         let ended = Rc::new(Cell::new(false));
         let (s, done, socket) = (sink.clone(), ended.clone(), ws.clone());
         let on_message = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
@@ -387,9 +387,11 @@ impl Socket {
                 deliver(&s, Input::Closed { code, reason, refused })
             }
         });
-        let on_error = Closure::<dyn FnMut(JsValue)>::new(move |_| {
+        // An address with credentials (user information, a query) is not to be quoted.
+        let secret = matches!(agentwire_core::redact::url(url), std::borrow::Cow::Owned(_));
+        let on_error = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
             if !ended.replace(true) {
-                let reason = "the connection failed".to_string();
+                let reason = host_message(&ev, secret).unwrap_or_else(|| "the connection failed".to_string());
                 deliver(
                     &sink,
                     Input::Closed {
@@ -505,6 +507,29 @@ thread_local! {
     /// The `onerror` of every dropped socket (one closure, not a `Function` made from source,
     /// which a strict Content-Security-Policy refuses).
     static IGNORE: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
+}
+
+/// Bytes of the host's error message kept as the reason of the close it ends a socket with.
+const HOST_MESSAGE: usize = 200;
+
+/// What the `error` event says, where the host says something (its `message`: Bun's and Deno's
+/// name a refused upgrade's status, the `ws` package's too; a browser's says nothing), cut to
+/// [`HOST_MESSAGE`] bytes. Not when it may quote an address with credentials (`secret`; Bun's
+/// quotes the address): a message with a `://` is not taken then, nor one over 4096 UTF-16 units.
+fn host_message(ev: &JsValue, secret: bool) -> Option<String> {
+    let m = Reflect::get(ev, &JsValue::from_str("message"))
+        .ok()?
+        .dyn_into::<JsString>()
+        .ok()?;
+    if m.length() > 4096 {
+        return None;
+    }
+    let m = String::from(m);
+    if secret && m.as_bytes().windows(3).any(|w| w == b"://") {
+        return None;
+    }
+    let m = agentwire_core::text::prefix(m.trim_ascii(), HOST_MESSAGE);
+    (!m.is_empty()).then(|| m.to_string())
 }
 
 /// The socket's handler properties, in the order of `Socket::_handlers`.
