@@ -2,8 +2,8 @@
 # Every test: the Rust workspace (unit, property, session, vector and loopback end-to-end tests),
 # then the guide's own example clients (TypeScript, Python, Go, wscat) against the reference server
 # and the native crate's examples against the local peers,
-# then the npm package (built from source) in Node 20, Node 22 and headless Chromium against the
-# local peers and the relay (tests/js/run.sh), then the relay's own tests in real workerd
+# then the npm package (built from source) in Node 20, Node 22, Bun, Deno and headless Chromium
+# against the local peers and the relay (tests/js/run.sh), then the relay's own tests in real workerd
 # (worker-relay/test.sh), then the WebAssembly component from Node through jco
 # (tests/component-host/js/run.sh; its wasmtime host runs with the workspace), then every fuzz
 # target for FUZZ_SECS (default 8) seconds. Installs what it needs.
@@ -79,7 +79,7 @@ timeout 60 "$EXAMPLES/switch" "http://127.0.0.1:$SW_PORT" "$(switch_field "$LOG.
   "$(switch_field "$LOG.switch" agent alice key)" "$(switch_field "$LOG.switch" room lobby id)"
 kill "$MOLTZAP_PEER_PID" "$SWITCH_PEER_PID" 2>/dev/null || true
 
-echo "== the npm package: build, lint, Node 20, workerd, Node 22, Chromium, Vite and webpack (tests/js/run.sh)"
+echo "== the npm package: build, lint, Node 20, workerd, Node 22, Bun, Deno, Chromium, Vite and webpack (tests/js/run.sh)"
 bash "$ROOT/tests/js/run.sh"
 
 echo "== the relay in workerd: security, proxy, bridge, bad input, load (worker-relay/test.sh)"

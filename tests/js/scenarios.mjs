@@ -1,7 +1,7 @@
 // The package's behaviour against the local peers, written once and run in Node (node.test.mjs),
-// headless Chromium (browser.test.mjs) and workerd (workerd.test.mjs). Each scenario gets the
-// package's module and `env`: the peers' URLs and keys, the golden vectors, and a WebSocket
-// constructor when the host has none.
+// headless Chromium (browser.test.mjs), workerd (workerd.test.mjs), Bun and Deno (portable.mjs).
+// Each scenario gets the package's module and `env`: the peers' URLs and keys, the golden
+// vectors, and a WebSocket constructor when the host has none.
 
 export class Failure extends Error {}
 
