@@ -2,6 +2,16 @@
 //! (`as_str` gives the kebab-case name, `parse` reads it back); every message is the failed
 //! action, then its cause (`send failed: agent:dana is not a known agent`), names the input when
 //! the failing step knows it, and states no remedy.
+//!
+//! The enums hold the spec's whole vocabulary, and this endpoint returns only part of it: it
+//! keeps its state in memory (no store to fail or to bind a post's intent in), its subscription
+//! and acknowledgements are local (they reach no daemon), and a [`RequestedSchema`] is valid by
+//! construction. The reasons it never returns say so in their docs: `persistence-failed`,
+//! `delivery-pending`, `ListenError`'s `incompatible-daemon`, `transport-failed` and
+//! `decode-failed`, `DeliveryAcknowledgeError`'s `delivery-conflict`, `persistence-failed` and
+//! `transport-failed`, and the collective `schema-invalid`.
+//!
+//! [`RequestedSchema`]: super::schema::RequestedSchema
 
 use super::address::{AgentAddress, MessageAddress};
 use super::id::CollectiveId;
@@ -54,9 +64,13 @@ closed_reason!(
         NotRegistered => "not-registered",
         VersionMismatch => "version-mismatch",
         CertificationUnavailable => "certification-unavailable",
+        /// The store failed while binding the post's intent. Never returned by this endpoint:
+        /// it has no store (its state is in memory).
         PersistenceFailed => "persistence-failed",
         NetworkUnavailable => "network-unavailable",
-        /// The message will still be sent.
+        /// The message will still be sent: its intent was bound durably and a later step failed.
+        /// Never returned by this endpoint, which binds no intent durably: a send that may have
+        /// gone out is `outcome-unknown`, and the host may resume it (`Endpoint::resume`).
         DeliveryPending => "delivery-pending",
         /// The message may have been sent.
         OutcomeUnknown => "outcome-unknown",
@@ -64,21 +78,31 @@ closed_reason!(
 );
 
 closed_reason!(
-    /// `ListenError.reason`.
+    /// `ListenError.reason`. This endpoint's subscription is local (it replays its own inbox and
+    /// sends nothing), so `listen` fails only `already-listening`; the connection's failures come
+    /// as `EndpointEvent::ConnectFailed` and `Disconnected`.
     ListenErrorReason {
         AlreadyListening => "already-listening",
+        /// Never returned by this endpoint (see the enum).
         IncompatibleDaemon => "incompatible-daemon",
+        /// Never returned by this endpoint (see the enum).
         TransportFailed => "transport-failed",
+        /// Never returned by this endpoint (see the enum).
         DecodeFailed => "decode-failed",
     }
 );
 
 closed_reason!(
-    /// `DeliveryAcknowledgeError.reason`.
+    /// `DeliveryAcknowledgeError.reason`. This endpoint's acknowledgement only removes a
+    /// delivery from its in-memory replay set (it is stored nowhere and sent nowhere), so it fails
+    /// only `unknown-delivery`.
     DeliveryAcknowledgeErrorReason {
         UnknownDelivery => "unknown-delivery",
+        /// Never returned by this endpoint (see the enum).
         DeliveryConflict => "delivery-conflict",
+        /// Never returned by this endpoint (see the enum).
         PersistenceFailed => "persistence-failed",
+        /// Never returned by this endpoint (see the enum).
         TransportFailed => "transport-failed",
     }
 );
@@ -316,7 +340,13 @@ impl fmt::Display for UnreachableMember {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CollectiveFailure {
     MembersUnreachable(Vec<UnreachableMember>),
-    /// Each failing path of the requested schema and the form-mode shape it expects.
+    /// Each failing path of the requested schema and the form-mode shape it expects. Never
+    /// returned by this endpoint: a `SendInput` carries a [`RequestedSchema`], which only
+    /// [`RequestedSchema::parse`] builds, and its `Err` is these issues (a host that reads a
+    /// schema from its model may report them with this variant).
+    ///
+    /// [`RequestedSchema`]: super::schema::RequestedSchema
+    /// [`RequestedSchema::parse`]: super::schema::RequestedSchema::parse
     SchemaInvalid(Vec<FieldIssue>),
     /// Each failing field of an answer: missing, unexpected or invalid.
     AnswerInvalid(Vec<FieldIssue>),
@@ -345,7 +375,7 @@ impl CollectiveFailure {
         }
     }
 
-    /// Every kind, in the spec's order.
+    /// Every kind, in the spec's order (each variant's [`CollectiveFailure::kind`]).
     pub const KINDS: [&'static str; 8] = [
         "members-unreachable",
         "schema-invalid",
@@ -563,6 +593,37 @@ mod tests {
             assert_eq!(SendErrorReason::parse(r.as_str()), Some(*r));
         }
         assert_eq!(SendErrorReason::parse("Invalid-Address"), None);
+    }
+
+    /// `KINDS` is every variant's `kind()`, in the spec's order: the match makes a new variant
+    /// fail to compile here until it is listed.
+    #[test]
+    fn kinds_are_every_variants_kind() {
+        let to = MessageAddress::Agent(AgentAddress::parse("agent:bob").unwrap());
+        let every = [
+            CollectiveFailure::MembersUnreachable(Vec::new()),
+            CollectiveFailure::SchemaInvalid(Vec::new()),
+            CollectiveFailure::AnswerInvalid(Vec::new()),
+            CollectiveFailure::RequestNone(to.clone()),
+            CollectiveFailure::RequestAmbiguous(to.clone()),
+            CollectiveFailure::RequestAnswered(to),
+            CollectiveFailure::RequestExpired,
+            CollectiveFailure::DeadlinePassed,
+        ];
+        for f in &every {
+            match f {
+                CollectiveFailure::MembersUnreachable(_)
+                | CollectiveFailure::SchemaInvalid(_)
+                | CollectiveFailure::AnswerInvalid(_)
+                | CollectiveFailure::RequestNone(_)
+                | CollectiveFailure::RequestAmbiguous(_)
+                | CollectiveFailure::RequestAnswered(_)
+                | CollectiveFailure::RequestExpired
+                | CollectiveFailure::DeadlinePassed => {}
+            }
+        }
+        let kinds: Vec<&str> = every.iter().map(CollectiveFailure::kind).collect();
+        assert_eq!(kinds, CollectiveFailure::KINDS);
     }
 
     #[test]

@@ -231,10 +231,6 @@ impl JsonPath {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-
-    pub fn is_root(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 impl fmt::Display for JsonPath {

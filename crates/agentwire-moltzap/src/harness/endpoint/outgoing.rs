@@ -71,8 +71,10 @@ pub(super) fn to_text(to: &MessageAddress) -> String {
 }
 
 impl Endpoint {
-    /// Starts one send. Validation that needs no network (address, content, schema, deadline,
-    /// the answer's request) happens here, before anything is posted: a refusal is returned at
+    /// Starts one send. Validation that needs no network (address, content, deadline, the
+    /// answer's request and its content against that request's schema) happens here, before
+    /// anything is posted (a gather's `RequestedSchema` is valid already: only
+    /// `RequestedSchema::parse` builds one, so no send is `schema-invalid`): a refusal is returned at
     /// once (or, for a refused gather, all_gather or answer under `failureDelivery: "inbound"`,
     /// any refusal but the firewall's, the send completes naming its operation, an id minted
     /// for the refusal when none was yet, and an `operationFailed` item follows). Otherwise the
