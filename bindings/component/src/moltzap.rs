@@ -5,7 +5,7 @@ use crate::bindings::exports::agentwire::engine::moltzap::{
     Push, Response, State,
 };
 use crate::bindings::exports::agentwire::engine::types::{EngineError, Outgoing};
-use crate::common::{engine_error, outgoing, size, WasiEntropy};
+use crate::common::{engine_error, outgoing, size};
 use crate::Engine;
 use agentwire_moltzap::{MoltZapError, Session as Engine_, SessionConfig, SessionState};
 use std::cell::RefCell;
@@ -97,7 +97,7 @@ fn event(e: agentwire_moltzap::Event) -> Event {
 
 impl GuestSession for Session {
     fn new(config_: Config) -> Self {
-        Session(RefCell::new(Engine_::new(config(config_), WasiEntropy::boxed())))
+        Session(RefCell::new(Engine_::new(config(config_))))
     }
 
     fn handle_open(&self, now: u64) {

@@ -1,7 +1,7 @@
 //! What the drivers take from the JavaScript host: the clock, entropy, timers. Everything here
 //! exists in browsers, Node ≥ 20 and Workers under the same global names.
 
-use agentwire_core::{Clock, Entropy, Millis};
+use agentwire_core::{Clock, Millis};
 use js_sys::{Function, JsString, Uint8Array};
 use std::cell::Cell;
 use wasm_bindgen::prelude::*;
@@ -92,10 +92,13 @@ pub(crate) fn now() -> Millis {
     })
 }
 
-/// `crypto.getRandomValues`, in slices it accepts (at most 65,536 bytes a call).
+/// `crypto.getRandomValues`, in slices it accepts (at most 65,536 bytes a call). RKT and Switch
+/// take it; a MoltZap session takes no entropy.
+#[cfg(any(feature = "rkt", feature = "switch"))]
 pub(crate) struct JsEntropy;
 
-impl Entropy for JsEntropy {
+#[cfg(any(feature = "rkt", feature = "switch"))]
+impl agentwire_core::Entropy for JsEntropy {
     fn fill(&mut self, buf: &mut [u8]) {
         for chunk in buf.chunks_mut(65_536) {
             get_random_values(chunk);

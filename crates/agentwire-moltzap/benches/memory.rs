@@ -4,7 +4,7 @@
 //!
 //! `cargo bench -p agentwire-moltzap --bench memory`
 
-use agentwire_core::{ErrorKind, SeededEntropy};
+use agentwire_core::ErrorKind;
 use agentwire_moltzap::{Credentials, Event, Session, SessionConfig};
 use std::process::ExitCode;
 
@@ -18,7 +18,7 @@ fn main() -> ExitCode {
         max_in_flight: PENDING,
         ..SessionConfig::default()
     };
-    let mut s = Session::new(cfg, Box::new(SeededEntropy::new(1)));
+    let mut s = Session::new(cfg);
     s.handle_open(0);
     let id = s
         .connect(0, Credentials::AgentKey("moltzap_agent_bench".into()))

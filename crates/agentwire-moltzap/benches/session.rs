@@ -9,7 +9,6 @@
 //! `cargo bench -p agentwire-moltzap --bench session` (criterion's options after `--`, e.g.
 //! `-- --measurement-time 6`, take effect: the defaults below are set before them).
 
-use agentwire_core::SeededEntropy;
 use agentwire_moltzap::{Credentials, Event, GenerationChoice, Session, SessionConfig};
 use criterion::{black_box, criterion_group, Criterion, Throughput};
 use serde::Deserialize;
@@ -120,7 +119,7 @@ fn ready(generation: GenerationChoice) -> Session {
         generation,
         ..SessionConfig::default()
     };
-    let mut s = Session::new(cfg, Box::new(SeededEntropy::new(1)));
+    let mut s = Session::new(cfg);
     s.handle_open(0);
     let id = s
         .connect(0, Credentials::AgentKey("moltzap_agent_bench".into()))

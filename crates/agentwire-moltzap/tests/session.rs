@@ -1,7 +1,7 @@
 //! The client session driven with literal server frames (the released ones taken from the
 //! captures in `tests/vectors/moltzap-2026.425/`). Deterministic: time is passed in.
 
-use agentwire_core::{ErrorKind, Outgoing, SeededEntropy};
+use agentwire_core::{ErrorKind, Outgoing};
 use agentwire_moltzap::session::{
     AgentMessageList, ArchivedFilter, ConversationKind, CreateConversation, ListConversations, Message, Part,
     Participant, PresenceStatus, SendMessage, FORGOTTEN_CAP,
@@ -26,7 +26,7 @@ fn session(generation: GenerationChoice) -> Session {
 }
 
 fn session_with(cfg: SessionConfig) -> Session {
-    let mut s = Session::new(cfg, Box::new(SeededEntropy::new(1)));
+    let mut s = Session::new(cfg);
     s.handle_open(0);
     s
 }

@@ -3,7 +3,6 @@
 //! panics; and once the socket closes, every id the session handed out has had exactly one
 //! terminal event (`Response`, `Failed`, `Connected` or `ConnectFailed`), and none other did.
 
-use agentwire_core::SeededEntropy;
 use agentwire_moltzap::{Credentials, Event, GenerationChoice, Session, SessionConfig};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -86,7 +85,7 @@ fn run(choice: GenerationChoice, actions: Vec<Action>) -> Result<(), TestCaseErr
         ping_interval_ms: Some(1_000),
         ..SessionConfig::default()
     };
-    let mut s = Session::new(cfg, Box::new(SeededEntropy::new(3)));
+    let mut s = Session::new(cfg);
     let mut now = 0u64;
     s.handle_open(now);
     let mut issued: Vec<String> = Vec::new();
@@ -201,7 +200,7 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
-        let mut s = Session::new(SessionConfig::default(), Box::new(SeededEntropy::new(3)));
+        let mut s = Session::new(SessionConfig::default());
         s.handle_open(0);
         let _ = s.connect(0, Credentials::AgentKey("k".into()));
         s.handle_binary(1, &bytes);

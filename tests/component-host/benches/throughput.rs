@@ -164,7 +164,7 @@ mod native {
     use agentwire_switch::open::OpenParams;
 
     pub fn moltzap() -> Session {
-        let mut s = Session::new(SessionConfig::default(), Box::new(SeededEntropy::new(1)));
+        let mut s = Session::new(SessionConfig::default());
         s.handle_open(0);
         let id = s
             .connect(0, Credentials::AgentKey("moltzap_agent_bench".into()))

@@ -5,7 +5,7 @@
 
 use super::options::{self, error};
 use crate::errors;
-use crate::host::{JsEntropy, Timer};
+use crate::host::Timer;
 use crate::socket::{as_sink, deliver_calls, elsewhere, timer, Calls, Input, OpenDeadline, Sink, Socket};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::session::SendMessage;
@@ -242,7 +242,7 @@ impl MoltZapDriver {
         }
         let opening = OpenDeadline::new(crate::host::now(), o.session.handshake_timeout_ms);
         let state = Rc::new(RefCell::new(Driver {
-            session: Session::new(o.session, Box::new(JsEntropy)),
+            session: Session::new(o.session),
             socket: None,
             timer: None,
             url: url.to_string(),

@@ -3,7 +3,6 @@
 //! and `pollTimeout` until empty.
 
 use super::options::{self, error};
-use crate::host::JsEntropy;
 use crate::outgoing::{self, millis};
 use agentwire_core::ErrorKind;
 use agentwire_moltzap::{Credentials, Session, SessionState};
@@ -23,7 +22,7 @@ impl MoltZapSession {
     pub fn new(options: Option<String>) -> Result<MoltZapSession, JsValue> {
         let o = options::options(options)?;
         Ok(MoltZapSession {
-            inner: Session::new(o.session, Box::new(JsEntropy)),
+            inner: Session::new(o.session),
             credentials: o.credentials,
         })
     }

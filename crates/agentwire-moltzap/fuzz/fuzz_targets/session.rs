@@ -7,7 +7,6 @@
 //! (`to_json_string`, what bindings hand out) is its `to_json` object.
 #![no_main]
 
-use agentwire_core::SeededEntropy;
 use agentwire_moltzap::{Credentials, Event, GenerationChoice, Session, SessionConfig};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashSet;
@@ -77,7 +76,7 @@ fuzz_target!(|data: &[u8]| {
         cfg.max_send_bytes = 150 + usize::from(mode >> 5) * 4;
     }
     let mut run = Run {
-        s: Session::new(cfg, Box::new(SeededEntropy::new(u64::from(mode)))),
+        s: Session::new(cfg),
         now: 0,
         open: HashSet::new(),
         released: generation == GenerationChoice::Released,

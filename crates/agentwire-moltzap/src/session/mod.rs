@@ -24,7 +24,7 @@ use crate::frame::{Frame, Generation, Id, Outcome, Response};
 use crate::frame_error::{FrameError, FrameErrorKind};
 use agentwire_core::text::clip;
 use agentwire_core::text::QUOTE_MAX;
-use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
+use agentwire_core::{ErrorKind, Millis, Outgoing, Timers};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -185,8 +185,6 @@ struct Connecting {
 
 pub struct Session {
     cfg: SessionConfig,
-    #[allow(dead_code)]
-    entropy: Box<dyn Entropy + Send>,
     state: SessionState,
     /// The generation frames are decoded and encoded in.
     generation: Generation,
@@ -219,16 +217,15 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// A session; `entropy` is kept for ids and jitter (the request ids themselves come from a
-    /// counter, so a session is deterministic without it).
-    pub fn new(cfg: SessionConfig, entropy: Box<dyn Entropy + Send>) -> Self {
+    /// A session. It takes no entropy: its request ids come from a counter and it waits no
+    /// random time (it never reconnects by itself), so it is deterministic.
+    pub fn new(cfg: SessionConfig) -> Self {
         let generation = match cfg.generation {
             GenerationChoice::Released => Generation::Released,
             _ => Generation::Current,
         };
         Session {
             cfg,
-            entropy,
             state: SessionState::Closed,
             generation,
             connecting: None,

@@ -4,10 +4,10 @@
 
 use crate::call::{self, Caller, Waiting};
 use crate::events::{self, EventTx};
+use crate::now_ms;
 use crate::pump::{pump, Handler};
 use crate::tls::Stream;
 use crate::wire::{self, frame_limit, ConnectError, Counted, Wire};
-use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::{Credentials, Event, Generation, HelloOk, MoltZapError, RequestId, Session, SessionConfig};
 use std::time::Duration;
@@ -122,7 +122,7 @@ impl MoltZapClient {
             connect: None,
             closers: Vec::new(),
         };
-        let session = Session::new(cfg.session, Box::new(OsEntropy));
+        let session = Session::new(cfg.session);
         tokio::spawn(drive(Wire::new(ws), session, routes, inbox, credentials, ready));
         let (generation, hello) = handshake.await.map_err(|_| closed_error())??;
         Ok(MoltZapClient {

@@ -378,8 +378,7 @@ const SEEN_CAP: usize = 4_096;
 impl Endpoint {
     /// An endpoint over a new session. `entropy` mints post ids, nonces and refusal ids.
     pub fn new(cfg: EndpointConfig, session: SessionConfig, entropy: Box<dyn Entropy + Send>) -> Endpoint {
-        // The session's own request ids do not need randomness; it gets a fixed source.
-        let session = Session::new(session, Box::new(agentwire_core::SeededEntropy::new(0)));
+        let session = Session::new(session);
         Endpoint {
             session,
             entropy,
