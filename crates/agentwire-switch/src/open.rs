@@ -206,6 +206,14 @@ pub(crate) fn check_id(name: &str, v: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// Whether a WebSocket upgrade to [`OpenParams::ws_path`] refused with this HTTP status says the
+/// server has no WebSocket route: 403 (switch-core 0.19's answer to a valid key), or 404, 405 or
+/// 426 (from anything in between). A connection on `auto` moves to SSE on it, and the relay
+/// bridges the WebSocket to SSE.
+pub fn no_websocket_route(status: u16) -> bool {
+    matches!(status, 403 | 404 | 405 | 426)
+}
+
 /// True for the 8-4-4-4-12 hex form.
 pub fn is_uuid(s: &str) -> bool {
     let b = s.as_bytes();
@@ -247,6 +255,12 @@ mod tests {
     use super::*;
 
     const CID: &str = "0f8fad5b-d9cb-469f-a165-70867728950e";
+
+    #[test]
+    fn no_websocket_route_is_403_404_405_426() {
+        let all: Vec<u16> = (0..=u16::MAX).filter(|&s| no_websocket_route(s)).collect();
+        assert_eq!(all, [403, 404, 405, 426]);
+    }
 
     #[test]
     fn defaults_send_only_the_connection_id() {

@@ -29,6 +29,8 @@ use crate::limit::Limiter;
 use crate::token::{self, Claims};
 use crate::{SUBPROTOCOL, TOKEN_PROTOCOL_PREFIX, TOKEN_QUERY};
 use agentwire_core::Millis;
+use agentwire_switch::http::CONNECTION_ID_HEADER;
+use agentwire_switch::open::no_websocket_route;
 use serde::Serialize;
 
 /// Header pairs, as the Worker passes them to `Headers`.
@@ -170,11 +172,13 @@ pub struct Connect {
     pub max_unacked_bytes: usize,
 }
 
-/// What a refused upstream upgrade means: the released server has no WebSocket route (403 with
-/// a valid key; a 404, 405 or 426 from anything in between), so bridge; 401 means the relay's
-/// own key was refused (`key_refused`: close [`close::KEY_REFUSED`](crate::close::KEY_REFUSED),
-/// a retryable 1011, with its reason; never 4401, which would stop the browser for good as if
-/// its relay token were bad); anything else is a failure to deliver (1011).
+/// What a refused upstream upgrade means: the released server has no WebSocket route
+/// ([`no_websocket_route`], the statuses on which a Switch connection on `auto` moves to SSE:
+/// 403 with a valid key; a 404, 405 or 426 from anything in between), so bridge; 401 means the
+/// relay's own key was refused (`key_refused`: close
+/// [`close::KEY_REFUSED`](crate::close::KEY_REFUSED), a retryable 1011, with its reason; never
+/// 4401, which would stop the browser for good as if its relay token were bad); anything else is
+/// a failure to deliver (1011).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "then", rename_all = "camelCase")]
 pub enum UpgradeRefused {
@@ -189,7 +193,7 @@ pub enum UpgradeRefused {
 
 pub fn upgrade_refused(status: u16) -> UpgradeRefused {
     match status {
-        403 | 404 | 405 | 426 => UpgradeRefused::Bridge,
+        s if no_websocket_route(s) => UpgradeRefused::Bridge,
         401 => UpgradeRefused::Close {
             code: crate::close::KEY_REFUSED,
             key_refused: true,
@@ -533,11 +537,11 @@ impl Relay {
             Route::Connection(name) => format!("connection/{name}"),
         };
         let mut headers = vec![auth, ("Accept".to_owned(), "application/json".to_owned())];
-        if let Some(id) = req.header("x-switch-connection-id") {
+        if let Some(id) = req.header(CONNECTION_ID_HEADER) {
             if !is_segment(id) {
-                return Err(no(400, "invalid", "X-Switch-Connection-Id must be a plain id"));
+                return Err(no(400, "invalid", format!("{CONNECTION_ID_HEADER} must be a plain id")));
             }
-            headers.push(("X-Switch-Connection-Id".to_owned(), id.to_owned()));
+            headers.push((CONNECTION_ID_HEADER.to_owned(), id.to_owned()));
         }
         let body = if route.method() == "POST" {
             let body = req.body.unwrap_or_default();
@@ -584,7 +588,10 @@ impl Relay {
             ("Access-Control-Allow-Methods".to_owned(), "GET, POST".to_owned()),
             (
                 "Access-Control-Allow-Headers".to_owned(),
-                "authorization, content-type, x-switch-connection-id".to_owned(),
+                format!(
+                    "authorization, content-type, {}",
+                    CONNECTION_ID_HEADER.to_ascii_lowercase()
+                ),
             ),
             ("Access-Control-Max-Age".to_owned(), "600".to_owned()),
         ]);

@@ -348,6 +348,24 @@ fn only_the_relays_own_headers_go_upstream() {
     assert_eq!(p.headers[0].1, "Bearer sk_switch_aaaa");
     assert_eq!(p.cors[0], ("Access-Control-Allow-Origin".into(), APP.into()));
     assert_eq!(p.body.as_deref(), Some(r#"{"body":"hi"}"#));
+    // The connection id is read whatever its case, and refused naming Switch's header.
+    let a = answered(http(
+        &mut r,
+        "POST",
+        "https://relay.example/agents/agent-a/ops/post_message",
+        &[
+            ("Origin", APP),
+            ("Authorization", &t),
+            ("x-switch-connection-id", "c/1"),
+        ],
+        Some(r#"{"body":"hi"}"#),
+    ));
+    assert_eq!(a.status, 400);
+    assert!(
+        a.body.contains("X-Switch-Connection-Id must be a plain id"),
+        "{}",
+        a.body
+    );
 }
 
 #[test]
@@ -363,6 +381,10 @@ fn preflights_are_answered_by_the_relay() {
     ));
     assert_eq!(a.status, 204);
     assert!(a.headers.contains(&("Access-Control-Allow-Origin".into(), APP.into())));
+    assert!(a.headers.contains(&(
+        "Access-Control-Allow-Headers".into(),
+        "authorization, content-type, x-switch-connection-id".into()
+    )));
     let a = answered(http(
         &mut r,
         "OPTIONS",
@@ -531,7 +553,11 @@ fn a_prefix_and_a_learned_released_upstream() {
         panic!()
     };
     assert_eq!(c.transport, Transport::Sse);
-    assert_eq!(upgrade_refused(403), UpgradeRefused::Bridge);
+    // Switch's statuses of a server without the WebSocket route.
+    for status in [403, 404, 405, 426] {
+        assert_eq!(upgrade_refused(status), UpgradeRefused::Bridge);
+    }
+    assert_ne!(upgrade_refused(400), UpgradeRefused::Bridge);
     // 401: the relay's own key refused, a retryable 1011 (never 4401, final for the browser).
     assert_eq!(
         upgrade_refused(401),

@@ -143,7 +143,7 @@ impl Connection {
             );
             return self.reconnect(now, None, &m, false);
         };
-        let no_ws_route = self.wire == Wire::WebSocket && matches!(status, 403 | 404 | 405 | 426);
+        let no_ws_route = self.wire == Wire::WebSocket && crate::open::no_websocket_route(status);
         if self.ever_attached && (no_ws_route || (self.wire == Wire::Sse && status == 404)) {
             // The route served this connection before (the wire never changes once attached):
             // a proxy or a server mid-deploy, not a server without it. A failed open, retried
