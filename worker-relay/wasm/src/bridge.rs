@@ -137,10 +137,4 @@ impl BridgeCore {
     pub fn wants_sse(&self) -> bool {
         self.bridge.wants_sse()
     }
-
-    /// Frames from the upstream the bridge could not translate and dropped.
-    #[wasm_bindgen(getter, js_name = droppedFrames)]
-    pub fn dropped_frames(&self) -> f64 {
-        self.bridge.dropped_frames() as f64
-    }
 }

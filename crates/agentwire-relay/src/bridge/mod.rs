@@ -91,7 +91,8 @@ pub enum Output {
     Close { code: u16, reason: String },
 }
 
-/// What the bridge has seen and done: diagnostics for the Worker's logs.
+/// What the bridge has seen and done, counted: read by the tests ([`Bridge::stats`]) and open to a
+/// Rust host. The Worker reads none of it: its wasm module exports no stats.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BridgeStats {
     /// SSE frames forwarded to the browser.
@@ -233,11 +234,6 @@ impl Bridge {
 
     pub fn stats(&self) -> &BridgeStats {
         &self.stats
-    }
-
-    /// Frames dropped so far ([`BridgeStats::frames_dropped`]).
-    pub fn dropped_frames(&self) -> u64 {
-        self.stats.frames_dropped
     }
 
     /// The ping interval in force (the configured one, or the upstream's when shorter).
@@ -513,7 +509,7 @@ mod tests {
             drain(&mut b).is_empty(),
             "a connection_state over the limit cannot be sent"
         );
-        assert_eq!(b.dropped_frames(), 1);
+        assert_eq!(b.stats().frames_dropped, 1);
 
         let mut cfg = BridgeConfig::new("agent", CID);
         cfg.max_frame_bytes = 700;

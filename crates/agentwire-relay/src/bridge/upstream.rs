@@ -468,7 +468,7 @@ mod tests {
         // Garbage without an id (the peer's fault injection): dropped, counted, nothing sent.
         b.handle_sse(1, encode_event("message", "}{ not json", None).as_bytes());
         assert_eq!(drain(&mut b).len(), 1);
-        assert_eq!(b.dropped_frames(), 1);
+        assert_eq!(b.stats().frames_dropped, 1);
         // An event with an id that does not decode: a gap up to it.
         b.handle_sse(1, encode_event("message", "{\"broken\": ", Some("6")).as_bytes());
         b.handle_sse(1, message_frame(7, "b").as_bytes());
@@ -488,12 +488,12 @@ mod tests {
         // A replayed bad frame at or below what was forwarded: counted only.
         b.handle_sse(1, encode_event("message", "nope", Some("3")).as_bytes());
         assert!(drain(&mut b).is_empty());
-        assert_eq!((b.dropped_frames(), b.stats().gaps_reported), (3, 1));
+        assert_eq!((b.stats().frames_dropped, b.stats().gaps_reported), (3, 1));
         // `+8` is not a sequence number (`u64::from_str` would take it): dropped, not relayed
         // as event 8, and no gap claimed up to 8.
         b.handle_sse(1, encode_event("message", &message_data(8, "c"), Some("+8")).as_bytes());
         assert!(drain(&mut b).is_empty());
-        assert_eq!((b.dropped_frames(), b.stats().gaps_reported), (4, 1));
+        assert_eq!((b.stats().frames_dropped, b.stats().gaps_reported), (4, 1));
         assert!(!b.is_closed());
     }
 
@@ -523,7 +523,7 @@ mod tests {
         assert_eq!(frames[1]["data"]["resumed_at"], 5);
         assert_eq!(frames[2]["data"]["resumed_at"], 7);
         assert_eq!(frames[3]["id"], 8);
-        assert_eq!(b.dropped_frames(), 3);
+        assert_eq!(b.stats().frames_dropped, 3);
         assert!(b.buffered_bytes() <= 3000);
         assert!(!b.is_closed());
     }
