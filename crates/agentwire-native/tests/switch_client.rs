@@ -1,7 +1,8 @@
 //! `SwitchClient` end to end against the Switch test peer on 127.0.0.1, in both generations:
 //! the WebSocket and SSE transports and `auto`, fan-out, resume after a restart (with and
-//! without lost numbering), takeover, operations and their typed errors, a wrong key. The
-//! faults are in `switch_faults.rs`. Every test is bounded; heartbeats are 200 ms.
+//! without lost numbering), takeover, operations and their typed errors and their bound, reading
+//! an event already waiting, a wrong key. The faults are in `switch_faults.rs`. Every test is
+//! bounded; heartbeats are 200 ms.
 
 // `SwitchError` is the engine's error, by value, as the engine returns it.
 #![allow(clippy::result_large_err)]
@@ -9,12 +10,15 @@
 mod switch_common;
 
 use agentwire_core::ErrorKind;
-use agentwire_native::switch::{self, SwitchClient};
+use agentwire_native::switch::{self, SwitchClient, SwitchOptions};
 use agentwire_peer_switch::Generation;
 use agentwire_switch::frame::EvictionCode;
 use agentwire_switch::ops::{ConnectToRoom, PostMessage};
 use agentwire_switch::{Event, State, Transport, Wire};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 use switch_common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -407,6 +411,102 @@ async fn a_wrong_key_stops_with_an_auth_error() {
             .await
             .unwrap_err();
         assert_eq!(e.kind, ErrorKind::Invalid);
+    })
+    .await;
+}
+
+/// A TCP proxy on 127.0.0.1 to `backend` that, while `hold` is set, takes new connections and
+/// neither forwards nor answers them (the connections already piped go on).
+async fn holding_proxy(backend: std::net::SocketAddr) -> (String, Arc<AtomicBool>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let hold = Arc::new(AtomicBool::new(false));
+    let holding = hold.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            if holding.load(Ordering::SeqCst) {
+                held.push(tcp);
+                continue;
+            }
+            tokio::spawn(async move {
+                if let Ok(mut up) = tokio::net::TcpStream::connect(backend).await {
+                    let _ = tokio::io::copy_bidirectional(&mut tcp, &mut up).await;
+                }
+            });
+        }
+    });
+    (origin, hold)
+}
+
+/// `set_op_timeout` bounds the operations that follow: against a server that takes an operation
+/// and never answers, a client connected with a 20 s bound and then set to 300 ms fails the next
+/// operation `timeout` after 300 ms, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_op_timeout_bounds_the_operations_that_follow() {
+    bounded(async {
+        let w = world(peer_config(Generation::Current)).await;
+        let (origin, hold) = holding_proxy(w.h.addr()).await;
+        let opts = SwitchOptions {
+            op_timeout: Duration::from_secs(20),
+            ..SwitchOptions::default()
+        };
+        let cfg = config(&w.a, Transport::WebSocket, &[]);
+        let mut a = tokio::time::timeout(WAIT, SwitchClient::connect_with(&origin, &w.a.key, cfg, opts))
+            .await
+            .expect("connect is bounded")
+            .unwrap();
+        a.call(&ConnectToRoom::new(&w.room)).await.unwrap();
+
+        hold.store(true, Ordering::SeqCst);
+        a.set_op_timeout(Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        let e = a.call(&PostMessage::new("held")).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+        assert!(e.message.contains("within 300 ms"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+
+        hold.store(false, Ordering::SeqCst);
+        a.set_op_timeout(Duration::from_secs(5));
+        a.call(&PostMessage::new("answered")).await.unwrap();
+        a.close().await;
+    })
+    .await;
+}
+
+/// `try_next_event` hands over an event already waiting without awaiting, and nothing once the
+/// channel was taken out with `events()` (the events go there) or the client is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn try_next_event_takes_only_an_event_already_waiting() {
+    bounded(async {
+        let w = world(peer_config(Generation::Current)).await;
+        let mut b = bob_in_the_room(&w).await;
+        assert!(matches!(next(&mut b).await, Event::Connected { .. }));
+        posts(&w, &["waiting"]);
+        let deadline = std::time::Instant::now() + WAIT;
+        let event = loop {
+            match b.try_next_event() {
+                Some(Event::Event { event, .. }) => break event,
+                Some(other) => assert!(!is_disruption(&other), "{other:?}"),
+                None => {
+                    assert!(std::time::Instant::now() < deadline, "no event in time");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        };
+        assert_eq!(event.message().unwrap().body, "waiting");
+
+        let mut events = b.events().unwrap();
+        posts(&w, &["taken out"]);
+        let deadline = std::time::Instant::now() + WAIT;
+        while events.is_empty() {
+            assert!(std::time::Instant::now() < deadline, "no event in time");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(b.try_next_event().is_none());
+        assert!(events.try_recv().is_ok());
+        b.close().await;
+        assert!(b.try_next_event().is_none());
     })
     .await;
 }

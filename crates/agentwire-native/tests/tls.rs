@@ -1,8 +1,9 @@
 //! Every protocol over TLS on 127.0.0.1: each server (the RKT reference server, the MoltZap and
 //! Switch test peers) sits behind a TLS-terminating proxy task (tokio-rustls) with a certificate
 //! made here (rcgen, self-signed for 127.0.0.1) and trusted through
-//! `agentwire_native::tls::add_root_certificates`. A certificate that is not trusted fails with
-//! kind `auth`, not retryable, saying so. Every test is bounded.
+//! `agentwire_native::tls::add_root_certificates` (one test's through `add_root_certificate_der`).
+//! A certificate that is not trusted fails with kind `auth`, not retryable, saying so. Every test
+//! is bounded.
 
 // The engines' errors are large and returned by value, as the engines do.
 #![allow(clippy::result_large_err)]
@@ -340,6 +341,30 @@ fn root_certificates_that_do_not_parse_are_invalid() {
     assert_eq!(e.kind, ErrorKind::Invalid);
     let e = tls::add_root_certificates(b"-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n").unwrap_err();
     assert_eq!(e.kind, ErrorKind::Invalid);
+}
+
+/// `add_root_certificate_der` trusts one certificate given as DER: a server presenting it is
+/// refused `auth` before the call and answers after it; bytes that are not a certificate are
+/// `invalid` and add nothing.
+#[tokio::test]
+async fn a_der_root_certificate_is_trusted_once_added() {
+    bounded(async {
+        let own = make_cert();
+        let srv = common::server(ReferenceConfig::default()).await;
+        let proxy = tls_proxy(&own, srv.local_addr()).await;
+        let address = format!("rkts://{proxy}");
+        let e = RktClient::connect(&address, ClientConfig::default()).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+
+        let e = tls::add_root_certificate_der(b"not a certificate").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
+        tls::add_root_certificate_der(&own.der).unwrap();
+        let c = RktClient::connect(&address, ClientConfig::default()).await.unwrap();
+        assert_eq!(c.server_info().agreed_version, 1);
+        c.close().await;
+        srv.shutdown().await.unwrap();
+    })
+    .await
 }
 
 /// A bare RKT peer over TLS (presenting the trusted certificate) for one connection: the
