@@ -1,7 +1,6 @@
 //! Frames of the low-level sessions as JavaScript values: `{type: "text", text}`,
 //! `{type: "binary", data: Uint8Array}` or `{type: "close", code, reason}`.
 
-use agentwire_core::Millis;
 #[cfg(any(feature = "rkt", feature = "moltzap"))]
 use {
     agentwire_core::Outgoing,
@@ -35,10 +34,4 @@ pub(crate) fn to_js(frame: Outgoing) -> JsValue {
 }
 
 /// A time from JavaScript (ms since the epoch, a `number`) as the engine's.
-pub(crate) fn millis(now: f64) -> Millis {
-    if now.is_finite() && now > 0.0 {
-        now as Millis
-    } else {
-        0
-    }
-}
+pub(crate) use agentwire_core::millis_from_f64 as millis;

@@ -26,5 +26,5 @@ pub use entropy::{Entropy, SeededEntropy};
 pub use error::{Error, ErrorKind};
 pub use frame::Outgoing;
 pub use http::{HttpRequest, Method};
-pub use time::{format_iso8601, parse_iso8601, Millis};
+pub use time::{format_iso8601, millis_from_f64, parse_iso8601, Millis};
 pub use timers::Timers;

@@ -3,6 +3,19 @@
 /// Milliseconds since 1970-01-01T00:00:00Z, passed in by the driver.
 pub type Millis = u64;
 
+/// A time given as an `f64` of milliseconds since the epoch (a JavaScript `number`:
+/// `Date.now()`), as [`Millis`]: the fraction dropped, a time past `u64::MAX` as `u64::MAX`, and
+/// NaN, ±infinity, zero and negative times as 0. The wasm bindings and the relay Worker take
+/// their `now` through it.
+pub fn millis_from_f64(ms: f64) -> Millis {
+    if ms.is_finite() && ms > 0.0 {
+        // `as` truncates toward zero and saturates at `u64::MAX`.
+        ms as Millis
+    } else {
+        0
+    }
+}
+
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     // Howard Hinnant's algorithm.
     let y = if m <= 2 { y - 1 } else { y };
@@ -138,6 +151,31 @@ mod tests {
     use proptest::prelude::*;
 
     const T: Millis = 1_782_648_000_000; // 2026-06-28T12:00:00Z
+
+    #[test]
+    fn a_javascript_time_is_whole_milliseconds_from_zero_to_the_max() {
+        assert_eq!(millis_from_f64(T as f64), T);
+        assert_eq!(millis_from_f64(T as f64 + 0.999), T);
+        assert_eq!(millis_from_f64(0.5), 0);
+        assert_eq!(millis_from_f64(1.0), 1);
+        assert_eq!(millis_from_f64(9_007_199_254_740_991.0), 9_007_199_254_740_991);
+        for nothing in [
+            0.0,
+            -0.0,
+            -1.0,
+            -0.5,
+            f64::MIN,
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            assert_eq!(millis_from_f64(nothing), 0, "{nothing}");
+        }
+        for huge in [18_446_744_073_709_551_616.0, 1e30, f64::MAX] {
+            assert_eq!(millis_from_f64(huge), u64::MAX, "{huge}");
+        }
+    }
 
     #[test]
     fn formats_like_the_guide() {

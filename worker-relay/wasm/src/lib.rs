@@ -12,19 +12,13 @@ mod bridge;
 
 pub use bridge::BridgeCore;
 
-use agentwire_core::Millis;
 use agentwire_relay::config::{Config, SETTINGS};
 use agentwire_relay::redact::Redactor;
 use agentwire_relay::route::{self, Relay, Request};
 use wasm_bindgen::prelude::*;
 
-pub(crate) fn millis(now: f64) -> Millis {
-    if now.is_finite() && now > 0.0 {
-        now as Millis
-    } else {
-        0
-    }
-}
+/// A time from JavaScript (ms since the epoch, a `number`) as the engine's.
+pub(crate) use agentwire_core::millis_from_f64 as millis;
 
 /// The names of the settings, for the Worker to read from `env`.
 #[wasm_bindgen(js_name = settingNames)]
