@@ -77,7 +77,7 @@ impl RelayCore {
         self.relay.learn_released(millis(now));
     }
 
-    /// A number for a new socket, for `takeFrame` and `forgetSocket`.
+    /// A number for a new socket, for `takeFrames` and `forgetSocket`.
     #[wasm_bindgen(js_name = newSocket)]
     pub fn new_socket(&mut self) -> u32 {
         self.sockets = self.sockets.wrapping_add(1);
