@@ -617,7 +617,7 @@ fn pay_then_priced_intent_else_605() {
     let ev = p.take_events();
     assert!(body(&ev[0])["receipt_id"].as_str().unwrap().starts_with("rcpt_"));
     assert_eq!(body(&ev[1])["data"].as_array().unwrap().len(), 2);
-    assert_eq!(p.shared.ledger.receipts().len(), 1);
+    assert_eq!(p.shared.ledger.accounts(), 1);
 }
 
 #[test]

@@ -1,58 +1,36 @@
-//! The PAY ledger: every payment with a receipt, and per-payer credit that priced intents spend.
+//! The PAY ledger: per-payer credit that payments add to and priced intents spend. A payment's
+//! receipt id is in its answer only: no receipt is kept (nothing would read it).
 
-use agentwire_core::Millis;
-use serde::Serialize;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Receipt {
-    pub receipt_id: String,
-    pub payer: String,
-    pub amount: f64,
-    pub currency: String,
-    pub description: Option<String>,
-    pub recipient: Option<String>,
-    pub at: Millis,
-}
-
-/// Receipts (the newest `max_receipts`) and credit by `(payer, currency)`, at most
-/// `max_accounts` of them.
+/// Credit by `(payer, currency)`, at most `max_accounts` of them.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    receipts: VecDeque<Receipt>,
     credit: HashMap<(String, String), f64>,
-    max_receipts: usize,
     max_accounts: usize,
 }
 
 impl Ledger {
-    pub fn new(max_receipts: usize, max_accounts: usize) -> Self {
+    pub fn new(max_accounts: usize) -> Self {
         Ledger {
-            receipts: VecDeque::new(),
             credit: HashMap::new(),
-            max_receipts,
             max_accounts,
         }
     }
 
-    /// Records a payment and credits the payer; returns the payer's new balance, or `None` when
-    /// the payment would open an account past `max_accounts`.
-    pub fn pay(&mut self, receipt: Receipt) -> Option<f64> {
-        let account = (receipt.payer.clone(), receipt.currency.clone());
+    /// Credits `payer` with `amount` of `currency`; returns the payer's new balance, or `None`
+    /// when the payment would open an account past `max_accounts`.
+    pub fn pay(&mut self, payer: &str, currency: &str, amount: f64) -> Option<f64> {
+        let account = (payer.to_string(), currency.to_string());
         if !self.credit.contains_key(&account) && self.credit.len() >= self.max_accounts {
             return None;
         }
         let balance = self.credit.entry(account).or_insert(0.0);
-        *balance += receipt.amount;
-        let b = *balance;
-        if self.receipts.len() >= self.max_receipts {
-            self.receipts.pop_front();
-        }
-        self.receipts.push_back(receipt);
-        Some(b)
+        *balance += amount;
+        Some(*balance)
     }
 
-    /// Closes the payer's account in `currency` (its receipts stay); returns the balance it held.
+    /// Closes the payer's account in `currency`; returns the balance it held.
     pub fn close(&mut self, payer: &str, currency: &str) -> Option<f64> {
         self.credit.remove(&(payer.to_string(), currency.to_string()))
     }
@@ -83,9 +61,5 @@ impl Ledger {
         }
         *balance = (*balance - price).max(0.0);
         Ok(*balance)
-    }
-
-    pub fn receipts(&self) -> impl ExactSizeIterator<Item = &Receipt> {
-        self.receipts.iter()
     }
 }

@@ -8,7 +8,7 @@ mod intents;
 mod ledger;
 mod memory;
 
-pub use ledger::{Ledger, Receipt};
+pub use ledger::Ledger;
 pub use memory::{MemoryError, MemoryStore};
 
 use crate::body::{AuthBody, AuthOkBody, DEFAULT_NAMESPACE};
@@ -232,7 +232,7 @@ impl Shared {
     pub fn new(cfg: &ReferenceConfig) -> Self {
         Shared {
             memory: MemoryStore::new(cfg.max_memory_entries, cfg.max_memory_bytes),
-            ledger: Ledger::new(10_000, cfg.max_accounts),
+            ledger: Ledger::new(cfg.max_accounts),
             tokens: HashMap::new(),
             released: VecDeque::new(),
             next_anonymous: 0,
@@ -474,17 +474,7 @@ pub fn handle(
                 let details = json!({"field": "currency", "currency": CURRENCY});
                 return refuse(session, codes::BAD_MESSAGE, m, Some(details));
             }
-            let receipt_id = format!("rcpt_{}", entropy.uuid_v4().replace('-', ""));
-            let receipt = Receipt {
-                receipt_id: receipt_id.clone(),
-                payer,
-                amount: p.amount,
-                currency: p.currency.clone(),
-                description: p.description,
-                recipient: p.recipient.clone(),
-                at: now,
-            };
-            let Some(balance) = shared.ledger.pay(receipt) else {
+            let Some(balance) = shared.ledger.pay(&payer, &p.currency, p.amount) else {
                 return refuse(
                     session,
                     codes::TOO_LARGE,
@@ -492,6 +482,7 @@ pub fn handle(
                     None,
                 );
             };
+            let receipt_id = format!("rcpt_{}", entropy.uuid_v4().replace('-', ""));
             session.respond(now, id, &json!({"receipt_id": receipt_id, "amount": p.amount, "currency": p.currency, "recipient": p.recipient, "balance": balance}))
         }
         InboundKind::Request {
