@@ -4,16 +4,15 @@
 //! stays out of shell history and process listings.
 
 use crate::out::errln;
-use agentwire_relay::config::DEFAULT_MAX_TOKEN_LIFETIME_S;
+use agentwire_relay::config::{DEFAULT_MAX_TOKEN_LIFETIME_S, TOKEN_SECRET};
 use agentwire_relay::token::{mint, Claims};
 use clap::Subcommand;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The variable that holds the relay secret.
+/// The variable that holds the relay secret. When it is not set, the relay's own setting
+/// (`agentwire_relay::config::TOKEN_SECRET`) is read.
 pub const SECRET_ENV: &str = "AGENTWIRE_RELAY_SECRET";
-/// The relay's name for it (`agentwire_relay::config`), read when [`SECRET_ENV`] is not set.
-pub const RELAY_SECRET_ENV: &str = "RELAY_TOKEN_SECRET";
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -54,13 +53,13 @@ pub fn run(command: Command) -> ExitCode {
 
 fn token(agent: String, exp_in: u64, origin: Option<String>, rooms: Vec<String>) -> Result<String, String> {
     let name = match std::env::var_os(SECRET_ENV) {
-        None => RELAY_SECRET_ENV,
+        None => TOKEN_SECRET,
         Some(_) => SECRET_ENV,
     };
     let secret = match std::env::var(name) {
         Ok(s) if !s.is_empty() => s,
         Ok(_) | Err(std::env::VarError::NotPresent) => {
-            return Err(format!("set {SECRET_ENV} (or {RELAY_SECRET_ENV}) to the relay secret"))
+            return Err(format!("set {SECRET_ENV} (or {TOKEN_SECRET}) to the relay secret"))
         }
         Err(std::env::VarError::NotUnicode(_)) => return Err(format!("{name} is not valid UTF-8")),
     };

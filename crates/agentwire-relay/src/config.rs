@@ -128,13 +128,17 @@ const MAX_KEY_LEN: usize = 1024;
 /// `MAX_TOKEN_LIFETIME_S` when unset: tokens expiring later than this many seconds are refused.
 pub const DEFAULT_MAX_TOKEN_LIFETIME_S: u64 = 3600;
 
+/// The setting holding the HMAC key relay tokens are verified with: the secret a backend mints
+/// them with (`agentwire relay token` reads it from the environment under this name too).
+pub const TOKEN_SECRET: &str = "RELAY_TOKEN_SECRET";
+
 /// Every setting [`Config::from_env`] reads (vars and secrets), for a host to read from its `env`
 /// (the Worker asks for this list).
 pub const SETTINGS: [&str; 19] = [
     "UPSTREAM",
     "UPSTREAM_GENERATION",
     "AGENT_KEYS",
-    "RELAY_TOKEN_SECRET",
+    TOKEN_SECRET,
     "RELAY_TOKEN_SECRET_PREVIOUS",
     "ALLOWED_ORIGINS",
     "ALLOW_NO_ORIGIN",
@@ -157,7 +161,7 @@ impl Config {
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         // Values are trimmed, except the token secrets: a backend mints with the exact bytes.
         let get = |name: &str| {
-            let secret = name.starts_with("RELAY_TOKEN_SECRET");
+            let secret = name.starts_with(TOKEN_SECRET);
             get(name)
                 .map(|v| if secret { v } else { v.trim().to_owned() })
                 .filter(|v| !v.trim().is_empty())
@@ -173,7 +177,7 @@ impl Config {
         };
         let agent_keys = parse_keys(&get("AGENT_KEYS").ok_or_else(|| bad("AGENT_KEYS", "is required"))?)?;
         let mut token_secrets = Vec::new();
-        for name in ["RELAY_TOKEN_SECRET", "RELAY_TOKEN_SECRET_PREVIOUS"] {
+        for name in [TOKEN_SECRET, "RELAY_TOKEN_SECRET_PREVIOUS"] {
             match get(name) {
                 Some(s) if s.len() < crate::token::MIN_SECRET_LEN => {
                     return Err(bad(
@@ -182,7 +186,7 @@ impl Config {
                     ))
                 }
                 Some(s) => token_secrets.push(s.into_bytes()),
-                None if name == "RELAY_TOKEN_SECRET" => return Err(bad(name, "is required")),
+                None if name == TOKEN_SECRET => return Err(bad(name, "is required")),
                 None => {}
             }
         }
