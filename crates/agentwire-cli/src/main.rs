@@ -3,6 +3,7 @@
 // `RktError`, `MoltZapError` and `SwitchError`, the engines' errors, are large and returned by value as the engine does.
 #![allow(clippy::result_large_err)]
 
+mod command;
 mod moltzap;
 mod out;
 mod peers;

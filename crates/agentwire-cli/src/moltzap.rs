@@ -1,6 +1,7 @@
 //! `agentwire moltzap register|connect|send|list|watch|call`. Results and events are printed as
 //! one JSON object per line on stdout; errors go to stderr with a failing exit code.
 
+use crate::command::{block_on, fail, Threads};
 use crate::out::{errln, outln, Closed};
 use agentwire_moltzap::register::Registration;
 use agentwire_moltzap::session::SendMessage;
@@ -100,22 +101,13 @@ pub struct Conn {
 }
 
 pub fn run(command: Command) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return fail(format!("cannot start the runtime: {e}")),
-    };
-    runtime.block_on(async move {
+    block_on(Threads::One, async move {
         match main(command).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(Failed::Error(e)) => fail(e.error),
             Err(Failed::Closed(closed)) => closed.into(),
         }
     })
-}
-
-fn fail(e: impl std::fmt::Display) -> ExitCode {
-    errln!("error: {e}");
-    ExitCode::FAILURE
 }
 
 type Failed = crate::out::Failed<MoltZapError>;

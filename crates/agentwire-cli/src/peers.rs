@@ -2,9 +2,8 @@
 //! client. The flags and the output are the peers' own (`agentwire_peer_moltzap::Args` and
 //! `run`, likewise for Switch), as their binaries have them; only the default ports differ.
 
-use crate::out::errln;
+use crate::command::{block_on, Threads};
 use clap::Subcommand;
-use std::future::Future;
 use std::process::ExitCode;
 
 #[derive(Subcommand)]
@@ -19,17 +18,7 @@ pub enum Command {
 
 pub fn run(command: Command) -> ExitCode {
     match command {
-        Command::Moltzap(args) => block_on(agentwire_peer_moltzap::run(args)),
-        Command::Switch(args) => block_on(agentwire_peer_switch::run(args)),
-    }
-}
-
-fn block_on(f: impl Future<Output = ExitCode>) -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt.block_on(f),
-        Err(e) => {
-            errln!("error: cannot start the runtime: {e}");
-            ExitCode::FAILURE
-        }
+        Command::Moltzap(args) => block_on(Threads::Many, agentwire_peer_moltzap::run(args)),
+        Command::Switch(args) => block_on(Threads::Many, agentwire_peer_switch::run(args)),
     }
 }

@@ -43,10 +43,7 @@ pub fn run(command: Command) -> ExitCode {
             rooms,
         } => match token(agent, exp_in, origin, rooms) {
             Ok(token) => crate::out::exit(crate::out::outln!("{token}")),
-            Err(e) => {
-                errln!("error: {e}");
-                ExitCode::FAILURE
-            }
+            Err(e) => crate::command::fail(e),
         },
     }
 }

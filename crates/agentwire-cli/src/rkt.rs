@@ -1,5 +1,6 @@
 //! `agentwire rkt serve|connect|discover|ping|resolve`.
 
+use crate::command::{block_on, fail, Threads};
 use crate::out::{errln, outln};
 use agentwire_native::rkt::{self as native, RktClient};
 use agentwire_rkt::reference::{self, ReferenceConfig};
@@ -77,16 +78,11 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 }
 
 pub fn run(command: Command) -> ExitCode {
-    let runtime = match &command {
-        Command::Serve(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
-        // One thread: the client task and the caller share it, which keeps round trips short.
-        _ => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+    let threads = match &command {
+        Command::Serve(_) => Threads::Many,
+        _ => Threads::One,
     };
-    let runtime = match runtime {
-        Ok(rt) => rt,
-        Err(e) => return fail(format!("cannot start the runtime: {e}")),
-    };
-    runtime.block_on(async move {
+    block_on(threads, async move {
         match command {
             Command::Serve(args) => serve(args).await,
             Command::Connect { url } => match connect(&url).await {
@@ -105,11 +101,6 @@ pub fn run(command: Command) -> ExitCode {
             },
         }
     })
-}
-
-fn fail(e: impl std::fmt::Display) -> ExitCode {
-    errln!("error: {e}");
-    ExitCode::FAILURE
 }
 
 async fn connect(url: &str) -> Result<RktClient, RktError> {

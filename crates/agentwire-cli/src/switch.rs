@@ -2,6 +2,7 @@
 //! released generation's SSE stream. Results and events are printed as one JSON object per line
 //! on stdout; errors go to stderr with a failing exit code.
 
+use crate::command::{block_on, fail, Threads};
 use crate::out::{errln, outln};
 use agentwire_core::Entropy;
 use agentwire_native::switch::{self, SwitchClient, SwitchOptions};
@@ -129,22 +130,13 @@ impl Conn {
 }
 
 pub fn run(command: Command) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return fail(format!("cannot start the runtime: {e}")),
-    };
-    runtime.block_on(async move {
+    block_on(Threads::One, async move {
         match main(command).await {
             Ok(code) => code,
             Err(Failed::Error(e)) => fail(e),
             Err(Failed::Closed(closed)) => closed.into(),
         }
     })
-}
-
-fn fail(e: impl std::fmt::Display) -> ExitCode {
-    errln!("error: {e}");
-    ExitCode::FAILURE
 }
 
 type Failed = crate::out::Failed<SwitchError>;
