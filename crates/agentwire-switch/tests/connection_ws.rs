@@ -641,7 +641,7 @@ fn refused_for_good(d: &mut Driver) {
 }
 
 #[test]
-fn a_taken_over_refusal_after_a_lost_attach_reopens_once_without_the_generation() {
+fn a_taken_over_refusal_after_a_lost_attach_reopens_without_the_generation() {
     // Before: the connection stopped for good, `taken_over`, not retryable: an unattended agent
     // ended by its own socket breaking between the attach and its connection_state.
     let mut d = lose_an_attach(|d| d.conn.handle_close(d.now + 5, 1006, ""));
@@ -663,27 +663,90 @@ fn a_taken_over_refusal_after_a_lost_attach_reopens_once_without_the_generation(
     d.conn.handle_close(d.now, 1006, "");
     d.drain();
     assert!(d.reopen().ends_with("&expected_generation=5"));
-    // Once only: a taken_over refusal of that unfenced retry's successor, with no lost attach
-    // before it, is final.
+    // A taken_over refusal of that retry's successor, with no lost attach before it, is final.
     refused_for_good(&mut d);
 }
 
-/// The unfenced retry is made once until a `connection_state` comes: when it too is accepted and
-/// lost, the next fenced reopen's `taken_over` is final, instead of fenced and unfenced opens
-/// alternating for good, each able to evict whoever holds the connection (diff review: five in
-/// a row, never stopping).
-#[test]
-fn a_lost_attach_is_retried_unfenced_once_until_an_attach() {
-    let mut d = lose_an_attach(|d| d.conn.handle_close(d.now + 5, 1006, ""));
+/// The refusal after `lose_an_attach`: set aside, the connection reopens without the
+/// generation.
+fn set_aside(d: &mut Driver) {
     d.conn.handle_open(d.now);
     d.text(REFUSED_TAKEN_OVER);
-    assert!(matches!(&d.drain().1[..], [Event::Disconnected { .. }]));
+    match &d.drain().1[..] {
+        [Event::Disconnected { reason, .. }] => assert!(reason.contains("without expected_generation"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
     d.conn.handle_close(d.now, 4409, "");
     d.drain();
+    assert_eq!(d.conn.generation(), None, "the refused generation is forgotten");
+}
+
+/// Fault schedule (a) of the delivery review: the reopen's 101 arrives, its connection_state
+/// does not; the next reopen's `taken_over` is set aside.
+#[test]
+fn lost_attach_a_the_upgrade_came_and_the_connection_state_did_not() {
+    let mut d = lose_an_attach(|d| d.conn.handle_close(d.now + 5, 1006, ""));
+    set_aside(&mut d);
     assert!(!d.reopen().contains("expected_generation"));
-    // The unfenced open is accepted, and lost before its connection_state too.
+}
+
+/// Fault schedule (b): the reopen's request reached the server (which attached it and moved the
+/// generation on) and its 101 never came back. Before, only an open whose upgrade was answered
+/// counted as possibly attached, and the next reopen's `taken_over` stopped the connection for
+/// good.
+#[test]
+fn lost_attach_b_the_request_reached_the_server_and_the_upgrade_did_not_come() {
+    for lose in [
+        |d: &mut Driver| d.conn.handle_open_error(d.now + 5, "connection reset"),
+        |d: &mut Driver| d.conn.handle_open_failed(d.now + 5, None, ""),
+        |d: &mut Driver| d.advance(10_000),
+    ] {
+        let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+        d.conn.handle_close(d.now, 1006, "");
+        d.drain();
+        assert!(d.reopen().ends_with("&expected_generation=3"));
+        lose(&mut d);
+        d.drain();
+        assert!(d.reopen().ends_with("&expected_generation=3"));
+        set_aside(&mut d);
+        assert!(!d.reopen().contains("expected_generation"));
+    }
+}
+
+/// Fault schedule (c): as (a), then the unfenced retry is lost the same way. The generation stays
+/// forgotten until a `connection_state`: the reopens go unfenced (before, the next was fenced
+/// again with the generation the refusal had just proved stale, and its `taken_over` was final).
+/// No fenced open is made until then, so no other `taken_over` refusal can be set aside.
+#[test]
+fn lost_attach_c_the_unfenced_retry_lost_too_stays_unfenced_until_an_attach() {
+    let mut d = lose_an_attach(|d| d.conn.handle_close(d.now + 5, 1006, ""));
+    set_aside(&mut d);
+    assert!(!d.reopen().contains("expected_generation"));
+    for _ in 0..3 {
+        // The unfenced open is accepted, and lost before its connection_state too.
+        d.conn.handle_open(d.now);
+        d.conn.handle_close(d.now + 5, 1006, "");
+        d.drain();
+        assert!(!d.reopen().contains("expected_generation"));
+    }
+    // Attached: fenced with the new generation, and a `taken_over` right after is final.
     d.conn.handle_open(d.now);
-    d.conn.handle_close(d.now + 5, 1006, "");
+    d.text(&connection_state(Some(7), 0, &[ROOM]));
+    d.conn.handle_close(d.now, 1006, "");
+    d.drain();
+    assert!(d.reopen().ends_with("&expected_generation=7"));
+    refused_for_good(&mut d);
+}
+
+/// An open answered with a refusal did not attach: a 503 between the drop and the fenced reopen
+/// leaves that reopen's `taken_over` final (another client's takeover).
+#[test]
+fn an_open_answered_with_a_refusal_is_not_a_lost_attach() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.conn.handle_close(d.now, 1006, "");
+    d.drain();
+    assert!(d.reopen().ends_with("&expected_generation=3"));
+    d.conn.handle_open_failed(d.now, Some(503), "");
     d.drain();
     assert!(d.reopen().ends_with("&expected_generation=3"));
     refused_for_good(&mut d);

@@ -49,7 +49,8 @@ pub struct Status {
     pub wire: Wire,
     /// The highest sequence handed to the reader's channel (the pong's and the resume's cursor).
     pub cursor: Option<u64>,
-    /// The generation of the last `connection_state` (sent as `expected_generation`).
+    /// The generation of the last `connection_state`, sent as `expected_generation` (`None` from
+    /// a `taken_over` refusal of a lost attach's reopen until the next).
     pub generation: Option<ConnGeneration>,
     /// The covered rooms as the server last reported them.
     pub rooms: Vec<String>,

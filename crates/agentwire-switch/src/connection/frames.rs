@@ -150,8 +150,8 @@ impl Connection {
         if attach {
             self.live_since = now;
             self.attach_unconfirmed = false;
+            self.open_may_attach = false;
             self.fence_may_be_stale = false;
-            self.unfenced_since_attach = false;
         }
         self.state = State::Live;
         self.timers.cancel(&Timer::Open);

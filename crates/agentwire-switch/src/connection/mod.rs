@@ -303,17 +303,17 @@ pub struct Connection {
     released: Vec<String>,
     heartbeat_ms: u64,
     ever_attached: bool,
-    /// Since the last `connection_state`, an open was accepted (`handle_open`) that may have
-    /// attached on the server, which issues a new generation when a socket attaches, before its
-    /// `connection_state`: the generation this client holds may be stale.
+    /// Since the last `connection_state`, an open was sent that may have attached on the server,
+    /// which attaches (and issues a new generation) when it reads the open request, whether or
+    /// not its answer or the `connection_state` reaches this client: the generation this client
+    /// holds may be stale.
     attach_unconfirmed: bool,
+    /// The latest open was sent and has not been answered by a refusal nor reported as never
+    /// connected: it may have attached (folded into `attach_unconfirmed` by the next open).
+    open_may_attach: bool,
     /// The current open was fenced while `attach_unconfirmed`: a `taken_over` refusal of it may
-    /// be this client's own lost attach, and is retried once unfenced.
+    /// be this client's own lost attach, and is retried with the generation forgotten.
     fence_may_be_stale: bool,
-    /// The next open goes without `expected_generation` (that retry).
-    unfence_next: bool,
-    /// That retry was made since the last `connection_state`: no other is, until one comes.
-    unfenced_since_attach: bool,
     /// When the current socket attached (its `connection_state`): a ping or a 200 beat resets
     /// the backoff only once it has been live `backoff.max_ms`.
     live_since: Millis,
@@ -393,9 +393,8 @@ impl Connection {
             ever_attached: false,
             live_since: 0,
             attach_unconfirmed: false,
+            open_may_attach: false,
             fence_may_be_stale: false,
-            unfence_next: false,
-            unfenced_since_attach: false,
             socket_open: false,
             beat_in_flight: None,
             beats_counted_to: None,
@@ -433,7 +432,8 @@ impl Connection {
         self.cursor
     }
 
-    /// The generation of the last `connection_state`, sent as `expected_generation`.
+    /// The generation of the last `connection_state`, sent as `expected_generation`; `None`
+    /// before one, and from a `taken_over` refusal of a lost attach's reopen until the next.
     pub fn generation(&self) -> Option<&ConnGeneration> {
         self.generation.as_ref()
     }
@@ -637,7 +637,6 @@ impl Connection {
             return;
         }
         self.state = State::Attaching;
-        self.attach_unconfirmed = true;
         if self.wire == Wire::Sse {
             self.sse.reset();
             self.arm_stream_idle(now);
@@ -813,10 +812,7 @@ impl Connection {
         let mut p = self.cfg.open.clone();
         // The highest *received*: queued events survive the reconnect and are still delivered.
         p.start_from = self.received.map_or(StartFrom::Head, StartFrom::After);
-        p.expected_generation = match self.unfence_next {
-            true => None,
-            false => self.generation.as_ref().map(ToString::to_string),
-        };
+        p.expected_generation = self.generation.as_ref().map(ToString::to_string);
         p.rooms = self.declare.clone();
         p
     }
@@ -844,8 +840,10 @@ impl Connection {
                 return self.stop(Some(e), "cannot reopen");
             }
         };
+        // The open before this one may have attached unseen (its 101 or 200, or its
+        // `connection_state`, lost): the server may have moved the generation past ours.
+        self.attach_unconfirmed |= std::mem::replace(&mut self.open_may_attach, true);
         self.fence_may_be_stale = self.attach_unconfirmed && params.expected_generation.is_some();
-        self.unfence_next = false;
         self.state = State::Opening;
         self.socket_open = true;
         self.overflowed = false;

@@ -104,25 +104,25 @@ impl Connection {
     }
 
     /// A `taken_over` refusal of an open fenced with a generation that may be stale: an
-    /// earlier open since the last `connection_state` was accepted (the server may have issued
-    /// it a new generation) and never confirmed. The refusal may be this client's own lost
-    /// attach rather than another client's takeover, which the two cannot be told apart by; the
-    /// connection reopens without `expected_generation` instead of stopping for good: once until
-    /// a `connection_state` comes, so a path that keeps losing attaches cannot alternate fenced
-    /// and unfenced opens, each able to evict whoever holds the connection.
-    /// Returns whether it did (otherwise the refusal is final, as the spec says).
+    /// earlier open since the last `connection_state` was sent and not refused, and the server
+    /// attaches (issuing a new generation) as soon as it reads an open, whether or not its
+    /// answer comes back. The refusal may be this client's own lost attach rather than another
+    /// client's takeover, which the two cannot be told apart by; instead of stopping for good,
+    /// the connection forgets the generation, which the refusal proved stale, and reopens without
+    /// `expected_generation` until the next `connection_state` gives it one again. So at most one
+    /// `taken_over` refusal is set aside per attach (no open is fenced until then), and the
+    /// unfenced opens evict whoever holds the connection, which stops for good on its `evicted`
+    /// `taken_over`. Returns whether it did (otherwise the refusal is final, as the spec says).
     pub(super) fn retry_lost_attach(&mut self, now: Millis, error: &SwitchError, close: bool) -> bool {
-        if !self.fence_may_be_stale
-            || self.unfenced_since_attach
-            || error.code.as_deref() != Some(EvictionCode::TakenOver.as_str())
-        {
+        // A refusal: this open did not attach.
+        self.open_may_attach = false;
+        if !self.fence_may_be_stale || error.code.as_deref() != Some(EvictionCode::TakenOver.as_str()) {
             return false;
         }
         self.fence_may_be_stale = false;
-        self.unfence_next = true;
-        self.unfenced_since_attach = true;
+        self.generation = None;
         let m = format!(
-            "{}; an earlier open was accepted without its connection_state, so the generation sent may be one the server moved past for this client: reopening once without expected_generation",
+            "{}; an earlier open may have attached without its connection_state reaching this client, so the generation sent may be one the server moved past for this client: reopening without expected_generation until the next connection_state",
             error.message
         );
         self.reconnect(now, None, &m, close);
@@ -143,6 +143,8 @@ impl Connection {
             );
             return self.reconnect(now, None, &m, false);
         };
+        // An answer other than the upgrade or the stream: the server did not attach this open.
+        self.open_may_attach = false;
         let no_ws_route = self.wire == Wire::WebSocket && crate::open::no_websocket_route(status);
         if self.ever_attached && (no_ws_route || (self.wire == Wire::Sse && status == 404)) {
             // The route served this connection before (the wire never changes once attached):
