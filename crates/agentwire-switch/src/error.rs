@@ -111,8 +111,13 @@ impl SwitchError {
                 clip(&text, QUOTE_MAX).into_owned()
             )
         };
-        // `{"code": "taken_over", ...}`: the code an HTTP answer would carry too.
-        let code = detail.and_then(|d| json::parse(d.get()).ok().and_then(|tape| detail_code(tape.root())));
+        // `{"code": "taken_over", ...}`: the code an HTTP answer would carry too. The spec gives
+        // the frame a `status` and a `detail` only, and says no more of where `taken_over` goes
+        // than "the open is refused with taken_over": a 409 whose detail's text is
+        // `taken_over` or starts with `taken_over:` or `taken_over ` carries that code too.
+        let code = detail
+            .and_then(|d| json::parse(d.get()).ok().and_then(|tape| detail_code(tape.root())))
+            .or_else(|| (status == 409 && names_taken_over(&text)).then(|| "taken_over".to_owned()));
         SwitchError {
             kind,
             status: Some(status),
@@ -140,6 +145,12 @@ fn body_detail(body: &str) -> (Option<&str>, Option<String>) {
         Ok((detail.or(o.get("error")).map(|d| d.raw()), code))
     };
     read().unwrap_or((None, None))
+}
+
+/// `taken_over`, or `taken_over` then `:` or a space, and anything after.
+fn names_taken_over(text: &str) -> bool {
+    text.strip_prefix("taken_over")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(':') || rest.starts_with(' '))
 }
 
 /// `{"code": "..", ...}`: the code of a `detail` object.
@@ -291,6 +302,37 @@ mod tests {
         assert_eq!(e.message, "connection refused with status 409: ranges do not overlap");
         assert_eq!(SwitchError::refused(401, None).kind, ErrorKind::Auth);
         assert_eq!(SwitchError::refused(403, None).kind, ErrorKind::Invalid);
+    }
+
+    /// A `refused` frame's detail that names `taken_over` in its text and has no code (the local
+    /// Switch peer's, before it put the code in the detail) carries the code: the spec leaves the
+    /// frame's detail open. An HTTP body's `code` is where the spec puts it, so no text counts
+    /// there.
+    #[test]
+    fn a_refused_frame_naming_taken_over_in_its_text_has_that_code() {
+        let code = |status, detail: &str| {
+            let d: Box<RawValue> = serde_json::from_str(detail).unwrap();
+            SwitchError::refused(status, Some(&d)).code
+        };
+        let taken = Some("taken_over".to_owned());
+        assert_eq!(
+            code(409, r#""taken_over: connection c was taken over by another open""#),
+            taken
+        );
+        assert_eq!(code(409, r#""taken_over""#), taken);
+        assert_eq!(code(409, r#"{"message":"taken_over (generation 4, not 3)"}"#), taken);
+        assert_eq!(
+            code(409, r#"{"code":"closed","message":"taken_over: x"}"#).as_deref(),
+            Some("closed")
+        );
+        for (status, detail) in [
+            (409, r#""taken_over_soon""#),
+            (409, r#""was taken_over""#),
+            (403, r#""taken_over""#),
+        ] {
+            assert_eq!(code(status, detail), None, "{status} {detail}");
+        }
+        assert_eq!(SwitchError::http(409, r#"{"detail":"taken_over: x"}"#).code, None);
     }
 
     #[test]

@@ -51,6 +51,24 @@ impl Refusal {
         self
     }
 
+    /// The `detail` of the WebSocket's `refused` frame, which has no field for the code: the
+    /// detail itself, or with a code `{"code": ..., "message": <detail>}` (the shape the engine
+    /// reads a `refused` frame's code from, as an HTTP answer's `{"detail": {"code": ..}}`).
+    pub(crate) fn frame_detail(&self) -> Box<RawValue> {
+        #[derive(serde::Serialize)]
+        struct Coded<'a> {
+            code: &'a str,
+            message: &'a RawValue,
+        }
+        match self.code {
+            Some(code) => raw(&Coded {
+                code,
+                message: &self.detail,
+            }),
+            None => self.detail.clone(),
+        }
+    }
+
     /// `{"detail": ...}` or `{"detail": ..., "code": ...}`.
     pub(crate) fn body(&self) -> String {
         #[derive(serde::Serialize)]

@@ -41,7 +41,7 @@ pub(crate) async fn serve(stream: Prefixed<TcpStream>, head: Head, peer: &Peer, 
     let opened = match opened {
         Ok(o) => o,
         Err(r) => {
-            let text = Encoded::new(&frames::refused(r.status, &r.detail)).ws.clone();
+            let text = Encoded::new(&frames::refused(r.status, &r.frame_detail())).ws.clone();
             let _ = tokio::time::timeout(CLOSE_GRACE, ws.send(Message::text(text))).await;
             return close(&mut ws, 4000 + r.status, "refused").await;
         }
