@@ -245,6 +245,30 @@ async fn hostile_http_answers_are_typed_errors() {
     .await;
 }
 
+/// An SSE open whose refusal breaks off in the middle of its body (a half-closed connection 105
+/// bytes into a `409 taken_over`, in the delivery review) is no answer, retried: cut, it was a
+/// final `HTTP 409` without its code. The next, whole, refusal is the one `connect` fails with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_refusal_whose_body_breaks_off_is_retried() {
+    bounded(async {
+        let url = canned(vec![
+            b"HTTP/1.1 409 Conflict\r\nContent-Length: 90\r\n\r\n{\"detail\":\"taken_over: conn".to_vec(),
+            b"HTTP/1.1 409 Conflict\r\nContent-Length: 33\r\n\r\n{\"detail\":\"room already claimed\"}".to_vec(),
+        ])
+        .await;
+        let w = world(peer_config(Generation::Released)).await;
+        let mut cfg = config(&w.b, Transport::Sse, &[]);
+        cfg.connect_attempts = Some(2);
+        let e = tokio::time::timeout(WAIT, agentwire_native::switch::SwitchClient::connect(&url, "k", cfg))
+            .await
+            .expect("bounded")
+            .unwrap_err();
+        assert_eq!((e.status, e.retryable), (Some(409), false), "{e}");
+        assert!(e.message.contains("room already claimed"), "{e}");
+    })
+    .await;
+}
+
 /// An SSE open to a server that takes the connection and never answers ends by the engine's open
 /// timeout (`open_timeout_ms`; the driver has no deadline of its own on it), and `connect` gives
 /// up with a timeout naming it.

@@ -381,23 +381,39 @@ impl Driver {
                         (status, reader) => {
                             // Its start only, read for REFUSAL_BODY_MS at most (then the stream is
                             // aborted and the read ends): a refusal whose body never ends is still
-                            // its status, not the engine's open timeout.
+                            // its status, not the engine's open timeout. One that breaks off before
+                            // its end, the wait or REFUSAL_BODY is no answer (retried): cut, a
+                            // `409 taken_over` would be a final refusal without its code.
+                            let waited = Rc::new(std::cell::Cell::new(false));
                             let mut cut = {
-                                let controller = controller.clone();
-                                Timer::new(Closure::new(move || fetch::abort(&controller)))
+                                let (controller, waited) = (controller.clone(), waited.clone());
+                                Timer::new(Closure::new(move || {
+                                    waited.set(true);
+                                    fetch::abort(&controller)
+                                }))
                             };
                             let start = crate::host::now();
                             cut.arm(Some(start.saturating_add(REFUSAL_BODY_MS)), start);
                             let mut body = Vec::new();
+                            let mut broke = None;
                             while let (Some(r), true) = (&reader, body.len() < REFUSAL_BODY) {
                                 match fetch::next_chunk(r).await {
                                     Ok(Some(chunk)) => body.extend(chunk),
-                                    _ => break,
+                                    Ok(None) => break,
+                                    Err(e) => {
+                                        broke = Some(e).filter(|_| !waited.get());
+                                        break;
+                                    }
                                 }
                             }
                             drop(cut);
                             body.truncate(REFUSAL_BODY);
-                            Stream::Refused(status, String::from_utf8_lossy(&body).into_owned())
+                            match broke {
+                                Some(e) => {
+                                    Stream::Failed(format!("the HTTP {status} answer broke off: {}", describe(&e)))
+                                }
+                                None => Stream::Refused(status, String::from_utf8_lossy(&body).into_owned()),
+                            }
                         }
                     }
                 }

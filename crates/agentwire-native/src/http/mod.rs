@@ -322,17 +322,19 @@ impl Response {
     }
 
     /// The first `limit` bytes of the body as text (lossy UTF-8): what is read of a refusal,
-    /// whose body may never end. An error after some of it keeps what came before.
-    pub(crate) async fn body_start(mut self, limit: usize) -> String {
+    /// whose body may never end. An error before its end or `limit` (the connection closed in
+    /// the middle of it, a broken chunked encoding) is the error: a body cut short is not the
+    /// answer the server sent.
+    pub(crate) async fn body_start(mut self, limit: usize) -> Result<String, Error> {
         let mut body = Vec::new();
         while body.len() < limit {
-            match self.chunk().await {
-                Ok(Some(piece)) => body.extend_from_slice(&piece),
-                _ => break,
+            match self.chunk().await? {
+                Some(piece) => body.extend_from_slice(&piece),
+                None => break,
             }
         }
         body.truncate(limit);
-        String::from_utf8_lossy(&body).into_owned()
+        Ok(String::from_utf8_lossy(&body).into_owned())
     }
 
     /// The whole body as text (lossy UTF-8), at most `limit` bytes (past it: a `limit` error).
