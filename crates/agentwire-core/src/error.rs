@@ -73,6 +73,10 @@ impl ErrorKind {
     }
 }
 
+/// What [`Error::unanswered`] adds to the message of a command that was sent, is not
+/// idempotent, and got no answer.
+pub const MAY_HAVE_RUN: &str = " (it was sent: the server may have carried it out, so making it again may do it twice)";
+
 /// The one error shape of every engine: `{kind, code?, message, retryable}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Error {
@@ -118,6 +122,22 @@ impl Error {
             ErrorKind::Remote => e.retryable(true),
             _ => e,
         }
+    }
+
+    /// What a command that ended by `closed` or `timeout` before its answer is told, the same
+    /// in every engine. Retryable as those kinds are when its frame or request never left
+    /// (`sent` false: the server cannot have acted on it) or when its protocol makes doing it
+    /// twice the same as doing it once (`idempotent`: a read, a ping, a set to a value). Sent
+    /// and not idempotent, it is not retryable and its message says the server may have carried
+    /// it out ([`MAY_HAVE_RUN`]): the same call made again could do it twice. Any other kind, and
+    /// an error already not retryable, is returned unchanged.
+    #[must_use]
+    pub fn unanswered(mut self, sent: bool, idempotent: bool) -> Self {
+        if sent && !idempotent && self.retryable && matches!(self.kind, ErrorKind::Closed | ErrorKind::Timeout) {
+            self.retryable = false;
+            self.message.push_str(MAY_HAVE_RUN);
+        }
+        self
     }
 
     #[must_use]
@@ -199,6 +219,29 @@ mod tests {
             .strip_prefix("ws://h/p refused the WebSocket upgrade with HTTP 502: ")
             .unwrap();
         assert_eq!(quoted, format!("{}…", "é".repeat(crate::text::QUOTE_MAX / 2)));
+    }
+
+    /// Only a command that left, is not idempotent and ended `closed` or `timeout` stops being
+    /// retryable; one that never left, or that is safe to repeat, keeps what its kind says.
+    #[test]
+    fn an_unanswered_command_is_retryable_only_when_repeating_it_is_safe() {
+        for kind in [ErrorKind::Closed, ErrorKind::Timeout] {
+            let e = || Error::new(kind, "no answer");
+            let sent = e().unanswered(true, false);
+            assert!(!sent.retryable, "{kind:?}");
+            assert_eq!(sent.message, format!("no answer{MAY_HAVE_RUN}"));
+            assert_eq!(e().unanswered(false, false), e());
+            assert_eq!(e().unanswered(true, true), e());
+            assert!(e().unanswered(false, false).retryable);
+        }
+        // Other kinds, and an error already final, are left as they are.
+        for e in [
+            Error::new(ErrorKind::Cancelled, "c"),
+            Error::new(ErrorKind::RateLimited, "r"),
+            Error::new(ErrorKind::Closed, "taken over").retryable(false),
+        ] {
+            assert_eq!(e.clone().unanswered(true, false), e);
+        }
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub use backoff::Backoff;
 pub use bucket::TokenBucket;
 pub use clock::Clock;
 pub use entropy::{Entropy, SeededEntropy};
-pub use error::{Error, ErrorKind};
+pub use error::{Error, ErrorKind, MAY_HAVE_RUN};
 pub use frame::Outgoing;
 pub use http::{HttpRequest, Method};
 pub use time::{format_iso8601, millis_from_f64, parse_iso8601, Millis};
