@@ -399,7 +399,8 @@ fn ttl_expiry_through_handle_timeout() {
         Some(ClientEvent::Failed { id: fid, error }) => {
             assert_eq!(fid, id);
             assert_eq!(error.kind(), ErrorKind::Timeout);
-            assert!(error.error.retryable);
+            // The REQUEST left: the server may have carried it out (tests/unanswered.rs).
+            assert!(!error.error.retryable);
         }
         other => panic!("{other:?}"),
     }

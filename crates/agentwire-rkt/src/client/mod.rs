@@ -6,9 +6,9 @@ use crate::codec::{self, decode, encode, DecodeError, Message, MessageType};
 use crate::envelope::{check_capabilities, check_header_value, compact, envelope};
 use crate::errors::RktError;
 use agentwire_core::text::{clip, QUOTE_MAX};
-use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers};
+use agentwire_core::{Entropy, Error, ErrorKind, Millis, Outgoing, Timers};
 use serde_json::{json, Value};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 mod commands;
 mod config;
@@ -26,6 +26,16 @@ enum Op {
     Pay,
     Auth,
     Ping,
+}
+
+impl Op {
+    /// Whether doing it twice is the same as doing it once, so that one sent and unanswered may
+    /// be made again ([`agentwire_core::Error::unanswered`]): PING, DISCOVER and MEMORY_GET
+    /// read, MEMORY_SET sets a key to a value, AUTH asks for a token. A PAY pays again, and a
+    /// REQUEST's intent may do anything.
+    fn idempotent(self) -> bool {
+        !matches!(self, Op::Request | Op::Pay)
+    }
 }
 
 #[derive(Debug)]
@@ -254,7 +264,8 @@ impl ClientSession {
                             continue;
                         }
                         let msg = format!("no reply within the TTL of {} s", p.ttl_ms / 1000);
-                        let error = RktError::local(ErrorKind::Timeout, msg).for_request(&id);
+                        let error = Error::new(ErrorKind::Timeout, msg).unanswered(sent, p.op.idempotent());
+                        let error = RktError::from(error).for_request(&id);
                         self.end(p.origin, ClientEvent::Failed { id, error });
                     }
                 }
@@ -403,18 +414,26 @@ impl ClientSession {
         }
         self.state = ClientState::Closed;
         // The frames of the commands this fails are taken back, as for any command ended before
-        // its frame left (a GOODBYE or close frame already queued still goes).
+        // its frame left (a GOODBYE or close frame already queued still goes): those, and the
+        // commands queued for HELLO_ACK, were never sent.
+        let unsent: HashSet<String> = (self.transmit.iter().filter_map(|(_, of)| of.clone()))
+            .chain(self.queue.iter().map(|q| q.id.clone()))
+            .collect();
         self.transmit.retain(|(_, of)| of.is_none());
-        let mut ids: Vec<(Millis, String, Origin)> =
-            self.pending.drain().map(|(id, p)| (p.sent_at, id, p.origin)).collect();
+        let mut ids: Vec<(Millis, String, Origin, Op)> = self
+            .pending
+            .drain()
+            .map(|(id, p)| (p.sent_at, id, p.origin, p.op))
+            .collect();
         self.own_pending = 0;
         // Ids are unique: the same order as a stable sort.
         ids.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         self.queue.clear();
         self.held_bytes = 0;
-        for (_, id, origin) in ids {
+        for (_, id, origin, op) in ids {
             let m = format!("connection closed ({code} {reason}) before a reply");
-            let error = RktError::local(ErrorKind::Closed, m).for_request(&id);
+            let error = Error::new(ErrorKind::Closed, m).unanswered(!unsent.contains(&id), op.idempotent());
+            let error = RktError::from(error).for_request(&id);
             self.end(origin, ClientEvent::Failed { id, error });
         }
         self.timers.clear();
