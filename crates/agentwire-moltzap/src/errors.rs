@@ -136,6 +136,15 @@ impl MoltZapError {
         self
     }
 
+    /// Ends a request that got no response (`closed`, `timeout`): [`MoltZapError::unsent`] set
+    /// when its frame never left, and retryable only when that, or when the method is
+    /// idempotent ([`agentwire_core::Error::unanswered`], the rule every engine keeps).
+    #[must_use]
+    pub fn unanswered(mut self, unsent: bool, idempotent: bool) -> Self {
+        self.error = self.error.unanswered(!unsent, idempotent);
+        self.unsent(unsent)
+    }
+
     pub fn kind(&self) -> ErrorKind {
         self.error.kind
     }

@@ -8,6 +8,34 @@ use crate::frame::Generation;
 use agentwire_core::Millis;
 use serde::Serialize;
 
+/// Whether calling `method` with `params` twice is the same as calling it once, so that a
+/// request sent and never answered may be made again
+/// ([`agentwire_core::Error::unanswered`]): the reads (and `system/ping`), and a `messages/send`
+/// that carries a `postId` (agentwire extension: a server answers a repeat with the original
+/// message). Anything else, a method this engine does not know included, may act twice.
+pub(crate) fn idempotent(method: &str, params: Option<&serde_json::value::RawValue>) -> bool {
+    match method {
+        "system/ping"
+        | "agents/lookup"
+        | "agents/lookupByName"
+        | "agents/list"
+        | "conversations/list"
+        | "conversations/get"
+        | "messages/list"
+        | "agent/message/list"
+        | "presence/subscribe" => true,
+        "messages/send" => params.is_some_and(|p| {
+            #[derive(serde::Deserialize)]
+            struct Keyed {
+                #[serde(rename = "postId")]
+                post_id: Option<String>,
+            }
+            serde_json::from_str::<Keyed>(p.get()).is_ok_and(|k| k.post_id.is_some_and(|id| !id.is_empty()))
+        }),
+        _ => false,
+    }
+}
+
 /// `dm` or `group`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -190,8 +190,9 @@ pub struct Session {
     generation: Generation,
     connecting: Option<Connecting>,
     next_id: u64,
-    /// Requests sent and not answered: id → sent at.
-    pending: HashMap<String, Millis>,
+    /// Requests sent and not answered: id → sent at, and whether making it again is safe
+    /// ([`methods::idempotent`]).
+    pending: HashMap<String, (Millis, bool)>,
     forgotten: VecDeque<String>,
     forgotten_set: HashSet<String>,
     timers: Timers<Timer>,
@@ -399,7 +400,8 @@ impl Session {
         let id = self.peek_id();
         let wire = self.encode_for_send(self.generation, &id, method, params.as_deref())?;
         self.next_id += 1;
-        self.pending.insert(id.clone(), now);
+        let idempotent = methods::idempotent(method, params.as_deref());
+        self.pending.insert(id.clone(), (now, idempotent));
         self.timers
             .set(Timer::Request(id.clone()), now.saturating_add(timeout_ms));
         self.transmit.push_back((Outgoing::Text(wire), Some(id.clone())));
@@ -624,13 +626,13 @@ impl Session {
             self.connect_failed(error);
             return;
         }
-        if self.pending.remove(&id).is_some() {
+        if let Some((_, idempotent)) = self.pending.remove(&id) {
             let unsent = self.end_early(&id);
             let m = "no response before the request timeout";
             let error = MoltZapError::local(ErrorKind::Timeout, m).for_request(Id::Str(id.clone()));
             self.events.push_back(Event::Failed {
                 id,
-                error: error.unsent(unsent),
+                error: error.unanswered(unsent, idempotent),
             });
         }
     }
@@ -746,20 +748,23 @@ impl Session {
         let unsent: HashSet<String> = self.transmit.iter().filter_map(|(_, of)| of.clone()).collect();
         self.transmit
             .retain(|(frame, _)| matches!(frame, Outgoing::Close { .. }));
-        let closed = |id: &str| {
+        // The connect is idempotent: it only authenticates the socket.
+        let closed = |id: &str, idempotent: bool| {
             let m = format!("connection closed ({code} {reason}) before a response");
             MoltZapError::local(ErrorKind::Closed, m)
                 .for_request(Id::from(id))
-                .unsent(unsent.contains(id))
+                .unanswered(unsent.contains(id), idempotent)
         };
         if let Some(c) = self.connecting.take() {
-            let error = closed(&c.id);
+            let error = closed(&c.id, true);
             self.events.push_back(Event::ConnectFailed { id: c.id, error });
         }
-        let mut ids: Vec<(Millis, String)> = self.pending.drain().map(|(id, at)| (at, id)).collect();
+        let mut ids: Vec<(Millis, String, bool)> = (self.pending.drain())
+            .map(|(id, (at, idempotent))| (at, id, idempotent))
+            .collect();
         ids.sort_unstable(); // ids are unique: the same order as a stable sort
-        for (_, id) in ids {
-            let error = closed(&id);
+        for (_, id, idempotent) in ids {
+            let error = closed(&id, idempotent);
             self.events.push_back(Event::Failed { id, error });
         }
         self.timers.clear();
