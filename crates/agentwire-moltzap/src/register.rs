@@ -107,6 +107,15 @@ struct ErrorBody {
     error: String,
 }
 
+/// What a driver reports when its registration got no answer: the transport's `error`, `sent`
+/// when the request was written (or may have been). A registration is not idempotent (the
+/// agent may exist, its key lost with the answer; the name is then taken), so a `closed` or
+/// `timeout` after it left is not retryable ([`agentwire_core::Error::unanswered`]); one that
+/// never left is, and is [`MoltZapError::unsent`].
+pub fn unanswered(error: agentwire_core::Error, sent: bool) -> MoltZapError {
+    MoltZapError::from(error).unanswered(!sent, false)
+}
+
 /// Decodes the answer: 200/201 with `{agentId, apiKey}`, or an error status with
 /// `{"error": "..."}` (400 invalid → `invalid`; 500 "Registration failed", e.g. a taken name →
 /// `remote`; anything else → `remote` naming the status). The error's code is the HTTP status.
@@ -152,6 +161,22 @@ pub fn parse_response(status: u16, body: &str) -> Result<Registered, MoltZapErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_registration_sent_and_unanswered_is_final() {
+        let closed = || agentwire_core::Error::new(ErrorKind::Closed, "closed before answering");
+        let e = unanswered(closed(), true);
+        assert_eq!(
+            (e.kind(), e.error.retryable, e.unsent),
+            (ErrorKind::Closed, false, false)
+        );
+        assert!(e.error.message.ends_with(agentwire_core::MAY_HAVE_RUN));
+        let e = unanswered(closed(), false);
+        assert_eq!((e.kind(), e.error.retryable, e.unsent), (ErrorKind::Closed, true, true));
+        // Not a transport failure: unchanged.
+        let invalid = agentwire_core::Error::new(ErrorKind::Invalid, "bad origin");
+        assert_eq!(unanswered(invalid.clone(), false).error, invalid);
+    }
 
     #[test]
     fn names_follow_the_rule() {

@@ -18,6 +18,7 @@ mod json;
 pub mod open;
 pub mod ops;
 pub mod sse;
+pub mod unanswered;
 
 pub use connection::{Connection, ConnectionConfig, Event, State, Transmit, Transport, Wire};
 pub use error::SwitchError;

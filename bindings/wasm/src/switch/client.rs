@@ -14,9 +14,10 @@ use crate::host::{wall, JsEntropy, Timer};
 use crate::socket::{as_sink, deliver_calls, describe, timer, Calls, Input, Sink, Socket, NO_WEB_SOCKET};
 use agentwire_core::json::read::{self, Kind};
 use agentwire_core::json::write::Obj;
-use agentwire_core::{ErrorKind, Millis};
+use agentwire_core::{Error, ErrorKind, Millis};
 use agentwire_switch::connection::{OpenRequest, Transmit};
 use agentwire_switch::ops;
+use agentwire_switch::unanswered::unanswered;
 use agentwire_switch::{Connection, Event, HttpRequest, State, SwitchError, Wire};
 use js_sys::{Function, Promise};
 use std::cell::RefCell;
@@ -760,9 +761,9 @@ impl SwitchDriver {
         let handle = controller.clone();
         let (base, me) = (self.http_base.clone(), Rc::downgrade(&self.state));
         spawn_local(async move {
-            let answer = fetch::fetch(base, token, request, timeout_ms, controller)
+            let answer = fetch::fetch(base, token, request.clone(), timeout_ms, controller)
                 .await
-                .map_err(|e: FetchError| SwitchError::from(e))
+                .map_err(|e: FetchError| e.unanswered(&request))
                 .and_then(|(status, body)| decode(status, &body));
             // Taken out of the list here, or already by the stop that aborted it (tasks run while
             // nothing is borrowed).
@@ -774,13 +775,10 @@ impl SwitchDriver {
             let mut calls = Calls::default();
             match answer {
                 Ok(text) => calls.push(&resolve, JsValue::from(text)),
-                Err(_) if stopped => calls.push(
-                    &reject,
-                    errors::local(
-                        ErrorKind::Closed,
-                        "the connection closed before the answer (the call may have been carried out)",
-                    ),
-                ),
+                Err(_) if stopped => {
+                    let closed = Error::new(ErrorKind::Closed, "the connection closed before the answer");
+                    calls.push(&reject, err(&unanswered(&request, closed, true)))
+                }
                 Err(e) => calls.push(&reject, err(&e)),
             }
             calls.run();

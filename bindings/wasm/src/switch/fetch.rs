@@ -5,7 +5,7 @@
 use super::headers_object;
 use crate::host::{now, Timer};
 use crate::socket::describe;
-use agentwire_core::ErrorKind;
+use agentwire_core::{Error, ErrorKind};
 use agentwire_switch::ops::MAX_RESPONSE_BYTES;
 use agentwire_switch::{HttpRequest, SwitchError};
 use js_sys::{Promise, Reflect, Uint8Array};
@@ -50,6 +50,20 @@ impl From<FetchError> for SwitchError {
         let mut out = SwitchError::local(e.kind, e.message).retryable(retryable);
         out.status = e.status;
         out
+    }
+}
+
+impl FetchError {
+    /// As an operation's failure: `fetch` does not say whether the request left once it was
+    /// made, so it may have, and a `closed` or `timeout` of a call that is not idempotent is not
+    /// retryable (the engine's rule, [`agentwire_switch::unanswered`]).
+    pub(crate) fn unanswered(self, request: &HttpRequest) -> SwitchError {
+        match self.kind {
+            ErrorKind::Closed | ErrorKind::Timeout => {
+                agentwire_switch::unanswered::unanswered(request, Error::new(self.kind, self.message), true)
+            }
+            _ => self.into(),
+        }
     }
 }
 

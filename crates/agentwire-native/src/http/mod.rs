@@ -9,6 +9,7 @@ use crate::tls::{self, Stream};
 use agentwire_core::http::{parse_head, Dechunker, Framing, Head};
 use agentwire_core::{Error, ErrorKind, HttpRequest};
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -122,6 +123,15 @@ fn decode(m: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::Decode, format!("HTTP answer: {m}"))
 }
 
+/// A request that got no whole answer: why, and whether the request was written (or may have
+/// been: its bytes were handed to the socket), so that the server may have acted on it. The
+/// engine decides from both what the caller is told (`retryable`).
+#[derive(Debug)]
+pub(crate) struct Unanswered {
+    pub(crate) error: Error,
+    pub(crate) sent: bool,
+}
+
 /// One request, its whole answer: `(status, body)`; bounded by `timeout` from connecting to
 /// the last byte, and the body by `max_body` bytes. `key`: the Bearer token, if any.
 pub(crate) async fn exchange(
@@ -130,13 +140,14 @@ pub(crate) async fn exchange(
     request: &HttpRequest,
     timeout: Duration,
     max_body: usize,
-) -> Result<(u16, String), Error> {
+) -> Result<(u16, String), Unanswered> {
+    let sent = AtomicBool::new(false);
     let call = async {
-        let response = Response::send(origin, key, request).await?;
+        let response = Response::send_noting(origin, key, request, &sent).await?;
         let status = response.status;
         Ok((status, response.body_string(max_body).await?))
     };
-    match tokio::time::timeout(timeout, call).await {
+    let result = match tokio::time::timeout(timeout, call).await {
         Ok(r) => r,
         Err(_) => Err(Error::new(
             ErrorKind::Timeout,
@@ -148,7 +159,11 @@ pub(crate) async fn exchange(
                 timeout.as_millis()
             ),
         )),
-    }
+    };
+    result.map_err(|error| Unanswered {
+        error,
+        sent: sent.load(Ordering::Relaxed),
+    })
 }
 
 /// The path of a request without its query (for messages).
@@ -212,15 +227,30 @@ pub(crate) struct Response {
 impl Response {
     /// Connects, sends the request and reads the head. Not bounded in time: the caller bounds it.
     pub(crate) async fn send(origin: &Origin, key: Option<&str>, request: &HttpRequest) -> Result<Response, Error> {
+        Response::send_noting(origin, key, request, &AtomicBool::new(false)).await
+    }
+
+    /// [`Response::send`], setting `sent` once the whole request is handed to the socket: from
+    /// then on the server may have it, whatever happens to its answer. A write that fails is
+    /// not the whole request (a server acts on none that is cut short).
+    async fn send_noting(
+        origin: &Origin,
+        key: Option<&str>,
+        request: &HttpRequest,
+        sent: &AtomicBool,
+    ) -> Result<Response, Error> {
         let bytes = request_bytes(origin, key, request)?;
         let mut stream = origin.dial().await?;
         // The flush matters over TLS: write_all can return with the last records still in
         // rustls' buffer, and reading does not send them.
-        let sent = match stream.write_all(&bytes).await {
-            Ok(()) => stream.flush().await,
+        let written = match stream.write_all(&bytes).await {
+            Ok(()) => {
+                sent.store(true, Ordering::Relaxed);
+                stream.flush().await
+            }
             Err(e) => Err(e),
         };
-        sent.map_err(|e| closed(format!("cannot send to {}: {e}", origin.authority())))?;
+        written.map_err(|e| closed(format!("cannot send to {}: {e}", origin.authority())))?;
         let mut buf = Vec::with_capacity(1024);
         loop {
             let Head { status, len, framing } = loop {

@@ -3,7 +3,7 @@
 
 use crate::http::{exchange, Origin};
 use agentwire_core::Error;
-use agentwire_moltzap::register::{parse_response, Registered, Registration, MAX_RESPONSE_BYTES};
+use agentwire_moltzap::register::{parse_response, unanswered, Registered, Registration, MAX_RESPONSE_BYTES};
 use agentwire_moltzap::MoltZapError;
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ pub async fn register(
     let origin = Origin::parse(http_origin(origin)).map_err(local)?;
     let (status, body) = exchange(&origin, None, &request, timeout, MAX_RESPONSE_BYTES)
         .await
-        .map_err(local)?;
+        .map_err(|f| unanswered(f.error, f.sent))?;
     parse_response(status, &body)
 }
 

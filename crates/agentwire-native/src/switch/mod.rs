@@ -37,6 +37,7 @@ pub use client::{Events, SwitchClient, SwitchOptions, CONNECT_OPEN_TIMEOUTS, DEF
 use crate::http;
 use agentwire_switch::frame::ConnGeneration;
 use agentwire_switch::ops::{self, OpsCatalog};
+use agentwire_switch::unanswered;
 use agentwire_switch::{HttpRequest, State, SwitchError, Wire};
 use serde_json::value::RawValue;
 use std::time::Duration;
@@ -95,5 +96,7 @@ pub(crate) async fn exchange(
     request: &HttpRequest,
     timeout: Duration,
 ) -> Result<(u16, String), SwitchError> {
-    Ok(http::exchange(origin, Some(key), request, timeout, ops::MAX_RESPONSE_BYTES).await?)
+    http::exchange(origin, Some(key), request, timeout, ops::MAX_RESPONSE_BYTES)
+        .await
+        .map_err(|f| unanswered::unanswered(request, f.error, f.sent))
 }
