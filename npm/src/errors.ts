@@ -63,9 +63,10 @@ export class AgentwireError extends Error {
   readonly kind: ErrorKind;
   /** The protocol's code (`info.code`): a number for RKT and MoltZap, a string for Switch. */
   readonly code: number | string | undefined;
-  /** Whether the same call may succeed if made again (`info.retryable`): at once for `timeout`
-   * or `rate_limited` (after `info.retryAfterS` when given), on a new connection after `closed`
-   * (a closed client stays closed). */
+  /** Whether making the same call again is safe and may succeed (`info.retryable`): at once for
+   * `timeout` or `rate_limited` (after `info.retryAfterS` when given), on a new connection after
+   * `closed` (a closed client stays closed). A call sent and unanswered that is not idempotent
+   * (a PAY, a post) may have been carried out: the engine says `false`. */
   readonly retryable: boolean;
   /** Everything the engine said, the protocol's own fields included. */
   readonly info: Readonly<ErrorInfo>;

@@ -89,7 +89,8 @@ pub enum Event {
     /// A request's `result`, as raw JSON text.
     Response { id: RequestId, result: String },
     /// A request ended without a result: an error response, its timeout, `cancel`, a frame
-    /// error naming it, or the connection closing (`closed`, retryable).
+    /// error naming it, or the connection closing (`closed`; retryable when the request never
+    /// left or its method is idempotent: [`MoltZapError::unanswered`]).
     Failed { id: RequestId, error: MoltZapError },
     /// `messages/received {message}`.
     MessageReceived {
