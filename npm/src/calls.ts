@@ -55,6 +55,17 @@ export function abortError(signal: AbortSignalLike): AgentwireError {
   return agentwireError("cancelled", "the call was aborted", signal.reason);
 }
 
+/** What the engines add to the message of a call sent and unanswered
+ * (`agentwire_core::MAY_HAVE_RUN`, checked by crates/agentwire-core/tests/npm_facts.rs). */
+const MAY_HAVE_RUN = " (it was sent: the server may have carried it out, so making it again may do it twice)";
+
+/** `e` for a call given up on here (`timeoutMs`, `AbortSignal.timeout`) after it was made: a
+ * `timeout` is not retryable, as in the engines for a call sent and unanswered, since the
+ * package cannot tell whether it left or is safe to repeat. */
+export function unanswered(e: AgentwireError): AgentwireError {
+  return e.kind === "timeout" ? new AgentwireError({ ...e.info, message: e.message + MAY_HAVE_RUN, retryable: false }, { cause: e.cause }) : e;
+}
+
 /** Starts a call with `start(resolve, reject)` (which returns its id) and settles it on its
  * reply, on `signal`, or after `timeoutMs`; the last two also `cancel(id)` it in the engine. */
 export function call<T>(
@@ -77,7 +88,7 @@ export function call<T>(
     };
     const giveUp = (e: AgentwireError) => {
       if (!finish()) return;
-      reject(e);
+      reject(id === undefined ? e : unanswered(e));
       if (id !== undefined) cancel(id);
     };
     const onAbort = () => giveUp(abortError(signal!));

@@ -66,7 +66,8 @@ export class AgentwireError extends Error {
   /** Whether making the same call again is safe and may succeed (`info.retryable`): at once for
    * `timeout` or `rate_limited` (after `info.retryAfterS` when given), on a new connection after
    * `closed` (a closed client stays closed). A call sent and unanswered that is not idempotent
-   * (a PAY, a post) may have been carried out: the engine says `false`. */
+   * (a PAY, a post) may have been carried out: the engine says `false`, and so does the package for
+   * a call it gives up on after making it (`timeoutMs`, `AbortSignal.timeout`). */
   readonly retryable: boolean;
   /** Everything the engine said, the protocol's own fields included. */
   readonly info: Readonly<ErrorInfo>;

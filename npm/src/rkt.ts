@@ -11,6 +11,7 @@ import {
   open,
   parseBody,
   Queue,
+  unanswered,
   type CallOptions,
   type ConnectOptions,
 } from "./calls.js";
@@ -193,7 +194,7 @@ export class RktClient extends Client<RktEvent> {
     };
     // The chunks not read yet are dropped: the next read is the abort or the timeout.
     const stop = (e: AgentwireError) => {
-      queue.fail(e);
+      queue.fail(unanswered(e));
       cancel();
     };
     // A signal aborted already: nothing is sent.

@@ -456,6 +456,27 @@ test("a timeoutMs of NaN or below 0 is refused with kind invalid; Infinity is no
   }
 });
 
+// A call the package gives up on after making it (timeoutMs, AbortSignal.timeout) may have been
+// carried out: its timeout is not retryable, as the engines' own for a call sent and unanswered
+// (a REQUEST timed out here was retryable, and a retry could do it twice). One never made is.
+test("a call given up on after it was made is a timeout that is not retryable", async () => {
+  const { client, ws } = await rkt();
+  try {
+    const mayHaveRun = (e) =>
+      e.kind === "timeout" && e.retryable === false && e.info.retryable === false && e.message.includes("it was sent: the server may have carried it out");
+    await assert.rejects(client.request("order.place", {}, { timeoutMs: 30 }), mayHaveRun);
+    await assert.rejects(client.request("x", {}, { signal: AbortSignal.timeout(30) }), mayHaveRun);
+    await assert.rejects(client.stream("x", {}, { timeoutMs: 30 }).next(), mayHaveRun);
+    const timedOutBefore = AbortSignal.timeout(0);
+    await new Promise((r) => setTimeout(r, 20));
+    const sent = ws.sent.length;
+    await assert.rejects(client.request("x", {}, { signal: timedOutBefore }), { kind: "timeout", retryable: true });
+    assert.equal(ws.sent.length, sent, "nothing was sent");
+  } finally {
+    await client.close();
+  }
+});
+
 // A driver left borrowed for good by an exception thrown through the module: what reaches it is
 // dropped, where the microtask that waited for it queued itself again forever (the isolate spun:
 // 19 s of CPU in 29 s in workerd, every later request timing out), and its calls are refused with

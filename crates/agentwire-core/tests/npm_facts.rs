@@ -44,3 +44,17 @@ fn the_packages_refusal_body_is_the_engines() {
         "{value}"
     );
 }
+
+/// `npm/src/calls.ts`: `const MAY_HAVE_RUN = "…";`, what the package adds to a call it gave up on
+/// after making it, is the engines' text for a call sent and unanswered.
+#[test]
+fn the_packages_may_have_run_is_the_engines() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../npm/src/calls.ts");
+    let ts = std::fs::read_to_string(path).expect("npm/src/calls.ts");
+    let value = ts
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("const MAY_HAVE_RUN = "))
+        .and_then(|v| v.strip_suffix(';'))
+        .expect("`const MAY_HAVE_RUN = …;` in npm/src/calls.ts");
+    assert_eq!(value, format!("{:?}", agentwire_core::MAY_HAVE_RUN));
+}
