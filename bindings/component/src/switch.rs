@@ -9,7 +9,7 @@ use crate::bindings::exports::agentwire::engine::types::{CloseFrame, EngineError
 use crate::common::{core_kind, engine_error, size, WasiEntropy};
 use crate::Engine;
 use agentwire_switch::open::{OpenParams, ProtocolRange, StartFrom};
-use agentwire_switch::{ops, Connection, ConnectionConfig, SwitchError};
+use agentwire_switch::{ops, unanswered, Connection, ConnectionConfig, SwitchError};
 use std::cell::RefCell;
 
 pub struct Session(RefCell<Connection>);
@@ -173,9 +173,11 @@ impl Guest for Engine {
     }
 
     fn op_result(status: u16, body: String) -> Result<String, EngineError> {
+        // Which operation this answers is not known here: a gateway's 502 or 504 is taken as
+        // the answer of one that may act twice.
         ops::decode_result(status, &body)
             .map(|raw| raw.get().to_owned())
-            .map_err(err)
+            .map_err(|e| err(unanswered::gateway(e, false)))
     }
 
     fn subscribe_request(

@@ -19,7 +19,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// Relays every connection to `upstream`; on connection number `cut` (counted from 0), the first
-/// read from the server holding `marker` (the answer) is dropped and both sockets closed.
+/// read from the server holding `marker` (the answer) is dropped (replaced by `gateway`'s answer
+/// when there is one, as the relay or nginx answer a lost upstream) and both sockets closed.
 struct CutProxy {
     addr: SocketAddr,
     connections: Arc<AtomicU64>,
@@ -34,6 +35,15 @@ impl Drop for CutProxy {
 
 impl CutProxy {
     async fn start(upstream: SocketAddr, cut: u64, marker: &'static str) -> CutProxy {
+        Self::start_with(upstream, cut, marker, None).await
+    }
+
+    async fn start_with(
+        upstream: SocketAddr,
+        cut: u64,
+        marker: &'static str,
+        gateway: Option<&'static str>,
+    ) -> CutProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(AtomicU64::new(0));
@@ -45,7 +55,7 @@ impl CutProxy {
                     return;
                 };
                 let marker = (n == cut).then_some(marker);
-                tokio::spawn(relay(client, server, marker));
+                tokio::spawn(relay(client, server, marker, gateway));
             }
         });
         CutProxy {
@@ -60,7 +70,7 @@ impl CutProxy {
     }
 }
 
-async fn relay(mut client: TcpStream, mut server: TcpStream, marker: Option<&str>) {
+async fn relay(mut client: TcpStream, mut server: TcpStream, marker: Option<&str>, gateway: Option<&str>) {
     let (mut up, mut down) = (vec![0u8; 16 << 10], vec![0u8; 16 << 10]);
     loop {
         tokio::select! {
@@ -72,6 +82,9 @@ async fn relay(mut client: TcpStream, mut server: TcpStream, marker: Option<&str
                 Ok(n) if n > 0 => {
                     let held = &down[..n];
                     if marker.is_some_and(|m| held.windows(m.len()).any(|w| w == m.as_bytes())) {
+                        if let Some(answer) = gateway {
+                            let _ = client.write_all(answer.as_bytes()).await;
+                        }
                         return; // the answer dropped, both sockets closed
                     }
                     if client.write_all(held).await.is_err() {
@@ -148,6 +161,49 @@ async fn switch_post_cut_after_it_reached_the_server_is_not_retryable() {
         // A read cut the same way stays retryable: reading again is safe.
         let e = c.call(&ConnectToRoom::new(room.clone())).await;
         assert!(e.is_ok(), "{e:?}");
+        c.close().await;
+    })
+    .await;
+}
+
+/// The relay's answer when the upstream got the request and lost the connection.
+const BAD_GATEWAY: &str = "HTTP/1.1 502 Bad Gateway\r\ncontent-type: application/json\r\ncontent-length: 46\r\nconnection: close\r\n\r\n{\"detail\":\"the upstream could not be reached\"}";
+
+/// Before, a gateway's 502 was `remote` and retryable like any 5xx, and a retry posted twice.
+#[tokio::test]
+async fn switch_post_answered_by_a_gateway_after_it_reached_the_server_is_not_retryable() {
+    use agentwire_native::switch::SwitchClient;
+    use agentwire_peer_switch::{spawn, Generation, PeerConfig};
+    use agentwire_switch::open::OpenParams;
+    use agentwire_switch::ops::{ConnectToRoom, PostMessage};
+    use agentwire_switch::ConnectionConfig;
+    bounded(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let h = spawn(listener, PeerConfig::new(Generation::Current)).unwrap();
+        let (a, b) = (h.add_agent("alice"), h.add_agent("bob"));
+        let room = h.add_room("lobby", &[&a.id, &b.id]);
+        // Connection 0 is the WebSocket, 1 connect_to_room, 2 the post, answered 502.
+        let proxy = CutProxy::start_with(h.addr(), 2, "event_id", Some(BAD_GATEWAY)).await;
+        let mut cfg = ConnectionConfig::new(OpenParams::new(a.id.clone(), "0f8fad5b-d9cb-469f-a165-70867728950e"));
+        cfg.open.rooms = vec![room.clone()];
+        let c = SwitchClient::connect(&format!("http://{}", proxy.addr), &a.key, cfg)
+            .await
+            .unwrap();
+        c.call(&ConnectToRoom::new(room.clone())).await.unwrap();
+        let before = h.head(&b.id);
+        let e = c.call(&PostMessage::new("order 1")).await.unwrap_err();
+        assert_eq!(
+            (e.kind, e.status, e.retryable),
+            (ErrorKind::Remote, Some(502), false),
+            "{e}"
+        );
+        assert!(
+            e.message.starts_with("HTTP 502: the upstream could not be reached"),
+            "{e}"
+        );
+        assert!(e.message.ends_with(MAY_HAVE_RUN), "{e}");
+        assert_eq!(h.head(&b.id), before + 1, "posted once");
+        assert_eq!(proxy.connections(), 3, "the post was not sent again");
         c.close().await;
     })
     .await;

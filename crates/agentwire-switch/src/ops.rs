@@ -98,7 +98,8 @@ pub fn request<O: Operation>(
 }
 
 /// The `result` of an operation's answer, raw: `200 {"result": ...}`; any other status is the
-/// server's error.
+/// server's error. A driver passes that error through [`crate::unanswered::answered`] with the
+/// request (a gateway's 502 or 504 to a post is not retryable).
 pub fn decode_result(status: u16, body: &str) -> Result<Box<RawValue>, SwitchError> {
     let tape = envelope(status, body)?;
     result(&tape).map(json::raw).map_err(no_result)

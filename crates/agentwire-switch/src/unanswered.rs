@@ -1,10 +1,12 @@
 //! Which calls may be made again when their answer never came. A driver whose HTTP call fails
-//! (the connection closed, the deadline passed) reports it through [`unanswered`], which keeps
-//! `retryable` to what a caller may rely on: making the same call again is safe.
+//! (the connection closed, the deadline passed) reports it through [`unanswered`], and the error
+//! a decoder gives an answer through [`answered`] (a gateway's 502 or 504 says the server's
+//! answer never came too), which keep `retryable` to what a caller may rely on: making the same
+//! call again is safe.
 
 use crate::error::SwitchError;
 use crate::http::{HttpRequest, Method};
-use agentwire_core::Error;
+use agentwire_core::{Error, ErrorKind, MAY_HAVE_RUN};
 
 /// Operations that only read, or whose effect is the same done twice, from the released server's
 /// catalogue (`GET ops`): `connect_to_room` always takes the room over and `release_role` is
@@ -56,11 +58,37 @@ pub fn unanswered(request: &HttpRequest, error: Error, sent: bool) -> SwitchErro
     error.unanswered(sent, idempotent(request)).into()
 }
 
+/// Whether `status` is what a gateway (the relay, a reverse proxy, a CDN) answers when its
+/// upstream did not answer: 502 (unreachable, or the connection lost), 504 (no answer in time),
+/// Cloudflare's 520 to 524. The upstream may have read the request and acted on it.
+pub fn gateway_status(status: u16) -> bool {
+    matches!(status, 502 | 504 | 520..=524)
+}
+
+/// The error a decoder ([`crate::ops::decode_result`], [`crate::ops::decode`], ...) gave the
+/// answer to `request`, as a caller may rely on it: [`gateway`] with whether `request` is
+/// [`idempotent`]. Every driver passes its decoder's error through this.
+pub fn answered(request: &HttpRequest, error: SwitchError) -> SwitchError {
+    gateway(error, idempotent(request))
+}
+
+/// A gateway's answer that the server did not answer ([`gateway_status`], kind `remote`) is an
+/// unanswered call: to a request that is not `idempotent` it is not retryable, its message saying
+/// the server may have carried it out ([`MAY_HAVE_RUN`]); its kind and status are kept. Any other
+/// error, and one of an idempotent request, is returned unchanged.
+pub fn gateway(mut error: SwitchError, idempotent: bool) -> SwitchError {
+    let from_gateway = error.kind == ErrorKind::Remote && error.status.is_some_and(gateway_status);
+    if from_gateway && !idempotent && error.retryable {
+        error.retryable = false;
+        error.message.push_str(MAY_HAVE_RUN);
+    }
+    error
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ops::{self, PostMessage, ReadContext};
-    use agentwire_core::{ErrorKind, MAY_HAVE_RUN};
 
     const CID: &str = "0f8fad5b-d9cb-469f-a165-70867728950e";
 
@@ -109,6 +137,50 @@ mod tests {
             let request = ops::op("a", Some(CID), name, "{}").unwrap();
             assert!(!idempotent(&request), "{name}");
         }
+    }
+
+    /// Before, every 5xx was retryable: a post whose answer the relay (or nginx, Cloudflare)
+    /// replaced with a 502 or 504 after the server got it was posted again by the retry.
+    #[test]
+    fn a_post_answered_by_a_gateway_is_final() {
+        let post = ops::request("a", Some(CID), &PostMessage::new("order 1")).unwrap();
+        let body = r#"{"detail":"the upstream did not answer in time"}"#;
+        for status in [502, 504, 520, 521, 522, 523, 524] {
+            let e = ops::decode::<PostMessage>(status, body)
+                .map_err(|e| answered(&post, e))
+                .unwrap_err();
+            assert_eq!(
+                (e.kind, e.status, e.retryable),
+                (ErrorKind::Remote, Some(status), false),
+                "{status}"
+            );
+            assert!(
+                e.message.starts_with(&format!("HTTP {status}: the upstream")),
+                "{}",
+                e.message
+            );
+            assert!(e.message.ends_with(MAY_HAVE_RUN), "{}", e.message);
+        }
+        // A server's own 500 or 503, a 525 or a 501: the server answered, retryable as before.
+        for status in [500, 501, 503, 525] {
+            let e = answered(&post, SwitchError::http(status, ""));
+            assert!(e.retryable && !e.message.contains(MAY_HAVE_RUN), "{status}");
+        }
+        // An idempotent call through the gateway stays retryable.
+        let read = ops::request("a", Some(CID), &ReadContext::default()).unwrap();
+        for request in [read, ops::beat("a", CID, 3).unwrap(), ops::list_ops("a").unwrap()] {
+            let e = answered(&request, SwitchError::http(502, ""));
+            assert_eq!(
+                (e.kind, e.retryable, e.message.as_str()),
+                (ErrorKind::Remote, true, "HTTP 502")
+            );
+        }
+        // Not a gateway's answer: unchanged.
+        let limit = SwitchError::local(ErrorKind::Limit, "too large").with_status(502);
+        assert_eq!(answered(&post, limit.clone()), limit);
+        let raw = ops::op("a", Some(CID), "post_message", r#"{"body":"x"}"#).unwrap();
+        let e = ops::decode_result(504, "").map_err(|e| answered(&raw, e)).unwrap_err();
+        assert_eq!((e.status, e.retryable), (Some(504), false));
     }
 
     /// Every name on the list is an operation the released server offers.

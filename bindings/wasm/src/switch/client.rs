@@ -17,7 +17,7 @@ use agentwire_core::json::write::Obj;
 use agentwire_core::{Error, ErrorKind, Millis};
 use agentwire_switch::connection::{OpenRequest, Transmit};
 use agentwire_switch::ops;
-use agentwire_switch::unanswered::unanswered;
+use agentwire_switch::unanswered::{answered, unanswered};
 use agentwire_switch::{Connection, Event, HttpRequest, State, SwitchError, Wire};
 use js_sys::{Function, Promise};
 use std::cell::RefCell;
@@ -764,7 +764,7 @@ impl SwitchDriver {
             let answer = fetch::fetch(base, token, request.clone(), timeout_ms, controller)
                 .await
                 .map_err(|e: FetchError| e.unanswered(&request))
-                .and_then(|(status, body)| decode(status, &body));
+                .and_then(|(status, body)| decode(status, &body).map_err(|e| answered(&request, e)));
             // Taken out of the list here, or already by the stop that aborted it (tasks run while
             // nothing is borrowed).
             let stopped = me.upgrade().is_none_or(|state| {

@@ -13,6 +13,7 @@ use crate::{now_ms, OsEntropy};
 use agentwire_core::ErrorKind;
 use agentwire_switch::frame::ConnectionState;
 use agentwire_switch::ops::{self, Operation, OpsCatalog, Placed, Subscribed};
+use agentwire_switch::unanswered;
 use agentwire_switch::{Connection, ConnectionConfig, Event, HttpRequest, State, SwitchError};
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
@@ -222,14 +223,14 @@ impl SwitchClient {
     pub async fn op(&self, name: &str, args_json: &str) -> Result<Box<RawValue>, SwitchError> {
         let request = ops::op(&self.agent_id, Some(&self.connection_id), name, args_json)?;
         let (status, body) = self.send(&request).await?;
-        ops::decode_result(status, &body)
+        ops::decode_result(status, &body).map_err(|e| unanswered::answered(&request, e))
     }
 
     /// A typed operation for this connection: `client.call(&PostMessage::new("hi"))`.
     pub async fn call<O: Operation>(&self, args: &O) -> Result<O::Output, SwitchError> {
         let request = ops::request(&self.agent_id, Some(&self.connection_id), args)?;
         let (status, body) = self.send(&request).await?;
-        ops::decode::<O>(status, &body)
+        ops::decode::<O>(status, &body).map_err(|e| unanswered::answered(&request, e))
     }
 
     /// `GET ops`: the operations the server offers.

@@ -77,7 +77,7 @@ pub async fn op(
     let origin = http::Origin::parse(origin)?;
     let request = ops::op(agent_id, connection_id, name, args)?;
     let (status, body) = exchange(&origin, key, &request, timeout).await?;
-    ops::decode_result(status, &body)
+    ops::decode_result(status, &body).map_err(|e| unanswered::answered(&request, e))
 }
 
 /// `GET /agents/{agent_id}/ops`: the operations the server offers, without a client. Bounded by
