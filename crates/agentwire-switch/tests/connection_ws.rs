@@ -738,18 +738,43 @@ fn lost_attach_c_the_unfenced_retry_lost_too_stays_unfenced_until_an_attach() {
     refused_for_good(&mut d);
 }
 
-/// An open answered with a refusal did not attach: a 503 between the drop and the fenced reopen
-/// leaves that reopen's `taken_over` final (another client's takeover).
+/// An open answered with a refusal did not attach: a 503 (the server's own, or any status but a
+/// gateway's) between the drop and the fenced reopen leaves that reopen's `taken_over` final
+/// (another client's takeover).
 #[test]
 fn an_open_answered_with_a_refusal_is_not_a_lost_attach() {
-    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
-    d.conn.handle_close(d.now, 1006, "");
-    d.drain();
-    assert!(d.reopen().ends_with("&expected_generation=3"));
-    d.conn.handle_open_failed(d.now, Some(503), "");
-    d.drain();
-    assert!(d.reopen().ends_with("&expected_generation=3"));
-    refused_for_good(&mut d);
+    for status in [503, 500, 429, 525] {
+        let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+        d.conn.handle_close(d.now, 1006, "");
+        d.drain();
+        assert!(d.reopen().ends_with("&expected_generation=3"));
+        d.conn.handle_open_failed(d.now, Some(status), "");
+        d.drain();
+        assert!(d.reopen().ends_with("&expected_generation=3"), "{status}");
+        refused_for_good(&mut d);
+    }
+}
+
+/// A gateway's 502, 504 or 520-524 to an open is no refusal: a reverse proxy gives it when the
+/// server read the upgrade (and attached) and its answer was lost. The next fenced reopen's
+/// `taken_over` is set aside. Before, every HTTP status counted as a refusal and it was final.
+#[test]
+fn an_open_answered_by_a_gateway_may_have_attached() {
+    for status in [502, 504, 520, 522, 524] {
+        let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+        d.conn.handle_close(d.now, 1006, "");
+        d.drain();
+        assert!(d.reopen().ends_with("&expected_generation=3"));
+        d.conn.handle_open_failed(
+            d.now,
+            Some(status),
+            r#"{"detail":"the upstream did not answer in time"}"#,
+        );
+        d.drain();
+        assert!(d.reopen().ends_with("&expected_generation=3"), "{status}");
+        set_aside(&mut d);
+        assert!(!d.reopen().contains("expected_generation"), "{status}");
+    }
 }
 
 #[test]

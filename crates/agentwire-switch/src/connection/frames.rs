@@ -181,6 +181,8 @@ impl Connection {
 
     fn on_refused(&mut self, r: Refused) {
         let error = SwitchError::refused(r.status, Some(&r.detail));
+        // A refusal: this open did not attach.
+        self.open_may_attach = false;
         if self.retry_lost_attach(self.now, &error, true) {
             return;
         }

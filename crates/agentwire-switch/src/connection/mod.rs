@@ -308,8 +308,11 @@ pub struct Connection {
     /// not its answer or the `connection_state` reaches this client: the generation this client
     /// holds may be stale.
     attach_unconfirmed: bool,
-    /// The latest open was sent and has not been answered by a refusal nor reported as never
-    /// connected: it may have attached (folded into `attach_unconfirmed` by the next open).
+    /// The latest open was sent and has not been answered by a refusal (a `refused` frame, or an
+    /// HTTP status other than a gateway's 502, 504 or 520-524) nor attached: it may have
+    /// attached (folded into `attach_unconfirmed` by the next open). An open that failed with no
+    /// answer (`handle_open_error`, no status, a deadline) keeps it: its request may have reached
+    /// the server.
     open_may_attach: bool,
     /// The current open was fenced while `attach_unconfirmed`: a `taken_over` refusal of it may
     /// be this client's own lost attach, and is retried with the generation forgotten.

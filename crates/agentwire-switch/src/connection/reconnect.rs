@@ -4,6 +4,7 @@
 use super::{Connection, Event, State, Timer, Transmit, Transport, Wire};
 use crate::error::SwitchError;
 use crate::frame::{close_code_policy, refusal_status, ClosePolicy, EvictionCode};
+use crate::unanswered::gateway_status;
 use agentwire_core::{ErrorKind, Millis};
 
 impl Connection {
@@ -114,8 +115,6 @@ impl Connection {
     /// unfenced opens evict whoever holds the connection, which stops for good on its `evicted`
     /// `taken_over`. Returns whether it did (otherwise the refusal is final, as the spec says).
     pub(super) fn retry_lost_attach(&mut self, now: Millis, error: &SwitchError, close: bool) -> bool {
-        // A refusal: this open did not attach.
-        self.open_may_attach = false;
         if !self.fence_may_be_stale || error.code.as_deref() != Some(EvictionCode::TakenOver.as_str()) {
             return false;
         }
@@ -143,8 +142,12 @@ impl Connection {
             );
             return self.reconnect(now, None, &m, false);
         };
-        // An answer other than the upgrade or the stream: the server did not attach this open.
-        self.open_may_attach = false;
+        // An answer other than the upgrade or the stream: the server did not attach this open,
+        // unless a gateway gave it (502, 504, 520-524: the server's answer was lost behind it,
+        // after it may have read the open and attached).
+        if !gateway_status(status) {
+            self.open_may_attach = false;
+        }
         let no_ws_route = self.wire == Wire::WebSocket && crate::open::no_websocket_route(status);
         if self.ever_attached && (no_ws_route || (self.wire == Wire::Sse && status == 404)) {
             // The route served this connection before (the wire never changes once attached):
