@@ -141,7 +141,10 @@ async fn peer(generation: Generation) -> World {
 }
 
 /// Connection 0 (the first attach) cut after 2,000 bytes, then connection 1 (its reopen) and
-/// the others `schedule` lists; 40 messages over the WebSocket.
+/// the others `schedule` lists; 40 messages over the WebSocket. Besides `check`, the path under
+/// test was taken: exactly one `taken_over` refusal was set aside (the `Disconnected` saying the
+/// connection reopens without `expected_generation`), so the run cannot pass by never losing an
+/// attach.
 async fn lost_attach(schedule: &[(u64, Fault)]) {
     let w = peer(Generation::Current).await;
     let down = |after| Fault::Cut {
@@ -154,6 +157,12 @@ async fn lost_attach(schedule: &[(u64, Fault)]) {
     let proxy = fault_proxy::start(w.h.addr(), Config::scheduled(all)).await;
     let seen = run(&w, &proxy, Transport::WebSocket, 40, Duration::from_millis(20)).await;
     check("lost attach", 40, &seen, &proxy);
+    let set_aside = seen
+        .notes
+        .iter()
+        .filter(|n| n.contains("reopening without expected_generation"))
+        .count();
+    assert_eq!(set_aside, 1, "one taken_over set aside:\n  {}", seen.notes.join("\n  "));
     shutdown(w.h).await;
 }
 

@@ -436,7 +436,9 @@ impl Connection {
     }
 
     /// The generation of the last `connection_state`, sent as `expected_generation`; `None`
-    /// before one, and from a `taken_over` refusal of a lost attach's reopen until the next.
+    /// before one, and from a `taken_over` refusal set aside after a possibly lost attach (the
+    /// generation it proved stale is forgotten, the reopens go unfenced) until the next
+    /// `connection_state`. Saved with the cursor, an absent one resumes unfenced.
     pub fn generation(&self) -> Option<&ConnGeneration> {
         self.generation.as_ref()
     }
