@@ -163,7 +163,8 @@ export interface SwitchStatus {
   wire: "websocket" | "sse";
   /** The last sequence delivered in order: where a reopen resumes. */
   cursor?: number;
-  /** The `generation` of the last `connected` state. */
+  /** The `generation` of the last `connected` state; absent from a `taken_over` set aside after a
+   * possibly lost attach until the next `connected` (the reopens go unfenced meanwhile). */
   generation?: number | string;
   connectionId: string;
   agentId: string;
