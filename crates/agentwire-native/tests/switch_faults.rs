@@ -269,6 +269,54 @@ async fn an_sse_refusal_whose_body_breaks_off_is_retried() {
     .await;
 }
 
+/// An SSE open whose refusal's body trickles and is still not over when the driver's wait
+/// (`REFUSAL_BODY_WAIT_MS`, 2 s) passes: what came of it is the refusal, so a `409 taken_over`
+/// keeps its code (final, not retryable), as in the npm driver (it was an empty body: a
+/// retryable 409 without its code).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_refusal_whose_body_trickles_past_the_wait_keeps_its_code() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    bounded(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(tokio::time::timeout(Duration::from_secs(10), async move {
+            let mut held = Vec::new();
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let _ = tcp.read(&mut buf).await;
+                let head = "HTTP/1.1 409 Conflict\r\nTransfer-Encoding: chunked\r\n\r\n";
+                let _ = tcp
+                    .write_all(format!("{head}13\r\n{{\"detail\":\"taken_ov\r\n").as_bytes())
+                    .await;
+                tokio::time::sleep(Duration::from_millis(800)).await;
+                let _ = tcp.write_all(b"18\r\ner\",\"code\":\"taken_over\"}\r\n").await;
+                tokio::time::sleep(Duration::from_millis(800)).await;
+                let _ = tcp.write_all(b"1\r\n \r\n").await; // and never the last chunk
+                held.push(tcp);
+            }
+        }));
+        let w = world(peer_config(Generation::Released)).await;
+        let mut cfg = config(&w.b, Transport::Sse, &[]);
+        cfg.open_timeout_ms = 5_000;
+        let started = std::time::Instant::now();
+        let e = tokio::time::timeout(WAIT, agentwire_native::switch::SwitchClient::connect(&url, "k", cfg))
+            .await
+            .expect("bounded")
+            .unwrap_err();
+        assert_eq!(
+            (e.status, e.code.as_deref(), e.retryable),
+            (Some(409), Some("taken_over"), false),
+            "{e}"
+        );
+        assert!(
+            started.elapsed() >= Duration::from_millis(1_900),
+            "{:?}",
+            started.elapsed()
+        );
+    })
+    .await;
+}
+
 /// An SSE open to a server that takes the connection and never answers ends by the engine's open
 /// timeout (`open_timeout_ms`; the driver has no deadline of its own on it), and `connect` gives
 /// up with a timeout naming it.

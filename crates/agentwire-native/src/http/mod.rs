@@ -351,16 +351,18 @@ impl Response {
         }
     }
 
-    /// The first `limit` bytes of the body as text (lossy UTF-8): what is read of a refusal,
-    /// whose body may never end. An error before its end or `limit` (the connection closed in
-    /// the middle of it, a broken chunked encoding) is the error: a body cut short is not the
-    /// answer the server sent.
-    pub(crate) async fn body_start(mut self, limit: usize) -> Result<String, Error> {
+    /// The first `limit` bytes of the body as text (lossy UTF-8), or what came of them by
+    /// `deadline`: what is read of a refusal, whose body may trickle or never end. An error
+    /// before its end, `limit` or `deadline` (the connection closed in the middle of it, a
+    /// broken chunked encoding) is the error: a body cut short is not the answer the server
+    /// sent. What was read when `deadline` passes is kept ([`Response::chunk`] is cancel-safe).
+    pub(crate) async fn body_start(mut self, limit: usize, deadline: tokio::time::Instant) -> Result<String, Error> {
         let mut body = Vec::new();
         while body.len() < limit {
-            match self.chunk().await? {
-                Some(piece) => body.extend_from_slice(&piece),
-                None => break,
+            match tokio::time::timeout_at(deadline, self.chunk()).await {
+                Ok(Ok(Some(piece))) => body.extend_from_slice(&piece),
+                Ok(Ok(None)) | Err(_) => break,
+                Ok(Err(e)) => return Err(e),
             }
         }
         body.truncate(limit);

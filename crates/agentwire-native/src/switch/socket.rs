@@ -137,17 +137,17 @@ impl Dialer {
             return Ok(Socket::Sse(Box::new(response)));
         }
         let status = response.status;
-        // The start of the refusal's body, bounded in size (what the engine reads) and time; a
-        // body that cannot be read in time is empty. One that breaks off before its end is no
-        // answer, retried: cut, a `409 taken_over` would be a final refusal without its code.
-        let wait = Duration::from_millis(REFUSAL_BODY_WAIT_MS);
-        match tokio::time::timeout(wait, response.body_start(REFUSAL_BODY_MAX)).await {
-            Ok(Err(e)) => Err(OpenFailed::no_answer(format!(
+        // The start of the refusal's body, bounded in size (what the engine reads) and time: what
+        // came of it in REFUSAL_BODY_WAIT_MS is handed over (a trickled `409 taken_over` keeps
+        // its code). One that breaks off before its end is no answer, retried: cut, a
+        // `409 taken_over` would be a final refusal without its code.
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(REFUSAL_BODY_WAIT_MS);
+        match response.body_start(REFUSAL_BODY_MAX, deadline).await {
+            Err(e) => Err(OpenFailed::no_answer(format!(
                 "the HTTP {status} answer broke off: {}",
                 e.message
             ))),
-            Ok(Ok(body)) => Err(OpenFailed::Failed(Some(status), body)),
-            Err(_) => Err(OpenFailed::Failed(Some(status), String::new())),
+            Ok(body) => Err(OpenFailed::Failed(Some(status), body)),
         }
     }
 }
