@@ -513,9 +513,8 @@ thread_local! {
 const HOST_MESSAGE: usize = 200;
 
 /// What the `error` event says, where the host says something (its `message`: Bun's and Deno's
-/// name a refused upgrade's status, the `ws` package's too; a browser's says nothing), cut to
-/// [`HOST_MESSAGE`] bytes. Not when it may quote an address with credentials (`secret`; Bun's
-/// quotes the address): a message with a `://` is not taken then, nor one over 4096 UTF-16 units.
+/// name a refused upgrade's status, the `ws` package's too; a browser's says nothing), as
+/// [`quotable`] takes it; not one over 4096 UTF-16 units.
 fn host_message(ev: &JsValue, secret: bool) -> Option<String> {
     let m = Reflect::get(ev, &JsValue::from_str("message"))
         .ok()?
@@ -524,8 +523,15 @@ fn host_message(ev: &JsValue, secret: bool) -> Option<String> {
     if m.length() > 4096 {
         return None;
     }
-    let m = String::from(m);
-    if secret && m.as_bytes().windows(3).any(|w| w == b"://") {
+    quotable(&String::from(m), secret)
+}
+
+/// A host's message trimmed and cut to [`HOST_MESSAGE`] bytes; `None` when empty, or when it
+/// may quote an address with credentials (`secret`: the address has a query or user
+/// information; Bun's message quotes the address): then a message with a `://`, a `?` or an `@`
+/// (an address quoted without its scheme, `host/path?token=…`) is not taken.
+fn quotable(m: &str, secret: bool) -> Option<String> {
+    if secret && (m.contains("://") || m.contains(['?', '@'])) {
         return None;
     }
     let m = agentwire_core::text::prefix(m.trim_ascii(), HOST_MESSAGE);
@@ -608,4 +614,27 @@ fn busy_at(at: usize) -> JsValue {
         false => "the client is busy: called from inside its own WebSocket's send() or close()",
     };
     crate::errors::local(agentwire_core::ErrorKind::State, m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quotable;
+
+    /// A host message that may quote a secret address is not taken, with or without its scheme;
+    /// one for an address without credentials is, whatever it quotes.
+    #[test]
+    fn a_message_that_may_quote_a_secret_address_is_not_taken() {
+        let refused = "Expected 101 status code, got 401";
+        assert_eq!(quotable(refused, true).as_deref(), Some(refused));
+        for quoting in [
+            "failed to connect to wss://h/ws?token=s",
+            "failed to connect to h/ws?token=s",
+            "failed to connect to user:pw@h/ws",
+        ] {
+            assert_eq!(quotable(quoting, true), None, "{quoting}");
+            assert_eq!(quotable(quoting, false).as_deref(), Some(quoting), "{quoting}");
+        }
+        assert_eq!(quotable("  \n", false), None);
+        assert_eq!(quotable(" x ", true).as_deref(), Some("x"));
+    }
 }
