@@ -8,32 +8,25 @@ use crate::frame::Generation;
 use agentwire_core::Millis;
 use serde::Serialize;
 
-/// Whether calling `method` with `params` twice is the same as calling it once, so that a
-/// request sent and never answered may be made again
-/// ([`agentwire_core::Error::unanswered`]): the reads (and `system/ping`), and a `messages/send`
-/// that carries a `postId` (agentwire extension: a server answers a repeat with the original
-/// message). Anything else, a method this engine does not know included, may act twice.
-pub(crate) fn idempotent(method: &str, params: Option<&serde_json::value::RawValue>) -> bool {
-    match method {
+/// Whether calling `method` twice is the same as calling it once, so that a request sent and
+/// never answered may be made again ([`agentwire_core::Error::unanswered`]): the reads (and
+/// `system/ping`). Anything else, a method this engine does not know included, may act twice. A
+/// `messages/send` never is, whatever its `postId`: a server that implements that agentwire
+/// extension answers a repeat with the original message, but the spec has no `postId` and a
+/// server that ignores unknown keys posts twice, and the engine cannot know which it talks to.
+pub(crate) fn idempotent(method: &str) -> bool {
+    matches!(
+        method,
         "system/ping"
-        | "agents/lookup"
-        | "agents/lookupByName"
-        | "agents/list"
-        | "conversations/list"
-        | "conversations/get"
-        | "messages/list"
-        | "agent/message/list"
-        | "presence/subscribe" => true,
-        "messages/send" => params.is_some_and(|p| {
-            #[derive(serde::Deserialize)]
-            struct Keyed {
-                #[serde(rename = "postId")]
-                post_id: Option<String>,
-            }
-            serde_json::from_str::<Keyed>(p.get()).is_ok_and(|k| k.post_id.is_some_and(|id| !id.is_empty()))
-        }),
-        _ => false,
-    }
+            | "agents/lookup"
+            | "agents/lookupByName"
+            | "agents/list"
+            | "conversations/list"
+            | "conversations/get"
+            | "messages/list"
+            | "agent/message/list"
+            | "presence/subscribe"
+    )
 }
 
 /// `dm` or `group`.
@@ -106,8 +99,10 @@ pub struct SendMessage {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_to_id: Option<String>,
     /// Current generation, agentwire extension: the sender's id for this post (1..=128 printable
-    /// ASCII), echoed on the `Message`. A server deduplicates it per sender: sending the same
-    /// `postId` again answers the original message and stores nothing.
+    /// ASCII), echoed on the `Message`. A server that implements the extension deduplicates it
+    /// per sender: sending the same `postId` again answers the original message and stores
+    /// nothing. One that does not ignores it, so a send that carries one is still not retryable
+    /// when it went out and was not answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub post_id: Option<String>,
 }

@@ -400,7 +400,7 @@ impl Session {
         let id = self.peek_id();
         let wire = self.encode_for_send(self.generation, &id, method, params.as_deref())?;
         self.next_id += 1;
-        let idempotent = methods::idempotent(method, params.as_deref());
+        let idempotent = methods::idempotent(method);
         self.pending.insert(id.clone(), (now, idempotent));
         self.timers
             .set(Timer::Request(id.clone()), now.saturating_add(timeout_ms));
