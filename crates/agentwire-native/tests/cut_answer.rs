@@ -18,9 +18,10 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// Relays every connection to `upstream`; on connection number `cut` (counted from 0), the first
-/// read from the server holding `marker` (the answer) is dropped (replaced by `gateway`'s answer
-/// when there is one, as the relay or nginx answer a lost upstream) and both sockets closed.
+/// Relays every connection to `upstream`; on each connection numbered in `cuts` (counted from 0),
+/// the first read from the server holding its `marker` (the answer) is dropped (replaced by
+/// `gateway`'s answer when there is one, as the relay or nginx answer a lost upstream) and both
+/// sockets closed.
 struct CutProxy {
     addr: SocketAddr,
     connections: Arc<AtomicU64>,
@@ -34,16 +35,12 @@ impl Drop for CutProxy {
 }
 
 impl CutProxy {
-    async fn start(upstream: SocketAddr, cut: u64, marker: &'static str) -> CutProxy {
-        Self::start_with(upstream, cut, marker, None).await
+    async fn start(upstream: SocketAddr, cuts: &[(u64, &'static str)]) -> CutProxy {
+        Self::start_with(upstream, cuts, None).await
     }
 
-    async fn start_with(
-        upstream: SocketAddr,
-        cut: u64,
-        marker: &'static str,
-        gateway: Option<&'static str>,
-    ) -> CutProxy {
+    async fn start_with(upstream: SocketAddr, cuts: &[(u64, &'static str)], gateway: Option<&'static str>) -> CutProxy {
+        let cuts = cuts.to_vec();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(AtomicU64::new(0));
@@ -54,7 +51,7 @@ impl CutProxy {
                 let Ok(server) = TcpStream::connect(upstream).await else {
                     return;
                 };
-                let marker = (n == cut).then_some(marker);
+                let marker = cuts.iter().find(|(c, _)| *c == n).map(|(_, m)| *m);
                 tokio::spawn(relay(client, server, marker, gateway));
             }
         });
@@ -113,7 +110,7 @@ async fn rkt_pay_cut_after_it_reached_the_server_is_not_retryable() {
             ..ReferenceConfig::default()
         };
         let srv = common::server(rc).await;
-        let proxy = CutProxy::start(srv.local_addr(), 0, "receipt_id").await;
+        let proxy = CutProxy::start(srv.local_addr(), &[(0, "receipt_id")]).await;
         let cfg = || ClientConfig {
             authorization: Some("Bearer k-123".into()),
             ..ClientConfig::default()
@@ -145,8 +142,9 @@ async fn switch_post_cut_after_it_reached_the_server_is_not_retryable() {
         let h = spawn(listener, PeerConfig::new(Generation::Current)).unwrap();
         let (a, b) = (h.add_agent("alice"), h.add_agent("bob"));
         let room = h.add_room("lobby", &[&a.id, &b.id]);
-        // Connection 0 is the WebSocket, 1 connect_to_room, 2 the post, whose answer is cut.
-        let proxy = CutProxy::start(h.addr(), 2, "event_id").await;
+        // Connection 0 is the WebSocket, 1 connect_to_room, 2 the post, whose answer is cut, 3
+        // connect_to_room again, whose answer is cut too (any answer: its status line).
+        let proxy = CutProxy::start(h.addr(), &[(2, "event_id"), (3, "HTTP/1.1 ")]).await;
         let mut cfg = ConnectionConfig::new(OpenParams::new(a.id.clone(), "0f8fad5b-d9cb-469f-a165-70867728950e"));
         cfg.open.rooms = vec![room.clone()];
         let c = SwitchClient::connect(&format!("http://{}", proxy.addr), &a.key, cfg)
@@ -158,9 +156,12 @@ async fn switch_post_cut_after_it_reached_the_server_is_not_retryable() {
         assert_final(e.kind, e.retryable, &e.message);
         assert_eq!(h.head(&b.id), before + 1, "posted once");
         assert_eq!(proxy.connections(), 3, "the post was not sent again");
-        // A read cut the same way stays retryable: reading again is safe.
-        let e = c.call(&ConnectToRoom::new(room.clone())).await;
-        assert!(e.is_ok(), "{e:?}");
+        // An idempotent call cut the same way stays retryable: making it again is safe.
+        let e = c.call(&ConnectToRoom::new(room.clone())).await.unwrap_err();
+        assert_eq!((e.kind, e.retryable), (ErrorKind::Closed, true), "{e}");
+        assert!(!e.message.ends_with(MAY_HAVE_RUN), "{e}");
+        assert_eq!(proxy.connections(), 4, "it was not made again behind the caller");
+        c.call(&ConnectToRoom::new(room.clone())).await.unwrap();
         c.close().await;
     })
     .await;
@@ -183,7 +184,7 @@ async fn switch_post_answered_by_a_gateway_after_it_reached_the_server_is_not_re
         let (a, b) = (h.add_agent("alice"), h.add_agent("bob"));
         let room = h.add_room("lobby", &[&a.id, &b.id]);
         // Connection 0 is the WebSocket, 1 connect_to_room, 2 the post, answered 502.
-        let proxy = CutProxy::start_with(h.addr(), 2, "event_id", Some(BAD_GATEWAY)).await;
+        let proxy = CutProxy::start_with(h.addr(), &[(2, "event_id")], Some(BAD_GATEWAY)).await;
         let mut cfg = ConnectionConfig::new(OpenParams::new(a.id.clone(), "0f8fad5b-d9cb-469f-a165-70867728950e"));
         cfg.open.rooms = vec![room.clone()];
         let c = SwitchClient::connect(&format!("http://{}", proxy.addr), &a.key, cfg)
@@ -228,7 +229,7 @@ async fn moltzap_send_cut_after_it_reached_the_server_is_not_retryable() {
             .await
             .unwrap()
             .api_key;
-        let proxy = CutProxy::start(h.local_addr(), 0, "\"parts\"").await;
+        let proxy = CutProxy::start(h.local_addr(), &[(0, "\"parts\"")]).await;
         let url = format!("ws://{}/ws", proxy.addr);
         let a = MoltZapClient::connect(&url, Credentials::AgentKey(ka), MoltZapConfig::default())
             .await
