@@ -211,6 +211,27 @@ async fn canned(answers: Vec<Vec<u8>>) -> String {
     url
 }
 
+/// A raw server that reads each connection's request, lets `answer` write what it will, and
+/// holds the connection open (for 10 s at most): a server that never finishes its answer.
+async fn holding<F, Fut>(answer: F) -> String
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = tokio::net::TcpStream> + Send,
+{
+    use tokio::io::AsyncReadExt;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(tokio::time::timeout(Duration::from_secs(10), async move {
+        let mut held = Vec::new();
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            let mut buf = [0u8; 4096];
+            let _ = tcp.read(&mut buf).await;
+            held.push(answer(tcp).await);
+        }
+    }));
+    url
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_http_answers_are_typed_errors() {
     bounded(async {
@@ -275,26 +296,20 @@ async fn an_sse_refusal_whose_body_breaks_off_is_retried() {
 /// retryable 409 without its code).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_sse_refusal_whose_body_trickles_past_the_wait_keeps_its_code() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     bounded(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(tokio::time::timeout(Duration::from_secs(10), async move {
-            let mut held = Vec::new();
-            while let Ok((mut tcp, _)) = listener.accept().await {
-                let mut buf = [0u8; 4096];
-                let _ = tcp.read(&mut buf).await;
-                let head = "HTTP/1.1 409 Conflict\r\nTransfer-Encoding: chunked\r\n\r\n";
-                let _ = tcp
-                    .write_all(format!("{head}13\r\n{{\"detail\":\"taken_ov\r\n").as_bytes())
-                    .await;
-                tokio::time::sleep(Duration::from_millis(800)).await;
-                let _ = tcp.write_all(b"18\r\ner\",\"code\":\"taken_over\"}\r\n").await;
-                tokio::time::sleep(Duration::from_millis(800)).await;
-                let _ = tcp.write_all(b"1\r\n \r\n").await; // and never the last chunk
-                held.push(tcp);
-            }
-        }));
+        let url = holding(|mut tcp| async move {
+            let head = "HTTP/1.1 409 Conflict\r\nTransfer-Encoding: chunked\r\n\r\n";
+            let _ = tcp
+                .write_all(format!("{head}13\r\n{{\"detail\":\"taken_ov\r\n").as_bytes())
+                .await;
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            let _ = tcp.write_all(b"18\r\ner\",\"code\":\"taken_over\"}\r\n").await;
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            let _ = tcp.write_all(b"1\r\n \r\n").await; // and never the last chunk
+            tcp
+        })
+        .await;
         let w = world(peer_config(Generation::Released)).await;
         let mut cfg = config(&w.b, Transport::Sse, &[]);
         cfg.open_timeout_ms = 5_000;
@@ -323,14 +338,7 @@ async fn an_sse_refusal_whose_body_trickles_past_the_wait_keeps_its_code() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_sse_open_that_is_never_answered_ends_by_the_engines_open_timeout() {
     bounded(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(tokio::time::timeout(Duration::from_secs(10), async move {
-            let mut held = Vec::new();
-            while let Ok((tcp, _)) = listener.accept().await {
-                held.push(tcp); // read nothing, answer nothing
-            }
-        }));
+        let url = holding(|tcp| async move { tcp }).await; // answer nothing
         let w = world(peer_config(Generation::Released)).await;
         let mut cfg = config(&w.b, Transport::Sse, &[]);
         cfg.open_timeout_ms = 300;
@@ -354,21 +362,15 @@ async fn an_sse_open_that_is_never_answered_ends_by_the_engines_open_timeout() {
 /// error naming the field, not with a timeout after the open deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_connection_state_fails_connect_at_once_with_its_error() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     bounded(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(tokio::time::timeout(Duration::from_secs(10), async move {
-            let mut held = Vec::new();
-            while let Ok((mut tcp, _)) = listener.accept().await {
-                let mut buf = [0u8; 4096];
-                let _ = tcp.read(&mut buf).await;
-                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\n";
-                let body = "event: connection_state\ndata: {\"connection_id\":7}\n\n";
-                let _ = tcp.write_all(format!("{head}{body}").as_bytes()).await;
-                held.push(tcp);
-            }
-        }));
+        let url = holding(|mut tcp| async move {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\n";
+            let body = "event: connection_state\ndata: {\"connection_id\":7}\n\n";
+            let _ = tcp.write_all(format!("{head}{body}").as_bytes()).await;
+            tcp
+        })
+        .await;
         let w = world(peer_config(Generation::Released)).await;
         let mut cfg = config(&w.b, Transport::Sse, &[]);
         cfg.open_timeout_ms = 5_000;
