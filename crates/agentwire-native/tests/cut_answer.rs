@@ -11,6 +11,7 @@
 mod common;
 
 use agentwire_core::{ErrorKind, MAY_HAVE_RUN};
+use agentwire_switch::ops::{ConnectToRoom, PostMessage};
 use common::bounded;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -130,27 +131,40 @@ async fn rkt_pay_cut_after_it_reached_the_server_is_not_retryable() {
     .await;
 }
 
-#[tokio::test]
-async fn switch_post_cut_after_it_reached_the_server_is_not_retryable() {
-    use agentwire_native::switch::SwitchClient;
+/// Alice connected to a current Switch peer through a [`CutProxy`] (`cuts`, `gateway`) and in room
+/// lobby with bob (connections 0 and 1: the WebSocket and her `connect_to_room`).
+struct Switch {
+    h: agentwire_peer_switch::PeerHandle,
+    b: agentwire_peer_switch::Agent,
+    room: String,
+    proxy: CutProxy,
+    c: agentwire_native::switch::SwitchClient,
+}
+
+async fn switch_in_room(cuts: &[(u64, &'static str)], gateway: Option<&'static str>) -> Switch {
     use agentwire_peer_switch::{spawn, Generation, PeerConfig};
     use agentwire_switch::open::OpenParams;
-    use agentwire_switch::ops::{ConnectToRoom, PostMessage};
     use agentwire_switch::ConnectionConfig;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let h = spawn(listener, PeerConfig::new(Generation::Current)).unwrap();
+    let (a, b) = (h.add_agent("alice"), h.add_agent("bob"));
+    let room = h.add_room("lobby", &[&a.id, &b.id]);
+    let proxy = CutProxy::start_with(h.addr(), cuts, gateway).await;
+    let mut cfg = ConnectionConfig::new(OpenParams::new(a.id.clone(), "0f8fad5b-d9cb-469f-a165-70867728950e"));
+    cfg.open.rooms = vec![room.clone()];
+    let c = agentwire_native::switch::SwitchClient::connect(&format!("http://{}", proxy.addr), &a.key, cfg)
+        .await
+        .unwrap();
+    c.call(&ConnectToRoom::new(room.clone())).await.unwrap();
+    Switch { h, b, room, proxy, c }
+}
+
+#[tokio::test]
+async fn switch_post_cut_after_it_reached_the_server_is_not_retryable() {
     bounded(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let h = spawn(listener, PeerConfig::new(Generation::Current)).unwrap();
-        let (a, b) = (h.add_agent("alice"), h.add_agent("bob"));
-        let room = h.add_room("lobby", &[&a.id, &b.id]);
         // Connection 0 is the WebSocket, 1 connect_to_room, 2 the post, whose answer is cut, 3
         // connect_to_room again, whose answer is cut too (any answer: its status line).
-        let proxy = CutProxy::start(h.addr(), &[(2, "event_id"), (3, "HTTP/1.1 ")]).await;
-        let mut cfg = ConnectionConfig::new(OpenParams::new(a.id.clone(), "0f8fad5b-d9cb-469f-a165-70867728950e"));
-        cfg.open.rooms = vec![room.clone()];
-        let c = SwitchClient::connect(&format!("http://{}", proxy.addr), &a.key, cfg)
-            .await
-            .unwrap();
-        c.call(&ConnectToRoom::new(room.clone())).await.unwrap();
+        let Switch { h, b, room, proxy, c } = switch_in_room(&[(2, "event_id"), (3, "HTTP/1.1 ")], None).await;
         let before = h.head(&b.id);
         let e = c.call(&PostMessage::new("order 1")).await.unwrap_err();
         assert_final(e.kind, e.retryable, &e.message);
@@ -173,24 +187,9 @@ const BAD_GATEWAY: &str = "HTTP/1.1 502 Bad Gateway\r\ncontent-type: application
 /// Before, a gateway's 502 was `remote` and retryable like any 5xx, and a retry posted twice.
 #[tokio::test]
 async fn switch_post_answered_by_a_gateway_after_it_reached_the_server_is_not_retryable() {
-    use agentwire_native::switch::SwitchClient;
-    use agentwire_peer_switch::{spawn, Generation, PeerConfig};
-    use agentwire_switch::open::OpenParams;
-    use agentwire_switch::ops::{ConnectToRoom, PostMessage};
-    use agentwire_switch::ConnectionConfig;
     bounded(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let h = spawn(listener, PeerConfig::new(Generation::Current)).unwrap();
-        let (a, b) = (h.add_agent("alice"), h.add_agent("bob"));
-        let room = h.add_room("lobby", &[&a.id, &b.id]);
         // Connection 0 is the WebSocket, 1 connect_to_room, 2 the post, answered 502.
-        let proxy = CutProxy::start_with(h.addr(), &[(2, "event_id")], Some(BAD_GATEWAY)).await;
-        let mut cfg = ConnectionConfig::new(OpenParams::new(a.id.clone(), "0f8fad5b-d9cb-469f-a165-70867728950e"));
-        cfg.open.rooms = vec![room.clone()];
-        let c = SwitchClient::connect(&format!("http://{}", proxy.addr), &a.key, cfg)
-            .await
-            .unwrap();
-        c.call(&ConnectToRoom::new(room.clone())).await.unwrap();
+        let Switch { h, b, proxy, c, .. } = switch_in_room(&[(2, "event_id")], Some(BAD_GATEWAY)).await;
         let before = h.head(&b.id);
         let e = c.call(&PostMessage::new("order 1")).await.unwrap_err();
         assert_eq!(
