@@ -4,19 +4,25 @@
 
 use super::*;
 
+/// The next connection to `listener`, its request's head read.
+async fn request_read(listener: &tokio::net::TcpListener) -> tokio::net::TcpStream {
+    let (mut s, _) = listener.accept().await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        assert_eq!(s.read(&mut byte).await.unwrap(), 1);
+        head.push(byte[0]);
+    }
+    s
+}
+
 #[tokio::test]
 async fn a_dropped_wait_loses_nothing_and_keeps_the_read_buffer() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let origin = Origin::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
     let (go, went) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        let (mut s, _) = listener.accept().await.unwrap();
-        let mut head = Vec::new();
-        while !head.ends_with(b"\r\n\r\n") {
-            let mut byte = [0u8; 1];
-            assert_eq!(s.read(&mut byte).await.unwrap(), 1);
-            head.push(byte[0]);
-        }
+        let mut s = request_read(&listener).await;
         s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n")
             .await
             .unwrap();
@@ -54,13 +60,7 @@ async fn the_start_of_an_endless_body_is_read() {
     let origin = Origin::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
     let (done, ended) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        let (mut s, _) = listener.accept().await.unwrap();
-        let mut head = Vec::new();
-        while !head.ends_with(b"\r\n\r\n") {
-            let mut byte = [0u8; 1];
-            assert_eq!(s.read(&mut byte).await.unwrap(), 1);
-            head.push(byte[0]);
-        }
+        let mut s = request_read(&listener).await;
         let mut answer = b"HTTP/1.1 409 Conflict\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
         for _ in 0..100 {
             answer.extend_from_slice(b"400\r\n");
