@@ -2,10 +2,13 @@
 //! `shared/DESIGN.md`, "Switch in the browser: the relay"), and the sans-IO session.
 
 mod client;
+mod driver;
 mod fetch;
 mod options;
 mod refresh;
+mod renew;
 mod session;
+mod stream;
 
 pub use client::SwitchDriver;
 pub use session::SwitchSession;

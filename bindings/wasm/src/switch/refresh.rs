@@ -17,6 +17,7 @@
 //! token starts one at once (a client clock behind the relay's never sees the token due).
 
 use agentwire_core::Millis;
+use agentwire_relay::token::{is_token_byte, MAX_TOKEN_LEN};
 use js_sys::Function;
 
 /// How long after a failed `refreshToken` it is called again (from a timer; a reopen calls it
@@ -168,6 +169,17 @@ impl Refresh {
             }
         }
     }
+}
+
+/// A relay token is base64url (with `.` between parts): valid in a subprotocol name.
+pub(super) fn check_token(token: &str) -> Result<(), String> {
+    if token.is_empty() || token.len() > MAX_TOKEN_LEN {
+        return Err(format!("the token must be 1..={MAX_TOKEN_LEN} characters"));
+    }
+    if !token.bytes().all(is_token_byte) {
+        return Err("the token must be base64url (A-Z a-z 0-9 - _, parts joined by .)".into());
+    }
+    Ok(())
 }
 
 /// A relay token's `exp` in ms, read without verifying it (the relay verifies), by the relay
