@@ -506,8 +506,23 @@ fn an_event_whose_id_is_not_digits_is_dropped_not_taken_as_that_sequence() {
         matches!(&e[..], [Event::Diagnostic(err)] if err.code.as_deref() == Some("id")),
         "{e:?}"
     );
+    // Its name says it was an event: lost to this client, so the next one carries a gap.
     bytes(&mut d, &capture("message_unaddressed.sse"));
-    assert_eq!(d.delivered(), vec![5]);
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![5]);
+    assert_eq!(gaps(&e), vec![(5, 0, 0)], "{e:?}");
+}
+
+#[test]
+fn an_event_with_no_id_line_is_a_gap() {
+    let mut d = live();
+    let no_id = capture("message_unaddressed.sse").replacen("id: 5\n", "", 1);
+    assert!(no_id.starts_with("event: message\n"), "{no_id}");
+    bytes(&mut d, &no_id);
+    bytes(&mut d, &capture("message_unaddressed.sse"));
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![5]);
+    assert_eq!(gaps(&e), vec![(5, 0, 0)], "{e:?}");
 }
 
 #[test]

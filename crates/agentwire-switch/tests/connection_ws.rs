@@ -330,6 +330,30 @@ fn an_unreadable_event_with_its_id_first_is_a_gap() {
 }
 
 #[test]
+fn an_unreadable_event_whose_id_cannot_be_read_is_still_a_gap() {
+    let cut = message(2);
+    for broken in [
+        // Cut short before its `id` (switch-core writes it last).
+        &cut[..cut.len() - 8],
+        // The id as a string (`WrongType id`).
+        &message(2).replace(r#""id":2"#, r#""id":"2""#),
+        // Neither `id` nor `data.sequence`.
+        r#"{"event":"message","data":{"type":"message","room_id":"r","payload":{}}}"#,
+        // The flat shape a domain event never comes in.
+        r#"{"type":"task_update","room_id":"r","sequence":2}"#,
+    ] {
+        let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+        d.text(&message(1));
+        d.text(broken);
+        d.text(&message(3));
+        let e = d.events();
+        // Its name is a domain kind: an event lost to this client, whatever else is broken.
+        assert_eq!(sequences(&e), vec![1, 3], "{broken}");
+        assert_eq!(gaps(&e), vec![(3, 1, 1)], "{broken}: {e:?}");
+    }
+}
+
+#[test]
 fn an_unreadable_gap_is_still_a_gap() {
     let mut d = Driver::live_ws(ws(), 100, &[ROOM]);
     d.text(r#"{"event":"gap","data":{"from_sequence":100}}"#);

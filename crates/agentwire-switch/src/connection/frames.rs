@@ -3,7 +3,7 @@
 use super::{Connection, Event, Item, State, Timer, Wire};
 use crate::error::SwitchError;
 use crate::frame::{
-    encode_pong, ConnectionState, DomainEvent, Evicted, EvictionPolicy, Frame, FrameError, Gap, Refused,
+    encode_pong, ConnectionState, DomainEvent, EventKind, Evicted, EvictionPolicy, Frame, FrameError, Gap, Refused,
 };
 use agentwire_core::{ErrorKind, Millis};
 
@@ -46,10 +46,11 @@ impl Connection {
         }
     }
 
-    /// A frame that could not be decoded. When it was (or may have been) a domain event, the
-    /// event is lost to this client: that is recorded as a gap held for the next event, so the
-    /// user re-reads the room. Its sequence is unchecked (the frame is broken), so it never moves
-    /// the dedup bound or the cursor: a wrong one would drop every later event below it.
+    /// A frame that could not be decoded. When it was (or may have been) a domain event (its
+    /// sequence is readable, its name is a domain kind, or it is over a limit), the event is lost
+    /// to this client: that is recorded as a gap held for the next event, so the user re-reads
+    /// the room. Its sequence is unchecked (the frame is broken), so it never moves the dedup
+    /// bound or the cursor: a wrong one would drop every later event below it.
     /// A `gap` frame that could not be read is still a gap, from what was received, in every
     /// room; its `resumed_at` is unknown, so the next event is taken whatever its sequence (a
     /// lost numbering would otherwise make every later event a duplicate). Anything else is a
@@ -65,7 +66,10 @@ impl Connection {
             return self.on_unreadable_attach(e);
         }
         let gap = name == Some("gap");
-        let may_be_event = sequence.is_some() || e.is_limit();
+        // A domain kind's name makes it a domain event whatever else is broken (its id absent,
+        // a string, or cut off): the spec's rule, so no loss is hidden.
+        let domain = name.is_some_and(|n| EventKind::known(n).is_some());
+        let may_be_event = sequence.is_some() || e.is_limit() || domain;
         if self.state != State::Live || self.overflowed || !(gap || may_be_event) {
             return;
         }
