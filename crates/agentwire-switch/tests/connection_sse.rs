@@ -123,6 +123,26 @@ fn any_chunking_gives_the_same_events() {
 }
 
 #[test]
+fn beats_answered_after_stopped_change_nothing() {
+    // Closed by the user, and stopped by a beat refused `401`, with two beats unanswered.
+    for stop in [
+        |d: &mut Driver, _: u64| d.conn.close(d.now),
+        |d: &mut Driver, id: u64| d.conn.handle_http_response(d.now, id, 401, r#"{"detail":"bad key"}"#),
+    ] {
+        let mut d = live();
+        d.advance(2_000);
+        let (first, _) = beat(&mut d);
+        d.advance(2_000);
+        let (second, _) = beat(&mut d);
+        stop(&mut d, second);
+        assert!(matches!(d.drain().1.last(), Some(Event::Stopped { .. })));
+        assert_eq!(d.conn.poll_timeout(), None);
+        // The first beat's answer comes late: it arms no timer and queues nothing.
+        assert_inert_when_stopped(&mut d, &[first, second]);
+    }
+}
+
+#[test]
 fn beats_carry_the_cursor_every_interval() {
     let mut d = live();
     bytes(&mut d, &capture("message_addressed.sse"));

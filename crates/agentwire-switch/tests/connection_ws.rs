@@ -1370,6 +1370,20 @@ fn the_user_closes() {
 }
 
 #[test]
+fn nothing_happens_after_stopped() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.text(&message(1));
+    d.conn.close(d.now);
+    d.drain();
+    assert_inert_when_stopped(&mut d, &[]);
+    // Stopped by the server, not the user.
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.text(&evicted("taken_over"));
+    assert!(matches!(d.drain().1.last(), Some(Event::Stopped { error: Some(_) })));
+    assert_inert_when_stopped(&mut d, &[]);
+}
+
+#[test]
 fn a_full_queue_loses_nothing() {
     let mut cfg = ws();
     cfg.max_queued_events = 3;

@@ -110,7 +110,12 @@ impl Connection {
         self.beat_failed(now, m);
     }
 
+    /// An answer to a beat. After `Stopped` nothing is waited for and nothing more happens: no
+    /// timer, no diagnostic.
     pub(super) fn on_beat_answer(&mut self, now: Millis, id: u64, answer: Result<(u16, &str), &str>) {
+        if self.state == State::Stopped {
+            return;
+        }
         let Some((_, latest)) = self.beat_in_flight.filter(|(o, l)| (*o..=*l).contains(&id)) else {
             let m = format!("answer to HTTP call {id}, which is not waiting (late or unknown); dropped");
             return self.diagnostic(SwitchError::local(ErrorKind::Protocol, m));

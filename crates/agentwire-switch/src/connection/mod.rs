@@ -953,6 +953,7 @@ impl Connection {
         self.close_socket(reason);
         self.state = State::Stopped;
         self.timers.clear();
+        self.beat_in_flight = None;
         self.overflowed = false;
         // Stopped goes after everything queued, whatever the bound.
         self.push_always(Event::Stopped { error });

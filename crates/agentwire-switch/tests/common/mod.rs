@@ -106,6 +106,100 @@ impl Driver {
     }
 }
 
+/// One input handed to a connection.
+pub type Input = Box<dyn Fn(&mut Driver)>;
+
+/// Every input a driver may still hand a stopped connection (late HTTP answers, among them to
+/// `http_ids`, frames, closes, open outcomes, timeouts, commands): each leaves it stopped with
+/// no event, no transmit and no timer.
+pub fn assert_inert_when_stopped(d: &mut Driver, http_ids: &[u64]) {
+    use agentwire_switch::connection::State;
+    use agentwire_switch::SwitchError;
+    assert_eq!(d.conn.state(), State::Stopped);
+    let unknown = http_ids.iter().max().map_or(1, |id| id + 100);
+    let mut inputs: Vec<(String, Input)> = Vec::new();
+    for &id in http_ids.iter().chain([&unknown]) {
+        for (status, body) in [
+            (200, r#"{"ok":true,"rooms":[]}"#),
+            (500, ""),
+            (409, r#"{"detail":"taken_over","code":"taken_over"}"#),
+            (404, ""),
+        ] {
+            inputs.push((
+                format!("HTTP {id} answered {status}"),
+                Box::new(move |d: &mut Driver| d.conn.handle_http_response(d.now, id, status, body)),
+            ));
+        }
+        inputs.push((
+            format!("HTTP {id} failed"),
+            Box::new(move |d: &mut Driver| d.conn.handle_http_failed(d.now, id, "reset")),
+        ));
+    }
+    let frames = [
+        message(1_000),
+        PING.to_owned(),
+        gap(0, 0),
+        "}{".to_owned(),
+        evicted("taken_over"),
+    ];
+    for frame in frames {
+        let sse = match serde_json::from_str::<serde_json::Value>(&frame) {
+            Ok(v) => format!("event: {}\ndata: {}\n\n", v["event"].as_str().unwrap_or("x"), v["data"]),
+            Err(_) => format!("event: message\nid: 1000\ndata: {frame}\n\n"),
+        };
+        let text = frame.clone();
+        inputs.push((
+            format!("text {frame:.30}"),
+            Box::new(move |d: &mut Driver| d.text(&text)),
+        ));
+        inputs.push((
+            format!("bytes {sse:.30}"),
+            Box::new(move |d: &mut Driver| d.conn.handle_bytes(d.now, sse.as_bytes())),
+        ));
+    }
+    inputs.push((
+        "binary".into(),
+        Box::new(|d: &mut Driver| d.conn.handle_binary(d.now, &[0xff])),
+    ));
+    inputs.push((
+        "close".into(),
+        Box::new(|d: &mut Driver| d.conn.handle_close(d.now, 1006, "")),
+    ));
+    inputs.push(("open".into(), Box::new(|d: &mut Driver| d.conn.handle_open(d.now))));
+    inputs.push((
+        "open failed".into(),
+        Box::new(|d: &mut Driver| d.conn.handle_open_failed(d.now, Some(503), "")),
+    ));
+    inputs.push((
+        "open error".into(),
+        Box::new(|d: &mut Driver| d.conn.handle_open_error(d.now, "x")),
+    ));
+    inputs.push((
+        "open unusable".into(),
+        Box::new(|d: &mut Driver| {
+            let e = SwitchError::local(agentwire_core::ErrorKind::Protocol, "x");
+            d.conn.handle_open_unusable(d.now, e)
+        }),
+    ));
+    inputs.push((
+        "timeout".into(),
+        Box::new(|d: &mut Driver| d.conn.handle_timeout(d.now + 600_000)),
+    ));
+    inputs.push((
+        "reconnect_now".into(),
+        Box::new(|d: &mut Driver| assert!(!d.conn.reconnect_now(d.now))),
+    ));
+    inputs.push(("close()".into(), Box::new(|d: &mut Driver| d.conn.close(d.now))));
+    for (name, input) in inputs {
+        input(d);
+        let (t, e) = d.drain();
+        assert!(t.is_empty() && e.is_empty(), "{name} after Stopped: {t:?} {e:?}");
+        assert_eq!(d.conn.poll_timeout(), None, "{name} after Stopped armed a timer");
+        assert_eq!(d.conn.state(), State::Stopped, "{name}");
+        d.now += 1;
+    }
+}
+
 pub fn sequences(events: &[Event]) -> Vec<u64> {
     events
         .iter()
