@@ -2,7 +2,7 @@
 //! when a server said it, the server's `code` (`taken_over`, `no_stream`, ...) when it gave one,
 //! its `detail` as sent, and whether the same call may succeed later.
 
-use crate::frame::{detail_text, FrameError};
+use crate::frame::{detail_text, top_level_rest, top_level_str, FrameError};
 use crate::json::{self, JsonError, Obj};
 use agentwire_core::json::read::Value;
 use agentwire_core::text::{clip, QUOTE_MAX};
@@ -132,7 +132,9 @@ impl SwitchError {
 /// `detail` (raw, or `error` when there is no `detail`) and `code` of an error body, when it is a
 /// JSON object whose `detail`, `code` and `error` are each given once, `code` a string (or
 /// `null`); otherwise neither. A `detail` object may carry the code itself
-/// (`{"detail": {"code": ..}}`).
+/// (`{"detail": {"code": ..}}`). A body cut short (a refusal over
+/// [`REFUSAL_BODY_MAX`](agentwire_core::http::REFUSAL_BODY_MAX), read no further) keeps the code
+/// written before the cut ([`prefix_code`]).
 fn body_detail(body: &str) -> (Option<&str>, Option<String>) {
     let read = || -> Result<_, JsonError> {
         let tape = json::parse(body)?;
@@ -144,7 +146,22 @@ fn body_detail(body: &str) -> (Option<&str>, Option<String>) {
         };
         Ok((detail.or(o.get("error")).map(|d| d.raw()), code))
     };
-    read().unwrap_or((None, None))
+    match read() {
+        Ok(read) => read,
+        Err(JsonError::Syntax(_)) if json::cut_short(body) => (None, prefix_code(body)),
+        Err(_) => (None, None),
+    }
+}
+
+/// The code of a body cut short, read as `frame::event_id_hint` reads a cut frame's id: the
+/// top-level `code` string, or else that of a top-level `detail` object, written whole (no
+/// escape) before the cut. A `code` anywhere else (inside another value) does not count.
+fn prefix_code(body: &str) -> Option<String> {
+    let code = top_level_str(body, "code").or_else(|| {
+        let detail = top_level_rest(body, "detail")?;
+        detail.starts_with('{').then(|| top_level_str(detail, "code"))?
+    })?;
+    Some(code.to_owned())
 }
 
 /// `taken_over`, or `taken_over` then `:` or a space, and anything after.
@@ -333,6 +350,49 @@ mod tests {
             assert_eq!(code(status, detail), None, "{status} {detail}");
         }
         assert_eq!(SwitchError::http(409, r#"{"detail":"taken_over: x"}"#).code, None);
+    }
+
+    /// A body cut short (a refusal over `REFUSAL_BODY_MAX`, read no further) keeps the code
+    /// written before the cut: the top-level `code`, or the `detail` object's. A `code` inside
+    /// another value, or a body broken other than by its end, gives none.
+    #[test]
+    fn a_body_cut_short_keeps_the_code_before_the_cut() {
+        let rooms = format!("[{}", r#""r","#.repeat(100));
+        let code = |body: &str| SwitchError::http(409, body);
+        for body in [
+            format!(r#"{{"detail":"taken_over: x","code":"taken_over","rooms":{rooms}"#),
+            format!(r#"{{ "code" : "taken_over", "detail":"x","rooms":{rooms}"#),
+            format!(r#"{{"detail":{{"message":"m","code":"taken_over"}},"rooms":{rooms}"#),
+            r#"{"rooms":{"x":[1]},"code":"taken_over","detail":"taken_o"#.to_owned(),
+        ] {
+            let e = code(&body);
+            assert_eq!(
+                (e.code.as_deref(), e.retryable),
+                (Some("taken_over"), false),
+                "{body:.70}"
+            );
+        }
+        assert_eq!(
+            code(r#"{"code":"no_stream","rooms":["r""#).code.as_deref(),
+            Some("no_stream")
+        );
+        for body in [
+            // Nested in another value.
+            format!(r#"{{"detail":"x","rooms":[{{"code":"taken_over"}},{rooms}"#),
+            format!(r#"{{"x":{{"code":"taken_over"}},"rooms":{rooms}"#),
+            format!(r#"{{"detail":{{"m":{{"code":"taken_over"}},"x":{rooms}"#),
+            // A detail that names it in its text: an HTTP answer's code is its body's `code`.
+            format!(r#"{{"detail":"taken_over: x","rooms":{rooms}"#),
+            // Cut inside the code, or the code written with an escape.
+            r#"{"detail":"x","code":"taken_ov"#.to_owned(),
+            format!(r#"{{"code":"taken\u005fover","rooms":{rooms}"#),
+            // Broken, not cut short.
+            r#"{"code":"taken_over",}"#.to_owned(),
+            r#"{"code":"taken_over"} x"#.to_owned(),
+        ] {
+            let e = code(&body);
+            assert_eq!((e.code, e.retryable), (None, true), "{body:.70}");
+        }
     }
 
     #[test]

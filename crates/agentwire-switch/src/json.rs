@@ -29,6 +29,12 @@ pub(crate) fn parse(text: &str) -> Result<Tape<'_>, JsonError> {
     read::parse_lenient(text, ANSWER_DEPTH).map_err(|e| JsonError::Syntax(e.to_string()))
 }
 
+/// Whether `text` is JSON cut short: read as [`parse`] reads it, it ends inside a value (and is
+/// not broken before that).
+pub(crate) fn cut_short(text: &str) -> bool {
+    matches!(read::parse_lenient(text, ANSWER_DEPTH), Err(e) if e.reason == read::Reason::Eof)
+}
+
 /// Why a value is not what a decoder reads: the message names the field at fault.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JsonError {

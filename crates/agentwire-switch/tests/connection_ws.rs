@@ -812,6 +812,25 @@ fn a_lost_attach_is_retried_unfenced_whether_it_timed_out_or_the_refusal_is_http
     assert!(!d.reopen().contains("expected_generation"));
 }
 
+/// A `409 taken_over` naming many rooms is over the 64 KiB of a refusal's body the engine reads:
+/// the code before the cut counts, as the whole body's would. Before, the cut (and so invalid)
+/// body lost its code and the set-aside refusal stopped the connection.
+#[test]
+fn a_lost_attach_is_retried_when_the_taken_over_refusal_is_over_the_body_bound() {
+    let rooms: Vec<String> = (0..300).map(|i| format!("\"{}{i:03}\"", "r".repeat(250))).collect();
+    let rooms = rooms.join(",");
+    for body in [
+        format!(r#"{{"detail":"taken_over: connection was taken over","code":"taken_over","rooms":[{rooms}]}}"#),
+        format!(r#"{{"detail":{{"code":"taken_over","message":"taken over"}},"rooms":[{rooms}]}}"#),
+    ] {
+        assert!(body.len() > agentwire_core::http::REFUSAL_BODY_MAX, "{}", body.len());
+        let mut d = lose_an_attach(|d| d.advance(10_000));
+        d.conn.handle_open_failed(d.now, Some(409), &body);
+        assert!(matches!(&d.drain().1[..], [Event::Disconnected { .. }]), "{body:.80}");
+        assert!(!d.reopen().contains("expected_generation"));
+    }
+}
+
 #[test]
 fn a_taken_over_refusal_with_no_lost_attach_before_it_is_final() {
     // The reopen after a socket that attached and dropped: a taken_over is another client's.

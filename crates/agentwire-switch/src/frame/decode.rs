@@ -130,10 +130,22 @@ pub fn event_id_hint(text: &str) -> Option<u64> {
 /// without one, a flat control frame's `"type"`), found as [`event_id_hint`] finds the id.
 /// `None` when there is none or it holds an escape.
 pub(crate) fn frame_name_hint(text: &str) -> Option<&str> {
-    let at = top_level_value(text, b"event").or_else(|| top_level_value(text, b"type"))?;
-    let name = text.get(at..)?.strip_prefix('"')?;
-    let end = name.bytes().position(|b| b == b'"' || b == b'\\')?;
-    (name.as_bytes()[end] == b'"').then(|| &name[..end])
+    top_level_str(text, "event").or_else(|| top_level_str(text, "type"))
+}
+
+/// The string value of `key` in the top-level object of `text`, found as [`event_id_hint`]
+/// finds the id (so in text cut short too); `None` when there is none, it is not a string, it
+/// holds an escape or it is cut off.
+pub(crate) fn top_level_str<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let value = text.get(top_level_value(text, key.as_bytes())?..)?.strip_prefix('"')?;
+    let end = value.bytes().position(|b| b == b'"' || b == b'\\')?;
+    (value.as_bytes()[end] == b'"').then(|| &value[..end])
+}
+
+/// The value of `key` in the top-level object of `text`, from its first byte to the end of
+/// `text` (unchecked: it may be broken or cut short), as [`top_level_str`] finds it.
+pub(crate) fn top_level_rest<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.get(top_level_value(text, key.as_bytes())?..)
 }
 
 /// Where the value of `key` starts (past its `:` and any whitespace) when `key` is a key of the

@@ -27,8 +27,8 @@ mod error;
 mod payload;
 mod policy;
 
-pub(crate) use decode::frame_name_hint;
 pub use decode::{decode, decode_sse, decode_sse_with, decode_with, event_id_hint, DecodeOptions, MAX_DEPTH};
+pub(crate) use decode::{frame_name_hint, top_level_rest, top_level_str};
 pub use encode::{encode, sse_parts, string_len};
 pub use error::{FrameError, FrameErrorKind};
 pub use payload::{Attachment, CommandPayload, MessagePayload, RoomJoinPayload, TaskPayload};
