@@ -3,7 +3,7 @@
 
 use super::{encode, Bridge, Phase, Timer};
 use agentwire_core::Millis;
-use agentwire_switch::frame::{decode_sse_with, ConnectionState, Evicted, Frame, FrameError, Gap};
+use agentwire_switch::frame::{decode_sse_with, ConnectionState, EventKind, Evicted, Frame, FrameError, Gap};
 use agentwire_switch::sse::SseEvent;
 use serde_json::value::RawValue;
 
@@ -27,7 +27,7 @@ impl Bridge {
                 }
                 match item {
                     Ok(ev) => self.on_sse_event(now, &ev),
-                    Err(e) => self.on_dropped(&FrameError::from(e), None),
+                    Err(e) => self.on_dropped(&FrameError::from(e), None, false),
                 }
             }
             self.stats.keepalives = self.sse.comments();
@@ -57,7 +57,8 @@ impl Bridge {
                     .id
                     .as_deref()
                     .and_then(|id| agentwire_core::decimal::parse_u64(id.trim()));
-                self.on_dropped(&e, seq);
+                let domain = EventKind::known(ev.event.trim()).is_some();
+                self.on_dropped(&e, seq, domain);
             }
         }
     }
@@ -142,7 +143,7 @@ impl Bridge {
                     self.cfg.max_frame_bytes
                 );
                 let e = FrameError::new(agentwire_switch::frame::FrameErrorKind::TooLarge, None, m);
-                return self.on_dropped(&e, seq);
+                return self.on_dropped(&e, seq, false);
             }
         };
         self.stats.frames_forwarded += 1;
@@ -188,9 +189,9 @@ impl Bridge {
 
     /// A frame that cannot reach the browser. Counted; when it was (or may have been) a domain
     /// event of an attached connection, reported as a gap so the browser re-reads the room.
-    fn on_dropped(&mut self, e: &FrameError, seq: Option<u64>) {
+    fn on_dropped(&mut self, e: &FrameError, seq: Option<u64>, domain: bool) {
         self.stats.frames_dropped += 1;
-        if self.phase != Phase::Live || !(seq.is_some() || e.is_limit()) {
+        if self.phase != Phase::Live || !(seq.is_some() || e.is_limit() || domain) {
             return;
         }
         let from = self.last_seq;
@@ -465,9 +466,10 @@ mod tests {
     fn a_bad_frame_is_dropped_counted_and_reported_as_a_gap_when_it_was_an_event() {
         let mut b = live(0);
         b.handle_sse(1, message_frame(5, "a").as_bytes());
-        // Garbage without an id (the peer's fault injection): dropped, counted, nothing sent.
-        b.handle_sse(1, encode_event("message", "}{ not json", None).as_bytes());
         assert_eq!(drain(&mut b).len(), 1);
+        // Garbage without an id and not named for a domain kind: dropped, counted, nothing sent.
+        b.handle_sse(1, encode_event("weather", "}{ not json", None).as_bytes());
+        assert!(drain(&mut b).is_empty());
         assert_eq!(b.stats().frames_dropped, 1);
         // An event with an id that does not decode: a gap up to it.
         b.handle_sse(1, encode_event("message", "{\"broken\": ", Some("6")).as_bytes());
@@ -489,12 +491,48 @@ mod tests {
         b.handle_sse(1, encode_event("message", "nope", Some("3")).as_bytes());
         assert!(drain(&mut b).is_empty());
         assert_eq!((b.stats().frames_dropped, b.stats().gaps_reported), (3, 1));
-        // `+8` is not a sequence number (`u64::from_str` would take it): dropped, not relayed
-        // as event 8, and no gap claimed up to 8.
+        // `+8` is not a sequence number (`u64::from_str` would take it): not relayed as event
+        // 8, and no gap claimed up to 8; a `message` lost all the same, so a gap from 7 to 7.
         b.handle_sse(1, encode_event("message", &message_data(8, "c"), Some("+8")).as_bytes());
-        assert!(drain(&mut b).is_empty());
-        assert_eq!((b.stats().frames_dropped, b.stats().gaps_reported), (4, 1));
+        let out = drain(&mut b);
+        assert_eq!(out.len(), 1);
+        let gap = json(&out[0]);
+        assert_eq!(
+            (
+                gap["event"].as_str(),
+                gap["data"]["from_sequence"].as_u64(),
+                gap["data"]["resumed_at"].as_u64()
+            ),
+            (Some("gap"), Some(7), Some(7))
+        );
+        assert_eq!((b.stats().frames_dropped, b.stats().gaps_reported), (4, 2));
         assert!(!b.is_closed());
+    }
+
+    /// A frame named for a domain kind that cannot be read, without an id (the local peer's
+    /// garbage, a `message` cut or with a string id), is an event lost: a gap from the last
+    /// sequence forwarded, as the engine reports on a direct stream; its numbering unknown, the
+    /// next event is forwarded whatever its sequence.
+    #[test]
+    fn a_broken_domain_event_without_an_id_is_a_gap() {
+        for (name, data) in [
+            ("message", "}{ not json"),
+            ("message", r#"{"type":"message","room_id":"r1","sequence":"6"}"#),
+            ("task_update", r#"{"type":"task_update""#),
+        ] {
+            let mut b = live(0);
+            b.handle_sse(1, message_frame(5, "a").as_bytes());
+            assert_eq!(drain(&mut b).len(), 1);
+            b.handle_sse(1, encode_event(name, data, None).as_bytes());
+            b.handle_sse(1, message_frame(6, "b").as_bytes());
+            let out = drain(&mut b);
+            assert_eq!(out.len(), 2, "{name} {data}");
+            let gap = json(&out[0]);
+            assert_eq!(gap["event"], "gap", "{name} {data}");
+            assert_eq!(gap["data"]["from_sequence"], 5);
+            assert_eq!(json(&out[1])["id"], 6);
+            assert_eq!((b.stats().frames_dropped, b.stats().gaps_reported), (1, 1));
+        }
     }
 
     #[test]
