@@ -542,6 +542,21 @@ pub fn decode_unsubscribe(status: u16, body: &str) -> Result<Subscribed, SwitchE
     decode_plain("unsubscribe", status, body)
 }
 
+/// The answer to `request`, an operation's ([`op`]) or a connection's [`subscribe`] or
+/// [`unsubscribe`], as JSON text: an operation's `result` ([`decode_result`]); a subscribe or
+/// unsubscribe answer checked by its decoder and given whole. Its error goes through
+/// [`crate::unanswered::answered`] with `request`. For a host that makes these calls itself (the
+/// component's `op-result`) and gets the request back with its answer.
+pub fn decode_answer(request: &HttpRequest, status: u16, body: &str) -> Result<String, SwitchError> {
+    let path = request.path.split('?').next().unwrap_or_default();
+    let decoded = match path.rsplit_once("/connection/") {
+        Some((_, "subscribe")) => decode_subscribe(status, body).map(|_| body.to_owned()),
+        Some((_, "unsubscribe")) => decode_unsubscribe(status, body).map(|_| body.to_owned()),
+        _ => decode_result(status, body).map(|raw| raw.get().to_owned()),
+    };
+    decoded.map_err(|e| crate::unanswered::answered(request, e))
+}
+
 /// `POST /agents/{agent_id}/connection/placements`: replaces every placement of the connection
 /// (session id → room). Always a takeover.
 pub fn placements(
@@ -1123,5 +1138,27 @@ mod tests {
         let body = r#"{"result":{"messages":[{"body":"cut \ud83d","n":1e400}]}}"#;
         let r = decode_result(200, body).unwrap();
         assert_eq!(r.get(), r#"{"messages":[{"body":"cut \ud83d","n":1e400}]}"#);
+    }
+
+    /// Before, a host with the answer alone decoded it as an operation's: a subscribe's
+    /// `{"ok":true,...}` was refused for having no `result`.
+    #[test]
+    fn an_answer_is_decoded_by_its_request() {
+        let sub = subscribe("a", CID, "r1", false).unwrap();
+        let unsub = unsubscribe("a", CID, "r1").unwrap();
+        let body = r#"{"ok":true,"rooms":["r1"]}"#;
+        assert_eq!(decode_answer(&sub, 200, body).unwrap(), body);
+        assert_eq!(decode_answer(&unsub, 200, body).unwrap(), body);
+        let e = decode_answer(&sub, 200, r#"{"ok":1}"#).unwrap_err();
+        assert!(e.message.starts_with("subscribe answer: `ok`"), "{}", e.message);
+        let read = op("connection", Some(CID), "list_rooms", "").unwrap();
+        assert_eq!(decode_answer(&read, 200, r#"{"result":[]}"#).unwrap(), "[]");
+        assert_eq!(decode_answer(&read, 200, body).unwrap_err().kind, ErrorKind::Decode);
+        // The error is the one `unanswered::answered` gives: a gateway's 502 to a post is final.
+        let post = op("a", Some(CID), "post_message", r#"{"body":"x"}"#).unwrap();
+        for (request, retryable) in [(&read, true), (&sub, true), (&post, false)] {
+            let e = decode_answer(request, 502, "").unwrap_err();
+            assert_eq!((e.status, e.retryable), (Some(502), retryable), "{}", request.path);
+        }
     }
 }
