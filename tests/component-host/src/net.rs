@@ -149,6 +149,21 @@ impl Socket {
     }
 }
 
+/// An HTTP call that got no answer: why, whether the request may have left (`sent`: the
+/// connection was made), and whether the wait for the answer ran out (`timed_out`).
+#[derive(Debug)]
+pub struct NoAnswer {
+    pub error: anyhow::Error,
+    pub sent: bool,
+    pub timed_out: bool,
+}
+
+impl std::fmt::Display for NoAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.error)
+    }
+}
+
 /// One HTTP/1.1 call to `base` (`http://host:port`), `Connection: close`: the status and body.
 pub fn http(
     base: &str,
@@ -156,8 +171,36 @@ pub fn http(
     path: &str,
     headers: &[(String, String)],
     body: Option<&str>,
+) -> Result<(u16, String), NoAnswer> {
+    let unsent = |error: anyhow::Error| NoAnswer {
+        error,
+        sent: false,
+        timed_out: false,
+    };
+    let stream = authority(base)
+        .and_then(|a| Ok(TcpStream::connect(a)?))
+        .map_err(unsent)?;
+    exchange(stream, base, method, path, headers, body).map_err(|error| {
+        let timed_out = error
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| matches!(e.kind(), IoKind::WouldBlock | IoKind::TimedOut));
+        NoAnswer {
+            error,
+            sent: true,
+            timed_out,
+        }
+    })
+}
+
+/// The request on a connection made, and its answer.
+fn exchange(
+    mut stream: TcpStream,
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: Option<&str>,
 ) -> Result<(u16, String)> {
-    let mut stream = TcpStream::connect(authority(base)?)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",

@@ -5,7 +5,7 @@
 
 use crate::bindings::exports::agentwire::engine::switch::{Config, Event, GuestSession, HttpRequest, Transmit, Wire};
 use crate::bindings::Engine;
-use crate::net::{http, Input, Socket};
+use crate::net::{http, Input, NoAnswer, Socket};
 use crate::{now_ms, Drive, EngineError, HostState, Instance, Runtime};
 use anyhow::{bail, Result};
 use std::collections::VecDeque;
@@ -67,7 +67,7 @@ impl SwitchSession {
     }
 
     /// Makes an HTTP request the engine wrote: status and body.
-    pub fn call(&self, request: &HttpRequest) -> Result<(u16, String)> {
+    pub fn call(&self, request: &HttpRequest) -> Result<(u16, String), NoAnswer> {
         http(
             &self.base,
             &request.method,
@@ -88,7 +88,7 @@ impl SwitchSession {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
         };
-        let (status, body) = self.call(&request)?;
+        let (status, body) = self.call(&request).map_err(|e| e.error)?;
         Ok(ops.call_op_result(&mut self.inst.store, status, &body)?)
     }
 
