@@ -33,6 +33,22 @@ fn request(r: agentwire_core::HttpRequest) -> HttpRequest {
     }
 }
 
+/// A host's request back as the engine's, for the rules that read it (its method and path): a
+/// method other than `GET` is taken as a `POST`, one that may act twice. The headers are left
+/// out: their names are the engine's own constants, and no rule reads them.
+fn engine_request(r: HttpRequest) -> agentwire_core::HttpRequest {
+    let method = match r.method.eq_ignore_ascii_case("GET") {
+        true => agentwire_core::Method::Get,
+        false => agentwire_core::Method::Post,
+    };
+    agentwire_core::HttpRequest {
+        method,
+        path: r.path,
+        headers: Vec::new(),
+        body: r.body,
+    }
+}
+
 fn wire(w: agentwire_switch::Wire) -> Wire {
     match w {
         agentwire_switch::Wire::WebSocket => Wire::Websocket,
@@ -172,12 +188,13 @@ impl Guest for Engine {
             .map_err(err)
     }
 
-    fn op_result(status: u16, body: String) -> Result<String, EngineError> {
-        // Which operation this answers is not known here: a gateway's 502 or 504 is taken as
-        // the answer of one that may act twice.
-        ops::decode_result(status, &body)
-            .map(|raw| raw.get().to_owned())
-            .map_err(|e| err(unanswered::gateway(e, false)))
+    fn op_result(request: HttpRequest, status: u16, body: String) -> Result<String, EngineError> {
+        ops::decode_answer(&engine_request(request), status, &body).map_err(err)
+    }
+
+    fn op_failed(request: HttpRequest, kind: ErrorKind, message: String, sent: bool) -> EngineError {
+        let error = agentwire_core::Error::new(core_kind(kind), message);
+        err(unanswered::unanswered(&engine_request(request), error, sent))
     }
 
     fn subscribe_request(

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import { createServer } from 'node:net';
 import { moltzap, now, openMoltZap, openRkt, rkt, show, sw, SwitchHost } from './host.mjs';
 
 const env = JSON.parse(process.env.AGENTWIRE_COMPONENT_ENV ?? 'null');
@@ -35,7 +36,7 @@ test('the transpiled component exports the rkt, moltzap and switch interfaces', 
   assert.equal(typeof rkt.Session, 'function');
   assert.equal(typeof moltzap.Session, 'function');
   assert.equal(typeof sw.Session, 'function');
-  for (const f of ['opRequest', 'opResult', 'subscribeRequest', 'unsubscribeRequest']) {
+  for (const f of ['opRequest', 'opResult', 'opFailed', 'subscribeRequest', 'unsubscribeRequest']) {
     assert.equal(typeof sw[f], 'function', f);
   }
 });
@@ -93,7 +94,8 @@ test('an engine error is thrown as a value with its kind, and the instance goes 
   // The Switch free functions too: an argument the engine refuses before any request.
   const op = thrown(() => sw.opRequest('agent', 'connection', 'post_message', '[1]'));
   assert.equal((op.payload ?? op).kind, 'invalid', show(op));
-  const status = thrown(() => sw.opResult(404, '{"error":"not found"}'));
+  const read = sw.opRequest('agent', undefined, 'list_rooms', '{}');
+  const status = thrown(() => sw.opResult(read, 404, '{"error":"not found"}'));
   assert.equal((status.payload ?? status).code, 404n, show(status));
 
   // The same session, and a new one on the same instance, still work.
@@ -186,4 +188,40 @@ test('Switch: bob posts through an operation, alice receives the message event',
   alice.call((s, n) => s.close(n));
   const [stopped] = await alice.until((e) => (e.tag === 'stopped' ? { error: e.val } : undefined));
   assert.equal(stopped.error, undefined, show(stopped));
+});
+
+// Before, `op-result` had no request and took every gateway answer as one to a post, and a host
+// whose call got no answer had no way to the engine's rule.
+test('Switch: a 502 or a lost call is retryable for a read, not for a post that was sent', async (t) => {
+  const connection = randomUUID();
+  const read = sw.opRequest('agent', connection, 'list_rooms', '{}');
+  const post = sw.opRequest('agent', connection, 'post_message', '{"body":"order 1"}');
+  const mayHaveRun = /the server may have carried it out/;
+  const gateway = (request) => {
+    const e = thrown(() => sw.opResult(request, 502, ''));
+    return e.payload ?? e;
+  };
+  assert.equal(gateway(read).retryable, true, show(gateway(read)));
+  assert.equal(gateway(post).retryable, false, show(gateway(post)));
+  assert.match(gateway(post).message, mayHaveRun);
+  const timedOut = sw.opFailed(post, 'timeout', 'no answer', true);
+  assert.equal(timedOut.kind, 'timeout');
+  assert.equal(timedOut.retryable, false, show(timedOut));
+  assert.match(timedOut.message, mayHaveRun);
+  assert.equal(sw.opFailed(read, 'timeout', 'no answer', true).retryable, true);
+  assert.equal(sw.opFailed(post, 'closed', 'refused', false).retryable, true);
+
+  // Through the host: a server that reads the post and closes without answering.
+  const server = createServer((socket) => socket.once('data', () => socket.destroy()));
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const host = new SwitchHost(`http://127.0.0.1:${server.address().port}`, 'key', switchConfig('agent'));
+  t.after(() => host.end());
+  const lost = await host.op('post_message', '{"body":"order 1"}').then(
+    () => assert.fail('no error'),
+    (e) => e,
+  );
+  assert.equal(lost.kind, 'closed', show(lost));
+  assert.equal(lost.retryable, false, show(lost));
+  assert.match(lost.message, mayHaveRun);
 });

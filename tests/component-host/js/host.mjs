@@ -138,6 +138,19 @@ export async function openMoltZap(url, config) {
   return host;
 }
 
+/** Connection errors that say the request never left: no connection was made. */
+const UNSENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * A failed fetch as `op-failed`'s `kind`, `message` and `sent`: fetch's own deadline is a
+ * `timeout`, anything else `closed`; sent unless no connection was made.
+ */
+export function noAnswer(e) {
+  const kind = e?.name === 'TimeoutError' ? 'timeout' : 'closed';
+  const cause = e?.cause?.code;
+  return [kind, cause ? `${e.message}: ${cause}` : String(e?.message ?? e), !UNSENT.has(cause)];
+}
+
 /**
  * A Switch connection to `base` (http://host:port) as the agent whose key is `key`, started. It
  * carries out the connection's transmits: `open` as a WebSocket to the origin with the request's
@@ -168,12 +181,21 @@ export class SwitchHost extends Host {
     return [r.status, await r.text()];
   }
 
-  /** Runs operation `name` with `args` (JSON text) on this connection: its result, JSON text. */
+  /**
+   * Runs operation `name` with `args` (JSON text) on this connection: its result, JSON text. Its
+   * answer goes to `op-result` with the request; a call that got none, to `op-failed`, whose
+   * engine error is thrown.
+   */
   async op(name, args) {
     const s = this.session;
     const request = sw.opRequest(s.agentId(), s.connectionId(), name, args);
-    const [status, body] = await this.fetch(request);
-    return sw.opResult(status, body);
+    let answer;
+    try {
+      answer = await this.fetch(request);
+    } catch (e) {
+      throw sw.opFailed(request, ...noAnswer(e));
+    }
+    return sw.opResult(request, ...answer);
   }
 
   carryOut(t) {

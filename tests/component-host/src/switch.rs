@@ -6,7 +6,7 @@
 use crate::bindings::exports::agentwire::engine::switch::{Config, Event, GuestSession, HttpRequest, Transmit, Wire};
 use crate::bindings::Engine;
 use crate::net::{http, Input, NoAnswer, Socket};
-use crate::{now_ms, Drive, EngineError, HostState, Instance, Runtime};
+use crate::{now_ms, Drive, EngineError, ErrorKind, HostState, Instance, Runtime};
 use anyhow::{bail, Result};
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -78,6 +78,7 @@ impl SwitchSession {
     }
 
     /// Runs operation `name` with `args` (JSON) on this connection: its result as JSON text.
+    /// Its answer goes to `op-result` with the request; a call that got none, to `op-failed`.
     pub fn op(&mut self, name: &str, args: &str) -> Result<Result<String, EngineError>> {
         let (agent, conn) = (
             self.with(|a, st, s| a.call_agent_id(st, s))?,
@@ -88,8 +89,18 @@ impl SwitchSession {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
         };
-        let (status, body) = self.call(&request).map_err(|e| e.error)?;
-        Ok(ops.call_op_result(&mut self.inst.store, status, &body)?)
+        let answer = self.call(&request);
+        let store = &mut self.inst.store;
+        Ok(match answer {
+            Ok((status, body)) => ops.call_op_result(store, &request, status, &body)?,
+            Err(e) => {
+                let kind = match e.timed_out {
+                    true => ErrorKind::Timeout,
+                    false => ErrorKind::Closed,
+                };
+                Err(ops.call_op_failed(store, &request, kind, &e.to_string(), e.sent)?)
+            }
+        })
     }
 
     fn carry_out(&mut self, t: Transmit) -> Result<()> {

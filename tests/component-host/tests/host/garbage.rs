@@ -224,10 +224,14 @@ fn switch_takes_garbage_as_values_on_the_websocket_and_the_sse_stream() {
 fn switch_operation_functions_take_garbage_as_values() {
     let mut i = runtime().instantiate().unwrap();
     let ops = i.engine.agentwire_engine_switch();
+    let post = ops
+        .call_op_request(&mut i.store, "a", None, "post_message", r#"{"body":"x"}"#)
+        .unwrap()
+        .unwrap();
     let mut refused = 0;
     for input in inputs() {
         let text = String::from_utf8_lossy(&input);
-        refused += usize::from(ops.call_op_result(&mut i.store, 200, &text).unwrap().is_err());
+        refused += usize::from(ops.call_op_result(&mut i.store, &post, 200, &text).unwrap().is_err());
         refused += usize::from(
             ops.call_op_request(&mut i.store, &text, Some(&text), &text, &text)
                 .unwrap()
