@@ -619,6 +619,48 @@ fn an_oversized_request_is_a_limit_error_and_nothing_is_sent() {
     assert_eq!(s.in_flight(), 0);
 }
 
+/// A payload over `max_send_bytes` is refused before it is written out in full (a message text
+/// of 400 M characters ran the wasm instance out of memory while it was serialized twice):
+/// `call_serialized` stops writing at the bound, and `call` compares the params' length before
+/// it parses or copies them.
+#[test]
+fn an_oversized_payload_is_refused_before_it_is_serialized_in_full() {
+    use serde::ser::{Serialize, SerializeSeq, Serializer};
+    use std::cell::Cell;
+    struct Chunks<'a>(&'a Cell<usize>);
+    impl Serialize for Chunks<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut seq = s.serialize_seq(None)?;
+            for _ in 0..1_000_000 {
+                self.0.set(self.0.get() + 1);
+                seq.serialize_element("0123456789abcdef")?;
+            }
+            seq.end()
+        }
+    }
+    let cfg = SessionConfig {
+        max_send_bytes: 4096,
+        ..SessionConfig::default()
+    };
+    let mut s = current_ready(cfg);
+    let written = Cell::new(0);
+    let e = s.call_serialized(2, "x/y", &Chunks(&written)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit);
+    assert!(e.error.message.contains("max_send_bytes 4096"), "{}", e.error.message);
+    assert!(
+        written.get() < 300,
+        "{} chunks written for a 4096-byte bound",
+        written.get()
+    );
+    // Not JSON, and over the bound: refused for its size, before it is parsed.
+    let e = s.call(2, "x/y", Some(&"{".repeat(5000))).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit);
+    assert!(sent(&mut s).is_empty());
+    assert_eq!(s.in_flight(), 0);
+    // The session is as it was.
+    assert_eq!(s.call(3, "x/y", Some("{}")).unwrap(), "aw-2");
+}
+
 #[test]
 fn an_oversized_connect_is_a_limit_error_and_the_socket_stays_open() {
     let mut cfg = SessionConfig {

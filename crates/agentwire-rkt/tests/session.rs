@@ -1094,6 +1094,32 @@ fn in_flight_is_bounded() {
     assert_eq!(e.kind(), ErrorKind::Limit);
 }
 
+/// A body over `max_message_size` (params, a memory value or key) is refused with `limit`
+/// while it is written (no further than the bound), before the message is built: nothing is
+/// sent or tracked, and the error names the body.
+#[test]
+fn an_oversized_body_is_refused_before_the_message_is_built() {
+    let cfg = ClientConfig {
+        max_message_size: 4096,
+        ..Default::default()
+    };
+    let mut c = ClientSession::new(cfg, Box::new(SeededEntropy::new(1)));
+    let big = json!({"text": "x".repeat(1 << 20)});
+    for e in [
+        c.request(T0, "a", Some(big.clone()), RequestOptions::default())
+            .unwrap_err(),
+        c.memory_set(T0, "k", big.clone(), None, None).unwrap_err(),
+        c.memory_get(T0, &"k".repeat(5000), None).unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::Limit);
+        assert!(e.to_string().contains("body over 4096 bytes"), "{e}");
+    }
+    assert!(c.poll_transmit().is_none());
+    // Nothing was tracked: a command that fits still goes.
+    c.request(T0, "a", Some(json!({"text": "x"})), RequestOptions::default())
+        .unwrap();
+}
+
 #[test]
 fn cancel_reports_and_drops_late_reply() {
     let mut p = ready_pair();

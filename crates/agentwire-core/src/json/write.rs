@@ -152,3 +152,42 @@ mod tests {
         }
     }
 }
+
+/// `serde_json::to_string(v)`, given up as soon as the text would pass `max` bytes (`Ok(None)`):
+/// a payload too large to send is refused without being written out in full first.
+pub fn to_string_within<T: serde::Serialize + ?Sized>(v: &T, max: usize) -> Result<Option<String>, serde_json::Error> {
+    struct Within(Vec<u8>, usize);
+    impl std::io::Write for Within {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if self.0.len() + b.len() > self.1 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            self.0.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut w = Within(Vec::new(), max);
+    match serde_json::to_writer(&mut w, v) {
+        // serde_json writes UTF-8 only.
+        Ok(()) => String::from_utf8(w.0).map(Some).map_err(serde::ser::Error::custom),
+        Err(e) if e.is_io() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod within_tests {
+    use super::to_string_within;
+
+    #[test]
+    fn to_string_within_stops_at_the_bound() {
+        let v = serde_json::json!({"text": "x".repeat(100)});
+        let full = serde_json::to_string(&v).unwrap();
+        assert_eq!(to_string_within(&v, full.len()).unwrap(), Some(full.clone()));
+        assert_eq!(to_string_within(&v, full.len() - 1).unwrap(), None);
+        assert_eq!(to_string_within(&v, 10).unwrap(), None);
+    }
+}

@@ -379,8 +379,14 @@ impl Session {
         if method.is_empty() {
             return Err(MoltZapError::local(ErrorKind::Invalid, "method must not be empty"));
         }
+        let max = self.cfg.max_send_bytes;
         let params = match params {
             None => None,
+            // Refused before it is copied: the frame holds the params and the method at least.
+            Some(p) if p.len() + method.len() > max => {
+                let m = format!("params of {} bytes: the request exceeds max_send_bytes {max}", p.len());
+                return Err(MoltZapError::local(ErrorKind::Limit, m));
+            }
             Some(p) => {
                 let raw = RawValue::from_string(p.trim().to_string())
                     .map_err(|e| MoltZapError::local(ErrorKind::Invalid, format!("params are not JSON: {e}")))?;
@@ -415,8 +421,15 @@ impl Session {
         method: &str,
         params: &P,
     ) -> Result<RequestId, MoltZapError> {
-        let json = serde_json::to_string(params)
-            .map_err(|e| MoltZapError::local(ErrorKind::Invalid, format!("params: {e}")))?;
+        // Written out no further than `max_send_bytes`: a larger payload (a huge message text)
+        // is refused with `limit` without being serialized in full.
+        let max = self.cfg.max_send_bytes;
+        let json = agentwire_core::json::write::to_string_within(params, max)
+            .map_err(|e| MoltZapError::local(ErrorKind::Invalid, format!("params: {e}")))?
+            .ok_or_else(|| {
+                let m = format!("params over {max} bytes: the request exceeds max_send_bytes {max}");
+                MoltZapError::local(ErrorKind::Limit, m)
+            })?;
         self.call(now, method, Some(&json))
     }
 

@@ -33,6 +33,7 @@ impl ClientSession {
             context: opts.context.clone().filter(|c| !c.is_null()),
         };
         let ttl = opts.ttl_s.unwrap_or(self.cfg.ttl_s);
+        let text = self.body_text(&body)?;
         self.command(
             now,
             MessageType::Request,
@@ -47,7 +48,7 @@ impl ClientSession {
                 if opts.stream {
                     m.headers.set("Stream", "true");
                 }
-                m.body = Some(serde_json::to_string(&body).unwrap_or_default());
+                m.body = Some(text);
             },
         )
     }
@@ -85,6 +86,7 @@ impl ClientSession {
             namespace: namespace.map(Into::into),
             ttl: ttl_s,
         };
+        let text = self.body_text(&body)?;
         self.command(
             now,
             MessageType::MemorySet,
@@ -93,7 +95,7 @@ impl ClientSession {
             None,
             false,
             |m| {
-                m.body = Some(serde_json::to_string(&body).unwrap_or_default());
+                m.body = Some(text);
             },
         )
     }
@@ -106,6 +108,7 @@ impl ClientSession {
             key: key.into(),
             namespace: namespace.map(Into::into),
         };
+        let text = self.body_text(&body)?;
         self.command(
             now,
             MessageType::MemoryGet,
@@ -114,7 +117,7 @@ impl ClientSession {
             None,
             false,
             |m| {
-                m.body = Some(serde_json::to_string(&body).unwrap_or_default());
+                m.body = Some(text);
             },
         )
     }
@@ -148,11 +151,12 @@ impl ClientSession {
             description: description.map(Into::into),
             recipient: recipient.map(Into::into),
         };
+        let text = self.body_text(&body)?;
         self.command(now, MessageType::Pay, Op::Pay, self.cfg.ttl_s, None, false, |m| {
             if let Some(r) = recipient {
                 m.headers.set("To", r);
             }
-            m.body = Some(serde_json::to_string(&body).unwrap_or_default());
+            m.body = Some(text);
         })
     }
 
@@ -202,6 +206,18 @@ impl ClientSession {
     }
 
     // ---- internals ----------------------------------------------------------------------
+
+    /// A command's body as JSON text, written no further than `max_message_size`: a larger
+    /// payload is refused with `limit` without being serialized in full first.
+    fn body_text(&self, body: &impl serde::Serialize) -> Result<String, RktError> {
+        let max = self.cfg.max_message_size;
+        agentwire_core::json::write::to_string_within(body, max)
+            .map_err(|e| RktError::local(ErrorKind::Invalid, format!("body: {e}")))?
+            .ok_or_else(|| {
+                let m = format!("body over {max} bytes: the message exceeds max_message_size {max}");
+                RktError::local(ErrorKind::Limit, m)
+            })
+    }
 
     pub(super) fn new_message(&self, kind: MessageType, id: String, now: Millis, ttl: Option<u32>) -> Message {
         envelope(kind, id, None, &self.session_id, now, ttl)
