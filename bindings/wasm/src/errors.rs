@@ -36,6 +36,22 @@ pub(crate) fn local(kind: ErrorKind, message: impl Into<String>) -> JsValue {
     to_js(&Error::new(kind, message).to_json_string())
 }
 
+/// `v` as text, or kind `invalid` naming the argument `name`: a value from plain JavaScript
+/// that is not a string (a number, a `Uint8Array`) is refused here, without the allocation of
+/// wasm-bindgen's string glue (which reads `.length` and traps, or leaks, on anything else).
+pub(crate) fn text(v: JsValue, name: &str) -> Result<String, JsValue> {
+    v.as_string()
+        .ok_or_else(|| local(ErrorKind::Invalid, format!("`{name}` must be a string")))
+}
+
+/// [`text`] for an optional argument: `undefined` and `null` are `None`.
+pub(crate) fn opt_text(v: JsValue, name: &str) -> Result<Option<String>, JsValue> {
+    match v.is_undefined() || v.is_null() {
+        true => Ok(None),
+        false => text(v, name).map(Some),
+    }
+}
+
 /// The message of the last panic, if one happened: after it the module is unusable, and the npm
 /// package reports it as an error of kind `internal`.
 #[wasm_bindgen(js_name = lastPanic)]

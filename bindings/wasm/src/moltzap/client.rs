@@ -4,7 +4,7 @@
 //! everything else to `onEvent`.
 
 use super::options::{self, error};
-use crate::errors;
+use crate::errors::{self, opt_text, text};
 use crate::host::Timer;
 use crate::socket::{as_sink, deliver_calls, elsewhere, timer, Calls, Input, OpenDeadline, Sink, Socket};
 use agentwire_core::{ErrorKind, Millis};
@@ -222,13 +222,14 @@ impl MoltZapDriver {
     /// gets what answers no call: pushes, `diagnostic`, and `disconnected` last.
     #[wasm_bindgen(constructor)]
     pub fn new(
-        url: &str,
+        url: JsValue,
         options: Option<String>,
         web_socket: Option<Function>,
         on_event: Function,
         on_ready: Function,
         on_fail: Function,
     ) -> Result<MoltZapDriver, JsValue> {
+        let url = &text(url, "url")?;
         let o = options::options(options)?;
         let invalid = |m: &str| errors::local(ErrorKind::Invalid, m);
         let credentials = o
@@ -293,18 +294,19 @@ impl MoltZapDriver {
     /// id; throws when the engine refuses the call (not connected, `limit`, bad params).
     pub fn call(
         &self,
-        method: &str,
+        method: JsValue,
         params: Option<String>,
         timeout_ms: Option<f64>,
         resolve: Function,
         reject: Function,
     ) -> Result<String, JsValue> {
+        let method = text(method, "method")?;
         let timeout = timeout_ms.map(options::timeout_ms).transpose()?;
         self.start(resolve, reject, |s, now| {
             let params = params.as_deref();
             match timeout {
-                None => s.call(now, method, params),
-                Some(ms) => s.call_with_timeout(now, method, params, ms),
+                None => s.call(now, &method, params),
+                Some(ms) => s.call_with_timeout(now, &method, params, ms),
             }
         })
     }
@@ -314,15 +316,20 @@ impl MoltZapDriver {
     #[wasm_bindgen(js_name = sendText)]
     pub fn send_text(
         &self,
-        to_agent: Option<String>,
-        conversation_id: Option<String>,
-        text: &str,
+        to_agent: JsValue,
+        conversation_id: JsValue,
+        message: JsValue,
         resolve: Function,
         reject: Function,
     ) -> Result<String, JsValue> {
+        let (to_agent, conversation_id) = (
+            opt_text(to_agent, "agent")?,
+            opt_text(conversation_id, "conversationId")?,
+        );
+        let message = text(message, "text")?;
         let msg = match (to_agent, conversation_id) {
-            (Some(name), None) => SendMessage::text_to_agent(&name, text),
-            (None, Some(c)) => SendMessage::text_to_conversation(c, text),
+            (Some(name), None) => SendMessage::text_to_agent(&name, message),
+            (None, Some(c)) => SendMessage::text_to_conversation(c, message),
             _ => {
                 let m = "sendText: give exactly one of an agent name and a conversation id";
                 return Err(errors::local(ErrorKind::Invalid, m));
@@ -336,11 +343,12 @@ impl MoltZapDriver {
     #[wasm_bindgen(js_name = recentMessages)]
     pub fn recent_messages(
         &self,
-        conversation_id: Option<String>,
+        conversation_id: JsValue,
         limit: u32,
         resolve: Function,
         reject: Function,
     ) -> Result<String, JsValue> {
+        let conversation_id = opt_text(conversation_id, "conversationId")?;
         self.start(resolve, reject, |s, now| {
             s.recent_messages(now, conversation_id.as_deref(), limit)
         })

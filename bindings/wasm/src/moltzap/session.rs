@@ -3,6 +3,7 @@
 //! and `pollTimeout` until empty.
 
 use super::options::{self, error};
+use crate::errors::{opt_text, text};
 use crate::outgoing::{self, millis};
 use agentwire_core::ErrorKind;
 use agentwire_moltzap::{Credentials, Session, SessionState};
@@ -19,8 +20,8 @@ pub struct MoltZapSession {
 impl MoltZapSession {
     /// A session with the options JSON (see `MoltZapOptions` in the package's types).
     #[wasm_bindgen(constructor)]
-    pub fn new(options: Option<String>) -> Result<MoltZapSession, JsValue> {
-        let o = options::options(options)?;
+    pub fn new(options: JsValue) -> Result<MoltZapSession, JsValue> {
+        let o = options::options(opt_text(options, "options")?)?;
         Ok(MoltZapSession {
             inner: Session::new(o.session),
             credentials: o.credentials,
@@ -34,8 +35,9 @@ impl MoltZapSession {
     }
 
     #[wasm_bindgen(js_name = handleText)]
-    pub fn handle_text(&mut self, now: f64, text: &str) {
-        self.inner.handle_text(millis(now), text);
+    pub fn handle_text(&mut self, now: f64, data: JsValue) -> Result<(), JsValue> {
+        self.inner.handle_text(millis(now), &text(data, "text")?);
+        Ok(())
     }
 
     #[wasm_bindgen(js_name = handleBinary)]
@@ -51,8 +53,9 @@ impl MoltZapSession {
 
     /// The socket closed: pending requests fail with `closed`, then `disconnected`.
     #[wasm_bindgen(js_name = handleClose)]
-    pub fn handle_close(&mut self, now: f64, code: u16, reason: &str) {
-        self.inner.handle_close(millis(now), code, reason);
+    pub fn handle_close(&mut self, now: f64, code: u16, reason: JsValue) -> Result<(), JsValue> {
+        self.inner.handle_close(millis(now), code, &text(reason, "reason")?);
+        Ok(())
     }
 
     #[wasm_bindgen(js_name = handleTimeout)]
@@ -81,8 +84,8 @@ impl MoltZapSession {
     /// Authenticates with `credentials` (`{"agentKey": …}` or `{"sessionToken": …}` JSON, or an
     /// agent key), else with those of the options; returns the request id that `connected` or
     /// `connectFailed` carries.
-    pub fn connect(&mut self, now: f64, credentials: Option<String>) -> Result<String, JsValue> {
-        let credentials = match credentials.as_deref() {
+    pub fn connect(&mut self, now: f64, credentials: JsValue) -> Result<String, JsValue> {
+        let credentials = match opt_text(credentials, "credentials")?.as_deref() {
             Some(text) => options::credentials(text)?,
             None => self.credentials.clone().ok_or_else(|| {
                 crate::errors::local(ErrorKind::Invalid, "no credentials: give agentKey or sessionToken")
@@ -96,29 +99,31 @@ impl MoltZapSession {
     pub fn call(
         &mut self,
         now: f64,
-        method: &str,
-        params: Option<String>,
+        method: JsValue,
+        params: JsValue,
         timeout_ms: Option<f64>,
     ) -> Result<String, JsValue> {
+        let (method, params) = (text(method, "method")?, opt_text(params, "params")?);
         let (now, params) = (millis(now), params.as_deref());
         match timeout_ms {
-            None => self.inner.call(now, method, params),
+            None => self.inner.call(now, &method, params),
             Some(ms) => self
                 .inner
-                .call_with_timeout(now, method, params, options::timeout_ms(ms)?),
+                .call_with_timeout(now, &method, params, options::timeout_ms(ms)?),
         }
         .map_err(|e| error(&e))
     }
 
     /// Ends a request (`failed` with kind `cancelled`) or the connect (`connectFailed`); false
     /// when it is not pending.
-    pub fn cancel(&mut self, id: &str) -> bool {
-        self.inner.cancel(id)
+    pub fn cancel(&mut self, id: JsValue) -> bool {
+        id.as_string().is_some_and(|id| self.inner.cancel(&id))
     }
 
     /// Queues a close frame: pending requests fail with `closed`, then `disconnected`.
-    pub fn close(&mut self, code: u16, reason: &str) {
-        self.inner.close(code, reason);
+    pub fn close(&mut self, code: u16, reason: JsValue) -> Result<(), JsValue> {
+        self.inner.close(code, &text(reason, "reason")?);
+        Ok(())
     }
 
     /// `closed`, `open`, `connecting` or `ready`.

@@ -3,7 +3,7 @@
 //! the callbacks of the command they answer, everything else to `onEvent`.
 
 use super::options;
-use crate::errors;
+use crate::errors::{self, opt_text, text};
 use crate::host::{JsEntropy, Timer};
 use crate::socket::{as_sink, deliver_calls, elsewhere, timer, Calls, Input, OpenDeadline, Sink, Socket};
 use agentwire_core::{ErrorKind, Millis};
@@ -205,14 +205,14 @@ impl RktDriver {
     /// gets what answers no command: `error`, `goodbye`, `closed`.
     #[wasm_bindgen(constructor)]
     pub fn new(
-        address: &str,
+        address: JsValue,
         options: Option<String>,
         web_socket: Option<Function>,
         on_event: Function,
         on_ready: Function,
         on_fail: Function,
     ) -> Result<RktDriver, JsValue> {
-        let url = resolve(address).map_err(|e| errors::local(ErrorKind::Invalid, e.0))?;
+        let url = resolve(&text(address, "address")?).map_err(|e| errors::local(ErrorKind::Invalid, e.0))?;
         let cfg = options::config(options)?;
         let opening = OpenDeadline::new(crate::host::now(), cfg.handshake_timeout_ms);
         let state = Rc::new(RefCell::new(Driver {
@@ -266,16 +266,17 @@ impl RktDriver {
     /// REQUEST `intent` with `params` (JSON text); `resolve(body JSON text | undefined)`.
     pub fn request(
         &self,
-        intent: &str,
+        intent: JsValue,
         params: Option<String>,
         options: Option<String>,
         resolve: Function,
         reject: Function,
     ) -> Result<String, JsValue> {
+        let intent = text(intent, "intent")?;
         let params = options::json_arg("params", params)?;
         let opts = options::request(options, false)?;
         self.start(Waiter::Reply { resolve, reject }, |s, now| {
-            s.request(now, intent, params, opts)
+            s.request(now, &intent, params, opts)
         })
     }
 
@@ -283,16 +284,17 @@ impl RktDriver {
     /// `end(undefined)`, or `end(error)` when it fails.
     pub fn stream(
         &self,
-        intent: &str,
+        intent: JsValue,
         params: Option<String>,
         options: Option<String>,
         chunk: Function,
         end: Function,
     ) -> Result<String, JsValue> {
+        let intent = text(intent, "intent")?;
         let params = options::json_arg("params", params)?;
         let opts = options::request(options, true)?;
         self.start(Waiter::Stream { chunk, end }, |s, now| {
-            s.request(now, intent, params, opts)
+            s.request(now, &intent, params, opts)
         })
     }
 
@@ -303,30 +305,32 @@ impl RktDriver {
     #[wasm_bindgen(js_name = memorySet)]
     pub fn memory_set(
         &self,
-        key: &str,
+        key: JsValue,
         value: &str,
-        namespace: Option<String>,
+        namespace: JsValue,
         ttl_s: Option<f64>,
         resolve: Function,
         reject: Function,
     ) -> Result<String, JsValue> {
+        let (key, namespace) = (text(key, "key")?, opt_text(namespace, "namespace")?);
         let value = options::json_arg("value", Some(value.to_string()))?.unwrap_or_default();
         let ttl = options::ttl_s(ttl_s)?;
         self.start(Waiter::Reply { resolve, reject }, |s, now| {
-            s.memory_set(now, key, value, namespace.as_deref(), ttl)
+            s.memory_set(now, &key, value, namespace.as_deref(), ttl)
         })
     }
 
     #[wasm_bindgen(js_name = memoryGet)]
     pub fn memory_get(
         &self,
-        key: &str,
-        namespace: Option<String>,
+        key: JsValue,
+        namespace: JsValue,
         resolve: Function,
         reject: Function,
     ) -> Result<String, JsValue> {
+        let (key, namespace) = (text(key, "key")?, opt_text(namespace, "namespace")?);
         self.start(Waiter::Reply { resolve, reject }, |s, now| {
-            s.memory_get(now, key, namespace.as_deref())
+            s.memory_get(now, &key, namespace.as_deref())
         })
     }
 

@@ -1,6 +1,6 @@
 //! `rktDecode`: the RKT codec on its own, for tools and for the package's vector tests.
 
-use crate::errors;
+use crate::errors::{self, text};
 use agentwire_rkt::codec::{decode, DEFAULT_MAX_MESSAGE_SIZE};
 use serde_json::{json, Map};
 use wasm_bindgen::prelude::*;
@@ -9,9 +9,9 @@ use wasm_bindgen::prelude::*;
 /// `{type, headers: {name: value}, body: text | null}`. Throws an error of kind `decode` with
 /// `reason` (the decode error's name, e.g. `bad_header_value`) and `field`.
 #[wasm_bindgen(js_name = rktDecode)]
-pub fn rkt_decode(wire: &str, max_size: Option<u32>) -> Result<String, JsValue> {
+pub fn rkt_decode(wire: JsValue, max_size: Option<u32>) -> Result<String, JsValue> {
     let limit = max_size.map_or(DEFAULT_MAX_MESSAGE_SIZE, |m| m as usize);
-    match decode(wire, limit) {
+    match decode(&text(wire, "wire")?, limit) {
         Ok(m) => {
             // Inserted one by one (the last of a repeated name wins, as with `collect`): a
             // `collect` into the map sorts first, and the sort is sizeable code in the wasm.

@@ -3,7 +3,7 @@
 //! `pollTimeout` until empty.
 
 use super::options;
-use crate::errors;
+use crate::errors::{self, opt_text, text};
 use crate::host::JsEntropy;
 use crate::outgoing::{self, millis};
 use agentwire_rkt::json::error_json;
@@ -23,9 +23,9 @@ fn err(e: RktError) -> JsValue {
 impl RktSession {
     /// A session with the options JSON (see `RktOptions` in the package's types).
     #[wasm_bindgen(constructor)]
-    pub fn new(options: Option<String>) -> Result<RktSession, JsValue> {
+    pub fn new(options: JsValue) -> Result<RktSession, JsValue> {
         Ok(RktSession {
-            inner: ClientSession::new(options::config(options)?, Box::new(JsEntropy)),
+            inner: ClientSession::new(options::config(opt_text(options, "options")?)?, Box::new(JsEntropy)),
         })
     }
 
@@ -36,8 +36,9 @@ impl RktSession {
     }
 
     #[wasm_bindgen(js_name = handleText)]
-    pub fn handle_text(&mut self, now: f64, text: &str) {
-        self.inner.handle_text(millis(now), text);
+    pub fn handle_text(&mut self, now: f64, data: JsValue) -> Result<(), JsValue> {
+        self.inner.handle_text(millis(now), &text(data, "text")?);
+        Ok(())
     }
 
     #[wasm_bindgen(js_name = handleBinary)]
@@ -46,8 +47,9 @@ impl RktSession {
     }
 
     #[wasm_bindgen(js_name = handleClose)]
-    pub fn handle_close(&mut self, now: f64, code: u16, reason: &str) {
-        self.inner.handle_close(millis(now), code, reason);
+    pub fn handle_close(&mut self, now: f64, code: u16, reason: JsValue) -> Result<(), JsValue> {
+        self.inner.handle_close(millis(now), code, &text(reason, "reason")?);
+        Ok(())
     }
 
     #[wasm_bindgen(js_name = handleTimeout)]
@@ -77,14 +79,15 @@ impl RktSession {
     pub fn request(
         &mut self,
         now: f64,
-        intent: &str,
-        params: Option<String>,
-        options: Option<String>,
+        intent: JsValue,
+        params: JsValue,
+        options: JsValue,
         stream: bool,
     ) -> Result<String, JsValue> {
-        let params = options::json_arg("params", params)?;
-        let opts = options::request(options, stream)?;
-        self.inner.request(millis(now), intent, params, opts).map_err(err)
+        let intent = text(intent, "intent")?;
+        let params = options::json_arg("params", opt_text(params, "params")?)?;
+        let opts = options::request(opt_text(options, "options")?, stream)?;
+        self.inner.request(millis(now), &intent, params, opts).map_err(err)
     }
 
     pub fn discover(&mut self, now: f64) -> Result<String, JsValue> {
@@ -95,22 +98,24 @@ impl RktSession {
     pub fn memory_set(
         &mut self,
         now: f64,
-        key: &str,
-        value: &str,
-        namespace: Option<String>,
+        key: JsValue,
+        value: JsValue,
+        namespace: JsValue,
         ttl_s: Option<f64>,
     ) -> Result<String, JsValue> {
-        let value = options::json_arg("value", Some(value.to_string()))?.unwrap_or_default();
+        let (key, namespace) = (text(key, "key")?, opt_text(namespace, "namespace")?);
+        let value = options::json_arg("value", Some(text(value, "value")?))?.unwrap_or_default();
         let ttl = options::ttl_s(ttl_s)?;
         self.inner
-            .memory_set(millis(now), key, value, namespace.as_deref(), ttl)
+            .memory_set(millis(now), &key, value, namespace.as_deref(), ttl)
             .map_err(err)
     }
 
     #[wasm_bindgen(js_name = memoryGet)]
-    pub fn memory_get(&mut self, now: f64, key: &str, namespace: Option<String>) -> Result<String, JsValue> {
+    pub fn memory_get(&mut self, now: f64, key: JsValue, namespace: JsValue) -> Result<String, JsValue> {
+        let (key, namespace) = (text(key, "key")?, opt_text(namespace, "namespace")?);
         self.inner
-            .memory_get(millis(now), key, namespace.as_deref())
+            .memory_get(millis(now), &key, namespace.as_deref())
             .map_err(err)
     }
 
@@ -118,9 +123,10 @@ impl RktSession {
         self.inner.ping(millis(now)).map_err(err)
     }
 
-    /// Ends a command early (`failed` with kind `cancelled`); false when it is not pending.
-    pub fn cancel(&mut self, id: &str) -> bool {
-        self.inner.cancel(id)
+    /// Ends a command early (`failed` with kind `cancelled`); false when it is not pending (or
+    /// `id` is not a string).
+    pub fn cancel(&mut self, id: JsValue) -> bool {
+        id.as_string().is_some_and(|id| self.inner.cancel(&id))
     }
 
     /// GOODBYE and a close frame.

@@ -10,7 +10,7 @@ use super::driver::{take_call, Driver};
 use super::fetch::{self, FetchError};
 use super::options;
 use super::refresh::{check_token, token_exp, Refresh};
-use crate::errors;
+use crate::errors::{self, text};
 use crate::host::{wall, JsEntropy};
 use crate::socket::{as_sink, deliver_calls, timer, Calls, NO_WEB_SOCKET};
 use agentwire_core::json::read::{self, Kind};
@@ -89,16 +89,17 @@ impl SwitchDriver {
     /// `invalid` error for a bad URL, token or option.
     #[wasm_bindgen(constructor)]
     pub fn new(
-        base_url: &str,
-        token: &str,
+        base_url: JsValue,
+        token: JsValue,
         options: &str,
         web_socket: Option<Function>,
         on_event: Function,
         refresh: Option<Function>,
     ) -> Result<SwitchDriver, JsValue> {
+        let (base_url, token) = (text(base_url, "url")?, text(token, "token")?);
         let parsed = options::config(options)?;
-        let (http_base, ws_base) = bases(base_url).map_err(invalid)?;
-        check_token(token).map_err(invalid)?;
+        let (http_base, ws_base) = bases(&base_url).map_err(invalid)?;
+        check_token(&token).map_err(invalid)?;
         let http_base: Rc<str> = Rc::from(http_base);
         let token: Rc<str> = Rc::from(token);
         let (agent_id, connection_id) = (parsed.cfg.open.agent_id.clone(), parsed.cfg.open.connection_id.clone());
@@ -216,7 +217,7 @@ impl SwitchDriver {
     /// bad name or arguments.
     pub fn op(
         &self,
-        name: &str,
+        name: JsValue,
         args: Option<String>,
         timeout_ms: Option<f64>,
         resolve: Function,
@@ -225,7 +226,7 @@ impl SwitchDriver {
         let request = ops::op(
             &self.agent_id,
             Some(&self.connection_id),
-            name,
+            &text(name, "name")?,
             args.as_deref().unwrap_or(""),
         );
         self.http(
@@ -258,14 +259,15 @@ impl SwitchDriver {
     /// `takeover`); `resolve(JSON text {ok, rooms, evicted_connection_id?, warning?})`.
     pub fn subscribe(
         &self,
-        room: &str,
+        room: JsValue,
         takeover: bool,
         timeout_ms: Option<f64>,
         resolve: Function,
         reject: Function,
     ) -> Result<AbortController, JsValue> {
+        let room = text(room, "room")?;
         self.http(
-            ops::subscribe(&self.agent_id, &self.connection_id, room, takeover),
+            ops::subscribe(&self.agent_id, &self.connection_id, &room, takeover),
             timeout_ms,
             |status, body| ops::decode_subscribe(status, body).map(|_| body.to_owned()),
             resolve,
@@ -276,13 +278,14 @@ impl SwitchDriver {
     /// Releases `room`; `resolve(JSON text {ok, rooms, ...})`.
     pub fn unsubscribe(
         &self,
-        room: &str,
+        room: JsValue,
         timeout_ms: Option<f64>,
         resolve: Function,
         reject: Function,
     ) -> Result<AbortController, JsValue> {
+        let room = text(room, "room")?;
         self.http(
-            ops::unsubscribe(&self.agent_id, &self.connection_id, room),
+            ops::unsubscribe(&self.agent_id, &self.connection_id, &room),
             timeout_ms,
             |status, body| ops::decode_unsubscribe(status, body).map(|_| body.to_owned()),
             resolve,
@@ -316,13 +319,14 @@ impl SwitchDriver {
     /// engine reopens); `refresh` is then due before this one's `exp`. Throws an `invalid` error
     /// for a malformed token.
     #[wasm_bindgen(js_name = setToken)]
-    pub fn set_token(&self, token: &str) -> Result<(), JsValue> {
-        check_token(token).map_err(invalid)?;
+    pub fn set_token(&self, token: JsValue) -> Result<(), JsValue> {
+        let token = text(token, "token")?;
+        check_token(&token).map_err(invalid)?;
         self.with(|d, now, calls| {
-            d.token = Rc::from(token);
+            d.token = Rc::from(token.as_str());
             d.tokens += 1;
             if let Some(r) = &mut d.refresh {
-                r.schedule(token_exp(token), wall());
+                r.schedule(token_exp(&token), wall());
             }
             // A reopen waiting for `refreshToken` goes with this token.
             d.release(now, None);

@@ -4,7 +4,7 @@
 //! re-arm the timer at `pollTimeout`.
 
 use super::{options, transmit_to_js};
-use crate::errors;
+use crate::errors::{self, text};
 use crate::host::JsEntropy;
 use crate::outgoing::millis;
 use agentwire_switch::{Connection, SwitchError};
@@ -34,8 +34,8 @@ impl SwitchSession {
     /// is required). Every transport is allowed here: with `sse`, feed the stream's body with
     /// `handleBytes`.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: &str) -> Result<SwitchSession, JsValue> {
-        let parsed = options::config(options)?;
+    pub fn new(options: JsValue) -> Result<SwitchSession, JsValue> {
+        let parsed = options::config(&text(options, "options")?)?;
         Ok(SwitchSession {
             inner: Connection::new(parsed.cfg, Box::new(JsEntropy)),
         })
@@ -56,22 +56,25 @@ impl SwitchSession {
     /// The last `open` failed: `status` of a refused upgrade or stream, `undefined` when no
     /// answer came (refused connection, DNS, TLS, or a WebSocket that never opened).
     #[wasm_bindgen(js_name = handleOpenFailed)]
-    pub fn handle_open_failed(&mut self, now: f64, status: Option<u16>, body: &str) {
-        self.inner.handle_open_failed(millis(now), status, body);
+    pub fn handle_open_failed(&mut self, now: f64, status: Option<u16>, body: JsValue) -> Result<(), JsValue> {
+        self.inner.handle_open_failed(millis(now), status, &text(body, "body")?);
+        Ok(())
     }
 
     /// The last `open` failed before any HTTP answer, for a reason the host states (a refused
     /// connection, DNS, a socket that could not be made): `reason` is the failure's message,
     /// without `handleOpenFailed`'s guess for a host that cannot tell these from a refusal.
     #[wasm_bindgen(js_name = handleOpenError)]
-    pub fn handle_open_error(&mut self, now: f64, reason: &str) {
-        self.inner.handle_open_error(millis(now), reason);
+    pub fn handle_open_error(&mut self, now: f64, reason: JsValue) -> Result<(), JsValue> {
+        self.inner.handle_open_error(millis(now), &text(reason, "reason")?);
+        Ok(())
     }
 
     /// A WebSocket text message.
     #[wasm_bindgen(js_name = handleText)]
-    pub fn handle_text(&mut self, now: f64, text: &str) {
-        self.inner.handle_text(millis(now), text);
+    pub fn handle_text(&mut self, now: f64, data: JsValue) -> Result<(), JsValue> {
+        self.inner.handle_text(millis(now), &text(data, "text")?);
+        Ok(())
     }
 
     /// A WebSocket binary message (read as UTF-8 text; Switch sends none).
@@ -88,20 +91,25 @@ impl SwitchSession {
 
     /// The socket closed (1006 when it dropped without a close frame), or the stream ended.
     #[wasm_bindgen(js_name = handleClose)]
-    pub fn handle_close(&mut self, now: f64, code: u16, reason: &str) {
-        self.inner.handle_close(millis(now), code, reason);
+    pub fn handle_close(&mut self, now: f64, code: u16, reason: JsValue) -> Result<(), JsValue> {
+        self.inner.handle_close(millis(now), code, &text(reason, "reason")?);
+        Ok(())
     }
 
     /// The answer to the `http` transmit `id`.
     #[wasm_bindgen(js_name = handleHttpResponse)]
-    pub fn handle_http_response(&mut self, now: f64, id: f64, status: u16, body: &str) {
-        self.inner.handle_http_response(millis(now), call_id(id), status, body);
+    pub fn handle_http_response(&mut self, now: f64, id: f64, status: u16, body: JsValue) -> Result<(), JsValue> {
+        let body = text(body, "body")?;
+        self.inner.handle_http_response(millis(now), call_id(id), status, &body);
+        Ok(())
     }
 
     /// The `http` transmit `id` got no answer (refused, reset, timed out).
     #[wasm_bindgen(js_name = handleHttpFailed)]
-    pub fn handle_http_failed(&mut self, now: f64, id: f64, reason: &str) {
-        self.inner.handle_http_failed(millis(now), call_id(id), reason);
+    pub fn handle_http_failed(&mut self, now: f64, id: f64, reason: JsValue) -> Result<(), JsValue> {
+        let reason = text(reason, "reason")?;
+        self.inner.handle_http_failed(millis(now), call_id(id), &reason);
+        Ok(())
     }
 
     #[wasm_bindgen(js_name = handleTimeout)]

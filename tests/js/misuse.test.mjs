@@ -1,0 +1,140 @@
+// The package used from plain JavaScript the way its types forbid (a number for a string, a
+// `Uint8Array` for text): each is a typed error, never a trap of the wasm instance or a leak of
+// its memory. Clients on sockets the test plays (fake-ws.mjs).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { AgentwireError, RktClient, MoltZapClient, SwitchClient, RktSession, MoltZapSession, SwitchSession } from "agentwire";
+import { FakeRkt, FakeWebSocket, connectionState, last } from "./fake-ws.mjs";
+
+const invalid = (what) => (e) => e instanceof AgentwireError && e.kind === "invalid" && e.message.includes(what);
+const string = (name) => invalid(`\`${name}\` must be a string`);
+
+/** A MoltZap socket that answers every request at once (`{}` to the connect). */
+class Answering extends FakeWebSocket {
+  send(t) {
+    const m = JSON.parse(t);
+    queueMicrotask(() => this.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id: m.id, result: m.method === "agent/network/connect" ? {} : { echoed: m.method } }) }));
+  }
+}
+
+async function moltzap() {
+  const connecting = MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: Answering, timeoutMs: 2_000 });
+  const ws = last();
+  ws.readyState = 1;
+  ws.onopen({});
+  return connecting;
+}
+
+async function sw() {
+  const exp = Math.floor(Date.now() / 1000) + 3600;
+  const token = `${Buffer.from(JSON.stringify({ sub: "a", exp })).toString("base64url")}.sig`;
+  const connecting = SwitchClient.connect("http://fake", { token, agentId: "a", reconnect: false, webSocket: FakeWebSocket });
+  const ws = last();
+  ws.readyState = 1;
+  ws.onopen({});
+  ws.onmessage({ data: connectionState });
+  return connecting;
+}
+
+// wasm-bindgen's string glue read `.length` of whatever came: a number trapped in the allocator
+// (kind `internal`, "memory access out of bounds"), a Uint8Array had its length allocated and
+// never freed before the glue threw.
+test("a non-string where text is expected is refused with kind invalid, naming the argument", async () => {
+  await assert.rejects(RktClient.connect(42, { webSocket: FakeRkt }), string("address"));
+  await assert.rejects(MoltZapClient.connect({}, { agentKey: "k", webSocket: FakeWebSocket }), string("url"));
+  await assert.rejects(SwitchClient.connect("http://fake", { token: 123, agentId: "a", webSocket: FakeWebSocket }), string("token"));
+  await assert.rejects(SwitchClient.connect(undefined, { token: "t", agentId: "a", webSocket: FakeWebSocket }), string("url"));
+
+  const r = await RktClient.connect("ws://fake/rkt", { webSocket: FakeRkt, keepalive: false });
+  try {
+    await assert.rejects(r.request(42), string("intent"));
+    await assert.rejects(r.request(undefined), string("intent"));
+    await assert.rejects(r.stream(new Uint8Array(4)).next(), string("intent"));
+    await assert.rejects(r.memoryGet(5), string("key"));
+    await assert.rejects(r.memorySet("k", 1, { namespace: 7 }), string("namespace"));
+    assert.equal(last().sent.filter((t) => !t.startsWith("RKT/1.0 HELLO")).length, 0, "nothing sent");
+  } finally {
+    await r.close();
+  }
+
+  const m = await moltzap();
+  try {
+    await assert.rejects(m.send({ agent: "bob" }, 42), string("text"));
+    await assert.rejects(m.send({ agent: 7 }, "hi"), string("agent"));
+    await assert.rejects(m.call(5), string("method"));
+    await assert.rejects(m.recentMessages({ conversationId: {} }), string("conversationId"));
+    assert.deepEqual(await m.call("x/y", {}), { echoed: "x/y" });
+  } finally {
+    await m.close();
+  }
+
+  const s = await sw();
+  try {
+    await assert.rejects(s.subscribe(12345), string("room"));
+    await assert.rejects(s.unsubscribe(null), string("room"));
+    await assert.rejects(s.op(5), string("name"));
+    assert.throws(() => s.setToken(123), string("token"));
+    assert.equal(s.status().state, "live");
+  } finally {
+    await s.close();
+  }
+});
+
+test("the sans-IO sessions refuse a non-string input with kind invalid and go on", () => {
+  const now = Date.now();
+  const r = new RktSession();
+  r.handleOpen(now);
+  assert.throws(() => r.handleText(now, 42), string("text"));
+  assert.throws(() => r.handleClose(now, 1000, {}), string("reason"));
+  assert.throws(() => r.request(now, {}, undefined, undefined, false), string("intent"));
+  assert.throws(() => r.memorySet(now, "k", 5, undefined, undefined), string("value"));
+  assert.throws(() => new RktSession(5), string("options"));
+  assert.equal(r.cancel(5), false);
+  assert.match(r.pollTransmit().text, /^RKT\/1.0 HELLO\n/);
+  r.free();
+
+  const m = new MoltZapSession(JSON.stringify({ agentKey: "k" }));
+  m.handleOpen(now);
+  assert.throws(() => m.handleText(now, new Uint8Array(3)), string("text"));
+  assert.throws(() => m.connect(now, 5), string("credentials"));
+  assert.throws(() => m.call(now, 5), string("method"));
+  assert.throws(() => m.close(1000, 5), string("reason"));
+  assert.throws(() => new MoltZapSession(7), string("options"));
+  assert.match(m.connect(now), /./);
+  m.free();
+
+  const s = new SwitchSession(JSON.stringify({ agentId: "a" }));
+  s.start(now);
+  assert.throws(() => s.handleText(now, 42), string("text"));
+  assert.throws(() => s.handleOpenFailed(now, 500, 1), string("body"));
+  assert.throws(() => s.handleOpenError(now, 1), string("reason"));
+  assert.throws(() => s.handleHttpResponse(now, 1, 200, {}), string("body"));
+  assert.throws(() => s.handleHttpFailed(now, 1, 2), string("reason"));
+  assert.throws(() => s.handleClose(now, 1000, 3), string("reason"));
+  assert.throws(() => new SwitchSession(undefined), string("options"));
+  assert.equal(s.pollTransmit().type, "open");
+  s.free();
+});
+
+// The glue allocated a Uint8Array's length in wasm memory and threw before freeing it: 63 calls
+// with 64 MiB exhausted the instance. Now nothing is allocated, whatever the size.
+test("a 64 MiB Uint8Array given as text, 80 times, allocates nothing", () => {
+  const big = new Uint8Array(64 << 20);
+  const r = new RktSession();
+  const refused = [];
+  for (let i = 0; i < 80; i++) {
+    try {
+      r.handleText(Date.now(), big);
+    } catch (e) {
+      refused.push(string("text")(e) ? "invalid" : String(e));
+    }
+  }
+  // The instance has its memory still: a new session works.
+  const fresh = new RktSession();
+  fresh.handleOpen(Date.now());
+  assert.match(fresh.pollTransmit().text, /^RKT\/1.0 HELLO\n/);
+  fresh.free();
+  r.free();
+  assert.deepEqual([...new Set(refused)], ["invalid"]);
+  assert.equal(refused.length, 80);
+});
