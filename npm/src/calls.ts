@@ -47,6 +47,14 @@ export function after(ms: number | undefined, f: () => void): () => void {
   return () => clearTimeout(t);
 }
 
+/** `opts.signal`, checked before anything starts: kind `invalid` when it is not an
+ * `AbortSignal` (plain JavaScript), which would fail only once the call was sent. */
+export function signalOf(opts: CallOptions): AbortSignalLike | undefined {
+  const s = opts.signal;
+  if (s != null && typeof s.addEventListener != "function") throw agentwireError("invalid", "`signal` is not an AbortSignal");
+  return s ?? undefined;
+}
+
 export function abortError(signal: AbortSignalLike): AgentwireError {
   const r = signal.reason as { name?: unknown } | undefined;
   if (r !== null && typeof r === "object" && r.name === "TimeoutError") {
@@ -74,7 +82,8 @@ export function call<T>(
   opts: CallOptions = {},
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const { signal, timeoutMs } = opts;
+    const { timeoutMs } = opts;
+    const signal = signalOf(opts);
     if (signal?.aborted) return reject(abortError(signal));
     let id: string | undefined;
     let stopTimer = () => {};
@@ -340,8 +349,11 @@ export class Events<E extends { type: string }> {
     private readonly last: string,
     opts: ConnectOptions,
   ) {
-    this.#onEvent = opts.onEvent as ((e: E) => void) | undefined;
-    if (!this.#onEvent) this.#queue = new Queue<E>(opts.maxBufferedEvents ?? 4096, opts.maxBufferedBytes ?? 1 << 26, (q) => q.dropOldest());
+    const { onEvent, maxBufferedEvents = 4096, maxBufferedBytes = 1 << 26 } = opts;
+    if (onEvent != null && typeof onEvent != "function") throw agentwireError("invalid", "`onEvent` is not a function");
+    for (const [k, v] of Object.entries({ maxBufferedEvents, maxBufferedBytes })) if (!(v >= 0)) throw agentwireError("invalid", `\`${k}\` is ${v}`);
+    this.#onEvent = onEvent as ((e: E) => void) | undefined;
+    if (!this.#onEvent) this.#queue = new Queue<E>(maxBufferedEvents, maxBufferedBytes, (q) => q.dropOldest());
     this.#whenClosed = new Promise((r) => (this.#markClosed = r));
   }
 
@@ -370,11 +382,8 @@ export class Events<E extends { type: string }> {
     if (field !== undefined) lazyField(event, field, raw!);
     this.tap?.(event);
     if (this.#onEvent) {
-      try {
-        this.#onEvent(event);
-      } catch (e) {
-        console.error(e);
-      }
+      // A throw, or the rejection of a promise it returns (an async callback), is logged.
+      new Promise((r) => r(this.#onEvent!(event))).catch((e) => console.error(e));
     } else {
       this.#queue!.push(event, json.length + (raw?.length ?? 0), !!this.#hold);
       this.#hold?.();
@@ -493,14 +502,19 @@ interface Closable {
 /** Opens a driver with `make(onReady, onFail)` and resolves with `ready(driver, readyJson)`
  * once the engine reports the connection ready; rejects on failure, on `signal` and after
  * `timeoutMs` (closing the driver). */
-export function open<D extends Closable, C>(
-  opts: CallOptions,
-  make: (onReady: (json: string) => void, onFail: (e: unknown) => void) => D,
-  ready: (driver: D, json: string) => C,
+export function open<E extends { type: string }, D extends Closable, C>(
+  opts: ConnectOptions,
+  last: string,
+  make: (events: Events<E>, onReady: (json: string) => void, onFail: (e: unknown) => void) => D,
+  ready: (driver: D, events: Events<E>, json: string) => C,
   what: string,
 ): Promise<C> {
   return new Promise<C>((resolve, reject) => {
-    const { signal, timeoutMs } = opts;
+    // Options that cannot work (read here, so that a throwing getter rejects too) reject with
+    // `invalid` before anything opens.
+    const { timeoutMs } = opts;
+    const signal = signalOf(opts);
+    const events = new Events<E>(last, opts);
     if (signal?.aborted) return reject(abortError(signal));
     let driver: D | undefined;
     let stopTimer = () => {};
@@ -520,11 +534,11 @@ export function open<D extends Closable, C>(
     const onReady = (json: string) => {
       if (settled) return;
       done();
-      resolve(ready(driver!, json));
+      resolve(ready(driver!, events, json));
     };
     stopTimer = after(timeoutMs, () => fail(agentwireError("timeout", `no ${what} within ${timeoutMs} ms`)));
     try {
-      driver = make(onReady, (e) => fail(toError(e)));
+      driver = make(events, onReady, (e) => fail(toError(e)));
     } catch (e) {
       return fail(toError(e));
     }

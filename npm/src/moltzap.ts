@@ -111,12 +111,12 @@ export class MoltZapClient extends Client<MoltZapEvent> {
   static connect(url: string, opts: MoltZapConnectOptions): Promise<MoltZapClient> {
     // A JavaScript caller may leave the options out: the engine then says what is missing.
     opts ??= {};
-    const events = new Events<MoltZapEvent>("disconnected", opts as ConnectOptions);
-    return open(
-      opts,
-      (onReady, onFail) =>
+    return open<MoltZapEvent, MoltZapDriver, MoltZapClient>(
+      opts as ConnectOptions,
+      "disconnected",
+      (events, onReady, onFail) =>
         new MoltZapDriver(url, engineOptions(opts), opts.webSocket as (() => void) | undefined, events.emit, onReady, onFail),
-      (driver, json) => new MoltZapClient(driver, events, JSON.parse(json) as MoltZapInfo),
+      (driver, events, json) => new MoltZapClient(driver, events, JSON.parse(json) as MoltZapInfo),
       "MoltZap connection",
     );
   }

@@ -11,7 +11,9 @@ import {
   open,
   parseBody,
   Queue,
+  signalOf,
   unanswered,
+  type AbortSignalLike,
   type CallOptions,
   type ConnectOptions,
 } from "./calls.js";
@@ -143,12 +145,13 @@ export class RktClient extends Client<RktEvent> {
    * not open by then rejects with kind `timeout`), the whole by `timeoutMs` / `signal` when
    * given. */
   static connect(address: string, opts: RktConnectOptions = {}): Promise<RktClient> {
-    const events = new Events<RktEvent>("closed", opts as ConnectOptions);
-    return open(
-      opts,
-      (onReady, onFail) =>
+    opts ??= {};
+    return open<RktEvent, RktDriver, RktClient>(
+      opts as ConnectOptions,
+      "closed",
+      (events, onReady, onFail) =>
         new RktDriver(address, engineOptions(opts), opts.webSocket as (() => void) | undefined, events.emit, onReady, onFail),
-      (driver, json) => {
+      (driver, events, json) => {
         const { type, ...info } = JSON.parse(json) as { type: string } & RktServerInfo;
         void type;
         return new RktClient(driver, events, info);
@@ -173,7 +176,8 @@ export class RktClient extends Client<RktEvent> {
    * the next read (the chunks not read yet are dropped). A stream the server fails gives the
    * chunks that came before its error. */
   stream<T = unknown>(intent: string, params?: unknown, opts: RktRequestOptions = {}): AsyncIterableIterator<T> {
-    const { signal, timeoutMs } = opts;
+    const { timeoutMs } = opts;
+    let signal: AbortSignalLike | undefined;
     let id: string | undefined;
     let stopTimer = () => {};
     const cancel = () => id !== undefined && this.#driver.cancel(id);
@@ -197,13 +201,14 @@ export class RktClient extends Client<RktEvent> {
       queue.fail(unanswered(e));
       cancel();
     };
-    // A signal aborted already: nothing is sent.
-    if (signal?.aborted) {
-      queue.end(abortError(signal));
-      return queue;
-    }
     const end = (e?: unknown) => queue.end(e === undefined || e === null ? undefined : toError(e));
     try {
+      // Not an AbortSignal: kind `invalid`; one aborted already: nothing is sent.
+      signal = signalOf(opts);
+      if (signal?.aborted) {
+        queue.end(abortError(signal));
+        return queue;
+      }
       stopTimer = after(timeoutMs, () => stop(agentwireError("timeout", `stream not finished within ${timeoutMs} ms`)));
       id = this.#driver.stream(intent, toJson(params), requestOptions(opts), (b?: string) => queue.push(parseBody<T>(b), b?.length ?? 0), end);
     } catch (e) {

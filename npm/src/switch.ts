@@ -222,11 +222,11 @@ export class SwitchClient extends Client<SwitchEvent> {
     // A JavaScript caller may leave the options (or the token) out: the engine then rejects
     // with kind `invalid`, saying what is missing.
     opts ??= {} as SwitchConnectOptions;
-    const { token = "", refreshToken, webSocket, signal, timeoutMs, ...rest } = opts;
-    const events = new Events<SwitchEvent>("stopped", opts as ConnectOptions);
-    return open(
-      opts,
-      (onReady, onFail) => {
+    return open<SwitchEvent, { d: SwitchDriver; close(): void }, SwitchClient>(
+      opts as ConnectOptions,
+      "stopped",
+      (events, onReady, onFail) => {
+        const { token = "", refreshToken, webSocket, signal, timeoutMs, ...rest } = opts;
         events.tap = (ev) => {
           if (ev.type === "connected") onReady("");
           // The engine stops a connect whose first open failed (`connectAttempts`).
@@ -239,7 +239,7 @@ export class SwitchClient extends Client<SwitchEvent> {
         // A connect given up (a timeout, an abort) closes the driver; a stopped one is closed.
         return { d, close: () => d.stopped || d.close() };
       },
-      ({ d }) => {
+      ({ d }, events) => {
         events.tap = undefined;
         return new SwitchClient(d, events);
       },

@@ -1,6 +1,7 @@
 // The package used from plain JavaScript the way its types forbid (a number for a string, a
-// `Uint8Array` for text): each is a typed error, never a trap of the wasm instance or a leak of
-// its memory. Clients on sockets the test plays (fake-ws.mjs).
+// `Uint8Array` for text, odd options), and an `async` onEvent that rejects: each is a typed
+// error (or a log line), never a trap of the wasm instance, a leak of its memory, a synchronous
+// throw from `connect` or an unhandled rejection. Clients on sockets the test plays (fake-ws.mjs).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { AgentwireError, RktClient, MoltZapClient, SwitchClient, RktSession, MoltZapSession, SwitchSession } from "agentwire";
@@ -137,4 +138,70 @@ test("a 64 MiB Uint8Array given as text, 80 times, allocates nothing", () => {
   r.free();
   assert.deepEqual([...new Set(refused)], ["invalid"]);
   assert.equal(refused.length, 80);
+});
+
+// `Events.emit` caught only a synchronous throw: the rejection of an async callback was
+// unhandled, which ends a Node process by default.
+test("an async onEvent that rejects is logged, as one that throws, and the client goes on", async () => {
+  const logged = [];
+  const unhandled = [];
+  const onUnhandled = (e) => unhandled.push(e);
+  const error = console.error;
+  console.error = (e) => logged.push(e);
+  process.on("unhandledRejection", onUnhandled);
+  try {
+    const boom = new Error("db.save failed");
+    const r = await RktClient.connect("ws://fake/rkt", { webSocket: FakeRkt, keepalive: false, onEvent: async () => { throw boom; } });
+    const ws = last();
+    ws.onmessage({ data: "not an RKT message" });
+    await new Promise((res) => setTimeout(res, 20));
+    assert.equal(logged.at(-1), boom);
+    assert.equal(r.closed, false);
+    await r.close();
+    await new Promise((res) => setTimeout(res, 20));
+    assert.equal(logged.length, 2, "the error event and closed, each logged");
+    assert.deepEqual(unhandled, []);
+  } finally {
+    console.error = error;
+    process.off("unhandledRejection", onUnhandled);
+  }
+});
+
+// A `signal` that is not an AbortSignal was found only after the call was sent (a raw
+// TypeError, and another at its end).
+test("a signal that is not an AbortSignal is refused with kind invalid before anything is sent", async () => {
+  const before = last();
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { webSocket: FakeRkt, signal: {} }), invalid("`signal`"));
+  assert.equal(last(), before, "no socket made");
+  const r = await RktClient.connect("ws://fake/rkt", { webSocket: FakeRkt, keepalive: false });
+  const ws = last();
+  try {
+    await assert.rejects(r.request("echo", {}, { signal: {} }), invalid("`signal`"));
+    await assert.rejects(r.stream("echo", {}, { signal: { aborted: false } }).next(), invalid("`signal`"));
+    await assert.rejects(r.ping({ signal: 1 }), invalid("`signal`"));
+    assert.equal(ws.sent.filter((t) => !t.startsWith("RKT/1.0 HELLO")).length, 0, "nothing sent");
+  } finally {
+    await r.close();
+  }
+});
+
+test("connect returns a promise whatever its options: null, throwing getters, bad event options", async () => {
+  const p = RktClient.connect("ws://127.0.0.1:1/rkt", null);
+  assert.ok(p instanceof Promise);
+  await assert.rejects(p);
+  const boom = new Error("getter");
+  for (const connect of [
+    () => RktClient.connect("ws://fake/rkt", { webSocket: FakeRkt, get onEvent() { throw boom; } }),
+    () => MoltZapClient.connect("ws://fake/ws", { agentKey: "k", webSocket: FakeWebSocket, get maxBufferedEvents() { throw boom; } }),
+    () => SwitchClient.connect("http://fake", { token: "t", agentId: "a", webSocket: FakeWebSocket, get maxBufferedEvents() { throw boom; } }),
+  ]) {
+    const p = connect();
+    assert.ok(p instanceof Promise);
+    await assert.rejects(p, (e) => e === boom);
+  }
+  const fake = { webSocket: FakeRkt };
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, onEvent: 5 }), invalid("`onEvent` is not a function"));
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: -1 }), invalid("`maxBufferedEvents` is -1"));
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: "x" }), invalid("`maxBufferedEvents` is x"));
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedBytes: NaN }), invalid("`maxBufferedBytes` is NaN"));
 });

@@ -45,6 +45,7 @@ pub(crate) fn text(v: JsValue, name: &str) -> Result<String, JsValue> {
 }
 
 /// [`text`] for an optional argument: `undefined` and `null` are `None`.
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
 pub(crate) fn opt_text(v: JsValue, name: &str) -> Result<Option<String>, JsValue> {
     match v.is_undefined() || v.is_null() {
         true => Ok(None),
