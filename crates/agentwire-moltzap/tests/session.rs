@@ -1241,6 +1241,50 @@ fn auto_fallback_stops_waiting_for_pings() {
     assert_eq!(s.poll_timeout(), None);
 }
 
+/// `auto` with a session token goes straight to released: a ping watch armed while the socket
+/// still counted as current (a ping before the connect, or before a current connect that timed
+/// out) ends there, so no `MissedPings` and no probe ping in the released generation. (Review
+/// revA: `MissedPings { count: 3 }` and a released `system/ping` at 3000 ms.)
+#[test]
+fn auto_with_a_session_token_never_watches_pings() {
+    let cfg = SessionConfig {
+        generation: GenerationChoice::Auto,
+        ping_interval_ms: Some(1000),
+        idle_probe_ms: 0,
+        handshake_timeout_ms: 500,
+        ..SessionConfig::default()
+    };
+    for timed_out_first in [false, true] {
+        let mut s = session_with(cfg.clone());
+        s.handle_ping(0);
+        if timed_out_first {
+            s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+            s.handle_timeout(500);
+            assert!(matches!(&events(&mut s)[..], [Event::ConnectFailed { .. }]));
+            assert_eq!(s.generation(), Generation::Current);
+        }
+        let id = s.connect(600, Credentials::SessionToken("t".into())).unwrap();
+        assert_eq!(
+            s.poll_timeout(),
+            Some(1100),
+            "only the handshake timer ({timed_out_first})"
+        );
+        sent(&mut s);
+        s.handle_text(610, &released_response(&id, HELLO));
+        assert!(matches!(
+            &events(&mut s)[..],
+            [Event::Connected {
+                generation: Generation::Released,
+                ..
+            }]
+        ));
+        assert_eq!(s.poll_timeout(), None);
+        s.handle_timeout(3000);
+        assert!(events(&mut s).is_empty(), "{timed_out_first}");
+        assert!(sent(&mut s).is_empty(), "{timed_out_first}");
+    }
+}
+
 #[test]
 fn the_session_is_send_and_auto_stays_released_within_a_socket() {
     fn assert_send<T: Send>() {}

@@ -53,6 +53,11 @@ impl Session {
         self.next_id += 1;
         let id = c.id.clone();
         self.generation = generation;
+        if generation == Generation::Released {
+            // Released servers send no pings: a watch armed while the socket still counted as
+            // current (a ping before this connect, or before a connect that timed out) ends here.
+            self.timers.cancel(&Timer::Ping);
+        }
         self.connecting = Some(c);
         self.state = SessionState::Connecting;
         self.send_connect(now, wire);

@@ -326,7 +326,9 @@ impl Session {
             match timer {
                 Timer::Request(id) => self.on_request_timeout(id),
                 Timer::Ping => {
-                    if self.state != SessionState::Closed && !self.pings_missed_reported {
+                    // Never in the released generation, whose servers send no pings.
+                    let watched = self.generation == Generation::Current && self.state != SessionState::Closed;
+                    if watched && !self.pings_missed_reported {
                         self.pings_missed_reported = true;
                         self.events.push_back(Event::MissedPings { count: MISSED_PINGS });
                         // A server that stopped pinging may be gone: ask it.
