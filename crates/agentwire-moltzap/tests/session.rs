@@ -1762,6 +1762,28 @@ fn a_probe_not_yet_sent_is_not_counted_as_unanswered() {
     assert_eq!(s.state(), SessionState::Closed);
 }
 
+/// A socket backed up (nothing polled) while the server keeps talking: each idle period's probe
+/// takes back the last one's unsent frame, so one `system/ping` waits, not one per period.
+/// (Review revA: 100 queued after 100 idle periods.)
+#[test]
+fn probes_do_not_pile_up_while_nothing_is_polled() {
+    let mut s = current_ready(SessionConfig {
+        idle_probe_ms: 1000,
+        ..SessionConfig::default()
+    });
+    let push = r#"{"jsonrpc":"2.0","method":"presence/changed","params":{"agentId":"a","status":"online"}}"#;
+    for _ in 0..100 {
+        let at = s.poll_timeout().unwrap();
+        s.handle_timeout(at);
+        s.handle_text(at + 1, push);
+    }
+    events(&mut s);
+    let frames = sent(&mut s);
+    assert_eq!(requests(&frames).len(), 1, "{} frames", frames.len());
+    assert_eq!(requests(&frames)[0].1, "system/ping");
+    assert_eq!(s.state(), SessionState::Ready);
+}
+
 /// Three missed pings report `MissedPings` and start a probe: an unanswered one closes the
 /// session, an answered one keeps it. (From the time review's
 /// `missed_pings_lead_to_a_close_or_keep_watching`.)

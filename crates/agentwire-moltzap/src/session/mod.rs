@@ -679,11 +679,12 @@ impl Session {
         }
         if let Some(p) = &self.probe {
             if self.last_heard >= p.at {
-                // Something arrived since the probe: the server is there. Its answer may still
-                // come, and is dropped quietly.
+                // Something arrived since the probe: the server is there. Its frame is taken back
+                // if still queued (so a socket backed up holds one probe, not one per idle
+                // period); if it left, its answer may still come, and is dropped quietly.
                 let id = p.id.clone();
                 self.probe = None;
-                self.forget(id);
+                self.end_early(&id);
             } else if self.transmit.iter().any(|(_, of)| of.as_deref() == Some(p.id.as_str())) {
                 // Not sent yet (held behind a long write, which the driver bounds itself): the
                 // wait starts once it has left.
