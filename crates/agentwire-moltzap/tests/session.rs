@@ -1028,6 +1028,21 @@ fn disconnect_fails_pending_with_closed_and_reconnect_is_explicit() {
     );
 }
 
+/// "Oldest first" is call order, also for requests made in the same millisecond (their ids'
+/// text sorts `aw-10` before `aw-2`; review revA).
+#[test]
+fn a_close_fails_requests_of_the_same_millisecond_in_call_order() {
+    let mut s = released_ready();
+    let ids: Vec<String> = (0..12).map(|_| s.system_ping(5).unwrap()).collect();
+    assert!(ids.contains(&"aw-2".to_string()) && ids.contains(&"aw-10".to_string()));
+    s.handle_close(6, 1006, "gone");
+    let failed: Vec<String> = events(&mut s)
+        .iter()
+        .filter_map(|e| failed_kind(e).map(|(id, _)| id))
+        .collect();
+    assert_eq!(failed, ids);
+}
+
 #[test]
 fn a_pending_connect_fails_on_close_and_on_timeout() {
     let mut s = session(GenerationChoice::Current);

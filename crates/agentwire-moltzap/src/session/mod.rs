@@ -190,9 +190,9 @@ pub struct Session {
     generation: Generation,
     connecting: Option<Connecting>,
     next_id: u64,
-    /// Requests sent and not answered: id → sent at, and whether making it again is safe
-    /// ([`methods::idempotent`]).
-    pending: HashMap<String, (Millis, bool)>,
+    /// Requests sent and not answered: id → its number (the id counter's: call order), and
+    /// whether making it again is safe ([`methods::idempotent`]).
+    pending: HashMap<String, (u64, bool)>,
     forgotten: VecDeque<String>,
     forgotten_set: HashSet<String>,
     timers: Timers<Timer>,
@@ -407,9 +407,10 @@ impl Session {
         }
         let id = self.peek_id();
         let wire = self.encode_for_send(self.generation, &id, method, params.as_deref())?;
+        let number = self.next_id;
         self.next_id += 1;
         let idempotent = methods::idempotent(method);
-        self.pending.insert(id.clone(), (now, idempotent));
+        self.pending.insert(id.clone(), (number, idempotent));
         self.timers
             .set(Timer::Request(id.clone()), now.saturating_add(timeout_ms));
         self.transmit.push_back((Outgoing::Text(wire), Some(id.clone())));
@@ -775,10 +776,11 @@ impl Session {
             let error = closed(&c.id, true);
             self.events.push_back(Event::ConnectFailed { id: c.id, error });
         }
-        let mut ids: Vec<(Millis, String, bool)> = (self.pending.drain())
-            .map(|(id, (at, idempotent))| (at, id, idempotent))
+        // Oldest first: in call order, by the id's number (the ids' text sorts aw-10 before aw-2).
+        let mut ids: Vec<(u64, String, bool)> = (self.pending.drain())
+            .map(|(id, (number, idempotent))| (number, id, idempotent))
             .collect();
-        ids.sort_unstable(); // ids are unique: the same order as a stable sort
+        ids.sort_unstable(); // numbers are unique: the same order as a stable sort
         for (_, id, idempotent) in ids {
             let error = closed(&id, idempotent);
             self.events.push_back(Event::Failed { id, error });
