@@ -125,6 +125,8 @@ pub enum ClientState {
     /// HELLO sent, waiting for HELLO_ACK.
     Handshaking,
     Ready,
+    /// The connection is over, for good: what the driver hands the session after it (a text or
+    /// binary frame, a close, an open, the time) is ignored, with no event, frame or timer.
     Closed,
 }
 

@@ -234,8 +234,12 @@ impl ClientSession {
         }
     }
 
-    /// A binary frame arrived: RKT is a text protocol, so it is reported and dropped.
+    /// A binary frame arrived: RKT is a text protocol, so it is reported and dropped (ignored
+    /// once closed, as a text frame is).
     pub fn handle_binary(&mut self, now: Millis, bytes: &[u8]) {
+        if self.state == ClientState::Closed {
+            return;
+        }
         self.last_received = now;
         let e = RktError::local(
             ErrorKind::Decode,
