@@ -21,7 +21,9 @@ pub struct ClientConfig {
     pub max_stream_buffer: usize,
     /// Bytes of out-of-order chunks held over all streams; past it, the stream fails with `limit`.
     pub max_stream_buffer_bytes: usize,
-    /// How long HELLO waits for HELLO_ACK, in milliseconds. At least 1.
+    /// How long HELLO waits for HELLO_ACK, and the AUTH of `authorization` for its AUTH_OK, in
+    /// milliseconds from HELLO. A HELLO_ACK read at or past it is the handshake timeout, as if
+    /// `handle_timeout` had come first. At least 1.
     pub handshake_timeout_ms: u64,
     /// `Bearer <key>`: sent as an AUTH message right after HELLO_ACK, before anything queued.
     /// It ends as `AuthOk`, or, refused or unanswered, as [`ClientEvent::Error`] (when the

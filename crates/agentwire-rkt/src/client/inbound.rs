@@ -84,6 +84,18 @@ impl ClientSession {
             self.events.push_back(ClientEvent::Error(e));
             return;
         }
+        // Read at or past the handshake's deadline, before the driver reported it: too late, as
+        // if the timer had fired first, with or without `authorization` (so the outcome does not
+        // hang on which the driver hands over first, and no AUTH goes out with no time left).
+        let handshake_until = self.timers.deadline(&Timer::Handshake);
+        if let Some(until) = handshake_until.filter(|u| now >= *u) {
+            let m = format!(
+                "the HELLO_ACK was read {} ms past the handshake timeout of {} ms",
+                now - until,
+                self.cfg.handshake_timeout_ms
+            );
+            return self.handshake_timed_out(m);
+        }
         let ack = match msg.body.as_deref().map(HelloAckBody::from_json) {
             Some(Ok(ack)) => ack,
             _ => {
@@ -107,7 +119,6 @@ impl ClientSession {
             self.close(1000, "version unsupported");
             return;
         }
-        let handshake_until = self.timers.deadline(&Timer::Handshake);
         self.timers.cancel(&Timer::Handshake);
         self.state = ClientState::Ready;
         self.session_timeout_ms = ack.session_timeout.saturating_mul(1000);
@@ -139,10 +150,13 @@ impl ClientSession {
             msg.headers.set("Priority", Priority::Urgent.as_str());
             msg.body = Some(body);
             self.track(now, id.clone(), Op::Auth, self.cfg.ttl_s, false, Origin::ConfiguredAuth);
-            // It completes the handshake: the handshake's deadline bounds it.
+            // It completes the handshake: the handshake's deadline (still ahead) bounds it.
             let key = Timer::Reply(id.clone());
             if let Some(until) = handshake_until.filter(|u| self.timers.deadline(&key).is_some_and(|t| t > *u)) {
                 self.timers.set(key, until);
+                if let Some(p) = self.pending.get_mut(&id) {
+                    p.handshake_bound = true;
+                }
             }
             self.send_command(now, &msg, id);
         }

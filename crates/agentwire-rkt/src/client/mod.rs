@@ -45,6 +45,8 @@ struct Pending {
     sent_at: Millis,
     stream: Option<StreamState>,
     origin: Origin,
+    /// Its reply deadline is the handshake's, sooner than its TTL (the configured AUTH).
+    handshake_bound: bool,
 }
 
 /// Whose a command is. The session's own are not counted under `max_in_flight`; a keepalive
@@ -256,18 +258,20 @@ impl ClientSession {
     pub fn handle_timeout(&mut self, now: Millis) {
         for timer in self.timers.expire(now) {
             match timer {
-                Timer::Handshake => {
-                    let e = RktError::local(ErrorKind::Timeout, "no HELLO_ACK before the handshake timeout");
-                    self.events.push_back(ClientEvent::Error(e));
-                    self.close(1000, "handshake timeout");
-                }
+                Timer::Handshake => self.handshake_timed_out("no HELLO_ACK before the handshake timeout".into()),
                 Timer::Reply(id) => {
                     if let Some((p, sent)) = self.end_early(&id) {
                         if p.origin == Origin::Keepalive {
                             self.keepalive_expired(sent, &p);
                             continue;
                         }
-                        let msg = format!("no reply within the TTL of {} s", p.ttl_ms / 1000);
+                        let msg = match p.handshake_bound {
+                            true => format!(
+                                "no AUTH_OK before the handshake timeout of {} ms",
+                                self.cfg.handshake_timeout_ms
+                            ),
+                            false => format!("no reply within the TTL of {} s", p.ttl_ms / 1000),
+                        };
                         let error = Error::new(ErrorKind::Timeout, msg).unanswered(sent, p.op.idempotent());
                         let error = RktError::from(error).for_request(&id);
                         self.end(p.origin, ClientEvent::Failed { id, error });
@@ -315,10 +319,18 @@ impl ClientSession {
                 sent_at: now,
                 stream,
                 origin,
+                handshake_bound: false,
             },
         );
         // Ids are random UUIDs: a repeat is as good as impossible, but the count stays exact.
         self.own_pending -= replaced.map_or(0, |p| usize::from(p.origin != Origin::User));
+    }
+
+    /// The handshake did not complete in time: an `Error` saying how, then the close.
+    fn handshake_timed_out(&mut self, m: String) {
+        self.events
+            .push_back(ClientEvent::Error(RktError::local(ErrorKind::Timeout, m)));
+        self.close(1000, "handshake timeout");
     }
 
     /// A command's terminal event, as its [`Origin`] reports it.
