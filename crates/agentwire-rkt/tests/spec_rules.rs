@@ -210,3 +210,26 @@ fn a_pong_answers_the_servers_ping() {
         "{pong}"
     );
 }
+
+/// PINGs read while `poll_transmit` is not drained each get their own PONG, none merged (each
+/// names its PING in `Reply-To`, which the peer times its round trip by), each at most 330 bytes
+/// with an id of the longest kind (128 bytes): the bound rkt.md gives ("Bounds").
+#[test]
+fn pings_read_without_polling_each_get_their_own_pong_of_bounded_size() {
+    let mut c = ready();
+    let ids: Vec<String> = (0..100).map(|i| format!("{i:0>128}")).collect();
+    for id in &ids {
+        let ping = format!(
+            "RKT/1.0 PING\nVersion: 1\nMessage-ID: {id}\nSession-ID: x\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n"
+        );
+        c.handle_text(2, &ping);
+    }
+    let pongs: Vec<String> = std::iter::from_fn(|| c.poll_transmit())
+        .map(|o| o.as_text().unwrap().to_owned())
+        .collect();
+    assert_eq!(pongs.len(), ids.len());
+    for (pong, id) in pongs.iter().zip(&ids) {
+        assert!(pong.contains(&format!("\nReply-To: {id}\n")), "{pong}");
+        assert!(pong.len() <= 330, "{} bytes: {pong}", pong.len());
+    }
+}
