@@ -1995,3 +1995,50 @@ fn connect_attempts_decide_before_the_attach_and_max_reconnect_attempts_after() 
         "{e:?}"
     );
 }
+
+/// Found by mutation testing: `status == 409 && body.contains("\"contract\"")` → `||` survived:
+/// no test refused an open with a 409 that is not a contract mismatch (nor another status whose
+/// body says "contract"), so a takeover could be reported as kind `version` ("update the client").
+#[test]
+fn only_a_409_naming_a_contract_is_a_version_refusal() {
+    for (status, body) in [
+        (
+            409,
+            r#"{"detail":{"code":"taken_over","message":"connection was taken over by another open"}}"#,
+        ),
+        (
+            400,
+            r#"{"detail":{"code":"bad_request","message":"bad \"contract\" field","contract":"x"}}"#,
+        ),
+    ] {
+        let mut d = Driver::new(ws());
+        d.conn.start(d.now).unwrap();
+        d.expect_open();
+        d.conn.handle_open_failed(d.now, Some(status), body);
+        match &d.drain().1[..] {
+            [Event::Stopped { error: Some(err) }] => {
+                assert_eq!(err.status, Some(status));
+                assert_ne!(err.kind, ErrorKind::Version, "{status}: {err:?}");
+            }
+            other => panic!("{status}: {other:?}"),
+        }
+    }
+}
+
+/// Found by mutation testing: deleting the `!` of `if !reason.is_empty()` in
+/// `on_socket_closed` survived: no test read the stopping error's message, which must carry the
+/// server's close reason (and no empty `()` when there is none).
+#[test]
+fn a_refusing_close_keeps_its_reason_in_the_message() {
+    for (reason, expect) in [("room gone", true), ("", false)] {
+        let mut d = Driver::live_ws(ws(), 0, &[]);
+        d.conn.handle_close(d.now, 4403, reason);
+        match &d.drain().1[..] {
+            [Event::Stopped { error: Some(err) }] => {
+                assert_eq!(err.message.contains("(room gone)"), expect, "{err:?}");
+                assert!(!err.message.contains("()"), "{err:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

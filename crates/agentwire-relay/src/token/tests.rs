@@ -430,3 +430,70 @@ proptest! {
         prop_assert!(verify(&shorter, &[SECRET], now, 1).is_err());
     }
 }
+
+/// Found by mutation testing: the `MAX_TOKEN_LEN` bound of `verify` was only exercised by a
+/// one-part token (malformed anyway), so `>` → `==` (no bound) and `>` → `>=` (a minted token of
+/// exactly `MAX_TOKEN_LEN` bytes refused) both survived.
+#[test]
+fn token_length_bound_is_exact() {
+    // Claims whose token is exactly MAX_TOKEN_LEN bytes: grow the last room one byte at a time.
+    let room = |n: usize| "r".repeat(n);
+    let mut rooms: Vec<String> = (0..14).map(|i| format!("{i}{}", room(200))).collect();
+    let mut last = 1;
+    let exact = loop {
+        let mut c = Claims::new("alice", NOW_S + 300);
+        let mut r = rooms.clone();
+        r.push(room(last));
+        c.rooms = Some(r);
+        let json_len = c.to_json().len();
+        let len = base64url::encoded_len(json_len) + 1 + 43;
+        if len == MAX_TOKEN_LEN {
+            break c;
+        }
+        assert!(len < MAX_TOKEN_LEN && last < MAX_ID_LEN, "no exact fit at {last}");
+        last += 1;
+    };
+    let token = mint(SECRET, &exact).unwrap();
+    assert_eq!(token.len(), MAX_TOKEN_LEN);
+    assert_eq!(verify(&token, &[SECRET], NOW, 300).unwrap(), exact);
+    assert_eq!(unverified_exp(&token), Some(NOW_S + 300));
+
+    // A well-formed token one room longer, correctly signed: refused for its length alone.
+    rooms.push(room(200));
+    rooms.push(room(200));
+    let mut c = Claims::new("alice", NOW_S + 300);
+    c.rooms = Some(rooms);
+    let token = sign(SECRET, &c.to_json());
+    assert!(token.len() > MAX_TOKEN_LEN);
+    assert_eq!(kind(verify(&token, &[SECRET], NOW, 300)), TokenErrorKind::Malformed);
+}
+
+/// Found by mutation testing: nothing asserted that `is_token_byte` refuses a byte, so
+/// `is_token_byte -> true` survived; the wasm binding's `check_token` relies on it to keep a
+/// token that is not a valid subprotocol name (space, comma, CR/LF, `+ / =`) out of the header.
+#[test]
+fn token_alphabet_is_exact() {
+    for b in 0..=255u8 {
+        let expected = b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+        assert_eq!(is_token_byte(b), expected, "byte {b:#04x}");
+    }
+    let token = mint(SECRET, &claims()).unwrap();
+    let spaced = format!("{} ", token);
+    let e = verify(&spaced, &[SECRET], NOW, 300).unwrap_err();
+    assert_eq!(e.kind, TokenErrorKind::Malformed);
+    assert!(e.message.contains(&format!("byte {}", token.len())), "{}", e.message);
+}
+
+/// Found by mutation testing: the upper bounds of `rooms` (count and room length) were only
+/// tested from above, so `>` → `>=` survived in both (a token with 64 rooms, or a 256-byte room,
+/// refused though the contract allows it).
+#[test]
+fn rooms_bounds_are_inclusive() {
+    let mut c = Claims::new("alice", NOW_S + 300);
+    c.rooms = Some((0..MAX_ROOMS).map(|i| format!("room{i}")).collect());
+    assert!(c.validate().is_ok());
+    c.rooms = Some(vec!["r".repeat(MAX_ID_LEN)]);
+    assert!(c.validate().is_ok());
+    let token = mint(SECRET, &c).unwrap();
+    assert_eq!(verify(&token, &[SECRET], NOW, 300).unwrap(), c);
+}

@@ -1,0 +1,49 @@
+//! Found by mutation testing: three mutants of `Dechunker` survived its unit tests.
+//! - `_ if line.is_empty() => Done` guard → `true`: a trailer line ended the body (done() before
+//!   the final CRLF arrived);
+//! - `b'\r' if self.line.is_empty()` guard → `true`: `data\r\r\n` was taken as the CRLF;
+//! - `take_line`'s `>` → `>=`: a line of exactly `MAX_CHUNK_LINE` bytes was refused.
+
+use agentwire_core::http::{Dechunker, MAX_CHUNK_LINE};
+
+fn feed_all(pieces: &[&[u8]]) -> (Result<(), String>, Vec<u8>, bool) {
+    let mut d = Dechunker::default();
+    let mut out = Vec::new();
+    for p in pieces {
+        if let Err(e) = d.feed(p, &mut out) {
+            return (Err(e), out, d.done());
+        }
+    }
+    (Ok(()), out, d.done())
+}
+
+#[test]
+fn a_trailer_line_does_not_end_the_body() {
+    let (r, out, done) = feed_all(&[b"3\r\nabc\r\n0\r\nX-Trailer: 1\r\n"]);
+    assert_eq!((r, out.as_slice(), done), (Ok(()), &b"abc"[..], false));
+    let (r, _, done) = feed_all(&[b"3\r\nabc\r\n0\r\nX-Trailer: 1\r\n", b"\r\n"]);
+    assert_eq!((r, done), (Ok(()), true));
+}
+
+#[test]
+fn only_one_cr_before_the_lf_after_data() {
+    let (r, _, _) = feed_all(&[b"3\r\nabc\r\r\n0\r\n\r\n"]);
+    assert!(r.is_err(), "{r:?}");
+}
+
+#[test]
+fn a_line_of_exactly_the_bound_is_read() {
+    // The line as take_line counts it: up to the LF, its CR included.
+    let mut line = b"3;".to_vec();
+    line.resize(MAX_CHUNK_LINE - 1, b'x');
+    line.push(b'\r');
+    assert_eq!(line.len(), MAX_CHUNK_LINE);
+    let raw = [line.as_slice(), b"\nabc\r\n0\r\n\r\n"].concat();
+    let (r, out, done) = feed_all(&[&raw]);
+    assert_eq!((r, out.as_slice(), done), (Ok(()), &b"abc"[..], true));
+    // One byte more is refused.
+    let mut long = line.clone();
+    long.insert(2, b'x');
+    let raw = [long.as_slice(), b"\nabc\r\n0\r\n\r\n"].concat();
+    assert!(feed_all(&[&raw]).0.is_err());
+}
