@@ -1029,7 +1029,7 @@ fn disconnect_fails_pending_with_closed_and_reconnect_is_explicit() {
 }
 
 /// "Oldest first" is call order, also for requests made in the same millisecond (their ids'
-/// text sorts `aw-10` before `aw-2`; review revA).
+/// text sorts `aw-10` before `aw-2`).
 #[test]
 fn a_close_fails_requests_of_the_same_millisecond_in_call_order() {
     let mut s = released_ready();
@@ -1258,8 +1258,8 @@ fn auto_fallback_stops_waiting_for_pings() {
 
 /// `auto` with a session token goes straight to released: a ping watch armed while the socket
 /// still counted as current (a ping before the connect, or before a current connect that timed
-/// out) ends there, so no `MissedPings` and no probe ping in the released generation. (Review
-/// revA: `MissedPings { count: 3 }` and a released `system/ping` at 3000 ms.)
+/// out) ends there, so no `MissedPings` and no probe ping in the released generation. (Before:
+/// `MissedPings { count: 3 }` and a released `system/ping` at 3000 ms.)
 #[test]
 fn auto_with_a_session_token_never_watches_pings() {
     let cfg = SessionConfig {
@@ -1779,7 +1779,7 @@ fn a_probe_not_yet_sent_is_not_counted_as_unanswered() {
 
 /// A socket backed up (nothing polled) while the server keeps talking: each idle period's probe
 /// takes back the last one's unsent frame, so one `system/ping` waits, not one per period.
-/// (Review revA: 100 queued after 100 idle periods.)
+/// (Before: 100 queued after 100 idle periods.)
 #[test]
 fn probes_do_not_pile_up_while_nothing_is_polled() {
     let mut s = current_ready(SessionConfig {

@@ -1,6 +1,6 @@
 //! `Closed` is terminal: whatever the driver hands the session after it (a frame, a binary frame,
 //! another close, an open, the time) produces no event, no frame and no timer. Before,
-//! `handle_binary` still reported an `Error` (review revA).
+//! `handle_binary` still reported an `Error`.
 
 use agentwire_core::{Outgoing, SeededEntropy};
 use agentwire_rkt::codec::decode;

@@ -3,7 +3,7 @@
 //! driver called `handle_timeout`, is the handshake timeout, as if the timer had fired first,
 //! with or without `authorization`. Before, it gave `Ready` without authorization and, with it,
 //! sent an AUTH whose deadline had already passed, failed by the next `handle_timeout` as "no
-//! reply within the TTL of 30 s" after 0 ms (review revA).
+//! reply within the TTL of 30 s" after 0 ms.
 
 use agentwire_core::{ErrorKind, Outgoing, SeededEntropy};
 use agentwire_rkt::codec::decode;
