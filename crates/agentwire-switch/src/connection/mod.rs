@@ -79,8 +79,8 @@ pub struct ConnectionConfig {
     /// Delay before reconnect attempt `n` (default: 500 ms doubling to 30 s, full jitter). The
     /// attempt count starts over when the server is heard from (a ping, or a beat answered 200)
     /// on a socket that has stayed live for `max_ms`; attaching alone, or a ping sooner, does not.
-    /// `start` refuses a `factor` below 1 or not finite, a `min_ms` of 0 and a `max_ms` below
-    /// `min_ms`.
+    /// `start` refuses a `factor` below 1 or not finite and a `min_ms` or `max_ms` of 0; a
+    /// `max_ms` below `min_ms` is a constant delay of `min_ms`.
     pub backoff: Backoff,
     /// Reconnects in a row (since the connection was last stable, as for `backoff`) before
     /// giving up (default `None`: never give up).
@@ -546,22 +546,16 @@ impl Connection {
                 "backoff factor must be a finite number of at least 1",
             ));
         }
-        // A floor of 0 reopens a failed open at once, forever; a cap below the floor (or 0)
-        // resets the backoff after every ping (`heard_from`).
-        if b.min_ms == 0 {
-            return Err(SwitchError::local(
-                ErrorKind::Invalid,
-                "backoff.min_ms must be at least 1",
-            ));
-        }
-        if b.max_ms < b.min_ms {
-            return Err(SwitchError::local(
-                ErrorKind::Invalid,
-                format!(
-                    "backoff.max_ms ({}) must be at least backoff.min_ms ({})",
-                    b.max_ms, b.min_ms
-                ),
-            ));
+        // A floor of 0 reopens a failed open at once, forever; a cap of 0 also resets the
+        // backoff after every ping (`heard_from`: stable once live for `max_ms`). A cap below the
+        // floor is a constant delay of `min_ms` (`Backoff::ceiling`).
+        for (field, value) in [("min_ms", b.min_ms), ("max_ms", b.max_ms)] {
+            if value == 0 {
+                return Err(SwitchError::local(
+                    ErrorKind::Invalid,
+                    format!("backoff.{field} must be at least 1"),
+                ));
+            }
         }
         self.open(now);
         Ok(())
