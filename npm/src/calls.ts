@@ -349,9 +349,11 @@ export class Events<E extends { type: string }> {
     private readonly last: string,
     opts: ConnectOptions,
   ) {
-    const { onEvent, maxBufferedEvents = 4096, maxBufferedBytes = 1 << 26 } = opts;
+    const { onEvent } = opts;
+    const maxBufferedEvents = opts.maxBufferedEvents ?? 4096;
+    const maxBufferedBytes = opts.maxBufferedBytes ?? 1 << 26;
     if (onEvent != null && typeof onEvent != "function") throw agentwireError("invalid", "`onEvent` is not a function");
-    for (const [k, v] of Object.entries({ maxBufferedEvents, maxBufferedBytes })) if (!(v >= 0)) throw agentwireError("invalid", `\`${k}\` is ${v}`);
+    for (const [k, v] of Object.entries({ maxBufferedEvents, maxBufferedBytes })) if (typeof v != "number" || !(v >= 0)) throw agentwireError("invalid", `\`${k}\` is ${v}`);
     this.#onEvent = onEvent as ((e: E) => void) | undefined;
     if (!this.#onEvent) this.#queue = new Queue<E>(maxBufferedEvents, maxBufferedBytes, (q) => q.dropOldest());
     this.#whenClosed = new Promise((r) => (this.#markClosed = r));

@@ -204,4 +204,45 @@ test("connect returns a promise whatever its options: null, throwing getters, ba
   await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: -1 }), invalid("`maxBufferedEvents` is -1"));
   await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: "x" }), invalid("`maxBufferedEvents` is x"));
   await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedBytes: NaN }), invalid("`maxBufferedBytes` is NaN"));
+  // `null >= 0`, `true >= 0` and `[] >= 0` are true: each kept one event. `null` is the default.
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: true }), invalid("`maxBufferedEvents` is true"));
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedBytes: [] }), invalid("`maxBufferedBytes` is "));
+  const connecting = RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: null, maxBufferedBytes: null });
+  const r = await connecting;
+  await r.close();
+});
+
+// RKT's bindings read an argument's JSON into a `serde_json::Value` (up to 20 times its text)
+// before the engine's bound applied: 200 M characters of params panicked with "capacity
+// overflow", and 10 k × 20 k broke the instance ("unreachable"). A text over `maxMessageSize`
+// is refused before it is read; the instance goes on.
+test("an RKT argument whose text is over maxMessageSize is refused with limit before it is read", async () => {
+  const now = Date.now();
+  const s = new RktSession(JSON.stringify({ maxMessageSize: 4096 }));
+  const big = JSON.stringify(["x".repeat(5000)]);
+  const limit = (what) => (e) => e instanceof AgentwireError && e.kind === "limit" && e.message.startsWith(`${what} of `);
+  assert.throws(() => s.request(now, "x", big, undefined, false), limit("params"));
+  assert.throws(() => s.request(now, "x", undefined, JSON.stringify({ context: big }), false), limit("request options"));
+  assert.throws(() => s.memorySet(now, "k", big, undefined, undefined), limit("value"));
+  s.free();
+  const r = await RktClient.connect("ws://fake/rkt", { webSocket: FakeRkt, keepalive: false, maxMessageSize: 4096 });
+  try {
+    await assert.rejects(r.request("x", ["x".repeat(5000)]), limit("params"));
+    await assert.rejects(r.memorySet("k", "x".repeat(5000)), limit("value"));
+    assert.equal(last().sent.filter((t) => !t.startsWith("RKT/1.0 HELLO")).length, 0, "nothing sent");
+  } finally {
+    await r.close();
+  }
+  // A session of the same instance still works.
+  const fresh = new MoltZapSession(JSON.stringify({ agentKey: "k" }));
+  fresh.handleOpen(now);
+  assert.match(fresh.connect(now), /./);
+  fresh.free();
+});
+
+// `eventTypes` kept wasm-bindgen's string glue: a number trapped, a Uint8Array leaked its length.
+test("eventTypes of anything but a protocol's name is empty", async () => {
+  const { eventTypes } = await import("agentwire");
+  assert.ok(eventTypes("rkt").includes("ready"));
+  for (const v of [42, new Uint8Array(16), undefined, {}]) assert.deepEqual(eventTypes(v), []);
 });

@@ -8,7 +8,7 @@ use crate::bindings::exports::agentwire::engine::types::{EngineError, Outgoing};
 use crate::common::{engine_error, outgoing, size, WasiEntropy};
 use crate::Engine;
 use agentwire_rkt::json::error_json;
-use agentwire_rkt::json::json_arg;
+use agentwire_rkt::json::json_arg_within;
 use agentwire_rkt::{ClientConfig, ClientEvent, ClientSession, ClientState, RktError};
 use std::cell::RefCell;
 
@@ -128,8 +128,9 @@ impl GuestSession for Session {
         params: Option<String>,
         options: RequestOptions,
     ) -> Result<String, EngineError> {
-        let params = json_arg("params", params.as_deref()).map_err(err)?;
-        let context = json_arg("context", options.context.as_deref()).map_err(err)?;
+        let max = self.0.borrow().max_message_size();
+        let params = json_arg_within("params", params.as_deref(), max).map_err(err)?;
+        let context = json_arg_within("context", options.context.as_deref(), max).map_err(err)?;
         let opts = agentwire_rkt::RequestOptions {
             stream: options.streamed,
             priority: options.priority.map(priority),
@@ -152,7 +153,10 @@ impl GuestSession for Session {
         namespace: Option<String>,
         ttl_s: Option<u64>,
     ) -> Result<String, EngineError> {
-        let value = json_arg("value", Some(&value)).map_err(err)?.unwrap_or_default();
+        let max = self.0.borrow().max_message_size();
+        let value = json_arg_within("value", Some(&value), max)
+            .map_err(err)?
+            .unwrap_or_default();
         self.0
             .borrow_mut()
             .memory_set(now, &key, value, namespace.as_deref(), ttl_s)

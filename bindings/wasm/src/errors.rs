@@ -77,10 +77,11 @@ pub fn error_kinds() -> Vec<String> {
 }
 
 /// The `type`s of the events of `protocol` (`rkt`, `moltzap`, `switch`), as the engine names
-/// them, for the package's check of its own event types.
+/// them, for the package's check of its own event types; none for anything else (a value that is
+/// not a string too: read without wasm-bindgen's string glue, which traps on a number).
 #[wasm_bindgen(js_name = eventTypes)]
-pub fn event_types(protocol: &str) -> Vec<String> {
-    let list: &[&str] = match protocol {
+pub fn event_types(protocol: JsValue) -> Vec<String> {
+    let list: &[&str] = match protocol.as_string().as_deref().unwrap_or_default() {
         #[cfg(feature = "rkt")]
         "rkt" => &agentwire_rkt::json::EVENT_TYPES,
         #[cfg(feature = "moltzap")]

@@ -37,6 +37,27 @@ pub fn json_arg(what: &str, text: Option<&str>) -> Result<Option<Value>, RktErro
     .transpose()
 }
 
+/// [`json_arg`] of a text no longer than `max` (the session's `max_message_size`, which every
+/// message it sends must fit); a longer one is refused with `limit` before it is parsed (a
+/// `serde_json::Value` takes up to 20 times its text: a 400 MB argument ran a wasm instance out
+/// of memory before the body's own bound could refuse it).
+pub fn json_arg_within(what: &str, text: Option<&str>, max: usize) -> Result<Option<Value>, RktError> {
+    arg_within(what, text, max)?;
+    json_arg(what, text)
+}
+
+/// Refuses with `limit` an argument's text longer than `max` (`max_message_size`), before it is
+/// read: it could not fit a message.
+pub fn arg_within(what: &str, text: Option<&str>, max: usize) -> Result<(), RktError> {
+    match text {
+        Some(t) if t.len() > max => Err(RktError::local(
+            agentwire_core::ErrorKind::Limit,
+            format!("{what} of {} bytes exceeds max_message_size {max}", t.len()),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `{kind, code?, message, retryable, name?, details?, requestId?, retryAfterS?}`; `details`
 /// embedded when it is JSON.
 pub fn error_json(e: &RktError) -> Value {
@@ -154,6 +175,33 @@ impl ClientEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An argument's text over the bound is refused with `limit` before it is read (a
+    /// `serde_json::Value` of 400 MB of text ran a wasm instance out of memory); at the bound, and
+    /// `None`, it is read as `json_arg` reads it.
+    #[test]
+    fn an_argument_over_the_bound_is_refused_before_it_is_read() {
+        let text = r#"{"a":[1,2]}"#;
+        let n = text.len();
+        assert_eq!(
+            json_arg_within("params", Some(text), n).unwrap(),
+            json_arg("params", Some(text)).unwrap()
+        );
+        assert_eq!(json_arg_within("params", None, 0).unwrap(), None);
+        let e = json_arg_within("params", Some(text), n - 1).unwrap_err();
+        assert_eq!(e.error.kind, agentwire_core::ErrorKind::Limit);
+        assert_eq!(
+            e.error.message,
+            format!("params of {n} bytes exceeds max_message_size {}", n - 1)
+        );
+        // Not JSON, and over the bound: the bound is checked first, without reading it.
+        let e = json_arg_within("value", Some("{{{{"), 3).unwrap_err();
+        assert_eq!(e.error.kind, agentwire_core::ErrorKind::Limit);
+        assert_eq!(
+            json_arg_within("value", Some("{{{{"), 4).unwrap_err().error.kind,
+            agentwire_core::ErrorKind::Invalid
+        );
+    }
 
     #[test]
     fn a_json_argument_is_none_or_json() {

@@ -194,6 +194,8 @@ impl Driver {
 #[wasm_bindgen]
 pub struct RktDriver {
     state: Rc<RefCell<Driver>>,
+    /// The session's `max_message_size`: no argument's text may be longer.
+    max: usize,
 }
 
 #[wasm_bindgen]
@@ -214,6 +216,7 @@ impl RktDriver {
     ) -> Result<RktDriver, JsValue> {
         let url = resolve(&text(address, "address")?).map_err(|e| errors::local(ErrorKind::Invalid, e.0))?;
         let cfg = options::config(options)?;
+        let max = cfg.max_message_size;
         let opening = OpenDeadline::new(crate::host::now(), cfg.handshake_timeout_ms);
         let state = Rc::new(RefCell::new(Driver {
             session: ClientSession::new(cfg, Box::new(JsEntropy)),
@@ -241,7 +244,7 @@ impl RktDriver {
             t.arm(Some(opening.at), crate::host::now());
             d.timer = Some(t);
         }
-        Ok(RktDriver { state })
+        Ok(RktDriver { state, max })
     }
 
     /// Starts a command with `waiter`; returns its id. Throws when the engine refuses it.
@@ -273,8 +276,8 @@ impl RktDriver {
         reject: Function,
     ) -> Result<String, JsValue> {
         let intent = text(intent, "intent")?;
-        let params = options::json_arg("params", params)?;
-        let opts = options::request(options, false)?;
+        let params = options::json_arg("params", params, self.max)?;
+        let opts = options::request(options, false, self.max)?;
         self.start(Waiter::Reply { resolve, reject }, |s, now| {
             s.request(now, &intent, params, opts)
         })
@@ -291,8 +294,8 @@ impl RktDriver {
         end: Function,
     ) -> Result<String, JsValue> {
         let intent = text(intent, "intent")?;
-        let params = options::json_arg("params", params)?;
-        let opts = options::request(options, true)?;
+        let params = options::json_arg("params", params, self.max)?;
+        let opts = options::request(options, true, self.max)?;
         self.start(Waiter::Stream { chunk, end }, |s, now| {
             s.request(now, &intent, params, opts)
         })
@@ -313,7 +316,7 @@ impl RktDriver {
         reject: Function,
     ) -> Result<String, JsValue> {
         let (key, namespace) = (text(key, "key")?, opt_text(namespace, "namespace")?);
-        let value = options::json_arg("value", Some(value.to_string()))?.unwrap_or_default();
+        let value = options::json_arg("value", Some(value.to_string()), self.max)?.unwrap_or_default();
         let ttl = options::ttl_s(ttl_s)?;
         self.start(Waiter::Reply { resolve, reject }, |s, now| {
             s.memory_set(now, &key, value, namespace.as_deref(), ttl)

@@ -60,8 +60,10 @@ pub(crate) fn config(json: Option<String>) -> Result<ClientConfig, JsValue> {
     Ok(cfg)
 }
 
-/// `RequestOptions` from a request's options JSON.
-pub(crate) fn request(json: Option<String>, stream: bool) -> Result<RequestOptions, JsValue> {
+/// `RequestOptions` from a request's options JSON, no longer than `max` (`max_message_size`:
+/// its `context` goes into the message).
+pub(crate) fn request(json: Option<String>, stream: bool, max: usize) -> Result<RequestOptions, JsValue> {
+    agentwire_rkt::json::arg_within("request options", json.as_deref(), max).map_err(local)?;
     let mut opts = RequestOptions {
         stream,
         ..RequestOptions::default()
@@ -99,8 +101,12 @@ pub(crate) fn ttl_s(ttl: Option<f64>) -> Result<Option<u64>, JsValue> {
     }
 }
 
-/// A JSON argument (`params`, a memory value) as a value (`agentwire_rkt::json::json_arg`).
-pub(crate) fn json_arg(what: &str, json: Option<String>) -> Result<Option<Value>, JsValue> {
-    agentwire_rkt::json::json_arg(what, json.as_deref())
-        .map_err(|e| crate::errors::local(e.error.kind, e.error.message))
+/// A JSON argument (`params`, a memory value) no longer than `max` (`max_message_size`) as a
+/// value (`agentwire_rkt::json::json_arg_within`).
+pub(crate) fn json_arg(what: &str, json: Option<String>, max: usize) -> Result<Option<Value>, JsValue> {
+    agentwire_rkt::json::json_arg_within(what, json.as_deref(), max).map_err(local)
+}
+
+fn local(e: agentwire_rkt::RktError) -> JsValue {
+    crate::errors::local(e.error.kind, e.error.message)
 }

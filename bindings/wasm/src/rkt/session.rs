@@ -85,8 +85,9 @@ impl RktSession {
         stream: bool,
     ) -> Result<String, JsValue> {
         let intent = text(intent, "intent")?;
-        let params = options::json_arg("params", opt_text(params, "params")?)?;
-        let opts = options::request(opt_text(options, "options")?, stream)?;
+        let max = self.inner.max_message_size();
+        let params = options::json_arg("params", opt_text(params, "params")?, max)?;
+        let opts = options::request(opt_text(options, "options")?, stream, max)?;
         self.inner.request(millis(now), &intent, params, opts).map_err(err)
     }
 
@@ -104,7 +105,8 @@ impl RktSession {
         ttl_s: Option<f64>,
     ) -> Result<String, JsValue> {
         let (key, namespace) = (text(key, "key")?, opt_text(namespace, "namespace")?);
-        let value = options::json_arg("value", Some(text(value, "value")?))?.unwrap_or_default();
+        let max = self.inner.max_message_size();
+        let value = options::json_arg("value", Some(text(value, "value")?), max)?.unwrap_or_default();
         let ttl = options::ttl_s(ttl_s)?;
         self.inner
             .memory_set(millis(now), &key, value, namespace.as_deref(), ttl)

@@ -57,7 +57,7 @@ impl Bridge {
                     .id
                     .as_deref()
                     .and_then(|id| agentwire_core::decimal::parse_u64(id.trim()));
-                let domain = EventKind::known(ev.event.trim()).is_some();
+                let domain = EventKind::known(&ev.event).is_some(); // as the engine reads a name: untrimmed
                 self.on_dropped(&e, seq, domain);
             }
         }

@@ -154,6 +154,12 @@ impl ClientSession {
         &self.session_id
     }
 
+    /// The largest message this session sends or reads (`ClientConfig::max_message_size`): what
+    /// a binding bounds an argument's text by before reading it ([`crate::json::json_arg_within`]).
+    pub fn max_message_size(&self) -> usize {
+        self.cfg.max_message_size
+    }
+
     /// Commands sent or queued and not yet finished (queued ones are tracked as pending too);
     /// the session's own keepalive PINGs and its automatic AUTH are not counted, so they never
     /// take a user's place under `max_in_flight`.
