@@ -375,3 +375,26 @@ fn sends_waiting_for_the_connection_are_bounded_in_bytes() {
         "{accepted} sends of {one} bytes wait, against {budget}"
     );
 }
+
+/// A members lookup that gets no answer posted nothing: it fails `network-unavailable`, and its
+/// message says the Registry was not reached (it said "the message to the Registry may have been
+/// sent", the `outcome-unknown` wording, before).
+#[test]
+fn a_member_lookup_that_times_out_says_the_registry_was_not_reached() {
+    let mut s = Script::new(|_| {});
+    let send =
+        s.ep.send(s.now, ask("group:bob,carol", AskOp::Gather, 60), SendOptions::default())
+            .unwrap();
+    s.pump();
+    assert!(s.take("agents/lookupByName").is_some());
+    s.tick(); // the lookup times out
+    let Some(Err(SendFailure::Send(e))) = done(&s, send) else {
+        panic!("not a SendError: {:?}", done(&s, send))
+    };
+    assert_eq!(e.reason, SendErrorReason::NetworkUnavailable);
+    assert!(s.take("messages/send").is_none(), "nothing posted");
+    assert_eq!(
+        e.to_string(),
+        "send failed: the Registry was not reached (no response before the request timeout)"
+    );
+}

@@ -420,14 +420,15 @@ impl Endpoint {
         let known = match result {
             Ok(text) => known_names(&text),
             Err(e) => {
-                let failure = wire::send_failure(&e, "the Registry");
-                let failure = SendError::new(
-                    match failure.reason {
-                        SendErrorReason::OutcomeUnknown => SendErrorReason::NetworkUnavailable,
-                        r => r,
-                    },
-                    failure.cause,
-                );
+                // A lookup posts nothing: one that may have reached the Registry (a timeout, a
+                // close after it went out) is `network-unavailable`, its cause saying so.
+                let failure = match wire::send_failure(&e, "the Registry") {
+                    f if f.reason == SendErrorReason::OutcomeUnknown => SendError::new(
+                        SendErrorReason::NetworkUnavailable,
+                        format!("the Registry was not reached ({})", e.error.message),
+                    ),
+                    f => f,
+                };
                 let operation = self.operation_of(send);
                 if let Some((id, _)) = &operation {
                     self.drop_ask(id);
