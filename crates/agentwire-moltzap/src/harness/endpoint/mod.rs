@@ -19,6 +19,8 @@
 
 mod answers;
 mod asks;
+#[cfg(test)]
+mod chain_order_tests;
 mod firewall;
 #[cfg(test)]
 mod firewall_tests;

@@ -156,6 +156,10 @@ pub(super) struct Records {
     /// Failed attempts of the current recovery.
     recovery_attempts: u32,
     live: VecDeque<Record>,
+    /// The first this many of `live` were held across a lost connection: pushed before the
+    /// current connection's recovery was asked, so one not in its window is older than the
+    /// window (which is the newest rows), and is queued before it.
+    carried: usize,
     seen: Seen,
     /// The newest `createdAt` among the records seen (the server's clock).
     newest_seen_at: Option<String>,
@@ -271,6 +275,8 @@ impl Endpoint {
     /// next connect, with their attempts counted afresh.
     pub(super) fn records_connection_lost(&mut self) {
         self.records.resolving.clear();
+        // Live pushes held for a recovery wait for the next connect's; they came before it.
+        self.records.carried = self.records.live.len();
         // A recovery waiting for a retry is made at the next connect instead.
         self.timers.cancel(&Timer::Recover);
         for conv in std::mem::take(&mut self.records.attempts).into_keys() {

@@ -51,12 +51,13 @@ impl Endpoint {
             Ok(text) => text,
             Err(e) => return self.recovery_failed(now, "agent/message/list", e),
         };
+        let mut rows = Vec::new();
         match JsonValue::parse(&text) {
             Ok(v) => {
                 if let Some(JsonValue::Array(messages)) = obj(&v, "messages") {
                     for m in messages {
                         match Record::from_message(m) {
-                            Ok(r) => self.queue_record(now, r),
+                            Ok(r) => rows.push(r),
                             Err(why) => self.log(None, LogKind::Unreadable(why)),
                         }
                     }
@@ -67,7 +68,24 @@ impl Endpoint {
                 LogKind::Unreadable(format!("agent/message/list answered no JSON: {e}")),
             ),
         }
+        // The window is the newest rows: a push held across a lost connection (so older than
+        // this recovery) that is not in it is older than all of them.
+        for r in self.take_carried(&rows).into_iter().chain(rows) {
+            self.queue_record(now, r);
+        }
         self.release_live(now);
+    }
+
+    /// The live pushes held across a lost connection, taken out of `live`: those the rows read
+    /// back do not hold (a row's copy is queued in its place).
+    fn take_carried(&mut self, rows: &[Record]) -> Vec<Record> {
+        let n = std::mem::take(&mut self.records.carried).min(self.records.live.len());
+        let ids: std::collections::HashSet<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+        self.records
+            .live
+            .drain(..n)
+            .filter(|r| !ids.contains(r.id.as_str()))
+            .collect()
     }
 
     /// The released recovery, begun or taken up again (its retry is due): the `conversations/list`
@@ -390,7 +408,10 @@ impl Endpoint {
         self.release_live(now);
     }
 
-    fn queue_recovered(&mut self, now: Millis, mut rows: Vec<Record>) {
+    fn queue_recovered(&mut self, now: Millis, rows: Vec<Record>) {
+        // The pushes held across a lost connection that no window holds come first: a
+        // conversation's window is its newest rows, so they are older than it.
+        let mut rows: Vec<Record> = self.take_carried(&rows).into_iter().chain(rows).collect();
         // By the server's `createdAt` (one server writes one format, so its text sorts as its
         // time); stable: rows of one time keep the order their windows gave.
         rows.sort_by(|a, b| a.created_at.cmp(&b.created_at));
@@ -436,6 +457,7 @@ impl Endpoint {
         self.records.recovering = false;
         self.records.released = None;
         self.timers.cancel(&Timer::Recover);
+        self.records.carried = 0;
         for r in std::mem::take(&mut self.records.live) {
             self.queue_record(now, r);
         }
