@@ -21,6 +21,13 @@ fn connected(cfg: impl FnOnce(&mut EndpointConfig)) -> Endpoint {
     ep.connect(0, Credentials::AgentKey("moltzap_agent_k".into())).unwrap();
     let (id, _) = sent(&mut ep).unwrap();
     ep.handle_text(1, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#));
+    // Every connect reads the recent window back, the first too: nothing was posted before.
+    let (id, method) = sent(&mut ep).unwrap();
+    assert_eq!(method, "agent/message/list");
+    ep.handle_text(
+        1,
+        &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{"messages":[]}}}}"#),
+    );
     while ep.poll_event().is_some() {}
     ep
 }

@@ -48,3 +48,39 @@ fn a_live_record_held_across_a_lost_connection_takes_its_place_in_a_window_that_
     s.reply(&list, json!({"messages": rows, "hasMore": false}));
     assert_eq!(s.texts(), vec!["zero", "one", "two", "three", "four"]);
 }
+
+/// The first connect reads the recent window back too: a record posted before it is delivered
+/// then, ahead of a push that waited for the window, and a later reconnect's window does not
+/// bring it back. Before, the first connect read nothing, and m1 surfaced at the first
+/// reconnect's recovery, after m2 (`two, one`).
+#[test]
+fn records_posted_before_the_first_connect_are_delivered_then_in_chain_order() {
+    let mut s = Script::unconnected(|_| {});
+    s.listen();
+    let one = plain("m1", "c1", "bob", "one");
+    let two = plain("m2", "c1", "bob", "two");
+    s.connect();
+    let list = s.take("agent/message/list").expect("the first connect's recovery");
+    s.push(&two); // waits for the window
+    assert!(s.texts().is_empty());
+    s.reply(&list, json!({"messages": [one.clone()], "hasMore": false}));
+    s.conversation("dm", &["alice", "bob"]);
+    assert_eq!(s.texts(), vec!["one", "two"]);
+    s.reconnect();
+    let list = s.take("agent/message/list").expect("a recovery");
+    s.reply(&list, json!({"messages": [one, two], "hasMore": false}));
+    assert_eq!(s.texts(), vec!["one", "two"], "each once");
+}
+
+/// With `recovery_limit` 0 no connect reads anything back, the first neither: pushes are
+/// delivered as they come.
+#[test]
+fn a_recovery_limit_of_zero_reads_nothing_back_at_any_connect() {
+    let mut s = Script::unconnected(|c| c.recovery_limit = 0);
+    s.listen();
+    s.connect();
+    assert!(s.take("agent/message/list").is_none());
+    s.push(&plain("m1", "c1", "bob", "one"));
+    s.conversation("dm", &["alice", "bob"]);
+    assert_eq!(s.texts(), vec!["one"]);
+}

@@ -99,10 +99,10 @@ pub struct EndpointConfig {
     /// `AnswerIgnored` unless a waiting close lists it, as past the four kept per member; an
     /// answer is freed when its request is closed or forgotten.
     pub max_held_answer_bytes: usize,
-    /// After a reconnect, the window of recent messages read back (default 100, 0 = none; more
-    /// than 100 asks for 100, the most a server returns): with `agent/message/list` in the
-    /// current generation; in the released one, each conversation's newest window
-    /// (`messages/list`) of those active since the last record seen, at most 200
+    /// At every connect (the first too), the window of recent messages read back (default 100,
+    /// 0 = none; more than 100 asks for 100, the most a server returns): with
+    /// `agent/message/list` in the current generation; in the released one, each conversation's
+    /// newest window (`messages/list`) of those active since the last record seen, at most 200
     /// (`conversations/list`, its `cursor` followed, at most 10 pages of 20). Records already
     /// seen are skipped.
     pub recovery_limit: u32,
@@ -281,7 +281,7 @@ enum Call {
     Conversation(String),
     /// `agents/lookup` of its participants' names, when the conversation did not carry them.
     Names(String),
-    /// `agent/message/list` after a reconnect.
+    /// `agent/message/list` at a connect.
     Recover,
     /// `conversations/list` of a released recovery (which one).
     RecoverConversations(u64),
@@ -340,8 +340,6 @@ pub struct Endpoint {
     held_answer_bytes: usize,
     next_delivery: u64,
     listening: bool,
-    /// Connected at least once: the next connect recovers missed records.
-    was_connected: bool,
 }
 
 /// Its agent and session, never what it holds.
@@ -404,7 +402,6 @@ impl Endpoint {
             held_answer_bytes: 0,
             next_delivery: 1,
             listening: false,
-            was_connected: false,
             cfg,
         }
     }
@@ -581,11 +578,12 @@ impl Endpoint {
             match ev {
                 Event::Connected { generation, .. } => {
                     self.events.push_back(EndpointEvent::Connected { generation });
-                    if self.was_connected {
-                        self.recover(now);
-                    }
-                    self.was_connected = true;
+                    // The sends waiting for the connection go first: they are bounded by
+                    // `max_in_flight`, so all of them can. Then every connect reads the recent
+                    // window back, the first too: what was posted while no connection was up is
+                    // delivered, in chain order (a session left full retries it after 1 s).
                     self.attached(now);
+                    self.recover(now);
                 }
                 Event::ConnectFailed { error, .. } => {
                     let reason = match error.kind() {
@@ -702,6 +700,14 @@ mod tests {
         let id = sent_id(&connect);
         ep.handle_text(1, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#));
         assert!(matches!(ep.poll_event(), Some(EndpointEvent::Connected { .. })));
+        // The first connect's recovery, answered with an empty window.
+        let list = ep.poll_transmit().unwrap();
+        assert!(list.as_text().unwrap().contains("agent/message/list"));
+        let id = sent_id(&list);
+        ep.handle_text(
+            1,
+            &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{"messages":[]}}}}"#),
+        );
         ep
     }
 

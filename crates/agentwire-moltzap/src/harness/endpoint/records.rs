@@ -1,7 +1,7 @@
 //! Inbound records: each received message waits, in arrival order, until its conversation is
 //! known (kind and members' names, from `conversations/get`), then is classified and becomes a
-//! delivery, a held request, a counted answer, an applied close, or a log line. After a
-//! reconnect, the recent window is read back and records already seen are skipped; live pushes
+//! delivery, a held request, a counted answer, an applied close, or a log line. At every
+//! connect (the first too), the recent window is read back and records already seen are skipped; live pushes
 //! that arrive meanwhile wait until the recovered rows are queued. The current generation reads
 //! it with one `agent/message/list`; the released one, which has no such method, lists the
 //! conversations (`conversations/list`, following its `cursor`, a bounded number of pages) and reads the newest window of each one

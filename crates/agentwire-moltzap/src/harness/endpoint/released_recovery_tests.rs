@@ -35,6 +35,9 @@ fn released(tune: impl FnOnce(&mut EndpointConfig)) -> Script {
     };
     s.ep = Endpoint::new(cfg, session, Box::new(agentwire_core::SeededEntropy::new(7)));
     connect(&mut s);
+    // The first connect's recovery: no conversation yet.
+    let list = s.take("conversations/list").expect("the first connect's recovery");
+    reply(&mut s, &list, json!({"conversations": []}));
     s
 }
 

@@ -1,5 +1,5 @@
-//! The recovery after a reconnect: the recent window read back, oldest first, through the same
-//! path as live records, which wait for it. The current generation reads it with one
+//! The recovery at every connect (the first too): the recent window read back, oldest first,
+//! through the same path as live records, which wait for it. The current generation reads it with one
 //! `agent/message/list`; the released one lists the conversations (`conversations/list`, its
 //! `cursor` followed page by page, at most [`MAX_RECOVERY_PAGES`]) and reads the newest window of
 //! each one active since the last record seen (`messages/list`), a few at a time.
@@ -16,8 +16,8 @@ use crate::MoltZapError;
 use agentwire_core::{ErrorKind, Millis};
 
 impl Endpoint {
-    /// After a reconnect: the recent window (at most [`MAX_RECOVERY_LIMIT`] rows; released, as
-    /// many per conversation read), oldest first, through the same path. Until it is answered,
+    /// At every connect, the first too: the recent window (at most [`MAX_RECOVERY_LIMIT`] rows;
+    /// released, as many per conversation read), oldest first, through the same path. Until it is answered,
     /// live pushes wait.
     pub(in crate::harness::endpoint) fn recover(&mut self, now: Millis) {
         self.timers.cancel(&Timer::Recover);
