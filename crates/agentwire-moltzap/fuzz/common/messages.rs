@@ -135,7 +135,10 @@ pub fn check(mode: u8, text: &str) {
     };
     run.connect();
     // Every connect reads the recent window back, the first too: nothing was posted before.
-    assert!(run.answer("agent/message/list", r#"{"messages":[]}"#), "no recovery at the first connect");
+    assert!(
+        run.answer("agent/message/list", r#"{"messages":[]}"#),
+        "no recovery at the first connect"
+    );
     // Text that is not one JSON value can end the frame it is put in and begin others: what
     // follows is checked for one value only.
     let one = serde_json::from_str::<Value>(text).is_ok();
