@@ -1079,6 +1079,15 @@ fn a_keepalive_ping_is_no_verdict_unless_it_left_the_peer_pongs_and_nothing_came
     p.client.handle_text(due + 10_000, "not an RKT message");
     while p.client.poll_event().is_some() {}
     alive(&mut p, due + 30_000);
+    // Something arrived in the very millisecond the PING left: it may have come after it (found
+    // by mutation testing: `last_received < sent_at` → `<=` went unnoticed).
+    let mut p = ready_pair();
+    let due = pinged_then_idle(&mut p);
+    p.client.handle_timeout(due);
+    assert!(is_ping(p.client.poll_transmit()));
+    p.client.handle_text(due, "not an RKT message");
+    while p.client.poll_event().is_some() {}
+    alive(&mut p, due + 30_000);
 }
 
 #[test]
