@@ -1,6 +1,6 @@
 //! What every command's `run` shares: the tokio runtime it runs on and how it reports a failure.
 
-use crate::out::errln;
+use crate::out::{errln, OneLine};
 use std::fmt;
 use std::future::Future;
 use std::process::ExitCode;
@@ -25,8 +25,9 @@ pub fn block_on(threads: Threads, command: impl Future<Output = ExitCode>) -> Ex
     }
 }
 
-/// Reports `e` on stderr (`error: …`); the command failed.
+/// Reports `e` on stderr (`error: …`, on one line: its message may be a server's); the command
+/// failed.
 pub fn fail(e: impl fmt::Display) -> ExitCode {
-    errln!("error: {e}");
+    errln!("error: {}", OneLine(&e.to_string()));
     ExitCode::FAILURE
 }

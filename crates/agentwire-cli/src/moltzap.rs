@@ -2,7 +2,7 @@
 //! one JSON object per line on stdout; errors go to stderr with a failing exit code.
 
 use crate::command::{block_on, fail, Threads};
-use crate::out::{errln, outln, Closed};
+use crate::out::{errln, outln, Closed, OneLine};
 use agentwire_moltzap::register::Registration;
 use agentwire_moltzap::session::SendMessage;
 use agentwire_moltzap::{Credentials, Event, GenerationChoice, MoltZapError};
@@ -118,11 +118,11 @@ impl From<MoltZapError> for Failed {
     }
 }
 
-/// Prints a raw JSON result compactly (text that is not JSON as it is).
+/// Prints a raw JSON result compactly (text that is not JSON on one line, terminal-safe).
 fn print_json(raw: &str) -> Result<(), Closed> {
     match serde_json::from_str::<serde_json::Value>(raw) {
         Ok(v) => outln!("{v}"),
-        Err(_) => outln!("{raw}"),
+        Err(_) => outln!("{}", OneLine(raw)),
     }
 }
 
@@ -216,7 +216,7 @@ async fn connect(conn: &Conn) -> Result<MoltZapClient, MoltZapError> {
         info.hello
             .agent_id
             .as_deref()
-            .map(|a| format!(", agent {a}"))
+            .map(|a| format!(", agent {}", OneLine(a)))
             .unwrap_or_default()
     );
     Ok(client)
@@ -278,7 +278,7 @@ async fn repl(client: MoltZapClient, mut events: Events) -> Result<(), Failed> {
                     Ok(Some(raw)) => print_json(&raw),
                     Ok(None) => Ok(()),
                     Err(e) => {
-                        errln!("error: {}", e.error);
+                        errln!("error: {}", OneLine(&e.error.to_string()));
                         Ok(())
                     }
                 };

@@ -1,6 +1,6 @@
 //! The `rkt connect` REPL: one command per line, each answered before the next is read.
 
-use crate::out::{self, outln, Closed};
+use crate::out::{self, outln, Closed, OneLine};
 use agentwire_core::ErrorKind;
 use agentwire_native::rkt::RktClient;
 use agentwire_rkt::{AuthBody, RequestOptions, RktError};
@@ -174,12 +174,13 @@ fn print_json(v: &Value) -> Result<(), Closed> {
 }
 
 fn print_error(e: &RktError) -> Result<(), Closed> {
-    outln!("error: {e}")?;
+    // The message and the details are the server's: each stays on its line.
+    outln!("error: {}", OneLine(&e.to_string()))?;
     if let Some(s) = e.retry_after_s {
         outln!("  retry after {s} s")?;
     }
     if let Some(details) = &e.details {
-        outln!("  details: {details}")?;
+        outln!("  details: {}", OneLine(details))?;
     }
     Ok(())
 }
@@ -253,12 +254,13 @@ pub async fn run(client: RktClient) -> ExitCode {
 
 async fn session(client: &RktClient) -> ExitCode {
     let info = client.server_info();
-    let user_agent = info.server.user_agent.as_deref().unwrap_or("unknown");
+    let user_agent = OneLine(info.server.user_agent.as_deref().unwrap_or("unknown"));
     let caps = if info.server.capabilities.is_empty() {
         "none".to_string()
     } else {
         info.server.capabilities.join(",")
     };
+    let caps = OneLine(&caps);
     if let Err(closed) = outln!("connected to {} (server {user_agent}, caps {caps})", info.url) {
         return closed.into();
     }

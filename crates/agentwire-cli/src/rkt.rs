@@ -1,7 +1,7 @@
 //! `agentwire rkt serve|connect|discover|ping|resolve`.
 
 use crate::command::{block_on, fail, Threads};
-use crate::out::{errln, outln};
+use crate::out::{errln, outln, OneLine};
 use agentwire_native::rkt::{self as native, RktClient};
 use agentwire_rkt::reference::{self, ReferenceConfig};
 use agentwire_rkt::{ClientConfig, RktError};
@@ -222,7 +222,7 @@ async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
                 }
                 rtts.push(ms);
             }
-            Err(e) => errln!("error: {e}"),
+            Err(e) => errln!("error: {}", OneLine(&e.to_string())),
         }
     }
     client.close().await;

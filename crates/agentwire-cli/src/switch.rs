@@ -3,7 +3,7 @@
 //! on stdout; errors go to stderr with a failing exit code.
 
 use crate::command::{block_on, fail, Threads};
-use crate::out::{errln, outln};
+use crate::out::{errln, outln, OneLine};
 use agentwire_core::Entropy;
 use agentwire_native::switch::{self, SwitchClient, SwitchOptions};
 use agentwire_native::OsEntropy;
@@ -208,7 +208,7 @@ async fn main(command: Command) -> Result<ExitCode, Failed> {
                 outln!("{}", json!({ "operations": ops }))?;
             } else {
                 for name in catalog.operations.keys() {
-                    outln!("{name}")?;
+                    outln!("{}", OneLine(name))?;
                 }
             }
         }
@@ -272,13 +272,15 @@ async fn connect(conn: &Conn, cfg: ConnectionConfig) -> Result<SwitchClient, Swi
     // The agent the server attached (its `connection_state`), not the flag's.
     let agent = &client.attached().agent_id;
     errln!(
-        "connected to {} over {wire} (agent {agent}, connection {})",
+        "connected to {} over {wire} (agent {}, connection {})",
         conn.url,
+        OneLine(agent),
         client.connection_id()
     );
     if agent != client.agent_id() {
         errln!(
-            "warning: the server attached agent {agent}, not --agent {}",
+            "warning: the server attached agent {}, not --agent {}",
+            OneLine(agent),
             client.agent_id()
         );
     }
@@ -289,7 +291,7 @@ async fn connect(conn: &Conn, cfg: ConnectionConfig) -> Result<SwitchClient, Swi
 async fn claim(client: &SwitchClient, room: &str) -> Result<(), SwitchError> {
     let context = client.call(&ConnectToRoom::new(room)).await?;
     if let Some(w) = context.warning.filter(|w| !w.is_empty()) {
-        errln!("warning: {w}");
+        errln!("warning: {}", OneLine(&w));
     }
     Ok(())
 }
@@ -317,7 +319,7 @@ async fn watch(mut client: SwitchClient, count: Option<u64>, for_ms: Option<u64>
             Event::Event { .. } => seen += 1,
             Event::Stopped { error } => {
                 if let Some(e) = error {
-                    errln!("error: {e}");
+                    errln!("error: {}", OneLine(&e.to_string()));
                     code = ExitCode::FAILURE;
                 }
                 break;

@@ -205,3 +205,23 @@ fn ping_reports_a_failed_ping_on_stderr() {
     assert!(!out.contains("error"), "{out}");
     assert!(out.lines().last().unwrap().starts_with("3 of 4 pongs"), "{out}");
 }
+
+/// What a server says in an ERROR reaches the terminal with its controls escaped: the reference
+/// agent's "Intent '…' not found" repeats the intent as sent, escapes and newline included.
+#[test]
+fn a_servers_error_message_is_printed_terminal_safe() {
+    let server = serve(&[]);
+    let script = concat!(
+        r#"{"intent":"\u001b]0;PWNED\u0007\u001b[2J\r\nerror: fake\u009b31m\u202eevil"}"#,
+        "\nexit\n"
+    );
+    let (status, out) = run(&["rkt", "connect", &server.url], script);
+    assert!(status.success(), "{status}\n{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "the message stays on one line:\n{out}");
+    assert_eq!(
+        lines[1],
+        r"error: remote 602: Intent '\u001b]0;PWNED\u0007\u001b[2J\u000d\u000aerror: fake\u009b31m\u202eevil' not found"
+    );
+    assert!(lines[2].starts_with("  details: {\"available_intents\":["), "{out}");
+}

@@ -144,3 +144,42 @@ fn timeout_ms_must_be_at_least_one() {
         assert!(err.contains("--timeout-ms"), "{args:?}: {err}");
     }
 }
+
+/// A message's C1 controls (U+009B is a CSI to a terminal taking 8-bit controls), ESC and bidi
+/// overrides reach the terminal escaped in the JSON `send`, `list` and `watch` print, which
+/// stays JSON with the same text.
+#[test]
+fn controls_in_a_message_are_printed_escaped_in_json() {
+    let text = "c1:\u{9b}2J\u{9d}0;T\u{9c} esc:\u{1b}[2J del:\u{7f} \u{202e}evil\u{202c} 서울";
+    let escaped = r"c1:\u009b2J\u009d0;T\u009c esc:\u001b[2J del:\u007f \u202eevil\u202c";
+    let (_peer, url) = listen(&["peers", "moltzap", "--port", "0"]);
+    let http = url.replace("ws://", "http://").replace("/ws", "");
+    let (ka, kb) = (register(&http, "alice"), register(&http, "bob"));
+    let (watch_url, watch_key) = (url.clone(), kb.clone());
+    let watcher = thread::spawn(move || {
+        let filter = ["--count", "1", "--for-ms", "10000"];
+        mz("watch", &watch_url, &watch_key, &filter, "")
+    });
+    let addr = http.trim_start_matches("http://").to_string();
+    let open = (0..1000).any(|_| {
+        thread::sleep(Duration::from_millis(10));
+        health(&addr).contains(r#""authenticated":1"#)
+    });
+    assert!(open, "the watcher never connected");
+
+    let (status, sent) = mz("send", &url, &ka, &["--to", "bob", text], "");
+    assert!(status.success(), "{sent}");
+    let (status, listed) = mz("list", &url, &kb, &[], "");
+    assert!(status.success(), "{listed}");
+    let (status, watched) = watcher.join().unwrap();
+    assert!(status.success(), "{watched}");
+    for out in [&sent, &listed, &watched] {
+        let raw = ['\u{9b}', '\u{9c}', '\u{9d}', '\u{1b}', '\u{7f}', '\u{202e}', '\u{202c}'];
+        assert!(!out.contains(raw), "{out:?}");
+        assert!(out.contains(escaped), "{out}");
+        assert!(out.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "{out}");
+    }
+    assert_eq!(json(sent.trim())["message"]["parts"][0]["text"], text, "{sent}");
+    let event = json(watched.lines().find(|l| l.contains("messageReceived")).expect(&watched));
+    assert_eq!(event["data"]["message"]["parts"][0]["text"], text, "{watched}");
+}

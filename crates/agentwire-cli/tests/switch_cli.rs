@@ -283,3 +283,83 @@ fn timeout_ms_bounds_the_connect_and_every_operation() {
     }
     drop(silent);
 }
+
+/// Serves `answers.len()` HTTP requests on 127.0.0.1, each with the next (status, JSON body),
+/// for 15 s at most; returns the origin and the server's thread.
+fn hostile(answers: Vec<(u16, String)>) -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    listener.set_nonblocking(true).unwrap();
+    let server = std::thread::spawn(move || {
+        let end = Instant::now() + Duration::from_secs(15);
+        for (status, body) in answers {
+            let stream = loop {
+                match listener.accept() {
+                    Ok((stream, _)) => break stream,
+                    Err(_) if Instant::now() < end => std::thread::sleep(Duration::from_millis(10)),
+                    Err(e) => panic!("no request in time: {e}"),
+                }
+            };
+            stream.set_nonblocking(false).unwrap();
+            stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut reader = BufReader::new(stream);
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        length = value.trim().parse().unwrap();
+                    }
+                }
+            }
+            let mut request_body = vec![0; length];
+            let _ = reader.read_exact(&mut request_body);
+            let mut stream = reader.into_inner();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, server)
+}
+
+/// A server's operation names and error details reach the terminal with their controls escaped.
+#[test]
+fn a_hostile_servers_text_is_printed_terminal_safe() {
+    let evil = "\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{1b}]52;c;cm0gLXJmIH4=\u{7}\r\n\u{9b}31m\u{202e}";
+    let escaped = r"\u001b]0;PWNED\u0007\u001b[2J\u001b]52;c;cm0gLXJmIH4=\u0007\u000d\u000a\u009b31m\u202e";
+    let catalog = serde_json::json!({"operations": {
+        format!("{evil}post_message"): {"description": evil, "input_schema": {}},
+    }});
+    let detail = serde_json::json!({ "detail": evil });
+    let (url, server) = hostile(vec![
+        (200, catalog.to_string()),
+        (200, catalog.to_string()),
+        (400, detail.to_string()),
+    ]);
+    let common = ["--url", url.as_str(), "--agent", "a", "--key", "k"];
+    let with = |verb: &[&'static str]| [verb, &common[..]].concat();
+
+    let (status, out, err) = run_full(&with(&["switch", "ops"]));
+    assert!(status.success(), "{err}");
+    assert_eq!(out, format!("{escaped}post_message\n"), "one line, escaped");
+
+    // JSON: the same value, every control escaped as JSON does it.
+    let (status, out, err) = run_full(&with(&["switch", "ops", "--json"]));
+    assert!(status.success(), "{err}");
+    assert!(out.is_ascii() && out.lines().count() == 1, "{out}");
+    let ops = &json(out.trim())["operations"];
+    assert_eq!(ops[format!("{evil}post_message")]["description"], evil, "{out}");
+
+    let (status, out, err) = run_full(&with(&["switch", "op", "read_context", "{}"]));
+    assert!(!status.success() && out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(escaped) && err.is_ascii(), "{err}");
+    server.join().unwrap();
+}
