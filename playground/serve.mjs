@@ -1,6 +1,7 @@
-// The playground's server (scripts/play.sh starts it): the repository as tests/js/serve.mjs serves
-// it (the package is /npm/dist/browser.js), the page at `/`, and `/playground/config.json`, on
-// 127.0.0.1:${PORT:-7700} (PORT=0: a free port). Prints `playground on http://127.0.0.1:PORT/`.
+// The playground's server (scripts/play.sh starts it): the package (/npm/dist/browser.js) and
+// playground/ as tests/js/serve.mjs serves them (nothing else of the repository), the page at
+// `/`, and `/playground/config.json`, on 127.0.0.1:${PORT:-7700} (PORT=0: a free port). Prints
+// `playground on http://127.0.0.1:PORT/`.
 // Like every page tests/js/serve.mjs serves, it answers only to a Host of 127.0.0.1, localhost or
 // [::1] with its port (anything else, such as a DNS-rebinding page's name, gets 403: config.json
 // carries the local agents' keys and relay tokens), and a config.json it cannot build is a 500.
@@ -64,7 +65,7 @@ try {
       "/playground/config.json": async () => ({ type: "application/json", body: JSON.stringify(await pageConfig()) }),
     },
     port,
-    { redirectToOrigin: true },
+    { redirectToOrigin: true, files: ["/playground/"] },
   );
   pageOrigin = origin;
   console.log(`playground on ${origin}/`);

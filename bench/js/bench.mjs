@@ -209,7 +209,9 @@ function nodeMemoryTable(rows, n) {
 async function chromiumRun(servers, opts) {
   const { launch } = await import("../../tests/js/chromium.mjs");
   const { page, serve } = await import("../../tests/js/serve.mjs");
-  const served = await serve({ "/bench.html": page("agentwire bench", "<p>agentwire bench</p>") });
+  const served = await serve({ "/bench.html": page("agentwire bench", "<p>agentwire bench</p>") }, 0, {
+    files: ["/bench/js/clients.mjs"],
+  });
   let browser;
   try {
     browser = await launch();

@@ -12,7 +12,9 @@ const errors = [];
 
 before(async () => {
   // On the port the relays allow as the page's origin.
-  const served = await serve({ "/test.html": page("agentwire tests", "<p>agentwire tests</p>") }, env.pagePort ?? 0);
+  const served = await serve({ "/test.html": page("agentwire tests", "<p>agentwire tests</p>") }, env.pagePort ?? 0, {
+    files: ["/tests/js/scenarios.mjs"],
+  });
   server = served.server;
   browser = await launch();
   tab = await browser.newPage();

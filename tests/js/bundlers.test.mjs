@@ -20,7 +20,8 @@ const app = new URL("app/", import.meta.url);
 let browser, server, origin;
 
 before(async () => {
-  const served = await serve({}, 0);
+  // The built apps (tests/js/app/dist-*/).
+  const served = await serve({}, 0, { files: ["/tests/js/app/"] });
   server = served.server;
   origin = served.origin;
   browser = await launch();

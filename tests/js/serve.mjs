@@ -1,7 +1,9 @@
-// A static file server on 127.0.0.1 for the browser tests and the playground: the repository's
-// files under their own paths (the package is /npm/dist/browser.js), read-only, nothing outside
-// the repository, and an import map page per entry. It answers only requests whose Host is
-// itself (127.0.0.1, localhost or [::1] with its port), so that a page on another name that
+// A static file server on 127.0.0.1 for the browser tests and the playground: the package
+// (/npm/dist/, browser.js and what it loads) and the repository files each caller names, under
+// their own paths, read-only, and an import map page per entry. Nothing else of the repository
+// is served (a 404), nor any name starting with a dot, wherever it is: any local user can reach
+// this server, and a file such as worker-relay/.dev.vars holds secrets. It answers only
+// requests whose Host is itself (127.0.0.1, localhost or [::1] with its port), so that a page on another name that
 // resolves to 127.0.0.1 (DNS rebinding) cannot read what it serves, such as the playground's
 // config.json with the local agents' keys: any other Host gets 403.
 import { createServer } from "node:http";
@@ -43,13 +45,29 @@ export function isOwnHost(host, port) {
   return [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].includes(h);
 }
 
-/** Serves the repository, plus `pages` (path → HTML, `{type, body}` for another content type,
+/** What every server serves: the built package. */
+const PACKAGE = "/npm/dist/";
+
+/** Whether the URL path `path` (decoded, `/`-separated) is in `files`: a directory (ending in
+ * `/`) holding it, or the file itself. A path with a `..`, `.` or empty segment, or a segment
+ * starting with a dot, is not. */
+export function isServed(path, files) {
+  const segments = path.split("/").slice(1);
+  if (segments.some((s, i) => s.startsWith(".") || (s === "" && i < segments.length - 1)) || path.includes("\\")) {
+    return false;
+  }
+  return files.some((f) => (f.endsWith("/") ? path.startsWith(f) && path.length > f.length : path === f));
+}
+
+/** Serves the package (/npm/dist/) and `files` (repository paths, each a directory ending in
+ * `/` or a file: `["/playground/"]`), plus `pages` (path → HTML, `{type, body}` for another content type,
  * or a function returning either, called per request; one that throws or rejects is answered
  * 500), on `port` (default: a free one); resolves with the server and its origin, rejects when
- * it cannot listen. Requests whose Host is not the server's own are answered 403. With
+ * it cannot listen. Any other path is a 404. Requests whose Host is not the server's own are answered 403. With
  * `{redirectToOrigin: true}`, a request to localhost or [::1] is redirected (308) to the same
  * path on the origin (127.0.0.1), for a page whose origin matters (the relay allows one). */
-export function serve(pages = {}, port = 0, { redirectToOrigin = false } = {}) {
+export function serve(pages = {}, port = 0, { redirectToOrigin = false, files = [] } = {}) {
+  const served = [PACKAGE, ...files];
   const server = createServer((req, res) => {
     handle(req, res).catch((e) => {
       console.error(`serve: ${req.method} ${req.url}: ${e?.stack ?? e}`);
@@ -81,8 +99,8 @@ export function serve(pages = {}, port = 0, { redirectToOrigin = false } = {}) {
       return res.end(body);
     }
     const file = normalize(resolve(ROOT, "." + path));
-    if (!file.startsWith(ROOT + sep) || file.includes(`${sep}.git${sep}`)) {
-      res.writeHead(403);
+    if (!isServed(path, served) || !file.startsWith(ROOT + sep)) {
+      res.writeHead(404);
       return res.end();
     }
     try {

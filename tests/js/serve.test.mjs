@@ -66,3 +66,61 @@ test("redirectToOrigin: localhost and [::1] are redirected to 127.0.0.1, other n
     other.close();
   }
 });
+
+test("only the package and the files named are served: no other repository file, no dotfile", async () => {
+  const { server: other } = await serve({}, 0, { files: ["/playground/", "/tests/js/serve.mjs"] });
+  const p = other.address().port;
+  const own = `127.0.0.1:${p}`;
+  try {
+    assert.equal(await get("/playground/app.js", own, p), 200);
+    assert.equal(await get("/playground/index.html", own, p), 200);
+    assert.equal(await get("/tests/js/serve.mjs", own, p), 200);
+    assert.equal(await get("/playground/no-such-file.js", own, p), 404);
+    for (const path of [
+      "/README.md",
+      "/Cargo.toml",
+      "/worker-relay/dev.mjs",
+      "/worker-relay/.dev.vars",
+      "/tests/js/serve.test.mjs",
+      "/tests/js/",
+      "/playground",
+      "/playgroundx/app.js",
+      "/playground/../README.md",
+      "/playground/%2e%2e/README.md",
+      "/playground/..%2fREADME.md",
+      "/playground/%2e%2e%2fworker-relay/dev.mjs",
+      "/playground//app.js",
+      "/playground/.dev.vars",
+      "/npm/dist/../package.json",
+      "/npm/dist/.env",
+      "/.git/config",
+      "/npm/dist/%2e%2e/%2e%2e/.git/HEAD",
+    ]) {
+      assert.equal(await get(path, own, p), 404, path);
+    }
+  } finally {
+    other.close();
+  }
+});
+
+test("a file outside the list is not served even when it exists (worker-relay/.dev.vars)", async (t) => {
+  const { mkdtempSync, writeFileSync, rmSync } = await import("node:fs");
+  const { fileURLToPath } = await import("node:url");
+  // A 0600 file where the relay's dev server reads its secrets, as a developer would have it.
+  const dir = fileURLToPath(new URL("../../worker-relay/", import.meta.url));
+  const name = `.dev.vars.serve-test-${process.pid}`;
+  const path = `${dir}${name}`;
+  writeFileSync(path, "RELAY_TOKEN_SECRET=from-a-0600-file\n", { mode: 0o600 });
+  t.after(() => rmSync(path, { force: true }));
+  // Even with its directory listed, a dotfile is not served.
+  const { server: other } = await serve({}, 0, { files: ["/worker-relay/"] });
+  const p = other.address().port;
+  try {
+    assert.equal(await get("/worker-relay/dev.mjs", `127.0.0.1:${p}`, p), 200);
+    assert.equal(await get(`/worker-relay/${name}`, `127.0.0.1:${p}`, p), 404);
+  } finally {
+    other.close();
+  }
+  assert.equal(await get(`/worker-relay/${name}`, `127.0.0.1:${port}`), 404, "nor by default");
+  assert.equal(await get("/worker-relay/dev.mjs", `127.0.0.1:${port}`), 404);
+});
