@@ -343,15 +343,17 @@ if (!relay) {
   setStatus(sw.status, "needs relay", "needs the relay");
   $("sw-no-relay").hidden = false;
   const bin = config.cli ?? "agentwire";
-  const who = (name) => (swAgents[name] ? `--agent ${swAgents[name].id} --key ${swAgents[name].key}` : `--agent ID --key KEY`);
+  // The key in the environment, not an argument: any local user sees a process's arguments.
+  const key = (name) => `SWITCH_AGENT_KEY=${swAgents[name]?.key ?? "KEY"}`;
+  const agent = (name) => `--agent ${swAgents[name]?.id ?? "ID"}`;
   const url = config.switch ?? "http://127.0.0.1:7751";
   $("sw-cli").textContent = [
     `# bob watches all his rooms (the lobby among them)`,
-    `${bin} switch watch --url ${url} ${who("bob")} --scope all`,
+    `${key("bob")} ${bin} switch watch --url ${url} ${agent("bob")} --scope all`,
     `# alice posts to it`,
-    `${bin} switch post --url ${url} ${who("alice")} --room ${lobby ?? "ROOM_ID"} "hello @bob"`,
+    `${key("alice")} ${bin} switch post --url ${url} ${agent("alice")} --room ${lobby ?? "ROOM_ID"} "hello @bob"`,
     `# the operations the server offers`,
-    `${bin} switch ops --url ${url} ${who("alice")}`,
+    `${key("alice")} ${bin} switch ops --url ${url} ${agent("alice")}`,
   ].join("\n");
 } else {
   $("sw-relay").hidden = false;

@@ -156,9 +156,10 @@ start_relay() {
   local port="$1" log="$2" bin="$3" peer_log="$4" secret="$5"
   shift 5
   local vars
-  vars="$(python3 - "$peer_log" "$secret" "$@" <<'PY'
-import json, re, sys
-log, secret, extra = open(sys.argv[1]).read(), sys.argv[2], sys.argv[3:]
+  # The secret reaches python in its environment, out of the process list.
+  vars="$(RELAY_SECRET="$secret" python3 - "$peer_log" "$@" <<'PY'
+import json, os, re, sys
+log, secret, extra = open(sys.argv[1]).read(), os.environ["RELAY_SECRET"], sys.argv[2:]
 keys = {m[0]: m[1] for m in re.findall(r"^agent \S+ id=(\S+) key=(\S+)$", log, re.M)}
 url = re.search(r"^listening on (\S+)$", log, re.M)[1]
 vars = {"UPSTREAM": url, "AGENT_KEYS": json.dumps(keys), "RELAY_TOKEN_SECRET": secret}

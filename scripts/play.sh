@@ -101,8 +101,12 @@ RELAY_SECRET="$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
 start_relay "$RELAY_PORT" "$LOGS/relay.log" "$BIN" "$LOGS/switch.log" "$RELAY_SECRET" \
   "ALLOWED_ORIGINS=http://127.0.0.1:$PG_PORT" ALLOW_NO_ORIGIN=true
 RELAY="http://127.0.0.1:$RELAY_PORT"
-SW_ALICE="--agent $(sw agent alice id) --key $(sw agent alice key)"
-SW_BOB="--agent $(sw agent bob id) --key $(sw agent bob key)"
+# Keys go to the CLI in its environment (MOLTZAP_AGENT_KEY, SWITCH_AGENT_KEY), never as
+# arguments: any local user sees a process's arguments (`ps`).
+SW_ALICE_ID="$(sw agent alice id)"
+SW_BOB_ID="$(sw agent bob id)"
+SW_ALICE_KEY="$(sw agent alice key)"
+SW_BOB_KEY="$(sw agent bob key)"
 # `moltzap register` prints {"agentId","apiKey"}.
 "$BIN" moltzap register alice --server "http://127.0.0.1:$MZ_PORT" >"$LOGS/alice.json"
 "$BIN" moltzap register bob --server "http://127.0.0.1:$MZ_PORT" >"$LOGS/bob.json"
@@ -112,21 +116,22 @@ BOB="$(field bob apiKey)"
 MZ="ws://127.0.0.1:$MZ_PORT/ws"
 
 # The playground page: its config (see playground/serve.mjs) from what the peers said.
-AGENTWIRE_PLAYGROUND_CONFIG="$(python3 - "$RKT_PORT" "$MZ" "$ALICE" "$BOB" "$(field alice agentId)" "$(field bob agentId)" \
-  "$SW" "$(sw agent alice id)" "$(sw agent alice key)" "$(sw agent bob id)" "$(sw agent bob key)" "$LOBBY" "$BIN" \
-  "$RELAY" "$RELAY_SECRET" <<'PY'
-import json, sys
-a = sys.argv[1:]
+# The keys and the secret reach python in its environment, out of the process list.
+AGENTWIRE_PLAYGROUND_CONFIG="$(MZ_ALICE_KEY="$ALICE" MZ_BOB_KEY="$BOB" SW_ALICE_KEY="$SW_ALICE_KEY" SW_BOB_KEY="$SW_BOB_KEY" \
+  RELAY_SECRET="$RELAY_SECRET" python3 - "$RKT_PORT" "$MZ" "$(field alice agentId)" "$(field bob agentId)" \
+  "$SW" "$SW_ALICE_ID" "$SW_BOB_ID" "$LOBBY" "$BIN" "$RELAY" <<'PY'
+import json, os, sys
+a, env = sys.argv[1:], os.environ
 print(json.dumps({
     "rkt": f"ws://127.0.0.1:{a[0]}/rkt",
     "moltzap": a[1],
-    "moltzapKeys": {"alice": a[2], "bob": a[3]},
-    "moltzapIds": {"alice": a[4], "bob": a[5]},
-    "switch": a[6],
-    "switchAgents": {"alice": {"id": a[7], "key": a[8]}, "bob": {"id": a[9], "key": a[10]}},
-    "switchLobby": a[11],
-    "cli": a[12],
-    "switchRelay": {"url": a[13], "secret": a[14]},
+    "moltzapKeys": {"alice": env["MZ_ALICE_KEY"], "bob": env["MZ_BOB_KEY"]},
+    "moltzapIds": {"alice": a[2], "bob": a[3]},
+    "switch": a[4],
+    "switchAgents": {"alice": {"id": a[5], "key": env["SW_ALICE_KEY"]}, "bob": {"id": a[6], "key": env["SW_BOB_KEY"]}},
+    "switchLobby": a[7],
+    "cli": a[8],
+    "switchRelay": {"url": a[9], "secret": env["RELAY_SECRET"]},
 }))
 PY
 )"
@@ -147,25 +152,25 @@ fi
 cat <<INFO
 RKT reference server  ws://127.0.0.1:$RKT_PORT/rkt (caps weather,forecast)
 MoltZap peer          $MZ (current generation; agents alice and bob)
-From another terminal, while this one runs:
-  # bob watches (--key: bob's key)
-  $BIN moltzap watch --url $MZ --key $BOB
-  # alice sends to bob (--key: alice's key)
-  $BIN moltzap send  --url $MZ --key $ALICE --to bob "hello bob"
-  # bob lists his messages (--key: bob's key)
-  $BIN moltzap list  --url $MZ --key $BOB
+From another terminal, while this one runs (each key in the environment, out of \`ps\`):
+  # bob watches (MOLTZAP_AGENT_KEY: bob's key)
+  MOLTZAP_AGENT_KEY=$BOB $BIN moltzap watch --url $MZ
+  # alice sends to bob (MOLTZAP_AGENT_KEY: alice's key)
+  MOLTZAP_AGENT_KEY=$ALICE $BIN moltzap send --url $MZ --to bob "hello bob"
+  # bob lists his messages (MOLTZAP_AGENT_KEY: bob's key)
+  MOLTZAP_AGENT_KEY=$BOB $BIN moltzap list --url $MZ
 Switch peer           $SW (WebSocket and SSE; agents alice and bob in room lobby $LOBBY)
 From another terminal, while this one runs:
-  # bob watches all his rooms (--agent/--key: bob's)
-  $BIN switch watch --url $SW $SW_BOB --scope all
-  # alice posts to the lobby (--agent/--key: alice's)
-  $BIN switch post  --url $SW $SW_ALICE --room $LOBBY "hello @bob"
+  # bob watches all his rooms (--agent, SWITCH_AGENT_KEY: bob's)
+  SWITCH_AGENT_KEY=$SW_BOB_KEY $BIN switch watch --url $SW --agent $SW_BOB_ID --scope all
+  # alice posts to the lobby (--agent, SWITCH_AGENT_KEY: alice's)
+  SWITCH_AGENT_KEY=$SW_ALICE_KEY $BIN switch post --url $SW --agent $SW_ALICE_ID --room $LOBBY "hello @bob"
   # the operations the server offers (as alice)
-  $BIN switch ops   --url $SW $SW_ALICE
+  SWITCH_AGENT_KEY=$SW_ALICE_KEY $BIN switch ops --url $SW --agent $SW_ALICE_ID
   (add --transport sse to speak the released generation's SSE + beats)
 Relay                 $RELAY (real workerd, holds alice's and bob's keys; the page's origin allowed)
   a token for alice (this session's secret; the page gets its own tokens):
-  AGENTWIRE_RELAY_SECRET=$RELAY_SECRET $BIN relay token --agent $(sw agent alice id) --exp-in 600
+  AGENTWIRE_RELAY_SECRET=$RELAY_SECRET $BIN relay token --agent $SW_ALICE_ID --exp-in 600
 Logs: $LOGS
 
 Playground page       $PAGE  (open it in a browser: RKT, MoltZap and Switch from the page)
@@ -176,12 +181,11 @@ case "$MODE" in
     # --scope all, not --room: a watch that claims the lobby takes it from every other connection
     # of bob's (the page's), and a later claim (a second watch, the page) takes it back.
     echo "Switch session: bob watching all his rooms, the lobby included (Ctrl-C ends it); post as alice from another terminal"
-    # shellcheck disable=SC2086
-    "$BIN" switch watch --url "$SW" $SW_BOB --scope all
+    SWITCH_AGENT_KEY="$SW_BOB_KEY" "$BIN" switch watch --url "$SW" --agent "$SW_BOB_ID" --scope all
     ;;
   moltzap)
     echo "MoltZap session as alice: send bob <text> | list | call system/ping {} | quit"
-    "$BIN" moltzap connect --url "$MZ" --key "$ALICE"
+    MOLTZAP_AGENT_KEY="$ALICE" "$BIN" moltzap connect --url "$MZ"
     ;;
   page | --no-repl)
     echo "Serving the playground at $PAGE until Ctrl-C"

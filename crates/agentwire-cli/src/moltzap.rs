@@ -88,7 +88,8 @@ pub struct Conn {
     /// The server's WebSocket URL (`ws://`, or `wss://` for TLS)
     #[arg(long, default_value_t = format!("ws://127.0.0.1:{DEFAULT_PORT}/ws"))]
     url: String,
-    /// The agent key (`moltzap_agent_…`)
+    /// The agent key (`moltzap_agent_…`). In MOLTZAP_AGENT_KEY it stays out of the process list,
+    /// which any local user can read
     #[arg(long, env = "MOLTZAP_AGENT_KEY", hide_env_values = true)]
     key: String,
     /// The generation to speak (default auto, where the library's is current: a command line

@@ -105,7 +105,8 @@ pub struct Conn {
     /// optionally with a path prefix)
     #[arg(long, default_value_t = format!("http://127.0.0.1:{DEFAULT_PORT}"))]
     url: String,
-    /// The agent's API key
+    /// The agent's API key. In SWITCH_AGENT_KEY it stays out of the process list, which any
+    /// local user can read
     #[arg(long, env = "SWITCH_AGENT_KEY", hide_env_values = true)]
     key: String,
     /// The agent id
