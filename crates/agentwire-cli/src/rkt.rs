@@ -57,6 +57,23 @@ pub struct ServeArgs {
     /// Messages allowed in a burst per connection, at least 1 [default: 2000]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     burst: Option<u32>,
+    /// Let pages on this origin (`http(s)://host[:port]`, as browsers send it) connect too
+    /// (repeatable). Without it, only pages on 127.0.0.1, localhost and [::1] (any port) may: a
+    /// WebSocket upgrade with any other `Origin` gets HTTP 403, so that a website you visit
+    /// cannot use this agent. Clients that send no `Origin` (the CLI, native programs) are not
+    /// affected. On a loopback --host, a `Host` other than 127.0.0.1, localhost or [::1] is
+    /// refused as well (DNS rebinding)
+    #[arg(long = "allow-origin", value_name = "ORIGIN", value_parser = parse_origin)]
+    allowed_origins: Vec<String>,
+}
+
+/// `--allow-origin`: an origin as browsers send it ([`agentwire_core::http::local::is_origin`]).
+fn parse_origin(s: &str) -> Result<String, String> {
+    if agentwire_core::http::local::is_origin(s) {
+        Ok(s.to_owned())
+    } else {
+        Err("expected http(s)://host[:port], with no path (not even /)".into())
+    }
 }
 
 fn parse_price(s: &str) -> Result<(String, f64), String> {
@@ -127,6 +144,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         prices: args.prices.into_iter().collect(),
         rate_per_s: args.rate.unwrap_or(defaults.rate_per_s),
         burst: args.burst.unwrap_or(defaults.burst),
+        allowed_origins: args.allowed_origins,
         ..defaults
     };
     let listener = match tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await {

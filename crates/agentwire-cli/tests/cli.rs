@@ -195,6 +195,55 @@ fn serve_refuses_a_rate_that_is_not_a_positive_finite_number() {
     assert!(!status.success() && err.contains("--burst"), "{err}");
 }
 
+/// The status line's code of a WebSocket upgrade to `url` (`ws://127.0.0.1:PORT/rkt`) with
+/// `Origin: origin`.
+fn upgrade_status(url: &str, origin: &str) -> u16 {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("ws://").trim_end_matches("/rkt");
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    write!(
+        tcp,
+        "GET /rkt HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Protocol: rkt.1.0\r\nOrigin: {origin}\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    tcp.read_exact(&mut head).unwrap();
+    String::from_utf8_lossy(&head[9..12]).parse().unwrap()
+}
+
+#[test]
+fn serve_answers_pages_on_this_machine_and_the_allowed_origins_only() {
+    let server = serve(&[
+        "--allow-origin",
+        "https://app.example",
+        "--allow-origin",
+        "http://[fe80::1]:8080",
+    ]);
+    for (origin, status) in [
+        ("http://127.0.0.1:7700", 101),
+        ("https://app.example", 101),
+        ("http://[fe80::1]:8080", 101),
+        ("http://evil.example", 403),
+        ("null", 403),
+    ] {
+        assert_eq!(upgrade_status(&server.url, origin), status, "{origin}");
+    }
+    drop(server);
+    for bad in ["app.example", "https://app.example/", "null", "*"] {
+        let (status, out, err) = run_full(&["rkt", "serve", "--port", "0", "--allow-origin", bad]);
+        assert!(!status.success() && out.is_empty(), "{bad}: {out}");
+        assert!(err.contains("--allow-origin"), "{bad}: {err}");
+    }
+    let (_, help, _) = run_full(&["rkt", "serve", "--help"]);
+    assert!(
+        help.contains("--allow-origin") && help.contains("127.0.0.1, localhost and [::1]"),
+        "{help}"
+    );
+}
+
 #[test]
 fn ping_reports_a_failed_ping_on_stderr() {
     // A burst of 3 and almost no refill: the fourth ping gets 429.

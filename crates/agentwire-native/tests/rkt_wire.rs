@@ -92,6 +92,81 @@ async fn upgrade_off_the_rkt_path_is_refused() {
     .await
 }
 
+/// An upgrade with `rkt.1.0` and `headers` (`Host` replaces the URL's).
+async fn with_headers(url: &str, headers: &[(&'static str, String)]) -> Result<Raw, WsError> {
+    let mut req = url.into_client_request().unwrap();
+    req.headers_mut()
+        .insert("Sec-WebSocket-Protocol", "rkt.1.0".parse().unwrap());
+    for (name, value) in headers {
+        req.headers_mut().insert(*name, value.parse().unwrap());
+    }
+    tokio_tungstenite::connect_async(req).await.map(|(ws, _)| ws)
+}
+
+/// Any website's page can open a WebSocket to 127.0.0.1 (the browser sends its Origin), and after
+/// DNS rebinding reach it under its own name (Host): both get 403, pages on this machine and
+/// native clients (no Origin) are served.
+#[tokio::test]
+async fn upgrade_from_another_sites_page_is_refused() {
+    bounded(async {
+        let srv = server(ReferenceConfig::default()).await;
+        let port = srv.local_addr().port();
+        let url = srv.url();
+        for headers in [
+            vec![("Origin", "http://evil.example".to_owned())],
+            vec![("Origin", "null".to_owned())],
+            vec![("Origin", format!("http://localhost.evil.example:{port}"))],
+            vec![("Host", format!("evil.example:{port}"))],
+            vec![("Host", format!("127.0.0.1.evil.example:{port}"))],
+            vec![
+                ("Host", format!("evil.example:{port}")),
+                ("Origin", format!("http://evil.example:{port}")),
+            ],
+        ] {
+            let (status, body) = refusal(with_headers(&url, &headers).await);
+            assert_eq!(status, 403, "{headers:?}");
+            assert!(body.contains("127.0.0.1, localhost or [::1]"), "{body}");
+        }
+        for headers in [
+            vec![],
+            vec![("Origin", "http://127.0.0.1:7700".to_owned())],
+            vec![
+                ("Host", format!("LOCALHOST:{port}")),
+                ("Origin", "http://localhost:7700".to_owned()),
+            ],
+            vec![
+                ("Host", format!("[::1]:{port}")),
+                ("Origin", "https://[::1]".to_owned()),
+            ],
+        ] {
+            let mut ws = with_headers(&url, &headers)
+                .await
+                .unwrap_or_else(|e| panic!("{headers:?}: {e}"));
+            hello(&mut ws).await;
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn allowed_origins_may_connect_too() {
+    bounded(async {
+        let srv = server(ReferenceConfig {
+            allowed_origins: vec!["https://app.example".into()],
+            ..ReferenceConfig::default()
+        })
+        .await;
+        let origin = |o: &str| vec![("Origin", o.to_owned())];
+        let mut ws = with_headers(&srv.url(), &origin("https://app.example")).await.unwrap();
+        hello(&mut ws).await;
+        let (status, _) = refusal(with_headers(&srv.url(), &origin("https://evil.example")).await);
+        assert_eq!(status, 403);
+        let (status, _) = refusal(with_headers(&srv.url(), &origin("http://app.example")).await);
+        assert_eq!(status, 403);
+    })
+    .await
+}
+
 #[tokio::test]
 async fn upgrade_echoes_the_subprotocol_among_several() {
     bounded(async {

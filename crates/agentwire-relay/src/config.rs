@@ -23,6 +23,7 @@
 //! | `MAX_UNACKED_BYTES` | var | 8388608 | The bridge: bytes sent to a browser that has not answered a ping after them; past this the relay stops reading the upstream stream until it does |
 //! | `UPSTREAM_IDLE_MS` | var | 10000 | An upstream socket silent this long is gone (Switch pings every 2 s): both sides are closed with 1011 |
 
+use agentwire_core::http::local::{is_loopback_host, is_origin};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -275,34 +276,6 @@ fn flag(v: Option<String>, name: &'static str) -> Result<bool, ConfigError> {
     }
 }
 
-/// `scheme://host[:port]` with a lowercase http(s) scheme, a host of letters, digits, `-` and
-/// `.` (or a bracketed IPv6 literal) and an optional port: the exact form of an `Origin` header.
-pub(crate) fn is_origin(o: &str) -> bool {
-    let Some(rest) = o.strip_prefix("https://").or_else(|| o.strip_prefix("http://")) else {
-        return false;
-    };
-    let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
-        match v6.split_once(']') {
-            Some((h, p)) if !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit() || c == ':') => (h, p),
-            _ => return false,
-        }
-    } else {
-        let (h, p) = match rest.find(':') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, ""),
-        };
-        if h.is_empty() || !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.') {
-            return false;
-        }
-        (h, p)
-    };
-    let _ = host;
-    match port.strip_prefix(':') {
-        None => port.is_empty(),
-        Some(p) => !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok(),
-    }
-}
-
 /// `/a/b` from `/a/b/` or `a/b`: segments of unreserved characters only.
 fn prefix(p: &str) -> Option<String> {
     let segs: Vec<&str> = p.split('/').filter(|s| !s.is_empty()).collect();
@@ -311,10 +284,6 @@ fn prefix(p: &str) -> Option<String> {
         .all(|s| *s != "." && *s != ".." && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)));
     ok.then(|| segs.iter().map(|s| format!("/{s}")).collect())
 }
-
-/// The hosts an `http://` upstream may have: the relay's own machine, where the key in clear
-/// never crosses a network.
-const LOOPBACK_HOSTS: [&str; 3] = ["127.0.0.1", "[::1]", "localhost"];
 
 fn parse_upstream(u: &str) -> Result<(String, String), ConfigError> {
     let scheme_end = u.find("://").map_or(0, |i| i + 3);
@@ -333,11 +302,7 @@ fn parse_upstream(u: &str) -> Result<(String, String), ConfigError> {
     }
     if let Some(host) = origin.strip_prefix("http://") {
         // The agent key goes upstream in `Authorization`: in clear only to this machine.
-        let host = match host.strip_prefix('[') {
-            Some(v6) => v6.split(']').next().map(|h| format!("[{h}]")).unwrap_or_default(),
-            None => host.split(':').next().unwrap_or_default().to_ascii_lowercase(),
-        };
-        if !LOOPBACK_HOSTS.contains(&host.as_str()) {
+        if !is_loopback_host(host) {
             return Err(bad(
                 "UPSTREAM",
                 "must be https:// (http:// only to 127.0.0.1, [::1] or localhost): the agent key travels in it",
@@ -577,28 +542,5 @@ pub(crate) mod tests {
         let unset = env(&[]);
         let e = Config::from_env(|k| if k == "ALLOWED_ORIGINS" { None } else { unset(k) }).unwrap_err();
         assert_eq!(e.name, "ALLOWED_ORIGINS");
-    }
-
-    #[test]
-    fn origins() {
-        for o in [
-            "http://127.0.0.1:7700",
-            "https://app.example",
-            "http://[::1]:80",
-            "https://a-b.c",
-        ] {
-            assert!(is_origin(o), "{o}");
-        }
-        for o in [
-            "https://app.example/",
-            "app.example",
-            "https://",
-            "https://a:99999",
-            "https://a:",
-            "null",
-            "https://u@a",
-        ] {
-            assert!(!is_origin(o), "{o}");
-        }
     }
 }

@@ -1,8 +1,10 @@
 //! HTTP/1.1 as the engines and drivers need it, sans-IO: the requests an engine describes
 //! ([`HttpRequest`]), and the decoders a driver reads an answer with ([`parse_head`],
-//! [`Dechunker`]), so every driver that speaks HTTP over its own socket frames answers the same way.
+//! [`Dechunker`]), so every driver that speaks HTTP over its own socket frames answers the same way;
+//! and [`local`]: origins, and which `Host` and `Origin` a server for this machine only answers.
 
 mod chunked;
+pub mod local;
 mod request;
 mod response;
 

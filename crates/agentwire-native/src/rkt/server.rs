@@ -1,7 +1,11 @@
 //! The reference RKT agent on a `TcpListener`: a `ServerSession` and a `reference::Connection`
 //! per socket, one `reference::Shared` (memory, ledger, tokens) for the whole server.
 //!
-//! The upgrade is refused with HTTP 404 off `/rkt` and with HTTP 400 when the client does not
+//! The upgrade is refused with HTTP 403 from a page on another site (an `Origin` that is neither
+//! a page on 127.0.0.1, localhost or [::1] nor in `ReferenceConfig::allowed_origins`) and, when
+//! the server is bound to a loopback address, for a `Host` that is not 127.0.0.1, localhost or
+//! [::1] (DNS rebinding): see `agentwire_core::http::local`. Native clients send no `Origin`. It
+//! is refused with HTTP 404 off `/rkt` and with HTTP 400 when the client does not
 //! offer the `rkt.1.0` subprotocol. At most `ReferenceConfig::max_connections` connections are
 //! served at once: one past it is closed as soon as it is accepted. One line per connection goes
 //! to stderr when it opens and when it closes (dropped if stderr cannot be written); message
@@ -10,6 +14,7 @@
 use crate::pump::{pump, Handler, StopSignal};
 use crate::wire::{self, frame_limit, Counted, Wire, CLOSE_GRACE};
 use crate::{now_ms, OsEntropy};
+use agentwire_core::http::local;
 use agentwire_core::Millis;
 use agentwire_rkt::codec::SUBPROTOCOL;
 use agentwire_rkt::reference::{self, Connection, ReferenceConfig, Shared};
@@ -23,8 +28,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
-use tokio_tungstenite::tungstenite::http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, SEC_WEBSOCKET_PROTOCOL};
-use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
+use tokio_tungstenite::tungstenite::http::header::{
+    CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN, SEC_WEBSOCKET_PROTOCOL,
+};
+use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue, StatusCode};
 use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::WebSocketStream;
 
@@ -48,6 +55,8 @@ struct Agent {
     cfg: ReferenceConfig,
     session: ServerConfig,
     shared: Mutex<Shared>,
+    /// Bound to a loopback address: the `Host` must name this machine.
+    loopback: bool,
 }
 
 /// Serves the reference agent on `listener` until the process ends.
@@ -70,6 +79,7 @@ pub async fn serve_until(
         session: cfg.server_config(),
         shared: Mutex::new(Shared::new(&cfg)),
         cfg,
+        loopback: addr.ip().is_loopback(),
     });
     let (stop, stopped) = watch::channel(());
     let cap = agent.cfg.max_connections;
@@ -166,8 +176,30 @@ fn refusal(status: StatusCode, body: String) -> ErrorResponse {
     resp
 }
 
-/// The upgrade rules: the path is `/rkt` and the client offers `rkt.1.0`, which is echoed.
-fn check_upgrade(req: &Request, mut resp: Response) -> Result<Response, ErrorResponse> {
+/// The upgrade rules: the request is this machine's or an allowed origin's (see the module's
+/// documentation), the path is `/rkt` and the client offers `rkt.1.0`, which is echoed.
+fn check_upgrade(agent: &Agent, req: &Request, mut resp: Response) -> Result<Response, ErrorResponse> {
+    // A value that is not text is checked as "", which no rule allows.
+    let values = |name: HeaderName| {
+        req.headers()
+            .get_all(name)
+            .into_iter()
+            .map(|v| v.to_str().unwrap_or(""))
+    };
+    if agent.loopback && !local::allows_host(values(HOST)) {
+        return Err(refusal(
+            StatusCode::FORBIDDEN,
+            "this server answers requests to 127.0.0.1, localhost or [::1] only\n".to_owned(),
+        ));
+    }
+    if !local::allows_origin(values(ORIGIN), &agent.cfg.allowed_origins) {
+        return Err(refusal(
+            StatusCode::FORBIDDEN,
+            "pages on this Origin may not connect: only pages on 127.0.0.1, localhost or [::1] and the \
+             allowed origins (ReferenceConfig::allowed_origins, `agentwire rkt serve --allow-origin`)\n"
+                .to_owned(),
+        ));
+    }
     let path = req.uri().path();
     if path != PATH {
         return Err(refusal(
@@ -203,7 +235,8 @@ async fn connection(
     let _ = tcp.set_nodelay(true);
     let limit = frame_limit(agent.session.max_message_size);
     let ws_cfg = wire::ws_config(limit);
-    let upgrade = tokio_tungstenite::accept_hdr_async_with_config(Counted::new(tcp), check_upgrade, Some(ws_cfg));
+    let check = |req: &Request, resp: Response| check_upgrade(&agent, req, resp);
+    let upgrade = tokio_tungstenite::accept_hdr_async_with_config(Counted::new(tcp), check, Some(ws_cfg));
     let ws = match tokio::time::timeout(UPGRADE_TIMEOUT, upgrade).await {
         Ok(Ok(ws)) => ws,
         Ok(Err(WsError::Http(resp))) => return log!("rkt {peer}: refused with HTTP {}", resp.status()),

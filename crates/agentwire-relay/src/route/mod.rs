@@ -24,10 +24,11 @@ mod query;
 
 pub use query::Query;
 
-use crate::config::{is_origin, Config, UpstreamGeneration};
+use crate::config::{Config, UpstreamGeneration};
 use crate::limit::Limiter;
 use crate::token::{self, Claims};
 use crate::{SUBPROTOCOL, TOKEN_PROTOCOL_PREFIX, TOKEN_QUERY};
+use agentwire_core::http::local::is_origin;
 use agentwire_core::Millis;
 use agentwire_switch::http::CONNECTION_ID_HEADER;
 use agentwire_switch::open::no_websocket_route;

@@ -14,6 +14,7 @@ pub use memory::{MemoryError, MemoryStore};
 use crate::body::{AuthBody, AuthOkBody, DEFAULT_NAMESPACE};
 use crate::errors::{codes, error_body, RktError};
 use crate::server::{Inbound, InboundKind, ServerConfig, ServerSession};
+use agentwire_core::http::local::is_origin;
 use agentwire_core::{Entropy, ErrorKind, Millis};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -66,6 +67,15 @@ pub struct ReferenceConfig {
     /// Connections a server serves at once (the native one: `agentwire_native::rkt::serve`);
     /// past it, a new TCP connection is closed as soon as it is accepted.
     pub max_connections: usize,
+    /// Origins (`http(s)://host[:port]`, as browsers send them) whose pages may connect, besides
+    /// pages on this machine. A server (`agentwire_native::rkt::serve`) refuses with HTTP 403 a
+    /// WebSocket upgrade whose `Origin` is present and neither a page on 127.0.0.1, localhost or
+    /// [::1] (any port) nor one of these: otherwise any website the developer visits could open
+    /// a WebSocket to the agent and use its memory and ledger. Native clients send no `Origin`
+    /// and are not affected. Bound to a loopback address, the server also refuses a `Host` that
+    /// is not 127.0.0.1, localhost or [::1] (DNS rebinding). The rule is
+    /// `agentwire_core::http::local`'s. Default: none.
+    pub allowed_origins: Vec<String>,
 }
 
 impl std::fmt::Debug for ReferenceConfig {
@@ -86,6 +96,7 @@ impl std::fmt::Debug for ReferenceConfig {
             max_forecast_days,
             token_lifetime_s,
             max_connections,
+            allowed_origins,
         } = self;
         f.debug_struct("ReferenceConfig")
             .field("agent", agent)
@@ -102,6 +113,7 @@ impl std::fmt::Debug for ReferenceConfig {
             .field("max_forecast_days", max_forecast_days)
             .field("token_lifetime_s", token_lifetime_s)
             .field("max_connections", max_connections)
+            .field("allowed_origins", allowed_origins)
             .finish()
     }
 }
@@ -123,6 +135,7 @@ impl Default for ReferenceConfig {
             max_forecast_days: 16,
             token_lifetime_s: 3600,
             max_connections: 1024,
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -148,8 +161,9 @@ pub fn check_rate(rate_per_s: f64) -> Result<f64, RktError> {
 impl ReferenceConfig {
     /// Whether the agent can be served with this configuration: its session's configuration
     /// passes [`ServerConfig::check`] (no `agent` or capability a header cannot carry), the rate
-    /// passes [`check_rate`], the burst and `max_connections` are at least 1, and
-    /// `max_forecast_days` is 1 to [`MAX_FORECAST_DAYS`]. Servers
+    /// passes [`check_rate`], the burst and `max_connections` are at least 1,
+    /// `max_forecast_days` is 1 to [`MAX_FORECAST_DAYS`], and every allowed origin is
+    /// `http(s)://host[:port]` ([`agentwire_core::http::local::is_origin`]). Servers
     /// (`agentwire_native::rkt::serve`) refuse it otherwise.
     pub fn check(&self) -> Result<(), RktError> {
         self.server_config().check()?;
@@ -159,6 +173,10 @@ impl ReferenceConfig {
                 "max_forecast_days must be 1 to {MAX_FORECAST_DAYS}, not {}",
                 self.max_forecast_days
             );
+            return Err(RktError::local(ErrorKind::Invalid, m));
+        }
+        if let Some(o) = self.allowed_origins.iter().find(|o| !is_origin(o)) {
+            let m = format!("allowed origin {o:?} is not http(s)://host[:port] (no path, not even /)");
             return Err(RktError::local(ErrorKind::Invalid, m));
         }
         for (name, value) in [
@@ -684,6 +702,19 @@ mod config_tests {
         };
         let e = cfg.check().unwrap_err();
         assert!(e.error.message.contains("max_connections"), "{e}");
+    }
+
+    #[test]
+    fn allowed_origins_are_origins() {
+        let with = |o: &str| ReferenceConfig {
+            allowed_origins: vec!["http://127.0.0.1:7700".into(), o.into()],
+            ..ReferenceConfig::default()
+        };
+        assert!(with("https://app.example").check().is_ok());
+        for o in ["app.example", "https://app.example/", "null", "", "*"] {
+            let e = with(o).check().unwrap_err();
+            assert!(e.error.message.contains("allowed origin"), "{o:?}: {e}");
+        }
     }
 
     #[test]

@@ -4,8 +4,16 @@
 //! `Connection: close`. A WebSocket upgrade goes on to tungstenite through [`Prefixed`], with the
 //! bytes already read replayed.
 //!
+//! The peers serve this machine only: [`read_head`] refuses (403, [`HeadError::NotLocal`]) a
+//! request, WebSocket upgrades included, whose `Host` is not 127.0.0.1, localhost or [::1] (DNS
+//! rebinding: a page on `evil.example` that resolves to 127.0.0.1) or whose `Origin` is present
+//! and not a page on one of them (any site's page can open a WebSocket to 127.0.0.1); the rule is
+//! `agentwire_core::http::local`'s. Clients that send no `Origin` (everything but a browser) are
+//! unaffected.
+//!
 //! Which routes exist, what an error body looks like and which headers matter is the peer's.
 
+use agentwire_core::http::local;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -114,6 +122,9 @@ pub enum HeadError {
     Bad,
     /// The client closed (or reset) the connection first: nobody to answer.
     Closed,
+    /// A `Host` that is not this machine, or an `Origin` that is not a page on it
+    /// ([`is_local`]).
+    NotLocal,
 }
 
 impl HeadError {
@@ -123,6 +134,10 @@ impl HeadError {
             HeadError::Timeout => Some((408, "Request timeout")),
             HeadError::TooLarge => Some((431, "Request head too large")),
             HeadError::Bad => Some((400, "Bad request")),
+            HeadError::NotLocal => Some((
+                403,
+                "Forbidden: this server answers requests to 127.0.0.1, localhost or [::1] from pages on them only",
+            )),
             HeadError::Closed => None,
         }
     }
@@ -161,9 +176,23 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
     }
 }
 
+/// Whether the request is this machine's: every `Host` it sent names 127.0.0.1, localhost or
+/// [::1] (any port), and every `Origin` it sent is a page on one of them (none sent is fine
+/// for both): `agentwire_core::http::local::{allows_host, allows_origin}`.
+pub fn is_local(head: &Head) -> bool {
+    let values = |name: &'static str| {
+        head.headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    };
+    local::allows_host(values("host")) && local::allows_origin(values("origin"), &[] as &[&str])
+}
+
 /// Reads the request head into `buf` within [`REQUEST_TIMEOUT`]; what was read past the head
 /// (the start of a body, or WebSocket frames) stays in `buf` after `head.len`. A head over
-/// [`MAX_HEAD`] is refused however it arrives, in one read or in many.
+/// [`MAX_HEAD`] is refused however it arrives, in one read or in many; one that is not
+/// [`is_local`] is [`HeadError::NotLocal`].
 pub async fn read_head<S: AsyncRead + Unpin>(tcp: &mut S, buf: &mut Vec<u8>) -> Result<Head, HeadError> {
     let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
     let read = async {
@@ -176,6 +205,7 @@ pub async fn read_head<S: AsyncRead + Unpin>(tcp: &mut S, buf: &mut Vec<u8>) -> 
             buf.extend_from_slice(&chunk[..n]);
             match parse_head(buf)? {
                 Some(head) if head.len > MAX_HEAD => return Err(HeadError::TooLarge),
+                Some(head) if !is_local(&head) => return Err(HeadError::NotLocal),
                 Some(head) => {
                     return Ok(Head {
                         deadline: Some(deadline),
@@ -336,6 +366,41 @@ mod tests {
         );
         let many = format!("GET / HTTP/1.1\r\n{}\r\n", "a: b\r\n".repeat(MAX_HEADERS + 1));
         assert_eq!(parse_head(many.as_bytes()), Err(HeadError::TooLarge));
+    }
+
+    /// Host and Origin: this machine's only (the rule is `agentwire_core::http::local`'s; here,
+    /// that every value sent counts, and that [`read_head`] applies it).
+    #[tokio::test]
+    async fn only_this_machines_requests() {
+        let head = |extra: &str| {
+            let raw = format!("GET /ws HTTP/1.1\r\nUpgrade: websocket\r\n{extra}\r\n");
+            parse_head(raw.as_bytes()).unwrap().unwrap()
+        };
+        for ok in [
+            "",
+            "Host: 127.0.0.1:7750\r\n",
+            "host: LOCALHOST:7750\r\nOrigin: http://127.0.0.1:7700\r\n",
+            "Host: [::1]:7750\r\norigin: http://localhost:7700\r\n",
+            "Origin: https://[::1]\r\n",
+        ] {
+            assert!(is_local(&head(ok)), "{ok:?}");
+        }
+        for refused in [
+            "Host: evil.example:7750\r\n",
+            "Host: localhost.evil.com:7750\r\n",
+            "Host: 127.0.0.1.evil.com\r\n",
+            "Host: 127.0.0.1:7750\r\nOrigin: http://evil.example\r\n",
+            "Host: 127.0.0.1:7750\r\nOrigin: null\r\n",
+            "Host: evil.example:7750\r\nOrigin: http://evil.example:7750\r\n",
+            "Host: 127.0.0.1:7750\r\nHost: evil.example\r\n",
+            "Origin: http://127.0.0.1:7700\r\nOrigin: http://evil.example\r\n",
+        ] {
+            assert!(!is_local(&head(refused)), "{refused:?}");
+        }
+        let req = "POST /api/v1/auth/register HTTP/1.1\r\nHost: evil.example:7750\r\ncontent-length: 2\r\n\r\n{}";
+        let (mut src, mut buf) = (req.as_bytes(), Vec::new());
+        let e = read_head(&mut src, &mut buf).await.unwrap_err();
+        assert_eq!((e, e.answer().map(|a| a.0)), (HeadError::NotLocal, Some(403)));
     }
 
     #[tokio::test]

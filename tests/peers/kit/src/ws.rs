@@ -9,7 +9,8 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
-// tungstenite fixes the callback's error type. The peer has chosen the route before the upgrade.
+// tungstenite fixes the callback's error type. The peer has chosen the route before the upgrade,
+// and `read_head` has refused a request that is not this machine's (`crate::http::is_local`).
 #[allow(clippy::result_large_err)]
 fn any_path(_req: &Request, resp: Response) -> Result<Response, ErrorResponse> {
     Ok(resp)
