@@ -3,6 +3,7 @@
 
 use crate::{bind, Agent, Generation, PeerConfig};
 use agentwire_peer_kit::cli::{say, warn, Listen, Wire};
+use agentwire_peer_kit::ids;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -27,9 +28,9 @@ pub struct Args<const DEFAULT_PORT: u16 = 0> {
     /// No pong or beat for this long lapses a connection, in milliseconds
     #[arg(long, default_value_t = 6000)]
     heartbeat_ttl_ms: u64,
-    /// Bearer token for `POST /agents`
-    #[arg(long, default_value = "switch-peer-registration")]
-    registration_token: String,
+    /// Bearer token for `POST /agents` [default: a random one for this run, printed on stderr]
+    #[arg(long)]
+    registration_token: Option<String>,
 }
 
 impl<const DEFAULT_PORT: u16> Args<DEFAULT_PORT> {
@@ -51,7 +52,11 @@ pub async fn run<const DEFAULT_PORT: u16>(args: Args<DEFAULT_PORT>) -> ExitCode 
     let mut cfg = PeerConfig::new(generation);
     cfg.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms.max(1));
     cfg.heartbeat_ttl = Duration::from_millis(args.heartbeat_ttl_ms.max(1));
-    cfg.registration_token = args.registration_token;
+    // Random unless given: a fixed default would let anything that reaches the port register.
+    cfg.registration_token = args
+        .registration_token
+        .unwrap_or_else(|| format!("swreg_{}", ids::hex(&ids::random_bytes::<16>())));
+    let token = cfg.registration_token.clone();
     let (agents, rooms) = if args.agents.is_empty() && args.rooms.is_empty() {
         (
             vec!["alice".to_owned(), "bob".to_owned()],
@@ -89,7 +94,7 @@ pub async fn run<const DEFAULT_PORT: u16>(args: Args<DEFAULT_PORT>) -> ExitCode 
     }
     warn(format_args!(
         "switch peer, {} generation; try `SWITCH_AGENT_KEY=KEY agentwire switch watch --url {url} --agent ID --room ROOM_ID`; \
-         register more agents with POST {url}/agents (Bearer registration token)",
+         register more agents with POST {url}/agents (Authorization: Bearer {token})",
         generation.as_str(),
         url = handle.http_url(),
     ));

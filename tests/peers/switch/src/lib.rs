@@ -95,7 +95,8 @@ pub struct PeerConfig {
     pub replay_max_age: Duration,
     /// Live connections per agent (32).
     pub max_connections_per_agent: usize,
-    /// Bearer token for `POST /agents` (default `switch-peer-registration`).
+    /// Bearer token for `POST /agents` (default `switch-peer-registration`, for tests; the
+    /// command line's default is random per run).
     pub registration_token: String,
 }
 

@@ -71,3 +71,30 @@ fn binary_defaults_to_alice_bob_and_lobby() {
     assert!(lines[2].starts_with("agent bob "));
     assert!(lines[3].starts_with("room lobby ") && lines[3].ends_with("members=alice,bob"));
 }
+
+/// The registration token is random per run unless given: the fixed one the library's tests use
+/// registers nothing on a binary started without `--registration-token`.
+#[test]
+fn the_registration_token_is_random_unless_given() {
+    let body = r#"{"name":"dora"}"#;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for (args, token, status) in [
+        (&["--port", "0"][..], "switch-peer-registration", 401),
+        (&["--port", "0", "--registration-token", "t0ken"][..], "t0ken", 200),
+    ] {
+        let bin = start(env!("CARGO_BIN_EXE_switch-peer"), args, 1);
+        let url = bin.lines[0].strip_prefix("listening on http://").expect(&bin.lines[0]);
+        let auth = common::bearer(token);
+        let r = rt.block_on(common::request(
+            url.parse().unwrap(),
+            "POST",
+            "/agents",
+            &[("authorization", &auth)],
+            Some(body),
+        ));
+        assert_eq!(r.status, status, "{args:?}: {}", r.body);
+    }
+}
