@@ -317,6 +317,49 @@ mod tests {
     }
 
     #[test]
+    fn nested_close_at_the_end_of_a_line_does_not_end_the_body() {
+        // The inner object closes at the end of the first body line; the outer one only on the
+        // next: the message is complete there, not before.
+        let out = feed(&[
+            "RKT/1.0 REQUEST",
+            "TTL: 30",
+            "",
+            "{\"intent\":\"echo\",\"params\":{\"a\":[1]}",
+            "}",
+        ]);
+        assert_eq!(
+            out,
+            vec!["RKT/1.0 REQUEST\nTTL: 30\n\n{\"intent\":\"echo\",\"params\":{\"a\":[1]}\n}".to_string()]
+        );
+    }
+
+    #[test]
+    fn indented_first_body_line_waits_for_the_close() {
+        // Blanks before the opening bracket are not a scalar body.
+        for indent in [" ", "\t", "  \t "] {
+            let first = format!("{indent}{{\"intent\":");
+            let out = feed(&["RKT/1.0 REQUEST", "TTL: 30", "", &first, "\"echo\"}"]);
+            assert_eq!(
+                out,
+                vec![format!("RKT/1.0 REQUEST\nTTL: 30\n\n{first}\n\"echo\"}}")],
+                "{indent:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn scalar_body_is_complete_on_its_line() {
+        for body in ["42", "null", "true", "-1.5"] {
+            let mut a = LineAssembler::new();
+            for l in ["RKT/1.0 PAY", "TTL: 30", ""] {
+                assert!(a.push(l).is_empty());
+            }
+            assert_eq!(a.push(body), vec![format!("RKT/1.0 PAY\nTTL: 30\n\n{body}")], "{body}");
+            assert!(!a.is_active());
+        }
+    }
+
+    #[test]
     fn frames_outside_line_mode_are_ignored() {
         let mut a = LineAssembler::new();
         assert!(a.push("hello").is_empty());
