@@ -360,6 +360,30 @@ mod tests {
     }
 
     #[test]
+    fn content_type_or_length_makes_a_bodiless_type_wait_for_its_body() {
+        for header in ["Content-Type: application/json", "content-length: 2"] {
+            let mut a = LineAssembler::new();
+            for l in ["RKT/1.0 DISCOVER", "TTL: 30", header, ""] {
+                assert!(a.push(l).is_empty(), "{header}");
+            }
+            assert_eq!(a.push("{}"), vec![format!("RKT/1.0 DISCOVER\nTTL: 30\n{header}\n\n{{}}")]);
+        }
+    }
+
+    #[test]
+    fn content_length_counts_the_body_over_several_lines() {
+        // 10 bytes, then "\n1}": 13 in all. Complete at 13, not at the first line.
+        let mut a = LineAssembler::new();
+        for l in ["RKT/1.0 PAY", "Content-Length: 13", "", "{\"amount\":"] {
+            assert!(a.push(l).is_empty(), "{l}");
+        }
+        assert_eq!(
+            a.push("1}"),
+            vec!["RKT/1.0 PAY\nContent-Length: 13\n\n{\"amount\":\n1}".to_string()]
+        );
+    }
+
+    #[test]
     fn frames_outside_line_mode_are_ignored() {
         let mut a = LineAssembler::new();
         assert!(a.push("hello").is_empty());
