@@ -384,6 +384,13 @@ mod tests {
     }
 
     #[test]
+    fn blank_lines_before_the_body_are_not_part_of_it() {
+        // Enter pressed twice before the body: the body (and its Content-Length) start at `{`.
+        let out = feed(&["RKT/1.0 PAY", "Content-Length: 2", "", "", " ", "{}"]);
+        assert_eq!(out, vec!["RKT/1.0 PAY\nContent-Length: 2\n\n{}".to_string()]);
+    }
+
+    #[test]
     fn frames_outside_line_mode_are_ignored() {
         let mut a = LineAssembler::new();
         assert!(a.push("hello").is_empty());
