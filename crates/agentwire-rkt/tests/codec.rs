@@ -1422,3 +1422,18 @@ fn too_large_names_the_message_when_its_id_is_near_the_top() {
     let err = agentwire_rkt::decode(&big, 1000).unwrap_err();
     assert_eq!(err.message_id.as_deref(), Some("big-1"));
 }
+
+// ---- found by mutation testing --------------------------------------------------------------
+
+/// Headers with one header are not empty; replacing its short value with a longer one (more
+/// bytes than all the headers held before) keeps the headers intact.
+#[test]
+fn a_header_replaced_by_a_value_longer_than_all_the_headers() {
+    let mut h = Headers::default();
+    h.set("A", "1");
+    assert!(!h.is_empty());
+    let long = "x".repeat(100);
+    h.set("a", &long);
+    assert_eq!(h.get("A"), Some(long.as_str()));
+    assert_eq!(h.iter().collect::<Vec<_>>(), [("A", long.as_str())]);
+}
