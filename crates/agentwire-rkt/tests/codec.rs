@@ -1437,3 +1437,14 @@ fn a_header_replaced_by_a_value_longer_than_all_the_headers() {
     assert_eq!(h.get("A"), Some(long.as_str()));
     assert_eq!(h.iter().collect::<Vec<_>>(), [("A", long.as_str())]);
 }
+
+/// After the blank line, only `Name:` with a name continues the headers: a body that starts
+/// with a colon (blanks before it or not) is the body.
+#[test]
+fn a_body_starting_with_a_colon_is_a_body_not_a_header() {
+    for body in [":x", "  :x", "\t: 1"] {
+        let m = dec(&format!("{}\n{body}", base("REQUEST", &[])));
+        assert_eq!(m.body.as_deref(), Some(body), "{body:?}");
+        assert_eq!(m.headers.len(), 5, "{body:?}");
+    }
+}
