@@ -1448,3 +1448,26 @@ fn a_body_starting_with_a_colon_is_a_body_not_a_header() {
         assert_eq!(m.headers.len(), 5, "{body:?}");
     }
 }
+
+/// `Content-Type` is apart from the header limit wherever it stands: written first, it still
+/// leaves room for MAX_HEADERS others, and not one more.
+#[test]
+fn content_type_written_first_is_apart_from_the_header_limit() {
+    let mut text = String::from(
+        "RKT/1.0 REQUEST\nContent-Type: application/json\nVersion: 1\nMessage-ID: m1\nSession-ID: s1\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n",
+    );
+    for i in 5..codec::MAX_HEADERS {
+        text.push_str(&format!("X-{i}: {i}\n"));
+    }
+    text.push_str("\n{}");
+    let msg = decode(&text, DEFAULT_MAX_MESSAGE_SIZE).unwrap();
+    assert_eq!(msg.headers.len(), codec::MAX_HEADERS + 1);
+    let over = text.replace("\n\n{}", "\nX-last: 1\n\n{}");
+    let err = decode(&over, DEFAULT_MAX_MESSAGE_SIZE).unwrap_err();
+    assert_eq!(
+        err.kind,
+        DecodeErrorKind::TooManyHeaders {
+            limit: codec::MAX_HEADERS
+        }
+    );
+}
