@@ -366,7 +366,10 @@ mod tests {
             for l in ["RKT/1.0 DISCOVER", "TTL: 30", header, ""] {
                 assert!(a.push(l).is_empty(), "{header}");
             }
-            assert_eq!(a.push("{}"), vec![format!("RKT/1.0 DISCOVER\nTTL: 30\n{header}\n\n{{}}")]);
+            assert_eq!(
+                a.push("{}"),
+                vec![format!("RKT/1.0 DISCOVER\nTTL: 30\n{header}\n\n{{}}")]
+            );
         }
     }
 

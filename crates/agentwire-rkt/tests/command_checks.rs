@@ -68,6 +68,12 @@ fn a_message_of_exactly_max_message_size_goes_and_one_byte_more_does_not() {
     let (r, out) = send(size - 1);
     let e = r.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Limit);
-    assert!(e.to_string().contains(&format!("message of {size} bytes exceeds max_message_size {}", size - 1)), "{e}");
+    assert!(
+        e.to_string().contains(&format!(
+            "message of {size} bytes exceeds max_message_size {}",
+            size - 1
+        )),
+        "{e}"
+    );
     assert!(out.is_empty(), "{out:?}");
 }
