@@ -37,7 +37,20 @@ struct JsonScan {
 }
 
 impl JsonScan {
+    /// Scans one line of a body. A JSON string cannot hold a raw line break, so a string ends
+    /// with its line at the latest (an unterminated one is the decoder's error to report, not a
+    /// reason to take the next lines, the next message's start line among them, into the
+    /// body), and a body that is a string is complete on its line as any other scalar is.
     fn feed(&mut self, line: &str) {
+        self.scan_line(line);
+        if self.in_string && !self.started {
+            self.done = true;
+        }
+        self.in_string = false;
+        self.escaped = false;
+    }
+
+    fn scan_line(&mut self, line: &str) {
         for b in line.bytes() {
             if self.done {
                 return;
@@ -46,7 +59,10 @@ impl JsonScan {
                 match (self.escaped, b) {
                     (true, _) => self.escaped = false,
                     (false, b'\\') => self.escaped = true,
-                    (false, b'"') => self.in_string = false,
+                    (false, b'"') => {
+                        self.in_string = false;
+                        self.done = !self.started;
+                    }
                     _ => {}
                 }
                 continue;
@@ -237,6 +253,19 @@ mod tests {
     fn feed(lines: &[&str]) -> Vec<String> {
         let mut a = LineAssembler::new();
         lines.iter().flat_map(|l| a.push(l)).collect()
+    }
+
+    #[test]
+    fn a_string_body_is_complete_on_its_line() {
+        // It took the next message's start line into the body, which lost that message.
+        let out = feed(&["RKT/1.0 REQUEST", "TTL: 30", "", "\"hello\"", "RKT/1.0 DISCOVER"]);
+        assert_eq!(out, ["RKT/1.0 REQUEST\nTTL: 30\n\n\"hello\""]);
+        // Unterminated, it still ends with its line: a JSON string holds no line break.
+        let out = feed(&["RKT/1.0 REQUEST", "TTL: 30", "", "\"hel", "RKT/1.0 DISCOVER", ""]);
+        assert_eq!(out, ["RKT/1.0 REQUEST\nTTL: 30\n\n\"hel", "RKT/1.0 DISCOVER\n\n"]);
+        // A quote inside an object's string does not end the body early.
+        let out = feed(&["RKT/1.0 REQUEST", "TTL: 30", "", "{\"a\":\"}\",", "\"b\":1}"]);
+        assert_eq!(out, ["RKT/1.0 REQUEST\nTTL: 30\n\n{\"a\":\"}\",\n\"b\":1}"]);
     }
 
     #[test]
