@@ -298,6 +298,23 @@ fn the_sequence_of_an_unreadable_event_is_read_from_its_tail() {
     }
 }
 
+/// The hint's digit bound is 20, u64's longest: a 20-digit id (up to `u64::MAX`) is read, a
+/// longer run of digits is not, even one that would parse (zero-padded).
+#[test]
+fn the_sequence_hint_reads_twenty_digits_and_no_more() {
+    use agentwire_switch::frame::event_id_hint;
+    assert_eq!(
+        event_id_hint(r#"{"event":"message","id":18446744073709551615}"#),
+        Some(u64::MAX)
+    );
+    assert_eq!(
+        event_id_hint(r#"{"id":10000000000000000000,"event":"message""#),
+        Some(10_000_000_000_000_000_000)
+    );
+    assert_eq!(event_id_hint(r#"{"id":000000000000000000007}"#), None, "21 digits");
+    assert_eq!(event_id_hint(r#"{"id":00000000000000000007}"#), Some(7), "20 digits");
+}
+
 #[test]
 fn the_sequence_of_an_unreadable_event_is_its_top_level_id_wherever_it_is() {
     use agentwire_switch::frame::event_id_hint;
