@@ -391,6 +391,16 @@ mod tests {
     }
 
     #[test]
+    fn limits_are_the_ones_given() {
+        let limits = SseLimits {
+            max_event_bytes: 10,
+            max_line_bytes: 20,
+        };
+        assert_eq!(SseParser::new(limits).limits(), limits);
+        assert_eq!(SseParser::default().limits(), SseLimits::default());
+    }
+
+    #[test]
     fn cr_at_the_end_of_a_chunk_waits_for_the_lf() {
         let mut p = SseParser::default();
         let out = parse(&mut p, &[b"data: a\r", b"\n\r", b"\ndata: b\r", b"\r"]);
