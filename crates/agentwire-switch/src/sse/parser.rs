@@ -478,6 +478,20 @@ mod tests {
         assert!(out[1].is_err());
     }
 
+    /// The bytes of a BOM that did not complete stay where they were: they start the first
+    /// line's field name (here making it unknown), they are not dropped.
+    #[test]
+    fn bytes_of_an_incomplete_bom_are_kept() {
+        for chunks in [
+            &[&b"\xEFdata: x\n\ndata: y\n\n"[..]][..],
+            &[b"\xEF\xBB", b"data: x\n\ndata: y\n\n"],
+            &[b"\xEF", b"\xBBdata: x\n\n", b"data: y\n\n"],
+        ] {
+            let mut p = SseParser::default();
+            assert_eq!(parse(&mut p, chunks), vec![event("message", "y", None)], "{chunks:?}");
+        }
+    }
+
     #[test]
     fn reset_drops_partial_event_but_keeps_last_event_id() {
         let mut p = SseParser::default();
