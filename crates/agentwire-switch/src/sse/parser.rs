@@ -492,6 +492,20 @@ mod tests {
         }
     }
 
+    /// `buffered_bytes` is the sum of every part held: a partial BOM, the unterminated line, the
+    /// data (with its '\n'), the event type and the id.
+    #[test]
+    fn buffered_bytes_counts_each_part_held() {
+        let mut p = SseParser::default();
+        assert!(parse(&mut p, &[b"\xEF\xBB"]).is_empty());
+        assert_eq!(p.buffered_bytes(), 2, "a partial BOM");
+        assert!(parse(&mut p, &[b"\xBFid: 77\nevent: ev\ndata: abc\nda"]).is_empty());
+        // "da" + "abc\n" + "ev" + "77"
+        assert_eq!(p.buffered_bytes(), 2 + 4 + 2 + 2);
+        assert_eq!(parse(&mut p, &[b"ta: d\n\n"]), vec![event("ev", "abc\nd", Some("77"))]);
+        assert_eq!(p.buffered_bytes(), 0);
+    }
+
     #[test]
     fn reset_drops_partial_event_but_keeps_last_event_id() {
         let mut p = SseParser::default();
