@@ -393,6 +393,47 @@ fn an_unreadable_event_whose_id_cannot_be_read_is_still_a_gap() {
     }
 }
 
+/// Before the attach, an unreadable frame other than the `connection_state` (an event whose id
+/// can be read) is a diagnostic alone: the connect goes on (no stop) and no gap is held for the
+/// first event. Once live, an unreadable `connection_state` is a diagnostic alone too: the
+/// socket stays live.
+#[test]
+fn an_unreadable_event_before_the_attach_and_a_late_unreadable_connection_state_are_diagnostics() {
+    let (mut d, _) = Driver::opened(ws());
+    d.text(r#"{"id":2,"event":"message","data":{"sequence":"two"}}"#);
+    let (t, e) = d.drain();
+    assert!(t.is_empty(), "{t:?}");
+    assert!(
+        matches!(&e[..], [Event::Diagnostic(err)] if err.kind == ErrorKind::Decode),
+        "{e:?}"
+    );
+    assert_eq!(d.conn.state(), State::Attaching);
+    d.text(&connection_state(Some(3), 0, &[ROOM]));
+    assert!(matches!(&d.events()[..], [Event::Connected { .. }]));
+    d.text(&bad_connection_state());
+    let (t, e) = d.drain();
+    assert!(t.is_empty(), "{t:?}");
+    assert!(matches!(&e[..], [Event::Diagnostic(_)]), "{e:?}");
+    assert_eq!(d.conn.state(), State::Live);
+    d.text(&message(3));
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![3]);
+    assert_eq!(gaps(&e), vec![], "{e:?}");
+}
+
+/// An unreadable frame whose id can be read is a lost event even when its name is not a domain
+/// kind and it is within the limits: the next event carries a gap.
+#[test]
+fn an_unreadable_frame_of_another_name_with_a_readable_id_is_a_gap() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.text(&message(1));
+    d.text(r#"{"event":"custom_kind","data":{"sequence":"two"},"id":2}"#);
+    d.text(&message(3));
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![1, 3]);
+    assert_eq!(gaps(&e), vec![(3, 1, 1)], "{e:?}");
+}
+
 #[test]
 fn an_unreadable_gap_is_still_a_gap() {
     let mut d = Driver::live_ws(ws(), 100, &[ROOM]);
