@@ -672,6 +672,28 @@ fn a_refused_frame_is_a_typed_error_and_the_close_after_it_changes_nothing() {
     );
 }
 
+/// The server's eviction text is quoted cut to 512 bytes, in the `Evicted` event and in the stop
+/// error alike.
+#[test]
+fn a_long_eviction_reason_is_cut() {
+    let reason = "x".repeat(2_000);
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.text(&format!(
+        r#"{{"event":"evicted","data":{{"code":"taken_over","reason":"{reason}"}}}}"#
+    ));
+    let e = d.events();
+    let [Event::Evicted(ev), Event::Stopped { error: Some(err) }] = &e[..] else {
+        panic!("{e:?}")
+    };
+    assert!(ev.reason.len() <= 512 + '…'.len_utf8(), "{}", ev.reason.len());
+    assert!(
+        ev.reason.starts_with("xxx") && ev.reason.ends_with('…'),
+        "{}",
+        ev.reason
+    );
+    assert!(err.message.len() < 1_000, "{}", err.message.len());
+}
+
 #[test]
 fn eviction_codes_follow_the_table() {
     for (code, resumes) in [
