@@ -727,3 +727,67 @@ fn room_releases_in_one_chunk_apply_in_order() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A beat's answer is the server's room list now: one naming rooms replaces an empty list, one
+/// naming none empties the list.
+#[test]
+fn a_beat_answer_sets_the_rooms_from_none_and_to_none() {
+    let mut d = live();
+    assert!(!d.conn.rooms().is_empty());
+    d.advance(2_000);
+    let (id, _) = beat(&mut d);
+    d.conn
+        .handle_http_response(d.now, id, 200, r#"{"ok":true,"rooms":[],"cursor":4}"#);
+    assert!(d.conn.rooms().is_empty(), "{:?}", d.conn.rooms());
+    d.advance(2_000);
+    let (id, _) = beat(&mut d);
+    d.conn
+        .handle_http_response(d.now, id, 200, r#"{"ok":true,"rooms":["r"],"cursor":4}"#);
+    assert_eq!(d.conn.rooms(), ["r".to_owned()]);
+    assert!(d.events().is_empty());
+}
+
+/// Two beats wait; the answer to the first ends the wait for it: the same answer again is late.
+#[test]
+fn an_answered_earlier_beat_is_no_longer_waited_for() {
+    let mut d = live();
+    d.advance(2_000);
+    let (first, _) = beat(&mut d);
+    d.advance(2_000);
+    let (second, _) = beat(&mut d);
+    assert_ne!(first, second);
+    d.conn.handle_http_response(d.now, first, 200, r#"{"ok":true}"#);
+    assert!(d.events().is_empty());
+    d.conn.handle_http_response(d.now, first, 200, r#"{"ok":true}"#);
+    assert!(matches!(&d.events()[..], [Event::Diagnostic(e)] if e.message.contains("not waiting")));
+}
+
+/// A 5xx to a beat not yet counted is a failed beat; a late 5xx to a beat whose timeout was
+/// counted already is not counted again. A 422 says the beat was malformed.
+#[test]
+fn beat_errors_are_counted_once() {
+    let mut d = live();
+    d.advance(2_000);
+    let (id, _) = beat(&mut d);
+    d.conn.handle_http_response(d.now, id, 503, "busy");
+    assert!(matches!(&d.events()[..], [Event::Diagnostic(_)]), "a failed beat");
+    let mut d = live();
+    d.advance(2_000);
+    let (first, _) = beat(&mut d);
+    d.advance(4_000);
+    d.transmits();
+    assert!(
+        matches!(&d.events()[..], [Event::Diagnostic(_)]),
+        "the timeout: one failure"
+    );
+    d.conn.handle_http_response(d.now, first, 503, "busy");
+    assert!(d.events().is_empty(), "counted already");
+    let mut d = live();
+    d.advance(2_000);
+    let (id, _) = beat(&mut d);
+    d.conn.handle_http_response(d.now, id, 422, r#"{"detail":"bad"}"#);
+    assert!(
+        matches!(&d.events()[..], [Event::Stopped { error: Some(e) }] if e.message.contains("malformed")),
+        "422"
+    );
+}
