@@ -2,26 +2,43 @@
 //! for `handle_timeout`.
 
 use crate::Millis;
-use std::hash::Hash;
 
 /// A set of deadlines keyed by `K`. Setting a key again moves its deadline.
 ///
-/// One vector sorted by `(deadline, key)`: a session holds a handful of timers, and one small
-/// vector per key type keeps the wasm build far smaller than a map plus an ordered set.
+/// One vector sorted by deadline. Keys of the same deadline expire in the order they were set
+/// ([`Timers::new`]; set again, a key goes last among them), not by the key's own order: a key
+/// holding a random id would fire in the order of its randomness, one holding a counter's text
+/// `aw-10` before `aw-2`. [`Timers::ties_by_key`] orders them by key instead, for a fixed set of
+/// kinds whose order at a tie is part of a design. A session holds a handful of timers, and
+/// one small vector per key type keeps the wasm build far smaller than a map plus an ordered set.
 #[derive(Debug, Clone)]
-pub struct Timers<K: Ord + Hash + Clone> {
+pub struct Timers<K: Ord + Clone> {
     order: Vec<(Millis, K)>,
+    /// Ties expire in the keys' order, not the order they were set.
+    by_key: bool,
 }
 
-impl<K: Ord + Hash + Clone> Default for Timers<K> {
+impl<K: Ord + Clone> Default for Timers<K> {
     fn default() -> Self {
-        Timers { order: Vec::new() }
+        Timers {
+            order: Vec::new(),
+            by_key: false,
+        }
     }
 }
 
-impl<K: Ord + Hash + Clone> Timers<K> {
+impl<K: Ord + Clone> Timers<K> {
+    /// Keys of the same deadline expire in the order they were set.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Keys of the same deadline expire in the keys' order (`K`'s `Ord`), whenever they were set.
+    pub fn ties_by_key() -> Self {
+        Timers {
+            order: Vec::new(),
+            by_key: true,
+        }
     }
 
     fn position(&self, key: &K) -> Option<usize> {
@@ -32,7 +49,11 @@ impl<K: Ord + Hash + Clone> Timers<K> {
         if let Some(i) = self.position(&key) {
             self.order.remove(i);
         }
-        let i = self.order.partition_point(|(t, k)| (*t, k) < (at, &key));
+        let i = match self.by_key {
+            true => self.order.partition_point(|(t, k)| (*t, k) < (at, &key)),
+            // After every key of the same deadline: ties expire in the order they were set.
+            false => self.order.partition_point(|(t, _)| *t <= at),
+        };
         self.order.insert(i, (at, key));
     }
 
@@ -55,7 +76,8 @@ impl<K: Ord + Hash + Clone> Timers<K> {
         self.order.first().map(|(at, _)| *at)
     }
 
-    /// Removes and returns every key whose deadline is at or before `now`, earliest first.
+    /// Removes and returns every key whose deadline is at or before `now`, earliest first, keys of
+    /// the same deadline in the order they were set (or by key: [`Timers::ties_by_key`]).
     pub fn expire(&mut self, now: Millis) -> Vec<K> {
         let due = self.order.partition_point(|(at, _)| *at <= now);
         self.order.drain(..due).map(|(_, key)| key).collect()
@@ -93,5 +115,24 @@ mod tests {
         assert_eq!(t.expire(100), vec!["a", "b"]);
         assert!(t.is_empty());
         assert_eq!(t.next(), None);
+    }
+
+    /// Keys of the same deadline expire in the order they were set, not in their own order; set
+    /// again, a key goes after the others of its (new) deadline.
+    #[test]
+    fn ties_expire_in_the_order_set() {
+        let mut t = Timers::new();
+        for k in ["d", "c", "b", "a"] {
+            t.set(k, 10);
+        }
+        t.set("z", 5);
+        t.set("c", 10);
+        assert_eq!(t.expire(10), vec!["z", "d", "b", "a", "c"]);
+        let mut t = Timers::ties_by_key();
+        for k in ["d", "c", "b", "a"] {
+            t.set(k, 10);
+        }
+        t.set("z", 5);
+        assert_eq!(t.expire(10), vec!["z", "a", "b", "c", "d"]);
     }
 }

@@ -1043,6 +1043,22 @@ fn a_close_fails_requests_of_the_same_millisecond_in_call_order() {
     assert_eq!(failed, ids);
 }
 
+/// Requests of the same timeout made in the same millisecond time out in call order too (their
+/// timers expired in the order of the ids' text, `aw-10` before `aw-2`).
+#[test]
+fn requests_timing_out_in_the_same_millisecond_fail_in_call_order() {
+    let mut s = released_ready();
+    let ids: Vec<String> = (0..12).map(|_| s.system_ping(5).unwrap()).collect();
+    assert!(ids.contains(&"aw-2".to_string()) && ids.contains(&"aw-10".to_string()));
+    let at = s.poll_timeout().unwrap();
+    s.handle_timeout(at);
+    let failed: Vec<String> = events(&mut s)
+        .iter()
+        .filter_map(|e| failed_kind(e).map(|(id, _)| id))
+        .collect();
+    assert_eq!(failed, ids);
+}
+
 #[test]
 fn a_pending_connect_fails_on_close_and_on_timeout() {
     let mut s = session(GenerationChoice::Current);

@@ -137,6 +137,16 @@ impl ClientSession {
         } else {
             self.held_ready = Some(ready);
         }
+        let queue = std::mem::take(&mut self.queue);
+        // Every queued command is pending (`take_pending` takes an ended one out of the queue).
+        // Their TTLs restart in call order (before the configured AUTH's, a later call), so that
+        // those of the same TTL time out oldest first.
+        for q in &queue {
+            let Some(p) = self.pending.get_mut(&q.id) else { continue };
+            p.sent_at = now;
+            self.timers
+                .set(Timer::Reply(q.id.clone()), now.saturating_add(p.ttl_ms));
+        }
         if let Some(authz) = self.cfg.authorization.clone() {
             let token = bearer_token(&authz).to_string();
             let body = serde_json::to_string(&AuthBody::Bearer {
@@ -160,19 +170,15 @@ impl ClientSession {
             }
             self.send_command(now, &msg, id);
         }
-        let queue = std::mem::take(&mut self.queue);
-        // Highest priority first, call order kept within a level (no sort: smaller wasm).
+        // Sent highest priority first, call order kept within a level (no sort: smaller wasm).
         let levels = [Priority::Urgent, Priority::High, Priority::Normal, Priority::Low];
         for q in levels
             .iter()
             .flat_map(|l| queue.iter().filter(move |q| q.priority == *l))
         {
-            // Every queued command is pending (`take_pending` takes an ended one out of the queue).
-            let Some(p) = self.pending.get_mut(&q.id) else { continue };
-            p.sent_at = now;
-            self.timers
-                .set(Timer::Reply(q.id.clone()), now.saturating_add(p.ttl_ms));
-            self.send_command(now, &q.msg, q.id.clone());
+            if self.pending.contains_key(&q.id) {
+                self.send_command(now, &q.msg, q.id.clone());
+            }
         }
         self.arm_keepalive();
     }

@@ -43,6 +43,9 @@ struct Pending {
     op: Op,
     ttl_ms: u64,
     sent_at: Millis,
+    /// Its place in call order ([`ClientSession::calls`]): commands that end together fail
+    /// oldest call first (ids are random, and `sent_at` ties within a millisecond).
+    call: u64,
     stream: Option<StreamState>,
     origin: Origin,
     /// Its reply deadline is the handshake's, sooner than its TTL (the configured AUTH).
@@ -88,6 +91,8 @@ pub struct ClientSession {
     state: ClientState,
     hello_id: Option<String>,
     pending: HashMap<String, Pending>,
+    /// Commands tracked so far (the user's and the session's own): the next one's `call`.
+    calls: u64,
     /// Pending commands of the session's own (not [`Origin::User`]).
     own_pending: usize,
     /// When a frame last arrived (any: a sign of life).
@@ -132,6 +137,7 @@ impl ClientSession {
             hello_id: None,
             pending: HashMap::new(),
             own_pending: 0,
+            calls: 0,
             last_received: 0,
             pong_seen: false,
             queue: Vec::new(),
@@ -256,11 +262,15 @@ impl ClientSession {
         self.events.push_back(ClientEvent::Error(e));
     }
 
-    /// The socket closed (by either side).
+    /// The socket closed (by either side): every pending command fails `closed`, oldest call
+    /// first (also within a millisecond), then `Closed`.
     pub fn handle_close(&mut self, _now: Millis, code: u16, reason: &str) {
         self.finish(code, reason);
     }
 
+    /// The time is `now`: what is due fires, earliest first; commands whose TTLs end together
+    /// fail `timeout` in the order their TTLs (re)started: oldest call first (a stream's TTL
+    /// restarts with each chunk).
     pub fn handle_timeout(&mut self, now: Millis) {
         for timer in self.timers.expire(now) {
             match timer {
@@ -317,12 +327,14 @@ impl ClientSession {
         self.timers.set(Timer::Reply(id.clone()), now.saturating_add(ttl_ms));
         let stream = stream.then(StreamState::default);
         self.own_pending += usize::from(origin != Origin::User);
+        self.calls += 1;
         let replaced = self.pending.insert(
             id,
             Pending {
                 op,
                 ttl_ms,
                 sent_at: now,
+                call: self.calls,
                 stream,
                 origin,
                 handshake_bound: false,
@@ -442,14 +454,16 @@ impl ClientSession {
             .chain(self.queue.iter().map(|q| q.id.clone()))
             .collect();
         self.transmit.retain(|(_, of)| of.is_none());
-        let mut ids: Vec<(Millis, String, Origin, Op)> = self
+        // Oldest call first, also within a millisecond (the ids are random: their order is not
+        // the call order).
+        let mut ids: Vec<(u64, String, Origin, Op)> = self
             .pending
             .drain()
-            .map(|(id, p)| (p.sent_at, id, p.origin, p.op))
+            .map(|(id, p)| (p.call, id, p.origin, p.op))
             .collect();
         self.own_pending = 0;
-        // Ids are unique: the same order as a stable sort.
-        ids.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        // Call numbers are unique: the same order as a stable sort.
+        ids.sort_unstable_by_key(|c| c.0);
         self.queue.clear();
         self.held_bytes = 0;
         for (_, id, origin, op) in ids {

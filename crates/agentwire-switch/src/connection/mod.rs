@@ -253,6 +253,7 @@ pub enum Event {
     Diagnostic(SwitchError),
 }
 
+/// Timers of the same deadline fire in this order (`Timers::ties_by_key`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Timer {
     /// Opening/attaching took too long.
@@ -407,7 +408,10 @@ impl Connection {
             next_http_id: 1,
             overflowed: false,
             attempt: 0,
-            timers: Timers::new(),
+            // Ties fire in the kinds' order (the order of `Timer`): a beat due in the same
+            // millisecond as the beat timeout goes out first, so that the timeout counts it and
+            // the driver's failure of it later is not counted again.
+            timers: Timers::ties_by_key(),
             transmit: VecDeque::new(),
             pongs_unsent: 0,
             queue: VecDeque::new(),
