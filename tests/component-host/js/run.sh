@@ -37,4 +37,4 @@ PY
 )"
 export AGENTWIRE_COMPONENT_ENV
 echo "== node $(node --version): the component through jco (tests/component-host/js)"
-(cd "$JS" && node --test --test-reporter=spec component.test.mjs)
+(cd "$JS" && node --test --test-reporter=spec component.test.mjs strings.test.mjs)
