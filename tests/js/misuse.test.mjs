@@ -240,6 +240,42 @@ test("an RKT argument whose text is over maxMessageSize is refused with limit be
   fresh.free();
 });
 
+// The options object around an RKT request's `context` took one of its 127 levels (a context
+// 127 deep was refused "request options: nested too deep", where native and the component take
+// it), and a context that is not JSON had the options' error text: it is read by the JSON
+// argument rule, as `params` is and as the component reads it.
+test("an RKT request's context is read as params are: as deep, with the same errors", async () => {
+  const now = Date.now();
+  const deep = (n) => "[".repeat(n) + "]".repeat(n);
+  const s = new RktSession(JSON.stringify({ keepalive: false }));
+  s.handleOpen(now);
+  s.pollTransmit();
+  const request = (params, options) => () => s.request(now, "x", params, options, false);
+  assert.match(request(undefined, `{"context":${deep(127)}}`)(), /./, "127 deep, as params");
+  assert.match(request(deep(127), undefined)(), /./);
+  for (const bad of [deep(128), '"\\ud800"', "1e400"]) {
+    let asParams;
+    assert.throws(request(bad, undefined), (e) => (asParams = e).kind === "invalid");
+    assert.match(asParams.message, /^params is not JSON: /);
+    const same = (e) => e instanceof AgentwireError && e.kind === "invalid" && e.message === asParams.message.replace("params", "context");
+    assert.throws(request(undefined, `{"context":${bad}}`), same, bad);
+  }
+  // The options' own fields are still decoded strictly.
+  assert.throws(request(undefined, '{"to":"\\ud800"}'), invalid("request options: `to` has a lone surrogate escape"));
+  assert.throws(request(undefined, '{"context":1,"context":2}'), invalid("request options: field `context` given twice"));
+  // Closed: `closed`, as natively, the deep context being no error.
+  s.handleClose(now, 1006, "gone");
+  assert.throws(request(undefined, `{"context":${deep(127)}}`), (e) => e instanceof AgentwireError && e.kind === "closed");
+  s.free();
+
+  const r = await RktClient.connect("ws://fake/rkt", { webSocket: FakeRkt, keepalive: false });
+  try {
+    await assert.rejects(r.request("x", undefined, { context: "\ud800" }), invalid("context is not JSON: "));
+  } finally {
+    await r.close();
+  }
+});
+
 // `eventTypes` kept wasm-bindgen's string glue: a number trapped, a Uint8Array leaked its length.
 test("eventTypes of anything but a protocol's name is empty", async () => {
   const { eventTypes } = await import("agentwire");

@@ -61,7 +61,11 @@ pub(crate) fn config(json: Option<String>) -> Result<ClientConfig, JsValue> {
 }
 
 /// `RequestOptions` from a request's options JSON, no longer than `max` (`max_message_size`:
-/// its `context` goes into the message).
+/// its `context` goes into the message). The `context` is read by the rule of every binding's
+/// JSON argument, [`agentwire_rkt::json::json_arg`] (as the component reads it): the object
+/// around it adds no level to its depth, and a context that is not JSON (too deep, a lone
+/// surrogate escape, a number beyond `f64`) is refused with that rule's message, "context is not
+/// JSON: …".
 pub(crate) fn request(json: Option<String>, stream: bool, max: usize) -> Result<RequestOptions, JsValue> {
     agentwire_rkt::json::arg_within("request options", json.as_deref(), max).map_err(local)?;
     let mut opts = RequestOptions {
@@ -71,9 +75,13 @@ pub(crate) fn request(json: Option<String>, stream: bool, max: usize) -> Result<
     let Some(text) = json.as_deref().filter(|t| !t.is_empty()) else {
         return Ok(opts);
     };
-    let tape = read::parse(text, 127).map_err(|e| invalid("request options", e))?;
+    // Leniently and at any depth, so that the context's text reaches `json_arg` as it is: the
+    // reader does not recurse, and the text is bounded by `max`. The other fields are decoded,
+    // so a lone surrogate escape or a number beyond f64 in them is refused, as before.
+    let tape = read::parse_lenient(text, usize::MAX).map_err(|e| invalid("request options", e))?;
     (|| -> Result<(), FieldError> {
         let r = Object::strict(tape.root(), &["priority", "ttlS", "to", "context"])?;
+        r.decoded(&["priority", "ttlS", "to"])?;
         const PRIORITIES: [Priority; 4] = [Priority::Low, Priority::Normal, Priority::High, Priority::Urgent];
         let names = PRIORITIES.map(Priority::as_str);
         opts.priority = r
@@ -84,9 +92,9 @@ pub(crate) fn request(json: Option<String>, stream: bool, max: usize) -> Result<
         Ok(())
     })()
     .map_err(|e| invalid("request options", e))?;
-    // The context stays a JSON value (the engine's type): its own text, parsed once more.
+    // The context stays a JSON value (the engine's type): its own text, read by the one rule.
     if let Some(ctx) = tape.root().get("context") {
-        opts.context = Some(serde_json::from_str(ctx.raw()).map_err(|e| invalid("request options", e))?);
+        opts.context = agentwire_rkt::json::json_arg("context", Some(ctx.raw())).map_err(local)?;
     }
     Ok(opts)
 }
