@@ -276,6 +276,38 @@ test("an RKT request's context is read as params are: as deep, with the same err
   }
 });
 
+// wasm-bindgen's `u16` took a close code modulo 65536: `close(66536)` sent 1000, `close(70000)`
+// 4464, `close(-1)` 65535, and `undefined` was 0. Each is refused now, and the session goes on.
+test("a close code that is not an integer from 0 to 65535 is refused with kind invalid", () => {
+  const now = Date.now();
+  const code = invalid("`code` must be an integer from 0 to 65535");
+  const bad = [66536, 70000, 65536, -1, 1000.5, NaN, Infinity, undefined, null, "1000", 1000n];
+  const m = new MoltZapSession(JSON.stringify({ agentKey: "k" }));
+  const r = new RktSession();
+  const s = new SwitchSession(JSON.stringify({ agentId: "a" }));
+  m.handleOpen(now);
+  r.handleOpen(now);
+  s.start(now);
+  for (const c of bad) {
+    assert.throws(() => m.close(c, "bye"), code, String(c));
+    assert.throws(() => m.handleClose(now, c, "gone"), code, String(c));
+    assert.throws(() => r.handleClose(now, c, "gone"), code, String(c));
+    assert.throws(() => s.handleClose(now, c, "gone"), code, String(c));
+  }
+  assert.equal(m.pollTransmit(), undefined, "no close frame");
+  assert.equal(m.state, "open");
+  m.close(0, "bye");
+  assert.deepEqual(m.pollTransmit(), { type: "close", code: 0, reason: "bye" });
+  assert.equal(m.state, "closed");
+  const m2 = new MoltZapSession(JSON.stringify({ agentKey: "k" }));
+  m2.handleOpen(now);
+  m2.close(65535, "bye");
+  assert.deepEqual(m2.pollTransmit(), { type: "close", code: 65535, reason: "bye" });
+  r.handleClose(now, 4000, "gone");
+  assert.deepEqual(JSON.parse(r.pollEvent()), { type: "closed", code: 4000, reason: "gone" });
+  for (const x of [m, m2, r, s]) x.free();
+});
+
 // `eventTypes` kept wasm-bindgen's string glue: a number trapped, a Uint8Array leaked its length.
 test("eventTypes of anything but a protocol's name is empty", async () => {
   const { eventTypes } = await import("agentwire");

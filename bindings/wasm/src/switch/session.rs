@@ -4,7 +4,7 @@
 //! re-arm the timer at `pollTimeout`.
 
 use super::{options, transmit_to_js};
-use crate::errors::{self, text};
+use crate::errors::{self, close_code, text};
 use crate::host::JsEntropy;
 use crate::outgoing::millis;
 use agentwire_switch::{Connection, SwitchError};
@@ -91,7 +91,8 @@ impl SwitchSession {
 
     /// The socket closed (1006 when it dropped without a close frame), or the stream ended.
     #[wasm_bindgen(js_name = handleClose)]
-    pub fn handle_close(&mut self, now: f64, code: u16, reason: JsValue) -> Result<(), JsValue> {
+    pub fn handle_close(&mut self, now: f64, code: JsValue, reason: JsValue) -> Result<(), JsValue> {
+        let code = close_code(code, "code")?;
         self.inner.handle_close(millis(now), code, &text(reason, "reason")?);
         Ok(())
     }
