@@ -5,7 +5,7 @@
 //! fails the command.
 //!
 //! Whatever a server sent may end up in a line (an error message, an operation's or an agent's
-//! name, an event's text), so every line, on stdout ([`outln!`], [`write`]) and on stderr
+//! name, an event's text), so every line, on stdout ([`outln!`], [`write()`]) and on stderr
 //! ([`errln!`]), is made terminal-safe on the way out ([`terminal_safe`]): no control character
 //! but tab and newline reaches the terminal raw. A server's text that belongs on one line is
 //! shown with [`OneLine`], which escapes newlines too.

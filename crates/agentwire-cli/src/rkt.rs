@@ -58,10 +58,10 @@ pub struct ServeArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     burst: Option<u32>,
     /// Let pages on this origin (`http(s)://host[:port]`, as browsers send it) connect too
-    /// (repeatable). Without it, only pages on 127.0.0.1, localhost and [::1] (any port) may: a
+    /// (repeatable). Without it, only pages on 127.0.0.1, localhost and ::1 (any port) may: a
     /// WebSocket upgrade with any other `Origin` gets HTTP 403, so that a website you visit
     /// cannot use this agent. Clients that send no `Origin` (the CLI, native programs) are not
-    /// affected. On a loopback --host, a `Host` other than 127.0.0.1, localhost or [::1] is
+    /// affected. On a loopback --host, a `Host` other than 127.0.0.1, localhost or ::1 is
     /// refused as well (DNS rebinding)
     #[arg(long = "allow-origin", value_name = "ORIGIN", value_parser = parse_origin)]
     allowed_origins: Vec<String>,

@@ -239,7 +239,7 @@ fn serve_answers_pages_on_this_machine_and_the_allowed_origins_only() {
     }
     let (_, help, _) = run_full(&["rkt", "serve", "--help"]);
     assert!(
-        help.contains("--allow-origin") && help.contains("127.0.0.1, localhost and [::1]"),
+        help.contains("--allow-origin") && help.contains("127.0.0.1, localhost and ::1"),
         "{help}"
     );
 }

@@ -2,9 +2,9 @@
 //! per socket, one `reference::Shared` (memory, ledger, tokens) for the whole server.
 //!
 //! The upgrade is refused with HTTP 403 from a page on another site (an `Origin` that is neither
-//! a page on 127.0.0.1, localhost or [::1] nor in `ReferenceConfig::allowed_origins`) and, when
+//! a page on 127.0.0.1, localhost or `[::1]` nor in `ReferenceConfig::allowed_origins`) and, when
 //! the server is bound to a loopback address, for a `Host` that is not 127.0.0.1, localhost or
-//! [::1] (DNS rebinding): see `agentwire_core::http::local`. Native clients send no `Origin`. It
+//! `[::1]` (DNS rebinding): see `agentwire_core::http::local`. Native clients send no `Origin`. It
 //! is refused with HTTP 404 off `/rkt` and with HTTP 400 when the client does not
 //! offer the `rkt.1.0` subprotocol. At most `ReferenceConfig::max_connections` connections are
 //! served at once: one past it is closed as soon as it is accepted. One line per connection goes

@@ -70,10 +70,10 @@ pub struct ReferenceConfig {
     /// Origins (`http(s)://host[:port]`, as browsers send them) whose pages may connect, besides
     /// pages on this machine. A server (`agentwire_native::rkt::serve`) refuses with HTTP 403 a
     /// WebSocket upgrade whose `Origin` is present and neither a page on 127.0.0.1, localhost or
-    /// [::1] (any port) nor one of these: otherwise any website the developer visits could open
+    /// `[::1]` (any port) nor one of these: otherwise any website the developer visits could open
     /// a WebSocket to the agent and use its memory and ledger. Native clients send no `Origin`
     /// and are not affected. Bound to a loopback address, the server also refuses a `Host` that
-    /// is not 127.0.0.1, localhost or [::1] (DNS rebinding). The rule is
+    /// is not 127.0.0.1, localhost or `[::1]` (DNS rebinding). The rule is
     /// `agentwire_core::http::local`'s. Default: none.
     pub allowed_origins: Vec<String>,
 }

@@ -5,7 +5,7 @@
 //! bytes already read replayed.
 //!
 //! The peers serve this machine only: [`read_head`] refuses (403, [`HeadError::NotLocal`]) a
-//! request, WebSocket upgrades included, whose `Host` is not 127.0.0.1, localhost or [::1] (DNS
+//! request, WebSocket upgrades included, whose `Host` is not 127.0.0.1, localhost or `[::1]` (DNS
 //! rebinding: a page on `evil.example` that resolves to 127.0.0.1) or whose `Origin` is present
 //! and not a page on one of them (any site's page can open a WebSocket to 127.0.0.1); the rule is
 //! `agentwire_core::http::local`'s. Clients that send no `Origin` (everything but a browser) are
@@ -177,7 +177,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
 }
 
 /// Whether the request is this machine's: every `Host` it sent names 127.0.0.1, localhost or
-/// [::1] (any port), and every `Origin` it sent is a page on one of them (none sent is fine
+/// `[::1]` (any port), and every `Origin` it sent is a page on one of them (none sent is fine
 /// for both): `agentwire_core::http::local::{allows_host, allows_origin}`.
 pub fn is_local(head: &Head) -> bool {
     let values = |name: &'static str| {

@@ -1,6 +1,6 @@
 //! The peer serves this machine only: a request whose Host is another name (DNS rebinding) or
 //! whose Origin is another site's page gets 403, HTTP routes and WebSocket upgrades alike;
-//! pages on 127.0.0.1, localhost and [::1], and clients that send no Origin, are served.
+//! pages on 127.0.0.1, localhost and `[::1]`, and clients that send no Origin, are served.
 
 mod common;
 
