@@ -728,3 +728,34 @@ fn an_agent_id_with_a_colon_passes_as_the_engine_writes_it() {
         assert!(p.url.contains("/agents/org:bot/"), "{}", p.url);
     }
 }
+
+/// `auto`: a learned "no WebSocket route" is kept 5 minutes (as `worker-relay/README.md`
+/// says), then the WebSocket is tried again.
+#[test]
+fn a_learned_released_upstream_is_kept_five_minutes() {
+    assert_eq!(RELEASED_MEMORY_MS, 300_000);
+    let mut r = relay(&[]);
+    let t = token("agent-a", |_| {});
+    let transport = |r: &mut Relay, now: Millis| {
+        let all = h(&[
+            ("Upgrade", "websocket"),
+            ("Origin", APP),
+            ("Sec-WebSocket-Protocol", &format!("agentwire.v1, agentwire.token.{t}")),
+        ]);
+        let req = Request {
+            method: "GET",
+            url: WS,
+            headers: &all,
+            body: None,
+        };
+        match r.route(&req, now) {
+            Decision::Connect(c) => c.transport,
+            other => panic!("not connected: {other:?}"),
+        }
+    };
+    assert_eq!(transport(&mut r, NOW), Transport::Auto);
+    r.learn_released(NOW - 299_000);
+    assert_eq!(transport(&mut r, NOW), Transport::Sse);
+    r.learn_released(NOW - 300_000);
+    assert_eq!(transport(&mut r, NOW), Transport::Auto);
+}
