@@ -759,3 +759,21 @@ fn a_learned_released_upstream_is_kept_five_minutes() {
     r.learn_released(NOW - 300_000);
     assert_eq!(transport(&mut r, NOW), Transport::Auto);
 }
+
+/// The log line's `agent` is the path's agent only when it is a plain segment: a path whose
+/// agent is not (an escape, a space, a `..`) logs none, so no text a browser chose beyond an
+/// id reaches the log as an agent.
+#[test]
+fn a_refusals_log_names_no_agent_that_is_not_a_plain_id() {
+    let mut r = relay(&[]);
+    for agent in ["a%2Fb", "..", "a b", "a\"b"] {
+        let url = format!("https://relay.example/agents/{agent}/ops");
+        let log = answered(http(&mut r, "GET", &url, &[("Origin", APP)], None))
+            .log
+            .expect("a refusal is logged");
+        assert_eq!(log.agent, None, "{url}");
+        let url = format!("https://relay.example/agents/{agent}/connection/ws?connection_id=c");
+        let log = refused(ws(&mut r, &url, &[("Sec-WebSocket-Protocol", "agentwire.v1")])).log;
+        assert_eq!(log.agent, None, "{url}");
+    }
+}
