@@ -777,3 +777,34 @@ fn a_refusals_log_names_no_agent_that_is_not_a_plain_id() {
         assert_eq!(log.agent, None, "{url}");
     }
 }
+
+/// Over HTTP only `Authorization: Bearer <token>` carries the relay token: another scheme
+/// with a good token, or `Bearer` with nothing after it, is refused 401 for its form.
+#[test]
+fn only_a_bearer_authorization_with_a_token_is_read() {
+    let mut r = relay(&[]);
+    let t = token("agent-a", |_| {});
+    for auth in [format!("Basic {t}"), format!("Token {t}"), "Bearer   ".to_owned()] {
+        let a = answered(http(
+            &mut r,
+            "GET",
+            "https://relay.example/agents/agent-a/ops",
+            &[("Origin", APP), ("Authorization", &auth)],
+            None,
+        ));
+        assert_eq!(a.status, 401, "{auth:?}");
+        assert!(
+            a.body.contains("Authorization must be Bearer <relay token>"),
+            "{auth:?}: {}",
+            a.body
+        );
+    }
+    let ok = http(
+        &mut r,
+        "GET",
+        "https://relay.example/agents/agent-a/ops",
+        &[("Origin", APP), ("Authorization", &format!("bearer {t}"))],
+        None,
+    );
+    assert!(matches!(ok, Decision::Proxy(_)), "{ok:?}");
+}
