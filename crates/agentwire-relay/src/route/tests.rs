@@ -808,3 +808,20 @@ fn only_a_bearer_authorization_with_a_token_is_read() {
     );
     assert!(matches!(ok, Decision::Proxy(_)), "{ok:?}");
 }
+
+/// A WebSocket open with one token in the subprotocol and another in the query is refused
+/// 4400, whichever of them is good: the relay never picks one of two.
+#[test]
+fn two_different_relay_tokens_are_refused() {
+    let mut r = relay(&[]);
+    let good = token("agent-a", |_| {});
+    let other = token("agent-a", |c| c.exp -= 1);
+    assert_ne!(good, other);
+    let d = ws_token(&mut r, &format!("{WS}&token={other}"), &good);
+    let no = refused(d);
+    assert_eq!((no.code, no.log.kind), (4400, "invalid"), "{no:?}");
+    assert!(no.reason.contains("two different relay tokens"), "{}", no.reason);
+    // The same token twice is one token.
+    let d = ws_token(&mut r, &format!("{WS}&token={good}"), &good);
+    assert!(matches!(d, Decision::Connect(_)), "{d:?}");
+}
