@@ -825,3 +825,18 @@ fn two_different_relay_tokens_are_refused() {
     let d = ws_token(&mut r, &format!("{WS}&token={good}"), &good);
     assert!(matches!(d, Decision::Connect(_)), "{d:?}");
 }
+
+/// An empty token (`?token=`, or the subprotocol `agentwire.token.` with nothing after it) is
+/// no token: the close reason says what to send, not that a token was malformed.
+#[test]
+fn an_empty_relay_token_is_no_token() {
+    let mut r = relay(&[]);
+    for d in [
+        ws(&mut r, &format!("{WS}&token="), &[("Sec-WebSocket-Protocol", "agentwire.v1")]),
+        ws_token(&mut r, WS, ""),
+    ] {
+        let no = refused(d);
+        assert_eq!(no.code, 4401, "{no:?}");
+        assert!(no.reason.starts_with("no relay token"), "{}", no.reason);
+    }
+}
