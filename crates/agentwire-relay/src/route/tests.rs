@@ -840,3 +840,25 @@ fn an_empty_relay_token_is_no_token() {
         assert!(no.reason.starts_with("no relay token"), "{}", no.reason);
     }
 }
+
+/// An answer carries `Access-Control-Allow-Origin` only for an allowed origin: a page of any
+/// other origin cannot read the relay's refusals (nor anything else), one of the allowed
+/// origins can read why it was refused.
+#[test]
+fn only_an_allowed_origin_may_read_an_answer() {
+    let mut r = relay(&[]);
+    let url = "https://relay.example/agents/agent-a/ops";
+    for origin in ["https://evil.example", "https://app.example.evil", "null"] {
+        let a = answered(http(&mut r, "GET", url, &[("Origin", origin)], None));
+        assert_eq!(a.status, 403, "{origin}");
+        assert!(
+            !a.headers.iter().any(|(n, _)| n.starts_with("Access-Control-")),
+            "{origin}: {:?}",
+            a.headers
+        );
+        assert!(a.headers.contains(&("Vary".into(), "Origin".into())), "{origin}");
+    }
+    let a = answered(http(&mut r, "GET", url, &[("Origin", APP)], None));
+    assert_eq!(a.status, 401);
+    assert!(a.headers.contains(&("Access-Control-Allow-Origin".into(), APP.into())), "{:?}", a.headers);
+}
