@@ -862,3 +862,21 @@ fn only_an_allowed_origin_may_read_an_answer() {
     assert_eq!(a.status, 401);
     assert!(a.headers.contains(&("Access-Control-Allow-Origin".into(), APP.into())), "{:?}", a.headers);
 }
+
+/// `MAX_BODY_BYTES` is the largest body forwarded: a body of exactly that many bytes goes
+/// upstream, one byte more is refused 413.
+#[test]
+fn a_body_at_the_bound_is_forwarded_one_byte_over_is_413() {
+    let mut r = relay(&[("MAX_BODY_BYTES", "1024")]);
+    let auth = format!("Bearer {}", token("agent-a", |_| {}));
+    let url = "https://relay.example/agents/agent-a/ops/post_message";
+    let body = |n: usize| format!(r#"{{"body":"{}"}}"#, "x".repeat(n - 11));
+    assert_eq!(body(1024).len(), 1024);
+    let d = http(&mut r, "POST", url, &[("Origin", APP), ("Authorization", &auth)], Some(&body(1024)));
+    let Decision::Proxy(p) = d else {
+        panic!("a body at the bound is not forwarded: {d:?}")
+    };
+    assert_eq!(p.body.as_deref(), Some(body(1024).as_str()));
+    let a = answered(http(&mut r, "POST", url, &[("Origin", APP), ("Authorization", &auth)], Some(&body(1025))));
+    assert_eq!((a.status, a.log.map(|l| l.kind)), (413, Some("size")));
+}
