@@ -880,3 +880,17 @@ fn a_body_at_the_bound_is_forwarded_one_byte_over_is_413() {
     let a = answered(http(&mut r, "POST", url, &[("Origin", APP), ("Authorization", &auth)], Some(&body(1025))));
     assert_eq!((a.status, a.log.map(|l| l.kind)), (413, Some("size")));
 }
+
+/// The path is read from the first `/` after the authority, however short the host.
+#[test]
+fn a_short_relay_host_still_routes() {
+    let mut r = relay(&[]);
+    let auth = format!("Bearer {}", token("agent-a", |_| {}));
+    for url in ["http://r/agents/agent-a/ops", "https://r.x/agents/agent-a/ops"] {
+        let d = http(&mut r, "GET", url, &[("Origin", APP), ("Authorization", &auth)], None);
+        let Decision::Proxy(p) = d else {
+            panic!("{url} is not proxied: {d:?}")
+        };
+        assert_eq!(p.url, "http://127.0.0.1:7751/agents/agent-a/ops");
+    }
+}
