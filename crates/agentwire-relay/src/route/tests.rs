@@ -894,3 +894,19 @@ fn a_short_relay_host_still_routes() {
         assert_eq!(p.url, "http://127.0.0.1:7751/agents/agent-a/ops");
     }
 }
+
+/// An operation's name is lowercase letters, digits and `_` (as every Switch operation is):
+/// any other plain segment is no route.
+#[test]
+fn an_operation_name_is_lowercase_digits_and_underscores() {
+    let mut r = relay(&[]);
+    let auth = format!("Bearer {}", token("agent-a", |_| {}));
+    for name in ["Post_message", "post-message", "post.message", "post:message", "post~message"] {
+        let url = format!("https://relay.example/agents/agent-a/ops/{name}");
+        let a = answered(http(&mut r, "POST", &url, &[("Origin", APP), ("Authorization", &auth)], Some("{}")));
+        assert_eq!((a.status, a.log.map(|l| l.kind)), (404, Some("not_found")), "{name}");
+    }
+    let url = "https://relay.example/agents/agent-a/ops/post_message2";
+    let d = http(&mut r, "POST", url, &[("Origin", APP), ("Authorization", &auth)], Some("{}"));
+    assert!(matches!(d, Decision::Proxy(_)), "{d:?}");
+}
