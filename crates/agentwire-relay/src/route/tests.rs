@@ -910,3 +910,26 @@ fn an_operation_name_is_lowercase_digits_and_underscores() {
     let d = http(&mut r, "POST", url, &[("Origin", APP), ("Authorization", &auth)], Some("{}"));
     assert!(matches!(d, Decision::Proxy(_)), "{d:?}");
 }
+
+/// A 405 says which methods there are (`Allow`, as HTTP requires); no other refusal has one.
+#[test]
+fn only_a_405_carries_allow() {
+    let mut r = relay(&[]);
+    let allow = |a: &Answer| a.headers.iter().find(|(n, _)| n == "Allow").map(|(_, v)| v.clone());
+    let a = answered(http(
+        &mut r,
+        "PUT",
+        "https://relay.example/agents/agent-a/ops",
+        &[("Origin", APP)],
+        Some("{}"),
+    ));
+    assert_eq!((a.status, allow(&a).as_deref()), (405, Some("GET, POST, OPTIONS")));
+    for (url, status) in [
+        ("https://relay.example/agents/agent-a/ops", 401),
+        ("https://relay.example/nowhere", 404),
+        (WS, 426),
+    ] {
+        let a = answered(http(&mut r, "GET", url, &[("Origin", APP)], None));
+        assert_eq!((a.status, allow(&a)), (status, None), "{url}");
+    }
+}
