@@ -201,6 +201,17 @@ mod tests {
     }
 
     #[test]
+    fn values_of_exactly_the_bounds_pass() {
+        let rooms = format!("{},{}", "r".repeat(MAX_ROOMS_VALUE - 257), "s".repeat(256));
+        assert_eq!(rooms.len(), MAX_ROOMS_VALUE);
+        assert_eq!(Query::parse(&format!("rooms={rooms}")).unwrap().rooms().len(), 2);
+        assert!(Query::parse(&format!("rooms={rooms}s")).is_err());
+        let client = "c".repeat(MAX_VALUE);
+        assert_eq!(Query::parse(&format!("client={client}")).unwrap().get("client"), Some(client.as_str()));
+        assert!(Query::parse(&format!("client={client}c")).is_err());
+    }
+
+    #[test]
     fn an_escape_is_two_hex_digits() {
         for bad in ["%+A", "%-1", "% a", "%+", "%", "%a"] {
             assert_eq!(decode(bad), None, "{bad}");
