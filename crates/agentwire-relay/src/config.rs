@@ -525,6 +525,17 @@ pub(crate) mod tests {
         }
     }
 
+    /// The token secret is required (a relay without one could verify no token); the previous
+    /// one is not.
+    #[test]
+    fn the_token_secret_is_required() {
+        let all = env(&[]);
+        let e = Config::from_env(|k| if k == TOKEN_SECRET { None } else { all(k) }).unwrap_err();
+        assert_eq!((e.name, e.problem.as_str()), (TOKEN_SECRET, "is required"));
+        let c = Config::from_env(env(&[])).unwrap();
+        assert_eq!(c.secrets(), [SECRET.as_bytes()]);
+    }
+
     /// No origin allowed and requests without one refused: a relay that would refuse everything
     /// is a configuration error, not a relay that starts and serves nothing.
     #[test]
