@@ -536,6 +536,13 @@ pub(crate) mod tests {
         assert_eq!(c.secrets(), [SECRET.as_bytes()]);
     }
 
+    /// Every agent key, and only them, for the driver's redaction of answers and log lines.
+    #[test]
+    fn keys_are_every_configured_key() {
+        let c = Config::from_env(env(&[])).unwrap();
+        assert_eq!(c.keys().collect::<Vec<_>>(), ["sk_switch_aaaa", "sk_switch_bbbb"]);
+    }
+
     /// No origin allowed and requests without one refused: a relay that would refuse everything
     /// is a configuration error, not a relay that starts and serves nothing.
     #[test]
