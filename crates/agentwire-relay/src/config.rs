@@ -543,6 +543,20 @@ pub(crate) mod tests {
         assert_eq!(c.keys().collect::<Vec<_>>(), ["sk_switch_aaaa", "sk_switch_bbbb"]);
     }
 
+    /// An agent key is 1..=1024 printable ASCII characters.
+    #[test]
+    fn an_agent_key_is_1_to_1024_printable_characters() {
+        let json = |key: &str| format!(r#"{{"agent-a":"{key}"}}"#);
+        for bad in [String::new(), "k".repeat(MAX_KEY_LEN + 1)] {
+            let e = Config::from_env(env(&[("AGENT_KEYS", &json(&bad))])).unwrap_err();
+            assert_eq!(e.name, "AGENT_KEYS", "{}", bad.len());
+        }
+        for good in ["k".to_owned(), "k".repeat(MAX_KEY_LEN)] {
+            let c = Config::from_env(env(&[("AGENT_KEYS", &json(&good))])).unwrap();
+            assert_eq!(c.key("agent-a"), Some(good.as_str()));
+        }
+    }
+
     /// No origin allowed and requests without one refused: a relay that would refuse everything
     /// is a configuration error, not a relay that starts and serves nothing.
     #[test]
