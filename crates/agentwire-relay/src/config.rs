@@ -557,6 +557,33 @@ pub(crate) mod tests {
         }
     }
 
+    /// The number settings take their whole documented range, and not one more.
+    #[test]
+    fn number_settings_take_their_bounds() {
+        for (name, max, default) in [
+            ("MAX_MESSAGE_BYTES", 32u64 << 20, 262_144u64),
+            ("MAX_BODY_BYTES", 32 << 20, 65_536),
+            ("MAX_TOKEN_LIFETIME_S", 7 * 86_400, 3600),
+            ("MAX_UNACKED_BYTES", 1 << 30, 8 << 20),
+        ] {
+            let get = |c: &Config| match name {
+                "MAX_MESSAGE_BYTES" => c.max_message_bytes as u64,
+                "MAX_BODY_BYTES" => c.max_body_bytes as u64,
+                "MAX_TOKEN_LIFETIME_S" => c.max_token_lifetime_s,
+                _ => c.max_unacked_bytes as u64,
+            };
+            assert_eq!(get(&Config::from_env(env(&[])).unwrap()), default, "{name}");
+            let c = Config::from_env(env(&[(name, &max.to_string())])).unwrap();
+            assert_eq!(get(&c), max, "{name}");
+            let e = Config::from_env(env(&[(name, &(max + 1).to_string())])).unwrap_err();
+            assert_eq!(e.name, name);
+        }
+        let e = Config::from_env(env(&[("MAX_UNACKED_BYTES", &((64 << 10) - 1).to_string())])).unwrap_err();
+        assert_eq!(e.name, "MAX_UNACKED_BYTES");
+        let c = Config::from_env(env(&[("MAX_UNACKED_BYTES", &(64 << 10).to_string())])).unwrap();
+        assert_eq!(c.max_unacked_bytes, 64 << 10);
+    }
+
     /// No origin allowed and requests without one refused: a relay that would refuse everything
     /// is a configuration error, not a relay that starts and serves nothing.
     #[test]
