@@ -584,6 +584,16 @@ pub(crate) mod tests {
         assert_eq!(c.max_unacked_bytes, 64 << 10);
     }
 
+    /// `as_str` names each generation as `UPSTREAM_GENERATION` spells it.
+    #[test]
+    fn a_generation_reads_back_from_its_name() {
+        for g in [UpstreamGeneration::Ws, UpstreamGeneration::Sse, UpstreamGeneration::Auto] {
+            let c = Config::from_env(env(&[("UPSTREAM_GENERATION", g.as_str())])).unwrap();
+            assert_eq!(c.generation, g);
+        }
+        assert_eq!(UpstreamGeneration::Ws.as_str(), "ws");
+    }
+
     /// No origin allowed and requests without one refused: a relay that would refuse everything
     /// is a configuration error, not a relay that starts and serves nothing.
     #[test]
