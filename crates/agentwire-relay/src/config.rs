@@ -594,6 +594,17 @@ pub(crate) mod tests {
         assert_eq!(UpstreamGeneration::Ws.as_str(), "ws");
     }
 
+    /// `Debug` shows the settings an operator checks (agents by id, the number of secrets),
+    /// never a key or a secret.
+    #[test]
+    fn debug_shows_the_settings_without_keys_or_secrets() {
+        let debug = format!("{:?}", Config::from_env(env(&[])).unwrap());
+        for shown in ["http://127.0.0.1:7751", "agent-a", "agent-b", "token_secrets: 1", "https://app.example"] {
+            assert!(debug.contains(shown), "{shown}: {debug}");
+        }
+        assert!(!debug.contains("sk_switch") && !debug.contains(SECRET), "{debug}");
+    }
+
     /// No origin allowed and requests without one refused: a relay that would refuse everything
     /// is a configuration error, not a relay that starts and serves nothing.
     #[test]
