@@ -587,7 +587,11 @@ pub(crate) mod tests {
     /// `as_str` names each generation as `UPSTREAM_GENERATION` spells it.
     #[test]
     fn a_generation_reads_back_from_its_name() {
-        for g in [UpstreamGeneration::Ws, UpstreamGeneration::Sse, UpstreamGeneration::Auto] {
+        for g in [
+            UpstreamGeneration::Ws,
+            UpstreamGeneration::Sse,
+            UpstreamGeneration::Auto,
+        ] {
             let c = Config::from_env(env(&[("UPSTREAM_GENERATION", g.as_str())])).unwrap();
             assert_eq!(c.generation, g);
         }
@@ -599,7 +603,13 @@ pub(crate) mod tests {
     #[test]
     fn debug_shows_the_settings_without_keys_or_secrets() {
         let debug = format!("{:?}", Config::from_env(env(&[])).unwrap());
-        for shown in ["http://127.0.0.1:7751", "agent-a", "agent-b", "token_secrets: 1", "https://app.example"] {
+        for shown in [
+            "http://127.0.0.1:7751",
+            "agent-a",
+            "agent-b",
+            "token_secrets: 1",
+            "https://app.example",
+        ] {
             assert!(debug.contains(shown), "{shown}: {debug}");
         }
         assert!(!debug.contains("sk_switch") && !debug.contains(SECRET), "{debug}");

@@ -207,7 +207,10 @@ mod tests {
         assert_eq!(Query::parse(&format!("rooms={rooms}")).unwrap().rooms().len(), 2);
         assert!(Query::parse(&format!("rooms={rooms}s")).is_err());
         let client = "c".repeat(MAX_VALUE);
-        assert_eq!(Query::parse(&format!("client={client}")).unwrap().get("client"), Some(client.as_str()));
+        assert_eq!(
+            Query::parse(&format!("client={client}")).unwrap().get("client"),
+            Some(client.as_str())
+        );
         assert!(Query::parse(&format!("client={client}c")).is_err());
     }
 

@@ -832,7 +832,11 @@ fn two_different_relay_tokens_are_refused() {
 fn an_empty_relay_token_is_no_token() {
     let mut r = relay(&[]);
     for d in [
-        ws(&mut r, &format!("{WS}&token="), &[("Sec-WebSocket-Protocol", "agentwire.v1")]),
+        ws(
+            &mut r,
+            &format!("{WS}&token="),
+            &[("Sec-WebSocket-Protocol", "agentwire.v1")],
+        ),
         ws_token(&mut r, WS, ""),
     ] {
         let no = refused(d);
@@ -860,7 +864,11 @@ fn only_an_allowed_origin_may_read_an_answer() {
     }
     let a = answered(http(&mut r, "GET", url, &[("Origin", APP)], None));
     assert_eq!(a.status, 401);
-    assert!(a.headers.contains(&("Access-Control-Allow-Origin".into(), APP.into())), "{:?}", a.headers);
+    assert!(
+        a.headers.contains(&("Access-Control-Allow-Origin".into(), APP.into())),
+        "{:?}",
+        a.headers
+    );
 }
 
 /// `MAX_BODY_BYTES` is the largest body forwarded: a body of exactly that many bytes goes
@@ -872,12 +880,24 @@ fn a_body_at_the_bound_is_forwarded_one_byte_over_is_413() {
     let url = "https://relay.example/agents/agent-a/ops/post_message";
     let body = |n: usize| format!(r#"{{"body":"{}"}}"#, "x".repeat(n - 11));
     assert_eq!(body(1024).len(), 1024);
-    let d = http(&mut r, "POST", url, &[("Origin", APP), ("Authorization", &auth)], Some(&body(1024)));
+    let d = http(
+        &mut r,
+        "POST",
+        url,
+        &[("Origin", APP), ("Authorization", &auth)],
+        Some(&body(1024)),
+    );
     let Decision::Proxy(p) = d else {
         panic!("a body at the bound is not forwarded: {d:?}")
     };
     assert_eq!(p.body.as_deref(), Some(body(1024).as_str()));
-    let a = answered(http(&mut r, "POST", url, &[("Origin", APP), ("Authorization", &auth)], Some(&body(1025))));
+    let a = answered(http(
+        &mut r,
+        "POST",
+        url,
+        &[("Origin", APP), ("Authorization", &auth)],
+        Some(&body(1025)),
+    ));
     assert_eq!((a.status, a.log.map(|l| l.kind)), (413, Some("size")));
 }
 
@@ -901,13 +921,31 @@ fn a_short_relay_host_still_routes() {
 fn an_operation_name_is_lowercase_digits_and_underscores() {
     let mut r = relay(&[]);
     let auth = format!("Bearer {}", token("agent-a", |_| {}));
-    for name in ["Post_message", "post-message", "post.message", "post:message", "post~message"] {
+    for name in [
+        "Post_message",
+        "post-message",
+        "post.message",
+        "post:message",
+        "post~message",
+    ] {
         let url = format!("https://relay.example/agents/agent-a/ops/{name}");
-        let a = answered(http(&mut r, "POST", &url, &[("Origin", APP), ("Authorization", &auth)], Some("{}")));
+        let a = answered(http(
+            &mut r,
+            "POST",
+            &url,
+            &[("Origin", APP), ("Authorization", &auth)],
+            Some("{}"),
+        ));
         assert_eq!((a.status, a.log.map(|l| l.kind)), (404, Some("not_found")), "{name}");
     }
     let url = "https://relay.example/agents/agent-a/ops/post_message2";
-    let d = http(&mut r, "POST", url, &[("Origin", APP), ("Authorization", &auth)], Some("{}"));
+    let d = http(
+        &mut r,
+        "POST",
+        url,
+        &[("Origin", APP), ("Authorization", &auth)],
+        Some("{}"),
+    );
     assert!(matches!(d, Decision::Proxy(_)), "{d:?}");
 }
 
