@@ -2,9 +2,9 @@
 
 use agentwire_core::ErrorKind;
 use agentwire_moltzap::{
-    decode_bytes, decode_message, decode_message_with, encode_frame, encode_notification, encode_request,
-    encode_response, raw, DecodeOptions, EncodeError, Frame, FrameError, FrameErrorKind as K, Generation,
-    Generation::*, Id, MoltZapError, Outcome, RpcError,
+    decode_bytes, decode_bytes_with, decode_message, decode_message_with, encode_frame, encode_notification,
+    encode_request, encode_response, raw, DecodeOptions, EncodeError, Frame, FrameError, FrameErrorKind as K,
+    Generation, Generation::*, Id, MoltZapError, Outcome, RpcError,
 };
 
 fn one(g: Generation, text: &str) -> Result<Frame, FrameError> {
@@ -361,6 +361,55 @@ fn bytes_must_be_utf8() {
     let v = decode_bytes(Current, b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}");
     assert_eq!(v[0].clone().unwrap_err().kind, K::InvalidUtf8 { valid_up_to: 27 });
     assert!(decode_bytes(Current, br#"{"jsonrpc":"2.0","method":"n"}"#)[0].is_ok());
+}
+
+/// `max_message_bytes` is the largest message taken: a message of exactly that size decodes,
+/// one byte more is `TooLarge`; for bytes, before their UTF-8 is checked.
+#[test]
+fn the_size_limit_takes_a_message_of_exactly_that_size() {
+    let text = r#"{"jsonrpc":"2.0","method":"n"}"#;
+    let exact = DecodeOptions {
+        max_message_bytes: text.len(),
+        ..DecodeOptions::default()
+    };
+    assert!(decode_message_with(Current, text, &exact)[0].is_ok());
+    assert!(decode_bytes_with(Current, text.as_bytes(), &exact)[0].is_ok());
+    let under = DecodeOptions {
+        max_message_bytes: text.len() - 1,
+        ..DecodeOptions::default()
+    };
+    let too_large = K::TooLarge {
+        size: text.len(),
+        limit: text.len() - 1,
+    };
+    assert_eq!(
+        decode_message_with(Current, text, &under)[0].clone().unwrap_err().kind,
+        too_large
+    );
+    assert_eq!(
+        decode_bytes_with(Current, text.as_bytes(), &under)[0]
+            .clone()
+            .unwrap_err()
+            .kind,
+        too_large
+    );
+    // Too large and not UTF-8: the size is what is reported, before the bytes are read.
+    let bad = b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}";
+    let v = decode_bytes_with(
+        Current,
+        bad,
+        &DecodeOptions {
+            max_message_bytes: bad.len() - 1,
+            ..DecodeOptions::default()
+        },
+    );
+    assert_eq!(
+        v[0].clone().unwrap_err().kind,
+        K::TooLarge {
+            size: bad.len(),
+            limit: bad.len() - 1
+        }
+    );
 }
 
 #[test]
