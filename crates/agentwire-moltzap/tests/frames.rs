@@ -500,6 +500,14 @@ fn depth_is_checked_per_frame() {
     assert!(one(Current, &at_limit).is_ok());
     let v = decode_message(Current, &format!("[{at_limit},{at_limit}]"));
     assert!(v.iter().all(Result::is_ok), "{v:?}");
+    // In a message with a frame too deep, an empty batch is still `EmptyBatch`.
+    let v = decode_message(
+        Current,
+        &format!(r#"[] {{"jsonrpc":"2.0","method":"m","params":{deep}}}"#),
+    );
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert_eq!(v[0].clone().unwrap_err().kind, K::EmptyBatch);
+    assert_eq!(v[1].clone().unwrap_err().kind, K::TooDeep { limit: 64 });
     // Unclosed, it is the syntax error it is.
     let v = decode_message(Current, &"[".repeat(100));
     assert!(matches!(&v[..], [Err(FrameError { kind: K::Syntax(_), .. })]), "{v:?}");
