@@ -568,6 +568,12 @@ mod tests {
         for opts in &limited {
             assert!(!agree(Generation::Current, &current, opts), "{opts:?}");
         }
+        // At the size limit, taken: the limit is the largest message.
+        let exact = DecodeOptions {
+            max_message_bytes: current.len(),
+            ..DecodeOptions::default()
+        };
+        assert!(agree(Generation::Current, &current, &exact));
         // serde's depth limit (128) is not the payload's: it skips the payload without one.
         let deep = format!(
             r#"{{"jsonrpc":"2.0","method":"x","params":{}1{}}}"#,
