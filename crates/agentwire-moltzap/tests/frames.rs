@@ -550,3 +550,42 @@ fn a_key_given_twice_keeps_the_id() {
     );
     assert_eq!((&e.kind, &e.id), (&K::TooDeep { limit: 64 }, &None));
 }
+
+/// A frame refused before it is decoded still says whether it is shaped as a response: `result`
+/// or `error` present, or (released) `type: "response"`; a released request or event is not.
+#[test]
+fn a_refused_frame_says_whether_it_is_a_response() {
+    let cases: &[(Generation, &str, bool)] = &[
+        (
+            Current,
+            r#"{"jsonrpc":"2.0","id":"r","error":{"code":1,"message":""},"error":{}}"#,
+            true,
+        ),
+        (Current, r#"{"jsonrpc":"2.0","id":"r","result":1,"result":2}"#, true),
+        (
+            Released,
+            r#"{"jsonrpc":"2.0","jsonrpc":"2.0","type":"response","id":"r"}"#,
+            true,
+        ),
+        (
+            Released,
+            r#"{"jsonrpc":"2.0","type":"request","id":"r","method":"m","method":"n"}"#,
+            false,
+        ),
+        (
+            Released,
+            r#"{"jsonrpc":"2.0","type":"event","event":"e","event":"f"}"#,
+            false,
+        ),
+        (
+            Current,
+            r#"{"jsonrpc":"2.0","type":"response","id":"r","method":"m","method":"n"}"#,
+            false,
+        ),
+    ];
+    for (g, text, response) in cases {
+        let e = err(*g, text);
+        assert!(matches!(e.kind, K::DuplicateKey(_)), "{text}: {e}");
+        assert_eq!(e.response, *response, "{text}");
+    }
+}
