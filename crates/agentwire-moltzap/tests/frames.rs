@@ -589,3 +589,16 @@ fn a_refused_frame_says_whether_it_is_a_response() {
         assert_eq!(e.response, *response, "{text}");
     }
 }
+
+/// `jsonrpc` is compared as a string, not as text: `"2.\u0030"` is `"2.0"`, `"2.1"` is not.
+#[test]
+fn jsonrpc_is_read_as_a_string() {
+    assert!(one(Current, r#"{"jsonrpc":"2.\u0030","method":"x"}"#).is_ok());
+    assert!(one(Released, r#"{"jsonrpc":"\u0032.0","type":"event","event":"x"}"#).is_ok());
+    for text in [
+        r#"{"jsonrpc":"2.1","method":"x"}"#,
+        r#"{"jsonrpc":"2.\u0031","method":"x"}"#,
+    ] {
+        assert_eq!(err(Current, text).field(), "jsonrpc", "{text}");
+    }
+}
