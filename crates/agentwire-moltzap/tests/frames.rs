@@ -602,3 +602,35 @@ fn jsonrpc_is_read_as_a_string() {
         assert_eq!(err(Current, text).field(), "jsonrpc", "{text}");
     }
 }
+
+/// Strict decoding takes every frame type with all of its keys, in both generations.
+#[test]
+fn strict_takes_every_frame_with_all_its_keys() {
+    let strict = DecodeOptions {
+        reject_unknown_keys: true,
+        ..DecodeOptions::default()
+    };
+    let cases: &[(Generation, &str)] = &[
+        (Current, r#"{"jsonrpc":"2.0","id":"1","method":"m","params":{}}"#),
+        (Current, r#"{"jsonrpc":"2.0","id":"1","result":{}}"#),
+        (
+            Current,
+            r#"{"jsonrpc":"2.0","id":"1","error":{"code":1,"message":"m"}}"#,
+        ),
+        (Current, r#"{"jsonrpc":"2.0","method":"n","params":{}}"#),
+        (
+            Released,
+            r#"{"jsonrpc":"2.0","type":"request","id":"1","method":"m","params":{}}"#,
+        ),
+        (Released, r#"{"jsonrpc":"2.0","type":"response","id":"1","result":{}}"#),
+        (
+            Released,
+            r#"{"jsonrpc":"2.0","type":"response","id":"1","error":{"code":1,"message":"m"}}"#,
+        ),
+        (Released, r#"{"jsonrpc":"2.0","type":"event","event":"e","data":{}}"#),
+    ];
+    for (g, text) in cases {
+        let v = decode_message_with(*g, text, &strict);
+        assert!(matches!(&v[..], [Ok(_)]), "{g:?} {text}: {v:?}");
+    }
+}
