@@ -634,3 +634,30 @@ fn strict_takes_every_frame_with_all_its_keys() {
         assert!(matches!(&v[..], [Ok(_)]), "{g:?} {text}: {v:?}");
     }
 }
+
+/// An id: a string of at most `max_id_len` bytes (256 taken, 257 not), or in the current
+/// generation an integer; the error says which the generation wants.
+#[test]
+fn ids_of_each_generation() {
+    let at_limit = format!(r#"{{"jsonrpc":"2.0","id":"{}","result":1}}"#, "i".repeat(256));
+    let Frame::Response(r) = one(Current, &at_limit).unwrap() else {
+        panic!("{at_limit}")
+    };
+    assert_eq!(r.id, Some(Id::from("i".repeat(256))));
+    let reason = |g, text| match err(g, text).kind {
+        K::BadField { field: "id", reason } => reason,
+        other => panic!("{text}: {other:?}"),
+    };
+    let current = r#"{"jsonrpc":"2.0","id":true,"result":1}"#;
+    assert_eq!(reason(Current, current), "must be a string or an integer");
+    for text in [
+        r#"{"jsonrpc":"2.0","type":"response","id":true,"result":1}"#,
+        r#"{"jsonrpc":"2.0","type":"response","id":7,"result":1}"#,
+    ] {
+        assert_eq!(
+            reason(Released, text),
+            "must be a string (released generation)",
+            "{text}"
+        );
+    }
+}
