@@ -357,4 +357,40 @@ mod tests {
         assert_eq!(bad(client).kind, ErrorKind::Invalid);
         assert!(is_uuid(CID) && !is_uuid(&CID.replace('-', "x")));
     }
+
+    /// A client name and version: 1 to `MAX_ID_LEN` bytes, both ends included.
+    #[test]
+    fn client_and_client_version_bounds_are_inclusive() {
+        let with = |client: &str, version: &str| {
+            OpenParams {
+                client: Some(client.into()),
+                client_version: Some(version.into()),
+                ..OpenParams::new("a", CID)
+            }
+            .ws_path()
+        };
+        let longest = "c".repeat(MAX_ID_LEN);
+        assert!(with(&longest, &longest).is_ok());
+        assert!(with("c", "1").is_ok());
+        for (client, version) in [
+            ("", "1"),
+            ("c", ""),
+            (&*"c".repeat(MAX_ID_LEN + 1), "1"),
+            ("c", &*"1".repeat(MAX_ID_LEN + 1)),
+        ] {
+            let e = with(client, version).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Invalid, "{client:?} {version:?}");
+            assert!(e.message.contains("printable"), "{e:?}");
+        }
+    }
+
+    /// A range of one revision (`protocol_accepts` = `protocol`) is a range.
+    #[test]
+    fn a_protocol_range_of_one_revision_is_accepted() {
+        let p = OpenParams {
+            protocol: Some(ProtocolRange { speaks: 1, accepts: 1 }),
+            ..OpenParams::new("a", CID)
+        };
+        assert!(p.ws_path().unwrap().ends_with("&protocol=1&protocol_accepts=1"));
+    }
 }
