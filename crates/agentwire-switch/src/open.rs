@@ -384,6 +384,27 @@ mod tests {
         }
     }
 
+    /// An agent, room or generation id: up to `MAX_ID_LEN` bytes, the bound included.
+    #[test]
+    fn id_bounds_are_inclusive() {
+        let with = |id: &str| {
+            OpenParams {
+                rooms: vec![id.into()],
+                expected_generation: Some(id.into()),
+                ..OpenParams::new(id, CID)
+            }
+            .ws_path()
+        };
+        let longest = "i".repeat(MAX_ID_LEN);
+        assert!(with(&longest).is_ok());
+        let e = with(&format!("{longest}i")).unwrap_err();
+        assert!(e.message.contains("agent_id must be 1..=256"), "{e:?}");
+        for name in ["rooms", "expected_generation"] {
+            assert!(check_id(name, &longest).is_ok());
+            assert!(check_id(name, &format!("{longest}i")).is_err());
+        }
+    }
+
     /// A range of one revision (`protocol_accepts` = `protocol`) is a range.
     #[test]
     fn a_protocol_range_of_one_revision_is_accepted() {
