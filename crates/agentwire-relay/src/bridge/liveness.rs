@@ -464,5 +464,14 @@ mod tests {
         assert_eq!(parse_pong(r#"{"type":"pon\u0067"}"#), Some(None));
         assert_eq!(parse_pong(r#"{"type":7,"cursor":1}"#), None);
         assert_eq!(parse_pong(r#"{"type":"pong""#), None);
+        // `MAX_PONG_BYTES` is the longest text read: one byte more is not parsed.
+        let pong_of = |len: usize| {
+            let head = r#"{"type":"pong","cursor":3,"pad":""#;
+            let text = format!("{head}{}\"}}", "x".repeat(len - head.len() - 2));
+            assert_eq!(text.len(), len);
+            parse_pong(&text)
+        };
+        assert_eq!(pong_of(MAX_PONG_BYTES), Some(Some(3)));
+        assert_eq!(pong_of(MAX_PONG_BYTES + 1), None);
     }
 }
