@@ -706,6 +706,9 @@ mod tests {
             b.handle_timeout(seq * 2_000 + 1);
             drain(&mut b);
             sent_at_ping.push(b.unacked_bytes() + total_acked);
+            if seq == 1_025 {
+                assert_eq!(b.ping_marks.len(), 1_024, "the 1,025th ping keeps no mark");
+            }
         }
         let total = b.unacked_bytes() + total_acked;
         for (k, sent) in sent_at_ping.iter().enumerate().skip(1) {
