@@ -632,6 +632,27 @@ mod tests {
         assert!(!b.wants_sse(), "nothing more to read once closed");
     }
 
+    /// A pong with no ping waiting for it (here, before the first ping) answers none: the next
+    /// pong answers the first ping, and credits only what was sent before it, not the second's.
+    #[test]
+    fn a_pong_with_no_ping_to_answer_does_not_answer_a_later_ping() {
+        let mut b = live(0); // attached at 1: pings at 2001, 4001
+        b.handle_client_text(100, r#"{"type":"pong","cursor":4}"#);
+        assert!(matches!(drain(&mut b)[..], [Output::Beat(_)]));
+        b.handle_beat_response(200, 200, "{}");
+        b.handle_sse(1_000, message_frame(5, "before the first ping").as_bytes());
+        b.handle_timeout(2_001);
+        drain(&mut b);
+        let sent_at_first_ping = b.unacked_bytes();
+        b.handle_sse(3_000, message_frame(6, "before the second ping").as_bytes());
+        b.handle_timeout(4_001);
+        drain(&mut b);
+        let sent = b.unacked_bytes();
+        b.handle_client_text(4_100, r#"{"type":"pong","cursor":5}"#);
+        drain(&mut b);
+        assert_eq!(b.unacked_bytes(), sent - sent_at_first_ping);
+    }
+
     #[test]
     fn a_browser_answering_pings_late_is_credited_only_for_what_it_answered() {
         // A ping every 2 s with a message before it; a pong every 5.9 s (alive, but further
