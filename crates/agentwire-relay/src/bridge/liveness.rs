@@ -415,13 +415,30 @@ mod tests {
             if i < 2 {
                 assert!(out.is_empty());
             } else {
-                assert!(
-                    matches!(&out[..], [Output::Close { code: 1011, reason }] if reason.contains("3 beats")),
-                    "{out:?}"
+                assert_eq!(
+                    out,
+                    [Output::Close {
+                        code: 1011,
+                        reason: "3 beats in a row failed (last: HTTP 500)".into()
+                    }]
                 );
             }
         }
         assert_eq!(b.stats().beats_failed, 5);
+        // The reason names the last failure: no answer at all is not an HTTP status.
+        let mut b = live(0);
+        for t in [10, 20, 30] {
+            pong(&mut b, t, 5);
+            drain(&mut b);
+            b.handle_beat_response(t, 0, "");
+        }
+        assert_eq!(
+            drain(&mut b),
+            [Output::Close {
+                code: 1011,
+                reason: "3 beats in a row failed (last: no answer)".into()
+            }]
+        );
     }
 
     #[test]
