@@ -422,7 +422,8 @@ mod tests {
         // its data, still a gap the engine cannot read.
         b.handle_sse(2, encode_event("gap", &"\"".repeat(600_000), None).as_bytes());
         assert_eq!(text(&drain(&mut b)[0]), r#"{"event":"gap","data":null}"#);
-        assert_eq!(b.stats().gaps_reported, 3);
+        // Each gap counts as forwarded, after the state and the message.
+        assert_eq!((b.stats().gaps_reported, b.stats().frames_forwarded), (3, 5));
         b.handle_sse(3, encode_event("message", "{\"broken\": ", Some("5")).as_bytes());
         let gap = json(&drain(&mut b)[0]);
         assert_eq!(
