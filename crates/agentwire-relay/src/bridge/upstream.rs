@@ -374,6 +374,15 @@ mod tests {
             v,
             serde_json::json!({"event":"gap","data":{"from_sequence":40,"resumed_at":3,"rooms":["r1"],"all_rooms":true,"reason":"the server restarted"}})
         );
+        // A gap that names its rooms (a current server's) keeps them: only missing fields are
+        // filled in.
+        let data = r#"{"from_sequence": 3, "resumed_at": 7, "rooms": ["r2"], "all_rooms": false, "reason": "r"}"#;
+        b.handle_sse(2, encode_event("gap", data, None).as_bytes());
+        let v = json(&drain(&mut b)[0]);
+        assert_eq!(
+            v,
+            serde_json::json!({"event":"gap","data":{"from_sequence":3,"resumed_at":7,"rooms":["r2"],"all_rooms":false,"reason":"r"}})
+        );
     }
 
     #[test]
