@@ -222,4 +222,18 @@ mod tests {
             assert!(rooms.index.is_none() && rooms.scans == 0);
         }
     }
+
+    /// `SCANS` releases pass over the list; the one after them builds the index.
+    #[test]
+    fn the_list_is_indexed_after_scans_passes() {
+        let mut rooms = Rooms::default();
+        rooms.set(&["a".to_owned(), "b".to_owned()]);
+        for n in 1..=SCANS {
+            rooms.release("nope");
+            assert_eq!((rooms.scans, rooms.index.is_none()), (n, true));
+        }
+        rooms.release("nope");
+        assert!(rooms.index.is_some());
+        assert_eq!(rooms.to_vec(), ["a", "b"]);
+    }
 }
