@@ -223,6 +223,24 @@ mod tests {
         }
     }
 
+    /// Through the index, released rooms stay in the list until they outnumber the others, and
+    /// are dropped then (with the index), not before.
+    #[test]
+    fn released_rooms_are_dropped_once_they_outnumber_the_rest_and_not_before() {
+        let mut rooms = Rooms::default();
+        rooms.set(&["a", "b", "c", "d", "e", "f", "g", "h"].map(String::from));
+        rooms.scans = SCANS;
+        // 4 released of 8 do not outnumber the 4 others; 5 do.
+        for (gone, kept) in [("a", 8), ("b", 8), ("c", 8), ("d", 8), ("nope", 8), ("e", 3)] {
+            rooms.release(gone);
+            assert_eq!((rooms.list.len(), rooms.index.is_some()), (kept, kept == 8), "{gone}");
+        }
+        assert_eq!(
+            (rooms.to_vec(), rooms.live, rooms.scans),
+            (["f", "g", "h"].map(String::from).to_vec(), 3, 0)
+        );
+    }
+
     /// `SCANS` releases pass over the list; the one after them builds the index.
     #[test]
     fn the_list_is_indexed_after_scans_passes() {
