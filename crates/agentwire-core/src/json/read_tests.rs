@@ -139,6 +139,11 @@ fn refusals_name_what_and_where() {
     assert_eq!(reason("tru"), Reason::Eof);
     assert_eq!(reason("trux"), Reason::Unexpected);
     assert_eq!(reason("{} {}"), Reason::Trailing);
+    // A bracket closes only its own kind of container.
+    for (text, at) in [("[1}", 2), (r#"{"a":1]"#, 6), (r#"[{"a":1]]"#, 7), ("[[1]}", 4)] {
+        let e = parse(text, 64).unwrap_err();
+        assert_eq!((e.reason, e.at), (Reason::Unexpected, at), "{text}");
+    }
     let e = parse("[[[1]]]", 2).unwrap_err();
     assert_eq!((e.reason, e.at), (Reason::TooDeep, 2));
     assert!(parse("[[[1]]]", 3).is_ok());
