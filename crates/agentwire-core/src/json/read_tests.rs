@@ -147,6 +147,8 @@ fn refusals_name_what_and_where() {
     let e = parse("[[[1]]]", 2).unwrap_err();
     assert_eq!((e.reason, e.at), (Reason::TooDeep, 2));
     assert!(parse("[[[1]]]", 3).is_ok());
+    // Depth is nesting: containers side by side do not add up.
+    assert!(parse(r#"[[1],[2],{"a":{}},[]]"#, 3).is_ok() && parse(r#"[[1],[2],{"a":1},[]]"#, 2).is_ok());
     assert_eq!(e.to_string(), "nested too deep at byte 2");
 }
 
