@@ -126,10 +126,17 @@ fn refusals_name_what_and_where() {
     assert_eq!(reason("{1:2}"), Reason::Unexpected);
     assert_eq!(reason("\"a\u{1}\""), Reason::Control);
     assert_eq!(reason(r#""\x""#), Reason::BadEscape);
+    let e = parse(r#""ab\"#, 1).unwrap_err();
+    assert_eq!((e.reason, e.at), (Reason::Eof, 4), "the end right after a backslash");
     assert_eq!(reason(r#""\u12g4""#), Reason::BadEscape);
     assert_eq!(reason(r#""\ud800""#), Reason::LoneSurrogate);
     assert_eq!(reason(r#""\udc00\ud800""#), Reason::LoneSurrogate);
     assert_eq!(reason(r#""\ud800\u0041""#), Reason::LoneSurrogate);
+    // A high half pairs only with a `\u` escape right after it, and the first lone one is named.
+    assert_eq!(reason(r#""\ud800\ndc00""#), Reason::LoneSurrogate);
+    assert_eq!(reason(r#""\ud800xudc00""#), Reason::LoneSurrogate);
+    let e = parse(r#""\udc00\ud800""#, 1).unwrap_err();
+    assert_eq!((e.reason, e.at), (Reason::LoneSurrogate, 1));
     assert_eq!(reason("01"), Reason::Trailing);
     assert_eq!(reason("-"), Reason::Eof);
     assert_eq!(reason("-a"), Reason::BadNumber);
