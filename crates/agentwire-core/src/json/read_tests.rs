@@ -145,6 +145,7 @@ fn refusals_name_what_and_where() {
     assert_eq!(reason("1e400"), Reason::NumberOutOfRange);
     assert_eq!(reason("tru"), Reason::Eof);
     assert_eq!(reason("trux"), Reason::Unexpected);
+    assert_eq!(reason("tx"), Reason::Unexpected, "not a prefix of `true`, though short");
     assert_eq!(reason("{} {}"), Reason::Trailing);
     // A bracket closes only its own kind of container.
     for (text, at) in [("[1}", 2), (r#"{"a":1]"#, 6), (r#"[{"a":1]]"#, 7), ("[[1]}", 4)] {
