@@ -126,6 +126,8 @@ fn refusals_name_what_and_where() {
     assert_eq!(reason("{1:2}"), Reason::Unexpected);
     assert_eq!(reason("\"a\u{1}\""), Reason::Control);
     assert_eq!(reason(r#""\x""#), Reason::BadEscape);
+    let e = parse(r#""ab\x""#, 1).unwrap_err();
+    assert_eq!((e.reason, e.at), (Reason::BadEscape, 4), "the byte after the backslash");
     let e = parse(r#""ab\"#, 1).unwrap_err();
     assert_eq!((e.reason, e.at), (Reason::Eof, 4), "the end right after a backslash");
     assert_eq!(reason(r#""\u12g4""#), Reason::BadEscape);
