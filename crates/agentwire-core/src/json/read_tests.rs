@@ -145,6 +145,19 @@ fn refusals_name_what_and_where() {
     assert_eq!(reason("1."), Reason::Eof);
     assert_eq!(reason("1.e5"), Reason::BadNumber);
     assert_eq!(reason("1e400"), Reason::NumberOutOfRange);
+    assert_eq!(
+        reason(&format!("1{}", "0".repeat(309))),
+        Reason::NumberOutOfRange,
+        "310 digits, no exponent"
+    );
+    for (text, why) in [
+        ("1e", Reason::Eof),
+        ("1E+", Reason::Eof),
+        ("1ex", Reason::BadNumber),
+        ("[1e-]", Reason::BadNumber),
+    ] {
+        assert_eq!(reason(text), why, "{text}");
+    }
     assert_eq!(reason("tru"), Reason::Eof);
     assert_eq!(reason("trux"), Reason::Unexpected);
     assert_eq!(reason("tx"), Reason::Unexpected, "not a prefix of `true`, though short");
