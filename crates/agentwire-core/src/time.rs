@@ -201,6 +201,26 @@ mod tests {
     }
 
     #[test]
+    fn leap_days_offsets_and_leap_seconds_at_their_edges() {
+        assert_eq!(parse_iso8601("2024-02-29T00:00:00Z"), Some(1_709_164_800_000));
+        assert_eq!(parse_iso8601("2000-02-29T00:00:00Z"), Some(951_782_400_000));
+        assert_eq!(parse_iso8601("2026-06-28T17:30:00+05:30"), Some(T));
+        assert_eq!(parse_iso8601("2026-06-28T06:15:00-05:45"), Some(T));
+        assert_eq!(parse_iso8601("2026-06-29T11:59:00+23:59"), Some(T));
+        // A leap second reads as the second before it.
+        assert_eq!(parse_iso8601("2026-06-28T11:59:60Z"), Some(T - 1000));
+        for bad in [
+            "2026-02-29T00:00:00Z",
+            "2100-02-29T00:00:00Z",
+            "2026-06-28T12:00:00+24:00",
+            "2026-06-28T12:00:00+00:60",
+            "2026-06-28T11:59:61Z",
+        ] {
+            assert_eq!(parse_iso8601(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
     fn refuses_nonsense() {
         for bad in [
             "",
