@@ -182,6 +182,8 @@ mod tests {
         assert_eq!(format_iso8601(T), "2026-06-28T12:00:00Z");
         assert_eq!(format_iso8601(T + 7), "2026-06-28T12:00:00.007Z");
         assert_eq!(format_iso8601(0), "1970-01-01T00:00:00Z");
+        // The last day of a 400-year era.
+        assert_eq!(format_iso8601(951_782_400_000), "2000-02-29T00:00:00Z");
         assert_eq!(format_iso8601(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
         assert_eq!(format_iso8601(253_402_300_800_000), "10000-01-01T00:00:00Z");
         assert!(
@@ -207,6 +209,8 @@ mod tests {
         assert_eq!(parse_iso8601("2026-06-28T17:30:00+05:30"), Some(T));
         assert_eq!(parse_iso8601("2026-06-28T06:15:00-05:45"), Some(T));
         assert_eq!(parse_iso8601("2026-06-29T11:59:00+23:59"), Some(T));
+        assert_eq!(parse_iso8601("2026-06-28t12:00:00z"), Some(T));
+        assert_eq!(parse_iso8601("2026-06-28 12:00:00Z"), Some(T));
         // A leap second reads as the second before it.
         assert_eq!(parse_iso8601("2026-06-28T11:59:60Z"), Some(T - 1000));
         for bad in [
@@ -215,6 +219,11 @@ mod tests {
             "2026-06-28T12:00:00+24:00",
             "2026-06-28T12:00:00+00:60",
             "2026-06-28T11:59:61Z",
+            "2026/06-28T12:00:00Z",
+            "2026-06/28T12:00:00Z",
+            "2026-06-28_12:00:00Z",
+            "2026-06-28T12-00:00Z",
+            "2026-06-28T12:00-00Z",
         ] {
             assert_eq!(parse_iso8601(bad), None, "{bad}");
         }
