@@ -308,6 +308,30 @@ test("a close code that is not an integer from 0 to 65535 is refused with kind i
   for (const x of [m, m2, r, s]) x.free();
 });
 
+// The same for an HTTP status given to a Switch session: `handleHttpResponse(now, id, 70000, ..)`
+// was a 4464 and `handleOpenFailed(now, -1, ..)` a 65535. `undefined` (and `null`) is still "no
+// answer came" for `handleOpenFailed`.
+test("an HTTP status that is not an integer from 0 to 65535 is refused with kind invalid", () => {
+  const now = Date.now();
+  const status = invalid("`status` must be an integer from 0 to 65535");
+  const s = new SwitchSession(JSON.stringify({ agentId: "a" }));
+  s.start(now);
+  for (const c of [70000, 65536, -1, 200.5, NaN, Infinity, "200", 200n]) {
+    assert.throws(() => s.handleOpenFailed(now, c, ""), status, String(c));
+    assert.throws(() => s.handleHttpResponse(now, 1, c, ""), status, String(c));
+  }
+  assert.throws(() => s.handleHttpResponse(now, 1, undefined, ""), status);
+  // The session went on: a real 401 still stops it as an auth failure.
+  s.handleOpenFailed(now, 401, "no");
+  const stopped = JSON.parse(s.pollEvent());
+  assert.equal(stopped.type, "stopped", JSON.stringify(stopped));
+  assert.equal(stopped.error.kind, "auth", JSON.stringify(stopped));
+  const t = new SwitchSession(JSON.stringify({ agentId: "a" }));
+  t.start(now);
+  t.handleOpenFailed(now, null, "");
+  for (const x of [s, t]) x.free();
+});
+
 // `eventTypes` kept wasm-bindgen's string glue: a number trapped, a Uint8Array leaked its length.
 test("eventTypes of anything but a protocol's name is empty", async () => {
   const { eventTypes } = await import("agentwire");

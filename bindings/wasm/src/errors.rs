@@ -44,9 +44,9 @@ pub(crate) fn text(v: JsValue, name: &str) -> Result<String, JsValue> {
         .ok_or_else(|| local(ErrorKind::Invalid, format!("`{name}` must be a string")))
 }
 
-/// `v` as a close code, or kind `invalid` naming the argument `name`: a number that is an integer
-/// from 0 to 65535, as the engines take it. wasm-bindgen's `u16` took any value modulo 65536
-/// (`70000` closed with 4464, `-1` with 65535, `undefined` with 0).
+/// `v` as a close code or an HTTP status, or kind `invalid` naming the argument `name`: a number
+/// that is an integer from 0 to 65535, as the engines take it. wasm-bindgen's `u16` took any value
+/// modulo 65536 (`70000` closed with 4464, `-1` with 65535, `undefined` with 0).
 pub(crate) fn close_code(v: JsValue, name: &str) -> Result<u16, JsValue> {
     // The cast saturates (NaN is 0): only a value it keeps is one.
     match v.as_f64() {

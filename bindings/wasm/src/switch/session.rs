@@ -56,7 +56,11 @@ impl SwitchSession {
     /// The last `open` failed: `status` of a refused upgrade or stream, `undefined` when no
     /// answer came (refused connection, DNS, TLS, or a WebSocket that never opened).
     #[wasm_bindgen(js_name = handleOpenFailed)]
-    pub fn handle_open_failed(&mut self, now: f64, status: Option<u16>, body: JsValue) -> Result<(), JsValue> {
+    pub fn handle_open_failed(&mut self, now: f64, status: JsValue, body: JsValue) -> Result<(), JsValue> {
+        let status = match status.is_undefined() || status.is_null() {
+            true => None,
+            false => Some(close_code(status, "status")?),
+        };
         self.inner.handle_open_failed(millis(now), status, &text(body, "body")?);
         Ok(())
     }
@@ -99,7 +103,8 @@ impl SwitchSession {
 
     /// The answer to the `http` transmit `id`.
     #[wasm_bindgen(js_name = handleHttpResponse)]
-    pub fn handle_http_response(&mut self, now: f64, id: f64, status: u16, body: JsValue) -> Result<(), JsValue> {
+    pub fn handle_http_response(&mut self, now: f64, id: f64, status: JsValue, body: JsValue) -> Result<(), JsValue> {
+        let status = close_code(status, "status")?;
         let body = text(body, "body")?;
         self.inner.handle_http_response(millis(now), call_id(id), status, &body);
         Ok(())
