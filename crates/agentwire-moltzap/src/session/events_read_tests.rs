@@ -374,11 +374,14 @@ fn decoded_values_nest_as_deep_as_serde_allows() {
         let array = format!(r#"["m","c","s",null,[["data",{}]],"t"]"#, nest(n - 3, "0"));
         agree(&array);
         agree(&format!("[{array}]"));
-        let mut deep = r#"{"id":"x"}"#.to_string();
-        for _ in 1..n {
-            deep = format!(r#"{{"agentId":"a","message":{deep}}}"#);
+        // A chain of `message`s, or of `conversation`s: each level counts against the depth.
+        for key in ["message", "conversation"] {
+            let mut deep = r#"{"id":"x"}"#.to_string();
+            for _ in 1..n {
+                deep = format!(r#"{{"agentId":"a","{key}":{deep}}}"#);
+            }
+            agree(&deep);
         }
-        agree(&deep);
     }
     assert!(HelloOk::parse(&format!(r#"{{"policy":{}}}"#, nest(126, "1"))).is_ok());
     assert!(HelloOk::parse(&format!(r#"{{"policy":{}}}"#, nest(127, "1"))).is_err());
