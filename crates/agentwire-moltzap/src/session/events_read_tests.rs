@@ -231,12 +231,14 @@ fn routing_fields_need_the_shape_of_each_level() {
             None
         ]
     );
-    // A routing key twice, or a `message` that is not an object, at any level: nothing is taken.
+    // A routing key twice, or a `message` that is not an object or is an array of more items than
+    // the routing fields, at any level: nothing is taken.
     for p in [
         r#"{"agentId":"a","status":"s","status":"t"}"#,
         r#"{"agentId":"a","message":"m"}"#,
         r#"{"agentId":"a","conversation":{"message":{"id":1,"id":2}}}"#,
         r#"{"agentId":"a","message":[1,2,3,4,5,6,7,8]}"#,
+        r#"{"agentId":"a","message":["m","c","s",null,null,null,null,"x"]}"#,
     ] {
         assert_eq!(routing(p), <[Option<String>; 7]>::default(), "{p}");
     }
