@@ -347,6 +347,11 @@ mod tests {
             Some(r#"{"a":"x","b":{"k":[1]}}"#)
         );
         assert_eq!(named_array(t.root(), &["a"]), None, "too many items");
+        assert_eq!(
+            named_array(t.root(), &["a", "b"]).as_deref(),
+            Some(r#"{"a":"x","b":{"k":[1]}}"#),
+            "as many items as fields"
+        );
         assert_eq!(named_array(parse("{}", 1).unwrap().root(), &["a"]), None);
     }
 
