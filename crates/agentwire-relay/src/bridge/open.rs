@@ -181,6 +181,37 @@ mod tests {
         }
     }
 
+    fn close_reason(out: &[Output]) -> &str {
+        match out.last() {
+            Some(Output::Close { reason, .. }) => reason,
+            other => panic!("no close: {other:?}"),
+        }
+    }
+
+    /// The 1011s that are not an HTTP failure say what happened, not an upstream status.
+    #[test]
+    fn a_200_that_is_not_a_stream_and_no_answer_close_1011_with_their_own_reason() {
+        let out = answer(200, Some("application/json"), "{}");
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(
+            close_reason(&out),
+            "upstream answered 200 with application/json, not an event stream"
+        );
+        let out = answer(200, None, "");
+        assert_eq!(
+            close_reason(&out),
+            "upstream answered 200 with no content type, not an event stream"
+        );
+        let out = answer(0, None, "");
+        assert_eq!(
+            out,
+            vec![Output::Close {
+                code: 1011,
+                reason: "upstream unreachable".into()
+            }]
+        );
+    }
+
     #[test]
     fn an_answer_that_never_comes_closes_1011() {
         let mut b = opening(0);
