@@ -605,6 +605,8 @@ mod tests {
         assert!(b.wants_sse());
         let mut seq = 0;
         while b.wants_sse() {
+            // Bounded: a bridge that never holds back fails here instead of hanging.
+            assert!(seq < 1_000, "the stream is never held back");
             seq += 1;
             b.handle_sse(2, message_frame(seq, "a body of some length").as_bytes());
             drain(&mut b);
