@@ -611,6 +611,19 @@ mod tests {
         }
     }
 
+    #[test]
+    fn may_refuse_flags_only_past_its_limits() {
+        // Nesting: 100 deep passes, 101 is flagged; closed siblings do not add up.
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(!may_refuse(deep(100).as_bytes()));
+        assert!(may_refuse(deep(101).as_bytes()));
+        let wide = format!("[{}{{}}]", "[],".repeat(200));
+        assert!(!may_refuse(wide.as_bytes()), "{wide}");
+        // Digit runs: 300 pass, 301 are flagged.
+        assert!(!may_refuse("9".repeat(300).as_bytes()));
+        assert!(may_refuse("9".repeat(301).as_bytes()));
+    }
+
     fn json_value() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
