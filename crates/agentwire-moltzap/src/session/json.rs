@@ -476,7 +476,7 @@ mod tests {
                 data: data.into(),
                 conversation_id: text.clone(),
                 message_id: Some(id.into()),
-                sender_id: None,
+                sender_id: text.clone(),
             },
             Event::ConversationCreated {
                 data: data.into(),
