@@ -1365,17 +1365,24 @@ fn numbers_are_digits_only() {
     assert!(agentwire_rkt::decode(&format!("{base}Seq: 1\nContent-Length: 2\n\n{{}}"), 1 << 20).is_ok());
 }
 
-#[test]
-fn a_full_message_without_content_type_decodes_again_once_encoded() {
-    // MAX_HEADERS headers and a body without Content-Type: `encode` adds one, and its output was
-    // refused as too many headers (found by the fuzz target `decode`).
-    let mut text = String::from(
-        "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: m1\nSession-ID: s1\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n",
+/// A REQUEST with `MAX_HEADERS` headers besides `Content-Type` and a body `{}`; `first` is written
+/// before them.
+fn full_request(first: &str) -> String {
+    let mut text = format!(
+        "RKT/1.0 REQUEST\n{first}Version: 1\nMessage-ID: m1\nSession-ID: s1\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n"
     );
     for i in 5..codec::MAX_HEADERS {
         text.push_str(&format!("X-{i}: {i}\n"));
     }
     text.push_str("\n{}");
+    text
+}
+
+#[test]
+fn a_full_message_without_content_type_decodes_again_once_encoded() {
+    // MAX_HEADERS headers and a body without Content-Type: `encode` adds one, and its output was
+    // refused as too many headers (found by the fuzz target `decode`).
+    let text = full_request("");
     let msg = decode(&text, DEFAULT_MAX_MESSAGE_SIZE).unwrap();
     assert_eq!(msg.headers.len(), codec::MAX_HEADERS);
     let again = decode(&encode(&msg), DEFAULT_MAX_MESSAGE_SIZE).unwrap();
@@ -1453,13 +1460,7 @@ fn a_body_starting_with_a_colon_is_a_body_not_a_header() {
 /// leaves room for MAX_HEADERS others, and not one more.
 #[test]
 fn content_type_written_first_is_apart_from_the_header_limit() {
-    let mut text = String::from(
-        "RKT/1.0 REQUEST\nContent-Type: application/json\nVersion: 1\nMessage-ID: m1\nSession-ID: s1\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n",
-    );
-    for i in 5..codec::MAX_HEADERS {
-        text.push_str(&format!("X-{i}: {i}\n"));
-    }
-    text.push_str("\n{}");
+    let text = full_request("Content-Type: application/json\n");
     let msg = decode(&text, DEFAULT_MAX_MESSAGE_SIZE).unwrap();
     assert_eq!(msg.headers.len(), codec::MAX_HEADERS + 1);
     let over = text.replace("\n\n{}", "\nX-last: 1\n\n{}");
