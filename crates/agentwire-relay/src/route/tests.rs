@@ -20,6 +20,10 @@ fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 fn ws(relay: &mut Relay, url: &str, headers: &[(&str, &str)]) -> Decision {
+    ws_at(relay, url, headers, NOW)
+}
+
+fn ws_at(relay: &mut Relay, url: &str, headers: &[(&str, &str)], now: Millis) -> Decision {
     let mut all = h(&[("Upgrade", "websocket"), ("Origin", APP)]);
     for (n, v) in headers {
         all.retain(|(k, _)| !k.eq_ignore_ascii_case(n));
@@ -32,19 +36,17 @@ fn ws(relay: &mut Relay, url: &str, headers: &[(&str, &str)]) -> Decision {
             headers: &all,
             body: None,
         },
-        NOW,
+        now,
     )
 }
 
 fn ws_token(relay: &mut Relay, url: &str, tok: &str) -> Decision {
-    ws(
-        relay,
-        url,
-        &[(
-            "Sec-WebSocket-Protocol",
-            &format!("agentwire.v1, agentwire.token.{tok}"),
-        )],
-    )
+    ws_token_at(relay, url, tok, NOW)
+}
+
+fn ws_token_at(relay: &mut Relay, url: &str, tok: &str, now: Millis) -> Decision {
+    let protocol = format!("agentwire.v1, agentwire.token.{tok}");
+    ws_at(relay, url, &[("Sec-WebSocket-Protocol", &protocol)], now)
 }
 
 fn http(relay: &mut Relay, method: &str, url: &str, headers: &[(&str, &str)], body: Option<&str>) -> Decision {
@@ -736,22 +738,9 @@ fn a_learned_released_upstream_is_kept_five_minutes() {
     assert_eq!(RELEASED_MEMORY_MS, 300_000);
     let mut r = relay(&[]);
     let t = token("agent-a", |_| {});
-    let transport = |r: &mut Relay, now: Millis| {
-        let all = h(&[
-            ("Upgrade", "websocket"),
-            ("Origin", APP),
-            ("Sec-WebSocket-Protocol", &format!("agentwire.v1, agentwire.token.{t}")),
-        ]);
-        let req = Request {
-            method: "GET",
-            url: WS,
-            headers: &all,
-            body: None,
-        };
-        match r.route(&req, now) {
-            Decision::Connect(c) => c.transport,
-            other => panic!("not connected: {other:?}"),
-        }
+    let transport = |r: &mut Relay, now: Millis| match ws_token_at(r, WS, &t, now) {
+        Decision::Connect(c) => c.transport,
+        other => panic!("not connected: {other:?}"),
     };
     assert_eq!(transport(&mut r, NOW), Transport::Auto);
     r.learn_released(NOW - 299_000);
