@@ -1378,6 +1378,18 @@ fn full_request(first: &str) -> String {
     text
 }
 
+/// `text` (from [`full_request`]) with one header more is refused as too many headers.
+fn one_header_more_is_too_many(text: &str) {
+    let over = text.replace("\n\n{}", "\nX-last: 1\n\n{}");
+    let err = decode(&over, DEFAULT_MAX_MESSAGE_SIZE).unwrap_err();
+    assert_eq!(
+        err.kind,
+        DecodeErrorKind::TooManyHeaders {
+            limit: codec::MAX_HEADERS
+        }
+    );
+}
+
 #[test]
 fn a_full_message_without_content_type_decodes_again_once_encoded() {
     // MAX_HEADERS headers and a body without Content-Type: `encode` adds one, and its output was
@@ -1388,14 +1400,7 @@ fn a_full_message_without_content_type_decodes_again_once_encoded() {
     let again = decode(&encode(&msg), DEFAULT_MAX_MESSAGE_SIZE).unwrap();
     assert_eq!(again.headers.get("Content-Type"), Some("application/json"));
     // Content-Type is apart from the limit, not a way past it.
-    let over = text.replace("\n\n{}", "\nX-last: 1\n\n{}");
-    let err = decode(&over, DEFAULT_MAX_MESSAGE_SIZE).unwrap_err();
-    assert_eq!(
-        err.kind,
-        DecodeErrorKind::TooManyHeaders {
-            limit: codec::MAX_HEADERS
-        }
-    );
+    one_header_more_is_too_many(&text);
 }
 
 #[test]
@@ -1463,12 +1468,5 @@ fn content_type_written_first_is_apart_from_the_header_limit() {
     let text = full_request("Content-Type: application/json\n");
     let msg = decode(&text, DEFAULT_MAX_MESSAGE_SIZE).unwrap();
     assert_eq!(msg.headers.len(), codec::MAX_HEADERS + 1);
-    let over = text.replace("\n\n{}", "\nX-last: 1\n\n{}");
-    let err = decode(&over, DEFAULT_MAX_MESSAGE_SIZE).unwrap_err();
-    assert_eq!(
-        err.kind,
-        DecodeErrorKind::TooManyHeaders {
-            limit: codec::MAX_HEADERS
-        }
-    );
+    one_header_more_is_too_many(&text);
 }
