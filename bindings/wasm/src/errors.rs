@@ -47,7 +47,7 @@ pub(crate) fn text(v: JsValue, name: &str) -> Result<String, JsValue> {
 /// `v` as a close code or an HTTP status, or kind `invalid` naming the argument `name`: a number
 /// that is an integer from 0 to 65535, as the engines take it. wasm-bindgen's `u16` took any value
 /// modulo 65536 (`70000` closed with 4464, `-1` with 65535, `undefined` with 0).
-pub(crate) fn close_code(v: JsValue, name: &str) -> Result<u16, JsValue> {
+pub(crate) fn u16_arg(v: JsValue, name: &str) -> Result<u16, JsValue> {
     // The cast saturates (NaN is 0): only a value it keeps is one.
     match v.as_f64() {
         Some(n) if n as u16 as f64 == n => Ok(n as u16),

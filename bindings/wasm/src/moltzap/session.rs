@@ -3,7 +3,7 @@
 //! and `pollTimeout` until empty.
 
 use super::options::{self, error};
-use crate::errors::{close_code, opt_text, text};
+use crate::errors::{opt_text, text, u16_arg};
 use crate::outgoing::{self, millis};
 use agentwire_core::ErrorKind;
 use agentwire_moltzap::{Credentials, Session, SessionState};
@@ -54,7 +54,7 @@ impl MoltZapSession {
     /// The socket closed: pending requests fail with `closed`, then `disconnected`.
     #[wasm_bindgen(js_name = handleClose)]
     pub fn handle_close(&mut self, now: f64, code: JsValue, reason: JsValue) -> Result<(), JsValue> {
-        let code = close_code(code, "code")?;
+        let code = u16_arg(code, "code")?;
         self.inner.handle_close(millis(now), code, &text(reason, "reason")?);
         Ok(())
     }
@@ -123,7 +123,7 @@ impl MoltZapSession {
 
     /// Queues a close frame: pending requests fail with `closed`, then `disconnected`.
     pub fn close(&mut self, code: JsValue, reason: JsValue) -> Result<(), JsValue> {
-        let code = close_code(code, "code")?;
+        let code = u16_arg(code, "code")?;
         self.inner.close(code, &text(reason, "reason")?);
         Ok(())
     }

@@ -3,7 +3,7 @@
 //! `pollTimeout` until empty.
 
 use super::options;
-use crate::errors::{self, close_code, opt_text, text};
+use crate::errors::{self, opt_text, text, u16_arg};
 use crate::host::JsEntropy;
 use crate::outgoing::{self, millis};
 use agentwire_rkt::json::error_json;
@@ -48,7 +48,7 @@ impl RktSession {
 
     #[wasm_bindgen(js_name = handleClose)]
     pub fn handle_close(&mut self, now: f64, code: JsValue, reason: JsValue) -> Result<(), JsValue> {
-        let code = close_code(code, "code")?;
+        let code = u16_arg(code, "code")?;
         self.inner.handle_close(millis(now), code, &text(reason, "reason")?);
         Ok(())
     }

@@ -4,7 +4,7 @@
 //! re-arm the timer at `pollTimeout`.
 
 use super::{options, transmit_to_js};
-use crate::errors::{self, close_code, text};
+use crate::errors::{self, text, u16_arg};
 use crate::host::JsEntropy;
 use crate::outgoing::millis;
 use agentwire_switch::{Connection, SwitchError};
@@ -59,7 +59,7 @@ impl SwitchSession {
     pub fn handle_open_failed(&mut self, now: f64, status: JsValue, body: JsValue) -> Result<(), JsValue> {
         let status = match status.is_undefined() || status.is_null() {
             true => None,
-            false => Some(close_code(status, "status")?),
+            false => Some(u16_arg(status, "status")?),
         };
         self.inner.handle_open_failed(millis(now), status, &text(body, "body")?);
         Ok(())
@@ -96,7 +96,7 @@ impl SwitchSession {
     /// The socket closed (1006 when it dropped without a close frame), or the stream ended.
     #[wasm_bindgen(js_name = handleClose)]
     pub fn handle_close(&mut self, now: f64, code: JsValue, reason: JsValue) -> Result<(), JsValue> {
-        let code = close_code(code, "code")?;
+        let code = u16_arg(code, "code")?;
         self.inner.handle_close(millis(now), code, &text(reason, "reason")?);
         Ok(())
     }
@@ -104,7 +104,7 @@ impl SwitchSession {
     /// The answer to the `http` transmit `id`.
     #[wasm_bindgen(js_name = handleHttpResponse)]
     pub fn handle_http_response(&mut self, now: f64, id: f64, status: JsValue, body: JsValue) -> Result<(), JsValue> {
-        let status = close_code(status, "status")?;
+        let status = u16_arg(status, "status")?;
         let body = text(body, "body")?;
         self.inner.handle_http_response(millis(now), call_id(id), status, &body);
         Ok(())
