@@ -42,13 +42,21 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, Error> {
         Err(e) => return Err(decode(e)),
     };
     let status = response.code.ok_or_else(|| decode("no status"))?;
-    let mut chunked = false;
+    // The transfer codings of every `Transfer-Encoding` header, in order: how many, how many
+    // of them `chunked`, and whether the last is.
+    let (mut codings, mut chunked, mut last_chunked) = (0usize, 0usize, false);
     let mut length = None;
     for h in response.headers.iter() {
         if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked |= String::from_utf8_lossy(h.value)
-                .to_ascii_lowercase()
-                .contains("chunked");
+            for coding in h.value.split(|&b| b == b',') {
+                let coding = coding.trim_ascii();
+                if coding.is_empty() {
+                    continue;
+                }
+                codings += 1;
+                last_chunked = coding.eq_ignore_ascii_case(b"chunked");
+                chunked += usize::from(last_chunked);
+            }
         } else if h.name.eq_ignore_ascii_case("content-length") {
             let v = std::str::from_utf8(h.value)
                 .ok()
@@ -64,8 +72,14 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, Error> {
     }
     let framing = if (100..200).contains(&status) || status == 204 || status == 304 {
         Framing::Empty
-    } else if chunked {
+    } else if chunked > 1 {
+        return Err(decode("chunked applied more than once"));
+    } else if last_chunked {
         Framing::Chunked
+    } else if codings > 0 {
+        // RFC 9112, 6.3: a coding other than `chunked` last runs to the close, and overrides
+        // any `Content-Length`.
+        Framing::ToClose
     } else {
         match length {
             Some(0) => Framing::Empty,
@@ -123,6 +137,51 @@ mod tests {
         let twice = |a: u8, b: u8| format!("HTTP/1.1 200 OK\r\nContent-Length: {a}\r\nContent-Length: {b}\r\n\r\n");
         assert!(head(&twice(2, 3)).is_err());
         assert_eq!(head(&twice(2, 2)).unwrap().unwrap().framing, Framing::Length(2));
+    }
+
+    /// RFC 9112, 6.3: `chunked` frames the body only as the last coding; with another coding
+    /// last the body runs to the close, whatever `Content-Length` says; `chunked` twice is
+    /// refused (a sender must not apply it twice).
+    #[test]
+    fn transfer_codings() {
+        let framing = |headers: &str| head(&format!("HTTP/1.1 200 OK\r\n{headers}\r\n")).map(|h| h.unwrap().framing);
+        for chunked in [
+            "Transfer-Encoding: chunked\r\n",
+            "Transfer-Encoding: CHUNKED \r\n",
+            "Transfer-Encoding: gzip, chunked\r\n",
+            "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n",
+            "Transfer-Encoding: ,chunked,\r\n",
+            "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+        ] {
+            assert_eq!(framing(chunked).unwrap(), Framing::Chunked, "{chunked:?}");
+        }
+        for to_close in [
+            "Transfer-Encoding: gzip\r\n",
+            "Transfer-Encoding: chunked, gzip\r\n",
+            "Transfer-Encoding: xchunked\r\n",
+            "Transfer-Encoding: gzip\r\nContent-Length: 5\r\n",
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n",
+        ] {
+            assert_eq!(framing(to_close).unwrap(), Framing::ToClose, "{to_close:?}");
+        }
+        for twice in [
+            "Transfer-Encoding: chunked, chunked\r\n",
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        ] {
+            let e = framing(twice).unwrap_err();
+            assert_eq!(
+                (e.kind, e.message.as_str()),
+                (ErrorKind::Decode, "HTTP answer: chunked applied more than once"),
+                "{twice:?}"
+            );
+        }
+        // No body whatever the codings: a 1xx, 204 or 304 answer.
+        for status in ["100 Continue", "103 Early Hints", "204 No Content", "304 Not Modified"] {
+            let h = head(&format!(
+                "HTTP/1.1 {status}\r\nTransfer-Encoding: chunked\r\nContent-Length: 7\r\n\r\n"
+            ));
+            assert_eq!(h.unwrap().unwrap().framing, Framing::Empty, "{status}");
+        }
     }
 
     proptest::proptest! {
