@@ -22,6 +22,10 @@ const TOKEN_PROTOCOL = "agentwire.token.";
 /** Characters of a refused upgrade's answer kept for the engine: as many as the bytes it reads
  * (`agentwire_core::http::REFUSAL_BODY_MAX`, checked by crates/agentwire-core/tests/npm_facts.rs). */
 const REFUSAL_BODY = 65536;
+/** How long a refused upgrade's body is read, in milliseconds, before its close goes out with
+ * what came (`agentwire_core::http::REFUSAL_BODY_WAIT_MS`, checked as `REFUSAL_BODY` is): a
+ * body that trickles or never ends is its status after this long, not after the open's timeout. */
+const REFUSAL_BODY_WAIT_MS = 2000;
 
 /** A code a close frame may carry: 1000, or 3000–4999. */
 const sendable = (code: number | undefined): number => (code === 1000 || (code !== undefined && code >= 3000 && code <= 4999) ? code : 1000);
@@ -32,7 +36,8 @@ const sendable = (code: number | undefined): number => (code === 1000 || (code !
  * An upgrade refused with HTTP 401 ends as a close with code 4401 (what Switch sends for a key
  * it does not take); any other failure as 1006, with the status and the start of the answer in
  * the reason. The close of a refused upgrade also has `status` and `body` (the answer's first
- * 65,536 characters), which agentwire's drivers pass on to the engine. */
+ * 65,536 characters, or what came of it in 2 s), which agentwire's drivers pass on to the
+ * engine. */
 export function fetchWebSocket(headers: Record<string, string>): WebSocketConstructor {
   return class FetchWebSocket {
     static readonly CONNECTING = 0;
@@ -65,6 +70,9 @@ export function fetchWebSocket(headers: Record<string, string>): WebSocketConstr
       const socket = (answer as Response & { webSocket?: WorkerSocket | null }).webSocket;
       if (answer.status !== 101 || !socket) {
         const body = await bodyStart(answer);
+        // Cut short, a `409 taken_over` would be a final refusal without its code: no answer
+        // (retried), as every driver takes it.
+        if (body === null) return this.#ended(1006, `the HTTP ${answer.status} answer broke off`);
         const said = body.slice(0, 80);
         const why = `the upgrade was refused with HTTP ${answer.status}${said ? `: ${said}` : ""}`;
         this.#ended(answer.status === 401 ? 4401 : 1006, why, false, { status: answer.status, body });
@@ -147,17 +155,22 @@ export function fetchWebSocket(headers: Record<string, string>): WebSocketConstr
   };
 }
 
-/** The first `REFUSAL_BODY` characters of a refusal's body, read a chunk at a time: a body with
- * no end is not read whole ("" when it cannot be read). */
-async function bodyStart(answer: Response): Promise<string> {
+/** The first `REFUSAL_BODY` characters of a refusal's body, read a chunk at a time for
+ * `REFUSAL_BODY_WAIT_MS` at most: a body with no end is not read whole; `null` when it breaks
+ * off before its end, that wait or `REFUSAL_BODY`. */
+async function bodyStart(answer: Response): Promise<string | null> {
   const reader = answer.body?.getReader();
   const decoder = new TextDecoder();
   let text = "";
+  let broke = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const waited = new Promise<{ done: true; value?: undefined }>((r) => (timer = setTimeout(r, REFUSAL_BODY_WAIT_MS, { done: true })));
   try {
-    for (let r; reader && text.length < REFUSAL_BODY && !(r = await reader.read()).done; ) text += decoder.decode(r.value, { stream: true });
+    for (let r; reader && text.length < REFUSAL_BODY && !(r = await Promise.race([reader.read(), waited])).done; ) text += decoder.decode(r.value, { stream: true });
   } catch {
-    // What came before the failure is kept.
+    broke = true;
   }
+  clearTimeout(timer);
   reader?.cancel().catch(() => {});
-  return text.slice(0, REFUSAL_BODY);
+  return broke ? null : text.slice(0, REFUSAL_BODY);
 }

@@ -5,6 +5,7 @@
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
 import { SwitchClient } from "agentwire/switch";
+import { fetchWebSocket } from "agentwire";
 import { FakeWebSocket, last } from "./fake-ws.mjs";
 
 const realFetch = globalThis.fetch;
@@ -177,4 +178,50 @@ test("Switch auto: an upgrade refused with 403, which the socket tells, goes on 
   assert.ok(events.some((e) => e.type === "diagnostic" && e.error.kind === "version"), JSON.stringify(events));
   await client.close();
   assert.ok(calls[0].signal.aborted);
+});
+
+test("fetchWebSocket: an upgrade refused with a body that never ends closes with its status and body's start after 2 s", { timeout: 20_000 }, async () => {
+  let signal;
+  globalThis.fetch = async (url, init) => {
+    signal = init.signal;
+    const enc = new TextEncoder();
+    let sent = false;
+    // One chunk, then nothing more, ever; aborted, the body errors, as a real fetch's does.
+    const stream = new ReadableStream({
+      start: (c) => init.signal.addEventListener("abort", () => c.error(new DOMException("aborted", "AbortError"))),
+      pull: (c) => void (sent || ((sent = true), c.enqueue(enc.encode('{"detail":"taken over"}')))),
+    });
+    return new Response(stream, { status: 409 });
+  };
+  const Socket = fetchWebSocket({ Authorization: "Bearer k" });
+  const start = Date.now();
+  const closed = await new Promise((resolve) => {
+    const ws = new Socket("ws://switch.test/agents/a/connection/ws");
+    ws.onclose = resolve;
+  });
+  const took = Date.now() - start;
+  assert.equal(closed.code, 1006);
+  assert.equal(closed.status, 409);
+  assert.equal(closed.body, '{"detail":"taken over"}');
+  // agentwire_core::http::REFUSAL_BODY_WAIT_MS, checked by crates/agentwire-core/tests/npm_facts.rs.
+  assert.ok(took >= 1_500 && took < 5_000, `closed after ${took} ms`);
+  assert.ok(signal.aborted, "the refused upgrade is aborted");
+});
+
+test("fetchWebSocket: an upgrade refusal whose body breaks off is no answer (1006, no status), as every driver takes it", { timeout: 10_000 }, async () => {
+  globalThis.fetch = async () => {
+    const enc = new TextEncoder();
+    let n = 0;
+    const stream = new ReadableStream({
+      pull: (c) => (n++ ? c.error(new TypeError("the connection was reset")) : c.enqueue(enc.encode('{"detail":"taken'))),
+    });
+    return new Response(stream, { status: 409 });
+  };
+  const Socket = fetchWebSocket({});
+  const closed = await new Promise((resolve) => {
+    new Socket("ws://switch.test/agents/a/connection/ws").onclose = resolve;
+  });
+  assert.equal(closed.code, 1006);
+  assert.equal(closed.status, undefined, "cut short, a 409 is not a refusal the engine can read");
+  assert.match(closed.reason, /HTTP 409 answer broke off/);
 });

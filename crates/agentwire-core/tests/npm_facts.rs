@@ -5,6 +5,18 @@
 
 use agentwire_core::{Error, ErrorKind};
 
+/// The value of `const NAME = …;` in the npm package's `npm/src/<file>`, as written.
+fn ts_const(file: &str, name: &str) -> String {
+    let path = format!("{}/../../npm/src/{file}", env!("CARGO_MANIFEST_DIR"));
+    let ts = std::fs::read_to_string(&path).expect(&path);
+    let start = format!("const {name} = ");
+    ts.lines()
+        .find_map(|l| l.trim().strip_prefix(start.as_str()))
+        .and_then(|v| v.strip_suffix(';'))
+        .unwrap_or_else(|| panic!("`const {name} = …;` in npm/src/{file}"))
+        .to_string()
+}
+
 /// `npm/src/errors.ts`: `agentwireError`'s `const retryable = kind === "a" || kind === "b" …;`.
 #[test]
 fn the_packages_retryable_kinds_are_the_engines() {
@@ -31,16 +43,23 @@ fn the_packages_retryable_kinds_are_the_engines() {
 /// taken_over` of 6.7 KB was a retryable refusal without a code in npm, final natively).
 #[test]
 fn the_packages_refusal_body_is_the_engines() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../npm/src/fetch-socket.ts");
-    let ts = std::fs::read_to_string(path).expect("npm/src/fetch-socket.ts");
-    let value = ts
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("const REFUSAL_BODY = "))
-        .and_then(|v| v.strip_suffix(';'))
-        .expect("`const REFUSAL_BODY = …;` in npm/src/fetch-socket.ts");
+    let value = ts_const("fetch-socket.ts", "REFUSAL_BODY");
     assert_eq!(
         value.parse::<usize>(),
         Ok(agentwire_core::http::REFUSAL_BODY_MAX),
+        "{value}"
+    );
+}
+
+/// `npm/src/fetch-socket.ts`: `const REFUSAL_BODY_WAIT_MS = N;`, how long `fetchWebSocket` reads a
+/// refused upgrade's answer, is how long every driver reads it (it read until the open's timeout,
+/// which closed the socket without the status).
+#[test]
+fn the_packages_refusal_wait_is_the_engines() {
+    let value = ts_const("fetch-socket.ts", "REFUSAL_BODY_WAIT_MS");
+    assert_eq!(
+        value.parse::<u64>(),
+        Ok(agentwire_core::http::REFUSAL_BODY_WAIT_MS),
         "{value}"
     );
 }
@@ -49,12 +68,6 @@ fn the_packages_refusal_body_is_the_engines() {
 /// after making it, is the engines' text for a call sent and unanswered.
 #[test]
 fn the_packages_may_have_run_is_the_engines() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../npm/src/calls.ts");
-    let ts = std::fs::read_to_string(path).expect("npm/src/calls.ts");
-    let value = ts
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("const MAY_HAVE_RUN = "))
-        .and_then(|v| v.strip_suffix(';'))
-        .expect("`const MAY_HAVE_RUN = …;` in npm/src/calls.ts");
+    let value = ts_const("calls.ts", "MAY_HAVE_RUN");
     assert_eq!(value, format!("{:?}", agentwire_core::MAY_HAVE_RUN));
 }
