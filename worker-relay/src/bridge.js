@@ -2,7 +2,7 @@
 // the current generation's frames, pings the browser, turns pongs into beats and decides every
 // close; this file reads the stream, sends the beats and runs the timer. Returns the function
 // that ends the bridge when the relay token expires.
-import { BridgeCore, CODES, boundedText, closeQuietly, forwardClose, frameLimit, messageBytes } from "./core.js";
+import { BridgeCore, CODES, REFUSAL_BODY_WAIT_MS, boundedText, closeQuietly, forwardClose, frameLimit, messageBytes } from "./core.js";
 import { logEvent, shortId } from "./log.js";
 
 export function bridge(relay, d, client, early, abort, rec) {
@@ -99,8 +99,8 @@ export function bridge(relay, d, client, early, abort, rec) {
     }).then(
       async (answer) => {
         if (answer.status === 401) logEvent(relay, "error", { event: "upstream_key_refused", ...who, beat: true, status: 401 });
-        const body = await boundedText(relay, answer);
-        step(() => core.handleBeatResponse(Date.now(), answer.status, body));
+        const body = await boundedText(relay, answer, { whole: true });
+        step(() => core.handleBeatResponse(Date.now(), body === null ? 0 : answer.status, body ?? ""));
       },
       () => step(() => core.handleBeatResponse(Date.now(), 0, "")),
     );
@@ -144,7 +144,11 @@ export function bridge(relay, d, client, early, abort, rec) {
       // 401: the relay's own key (the core closes 1011 with the relay's reason).
       const event = answer.status === 401 ? "upstream_key_refused" : "upstream_refused";
       logEvent(relay, answer.status === 401 ? "error" : "warn", { event, ...who, status: answer.status });
-      const body = await boundedText(relay, answer);
+      // Read for REFUSAL_BODY_WAIT_MS at most: a refusal whose body never ends is still its
+      // status (a 409 taken_over final for the browser), not the open's timeout (a 1011 it
+      // retries). One that breaks off is no answer, as the engines' drivers take it.
+      const body = await boundedText(relay, answer, { waitMs: REFUSAL_BODY_WAIT_MS, whole: true });
+      if (body === null) return step(() => core.handleSseEnd(Date.now(), `the HTTP ${answer.status} answer broke off`));
       return step(() => core.handleOpenResponse(Date.now(), answer.status, type, body));
     }
     step(() => core.handleOpenResponse(Date.now(), 200, type, ""));

@@ -6,6 +6,7 @@ import * as engine from "../gen/agentwire_relay_wasm.js";
 engine.initSync({ module: wasm });
 
 export const { BridgeCore, forwardClose, closeReason, upgradeRefused } = engine;
+export const REFUSAL_BODY_WAIT_MS = engine.refusalBodyWaitMs();
 export const CODES = JSON.parse(engine.closeCodes());
 const NAMES = engine.settingNames();
 
@@ -97,28 +98,36 @@ export function closeQuietly(ws, code, reason) {
 
 /** At most `max` bytes of an answer's body, as text, with no agent key in it, not even the
  * start of one cut at `max`: `redactMargin` bytes more are read, every key is replaced, then the
- * text is cut (`relay.redactCut`). The rest of the body is not read. */
-export async function boundedText(relay, answer, max = 16 * 1024) {
+ * text is cut (`relay.redactCut`). The rest of the body is not read, nor what has not come after
+ * `waitMs` (none: no time bound). A body that breaks off before that is what came of it, or
+ * `null` with `whole` (the bridge's answers: cut, a `409 taken_over` loses its code, so a driver
+ * takes it for no answer). */
+export async function boundedText(relay, answer, { max = 16 * 1024, waitMs, whole = false } = {}) {
   if (!answer.body) return "";
   const limit = max + relay.redactMargin;
   const reader = answer.body.getReader();
   const chunks = [];
   let size = 0;
   let complete = false;
+  let timer;
+  const waited = waitMs === undefined ? null : new Promise((r) => (timer = setTimeout(r, waitMs, null)));
   try {
     while (size <= limit) {
-      const { done, value } = await reader.read();
-      if (done) {
+      const read = await (waited ? Promise.race([reader.read(), waited]) : reader.read());
+      if (read === null) break;
+      if (read.done) {
         complete = true;
         break;
       }
-      chunks.push(value);
-      size += value.byteLength;
+      chunks.push(read.value);
+      size += read.value.byteLength;
     }
   } catch {
-    /* what was read is enough */
+    if (whole) size = -1;
   }
+  clearTimeout(timer);
   reader.cancel().catch(() => {});
+  if (size < 0) return null;
   const all = new Uint8Array(Math.min(size, limit));
   let at = 0;
   for (const c of chunks) {

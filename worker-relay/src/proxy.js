@@ -52,6 +52,6 @@ export async function proxy(relay, d) {
     if (v !== null) headers.push([name, v]);
   }
   if (answer.status < 400) return new Response(answer.body, { status: answer.status, headers });
-  const body = await boundedText(relay, answer, MAX_ERROR_BODY);
+  const body = await boundedText(relay, answer, { max: MAX_ERROR_BODY });
   return new Response(body, { status: answer.status, headers });
 }

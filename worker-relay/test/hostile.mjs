@@ -129,13 +129,14 @@ export async function startBlackhole() {
  * A released-generation upstream (SSE + beats) under the test's control: `onEvents(res, req)`
  * answers `GET .../events` (the response is already `200 text/event-stream` unless it writes
  * its own head first: pass `{head: false}`); beats are answered `beatStatus` (200 by default)
- * or never when `beatStatus` is `null`, `beatDelayMs` (as it was when the beat came) late; a
+ * or never when `beatStatus` is `null`, `beatDelayMs` (as it was when the beat came) late, with a
+ * body that breaks off when `beatBreaks`; a
  * WebSocket upgrade gets `upgradeStatus` (403, as a released server with a valid key). Records `requests` (`upgrade: true` for upgrades) and
  * `beats`, and `streams` (the open event responses, to see whether the relay closed them:
  * `closedAt`).
  */
 export async function startSseUpstream(onEvents, { head = true } = {}) {
-  const up = { requests: [], beats: [], streams: [], beatStatus: 200, beatDelayMs: 0, upgradeStatus: 403 };
+  const up = { requests: [], beats: [], streams: [], beatStatus: 200, beatDelayMs: 0, beatBreaks: false, upgradeStatus: 403 };
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
@@ -157,6 +158,7 @@ export async function startSseUpstream(onEvents, { head = true } = {}) {
         if (up.beatStatus === null) return;
         const answer = () => {
           res.writeHead(up.beatStatus, { "content-type": "application/json" });
+          if (up.beatBreaks) return void (res.write('{"detail":"taken","co'), setTimeout(() => res.destroy(), 50));
           res.end(JSON.stringify({ ok: true, rooms: [], cursor: 0 }));
         };
         if (up.beatDelayMs) return void setTimeout(answer, up.beatDelayMs);

@@ -347,6 +347,48 @@ describe("an SSE upstream that misbehaves (the bridge)", { concurrency: true }, 
     await until(() => sse.streams[0]?.closedAt, SLACK, "the stream let go");
   });
 
+  test("a refused stream open whose body never ends: its status after 2 s (REFUSAL_BODY_WAIT_MS), not the open's timeout", { timeout: 20_000 }, async () => {
+    const sse = await startSseUpstream((res) => {
+      res.writeHead(409, { "content-type": "application/json" });
+      res.write('{"detail":"taken over"');
+    }, { head: false });
+    const relay = await startRelay(sseVars(sse.url, { UPSTREAM_TIMEOUT_MS: "8000" }));
+    const c = await connect(relay);
+    const got = await closedWithin(c, 2_000 + SLACK, "the refusal");
+    assert.equal(got.code, 4409, got.reason);
+    assert.ok(got.after >= 1_500, `closed after ${got.after} ms`);
+    const refused = c.frames.find((f) => f.event === "refused");
+    assert.equal(refused?.data.status, 409, JSON.stringify(c.frames));
+    assert.match(String(refused.data.detail), /taken over/);
+    await until(() => sse.streams[0]?.closedAt, SLACK, "the stream let go");
+  });
+
+  test("a refused stream open whose body breaks off is no answer: 1011, not the refusal (cut, a 409 loses its code)", { timeout: 20_000 }, async () => {
+    const sse = await startSseUpstream((res) => {
+      res.writeHead(409, { "content-type": "application/json" });
+      res.write('{"detail":"taken","co');
+      setTimeout(() => res.destroy(), 50);
+    }, { head: false });
+    const relay = await startRelay(sseVars(sse.url, { UPSTREAM_TIMEOUT_MS: "8000" }));
+    const c = await connect(relay);
+    const got = await closedWithin(c, 2_000 + SLACK, "the close");
+    assert.deepEqual([got.code, got.reason], [1011, "upstream unreachable: the HTTP 409 answer broke off"]);
+    assert.ok(!c.frames.some((f) => f.event === "refused"), JSON.stringify(c.frames));
+  });
+
+  test("a beat answer whose body breaks off is a failed beat, retried, not the eviction its status names", { timeout: 20_000 }, async () => {
+    const sse = await startSseUpstream((res, req) => {
+      res.write(sseConnectionState(FAKE.id, new URL(req.url, "http://x").searchParams.get("connection_id")));
+    });
+    Object.assign(sse, { beatStatus: 409, beatBreaks: true });
+    const relay = await startRelay(sseVars(sse.url, { UPSTREAM_TIMEOUT_MS: "8000" }));
+    const c = await connect(relay);
+    await c.next((f) => f.event === "connection_state", 5_000, "connection_state");
+    await until(() => sse.beats.length >= 2, 5_000, "a second beat");
+    assert.equal(c.ws.readyState, c.ws.OPEN, "still up");
+    assert.ok(!c.frames.some((f) => f.event === "evicted"), JSON.stringify(c.frames));
+  });
+
   test("a beat that is never answered: 1011 after UPSTREAM_TIMEOUT_MS (the bridge's beat timeout is the configured one)", { timeout: 20_000 }, async () => {
     const sse = await startSseUpstream((res, req) => {
       res.write(sseConnectionState(FAKE.id, new URL(req.url, "http://x").searchParams.get("connection_id")));

@@ -159,6 +159,14 @@ pub fn forward_close(code: Option<u16>) -> u16 {
     agentwire_relay::close::forward(code)
 }
 
+/// How long a refused stream open's body is read, in milliseconds, before the bridge core gets
+/// what came of it (`agentwire_core::http::REFUSAL_BODY_WAIT_MS`, what every driver waits): a
+/// refusal whose body trickles or never ends is its status, not the open's timeout.
+#[wasm_bindgen(js_name = refusalBodyWaitMs)]
+pub fn refusal_body_wait_ms() -> f64 {
+    agentwire_core::http::REFUSAL_BODY_WAIT_MS as f64
+}
+
 /// A close reason cut to what a close frame carries.
 #[wasm_bindgen(js_name = closeReason)]
 pub fn close_reason(reason: &str) -> String {
