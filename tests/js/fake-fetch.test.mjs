@@ -34,6 +34,15 @@ function body() {
   return { stream, write: (t) => ctl.enqueue(enc.encode(t)), end: () => ctl.close() };
 }
 
+/** A body of `text`, then nothing more, ever; aborted (`signal`), it errors, as a real fetch's does. */
+function endlessBody(signal, text) {
+  let sent = false;
+  return new ReadableStream({
+    start: (c) => signal.addEventListener("abort", () => c.error(new DOMException("aborted", "AbortError"))),
+    pull: (c) => void (sent || ((sent = true), c.enqueue(new TextEncoder().encode(text)))),
+  });
+}
+
 async function until(ok, what) {
   const end = Date.now() + 5_000;
   while (!ok()) {
@@ -128,14 +137,7 @@ test("Switch over SSE: a refusal whose body never ends is its status after 2 s, 
   let signal;
   fakeFetch((call) => {
     signal = call.signal;
-    const enc = new TextEncoder();
-    let sent = false;
-    // One chunk, then nothing more, ever; aborted, the body errors, as a real fetch's does.
-    const stream = new ReadableStream({
-      start: (c) => call.signal.addEventListener("abort", () => c.error(new DOMException("aborted", "AbortError"))),
-      pull: (c) => void (sent || ((sent = true), c.enqueue(enc.encode('{"detail":"bad key"}')))),
-    });
-    return new Response(stream, { status: 401 });
+    return new Response(endlessBody(call.signal, '{"detail":"bad key"}'), { status: 401 });
   });
   const start = Date.now();
   const e = await SwitchClient.connect("http://switch.test", { token: "k", agentId: "a", transport: "sse", openTimeoutMs: 15_000 }).then(
@@ -184,14 +186,7 @@ test("fetchWebSocket: an upgrade refused with a body that never ends closes with
   let signal;
   globalThis.fetch = async (url, init) => {
     signal = init.signal;
-    const enc = new TextEncoder();
-    let sent = false;
-    // One chunk, then nothing more, ever; aborted, the body errors, as a real fetch's does.
-    const stream = new ReadableStream({
-      start: (c) => init.signal.addEventListener("abort", () => c.error(new DOMException("aborted", "AbortError"))),
-      pull: (c) => void (sent || ((sent = true), c.enqueue(enc.encode('{"detail":"taken over"}')))),
-    });
-    return new Response(stream, { status: 409 });
+    return new Response(endlessBody(init.signal, '{"detail":"taken over"}'), { status: 409 });
   };
   const Socket = fetchWebSocket({ Authorization: "Bearer k" });
   const start = Date.now();
