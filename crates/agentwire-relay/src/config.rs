@@ -298,7 +298,7 @@ fn parse_upstream(u: &str) -> Result<(String, String), ConfigError> {
         ));
     }
     if path.contains(['?', '#']) {
-        return Err(bad("UPSTREAM", "has no query or fragment"));
+        return Err(bad("UPSTREAM", "must have no query or fragment"));
     }
     if let Some(host) = origin.strip_prefix("http://") {
         // The agent key goes upstream in `Authorization`: in clear only to this machine.
@@ -495,6 +495,11 @@ pub(crate) mod tests {
             Config::from_env(env(&[("UPSTREAM", "")])).unwrap_err().problem,
             "is required"
         );
+        // Says what the setting must be, not what it is (it had "has no query or fragment").
+        for u in ["https://h.example/p?x=1", "https://h.example/p#f"] {
+            let e = Config::from_env(env(&[("UPSTREAM", u)])).unwrap_err();
+            assert_eq!(e.to_string(), "relay setting UPSTREAM: must have no query or fragment");
+        }
     }
 
     /// The agent key goes upstream in `Authorization`: over plain HTTP only to a loopback host.
