@@ -389,11 +389,15 @@ impl Relay {
             return Err(no);
         }
         if matches!(route, Route::Ws) != upgrade {
-            return Err(no(
-                if upgrade { 400 } else { 426 },
-                "invalid",
-                "this route is only a WebSocket upgrade",
-            ));
+            return Err(if upgrade {
+                no(
+                    400,
+                    "invalid",
+                    "this route is not a WebSocket route: call it over plain HTTP",
+                )
+            } else {
+                no(426, "invalid", "this route is only a WebSocket upgrade")
+            });
         }
         if upgrade {
             let offered = offered_protocols(req);

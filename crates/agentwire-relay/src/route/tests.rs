@@ -533,6 +533,22 @@ fn a_bad_open_is_refused_like_switch_does() {
     assert_eq!(a.status, 405);
 }
 
+/// An upgrade to a route that is not the WebSocket's is told so (it was told "this route is only
+/// a WebSocket upgrade", the reverse); a plain GET of the WebSocket route is told that one.
+#[test]
+fn an_upgrade_to_a_plain_route_is_told_it_is_not_a_websocket_route() {
+    let mut r = relay(&[]);
+    let t = token("agent-a", |_| {});
+    let f = refused(ws_token(&mut r, "https://relay.example/agents/agent-a/ops", &t));
+    assert_eq!(
+        (f.code, f.reason.as_str()),
+        (4400, "this route is not a WebSocket route: call it over plain HTTP")
+    );
+    let a = answered(http(&mut r, "GET", WS, &[("Origin", APP)], None));
+    assert_eq!(a.status, 426);
+    assert!(a.body.contains("this route is only a WebSocket upgrade"), "{}", a.body);
+}
+
 #[test]
 fn a_prefix_and_a_learned_released_upstream() {
     let mut r = relay(&[("PATH_PREFIX", "/switch"), ("UPSTREAM", "http://127.0.0.1:9/base")]);
