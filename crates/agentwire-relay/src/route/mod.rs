@@ -265,6 +265,8 @@ struct No {
     kind: &'static str,
     detail: String,
     retry_after_s: Option<u64>,
+    /// The route's method, for a 405's `Allow` (with `OPTIONS`).
+    allow: Option<&'static str>,
 }
 
 fn no(status: u16, kind: &'static str, detail: impl Into<String>) -> No {
@@ -280,6 +282,7 @@ fn no(status: u16, kind: &'static str, detail: impl Into<String>) -> No {
         kind,
         detail: detail.into(),
         retry_after_s: None,
+        allow: None,
     }
 }
 
@@ -386,6 +389,7 @@ impl Relay {
         if method != route.method() {
             let mut no = no(405, "method", format!("{method} is not allowed here"));
             no.detail = format!("{}; use {}", no.detail, route.method());
+            no.allow = Some(route.method());
             return Err(no);
         }
         if matches!(route, Route::Ws) != upgrade {
@@ -730,8 +734,8 @@ fn answer(no: &No, cors: &Headers, agent: Option<String>) -> Decision {
     if let Some(s) = no.retry_after_s {
         headers.push(("Retry-After".to_owned(), s.to_string()));
     }
-    if no.status == 405 {
-        headers.push(("Allow".to_owned(), "GET, POST, OPTIONS".to_owned()));
+    if let Some(method) = no.allow {
+        headers.push(("Allow".to_owned(), format!("{method}, OPTIONS")));
     }
     Decision::Respond(Answer {
         status: no.status,

@@ -966,7 +966,24 @@ fn only_a_405_carries_allow() {
         &[("Origin", APP)],
         Some("{}"),
     ));
-    assert_eq!((a.status, allow(&a).as_deref()), (405, Some("GET, POST, OPTIONS")));
+    assert_eq!((a.status, allow(&a).as_deref()), (405, Some("GET, OPTIONS")));
+    // The route's own method and OPTIONS, never a method the route refuses (it sent `Allow:
+    // GET, POST, OPTIONS` to every 405, with "use GET" to a POST).
+    for (method, url, allowed) in [
+        ("POST", "https://relay.example/agents/agent-a/ops", "GET"),
+        ("GET", "https://relay.example/agents/agent-a/ops/post_message", "POST"),
+        (
+            "DELETE",
+            "https://relay.example/agents/agent-a/connection/subscribe",
+            "POST",
+        ),
+        ("POST", "https://relay.example/agents/agent-a/connection/ws", "GET"),
+    ] {
+        let a = answered(http(&mut r, method, url, &[("Origin", APP)], Some("{}")));
+        assert_eq!(a.status, 405, "{method} {url}");
+        assert_eq!(allow(&a), Some(format!("{allowed}, OPTIONS")), "{method} {url}");
+        assert!(a.body.contains(&format!("use {allowed}")), "{}", a.body);
+    }
     for (url, status) in [
         ("https://relay.example/agents/agent-a/ops", 401),
         ("https://relay.example/nowhere", 404),
