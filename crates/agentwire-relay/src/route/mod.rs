@@ -248,6 +248,9 @@ impl Route<'_> {
     }
 }
 
+/// What [`is_segment`] accepts, as a refusal says it.
+const PLAIN_ID: &str = "a plain id (1 to 256 of A-Z a-z 0-9 - . _ ~ :)";
+
 /// A plain path segment: 1..=256 of `A-Z a-z 0-9 - . _ ~ :`, and not `.` or `..`.
 pub fn is_segment(s: &str) -> bool {
     !s.is_empty()
@@ -486,11 +489,11 @@ impl Relay {
         auth: (String, String),
         now: Millis,
     ) -> Result<Decision, No> {
-        let connection_id = query
-            .get("connection_id")
-            .filter(|c| is_segment(c))
-            .ok_or_else(|| no(400, "invalid", "connection_id is required (a UUID)"))?
-            .to_owned();
+        let connection_id = match query.get("connection_id") {
+            Some(c) if is_segment(c) => c.to_owned(),
+            Some(_) => return Err(no(400, "invalid", format!("the connection_id given is not {PLAIN_ID}"))),
+            None => return Err(no(400, "invalid", format!("connection_id is required: {PLAIN_ID}"))),
+        };
         if let Some(allowed) = &claims.rooms {
             if query.get("scope").is_some_and(|s| s != "single") {
                 return Err(no(

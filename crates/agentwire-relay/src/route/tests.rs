@@ -508,8 +508,19 @@ fn a_bad_open_is_refused_like_switch_does() {
     let frame = f.frame.unwrap();
     assert_eq!(
         frame,
-        r#"{"event":"refused","data":{"status":400,"detail":"connection_id is required (a UUID)"}}"#
+        r#"{"event":"refused","data":{"status":400,"detail":"connection_id is required: a plain id (1 to 256 of A-Z a-z 0-9 - . _ ~ :)"}}"#
     );
+    // One given but malformed is told so, with what is accepted (it was told "connection_id is
+    // required (a UUID)", though any plain id is accepted).
+    for bad in ["a%20b", "", "..", "a/b"] {
+        let url = format!("https://relay.example/agents/agent-a/connection/ws?connection_id={bad}");
+        let f = refused(ws_token(&mut r, &url, &t));
+        assert_eq!(f.code, 4400, "{bad}");
+        assert_eq!(
+            f.reason, "the connection_id given is not a plain id (1 to 256 of A-Z a-z 0-9 - . _ ~ :)",
+            "{bad}"
+        );
+    }
     // The shape the engine decodes, as from a server.
     let decoded = agentwire_switch::frame::decode(&frame).unwrap();
     assert!(matches!(decoded, agentwire_switch::frame::Frame::Refused(r) if r.status == 400));
