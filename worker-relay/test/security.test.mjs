@@ -276,7 +276,7 @@ test("the rooms claim: opens, scope=all, connect_to_room, subscribe and placemen
   const before = Date.now();
   const calls = [
     ["ops/connect_to_room", { room_id: other }],
-    ["ops/connect_to_room", { room_id: 7 }],
+    ["ops/connect_to_room", { room_id: 7 }, 400], // not a string: a bad request, not a room refused
     ["ops/connect_to_room", { room_id: lobby, room_id2: other }, 400], // allowed room; the upstream refuses the unknown key
     ["connection/subscribe", { connection_id: cid, room_id: other, takeover: true }],
     ["connection/placements", { connection_id: cid, placements: { s1: lobby, s2: other } }],

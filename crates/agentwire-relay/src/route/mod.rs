@@ -703,12 +703,17 @@ fn check_body_rooms(allowed: &[String], route: Route<'_>, body: &str) -> Result<
         .as_object()
         .ok_or_else(|| no(400, "invalid", "the body must be a JSON object"))?;
     if let Some(room) = obj.get("room_id") {
-        check_rooms(allowed, std::iter::once(room.as_str().unwrap_or("\u{0}")))?;
+        let room = room
+            .as_str()
+            .ok_or_else(|| no(400, "invalid", "room_id must be a string"))?;
+        check_rooms(allowed, std::iter::once(room))?;
     }
     if route == Route::Connection("placements") {
         let rooms = obj.get("placements").and_then(|p| p.as_object());
         let rooms = rooms.ok_or_else(|| no(400, "invalid", "placements must be an object"))?;
-        check_rooms(allowed, rooms.values().map(|r| r.as_str().unwrap_or("\u{0}")))?;
+        let rooms: Option<Vec<&str>> = rooms.values().map(|r| r.as_str()).collect();
+        let rooms = rooms.ok_or_else(|| no(400, "invalid", "every room of placements must be a string"))?;
+        check_rooms(allowed, rooms.into_iter())?;
     }
     Ok(value.to_string())
 }

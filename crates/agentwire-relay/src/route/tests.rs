@@ -447,10 +447,29 @@ fn rooms_claims_limit_what_can_be_claimed() {
         answered(post(&mut r, "connection/placements", r#"{"placements":{"s":"r2"}}"#)).status,
         403
     );
-    assert_eq!(
-        answered(post(&mut r, "ops/connect_to_room", r#"{"room_id":7}"#)).status,
-        403
-    );
+    // A room that is not a string is a bad request, not a room the token does not allow (it
+    // was 403 "the relay token does not allow room \"\\0\"").
+    for (path, body, detail) in [
+        ("ops/connect_to_room", r#"{"room_id":7}"#, "room_id must be a string"),
+        (
+            "connection/subscribe",
+            r#"{"room_id":null}"#,
+            "room_id must be a string",
+        ),
+        (
+            "connection/placements",
+            r#"{"placements":{"s":["r1"]}}"#,
+            "every room of placements must be a string",
+        ),
+    ] {
+        let a = answered(post(&mut r, path, body));
+        assert_eq!(a.status, 400, "{body}");
+        assert_eq!(
+            a.body,
+            format!(r#"{{"detail":"{detail}","error":"invalid"}}"#),
+            "{body}"
+        );
+    }
     assert_eq!(answered(post(&mut r, "ops/connect_to_room", "not json")).status, 400);
 }
 
