@@ -5,7 +5,7 @@ import * as engine from "../gen/agentwire_relay_wasm.js";
 
 engine.initSync({ module: wasm });
 
-export const { BridgeCore, forwardClose, closeReason, upgradeRefused } = engine;
+export const { BridgeCore, forwardClose, closeReason, upgradeRefused, upstreamAnswer } = engine;
 export const REFUSAL_BODY_WAIT_MS = engine.refusalBodyWaitMs();
 export const CODES = JSON.parse(engine.closeCodes());
 const NAMES = engine.settingNames();
@@ -33,7 +33,12 @@ export function dropRelay() {
 
 /** A JSON error answer in the relay's shape (`{detail, error}`). */
 export function jsonError(status, error, detail, headers = []) {
-  return new Response(JSON.stringify({ detail, error }), {
+  return jsonAnswer(status, JSON.stringify({ detail, error }), headers);
+}
+
+/** An answer with the JSON text `body` (one the engine wrote), never cached. */
+export function jsonAnswer(status, body, headers = []) {
+  return new Response(body, {
     status,
     headers: [["Content-Type", "application/json"], ["Cache-Control", "no-store"], ...headers],
   });

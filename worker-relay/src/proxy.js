@@ -2,10 +2,11 @@
 // wrote (never the browser's), and the answer comes back with only its status, body and the
 // headers the engine passes (`Content-Type`, `Retry-After`), plus the CORS headers it chose. An
 // upstream 401 is the relay's own key refused (the browser's token was verified): 502 with the
-// relay's reason, logged, never the upstream's 401 (which a client takes for its token). An
-// error answer's body is read (bounded) with every key taken out (`boundedText`: redacted before
-// it is cut), in case the upstream quotes the key it was sent; a success streams through.
-import { CODES, boundedText, jsonError } from "./core.js";
+// relay's reason and code `relay_key_refused`, logged, never the upstream's 401 (which a client
+// takes for its token); the engine decides it (`upstreamAnswer`). An error answer's body is read
+// (bounded) with every key taken out (`boundedText`: redacted before it is cut), in case the
+// upstream quotes the key it was sent; a success streams through.
+import { boundedText, jsonAnswer, jsonError, upstreamAnswer } from "./core.js";
 import { logEvent } from "./log.js";
 
 const MAX_ERROR_BODY = 64 * 1024;
@@ -32,19 +33,16 @@ export async function proxy(relay, d) {
       ? jsonError(504, "upstream", "the upstream did not answer in time", d.cors)
       : jsonError(502, "upstream", "the upstream could not be reached", d.cors);
   }
-  if (answer.status < 200 || answer.status > 599) {
-    // A status no Response can carry (workerd throws a RangeError for it).
+  // A 401 (the relay's key refused), a redirect, a status no Response can carry (workerd throws
+  // a RangeError for it): the engine's answer instead, whose `code` says whether the upstream did
+  // answer (a 502 without one is no answer to the Switch engine: it may have acted).
+  const then = JSON.parse(upstreamAnswer(answer.status));
+  if (then.then === "replace") {
     await answer.body?.cancel();
-    return jsonError(502, "upstream", `the upstream answered with status ${answer.status}`, d.cors);
-  }
-  if (answer.status >= 300 && answer.status < 400) {
-    await answer.body?.cancel();
-    return jsonError(502, "upstream", "the upstream answered with a redirect", d.cors);
-  }
-  if (answer.status === 401) {
-    await answer.body?.cancel();
-    logEvent(relay, "error", { event: "upstream_key_refused", agent: d.agentId, method: d.method, status: 401 });
-    return jsonError(502, "upstream", CODES.keyRefusedReason, d.cors);
+    if (then.keyRefused) {
+      logEvent(relay, "error", { event: "upstream_key_refused", agent: d.agentId, method: d.method, status: answer.status });
+    }
+    return jsonAnswer(then.status, then.body, d.cors);
   }
   const headers = [...d.cors, ["Cache-Control", "no-store"]];
   for (const name of d.passHeaders) {

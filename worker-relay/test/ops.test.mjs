@@ -209,7 +209,7 @@ test("the relay's key refused upstream (401, 4401): the browser gets a retryable
   // An HTTP call answered 401: 502 with the relay's words (a client takes a 401 for its token).
   const r = await fetch(`${relay.url}/agents/${FAKE.id}/ops`, { headers: { Origin: ORIGIN, Authorization: `Bearer ${tok}` } });
   assert.equal(r.status, 502);
-  assert.deepEqual(await r.json(), { detail: KEY_REFUSED, error: "upstream" });
+  assert.deepEqual(await r.json(), { code: "relay_key_refused", detail: KEY_REFUSED, error: "upstream" });
   const refused = await logged(relay, "upstream_key_refused", 3);
   assert.deepEqual(refused.map((l) => [l.agent, l.transport ?? l.method]), [[FAKE.id, "pipe"], [FAKE.id, "pipe"], [FAKE.id, "GET"]]);
   assert.deepEqual([refused[0].conn, refused[1].conn], [a.cid.slice(0, 8), b.cid.slice(0, 8)]);

@@ -702,6 +702,37 @@ test("an upstream status no Response can carry is a 502 with CORS, not an except
   assert.equal(h.headers["access-control-allow-origin"], ORIGIN);
 });
 
+test("an upstream that answered (a 401, a redirect) is a 502 with a code; one whose status says nothing, without", T, async () => {
+  // The code tells the Switch engine the upstream did answer and carried nothing out (a 502
+  // without one is no answer: a post behind it may have run). Before, all three had none.
+  let status = 401;
+  const up = await startUpstream({
+    onHttp: (_req, res) => {
+      res.writeHead(status, { "content-type": "application/json", location: "https://elsewhere.example/" });
+      res.end(JSON.stringify({ detail: "Invalid credentials" }));
+    },
+  });
+  const r = await startRelay(relayVars({ url: up.url, agents: { alice } }, { UPSTREAM_GENERATION: "ws" }));
+  const call = async () => {
+    const h = await raw(r, {
+      method: "POST",
+      path: `/agents/${alice.id}/ops/post_message`,
+      headers: { Origin: ORIGIN, Authorization: `Bearer ${await token(alice.id)}`, "Content-Type": "application/json" },
+      body: '{"room_id":"r","body":"hello"}',
+    });
+    assert.equal(h.status, 502, h.text);
+    assert.equal(h.headers["access-control-allow-origin"], ORIGIN);
+    assert.equal(h.headers["content-type"], "application/json");
+    return JSON.parse(h.text);
+  };
+  assert.deepEqual(await call(), { code: "relay_key_refused", detail: "the relay's key for this agent was refused", error: "upstream" });
+  for (status of [301, 302, 307, 308]) {
+    assert.deepEqual(await call(), { code: "upstream_redirect", detail: "the upstream answered with a redirect", error: "upstream" }, `${status}`);
+  }
+  status = 600;
+  assert.deepEqual(await call(), { detail: "the upstream answered with status 600", error: "upstream" });
+});
+
 test("a key straddling the relay's read limit of an error body does not reach the browser, not even in part", T, async () => {
   const agent = { id: "agent-cut", key: "sk_switch_cut_at_the_limit_key_0042" };
   const part = agent.key.slice(0, 20);

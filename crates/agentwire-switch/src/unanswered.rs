@@ -1,8 +1,8 @@
 //! Which calls may be made again when their answer never came. A driver whose HTTP call fails
 //! (the connection closed, the deadline passed) reports it through [`unanswered`], and the error
-//! a decoder gives an answer through [`answered`] (a gateway's 502 or 504 says the server's
-//! answer never came too), which keep `retryable` to what a caller may rely on: making the same
-//! call again is safe.
+//! a decoder gives an answer through [`answered`] (a gateway's 502 or 504 without a `code` says
+//! the server's answer never came too), which keep `retryable` to what a caller may rely on:
+//! making the same call again is safe.
 
 use crate::error::SwitchError;
 use crate::http::{HttpRequest, Method};
@@ -60,7 +60,8 @@ pub fn unanswered(request: &HttpRequest, error: Error, sent: bool) -> SwitchErro
 
 /// Whether `status` is what a gateway (the relay, a reverse proxy, a CDN) answers when its
 /// upstream did not answer: 502 (unreachable, or the connection lost), 504 (no answer in time),
-/// Cloudflare's 520 to 524. The upstream may have read the request and acted on it.
+/// Cloudflare's 520 to 524. The upstream may have read the request and acted on it, unless the
+/// answer says otherwise with a `code` ([`gateway`]).
 pub fn gateway_status(status: u16) -> bool {
     matches!(status, 502 | 504 | 520..=524)
 }
@@ -72,12 +73,17 @@ pub fn answered(request: &HttpRequest, error: SwitchError) -> SwitchError {
     gateway(error, idempotent(request))
 }
 
-/// A gateway's answer that the server did not answer ([`gateway_status`], kind `remote`) is an
-/// unanswered call: to a request that is not `idempotent` it is not retryable, its message saying
-/// the server may have carried it out ([`MAY_HAVE_RUN`]); its kind and status are kept. Any other
-/// error, and one of an idempotent request, is returned unchanged.
+/// A gateway's answer that the server did not answer ([`gateway_status`], kind `remote`, no
+/// `code`) is an unanswered call: to a request that is not `idempotent` it is not retryable, its
+/// message saying the server may have carried it out ([`MAY_HAVE_RUN`]); its kind and status are
+/// kept. Any other error, and one of an idempotent request, is returned unchanged. A gateway
+/// status whose body carries a `code` is an answer: a gateway that got none has no code to give
+/// (the relay's own 502 and 504 for an unreachable or late upstream carry none, a CDN's page is
+/// HTML), while the relay gives one when its upstream did answer and it answers in its place
+/// (`relay_key_refused`: the upstream refused the relay's key and carried nothing out).
 pub fn gateway(mut error: SwitchError, idempotent: bool) -> SwitchError {
-    let from_gateway = error.kind == ErrorKind::Remote && error.status.is_some_and(gateway_status);
+    let from_gateway =
+        error.kind == ErrorKind::Remote && error.status.is_some_and(gateway_status) && error.code.is_none();
     if from_gateway && !idempotent && error.retryable {
         error.retryable = false;
         error.message.push_str(MAY_HAVE_RUN);
@@ -181,6 +187,48 @@ mod tests {
         let raw = ops::op("a", Some(CID), "post_message", r#"{"body":"x"}"#).unwrap();
         let e = ops::decode_result(504, "").map_err(|e| answered(&raw, e)).unwrap_err();
         assert_eq!((e.status, e.retryable), (Some(504), false));
+    }
+
+    /// A gateway's answer with a `code` in its body is one its upstream gave: the relay's
+    /// "relay_key_refused" (the upstream refused the relay's key: nothing was carried out) is a
+    /// retryable remote error, not one that may have run. Before, every 502 to a post was taken
+    /// for no answer: a refused post was reported as possibly posted, and never sent again.
+    #[test]
+    fn a_gateway_answer_with_a_code_is_an_answer() {
+        let post = ops::request("a", Some(CID), &PostMessage::new("order 1")).unwrap();
+        for (status, body, code) in [
+            (
+                502,
+                r#"{"code":"relay_key_refused","detail":"the relay's key for this agent was refused","error":"upstream"}"#,
+                "relay_key_refused",
+            ),
+            (
+                502,
+                r#"{"code":"upstream_redirect","detail":"a redirect"}"#,
+                "upstream_redirect",
+            ),
+            (504, r#"{"detail":{"code":"some_code"}}"#, "some_code"),
+        ] {
+            let e = ops::decode::<PostMessage>(status, body)
+                .map_err(|e| answered(&post, e))
+                .unwrap_err();
+            assert_eq!(
+                (e.kind, e.status, e.code.as_deref(), e.retryable),
+                (ErrorKind::Remote, Some(status), Some(code), true),
+                "{body}"
+            );
+            assert!(!e.message.contains(MAY_HAVE_RUN), "{}", e.message);
+        }
+        // Without one (the relay's own 502 for an unreachable upstream, a CDN's HTML page): no
+        // answer, as before.
+        for body in [
+            r#"{"detail":"the upstream could not be reached","error":"upstream"}"#,
+            "<html>502 Bad Gateway</html>",
+            r#"{"code":null,"detail":"x"}"#,
+        ] {
+            let e = answered(&post, SwitchError::http(502, body));
+            assert!(!e.retryable && e.message.ends_with(MAY_HAVE_RUN), "{body}: {e:?}");
+        }
     }
 
     /// Every name on the list is an operation the released server offers.

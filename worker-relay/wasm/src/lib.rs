@@ -6,7 +6,8 @@
 //!   returns the [`Decision`](agentwire_relay::route::Decision) for a request.
 //! - [`BridgeCore`]: one SSE bridge (a browser socket over a released upstream).
 //! - [`forward_close`], [`close_reason`], [`upgrade_refused`] (`forwardClose`, `closeReason`,
-//!   `upgradeRefused` in JavaScript): close codes and refused upgrades.
+//!   `upgradeRefused` in JavaScript): close codes and refused upgrades; [`upstream_answer`]
+//!   (`upstreamAnswer`): what an HTTP call's upstream answer becomes.
 
 mod bridge;
 
@@ -178,6 +179,15 @@ pub fn close_reason(reason: &str) -> String {
 #[wasm_bindgen(js_name = upgradeRefused)]
 pub fn upgrade_refused(status: u16) -> String {
     serde_json::to_string(&route::upgrade_refused(status)).unwrap_or_default()
+}
+
+/// What the browser gets for the upstream's answer with `status` to an HTTP call:
+/// `{"then":"pass"}` or `{"then":"replace","status":N,"body":"…"}` (with `"keyRefused":true`
+/// for a 401: the relay's key refused). The body's `code` says the upstream did answer
+/// (`route::upstream_answer`).
+#[wasm_bindgen(js_name = upstreamAnswer)]
+pub fn upstream_answer(status: u16) -> String {
+    serde_json::to_string(&route::upstream_answer(status)).unwrap_or_default()
 }
 
 /// Close codes the relay itself uses: `{tooBig, tryAgainLater, policy, fallback,

@@ -1023,3 +1023,57 @@ fn only_a_405_carries_allow() {
         assert_eq!((a.status, allow(&a)), (status, None), "{url}");
     }
 }
+
+/// The relay's answer in place of an upstream's to an HTTP call says, with a `code`, when the
+/// upstream did answer: its 401 (the relay's own key refused) and a redirect carried nothing
+/// out, so a post answered with them is a retryable error to the Switch engine, not one that
+/// may have run. A status no answer can have is taken as no answer (no code), as the relay's own
+/// 502 and 504 for an unreachable or late upstream are. Before, all three were a 502 without a
+/// code, which the engine takes for "the server may have carried it out": a refused post was
+/// reported as possibly posted, and a user who believed it never sent it again.
+#[test]
+fn an_upstream_answer_the_relay_replaces_says_whether_the_upstream_answered() {
+    use agentwire_switch::error::SwitchError;
+    use agentwire_switch::unanswered::answered;
+    let cid = "0f8fad5b-d9cb-469f-a165-70867728950e";
+    let post = agentwire_switch::ops::op("a", Some(cid), "post_message", r#"{"body":"x"}"#).unwrap();
+    for status in [200, 204, 400, 403, 404, 409, 429, 500, 502, 503, 504] {
+        assert_eq!(upstream_answer(status), UpstreamAnswer::Pass, "{status}");
+    }
+    assert_eq!(
+        serde_json::to_string(&upstream_answer(401)).unwrap(),
+        r#"{"then":"replace","status":502,"body":"{\"code\":\"relay_key_refused\",\"detail\":\"the relay's key for this agent was refused\",\"error\":\"upstream\"}","keyRefused":true}"#
+    );
+    let replaced = |status| match upstream_answer(status) {
+        UpstreamAnswer::Replace { status, body, .. } => answered(&post, SwitchError::http(status, &body)),
+        UpstreamAnswer::Pass => panic!("{status} passed"),
+    };
+    for (status, code) in [
+        (401, KEY_REFUSED_CODE),
+        (301, REDIRECT_CODE),
+        (302, REDIRECT_CODE),
+        (399, REDIRECT_CODE),
+    ] {
+        let e = replaced(status);
+        assert_eq!(
+            (e.status, e.code.as_deref(), e.retryable),
+            (Some(502), Some(code), true),
+            "{status}"
+        );
+        assert!(
+            !e.message.contains(agentwire_core::MAY_HAVE_RUN),
+            "{status}: {}",
+            e.message
+        );
+    }
+    for status in [0, 101, 199, 600, 999] {
+        let e = replaced(status);
+        assert_eq!((e.status, e.code, e.retryable), (Some(502), None, false), "{status}");
+        assert!(e.message.contains(&format!("status {status}")), "{}", e.message);
+        assert!(
+            e.message.ends_with(agentwire_core::MAY_HAVE_RUN),
+            "{status}: {}",
+            e.message
+        );
+    }
+}
