@@ -36,13 +36,15 @@ async function readBody(request, max) {
 
 export default {
   /** Every request gets an answer: what throws (a body the client stops sending, a bug) is a
-   * 500 with a JSON body, never an exception that reaches the runtime. */
+   * 500 with a JSON body, never an exception that reaches the runtime; with the CORS headers
+   * of the request's Origin once the relay has them (a cross-origin page reads it). */
   async fetch(request, env) {
+    const own = { cors: [] };
     try {
-      return await handle(request, env);
+      return await handle(request, env, own);
     } catch (e) {
       logEvent(null, "error", { event: "relay_failure", method: request.method, error: e?.name ?? "Error" });
-      return jsonError(500, "internal", "the relay failed on this request");
+      return jsonError(500, "internal", "the relay failed on this request", own.cors);
     }
   },
 };
@@ -70,7 +72,12 @@ function pathAgent(url) {
   return new URL(url).pathname.match(/\/agents\/([A-Za-z0-9._~:-]{1,256})(?:\/|$)/)?.[1];
 }
 
-async function handle(request, env) {
+/** Carries out the engine's decision on `request`. `own.cors` is set to the CORS headers the
+ * engine gives the request's Origin (an allowed one's, else `Vary: Origin` alone), for the
+ * answers this file makes itself: the 413 and the 500s, which a cross-origin page must be able
+ * to read as it reads the route's (without them its fetch rejects, "Failed to fetch"). They are
+ * taken before the route, so an engine that traps there leaves them to the 500. */
+async function handle(request, env, own) {
   let relay;
   try {
     relay = relayFor(env);
@@ -79,13 +86,14 @@ async function handle(request, env) {
     logEvent(null, "error", { event: "config", error: String(e?.message ?? e) });
     return misconfigured(request);
   }
+  own.cors = JSON.parse(relay.cors(request.headers.get("origin") ?? undefined));
   let body = null;
   if (request.method === "POST") {
     body = await readBody(request, relay.maxBodyBytes);
     if (body === null) {
       const detail = `the body is over ${relay.maxBodyBytes} bytes`;
       logRefusal(relay, { kind: "size", status: 413, agent: pathAgent(request.url), detail });
-      return jsonError(413, "size", detail);
+      return jsonError(413, "size", detail, own.cors);
     }
   }
   const headers = JSON.stringify([...request.headers]);
@@ -96,7 +104,7 @@ async function handle(request, env) {
     // A bug in the engine (a trap): the next request builds a fresh relay.
     dropRelay();
     logEvent(null, "error", { event: "relay_failure", where: "route", error: String(e?.message ?? e) });
-    return jsonError(500, "internal", "the relay failed on this request");
+    return jsonError(500, "internal", "the relay failed on this request", own.cors);
   }
   switch (decision.action) {
     case "respond":
@@ -117,6 +125,6 @@ async function handle(request, env) {
     case "connect":
       return connect(relay, decision);
     default:
-      return jsonError(500, "internal", "no decision");
+      return jsonError(500, "internal", "no decision", own.cors);
   }
 }

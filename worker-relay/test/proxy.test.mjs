@@ -4,6 +4,7 @@
 // subscribe, unsubscribe, placements with X-Switch-Connection-Id, CORS, 404 for the rest).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import net from "node:net";
 import {
   startPeer, startRelay, relayVars, token, open, wsPath, withToken, cleanup, within, ORIGIN,
 } from "./harness.mjs";
@@ -298,6 +299,34 @@ test("routes outside the client's set are 404 (or 405 for the wrong method)", T,
   assert.equal(up.requests.length, n, "nothing reached the upstream");
 });
 
+test("a body that breaks (a bad chunk) is a 500 a cross-origin page can read: the CORS headers of its allowed Origin", T, async () => {
+  const port = new URL(fakeRelay.url).port;
+  const tok = await token(FAKE.id);
+  const send = (origin) =>
+    within(10_000, "the 500", new Promise((resolve) => {
+      const s = net.connect(port, "127.0.0.1", () => {
+        s.write(
+          `POST /agents/${FAKE.id}/ops/post_message HTTP/1.1\r\nHost: relay\r\nOrigin: ${origin}\r\n` +
+            `Authorization: Bearer ${tok}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n` +
+            `5\r\n{"a":\r\nzz\r\n\r\n`,
+        );
+      });
+      let text = "";
+      s.on("data", (d) => (text += d));
+      s.on("end", () => resolve(text));
+      s.on("close", () => resolve(text));
+    }));
+  const n = up.httpRequests().length;
+  const ok = await send(ORIGIN);
+  assert.match(ok, /^HTTP\/1\.1 500 /, ok);
+  assert.match(ok, new RegExp(`\r\naccess-control-allow-origin: ${ORIGIN}\r\n`, "i"), ok);
+  assert.match(ok, /"error":"internal"/, ok);
+  const evil = await send("https://evil.example");
+  assert.match(evil, /^HTTP\/1\.1 500 /, evil);
+  assert.doesNotMatch(evil, /access-control-allow-origin/i, evil);
+  assert.equal(up.httpRequests().length, n, "nothing reached the upstream");
+});
+
 test("MAX_BODY_BYTES: a body one byte over the limit is 413 and never goes upstream; one at the limit does", T, async () => {
   const limit = 65_536; // the default, which relayVars leaves alone
   const sized = (n) => {
@@ -310,6 +339,14 @@ test("MAX_BODY_BYTES: a body one byte over the limit is 413 and never goes upstr
   const over = await call(fakeRelay, FAKE.id, "ops/post_message", { method: "POST", body: sized(limit + 1) });
   assert.equal(over.status, 413, over.text);
   assert.equal(over.json.error, "size");
+  // With the CORS headers the engine gives an allowed Origin, as the route's own answers: without
+  // them a cross-origin page's fetch rejects (a TypeError, "Failed to fetch") instead of reading
+  // the 413. None to an Origin not allowed.
+  assert.equal(over.headers.get("access-control-allow-origin"), ORIGIN);
+  assert.equal(over.headers.get("vary"), "Origin");
+  const evil = await call(fakeRelay, FAKE.id, "ops/post_message", { method: "POST", body: sized(limit + 1), origin: "https://evil.example" });
+  assert.equal(evil.status, 413, evil.text);
+  assert.equal(evil.headers.get("access-control-allow-origin"), null);
   assert.equal(up.httpRequests().length, n, "nothing reached the upstream");
   const at = await call(fakeRelay, FAKE.id, "ops/post_message", { method: "POST", body: sized(limit) });
   assert.equal(at.status, 200, at.text);

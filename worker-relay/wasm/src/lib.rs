@@ -72,6 +72,14 @@ impl RelayCore {
         serde_json::to_string(&decision).unwrap_or_default()
     }
 
+    /// The CORS headers of an answer to a request with `Origin: origin` (`undefined`: none), as
+    /// JSON `[[name, value], ...]`: those of an allowed origin, `Vary: Origin` alone otherwise.
+    /// For the Worker's own answers (a body over `maxBodyBytes`, a failure), which have them as
+    /// the route's answers do.
+    pub fn cors(&self, origin: Option<String>) -> String {
+        serde_json::to_string(&self.relay.cors(origin.as_deref())).unwrap_or_default()
+    }
+
     /// The upstream refused a WebSocket upgrade in a way that means it has none.
     #[wasm_bindgen(js_name = learnReleased)]
     pub fn learn_released(&mut self, now: f64) {

@@ -672,8 +672,10 @@ impl Relay {
         })
     }
 
-    /// The CORS headers of an answer to `origin`, if it is allowed.
-    fn cors(&self, origin: Option<&str>) -> Headers {
+    /// The CORS headers of an answer to `origin` (the request's `Origin`), if it is allowed
+    /// (`Vary: Origin` alone otherwise): every answer of the route has them, and so do the
+    /// driver's own answers to a request (a body over `max_body_bytes`, a failure).
+    pub fn cors(&self, origin: Option<&str>) -> Headers {
         match origin {
             Some(o) if is_origin(o) && self.cfg.allowed_origins.iter().any(|a| a == o) => vec![
                 ("Access-Control-Allow-Origin".to_owned(), o.to_owned()),
