@@ -202,11 +202,6 @@ mod tests {
                 r#"{"code":"relay_key_refused","detail":"the relay's key for this agent was refused","error":"upstream"}"#,
                 "relay_key_refused",
             ),
-            (
-                502,
-                r#"{"code":"upstream_redirect","detail":"a redirect"}"#,
-                "upstream_redirect",
-            ),
             (504, r#"{"detail":{"code":"some_code"}}"#, "some_code"),
         ] {
             let e = ops::decode::<PostMessage>(status, body)

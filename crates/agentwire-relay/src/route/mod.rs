@@ -209,9 +209,6 @@ pub fn upgrade_refused(status: u16) -> UpgradeRefused {
 /// The `code` of the relay's answer to an HTTP call whose upstream refused the relay's own key
 /// (its 401: the browser's token was verified before, so it is the key in `AGENT_KEYS`).
 pub const KEY_REFUSED_CODE: &str = "relay_key_refused";
-/// The `code` of the relay's answer to an HTTP call whose upstream answered with a redirect
-/// (never followed: the call goes only to the configured upstream).
-pub const REDIRECT_CODE: &str = "upstream_redirect";
 
 /// What the relay answers to the browser for the upstream's answer with `status` to an HTTP call
 /// ([`upstream_answer`]).
@@ -237,19 +234,20 @@ pub enum UpstreamAnswer {
 /// - a 401, the relay's own key refused (never passed on: a client engine takes a 401 for its
 ///   relay token and stops): 502 with [`KEY_REFUSED_CODE`] and
 ///   [`close::KEY_REFUSED_REASON`](crate::close::KEY_REFUSED_REASON);
-/// - a redirect (3xx), not followed: 502 with [`REDIRECT_CODE`];
+/// - a redirect (3xx), not followed: 502 without a code;
 /// - a status no answer can carry (under 200, over 599): 502 without a code.
 ///
 /// The `code` says the upstream did answer, and carried nothing out: the Switch engine takes a
 /// gateway's 502 with a code for an answer (retryable), and one without for no answer, which a
-/// call that is not idempotent may have run ([`agentwire_switch::unanswered::gateway`]). A status
-/// out of range says nothing of what the upstream did, so it is no answer, as the relay's own 502
-/// and 504 for an unreachable or late upstream are.
+/// call that is not idempotent may have run ([`agentwire_switch::unanswered::gateway`]). A
+/// redirect may say the upstream did carry the call out (a 303 after a post), and a status out
+/// of range says nothing of what it did, so both are no answer, as the relay's own 502 and 504
+/// for an unreachable or late upstream are.
 pub fn upstream_answer(status: u16) -> UpstreamAnswer {
     let (code, detail) = match status {
         200..=299 | 400 | 402..=599 => return UpstreamAnswer::Pass,
         401 => (Some(KEY_REFUSED_CODE), crate::close::KEY_REFUSED_REASON.to_owned()),
-        300..=399 => (Some(REDIRECT_CODE), "the upstream answered with a redirect".to_owned()),
+        300..=399 => (None, "the upstream answered with a redirect".to_owned()),
         _ => (None, format!("the upstream answered with status {status}")),
     };
     let mut body = serde_json::json!({ "detail": detail, "error": "upstream" });
