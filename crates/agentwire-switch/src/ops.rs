@@ -1084,11 +1084,11 @@ mod tests {
             ),
             (
                 decode_beat(200, r#"{"cursor":-1}"#).map(drop),
-                "beat answer: `cursor` must be a whole number ≥ 0, not a number",
+                "beat answer: `cursor` must be a whole number from 0 to 18446744073709551615",
             ),
             (
                 decode_beat(200, r#"{"cursor":4.0}"#).map(drop),
-                "`cursor` must be a whole number ≥ 0",
+                "`cursor` must be a whole number from 0 to 18446744073709551615",
             ),
             (
                 decode_beat(200, r#"{"ok":true,"ok":false}"#).map(drop),

@@ -21,6 +21,8 @@ pub enum FieldError {
         expected: &'static str,
         got: Kind,
     },
+    /// A number that is not a whole number from 0 to `max`: too large, negative or fractional.
+    Range { field: &'static str, max: u64 },
     /// A number out of the field's range, or a string not among its choices.
     Invalid {
         field: &'static str,
@@ -39,6 +41,7 @@ impl fmt::Display for FieldError {
             FieldError::Unknown(k) => write!(f, "unknown field `{k}`"),
             FieldError::Repeated(k) => write!(f, "field `{k}` given twice"),
             FieldError::Type { field, expected, got } => write!(f, "`{field}` must be {expected}, not {}", got.name()),
+            FieldError::Range { field, max } => write!(f, "`{field}` must be a whole number from 0 to {max}"),
             FieldError::Invalid { field, expected } => write!(f, "`{field}` must be {expected}"),
             FieldError::Lossy(what) => write!(f, "{what} has a lone surrogate escape or a number beyond f64"),
         }
@@ -46,6 +49,21 @@ impl fmt::Display for FieldError {
 }
 
 impl std::error::Error for FieldError {}
+
+/// An unsigned integer type that [`Object::uint`] reads, with its maximum for the error.
+pub trait Uint: TryFrom<u64> {
+    const MAX: u64;
+}
+
+macro_rules! uint {
+    ($($t:ty),*) => {$(
+        impl Uint for $t {
+            // Lossless: every unsigned type here is at most 64 bits wide.
+            const MAX: u64 = <$t>::MAX as u64;
+        }
+    )*};
+}
+uint!(u8, u16, u32, u64, usize);
 
 /// An object whose fields are read by name.
 #[derive(Clone, Copy, Debug)]
@@ -186,11 +204,17 @@ impl<'t, 'a> Object<'t, 'a> {
         self.typed(field, "a number", Value::as_f64)
     }
 
-    /// A whole number from 0 to `T`'s maximum.
-    pub fn uint<T: TryFrom<u64>>(&self, field: &'static str) -> Field<T> {
-        self.typed(field, "a whole number ≥ 0", |v| {
-            v.as_u64().and_then(|n| T::try_from(n).ok())
-        })
+    /// A whole number from 0 to `T`'s maximum, written in digits. Another number (too large,
+    /// negative, fractional) is [`FieldError::Range`]; a value of another kind is a type error.
+    pub fn uint<T: Uint>(&self, field: &'static str) -> Field<T> {
+        match self.get(field) {
+            Some(v) if v.kind() == Kind::Number => v
+                .as_u64()
+                .and_then(|n| T::try_from(n).ok())
+                .map(Some)
+                .ok_or(FieldError::Range { field, max: T::MAX }),
+            _ => self.typed(field, "a whole number ≥ 0", |_| None),
+        }
     }
 
     /// An array of strings.
@@ -259,9 +283,14 @@ mod tests {
         assert_eq!(o.string("z").unwrap(), None);
         assert_eq!(o.string("absent").unwrap(), None);
         assert_eq!(o.choice("c", &["one", "two"], "\"one\" or \"two\"").unwrap(), Some(1));
+        // A number that does not fit is out of range, and the error names the range.
         assert_eq!(
             o.uint::<u8>("big").unwrap_err().to_string(),
-            "`big` must be a whole number ≥ 0, not a number"
+            "`big` must be a whole number from 0 to 255"
+        );
+        assert_eq!(
+            o.uint::<u8>("big").unwrap_err(),
+            FieldError::Range { field: "big", max: 255 }
         );
         assert_eq!(
             o.string("n").unwrap_err(),
@@ -273,7 +302,11 @@ mod tests {
         );
         assert_eq!(
             o.uint::<u32>("f").unwrap_err().to_string(),
-            "`f` must be a whole number ≥ 0, not a number"
+            "`f` must be a whole number from 0 to 4294967295"
+        );
+        assert_eq!(
+            o.uint::<u16>("s").unwrap_err().to_string(),
+            "`s` must be a whole number ≥ 0, not a string"
         );
         assert_eq!(
             o.strings("s").unwrap_err().to_string(),
@@ -282,6 +315,27 @@ mod tests {
         assert_eq!(
             o.choice("s", &["one"], "\"one\"").unwrap_err().to_string(),
             "`s` must be \"one\""
+        );
+    }
+
+    #[test]
+    fn uint_out_of_range_names_the_range() {
+        let t = parse(
+            r#"{"big":5000000000,"exp":5e9,"neg":-1,"huge":18446744073709551616,"max":4294967295}"#,
+            4,
+        )
+        .unwrap();
+        let o = Object::lenient(t.root()).unwrap();
+        assert_eq!(o.uint::<u32>("max").unwrap(), Some(u32::MAX));
+        for field in ["big", "exp", "neg"] {
+            assert_eq!(
+                o.uint::<u32>(field).unwrap_err().to_string(),
+                format!("`{field}` must be a whole number from 0 to 4294967295")
+            );
+        }
+        assert_eq!(
+            o.uint::<u64>("huge").unwrap_err().to_string(),
+            "`huge` must be a whole number from 0 to 18446744073709551615"
         );
     }
 
