@@ -644,7 +644,7 @@ fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
 
     let version = required("Version")?;
     if digits::<u32>(version).is_none_or(|v| v < 1) {
-        return Err(bad("Version", "is not a positive integer"));
+        return Err(bad("Version", "is not a whole number from 1 to 4294967295"));
     }
     for name in ["Message-ID", "Session-ID"] {
         if !valid_id(required(name)?) {
@@ -658,7 +658,9 @@ fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
     // and may omit it as the guide's HELLO_ACK does; no receiver reads the TTL of an ERROR.
     let ttl_optional = msg.kind.is_reply() || msg.kind == MessageType::Error;
     match h.get("TTL") {
-        Some(v) if digits::<u32>(v).is_none() => return Err(bad("TTL", "is not a number of seconds")),
+        Some(v) if digits::<u32>(v).is_none() => {
+            return Err(bad("TTL", "is not a number of seconds from 0 to 4294967295"))
+        }
         None if !ttl_optional => return Err(DecodeErrorKind::MissingHeader("TTL")),
         _ => {}
     }
@@ -668,7 +670,7 @@ fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
         _ => {}
     }
     if msg.kind == MessageType::StreamData && digits::<u64>(required("Seq")?).is_none() {
-        return Err(bad("Seq", "is not a non-negative integer"));
+        return Err(bad("Seq", "is not a whole number from 0 to 18446744073709551615"));
     }
     if let Some(v) = h.get("Stream") {
         if !v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false") {
@@ -682,7 +684,10 @@ fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
     }
     if let Some(v) = h.get("Retry-After") {
         if digits::<u64>(v).is_none() {
-            return Err(bad("Retry-After", "is not a number of seconds"));
+            return Err(bad(
+                "Retry-After",
+                "is not a number of seconds from 0 to 18446744073709551615",
+            ));
         }
     }
     Ok(())

@@ -903,6 +903,46 @@ fn bad_value(text: &str) -> &'static str {
 }
 
 #[test]
+fn number_headers_out_of_range_name_the_range() {
+    // A number past its type's range is out of range, not malformed: the error says the range.
+    let cases = [
+        (
+            "Version: 1",
+            "Version: 4294967296",
+            "header `Version` is not a whole number from 1 to 4294967295",
+        ),
+        (
+            "Version: 1",
+            "Version: 0",
+            "header `Version` is not a whole number from 1 to 4294967295",
+        ),
+        (
+            "TTL: 30",
+            "TTL: 4294967296",
+            "header `TTL` is not a number of seconds from 0 to 4294967295",
+        ),
+    ];
+    for (from, to, want) in cases {
+        let text = base("REQUEST", &[]).replace(from, to);
+        assert_eq!(err(&text).to_string(), want, "{to}");
+    }
+    let text = base("STREAM_DATA", &["Reply-To: r1", "Seq: 18446744073709551616"]);
+    assert_eq!(
+        err(&text).to_string(),
+        "header `Seq` is not a whole number from 0 to 18446744073709551615"
+    );
+    let text = base("REQUEST", &["Retry-After: 18446744073709551616"]);
+    assert_eq!(
+        err(&text).to_string(),
+        "header `Retry-After` is not a number of seconds from 0 to 18446744073709551615"
+    );
+    // The largest values are taken.
+    let text =
+        base("STREAM_DATA", &["Reply-To: r1", "Seq: 18446744073709551615"]).replace("TTL: 30", "TTL: 4294967295");
+    assert_eq!(dec(&text).seq(), Some(u64::MAX));
+}
+
+#[test]
 fn bad_priority_stream_retry_after() {
     for v in ["MEDIUM", "1", "", "NORMAL!"] {
         assert_eq!(
