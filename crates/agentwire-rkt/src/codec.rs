@@ -273,8 +273,9 @@ pub enum DecodeErrorKind {
     UnsupportedVersion(String),
     /// A type the protocol does not define.
     UnknownType(String),
-    /// A header line without `Name: value` form (1-based line number).
-    BadHeaderLine(usize),
+    /// A header line without `Name: value` form, or whose value holds `control`, a character
+    /// [`header_value_fault`] finds (`line` is 1-based, counted in the text as given).
+    BadHeaderLine { line: usize, control: Option<char> },
     /// The same header twice.
     DuplicateHeader(String),
     /// More than [`MAX_HEADERS`] headers.
@@ -307,7 +308,7 @@ impl DecodeErrorKind {
             DecodeErrorKind::BadStartLine => "bad_start_line",
             DecodeErrorKind::UnsupportedVersion(_) => "unsupported_version",
             DecodeErrorKind::UnknownType(_) => "unknown_type",
-            DecodeErrorKind::BadHeaderLine(_) => "bad_header_line",
+            DecodeErrorKind::BadHeaderLine { .. } => "bad_header_line",
             DecodeErrorKind::DuplicateHeader(_) => "duplicate_header",
             DecodeErrorKind::TooManyHeaders { .. } => "too_many_headers",
             DecodeErrorKind::MissingHeader(_) => "missing_header",
@@ -324,7 +325,7 @@ impl DecodeError {
             DecodeErrorKind::TooLarge { .. } | DecodeErrorKind::Empty => "message",
             DecodeErrorKind::BadStartLine | DecodeErrorKind::UnsupportedVersion(_) => "start-line",
             DecodeErrorKind::UnknownType(_) => "type",
-            DecodeErrorKind::BadHeaderLine(_) => "headers",
+            DecodeErrorKind::BadHeaderLine { .. } => "headers",
             DecodeErrorKind::DuplicateHeader(_) | DecodeErrorKind::TooManyHeaders { .. } => "headers",
             DecodeErrorKind::MissingHeader(n) => n,
             DecodeErrorKind::BadHeaderValue { name, .. } => name,
@@ -343,7 +344,16 @@ impl fmt::Display for DecodeError {
             DecodeErrorKind::BadStartLine => f.write_str("start line is not `RKT/1.0 TYPE`"),
             DecodeErrorKind::UnsupportedVersion(v) => write!(f, "unsupported protocol version `{}`", clip(v, NAME_MAX)),
             DecodeErrorKind::UnknownType(t) => write!(f, "unknown message type `{}`", clip(t, NAME_MAX)),
-            DecodeErrorKind::BadHeaderLine(n) => write!(f, "line {n} is not a `Name: value` header"),
+            DecodeErrorKind::BadHeaderLine { line, control: None } => {
+                write!(f, "line {line} is not a `Name: value` header")
+            }
+            DecodeErrorKind::BadHeaderLine { line, control: Some(c) } => {
+                write!(
+                    f,
+                    "line {line} holds the control character U+{:04X} in its value",
+                    u32::from(*c)
+                )
+            }
             DecodeErrorKind::DuplicateHeader(n) => write!(f, "header `{}` appears twice", clip(n, NAME_MAX)),
             DecodeErrorKind::TooManyHeaders { limit } => write!(f, "more than {limit} headers"),
             DecodeErrorKind::MissingHeader(n) => write!(f, "required header `{n}` is missing"),
@@ -582,7 +592,8 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
             rest = next;
             break;
         }
-        let (name, value) = split_header(line).ok_or_else(|| fail(DecodeErrorKind::BadHeaderLine(line_no)))?;
+        let bad_line = |control| fail(DecodeErrorKind::BadHeaderLine { line: line_no, control });
+        let (name, value) = split_header(line).ok_or_else(|| bad_line(None))?;
         let is_content_type = name.eq_ignore_ascii_case("Content-Type");
         if headers.len() - usize::from(content_type) == MAX_HEADERS && !is_content_type {
             return Err(fail(DecodeErrorKind::TooManyHeaders { limit: MAX_HEADERS }));
@@ -592,7 +603,7 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
         }
         content_type |= is_content_type;
         if has_control(value) {
-            return Err(fail(DecodeErrorKind::BadHeaderLine(line_no)));
+            return Err(bad_line(header_value_fault(value)));
         }
         headers.push(name, value);
         rest = next;

@@ -51,6 +51,10 @@ fn dec(text: &str) -> Message {
     decode(text, DEFAULT_MAX_MESSAGE_SIZE).unwrap_or_else(|e| panic!("decode failed: {e} ({e:?})\n---\n{text}\n---"))
 }
 
+fn e_text(text: &str) -> String {
+    err(text).to_string()
+}
+
 fn err(text: &str) -> DecodeError {
     match decode(text, DEFAULT_MAX_MESSAGE_SIZE) {
         Ok(m) => panic!("decode unexpectedly succeeded: {m:?}\n---\n{text}\n---"),
@@ -1011,38 +1015,61 @@ fn bad_required_values() {
 fn non_header_line_reports_its_line_number() {
     // Start line is line 1, so the line after TTL (line 6) is line 7.
     let e = err(&base("REQUEST", &["this is not a header"]));
-    assert_eq!(e.kind, DecodeErrorKind::BadHeaderLine(7));
+    assert_eq!(e.kind, DecodeErrorKind::BadHeaderLine { line: 7, control: None });
     assert_eq!(e.field(), "headers");
     assert_eq!(e.message_id.as_deref(), Some(MID));
     let e = err(&base("REQUEST", &["To: rkt://weather.ai", "User Agent: spaces/1.0"]));
-    assert_eq!(e.kind, DecodeErrorKind::BadHeaderLine(8));
+    assert_eq!(e.kind, DecodeErrorKind::BadHeaderLine { line: 8, control: None });
     let e = err(&base("REQUEST", &[": no name"]));
-    assert_eq!(e.kind, DecodeErrorKind::BadHeaderLine(7));
+    assert_eq!(e.kind, DecodeErrorKind::BadHeaderLine { line: 7, control: None });
     // Counted across the TypeScript client's blank line before Content-Type (line 7).
     let text = format!(
         "{}\nContent-Type: application/json\nnot a header\n\n{{}}",
         base("MEMORY_SET", &[])
     );
-    assert_eq!(err(&text).kind, DecodeErrorKind::BadHeaderLine(9));
+    assert_eq!(
+        err(&text).kind,
+        DecodeErrorKind::BadHeaderLine { line: 9, control: None }
+    );
     // ...and several blank lines.
     let text = format!(
         "{}\n\n\nContent-Type: application/json\nnot a header\n\n{{}}",
         base("MEMORY_SET", &[])
     );
-    assert_eq!(err(&text).kind, DecodeErrorKind::BadHeaderLine(11));
+    assert_eq!(
+        err(&text).kind,
+        DecodeErrorKind::BadHeaderLine {
+            line: 11,
+            control: None
+        }
+    );
     // Counted in CRLF messages too.
     assert_eq!(
         err(&base("REQUEST", &["bogus"]).replace('\n', "\r\n")).kind,
-        DecodeErrorKind::BadHeaderLine(7)
-    );
-    // A control character in a value makes the line bad.
-    assert_eq!(
-        err(&base("REQUEST", &["To: a\u{1}b"])).kind,
-        DecodeErrorKind::BadHeaderLine(7)
+        DecodeErrorKind::BadHeaderLine { line: 7, control: None }
     );
     assert_eq!(
-        err(&base("REQUEST", &["To: a\rb"])).kind,
-        DecodeErrorKind::BadHeaderLine(7)
+        e_text(&base("REQUEST", &["bogus"])),
+        "line 7 is not a `Name: value` header"
+    );
+    // A control character in a value makes the line bad, and the error names it.
+    let e = err(&base("REQUEST", &["X-Note: a\u{1}b"]));
+    assert_eq!(
+        e.kind,
+        DecodeErrorKind::BadHeaderLine {
+            line: 7,
+            control: Some('\u{1}')
+        }
+    );
+    assert_eq!((e.kind.name(), e.field()), ("bad_header_line", "headers"));
+    assert_eq!(e.to_string(), "line 7 holds the control character U+0001 in its value");
+    assert_eq!(
+        e_text(&base("REQUEST", &["To: a\rb"])),
+        "line 7 holds the control character U+000D in its value"
+    );
+    assert_eq!(
+        e_text(&base("REQUEST", &["To: a\u{7f}"])),
+        "line 7 holds the control character U+007F in its value"
     );
 }
 

@@ -66,7 +66,7 @@ fn check_err(e: &DecodeError, want: &Value) -> Result<(), String> {
         })
     };
     if let Some(line) = num("line").transpose()? {
-        if e.kind != DecodeErrorKind::BadHeaderLine(line) {
+        if !matches!(e.kind, DecodeErrorKind::BadHeaderLine { line: l, .. } if l == line) {
             return Err(format!("{:?} is not at line {line}", e.kind));
         }
     }
