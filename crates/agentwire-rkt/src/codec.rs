@@ -539,7 +539,13 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
             reply_to: find_id(&text[..head], "Reply-To"),
         });
     }
-    let text = text.trim_start_matches(['\r', '\n', ' ', '\t', '\u{feff}']);
+    let trimmed = text.trim_start_matches(['\r', '\n', ' ', '\t', '\u{feff}']);
+    // Blank lines before the start line are lines of the text: a bad header's number counts them.
+    let leading_lines = text[..text.len() - trimmed.len()]
+        .bytes()
+        .filter(|&b| b == b'\n')
+        .count();
+    let text = trimmed;
     if text.trim().is_empty() {
         return Err(fail(DecodeErrorKind::Empty, None));
     }
@@ -577,7 +583,7 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
 
     let mut headers = Headers::new();
     let mut content_type = false;
-    let mut line_no = 1;
+    let mut line_no = 1 + leading_lines;
     loop {
         let (line, next) = next_line(rest);
         line_no += 1;

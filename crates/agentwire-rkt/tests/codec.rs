@@ -1048,6 +1048,16 @@ fn non_header_line_reports_its_line_number() {
         err(&base("REQUEST", &["bogus"]).replace('\n', "\r\n")).kind,
         DecodeErrorKind::BadHeaderLine { line: 7, control: None }
     );
+    // Blank lines before the start line (taken, as the docs say) are lines of the text: the
+    // number points at the line as given.
+    let bad = base("REQUEST", &["bogus"]);
+    for (lead, line) in [("\n\n", 9), ("\r\n\r\n\r\n", 10), ("\u{feff}\n", 8), (" \t", 7)] {
+        assert_eq!(
+            err(&format!("{lead}{bad}")).kind,
+            DecodeErrorKind::BadHeaderLine { line, control: None },
+            "{lead:?}"
+        );
+    }
     assert_eq!(
         e_text(&base("REQUEST", &["bogus"])),
         "line 7 is not a `Name: value` header"
