@@ -105,7 +105,9 @@ impl OpenParams {
         for (name, v) in [("client", &self.client), ("client_version", &self.client_version)] {
             if let Some(v) = v {
                 if v.is_empty() || v.len() > MAX_ID_LEN || v.chars().any(char::is_control) {
-                    return Err(invalid(format!("{name} must be 1..={MAX_ID_LEN} printable characters")));
+                    return Err(invalid(format!(
+                        "{name} must be 1..={MAX_ID_LEN} bytes of printable characters"
+                    )));
                 }
             }
         }
@@ -200,7 +202,7 @@ pub(crate) fn check_id(name: &str, v: &str) -> Result<(), Error> {
     // request would go elsewhere with the agent's key (the relay refuses them too).
     if v.is_empty() || v.len() > MAX_ID_LEN || v == "." || v == ".." || v.chars().any(|c| c.is_control() || c == '/') {
         return Err(invalid(format!(
-            "{name} must be 1..={MAX_ID_LEN} characters without '/' or control characters, and not '.' or '..' (got {v:?})"
+            "{name} must be 1..={MAX_ID_LEN} bytes without '/' or control characters, and not '.' or '..' (got {v:?})"
         )));
     }
     Ok(())
@@ -382,6 +384,10 @@ mod tests {
             assert_eq!(e.kind, ErrorKind::Invalid, "{client:?} {version:?}");
             assert!(e.message.contains("printable"), "{e:?}");
         }
+        // In bytes: 200 "é" are 400 of them.
+        let e = with(&"é".repeat(200), "1").unwrap_err();
+        assert_eq!(e.message, "client must be 1..=256 bytes of printable characters");
+        assert!(with(&"é".repeat(128), "1").is_ok());
     }
 
     /// An agent, room or generation id: up to `MAX_ID_LEN` bytes, the bound included.
@@ -398,7 +404,11 @@ mod tests {
         let longest = "i".repeat(MAX_ID_LEN);
         assert!(with(&longest).is_ok());
         let e = with(&format!("{longest}i")).unwrap_err();
-        assert!(e.message.contains("agent_id must be 1..=256"), "{e:?}");
+        assert!(e.message.contains("agent_id must be 1..=256 bytes"), "{e:?}");
+        // The bound is in bytes: 200 "é" are 200 characters but 400 bytes, and the error says bytes.
+        let e = check_id("room", &"é".repeat(200)).unwrap_err();
+        assert!(e.message.starts_with("room must be 1..=256 bytes without '/'"), "{e:?}");
+        assert!(check_id("room", &"é".repeat(128)).is_ok());
         for name in ["rooms", "expected_generation"] {
             assert!(check_id(name, &longest).is_ok());
             assert!(check_id(name, &format!("{longest}i")).is_err());

@@ -174,7 +174,7 @@ impl Refresh {
 /// A relay token is base64url (with `.` between parts): valid in a subprotocol name.
 pub(super) fn check_token(token: &str) -> Result<(), String> {
     if token.is_empty() || token.len() > MAX_TOKEN_LEN {
-        return Err(format!("the token must be 1..={MAX_TOKEN_LEN} characters"));
+        return Err(format!("the token must be 1..={MAX_TOKEN_LEN} bytes"));
     }
     if !token.bytes().all(is_token_byte) {
         return Err("the token must be base64url (A-Z a-z 0-9 - _, parts joined by .)".into());
@@ -207,5 +207,14 @@ mod tests {
         assert_eq!(token_exp(&token(r#"{"agent_id":"a"}"#)), None);
         assert_eq!(token_exp("sk_switch_agent_key"), None);
         assert_eq!(token_exp(""), None);
+    }
+
+    /// The token's bound is in bytes, and the refusal says so (2,049 "é" are 4,098 bytes).
+    #[test]
+    fn a_long_token_is_refused_in_bytes() {
+        assert!(check_token(&"a".repeat(MAX_TOKEN_LEN)).is_ok());
+        for long in ["a".repeat(MAX_TOKEN_LEN + 1), "é".repeat(MAX_TOKEN_LEN / 2 + 1)] {
+            assert_eq!(check_token(&long).unwrap_err(), "the token must be 1..=4096 bytes");
+        }
     }
 }
