@@ -119,6 +119,9 @@ pub fn unanswered(error: agentwire_core::Error, sent: bool) -> MoltZapError {
 /// Decodes the answer: 200/201 with `{agentId, apiKey}`, or an error status with
 /// `{"error": "..."}` (400 invalid → `invalid`; 500 "Registration failed", e.g. a taken name →
 /// `remote`; anything else → `remote` naming the status). The error's code is the HTTP status.
+/// Only 429 and 503 are retryable; a gateway's no-answer (502, 504, 520 to 524) is a
+/// registration that may have been made, final, its message ending with
+/// [`agentwire_core::MAY_HAVE_RUN`].
 pub fn parse_response(status: u16, body: &str) -> Result<Registered, MoltZapError> {
     if (200..300).contains(&status) {
         let not = |why: String| {
@@ -150,11 +153,19 @@ pub fn parse_response(status: u16, body: &str) -> Result<Registered, MoltZapErro
     } else {
         ""
     };
-    let mut e = MoltZapError::local(kind, format!("registration refused with HTTP {status}: {said}{hint}"));
+    // A gateway's answer that its upstream did not answer (what
+    // `agentwire_switch::unanswered::gateway_status` counts): the registration left and may have
+    // been made, so it is not retryable ([`unanswered`]'s rule). 429 and 503 did nothing.
+    let gateway = matches!(status, 502 | 504 | 520..=524);
+    let may_have_run = if gateway { agentwire_core::MAY_HAVE_RUN } else { "" };
+    let mut e = MoltZapError::local(
+        kind,
+        format!("registration refused with HTTP {status}: {said}{hint}{may_have_run}"),
+    );
     e.error = e
         .error
         .with_code(i64::from(status))
-        .retryable(status == 429 || status >= 502);
+        .retryable(matches!(status, 429 | 503));
     Err(e)
 }
 
@@ -176,6 +187,35 @@ mod tests {
         // Not a transport failure: unchanged.
         let invalid = agentwire_core::Error::new(ErrorKind::Invalid, "bad origin");
         assert_eq!(unanswered(invalid.clone(), false).error, invalid);
+    }
+
+    /// Retryable: 429 and 503 (the server said to come back; it did nothing). A gateway's answer
+    /// that its upstream did not answer (502, 504, Cloudflare's 520 to 524, what
+    /// `agentwire_switch::unanswered::gateway_status` counts) is an unanswered registration
+    /// that left: the agent may exist, so it is final and says so. Any other status is final.
+    #[test]
+    fn which_statuses_are_retryable() {
+        let e = |status| parse_response(status, r#"{"error":"x"}"#).unwrap_err().error;
+        for status in [429, 503] {
+            assert!(e(status).retryable, "{status}");
+            assert!(!e(status).message.ends_with(agentwire_core::MAY_HAVE_RUN), "{status}");
+        }
+        for status in [502, 504, 520, 521, 522, 523, 524] {
+            let e = e(status);
+            assert!(!e.retryable, "{status}");
+            assert_eq!(
+                e.message,
+                format!(
+                    "registration refused with HTTP {status}: x{}",
+                    agentwire_core::MAY_HAVE_RUN
+                )
+            );
+        }
+        for status in [300, 404, 409, 500, 501, 505, 511, 519, 525, 599, 600, 999] {
+            let e = e(status);
+            assert!(!e.retryable, "{status}");
+            assert!(!e.message.ends_with(agentwire_core::MAY_HAVE_RUN), "{status}");
+        }
     }
 
     #[test]
