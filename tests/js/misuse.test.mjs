@@ -117,6 +117,20 @@ test("the sans-IO sessions refuse a non-string input with kind invalid and go on
   s.free();
 });
 
+// A whole number that does not fit its option was refused "must be a whole number ≥ 0, not a
+// number": it is out of range, and the error names the range (a wasm32 usize, a u32).
+test("an integer option past its type's range is refused naming the range", () => {
+  const range = (field) => invalid(`\`${field}\` must be a whole number from 0 to 4294967295`);
+  assert.throws(() => new RktSession('{"maxInFlight":5e9}'), range("maxInFlight"));
+  assert.throws(() => new RktSession('{"maxInFlight":5000000000}'), range("maxInFlight"));
+  assert.throws(() => new RktSession('{"maxInFlight":-1}'), range("maxInFlight"));
+  for (const field of ["missedHeartbeats", "protocol"]) {
+    assert.throws(() => new SwitchSession(JSON.stringify({ agentId: "a", [field]: 2 ** 32 })), range(field), field);
+  }
+  assert.throws(() => new RktSession('{"maxInFlight":"5"}'), invalid("`maxInFlight` must be a whole number ≥ 0, not a string"));
+  new RktSession('{"maxInFlight":4294967295}').free();
+});
+
 // The glue allocated a Uint8Array's length in wasm memory and threw before freeing it: 63 calls
 // with 64 MiB exhausted the instance. Now nothing is allocated, whatever the size.
 test("a 64 MiB Uint8Array given as text, 80 times, allocates nothing", () => {
