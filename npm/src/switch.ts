@@ -21,7 +21,7 @@ export interface SwitchOptions {
   /** `all` (default): everything in the covered rooms; `addressed`: only what is notifiable. */
   filter?: "all" | "addressed" | undefined;
   /** Where the first open starts: `head` (default: new events only) or after a sequence (a
-   * saved cursor; a string of digits for one past 2^53). Later opens resume after the last
+   * saved cursor; a string of digits for one past 2^53 − 1). Later opens resume after the last
    * sequence received. */
   startFrom?: "head" | number | `${bigint}` | undefined;
   /** The `generation` of the last `connected` state, to fence a reconnect against a newer
@@ -342,7 +342,7 @@ export const SwitchSession: new (optionsJson: string) => SwitchSession = WasmSwi
   optionsJson: string,
 ) => SwitchSession;
 
-/** `startFrom` and `expectedGeneration` past 2^53 are not exact as numbers: a rounded one is
+/** `startFrom` and `expectedGeneration` past 2^53 − 1 are not exact as numbers: a rounded one is
  * another valid value (a generation that fences the wrong attach ends the connection
  * `taken_over`, for good), so such a number is refused with kind `invalid`; a string of digits
  * is exact. */
@@ -350,7 +350,7 @@ function exactNumbers(opts: { startFrom?: unknown; expectedGeneration?: unknown 
   for (const k of ["startFrom", "expectedGeneration"] as const) {
     const v = opts[k];
     if (typeof v == "number" && Math.abs(v) > Number.MAX_SAFE_INTEGER) {
-      throw agentwireError("invalid", `\`${k}\` is ${v}: a number past 2^53 is not exact; pass its digits as a string`);
+      throw agentwireError("invalid", `\`${k}\` is ${v}: a number past 2^53 − 1 is not exact; pass its digits as a string`);
     }
   }
 }

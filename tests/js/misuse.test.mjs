@@ -131,6 +131,18 @@ test("an integer option past its type's range is refused naming the range", () =
   new RktSession('{"maxInFlight":4294967295}').free();
 });
 
+// The check refuses 2^53 itself (past Number.MAX_SAFE_INTEGER, 2^53 − 1), which the message
+// called "past 2^53".
+test("Switch startFrom and expectedGeneration from 2^53 as numbers: the message names the bound the check uses", async () => {
+  for (const [k, v] of [["startFrom", 2 ** 53], ["expectedGeneration", -(2 ** 53)]]) {
+    await assert.rejects(
+      SwitchClient.connect("http://fake", { token: "t", agentId: "a", webSocket: FakeWebSocket, reconnect: false, [k]: v }),
+      invalid(`\`${k}\` is ${v}: a number past 2^53 − 1 is not exact; pass its digits as a string`),
+      k,
+    );
+  }
+});
+
 // The glue allocated a Uint8Array's length in wasm memory and threw before freeing it: 63 calls
 // with 64 MiB exhausted the instance. Now nothing is allocated, whatever the size.
 test("a 64 MiB Uint8Array given as text, 80 times, allocates nothing", () => {
