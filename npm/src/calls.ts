@@ -353,7 +353,7 @@ export class Events<E extends { type: string }> {
     const maxBufferedEvents = opts.maxBufferedEvents ?? 4096;
     const maxBufferedBytes = opts.maxBufferedBytes ?? 1 << 26;
     if (onEvent != null && typeof onEvent != "function") throw agentwireError("invalid", "`onEvent` is not a function");
-    for (const [k, v] of Object.entries({ maxBufferedEvents, maxBufferedBytes })) if (typeof v != "number" || !(v >= 0)) throw agentwireError("invalid", `\`${k}\` is ${v}`);
+    for (const [k, v] of Object.entries({ maxBufferedEvents, maxBufferedBytes })) if (typeof v != "number" || !(v >= 0)) throw agentwireError("invalid", `\`${k}\` is ${typeof v == "string" ? JSON.stringify(v) : typeof v == "bigint" ? v + "n" : String(v)}, not a number ≥ 0`);
     this.#onEvent = onEvent as ((e: E) => void) | undefined;
     if (!this.#onEvent) this.#queue = new Queue<E>(maxBufferedEvents, maxBufferedBytes, (q) => q.dropOldest());
     this.#whenClosed = new Promise((r) => (this.#markClosed = r));

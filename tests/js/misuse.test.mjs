@@ -227,12 +227,17 @@ test("connect returns a promise whatever its options: null, throwing getters, ba
   }
   const fake = { webSocket: FakeRkt };
   await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, onEvent: 5 }), invalid("`onEvent` is not a function"));
-  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: -1 }), invalid("`maxBufferedEvents` is -1"));
-  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: "x" }), invalid("`maxBufferedEvents` is x"));
-  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedBytes: NaN }), invalid("`maxBufferedBytes` is NaN"));
+  // The value as given (a string quoted, so "10" is not taken for 10), and the rule.
+  const notCount = (k, v) => invalid(`\`${k}\` is ${v}, not a number ≥ 0`);
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: -1 }), notCount("maxBufferedEvents", "-1"));
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: "x" }), notCount("maxBufferedEvents", '"x"'));
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: "10" }), notCount("maxBufferedEvents", '"10"'));
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedBytes: NaN }), notCount("maxBufferedBytes", "NaN"));
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedBytes: 10n }), notCount("maxBufferedBytes", "10n"));
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedBytes: Symbol("s") }), notCount("maxBufferedBytes", "Symbol(s)"));
   // `null >= 0`, `true >= 0` and `[] >= 0` are true: each kept one event. `null` is the default.
-  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: true }), invalid("`maxBufferedEvents` is true"));
-  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedBytes: [] }), invalid("`maxBufferedBytes` is "));
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: true }), notCount("maxBufferedEvents", "true"));
+  await assert.rejects(RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedBytes: [] }), notCount("maxBufferedBytes", ""));
   const connecting = RktClient.connect("ws://fake/rkt", { ...fake, maxBufferedEvents: null, maxBufferedBytes: null });
   const r = await connecting;
   await r.close();
