@@ -185,7 +185,8 @@ export class RktClient extends Client<RktEvent> {
       STREAM_CAPACITY,
       STREAM_BYTES,
       (q) => {
-        q.end(agentwireError("limit", `${STREAM_CAPACITY} stream chunks or ${STREAM_BYTES} characters unread: the reader fell behind`));
+        // Which bound: this stream's chunks, or the characters of all the client's streams.
+        q.end(agentwireError("limit", q.size < STREAM_CAPACITY ? `this client's streams hold ${STREAM_BYTES} characters unread: a reader fell behind` : `${STREAM_CAPACITY} chunks unread on this stream: its reader fell behind`));
         cancel();
       },
       cancel,

@@ -249,13 +249,13 @@ async function rkt(opts = {}) {
   return { client, ws: last() };
 }
 
-/** What reading `it` to its end gives: the values, and the error's kind it ended with. */
+/** What reading `it` to its end gives: the values, and the error's kind and message it ended with. */
 async function drain(it) {
   const got = [];
   try {
     for await (const v of it) got.push(v);
   } catch (e) {
-    return { got, error: e.kind };
+    return { got, error: e.kind, message: e.message };
   }
   return { got };
 }
@@ -277,7 +277,8 @@ test("an RKT stream aborted or timed out with chunks unread: the next read is it
       for (let i = 0; i < 100; i++) ws.reply(id, "STREAM_DATA", String(i), { Seq: i });
       assert.deepEqual(await it.next(), { value: 0, done: false });
       await stop();
-      assert.deepEqual(await drain(it), { got: [], error: kind });
+      const { got, error } = await drain(it);
+      assert.deepEqual({ got, error }, { got: [], error: kind });
     }
   } finally {
     await client.close();
@@ -294,8 +295,25 @@ test("an RKT stream that fails after its chunks: the chunks, the error once, the
     ws.reply(id, "STREAM_BEGIN");
     for (let i = 0; i < 3; i++) ws.reply(id, "STREAM_DATA", String(i), { Seq: i });
     ws.reply(id, "ERROR", '{"code":500,"message":"boom"}');
-    assert.deepEqual(await drain(it), { got: [0, 1, 2], error: "remote" });
+    const { got, error } = await drain(it);
+    assert.deepEqual({ got, error }, { got: [0, 1, 2], error: "remote" });
     assert.deepEqual(await it.next(), { value: undefined, done: true });
+  } finally {
+    await client.close();
+  }
+});
+
+// A stream's own bound is 1024 chunks unread: past it the stream fails with kind `limit` after
+// the chunks it holds, and the message says it is this stream's reader that fell behind.
+test("an RKT stream 1024 chunks behind fails with limit, saying so", async () => {
+  const { client, ws } = await rkt();
+  try {
+    const it = client.stream("s", {});
+    const id = ws.lastRequest();
+    ws.reply(id, "STREAM_BEGIN");
+    for (let i = 0; i < 1025; i++) ws.reply(id, "STREAM_DATA", "1", { Seq: i });
+    const { got, error, message } = await drain(it);
+    assert.deepEqual([got.length, error, message], [1024, "limit", "1024 chunks unread on this stream: its reader fell behind"]);
   } finally {
     await client.close();
   }
@@ -320,8 +338,10 @@ test("the unread chunks of a client's running RKT streams are bounded together",
     };
     const [a, aId] = open(30, false); // 60 Mi characters, still running
     const [b] = open(2); // 4 Mi more: the second finds the bound full
-    const { got, error } = await drain(b);
+    const { got, error, message } = await drain(b);
     assert.deepEqual([got.length, error], [1, "limit"]);
+    // `b`'s reader read all it could: the message says whose bound it is, not that b fell behind.
+    assert.equal(message, "this client's streams hold 67108864 characters unread: a reader fell behind");
     // What a read frees is free for another stream.
     assert.equal((await a.next()).value.length, 2 << 20);
     assert.deepEqual(await drain(open(1)[0]), { got: [chunk.slice(1, -1)] });
