@@ -433,7 +433,8 @@ proptest! {
 
 /// Found by mutation testing: the `MAX_TOKEN_LEN` bound of `verify` was only exercised by a
 /// one-part token (malformed anyway), so `>` → `==` (no bound) and `>` → `>=` (a minted token of
-/// exactly `MAX_TOKEN_LEN` bytes refused) both survived.
+/// exactly `MAX_TOKEN_LEN` bytes refused) both survived. Likewise `mint`'s bound was only
+/// exercised far above it, so a length computed 2 bytes short (`+ 1` → `- 1`) survived.
 #[test]
 fn token_length_bound_is_exact() {
     // Claims whose token is exactly MAX_TOKEN_LEN bytes: grow the last room one byte at a time.
@@ -457,6 +458,14 @@ fn token_length_bound_is_exact() {
     assert_eq!(token.len(), MAX_TOKEN_LEN);
     assert_eq!(verify(&token, &[SECRET], NOW, 300).unwrap(), exact);
     assert_eq!(unverified_exp(&token), Some(NOW_S + 300));
+
+    // One byte more of claims, all of them valid: the token would be MAX_TOKEN_LEN + 2 bytes
+    // (unpadded base64url has no length 4n + 1, so + 1 cannot happen): not minted.
+    let mut over = exact.clone();
+    over.agent_id.push('x');
+    assert!(over.validate().is_ok());
+    assert_eq!(sign(SECRET, &over.to_json()).len(), MAX_TOKEN_LEN + 2);
+    assert_eq!(mint(SECRET, &over).unwrap_err().kind, TokenErrorKind::Claims);
 
     // A well-formed token one room longer, correctly signed: refused for its length alone.
     rooms.push(room(200));
