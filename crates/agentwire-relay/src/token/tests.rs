@@ -506,3 +506,63 @@ fn rooms_bounds_are_inclusive() {
     let token = mint(SECRET, &c).unwrap();
     assert_eq!(verify(&token, &[SECRET], NOW, 300).unwrap(), c);
 }
+
+/// Found by mutation testing: the origin rules were only tested by a few examples, so the
+/// length bound taken as exclusive (`>` → `>=`), the scheme's first letter unchecked (`||` →
+/// `&&`: `Https://a.com` taken), any non-empty bracketed text taken as an IPv6 address (`&&` →
+/// `||`), a bracketed address without a port refused (arm `""` deleted) and a `+` before the port
+/// taken (`&&` → `||`: `u32::from_str` reads `+80`) all survived.
+#[test]
+fn origins_are_checked_to_the_letter() {
+    let origin = |o: &str| {
+        let mut c = Claims::new("alice", NOW_S + 300);
+        c.origin = Some(o.into());
+        c.validate()
+    };
+    let longest = format!("https://{}", "a".repeat(MAX_ORIGIN_LEN - "https://".len()));
+    assert_eq!(longest.len(), MAX_ORIGIN_LEN);
+    assert!(origin(&longest).is_ok());
+    assert!(origin(&format!("{longest}a")).is_err());
+    for ok in [
+        "http://[::1]",
+        "http://[2001:db8::1]:443",
+        "http://[::ffff:1.2.3.4]",
+        "a://b",
+    ] {
+        assert!(origin(ok).is_ok(), "{ok}");
+    }
+    for bad in [
+        "Https://a.com",
+        "1https://a.com",
+        "-a://a.com",
+        "://a.com",
+        "hTtps://a.com",
+        "http://[abcd]",
+        "http://[::g]",
+        "http://[::1",
+        "http://[::1]:",
+        "http://[::1]:0",
+        "https://a.com:+80",
+        "https://a.com:-1",
+        "https://a.com:8a",
+        "https://a.com:123456",
+        "https://a.com:99999",
+    ] {
+        let e = origin(bad).expect_err(bad);
+        assert_eq!(e.kind, TokenErrorKind::Claims, "{bad}: {e}");
+    }
+    // And in a token: the signed claims are checked the same way.
+    let token = sign(
+        SECRET,
+        &format!(r#"{{"agent_id":"a","exp":{},"origin":"Https://a.com"}}"#, NOW_S + 10),
+    );
+    assert_eq!(kind(verify(&token, &[SECRET], NOW, 300)), TokenErrorKind::Claims);
+    let token = sign(
+        SECRET,
+        &format!(r#"{{"agent_id":"a","exp":{},"origin":"http://[::1]"}}"#, NOW_S + 10),
+    );
+    assert_eq!(
+        verify(&token, &[SECRET], NOW, 300).unwrap().origin.as_deref(),
+        Some("http://[::1]")
+    );
+}
