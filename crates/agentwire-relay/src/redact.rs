@@ -137,4 +137,23 @@ mod tests {
         // A cut never splits a character.
         assert_eq!(r.redact_cut("ééé", 5, true), "éé");
     }
+
+    /// Found by mutation testing: no test cut a complete text, or had a key's start after
+    /// non-ASCII text, so `out.len() > max` → `==` or `>=` and `t.len() - n` → `t.len() / n` (the
+    /// tail's start, 36 / 12 = 3, inside an `é`: the tail missed) survived.
+    #[test]
+    fn a_cut_complete_text_and_a_tail_after_non_ascii_lose_the_part() {
+        let r = Redactor::new([KEY]);
+        // Complete, but longer than the bound: cut there, so the start of a key goes.
+        assert_eq!(
+            r.redact_cut("detail: sk_switch_sec and more", 20, true),
+            "detail: [key]"
+        );
+        // Complete and exactly the bound: not cut, left as it is.
+        let text = "ends with sk_switch_sec";
+        assert_eq!(r.redact_cut(text, text.len(), true), text);
+        // The start of a key after two-byte characters.
+        let text = format!("{}{}", "é".repeat(12), &KEY[..12]);
+        assert_eq!(r.redact_cut(&text, 1000, false), format!("{}[key]", "é".repeat(12)));
+    }
 }
