@@ -156,4 +156,12 @@ mod tests {
         let text = format!("{}{}", "é".repeat(12), &KEY[..12]);
         assert_eq!(r.redact_cut(&text, 1000, false), format!("{}[key]", "é".repeat(12)));
     }
+
+    /// Found by mutation testing: nothing read the `Debug` (`fmt` → `Ok(())` survived), which is
+    /// written by hand so that a `{:?}` of a relay's state never prints a key.
+    #[test]
+    fn debug_shows_how_many_keys_not_the_keys() {
+        let r = Redactor::new([KEY, "other_key_0000000000"]);
+        assert_eq!(format!("{r:?}"), "Redactor { keys: 2 }");
+    }
 }
