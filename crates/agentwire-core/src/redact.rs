@@ -20,21 +20,26 @@ pub fn redacted<T>(secret: &Option<T>) -> Option<Redacted> {
 
 /// `url` as an error message may quote it: without the user information (`user:pass@`) and
 /// without the query and fragment, where a token or key may ride (`?token=…`). Scheme, host,
-/// port and path stay. A text without a scheme (`host/path`) is read the same way, and what is
-/// left once its user information is gone is read again (`x@wss://u:p@h` shows `wss://h`): the
-/// text shown is one this function leaves as it is.
+/// port and path stay. A text without a scheme (`host/path`) is read the same way, as is one
+/// whose scheme is empty or left out before `//` (`://u:p@h` shows `://h`, `//u:p@h` shows
+/// `//h`), and what is left once its user information is gone is read again
+/// (`x@wss://u:p@h` shows `wss://h`): the text shown is one this function leaves as it is.
 pub fn url(url: &str) -> Cow<'_, str> {
     // Bytes, not `str::find` with a `&str` pattern, whose searcher cost the Switch module 1.2 KB
     // gzipped. A scheme is letters, digits, `+`, `-` and `.` right before `://` (not a
-    // `://` in the query).
+    // `://` in the query); none at all before `://` or `//` still leaves an authority after it,
+    // user information and all.
     let b = url.as_bytes();
     let scheme_chars = b
         .iter()
         .take_while(|c| c.is_ascii_alphanumeric() || b"+-.".contains(c))
         .count();
-    let scheme_len = match scheme_chars > 0 && b[scheme_chars..].starts_with(b"://") {
-        true => scheme_chars + 3,
-        false => 0,
+    let scheme_len = if b[scheme_chars..].starts_with(b"://") {
+        scheme_chars + 3
+    } else if b.starts_with(b"//") {
+        2
+    } else {
+        0
     };
     let (scheme, rest) = url.split_at(scheme_len);
     let end = rest.bytes().position(|c| c == b'?' || c == b'#').unwrap_or(rest.len());
@@ -81,6 +86,28 @@ mod tests {
         assert_eq!(url("x@a://h:1/u@v"), "a://h:1/u@v");
         assert_eq!(format!("{:?}", redacted(&Some("k"))), "Some(<redacted>)");
         assert_eq!(format!("{:?}", redacted::<String>(&None)), "None");
+    }
+
+    /// A scheme left out but its `://` kept (`"{scheme}://bot:KEY@h"` with an empty `scheme`),
+    /// or a network-path reference (`//bot:KEY@h`): the user information still goes. Found by
+    /// mutation testing (`scheme_chars > 0` → `>=` survived: it takes the empty scheme, and
+    /// `://u:SECRET@h` was quoted whole).
+    #[test]
+    fn user_information_after_an_empty_scheme_goes() {
+        for (given, shown) in [
+            ("://bot:SECRET@h.example/ws", "://h.example/ws"),
+            ("://h.example/ws?token=SECRET", "://h.example/ws"),
+            ("//bot:SECRET@h.example/ws", "//h.example/ws"),
+            ("//h.example/ws#SECRET", "//h.example/ws"),
+            ("x@://u:SECRET@h/p", "://h/p"),
+            ("x@//u:SECRET@h/p", "//h/p"),
+        ] {
+            assert_eq!(url(given), shown, "{given}");
+            assert_eq!(url(shown), shown, "{shown}: not a fixed point");
+        }
+        for kept in ["://h.example:1/p@q", "//h/u@v", "://", "//", ":/u@h"] {
+            assert!(matches!(url(kept), Cow::Borrowed(_)), "{kept}");
+        }
     }
 
     proptest::proptest! {

@@ -16,13 +16,19 @@ use agentwire_core::redact::url;
 use libfuzzer_sys::fuzz_target;
 use std::borrow::Cow;
 
-/// `scheme://` at the start of `s`, the way `url` reads one.
+/// `scheme://` (the scheme maybe empty) or `//` at the start of `s`, the way `url` reads one.
 fn has_scheme(s: &str) -> Option<usize> {
     let n = s
         .bytes()
         .take_while(|c| c.is_ascii_alphanumeric() || b"+-.".contains(c))
         .count();
-    (n > 0 && s[n..].starts_with("://")).then_some(n + 3)
+    if s[n..].starts_with("://") {
+        Some(n + 3)
+    } else if s.starts_with("//") {
+        Some(2)
+    } else {
+        None
+    }
 }
 
 fn check(input: &str) -> String {
