@@ -134,5 +134,33 @@ mod tests {
         }
         t.set("z", 5);
         assert_eq!(t.expire(10), vec!["z", "a", "b", "c", "d"]);
+        // Found by mutation testing: above, each key set goes first, so inserting every key at
+        // the front (`<` → `==`) passed. Set in the keys' order, and a later deadline last.
+        let mut t = Timers::ties_by_key();
+        for (k, at) in [("a", 10), ("b", 10), ("c", 5), ("d", 20)] {
+            t.set(k, at);
+        }
+        assert_eq!(t.expire(20), vec!["c", "a", "b", "d"]);
+    }
+
+    /// Found by mutation testing: no test read `deadline` or `len`, saw `is_empty` false or
+    /// cleared, so each of them replaced by a constant (or `clear` by nothing) passed.
+    #[test]
+    fn deadline_len_and_clear() {
+        let mut t = Timers::new();
+        assert_eq!((t.len(), t.deadline(&"a")), (0, None));
+        t.set("a", 30);
+        t.set("b", 10);
+        assert_eq!((t.len(), t.is_empty()), (2, false));
+        assert_eq!(
+            (t.deadline(&"a"), t.deadline(&"b"), t.deadline(&"c")),
+            (Some(30), Some(10), None)
+        );
+        t.set("a", 5);
+        assert_eq!((t.len(), t.deadline(&"a")), (2, Some(5)));
+        assert!(t.cancel(&"a"));
+        assert_eq!((t.len(), t.deadline(&"a")), (1, None));
+        t.clear();
+        assert!(t.is_empty() && t.next().is_none() && t.deadline(&"b").is_none());
     }
 }
