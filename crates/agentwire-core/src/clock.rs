@@ -142,6 +142,20 @@ mod tests {
         assert_eq!(c.read(T + 8 * 3_600_000 + 500, S + 500_000), T + 8 * 3_600_000 + 500);
     }
 
+    /// Found by mutation testing: no test put the wall clock exactly [`Clock::STEP_MS`] ahead, so
+    /// taking it at once from there (`>` → `>=`) passed. At `STEP_MS` ahead it is caught up with
+    /// gradually; a millisecond more, taken at once.
+    #[test]
+    fn step_ms_ahead_is_caught_up_with_and_a_millisecond_more_taken() {
+        let mut c = Clock::new();
+        c.read(T, 0);
+        assert_eq!(c.read(T + 1_000 + Clock::STEP_MS, S), T + 1_100);
+        let mut c = Clock::new();
+        c.read(T, 0);
+        let wall = T + 1_000 + Clock::STEP_MS + 1;
+        assert_eq!(c.read(wall, S), wall);
+    }
+
     #[test]
     fn reads_microseconds_apart_still_catch_up() {
         let mut c = Clock::new();
