@@ -1941,6 +1941,32 @@ fn a_gap_past_the_bytes_keeps_its_range_and_names_all_rooms() {
     assert_eq!((gaps[1].rooms.as_ref(), gaps[1].all_rooms), (None, Some(true)));
 }
 
+/// A gap polled (held for its event) gives its bytes back: a long run of gaps, each delivered
+/// before the next comes, never fills the byte bound, and neither a later gap nor a room update
+/// is cut or dropped for bytes no longer queued.
+#[test]
+fn delivered_gaps_give_their_bytes_back() {
+    let mut cfg = ws();
+    cfg.max_queued_bytes = 1024; // about nine of these gaps
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    d.events();
+    for n in 1..=40 {
+        d.text(&gap(10 * n, 10 * n + 5));
+        d.text(&message(10 * n + 6));
+        let e = d.events();
+        let Some(Event::Event { gap: Some(g), .. }) = e.last() else {
+            panic!("{n}: {e:?}")
+        };
+        assert_eq!(g.rooms.as_deref(), Some(&[ROOM.to_owned()][..]), "{n}: {g:?}");
+    }
+    d.text(&format!(
+        r#"{{"event":"subscription_changed","data":{{"rooms":["{ROOM}"],"reason":"subscription updated"}}}}"#
+    ));
+    let e = d.events();
+    assert!(matches!(&e[..], [Event::SubscriptionChanged(_)]), "{e:?}");
+    assert_eq!(d.conn.dropped_control(), 0);
+}
+
 /// docs/protocols/switch.md: two gaps before one event merge with the first `from_sequence`
 /// (a retention gap, then a restart that numbers from 3: the loss still starts at 50).
 #[test]
