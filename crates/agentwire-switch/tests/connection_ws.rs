@@ -1967,6 +1967,35 @@ fn delivered_gaps_give_their_bytes_back() {
     assert_eq!(d.conn.dropped_control(), 0);
 }
 
+/// An event polled gives back its own bytes, no more: with room for three, three queued and one
+/// polled leave room for one more, and the next waits for the reopen.
+#[test]
+fn the_byte_bound_counts_the_events_still_queued() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.text(&message(1));
+    let one = match &d.events()[..] {
+        [e @ Event::Event { .. }] => e.queued_bytes(),
+        other => panic!("{other:?}"),
+    };
+    let mut cfg = ws();
+    cfg.max_queued_bytes = 3 * one;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    for n in 2..=4 {
+        d.text(&message(n));
+    }
+    assert_eq!(sequences(&[d.conn.poll_event().unwrap()]), [2]);
+    for n in 5..=6 {
+        d.text(&message(n));
+    }
+    let e = d.events();
+    assert_eq!(sequences(&e), [3, 4, 5], "{e:?}");
+    assert!(
+        e.iter()
+            .any(|e| matches!(e, Event::Diagnostic(err) if err.kind == ErrorKind::Limit)),
+        "{e:?}"
+    );
+}
+
 /// docs/protocols/switch.md: two gaps before one event merge with the first `from_sequence`
 /// (a retention gap, then a restart that numbers from 3: the loss still starts at 50).
 #[test]
