@@ -1706,6 +1706,28 @@ fn a_message_before_the_open_was_reported_opens_it() {
     assert_eq!(d.conn.state(), State::Live);
 }
 
+/// Only input of the open's own wire opens it: SSE bytes on a WebSocket open (or a message on an
+/// SSE open) leave it opening, and its failure is still the failed open it is.
+#[test]
+fn input_of_the_other_wire_does_not_open_it() {
+    for transport in [Transport::WebSocket, Transport::Sse] {
+        let mut d = Driver::new(config(transport));
+        d.conn.start(d.now).unwrap();
+        d.expect_open();
+        match transport {
+            Transport::Sse => d.text(&connection_state(Some(1), 0, &[])),
+            _ => d.conn.handle_bytes(d.now, b"event: ping\ndata: {}\n\n"),
+        }
+        assert_eq!(d.conn.state(), State::Opening, "{transport:?}");
+        d.conn.handle_open_failed(d.now, Some(503), "");
+        let e = d.events();
+        assert!(
+            matches!(&e[..], [Event::Stopped { error: Some(err) }] if err.status == Some(503)),
+            "{transport:?}: {e:?}"
+        );
+    }
+}
+
 #[test]
 fn has_pending_events_tells_a_held_event_from_none() {
     let mut d = Driver::live_ws(ws(), 0, &[]);
