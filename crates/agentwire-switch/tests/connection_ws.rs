@@ -1696,6 +1696,23 @@ fn a_refusal_close_before_the_open_was_reported_stops() {
     assert!(matches!(&d.events()[..], [Event::Stopped { error: Some(e) }] if e.kind == ErrorKind::Auth));
 }
 
+/// A close other than a refusal's before the open was reported is how a browser's WebSocket
+/// reports a failed upgrade (1006): a failed open with no HTTP status, not a socket's close.
+#[test]
+fn a_drop_before_the_open_was_reported_is_a_failed_open() {
+    let mut cfg = ws();
+    cfg.connect_attempts = None;
+    let mut d = Driver::new(cfg);
+    d.conn.start(0).unwrap();
+    d.expect_open();
+    d.conn.handle_close(0, 1006, "");
+    let e = d.events();
+    assert!(
+        matches!(&e[..], [Event::Disconnected { code: None, reason, .. }] if reason.starts_with("open failed")),
+        "{e:?}"
+    );
+}
+
 #[test]
 fn a_message_before_the_open_was_reported_opens_it() {
     let mut d = Driver::new(ws());
