@@ -1889,6 +1889,36 @@ fn room_updates_are_bounded_and_the_latest_rooms_arrive() {
     assert_eq!(d.conn.rooms(), ["r49999".to_owned()]);
 }
 
+/// Room updates have twice the diagnostics' slack in count, so a queue full of diagnostics
+/// still takes 256 more of them; at the very last place, a room change still replaces the one
+/// before it (it takes no place of its own).
+#[test]
+fn room_updates_have_their_own_slack_past_diagnostics() {
+    let mut cfg = ws();
+    cfg.max_queued_events = 4;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    for _ in 0..400 {
+        d.text("}{ garbage"); // 4 + 256 diagnostics go in
+    }
+    for i in 0..255 {
+        d.text(&format!(r#"{{"event":"room_released","data":{{"room_id":"x{i}"}}}}"#));
+    }
+    for reason in ["a", "b"] {
+        d.text(&format!(
+            r#"{{"event":"subscription_changed","data":{{"rooms":["{ROOM}"],"reason":"{reason}"}}}}"#
+        ));
+    }
+    let e = d.events();
+    let released = e.iter().filter(|e| matches!(e, Event::RoomReleased(_))).count();
+    assert_eq!(released, 255);
+    assert!(
+        matches!(e.last(), Some(Event::SubscriptionChanged(s)) if s.reason == "b"),
+        "{:?}",
+        e.last()
+    );
+    assert_eq!(d.conn.dropped_control(), 400 - (4 + 256));
+}
+
 /// What is not a domain event counts in bytes too (the server chooses its size): room lists,
 /// ids, reasons. Past `max_queued_bytes` of it, room updates, `Connected` and diagnostics are
 /// dropped and counted, as past their count; the first always goes in.
