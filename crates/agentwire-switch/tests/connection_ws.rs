@@ -1919,6 +1919,57 @@ fn room_updates_have_their_own_slack_past_diagnostics() {
     assert_eq!(d.conn.dropped_control(), 400 - (4 + 256));
 }
 
+/// A room change that replaces the one before it gives back that one's bytes and no more:
+/// what else is queued still counts against `max_queued_bytes`, before and after it.
+#[test]
+fn a_replaced_room_change_gives_back_only_its_own_bytes() {
+    let mut cfg = ws();
+    cfg.max_queued_bytes = 512;
+    let changed = |reason: &str, rooms: usize| {
+        let rooms: Vec<String> = if rooms == 1 {
+            vec![format!("\"{ROOM}\"")]
+        } else {
+            (0..rooms).map(|i| format!("\"{ROOM}-{i}\"")).collect()
+        };
+        format!(
+            r#"{{"event":"subscription_changed","data":{{"rooms":[{}],"reason":"{reason}"}}}}"#,
+            rooms.join(",")
+        )
+    };
+    let released = |room: &str| format!(r#"{{"event":"room_released","data":{{"room_id":"{room}"}}}}"#);
+    let reasons = |e: &[Event]| -> Vec<String> {
+        e.iter()
+            .map(|e| match e {
+                Event::SubscriptionChanged(s) => s.reason.clone(),
+                Event::RoomReleased(r) => format!("released {}", r.room_id.len()),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    };
+
+    // 61 bytes queued, replaced by 435: held is 0, so it fits, and a 1-byte release after it.
+    let mut d = Driver::live_ws(cfg.clone(), 0, &[ROOM]);
+    d.text(&changed("a", 1));
+    d.text(&changed("b", 7));
+    d.text(&released("x"));
+    assert_eq!(reasons(&d.events()), ["b", "released 1"]);
+    assert_eq!(d.conn.dropped_control(), 0);
+
+    // A 300-byte release, then 61 replaced by 61: the release still holds 300, so neither a
+    // 209-byte unknown frame nor a 249-byte room change fits any more.
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    d.text(&released(&"r".repeat(300)));
+    d.text(&changed("a", 1));
+    d.text(&changed("b", 1));
+    d.text(&format!(
+        r#"{{"event":"novel_frame","data":{{"x":"{}"}}}}"#,
+        "y".repeat(190)
+    ));
+    d.text(&changed("c", 4));
+    assert_eq!(reasons(&d.events()), ["released 300", "b"]);
+    assert_eq!(d.conn.dropped_control(), 2);
+}
+
 /// What is not a domain event counts in bytes too (the server chooses its size): room lists,
 /// ids, reasons. Past `max_queued_bytes` of it, room updates, `Connected` and diagnostics are
 /// dropped and counted, as past their count; the first always goes in.
