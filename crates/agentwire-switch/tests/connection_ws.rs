@@ -2087,6 +2087,30 @@ fn delivered_gaps_give_their_bytes_back() {
     assert_eq!(d.conn.dropped_control(), 0);
 }
 
+/// Gaps back to back merge into one, and so do their bytes: the queue holds one gap's, so the
+/// merged gap keeps its rooms and a room update after it still goes in.
+#[test]
+fn merged_gaps_hold_the_bytes_of_one() {
+    let mut cfg = ws();
+    cfg.max_queued_bytes = 1024; // about nine of these gaps
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    d.events();
+    for n in 1..=40 {
+        d.text(&gap(10 * n, 10 * n + 5));
+    }
+    d.text(&message(406));
+    d.text(&format!(
+        r#"{{"event":"subscription_changed","data":{{"rooms":["{ROOM}"],"reason":"subscription updated"}}}}"#
+    ));
+    let e = d.events();
+    let [Event::Event { gap: Some(g), .. }, Event::SubscriptionChanged(_)] = &e[..] else {
+        panic!("{e:?}")
+    };
+    assert_eq!((g.from_sequence, g.resumed_at), (10, 405));
+    assert_eq!(g.rooms.as_deref(), Some(&[ROOM.to_owned()][..]), "{g:?}");
+    assert_eq!(d.conn.dropped_control(), 0);
+}
+
 /// An event polled gives back its own bytes, no more: with room for three, three queued and one
 /// polled leave room for one more, and the next waits for the reopen.
 #[test]
