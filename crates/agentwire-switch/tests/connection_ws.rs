@@ -2111,6 +2111,29 @@ fn merged_gaps_hold_the_bytes_of_one() {
     assert_eq!(d.conn.dropped_control(), 0);
 }
 
+/// `max_queued_bytes` is the most held: what fills it exactly goes in, one byte more does not.
+#[test]
+fn what_fills_the_byte_bound_exactly_goes_in() {
+    let mut cfg = ws();
+    cfg.max_queued_bytes = 512;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    d.events();
+    let released = |room: &str| format!(r#"{{"event":"room_released","data":{{"room_id":"{room}"}}}}"#);
+    d.text(&released(&"r".repeat(300)));
+    d.text(&released(&"s".repeat(212)));
+    d.text(&released("x"));
+    let e = d.events();
+    let lens: Vec<usize> = e
+        .iter()
+        .map(|e| match e {
+            Event::RoomReleased(r) => r.room_id.len(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(lens, [300, 212]);
+    assert_eq!(d.conn.dropped_control(), 1);
+}
+
 /// An event polled gives back its own bytes, no more: with room for three, three queued and one
 /// polled leave room for one more, and the next waits for the reopen.
 #[test]
