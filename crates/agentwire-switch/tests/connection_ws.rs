@@ -47,6 +47,20 @@ fn first_open_and_connection_state() {
     assert_eq!(d.conn.heartbeat_interval_ms(), 2_000);
 }
 
+/// The connection names its agent and connection id; its `Debug` says where it is, never its
+/// configuration.
+#[test]
+fn a_connection_names_its_ids_and_debugs_where_it_is() {
+    let d = Driver::live_ws(ws(), 40, &[ROOM]);
+    assert_eq!((d.conn.agent_id(), d.conn.connection_id()), (AGENT, CID));
+    let debug = format!("{:?}", d.conn);
+    assert!(
+        debug.starts_with("Connection {") && debug.contains("Live") && debug.contains("Some(40)"),
+        "{debug}"
+    );
+    assert!(!debug.contains(AGENT) && !debug.contains(CID), "{debug}");
+}
+
 #[test]
 fn invalid_open_parameters_send_nothing() {
     let mut cfg = ws();
