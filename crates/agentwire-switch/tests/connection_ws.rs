@@ -2192,6 +2192,25 @@ fn merged_gaps_keep_the_first_from_sequence() {
     assert_eq!((g.from_sequence, g.resumed_at), (50, 3));
 }
 
+/// Gaps that say nothing of `all_rooms` (the released generation's have no `rooms` nor
+/// `all_rooms`) merge into one that says nothing of it either, not one that says `false`.
+#[test]
+fn merged_gaps_that_do_not_say_all_rooms_do_not_say_it() {
+    let mut d = Driver::live_ws(ws(), 40, &[ROOM]);
+    for (from, to) in [(50, 60), (70, 80)] {
+        d.text(&format!(
+            r#"{{"event":"gap","data":{{"from_sequence":{from},"resumed_at":{to},"reason":"r"}}}}"#
+        ));
+    }
+    d.text(&message(81));
+    let e = d.events();
+    let [Event::Event { gap: Some(g), .. }] = &e[..] else {
+        panic!("{e:?}")
+    };
+    assert_eq!((g.from_sequence, g.resumed_at), (50, 80));
+    assert_eq!((&g.rooms, g.all_rooms), (&None, None));
+}
+
 /// A SubscriptionChanged refused for its bytes leaves the one it would have replaced in place.
 #[test]
 fn a_refused_subscription_change_keeps_the_one_before() {
