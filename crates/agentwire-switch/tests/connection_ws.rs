@@ -1602,6 +1602,138 @@ fn the_byte_bound_counts_every_text_of_an_event() {
     }
 }
 
+/// `Event::queued_bytes`, the measure a driver that queues events again bounds its queue with,
+/// is the text each event holds, every part of it: each of the parts below is not empty, so a
+/// part left out, or taken away or multiplied instead of added, shows.
+#[test]
+fn queued_bytes_is_every_text_of_every_event() {
+    use agentwire_switch::frame::{ConnGeneration, EventKind};
+    use serde_json::value::RawValue;
+    let string = std::mem::size_of::<String>();
+    let rooms = |r: &[String]| r.iter().map(|r| r.len() + string).sum::<usize>();
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let raw = |r: &Option<Box<RawValue>>| r.as_ref().map_or(0, |r| r.get().len());
+    let text = |e: &Event| -> usize {
+        match e {
+            Event::Event { event, gap } => {
+                let kind = match &event.kind {
+                    EventKind::Other(name) => name.len(),
+                    _ => 0,
+                };
+                let gap = gap.as_ref().map_or(0, |g| {
+                    g.rooms.as_deref().map_or(0, rooms) + g.reason.len() + raw(&g.resumed_position)
+                });
+                event.payload.get().len()
+                    + event.room_id.len()
+                    + opt(&event.bridge_id)
+                    + opt(&event.channel_type)
+                    + kind
+                    + gap
+            }
+            Event::Control { name, raw } => name.len() + raw.get().len(),
+            Event::SubscriptionChanged(s) => rooms(&s.rooms) + s.reason.len(),
+            Event::RoomReleased(r) => r.room_id.len() + opt(&r.session_id),
+            Event::Connected { state: s, .. } => {
+                let generation = match &s.generation {
+                    Some(ConnGeneration::Text(t)) => t.len(),
+                    _ => 0,
+                };
+                rooms(&s.rooms)
+                    + s.connection_id.len()
+                    + s.agent_id.len()
+                    + s.scope.len()
+                    + s.filter.len()
+                    + raw(&s.server)
+                    + raw(&s.client)
+                    + generation
+            }
+            Event::Evicted(e) => e.reason.len() + opt(&e.room_id),
+            Event::Disconnected { reason, .. } => reason.len(),
+            Event::Diagnostic(e) | Event::Stopped { error: Some(e) } => e.message.len() + opt(&e.detail),
+            Event::Stopped { error: None } => 0,
+        }
+    };
+    let (mut d, _) = Driver::opened(ws());
+    let state = connection_state(None, 0, &[ROOM, "r2"])
+        .replace(r#""scope""#, r#""generation":"g-7","scope""#)
+        .replace(r#""client":{}"#, r#""client":{"speaks":1}"#);
+    d.text(&state);
+    let domain = |kind: &str, seq: u64| {
+        format!(
+            r#"{{"event":"{kind}","data":{{"type":"{kind}","room_id":"{ROOM}","bridge_id":"bridge-1","channel_type":"channel_public","payload":{{"body":"m"}},"sequence":{seq}}},"id":{seq}}}"#
+        )
+    };
+    d.text(&format!(
+        r#"{{"event":"gap","data":{{"from_sequence":1,"resumed_at":5,"resumed_position":{{"x":1}},"rooms":["{ROOM}"],"all_rooms":false,"reason":"retention"}}}}"#
+    ));
+    d.text(&domain("message", 6));
+    d.text(&domain("task_novel", 7));
+    d.text(r#"{"event":"novel_frame","data":{"x":1}}"#);
+    d.text(r#"{"event":"subscription_changed","data":{"rooms":["r2","r3"],"reason":"subscription updated"}}"#);
+    d.text(r#"{"event":"room_released","data":{"room_id":"r3","session_id":"session-1"}}"#);
+    d.text("}{");
+    d.text(r#"{"event":"evicted","data":{"code":"heartbeat_lapsed","reason":"lapsed","room_id":"r2"}}"#);
+    let path = d.reopen();
+    assert!(path.contains("expected_generation=g-7"), "{path}");
+    d.conn.handle_open(d.now);
+    d.text(r#"{"event":"refused","data":{"status":409,"detail":"taken"}}"#);
+    let mut e = d.events();
+    let mut d = Driver::live_ws(ws(), 0, &[]);
+    d.conn.close(d.now);
+    e.extend(d.events());
+
+    let mut seen = Vec::new();
+    for ev in &e {
+        let whole = match ev {
+            Event::Event { event, gap } => {
+                event.bridge_id.is_some()
+                    && event.channel_type.is_some()
+                    && gap
+                        .as_ref()
+                        .is_none_or(|g| g.rooms.is_some() && g.resumed_position.is_some())
+            }
+            Event::Connected { state: s, .. } => {
+                matches!(s.generation, Some(ConnGeneration::Text(_))) && s.server.is_some() && s.client.is_some()
+            }
+            Event::RoomReleased(r) => r.session_id.is_some(),
+            Event::Evicted(ev) => ev.room_id.is_some(),
+            Event::Stopped { error: Some(err) } => err.detail.is_some(),
+            _ => true,
+        };
+        assert!(whole, "{ev:?}");
+        assert_eq!(ev.queued_bytes(), text(ev), "{ev:?}");
+        seen.push(match ev {
+            Event::Event { event, gap } => {
+                format!("{}{}", event.kind.as_str(), if gap.is_some() { "+gap" } else { "" })
+            }
+            Event::Control { .. } => "control".into(),
+            Event::SubscriptionChanged(_) => "subscription_changed".into(),
+            Event::RoomReleased(_) => "room_released".into(),
+            Event::Connected { .. } => "connected".into(),
+            Event::Evicted(_) => "evicted".into(),
+            Event::Disconnected { .. } => "disconnected".into(),
+            Event::Diagnostic(_) => "diagnostic".into(),
+            Event::Stopped { error } => format!("stopped{}", if error.is_some() { "+error" } else { "" }),
+        });
+    }
+    assert_eq!(
+        seen,
+        [
+            "connected",
+            "message+gap",
+            "task_novel",
+            "control",
+            "subscription_changed",
+            "room_released",
+            "diagnostic",
+            "evicted",
+            "disconnected",
+            "stopped+error",
+            "stopped"
+        ]
+    );
+}
+
 #[test]
 fn a_resume_asks_from_the_highest_received_and_queued_events_survive_it() {
     let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
