@@ -715,6 +715,21 @@ mod tests {
             .contains("twice"));
     }
 
+    /// An operation name is 1 to `MAX_OP_NAME` characters: the empty one and one longer are
+    /// refused before anything is sent, the longest goes in the path.
+    #[test]
+    fn operation_names_are_1_to_max_op_name_characters() {
+        for name in [String::new(), "a".repeat(MAX_OP_NAME + 1)] {
+            let e = op("a", None, &name, "{}").unwrap_err();
+            assert!(e.message.contains("operation name"), "{name:?}: {e:?}");
+        }
+        let longest = "a".repeat(MAX_OP_NAME);
+        assert_eq!(
+            op("a", None, &longest, "{}").unwrap().path,
+            format!("/agents/a/ops/{longest}")
+        );
+    }
+
     #[test]
     fn typed_bodies() {
         let r = request(
