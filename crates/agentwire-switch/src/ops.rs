@@ -730,6 +730,19 @@ mod tests {
         );
     }
 
+    /// An answer of exactly `MAX_RESPONSE_BYTES` is read; one byte more is a `limit` error.
+    #[test]
+    fn an_answer_of_max_response_bytes_is_read_and_one_more_is_not() {
+        let answer = |len: usize| {
+            let mut body = String::from(r#"{"result":1}"#);
+            body.push_str(&" ".repeat(len - body.len()));
+            body
+        };
+        assert_eq!(decode_result(200, &answer(MAX_RESPONSE_BYTES)).unwrap().get(), "1");
+        let e = decode_result(200, &answer(MAX_RESPONSE_BYTES + 1)).unwrap_err();
+        assert_eq!((e.kind, e.status), (ErrorKind::Limit, Some(200)));
+    }
+
     #[test]
     fn typed_bodies() {
         let r = request(
