@@ -50,12 +50,22 @@ impl Driver {
         self.conn.handle_text(self.now, t);
     }
 
+    /// Fires every timer due up to `ms` from now, in order. A timer still due after 1,000
+    /// handlings at the same instant fails the test: a driver would spin on it (a mutant that
+    /// did so hung the tests for their whole timeout).
     pub fn advance(&mut self, ms: u64) {
         let target = self.now + ms;
+        let mut spins = 0;
         while let Some(at) = self.conn.poll_timeout() {
             if at > target {
                 break;
             }
+            spins = if at > self.now { 0 } else { spins + 1 };
+            assert!(
+                spins < 1_000,
+                "a timer stays due at {}: handle_timeout did not move it",
+                self.now
+            );
             self.now = self.now.max(at);
             self.conn.handle_timeout(self.now);
         }
