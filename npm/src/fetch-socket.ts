@@ -70,6 +70,8 @@ export function fetchWebSocket(headers: Record<string, string>): WebSocketConstr
       const socket = (answer as Response & { webSocket?: WorkerSocket | null }).webSocket;
       if (answer.status !== 101 || !socket) {
         const body = await bodyStart(answer);
+        // Closed meanwhile: that close is the one delivered (its abort cut the body short).
+        if (this.readyState !== 0) return;
         // Cut short, a `409 taken_over` would be a final refusal without its code: no answer
         // (retried), as every driver takes it.
         if (body === null) return this.#ended(1006, `the HTTP ${answer.status} answer broke off`);

@@ -220,3 +220,14 @@ test("fetchWebSocket: an upgrade refusal whose body breaks off is no answer (100
   assert.equal(closed.status, undefined, "cut short, a 409 is not a refusal the engine can read");
   assert.match(closed.reason, /HTTP 409 answer broke off/);
 });
+
+test("fetchWebSocket: close() while a refusal's body is read ends with the caller's close, not the refusal", { timeout: 10_000 }, async () => {
+  globalThis.fetch = async (url, init) => new Response(endlessBody(init.signal, '{"detail":"taken over"}'), { status: 409 });
+  const Socket = fetchWebSocket({});
+  const ws = new Socket("ws://switch.test/agents/a/connection/ws");
+  const closed = new Promise((resolve) => (ws.onclose = resolve));
+  await new Promise((r) => setTimeout(r, 100));
+  ws.close(1000, "bye");
+  const got = await closed;
+  assert.deepEqual([got.code, got.reason, got.status], [1006, "bye", undefined]);
+});
