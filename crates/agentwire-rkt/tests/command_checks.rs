@@ -77,3 +77,12 @@ fn a_message_of_exactly_max_message_size_goes_and_one_byte_more_does_not() {
     );
     assert!(out.is_empty(), "{out:?}");
 }
+
+/// `max_message_size()` is the limit the session applies (what a binding bounds an argument's
+/// text by before reading it), not a constant.
+#[test]
+fn the_session_reports_the_max_message_size_it_applies() {
+    for max in [300, 1 << 20] {
+        assert_eq!(ready(cfg(max)).max_message_size(), max);
+    }
+}
