@@ -235,3 +235,18 @@ fn peer_text_in_messages_is_bounded() {
     assert!(error.error.message.len() < 1000, "{}", error.error.message.len());
     assert!(error.error.message.contains("`code`"), "{}", error.error.message);
 }
+
+/// A binary frame in a ready session is reported (`decode`, with its size) and dropped: RKT
+/// is text, and the session goes on.
+#[test]
+fn a_binary_frame_is_an_error_and_the_session_goes_on() {
+    let mut c = ready();
+    c.handle_binary(T0, b"\x00\x01\x02");
+    let events = drain(&mut c);
+    assert!(
+        matches!(&events[..], [ClientEvent::Error(e)] if e.kind() == ErrorKind::Decode && e.to_string().contains("binary frame of 3 bytes")),
+        "{events:?}"
+    );
+    assert_eq!(c.state(), ClientState::Ready);
+    assert!(c.poll_transmit().is_none());
+}
