@@ -150,6 +150,38 @@ fn the_configured_auth_answered_leaves_nothing_in_flight() {
     assert_eq!(c.in_flight(), 0);
 }
 
+/// Entropy that makes every id the same: each command takes the place of the one pending before.
+struct SameId;
+
+impl agentwire_core::Entropy for SameId {
+    fn fill(&mut self, buf: &mut [u8]) {
+        buf.fill(7);
+    }
+}
+
+/// A command whose id repeats a pending one's (ids are random UUIDs: as good as impossible)
+/// takes its place, and `in_flight` stays exact: the configured AUTH replaced by the user's
+/// request no longer counts as the session's own, a request replaced by a request counts once.
+#[test]
+fn a_command_replacing_one_of_the_same_id_keeps_in_flight_exact() {
+    let cfg = ClientConfig {
+        authorization: Some("Bearer k1".into()),
+        ..no_keepalive()
+    };
+    let mut c = ClientSession::new(cfg, Box::new(SameId));
+    c.handle_open(T0);
+    let hello = sent(&mut c).remove(0);
+    c.handle_text(T0, &hello_ack(message_id(&hello)));
+    let wire = sent(&mut c);
+    assert!(wire[0].starts_with("RKT/1.0 AUTH\n"), "{wire:?}");
+    assert_eq!(c.in_flight(), 0);
+    let id = c.discover(T0 + 1).unwrap();
+    assert_eq!(id, message_id(&wire[0]));
+    assert_eq!(c.in_flight(), 1);
+    c.discover(T0 + 2).unwrap();
+    assert_eq!(c.in_flight(), 1);
+}
+
 /// The bytes a cancelled stream held out of order are given back to `max_stream_buffer_bytes`
 /// (a budget over all streams): the next stream may hold as much.
 #[test]
