@@ -381,3 +381,22 @@ fn a_stream_end_counting_fewer_chunks_than_delivered_says_so() {
         assert!(error.error.message.contains(says), "{}", error.error.message);
     }
 }
+
+/// Every command that went out and ended early is remembered (up to 256), not only the last:
+/// late replies to two cancelled commands are both dropped quietly.
+#[test]
+fn late_replies_to_every_cancelled_command_are_dropped_quietly() {
+    let mut c = ready(no_keepalive());
+    let ids: Vec<String> = (0..3).map(|_| c.discover(T0).unwrap()).collect();
+    drain(&mut c);
+    for id in &ids {
+        assert!(c.cancel(id));
+    }
+    assert_eq!(events(&mut c).len(), 3);
+    for id in &ids {
+        c.handle_text(T0 + 1, &reply("RESPONSE", "late", id, "", "{}"));
+        c.handle_text(T0 + 1, &reply("ERROR", "late", id, "", r#"{"code":500,"message":"m"}"#));
+    }
+    let events = events(&mut c);
+    assert!(events.is_empty(), "{events:?}");
+}
