@@ -400,3 +400,28 @@ fn late_replies_to_every_cancelled_command_are_dropped_quietly() {
     let events = events(&mut c);
     assert!(events.is_empty(), "{events:?}");
 }
+
+/// Without `keepalive` no timer is armed and no PING leaves, however long the session idles;
+/// with it, none when the server's `session_timeout` is under 2 s.
+#[test]
+fn no_keepalive_ping_when_it_is_off_or_the_session_timeout_is_too_short() {
+    let mut c = ready(no_keepalive());
+    assert_eq!(c.poll_timeout(), None);
+    c.handle_timeout(T0 + 3_600_000);
+    assert!(drain(&mut c).is_empty());
+    assert!(c.poll_transmit().is_none());
+
+    let (mut c, hello) = client(ClientConfig::default());
+    c.handle_text(
+        T0,
+        &reply(
+            "HELLO_ACK",
+            "ack",
+            &hello,
+            "",
+            r#"{"agreed_version":1,"session_timeout":1}"#,
+        ),
+    );
+    drain(&mut c);
+    assert_eq!(c.poll_timeout(), None);
+}
