@@ -199,3 +199,38 @@ fn a_server_configuration_no_header_can_carry_closes_the_session_at_once() {
     };
     assert_invalid(&cfg.check().unwrap_err(), "agent");
 }
+
+/// A session after a HELLO_ACK with `extra` header lines, and what it sent after it.
+fn acked(cfg: ClientConfig, extra: &str) -> (ClientSession, Vec<String>) {
+    let mut c = client(cfg);
+    c.handle_open(0);
+    let hello = decode(&texts(&mut c)[0], usize::MAX).unwrap();
+    let ack = format!(
+        "RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: ack\nReply-To: {}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n{extra}\n{}",
+        hello.message_id(),
+        r#"{"agreed_version":1,"session_timeout":300}"#
+    );
+    c.handle_text(0, &ack);
+    let sent = texts(&mut c);
+    (c, sent)
+}
+
+/// The server's `Capabilities` in `Ready` are its list split at commas, each trimmed, empty
+/// ones left out; none without the header.
+#[test]
+fn the_servers_capabilities_are_its_list_split_and_trimmed() {
+    for (extra, expected) in [
+        (
+            "Capabilities: weather, forecast ,,alerts\n",
+            vec!["weather", "forecast", "alerts"],
+        ),
+        ("", vec![]),
+    ] {
+        let (mut c, _) = acked(ClientConfig::default(), extra);
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        let [ClientEvent::Ready { server, .. }] = &events[..] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(server.capabilities, expected, "{extra:?}");
+    }
+}
