@@ -234,3 +234,20 @@ fn the_servers_capabilities_are_its_list_split_and_trimmed() {
         assert_eq!(server.capabilities, expected, "{extra:?}");
     }
 }
+
+/// A configured `authorization` that is the scheme's name alone (six bytes, nothing after) is
+/// taken whole as the token.
+#[test]
+fn an_authorization_of_the_scheme_name_alone_is_the_token() {
+    for authorization in ["bearer", "BEARER"] {
+        let cfg = ClientConfig {
+            authorization: Some(authorization.into()),
+            ..Default::default()
+        };
+        let (_, sent) = acked(cfg, "");
+        let auth = decode(&sent[0], usize::MAX).unwrap();
+        assert_eq!(auth.kind, MessageType::Auth, "{authorization:?}");
+        let body: serde_json::Value = serde_json::from_str(auth.body.as_deref().unwrap()).unwrap();
+        assert_eq!(body["token"], authorization, "{authorization:?}");
+    }
+}
