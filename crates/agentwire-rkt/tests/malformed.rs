@@ -236,6 +236,26 @@ fn peer_text_in_messages_is_bounded() {
     assert!(error.error.message.contains("`code`"), "{}", error.error.message);
 }
 
+/// An ERROR whose body follows its headers without the blank line cannot be decoded; its body
+/// (from its first line starting with `{`) still names the request, which fails at once.
+#[test]
+fn an_error_without_the_blank_line_before_its_body_still_names_its_request() {
+    let mut c = ready();
+    let id = c.request(T0, "maps.navigate", None, RequestOptions::default()).unwrap();
+    drain(&mut c);
+    let body = format!(r#"{{"code":602,"name":"CAPABILITY_MISSING","message":"no","request_id":"{id}"}}"#);
+    let text = reply("ERROR", "e1", "x", "", &body)
+        .replace("Reply-To: x\n", "")
+        .replace("Z\n\n{", "Z\n{");
+    assert!(text.contains("12:00:00Z\n{"), "{text}");
+    c.handle_text(T0 + 5, &text);
+    let events = drain(&mut c);
+    assert!(
+        matches!(&events[..], [ClientEvent::Failed { id: failed, error }] if failed == &id && error.kind() == ErrorKind::Decode),
+        "{events:?}"
+    );
+}
+
 /// A binary frame in a ready session is reported (`decode`, with its size) and dropped: RKT
 /// is text, and the session goes on.
 #[test]
