@@ -425,3 +425,22 @@ fn no_keepalive_ping_when_it_is_off_or_the_session_timeout_is_too_short() {
     drain(&mut c);
     assert_eq!(c.poll_timeout(), None);
 }
+
+/// A STREAM_END without a count while chunks are held names every Seq missing up to the last
+/// one held.
+#[test]
+fn a_stream_end_without_a_count_names_every_seq_missing_below_the_last_held() {
+    let mut c = ready(no_keepalive());
+    let id = open_stream(&mut c);
+    for seq in [0, 3, 5] {
+        c.handle_text(T0, &chunk(&id, seq, r#""x""#));
+    }
+    drain(&mut c);
+    c.handle_text(T0, &reply("STREAM_END", "e", &id, "", ""));
+    let events = events(&mut c);
+    let [ClientEvent::Failed { id: failed, error }] = &events[..] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(failed, &id);
+    assert!(error.error.message.ends_with("missing Seq [1, 2, 4]"), "{error}");
+}
