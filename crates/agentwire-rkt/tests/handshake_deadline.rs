@@ -101,3 +101,34 @@ fn a_hello_ack_just_in_time_is_taken_and_the_auth_gets_what_is_left_said_so() {
         other => panic!("{other:?}"),
     }
 }
+
+/// An AUTH whose TTL ends exactly at the handshake's deadline is bounded by its TTL, and says
+/// so; one millisecond later, by the handshake's.
+#[test]
+fn an_auth_whose_ttl_ends_with_the_handshake_says_its_ttl() {
+    for (acked_at, message) in [
+        (1000, "no reply within the TTL of 1 s"),
+        (1001, "no AUTH_OK before the handshake timeout of 2000 ms"),
+    ] {
+        let cfg = ClientConfig {
+            authorization: Some("Bearer k".into()),
+            handshake_timeout_ms: 2000,
+            ttl_s: 1,
+            ..ClientConfig::default()
+        };
+        let mut c = ClientSession::new(cfg, Box::new(SeededEntropy::new(1)));
+        c.handle_open(0);
+        let hello = decode(c.poll_transmit().unwrap().as_text().unwrap(), usize::MAX).unwrap();
+        c.handle_text(acked_at, &ack(hello.message_id()));
+        frames(&mut c);
+        assert_eq!(c.poll_timeout(), Some(2000));
+        c.handle_timeout(2000);
+        match &events(&mut c)[..] {
+            [ClientEvent::Error(e), ClientEvent::Closed { .. }] => assert_eq!(
+                e.error.message,
+                format!("the AUTH sent for the configured authorization failed: {message}")
+            ),
+            other => panic!("{acked_at}: {other:?}"),
+        }
+    }
+}
