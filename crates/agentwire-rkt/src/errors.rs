@@ -176,3 +176,28 @@ pub fn error_body(
         request_id,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every code's `name` is the one docs/protocols/rkt.md gives it; any other code is `ERROR`.
+    #[test]
+    fn every_code_has_its_documented_name() {
+        for (code, name) in [
+            (400, "BAD_MESSAGE"),
+            (401, "UNAUTHORIZED"),
+            (409, "NOT_READY"),
+            (413, "MESSAGE_TOO_LARGE"),
+            (429, "RATE_LIMITED"),
+            (500, "INTERNAL"),
+            (602, "CAPABILITY_MISSING"),
+            (603, "VERSION_UNSUPPORTED"),
+            (605, "PAYMENT_REQUIRED"),
+            (418, "ERROR"),
+        ] {
+            assert_eq!(codes::name(code), name, "{code}");
+            assert_eq!(error_body(code, "m", None, None).name, name, "{code}");
+        }
+    }
+}
