@@ -200,4 +200,53 @@ mod tests {
             assert_eq!(error_body(code, "m", None, None).name, name, "{code}");
         }
     }
+
+    /// An ERROR's code gives the typed error's kind and whether it may be retried, as the table
+    /// in docs/protocols/rkt.md says.
+    #[test]
+    fn a_remote_error_has_the_kind_its_code_documents() {
+        for (code, kind, retryable) in [
+            (400, ErrorKind::Protocol, false),
+            (401, ErrorKind::Auth, false),
+            (409, ErrorKind::Protocol, false),
+            (413, ErrorKind::Limit, false),
+            (429, ErrorKind::RateLimited, true),
+            (500, ErrorKind::Remote, true),
+            (599, ErrorKind::Remote, true),
+            (602, ErrorKind::Remote, false),
+            (603, ErrorKind::Version, false),
+            (605, ErrorKind::Remote, false),
+            (418, ErrorKind::Remote, false),
+        ] {
+            let e = RktError::remote(&error_body(code, "m", None, None), None, None);
+            assert_eq!((e.kind(), e.error.retryable), (kind, retryable), "{code}");
+        }
+    }
+
+    /// A frame too large is `limit` and 413, one of another protocol version `version` and
+    /// 603, any other undecodable one `decode` and 400.
+    #[test]
+    fn an_undecodable_frame_has_the_kind_and_code_of_why() {
+        let hello =
+            "RKT/1.0 HELLO\nVersion: 1\nMessage-ID: h\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n";
+        for (text, max, kind, code) in [
+            (hello, 10, ErrorKind::Limit, codes::TOO_LARGE),
+            (
+                &*hello.replace("RKT/1.0", "RKT/2.0"),
+                usize::MAX,
+                ErrorKind::Version,
+                codes::VERSION_UNSUPPORTED,
+            ),
+            (
+                &*hello.replace("Version: 1\n", ""),
+                usize::MAX,
+                ErrorKind::Decode,
+                codes::BAD_MESSAGE,
+            ),
+        ] {
+            let err = crate::codec::decode(text, max).unwrap_err();
+            assert_eq!(RktError::decode(&err).kind(), kind, "{err}");
+            assert_eq!(decode_error_body(&err).code, code, "{err}");
+        }
+    }
 }
