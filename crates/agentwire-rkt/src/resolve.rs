@@ -129,11 +129,10 @@ mod tests {
             let e = resolve(bad).unwrap_err();
             assert!(!e.0.contains("SECRET"), "{e}");
         }
-        // And says what is wrong.
-        assert!(resolve("rkt://bot:SECRET@h")
-            .unwrap_err()
-            .0
-            .contains("user information"));
+        // And says what is wrong, as it displays.
+        let e = resolve("rkt://bot:SECRET@h").unwrap_err();
+        assert!(e.0.contains("user information"), "{e}");
+        assert_eq!(e.to_string(), e.0);
     }
 
     proptest::proptest! {
