@@ -462,6 +462,34 @@ fn a_configuration_that_times_out_at_once_is_refused_at_open() {
     }
 }
 
+/// An authorization with no token (`"Bearer "`, npm's `apiKey: ""`) is refused at open: it sent
+/// an AUTH with an empty token, for the server to refuse.
+#[test]
+fn an_authorization_without_a_token_is_refused_at_open() {
+    for authorization in ["", "  ", "Bearer ", "bearer\t "] {
+        let cfg = ClientConfig {
+            authorization: Some(authorization.into()),
+            ..Default::default()
+        };
+        let e = cfg.check().unwrap_err();
+        assert_eq!(
+            (e.kind(), e.error.message.as_str()),
+            (ErrorKind::Invalid, "authorization has no token"),
+            "{authorization:?}"
+        );
+        let mut p = Pair::new(cfg, ReferenceConfig::default());
+        p.open(T0);
+        assert!(p.client_wire.is_empty(), "no HELLO: {:?}", p.client_wire);
+        assert_eq!(p.client.state(), ClientState::Closed);
+    }
+    // The scheme's name alone is a token (`bearer_token` takes it whole).
+    let cfg = ClientConfig {
+        authorization: Some("Bearer".into()),
+        ..Default::default()
+    };
+    assert!(cfg.check().is_ok());
+}
+
 #[test]
 fn version_without_overlap_is_603() {
     let cfg = ClientConfig {

@@ -27,7 +27,8 @@ pub struct ClientConfig {
     pub handshake_timeout_ms: u64,
     /// `Bearer <key>`: sent as an AUTH message right after HELLO_ACK, before anything queued.
     /// It ends as `AuthOk`, or, refused or unanswered, as [`ClientEvent::Error`] (when the
-    /// connection closes first, only `Closed` comes).
+    /// connection closes first, only `Closed` comes). One with no token (`""`, `"Bearer "`) is
+    /// refused at open, `invalid` "authorization has no token".
     pub authorization: Option<String>,
     /// Send a PING when nothing was sent for half the server's `session_timeout` (or, for a
     /// timeout over 65 s, sooner, to leave 65 s before it ends, but after at least a quarter of
@@ -105,6 +106,14 @@ impl ClientConfig {
             check_header_value("from", from)?;
         }
         check_header_value("user_agent", &self.user_agent)?;
+        // An AUTH with an empty token is one the server can only refuse.
+        if self
+            .authorization
+            .as_deref()
+            .is_some_and(|a| super::bearer_token(a).is_empty())
+        {
+            return Err(RktError::local(ErrorKind::Invalid, "authorization has no token"));
+        }
         check_capabilities(&self.capabilities)?;
         if self.ttl_s == 0 {
             return Err(RktError::local(ErrorKind::Invalid, "ttl_s must be at least 1 second"));
