@@ -20,3 +20,14 @@ fn debug_hides_keys_and_tokens() {
     let text = format!("{registered:?}");
     assert!(!text.contains(SECRET) && text.contains("a1"), "{text}");
 }
+
+#[test]
+fn a_session_debug_shows_its_state_and_no_credential() {
+    use agentwire_moltzap::{Session, SessionConfig};
+    let mut s = Session::new(SessionConfig::default());
+    s.handle_open(0);
+    s.connect(0, Credentials::AgentKey(SECRET.into())).unwrap();
+    let text = format!("{s:?}");
+    assert!(text.contains("Connecting") && text.contains("Current"), "{text}");
+    assert!(!text.contains(SECRET), "{text}");
+}
