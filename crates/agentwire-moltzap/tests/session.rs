@@ -1336,6 +1336,27 @@ fn the_session_is_send_and_auto_stays_released_within_a_socket() {
     assert_eq!(sent(&mut s)[0]["method"], "agent/network/connect");
 }
 
+/// `config()` is the configuration the session was made with (the harness endpoint reads
+/// `max_in_flight` from it).
+#[test]
+fn the_config_is_the_one_given() {
+    let s = session_with(SessionConfig {
+        generation: GenerationChoice::Auto,
+        request_timeout_ms: 7,
+        max_in_flight: 3,
+        handshake_timeout_ms: 11,
+        id_prefix: "x-".into(),
+        ..SessionConfig::default()
+    });
+    let cfg = s.config();
+    assert_eq!(cfg.generation, GenerationChoice::Auto);
+    assert_eq!(
+        (cfg.request_timeout_ms, cfg.max_in_flight, cfg.handshake_timeout_ms),
+        (7, 3, 11)
+    );
+    assert_eq!(cfg.id_prefix, "x-");
+}
+
 #[test]
 fn auto_fallback_gets_a_full_handshake_timeout() {
     let mut s = session(GenerationChoice::Auto);
