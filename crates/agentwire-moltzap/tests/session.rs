@@ -1221,6 +1221,39 @@ fn typed_methods_build_the_released_params() {
     assert_eq!(got, want);
 }
 
+/// `recent_messages`: one conversation's messages in either generation; the window across all
+/// of them is `agent/message/list` in the current generation and `conversations/list` in the
+/// released one (which has no such method), each bounded by `limit`.
+#[test]
+fn recent_messages_picks_the_method_of_the_generation() {
+    let methods = |s: &mut Session| -> Vec<(String, Value)> {
+        sent(s)
+            .into_iter()
+            .map(|f| (f["method"].as_str().unwrap().to_string(), f["params"].clone()))
+            .collect()
+    };
+    let mut s = current_ready(SessionConfig::default());
+    s.recent_messages(2, None, 5).unwrap();
+    s.recent_messages(2, Some("c"), 7).unwrap();
+    assert_eq!(
+        methods(&mut s),
+        vec![
+            ("agent/message/list".to_string(), json!({"limit":5})),
+            ("messages/list".to_string(), json!({"conversationId":"c","limit":7})),
+        ]
+    );
+    let mut s = released_ready();
+    s.recent_messages(2, None, 5).unwrap();
+    s.recent_messages(2, Some("c"), 7).unwrap();
+    assert_eq!(
+        methods(&mut s),
+        vec![
+            ("conversations/list".to_string(), json!({"limit":5})),
+            ("messages/list".to_string(), json!({"conversationId":"c","limit":7})),
+        ]
+    );
+}
+
 #[test]
 fn the_smoke_capture_replayed() {
     // A's side of smoke.sample.out: our ids differ, so the server lines are re-addressed.
