@@ -619,6 +619,30 @@ fn an_oversized_request_is_a_limit_error_and_nothing_is_sent() {
     assert_eq!(s.in_flight(), 0);
 }
 
+/// The frame carries the params trimmed: whitespace around them counts for nothing, however
+/// much of it there is, and a request whose frame fits goes out.
+#[test]
+fn whitespace_around_the_params_does_not_count_toward_max_send_bytes() {
+    const MAX: usize = 4096;
+    let mut s = current_ready(SessionConfig {
+        max_send_bytes: MAX,
+        ..SessionConfig::default()
+    });
+    let pad = " ".repeat(MAX);
+    let id = s.call(2, "x/y", Some(&format!("{pad}{{}}{pad}"))).unwrap();
+    assert_eq!(
+        sent(&mut s),
+        vec![json!({"jsonrpc":"2.0","id":id,"method":"x/y","params":{}})]
+    );
+    // Params and method of exactly `max_send_bytes` (with the whitespace trimmed): refused by
+    // the frame's size, as every request is, and with the same message.
+    let params = format!(r#"{pad}["{}"]{pad}"#, "a".repeat(MAX - 3 - 4));
+    let e = s.call(3, "x/y", Some(&params)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit);
+    assert!(e.error.message.starts_with("request of "), "{}", e.error.message);
+    assert!(sent(&mut s).is_empty());
+}
+
 /// A payload over `max_send_bytes` is refused before it is written out in full (a message text
 /// of 400 M characters ran the wasm instance out of memory while it was serialized twice):
 /// `call_serialized` stops writing at the bound, and `call` compares the params' length before

@@ -382,7 +382,8 @@ impl Session {
             return Err(MoltZapError::local(ErrorKind::Invalid, "method must not be empty"));
         }
         let max = self.cfg.max_send_bytes;
-        let params = match params {
+        // Trimmed, as the frame carries them.
+        let params = match params.map(str::trim) {
             None => None,
             // Refused before it is copied: the frame holds the params and the method at least.
             Some(p) if p.len() + method.len() > max => {
@@ -390,7 +391,7 @@ impl Session {
                 return Err(MoltZapError::local(ErrorKind::Limit, m));
             }
             Some(p) => {
-                let raw = RawValue::from_string(p.trim().to_string())
+                let raw = RawValue::from_string(p.to_string())
                     .map_err(|e| MoltZapError::local(ErrorKind::Invalid, format!("params are not JSON: {e}")))?;
                 if !(raw.get().starts_with('{') || raw.get().starts_with('[')) {
                     return Err(MoltZapError::local(
