@@ -720,6 +720,18 @@ fn an_id_its_answer_could_not_carry_is_refused() {
     assert!(e.to_string().contains("id_prefix"), "{e}");
     assert!(sent(&mut s).is_empty());
     assert_eq!(s.state(), SessionState::Open);
+
+    // An id of exactly `max_id_len` is one the decoder reads back: it is sent and answered.
+    let max = SessionConfig::default().decode.max_id_len;
+    let mut s = session_with(SessionConfig {
+        id_prefix: "p".repeat(max - 1),
+        ..SessionConfig::default()
+    });
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    assert_eq!(id.len(), max);
+    assert_eq!(sent(&mut s).len(), 1);
+    s.handle_text(1, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#));
+    assert!(matches!(&events(&mut s)[..], [Event::Connected { id: got, .. }] if got == &id));
 }
 
 #[test]
