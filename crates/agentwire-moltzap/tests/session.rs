@@ -1869,6 +1869,50 @@ fn the_idle_probe_can_be_turned_off() {
     assert_eq!(s.poll_timeout(), None);
 }
 
+/// A session whose request ids outgrew `max_id_len` (ids `a1`..`a9` fit a bound of 2, `a10`
+/// does not) after 8 requests answered.
+fn ids_outgrown(cfg: SessionConfig) -> Session {
+    let mut cfg = SessionConfig {
+        id_prefix: "a".into(),
+        ..cfg
+    };
+    cfg.decode.max_id_len = 2;
+    let mut s = current_ready(cfg);
+    for _ in 2..10 {
+        let id = s.system_ping(1).unwrap();
+        sent(&mut s);
+        s.handle_text(1, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#));
+    }
+    assert_eq!(events(&mut s).len(), 8);
+    assert_eq!(s.system_ping(1).unwrap_err().kind(), ErrorKind::Invalid);
+    s
+}
+
+/// A probe the send bounds refuse (its id is over `max_id_len`) is not sent, and the watch goes
+/// on an idle period later; with the idle probe off (a probe after missed pings), no timer is
+/// left.
+#[test]
+fn a_probe_refused_by_the_send_bounds_keeps_the_idle_watch() {
+    let mut s = ids_outgrown(SessionConfig::default());
+    assert_eq!(s.poll_timeout(), Some(60_001));
+    s.handle_timeout(60_001);
+    assert!(sent(&mut s).is_empty());
+    assert!(events(&mut s).is_empty());
+    assert_eq!(s.poll_timeout(), Some(120_001), "the watch goes on");
+    assert_eq!(s.state(), SessionState::Ready);
+
+    let mut s = ids_outgrown(SessionConfig {
+        ping_interval_ms: Some(1000),
+        idle_probe_ms: 0,
+        ..SessionConfig::default()
+    });
+    assert_eq!(s.poll_timeout(), Some(3001));
+    s.handle_timeout(3001);
+    assert_eq!(events(&mut s), vec![Event::MissedPings { count: 3 }]);
+    assert!(sent(&mut s).is_empty());
+    assert_eq!(s.poll_timeout(), None, "no idle watch when it is off");
+}
+
 /// A probe held behind a long write (not polled yet) is not counted as unanswered: the wait
 /// starts again until it has left.
 #[test]
