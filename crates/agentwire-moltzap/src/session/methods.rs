@@ -360,6 +360,10 @@ mod tests {
             serde_json::to_value(&plain).unwrap(),
             json!({"to": "agent:bob", "parts": [{"type": "text", "text": "hi"}]})
         );
+        assert_eq!(
+            serde_json::to_value(SendMessage::text_to_conversation("c1", "hi")).unwrap(),
+            json!({"conversationId": "c1", "parts": [{"type": "text", "text": "hi"}]})
+        );
         let ext = SendMessage {
             to: Some("group:alice,bob,carol".into()),
             parts: vec![Part::text("q"), Part::data(json!({"op": "multicast"}))],
