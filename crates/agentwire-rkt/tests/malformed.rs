@@ -41,6 +41,21 @@ fn reply(kind: &str, id: &str, to: &str, extra: &str, body: &str) -> String {
     format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: {id}\nReply-To: {to}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n{extra}\n{body}")
 }
 
+/// A ready session with one request pending, its id, and an ERROR body naming that request in
+/// its `request_id` only.
+fn pending_with_error_body() -> (ClientSession, String, String) {
+    let mut c = ready();
+    let id = c.request(T0, "maps.navigate", None, RequestOptions::default()).unwrap();
+    drain(&mut c);
+    let body = format!(r#"{{"code":602,"name":"CAPABILITY_MISSING","message":"no","request_id":"{id}"}}"#);
+    (c, id, body)
+}
+
+/// An ERROR without `Reply-To` (the guide's shape), with message id `id` and this body.
+fn error_without_reply_to(id: &str, body: &str) -> String {
+    reply("ERROR", id, "x", "", body).replace("Reply-To: x\n", "")
+}
+
 fn drain(c: &mut ClientSession) -> Vec<ClientEvent> {
     while c.poll_transmit().is_some() {}
     std::iter::from_fn(|| c.poll_event()).collect()
@@ -84,14 +99,9 @@ fn a_malformed_reply_fails_its_command_at_once_naming_the_header() {
 /// body's `request_id`: that request fails at once, with the decode error.
 #[test]
 fn a_malformed_error_naming_its_request_in_the_body_only_fails_it_at_once() {
-    let mut c = ready();
-    let id = c.request(T0, "maps.navigate", None, RequestOptions::default()).unwrap();
-    drain(&mut c);
-    let body = format!(r#"{{"code":602,"name":"CAPABILITY_MISSING","message":"no","request_id":"{id}"}}"#);
+    let (mut c, id, body) = pending_with_error_body();
     // Its Timestamp has no zone: the message cannot be decoded, its body can still be read.
-    let text = reply("ERROR", "e1", "x", "", &body)
-        .replace("Reply-To: x\n", "")
-        .replace("12:00:00Z", "12:00:00");
+    let text = error_without_reply_to("e1", &body).replace("12:00:00Z", "12:00:00");
     c.handle_text(T0 + 5, &text);
     let events = drain(&mut c);
     let [ClientEvent::Failed { id: failed, error }] = events.as_slice() else {
@@ -104,9 +114,7 @@ fn a_malformed_error_naming_its_request_in_the_body_only_fails_it_at_once() {
     assert_eq!(drain(&mut c), vec![]);
     // A body that is no ERROR body, or a request_id that is no id, names nothing.
     for bad in [r#"{"request_id":"x"}"#.to_string(), body.replace(&id, "has space")] {
-        let text = reply("ERROR", "e2", "x", "", &bad)
-            .replace("Reply-To: x\n", "")
-            .replace("12:00:00Z", "12:00:00");
+        let text = error_without_reply_to("e2", &bad).replace("12:00:00Z", "12:00:00");
         c.handle_text(T0, &text);
         let events = drain(&mut c);
         assert!(
@@ -240,13 +248,8 @@ fn peer_text_in_messages_is_bounded() {
 /// (from its first line starting with `{`) still names the request, which fails at once.
 #[test]
 fn an_error_without_the_blank_line_before_its_body_still_names_its_request() {
-    let mut c = ready();
-    let id = c.request(T0, "maps.navigate", None, RequestOptions::default()).unwrap();
-    drain(&mut c);
-    let body = format!(r#"{{"code":602,"name":"CAPABILITY_MISSING","message":"no","request_id":"{id}"}}"#);
-    let text = reply("ERROR", "e1", "x", "", &body)
-        .replace("Reply-To: x\n", "")
-        .replace("Z\n\n{", "Z\n{");
+    let (mut c, id, body) = pending_with_error_body();
+    let text = error_without_reply_to("e1", &body).replace("Z\n\n{", "Z\n{");
     assert!(text.contains("12:00:00Z\n{"), "{text}");
     c.handle_text(T0 + 5, &text);
     let events = drain(&mut c);
