@@ -23,18 +23,23 @@ fn no_keepalive() -> ClientConfig {
 }
 
 fn hello_ack(hello: &str) -> String {
-    reply(
-        "HELLO_ACK",
-        "ack",
-        hello,
-        "",
-        r#"{"agreed_version":1,"session_timeout":300}"#,
-    )
+    hello_ack_with(hello, 300)
+}
+
+/// The HELLO_ACK answering `hello`, agreeing version 1 with this `session_timeout` (seconds).
+fn hello_ack_with(hello: &str, session_timeout: u64) -> String {
+    let body = format!(r#"{{"agreed_version":1,"session_timeout":{session_timeout}}}"#);
+    reply("HELLO_ACK", "ack", hello, "", &body)
 }
 
 fn ready(cfg: ClientConfig) -> ClientSession {
+    ready_with(cfg, 300)
+}
+
+/// A session past its handshake, whose HELLO_ACK gave this `session_timeout` (seconds).
+fn ready_with(cfg: ClientConfig, session_timeout: u64) -> ClientSession {
     let (mut c, hello) = client(cfg);
-    c.handle_text(T0, &hello_ack(&hello));
+    c.handle_text(T0, &hello_ack_with(&hello, session_timeout));
     drain(&mut c);
     c
 }
@@ -411,18 +416,7 @@ fn no_keepalive_ping_when_it_is_off_or_the_session_timeout_is_too_short() {
     assert!(drain(&mut c).is_empty());
     assert!(c.poll_transmit().is_none());
 
-    let (mut c, hello) = client(ClientConfig::default());
-    c.handle_text(
-        T0,
-        &reply(
-            "HELLO_ACK",
-            "ack",
-            &hello,
-            "",
-            r#"{"agreed_version":1,"session_timeout":1}"#,
-        ),
-    );
-    drain(&mut c);
+    let c = ready_with(ClientConfig::default(), 1);
     assert_eq!(c.poll_timeout(), None);
 }
 
