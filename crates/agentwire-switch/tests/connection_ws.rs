@@ -2178,15 +2178,27 @@ fn a_gap_past_the_bytes_keeps_its_range_and_names_all_rooms() {
     assert_eq!((gaps[1].rooms.as_ref(), gaps[1].all_rooms), (None, Some(true)));
 }
 
+/// Live in `ROOM` with `max_queued_bytes` of 1,024, about nine of `gap`'s gaps, and nothing
+/// queued.
+fn live_with_room_for_nine_gaps() -> Driver {
+    let mut cfg = ws();
+    cfg.max_queued_bytes = 1024;
+    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
+    d.events();
+    d
+}
+
+/// A SubscriptionChanged to `ROOM` alone.
+fn room_update() -> String {
+    format!(r#"{{"event":"subscription_changed","data":{{"rooms":["{ROOM}"],"reason":"subscription updated"}}}}"#)
+}
+
 /// A gap polled (held for its event) gives its bytes back: a long run of gaps, each delivered
 /// before the next comes, never fills the byte bound, and neither a later gap nor a room update
 /// is cut or dropped for bytes no longer queued.
 #[test]
 fn delivered_gaps_give_their_bytes_back() {
-    let mut cfg = ws();
-    cfg.max_queued_bytes = 1024; // about nine of these gaps
-    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
-    d.events();
+    let mut d = live_with_room_for_nine_gaps();
     for n in 1..=40 {
         d.text(&gap(10 * n, 10 * n + 5));
         d.text(&message(10 * n + 6));
@@ -2196,9 +2208,7 @@ fn delivered_gaps_give_their_bytes_back() {
         };
         assert_eq!(g.rooms.as_deref(), Some(&[ROOM.to_owned()][..]), "{n}: {g:?}");
     }
-    d.text(&format!(
-        r#"{{"event":"subscription_changed","data":{{"rooms":["{ROOM}"],"reason":"subscription updated"}}}}"#
-    ));
+    d.text(&room_update());
     let e = d.events();
     assert!(matches!(&e[..], [Event::SubscriptionChanged(_)]), "{e:?}");
     assert_eq!(d.conn.dropped_control(), 0);
@@ -2208,17 +2218,12 @@ fn delivered_gaps_give_their_bytes_back() {
 /// merged gap keeps its rooms and a room update after it still goes in.
 #[test]
 fn merged_gaps_hold_the_bytes_of_one() {
-    let mut cfg = ws();
-    cfg.max_queued_bytes = 1024; // about nine of these gaps
-    let mut d = Driver::live_ws(cfg, 0, &[ROOM]);
-    d.events();
+    let mut d = live_with_room_for_nine_gaps();
     for n in 1..=40 {
         d.text(&gap(10 * n, 10 * n + 5));
     }
     d.text(&message(406));
-    d.text(&format!(
-        r#"{{"event":"subscription_changed","data":{{"rooms":["{ROOM}"],"reason":"subscription updated"}}}}"#
-    ));
+    d.text(&room_update());
     let e = d.events();
     let [Event::Event { gap: Some(g), .. }, Event::SubscriptionChanged(_)] = &e[..] else {
         panic!("{e:?}")
