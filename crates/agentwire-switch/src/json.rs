@@ -160,10 +160,12 @@ impl<'t, 'a> Obj<'t, 'a> {
             .ok_or_else(|| wrong(field, "a string", v.kind()))
     }
 
-    /// `u64`.
+    /// `u64`: a number out of range says the range ([`FieldError::Range`]).
     pub(crate) fn u64(&self, field: &'static str) -> Result<u64, JsonError> {
         let v = self.required(field)?;
-        v.as_u64().ok_or_else(|| wrong(field, "a whole number ≥ 0", v.kind()))
+        self.0
+            .uint(field)?
+            .ok_or_else(|| wrong(field, "a whole number ≥ 0", v.kind()))
     }
 
     /// `Option<String>`.

@@ -231,6 +231,59 @@ fn a_lone_surrogate_escape_is_named_not_called_a_wrong_type() {
     assert_eq!(e.message, "`data.room_id` must be a string");
 }
 
+/// A number out of a whole-number field's range (too large, negative, fractional) is told the
+/// range, not a wrong type: it is a number.
+#[test]
+fn a_number_out_of_range_is_told_the_range() {
+    const U64_RANGE: &str = "must be a whole number from 0 to 18446744073709551615";
+    let event = |sequence: &str, id: &str| {
+        format!(r#"{{"event":"message","data":{{"room_id":"r","payload":{{}},"sequence":{sequence}}},"id":{id}}}"#)
+    };
+    let gap =
+        |from: &str| format!(r#"{{"event":"gap","data":{{"from_sequence":{from},"resumed_at":2,"reason":"r"}}}}"#);
+    let state = |generation: &str| {
+        format!(
+            r#"{{"event":"connection_state","data":{{"connection_id":"c","agent_id":"a","generation":{generation},"scope":"single","filter":"all","rooms":[],"cursor":4}}}}"#
+        )
+    };
+    let refused = |status: &str| format!(r#"{{"event":"refused","data":{{"status":{status},"detail":"x"}}}}"#);
+    for (text, field, message) in [
+        (
+            event("18446744073709551616", "7"),
+            "data.sequence",
+            U64_RANGE.to_string(),
+        ),
+        (event("-1", "7"), "data.sequence", U64_RANGE.to_string()),
+        (event("7", "18446744073709551616"), "id", U64_RANGE.to_string()),
+        (event("7", "-7"), "id", U64_RANGE.to_string()),
+        (gap("1.5"), "data.from_sequence", U64_RANGE.to_string()),
+        (
+            state("18446744073709551616"),
+            "data.generation",
+            format!("{U64_RANGE} or a string"),
+        ),
+        (
+            refused("70000"),
+            "data.status",
+            "must be a whole number from 0 to 65535".to_string(),
+        ),
+    ] {
+        let e = decode(&text).expect_err(&text);
+        assert_eq!(
+            (e.kind, e.field.as_deref()),
+            (FrameErrorKind::WrongType, Some(field)),
+            "{text}"
+        );
+        assert_eq!(e.message, format!("`{field}` {message}"), "{text}");
+    }
+    // Another kind of value is still a wrong type.
+    let e = decode(&refused(r#""409""#)).unwrap_err();
+    assert_eq!(
+        e.message,
+        "`data.status` has the wrong type: expected a whole number up to 65535, got a string"
+    );
+}
+
 #[test]
 fn malformed_frames_name_what_was_wrong() {
     assert_eq!(err("").0, FrameErrorKind::Syntax);

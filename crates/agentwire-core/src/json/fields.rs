@@ -41,7 +41,7 @@ impl fmt::Display for FieldError {
             FieldError::Unknown(k) => write!(f, "unknown field `{k}`"),
             FieldError::Repeated(k) => write!(f, "field `{k}` given twice"),
             FieldError::Type { field, expected, got } => write!(f, "`{field}` must be {expected}, not {}", got.name()),
-            FieldError::Range { field, max } => write!(f, "`{field}` must be a whole number from 0 to {max}"),
+            FieldError::Range { field, max } => write!(f, "`{field}` {}", WholeRange(*max)),
             FieldError::Invalid { field, expected } => write!(f, "`{field}` must be {expected}"),
             FieldError::Lossy(what) => write!(f, "{what} has a lone surrogate escape or a number beyond f64"),
         }
@@ -49,6 +49,17 @@ impl fmt::Display for FieldError {
 }
 
 impl std::error::Error for FieldError {}
+
+/// What [`FieldError::Range`] says after the field's name, "must be a whole number from 0 to
+/// `max`", for a reader that names its fields its own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WholeRange(pub u64);
+
+impl fmt::Display for WholeRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "must be a whole number from 0 to {}", self.0)
+    }
+}
 
 /// An unsigned integer type that [`Object::uint`] reads, with its maximum for the error.
 pub trait Uint: TryFrom<u64> {

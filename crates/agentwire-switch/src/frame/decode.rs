@@ -12,7 +12,7 @@ use super::{
     SubscriptionChanged,
 };
 use crate::json::raw;
-use agentwire_core::json::fields::Object;
+use agentwire_core::json::fields::{Object, WholeRange};
 use agentwire_core::json::read::{self, Kind, Value};
 use serde_json::value::RawValue;
 
@@ -232,8 +232,10 @@ fn json_id(v: Value<'_, '_>) -> Result<u64, FrameError> {
         return Err(FrameError::wrong("id", "must be a JSON number, not a string"));
     }
     let s = v.raw();
-    s.parse::<u64>()
-        .map_err(|_| FrameError::wrong("id", format_args!("is `{s}`, not a non-negative integer")))
+    s.parse::<u64>().map_err(|_| match v.kind() {
+        Kind::Number => FrameError::wrong("id", WholeRange(u64::MAX)),
+        _ => FrameError::wrong("id", format_args!("is `{s}`, not a non-negative integer")),
+    })
 }
 
 /// A JSON string (not one with a lone surrogate escape, which serde refused).
@@ -318,6 +320,10 @@ impl<'t, 'a> Body<'t, 'a> {
         match read.0(v) {
             Some(t) if !v.lossy() => Ok(Some(t)),
             Some(_) => Err(lossy(&self.path(name), v)),
+            // A number, but not a whole one in range: say the range, not a wrong type.
+            None if v.kind() == Kind::Number && read.2 > 0 => {
+                Err(FrameError::wrong(&self.path(name), WholeRange(read.2)))
+            }
             None => Err(FrameError::wrong(
                 &self.path(name),
                 format_args!("has the wrong type: expected {}, got {}", read.1, v.kind().name()),
@@ -326,23 +332,26 @@ impl<'t, 'a> Body<'t, 'a> {
     }
 }
 
-/// How a field is read, and what it is when it cannot be.
-type Reader<T> = (fn(Value<'_, '_>) -> Option<T>, &'static str);
+/// How a field is read, what it is when it cannot be, and, for a whole number, its maximum (a
+/// number it cannot read is out of that range; 0 for the other readers).
+type Reader<T> = (fn(Value<'_, '_>) -> Option<T>, &'static str, u64);
 
-const U64: Reader<u64> = (|v| v.as_u64(), "a whole number ≥ 0");
+const U64: Reader<u64> = (|v| v.as_u64(), "a whole number ≥ 0", u64::MAX);
 const U16: Reader<u16> = (
     |v| v.as_u64().and_then(|n| u16::try_from(n).ok()),
     "a whole number up to 65535",
+    u16::MAX as u64,
 );
-const TEXT: Reader<String> = (|v| v.as_str().map(|s| s.into_owned()), "a string");
-const BOOL: Reader<bool> = (|v| v.as_bool(), "a boolean");
-const F64: Reader<f64> = (|v| v.as_f64(), "a number");
+const TEXT: Reader<String> = (|v| v.as_str().map(|s| s.into_owned()), "a string", 0);
+const BOOL: Reader<bool> = (|v| v.as_bool(), "a boolean", 0);
+const F64: Reader<f64> = (|v| v.as_f64(), "a number", 0);
 const TEXTS: Reader<Vec<String>> = (
     |v| match v.kind() {
         Kind::Array => v.items().map(|i| i.as_str().map(|s| s.into_owned())).collect(),
         _ => None,
     },
     "an array of strings",
+    0,
 );
 
 /// A domain event's `data` fields.

@@ -37,7 +37,8 @@ pub use policy::{
 };
 
 use crate::json::{JsonError, Obj};
-use agentwire_core::json::read::Value;
+use agentwire_core::json::fields::WholeRange;
+use agentwire_core::json::read::{Kind, Value};
 use serde_json::value::RawValue;
 
 /// One decoded frame.
@@ -175,6 +176,10 @@ impl ConnGeneration {
             (Some(s), _) if !v.lossy() => Ok(ConnGeneration::Text(s.into_owned())),
             (Some(_), _) => Err(decode::lossy(field, v)),
             (None, Some(n)) => Ok(ConnGeneration::Number(n)),
+            (None, None) if v.kind() == Kind::Number => Err(FrameError::wrong(
+                field,
+                format_args!("{} or a string", WholeRange(u64::MAX)),
+            )),
             (None, None) => Err(FrameError::wrong(
                 field,
                 "has the wrong type: expected a whole number ≥ 0 or a string",
@@ -356,15 +361,17 @@ mod tests {
         assert_eq!(g(r#""g-7""#), Ok(ConnGeneration::Text("g-7".into())));
         assert_eq!(g(r#""g\u002d7""#), Ok(ConnGeneration::Text("g-7".into())));
         assert_eq!(g(r#""7""#), Ok(ConnGeneration::Text("7".into())), "a string stays text");
-        for t in [
-            "-1",
-            "7.0",
-            "1e3",
-            "-0",
-            "18446744073709551616",
-            "true",
-            "[7]",
-            r#"{"n":7}"#,
+        // A number out of range (or not written as a whole number in digits) is told the range.
+        let range = "`data.generation` must be a whole number from 0 to 18446744073709551615 or a string";
+        for (t, message) in [
+            ("-1", range),
+            ("7.0", range),
+            ("1e3", range),
+            ("-0", range),
+            ("18446744073709551616", range),
+            ("true", "`data.generation` has the wrong type"),
+            ("[7]", "`data.generation` has the wrong type"),
+            (r#"{"n":7}"#, "`data.generation` has the wrong type"),
         ] {
             let e = g(t).unwrap_err();
             assert_eq!(
@@ -372,10 +379,7 @@ mod tests {
                 (FrameErrorKind::WrongType, Some("data.generation")),
                 "{t}"
             );
-            assert!(
-                e.message.starts_with("`data.generation` has the wrong type"),
-                "{t}: {e}"
-            );
+            assert!(e.message.starts_with(message), "{t}: {e}");
         }
     }
 
@@ -406,6 +410,14 @@ mod tests {
             (
                 r#"{"contracts":{"agent-protocol":{"speaks":"6","accepts":1}}}"#,
                 "`speaks` must be a whole number ≥ 0, not a string",
+            ),
+            (
+                r#"{"contracts":{"agent-protocol":{"speaks":18446744073709551616,"accepts":1}}}"#,
+                "`speaks` must be a whole number from 0 to 18446744073709551615",
+            ),
+            (
+                r#"{"contracts":{"agent-protocol":{"speaks":6,"accepts":-1}}}"#,
+                "`accepts` must be a whole number from 0 to 18446744073709551615",
             ),
             (r#"{"version":"a","version":"b"}"#, "field `version` given twice"),
             (r#"["0.20.0"]"#, "expected an object, got an array"),
