@@ -623,7 +623,7 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
             let declared: usize = digits(v).ok_or(()).map_err(|_| {
                 fail(DecodeErrorKind::BadHeaderValue {
                     name: "Content-Length",
-                    reason: "is not a byte count",
+                    reason: NOT_A_BYTE_COUNT,
                 })
             })?;
             let mismatch = || {
@@ -646,6 +646,13 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
     validate(&msg).map_err(fail)?;
     Ok(msg)
 }
+
+/// What a `Content-Length` that is not a `usize` written in digits is told: the range, as
+/// `Version`, `TTL` and `Seq` are (`usize::MAX` is the target's).
+#[cfg(target_pointer_width = "64")]
+const NOT_A_BYTE_COUNT: &str = "is not a byte count from 0 to 18446744073709551615";
+#[cfg(not(target_pointer_width = "64"))]
+const NOT_A_BYTE_COUNT: &str = "is not a byte count from 0 to 4294967295";
 
 /// A decimal number written with digits only (`str::parse` also takes a leading `+`).
 fn digits<T: std::str::FromStr>(v: &str) -> Option<T> {
