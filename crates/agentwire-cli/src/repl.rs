@@ -157,7 +157,7 @@ fn parse_memory_set(rest: &str) -> Result<Line, RktError> {
         "" => None,
         t => Some(
             t.parse::<u64>()
-                .map_err(|_| invalid(format!("TTL `{t}` is not a number of seconds")))?,
+                .map_err(|_| invalid(format!("TTL `{t}` is not a number of seconds from 0 to {}", u64::MAX)))?,
         ),
     };
     let namespace = (!namespace.is_empty()).then(|| namespace.to_string());
@@ -352,6 +352,24 @@ mod tests {
             }
         );
         assert_eq!(parse("auth k1").unwrap(), Line::Auth("k1".into()));
+    }
+
+    /// A TTL is a u64 of seconds: one past it is told the range, not called "not a number".
+    #[test]
+    fn a_ttl_past_its_range_is_told_the_range() {
+        let max = u64::MAX;
+        assert!(matches!(
+            parse(&format!("memory set city 1 ns {max}")).unwrap(),
+            Line::MemorySet { ttl_s: Some(t), .. } if t == max
+        ));
+        for ttl in ["18446744073709551616", "ttl", "-1"] {
+            let e = parse(&format!("memory set city 1 ns {ttl}")).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Invalid, "{ttl}");
+            assert_eq!(
+                e.error.message,
+                format!("TTL `{ttl}` is not a number of seconds from 0 to 18446744073709551615")
+            );
+        }
     }
 
     #[test]
