@@ -3,6 +3,8 @@
 //!   the final CRLF arrived);
 //! - `b'\r' if self.line.is_empty()` guard → `true`: `data\r\r\n` was taken as the CRLF;
 //! - `take_line`'s `>` → `>=`: a line of exactly `MAX_CHUNK_LINE` bytes was refused.
+//! - `chunk_size`'s `hex.len() > 15` → `==`, `>=`, and its `||` → `&&`: no test sized a chunk
+//!   with fifteen or sixteen hex digits.
 
 use agentwire_core::http::{Dechunker, MAX_CHUNK_LINE};
 
@@ -46,4 +48,17 @@ fn a_line_of_exactly_the_bound_is_read() {
     long.insert(2, b'x');
     let raw = [long.as_slice(), b"\nabc\r\n0\r\n\r\n"].concat();
     assert!(feed_all(&[&raw]).0.is_err());
+}
+
+#[test]
+fn a_size_of_fifteen_hex_digits_is_read_and_sixteen_refused() {
+    // Fifteen digits: a chunk this large opens, and its first bytes come out.
+    let (r, out, done) = feed_all(&[b"fffffffffffffff\r\nabc"]);
+    assert_eq!((r, out.as_slice(), done), (Ok(()), &b"abc"[..], false));
+    // Sixteen, though the value fits a u64 (and with leading zeros): refused.
+    for size in [&b"1000000000000000"[..], b"ffffffffffffffff", b"0000000000000003"] {
+        let raw = [size, b"\r\nabc\r\n0\r\n\r\n"].concat();
+        let (r, out, _) = feed_all(&[&raw]);
+        assert!(r.is_err() && out.is_empty(), "{size:?}: {r:?}");
+    }
 }
