@@ -190,4 +190,13 @@ mod within_tests {
         assert_eq!(to_string_within(&v, full.len() - 1).unwrap(), None);
         assert_eq!(to_string_within(&v, 10).unwrap(), None);
     }
+
+    /// Only running out of room is `Ok(None)`: a value serde_json cannot write is its error.
+    #[test]
+    fn a_value_serde_json_refuses_is_an_error_not_too_large() {
+        let v: std::collections::BTreeMap<Vec<u8>, u8> = [(vec![1], 1)].into();
+        let e = to_string_within(&v, 1000).unwrap_err();
+        assert!(!e.is_io(), "{e}");
+        assert_eq!(e.to_string(), serde_json::to_string(&v).unwrap_err().to_string());
+    }
 }
