@@ -96,6 +96,23 @@ mod tests {
         assert_eq!(Counting.uuid_v4(), "00112233-4455-4677-8899-aabbccddeeff");
     }
 
+    /// SplitMix64 as published (Vigna's `splitmix64.c`): the first outputs for seed 1234567.
+    #[test]
+    fn seeded_is_splitmix64() {
+        let mut e = SeededEntropy::new(1_234_567);
+        let got: Vec<u64> = (0..5).map(|_| e.next_u64()).collect();
+        assert_eq!(
+            got,
+            [
+                6_457_827_717_110_365_317,
+                3_203_168_211_198_807_973,
+                9_817_491_932_198_370_423,
+                4_593_380_528_125_082_431,
+                16_408_922_859_458_223_821,
+            ]
+        );
+    }
+
     #[test]
     fn fill_handles_odd_lengths() {
         let mut e = SeededEntropy::new(1);
