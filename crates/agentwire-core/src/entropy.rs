@@ -113,6 +113,18 @@ mod tests {
         );
     }
 
+    /// A boxed source (what drivers hold) gives its inner source's bytes.
+    #[test]
+    fn a_box_fills_from_what_it_holds() {
+        let mut boxed: Box<dyn Entropy> = Box::new(SeededEntropy::new(7));
+        let mut inner = SeededEntropy::new(7);
+        let (mut a, mut b) = ([0u8; 13], [0u8; 13]);
+        boxed.fill(&mut a);
+        inner.fill(&mut b);
+        assert_eq!(a, b);
+        assert_eq!(boxed.next_u64(), inner.next_u64());
+    }
+
     #[test]
     fn fill_handles_odd_lengths() {
         let mut e = SeededEntropy::new(1);
