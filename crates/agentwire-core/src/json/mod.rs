@@ -314,5 +314,10 @@ mod tests {
             "siblings are not nesting"
         );
         assert!(!nests_deeper_than(br#""\"#, 0), "an escape at the end does not overrun");
+        // The same past the fast path (more openers than `max`): an unterminated string, with
+        // or without an escape at its end, is scanned to the end and no further.
+        for text in [&br#""[["#[..], br#""[[\"#, br#"["[\"#] {
+            assert!(!nests_deeper_than(text, 1), "{text:?}");
+        }
     }
 }
