@@ -313,6 +313,8 @@ mod tests {
             !nests_deeper_than(b"[]".repeat(100).as_slice(), 1),
             "siblings are not nesting"
         );
+        // Past the fast path, the depth reached is compared, not only the total of openers.
+        assert!(!nests_deeper_than(b"[[1],[2]]", 2) && nests_deeper_than(b"[[[1]],[2]]", 2));
         assert!(!nests_deeper_than(br#""\"#, 0), "an escape at the end does not overrun");
         // The same past the fast path (more openers than `max`): an unterminated string, with
         // or without an escape at its end, is scanned to the end and no further.
