@@ -370,3 +370,16 @@ fn a_long_number_just_below_f64_max_is_read() {
     }
     assert!(parse("1.8e308", 1).is_err());
 }
+
+#[test]
+fn a_tape_and_its_values_show_their_text() {
+    let text = r#" {"a": [1, null], "\u0062": "x"} "#;
+    let t = parse(text, 4).unwrap();
+    assert_eq!(t.text(), text);
+    let r = t.root();
+    assert_eq!(format!("{r:?}"), text.trim());
+    let keys: Vec<String> = r.members().map(|(k, _)| format!("{k:?}")).collect();
+    assert_eq!(keys, [r#""a""#, r#""\u0062""#], "keys as received");
+    let a: Vec<_> = r.get("a").unwrap().items().collect();
+    assert_eq!(format!("{:?}", a[1]), "null");
+}
