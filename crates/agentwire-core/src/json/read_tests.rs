@@ -383,3 +383,18 @@ fn a_tape_and_its_values_show_their_text() {
     let a: Vec<_> = r.get("a").unwrap().items().collect();
     assert_eq!(format!("{:?}", a[1]), "null");
 }
+
+#[test]
+fn a_key_repeated_at_any_position_of_the_allowed_ones_is_found() {
+    let odd = |text: &str, allowed: &[&str]| {
+        let t = parse(text, 2).unwrap();
+        let k = t.root().odd_key(allowed).map(|k| k.text().into_owned());
+        k
+    };
+    assert_eq!(odd(r#"{"b":1,"a":2,"b":3}"#, &["a", "b"]).as_deref(), Some("b"));
+    // Position 64, the first past the bit set.
+    let names: Vec<String> = (0..70).map(|i| format!("k{i}")).collect();
+    let allowed: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert_eq!(odd(r#"{"k64":1,"k0":2}"#, &allowed), None);
+    assert_eq!(odd(r#"{"k64":1,"k64":2}"#, &allowed).as_deref(), Some("k64"));
+}
