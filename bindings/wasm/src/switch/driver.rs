@@ -215,9 +215,10 @@ impl Driver {
             Transmit::Open(open) => {
                 // A reopen renews a token due, and with an expired token waits for the renewal;
                 // so does the first open with a token expired by this clock (the app's stored
-                // token, a day old): the relay would refuse it, and `connect` fail `auth`.
+                // token, a day old): the relay would refuse it, and `connect` fail `auth`. With
+                // this clock ahead of the relay's, every reopen renews and waits (`refresh.rs`).
                 if let Some(r) = self.refresh.as_ref().filter(|r| self.epoch > 0 || r.spent(wall())) {
-                    if r.wanted(wall(), true) {
+                    if r.reopen_renews(wall()) {
                         self.renew(now);
                     }
                     if self.refresh.as_ref().is_some_and(|r| r.holds(wall())) {

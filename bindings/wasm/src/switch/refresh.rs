@@ -9,6 +9,14 @@
 //! which the engine retries with its backoff (within `max_reconnect_attempts`), calling again: the
 //! relay would refuse the expired token (4401) and the connection would stop.
 //!
+//! The relay is the judge of expiry. A token `refreshToken` returns is refused only when it does
+//! not expire after the current one (taking the same token again would renew it again at once,
+//! without end). One already past its `exp` by this clock, just minted, says this clock runs
+//! ahead of the relay's: it is used all the same (so is the current one, when the answer is the
+//! same token), with a `diagnostic` saying by how much at least, and while the clock is known to
+//! be ahead the wall clock no longer makes a token due or expired: the relay's expiry close
+//! (1008) starts the renewal, and a reopen renews first, as each reopen can cross `exp`.
+//!
 //! Times here are the wall clock's (`Date.now()`), which a token's `exp` and the relay's check are
 //! in. A timer counts monotonic time, which stops while the machine sleeps (and a frozen tab or
 //! process runs none), so no single long timer is trusted: the driver's timer looks at the wall
@@ -44,9 +52,11 @@ pub(super) struct Refresh {
     /// How long a call has to answer (`openTimeoutMs`).
     pub(super) timeout: Millis,
     /// The relay closed a socket for this token's expiry.
-    stale: bool,
+    pub(super) stale: bool,
     /// When the timer looks at the wall clock next, on the driver's clock.
     check_at: Option<Millis>,
+    /// This clock is known to run ahead of the relay's: a token just minted looked expired.
+    pub(super) ahead: bool,
 }
 
 impl Refresh {
@@ -61,15 +71,16 @@ impl Refresh {
             timeout,
             stale: false,
             check_at: None,
+            ahead: false,
         };
         r.schedule(token_exp(token), wall);
         r
     }
 
-    /// A new token, expiring at `exp`.
+    /// A new token, expiring at `exp`; while the clock is ahead, due only when the relay says.
     pub(super) fn schedule(&mut self, exp: Option<Millis>, wall: Millis) {
         self.exp = exp.unwrap_or(Millis::MAX);
-        self.due = exp.map_or(Millis::MAX, |exp| {
+        self.due = exp.filter(|_| !self.ahead).map_or(Millis::MAX, |exp| {
             let life = exp.saturating_sub(wall);
             exp - (life / 5).min(60_000)
         });
@@ -86,14 +97,43 @@ impl Refresh {
         self.check_at = None;
     }
 
-    /// Whether the token is expired, by the wall clock or because the relay said so.
+    /// Whether the token is expired, because the relay said so or by the wall clock (unless it
+    /// is known to be ahead).
     pub(super) fn spent(&self, wall: Millis) -> bool {
-        self.stale || wall >= self.exp
+        self.stale || (!self.ahead && wall >= self.exp)
     }
 
-    /// Whether a reopen waits: a call is in flight and the token is expired.
+    /// Whether a reopen waits: a call is in flight and the token is expired (or, the clock
+    /// being ahead, may be).
     pub(super) fn holds(&self, wall: Millis) -> bool {
-        self.call.is_some() && self.spent(wall)
+        self.call.is_some() && (self.ahead || self.spent(wall))
+    }
+
+    /// The answer to a call has a token expiring at `exp` (`None`: no `exp`), at `wall`: whether
+    /// to take it (it expires after the current one), and `Some(by)` when it shows this clock
+    /// ahead of the relay's by at least `by` ms, first (it looks expired on arrival, and the
+    /// relay has not said that this `exp` passed): the clock is then known to be ahead until a token that
+    /// does not look expired comes.
+    pub(super) fn answer(&mut self, exp: Option<Millis>, wall: Millis) -> (bool, Option<Millis>) {
+        let Some(exp) = exp else { return (false, None) };
+        let take = self.exp == Millis::MAX || exp > self.exp;
+        let ahead = (wall >= exp && (take || !self.stale)).then(|| wall - exp);
+        let known = self.ahead;
+        if take || ahead.is_some() {
+            self.ahead = ahead.is_some();
+        }
+        if ahead.is_some() && !take {
+            // The same token again: the reopen goes with it, and the relay's close renews it.
+            self.due = Millis::MAX;
+            self.check_at = None;
+        }
+        (take, ahead.filter(|_| !known))
+    }
+
+    /// Whether a reopen renews the token first: it is due, or the clock is ahead (it may have
+    /// expired by the relay's).
+    pub(super) fn reopen_renews(&self, wall: Millis) -> bool {
+        self.wanted(wall, true) || (self.ahead && self.call.is_none())
     }
 
     /// A call starts at `now` (the driver's clock): its number.
@@ -139,14 +179,6 @@ impl Refresh {
             false => Millis::MAX,
         };
         self.check_at = None;
-    }
-
-    /// The next `expires no later` bound: a token returned must expire after this.
-    pub(super) fn must_outlive(&self, wall: Millis) -> Millis {
-        match self.exp {
-            Millis::MAX => wall,
-            exp => exp.max(wall),
-        }
     }
 
     /// When the driver's timer should fire to look at the wall clock (`now` on the driver's
@@ -207,6 +239,90 @@ mod tests {
         assert_eq!(token_exp(&token(r#"{"agent_id":"a"}"#)), None);
         assert_eq!(token_exp("sk_switch_agent_key"), None);
         assert_eq!(token_exp(""), None);
+    }
+
+    /// A renewal at `wall` of a token expiring at `exp` (ms); the callback is never called here.
+    fn renewal(exp: Millis, wall: Millis) -> Refresh {
+        use wasm_bindgen::JsCast;
+        let f = Function::unchecked_from_js(wasm_bindgen::JsValue::UNDEFINED);
+        let t = token(&format!(r#"{{"agent_id":"a","exp":{}}}"#, exp / 1000));
+        Refresh::new(f, &t, wall, 10_000)
+    }
+
+    /// This clock 10 minutes ahead, 5-minute tokens: every token looks expired. The one just
+    /// minted is taken all the same (the relay judges expiry), says the clock is ahead by at
+    /// least how much, once, and makes nothing due: no renewal loop, no timer.
+    #[test]
+    fn a_token_that_looks_expired_on_arrival_is_taken_and_says_the_clock_is_ahead() {
+        let (exp, wall) = (1_000_000_000, 1_000_300_000);
+        let mut r = renewal(exp, wall);
+        assert!(
+            r.spent(wall) && r.wanted(wall, true),
+            "the first token looks expired: renew first"
+        );
+        assert_eq!(r.answer(Some(exp + 1_000), wall), (true, Some(299_000)));
+        r.schedule(Some(exp + 1_000), wall);
+        assert!(!r.spent(wall), "the relay judges expiry");
+        assert!(
+            !r.wanted(wall, false) && !r.wanted(wall + 3_600_000, false),
+            "never due by this clock"
+        );
+        assert_eq!(r.check_at(0, wall), None, "no timer");
+        assert!(
+            r.reopen_renews(wall),
+            "a reopen renews first (the token may have expired by now)"
+        );
+        // The next one, minted later, also looks expired: taken, said once.
+        assert_eq!(r.answer(Some(exp + 60_000), wall + 60_000), (true, None));
+        // The relay's expiry close makes it due.
+        r.schedule(Some(exp + 60_000), wall + 60_000);
+        r.expired();
+        assert!(r.spent(wall) && r.wanted(wall, false));
+    }
+
+    /// The same token again (minted within the same second), looking expired by this clock and
+    /// never refused by the relay: not taken, but the clock is ahead: the reopen goes with the
+    /// current token, and nothing is due.
+    #[test]
+    fn the_same_token_looking_expired_shows_the_clock_ahead_and_the_current_one_goes() {
+        let (exp, wall) = (1_000_000_000, 1_000_300_000);
+        let mut r = renewal(exp, wall);
+        assert_eq!(r.answer(Some(exp), wall), (false, Some(300_000)));
+        assert!(r.ahead && !r.spent(wall) && !r.wanted(wall, false));
+        assert_eq!(r.check_at(0, wall), None);
+    }
+
+    /// A clock that is right: the same token again is refused (it would be renewed again at
+    /// once), before `exp` and after the relay said it expired; an older one too.
+    #[test]
+    fn a_token_expiring_no_later_is_refused_when_the_clock_is_right() {
+        let (exp, wall) = (1_000_000_000, 999_950_000);
+        let mut r = renewal(exp, wall);
+        assert_eq!(r.answer(Some(exp), wall), (false, None));
+        assert_eq!(r.answer(Some(exp - 1_000), wall), (false, None));
+        assert_eq!(r.answer(None, wall), (false, None));
+        r.expired();
+        assert_eq!(
+            r.answer(Some(exp), exp + 5_000),
+            (false, None),
+            "the relay said this exp passed"
+        );
+        assert!(!r.ahead && r.spent(exp + 5_000));
+        assert_eq!(r.answer(Some(exp + 300_000), exp + 5_000), (true, None));
+    }
+
+    /// A token that does not look expired on arrival ends the clock's known lead: due again by
+    /// the wall clock.
+    #[test]
+    fn a_token_that_does_not_look_expired_makes_the_clock_trusted_again() {
+        let (exp, wall) = (1_000_000_000, 1_000_300_000);
+        let mut r = renewal(exp, wall);
+        assert!(r.answer(Some(exp + 1_000), wall).1.is_some());
+        r.schedule(Some(exp + 1_000), wall);
+        assert_eq!(r.answer(Some(wall + 300_000), wall), (true, None));
+        r.schedule(Some(wall + 300_000), wall);
+        assert!(!r.ahead && !r.reopen_renews(wall));
+        assert!(r.wanted(wall + 240_000, false), "due a minute before exp");
     }
 
     /// The token's bound is in bytes, and the refusal says so (2,049 "é" are 4,098 bytes).

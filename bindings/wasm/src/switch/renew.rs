@@ -39,24 +39,40 @@ impl Driver {
         let token = got.map_err(|e| describe(&e)).and_then(|t| {
             let t = t.as_string().ok_or("it returned no string")?;
             check_token(&t)?;
-            match token_exp(&t).filter(|&exp| exp > r.must_outlive(wall)) {
-                Some(exp) => Ok((t, exp)),
-                // One expiring no later would be renewed again at once, without end.
-                None => Err("its token expires no later".into()),
-            }
+            Ok(t)
         });
-        match token {
-            // Also from a call given up on: its token outlives the current one.
-            Ok((t, exp)) => {
-                r.schedule(Some(exp), wall);
-                self.token = Rc::from(t);
-                self.tokens += 1;
-                self.release(now, None);
+        let (t, (take, ahead)) = match token {
+            Ok(t) => {
+                let exp = token_exp(&t);
+                (t, r.answer(exp, wall))
             }
-            Err(m) if current => self.refresh_failed(now, &m, calls),
-            // A call given up on: its failure was reported then.
-            Err(_) => {}
+            Err(m) if current => return self.refresh_failed(now, &m, calls),
+            Err(_) => return, // a call given up on: its failure was reported then
+        };
+        if let (Some(by), Some(f)) = (ahead, &self.on_event) {
+            // The relay judges expiry: the token goes all the same.
+            let m = format!(
+                "this clock looks {} s ahead at least: refreshToken's token looks expired",
+                by / 1000
+            );
+            calls.push_event(
+                f,
+                Event::Diagnostic(SwitchError::local(ErrorKind::Auth, m)).to_json_lazy(),
+            );
         }
+        if take {
+            // Also from a call given up on: its token outlives the current one.
+            r.schedule(token_exp(&t), wall);
+            self.token = Rc::from(t);
+            self.tokens += 1;
+        } else if r.stale || !r.ahead {
+            // One expiring no later would be renewed again at once, without end.
+            if current {
+                self.refresh_failed(now, "its token expires no later", calls);
+            }
+            return;
+        } // else the same token, the clock ahead: the reopen goes with it (the relay judges)
+        self.release(now, None);
     }
 
     /// The call in flight failed (`m`, or it did not answer in time): a diagnostic, and the reopen

@@ -1,0 +1,140 @@
+// What a developer can learn when a connect or a call fails in production (a customer's
+// browser, a server far away): each test states a rule of what the error or the status says.
+// Run against a built package (npm/dist): `node --test diagnosability.test.mjs`.
+// (From review B's reproductions, which failed on the reviewed tree.)
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { SwitchClient, RktClient, MoltZapClient } from "../../npm/dist/node.js";
+import { FakeRkt, FakeWebSocket, connectionState, last } from "./fake-ws.mjs";
+
+const b64url = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
+const token = (expS) => `${b64url({ sub: "a", agent_id: "a", exp: expS })}.sig`;
+
+/** A relay (and the backend minting its tokens) whose clock is `skewMs` behind the browser's:
+ * it attaches a socket whose token has not expired by ITS clock, else closes 4401. */
+function skewedRelay(skewMs) {
+  const relayNow = () => Date.now() - skewMs;
+  const opened = [];
+  class Relay extends FakeWebSocket {
+    constructor(url, protocols) {
+      super(url);
+      this.token = protocols[1].slice("agentwire.token.".length);
+      opened.push(this);
+      setTimeout(() => {
+        if (this.readyState !== 0) return;
+        this.readyState = 1;
+        this.onopen({});
+        const { exp } = JSON.parse(Buffer.from(this.token.split(".")[0], "base64url"));
+        if (exp * 1000 > relayNow()) return this.onmessage({ data: connectionState });
+        this.readyState = 3;
+        this.onclose({ code: 4401, reason: "the relay token expired" });
+      });
+    }
+  }
+  // The backend mints 5-minute tokens by its clock (the relay's).
+  const mint = () => token(Math.floor(relayNow() / 1000) + 300);
+  return { Relay, opened, mint };
+}
+
+// A customer's PC whose clock is 10 minutes fast (a clock set by hand, a dead CMOS battery),
+// 5-minute tokens: every token looks expired by it. The backend and the relay agree and are right.
+// The relay judges expiry: with `refreshToken` the connect works as without, the `diagnostic`
+// names this clock, and nothing renews in a loop. (It refused the fresh token, "its token expires
+// no later", and never opened a socket.)
+test("a clock ahead of the relay's: a token that looks expired on arrival is used, a diagnostic names the clock, no renewal loop", { timeout: 15_000 }, async () => {
+  const skew = 10 * 60_000;
+  const plain = skewedRelay(skew);
+  const ok = await SwitchClient.connect("http://relay", { token: plain.mint(), agentId: "a", webSocket: plain.Relay });
+  assert.equal(ok.status().state, "live", "the relay accepts the token as minted");
+  await ok.close();
+
+  const r = skewedRelay(skew);
+  const events = [];
+  let calls = 0;
+  let error;
+  try {
+    const c = await SwitchClient.connect("http://relay", {
+      token: r.mint(), agentId: "a", webSocket: r.Relay,
+      refreshToken: async () => (calls++, r.mint()),
+      onEvent: (e) => events.push(e),
+      timeoutMs: 5000,
+    });
+    await new Promise((res) => setTimeout(res, 200));
+    assert.equal(c.status().state, "live");
+    await c.close();
+  } catch (e) {
+    error = e;
+  }
+  assert.equal(error, undefined, `a token the relay accepts is refused by the client: ${error?.message}`);
+  assert.equal(calls, 1, "renewed once, not in a loop");
+  assert.equal(r.opened.length, 1, "one socket");
+  const diagnostics = events.filter((e) => e.type === "diagnostic" && /clock/.test(e.error.message)).map((e) => e.error.message);
+  assert.equal(diagnostics.length, 1, JSON.stringify(diagnostics));
+  assert.match(diagnostics[0], /clock looks (29\d|30\d) s ahead at least/);
+});
+
+test("a clock ahead of the relay's, the same token minted again: the connect goes with it", { timeout: 15_000 }, async () => {
+  const r = skewedRelay(10 * 60_000);
+  const same = r.mint();
+  const err = await SwitchClient.connect("http://relay", {
+    token: same, agentId: "a", webSocket: r.Relay, refreshToken: async () => same,
+  }).then((c) => (c.close(), undefined), (e) => e);
+  assert.equal(err, undefined, err?.message);
+});
+
+/** A relay that accepts each upgrade and closes it at once with `code`/`reason` (the relay's own
+ * "relay configuration error", an upstream refusing...). */
+function closingRelay(code, reason) {
+  let opened = 0;
+  class Relay extends FakeWebSocket {
+    constructor(url) {
+      super(url);
+      opened++;
+      setTimeout(() => {
+        this.readyState = 1;
+        this.onopen({});
+        this.readyState = 3;
+        this.onclose({ code, reason });
+      });
+    }
+  }
+  return { Relay, opened: () => opened };
+}
+
+/** A socket that never opens: the host's `error` (a browser's says nothing), then close 1006 —
+ * what a browser reports for DNS, a refused TCP connection, a TLS failure, a refused upgrade or
+ * a CSP `connect-src` block. */
+class NeverOpens extends FakeWebSocket {
+  constructor(url) {
+    super(url);
+    setTimeout(() => {
+      this.readyState = 3;
+      this.onerror?.({ type: "error" });
+      this.onclose?.({ code: 1006, reason: "" });
+    });
+  }
+}
+
+/** A socket that opens and then hears nothing (a server that takes the upgrade and never
+ * answers HELLO). */
+class OpensSilent extends FakeWebSocket {
+  constructor(url) {
+    super(url);
+    setTimeout(() => {
+      this.readyState = 1;
+      this.onopen?.({});
+    });
+  }
+}
+
+
+/** A socket that never opens and fires only `close` 1006 (no `error` first). */
+class OnlyCloses extends FakeWebSocket {
+  constructor(url) {
+    super(url);
+    setTimeout(() => {
+      this.readyState = 3;
+      this.onclose?.({ code: 1006, reason: "" });
+    });
+  }
+}
