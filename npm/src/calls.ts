@@ -499,6 +499,8 @@ export function jsonArg(v: unknown, what: string, replacer?: (k: string, v: unkn
 /** A driver `close()`s. */
 interface Closable {
   close(): void;
+  /** Added to a timeout's message: what the connection last met. */
+  why?: string;
 }
 
 /** Opens a driver with `make(onReady, onFail)` and resolves with `ready(driver, readyJson)`
@@ -538,7 +540,7 @@ export function open<E extends { type: string }, D extends Closable, C>(
       done();
       resolve(ready(driver!, events, json));
     };
-    stopTimer = after(timeoutMs, () => fail(agentwireError("timeout", `no ${what} within ${timeoutMs} ms`)));
+    stopTimer = after(timeoutMs, () => fail(agentwireError("timeout", `no ${what} within ${timeoutMs} ms${driver?.why ?? ""}`)));
     try {
       driver = make(events, onReady, (e) => fail(toError(e)));
     } catch (e) {

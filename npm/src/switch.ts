@@ -173,6 +173,8 @@ export interface SwitchStatus {
   /** The current reconnect attempt, reset when the server is heard from (a ping, or a beat
    * answered) on a socket that has stayed live for the backoff's `maxMs` (30 s by default). */
   attempt: number;
+  /** The reason of the last `disconnected`: why it is reconnecting, or was. */
+  lastProblem?: string;
 }
 
 /** A Switch Rooms connection through the relay: `await SwitchClient.connect(relayUrl, {token,
@@ -222,7 +224,7 @@ export class SwitchClient extends Client<SwitchEvent> {
     // A JavaScript caller may leave the options (or the token) out: the engine then rejects
     // with kind `invalid`, saying what is missing.
     opts ??= {} as SwitchConnectOptions;
-    return open<SwitchEvent, { d: SwitchDriver; close(): void }, SwitchClient>(
+    return open<SwitchEvent, { d: SwitchDriver; close(): void; why: string }, SwitchClient>(
       opts as ConnectOptions,
       "stopped",
       (events, onReady, onFail) => {
@@ -237,7 +239,7 @@ export class SwitchClient extends Client<SwitchEvent> {
         // A full `events()` buffer holds events back in the engine, which replays from its cursor.
         events.hold = (held) => d.hold(held);
         // A connect given up (a timeout, an abort) closes the driver; a stopped one is closed.
-        return { d, close: () => d.stopped || d.close() };
+        return { d, close: () => d.stopped || d.close(), get why() { return d.why; } };
       },
       ({ d }, events) => {
         events.tap = undefined;

@@ -101,6 +101,36 @@ function closingRelay(code, reason) {
   return { Relay, opened: () => opened };
 }
 
+// connectAttempts 0 (keep trying until attached) bounded by timeoutMs, as the README suggests:
+// every open is closed by the relay with 1011 "relay configuration error". The client is never
+// returned, so the `disconnected` events that carried the reason (buffered for events()) cannot
+// be read: the rejection says it, as the native SwitchClient::connect does, "(last: ...)".
+test("a Switch connect that times out while reopening says the last disconnect's reason (last: ...)", { timeout: 15_000 }, async () => {
+  const r = closingRelay(1011, "relay configuration error");
+  const err = await SwitchClient.connect("http://relay", {
+    token: token(Math.floor(Date.now() / 1000) + 300), agentId: "a", webSocket: r.Relay,
+    connectAttempts: 0, backoff: { baseMs: 50, minMs: 50, maxMs: 100 }, timeoutMs: 1500,
+  }).then((c) => (c.close(), undefined), (e) => e);
+  assert.ok(err, "connect should fail");
+  assert.equal(err.kind, "timeout");
+  assert.match(err.message, /^no connection within 1500 ms \(last: .*1011.*relay configuration error.*\)$/);
+});
+
+test("a Switch client's status() says the last disconnect's reason (lastProblem)", { timeout: 10_000 }, async () => {
+  const connecting = SwitchClient.connect("http://fake", { token: token(Math.floor(Date.now() / 1000) + 3600), agentId: "a", webSocket: FakeWebSocket, backoff: { baseMs: 20_000, minMs: 20_000 } });
+  const ws = last();
+  ws.readyState = 1;
+  ws.onopen({});
+  ws.onmessage({ data: connectionState });
+  const c = await connecting;
+  assert.equal(c.status().lastProblem, undefined);
+  ws.readyState = 3;
+  ws.onclose({ code: 1011, reason: "upstream gone" });
+  assert.equal(c.status().state, "backoff");
+  assert.match(c.status().lastProblem, /1011.*upstream gone/);
+  await c.close();
+});
+
 /** A socket that never opens: the host's `error` (a browser's says nothing), then close 1006 —
  * what a browser reports for DNS, a refused TCP connection, a TLS failure, a refused upgrade or
  * a CSP `connect-src` block. */

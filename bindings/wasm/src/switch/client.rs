@@ -128,6 +128,7 @@ impl SwitchDriver {
                 next_op: 0,
                 no_web_socket: None,
                 held: false,
+                last_problem: None,
             })
         });
         state.borrow_mut().timer = Some(timer(as_sink(&state)));
@@ -365,7 +366,7 @@ impl SwitchDriver {
     }
 
     /// Where the connection is, as JSON text: `{state, wire, cursor?, generation?, connectionId,
-    /// agentId, rooms, attempt}`.
+    /// agentId, rooms, attempt, lastProblem?}`.
     pub fn status(&self) -> Result<String, JsValue> {
         let d = self.state.try_borrow().map_err(|_| crate::socket::busy(&self.state))?;
         let c = &d.conn;
@@ -384,8 +385,22 @@ impl SwitchDriver {
         s.str("agentId", c.agent_id());
         s.strings("rooms", c.rooms());
         s.u64("attempt", u64::from(c.attempt()));
+        if let Some(p) = &d.last_problem {
+            s.str("lastProblem", p);
+        }
         s.end();
         Ok(out)
+    }
+
+    /// What a connect's timeout adds to its message: ` (last: <the last disconnect's reason>)`,
+    /// or nothing.
+    #[wasm_bindgen(getter)]
+    pub fn why(&self) -> String {
+        let d = self.state.try_borrow();
+        match d.as_ref().map(|d| d.last_problem.as_deref()) {
+            Ok(Some(p)) => format!(" (last: {p})"),
+            _ => String::new(),
+        }
     }
 
     /// Whether the connection is over (closed, refused, taken over, gave up).

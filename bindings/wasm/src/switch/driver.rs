@@ -10,7 +10,7 @@ use crate::host::{wall, Timer};
 use crate::socket::{as_sink, deliver_calls, Calls, Input, Sink, Socket, NO_WEB_SOCKET};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_switch::connection::{OpenRequest, Transmit};
-use agentwire_switch::{Connection, HttpRequest, State, SwitchError, Wire};
+use agentwire_switch::{Connection, Event, HttpRequest, State, SwitchError, Wire};
 use js_sys::Function;
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
@@ -99,6 +99,9 @@ pub(super) struct Driver {
     /// The page's queue for `events()` is full: events wait in the engine (bounded by its
     /// `max_queued_*`, past which it reopens from the cursor once drained: none is lost).
     pub(super) held: bool,
+    /// The reason of the last `disconnected` (`status()`'s `lastProblem`, and a connect's
+    /// timeout says it).
+    pub(super) last_problem: Option<String>,
 }
 
 impl Sink for Driver {
@@ -180,6 +183,9 @@ impl Driver {
             let take = !self.held || self.conn.state() == State::Stopped;
             while let Some(event) = take.then(|| self.conn.poll_event()).flatten() {
                 progressed = true;
+                if let Event::Disconnected { reason, .. } = &event {
+                    self.last_problem = Some(reason.clone());
+                }
                 if let Some(f) = &self.on_event {
                     calls.push_event(f, event.to_json_lazy());
                 }
