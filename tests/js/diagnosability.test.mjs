@@ -145,6 +145,24 @@ class NeverOpens extends FakeWebSocket {
   }
 }
 
+// RKT is request/reply: the README's example never reads events(). The server ends the session
+// (1008 "session expired: authenticate again"): the next request says the code and the reason
+// (they were only in a `closed` event the app never looked at); after the app's own close() the
+// words are the same as before.
+test("a call after the server closed the connection says the close's code and reason; after close() it does not", { timeout: 10_000 }, async () => {
+  const client = await RktClient.connect("ws://rkt.example/rkt", { webSocket: FakeRkt });
+  const ws = last();
+  ws.readyState = 3;
+  ws.onclose({ code: 1008, reason: "session expired: authenticate again" });
+  const e = await client.request("echo", {}).then(() => undefined, (e) => e);
+  assert.equal(e.kind, "closed");
+  assert.equal(e.message, "the connection is closed (1008 session expired: authenticate again)");
+  const own = await RktClient.connect("ws://rkt.example/rkt", { webSocket: FakeRkt });
+  await own.close();
+  const e2 = await own.request("echo", {}).then(() => undefined, (e) => e);
+  assert.equal(e2.message, "the connection is closed");
+});
+
 /** A socket that opens and then hears nothing (a server that takes the upgrade and never
  * answers HELLO). */
 class OpensSilent extends FakeWebSocket {

@@ -496,6 +496,23 @@ impl Drop for Socket {
     }
 }
 
+/// How a connection ended, kept for the calls made after it: `None` while open, `""` after the
+/// app's own `close()`, `" (1008 session expired: ...)"` when the server (or the network) ended
+/// it.
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+pub(crate) fn ended(how: &mut Option<String>, code: u16, reason: &str) {
+    how.get_or_insert_with(|| match reason {
+        "" => format!(" ({code})"),
+        r => format!(" ({code} {r})"),
+    });
+}
+
+/// "the connection is closed", and how when the app did not close it.
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+pub(crate) fn closed_words(how: &Option<String>) -> String {
+    format!("the connection is closed{}", how.as_deref().unwrap_or(""))
+}
+
 /// Why a client cannot use its socket here, from what the host threw ([`Socket::refused`]): the
 /// message of the `state` error its commands get, and the reason of the close ending it.
 #[cfg(any(feature = "rkt", feature = "moltzap"))]

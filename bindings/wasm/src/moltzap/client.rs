@@ -6,7 +6,7 @@
 use super::options::{self, error};
 use crate::errors::{self, opt_text, text};
 use crate::host::Timer;
-use crate::socket::{as_sink, deliver_calls, elsewhere, timer, Calls, Input, OpenDeadline, Sink, Socket};
+use crate::socket::{as_sink, closed_words, deliver_calls, elsewhere, timer, Calls, Input, OpenDeadline, Sink, Socket};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::session::SendMessage;
 use agentwire_moltzap::{Credentials, Event, MoltZapError, RequestId, Session, SessionState};
@@ -35,6 +35,8 @@ struct Driver {
     /// Until the socket opens: when it must have.
     opening: Option<OpenDeadline>,
     closed: bool,
+    /// How it ended (`socket::ended`).
+    how: Option<String>,
 }
 
 fn closed_error(m: impl Into<String>) -> MoltZapError {
@@ -167,6 +169,7 @@ impl Driver {
             }
             Event::Disconnected { code, ref reason } => {
                 self.closed = true;
+                crate::socket::ended(&mut self.how, code, reason);
                 self.connect_id = None;
                 if let Some((_, on_fail)) = self.ready.take() {
                     let m = format!(
@@ -177,7 +180,7 @@ impl Driver {
                 }
                 // Every request has had its `Failed` by now; anything left is answered here.
                 for (_, (_, reject)) in self.waiters.drain() {
-                    calls.push(&reject, error(&closed_error("the connection is closed")));
+                    calls.push(&reject, error(&closed_error(closed_words(&self.how))));
                 }
                 if let Some(f) = self.on_event.take() {
                     calls.push(&f, event.to_json_string().into());
@@ -254,6 +257,7 @@ impl MoltZapDriver {
             ready: Some((on_ready, on_fail)),
             opening: Some(opening),
             closed: false,
+            how: None,
         }));
         let sink = as_sink(&state);
         let socket = Socket::open(url, &[], web_socket.as_ref(), sink.clone())
@@ -278,7 +282,7 @@ impl MoltZapDriver {
     ) -> Result<String, JsValue> {
         deliver_calls(&self.state, |d, now, calls| {
             if d.closed {
-                return Err(error(&closed_error("the connection is closed")));
+                return Err(error(&closed_error(closed_words(&d.how))));
             }
             // Refused before the engine has it: the connection is left as it was.
             Socket::usable(d.socket.as_ref())?;
@@ -372,6 +376,7 @@ impl MoltZapDriver {
             if d.closed {
                 return;
             }
+            d.how.get_or_insert_with(String::new);
             let refused = d.socket.as_ref().and_then(Socket::refused);
             if d.session.state() == SessionState::Closed {
                 // Still opening: the session has no socket to close.

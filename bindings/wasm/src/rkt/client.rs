@@ -5,7 +5,7 @@
 use super::options;
 use crate::errors::{self, opt_text, text};
 use crate::host::{JsEntropy, Timer};
-use crate::socket::{as_sink, deliver_calls, elsewhere, timer, Calls, Input, OpenDeadline, Sink, Socket};
+use crate::socket::{as_sink, closed_words, deliver_calls, elsewhere, timer, Calls, Input, OpenDeadline, Sink, Socket};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
 use agentwire_rkt::json::error_json;
@@ -38,6 +38,8 @@ struct Driver {
     /// Until the socket opens: when it must have.
     opening: Option<OpenDeadline>,
     closed: bool,
+    /// How it ended (`socket::ended`).
+    how: Option<String>,
 }
 
 fn err(e: &RktError) -> JsValue {
@@ -158,6 +160,7 @@ impl Driver {
             ClientEvent::Goodbye => self.emit(calls, &event),
             ClientEvent::Closed { code, ref reason } => {
                 self.closed = true;
+                crate::socket::ended(&mut self.how, code, reason);
                 if let Some((_, reject)) = self.ready.take() {
                     let m = format!(
                         "{}: connection closed ({code} {reason}) during the handshake",
@@ -171,7 +174,7 @@ impl Driver {
                 }
                 // Every command has had its `Failed` by now; anything left is answered here.
                 for (_, w) in self.waiters.drain() {
-                    let error = err(&RktError::local(ErrorKind::Closed, "the connection is closed"));
+                    let error = err(&RktError::local(ErrorKind::Closed, closed_words(&self.how)));
                     match w {
                         Waiter::Reply { reject, .. } => calls.push(&reject, error),
                         Waiter::Stream { end, .. } => calls.push(&end, error),
@@ -229,6 +232,7 @@ impl RktDriver {
             handshake_error: None,
             opening: Some(opening),
             closed: false,
+            how: None,
         }));
         let sink = as_sink(&state);
         let socket = Socket::open(&url, &[SUBPROTOCOL], web_socket.as_ref(), sink.clone()).map_err(|m| {
@@ -255,7 +259,7 @@ impl RktDriver {
     ) -> Result<String, JsValue> {
         deliver_calls(&self.state, |d, now, calls| {
             if d.closed {
-                return Err(err(&RktError::local(ErrorKind::Closed, "the connection is closed")));
+                return Err(err(&RktError::local(ErrorKind::Closed, closed_words(&d.how))));
             }
             // Refused before the engine has it: the connection is left as it was.
             Socket::usable(d.socket.as_ref())?;
@@ -357,6 +361,7 @@ impl RktDriver {
     /// driver lets go of it, and `closed` (1006) comes at once.
     pub fn close(&self) -> Result<(), JsValue> {
         deliver_calls(&self.state, |d, now, calls| {
+            d.how.get_or_insert_with(String::new);
             match d.socket.as_ref().and_then(Socket::refused) {
                 Some(m) => {
                     d.socket = None;
