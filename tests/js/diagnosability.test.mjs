@@ -176,6 +176,31 @@ class OpensSilent extends FakeWebSocket {
 }
 
 
+// Where did it fail? A socket that never opened (DNS, a refused TCP connection, TLS, a refused
+// upgrade, a CSP `connect-src` block) is not a failed handshake (RKT's HELLO/HELLO_ACK, MoltZap's
+// connect call): the message says "before it opened", sending the developer to the network, the
+// URL or the page's CSP.
+test("a socket that never opened says 'before it opened', not 'during the handshake'", { timeout: 10_000 }, async () => {
+  const rkt = await RktClient.connect("wss://rkt.example/rkt", { webSocket: NeverOpens }).then(() => undefined, (e) => e);
+  const mz = await MoltZapClient.connect("wss://mz.example/ws", { agentKey: "k", webSocket: NeverOpens }).then(() => undefined, (e) => e);
+  for (const e of [rkt, mz]) {
+    assert.equal(e.kind, "closed");
+    assert.match(e.message, /before it opened/);
+    assert.doesNotMatch(e.message, /during the handshake/);
+  }
+  assert.match(rkt.message, /^wss:\/\/rkt\.example\/rkt: /);
+});
+
+// connect's `timeoutMs` (the README's first example passes 5000) below handshakeTimeoutMs
+// (10 000): a TCP connect or upgrade that hangs and a server that opened the socket but never
+// answered HELLO say which phase they stopped in.
+test("connect's timeoutMs names the phase it stopped in (the socket not open, no HELLO_ACK)", { timeout: 10_000 }, async () => {
+  const hung = await RktClient.connect("wss://rkt.example/rkt", { webSocket: FakeWebSocket, timeoutMs: 300 }).then(() => undefined, (e) => e);
+  const silent = await RktClient.connect("wss://rkt.example/rkt", { webSocket: OpensSilent, timeoutMs: 300 }).then(() => undefined, (e) => e);
+  assert.equal(hung.message, "no RKT session within 300 ms (the WebSocket did not open)");
+  assert.equal(silent.message, "no RKT session within 300 ms (no HELLO_ACK)");
+});
+
 /** A socket that never opens and fires only `close` 1006 (no `error` first). */
 class OnlyCloses extends FakeWebSocket {
   constructor(url) {
@@ -186,3 +211,14 @@ class OnlyCloses extends FakeWebSocket {
     });
   }
 }
+
+
+// A browser fires `error` before `close` on every failed connection (WHATWG "fail the
+// WebSocket connection"), and says nothing in either: the Switch driver's message names the
+// address it tried (it was unreachable behind the socket layer's "the connection failed").
+test("a Switch open that fails in a browser (error, then close 1006) names the address it tried", { timeout: 10_000 }, async () => {
+  const opts = (webSocket) => ({ token: token(Math.floor(Date.now() / 1000) + 300), agentId: "a", webSocket });
+  const browser = await SwitchClient.connect("https://relay.example/prefix", opts(NeverOpens)).then((c) => (c.close(), undefined), (e) => e);
+  const closeOnly = await SwitchClient.connect("https://relay.example/prefix", opts(OnlyCloses)).then((c) => (c.close(), undefined), (e) => e);
+  for (const e of [browser, closeOnly]) assert.match(e.message, /the WebSocket to wss:\/\/relay\.example\/prefix did not open \(code 1006/);
+});

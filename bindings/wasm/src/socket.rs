@@ -391,7 +391,7 @@ impl Socket {
         let secret = matches!(agentwire_core::redact::url(url), std::borrow::Cow::Owned(_));
         let on_error = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
             if !ended.replace(true) {
-                let reason = host_message(&ev, secret).unwrap_or_else(|| "the connection failed".to_string());
+                let reason = host_message(&ev, secret).unwrap_or_else(|| FAILED.to_string());
                 deliver(
                     &sink,
                     Input::Closed {
@@ -512,6 +512,9 @@ pub(crate) fn ended(how: &mut Option<String>, code: u16, reason: &str) {
 pub(crate) fn closed_words(how: &Option<String>) -> String {
     format!("the connection is closed{}", how.as_deref().unwrap_or(""))
 }
+
+/// The reason of a socket's end at an `error` event that says nothing (a browser's).
+pub(crate) const FAILED: &str = "the connection failed";
 
 /// Why a client cannot use its socket here, from what the host threw ([`Socket::refused`]): the
 /// message of the `state` error its commands get, and the reason of the close ending it.

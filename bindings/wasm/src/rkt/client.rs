@@ -65,6 +65,13 @@ impl Sink for Driver {
                     let e = agentwire_core::Error::refused_upgrade(&self.url, r.status, &r.body);
                     self.handshake_error = Some(e.into());
                 }
+                if self.opening.take().is_some() && self.ready.is_some() {
+                    // The socket never opened (unreachable, refused): no handshake was made.
+                    let url = agentwire_core::redact::url(&self.url);
+                    let m = format!("{url}: connection closed ({code} {reason}) before it opened");
+                    self.handshake_error
+                        .get_or_insert(RktError::local(ErrorKind::Closed, m));
+                }
                 self.session.handle_close(now, code, &reason)
             }
             Input::Timer => {
@@ -378,5 +385,16 @@ impl RktDriver {
     #[wasm_bindgen(getter)]
     pub fn closed(&self) -> bool {
         self.state.try_borrow().map(|d| d.closed).unwrap_or(false)
+    }
+
+    /// What a connect's timeout adds to its message: the phase it stopped in.
+    #[wasm_bindgen(getter)]
+    pub fn why(&self) -> String {
+        match self.state.try_borrow().map(|d| d.opening.is_some()) {
+            Ok(true) => " (the WebSocket did not open)",
+            Ok(false) => " (no HELLO_ACK)",
+            Err(_) => "",
+        }
+        .into()
     }
 }

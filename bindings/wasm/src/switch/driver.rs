@@ -7,7 +7,7 @@
 use super::fetch;
 use super::refresh::Refresh;
 use crate::host::{wall, Timer};
-use crate::socket::{as_sink, deliver_calls, Calls, Input, Sink, Socket, NO_WEB_SOCKET};
+use crate::socket::{as_sink, deliver_calls, Calls, Input, Sink, Socket, FAILED, NO_WEB_SOCKET};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_switch::connection::{OpenRequest, Transmit};
 use agentwire_switch::{Connection, Event, HttpRequest, State, SwitchError, Wire};
@@ -145,16 +145,18 @@ impl Driver {
                     self.conn.handle_open_failed(now, Some(r.status), &r.body);
                     return self.pump(now, calls);
                 }
-                // The WebSocket API tells nothing of a failed open but a close (1006); the
-                // engine decides what it means (a close before the open is an open failure).
-                let reason = if !opened && reason.is_empty() {
-                    format!(
-                        "the WebSocket to {} did not open (code {code}; the host does not say why: \
-                         unreachable, refused, or the token was not accepted)",
-                        self.ws_base
-                    )
-                } else {
-                    reason
+                // The WebSocket API tells nothing of a failed open but a close (1006), and a
+                // browser's `error` before it nothing more; the engine decides what it means (a
+                // close before the open is an open failure). Its address is said (the base has
+                // no credentials: `bases` refuses them).
+                let url = &self.ws_base;
+                let reason = match reason.as_str() {
+                    _ if opened => reason,
+                    "" | FAILED => format!(
+                        "the WebSocket to {url} did not open (code {code}; the host does not say why: \
+                         unreachable, refused, or the token was not accepted)"
+                    ),
+                    r => format!("the WebSocket to {url} did not open: {r}"),
                 };
                 self.conn.handle_close(now, code, &reason);
             }
