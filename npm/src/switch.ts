@@ -175,6 +175,8 @@ export interface SwitchStatus {
   attempt: number;
   /** The reason of the last `disconnected`: why it is reconnecting, or was. */
   lastProblem?: string;
+  /** Events wait in the engine: `events()` is not read (its buffer is full). */
+  held?: true;
 }
 
 /** A Switch Rooms connection through the relay: `await SwitchClient.connect(relayUrl, {token,

@@ -222,3 +222,22 @@ test("a Switch open that fails in a browser (error, then close 1006) names the a
   const closeOnly = await SwitchClient.connect("https://relay.example/prefix", opts(OnlyCloses)).then((c) => (c.close(), undefined), (e) => e);
   for (const e of [browser, closeOnly]) assert.match(e.message, /the WebSocket to wss:\/\/relay\.example\/prefix did not open \(code 1006/);
 });
+
+// "My agent stopped receiving messages": a Switch client whose events() loop stalled (an await
+// that never returns) holds events back in the engine, which past maxQueuedEvents takes no more.
+// status() says so (`held`), where it looked healthy: `live`, attempt 0, droppedEvents 0.
+test("a Switch client whose events() is not read says held in status()", { timeout: 10_000 }, async () => {
+  const connecting = SwitchClient.connect("http://fake", { token: token(Math.floor(Date.now() / 1000) + 3600), agentId: "a", webSocket: FakeWebSocket, maxBufferedEvents: 4, maxQueuedEvents: 4 });
+  const ws = last();
+  ws.readyState = 1;
+  ws.onopen({});
+  ws.onmessage({ data: connectionState });
+  const c = await connecting;
+  assert.equal(c.status().held, undefined);
+  for (let i = 1; i <= 40; i++) ws.onmessage({ data: JSON.stringify({ event: "message", data: { type: "message", room_id: "r", payload: { n: i }, sequence: i }, id: i }) });
+  await new Promise((r) => setTimeout(r, 50));
+  const status = c.status();
+  await c.close();
+  assert.equal(status.state, "live");
+  assert.equal(status.held, true);
+});

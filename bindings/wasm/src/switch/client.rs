@@ -366,7 +366,7 @@ impl SwitchDriver {
     }
 
     /// Where the connection is, as JSON text: `{state, wire, cursor?, generation?, connectionId,
-    /// agentId, rooms, attempt, lastProblem?}`.
+    /// agentId, rooms, attempt, lastProblem?, held?}`.
     pub fn status(&self) -> Result<String, JsValue> {
         let d = self.state.try_borrow().map_err(|_| crate::socket::busy(&self.state))?;
         let c = &d.conn;
@@ -387,6 +387,9 @@ impl SwitchDriver {
         s.u64("attempt", u64::from(c.attempt()));
         if let Some(p) = &d.last_problem {
             s.str("lastProblem", p);
+        }
+        if d.held && c.has_pending_events() {
+            s.bool("held", true);
         }
         s.end();
         Ok(out)
