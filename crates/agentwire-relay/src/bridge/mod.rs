@@ -457,6 +457,22 @@ mod tests {
         assert!(drain(&mut b).is_empty());
     }
 
+    /// `Debug` shows the phase and the bytes waiting for the browser, never the configuration
+    /// (the agent and its connection).
+    #[test]
+    fn debug_shows_the_phase_and_what_waits_never_the_configuration() {
+        let mut b = live(0);
+        b.handle_sse(10, message_frame(5, "x").as_bytes());
+        let waiting = b.out.iter().map(|o| text(o).len()).sum::<usize>();
+        assert!(waiting > 0);
+        let debug = format!("{b:?}");
+        assert!(debug.starts_with("Bridge {"), "{debug}");
+        for shown in ["phase: Live", &format!("pending_bytes: {waiting}")] {
+            assert!(debug.contains(shown), "{shown}: {debug}");
+        }
+        assert!(!debug.contains(CID) && !debug.contains("agent"), "{debug}");
+    }
+
     #[test]
     fn the_browser_closing_ends_the_bridge_with_one_close_and_nothing_after() {
         let mut b = live(0);
