@@ -473,6 +473,22 @@ mod tests {
         assert!(!debug.contains(CID) && !debug.contains("agent"), "{debug}");
     }
 
+    /// `buffered_bytes` is what the SSE parser holds of a frame not read to its end, and nothing
+    /// once the frame is complete.
+    #[test]
+    fn buffered_bytes_is_the_partial_sse_frame_held() {
+        let mut b = streaming(0);
+        let (head, rest) = SSE_STATE.split_at(SSE_STATE.find("\"agent_id\"").unwrap());
+        b.handle_sse(1, head.as_bytes());
+        assert!(drain(&mut b).is_empty() && !b.is_attached());
+        // The event type "connection_state" and the unterminated `data:` line.
+        let line = &head[head.find("data:").unwrap()..];
+        assert_eq!(b.buffered_bytes(), "connection_state".len() + line.len());
+        b.handle_sse(2, rest.as_bytes());
+        assert!(b.is_attached());
+        assert_eq!(b.buffered_bytes(), 0);
+    }
+
     #[test]
     fn the_browser_closing_ends_the_bridge_with_one_close_and_nothing_after() {
         let mut b = live(0);
