@@ -774,6 +774,53 @@ mod tests {
         assert_eq!(b.unacked_bytes(), 0, "the last pong answers the last ping");
     }
 
+    /// `max_pending_bytes` bounds what waits, to the byte: frames that reach it exactly are
+    /// queued, one byte more closes; and a frame larger than the bound is queued when nothing
+    /// waits (it could never be sent otherwise).
+    #[test]
+    fn max_pending_bytes_is_reached_to_the_byte_and_a_lone_frame_passes() {
+        let bridge = |max: usize| {
+            let mut b = live(0);
+            b.cfg.max_pending_bytes = max;
+            b
+        };
+        let frames = [message_frame(5, "first"), message_frame(6, "second")];
+        let mut b = bridge(usize::MAX);
+        let lens = frames
+            .iter()
+            .map(|f| {
+                b.handle_sse(2, f.as_bytes());
+                text(&drain(&mut b)[0]).len()
+            })
+            .collect::<Vec<_>>();
+
+        let mut b = bridge(lens[0] + lens[1]);
+        for f in &frames {
+            b.handle_sse(2, f.as_bytes());
+        }
+        assert!(!b.is_closed());
+        assert_eq!(drain(&mut b).len(), 2);
+
+        let mut b = bridge(lens[0] + lens[1] - 1);
+        for f in &frames {
+            b.handle_sse(2, f.as_bytes());
+        }
+        let out = drain(&mut b);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert_eq!(
+            out[1],
+            Output::Close {
+                code: 1011,
+                reason: format!("{} bytes wait for the browser", lens[0])
+            }
+        );
+
+        let mut b = bridge(lens[0] - 1);
+        b.handle_sse(2, frames[0].as_bytes());
+        assert!(!b.is_closed());
+        assert_eq!(drain(&mut b).len(), 1);
+    }
+
     #[test]
     fn a_worker_that_does_not_drain_is_bounded() {
         let mut cfg = BridgeConfig::new("agent", CID);
