@@ -246,6 +246,38 @@ mod tests {
         }
     }
 
+    /// Every day of the years around the calendar's edges (1970, 2000 and its leap day, the
+    /// centuries 2100 and 2400, 9999), at its first and last millisecond, against a calendar
+    /// counted day by day here: formatted as that date and parsed back to that time.
+    #[test]
+    fn every_day_around_the_calendars_edges_formats_and_parses_as_counted() {
+        let leap = |y: i64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        let month_days = |y: i64, m: i64| match m {
+            2 if leap(y) => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        };
+        const DAY: u64 = 86_400_000;
+        for (first, last) in [(1970, 1972), (1999, 2001), (2099, 2101), (2399, 2401), (9998, 9999)] {
+            let mut day = (1970..first).map(|y| if leap(y) { 366 } else { 365 }).sum::<u64>();
+            for y in first..=last {
+                for m in 1..=12 {
+                    for d in 1..=month_days(y, m) {
+                        let date = format!("{y:04}-{m:02}-{d:02}");
+                        let (start, end) = (day * DAY, day * DAY + DAY - 1);
+                        let (first_ms, last_ms) = (format!("{date}T00:00:00Z"), format!("{date}T23:59:59.999Z"));
+                        assert_eq!(format_iso8601(start), first_ms);
+                        assert_eq!(format_iso8601(end), last_ms);
+                        assert_eq!(parse_iso8601(&first_ms), Some(start), "{first_ms}");
+                        assert_eq!(parse_iso8601(&last_ms), Some(end), "{last_ms}");
+                        day += 1;
+                    }
+                }
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn round_trips(ms in 0u64..253_402_300_799_999) {
