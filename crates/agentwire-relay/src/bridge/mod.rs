@@ -457,6 +457,19 @@ mod tests {
         assert!(drain(&mut b).is_empty());
     }
 
+    /// A frame the bridge writes itself that cannot fit `max_frame_bytes` even shortened (here the
+    /// refusal of a `connection_id` that is not a UUID) is dropped and counted; the close follows
+    /// all the same.
+    #[test]
+    fn a_frame_the_bridge_writes_that_cannot_fit_is_dropped_and_counted() {
+        let mut cfg = BridgeConfig::new("agent", "nope");
+        cfg.max_frame_bytes = 10;
+        let mut b = Bridge::new(cfg, 0);
+        assert!(matches!(drain(&mut b)[..], [Output::Close { code: 4400, .. }]));
+        assert_eq!(b.stats().frames_dropped, 1);
+        assert!(b.is_closed());
+    }
+
     /// `Debug` shows the phase and the bytes waiting for the browser, never the configuration
     /// (the agent and its connection).
     #[test]
