@@ -593,6 +593,54 @@ mod tests {
         assert!(matches!(out[1], Output::Close { code: 1000, .. }));
     }
 
+    /// An upstream gap readable under `max_frame_bytes` but too long once written for the
+    /// browser is shortened, not dropped: no rooms, `all_rooms: true`, its reason cut to
+    /// `SHORT_TEXT` (a released gap, whose rooms the bridge adds, as a current one that names
+    /// its own).
+    #[test]
+    fn an_upstream_gap_too_long_once_written_is_shortened_to_fit() {
+        const MAX: usize = 700;
+        let gap_of = |data: &str| {
+            assert!(data.len() <= MAX, "readable: {}", data.len());
+            let mut cfg = BridgeConfig::new("agent", CID);
+            cfg.max_frame_bytes = MAX;
+            let mut b = Bridge::new(cfg, 0);
+            b.handle_open_response(1, 200, Some("text/event-stream"), "");
+            b.handle_sse(1, SSE_STATE.as_bytes());
+            assert_eq!(drain(&mut b).len(), 1);
+            b.handle_sse(2, encode_event("gap", data, None).as_bytes());
+            let out = drain(&mut b);
+            assert_eq!((out.len(), b.stats().frames_dropped), (1, 0), "{out:?}");
+            assert!(text(&out[0]).len() <= MAX);
+            json(&out[0])["data"].clone()
+        };
+        let reason = "r".repeat(640);
+        let released = serde_json::json!({"from_sequence": 40, "resumed_at": 3, "reason": reason});
+        let g = gap_of(&released.to_string());
+        assert_eq!(
+            (&g["rooms"], &g["all_rooms"], &g["reason"], &g["resumed_at"]),
+            (
+                &serde_json::json!([]),
+                &serde_json::json!(true),
+                &serde_json::json!("r".repeat(SHORT_TEXT)),
+                &serde_json::json!(3)
+            )
+        );
+        let rooms = (0..30).map(|i| format!("room-{i:02}")).collect::<Vec<_>>();
+        let reason = "r".repeat(310);
+        let current = serde_json::json!({"from_sequence": 3, "resumed_at": 7, "rooms": rooms, "all_rooms": false, "reason": reason});
+        let g = gap_of(&current.to_string());
+        assert_eq!(
+            (&g["rooms"], &g["all_rooms"], &g["reason"], &g["resumed_at"]),
+            (
+                &serde_json::json!([]),
+                &serde_json::json!(true),
+                &serde_json::json!("r".repeat(SHORT_TEXT)),
+                &serde_json::json!(7)
+            )
+        );
+    }
+
     /// A gap the bridge makes up names the rooms while they fit, to the byte (their length is
     /// kept, not measured by writing the gap), and a released room is not named.
     #[test]
