@@ -278,6 +278,22 @@ mod tests {
         }
     }
 
+    /// Each field one past its range, the others valid, is refused on its own.
+    #[test]
+    fn each_field_past_its_range_alone_is_refused() {
+        assert_eq!(parse_iso8601("2026-06-28T23:59:59Z"), Some(T + 43_199_000));
+        for bad in [
+            "2026-00-28T12:00:00Z",
+            "2026-06-00T12:00:00Z",
+            "2026-06-31T12:00:00Z",
+            "2026-06-28T24:00:00Z",
+            "2026-06-28T12:60:00Z",
+            "2026-06-28T12:00:61Z",
+        ] {
+            assert_eq!(parse_iso8601(bad), None, "{bad}");
+        }
+    }
+
     proptest! {
         #[test]
         fn round_trips(ms in 0u64..253_402_300_799_999) {
