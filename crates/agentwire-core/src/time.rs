@@ -294,6 +294,17 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_fraction_with_nothing_after_it_is_refused_not_read_past_the_end() {
+        for bad in [
+            "2026-06-28T12:00:00.1",
+            "2026-06-28T12:00:00.123456",
+            " 2026-06-28T12:00:00.5 ",
+        ] {
+            assert_eq!(parse_iso8601(bad), None, "{bad}");
+        }
+    }
+
     proptest! {
         #[test]
         fn round_trips(ms in 0u64..253_402_300_799_999) {
