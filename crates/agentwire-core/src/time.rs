@@ -305,6 +305,20 @@ mod tests {
         }
     }
 
+    #[test]
+    fn an_offset_is_exactly_sign_hh_colon_mm() {
+        assert_eq!(parse_iso8601("2026-06-28T21:00:00+09:00"), Some(T));
+        for bad in [
+            "2026-06-28T21:00:00+09000",
+            "2026-06-28T21:00:00+09:000",
+            "2026-06-28T21:00:00+09:0",
+            "2026-06-28T21:00:00+0900",
+            "2026-06-28T21:00:00+09:00Z",
+        ] {
+            assert_eq!(parse_iso8601(bad), None, "{bad}");
+        }
+    }
+
     proptest! {
         #[test]
         fn round_trips(ms in 0u64..253_402_300_799_999) {
