@@ -2,7 +2,7 @@
 //! when a server said it, the server's `code` (`taken_over`, `no_stream`, ...) when it gave one,
 //! its `detail` as sent, and whether the same call may succeed later.
 
-use crate::frame::{detail_text, top_level_rest, top_level_str, FrameError};
+use crate::frame::{detail_text, refusal_is_transient, top_level_rest, top_level_str, FrameError};
 use crate::json::{self, JsonError, Obj};
 use agentwire_core::json::read::Value;
 use agentwire_core::text::{clip, QUOTE_MAX};
@@ -66,16 +66,8 @@ impl SwitchError {
             None if body.trim().is_empty() => String::new(),
             None => clip(body.trim(), QUOTE_MAX).into_owned(),
         };
-        let (kind, retryable) = match status {
-            400 | 404 | 413 | 422 => (ErrorKind::Invalid, false),
-            401 => (ErrorKind::Auth, false),
-            403 => (ErrorKind::Auth, false),
-            408 => (ErrorKind::Timeout, true),
-            409 => (ErrorKind::State, code.as_deref() != Some("taken_over")),
-            429 => (ErrorKind::RateLimited, true),
-            500..=599 => (ErrorKind::Remote, true),
-            _ => (ErrorKind::Remote, false),
-        };
+        let kind = status_kind(status);
+        let retryable = refusal_is_transient(status) || (status == 409 && code.as_deref() != Some("taken_over"));
         let message = if text.is_empty() {
             format!("HTTP {status}")
         } else {
@@ -91,17 +83,19 @@ impl SwitchError {
         }
     }
 
-    /// A `refused` frame (or a `4000 + status` close without one).
+    /// A `refused` frame (or a `4000 + status` close without one). The status is an HTTP
+    /// status and has its meaning: the kind an HTTP answer of that status has, retryable when
+    /// [`refusal_is_transient`] (the connection reopens on it); but 4403 is "a declared room
+    /// can't be served", not a credential problem (`invalid`), and a 409 naming the protocol or
+    /// a contract is `version`.
     pub fn refused(status: u16, detail: Option<&RawValue>) -> Self {
         let text = detail.map(|d| detail_text(d.get())).unwrap_or_default();
         let kind = match status {
-            // 4403 is "a declared room can't be served", not a credential problem.
-            401 => ErrorKind::Auth,
+            403 => ErrorKind::Invalid,
             409 if text.contains("protocol") || detail.is_some_and(|d| d.get().contains("\"contract\"")) => {
                 ErrorKind::Version
             }
-            409 => ErrorKind::State,
-            _ => ErrorKind::Invalid,
+            _ => status_kind(status),
         };
         let message = if text.is_empty() {
             format!("connection refused with status {status}")
@@ -124,8 +118,20 @@ impl SwitchError {
             code,
             message,
             detail: detail.map(|d| d.get().to_owned()),
-            retryable: false,
+            retryable: refusal_is_transient(status),
         }
+    }
+}
+
+/// The kind of an HTTP status, answer or refusal.
+fn status_kind(status: u16) -> ErrorKind {
+    match status {
+        400 | 404 | 413 | 422 => ErrorKind::Invalid,
+        401 | 403 => ErrorKind::Auth,
+        408 => ErrorKind::Timeout,
+        409 => ErrorKind::State,
+        429 => ErrorKind::RateLimited,
+        _ => ErrorKind::Remote,
     }
 }
 
@@ -283,7 +289,7 @@ mod tests {
             (object, ErrorKind::Version),
         ] {
             let d: Box<RawValue> = serde_json::from_str(&detail).unwrap();
-            let e = SwitchError::refused(409 + u16::from(kind == ErrorKind::Invalid), Some(&d));
+            let e = SwitchError::refused(if kind == ErrorKind::Invalid { 400 } else { 409 }, Some(&d));
             assert_eq!(e.kind, kind);
             let text = e.message.split_once(": ").unwrap().1;
             assert_eq!(text, format!("abc{}…", "é".repeat(254)));
@@ -307,6 +313,10 @@ mod tests {
                 (kind, retryable, Some(status)),
                 "{status}"
             );
+            // A `refused` frame's status means what it means over HTTP.
+            let d: Box<RawValue> = serde_json::from_str(r#""x""#).unwrap();
+            let e = SwitchError::refused(status, Some(&d));
+            assert_eq!((e.kind, e.retryable), (kind, retryable), "refused {status}");
         }
     }
 

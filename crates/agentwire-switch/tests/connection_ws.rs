@@ -4,7 +4,7 @@ mod common;
 
 use agentwire_core::ErrorKind;
 use agentwire_switch::connection::{ConnectionConfig, Event, State, Transmit, Transport, Wire};
-use agentwire_switch::frame::EvictionCode;
+use agentwire_switch::frame::{close_code_policy, ClosePolicy, EvictionCode};
 use agentwire_switch::open::StartFrom;
 use agentwire_switch::SwitchError;
 use common::*;
@@ -607,7 +607,15 @@ fn close_codes_follow_the_table() {
         (4401, false),
         (4403, false),
         (4409, false),
+        (4408, true),
+        (4429, true),
+        (4503, true),
     ] {
+        let reopens = matches!(
+            close_code_policy(code),
+            ClosePolicy::Reconnect | ClosePolicy::FollowEviction
+        );
+        assert_eq!(reopens, reconnects, "close_code_policy({code})");
         let mut d = Driver::live_ws(ws(), 0, &[]);
         d.conn.handle_close(d.now, code, "bye");
         let (t, e) = d.drain();

@@ -2,7 +2,8 @@
 mod common;
 
 use agentwire_core::ErrorKind;
-use agentwire_switch::connection::{ConnectionConfig, Event, Transport};
+use agentwire_switch::connection::{ConnectionConfig, Event, State, Transport};
+use agentwire_switch::SwitchError;
 use common::*;
 
 fn ws() -> ConnectionConfig {
@@ -30,4 +31,96 @@ fn sound_serializer_variants() {
     ));
     let ev = d.events();
     assert_eq!(sequences(&ev), vec![1], "{ev:?}");
+}
+
+/// The same refusal status, over the two wires, is one rule (review A). The spec
+/// (switch-agent-connection.md:57): the server "sends a `refused` frame with a `status` and a
+/// `detail`, then closes the socket with code 4000 plus that status": the status is an HTTP
+/// status, and an HTTP refusal of the open reconnects on 408, 429 and 5xx. So does the same
+/// status in a `refused` frame or a 4000 + status close (a newer server shedding load with
+/// `refused {status: 503}` / 4503, or rate-limiting opens with 429 / 4429): a `Disconnected`
+/// saying why, and a connect that gives up stops with the kind the HTTP refusal gives,
+/// retryable. The other statuses stop, as before.
+#[test]
+fn a_transient_refusal_status_on_the_websocket_reconnects_as_over_http() {
+    for (status, kind) in [
+        (408u16, ErrorKind::Timeout),
+        (429, ErrorKind::RateLimited),
+        (503, ErrorKind::Remote),
+    ] {
+        // A live connection's reopen refused by an HTTP answer to the upgrade: reconnects.
+        let mut h = Driver::live_ws(ws(), 0, &[]);
+        h.conn.handle_close(h.now, 1006, "");
+        h.drain();
+        h.reopen();
+        h.conn.handle_open_failed(h.now, Some(status), "");
+        let (_, http_ev) = h.drain();
+        assert!(
+            matches!(&http_ev[..], [Event::Disconnected { .. }]),
+            "{status} over HTTP: {http_ev:?}"
+        );
+
+        // The same status as a `refused` frame on the reopened socket.
+        let mut d = Driver::live_ws(ws(), 0, &[]);
+        d.conn.handle_close(d.now, 1006, "");
+        d.drain();
+        d.reopen();
+        d.conn.handle_open(d.now);
+        d.text(&format!(
+            r#"{{"event":"refused","data":{{"status":{status},"detail":"try again later"}}}}"#
+        ));
+        let (_, ev) = d.drain();
+        assert!(
+            matches!(&ev[..], [Event::Disconnected { reason, .. }] if reason.contains(&format!("status {status}")) && reason.contains("try again later")),
+            "{status} as a frame: {ev:?}"
+        );
+        // The close that follows the frame changes nothing: the reopen is already scheduled.
+        d.conn.handle_close(d.now, 4000 + status, "");
+        assert!(d.drain().1.is_empty());
+        assert_eq!(d.conn.state(), State::Backoff);
+        d.reopen();
+
+        // And as the close alone, once live.
+        let mut l = Driver::live_ws(ws(), 0, &[]);
+        l.conn.handle_close(l.now, 4000 + status, "busy");
+        let (_, ev) = l.drain();
+        assert!(
+            matches!(&ev[..], [Event::Disconnected { code: Some(c), reason, .. }] if *c == 4000 + status && reason.contains("busy")),
+            "{} alone: {ev:?}",
+            4000 + status
+        );
+        l.reopen();
+
+        // A first connect that gives up on it stops with the kind the HTTP refusal gives.
+        let mut cfg = ws();
+        cfg.connect_attempts = Some(1);
+        let (mut c, _) = Driver::opened(cfg);
+        c.text(&format!(
+            r#"{{"event":"refused","data":{{"status":{status},"detail":"later"}}}}"#
+        ));
+        let (_, ev) = c.drain();
+        match &ev[..] {
+            [Event::Stopped { error: Some(err) }] => {
+                assert_eq!(
+                    (err.kind, err.status, err.retryable),
+                    (kind, Some(status), true),
+                    "{err:?}"
+                );
+            }
+            other => panic!("{status}: {other:?}"),
+        }
+    }
+    // Not transient: stops, not retryable, with the kind an HTTP answer of that status has.
+    for status in [400u16, 413, 418, 422] {
+        let mut d = Driver::live_ws(ws(), 0, &[]);
+        d.conn.handle_close(d.now, 4000 + status, "");
+        let (_, ev) = d.drain();
+        match &ev[..] {
+            [Event::Stopped { error: Some(err) }] => {
+                let http = SwitchError::http(status, "");
+                assert_eq!((err.kind, err.retryable), (http.kind, false), "{status}: {err:?}");
+            }
+            other => panic!("{status}: {other:?}"),
+        }
+    }
 }

@@ -190,8 +190,9 @@ impl Connection {
         if self.retry_lost_attach(self.now, &error, true) {
             return;
         }
-        // The close (4000 + status) follows; stop now so no reconnect happens in between.
-        self.stop(Some(error), "refused");
+        // The close (4000 + status) follows; decide now (the close then finds the connection in
+        // backoff, or stopped, and changes nothing), by the rule of an HTTP refusal.
+        self.on_refusal(self.now, error, true, None);
     }
 
     fn on_event(&mut self, e: DomainEvent) {

@@ -789,7 +789,7 @@ impl Connection {
     pub fn handle_close(&mut self, now: Millis, code: u16, reason: &str) {
         self.now = now;
         match self.state {
-            State::Opening if !(4000..=4999).contains(&code) => self.on_open_failed(now, None, reason),
+            State::Opening if crate::frame::refusal_status(code).is_none() => self.on_open_failed(now, None, reason),
             State::Opening => self.on_socket_closed(now, code, reason),
             State::Attaching | State::Live => self.on_socket_closed(now, code, reason),
             _ => {}

@@ -3,7 +3,7 @@
 
 use super::{Connection, Event, State, Timer, Transmit, Transport, Wire};
 use crate::error::SwitchError;
-use crate::frame::{close_code_policy, refusal_status, ClosePolicy, EvictionCode};
+use crate::frame::{refusal_is_transient, refusal_status, EvictionCode};
 use crate::unanswered::gateway_status;
 use agentwire_core::{ErrorKind, Millis};
 
@@ -188,34 +188,41 @@ impl Connection {
         if self.retry_lost_attach(now, &error, false) {
             return;
         }
-        match status {
-            408 | 429 | 500..=599 => {
-                let reason = error.message.clone();
-                self.reconnect_or_fail(now, None, &reason, false, Some(error))
-            }
-            _ => self.stop(Some(error.retryable(false)), "refused"),
+        self.on_refusal(now, error, false, None);
+    }
+
+    /// The open refused with `error`'s status, over any wire (an HTTP answer, a `refused`
+    /// frame, a 4000 + status close, whose `code` is given): a transient status
+    /// ([`refusal_is_transient`]) reopens with the backoff, and a connect that gives up stops
+    /// with `error`; any other stops, not retryable. `close`: the socket is still open (a
+    /// `refused` frame) and is closed.
+    pub(super) fn on_refusal(&mut self, now: Millis, error: SwitchError, close: bool, code: Option<u16>) {
+        if error.status.is_some_and(refusal_is_transient) {
+            let reason = error.message.clone();
+            self.reconnect_or_fail(now, code, &reason, close, Some(error))
+        } else {
+            self.stop(Some(error.retryable(false)), "refused")
         }
     }
 
     pub(super) fn on_socket_closed(&mut self, now: Millis, code: u16, reason: &str) {
         self.socket_open = false;
-        match close_code_policy(code) {
-            ClosePolicy::Stop => {
-                let status = refusal_status(code).unwrap_or(code);
-                let mut error = SwitchError::refused(status, None);
-                if !reason.is_empty() {
-                    error.message = format!("{} ({reason})", error.message);
-                }
-                self.stop(Some(error), "refused");
-            }
-            ClosePolicy::Reconnect | ClosePolicy::FollowEviction => {
-                let reason = if reason.is_empty() {
-                    format!("closed with {code}")
-                } else {
-                    format!("closed with {code}: {reason}")
-                };
-                self.reconnect(now, Some(code), &reason, false);
-            }
+        let Some(status) = refusal_status(code) else {
+            // 1000 (its eviction, if any, was followed when it came) and every other code.
+            let reason = if reason.is_empty() {
+                format!("closed with {code}")
+            } else {
+                format!("closed with {code}: {reason}")
+            };
+            return self.reconnect(now, Some(code), &reason, false);
+        };
+        // A refusal (4000 + status) without a `refused` frame before it: this open did not
+        // attach, as a frame would say.
+        self.open_may_attach = false;
+        let mut error = SwitchError::refused(status, None);
+        if !reason.is_empty() {
+            error.message = format!("{} ({reason})", error.message);
         }
+        self.on_refusal(now, error, false, Some(code));
     }
 }

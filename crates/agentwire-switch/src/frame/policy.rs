@@ -97,13 +97,25 @@ pub enum ClosePolicy {
 }
 
 /// The close-code table of the spec. 1011 (server failed to deliver), 1012 (web server restart)
-/// and any other non-4xxx code (1001, 1006: a drop) reconnect; 4000 + status is a refusal: stop.
+/// and any other non-4xxx code (1001, 1006: a drop) reconnect; 4000 + status is a refusal,
+/// decided as the same status refusing the open over HTTP ([`refusal_is_transient`]): a
+/// transient status (4408, 4429, 45xx) reconnects, any other stops.
 pub fn close_code_policy(code: u16) -> ClosePolicy {
-    match code {
-        1000 => ClosePolicy::FollowEviction,
-        4000..=4999 => ClosePolicy::Stop,
-        _ => ClosePolicy::Reconnect,
+    match refusal_status(code) {
+        Some(status) if refusal_is_transient(status) => ClosePolicy::Reconnect,
+        Some(_) => ClosePolicy::Stop,
+        None if code == 1000 => ClosePolicy::FollowEviction,
+        None => ClosePolicy::Reconnect,
     }
+}
+
+/// Whether a refusal of the open with this HTTP status is transient: the same open may succeed
+/// later (408 timeout, 429 too many requests, 5xx), so the connection reopens with its backoff.
+/// The one rule for every wire: an HTTP answer to the upgrade or the stream open, a `refused`
+/// frame's `status`, a 4000 + status close. Any other status is final (the request, key or
+/// rooms must change first).
+pub fn refusal_is_transient(status: u16) -> bool {
+    matches!(status, 408 | 429 | 500..=599)
 }
 
 /// The HTTP status a 4xxx close code carries (4409 → 409), if any.
