@@ -2,7 +2,7 @@
 mod common;
 
 use agentwire_core::ErrorKind;
-use agentwire_switch::connection::{ConnectionConfig, Event, State, Transport};
+use agentwire_switch::connection::{ConnectionConfig, Event, State, Transmit, Transport};
 use agentwire_switch::SwitchError;
 use common::*;
 
@@ -123,4 +123,42 @@ fn a_transient_refusal_status_on_the_websocket_reconnects_as_over_http() {
             other => panic!("{status}: {other:?}"),
         }
     }
+}
+
+/// A beat answered 409 with a `code` this client does not know reopens the stream, as
+/// `no_stream` does (review A; it stopped for good). The spec's beat table
+/// (switch-agent-connection.md:259): "409 | Refused, with a `code` in the body: `no_stream`,
+/// `unfenced`, or `taken_over` | Reopen the stream, except on `taken_over`: stop".
+#[test]
+fn a_beat_409_with_an_unknown_code_reopens_the_stream() {
+    let (mut d, _) = Driver::opened(config(Transport::Sse));
+    d.conn.handle_bytes(
+        d.now,
+        format!("event: connection_state\ndata: {}\n\n", {
+            let s = connection_state(None, 0, &[]);
+            let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+            v["data"].to_string()
+        })
+        .as_bytes(),
+    );
+    d.drain();
+    d.advance(2_000);
+    let id = d
+        .transmits()
+        .into_iter()
+        .find_map(|t| match t {
+            Transmit::Http { id, .. } => Some(id),
+            _ => None,
+        })
+        .expect("a beat");
+    d.conn
+        .handle_http_response(d.now, id, 409, r#"{"detail":"lease moved","code":"lease_expired"}"#);
+    let (_, e) = d.drain();
+    assert!(
+        matches!(&e[..], [Event::Disconnected { reason, .. }] if reason.contains("lease moved") && reason.contains("lease_expired")),
+        "{e:?}"
+    );
+    assert_eq!(d.conn.state(), State::Backoff);
+    let path = d.reopen();
+    assert!(path.contains("/events?"), "{path}");
 }

@@ -3,7 +3,7 @@
 
 use super::{Connection, State, Timer, Transmit, Wire};
 use crate::error::SwitchError;
-use crate::frame::{EvictionCode, EvictionPolicy};
+use crate::frame::{beat_conflict_policy, EvictionCode, EvictionPolicy};
 use crate::ops::{beat, decode_beat};
 use agentwire_core::{ErrorKind, Millis};
 
@@ -150,21 +150,22 @@ impl Connection {
         }
     }
 
-    /// The spec's beat table: 401 fix the key; 404 reopen; 409 reopen except `taken_over`;
-    /// 422 fix the request. Anything else (5xx, 429, an unreadable 200) is a failed beat, unless
-    /// its timeout was `counted` as one already.
+    /// The spec's beat table: 401 fix the key; 404 reopen; 409 reopen except `taken_over`
+    /// (stop) and `closed` ([`beat_conflict_policy`]), a code this client does not know too;
+    /// 422 fix the request. Anything else (5xx, 429, an unreadable 200) is a failed beat,
+    /// unless its timeout was `counted` as one already.
     fn on_beat_refused(&mut self, now: Millis, e: SwitchError, counted: bool) {
-        // "The same codes come back in the body of a 409 from the SSE heartbeat": the eviction
-        // table decides.
-        let policy = e.code.as_deref().map(|c| EvictionCode::parse(c).policy());
-        match (e.status, policy) {
+        let code = e.code.as_deref().map(EvictionCode::parse);
+        match (e.status, beat_conflict_policy(code.as_ref())) {
             (Some(401), _) => self.stop(Some(e), "bad credentials"),
-            (Some(409), Some(EvictionPolicy::Stop)) => self.stop(Some(e.retryable(false)), "taken over"),
-            (Some(409), Some(EvictionPolicy::ReadReason)) => {
-                self.stop(Some(e.retryable(false)), "closed by the server")
-            }
+            (Some(409), EvictionPolicy::Stop) => self.stop(Some(e.retryable(false)), "taken over"),
+            (Some(409), EvictionPolicy::ReadReason) => self.stop(Some(e.retryable(false)), "closed by the server"),
             (Some(404 | 409), _) => {
-                let reason = format!("beat refused: {}", e.message);
+                let reason = match code {
+                    // A code this client does not know: said, since it decided nothing.
+                    Some(EvictionCode::Other(code)) => format!("beat refused: {} ({code})", e.message),
+                    _ => format!("beat refused: {}", e.message),
+                };
                 self.reconnect(now, None, &reason, true);
             }
             (Some(422), _) => {

@@ -33,8 +33,8 @@ pub use encode::{encode, sse_parts, string_len};
 pub use error::{FrameError, FrameErrorKind};
 pub use payload::{Attachment, CommandPayload, MessagePayload, RoomJoinPayload, TaskPayload};
 pub use policy::{
-    close_code_policy, encode_pong, eviction_from_reason, refusal_is_transient, refusal_status, ClosePolicy,
-    EvictionCode, EvictionPolicy,
+    beat_conflict_policy, close_code_policy, encode_pong, eviction_from_reason, refusal_is_transient, refusal_status,
+    ClosePolicy, EvictionCode, EvictionPolicy,
 };
 
 use crate::json::{JsonError, Obj};

@@ -73,6 +73,19 @@ impl EvictionCode {
     }
 }
 
+/// What to do after a beat answered 409 with this body `code` (none: switch-core 0.19, no stream
+/// attached). The spec's beat table: "Reopen the stream, except on `taken_over`: stop"; and
+/// "the same codes come back in the body of a 409 from the SSE heartbeat", so `closed` is not
+/// retried automatically, as after an `evicted` frame. A code the eviction table does not name
+/// is not `closed`: the beat table decides, resume (unlike an `evicted` frame's unknown code).
+pub fn beat_conflict_policy(code: Option<&EvictionCode>) -> EvictionPolicy {
+    match code {
+        Some(EvictionCode::TakenOver) => EvictionPolicy::Stop,
+        Some(EvictionCode::Closed) => EvictionPolicy::ReadReason,
+        _ => EvictionPolicy::Resume,
+    }
+}
+
 /// The code of a released (0.19) `evicted {reason}`, which carries free text only.
 pub fn eviction_from_reason(reason: &str) -> EvictionCode {
     if reason == "another stream attached to this connection" {
