@@ -72,6 +72,18 @@ pub mod codes {
         })
     }
 
+    /// The row an error names. A `_tag` (current generation only: released errors are read
+    /// with none) names it, its code then deciding nothing: a tag the table does not have is
+    /// no row, whatever the code (a current server's new error on JSON-RPC's generic -32000 is
+    /// not the released `Unauthorized`). Without a tag (the released generation, or a current
+    /// server that sent none), the code's row.
+    pub fn of_error(code: Option<i64>, tag: Option<&str>) -> Option<&'static CodeInfo> {
+        match tag {
+            Some(tag) => by_tag(tag),
+            None => code.and_then(by_code),
+        }
+    }
+
     /// The name of a code, if the table has it.
     pub fn name(code: i64) -> Option<&'static str> {
         by_code(code).map(|c| c.name)
@@ -153,14 +165,11 @@ impl MoltZapError {
         self.error.code
     }
 
-    /// The typed error for an error response. The `_tag` decides the kind when it is a known
-    /// name, else the code; unknown codes are [`ErrorKind::Remote`].
+    /// The typed error for an error response. The `_tag`, when one was sent, decides the kind,
+    /// else the code ([`codes::of_error`]); unknown tags and codes are [`ErrorKind::Remote`],
+    /// not retryable.
     pub fn remote(err: &RpcError, request_id: Option<&Id>) -> Self {
-        let info = err
-            .tag
-            .as_deref()
-            .and_then(codes::by_tag)
-            .or_else(|| codes::by_code(err.code));
+        let info = codes::of_error(Some(err.code), err.tag.as_deref());
         let (kind, retryable) = info.map_or((ErrorKind::Remote, false), |i| (i.kind, i.retryable));
         let name = err.tag.clone().or_else(|| info.map(|i| i.name.to_string()));
         let message = match (&err.message, &name) {
@@ -279,6 +288,15 @@ mod tests {
         let e = MoltZapError::remote(&err, None);
         assert_eq!(e.kind(), ErrorKind::Remote);
         assert_eq!(e.name.as_deref(), Some("SomethingNew"));
+        // An unknown tag is no row, whatever the code: not the released -32000's `auth`.
+        for code in [-32000, -32004, -32603] {
+            err.code = code;
+            let e = MoltZapError::remote(&err, None);
+            assert_eq!(
+                (e.kind(), e.error.retryable, e.code()),
+                (ErrorKind::Remote, false, Some(code))
+            );
+        }
     }
 
     #[test]

@@ -114,3 +114,58 @@ fn sound_serializer_variants() {
         "{ev:?}"
     );
 }
+
+/// Current generation: errors are named by `_tag` (moltzap-transport.md:33-34: "replies with an
+/// error whose `_tag` is \"Unauthorized\""; the code is not specified), so a `_tag` this client
+/// does not know is `remote`, not retryable, its code, tag and data kept (review A). It fell back
+/// to the *released* generation's code table: a new tagged error on JSON-RPC's generic
+/// server-error code -32000 was `auth`, as if the agent key were refused, and on -32004
+/// `rate_limited`, retryable. Without a `_tag` the code still decides, in either generation.
+#[test]
+fn an_unknown_tag_is_remote_whatever_its_code() {
+    let mut s = ready(GenerationChoice::Current, "{}");
+    for (code, tag) in [(-32000, "QuotaExceeded"), (-32004, "ConversationLocked")] {
+        let id = s.call(3, "conversations/list", Some("{}")).unwrap();
+        drain(&mut s);
+        s.handle_text(
+            4,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":"{id}","error":{{"code":{code},"message":"m","_tag":"{tag}","data":{{"n":1}}}}}}"#
+            ),
+        );
+        let (_, ev) = drain(&mut s);
+        let [Event::Failed { error, .. }] = &ev[..] else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(
+            (error.kind(), error.error.retryable),
+            (ErrorKind::Remote, false),
+            "{code} {tag}: {error:?}"
+        );
+        assert_eq!(
+            (error.code(), error.tag.as_deref(), error.name.as_deref()),
+            (Some(code), Some(tag), Some(tag))
+        );
+        assert_eq!(error.data.as_deref(), Some(r#"{"n":1}"#));
+    }
+    // A known tag names its row, whatever the code; no tag: the code's row.
+    for (code, tag, kind) in [
+        (-32000, Some("RateLimited"), ErrorKind::RateLimited),
+        (-32099, Some("Unauthorized"), ErrorKind::Auth),
+        (-32004, None, ErrorKind::RateLimited),
+        (-32000, None, ErrorKind::Auth),
+    ] {
+        let id = s.call(3, "conversations/list", Some("{}")).unwrap();
+        drain(&mut s);
+        let tag_key = tag.map(|t| format!(r#","_tag":"{t}""#)).unwrap_or_default();
+        s.handle_text(
+            4,
+            &format!(r#"{{"jsonrpc":"2.0","id":"{id}","error":{{"code":{code},"message":"m"{tag_key}}}}}"#),
+        );
+        let (_, ev) = drain(&mut s);
+        let [Event::Failed { error, .. }] = &ev[..] else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(error.kind(), kind, "{code} {tag:?}: {error:?}");
+    }
+}

@@ -179,21 +179,23 @@ pub(super) fn send_params(to: &str, content: &Content, post_id: &PostId, release
 
 /// A failed `messages/send` as the spec's reason: a timeout or a close after sending is
 /// `outcome-unknown`; a request that could not be sent, or ended before its frame left
-/// ([`MoltZapError::unsent`]), is `network-unavailable` (the daemon cannot have acted on it). A known
-/// `_tag` (current generation) decides before the numeric code, as it does for the error's kind.
+/// ([`MoltZapError::unsent`]), is `network-unavailable` (the daemon cannot have acted on it). The
+/// row the error names decides ([`codes::of_error`], as for the error's kind): a `_tag`'s
+/// (current generation) when it has one, else its numeric code's; any other server error (an
+/// unknown tag, whatever its code, or an unknown code) is `certification-unavailable`.
 pub(super) fn send_failure(err: &MoltZapError, to: &str) -> SendError {
-    let by_tag = err.tag.as_deref().and_then(codes::by_tag).map(|row| row.code);
-    let reason = match (by_tag.or(err.code()), err.kind()) {
-        (Some(codes::NOT_FOUND | codes::AGENT_NOT_FOUND), _) => SendErrorReason::UnknownAgent,
-        (Some(codes::CONVERSATION_FULL | codes::MAX_PARTICIPANTS), _) => SendErrorReason::MembershipInvalid,
-        (Some(codes::UNAUTHORIZED), _) => SendErrorReason::NotRegistered,
-        (Some(codes::PROTOCOL_MISMATCH), _) | (_, ErrorKind::Version) => SendErrorReason::VersionMismatch,
-        (Some(codes::INVALID_PARAMS), _) => SendErrorReason::ContentInvalid,
-        (Some(_), _) => SendErrorReason::CertificationUnavailable,
-        (None, _) if err.unsent => SendErrorReason::NetworkUnavailable,
-        (None, ErrorKind::Timeout | ErrorKind::Closed | ErrorKind::Cancelled) => SendErrorReason::OutcomeUnknown,
-        (None, ErrorKind::Limit | ErrorKind::State) => SendErrorReason::NetworkUnavailable,
-        (None, _) => SendErrorReason::OutcomeUnknown,
+    let row = codes::of_error(err.code(), err.tag.as_deref()).map(|row| row.code);
+    let reason = match (row, err.code(), err.kind()) {
+        (Some(codes::NOT_FOUND | codes::AGENT_NOT_FOUND), ..) => SendErrorReason::UnknownAgent,
+        (Some(codes::CONVERSATION_FULL | codes::MAX_PARTICIPANTS), ..) => SendErrorReason::MembershipInvalid,
+        (Some(codes::UNAUTHORIZED), ..) => SendErrorReason::NotRegistered,
+        (Some(codes::PROTOCOL_MISMATCH), ..) | (.., ErrorKind::Version) => SendErrorReason::VersionMismatch,
+        (Some(codes::INVALID_PARAMS), ..) => SendErrorReason::ContentInvalid,
+        (Some(_), ..) | (None, Some(_), _) => SendErrorReason::CertificationUnavailable,
+        (None, None, _) if err.unsent => SendErrorReason::NetworkUnavailable,
+        (None, None, ErrorKind::Timeout | ErrorKind::Closed | ErrorKind::Cancelled) => SendErrorReason::OutcomeUnknown,
+        (None, None, ErrorKind::Limit | ErrorKind::State) => SendErrorReason::NetworkUnavailable,
+        (None, None, _) => SendErrorReason::OutcomeUnknown,
     };
     let cause = match reason {
         SendErrorReason::UnknownAgent => format!("{to} is not a known agent"),
@@ -352,8 +354,8 @@ mod tests {
         );
         assert_eq!(
             send_failure(&tagged(-32000, "SomethingNew"), "agent:x").reason,
-            SendErrorReason::NotRegistered,
-            "an unknown tag leaves the code to decide"
+            SendErrorReason::CertificationUnavailable,
+            "an unknown tag is no row, whatever its code: any other server error"
         );
     }
 }
