@@ -3,7 +3,7 @@
 
 use super::{Bridge, Output, Phase, Timer};
 use agentwire_core::Millis;
-use agentwire_switch::frame::{Evicted, EvictionCode, Frame};
+use agentwire_switch::frame::{beat_conflict_policy, Evicted, EvictionCode, EvictionPolicy, Frame};
 use agentwire_switch::ops;
 use agentwire_switch::SwitchError;
 use serde::Deserialize;
@@ -133,10 +133,21 @@ impl Bridge {
             }
             409 => {
                 // The body's `code`: `no_stream`, `unfenced` or `taken_over` (final); 0.19 may
-                // send none, which means no stream attached.
+                // send none, which means no stream attached. A code the eviction table does not
+                // name is one the beat table reopens on (the engine's `beat_conflict_policy`),
+                // where an `evicted` frame with it would stop the browser: `no_stream`, with the
+                // code in the reason.
                 let e = SwitchError::http(409, body);
                 let code = e.code.as_deref().map_or(EvictionCode::NoStream, EvictionCode::parse);
-                return self.evict(code, reason_of(&e, "beat refused"));
+                let reason = reason_of(&e, "beat refused");
+                let resume = beat_conflict_policy(Some(&code)) == EvictionPolicy::Resume;
+                return match code {
+                    EvictionCode::Other(other) if resume => {
+                        let reason = format!("{reason} ({other})");
+                        self.evict(EvictionCode::NoStream, reason)
+                    }
+                    code => self.evict(code, reason),
+                };
             }
             _ => {
                 // 422 (our beat malformed), 429, 5xx, a network failure: retried at the next pong.
@@ -383,6 +394,15 @@ mod tests {
                 }
             );
         }
+        // A code the eviction table does not name: the beat table says reopen (the engine's
+        // `beat_conflict_policy`), which an `evicted` frame with that code would not (an unknown
+        // eviction code stops): `no_stream`, the code said in the reason. `closed` stays.
+        let out = answered(409, r#"{"detail":"lease moved","code":"lease_expired"}"#);
+        let v = json(&out[0]);
+        assert_eq!(v["data"]["code"], "no_stream", "{out:?}");
+        assert_eq!(v["data"]["reason"], "lease moved (lease_expired)");
+        let out = answered(409, r#"{"detail":"agent deleted","code":"closed"}"#);
+        assert_eq!(json(&out[0])["data"]["code"], "closed", "{out:?}");
         // The engine's reading of a taken_over eviction: final.
         let out = answered(409, r#"{"detail":"taken","code":"taken_over"}"#);
         let Frame::Evicted(e) = agentwire_switch::frame::decode(text(&out[0])).unwrap() else {

@@ -45,8 +45,9 @@
 //!   reads no more of the upstream stream until a pong catches up.
 //! - **Beat answers.** 2xx alive; 401 close 1011 (the relay's key refused); 404 `evicted
 //!   heartbeat_lapsed` (the released server forgot the connection: its liveness lapsed) and
-//!   1000; 409 `evicted` with the body's `code` (`no_stream` when it has none; `taken_over` is
-//!   final for the browser) and 1000;
+//!   1000; 409 `evicted` with the body's `code` (`no_stream` when it has none, or one the
+//!   eviction table does not name, said in the reason: the beat table reopens on it; `taken_over`
+//!   is final for the browser) and 1000;
 //!   anything else (422, 429, 5xx, network failure) is a failed beat, retried at the next pong,
 //!   and `max_beat_failures` in a row close 1011. A beat unanswered for `beat_timeout_ms`: 1011.
 //!
