@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use tokio::sync::{mpsc, oneshot};
 
 /// Where an answer goes.
@@ -23,27 +24,62 @@ pub(crate) enum Command<S> {
     Close(oneshot::Sender<()>),
 }
 
+/// How a connection ended when its owner did not close it (the server's or the network's close,
+/// or the engine's own): its close code and reason, as `1008 session expired`, set once by the
+/// task that owns the engine and said by every later call's `closed` error. Unset after the
+/// owner's own `close()`.
+#[derive(Clone, Default)]
+pub(crate) struct Ending(Arc<OnceLock<String>>);
+
+impl Ending {
+    /// Keeps `code` and `reason` (the first ending only).
+    pub(crate) fn set(&self, code: u16, reason: &str) {
+        let said = match reason {
+            "" => code.to_string(),
+            reason => format!("{code} {reason}"),
+        };
+        let _ = self.0.set(said);
+    }
+
+    pub(crate) fn get(&self) -> Option<&str> {
+        self.0.get().map(String::as_str)
+    }
+}
+
+/// The words of a call's `closed` error: `the connection is closed`, and how it ended when the
+/// owner did not close it (`the connection is closed (1008 session expired)`).
+pub(crate) fn closed_message(ending: Option<&str>) -> String {
+    match ending {
+        Some(ending) => format!("the connection is closed ({ending})"),
+        None => "the connection is closed".to_string(),
+    }
+}
+
 /// The owner's end: sends commands and numbers them.
 pub(crate) struct Caller<S> {
     commands: mpsc::UnboundedSender<Command<S>>,
     tickets: AtomicU64,
+    /// Set by the task when the connection ends other than by `close()`.
+    ending: Ending,
 }
 
 impl<S> Caller<S> {
-    pub(crate) fn new(commands: mpsc::UnboundedSender<Command<S>>) -> Self {
+    pub(crate) fn new(commands: mpsc::UnboundedSender<Command<S>>, ending: Ending) -> Self {
         Caller {
             commands,
             tickets: AtomicU64::new(1),
+            ending,
         }
     }
 
-    /// Sends `start` under a new ticket and waits for its answer; `closed()` when the task is
-    /// gone. Dropping the future before the answer cancels the command.
+    /// Sends `start` under a new ticket and waits for its answer; `closed(ending)` when the
+    /// task is gone, with how the connection ended ([`Ending`]). Dropping the future before the
+    /// answer cancels the command.
     pub(crate) async fn call<T, E>(
         &self,
         start: S,
         answer: oneshot::Receiver<Result<T, E>>,
-        closed: fn() -> E,
+        closed: fn(Option<&str>) -> E,
     ) -> Result<T, E> {
         self.call_with_ticket(start, answer, closed).await.map(|(_, t)| t)
     }
@@ -54,14 +90,14 @@ impl<S> Caller<S> {
         &self,
         start: S,
         answer: oneshot::Receiver<Result<T, E>>,
-        closed: fn() -> E,
+        closed: fn(Option<&str>) -> E,
     ) -> Result<(u64, T), E> {
         let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
         self.commands
             .send(Command::Start { ticket, start })
-            .map_err(|_| closed())?;
+            .map_err(|_| closed(self.ending.get()))?;
         let guard = self.cancel_on_drop(ticket);
-        let result = answer.await.unwrap_or_else(|_| Err(closed()));
+        let result = answer.await.unwrap_or_else(|_| Err(closed(self.ending.get())));
         guard.disarm();
         result.map(|t| (ticket, t))
     }

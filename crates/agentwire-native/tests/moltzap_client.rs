@@ -95,6 +95,12 @@ async fn dm_round_trip(peer_gen: Generation, choice: GenerationChoice) {
     let pong = json(&a.call("system/ping", Some("{}")).await.unwrap());
     assert!(pong["ts"].is_string(), "{pong}");
     a.close().await;
+    // After the app's own close(), a call says only that the connection is closed.
+    let e = a.call("system/ping", Some("{}")).await.unwrap_err();
+    assert_eq!(
+        (e.error.kind, e.error.message.as_str()),
+        (ErrorKind::Closed, "the connection is closed")
+    );
     b.close().await;
     h.shutdown().await;
 }
@@ -331,7 +337,7 @@ async fn pings_are_answered_and_missing_ones_reported() {
 /// A server that goes silent with the socket open (no pings, `system/ping` never answered: what a
 /// half-open connection looks like from the client): the session's idle probe goes unanswered,
 /// the session closes, and the driver reports `Disconnected` 1006 and ends the channel; later
-/// calls fail `closed`.
+/// calls fail `closed`, saying that code and reason.
 #[tokio::test]
 async fn a_silent_server_is_found_dead_by_the_idle_probe() {
     let h = peer(PeerConfig::new(Generation::Current)).await;
@@ -360,9 +366,13 @@ async fn a_silent_server_is_found_dead_by_the_idle_probe() {
         tokio::time::timeout(WAIT, events.recv()).await.unwrap().is_none(),
         "the channel ends"
     );
-    assert_eq!(
-        c.call("system/ping", Some("{}")).await.unwrap_err().error.kind,
-        ErrorKind::Closed
+    let e = c.call("system/ping", Some("{}")).await.unwrap_err();
+    assert_eq!(e.error.kind, ErrorKind::Closed);
+    assert!(
+        e.error
+            .message
+            .starts_with("the connection is closed (1006 no frame from the server for "),
+        "{e:?}"
     );
 }
 

@@ -332,6 +332,57 @@ async fn server_shutdown_ends_the_session_and_later_calls_fail_closed() {
     .await
 }
 
+/// A peer that completes the handshake, then ends the session with `close` after 100 ms (none:
+/// holds the socket for 2 s). Returns the `ws://` URL.
+async fn closing_peer(close: Option<(u16, &'static str)>) -> String {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = common::rkt_hello(tcp).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if let Some((code, reason)) = close {
+            let frame = CloseFrame {
+                code: code.into(),
+                reason: reason.into(),
+            };
+            let _ = ws.send(Message::Close(Some(frame))).await;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    });
+    url
+}
+
+/// The server ends the session (1008 "session expired: authenticate again") between two calls
+/// (RKT is request/reply: the app reads no events). The next call's `closed` error says the
+/// code and reason the server gave; after the app's own `close()` it says only that the
+/// connection is closed.
+#[tokio::test]
+async fn a_call_after_the_server_closed_says_its_close_code_and_reason() {
+    bounded(async {
+        let url = closing_peer(Some((1008, "session expired: authenticate again"))).await;
+        let c = RktClient::connect(&url, ClientConfig::default()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let e = c.request("echo", None, opts()).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+        assert_eq!(
+            e.error.message,
+            "the connection is closed (1008 session expired: authenticate again)"
+        );
+        // The app's own close() first: today's words.
+        let url = closing_peer(None).await;
+        let c = RktClient::connect(&url, ClientConfig::default()).await.unwrap();
+        c.close().await;
+        let own = c.request("echo", None, opts()).await.unwrap_err();
+        assert_eq!(own.kind(), ErrorKind::Closed, "{own}");
+        assert_eq!(own.error.message, "the connection is closed");
+    })
+    .await
+}
+
 #[tokio::test]
 async fn connect_failures_are_typed() {
     bounded(async {

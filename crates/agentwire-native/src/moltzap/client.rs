@@ -2,7 +2,7 @@
 //! [`Session`]; the client's calls reach it as commands with a reply channel, answered by
 //! request id, and server pushes go to one bounded event channel.
 
-use crate::call::{self, Caller, Waiting};
+use crate::call::{self, Caller, Ending, Waiting};
 use crate::events::{self, EventTx};
 use crate::now_ms;
 use crate::pump::{pump, Handler};
@@ -63,12 +63,17 @@ type Start = (
 );
 type Command = call::Command<Start>;
 
-fn closed_error() -> MoltZapError {
-    MoltZapError::local(ErrorKind::Closed, "the connection is closed")
+/// A call's error once the connection is over: with the close code and reason when the app did
+/// not close it ([`Ending`]).
+fn closed_error(ending: Option<&str>) -> MoltZapError {
+    MoltZapError::local(ErrorKind::Closed, call::closed_message(ending))
 }
 
 /// A MoltZap connection, authenticated. Calls may run concurrently (`&self`). Dropping a call's
-/// future cancels the request; dropping the client closes the connection (1000).
+/// future cancels the request; dropping the client closes the connection (1000). Once the
+/// server, the network or the session ended the connection, later calls fail `closed` with its
+/// close code and reason ("the connection is closed (1006 no frame from the server for …)");
+/// after the app's own [`MoltZapClient::close`], "the connection is closed".
 ///
 /// Server pushes are buffered for [`MoltZapClient::events`] from the connect on, until they are
 /// taken, whether or not `events()` was ever called: a client that never takes them is
@@ -115,7 +120,9 @@ impl MoltZapClient {
         let (commands, inbox) = mpsc::unbounded_channel();
         let (events_tx, events) = events::channel(cfg.event_capacity.max(1) + 1, cfg.event_capacity_bytes);
         let (ready, handshake) = oneshot::channel();
+        let ending = Ending::default();
         let routes = Routes {
+            ending: ending.clone(),
             events: events_tx,
             overflowed: false,
             waiting: Waiting::default(),
@@ -124,9 +131,9 @@ impl MoltZapClient {
         };
         let session = Session::new(cfg.session);
         tokio::spawn(drive(Wire::new(ws), session, routes, inbox, credentials, ready));
-        let (generation, hello) = handshake.await.map_err(|_| closed_error())??;
+        let (generation, hello) = handshake.await.map_err(|_| closed_error(ending.get()))??;
         Ok(MoltZapClient {
-            caller: Caller::new(commands),
+            caller: Caller::new(commands, ending),
             info: ConnectionInfo {
                 url: url.to_string(),
                 generation,
@@ -223,6 +230,8 @@ type Hello = Reply<(Generation, HelloOk)>;
 
 /// Routes the session's events to the calls waiting for them and to the event channel.
 struct Routes {
+    /// How the connection ended, for later calls' errors, unless the app closed it.
+    ending: Ending,
     events: EventTx<Event>,
     /// The reader fell behind: only `Disconnected` is delivered from now on.
     overflowed: bool,
@@ -301,6 +310,10 @@ impl Handler<Session> for Routes {
             Event::Response { id, result } => self.answer(&id, Ok(result)),
             Event::Failed { id, error } => self.answer(&id, Err(error)),
             Event::Disconnected { code, reason } => {
+                // Not the app's own close(): later calls say how it ended.
+                if self.closers.is_empty() {
+                    self.ending.set(code, &reason);
+                }
                 if let Some((_, ready)) = self.connect.take() {
                     let m = format!("connection closed ({code} {reason}) during the handshake");
                     let _ = ready.send(Err(MoltZapError::local(ErrorKind::Closed, m)));

@@ -7,7 +7,7 @@
 //! escape, a number past `f64`) is that text as a `Value::String`, never an error (the server
 //! may already have carried out the PAY or MEMORY_SET it answers).
 
-use crate::call::{self, Caller, CancelOnDrop, Waiting};
+use crate::call::{self, Caller, CancelOnDrop, Ending, Waiting};
 use crate::events::{self, ByteBudget, EventTx, Weigh};
 use crate::pump::{pump, Handler};
 use crate::tls::Stream;
@@ -151,8 +151,10 @@ struct StreamWaiter {
     chunks: EventTx<Chunk>,
 }
 
-fn closed_error() -> RktError {
-    RktError::local(ErrorKind::Closed, "the connection is closed")
+/// A call's error once the connection is over: with the close code and reason when the app did
+/// not close it ([`Ending`]).
+fn closed_error(ending: Option<&str>) -> RktError {
+    RktError::local(ErrorKind::Closed, call::closed_message(ending))
 }
 
 /// A reply's or chunk's body by the engine's rule ([`body_value`]), as npm and the component
@@ -209,7 +211,9 @@ impl StreamWaiter {
 /// reply. Dropping a call's future before it resolves (a `tokio::select!`, a
 /// `tokio::time::timeout`) cancels the command: its `max_in_flight` slot is free at once, and its
 /// late reply is dropped. Dropping the client says GOODBYE and closes the connection; calls still waiting then
-/// fail with kind `closed`. A write that blocks for 5 s (a server that stopped reading) ends the
+/// fail with kind `closed`. Once the server or the network ended the connection, later calls
+/// fail `closed` with its close code and reason ("the connection is closed (1008 session
+/// expired)"); after the app's own [`RktClient::close`], "the connection is closed". A write that blocks for 5 s (a server that stopped reading) ends the
 /// connection the same way (close 1006).
 #[must_use = "dropping the client closes its connection"]
 pub struct RktClient {
@@ -263,8 +267,10 @@ impl RktClient {
         let (commands, inbox) = mpsc::unbounded_channel();
         let (ready, handshake) = oneshot::channel();
         let (notices, events) = events::channel(EVENT_CAPACITY, EVENT_UNREAD_BYTES);
+        let ending = Ending::default();
         let routes = Routes {
             url,
+            ending: ending.clone(),
             waiting: Waiting::default(),
             ready: Some(ready),
             handshake_error: None,
@@ -273,9 +279,9 @@ impl RktClient {
         };
         let session = ClientSession::new(cfg, Box::new(OsEntropy));
         tokio::spawn(drive(Wire::new(ws), session, routes, inbox));
-        let info = handshake.await.map_err(|_| closed_error())??;
+        let info = handshake.await.map_err(|_| closed_error(ending.get()))??;
         Ok(RktClient {
-            caller: Caller::new(commands),
+            caller: Caller::new(commands, ending),
             info,
             events: Some(events),
             stream_bytes: ByteBudget::new(STREAM_UNREAD_BYTES),
@@ -449,6 +455,8 @@ fn connect_error(url: &str, e: impl Into<ConnectError>) -> RktError {
 /// Routes the session's events to the calls waiting for them.
 struct Routes {
     url: String,
+    /// How the connection ended, for later calls' errors, unless the app closed it.
+    ending: Ending,
     waiting: Waiting<Waiter>,
     /// Until HELLO_ACK: who waits for the session to be ready.
     ready: Option<Reply<ServerInfo>>,
@@ -578,6 +586,10 @@ impl Handler<ClientSession> for Routes {
                 }
             }
             ClientEvent::Closed { code, reason } => {
+                // Not the app's own close(): later calls say how it ended.
+                if self.closers.is_empty() {
+                    self.ending.set(code, &reason);
+                }
                 if let Some(ready) = self.ready.take() {
                     let m = format!("connection closed ({code} {reason}) during the handshake");
                     let error = self
