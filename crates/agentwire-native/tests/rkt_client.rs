@@ -383,6 +383,62 @@ async fn a_call_after_the_server_closed_says_its_close_code_and_reason() {
     .await
 }
 
+/// A connect that times out says which phase hung: a TCP connection accepted whose WebSocket
+/// upgrade is never answered (the network, a proxy, the server's HTTP side) reads "no WebSocket
+/// upgrade", a server that completes the upgrade and never answers HELLO "no HELLO_ACK"; both
+/// `timeout`, within `handshake_timeout_ms` from the connect.
+#[tokio::test]
+async fn a_connect_timeout_names_the_phase_that_hung() {
+    use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+    bounded(async {
+        let cfg = || ClientConfig {
+            handshake_timeout_ms: 300,
+            ..ClientConfig::default()
+        };
+        // Accepts TCP, reads, answers nothing.
+        let hung = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let hung_url = format!("ws://{}/rkt", hung.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (_tcp, _) = hung.accept().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        });
+        // Completes the upgrade, never answers HELLO.
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let silent_url = format!("ws://{}/rkt", silent.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (tcp, _) = silent.accept().await.unwrap();
+            let echo = |_: &Request, mut resp: Response| {
+                resp.headers_mut()
+                    .insert("Sec-WebSocket-Protocol", "rkt.1.0".parse().unwrap());
+                Ok(resp)
+            };
+            let _ws = tokio_tungstenite::accept_hdr_async(tcp, echo).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        });
+        let started = std::time::Instant::now();
+        let upgrade = RktClient::connect(&hung_url, cfg()).await.unwrap_err();
+        let hello = RktClient::connect(&silent_url, cfg()).await.unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+        assert_eq!((upgrade.kind(), hello.kind()), (ErrorKind::Timeout, ErrorKind::Timeout));
+        assert_eq!(
+            upgrade.error.message,
+            format!("no WebSocket upgrade from {hung_url} within 300 ms")
+        );
+        assert_eq!(
+            hello.error.message,
+            format!("{silent_url} answered the WebSocket upgrade but no HELLO_ACK within 300 ms")
+        );
+        // A limit past the clock's range is no deadline, not a panic.
+        let srv = server(ReferenceConfig::default()).await;
+        let endless = ClientConfig {
+            handshake_timeout_ms: u64::MAX,
+            ..ClientConfig::default()
+        };
+        assert!(RktClient::connect(&srv.url(), endless).await.is_ok());
+    })
+    .await
+}
+
 #[tokio::test]
 async fn connect_failures_are_typed() {
     bounded(async {

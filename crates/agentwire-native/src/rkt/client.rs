@@ -11,7 +11,7 @@ use crate::call::{self, Caller, CancelOnDrop, Ending, Waiting};
 use crate::events::{self, ByteBudget, EventTx, Weigh};
 use crate::pump::{pump, Handler};
 use crate::tls::Stream;
-use crate::wire::{self, frame_limit, ConnectError, Wire};
+use crate::wire::{self, frame_limit, ConnectError, Counted, Wire};
 use crate::{now_ms, OsEntropy};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
@@ -27,6 +27,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::http::{header::SEC_WEBSOCKET_PROTOCOL, HeaderValue};
 use tokio_tungstenite::tungstenite::Error as WsError;
+use tokio_tungstenite::WebSocketStream;
 
 /// The chunks of a stream: each STREAM_DATA body in `Seq` order (as [`body_value`] reads it: one
 /// that is not JSON is its text as a string); [`StreamChunks::recv`] ends (`None`) after
@@ -237,53 +238,43 @@ impl RktClient {
     /// over TLS, see [`crate::tls`]; see
     /// [`agentwire_rkt::resolve()`]) and completes HELLO/HELLO_ACK and, with
     /// `cfg.authorization`, the AUTH it sends (a refused key fails `connect` with the AUTH's
-    /// error, kind `auth`), all within `cfg.handshake_timeout_ms`. Dropping the future before it
-    /// resolves closes the socket.
+    /// error, kind `auth`), all within `cfg.handshake_timeout_ms`. A timeout (`timeout`) says
+    /// which phase hung: "no WebSocket upgrade from …" (the network, a proxy, the server's HTTP
+    /// side) or "… answered the WebSocket upgrade but no HELLO_ACK …" (the RKT server). Dropping
+    /// the future before it resolves closes the socket.
     pub async fn connect(address: &str, cfg: ClientConfig) -> Result<RktClient, RktError> {
         let url = resolve(address).map_err(|e| RktError::local(ErrorKind::Invalid, e.0))?;
         let limit = cfg.handshake_timeout_ms;
-        match tokio::time::timeout(Duration::from_millis(limit), Self::open(url.clone(), cfg)).await {
-            Ok(result) => result,
-            Err(_) => Err(RktError::local(
-                ErrorKind::Timeout,
-                format!(
-                    "no RKT session with {} within {limit} ms",
-                    agentwire_core::redact::url(&url)
-                ),
-            )),
-        }
-    }
-
-    async fn open(url: String, cfg: ClientConfig) -> Result<RktClient, RktError> {
-        let mut request = url.as_str().into_client_request().map_err(|e| connect_error(&url, e))?;
-        request
-            .headers_mut()
-            .insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
-        let limit = frame_limit(cfg.max_message_size);
-        let ws_cfg = wire::ws_config(limit);
-        let ws = wire::connect(request, ws_cfg)
-            .await
-            .map_err(|e| connect_error(&url, e))?;
-        let (commands, inbox) = mpsc::unbounded_channel();
-        let (ready, handshake) = oneshot::channel();
-        let (notices, events) = events::channel(EVENT_CAPACITY, EVENT_UNREAD_BYTES);
-        let ending = Ending::default();
-        let routes = Routes {
-            url,
-            ending: ending.clone(),
-            waiting: Waiting::default(),
-            ready: Some(ready),
-            handshake_error: None,
-            closers: Vec::new(),
-            notices,
+        // One deadline for both phases; a limit past the clock's range is 30 years (as
+        // `tokio::time::timeout` takes it).
+        let now = tokio::time::Instant::now();
+        let deadline = (now.checked_add(Duration::from_millis(limit)))
+            .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400));
+        let shown = agentwire_core::redact::url(&url).to_string();
+        let ws = match tokio::time::timeout_at(deadline, upgrade(&url, &cfg)).await {
+            Ok(ws) => ws?,
+            Err(_) => {
+                let m = format!("no WebSocket upgrade from {shown} within {limit} ms");
+                return Err(RktError::local(ErrorKind::Timeout, m));
+            }
         };
-        let session = ClientSession::new(cfg, Box::new(OsEntropy));
-        tokio::spawn(drive(Wire::new(ws), session, routes, inbox));
-        let info = handshake.await.map_err(|_| closed_error(ending.get()))??;
+        let waited = match cfg.authorization {
+            Some(_) => "HELLO_ACK and AUTH_OK",
+            None => "HELLO_ACK",
+        };
+        // Dropped at the deadline, the caller's commands end: the session says GOODBYE and closes.
+        let started = start(url, ws, cfg);
+        let info = match tokio::time::timeout_at(deadline, started.handshake).await {
+            Ok(info) => info.map_err(|_| closed_error(started.ending.get()))??,
+            Err(_) => {
+                let m = format!("{shown} answered the WebSocket upgrade but no {waited} within {limit} ms");
+                return Err(RktError::local(ErrorKind::Timeout, m));
+            }
+        };
         Ok(RktClient {
-            caller: Caller::new(commands, ending),
+            caller: started.caller,
             info,
-            events: Some(events),
+            events: Some(started.events),
             stream_bytes: ByteBudget::new(STREAM_UNREAD_BYTES),
         })
     }
@@ -428,6 +419,51 @@ impl RktClient {
     /// any holder of a client shared between tasks (an `Arc`) can close it.
     pub async fn close(&self) {
         self.caller.close().await
+    }
+}
+
+/// The WebSocket to `url`, upgraded with the RKT subprotocol.
+async fn upgrade(url: &str, cfg: &ClientConfig) -> Result<WebSocketStream<Counted<Stream>>, RktError> {
+    let mut request = url.into_client_request().map_err(|e| connect_error(url, e))?;
+    request
+        .headers_mut()
+        .insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
+    let ws_cfg = wire::ws_config(frame_limit(cfg.max_message_size));
+    wire::connect(request, ws_cfg).await.map_err(|e| connect_error(url, e))
+}
+
+/// A session started on its socket ([`start`]), HELLO sent.
+struct Started {
+    caller: Caller<Start>,
+    /// How the connection ended, unless the app closed it.
+    ending: Ending,
+    /// The handshake's outcome.
+    handshake: oneshot::Receiver<Result<ServerInfo, RktError>>,
+    events: Events,
+}
+
+/// Starts the task that owns `ws` and the session; the session says HELLO.
+fn start(url: String, ws: WebSocketStream<Counted<Stream>>, cfg: ClientConfig) -> Started {
+    let (commands, inbox) = mpsc::unbounded_channel();
+    let (ready, handshake) = oneshot::channel();
+    let (notices, events) = events::channel(EVENT_CAPACITY, EVENT_UNREAD_BYTES);
+    let ending = Ending::default();
+    let routes = Routes {
+        url,
+        ending: ending.clone(),
+        waiting: Waiting::default(),
+        ready: Some(ready),
+        handshake_error: None,
+        closers: Vec::new(),
+        notices,
+    };
+    let session = ClientSession::new(cfg, Box::new(OsEntropy));
+    tokio::spawn(drive(Wire::new(ws), session, routes, inbox));
+    Started {
+        caller: Caller::new(commands, ending.clone()),
+        ending,
+        handshake,
+        events,
     }
 }
 
