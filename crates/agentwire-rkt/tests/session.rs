@@ -1052,8 +1052,10 @@ fn is_ping(out: Option<Outgoing>) -> bool {
     out.and_then(|o| o.as_text().map(|t| t.starts_with("RKT/1.0 PING\n"))) == Some(true)
 }
 
+/// The peer is taken as gone: a courteous close 1000 on the wire, and `Closed` 1006 (an
+/// abnormal closure, as for a socket that dropped, and as MoltZap's idle probe reports it).
 #[test]
-fn an_unanswered_keepalive_ping_closes_the_connection() {
+fn an_unanswered_keepalive_ping_closes_the_connection_reported_as_1006() {
     let mut p = ready_pair();
     let due = pinged_then_idle(&mut p);
     p.client.handle_timeout(due);
@@ -1070,9 +1072,10 @@ fn an_unanswered_keepalive_ping_closes_the_connection() {
     );
     let events: Vec<ClientEvent> = std::iter::from_fn(|| p.client.poll_event()).collect();
     match &events[..] {
-        [ClientEvent::Error(e), ClientEvent::Closed { .. }] => {
+        [ClientEvent::Error(e), ClientEvent::Closed { code, reason }] => {
             assert_eq!(e.kind(), ErrorKind::Timeout);
             assert!(e.error.message.contains("keepalive"), "{e:?}");
+            assert_eq!((*code, reason.as_str()), (1006, "keepalive PING unanswered"));
         }
         other => panic!("{other:?}"),
     }

@@ -392,6 +392,8 @@ impl ClientSession {
     /// gone without a close would otherwise wait for the kernel, minutes) only when the PING
     /// left, the peer has answered a PING before, and nothing at all arrived since: a PING held
     /// behind a long write, a PONG behind a long stream, or a peer that ignores PINGs is not.
+    /// The close frame (1000) is a courtesy; what is reported is an abnormal closure, 1006, as
+    /// for a socket that dropped (as MoltZap's idle probe reports it).
     fn keepalive_expired(&mut self, sent: bool, ping: &Pending) {
         if !(sent && self.pong_seen && self.last_received < ping.sent_at) {
             return;
@@ -402,7 +404,7 @@ impl ClientSession {
         );
         self.events
             .push_back(ClientEvent::Error(RktError::local(ErrorKind::Timeout, m)));
-        self.close(1000, "keepalive PING unanswered");
+        self.close_reporting(1000, 1006, "keepalive PING unanswered");
     }
 
     fn arm_keepalive(&mut self) {
@@ -431,15 +433,20 @@ impl ClientSession {
     }
 
     fn close(&mut self, code: u16, reason: &str) {
+        self.close_reporting(code, code, reason);
+    }
+
+    /// Sends close `sent` (a code a close frame may carry) and reports `Closed` with `reported`.
+    fn close_reporting(&mut self, sent: u16, reported: u16, reason: &str) {
         if self.state == ClientState::Closed {
             return;
         }
         let close = Outgoing::Close {
-            code,
+            code: sent,
             reason: reason.to_string(),
         };
         self.transmit.push_back((close, None));
-        self.finish(code, reason);
+        self.finish(reported, reason);
     }
 
     fn finish(&mut self, code: u16, reason: &str) {
