@@ -60,7 +60,11 @@ export function connect(relay, d) {
     if (d.transport === "sse") return void (expire = bridge(relay, d, server, handOver(), upstreamAbort, rec));
     let answer;
     // The timeout covers the upgrade only: a signal still armed afterwards would end the socket.
-    const timer = setTimeout(() => upstreamAbort.abort(), d.timeoutMs);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      upstreamAbort.abort();
+    }, d.timeoutMs);
     try {
       answer = await fetch(d.wsUrl, {
         headers: [...d.headers, ["Upgrade", "websocket"]],
@@ -68,8 +72,12 @@ export function connect(relay, d) {
         signal: upstreamAbort.signal,
       });
     } catch (e) {
-      if (!ended) logEvent(relay, "error", { event: "upstream_unreachable", ...who, error: String(e?.message ?? e) });
-      return end(CODES.fallback, "the upstream could not be reached in time");
+      // Told apart as proxy.js does: no answer to the upgrade in time (a hung upstream, a slow
+      // network), or no connection at all (DNS, refused, reset).
+      if (ended) return;
+      const event = timedOut ? "upstream_timeout" : "upstream_unreachable";
+      logEvent(relay, "error", { event, ...who, error: String(e?.message ?? e) });
+      return end(CODES.fallback, timedOut ? "the upstream did not answer in time" : "the upstream could not be reached");
     } finally {
       clearTimeout(timer);
     }

@@ -9,7 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { cleanup, startRelay, within, relayVars, token, open, withToken, SECRET, ORIGIN } from "./harness.mjs";
-import { startUpstream, startSseUpstream, sseConnectionState, stopHostile, until } from "./hostile.mjs";
+import { startBlackhole, startUpstream, startSseUpstream, sseConnectionState, stopHostile, until } from "./hostile.mjs";
 
 const T = { timeout: 30_000 };
 const DEV = fileURLToPath(new URL("../dev.mjs", import.meta.url));
@@ -148,6 +148,27 @@ test("an upstream that refuses the open is logged with its status, then the sock
   assert.ok(bend.framesToBrowser >= 1, JSON.stringify(bend));
   noSecret(relay, [tok, FAKE.key, SECRET]);
   noSecret(bridged, [tok, FAKE.key, SECRET]);
+});
+
+test("an upstream open that times out is logged upstream_timeout, one that cannot be reached upstream_unreachable; the browser is told which", T, async () => {
+  // TCP accepted, the upgrade never answered: the open's timeout (UPSTREAM_TIMEOUT_MS).
+  const hole = await startBlackhole();
+  const slow = await startRelay(relayVars({ url: hole.url, agents: { f: FAKE } }, { UPSTREAM_GENERATION: "ws", UPSTREAM_TIMEOUT_MS: "500" }));
+  // Nothing listens: refused at once.
+  const gone = await startRelay(relayVars({ url: "http://127.0.0.1:9", agents: { f: FAKE } }, { UPSTREAM_GENERATION: "ws" }));
+  const tok = await token(FAKE.id);
+  const a = await connectTo(slow, FAKE, tok);
+  assert.deepEqual(await within(5_000, "the timeout's close", a.c.closed), { code: 1011, reason: "the upstream did not answer in time" });
+  const [timedOut] = await logged(slow, "upstream_timeout");
+  assert.deepEqual([timedOut.agent, timedOut.conn], [FAKE.id, a.cid.slice(0, 8)]);
+  assert.equal(typeof timedOut.error, "string");
+  const b = await connectTo(gone, FAKE, tok);
+  assert.deepEqual(await within(5_000, "the refusal's close", b.c.closed), { code: 1011, reason: "the upstream could not be reached" });
+  const [unreachable] = await logged(gone, "upstream_unreachable");
+  assert.deepEqual([unreachable.agent, unreachable.conn], [FAKE.id, b.cid.slice(0, 8)]);
+  assert.deepEqual(lines(slow).map((l) => l.event), ["upstream_timeout", "socket_end"]);
+  assert.deepEqual(lines(gone).map((l) => l.event), ["upstream_unreachable", "socket_end"]);
+  noSecret(slow, [tok, FAKE.key, SECRET]);
 });
 
 test("dev.mjs and the harness start the relay from any working directory, not only worker-relay/", T, async () => {
