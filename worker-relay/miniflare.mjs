@@ -54,8 +54,8 @@ export async function startWorker({
     port,
     bindings: vars,
     handleRuntimeStdio(stdout, stderr) {
-      stdout.on("data", (d) => log(String(d)));
-      stderr.on("data", (d) => log(String(d)));
+      stdout.on("data", (d) => log(String(d), "stdout"));
+      stderr.on("data", (d) => log(String(d), "stderr"));
     },
   });
   const url = (await mf.ready).href.replace(/\/$/, "");

@@ -2,6 +2,7 @@
 // `[observability]` in wrangler.toml). One line per refusal, per upstream failure and per socket
 // end; none per frame. Never a token, a key or a secret: the fields are the relay's own words,
 // ids and numbers, and every string goes through `relay.redact` (every agent key out) on its way.
+import { CODES } from "./core.js";
 
 /** The line for `fields` (`event` first): JSON, every string value redacted. */
 export function logLine(relay, fields) {
@@ -44,7 +45,10 @@ export function socketRecord(relay, d) {
     end({ by, browserCode, upstreamCode, reason }) {
       if (rec.ended) return;
       rec.ended = true;
-      const normal = browserCode === 1000 || browserCode === 1001;
+      // A normal close, or the relay's own at token expiry (every socket's routine end: the
+      // browser reopens with a new token); any other 1008 is worth a look.
+      const expired = by === "relay" && browserCode === CODES.tokenExpired && reason === CODES.tokenExpiredReason;
+      const normal = browserCode === 1000 || browserCode === 1001 || expired;
       logEvent(relay, normal ? "log" : "warn", {
         event: "socket_end",
         agent: d.agentId,

@@ -52,19 +52,24 @@ export async function startPeer({ generation = "current", args = [] } = {}) {
   return { url: out.match(/listening on (\S+)/)[1], agents, rooms };
 }
 
-/** The relay in workerd with `vars` (strings) as its env; `logs` collects workerd's output;
+/** The relay in workerd with `vars` (strings) as its env; `logs` collects workerd's output,
+ * `errLogs` its stderr only (`console.warn` and `console.error`, not `console.log`);
  * `compatibilityDate` and `compatibilityFlags` default to wrangler.toml's. */
 export async function startRelay(vars, { script = RELAY_SCRIPT, compatibilityDate, compatibilityFlags } = {}) {
   const logs = [];
+  const errLogs = [];
   const { mf, url } = await startWorker({
     vars,
     script,
-    log: (t) => logs.push(t),
+    log: (t, stream) => {
+      logs.push(t);
+      if (stream === "stderr") errLogs.push(t);
+    },
     ...(compatibilityDate ? { compatibilityDate } : {}),
     ...(compatibilityFlags ? { compatibilityFlags } : {}),
   });
   stops.push(() => mf.dispose());
-  return { url, wsUrl: url.replace(/^http/, "ws"), logs, mf };
+  return { url, wsUrl: url.replace(/^http/, "ws"), logs, errLogs, mf };
 }
 
 /** The usual relay settings in front of `peer` (alice and bob's keys), with `extra` on top. */

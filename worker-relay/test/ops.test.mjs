@@ -26,9 +26,10 @@ after(async () => {
   await stopHostile();
 });
 
-/** The relay's own log lines so far, parsed (workerd's other output left out). */
-function lines(relay) {
-  return relay.logs
+/** The relay's own log lines so far, parsed (workerd's other output left out); with `errOnly`,
+ * those logged at `warn` or `error` only (workerd's stderr). */
+function lines(relay, errOnly = false) {
+  return (errOnly ? relay.errLogs : relay.logs)
     .join("")
     .split("\n")
     .filter((l) => l.startsWith('{"relay":"agentwire"'))
@@ -169,6 +170,26 @@ test("an upstream open that times out is logged upstream_timeout, one that canno
   assert.deepEqual(lines(slow).map((l) => l.event), ["upstream_timeout", "socket_end"]);
   assert.deepEqual(lines(gone).map((l) => l.event), ["upstream_unreachable", "socket_end"]);
   noSecret(slow, [tok, FAKE.key, SECRET]);
+});
+
+test("a routine relay token expiry ends its socket at log level, not warn; other 1008s stay warn", T, async () => {
+  const up = await startUpstream();
+  const relay = await startRelay(relayVars({ url: up.url, agents: { f: FAKE } }, { UPSTREAM_GENERATION: "ws" }));
+  // Expires within 2 to 3 s (whole seconds), made once the relay has started.
+  const tok = await token(FAKE.id, { expiresIn: 3 });
+  const a = await connectTo(relay, FAKE, tok);
+  assert.equal((await within(5_000, "the close at exp", a.c.closed)).code, 1008);
+  const [end] = await logged(relay, "socket_end");
+  assert.deepEqual([end.by, end.browserCode, end.reason], ["relay", 1008, "the relay token expired"]);
+  // The upstream's own 1008: a warning, as before.
+  up.behave = (ws) => setTimeout(() => ws.close(1008, "policy says no"), 50);
+  const b = await connectTo(relay, FAKE, await token(FAKE.id));
+  assert.equal((await within(5_000, "the upstream's 1008", b.c.closed)).code, 1008);
+  const ends = await logged(relay, "socket_end", 2);
+  assert.deepEqual([ends[1].by, ends[1].reason], ["upstream", "policy says no"]);
+  await new Promise((r) => setTimeout(r, 200));
+  const warned = lines(relay, true).filter((l) => l.event === "socket_end");
+  assert.deepEqual(warned.map((l) => l.reason), ["policy says no"], "only the upstream's 1008 at warn");
 });
 
 test("dev.mjs and the harness start the relay from any working directory, not only worker-relay/", T, async () => {
