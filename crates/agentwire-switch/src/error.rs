@@ -329,6 +329,15 @@ mod tests {
         assert_eq!(e.message, "connection refused with status 409: ranges do not overlap");
         assert_eq!(SwitchError::refused(401, None).kind, ErrorKind::Auth);
         assert_eq!(SwitchError::refused(403, None).kind, ErrorKind::Invalid);
+        // A 409 is a version mismatch only when it names the protocol or a contract.
+        let kind = |detail: &str| {
+            let d: Box<RawValue> = serde_json::from_str(detail).unwrap();
+            SwitchError::refused(409, Some(&d)).kind
+        };
+        assert_eq!(kind(r#""taken_over: connection c was taken over""#), ErrorKind::State);
+        assert_eq!(kind(r#"{"message":"held elsewhere"}"#), ErrorKind::State);
+        assert_eq!(kind(r#""protocol 7 is not spoken""#), ErrorKind::Version);
+        assert_eq!(SwitchError::refused(409, None).kind, ErrorKind::State);
     }
 
     /// A `refused` frame's detail that names `taken_over` in its text and has no code (the local
