@@ -163,6 +163,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn encode_errors_say_what_the_frame_lacks() {
+        assert_eq!(
+            EncodeError::NumericIdInReleased.to_string(),
+            "the released generation only allows string ids"
+        );
+        assert_eq!(
+            EncodeError::ResultWithoutId.to_string(),
+            "a successful response needs an id"
+        );
+    }
+
+    #[test]
     fn escapes_like_serde_json() {
         for s in [
             "",
