@@ -218,6 +218,25 @@ mod tests {
         }
     }
 
+    /// 401 and 403 are `auth`; the taken-name hint is for a 500 saying exactly
+    /// "Registration failed", nothing else.
+    #[test]
+    fn refusals_have_their_kind_and_the_hint_only_for_a_taken_name() {
+        let e = |status, body| parse_response(status, body).unwrap_err().error;
+        for status in [401, 403] {
+            assert_eq!(e(status, r#"{"error":"no"}"#).kind, ErrorKind::Auth, "{status}");
+        }
+        assert_eq!(e(422, r#"{"error":"no"}"#).kind, ErrorKind::Invalid);
+        assert_eq!(
+            e(500, r#"{"error":"x"}"#).message,
+            "registration refused with HTTP 500: x"
+        );
+        assert_eq!(
+            e(400, r#"{"error":"Registration failed"}"#).message,
+            "registration refused with HTTP 400: Registration failed"
+        );
+    }
+
     #[test]
     fn names_follow_the_rule() {
         for ok in ["abc", "a-b_c", "0ab", &"a".repeat(32)] {
