@@ -299,6 +299,19 @@ mod tests {
         }
     }
 
+    /// An error response with an empty message says its name instead, when it has one.
+    #[test]
+    fn an_empty_message_is_the_errors_name() {
+        let message = |code, tag: Option<&str>| {
+            let mut err = RpcError::new(code, "");
+            err.tag = tag.map(str::to_owned);
+            MoltZapError::remote(&err, None).error.message
+        };
+        assert_eq!(message(-32004, None), "RateLimited");
+        assert_eq!(message(-1, Some("SomethingNew")), "SomethingNew");
+        assert_eq!(message(-1, None), "");
+    }
+
     #[test]
     fn serializes_to_the_shared_shape() {
         let e = MoltZapError::remote(&RpcError::new(-32000, "Authentication failed"), Some(&Id::Num(7)));
