@@ -321,6 +321,13 @@ mod tests {
     }
 
     #[test]
+    fn an_error_displays_its_kind_message_and_code() {
+        let e = SwitchError::http(409, r#"{"detail":"x","code":"taken_over"}"#);
+        assert_eq!(e.to_string(), "state: HTTP 409: x (taken_over)");
+        assert_eq!(SwitchError::http(503, "").to_string(), "remote: HTTP 503");
+    }
+
+    #[test]
     fn refusals() {
         let d: Box<RawValue> =
             serde_json::from_str(r#"{"message":"ranges do not overlap","contract":"agent-protocol"}"#).unwrap();
