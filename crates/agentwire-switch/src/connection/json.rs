@@ -626,6 +626,30 @@ mod tests {
         assert!(split >= 2, "the domain event and the control frame carry payloads");
     }
 
+    /// A room id, a payload or a control frame's data longer than the text's first guess at its
+    /// size is written whole, as text and lazily.
+    #[test]
+    fn long_fields_are_written_whole() {
+        let mut event = domain(&format!(r#"{{"body":"{}"}}"#, "b".repeat(1000)), true);
+        event.room_id = "r".repeat(300);
+        for e in [
+            Event::Event { event, gap: None },
+            Event::Control {
+                name: "future_frame".into(),
+                raw: raw(&format!("[{}1]", "1,".repeat(100))),
+            },
+        ] {
+            let text = e.to_json_string();
+            let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|err| panic!("{text}: {err}"));
+            assert_eq!(parsed, e.to_json(), "{text}");
+            let lazy = e.to_json_lazy();
+            let mut parsed: Value = serde_json::from_str(&lazy.envelope).unwrap_or_else(|err| panic!("{err}"));
+            let (field, raw) = lazy.payload.expect("a payload apart");
+            parsed[field] = serde_json::from_str(raw).unwrap_or_else(|err| panic!("{raw}: {err}"));
+            assert_eq!(parsed, e.to_json(), "{}", lazy.envelope);
+        }
+    }
+
     #[test]
     fn strings_escape_as_serde_json_does() {
         let all: String = (0u8..0x80)
