@@ -226,3 +226,28 @@ pub fn sse_parts(frame: &Frame) -> (String, String, Option<String>) {
     };
     (name.to_owned(), ascii(data.unwrap_or_else(|_| "{}".to_owned())), id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `string_len` is the length of the string as [`encode`] writes it: serde_json's escapes,
+    /// then every non-ASCII character as `\uXXXX` per UTF-16 unit.
+    #[test]
+    fn string_len_is_the_encoded_length() {
+        for s in [
+            "",
+            "plain",
+            "q\"b\\s",
+            "\u{8}\u{c}\n\r\t",
+            "\u{0}\u{1}\u{1f}\u{7f}",
+            "é",
+            "\u{2028}✓",
+            "😀",
+            "a😀é\"\u{1}",
+        ] {
+            let written = ascii(serde_json::to_string(s).unwrap());
+            assert_eq!(string_len(s), written.len(), "{s:?} is written {written}");
+        }
+    }
+}
