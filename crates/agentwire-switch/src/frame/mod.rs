@@ -437,6 +437,22 @@ mod tests {
     }
 
     #[test]
+    fn task_kinds_are_the_five_task_events() {
+        for name in [
+            "task_delegate",
+            "task_accept",
+            "task_update",
+            "task_finalise",
+            "task_cancel",
+        ] {
+            assert!(EventKind::parse(name).is_task(), "{name}");
+        }
+        for name in ["message", "command", "room_join", "task_other"] {
+            assert!(!EventKind::parse(name).is_task(), "{name}");
+        }
+    }
+
+    #[test]
     fn detail_texts() {
         assert_eq!(detail_text(r#""caf\u00e9""#), "café");
         assert_eq!(detail_text(r#"{"message":"m","contract":"c"}"#), "m");
