@@ -518,8 +518,29 @@ pub(crate) fn find_id(text: &str, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Who reads a message: a few rules differ by direction (`docs/protocols/rkt.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reader {
+    /// The server, or any reader of the strict rules ([`decode`]).
+    Server,
+    /// The client ([`decode_for_client`]): a newer server may send what it does not know.
+    Client,
+}
+
 /// Decodes one message. See the module docs and `docs/protocols/rkt.md` for the rules.
 pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
+    decode_as(text, max_size, Reader::Server)
+}
+
+/// Decodes one message a server sent, as the client reads it: [`decode`], except that a
+/// message of a type this client does not know is read through (headers, body) before it is
+/// refused, so [`DecodeErrorKind::UnknownType`] means a message that is otherwise well formed
+/// (one that is not is refused for its first fault, `message_type` naming its type).
+pub fn decode_for_client(text: &str, max_size: usize) -> Result<Message, DecodeError> {
+    decode_as(text, max_size, Reader::Client)
+}
+
+fn decode_as(text: &str, max_size: usize, reader: Reader) -> Result<Message, DecodeError> {
     let fail = |kind, message_type: Option<&str>| DecodeError {
         kind,
         message_type: message_type.map(str::to_string),
@@ -572,14 +593,14 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
         }
         _ => return Err(fail(DecodeErrorKind::BadStartLine, None)),
     }
-    let kind = MessageType::parse(type_name).ok_or_else(|| {
-        if is_token(type_name) {
-            fail(DecodeErrorKind::UnknownType(type_name.to_string()), Some(type_name))
-        } else {
-            fail(DecodeErrorKind::BadStartLine, None)
-        }
-    })?;
-    let fail = |k| fail(k, Some(kind.as_str()));
+    let kind = MessageType::parse(type_name);
+    let unknown = || DecodeErrorKind::UnknownType(type_name.to_string());
+    match kind {
+        None if !is_token(type_name) => return Err(fail(DecodeErrorKind::BadStartLine, None)),
+        None if reader == Reader::Server => return Err(fail(unknown(), Some(type_name))),
+        _ => {}
+    }
+    let fail = |k| fail(k, Some(type_name));
 
     let mut headers = Headers::new();
     let mut content_type = false;
@@ -642,9 +663,11 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
             .filter(|b| !b.trim().is_empty())
             .map(str::to_string),
     };
-    let msg = Message { kind, headers, body };
-    validate(&msg).map_err(fail)?;
-    Ok(msg)
+    validate(kind, &headers).map_err(fail)?;
+    match kind {
+        Some(kind) => Ok(Message { kind, headers, body }),
+        None => Err(fail(unknown())),
+    }
 }
 
 /// What a `Content-Length` that is not a `usize` written in digits is told: the range, as
@@ -661,8 +684,10 @@ fn digits<T: std::str::FromStr>(v: &str) -> Option<T> {
         .flatten()
 }
 
-fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
-    let h = &msg.headers;
+/// The header rules of a message of type `kind`; of a type not known (`None`), those of every
+/// type: `TTL` and `Reply-To` are checked when given, and required of none.
+fn validate(kind: Option<MessageType>, h: &Headers) -> Result<(), DecodeErrorKind> {
+    let is_reply = kind.is_some_and(MessageType::is_reply);
     let required = |name: &'static str| h.get(name).ok_or(DecodeErrorKind::MissingHeader(name));
     let bad = |name, reason| DecodeErrorKind::BadHeaderValue { name, reason };
 
@@ -680,7 +705,7 @@ fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
     }
     // An ERROR never needs TTL: it answers a message (by `Reply-To` or its body's `request_id`)
     // and may omit it as the guide's HELLO_ACK does; no receiver reads the TTL of an ERROR.
-    let ttl_optional = msg.kind.is_reply() || msg.kind == MessageType::Error;
+    let ttl_optional = is_reply || kind.is_none_or(|k| k == MessageType::Error);
     match h.get("TTL") {
         Some(v) if digits::<u32>(v).is_none() => {
             return Err(bad("TTL", "is not a number of seconds from 0 to 4294967295"))
@@ -690,10 +715,10 @@ fn validate(msg: &Message) -> Result<(), DecodeErrorKind> {
     }
     match h.get("Reply-To") {
         Some(v) if !valid_id(v) => return Err(bad("Reply-To", "is not an id of 1 to 128 printable characters")),
-        None if msg.kind.is_reply() => return Err(DecodeErrorKind::MissingHeader("Reply-To")),
+        None if is_reply => return Err(DecodeErrorKind::MissingHeader("Reply-To")),
         _ => {}
     }
-    if msg.kind == MessageType::StreamData && digits::<u64>(required("Seq")?).is_none() {
+    if kind == Some(MessageType::StreamData) && digits::<u64>(required("Seq")?).is_none() {
         return Err(bad("Seq", "is not a whole number from 0 to 18446744073709551615"));
     }
     if let Some(v) = h.get("Stream") {

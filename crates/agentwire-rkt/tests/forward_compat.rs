@@ -1,6 +1,6 @@
 //! Forward compatibility: a server newer than the client. What the client does with message
 //! types, header values and body fields it does not know.
-use agentwire_core::{Outgoing, SeededEntropy};
+use agentwire_core::{ErrorKind, Outgoing, SeededEntropy};
 use agentwire_rkt::*;
 
 const T0: u64 = 1_782_648_000_000;
@@ -126,4 +126,104 @@ fn crlf_lower_case_names_and_reordered_escaped_pretty_bodies_are_read() {
         ),
         "{ev:?}"
     );
+}
+
+/// A well-formed message of a type this client does not know (a newer server's progress note,
+/// say) answering a pending REQUEST is an `Error` event naming the type and the request; the
+/// request stays pending and gets the RESPONSE that follows. The guide's TypeScript client
+/// branches on the types it knows and ignores any other (rkt-agent-connection.md,
+/// `ws.on("message")`). It failed the request `decode`, and the RESPONSE was dropped.
+#[test]
+fn an_unknown_message_type_is_an_error_event_and_the_request_it_answers_stays_pending() {
+    let mut c = ready();
+    let id = c
+        .request(T0, "weather.forecast", None, RequestOptions::default())
+        .unwrap();
+    drain(&mut c);
+    c.handle_text(T0 + 1, &reply("PROGRESS", "p1", &id, "", r#"{"percent":50}"#));
+    let first = drain(&mut c);
+    let [ClientEvent::Error(e)] = first.as_slice() else {
+        panic!("{first:?}")
+    };
+    assert_eq!(
+        (e.kind(), e.request_id.as_deref()),
+        (ErrorKind::Decode, Some(id.as_str()))
+    );
+    assert!(e.error.message.contains("`PROGRESS`"), "{}", e.error.message);
+    assert_eq!(c.in_flight(), 1);
+    c.handle_text(
+        T0 + 2,
+        &reply("RESPONSE", "r1", &id, "", r#"{"intent":"weather.forecast","data":[1]}"#),
+    );
+    let second = drain(&mut c);
+    assert!(
+        matches!(second.as_slice(), [ClientEvent::Response { id: answered, .. }] if *answered == id),
+        "the RESPONSE after it was lost: {second:?}"
+    );
+    // One naming nothing is the same event; one answering a command that ended early
+    // (cancelled) is dropped quietly, as a late reply to it is.
+    c.handle_text(
+        T0,
+        &reply("NOTICE", "n1", "x", "", "").replace("Reply-To: x\n", "TTL: 30\n"),
+    );
+    let ev = drain(&mut c);
+    assert!(
+        matches!(ev.as_slice(), [ClientEvent::Error(e)] if e.request_id.is_none()),
+        "{ev:?}"
+    );
+    let cancelled = c.request(T0, "echo", None, RequestOptions::default()).unwrap();
+    drain(&mut c);
+    assert!(c.cancel(&cancelled));
+    drain(&mut c);
+    c.handle_text(T0, &reply("PROGRESS", "p2", &cancelled, "", ""));
+    assert_eq!(drain(&mut c), vec![]);
+}
+
+/// One answering the HELLO does not end the handshake (it was close 1002, "bad HELLO_ACK"): the
+/// HELLO_ACK that follows makes the session ready.
+#[test]
+fn an_unknown_message_type_answering_the_hello_does_not_end_the_handshake() {
+    let (mut c, hello) = open();
+    c.handle_text(T0, &reply("HELLO_WAIT", "w", &hello, "", r#"{"retry_in":1}"#));
+    let ev = drain(&mut c);
+    assert!(
+        matches!(ev.as_slice(), [ClientEvent::Error(e)] if e.error.message.contains("`HELLO_WAIT`")),
+        "{ev:?}"
+    );
+    assert_eq!(c.state(), ClientState::Handshaking);
+    c.handle_text(
+        T0,
+        &reply(
+            "HELLO_ACK",
+            "ack",
+            &hello,
+            "",
+            r#"{"agreed_version":1,"session_timeout":300}"#,
+        ),
+    );
+    let ev = drain(&mut c);
+    assert!(matches!(ev.as_slice(), [ClientEvent::Ready { .. }]), "{ev:?}");
+}
+
+/// A message of an unknown type that is malformed besides (here a `Timestamp` without a zone)
+/// fails the command it names at once, as any malformed answer does (the server may have acted
+/// on the command), naming the header at fault.
+#[test]
+fn a_malformed_message_of_an_unknown_type_fails_the_command_it_answers() {
+    let mut c = ready();
+    let id = c.request(T0, "echo", None, RequestOptions::default()).unwrap();
+    drain(&mut c);
+    c.handle_text(
+        T0,
+        &reply("PROGRESS", "p1", &id, "", "{}").replace("12:00:00Z", "12:00:00"),
+    );
+    let ev = drain(&mut c);
+    let [ClientEvent::Failed { id: failed, error }] = ev.as_slice() else {
+        panic!("{ev:?}")
+    };
+    assert_eq!(
+        (failed, error.kind(), error.error.retryable),
+        (&id, ErrorKind::Decode, false)
+    );
+    assert!(error.error.message.contains("`Timestamp`"), "{}", error.error.message);
 }

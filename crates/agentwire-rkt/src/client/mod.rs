@@ -2,7 +2,7 @@
 //! order, TTL expiry, AUTH, PAY, memory, discovery, ping, GOODBYE.
 
 use crate::body::*;
-use crate::codec::{self, decode, encode, DecodeError, Message, MessageType};
+use crate::codec::{self, encode, DecodeError, DecodeErrorKind, Message, MessageType};
 use crate::envelope::{check_capabilities, check_header_value, compact, envelope};
 use crate::errors::RktError;
 use agentwire_core::text::{clip, QUOTE_MAX};
@@ -205,8 +205,9 @@ impl ClientSession {
             return;
         }
         self.last_received = now;
-        match decode(text, self.cfg.max_message_size) {
+        match codec::decode_for_client(text, self.cfg.max_message_size) {
             Ok(msg) => self.on_message(now, msg),
+            Err(e) if matches!(e.kind, DecodeErrorKind::UnknownType(_)) => self.on_unknown_type(&e),
             Err(e) => {
                 let answers = e.reply_to.clone().or_else(|| body_request_id(&e, text));
                 self.on_undecodable(&e, answers.as_deref())
@@ -214,11 +215,31 @@ impl ClientSession {
         }
     }
 
+    /// A well-formed message of a type this client does not know (a newer server's): an `Error`
+    /// event naming the type (and the command it answers), and nothing else. The command stays
+    /// pending for its reply, the handshake goes on, as the guide's clients ignore the types they
+    /// do not know; one answering a command that already ended is dropped quietly, as its reply
+    /// would be.
+    fn on_unknown_type(&mut self, e: &DecodeError) {
+        let reply_to = e.reply_to.as_deref();
+        if reply_to.is_some_and(|id| self.forgotten.iter().any(|f| f == id)) {
+            return;
+        }
+        let mut error = RktError::decode(e);
+        error.error.message.push_str("; dropped");
+        let error = match reply_to {
+            Some(id) => error.for_request(id),
+            None => error,
+        };
+        self.events.push_back(ClientEvent::Error(error));
+    }
+
     /// A message that could not be decoded, answering `reply_to` (its `Reply-To`, or an ERROR's
     /// body `request_id`) when that can still be read. When it names a command that went out,
     /// that command fails with the decode error at once (not retryable: the server may have
     /// acted on it), rather than waiting for its TTL; a stream loses no chunk unnoticed. An
-    /// unreadable answer to HELLO ends the handshake. Anything else is an `Error` event.
+    /// unreadable answer to HELLO ends the handshake. Anything else is an `Error` event. (A
+    /// well-formed message of an unknown type is not undecodable here: [`Self::on_unknown_type`].)
     fn on_undecodable(&mut self, e: &DecodeError, reply_to: Option<&str>) {
         let error = RktError::decode(e);
         if self.state == ClientState::Handshaking && reply_to.is_some() && reply_to == self.hello_id.as_deref() {
