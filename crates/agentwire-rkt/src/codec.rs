@@ -532,10 +532,14 @@ pub fn decode(text: &str, max_size: usize) -> Result<Message, DecodeError> {
     decode_as(text, max_size, Reader::Server)
 }
 
-/// Decodes one message a server sent, as the client reads it: [`decode`], except that a
-/// message of a type this client does not know is read through (headers, body) before it is
-/// refused, so [`DecodeErrorKind::UnknownType`] means a message that is otherwise well formed
-/// (one that is not is refused for its first fault, `message_type` naming its type).
+/// Decodes one message a server sent, as the client reads it: [`decode`], except that
+/// - a message of a type this client does not know is read through (headers, body) before it
+///   is refused, so [`DecodeErrorKind::UnknownType`] means a message that is otherwise well
+///   formed (one that is not is refused for its first fault, `message_type` naming its type);
+/// - the optional headers the client does not act on, `Stream` and `Priority` (request headers
+///   a server has no use to send), and `Retry-After` (read as far as the client can, into
+///   [`RktError::retry_after_s`](crate::RktError::retry_after_s)), are not checked: any value
+///   is kept as it is.
 pub fn decode_for_client(text: &str, max_size: usize) -> Result<Message, DecodeError> {
     decode_as(text, max_size, Reader::Client)
 }
@@ -663,7 +667,7 @@ fn decode_as(text: &str, max_size: usize, reader: Reader) -> Result<Message, Dec
             .filter(|b| !b.trim().is_empty())
             .map(str::to_string),
     };
-    validate(kind, &headers).map_err(fail)?;
+    validate(kind, &headers, reader).map_err(fail)?;
     match kind {
         Some(kind) => Ok(Message { kind, headers, body }),
         None => Err(fail(unknown())),
@@ -685,8 +689,10 @@ fn digits<T: std::str::FromStr>(v: &str) -> Option<T> {
 }
 
 /// The header rules of a message of type `kind`; of a type not known (`None`), those of every
-/// type: `TTL` and `Reply-To` are checked when given, and required of none.
-fn validate(kind: Option<MessageType>, h: &Headers) -> Result<(), DecodeErrorKind> {
+/// type: `TTL` and `Reply-To` are checked when given, and required of none. The client checks
+/// no optional header it does not act on (`Stream`, `Priority`, `Retry-After`): a newer server's
+/// value of one is no reason to refuse the answer it comes with.
+fn validate(kind: Option<MessageType>, h: &Headers, reader: Reader) -> Result<(), DecodeErrorKind> {
     let is_reply = kind.is_some_and(MessageType::is_reply);
     let required = |name: &'static str| h.get(name).ok_or(DecodeErrorKind::MissingHeader(name));
     let bad = |name, reason| DecodeErrorKind::BadHeaderValue { name, reason };
@@ -720,6 +726,9 @@ fn validate(kind: Option<MessageType>, h: &Headers) -> Result<(), DecodeErrorKin
     }
     if kind == Some(MessageType::StreamData) && digits::<u64>(required("Seq")?).is_none() {
         return Err(bad("Seq", "is not a whole number from 0 to 18446744073709551615"));
+    }
+    if reader == Reader::Client {
+        return Ok(());
     }
     if let Some(v) = h.get("Stream") {
         if !v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false") {

@@ -227,3 +227,66 @@ fn a_malformed_message_of_an_unknown_type_fails_the_command_it_answers() {
     );
     assert!(error.error.message.contains("`Timestamp`"), "{}", error.error.message);
 }
+
+/// A 429 whose `Retry-After` is not whole seconds is `rate_limited`, retryable, as the guide
+/// says ("`429` Rate limited: Wait `Retry-After` seconds"): a fraction (`1.5`) is rounded up to
+/// whole seconds, an HTTP-date (which the client does not read) is as none. The message was
+/// refused whole: the request failed `decode`, not retryable.
+#[test]
+fn a_429_with_a_fractional_or_date_retry_after_is_rate_limited_and_retryable() {
+    let mut c = ready();
+    for (ra, hint) in [
+        ("1.5", Some(2)),
+        ("2.0", Some(2)),
+        ("0.001", Some(1)),
+        ("7", Some(7)),
+        ("Wed, 21 Oct 2026 07:28:00 GMT", None),
+        ("-1", None),
+        ("1e3", None),
+        (".5", None),
+    ] {
+        let id = c.request(T0, "echo", None, RequestOptions::default()).unwrap();
+        drain(&mut c);
+        let body = r#"{"code":429,"name":"RATE_LIMITED","message":"slow down"}"#;
+        c.handle_text(T0, &reply("ERROR", "e", &id, &format!("Retry-After: {ra}\n"), body));
+        let ev = drain(&mut c);
+        let [ClientEvent::Failed { error, .. }] = ev.as_slice() else {
+            panic!("{ra}: {ev:?}")
+        };
+        assert_eq!(
+            (error.kind(), error.error.retryable, error.retry_after_s),
+            (ErrorKind::RateLimited, true, hint),
+            "Retry-After: {ra} → {error:?}"
+        );
+    }
+}
+
+/// A reply carrying an optional header the client does not act on with a value it does not
+/// know (a new `Priority` level, a `Stream` mode: request headers, which the client never reads
+/// on what a server sends) is read: its answer is delivered. It was refused whole, and the
+/// command failed `decode`. The server still refuses such a value on what it reads (a REQUEST's
+/// `Stream` decides how it answers), and `decode` is its reading.
+#[test]
+fn an_unknown_value_of_an_optional_header_does_not_discard_a_good_reply() {
+    let mut c = ready();
+    for extra in ["Priority: CRITICAL\n", "Stream: partial\n", "Priority: \n"] {
+        let id = c.request(T0, "echo", None, RequestOptions::default()).unwrap();
+        drain(&mut c);
+        let text = reply("RESPONSE", "r", &id, extra, r#"{"intent":"echo","data":1}"#);
+        c.handle_text(T0, &text);
+        let ev = drain(&mut c);
+        assert!(
+            matches!(ev.as_slice(), [ClientEvent::Response { .. }]),
+            "{extra}: {ev:?}"
+        );
+        let e = decode(&text, codec::DEFAULT_MAX_MESSAGE_SIZE).unwrap_err();
+        assert!(
+            matches!(e.kind, DecodeErrorKind::BadHeaderValue { .. }),
+            "{extra}: {e:?}"
+        );
+        let request = text
+            .replace("RKT/1.0 RESPONSE", "RKT/1.0 REQUEST")
+            .replace("Reply-To", "TTL: 30\nX");
+        assert!(decode(&request, 1 << 20).is_err(), "{extra}");
+    }
+}

@@ -1,8 +1,9 @@
 //! Fuzzes `codec::decode`: it must never panic, and whatever it accepts must survive its own
 //! re-encoding: `decode(encode(m)) == m`, except that `encode` adds the
 //! `Content-Type: application/json` a body without one gets. The client's reading
-//! (`decode_for_client`) takes whatever `decode` takes, as the same message; of a message `decode`
-//! refuses for its unknown type, it refuses the same type, or the first fault after it.
+//! (`decode_for_client`) takes whatever `decode` takes, as the same message, and more only for
+//! a `Stream`, `Priority` or `Retry-After` value `decode` refuses; of a message `decode` refuses
+//! for its unknown type, it refuses the same type, or the first fault after it.
 #![no_main]
 
 use agentwire_rkt::codec::{decode_for_client, DEFAULT_MAX_MESSAGE_SIZE};
@@ -29,6 +30,16 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         (Err(a), Err(b)) => assert_eq!(a, b, "{text:?}"),
+        (Err(a), Ok(_)) => assert!(
+            matches!(
+                a.kind,
+                DecodeErrorKind::BadHeaderValue {
+                    name: "Stream" | "Priority" | "Retry-After",
+                    ..
+                }
+            ),
+            "decode {a:?}, decode_for_client took it\ninput: {text:?}"
+        ),
         _ => panic!("decode {strict:?}, decode_for_client {client:?}\ninput: {text:?}"),
     }
     let Ok(msg) = strict else { return };

@@ -195,7 +195,7 @@ impl ClientSession {
                 crate::errors::error_body(0, format!("ERROR without a valid body ({why}): {text}"), None, None)
             }
         };
-        let retry_after = msg.header("Retry-After").and_then(|v| v.parse().ok());
+        let retry_after = msg.header("Retry-After").and_then(retry_after_s);
         let reply_to = msg.reply_to().map(str::to_string).or_else(|| body.request_id.clone());
         let error = RktError::remote(&body, reply_to.as_deref(), retry_after);
         if self.state == ClientState::Handshaking && (reply_to.is_none() || reply_to == self.hello_id) {
@@ -410,4 +410,18 @@ impl ClientSession {
             id,
         });
     }
+}
+
+/// A `Retry-After` value in whole seconds: digits, or digits with a fraction (`1.5`, another
+/// server's), rounded up so that the wait is never shorter than asked. Anything else (an
+/// HTTP-date, which this client does not read) is as none:
+/// the 429 stays `rate_limited`, retryable, with no hint.
+fn retry_after_s(v: &str) -> Option<u64> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (whole, fraction) = v.split_once('.').unwrap_or((v, "0"));
+    if !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    let whole: u64 = whole.parse().ok()?;
+    whole.checked_add(u64::from(fraction.bytes().any(|b| b != b'0')))
 }
