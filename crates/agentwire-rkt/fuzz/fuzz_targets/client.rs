@@ -9,7 +9,8 @@
 //! request's `params` and `context` are read from the script's text by `json::json_arg`, as
 //! every binding reads them: it takes exactly what serde_json takes, as the same value, and
 //! refuses the rest `invalid`, naming the argument in a message that does not quote it; the
-//! REQUEST sent carries the value as serde_json writes it.
+//! REQUEST sent carries the value as serde_json writes it. A well-formed reply of a type the
+//! client does not know ends no command and leaves the state as it was.
 #![no_main]
 
 use agentwire_core::{ErrorKind, SeededEntropy};
@@ -23,9 +24,11 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 const MAX_IN_FLIGHT: usize = 8;
+const MAX_MESSAGE_SIZE: usize = 4096;
 /// 10000-01-01T00:00:00Z in milliseconds since the epoch.
 const YEAR_10000: u64 = 253_402_300_800_000;
-const REPLIES: [&str; 9] = [
+/// The types replies are sent as; `PROGRESS` is one the client does not know (a newer server's).
+const REPLIES: [&str; 10] = [
     "RESPONSE",
     "STREAM_BEGIN",
     "STREAM_DATA",
@@ -35,6 +38,7 @@ const REPLIES: [&str; 9] = [
     "AUTH_OK",
     "HELLO_ACK",
     "GOODBYE",
+    "PROGRESS",
 ];
 
 struct Run {
@@ -79,7 +83,7 @@ impl Run {
             max_stream_buffer_bytes: 512,
             handshake_timeout_ms: 200,
             keepalive: mode & 1 != 0,
-            max_message_size: 4096,
+            max_message_size: MAX_MESSAGE_SIZE,
             authorization: (mode & 2 != 0).then(|| "Bearer k".to_owned()),
             ..ClientConfig::default()
         };
@@ -216,7 +220,14 @@ fuzz_target!(|data: &[u8]| {
                 if let Some(id) = pick {
                     let kind = REPLIES[usize::from(arg >> 4) % REPLIES.len()];
                     let seq = (kind == "STREAM_DATA").then_some(arg2 & 0x0f);
-                    run.s.handle_text(now, &reply(kind, &id, seq, &text));
+                    let (in_flight, state) = (run.s.in_flight(), run.s.state());
+                    let message = reply(kind, &id, seq, &text);
+                    run.s.handle_text(now, &message);
+                    // A well-formed message of a type the client does not know (within the
+                    // size limit) ends nothing.
+                    if kind == "PROGRESS" && message.len() <= MAX_MESSAGE_SIZE {
+                        assert_eq!((run.s.in_flight(), run.s.state()), (in_flight, state));
+                    }
                 }
             }
             4 => {
