@@ -107,7 +107,7 @@ export type RktSessionEvent =
   | ({ type: "ready" } & Omit<RktServerInfo, "url">)
   | { type: "response" | "streamBegin" | "streamEnd"; id: string; body?: unknown }
   | { type: "streamData"; id: string; seq: number; body?: unknown }
-  | { type: "authOk"; id: string; auth: { session_token: string; scopes: string[]; expires_in: number } }
+  | { type: "authOk"; id: string; auth: { session_token: string; scopes: string[]; expires_in?: number } }
   | { type: "pong"; id: string; rttMs: number }
   | { type: "failed"; id: string; error: ErrorInfo };
 

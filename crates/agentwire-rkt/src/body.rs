@@ -155,7 +155,10 @@ pub struct AuthOkBody {
     pub session_token: String,
     #[serde(default)]
     pub scopes: Vec<String>,
-    pub expires_in: u64,
+    /// The token's lifetime in seconds, as the server gives it; `None` when it gives none (or
+    /// `null`): the guide asks only for "a session token", so the token has no known expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<u64>,
 }
 
 impl std::fmt::Debug for AuthOkBody {
@@ -291,7 +294,7 @@ impl AuthOkBody {
             Ok(AuthOkBody {
                 session_token: required(o.string("session_token")?, "session_token")?,
                 scopes: o.strings("scopes")?.unwrap_or_default(),
-                expires_in: required(o.uint("expires_in")?, "expires_in")?,
+                expires_in: o.uint("expires_in")?,
             })
         })
     }

@@ -64,9 +64,11 @@ fn bodies_read_serde_array_form_of_a_struct() {
         "no more items than fields"
     );
     // Defaulted fields only at the end: `scopes` cannot be left out before `expires_in`.
-    assert_eq!(AuthOkBody::from_json(r#"["t",[],9]"#).unwrap().expires_in, 9);
+    assert_eq!(AuthOkBody::from_json(r#"["t",[],9]"#).unwrap().expires_in, Some(9));
     assert!(AuthOkBody::from_json(r#"["t",null,9]"#).is_err());
-    assert!(AuthOkBody::from_json(r#"["t"]"#).is_err());
+    assert!(AuthOkBody::from_json(r#"["t",9]"#).is_err());
+    // Both defaulted: the token alone is a body (as serde reads it too).
+    assert_eq!(AuthOkBody::from_json(r#"["t"]"#).unwrap().expires_in, None);
     let e = ErrorBody::from_json(r#"[605,"PAYMENT_REQUIRED"]"#).unwrap();
     assert_eq!(
         (e.code, e.name.as_str(), e.message.as_str()),
@@ -94,7 +96,7 @@ fn auth_ok_scopes_default_to_empty_but_not_from_null() {
         AuthOkBody {
             session_token: "t".into(),
             scopes: vec!["a".into(), "b".into()],
-            expires_in: 60
+            expires_in: Some(60)
         }
     );
     let bare = AuthOkBody::from_json(r#"{"session_token":"t\u00e9","expires_in":0}"#).unwrap();
@@ -107,6 +109,24 @@ fn auth_ok_scopes_default_to_empty_but_not_from_null() {
     assert_eq!(e.to_string(), "`session_token` is missing or null");
     let e = AuthOkBody::from_json(r#"{"session_token":"t","expires_in":-1}"#).unwrap_err();
     assert!(e.to_string().starts_with("`expires_in`"), "{e}");
+}
+
+/// The guide asks of AUTH_OK only "a session token": without `expires_in` (or with `null`) the
+/// token has no known expiry, and a body written again leaves it out.
+#[test]
+fn auth_ok_expires_in_is_optional() {
+    for text in [
+        r#"{"session_token":"t"}"#,
+        r#"{"session_token":"t","expires_in":null}"#,
+        r#"["t"]"#,
+    ] {
+        let body = AuthOkBody::from_json(text).unwrap();
+        assert_eq!(body.expires_in, None, "{text}");
+        assert_eq!(
+            serde_json::to_string(&body).unwrap(),
+            r#"{"session_token":"t","scopes":[]}"#
+        );
+    }
 }
 
 #[test]

@@ -258,7 +258,7 @@ mod tests {
                 auth: crate::AuthOkBody {
                     session_token: "t".into(),
                     scopes: vec![],
-                    expires_in: 1,
+                    expires_in: Some(1),
                 },
             },
             ClientEvent::Pong {

@@ -290,3 +290,75 @@ fn an_unknown_value_of_an_optional_header_does_not_discard_a_good_reply() {
         assert!(decode(&request, 1 << 20).is_err(), "{extra}");
     }
 }
+
+/// The guide defines AUTH_OK only as "AUTH_OK and a session token" (rkt-agent-connection.md:541):
+/// one without `expires_in` is taken, its token with no known expiry (`None`); one with it keeps
+/// it. It was refused, the AUTH failed `decode`, and a client configured with `authorization`
+/// could not connect at all.
+#[test]
+fn an_auth_ok_without_expires_in_is_taken_with_no_known_expiry() {
+    let mut c = ready();
+    for (body, expires_in) in [
+        (r#"{"session_token":"t","scopes":[]}"#, None),
+        (r#"{"session_token":"t","expires_in":null}"#, None),
+        (r#"{"session_token":"t","scopes":["a"],"expires_in":60}"#, Some(60)),
+    ] {
+        let token = AuthBody::Bearer {
+            token: "k".into(),
+            scopes: vec![],
+        };
+        let id = c.auth(T0, token).unwrap();
+        drain(&mut c);
+        c.handle_text(T0, &reply("AUTH_OK", "a", &id, "", body));
+        let ev = drain(&mut c);
+        let [ClientEvent::AuthOk { auth, .. }] = ev.as_slice() else {
+            panic!("{body}: {ev:?}")
+        };
+        assert_eq!(
+            (auth.session_token.as_str(), auth.expires_in),
+            ("t", expires_in),
+            "{body}"
+        );
+    }
+    // With `authorization` configured, the session is ready on such an AUTH_OK.
+    let cfg = ClientConfig {
+        keepalive: false,
+        authorization: Some("Bearer k".into()),
+        ..Default::default()
+    };
+    let mut c = ClientSession::new(cfg, Box::new(SeededEntropy::new(2)));
+    c.handle_open(T0);
+    let Some(Outgoing::Text(hello)) = c.poll_transmit() else {
+        panic!("no HELLO")
+    };
+    let hello = hello
+        .lines()
+        .find_map(|l| l.strip_prefix("Message-ID: "))
+        .unwrap()
+        .to_string();
+    c.handle_text(
+        T0,
+        &reply(
+            "HELLO_ACK",
+            "ack",
+            &hello,
+            "",
+            r#"{"agreed_version":1,"session_timeout":300}"#,
+        ),
+    );
+    let Some(Outgoing::Text(auth)) = c.poll_transmit() else {
+        panic!("no AUTH")
+    };
+    let auth = auth
+        .lines()
+        .find_map(|l| l.strip_prefix("Message-ID: "))
+        .unwrap()
+        .to_string();
+    c.handle_text(T0, &reply("AUTH_OK", "a", &auth, "", r#"{"session_token":"t"}"#));
+    let ev = drain(&mut c);
+    assert!(
+        matches!(ev.as_slice(), [ClientEvent::Ready { .. }, ClientEvent::AuthOk { .. }]),
+        "{ev:?}"
+    );
+    assert_eq!(c.state(), ClientState::Ready);
+}

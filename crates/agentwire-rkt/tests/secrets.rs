@@ -51,9 +51,9 @@ fn debug_hides_keys_and_tokens() {
     let ok = AuthOkBody {
         session_token: SECRET.into(),
         scopes: vec![],
-        expires_in: 60,
+        expires_in: Some(60),
     };
-    assert!(shown(&ok).contains("expires_in: 60"));
+    assert!(shown(&ok).contains("expires_in: Some(60)"));
     let did = AuthBody::Did {
         did: "did:example:1".into(),
         scopes: vec![],

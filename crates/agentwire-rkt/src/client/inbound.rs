@@ -298,7 +298,7 @@ impl ClientSession {
                         _ => ClientEvent::Failed {
                             error: RktError::local(
                                 ErrorKind::Decode,
-                                "AUTH_OK body is not {session_token, scopes, expires_in}",
+                                "AUTH_OK body is not {session_token, scopes?, expires_in?}",
                             )
                             .for_request(&id),
                             id,

@@ -450,7 +450,7 @@ pub fn handle(
                 &AuthOkBody {
                     session_token: token,
                     scopes,
-                    expires_in: cfg.token_lifetime_s,
+                    expires_in: Some(cfg.token_lifetime_s),
                 },
             );
         }
