@@ -407,6 +407,7 @@ async fn a_connect_timeout_names_the_phase_that_hung() {
         let silent_url = format!("ws://{}/rkt", silent.local_addr().unwrap());
         tokio::spawn(async move {
             let (tcp, _) = silent.accept().await.unwrap();
+            #[allow(clippy::result_large_err)] // tungstenite's callback returns its own error type
             let echo = |_: &Request, mut resp: Response| {
                 resp.headers_mut()
                     .insert("Sec-WebSocket-Protocol", "rkt.1.0".parse().unwrap());
