@@ -3,47 +3,8 @@
 use agentwire_core::{ErrorKind, Outgoing, SeededEntropy};
 use agentwire_rkt::*;
 
-const T0: u64 = 1_782_648_000_000;
-
-fn open() -> (ClientSession, String) {
-    let cfg = ClientConfig {
-        keepalive: false,
-        ..Default::default()
-    };
-    let mut c = ClientSession::new(cfg, Box::new(SeededEntropy::new(1)));
-    c.handle_open(T0);
-    let Some(Outgoing::Text(hello)) = c.poll_transmit() else {
-        panic!("no HELLO")
-    };
-    let id = hello.lines().find_map(|l| l.strip_prefix("Message-ID: ")).unwrap();
-    (c, id.to_string())
-}
-
-fn ready() -> ClientSession {
-    let (mut c, hello) = open();
-    c.handle_text(
-        T0,
-        &reply(
-            "HELLO_ACK",
-            "ack",
-            &hello,
-            "",
-            r#"{"agreed_version":1,"session_timeout":300}"#,
-        ),
-    );
-    drain(&mut c);
-    c
-}
-
-/// A server message answering `to`, with `extra` header lines and a body.
-fn reply(kind: &str, id: &str, to: &str, extra: &str, body: &str) -> String {
-    format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: {id}\nReply-To: {to}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n{extra}\n{body}")
-}
-
-fn drain(c: &mut ClientSession) -> Vec<ClientEvent> {
-    while c.poll_transmit().is_some() {}
-    std::iter::from_fn(|| c.poll_event()).collect()
-}
+mod common;
+use common::*;
 
 /// Unknown headers and unknown HELLO_ACK body keys are ignored; a newer minor start line is read.
 #[test]
