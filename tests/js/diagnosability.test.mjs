@@ -4,37 +4,12 @@
 // (From review B's reproductions, which failed on the reviewed tree.)
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { SwitchClient, RktClient, MoltZapClient } from "../../npm/dist/node.js";
-import { FakeRkt, FakeWebSocket, connectionState, last } from "./fake-ws.mjs";
+import { SwitchClient, RktClient, MoltZapClient } from "agentwire";
+import { FakeRkt, FakeWebSocket, connectionState, fakeRelay, last } from "./fake-ws.mjs";
 
 const b64url = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
 const token = (expS) => `${b64url({ sub: "a", agent_id: "a", exp: expS })}.sig`;
 
-/** A relay (and the backend minting its tokens) whose clock is `skewMs` behind the browser's:
- * it attaches a socket whose token has not expired by ITS clock, else closes 4401. */
-function skewedRelay(skewMs) {
-  const relayNow = () => Date.now() - skewMs;
-  const opened = [];
-  class Relay extends FakeWebSocket {
-    constructor(url, protocols) {
-      super(url);
-      this.token = protocols[1].slice("agentwire.token.".length);
-      opened.push(this);
-      setTimeout(() => {
-        if (this.readyState !== 0) return;
-        this.readyState = 1;
-        this.onopen({});
-        const { exp } = JSON.parse(Buffer.from(this.token.split(".")[0], "base64url"));
-        if (exp * 1000 > relayNow()) return this.onmessage({ data: connectionState });
-        this.readyState = 3;
-        this.onclose({ code: 4401, reason: "the relay token expired" });
-      });
-    }
-  }
-  // The backend mints 5-minute tokens by its clock (the relay's).
-  const mint = () => token(Math.floor(relayNow() / 1000) + 300);
-  return { Relay, opened, mint };
-}
 
 // A customer's PC whose clock is 10 minutes fast (a clock set by hand, a dead CMOS battery),
 // 5-minute tokens: every token looks expired by it. The backend and the relay agree and are right.
@@ -43,12 +18,12 @@ function skewedRelay(skewMs) {
 // no later", and never opened a socket.)
 test("a clock ahead of the relay's: a token that looks expired on arrival is used, a diagnostic names the clock, no renewal loop", { timeout: 15_000 }, async () => {
   const skew = 10 * 60_000;
-  const plain = skewedRelay(skew);
+  const plain = fakeRelay(skew);
   const ok = await SwitchClient.connect("http://relay", { token: plain.mint(), agentId: "a", webSocket: plain.Relay });
   assert.equal(ok.status().state, "live", "the relay accepts the token as minted");
   await ok.close();
 
-  const r = skewedRelay(skew);
+  const r = fakeRelay(skew);
   const events = [];
   let calls = 0;
   let error;
@@ -74,7 +49,7 @@ test("a clock ahead of the relay's: a token that looks expired on arrival is use
 });
 
 test("a clock ahead of the relay's, the same token minted again: the connect goes with it", { timeout: 15_000 }, async () => {
-  const r = skewedRelay(10 * 60_000);
+  const r = fakeRelay(10 * 60_000);
   const same = r.mint();
   const err = await SwitchClient.connect("http://relay", {
     token: same, agentId: "a", webSocket: r.Relay, refreshToken: async () => same,

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { SwitchClient } from "agentwire/switch";
 import { MoltZapClient } from "agentwire/moltzap";
 import { RktClient } from "agentwire/rkt";
-import { FakeRkt, FakeWebSocket, connectionState, last } from "./fake-ws.mjs";
+import { FakeRkt, FakeWebSocket, connectionState, fakeRelay, last } from "./fake-ws.mjs";
 
 const b64url = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
 /** A token shaped as a relay token (claims, then a signature the client never checks). */
@@ -541,34 +541,6 @@ test("a Switch client an exception left busy for good: status() and its calls sa
     await worker.terminate();
   }
 });
-
-/** A relay the test plays for every socket a Switch client opens (`opened`, in order): it
- * accepts the upgrade and, for a token whose `exp` has passed, closes with 4401 (the connection
- * then stops with kind `auth`), else attaches. `expire(ws)` is its close at the token's `exp`. */
-function fakeRelay() {
-  const opened = [];
-  class Relay extends FakeWebSocket {
-    constructor(url, protocols) {
-      super(url);
-      this.token = protocols[1].slice("agentwire.token.".length);
-      opened.push(this);
-      setTimeout(() => {
-        if (this.readyState !== 0) return;
-        this.readyState = 1;
-        this.onopen({});
-        const { exp } = JSON.parse(Buffer.from(this.token.split(".")[0], "base64url"));
-        if (exp * 1000 > Date.now()) return this.onmessage({ data: connectionState });
-        this.readyState = 3;
-        this.onclose({ code: 4401, reason: "the relay token expired" });
-      });
-    }
-  }
-  const expire = (ws) => {
-    ws.readyState = 3;
-    ws.onclose({ code: 1008, reason: "the relay token expired" });
-  };
-  return { Relay, opened, expire };
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** Waits for `cond`; fails after `ms` saying `what` (a function: what it says then). */

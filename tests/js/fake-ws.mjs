@@ -78,3 +78,36 @@ export class FakeRkt extends FakeWebSocket {
     this.onmessage({ data: lines.join("\n") });
   }
 }
+
+/** A relay the test plays for every socket a Switch client opens (`opened`, in order), with a
+ * clock `skewMs` behind this one (the backend's `mint` gives 5-minute tokens by it): it accepts
+ * the upgrade and, for a token whose `exp` has passed by its clock, closes with 4401 (the
+ * connection then stops with kind `auth`), else attaches. `expire(ws)` is its close at the
+ * token's `exp`. */
+export function fakeRelay(skewMs = 0) {
+  const relayNow = () => Date.now() - skewMs;
+  const opened = [];
+  class Relay extends FakeWebSocket {
+    constructor(url, protocols) {
+      super(url);
+      this.token = protocols[1].slice("agentwire.token.".length);
+      opened.push(this);
+      setTimeout(() => {
+        if (this.readyState !== 0) return;
+        this.readyState = 1;
+        this.onopen({});
+        const { exp } = JSON.parse(Buffer.from(this.token.split(".")[0], "base64url"));
+        if (exp * 1000 > relayNow()) return this.onmessage({ data: connectionState });
+        this.readyState = 3;
+        this.onclose({ code: 4401, reason: "the relay token expired" });
+      });
+    }
+  }
+  const expire = (ws) => {
+    ws.readyState = 3;
+    ws.onclose({ code: 1008, reason: "the relay token expired" });
+  };
+  const claims = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
+  const mint = () => `${claims({ sub: "a", agent_id: "a", exp: Math.floor(relayNow() / 1000) + 300 })}.sig`;
+  return { Relay, opened, expire, mint };
+}
