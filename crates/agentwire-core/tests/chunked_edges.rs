@@ -55,10 +55,30 @@ fn a_size_of_fifteen_hex_digits_is_read_and_sixteen_refused() {
     // Fifteen digits: a chunk this large opens, and its first bytes come out.
     let (r, out, done) = feed_all(&[b"fffffffffffffff\r\nabc"]);
     assert_eq!((r, out.as_slice(), done), (Ok(()), &b"abc"[..], false));
-    // Sixteen, though the value fits a u64 (and with leading zeros): refused.
-    for size in [&b"1000000000000000"[..], b"ffffffffffffffff", b"0000000000000003"] {
+    // Sixteen significant digits, though the value fits a u64: refused.
+    for size in [&b"1000000000000000"[..], b"ffffffffffffffff"] {
         let raw = [size, b"\r\nabc\r\n0\r\n\r\n"].concat();
         let (r, out, _) = feed_all(&[&raw]);
         assert!(r.is_err() && out.is_empty(), "{size:?}: {r:?}");
     }
+}
+
+#[test]
+fn leading_zeros_of_a_chunk_size_do_not_count_toward_its_bound() {
+    // RFC 9112 §7.1: chunk-size = 1*HEXDIG, any length. A small size padded
+    // with zeros is read, however many.
+    let forty = [&[b'0'; 39][..], b"3"].concat();
+    for size in [&b"0000000000000003"[..], &forty] {
+        let raw = [size, b"\r\nabc\r\n0000000000000000000\r\n\r\n"].concat();
+        let (r, out, done) = feed_all(&[&raw]);
+        assert_eq!((r, out.as_slice(), done), (Ok(()), &b"abc"[..], true), "{size:?}");
+    }
+    // Padding does not hide a real overflow: sixteen significant digits after
+    // the zeros are refused, with the same words.
+    let padded = [&[b'0'; 24][..], b"1000000000000000"].concat();
+    let raw = [padded.as_slice(), b"\r\nabc\r\n0\r\n\r\n"].concat();
+    let (r, out, _) = feed_all(&[&raw]);
+    let err = r.expect_err("sixteen significant digits");
+    assert!(err.starts_with("bad chunk size"), "{err}");
+    assert!(out.is_empty());
 }

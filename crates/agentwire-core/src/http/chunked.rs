@@ -94,11 +94,20 @@ impl Dechunker {
 fn chunk_size(line: &[u8]) -> Result<u64, String> {
     let text = std::str::from_utf8(line).map_err(|_| "chunk size is not text".to_owned())?;
     let hex = text.split(';').next().unwrap_or("").trim();
-    // Hex digits only (`from_str_radix` alone takes a leading `+`).
-    if hex.is_empty() || hex.len() > 15 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+    // Hex digits only (`from_str_radix` alone takes a leading `+`), any number
+    // of them (RFC 9112 §7.1 `1*HEXDIG`): leading zeros do not count toward the
+    // bound of fifteen significant digits.
+    if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!("bad chunk size {text:?}"));
     }
-    u64::from_str_radix(hex, 16).map_err(|_| format!("bad chunk size {text:?}"))
+    let significant = hex.trim_start_matches('0');
+    if significant.is_empty() {
+        return Ok(0);
+    }
+    if significant.len() > 15 {
+        return Err(format!("bad chunk size {text:?}"));
+    }
+    u64::from_str_radix(significant, 16).map_err(|_| format!("bad chunk size {text:?}"))
 }
 
 #[cfg(test)]
