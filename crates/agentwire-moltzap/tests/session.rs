@@ -228,6 +228,36 @@ fn current_unauthorized_tag_then_retry() {
 }
 
 #[test]
+fn a_tagged_invalid_request_answering_the_connect_is_its_error_not_a_fallback() {
+    // A `_tag` (on the error, or in its `data`) is the current generation's: the server speaks
+    // it, so its -32600 is the connect's error. A released server's refusal of the current
+    // connect carries none (probe-edges: "missing type").
+    for error in [
+        r#"{"code":-32600,"message":"Invalid request","_tag":"InvalidRequest"}"#,
+        r#"{"code":-32600,"message":"Invalid request","data":{"_tag":"InvalidRequest"}}"#,
+    ] {
+        for choice in [GenerationChoice::Auto, GenerationChoice::Current] {
+            let mut s = session(choice);
+            let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+            assert_eq!(sent(&mut s)[0]["method"], "agent/network/connect");
+            s.handle_text(1, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","error":{error}}}"#));
+            match &events(&mut s)[..] {
+                [Event::ConnectFailed { id: failed, error }] => {
+                    assert_eq!(failed, &id);
+                    assert_eq!(error.error.code, Some(-32600));
+                    assert_eq!(error.tag.as_deref(), Some("InvalidRequest"));
+                    // Not told it may be a released server: it said it is not.
+                    assert_eq!(error.error.message, "Invalid request", "{choice:?}");
+                }
+                other => panic!("{choice:?} {error}: {other:?}"),
+            }
+            assert!(sent(&mut s).is_empty(), "{choice:?} {error}: no released connect");
+            assert_eq!(s.generation(), Generation::Current);
+        }
+    }
+}
+
+#[test]
 fn auto_falls_back_to_released_on_invalid_request_frame() {
     let mut s = session(GenerationChoice::Auto);
     let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();

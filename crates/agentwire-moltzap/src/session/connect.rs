@@ -110,8 +110,10 @@ impl Session {
         let Some(c) = &mut self.connecting else { return };
         let id = c.id.clone();
         match outcome {
-            Outcome::Error(e) if c.may_fall_back && e.code == codes::INVALID_REQUEST => {
+            Outcome::Error(e) if c.may_fall_back && e.code == codes::INVALID_REQUEST && e.tag.is_none() => {
                 // A released server refusing a frame without `type`: retry as released, same id.
+                // Its errors carry no `_tag`; one that does is a current server's, and its
+                // refusal is the connect's error.
                 c.may_fall_back = false;
                 c.generation = Generation::Released;
                 self.generation = Generation::Released;
@@ -125,7 +127,7 @@ impl Session {
             }
             Outcome::Error(e) => {
                 let mut error = MoltZapError::remote(&e, Some(&Id::Str(id)));
-                if c.generation == Generation::Current && e.code == codes::INVALID_REQUEST {
+                if c.generation == Generation::Current && e.code == codes::INVALID_REQUEST && e.tag.is_none() {
                     // What a released server answers the current connect (no `type` field).
                     error.error.message.push_str(
                         " (a released-generation server refuses the current connect so: connect with generation auto or released)",
