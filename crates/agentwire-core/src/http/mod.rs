@@ -1,5 +1,5 @@
 //! HTTP/1.1 as the engines and drivers need it, sans-IO: the requests an engine describes
-//! ([`HttpRequest`]), and the decoders a driver reads an answer with ([`parse_head`],
+//! ([`HttpRequest`]), and the decoders a driver reads an answer with ([`parse_head`], [`HeadReader`],
 //! [`Dechunker`]), so every driver that speaks HTTP over its own socket frames answers the same way;
 //! and [`local`]: origins, and which `Host` and `Origin` a server for this machine only answers.
 
@@ -10,7 +10,7 @@ mod response;
 
 pub use chunked::{Dechunker, MAX_CHUNK_LINE};
 pub use request::{HttpRequest, Method};
-pub use response::{parse_head, Framing, Head};
+pub use response::{parse_head, Framing, Head, HeadReader};
 
 /// The most of a refused open's answer body (a WebSocket upgrade's or an event stream's) that
 /// counts, in bytes: every driver reads at most this much and hands it on, and the Switch engine

@@ -1,12 +1,12 @@
 //! A small HTTP/1.1 client over a [`crate::tls::dial`] stream (plain, or TLS for `https://`), shared by the drivers (Switch operations,
 //! beats and SSE streams; MoltZap registration): one request per connection
 //! (`Connection: close`) with `Authorization: Bearer <key>` added when a key is given, the response head
-//! read with [`agentwire_core::http::parse_head`] (at most [`MAX_HEAD_BYTES`]), and the body by
+//! read with [`agentwire_core::http::HeadReader`] (at most [`MAX_HEAD_BYTES`]), and the body by
 //! `Content-Length`, `chunked` (decoded incrementally by [`Dechunker`], so an SSE stream is read
 //! as it arrives) or up to the close.
 
 use crate::tls::{self, Stream};
-use agentwire_core::http::{parse_head, Dechunker, Framing, Head};
+use agentwire_core::http::{parse_head, Dechunker, Framing, Head, HeadReader};
 use agentwire_core::{Error, ErrorKind, HttpRequest};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -253,11 +253,16 @@ impl Response {
         written.map_err(|e| closed(format!("cannot send to {}: {e}", origin.authority())))?;
         let mut buf = Vec::with_capacity(1024);
         loop {
+            // Parses only when the head may be whole: a head trickled a byte at a time is not
+            // parsed again from its start for every byte.
+            let mut reader = HeadReader::new();
             let Head { status, len, framing } = loop {
-                if let Some(head) = parse_head(&buf)? {
+                if let Some(head) = reader.poll(&buf)? {
                     break head;
                 }
                 if buf.len() >= MAX_HEAD_BYTES {
+                    // Malformed is said before too long, as when every read was parsed.
+                    parse_head(&buf)?;
                     return Err(Error::new(
                         ErrorKind::Limit,
                         format!("HTTP answer head over {MAX_HEAD_BYTES} bytes"),
@@ -270,6 +275,7 @@ impl Response {
                     .await
                     .map_err(|e| closed(format!("{}: {e}", origin.authority())))?;
                 if n == 0 {
+                    parse_head(&buf)?;
                     return Err(closed(format!(
                         "{} closed the connection before answering",
                         origin.authority()
