@@ -542,6 +542,27 @@ test("a Switch client an exception left busy for good: status() and its calls sa
   }
 });
 
+// A stack overflow inside one client's delivery (its batch of calls cut short, or the microtask
+// that drains deferred input not queued) stopped every other client of the module: their
+// replies and events were queued behind the cut batch for good (a request of another client
+// never answered). In a worker thread, ended if it hangs.
+test("a stack overflow inside one client's delivery does not stop another client's", async () => {
+  const { Worker } = await import("node:worker_threads");
+  const worker = new Worker(new URL("./overflowed.mjs", import.meta.url));
+  try {
+    const got = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("no answer within 10 s: the thread spins")), 10_000);
+      worker.once("message", (m) => (clearTimeout(timer), resolve(m)));
+      worker.once("error", (e) => (clearTimeout(timer), reject(e)));
+    });
+    assert.ok(got.tries > 100, `overflowed at ${got.tries} depths`);
+    assert.equal(got.other, "resolved");
+    assert.deepEqual(got.events, ["error"]);
+  } finally {
+    await worker.terminate();
+  }
+});
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** Waits for `cond`; fails after `ms` saying `what` (a function: what it says then). */
 async function until(what, cond, ms = 5_000) {

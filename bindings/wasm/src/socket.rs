@@ -113,27 +113,54 @@ impl Calls {
                 false
             }
         });
-        if nested {
-            return;
+        match nested {
+            // The run below on the stack makes them; or none is, when an exception thrown
+            // through the module (a JavaScript stack overflow) cut a run short: its queue was
+            // left behind, and with it every driver's calls for good. A microtask takes it over.
+            true => soon(&RESCUE_QUEUED, &RESCUE),
+            false => run_queued(),
         }
-        while let Some((f, arg, extra)) =
-            RUNNING.with(|queue| queue.borrow_mut().as_mut().and_then(VecDeque::pop_front))
-        {
-            let r = match extra {
-                None => f.call1(&JsValue::UNDEFINED, &arg),
-                Some((a, b)) => f.call3(&JsValue::UNDEFINED, &arg, &a, &b),
-            };
-            if let Err(e) = r {
-                report(&e);
-            }
+    }
+}
+
+/// Makes the calls queued in [`RUNNING`] in order, then clears it.
+fn run_queued() {
+    while let Some((f, arg, extra)) = RUNNING.with(|queue| queue.borrow_mut().as_mut().and_then(VecDeque::pop_front)) {
+        let r = match extra {
+            None => f.call1(&JsValue::UNDEFINED, &arg),
+            Some((a, b)) => f.call3(&JsValue::UNDEFINED, &arg, &a, &b),
+        };
+        if let Err(e) = r {
+            report(&e);
         }
-        RUNNING.with(|queue| queue.borrow_mut().take());
+    }
+    RUNNING.with(|queue| queue.borrow_mut().take());
+}
+
+/// A queue of calls still there under a microtask (nothing of this module is on the stack then)
+/// is one a run cut short left behind: its calls, and those queued behind them since, are made.
+fn rescue_calls() {
+    RESCUE_QUEUED.with(|q| q.set(false));
+    if RUNNING.with(|queue| queue.borrow().is_some()) {
+        run_queued();
+    }
+}
+
+/// Queues `f` as a microtask unless `queued` says it is already; `queued` is set only once the
+/// host took it, so an exception thrown by `queueMicrotask` (a stack overflow) leaves it to the
+/// next call.
+fn soon(queued: &'static std::thread::LocalKey<Cell<bool>>, f: &'static std::thread::LocalKey<Closure<dyn FnMut()>>) {
+    if !queued.with(Cell::get) {
+        f.with(|f| queue_microtask(f.as_ref().unchecked_ref()));
+        queued.with(|q| q.set(true));
     }
 }
 
 thread_local! {
     /// The calls being made by [`Calls::run`], and those queued behind them meanwhile.
     static RUNNING: RefCell<Option<VecDeque<Call>>> = const { RefCell::new(None) };
+    static RESCUE: Closure<dyn FnMut()> = Closure::new(rescue_calls);
+    static RESCUE_QUEUED: Cell<bool> = const { Cell::new(false) };
 }
 
 fn report(e: &JsValue) {
@@ -173,15 +200,13 @@ fn deliver_now(sink: &Weak<RefCell<dyn Sink>>, input: Input) -> Result<(), Input
     taken
 }
 
+/// Queues `input` for [`drain_deferred`]. The drain is queued once per batch by a flag, not by
+/// the queue's length: an input queued by a call that an exception then cut short (a stack
+/// overflow at `queueMicrotask`) left the queue never empty again, and every driver's input was
+/// deferred behind it for good.
 fn defer(sink: Weak<RefCell<dyn Sink>>, input: Input) {
-    let first = DEFERRED.with(|d| {
-        let mut d = d.borrow_mut();
-        d.push_back((sink, input));
-        d.len() == 1
-    });
-    if first {
-        DRAIN.with(|f| queue_microtask(f.as_ref().unchecked_ref()));
-    }
+    DEFERRED.with(|d| d.borrow_mut().push_back((sink, input)));
+    soon(&DRAIN_QUEUED, &DRAIN);
 }
 
 /// Delivers the deferred inputs in order. Nothing of this module is on the stack under a
@@ -191,6 +216,7 @@ fn defer(sink: Weak<RefCell<dyn Sink>>, input: Input) {
 /// for it re-queued the microtask forever and took the whole isolate, and its client refuses
 /// every later call ([`deliver_calls`]).
 fn drain_deferred() {
+    DRAIN_QUEUED.with(|q| q.set(false));
     while let Some((sink, input)) = DEFERRED.with(|d| d.borrow_mut().pop_front()) {
         if deliver_now(&sink, input).is_err() {
             if sink.strong_count() == 0 {
@@ -234,6 +260,7 @@ pub(crate) type SinkRef = Weak<RefCell<dyn Sink>>;
 thread_local! {
     static DEFERRED: RefCell<VecDeque<(SinkRef, Input)>> = const { RefCell::new(VecDeque::new()) };
     static DRAIN: Closure<dyn FnMut()> = Closure::new(drain_deferred);
+    static DRAIN_QUEUED: Cell<bool> = const { Cell::new(false) };
     /// The drivers found borrowed for good by [`drain_deferred`]. A `Weak`: while it is here its
     /// memory is not reused by another driver (a raw address was, which then got the broken
     /// driver's message for a real re-entrant call); pruned once freed.
