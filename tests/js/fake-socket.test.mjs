@@ -194,6 +194,49 @@ test("Switch events() past its buffer: none is lost", { timeout: 20_000 }, async
   }
 });
 
+// Switch engines hold events back while `events()` is not read, up to `maxQueuedBytes` each
+// (64 MiB), all in one wasm memory: 64 clients of a flooding server filled its 4 GiB, and the
+// instance trapped ("unreachable") for every client. What they hold together is now bounded
+// (256 MiB): past it an engine takes no more until its page reads (none is lost).
+test("Switch engines holding events back share one bound for the module", { timeout: 60_000 }, async () => {
+  const sockets = [];
+  class Sw extends FakeWebSocket {
+    constructor(url) {
+      super(url);
+      sockets.push(this);
+    }
+  }
+  const payload = "x".repeat(900_000);
+  const message = (n) => JSON.stringify({ event: "message", data: { type: "message", room_id: "r", payload, sequence: n }, id: n });
+  const clients = [];
+  try {
+    for (let i = 0; i < 6; i++) {
+      const connecting = SwitchClient.connect("http://fake", { token: "t", agentId: "a", webSocket: Sw, maxBufferedBytes: 1 << 20 });
+      const ws = sockets.at(-1);
+      ws.readyState = 1;
+      ws.onopen({});
+      ws.onmessage({ data: connectionState });
+      clients.push(await connecting);
+      for (let n = 1; n <= 80; n++) ws.onmessage({ data: message(n) });
+    }
+    // Each engine says how much it held when it stopped taking events.
+    const held = [];
+    for (const client of clients) {
+      for await (const e of client.events()) {
+        const m = e.type === "diagnostic" && /wait to be polled/.test(e.error.message) && e.error.message.match(/\((\d+) bytes\)/);
+        if (m) {
+          held.push(Number(m[1]));
+          break;
+        }
+      }
+    }
+    const total = held.reduce((a, b) => a + b, 0);
+    assert.ok(total <= (256 << 20) + 6 * 1_000_000, `held together ${total} bytes: ${held.join(", ")}`);
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+});
+
 // A connection that stops while events are held back still ends: `stopped` comes after every
 // held event (nothing would release the hold otherwise), and a buffer of 0 still moves.
 test("Switch events() held back: a stop still ends the connection, and a buffer of 0 still moves", { timeout: 10_000 }, async () => {

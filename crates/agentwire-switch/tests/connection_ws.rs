@@ -1579,6 +1579,26 @@ fn the_queue_is_bounded_in_bytes_too_and_loses_nothing() {
     assert_eq!(rest, (last + 1..=6).collect::<Vec<_>>());
 }
 
+/// `set_max_queued_bytes` lowers the bound of a running connection (a host sharing one memory
+/// between connections): events past it wait, as past the configured one; `queued_bytes` is
+/// what it counts.
+#[test]
+fn the_byte_bound_can_be_lowered_while_the_connection_runs() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    let one = message(1).len();
+    d.text(&message(1));
+    let held = d.conn.queued_bytes();
+    assert!(held > 0 && held < one, "{held}");
+    d.conn.set_max_queued_bytes(held);
+    d.text(&message(2));
+    let (_, e) = d.drain();
+    assert_eq!(sequences(&e), vec![1]);
+    assert!(e
+        .iter()
+        .any(|e| matches!(e, Event::Diagnostic(err) if err.kind == ErrorKind::Limit && err.message.contains("bytes"))));
+    assert_eq!(d.conn.queued_bytes(), 0);
+}
+
 /// Every text a domain event owns counts: `bridge_id`, `channel_type` and an unknown kind's name
 /// are the server's to fill (a memory review held 4 GiB of them under a 64 MiB bound).
 #[test]

@@ -6,7 +6,7 @@
 //! Operations (`op`, `listOps`, subscribe, ...) are `fetch` calls built and decoded by the
 //! engine's `ops` module.
 
-use super::driver::{take_call, Driver};
+use super::driver::{take_call, Driver, QueueShare};
 use super::fetch::{self, FetchError};
 use super::options;
 use super::refresh::{check_token, token_exp, Refresh};
@@ -106,6 +106,7 @@ impl SwitchDriver {
         // Past the engine's own beat timeout, which decides first (as the native driver does).
         let http_timeout_ms = parsed.cfg.beat_timeout_ms.saturating_add(1_000);
         let open_timeout_ms = parsed.cfg.open_timeout_ms;
+        let share = QueueShare::new(parsed.cfg.max_queued_bytes);
         let state = Rc::new_cyclic(|me| {
             RefCell::new(Driver {
                 conn: Connection::new(parsed.cfg, Box::new(JsEntropy)),
@@ -129,6 +130,7 @@ impl SwitchDriver {
                 no_web_socket: None,
                 held: false,
                 last_problem: None,
+                share,
             })
         });
         state.borrow_mut().timer = Some(timer(as_sink(&state)));

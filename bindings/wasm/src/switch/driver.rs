@@ -12,7 +12,7 @@ use agentwire_core::{ErrorKind, Millis};
 use agentwire_switch::connection::{OpenRequest, Transmit};
 use agentwire_switch::{Connection, Event, HttpRequest, State, SwitchError, Wire};
 use js_sys::Function;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 use wasm_bindgen_futures::spawn_local;
 use web_sys::AbortController;
@@ -102,6 +102,47 @@ pub(super) struct Driver {
     /// The reason of the last `disconnected` (`status()`'s `lastProblem`, and a connect's
     /// timeout says it).
     pub(super) last_problem: Option<String>,
+    /// Its part of [`INSTANCE_QUEUED_BYTES`].
+    pub(super) share: QueueShare,
+}
+
+/// The bytes of domain events every Switch engine of this instance may hold for its page (events
+/// waiting while `events()` is not read), together: they share one wasm memory, which a bound of
+/// 64 MiB each did not keep within its 4 GiB (64 clients filled it, and the instance trapped for
+/// every client). Past it an engine takes no more events until its page reads some (they wait
+/// for the reopen from its cursor: none is lost); each still takes one at a time.
+const INSTANCE_QUEUED_BYTES: usize = 256 << 20;
+
+thread_local! {
+    /// What the engines of this instance hold, as each last counted it.
+    static QUEUED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A driver's part of [`INSTANCE_QUEUED_BYTES`]: its own bound (`maxQueuedBytes`) and the bytes
+/// its engine held when last counted.
+pub(super) struct QueueShare {
+    own: usize,
+    counted: usize,
+}
+
+impl QueueShare {
+    pub(super) fn new(own: usize) -> QueueShare {
+        QueueShare { own, counted: 0 }
+    }
+
+    /// Before input that may queue events: the engine's bound is what the others leave of the
+    /// instance's, never more than its own, and at least 1 (an event at a time still goes).
+    pub(super) fn bound(&self, conn: &mut Connection) {
+        let others = QUEUED.with(Cell::get).saturating_sub(self.counted);
+        let left = INSTANCE_QUEUED_BYTES.saturating_sub(others);
+        conn.set_max_queued_bytes(self.own.min(left).max(1));
+    }
+
+    /// After: counts what the engine holds now (`0` once the driver is gone).
+    fn count(&mut self, held: usize) {
+        QUEUED.with(|q| q.set(q.get().saturating_sub(self.counted).saturating_add(held)));
+        self.counted = held;
+    }
 }
 
 impl Sink for Driver {
@@ -123,6 +164,7 @@ impl Driver {
         let Some(current) = self.socket.as_mut().filter(|c| c.epoch == epoch) else {
             return; // a replaced socket
         };
+        self.share.bound(&mut self.conn);
         match input {
             Input::Open => {
                 current.opened = true;
@@ -196,6 +238,7 @@ impl Driver {
                 break;
             }
         }
+        self.share.count(self.conn.queued_bytes());
         let stopped = self.conn.state() == State::Stopped;
         if stopped {
             self.on_event = None;
@@ -351,6 +394,7 @@ impl Drop for Driver {
     /// The sockets and the timer go in a later task: the driver may be freed from a callback of
     /// one of them.
     fn drop(&mut self) {
+        self.share.count(0);
         for (_, c) in self.calls_in_flight.drain(..).chain(self.ops_in_flight.drain(..)) {
             fetch::abort(&c);
         }

@@ -131,6 +131,7 @@ impl Driver {
         let Some(current) = self.socket.as_mut().filter(|c| c.epoch == epoch) else {
             return false; // a replaced stream
         };
+        self.share.bound(&mut self.conn);
         match input {
             Stream::Open => {
                 current.opened = true;

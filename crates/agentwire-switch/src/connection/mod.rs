@@ -500,6 +500,19 @@ impl Connection {
         &self.cfg
     }
 
+    /// What [`ConnectionConfig::max_queued_bytes`] counts now: the text of the domain events
+    /// queued and not yet polled.
+    pub fn queued_bytes(&self) -> usize {
+        self.queued_bytes
+    }
+
+    /// Changes [`ConnectionConfig::max_queued_bytes`] while the connection runs (a host whose
+    /// connections share one memory lowers it as the others fill it): an event past it waits
+    /// for the reopen from the cursor, as past the configured bound; none is lost. 0 is taken as 1.
+    pub fn set_max_queued_bytes(&mut self, n: usize) {
+        self.cfg.max_queued_bytes = n.max(1);
+    }
+
     // ---- commands -----------------------------------------------------------------------
 
     /// Opens the connection (the first [`Transmit::Open`]). The open parameters are checked
