@@ -583,6 +583,19 @@ mod tests {
         }
     }
 
+    /// [`Gap::to_json`] (what the component hands its host apart) is the event's `gap`.
+    #[test]
+    fn a_gap_alone_is_the_events_gap() {
+        let mut gaps = 0;
+        for e in every_variant() {
+            if let Event::Event { gap: Some(g), .. } = &e {
+                gaps += 1;
+                assert_eq!(g.to_json(), e.to_json()["gap"]);
+            }
+        }
+        assert_eq!(gaps, 2);
+    }
+
     #[test]
     fn error_text_is_the_same_object() {
         for e in every_variant() {
