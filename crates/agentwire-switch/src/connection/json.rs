@@ -640,9 +640,12 @@ mod tests {
     }
 
     /// A room id, a payload or a control frame's data longer than the text's first guess at its
-    /// size is written whole, as text and lazily.
+    /// size is written whole, as text and lazily, in a string sized from its parts: at most
+    /// twice its length (one doubling past the guess), never a multiple of a part (a 1 MiB
+    /// payload is not 100 MiB of memory) nor the payload's size when it is left apart.
     #[test]
     fn long_fields_are_written_whole() {
+        let sized = |t: &String| assert!(t.capacity() <= 2 * t.len(), "{} for {}", t.capacity(), t.len());
         let mut event = domain(&format!(r#"{{"body":"{}"}}"#, "b".repeat(1000)), true);
         event.room_id = "r".repeat(300);
         for e in [
@@ -655,7 +658,9 @@ mod tests {
             let text = e.to_json_string();
             let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|err| panic!("{text}: {err}"));
             assert_eq!(parsed, e.to_json(), "{text}");
+            sized(&text);
             let lazy = e.to_json_lazy();
+            sized(&lazy.envelope);
             let mut parsed: Value = serde_json::from_str(&lazy.envelope).unwrap_or_else(|err| panic!("{err}"));
             let (field, raw) = lazy.payload.expect("a payload apart");
             parsed[field] = serde_json::from_str(raw).unwrap_or_else(|err| panic!("{raw}: {err}"));
