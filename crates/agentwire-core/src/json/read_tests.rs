@@ -398,3 +398,17 @@ fn a_key_repeated_at_any_position_of_the_allowed_ones_is_found() {
     assert_eq!(odd(r#"{"k64":1,"k0":2}"#, &allowed), None);
     assert_eq!(odd(r#"{"k64":1,"k64":2}"#, &allowed).as_deref(), Some("k64"));
 }
+
+#[test]
+fn a_malformed_escape_becomes_u_fffd_not_a_panic() {
+    // `unescape` reads only strings the parser checked; its documented fallback for any other
+    // text, which no parsed text reaches.
+    use super::unescape;
+    assert_eq!(
+        unescape("a\\é b"),
+        "a\u{fffd}é b",
+        "a backslash before a non-ASCII char"
+    );
+    assert_eq!(unescape("a\\"), "a\u{fffd}", "a backslash at the end");
+    assert_eq!(unescape("a\\u12"), "a\u{fffd}", "a \\u escape cut short");
+}
