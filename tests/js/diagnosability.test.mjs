@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SwitchClient, RktClient, MoltZapClient } from "agentwire";
-import { FakeRkt, FakeWebSocket, connectionState, fakeRelay, last } from "./fake-ws.mjs";
+import { FakeRkt, FakeWebSocket, connectionState, fakeRelay, last, rktHeader } from "./fake-ws.mjs";
 
 const b64url = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
 const token = (expS) => `${b64url({ sub: "a", agent_id: "a", exp: expS })}.sig`;
@@ -174,6 +174,36 @@ test("connect's timeoutMs names the phase it stopped in (the socket not open, no
   const silent = await RktClient.connect("wss://rkt.example/rkt", { webSocket: OpensSilent, timeoutMs: 300 }).then(() => undefined, (e) => e);
   assert.equal(hung.message, "no RKT session within 300 ms (the WebSocket did not open)");
   assert.equal(silent.message, "no RKT session within 300 ms (no HELLO_ACK)");
+});
+
+/** An RKT server that answers HELLO with a message of a type the client does not know (after
+ * `first`, text that cannot be read, when given), then closes with `code` and `reason`. */
+const closesInTheHandshake = (first, code, reason) =>
+  class extends FakeRkt {
+    send(text) {
+      if (!text.startsWith("RKT/1.0 HELLO\n")) return;
+      this.session = rktHeader(text, "Session-ID");
+      setTimeout(() => {
+        if (first) this.onmessage({ data: first });
+        this.reply(rktHeader(text, "Message-ID"), "HELLO_WAIT", '{"retry_in":1}');
+        this.readyState = 3;
+        this.onclose({ code, reason });
+      });
+    }
+  };
+
+// A server that closes the handshake after a message of a type the client does not know: that
+// message ended nothing, the close says why the connect failed (it failed with "unknown message
+// type"); after text that could not be read, that text's `decode` error says more.
+test("a close after a message of an unknown type fails the connect with the close, after unreadable text with its decode", { timeout: 10_000 }, async () => {
+  const failed = (first, code, reason) =>
+    RktClient.connect("ws://rkt.example/rkt", { webSocket: closesInTheHandshake(first, code, reason) }).then((c) => (c.close(), undefined), (e) => e);
+  const closed = await failed("", 1013, "try again later");
+  assert.equal(closed.kind, "closed", closed.message);
+  assert.match(closed.message, /1013 try again later/);
+  const garbage = await failed("{", 1011, "garbage over");
+  assert.equal(garbage.kind, "decode", garbage.message);
+  assert.doesNotMatch(garbage.message, /HELLO_WAIT/);
 });
 
 /** A socket that never opens and fires only `close` 1006 (no `error` first). */

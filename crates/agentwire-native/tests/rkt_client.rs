@@ -440,6 +440,56 @@ async fn a_connect_timeout_names_the_phase_that_hung() {
     .await
 }
 
+/// A peer that answers HELLO with `first` (text; `{hello}` is the HELLO's Message-ID), then a
+/// message of a type the client does not know, then closes with `code` and `reason`. Returns
+/// the `ws://` URL.
+async fn closes_in_the_handshake(first: &'static str, code: u16, reason: &'static str) -> String {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let (mut ws, hello) = common::rkt_accept(tcp).await.unwrap();
+        let wait = format!(
+            "RKT/1.0 HELLO_WAIT\nVersion: 1\nMessage-ID: w-1\nReply-To: {hello}\nSession-ID: s-1\n\
+             Timestamp: 2026-06-28T12:00:00Z\nTTL: 30\n\n{{\"retry_in\":1}}"
+        );
+        for text in [first.replace("{hello}", &hello), wait] {
+            if !text.is_empty() {
+                let _ = ws.send(Message::text(text)).await;
+            }
+        }
+        let frame = CloseFrame {
+            code: code.into(),
+            reason: reason.into(),
+        };
+        let _ = ws.send(Message::Close(Some(frame))).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    });
+    url
+}
+
+/// A server that closes the handshake after a message of a type the client does not know fails
+/// the connect with its close (`closed`, code and reason), since that message ended nothing (it
+/// failed with that message's "unknown message type" error); one that first sent text that could
+/// not be read fails it with that text's `decode` error, which says more than the close.
+#[tokio::test]
+async fn a_close_after_an_unknown_message_type_fails_the_connect_with_the_close() {
+    bounded(async {
+        let url = closes_in_the_handshake("", 1013, "try again later").await;
+        let e = RktClient::connect(&url, ClientConfig::default()).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+        assert!(e.error.message.contains("1013 try again later"), "{e}");
+        let url = closes_in_the_handshake("{", 1011, "garbage over").await;
+        let e = RktClient::connect(&url, ClientConfig::default()).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Decode, "{e}");
+        assert!(!e.error.message.contains("HELLO_WAIT"), "{e}");
+    })
+    .await
+}
+
 #[tokio::test]
 async fn connect_failures_are_typed() {
     bounded(async {

@@ -166,6 +166,39 @@ fn an_unknown_message_type_answering_the_hello_does_not_end_the_handshake() {
     assert!(matches!(ev.as_slice(), [ClientEvent::Ready { .. }]), "{ev:?}");
 }
 
+/// What a driver's connect fails with when the server closes before HELLO_ACK
+/// ([`ClientSession::handshake_error`]): after a message of an unknown type, nothing, so the
+/// close (its code and reason) is reported, as that message ended nothing (it was the
+/// "unknown message type" error); after text that could not be read, its `decode` error, also
+/// when a message of an unknown type came after it. Past `Ready`, no error is the handshake's.
+#[test]
+fn a_close_after_an_unknown_message_type_fails_the_handshake_not_that_message() {
+    let (mut c, hello) = open();
+    c.handle_text(T0, &reply("HELLO_WAIT", "w", &hello, "", ""));
+    c.handle_close(T0, 1013, "try again later");
+    let ev = drain(&mut c);
+    assert!(
+        matches!(
+            ev.as_slice(),
+            [ClientEvent::Error(_), ClientEvent::Closed { code: 1013, .. }]
+        ),
+        "{ev:?}"
+    );
+    assert!(c.handshake_error().is_none(), "{:?}", c.handshake_error());
+
+    let (mut c, hello) = open();
+    c.handle_text(T0, "{");
+    c.handle_text(T0, &reply("HELLO_WAIT", "w", &hello, "", ""));
+    c.handle_close(T0, 1011, "garbage over");
+    let e = c.handshake_error().expect("the text that could not be read");
+    assert_eq!(e.kind(), ErrorKind::Decode);
+    assert!(!e.error.message.contains("HELLO_WAIT"), "{}", e.error.message);
+
+    let mut c = ready();
+    c.handle_text(T0, "{");
+    assert!(c.handshake_error().is_none(), "{:?}", c.handshake_error());
+}
+
 /// A message of an unknown type that is malformed besides (here a `Timestamp` without a zone)
 /// fails the command it names at once, as any malformed answer does (the server may have acted
 /// on the command), naming the header at fault.

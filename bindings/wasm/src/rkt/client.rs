@@ -34,6 +34,8 @@ struct Driver {
     on_event: Option<Function>,
     /// Until HELLO_ACK: `(resolve(ready JSON), reject(error))`.
     ready: Option<(Function, Function)>,
+    /// Why the socket failed the handshake (it never opened, or its upgrade was refused); the
+    /// session keeps its own (`ClientSession::handshake_error`).
     handshake_error: Option<RktError>,
     /// Until the socket opens: when it must have.
     opening: Option<OpenDeadline>,
@@ -158,13 +160,7 @@ impl Driver {
                 Some(Waiter::Stream { end, .. }) => calls.push(&end, err(&error)),
                 None => {}
             },
-            ClientEvent::Error(ref error) => {
-                if self.ready.is_some() {
-                    self.handshake_error = Some(error.clone());
-                }
-                self.emit(calls, &event);
-            }
-            ClientEvent::Goodbye => self.emit(calls, &event),
+            ClientEvent::Error(_) | ClientEvent::Goodbye => self.emit(calls, &event),
             ClientEvent::Closed { code, ref reason } => {
                 self.closed = true;
                 crate::socket::ended(&mut self.how, code, reason);
@@ -173,9 +169,9 @@ impl Driver {
                         "{}: connection closed ({code} {reason}) during the handshake",
                         agentwire_core::redact::url(&self.url)
                     );
-                    let error = self
-                        .handshake_error
-                        .take()
+                    // The socket's own (never opened, refused), else the session's.
+                    let error = (self.handshake_error.take())
+                        .or_else(|| self.session.handshake_error().cloned())
                         .unwrap_or_else(|| RktError::local(ErrorKind::Closed, m));
                     calls.push(&reject, err(&error));
                 }

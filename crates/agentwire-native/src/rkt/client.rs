@@ -453,7 +453,6 @@ fn start(url: String, ws: WebSocketStream<Counted<Stream>>, cfg: ClientConfig) -
         ending: ending.clone(),
         waiting: Waiting::default(),
         ready: Some(ready),
-        handshake_error: None,
         closers: Vec::new(),
         notices,
     };
@@ -496,8 +495,6 @@ struct Routes {
     waiting: Waiting<Waiter>,
     /// Until HELLO_ACK: who waits for the session to be ready.
     ready: Option<Reply<ServerInfo>>,
-    /// Why the handshake failed, reported when the session closes.
-    handshake_error: Option<RktError>,
     closers: Vec<oneshot::Sender<()>>,
     /// To [`RktClient::events`].
     notices: EventTx<ClientEvent>,
@@ -610,9 +607,8 @@ impl Handler<ClientSession> for Routes {
                 }
             }
             ClientEvent::Error(error) => {
-                if self.ready.is_some() {
-                    self.handshake_error = Some(error);
-                } else if self.notices.slots() > 2 {
+                // Before `Ready`, the session keeps the handshake's (`handshake_error`).
+                if self.ready.is_none() && self.notices.slots() > 2 {
                     let _ = self.notices.try_send(ClientEvent::Error(error));
                 }
             }
@@ -628,10 +624,8 @@ impl Handler<ClientSession> for Routes {
                 }
                 if let Some(ready) = self.ready.take() {
                     let m = format!("connection closed ({code} {reason}) during the handshake");
-                    let error = self
-                        .handshake_error
-                        .take()
-                        .unwrap_or_else(|| RktError::local(ErrorKind::Closed, m));
+                    let error =
+                        (session.handshake_error().cloned()).unwrap_or_else(|| RktError::local(ErrorKind::Closed, m));
                     let _ = ready.send(Err(error));
                 } else {
                     let _ = self.notices.try_send(ClientEvent::Closed { code, reason });

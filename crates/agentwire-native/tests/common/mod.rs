@@ -22,12 +22,32 @@ pub async fn server(cfg: ReferenceConfig) -> ServerHandle {
 /// The server's side of an RKT open on `stream`: the upgrade (echoing `rkt.1.0`), then a
 /// HELLO_ACK to the client's HELLO. `None` when the client leaves before its HELLO.
 #[allow(dead_code)] // not every test binary that includes this module uses it
-#[allow(clippy::result_large_err)] // tungstenite's upgrade callback returns its `ErrorResponse`
 pub async fn rkt_hello<S>(stream: S) -> Option<tokio_tungstenite::WebSocketStream<S>>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    use futures_util::{SinkExt, StreamExt};
+    use futures_util::SinkExt;
+    let (mut ws, id) = rkt_accept(stream).await?;
+    let ack = format!(
+        "RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: ack-1\nReply-To: {id}\nSession-ID: s-1\n\
+         Timestamp: 2026-06-28T12:00:00Z\nTTL: 30\nContent-Type: application/json\n\n\
+         {{\"agreed_version\":1,\"session_timeout\":300}}"
+    );
+    ws.send(tokio_tungstenite::tungstenite::Message::text(ack))
+        .await
+        .unwrap();
+    Some(ws)
+}
+
+/// The server's side of an RKT open on `stream` up to the client's HELLO: the upgrade (echoing
+/// `rkt.1.0`) and the HELLO's Message-ID. `None` when the client leaves before its HELLO.
+#[allow(dead_code)] // not every test binary that includes this module uses it
+#[allow(clippy::result_large_err)] // tungstenite's upgrade callback returns its `ErrorResponse`
+pub async fn rkt_accept<S>(stream: S) -> Option<(tokio_tungstenite::WebSocketStream<S>, String)>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures_util::StreamExt;
     use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
     use tokio_tungstenite::tungstenite::Message;
 
@@ -50,13 +70,7 @@ where
         .unwrap()
         .trim()
         .to_string();
-    let ack = format!(
-        "RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: ack-1\nReply-To: {id}\nSession-ID: s-1\n\
-         Timestamp: 2026-06-28T12:00:00Z\nTTL: 30\nContent-Type: application/json\n\n\
-         {{\"agreed_version\":1,\"session_timeout\":300}}"
-    );
-    ws.send(Message::text(ack)).await.unwrap();
-    Some(ws)
+    Some((ws, id))
 }
 
 /// A peer on 127.0.0.1 that answers one WebSocket upgrade with HTTP `status`. Returns its

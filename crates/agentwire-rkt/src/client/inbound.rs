@@ -72,8 +72,7 @@ impl ClientSession {
             | MessageType::Pong => self.on_reply(now, msg),
             other => {
                 let e = RktError::local(ErrorKind::Protocol, format!("a server does not send {other}; dropped"));
-                self.events
-                    .push_back(ClientEvent::Error(e.for_request(msg.message_id())));
+                self.report(e.for_request(msg.message_id()));
             }
         }
     }
@@ -81,7 +80,7 @@ impl ClientSession {
     pub(super) fn on_hello_ack(&mut self, now: Millis, msg: Message) {
         if self.state != ClientState::Handshaking || msg.reply_to() != self.hello_id.as_deref() {
             let e = RktError::local(ErrorKind::Protocol, "unexpected HELLO_ACK; dropped");
-            self.events.push_back(ClientEvent::Error(e));
+            self.report(e);
             return;
         }
         // Read at or past the handshake's deadline, before the driver reported it: too late, as
@@ -103,7 +102,7 @@ impl ClientSession {
                     ErrorKind::Decode,
                     "HELLO_ACK body is not {agreed_version, session_timeout}",
                 );
-                self.events.push_back(ClientEvent::Error(e));
+                self.report(e);
                 self.close(1002, "bad HELLO_ACK");
                 return;
             }
@@ -115,7 +114,7 @@ impl ClientSession {
             );
             let mut e = RktError::local(ErrorKind::Version, m);
             e.error.code = Some(crate::errors::codes::VERSION_UNSUPPORTED);
-            self.events.push_back(ClientEvent::Error(e));
+            self.report(e);
             self.close(1000, "version unsupported");
             return;
         }
@@ -199,7 +198,7 @@ impl ClientSession {
         let reply_to = msg.reply_to().map(str::to_string).or_else(|| body.request_id.clone());
         let error = RktError::remote(&body, reply_to.as_deref(), retry_after);
         if self.state == ClientState::Handshaking && (reply_to.is_none() || reply_to == self.hello_id) {
-            self.events.push_back(ClientEvent::Error(error));
+            self.report(error);
             self.close(1000, "handshake refused");
             return;
         }
@@ -213,7 +212,7 @@ impl ClientSession {
                 self.end(p.origin, ClientEvent::Failed { id, error });
             }
             (Some(id), None) if self.forgotten.contains(&id) => {}
-            _ => self.events.push_back(ClientEvent::Error(error)),
+            _ => self.report(error),
         }
     }
 
@@ -221,15 +220,13 @@ impl ClientSession {
         let id = msg.reply_to().unwrap_or_default().to_string();
         if self.is_queued(&id) {
             let m = format!("{} answers `{id}`, which has not been sent yet; dropped", msg.kind);
-            self.events
-                .push_back(ClientEvent::Error(RktError::local(ErrorKind::Protocol, m)));
+            self.report(RktError::local(ErrorKind::Protocol, m));
             return;
         }
         let Some(p) = self.pending.get_mut(&id) else {
             if !self.forgotten.contains(&id) {
                 let m = format!("{} answers unknown message `{id}`; dropped", msg.kind);
-                self.events
-                    .push_back(ClientEvent::Error(RktError::local(ErrorKind::Protocol, m)));
+                self.report(RktError::local(ErrorKind::Protocol, m));
             }
             return;
         };
@@ -260,7 +257,7 @@ impl ClientSession {
             let error = RktError::local(ErrorKind::Protocol, m);
             match streamed {
                 true => self.fail(id, error),
-                false => self.events.push_back(ClientEvent::Error(error.for_request(&id))),
+                false => self.report(error.for_request(&id)),
             }
             return;
         }
@@ -319,9 +316,7 @@ impl ClientSession {
         };
         if seq < stream.next_seq || stream.held.contains(seq) {
             let m = format!("duplicate stream chunk Seq {seq}; dropped");
-            self.events.push_back(ClientEvent::Error(
-                RktError::local(ErrorKind::Protocol, m).for_request(&id),
-            ));
+            self.report(RktError::local(ErrorKind::Protocol, m).for_request(&id));
             return;
         }
         if seq > stream.next_seq {
@@ -374,6 +369,7 @@ impl ClientSession {
                     ErrorKind::Decode,
                     format!("STREAM_END body: {e}; its count is not checked"),
                 );
+                // Not `report`: `stream` is borrowed, and a stream comes after `Ready`.
                 self.events.push_back(ClientEvent::Error(e.for_request(&id)));
                 None
             }

@@ -106,6 +106,8 @@ pub struct ClientSession {
     held_bytes: usize,
     /// `Ready`, held until the AUTH of [`ClientConfig::authorization`] is taken.
     held_ready: Option<ClientEvent>,
+    /// [`Self::handshake_error`].
+    handshake_error: Option<RktError>,
     session_timeout_ms: u64,
     last_sent: Millis,
     /// Frames not yet polled, a command's with its id: a command that ends before its frame is
@@ -145,6 +147,7 @@ impl ClientSession {
             timers: Timers::new(),
             held_bytes: 0,
             held_ready: None,
+            handshake_error: None,
             session_timeout_ms: 0,
             last_sent: 0,
             transmit: VecDeque::new(),
@@ -182,7 +185,7 @@ impl ClientSession {
             return;
         }
         if let Err(e) = self.cfg.check() {
-            self.events.push_back(ClientEvent::Error(e));
+            self.report(e);
             self.close(1000, "invalid configuration");
             return;
         }
@@ -231,6 +234,8 @@ impl ClientSession {
             Some(id) => error.for_request(id),
             None => error,
         };
+        // Not [`Self::report`]: it ends nothing, and a close that follows says why the
+        // handshake failed ([`Self::handshake_error`]).
         self.events.push_back(ClientEvent::Error(error));
     }
 
@@ -243,7 +248,7 @@ impl ClientSession {
     fn on_undecodable(&mut self, e: &DecodeError, reply_to: Option<&str>) {
         let error = RktError::decode(e);
         if self.state == ClientState::Handshaking && reply_to.is_some() && reply_to == self.hello_id.as_deref() {
-            self.events.push_back(ClientEvent::Error(error));
+            self.report(error);
             return self.close(1002, "bad HELLO_ACK");
         }
         // Ended as any command ended before its reply: a late copy of the answer is dropped.
@@ -264,7 +269,7 @@ impl ClientSession {
                     Some(id) => error.for_request(id),
                     None => error,
                 };
-                self.events.push_back(ClientEvent::Error(error));
+                self.report(error);
             }
         }
     }
@@ -280,7 +285,7 @@ impl ClientSession {
             ErrorKind::Decode,
             format!("binary frame of {} bytes: RKT messages are text", bytes.len()),
         );
-        self.events.push_back(ClientEvent::Error(e));
+        self.report(e);
     }
 
     /// The socket closed (by either side): every pending command fails `closed`, oldest call
@@ -331,6 +336,15 @@ impl ClientSession {
 
     // ---- outputs ------------------------------------------------------------------------
 
+    /// Why the handshake failed, for a driver whose connect ends with `Closed` before `Ready`:
+    /// the last [`ClientEvent::Error`] before `Ready` (a refusal, a timeout, a HELLO_ACK or a
+    /// message that could not be read), or `None` when the close says more (nothing went wrong
+    /// but the close, or only messages of a type this client does not know came, which end
+    /// nothing).
+    pub fn handshake_error(&self) -> Option<&RktError> {
+        self.handshake_error.as_ref()
+    }
+
     pub fn poll_transmit(&mut self) -> Option<Outgoing> {
         self.transmit.pop_front().map(|(frame, _)| frame)
     }
@@ -367,9 +381,16 @@ impl ClientSession {
 
     /// The handshake did not complete in time: an `Error` saying how, then the close.
     fn handshake_timed_out(&mut self, m: String) {
-        self.events
-            .push_back(ClientEvent::Error(RktError::local(ErrorKind::Timeout, m)));
+        self.report(RktError::local(ErrorKind::Timeout, m));
         self.close(1000, "handshake timeout");
+    }
+
+    /// An `Error` event; before `Ready`, also the handshake's ([`Self::handshake_error`]).
+    fn report(&mut self, error: RktError) {
+        if matches!(self.state, ClientState::Idle | ClientState::Handshaking) || self.held_ready.is_some() {
+            self.handshake_error = Some(error.clone());
+        }
+        self.events.push_back(ClientEvent::Error(error));
     }
 
     /// A command's terminal event, as its [`Origin`] reports it.
@@ -378,8 +399,8 @@ impl ClientSession {
             (Origin::User, event) => event,
             (Origin::Keepalive, _) => return,
             (Origin::ConfiguredAuth, ClientEvent::Failed { id, error }) => {
-                self.held_ready = None;
                 if error.kind() == ErrorKind::Closed {
+                    self.held_ready = None;
                     return; // `Closed` follows
                 }
                 let mut error = error.for_request(&id);
@@ -387,7 +408,8 @@ impl ClientSession {
                     "the AUTH sent for the configured authorization failed: {}",
                     error.error.message
                 );
-                self.events.push_back(ClientEvent::Error(error));
+                self.report(error);
+                self.held_ready = None;
                 return self.close(1000, "the configured authorization failed");
             }
             (Origin::ConfiguredAuth, event) => {
@@ -423,8 +445,7 @@ impl ClientSession {
             "no PONG to the keepalive PING within {} s and nothing else arrived: the connection is taken as dead",
             ping.ttl_ms / 1000
         );
-        self.events
-            .push_back(ClientEvent::Error(RktError::local(ErrorKind::Timeout, m)));
+        self.report(RktError::local(ErrorKind::Timeout, m));
         self.close_reporting(1000, 1006, "keepalive PING unanswered");
     }
 
