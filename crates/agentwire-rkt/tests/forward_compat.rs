@@ -152,16 +152,7 @@ fn an_unknown_message_type_answering_the_hello_does_not_end_the_handshake() {
         "{ev:?}"
     );
     assert_eq!(c.state(), ClientState::Handshaking);
-    c.handle_text(
-        T0,
-        &reply(
-            "HELLO_ACK",
-            "ack",
-            &hello,
-            "",
-            r#"{"agreed_version":1,"session_timeout":300}"#,
-        ),
-    );
+    c.handle_text(T0, &hello_ack(&hello));
     let ev = drain(&mut c);
     assert!(matches!(ev.as_slice(), [ClientEvent::Ready { .. }]), "{ev:?}");
 }
@@ -330,16 +321,7 @@ fn an_auth_ok_without_expires_in_is_taken_with_no_known_expiry() {
         .find_map(|l| l.strip_prefix("Message-ID: "))
         .unwrap()
         .to_string();
-    c.handle_text(
-        T0,
-        &reply(
-            "HELLO_ACK",
-            "ack",
-            &hello,
-            "",
-            r#"{"agreed_version":1,"session_timeout":300}"#,
-        ),
-    );
+    c.handle_text(T0, &hello_ack(&hello));
     let Some(Outgoing::Text(auth)) = c.poll_transmit() else {
         panic!("no AUTH")
     };

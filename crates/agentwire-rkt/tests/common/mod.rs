@@ -23,18 +23,20 @@ pub fn open() -> (ClientSession, String) {
 
 pub fn ready() -> ClientSession {
     let (mut c, hello) = open();
-    c.handle_text(
-        T0,
-        &reply(
-            "HELLO_ACK",
-            "ack",
-            &hello,
-            "",
-            r#"{"agreed_version":1,"session_timeout":300}"#,
-        ),
-    );
+    c.handle_text(T0, &hello_ack(&hello));
     drain(&mut c);
     c
+}
+
+/// The HELLO_ACK answering HELLO `hello`: version 1, a session timeout of 300 s.
+pub fn hello_ack(hello: &str) -> String {
+    reply(
+        "HELLO_ACK",
+        "ack",
+        hello,
+        "",
+        r#"{"agreed_version":1,"session_timeout":300}"#,
+    )
 }
 
 /// A server message answering `to`, with `extra` header lines and a body.
