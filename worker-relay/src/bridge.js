@@ -69,6 +69,8 @@ export function bridge(relay, d, client, early, abort, rec) {
       } else if (o.beat !== undefined) {
         beat(o.beat);
       } else if (o.close !== undefined) {
+        // The open's timeout, logged as connect.js logs an upgrade unanswered in time.
+        if (o.close.timedOut) logEvent(relay, "error", { event: "upstream_timeout", ...who, error: o.close.reason });
         return closeWith(o.close.code, o.close.reason, "bridge");
       }
     }

@@ -77,7 +77,7 @@ export function connect(relay, d) {
       if (ended) return;
       const event = timedOut ? "upstream_timeout" : "upstream_unreachable";
       logEvent(relay, "error", { event, ...who, error: String(e?.message ?? e) });
-      return end(CODES.fallback, timedOut ? "the upstream did not answer in time" : "the upstream could not be reached");
+      return end(CODES.fallback, timedOut ? CODES.upstreamTimeoutReason : CODES.upstreamUnreachableReason);
     } finally {
       clearTimeout(timer);
     }

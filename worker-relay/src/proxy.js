@@ -6,7 +6,7 @@
 // takes for its token); the engine decides it (`upstreamAnswer`). An error answer's body is read
 // (bounded) with every key taken out (`boundedText`: redacted before it is cut), in case the
 // upstream quotes the key it was sent; a success streams through.
-import { boundedText, jsonAnswer, jsonError, upstreamAnswer } from "./core.js";
+import { CODES, boundedText, jsonAnswer, jsonError, upstreamAnswer } from "./core.js";
 import { logEvent } from "./log.js";
 
 const MAX_ERROR_BODY = 64 * 1024;
@@ -30,8 +30,8 @@ export async function proxy(relay, d) {
       error: String(e?.message ?? e),
     });
     return timedOut
-      ? jsonError(504, "upstream", "the upstream did not answer in time", d.cors)
-      : jsonError(502, "upstream", "the upstream could not be reached", d.cors);
+      ? jsonError(504, "upstream", CODES.upstreamTimeoutReason, d.cors)
+      : jsonError(502, "upstream", CODES.upstreamUnreachableReason, d.cors);
   }
   // A 401 (the relay's key refused), a redirect, a status no Response can carry (workerd throws
   // a RangeError for it): the engine's answer instead, whose `code` says whether the upstream did

@@ -170,6 +170,15 @@ test("an upstream open that times out is logged upstream_timeout, one that canno
   assert.deepEqual(lines(slow).map((l) => l.event), ["upstream_timeout", "socket_end"]);
   assert.deepEqual(lines(gone).map((l) => l.event), ["upstream_unreachable", "socket_end"]);
   noSecret(slow, [tok, FAKE.key, SECRET]);
+  // The bridge's open (a released upstream's event stream) never answered: the same line, by the
+  // bridge's own open timeout (it logged only the socket's end).
+  const bridged = await startRelay(relayVars({ url: hole.url, agents: { f: FAKE } }, { UPSTREAM_GENERATION: "sse", UPSTREAM_TIMEOUT_MS: "500" }));
+  const c = await connectTo(bridged, FAKE, tok);
+  assert.equal((await within(5_000, "the bridge's timeout close", c.c.closed)).code, 1011);
+  const [bridgeTimedOut] = await logged(bridged, "upstream_timeout");
+  assert.deepEqual([bridgeTimedOut.agent, bridgeTimedOut.conn, bridgeTimedOut.transport], [FAKE.id, c.cid.slice(0, 8), "bridge"]);
+  assert.equal(typeof bridgeTimedOut.error, "string");
+  assert.deepEqual(lines(bridged).map((l) => l.event), ["upstream_timeout", "socket_end"]);
 });
 
 test("a routine relay token expiry ends its socket at log level, not warn; other 1008s stay warn", T, async () => {

@@ -28,6 +28,12 @@ pub const TOKEN_EXPIRED_REASON: &str = "the relay token expired";
 pub const KEY_REFUSED: u16 = FALLBACK;
 /// The reason sent with [`KEY_REFUSED`].
 pub const KEY_REFUSED_REASON: &str = "the relay's key for this agent was refused";
+/// The reason sent with [`FALLBACK`] (and the detail of the HTTP 504) when the upstream did not
+/// answer the relay's open or call within `UPSTREAM_TIMEOUT_MS`.
+pub const UPSTREAM_TIMEOUT_REASON: &str = "the upstream did not answer in time";
+/// The reason sent with [`FALLBACK`] (and the detail of the HTTP 502) when the upstream could
+/// not be reached at all (DNS, refused, reset).
+pub const UPSTREAM_UNREACHABLE_REASON: &str = "the upstream could not be reached";
 /// Longest close reason a WebSocket close frame carries, in bytes.
 pub const MAX_REASON: usize = 123;
 
@@ -87,6 +93,7 @@ mod tests {
             assert_eq!(from_upstream(c), (forward(c), false), "{c:?}");
         }
         assert!(KEY_REFUSED_REASON.len() <= MAX_REASON);
+        assert!(UPSTREAM_TIMEOUT_REASON.len() <= MAX_REASON && UPSTREAM_UNREACHABLE_REASON.len() <= MAX_REASON);
     }
 
     #[test]

@@ -31,6 +31,9 @@ enum Out<'a> {
     Close {
         code: u16,
         reason: &'a str,
+        /// No `connection_state` within the open's timeout (`Bridge::open_timed_out`).
+        #[serde(rename = "timedOut", skip_serializing_if = "std::ops::Not::not")]
+        timed_out: bool,
     },
 }
 
@@ -108,7 +111,8 @@ impl BridgeCore {
     }
 
     /// The next output as JSON (`{"toClient": text}`, `{"beat": {method, path, headers, body}}`,
-    /// `{"close": {code, reason}}`), or `undefined`.
+    /// `{"close": {code, reason, timedOut?}}`: `timedOut` when no `connection_state` came within
+    /// the open's timeout), or `undefined`.
     #[wasm_bindgen(js_name = pollOutput)]
     pub fn poll_output(&mut self) -> Option<String> {
         let out = self.bridge.poll_output()?;
@@ -120,7 +124,11 @@ impl BridgeCore {
                 headers: req.headers.iter().map(|(n, v)| (*n, v.as_str())).collect(),
                 body: req.body.as_deref(),
             }),
-            Output::Close { code, reason } => serde_json::to_string(&Out::Close { code: *code, reason }),
+            Output::Close { code, reason } => serde_json::to_string(&Out::Close {
+                code: *code,
+                reason,
+                timed_out: self.bridge.open_timed_out(),
+            }),
         };
         json.ok()
     }

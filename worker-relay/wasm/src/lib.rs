@@ -199,7 +199,8 @@ pub fn upstream_answer(status: u16) -> String {
 }
 
 /// Close codes the relay itself uses: `{tooBig, tryAgainLater, policy, fallback,
-/// tokenExpired, keyRefused}`, and `tokenExpiredReason`, `keyRefusedReason`.
+/// tokenExpired, keyRefused}`, and `tokenExpiredReason`, `keyRefusedReason`,
+/// `upstreamTimeoutReason`, `upstreamUnreachableReason`.
 #[wasm_bindgen(js_name = closeCodes)]
 pub fn close_codes() -> String {
     use agentwire_relay::close::*;
@@ -212,6 +213,8 @@ pub fn close_codes() -> String {
         "tokenExpiredReason": TOKEN_EXPIRED_REASON,
         "keyRefused": KEY_REFUSED,
         "keyRefusedReason": KEY_REFUSED_REASON,
+        "upstreamTimeoutReason": UPSTREAM_TIMEOUT_REASON,
+        "upstreamUnreachableReason": UPSTREAM_UNREACHABLE_REASON,
     })
     .to_string()
 }

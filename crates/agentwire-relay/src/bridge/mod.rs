@@ -179,6 +179,8 @@ pub struct Bridge {
     ping_marks: VecDeque<(u64, u64)>,
     /// Pings answered so far: pong `n` answers ping `n` (pongs come in order).
     pings_answered: u64,
+    /// [`Bridge::open_timed_out`].
+    open_timed_out: bool,
     stats: BridgeStats,
 }
 
@@ -214,6 +216,7 @@ impl Bridge {
             acked_bytes: 0,
             ping_marks: VecDeque::new(),
             pings_answered: 0,
+            open_timed_out: false,
             stats: BridgeStats::default(),
         };
         // Every beat is built from these two; a current server refuses the open with 4400 when
@@ -245,6 +248,13 @@ impl Bridge {
     /// True once [`Output::Close`] has been queued.
     pub fn is_closed(&self) -> bool {
         self.phase == Phase::Closed
+    }
+
+    /// True once it closed because no `connection_state` came within `open_timeout_ms` (the
+    /// upstream's open unanswered, or answered and then silent): what the Worker logs as
+    /// `upstream_timeout`, as it does a WebSocket upgrade unanswered in time.
+    pub fn open_timed_out(&self) -> bool {
+        self.open_timed_out
     }
 
     /// True from the first `connection_state` forwarded until the close.
@@ -299,6 +309,7 @@ impl Bridge {
             }
             match timer {
                 Timer::Open => {
+                    self.open_timed_out = true;
                     let m = format!("no connection_state within {} ms", self.cfg.open_timeout_ms);
                     self.close(1011, &m);
                 }

@@ -218,8 +218,10 @@ mod tests {
         assert_eq!(b.poll_timeout(), Some(10_000));
         b.handle_timeout(9_999);
         assert!(drain(&mut b).is_empty());
+        assert!(!b.open_timed_out());
         b.handle_timeout(10_000);
         assert_eq!(close_code(&drain(&mut b)), 1011);
+        assert!(b.open_timed_out(), "the Worker logs it upstream_timeout");
         // A late answer changes nothing.
         b.handle_open_response(10_001, 200, Some("text/event-stream"), "");
         assert!(drain(&mut b).is_empty());
@@ -232,6 +234,7 @@ mod tests {
         b.handle_sse(6, b": keepalive\n\n");
         b.handle_timeout(10_000);
         assert_eq!(close_code(&drain(&mut b)), 1011);
+        assert!(b.open_timed_out());
     }
 
     #[test]
