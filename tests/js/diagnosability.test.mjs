@@ -169,11 +169,15 @@ test("a socket that never opened says 'before it opened', not 'during the handsh
 // connect's `timeoutMs` (the README's first example passes 5000) below handshakeTimeoutMs
 // (10 000): a TCP connect or upgrade that hangs and a server that opened the socket but never
 // answered HELLO say which phase they stopped in.
-test("connect's timeoutMs names the phase it stopped in (the socket not open, no HELLO_ACK)", { timeout: 10_000 }, async () => {
+test("connect's timeoutMs names the phase it stopped in (the socket not open, no HELLO_ACK, no answer to MoltZap's connect)", { timeout: 10_000 }, async () => {
   const hung = await RktClient.connect("wss://rkt.example/rkt", { webSocket: FakeWebSocket, timeoutMs: 300 }).then(() => undefined, (e) => e);
   const silent = await RktClient.connect("wss://rkt.example/rkt", { webSocket: OpensSilent, timeoutMs: 300 }).then(() => undefined, (e) => e);
   assert.equal(hung.message, "no RKT session within 300 ms (the WebSocket did not open)");
   assert.equal(silent.message, "no RKT session within 300 ms (no HELLO_ACK)");
+  // MoltZap's the same way: the socket, or the answer to its connect call (it said neither).
+  const mz = (webSocket) => MoltZapClient.connect("wss://mz.example/ws", { agentKey: "k", webSocket, timeoutMs: 300 }).then(() => undefined, (e) => e);
+  assert.equal((await mz(FakeWebSocket)).message, "no MoltZap connection within 300 ms (the WebSocket did not open)");
+  assert.equal((await mz(OpensSilent)).message, "no MoltZap connection within 300 ms (no answer to the connect)");
 });
 
 /** An RKT server that answers HELLO with a message of a type the client does not know (after

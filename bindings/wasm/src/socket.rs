@@ -322,6 +322,15 @@ impl OpenDeadline {
         })
     }
 
+    /// What a connect's timeout adds to its message: the phase it stopped in, the socket's open
+    /// (`opening`: this deadline still set) or the handshake's `answer` (after the open).
+    pub(crate) fn phase(opening: Option<OpenDeadline>, answer: &str) -> String {
+        match opening {
+            Some(_) => " (the WebSocket did not open)".into(),
+            None => format!(" (no {answer})"),
+        }
+    }
+
     /// The earlier of the engine's deadline and this one (when still opening).
     pub(crate) fn earliest(engine: Option<Millis>, open: Option<OpenDeadline>) -> Option<Millis> {
         match (engine, open) {

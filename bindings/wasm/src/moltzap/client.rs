@@ -400,4 +400,14 @@ impl MoltZapDriver {
     pub fn closed(&self) -> bool {
         self.state.try_borrow().map(|d| d.closed).unwrap_or(false)
     }
+
+    /// What a connect's timeout adds to its message: the phase it stopped in.
+    #[wasm_bindgen(getter)]
+    pub fn why(&self) -> String {
+        let d = self.state.try_borrow();
+        d.map_or_else(
+            |_| String::new(),
+            |d| OpenDeadline::phase(d.opening, "answer to the connect"),
+        )
+    }
 }

@@ -386,11 +386,7 @@ impl RktDriver {
     /// What a connect's timeout adds to its message: the phase it stopped in.
     #[wasm_bindgen(getter)]
     pub fn why(&self) -> String {
-        match self.state.try_borrow().map(|d| d.opening.is_some()) {
-            Ok(true) => " (the WebSocket did not open)",
-            Ok(false) => " (no HELLO_ACK)",
-            Err(_) => "",
-        }
-        .into()
+        let d = self.state.try_borrow();
+        d.map_or_else(|_| String::new(), |d| OpenDeadline::phase(d.opening, "HELLO_ACK"))
     }
 }
