@@ -20,7 +20,7 @@
 //! | `MAX_TOKEN_LIFETIME_S` | var | 3600 | Tokens expiring later than this (plus 60 s for clock skew) are refused |
 //! | `UPSTREAM_TIMEOUT_MS` | var | 10000 | Longest wait for the upstream to answer an open or a call, and a bridge's beat (else 1011) |
 //! | `PING_INTERVAL_MS` | var | 2000 | The bridge's ping interval towards the browser |
-//! | `MAX_UNACKED_BYTES` | var | 8388608 | The bridge: bytes sent to a browser that has not answered a ping after them; past this the relay stops reading the upstream stream until it does |
+//! | `MAX_UNACKED_BYTES` | var | 8388608 | The bridge: bytes sent to a browser that has not answered a ping after them; past this (or sooner, at a window fitted to how fast the browser reads) the relay stops reading the upstream stream until it does |
 //! | `UPSTREAM_IDLE_MS` | var | 10000 | An upstream socket silent this long is gone (Switch pings every 2 s): both sides are closed with 1011 |
 
 use agentwire_core::http::local::{is_loopback_host, is_origin};

@@ -57,7 +57,10 @@ pub struct BridgeConfig {
     /// upstream stream until the browser catches up, so a slow browser holds back the upstream
     /// (over TCP) rather than the Worker's memory: workerd queues WebSocket sends without limit
     /// and cannot say how much is queued. A browser that stops reading stops answering pings too,
-    /// and is evicted `heartbeat_lapsed` after `missed_pongs` intervals.
+    /// and is evicted `heartbeat_lapsed` after `missed_pongs` intervals. The stream is held back
+    /// sooner, at a window fitted to how fast the browser reads (256 KiB at first, up to this
+    /// bound), so that a ping never waits much over an interval behind what is unread
+    /// (`docs/relay-bridge.md`, "The window").
     pub max_unacked_bytes: usize,
 }
 

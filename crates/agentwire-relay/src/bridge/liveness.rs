@@ -10,11 +10,22 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
-/// Pings whose pong is awaited that keep a mark, at most (16 bytes each).
+/// Pings whose pong is awaited that keep a mark, at most (24 bytes each).
 const MAX_PING_MARKS: usize = 1024;
 
 /// A browser text longer than this is not a pong and is not parsed.
 const MAX_PONG_BYTES: usize = 1024;
+
+/// The bytes a browser may first be behind (`max_unacked_bytes` when that is less): a ping
+/// waits behind them, so a browser reading 64 KB/s still answers the first ping within the TTL.
+pub(super) const INITIAL_WINDOW_BYTES: u64 = 256 << 10;
+
+/// The least the window shrinks to (`max_unacked_bytes` when that is less).
+const MIN_WINDOW_BYTES: u64 = 64 << 10;
+
+pub(super) fn initial_window(max_unacked_bytes: usize) -> u64 {
+    INITIAL_WINDOW_BYTES.min(max_unacked_bytes as u64)
+}
 
 impl Bridge {
     pub(super) fn on_ping_timer(&mut self, now: Millis) {
@@ -27,7 +38,7 @@ impl Bridge {
         // browser far behind but still answering is credited for the pings it answered; past
         // MAX_PING_MARKS a ping gets no mark, and its pong credits the latest earlier one.
         if self.ping_marks.len() < MAX_PING_MARKS {
-            self.ping_marks.push_back((self.stats.pings_sent, self.sent_bytes));
+            self.ping_marks.push_back((self.stats.pings_sent, self.sent_bytes, now));
         }
         self.timers.set(Timer::Ping, now.saturating_add(self.ping_ms));
     }
@@ -70,9 +81,14 @@ impl Bridge {
         // one that has a mark.
         if self.pings_answered < self.stats.pings_sent {
             self.pings_answered += 1;
-            while let Some(&(_, bytes)) = self.ping_marks.front().filter(|(p, _)| *p <= self.pings_answered) {
+            let (before, mut waited) = (self.acked_bytes, None);
+            while let Some(&(p, bytes, sent)) = self.ping_marks.front().filter(|(p, ..)| *p <= self.pings_answered) {
                 self.ping_marks.pop_front();
                 self.acked_bytes = self.acked_bytes.max(bytes);
+                waited = (p == self.pings_answered).then(|| now.saturating_sub(sent));
+            }
+            if let Some(waited) = waited {
+                self.fit_window(waited, self.acked_bytes - before);
             }
         }
         if let Some(c) = cursor {
@@ -83,6 +99,26 @@ impl Bridge {
             self.beat_wanted = true;
         } else {
             self.send_beat(now);
+        }
+    }
+
+    /// Fits the window to the browser by how long the pong to a ping took (`waited`) and what it
+    /// acknowledged (`acked` bytes): a ping waits behind what the browser has not read, so a
+    /// pong later than one interval means the window holds more than an interval of the
+    /// browser's reading, and it shrinks to about one interval's worth (`window × interval /
+    /// waited`, not below 64 KiB); a pong within a quarter of an interval that acknowledged half
+    /// a window or more (the window was in use, and read with time to spare) lets it double, up to `max_unacked_bytes`. Pongs then
+    /// come within about an interval of their ping, and beats within the TTL, however slowly
+    /// the browser reads a flood; a fixed `max_unacked_bytes` (8 MiB) had a browser reading
+    /// under 1.4 MB/s answer after the 6 s TTL, evicted `heartbeat_lapsed` on every reopen.
+    fn fit_window(&mut self, waited: Millis, acked: u64) {
+        let max = self.cfg.max_unacked_bytes as u64;
+        let floor = MIN_WINDOW_BYTES.min(max);
+        if waited > self.ping_ms {
+            let fitted = u128::from(self.window) * u128::from(self.ping_ms) / u128::from(waited);
+            self.window = (fitted as u64).max(floor);
+        } else if waited <= self.ping_ms / 4 && acked >= self.window / 2 {
+            self.window = self.window.saturating_mul(2).min(max);
         }
     }
 
@@ -226,6 +262,84 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(req.body.as_deref().unwrap()).unwrap();
         assert_eq!(v["connection_id"], CID);
         v["cursor"].as_u64().unwrap()
+    }
+
+    /// A browser under a flood (an upstream that always has more) reading steadily at `rate`
+    /// bytes a second and answering each ping once it has read everything before it; every beat
+    /// is answered 200 at once. The longest time without a beat (counted from the attach, to
+    /// the end or the close), whether the bridge closed, and the bytes the browser read.
+    fn flood(rate: u64, secs: u64) -> (Millis, bool, u64) {
+        let mut b = live(0);
+        let chunk: String = (0..100).map(|i| message_frame(5 + i, &"x".repeat(300))).collect();
+        let mut w = Browser::default();
+        for now in (2..secs * 1000).step_by(10) {
+            b.handle_timeout(now);
+            w.take(&mut b, now);
+            while b.wants_sse() && !w.closed {
+                b.handle_sse(now, chunk.as_bytes());
+                w.take(&mut b, now);
+            }
+            w.budget += rate / 100;
+            while let Some(&(len, ping)) = w.unread.front().filter(|u| u.0 <= w.budget) {
+                (w.budget, w.read) = (w.budget - len, w.read + len);
+                w.unread.pop_front();
+                if ping {
+                    pong(&mut b, now, 0);
+                    w.take(&mut b, now);
+                }
+            }
+            if w.unread.is_empty() {
+                w.budget = 0;
+            }
+            if w.closed {
+                return (w.longest.max(now - w.last_beat), true, w.read);
+            }
+        }
+        (w.longest.max(secs * 1000 - w.last_beat), false, w.read)
+    }
+
+    #[derive(Default)]
+    struct Browser {
+        /// Frames not read yet: their length, and whether each is a ping.
+        unread: std::collections::VecDeque<(u64, bool)>,
+        budget: u64,
+        read: u64,
+        last_beat: Millis,
+        longest: Millis,
+        closed: bool,
+    }
+
+    impl Browser {
+        fn take(&mut self, b: &mut Bridge, now: Millis) {
+            while let Some(o) = b.poll_output() {
+                match o {
+                    Output::ToClient(t) => self.unread.push_back((t.len() as u64, t.contains("\"ping\""))),
+                    Output::Beat(_) => {
+                        self.longest = self.longest.max(now - self.last_beat);
+                        self.last_beat = now;
+                        b.handle_beat_response(now, 200, r#"{"ok":true,"rooms":[],"cursor":0}"#);
+                    }
+                    Output::Close { .. } => self.closed = true,
+                }
+            }
+        }
+    }
+
+    /// The spec's TTL is 6 s: a browser that reads a flood steadily, 100 KB/s or 4 MB/s,
+    /// answering every ping as it reads it, keeps its connection, the upstream hears a beat
+    /// well within every 6 s, and the browser reads most of what it can. Before, the bridge let
+    /// `max_unacked_bytes` (8 MiB) wait unread before a ping: 8 s of reading at 1 MB/s, no pong
+    /// and no beat meanwhile, and the browser was evicted `heartbeat_lapsed` (after every reopen).
+    #[test]
+    fn a_browser_reading_a_flood_steadily_keeps_its_beats_within_the_ttl() {
+        for rate in [100_000, 1_000_000, 4_000_000] {
+            let (longest, closed, read) = flood(rate, 30);
+            assert!(
+                !closed && longest <= 4_500,
+                "{rate} B/s: closed {closed}, {longest} ms without a beat"
+            );
+            assert!(read >= rate * 30 / 2, "{rate} B/s: read {read} in 30 s");
+        }
     }
 
     #[test]

@@ -41,8 +41,9 @@
 //!   is ignored and counted ([`BridgeStats::client_texts_ignored`]).
 //! - **A slow browser.** workerd queues WebSocket sends without limit, so the bridge counts the
 //!   bytes it sent that the browser has not acknowledged (a pong acknowledges everything sent
-//!   before its ping); past `max_unacked_bytes`, [`Bridge::wants_sse`] is false and the Worker
-//!   reads no more of the upstream stream until a pong catches up.
+//!   before its ping); past a window fitted to the browser's reading by how late its pongs come
+//!   (256 KiB at first, at most `max_unacked_bytes`), [`Bridge::wants_sse`] is false and the
+//!   Worker reads no more of the upstream stream until a pong catches up.
 //! - **Beat answers.** 2xx alive; 401 close 1011 (the relay's key refused); 404 `evicted
 //!   heartbeat_lapsed` (the released server forgot the connection: its liveness lapsed) and
 //!   1000; 409 `evicted` with the body's `code` (`no_stream` when it has none, or one the
@@ -174,9 +175,13 @@ pub struct Bridge {
     sent_bytes: u64,
     /// Of those, the bytes the browser acknowledged (sent before a ping it answered).
     acked_bytes: u64,
-    /// `(ping number, sent_bytes)` right after each ping not answered yet, oldest first, at
-    /// most `MAX_PING_MARKS` (a ping past that gets none).
-    ping_marks: VecDeque<(u64, u64)>,
+    /// `(ping number, sent_bytes, when)` right after each ping not answered yet, oldest first,
+    /// at most `MAX_PING_MARKS` (a ping past that gets none).
+    ping_marks: VecDeque<(u64, u64, Millis)>,
+    /// Bytes the browser may be behind before the stream is held back: from
+    /// `INITIAL_WINDOW_BYTES` up to `max_unacked_bytes`, fitted to the browser's reading by the
+    /// time its pongs take (`liveness.rs`, `fit_window`).
+    window: u64,
     /// Pings answered so far: pong `n` answers ping `n` (pongs come in order).
     pings_answered: u64,
     /// [`Bridge::open_timed_out`].
@@ -198,6 +203,7 @@ impl Bridge {
     /// A bridge waiting for the answer to the upstream open, which the Worker starts now. Drain
     /// [`poll_output`](Self::poll_output) first: an unusable configuration closes at once.
     pub fn new(cfg: BridgeConfig, now: Millis) -> Bridge {
+        let window = liveness::initial_window(cfg.max_unacked_bytes);
         let mut bridge = Bridge {
             sse: SseParser::new(cfg.sse),
             ping_ms: cfg.ping_interval(),
@@ -215,6 +221,7 @@ impl Bridge {
             sent_bytes: 0,
             acked_bytes: 0,
             ping_marks: VecDeque::new(),
+            window,
             pings_answered: 0,
             open_timed_out: false,
             stats: BridgeStats::default(),
@@ -285,10 +292,10 @@ impl Bridge {
     }
 
     /// Whether the Worker should read (and pass in) more of the upstream stream: false while
-    /// the browser is more than `max_unacked_bytes` behind, and once closed. Check it after
+    /// the browser is more than its window behind (at most `max_unacked_bytes`), and once closed. Check it after
     /// every input; it turns true again with the pong that acknowledges enough.
     pub fn wants_sse(&self) -> bool {
-        self.phase != Phase::Closed && self.unacked_bytes() <= self.cfg.max_unacked_bytes as u64
+        self.phase != Phase::Closed && self.unacked_bytes() <= self.window
     }
 
     /// The browser closed its socket (or it dropped): the bridge ends with [`Output::Close`] 1000,
