@@ -231,3 +231,37 @@ test("fetchWebSocket: close() while a refusal's body is read ends with the calle
   const got = await closed;
   assert.deepEqual([got.code, got.reason, got.status], [1006, "bye", undefined]);
 });
+
+// A browser's fetch hands over what arrived since the last read as one chunk: under a flood, a
+// megabyte and more at once (Chromium gave 727 KB, 4,096 events, in one). The engine holds at
+// most maxQueuedEvents (4,096) between polls: the driver feeds the chunk in slices and polls
+// between them, so a chunk of more events than that is delivered whole, without the queue's
+// overflow and the reopen it brings. Before, every such chunk overflowed and reopened.
+test("Switch over SSE: one chunk of more events than the engine queues is delivered without a reopen", { timeout: 10_000 }, async () => {
+  const bodies = [];
+  fakeFetch(() => {
+    const b = body();
+    bodies.push(b);
+    return new Response(b.stream, { status: 200, headers: { "content-type": "text/event-stream" } });
+  });
+  const events = [];
+  const connecting = SwitchClient.connect("http://switch.test", {
+    token: "agent-key",
+    agentId: "a",
+    transport: "sse",
+    onEvent: (e) => events.push(e),
+  });
+  await until(() => bodies.length === 1, "the stream");
+  bodies[0].write(state);
+  const client = await connecting;
+  const n = 10_000;
+  let flood = "";
+  for (let seq = 1; seq <= n; seq++) flood += message(seq, `m${seq}`);
+  bodies[0].write(flood);
+  await until(() => events.filter((e) => e.type === "event").length === n || events.some((e) => e.type === "disconnected"), "the events");
+  const other = events.filter((e) => !["event", "connected"].includes(e.type) && !/names connection "c"/.test(e.error?.message)).map((e) => `${e.type}: ${e.reason ?? e.error?.message}`);
+  assert.deepEqual(other, []);
+  assert.equal(events.filter((e) => e.type === "event").at(-1).sequence, n);
+  assert.equal(bodies.length, 1, "no reopen");
+  await client.close();
+});

@@ -29,6 +29,13 @@ pub(super) enum Stream {
 /// reads of it), and how long they are read (the engine's bounds, which every driver keeps).
 const REFUSAL_BODY: usize = agentwire_core::http::REFUSAL_BODY_MAX;
 const REFUSAL_BODY_MS: Millis = agentwire_core::http::REFUSAL_BODY_WAIT_MS;
+
+/// A body chunk is fed to the engine this many bytes at a time, its events polled between: a
+/// browser's `fetch` hands over everything that arrived since the last read as one chunk (under a
+/// flood, Chromium gave 727 KB at once), and the engine holds at most `maxQueuedEvents` (4,096)
+/// between polls, past which it drops the rest and reopens from the cursor. 16 KiB holds a few
+/// hundred events at most.
+const FEED_SLICE: usize = 16 << 10;
 impl Driver {
     /// Opens the SSE wire's stream with `fetch` (the engine's request, with the token as
     /// `Authorization: Bearer`, as the HTTP calls), then feeds the engine its answer and its body
@@ -137,7 +144,15 @@ impl Driver {
                 current.opened = true;
                 self.conn.handle_open(now);
             }
-            Stream::Bytes(chunk) => self.conn.handle_bytes(now, &chunk),
+            Stream::Bytes(chunk) => {
+                for slice in chunk.chunks(FEED_SLICE) {
+                    self.conn.handle_bytes(now, slice);
+                    self.pump(now, calls);
+                    if self.socket.as_ref().is_none_or(|c| c.epoch != epoch) {
+                        return false; // the engine closed or replaced the stream: the rest is not its
+                    }
+                }
+            }
             Stream::Refused(status, body) => {
                 self.retire_socket(None);
                 self.conn.handle_open_failed(now, Some(status), &body);
