@@ -265,3 +265,32 @@ test("Switch over SSE: one chunk of more events than the engine queues is delive
   assert.equal(bodies.length, 1, "no reopen");
   await client.close();
 });
+
+// A read whose chunk is already queued resolves in a microtask, ahead of every task: under a
+// flood (chunks queued faster than they are read), the read loop ran from chunk to chunk without
+// letting timers (the beats), the beats' answers or the page run until the queue was empty (8.8 s
+// in Chromium at 80,000 events/s; beats 7.7 s apart, past the 6 s TTL). It lets tasks run
+// between chunks: a timer set before the chunks are read runs after the first.
+test("Switch over SSE: chunks queued in the body let timers run between them", { timeout: 10_000 }, async () => {
+  const bodies = [];
+  fakeFetch(() => {
+    const b = body();
+    bodies.push(b);
+    return new Response(b.stream, { status: 200, headers: { "content-type": "text/event-stream" } });
+  });
+  let delivered = 0;
+  const connecting = SwitchClient.connect("http://switch.test", {
+    token: "agent-key",
+    agentId: "a",
+    transport: "sse",
+    onEvent: (e) => void (e.type === "event" && delivered++),
+  });
+  await until(() => bodies.length === 1, "the stream");
+  bodies[0].write(state);
+  const client = await connecting;
+  for (let c = 0; c < 3; c++) bodies[0].write(Array.from({ length: 10 }, (_, i) => message(c * 10 + i + 1, "x")).join(""));
+  const atTimer = await new Promise((r) => setTimeout(() => r(delivered), 0));
+  await until(() => delivered === 30, "every event");
+  assert.ok(atTimer < 30, `the timer ran after all ${atTimer} events`);
+  await client.close();
+});

@@ -106,6 +106,17 @@ impl agentwire_core::Entropy for JsEntropy {
     }
 }
 
+/// Lets the host run its tasks (timers, other I/O, a page's rendering and input) before going
+/// on: a `setTimeout` of 0. A read loop whose next read is already there (a stream body with
+/// chunks queued) otherwise goes on in microtasks, which run before any task, until it has read
+/// everything queued.
+pub(crate) async fn yield_to_tasks() {
+    let tick = js_sys::Promise::new(&mut |resolve, _| {
+        set_timeout(&resolve, 0.0);
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(tick).await;
+}
+
 /// The longest delay `setTimeout` keeps as given (longer ones fire at once); a later deadline is
 /// reached in steps: firing early only makes the driver re-arm.
 const MAX_DELAY_MS: Millis = (1 << 31) - 1;
