@@ -25,7 +25,7 @@ fi
 # the protocols are features of bindings/wasm.
 wasm_module() { # <out dir> <cargo feature args...>
   local out="$1"; shift
-  (cd "$ROOT" && cargo build -q --target wasm32-unknown-unknown --profile wasm -p agentwire-wasm "$@")
+  (cd "$ROOT" && RUSTFLAGS="$(wasm_rustflags)" cargo build -q --target wasm32-unknown-unknown --profile wasm -p agentwire-wasm "$@")
   mkdir -p "$out"
   wasm-bindgen --target web --out-dir "$out" --out-name agentwire_wasm --remove-name-section \
     --remove-producers-section "$ROOT/target/wasm32-unknown-unknown/wasm/agentwire_wasm.wasm"

@@ -20,6 +20,22 @@ need_rust() {
   fi
 }
 
+# RUSTFLAGS for the wasm32 modules that ship (npm/build.sh, worker-relay/build.sh; the two share
+# ./target, so they build with the same flags): the sources of crates.io's crates are in the
+# builder's cargo home, and their paths went into the panic locations of the module as they
+# were ("/root/.cargo/registry/src/index.crates.io-…/serde_json-…/src/error.rs"). Written
+# `crates.io/…` (or `cargo-registry/…` before cargo has fetched anything), no module holds a path
+# of the machine that built it, and each npm entry is about 50 bytes gzipped smaller. The last
+# prefix that matches is the one rustc applies.
+wasm_rustflags() {
+  local src="${CARGO_HOME:-$HOME/.cargo}/registry/src" d
+  local flags="${RUSTFLAGS:-} --remap-path-prefix=$src=cargo-registry"
+  for d in "$src"/index.crates.io-*/; do
+    [ -d "$d" ] && flags="$flags --remap-path-prefix=${d%/}=crates.io"
+  done
+  echo "$flags"
+}
+
 # The wasm32 target and wasm-bindgen-cli at exactly the version bindings/wasm pins (a cargo
 # install, about 2 minutes, skipped when it is already there).
 need_wasm_bindgen() {

@@ -12,7 +12,7 @@ need_wasm_bindgen
 if [ ! -x "$HERE/node_modules/.bin/wrangler" ] || [ "$HERE/package-lock.json" -nt "$HERE/node_modules/.package-lock.json" ]; then
   (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)
 fi
-(cd "$ROOT" && cargo build -q --target wasm32-unknown-unknown --profile wasm -p agentwire-relay-wasm)
+(cd "$ROOT" && RUSTFLAGS="$(wasm_rustflags)" cargo build -q --target wasm32-unknown-unknown --profile wasm -p agentwire-relay-wasm)
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
 mkdir -p "$HERE/gen"
