@@ -335,9 +335,6 @@ async fn server_shutdown_ends_the_session_and_later_calls_fail_closed() {
 /// A peer that completes the handshake, then ends the session with `close` after 100 ms (none:
 /// holds the socket for 2 s). Returns the `ws://` URL.
 async fn closing_peer(close: Option<(u16, &'static str)>) -> String {
-    use futures_util::SinkExt;
-    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
-    use tokio_tungstenite::tungstenite::Message;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
     tokio::spawn(async move {
@@ -345,11 +342,7 @@ async fn closing_peer(close: Option<(u16, &'static str)>) -> String {
         let mut ws = common::rkt_hello(tcp).await.unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
         if let Some((code, reason)) = close {
-            let frame = CloseFrame {
-                code: code.into(),
-                reason: reason.into(),
-            };
-            let _ = ws.send(Message::Close(Some(frame))).await;
+            send_close(&mut ws, code, reason).await;
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     });
@@ -445,7 +438,6 @@ async fn a_connect_timeout_names_the_phase_that_hung() {
 /// the `ws://` URL.
 async fn closes_in_the_handshake(first: &'static str, code: u16, reason: &'static str) -> String {
     use futures_util::SinkExt;
-    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
     use tokio_tungstenite::tungstenite::Message;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
@@ -461,14 +453,26 @@ async fn closes_in_the_handshake(first: &'static str, code: u16, reason: &'stati
                 let _ = ws.send(Message::text(text)).await;
             }
         }
-        let frame = CloseFrame {
-            code: code.into(),
-            reason: reason.into(),
-        };
-        let _ = ws.send(Message::Close(Some(frame))).await;
+        send_close(&mut ws, code, reason).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
     });
     url
+}
+
+/// Sends a close frame with `code` and `reason` (an error is ignored: the client may be gone).
+async fn send_close(
+    ws: &mut tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>,
+    code: u16,
+    reason: &'static str,
+) {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+    use tokio_tungstenite::tungstenite::Message;
+    let frame = CloseFrame {
+        code: code.into(),
+        reason: reason.into(),
+    };
+    let _ = ws.send(Message::Close(Some(frame))).await;
 }
 
 /// A server that closes the handshake after a message of a type the client does not know fails
