@@ -1,0 +1,157 @@
+//! What the server session's accessors report, and how its line mode and binary frames are
+//! bounded. Found by mutation testing: each test fails with one change to `src/server.rs` that
+//! the other tests let through.
+mod common;
+
+use agentwire_core::{Outgoing, SeededEntropy};
+use agentwire_rkt::*;
+use common::T0;
+
+fn server(cfg: ServerConfig) -> ServerSession {
+    let mut s = ServerSession::new(cfg, Box::new(SeededEntropy::new(5)));
+    s.handle_open(T0);
+    s
+}
+
+/// A session made ready by HELLO `h1` of session `s1`, what that sent and raised drained.
+fn ready(cfg: ServerConfig) -> ServerSession {
+    let mut s = server(cfg);
+    s.handle_text(T0, &msg("HELLO", "h1", "s1"));
+    sent(&mut s);
+    events(&mut s);
+    s
+}
+
+fn msg(kind: &str, id: &str, session_id: &str) -> String {
+    format!("RKT/1.0 {kind}\nVersion: 1\nMessage-ID: {id}\nSession-ID: {session_id}\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n")
+}
+
+fn sent(s: &mut ServerSession) -> Vec<Outgoing> {
+    std::iter::from_fn(|| s.poll_transmit()).collect()
+}
+
+fn events(s: &mut ServerSession) -> Vec<ServerEvent> {
+    std::iter::from_fn(|| s.poll_event()).collect()
+}
+
+fn error_code(out: &Outgoing) -> Option<i64> {
+    let text = out.as_text()?.strip_prefix("RKT/1.0 ERROR\n")?;
+    let body: serde_json::Value = serde_json::from_str(text.split_once("\n\n")?.1).ok()?;
+    body["code"].as_i64()
+}
+
+/// `session_id()` is that of the message the server last answered before HELLO, then the
+/// HELLO's; `config()` is the configuration given; `Debug` shows the state and session id and
+/// not the configuration.
+#[test]
+fn the_accessors_report_the_session_id_and_the_configuration() {
+    let cfg = ServerConfig {
+        agent: "rkt://weather.ai".into(),
+        max_version: 3,
+        ..Default::default()
+    };
+    let mut s = server(cfg);
+    assert_eq!(s.config().agent, "rkt://weather.ai");
+    assert_eq!(s.config().max_version, 3);
+    s.handle_text(T0, &msg("PING", "p1", "before-hello"));
+    assert_eq!(s.session_id(), "before-hello");
+    s.handle_text(T0, &msg("HELLO", "h1", "the-session"));
+    assert_eq!(s.state(), ServerState::Ready);
+    assert_eq!(s.session_id(), "the-session");
+    let shown = format!("{s:?}");
+    assert!(
+        shown.starts_with("ServerSession") && shown.contains("Ready") && shown.contains("the-session"),
+        "{shown}"
+    );
+    assert!(!shown.contains("weather.ai"), "{shown}");
+}
+
+/// A message typed line by line may grow to `max_message_size` and wait for its next line; one
+/// byte past it is refused at once (413), not at the line timeout.
+#[test]
+fn a_line_mode_message_is_refused_as_soon_as_it_passes_max_message_size() {
+    let start = "RKT/1.0 HELLO";
+    let mut s = server(ServerConfig {
+        max_message_size: start.len() + "\nVersion: 1".len(),
+        ..Default::default()
+    });
+    s.handle_text(T0, start);
+    s.handle_text(T0, "Version: 1");
+    assert!(sent(&mut s).is_empty(), "exactly max_message_size waits");
+    s.handle_text(T0, "Message-ID: h1");
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(error_code(&out[0]), Some(413), "{out:?}");
+    // Past the limit by many bytes in one frame too.
+    s.handle_text(T0, start);
+    s.handle_text(T0, &format!("X-Pad: {}", "x".repeat(100)));
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(error_code(&out[0]), Some(413), "{out:?}");
+}
+
+/// A line-mode message that completes cancels its line timer: the next deadline is the session's
+/// idle timeout, and the line timeout passing sends nothing.
+#[test]
+fn a_completed_line_mode_message_leaves_no_line_timer() {
+    let mut s = ready(ServerConfig::default());
+    for line in msg("PING", "p1", "s1").split('\n') {
+        s.handle_text(T0, line);
+    }
+    let out = sent(&mut s);
+    assert!(out[0].as_text().unwrap().starts_with("RKT/1.0 PONG\n"), "{out:?}");
+    events(&mut s);
+    assert_eq!(s.poll_timeout(), Some(T0 + 300_000));
+    s.handle_timeout(T0 + 60_000);
+    assert!(sent(&mut s).is_empty());
+    assert!(events(&mut s).is_empty());
+}
+
+/// A binary frame takes a rate-limit slot as any message does; after the close it is ignored.
+#[test]
+fn binary_frames_count_toward_the_rate_limit_and_are_ignored_once_closed() {
+    let mut s = ready(ServerConfig {
+        burst: 1,
+        rate_per_s: 0.001,
+        ..Default::default()
+    });
+    s.handle_binary(T0, b"\x00\x01");
+    s.handle_binary(T0, b"\x00\x01");
+    let codes: Vec<_> = sent(&mut s).iter().map(error_code).collect();
+    assert_eq!(codes, [Some(400), Some(429)]);
+    events(&mut s);
+    s.handle_close(T0, 1000, "");
+    events(&mut s);
+    s.handle_binary(T0 + 10_000_000, b"\x00");
+    assert!(sent(&mut s).is_empty());
+    assert!(events(&mut s).is_empty());
+}
+
+/// `goodbye` sends GOODBYE (answering nothing: no Reply-To, a TTL) and closes 1000; once closed
+/// it sends nothing more.
+#[test]
+fn goodbye_sends_goodbye_then_closes_once() {
+    let mut s = ready(ServerConfig::default());
+    s.goodbye(T0);
+    let out = sent(&mut s);
+    let [Outgoing::Text(bye), Outgoing::Close { code: 1000, reason }] = out.as_slice() else {
+        panic!("{out:?}")
+    };
+    assert!(
+        bye.starts_with("RKT/1.0 GOODBYE\n") && bye.contains("\nSession-ID: s1\n"),
+        "{bye}"
+    );
+    assert!(!bye.contains("\nReply-To:") && bye.contains("\nTTL: 30\n"), "{bye}");
+    assert_eq!(reason, "goodbye");
+    assert_eq!(
+        events(&mut s),
+        [ServerEvent::Closed {
+            code: 1000,
+            reason: "goodbye".into()
+        }]
+    );
+    assert_eq!(s.state(), ServerState::Closed);
+    s.goodbye(T0);
+    assert!(sent(&mut s).is_empty());
+    assert!(events(&mut s).is_empty());
+}
