@@ -155,3 +155,111 @@ fn goodbye_sends_goodbye_then_closes_once() {
     assert!(sent(&mut s).is_empty());
     assert!(events(&mut s).is_empty());
 }
+
+/// Every message takes a rate-limit slot but the HELLO that opens the session: a message before
+/// HELLO takes one, and so does a second HELLO.
+#[test]
+fn only_the_hello_that_opens_the_session_is_free_of_the_rate_limit() {
+    let cfg = ServerConfig {
+        burst: 1,
+        rate_per_s: 0.001,
+        ..Default::default()
+    };
+    let mut s = server(cfg.clone());
+    s.handle_text(T0, &msg("PING", "p1", "s1"));
+    s.handle_text(T0, &msg("PING", "p2", "s1"));
+    let out = sent(&mut s);
+    assert!(out[0].as_text().unwrap().starts_with("RKT/1.0 PONG\n"), "{out:?}");
+    assert_eq!(error_code(&out[1]), Some(429), "{out:?}");
+    s.handle_text(T0, &msg("HELLO", "h1", "s1"));
+    assert_eq!(s.state(), ServerState::Ready, "the opening HELLO is free");
+
+    let mut s = server(cfg);
+    s.handle_text(T0, &msg("HELLO", "h1", "s1"));
+    s.handle_text(T0, &msg("HELLO", "h2", "s1"));
+    s.handle_text(T0, &msg("HELLO", "h3", "s1"));
+    let codes: Vec<_> = sent(&mut s).iter().skip(1).map(error_code).collect();
+    assert_eq!(codes, [Some(409), Some(429)]);
+}
+
+/// A client's PONG is taken quietly; its ERROR is a `PeerError` event, not answered.
+#[test]
+fn a_clients_pong_is_ignored_and_its_error_is_a_peer_error() {
+    let mut s = ready(ServerConfig::default());
+    s.handle_text(T0, &format!("{}Reply-To: ping-1\n", msg("PONG", "p1", "s1")));
+    assert!(sent(&mut s).is_empty());
+    assert!(events(&mut s).is_empty());
+    let error = format!(
+        "{}\n{}",
+        msg("ERROR", "e1", "s1"),
+        r#"{"code":500,"message":"client broke"}"#
+    );
+    s.handle_text(T0, &error);
+    assert!(sent(&mut s).is_empty());
+    let ev = events(&mut s);
+    let [ServerEvent::PeerError(e)] = ev.as_slice() else {
+        panic!("{ev:?}")
+    };
+    assert_eq!(e.code(), Some(500));
+    assert_eq!(s.state(), ServerState::Ready);
+}
+
+/// DISCOVER, bodiless, goes to the application.
+#[test]
+fn discover_is_handed_to_the_application() {
+    let mut s = ready(ServerConfig::default());
+    s.handle_text(T0, &msg("DISCOVER", "d1", "s1"));
+    assert!(sent(&mut s).is_empty());
+    let ev = events(&mut s);
+    let [ServerEvent::Inbound(m)] = ev.as_slice() else {
+        panic!("{ev:?}")
+    };
+    assert_eq!((m.id.as_str(), &m.kind), ("d1", &InboundKind::Discover));
+}
+
+/// A body that parses but says nothing usable (a blank intent, an empty key or namespace, an
+/// amount that is not positive, a blank currency) is refused 400 naming why, not handed on; the
+/// same message with a usable body is handed on.
+#[test]
+fn bodies_without_a_usable_intent_key_or_payment_are_refused() {
+    let refused = [
+        ("REQUEST", r#"{"intent":""}"#, "intent must not be empty"),
+        ("REQUEST", r#"{"intent":" \t"}"#, "intent must not be empty"),
+        ("MEMORY_SET", r#"{"key":"","value":1}"#, "key and namespace"),
+        (
+            "MEMORY_SET",
+            r#"{"key":"k","namespace":"","value":1}"#,
+            "key and namespace",
+        ),
+        ("MEMORY_GET", r#"{"key":""}"#, "key and namespace"),
+        ("MEMORY_GET", r#"{"key":"k","namespace":""}"#, "key and namespace"),
+        ("PAY", r#"{"amount":-1,"currency":"USD"}"#, "positive amount"),
+        ("PAY", r#"{"amount":0,"currency":"USD"}"#, "positive amount"),
+        ("PAY", r#"{"amount":1,"currency":" "}"#, "positive amount"),
+    ];
+    let mut s = ready(ServerConfig::default());
+    for (kind, body, why) in refused {
+        s.handle_text(T0, &format!("{}\n{body}", msg(kind, "m1", "s1")));
+        let out = sent(&mut s);
+        assert_eq!(out.len(), 1, "{kind} {body}: {out:?}");
+        assert_eq!(error_code(&out[0]), Some(400), "{kind} {body}: {out:?}");
+        assert!(out[0].as_text().unwrap().contains(why), "{kind} {body}: {out:?}");
+        let ev = events(&mut s);
+        assert!(matches!(ev.as_slice(), [ServerEvent::Rejected(_)]), "{ev:?}");
+    }
+    let usable = [
+        ("REQUEST", r#"{"intent":"echo"}"#),
+        ("MEMORY_SET", r#"{"key":"k","namespace":"n","value":1}"#),
+        ("MEMORY_GET", r#"{"key":"k"}"#),
+        ("PAY", r#"{"amount":0.5,"currency":"USD"}"#),
+    ];
+    for (kind, body) in usable {
+        s.handle_text(T0, &format!("{}\n{body}", msg(kind, "m1", "s1")));
+        assert!(sent(&mut s).is_empty(), "{kind} {body}");
+        let ev = events(&mut s);
+        assert!(
+            matches!(ev.as_slice(), [ServerEvent::Inbound(_)]),
+            "{kind} {body}: {ev:?}"
+        );
+    }
+}
