@@ -263,3 +263,52 @@ fn bodies_without_a_usable_intent_key_or_payment_are_refused() {
         );
     }
 }
+
+/// A second HELLO is refused 409 saying why: the session is established, or a HELLO is already
+/// with the application. A HELLO whose min_version is above its max_version is a bad body (400),
+/// not a version mismatch (603).
+#[test]
+fn hellos_the_server_cannot_take_are_refused_saying_why() {
+    let mut s = ready(ServerConfig::default());
+    s.handle_text(T0, &msg("HELLO", "h2", "s1"));
+    let out = sent(&mut s);
+    assert_eq!(error_code(&out[0]), Some(409), "{out:?}");
+    assert!(out[0].as_text().unwrap().contains("already established"), "{out:?}");
+
+    let mut s = server(ServerConfig::default());
+    let authorized = format!("{}Authorization: Bearer k\n", msg("HELLO", "h1", "s1"));
+    s.handle_text(T0, &authorized);
+    s.handle_text(T0, &authorized.replace("h1", "h2"));
+    let out = sent(&mut s);
+    assert_eq!(error_code(&out[0]), Some(409), "{out:?}");
+    assert!(out[0].as_text().unwrap().contains("already being answered"), "{out:?}");
+
+    let mut s = server(ServerConfig::default());
+    let body = r#"{"min_version":1,"max_version":0}"#;
+    s.handle_text(T0, &format!("{}\n{body}", msg("HELLO", "h1", "s1")));
+    let out = sent(&mut s);
+    assert_eq!(error_code(&out[0]), Some(400), "{out:?}");
+    assert!(
+        out[0].as_text().unwrap().contains("min_version is above max_version"),
+        "{out:?}"
+    );
+    assert_eq!(s.state(), ServerState::AwaitingHello);
+}
+
+/// HELLO_ACK lists the configured capabilities, comma-separated; with none it has no
+/// `Capabilities` header.
+#[test]
+fn hello_ack_carries_capabilities_only_when_configured() {
+    for (capabilities, header) in [(vec!["stream", "memory"], Some("stream,memory")), (vec![], None)] {
+        let mut s = server(ServerConfig {
+            capabilities: capabilities.into_iter().map(String::from).collect(),
+            ..Default::default()
+        });
+        s.handle_text(T0, &msg("HELLO", "h1", "s1"));
+        let out = sent(&mut s);
+        let ack = out[0].as_text().unwrap();
+        assert!(ack.starts_with("RKT/1.0 HELLO_ACK\n"), "{ack}");
+        let got = ack.lines().find_map(|l| l.strip_prefix("Capabilities:"));
+        assert_eq!(got.map(str::trim), header, "{ack}");
+    }
+}
