@@ -237,6 +237,13 @@ mod tests {
         );
     }
 
+    /// What a driver reads of an answer at most: 64 KiB (agentwire-native's
+    /// `an_answer_is_read_up_to_64_kib` holds its driver to it).
+    #[test]
+    fn an_answer_is_read_up_to_64_kib() {
+        assert_eq!(MAX_RESPONSE_BYTES, 65_536);
+    }
+
     #[test]
     fn names_follow_the_rule() {
         for ok in ["abc", "a-b_c", "0ab", &"a".repeat(32)] {

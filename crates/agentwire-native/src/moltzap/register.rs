@@ -44,4 +44,42 @@ mod tests {
         assert_eq!(http_origin("http://h/base/"), "http://h/base");
         assert_eq!(http_origin("http://h/wsx"), "http://h/wsx");
     }
+
+    /// A registration answer of 64 KiB is read whole; one byte more is a `limit` error, its code
+    /// the status (the bound is `MAX_RESPONSE_BYTES`, written out here so that changing it, or
+    /// reading without it, fails).
+    #[tokio::test]
+    async fn an_answer_is_read_up_to_64_kib() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let ok = r#"{"agentId":"a1","apiKey":"k1"}"#;
+        let server = tokio::spawn(async move {
+            for len in [64 * 1024, 64 * 1024 + 1] {
+                let (mut s, _) = listener.accept().await.unwrap();
+                let mut head = Vec::new();
+                while !head.ends_with(b"\r\n\r\n") {
+                    let mut byte = [0u8; 1];
+                    assert_eq!(s.read(&mut byte).await.unwrap(), 1);
+                    head.push(byte[0]);
+                }
+                let body = format!("{ok}{}", " ".repeat(len - ok.len()));
+                let answer = format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n\r\n{body}");
+                // The client may stop reading at its bound.
+                let _ = s.write_all(answer.as_bytes()).await;
+            }
+        });
+        let registration = Registration::new("alice");
+        let wait = Duration::from_secs(10);
+        let got = register(&origin, &registration, wait).await.unwrap();
+        assert_eq!((got.agent_id.as_str(), got.api_key.as_str()), ("a1", "k1"));
+        let e = register(&origin, &registration, wait).await.unwrap_err();
+        assert_eq!(
+            (e.kind(), e.code()),
+            (agentwire_core::ErrorKind::Limit, Some(200)),
+            "{e}"
+        );
+        assert!(e.error.message.contains("over 65536 bytes"), "{e}");
+        server.await.unwrap();
+    }
 }
