@@ -218,7 +218,7 @@ mod tests {
         }
     }
 
-    /// 401 and 403 are `auth`; the taken-name hint is for a 500 saying exactly
+    /// 401 and 403 are `auth`, 429 `rate_limited`; the taken-name hint is for a 500 saying exactly
     /// "Registration failed", nothing else.
     #[test]
     fn refusals_have_their_kind_and_the_hint_only_for_a_taken_name() {
@@ -227,6 +227,7 @@ mod tests {
             assert_eq!(e(status, r#"{"error":"no"}"#).kind, ErrorKind::Auth, "{status}");
         }
         assert_eq!(e(422, r#"{"error":"no"}"#).kind, ErrorKind::Invalid);
+        assert_eq!(e(429, r#"{"error":"no"}"#).kind, ErrorKind::RateLimited);
         assert_eq!(
             e(500, r#"{"error":"x"}"#).message,
             "registration refused with HTTP 500: x"
