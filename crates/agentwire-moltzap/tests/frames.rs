@@ -635,6 +635,62 @@ fn strict_takes_every_frame_with_all_its_keys() {
     }
 }
 
+/// Strict decoding refuses each known key on a frame type that has no such key, naming it.
+#[test]
+fn strict_names_each_known_key_a_frame_type_has_not() {
+    let strict = DecodeOptions {
+        reject_unknown_keys: true,
+        ..DecodeOptions::default()
+    };
+    let request = r#""jsonrpc":"2.0","type":"request","id":"1","method":"m""#;
+    let cases: &[(Generation, String, &str)] = &[
+        (
+            Current,
+            r#"{"jsonrpc":"2.0","id":"1","method":"m","type":"request"}"#.into(),
+            "type",
+        ),
+        (
+            Released,
+            r#"{"jsonrpc":"2.0","type":"event","event":"e","id":"1"}"#.into(),
+            "id",
+        ),
+        (
+            Released,
+            r#"{"jsonrpc":"2.0","type":"event","event":"e","method":"m"}"#.into(),
+            "method",
+        ),
+        (
+            Released,
+            r#"{"jsonrpc":"2.0","type":"event","event":"e","params":{}}"#.into(),
+            "params",
+        ),
+        (Released, format!(r#"{{{request},"result":{{}}}}"#), "result"),
+        (Released, format!(r#"{{{request},"error":{{}}}}"#), "error"),
+        (Released, format!(r#"{{{request},"event":"e"}}"#), "event"),
+        (Released, format!(r#"{{{request},"data":{{}}}}"#), "data"),
+    ];
+    for (g, text, key) in cases {
+        assert!(one(*g, text).is_ok(), "{g:?} {text}");
+        let v = decode_message_with(*g, text, &strict);
+        assert_eq!(
+            v[0].clone().unwrap_err().kind,
+            K::UnknownKey((*key).into()),
+            "{g:?} {text}"
+        );
+    }
+}
+
+/// Each known key given twice is refused, naming it.
+#[test]
+fn each_known_key_given_twice_is_named() {
+    for key in [
+        "jsonrpc", "type", "id", "method", "params", "result", "error", "event", "data",
+    ] {
+        let text = format!(r#"{{"{key}":1,"jsonrpc":"2.0","id":"1","method":"m","{key}":2}}"#);
+        assert_eq!(err(Current, &text).kind, K::DuplicateKey(key.into()), "{text}");
+    }
+}
+
 /// An id: a string of at most `max_id_len` bytes (256 taken, 257 not), or in the current
 /// generation an integer; the error says which the generation wants.
 #[test]
