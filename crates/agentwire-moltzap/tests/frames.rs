@@ -4,7 +4,7 @@ use agentwire_core::ErrorKind;
 use agentwire_moltzap::{
     decode_bytes, decode_bytes_with, decode_message, decode_message_with, encode_frame, encode_notification,
     encode_request, encode_response, raw, DecodeOptions, EncodeError, Frame, FrameError, FrameErrorKind as K,
-    Generation, Generation::*, Id, MoltZapError, Outcome, RpcError,
+    Generation, Generation::*, Id, MoltZapError, Notification, Outcome, Request, Response, RpcError,
 };
 
 fn one(g: Generation, text: &str) -> Result<Frame, FrameError> {
@@ -715,5 +715,107 @@ fn ids_of_each_generation() {
             "must be a string (released generation)",
             "{text}"
         );
+    }
+}
+
+/// A generation's name, as the bindings and the connected event give it, and an id as text.
+#[test]
+fn generations_and_ids_have_their_names() {
+    assert_eq!([Current.as_str(), Released.as_str()], ["current", "released"]);
+    assert_eq!([Id::from("a1").to_string(), Id::from(-7).to_string()], ["a1", "-7"]);
+}
+
+/// Frames compare by every part (ids, names, codes, messages, tags, payloads as raw text), one
+/// part at a time; a frame of one type never equals one of another.
+#[test]
+fn frames_are_equal_only_in_every_part() {
+    let p = |json: &str| Some(raw(json).unwrap());
+    let req = Request {
+        id: Id::from("1"),
+        method: "m".into(),
+        params: p("{}"),
+    };
+    let note = Notification {
+        name: "n".into(),
+        params: p("{}"),
+    };
+    let error = RpcError {
+        code: 1,
+        message: "m".into(),
+        data: p("{}"),
+        tag: Some("T".into()),
+    };
+    let answer = |outcome| {
+        Frame::Response(Response {
+            id: Some(Id::from("1")),
+            outcome,
+        })
+    };
+    let frames = [
+        Frame::Request(req.clone()),
+        Frame::Notification(note.clone()),
+        answer(Outcome::Result(raw("1").unwrap())),
+        answer(Outcome::Error(error.clone())),
+    ];
+    for (i, a) in frames.iter().enumerate() {
+        for (j, b) in frames.iter().enumerate() {
+            assert_eq!(a == b, i == j, "{a:?} {b:?}");
+        }
+    }
+    let requests = [
+        Request {
+            id: Id::from("2"),
+            ..req.clone()
+        },
+        Request {
+            method: "x".into(),
+            ..req.clone()
+        },
+        Request {
+            params: p("[]"),
+            ..req.clone()
+        },
+        Request {
+            params: None,
+            ..req.clone()
+        },
+    ];
+    for r in requests {
+        assert_ne!(Frame::Request(r), frames[0]);
+    }
+    let notes = [
+        Notification {
+            name: "x".into(),
+            ..note.clone()
+        },
+        Notification {
+            params: p("[]"),
+            ..note.clone()
+        },
+    ];
+    for n in notes {
+        assert_ne!(Frame::Notification(n), frames[1]);
+    }
+    assert_ne!(answer(Outcome::Result(raw("2").unwrap())), frames[2]);
+    let errors = [
+        RpcError {
+            code: 2,
+            ..error.clone()
+        },
+        RpcError {
+            message: "x".into(),
+            ..error.clone()
+        },
+        RpcError {
+            data: None,
+            ..error.clone()
+        },
+        RpcError {
+            tag: None,
+            ..error.clone()
+        },
+    ];
+    for e in errors {
+        assert_ne!(answer(Outcome::Error(e)), frames[3]);
     }
 }
