@@ -110,6 +110,7 @@ impl agentwire_core::Entropy for JsEntropy {
 /// on: a `setTimeout` of 0. A read loop whose next read is already there (a stream body with
 /// chunks queued) otherwise goes on in microtasks, which run before any task, until it has read
 /// everything queued.
+#[cfg(feature = "switch")]
 pub(crate) async fn yield_to_tasks() {
     let tick = js_sys::Promise::new(&mut |resolve, _| {
         set_timeout(&resolve, 0.0);
