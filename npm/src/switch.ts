@@ -76,7 +76,7 @@ export interface SwitchOptions {
   /** The engine's queue of undelivered events in bytes (default 64 MiB): past it, as past
    * `maxQueuedEvents`, later events wait for a reopen from the cursor; none is lost. The
    * clients of one entry share one wasm memory, so what their queues hold together is bounded
-   * too (256 MiB): past it, a queue takes one event at a time. */
+   * too (256 MiB): past it, a queue keeps 1 MiB (its own bound when less). */
   maxQueuedBytes?: number | undefined;
   /** Largest frame taken in, in bytes, on either wire: a WebSocket message, or an SSE event's
    * data and line (default 1 MiB, at most 64 MiB). */

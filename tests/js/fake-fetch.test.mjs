@@ -31,7 +31,7 @@ function body() {
   let ctl;
   const stream = new ReadableStream({ start: (c) => void (ctl = c) });
   const enc = new TextEncoder();
-  return { stream, write: (t) => ctl.enqueue(enc.encode(t)), end: () => ctl.close() };
+  return { stream, write: (t) => ctl.enqueue(enc.encode(t)), end: () => ctl.close(), drained: () => ctl.desiredSize > 0 };
 }
 
 /** A body of `text`, then nothing more, ever; aborted (`signal`), it errors, as a real fetch's does. */
@@ -264,6 +264,46 @@ test("Switch over SSE: one chunk of more events than the engine queues is delive
   assert.equal(events.filter((e) => e.type === "event").at(-1).sequence, n);
   assert.equal(bodies.length, 1, "no reopen");
   await client.close();
+});
+
+// The Switch engines of one module hold 256 MiB together for pages that do not read; one whose
+// page reads promptly keeps 1 MiB of its own whatever the others hold. Its bound was cut to one
+// byte, so the second event of an SSE slice overflowed it, and it reopened after every chunk.
+test("Switch over SSE: a client that reads keeps its events while others hold the module's bound", { timeout: 60_000 }, async () => {
+  const bodies = [];
+  const calls = fakeFetch(() => {
+    const b = body();
+    bodies.push(b);
+    return new Response(b.stream, { status: 200, headers: { "content-type": "text/event-stream" } });
+  });
+  const open = async (base, options) => {
+    const connecting = SwitchClient.connect(base, { token: "agent-key", agentId: "a", transport: "sse", ...options });
+    await until(() => calls.some((c) => c.url.startsWith(base) && c.url.includes("/events?")), "the stream");
+    bodies.at(-1).write(state);
+    return [await connecting, bodies.at(-1)];
+  };
+  const clients = [];
+  try {
+    const big = "x".repeat(900_000);
+    for (let i = 0; i < 6; i++) {
+      const [client, b] = await open(`http://holding${i}.test`, { maxBufferedBytes: 1 << 20 });
+      clients.push(client);
+      for (let seq = 1; seq <= 80; seq++) b.write(message(seq, big));
+    }
+    // Every holding client has read its stream: what the engines hold is past the module's bound.
+    await until(() => bodies.every((b) => b.drained()), "the holding streams read");
+    const events = [];
+    const [client, b] = await open("http://prompt.test", { onEvent: (e) => events.push(e) });
+    clients.push(client);
+    let chunk = "";
+    for (let seq = 1; seq <= 50; seq++) chunk += message(seq, `m${seq}`);
+    b.write(chunk);
+    await until(() => events.filter((e) => e.type === "event").length === 50 || events.some((e) => e.type === "disconnected"), "the events");
+    assert.deepEqual(events.filter((e) => e.type === "disconnected").map((e) => e.reason), []);
+    assert.equal(calls.filter((c) => c.url.startsWith("http://prompt.test") && c.url.includes("/events?")).length, 1, "no reopen");
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
 });
 
 // A read whose chunk is already queued resolves in a microtask, ahead of every task: under a

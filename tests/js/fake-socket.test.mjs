@@ -231,7 +231,7 @@ test("Switch engines holding events back share one bound for the module", { time
       }
     }
     const total = held.reduce((a, b) => a + b, 0);
-    assert.ok(total <= (256 << 20) + 6 * 1_000_000, `held together ${total} bytes: ${held.join(", ")}`);
+    assert.ok(total <= (256 << 20) + 6 * ((1 << 20) + 1_000_000), `held together ${total} bytes: ${held.join(", ")}`);
   } finally {
     await Promise.all(clients.map((c) => c.close()));
   }

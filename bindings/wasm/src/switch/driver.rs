@@ -110,8 +110,14 @@ pub(super) struct Driver {
 /// waiting while `events()` is not read), together: they share one wasm memory, which a bound of
 /// 64 MiB each did not keep within its 4 GiB (64 clients filled it, and the instance trapped for
 /// every client). Past it an engine takes no more events until its page reads some (they wait
-/// for the reopen from its cursor: none is lost); each still takes one at a time.
+/// for the reopen from its cursor: none is lost), beyond its [`ENGINE_FLOOR_BYTES`].
 const INSTANCE_QUEUED_BYTES: usize = 256 << 20;
+
+/// What an engine may hold whatever the others hold (its own `maxQueuedBytes` when less): a
+/// page that reads promptly is not cut to an event at a time by the pages that do not (its
+/// control events, bounded by the same number, were dropped, and a 16 KiB SSE slice overflowed
+/// and reopened), and many clients still hold at most 1 MiB each past the instance's bound.
+const ENGINE_FLOOR_BYTES: usize = 1 << 20;
 
 thread_local! {
     /// What the engines of this instance hold, as each last counted it.
@@ -131,11 +137,11 @@ impl QueueShare {
     }
 
     /// Before input that may queue events: the engine's bound is what the others leave of the
-    /// instance's, never more than its own, and at least 1 (an event at a time still goes).
+    /// instance's, at least [`ENGINE_FLOOR_BYTES`], never more than its own.
     pub(super) fn bound(&self, conn: &mut Connection) {
         let others = QUEUED.with(Cell::get).saturating_sub(self.counted);
         let left = INSTANCE_QUEUED_BYTES.saturating_sub(others);
-        conn.set_max_queued_bytes(self.own.min(left).max(1));
+        conn.set_max_queued_bytes(self.own.min(left.max(ENGINE_FLOOR_BYTES)));
     }
 
     /// After: counts what the engine holds now (`0` once the driver is gone).
