@@ -106,18 +106,28 @@ impl Bridge {
     /// acknowledged (`acked` bytes): a ping waits behind what the browser has not read, so a
     /// pong later than one interval means the window holds more than an interval of the
     /// browser's reading, and it shrinks to about one interval's worth (`window × interval /
-    /// waited`, not below 64 KiB); a pong within a quarter of an interval that acknowledged half
-    /// a window or more (the window was in use, and read with time to spare) lets it double, up to `max_unacked_bytes`. Pongs then
-    /// come within about an interval of their ping, and beats within the TTL, however slowly
-    /// the browser reads a flood; a fixed `max_unacked_bytes` (8 MiB) had a browser reading
-    /// under 1.4 MB/s answer after the 6 s TTL, evicted `heartbeat_lapsed` on every reopen.
+    /// waited`, not below 64 KiB); a quick pong that acknowledged half a window or more (the
+    /// window was in use, and read with time to spare) lets it double, up to
+    /// `max_unacked_bytes`. Quick is within a quarter of an interval, or, for a browser far
+    /// away, at most a quarter interval and at most one round trip beyond the round trip (the
+    /// least `waited` of the earlier pongs): a browser 600 ms away never answered within 500 ms,
+    /// and its window stayed 256 KiB for good (128 KiB/s). Pongs then come within about an
+    /// interval of their ping, and beats within the TTL, however slowly the browser reads a
+    /// flood; a fixed `max_unacked_bytes` (8 MiB) had a browser reading under 1.4 MB/s answer
+    /// after the 6 s TTL, evicted `heartbeat_lapsed` on every reopen.
     fn fit_window(&mut self, waited: Millis, acked: u64) {
         let max = self.cfg.max_unacked_bytes as u64;
         let floor = MIN_WINDOW_BYTES.min(max);
+        // The round trip as the earlier pongs tell it (0 before the first). Beyond it, the
+        // browser was reading; a near browser is judged as before (within a quarter interval).
+        let round_trip = self.round_trip.unwrap_or(0);
+        self.round_trip = Some(self.round_trip.map_or(waited, |r| r.min(waited)));
+        let beyond = waited.saturating_sub(round_trip);
+        let quick = waited <= self.ping_ms / 4 || beyond <= round_trip.min(self.ping_ms / 4);
         if waited > self.ping_ms {
             let fitted = u128::from(self.window) * u128::from(self.ping_ms) / u128::from(waited);
             self.window = (fitted as u64).max(floor);
-        } else if waited <= self.ping_ms / 4 && acked >= self.window / 2 {
+        } else if quick && acked >= self.window / 2 {
             self.window = self.window.saturating_mul(2).min(max);
         }
     }
@@ -265,13 +275,18 @@ mod tests {
     }
 
     /// A browser under a flood (an upstream that always has more) reading steadily at `rate`
-    /// bytes a second and answering each ping once it has read everything before it; every beat
-    /// is answered 200 at once. The longest time without a beat (counted from the attach, to
-    /// the end or the close), whether the bridge closed, and the bytes the browser read.
-    fn flood(rate: u64, secs: u64) -> (Millis, bool, u64) {
+    /// bytes a second and answering each ping once it has read everything before it, `lat` ms
+    /// away (a frame reaches it `lat` ms after the bridge outputs it, a pong the bridge `lat` ms
+    /// after it is sent); every beat is answered 200 at once. The longest time without a beat
+    /// (counted from the attach, to the end or the close), whether the bridge closed, and the
+    /// bytes the browser read.
+    fn flood(rate: u64, lat: Millis, secs: u64) -> (Millis, bool, u64) {
         let mut b = live(0);
         let chunk: String = (0..100).map(|i| message_frame(5 + i, &"x".repeat(300))).collect();
-        let mut w = Browser::default();
+        let mut w = Browser {
+            lat,
+            ..Browser::default()
+        };
         for now in (2..secs * 1000).step_by(10) {
             b.handle_timeout(now);
             w.take(&mut b, now);
@@ -280,16 +295,20 @@ mod tests {
                 w.take(&mut b, now);
             }
             w.budget += rate / 100;
-            while let Some(&(len, ping)) = w.unread.front().filter(|u| u.0 <= w.budget) {
+            while let Some(&(_, len, ping)) = w.unread.front().filter(|u| u.0 <= now && u.1 <= w.budget) {
                 (w.budget, w.read) = (w.budget - len, w.read + len);
                 w.unread.pop_front();
                 if ping {
-                    pong(&mut b, now, 0);
-                    w.take(&mut b, now);
+                    w.pongs.push_back(now + lat);
                 }
             }
-            if w.unread.is_empty() {
+            if w.unread.front().is_none_or(|u| u.0 > now) {
                 w.budget = 0;
+            }
+            while w.pongs.front().is_some_and(|&at| at <= now) {
+                w.pongs.pop_front();
+                pong(&mut b, now, 0);
+                w.take(&mut b, now);
             }
             if w.closed {
                 return (w.longest.max(now - w.last_beat), true, w.read);
@@ -300,8 +319,13 @@ mod tests {
 
     #[derive(Default)]
     struct Browser {
-        /// Frames not read yet: their length, and whether each is a ping.
-        unread: std::collections::VecDeque<(u64, bool)>,
+        /// Frames not read yet: when each reaches the browser, its length, and whether it is a
+        /// ping.
+        unread: std::collections::VecDeque<(Millis, u64, bool)>,
+        /// When each pong sent reaches the bridge.
+        pongs: std::collections::VecDeque<Millis>,
+        /// The one-way latency, ms.
+        lat: Millis,
         budget: u64,
         read: u64,
         last_beat: Millis,
@@ -313,7 +337,10 @@ mod tests {
         fn take(&mut self, b: &mut Bridge, now: Millis) {
             while let Some(o) = b.poll_output() {
                 match o {
-                    Output::ToClient(t) => self.unread.push_back((t.len() as u64, t.contains("\"ping\""))),
+                    Output::ToClient(t) => {
+                        self.unread
+                            .push_back((now + self.lat, t.len() as u64, t.contains("\"ping\"")))
+                    }
                     Output::Beat(_) => {
                         self.longest = self.longest.max(now - self.last_beat);
                         self.last_beat = now;
@@ -333,13 +360,27 @@ mod tests {
     #[test]
     fn a_browser_reading_a_flood_steadily_keeps_its_beats_within_the_ttl() {
         for rate in [100_000, 1_000_000, 4_000_000] {
-            let (longest, closed, read) = flood(rate, 30);
+            let (longest, closed, read) = flood(rate, 0, 30);
             assert!(
                 !closed && longest <= 4_500,
                 "{rate} B/s: closed {closed}, {longest} ms without a beat"
             );
             assert!(read >= rate * 30 / 2, "{rate} B/s: read {read} in 30 s");
         }
+    }
+
+    /// A browser 300 ms away (600 ms round trip: satellite, 3G) reading a flood at 2 MB/s gets
+    /// no pong back within a quarter interval, however fast it reads: the window must not judge
+    /// its reading by the round trip. Before, it stayed 256 KiB for good, 128 KiB/s.
+    #[test]
+    fn a_browser_far_away_reading_a_flood_fast_gets_a_window_that_grows() {
+        let rate = 2_000_000;
+        let (longest, closed, read) = flood(rate, 300, 30);
+        assert!(
+            !closed && longest <= 6_000,
+            "closed {closed}, {longest} ms without a beat"
+        );
+        assert!(read >= rate * 30 / 2, "read {read} in 30 s");
     }
 
     #[test]

@@ -182,6 +182,9 @@ pub struct Bridge {
     /// `INITIAL_WINDOW_BYTES` up to `max_unacked_bytes`, fitted to the browser's reading by the
     /// time its pongs take (`liveness.rs`, `fit_window`).
     window: u64,
+    /// The least time a pong took after its ping so far (`None` before the first): about the
+    /// round trip to the browser, which `fit_window` does not count as slow reading.
+    round_trip: Option<Millis>,
     /// Pings answered so far: pong `n` answers ping `n` (pongs come in order).
     pings_answered: u64,
     /// [`Bridge::open_timed_out`].
@@ -222,6 +225,7 @@ impl Bridge {
             acked_bytes: 0,
             ping_marks: VecDeque::new(),
             window,
+            round_trip: None,
             pings_answered: 0,
             open_timed_out: false,
             stats: BridgeStats::default(),
