@@ -29,6 +29,8 @@ need_rust() {
 # prefix that matches is the one rustc applies.
 wasm_rustflags() {
   local src="${CARGO_HOME:-$HOME/.cargo}/registry/src" d
+  # RUSTFLAGS is split at spaces: a cargo home with one keeps its paths rather than break the build.
+  case "$src" in *[[:space:]]*) echo "${RUSTFLAGS:-}"; return ;; esac
   local flags="${RUSTFLAGS:-} --remap-path-prefix=$src=cargo-registry"
   for d in "$src"/index.crates.io-*/; do
     [ -d "$d" ] && flags="$flags --remap-path-prefix=${d%/}=crates.io"
