@@ -5,7 +5,7 @@
 use super::*;
 
 /// The next connection to `listener`, its request's head read.
-async fn request_read(listener: &tokio::net::TcpListener) -> tokio::net::TcpStream {
+pub(crate) async fn request_read(listener: &tokio::net::TcpListener) -> tokio::net::TcpStream {
     let (mut s, _) = listener.accept().await.unwrap();
     let mut head = Vec::new();
     while !head.ends_with(b"\r\n\r\n") {

@@ -392,7 +392,7 @@ impl Response {
 }
 
 #[cfg(test)]
-mod chunk_tests;
+pub(crate) mod chunk_tests;
 
 #[cfg(test)]
 mod tests {

@@ -50,19 +50,13 @@ mod tests {
     /// reading without it, fails).
     #[tokio::test]
     async fn an_answer_is_read_up_to_64_kib() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::io::AsyncWriteExt;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let origin = format!("http://{}", listener.local_addr().unwrap());
         let ok = r#"{"agentId":"a1","apiKey":"k1"}"#;
         let server = tokio::spawn(async move {
             for len in [64 * 1024, 64 * 1024 + 1] {
-                let (mut s, _) = listener.accept().await.unwrap();
-                let mut head = Vec::new();
-                while !head.ends_with(b"\r\n\r\n") {
-                    let mut byte = [0u8; 1];
-                    assert_eq!(s.read(&mut byte).await.unwrap(), 1);
-                    head.push(byte[0]);
-                }
+                let mut s = crate::http::chunk_tests::request_read(&listener).await;
                 let body = format!("{ok}{}", " ".repeat(len - ok.len()));
                 let answer = format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n\r\n{body}");
                 // The client may stop reading at its bound.
