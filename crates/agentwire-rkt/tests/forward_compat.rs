@@ -177,6 +177,35 @@ fn a_close_after_an_unknown_message_type_fails_the_handshake_not_that_message() 
     );
     assert!(c.handshake_error().is_none(), "{:?}", c.handshake_error());
 
+    // A message dropped for answering nothing this client sent (a stray PONG, a HELLO_ACK to
+    // another HELLO) ends nothing either: the close says why.
+    let (mut c, _) = open();
+    c.handle_text(T0, &reply("PONG", "p", "zz", "", ""));
+    c.handle_text(
+        T0,
+        &reply(
+            "HELLO_ACK",
+            "a",
+            "other",
+            "",
+            r#"{"agreed_version":1,"session_timeout":300}"#,
+        ),
+    );
+    c.handle_close(T0, 1013, "try again later");
+    let ev = drain(&mut c);
+    assert!(
+        matches!(
+            ev.as_slice(),
+            [
+                ClientEvent::Error(_),
+                ClientEvent::Error(_),
+                ClientEvent::Closed { code: 1013, .. }
+            ]
+        ),
+        "{ev:?}"
+    );
+    assert!(c.handshake_error().is_none(), "{:?}", c.handshake_error());
+
     let (mut c, hello) = open();
     c.handle_text(T0, "{");
     c.handle_text(T0, &reply("HELLO_WAIT", "w", &hello, "", ""));

@@ -72,7 +72,7 @@ impl ClientSession {
             | MessageType::Pong => self.on_reply(now, msg),
             other => {
                 let e = RktError::local(ErrorKind::Protocol, format!("a server does not send {other}; dropped"));
-                self.report(e.for_request(msg.message_id()));
+                self.dropped(e.for_request(msg.message_id()));
             }
         }
     }
@@ -80,7 +80,7 @@ impl ClientSession {
     pub(super) fn on_hello_ack(&mut self, now: Millis, msg: Message) {
         if self.state != ClientState::Handshaking || msg.reply_to() != self.hello_id.as_deref() {
             let e = RktError::local(ErrorKind::Protocol, "unexpected HELLO_ACK; dropped");
-            self.report(e);
+            self.dropped(e);
             return;
         }
         // Read at or past the handshake's deadline, before the driver reported it: too late, as
@@ -220,13 +220,13 @@ impl ClientSession {
         let id = msg.reply_to().unwrap_or_default().to_string();
         if self.is_queued(&id) {
             let m = format!("{} answers `{id}`, which has not been sent yet; dropped", msg.kind);
-            self.report(RktError::local(ErrorKind::Protocol, m));
+            self.dropped(RktError::local(ErrorKind::Protocol, m));
             return;
         }
         let Some(p) = self.pending.get_mut(&id) else {
             if !self.forgotten.contains(&id) {
                 let m = format!("{} answers unknown message `{id}`; dropped", msg.kind);
-                self.report(RktError::local(ErrorKind::Protocol, m));
+                self.dropped(RktError::local(ErrorKind::Protocol, m));
             }
             return;
         };
@@ -257,7 +257,7 @@ impl ClientSession {
             let error = RktError::local(ErrorKind::Protocol, m);
             match streamed {
                 true => self.fail(id, error),
-                false => self.report(error.for_request(&id)),
+                false => self.dropped(error.for_request(&id)),
             }
             return;
         }

@@ -234,9 +234,7 @@ impl ClientSession {
             Some(id) => error.for_request(id),
             None => error,
         };
-        // Not [`Self::report`]: it ends nothing, and a close that follows says why the
-        // handshake failed ([`Self::handshake_error`]).
-        self.events.push_back(ClientEvent::Error(error));
+        self.dropped(error);
     }
 
     /// A message that could not be decoded, answering `reply_to` (its `Reply-To`, or an ERROR's
@@ -339,8 +337,8 @@ impl ClientSession {
     /// Why the handshake failed, for a driver whose connect ends with `Closed` before `Ready`:
     /// the last [`ClientEvent::Error`] before `Ready` (a refusal, a timeout, a HELLO_ACK or a
     /// message that could not be read), or `None` when the close says more (nothing went wrong
-    /// but the close, or only messages of a type this client does not know came, which end
-    /// nothing).
+    /// but the close, or only messages that were dropped came: of a type this client does not
+    /// know, or answering nothing it sent, which end nothing).
     pub fn handshake_error(&self) -> Option<&RktError> {
         self.handshake_error.as_ref()
     }
@@ -383,6 +381,13 @@ impl ClientSession {
     fn handshake_timed_out(&mut self, m: String) {
         self.report(RktError::local(ErrorKind::Timeout, m));
         self.close(1000, "handshake timeout");
+    }
+
+    /// An `Error` event for a message dropped (of a type this client does not know, or one that
+    /// answers nothing it sent): it ends nothing, so it is not the handshake's failure either,
+    /// and a close that follows says why the handshake failed ([`Self::handshake_error`]).
+    pub(super) fn dropped(&mut self, error: RktError) {
+        self.events.push_back(ClientEvent::Error(error));
     }
 
     /// An `Error` event; before `Ready`, also the handshake's ([`Self::handshake_error`]).
