@@ -169,6 +169,20 @@ mod tests {
     }
 
     #[test]
+    fn a_full_store_sweeps_the_entries_expired_unread() {
+        let mut m = MemoryStore::new(2, 1 << 20);
+        m.set(0, "n", "a", json!(1), Some(10)).unwrap(); // expires at 10 000, 3 bytes
+        m.set(0, "n", "b", json!(22), None).unwrap(); // 4 bytes
+        assert!(m.set(9_999, "n", "c", json!(333), None).is_err(), "a is still alive");
+        assert_eq!((m.len(), m.bytes()), (2, 3 + 4));
+        // Never read, a goes when the store needs its room, at its expiry.
+        m.set(10_000, "n", "c", json!(333), None).unwrap();
+        assert_eq!((m.len(), m.bytes()), (2, 4 + 5));
+        assert_eq!(m.get(10_000, "n", "c"), Some(json!(333)));
+        assert!(!m.is_empty());
+    }
+
+    #[test]
     fn bytes_are_bounded() {
         let mut m = MemoryStore::new(100, 20);
         m.set(0, "n", "k", json!("0123456789"), Some(1)).unwrap(); // 1 + 1 + 12 bytes
