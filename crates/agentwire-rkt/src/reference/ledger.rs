@@ -63,3 +63,37 @@ impl Ledger {
         Ok(*balance)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_ledger_refuses_new_accounts_only() {
+        let mut l = Ledger::new(1);
+        assert_eq!(l.pay("a", "RKTT", 0.5), Some(0.5));
+        assert_eq!(l.pay("b", "RKTT", 0.5), None);
+        assert_eq!(l.pay("a", "RKTT", 0.25), Some(0.75), "an open account takes more");
+        assert_eq!(l.accounts(), 1);
+    }
+
+    #[test]
+    fn spending_takes_the_price_or_refuses_a_balance_too_small() {
+        let mut l = Ledger::new(4);
+        l.pay("p", "RKTT", 0.75).unwrap();
+        assert_eq!(l.spend("p", "RKTT", 0.25), Ok(0.5));
+        assert_eq!(l.spend("p", "RKTT", 1.0), Err(0.5));
+        assert_eq!(
+            l.spend("p", "RKTT", 0.5 + 1e-9),
+            Ok(0.0),
+            "within the rounding allowance"
+        );
+        assert_eq!(l.balance("p", "RKTT"), 0.0);
+        // 0.3 - 0.1 - 0.1 leaves a little less than 0.1 in binary: the last 0.1 is still paid.
+        l.pay("q", "RKTT", 0.3).unwrap();
+        for _ in 0..3 {
+            assert!(l.spend("q", "RKTT", 0.1).is_ok());
+        }
+        assert_eq!(l.spend("q", "RKTT", 0.1), Err(0.0));
+    }
+}
