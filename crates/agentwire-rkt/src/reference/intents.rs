@@ -69,6 +69,34 @@ mod tests {
     }
 
     #[test]
+    fn a_city_gets_the_same_data_in_every_release_within_its_ranges() {
+        assert_eq!(
+            current("Oslo"),
+            json!({"city": "Oslo", "temperature": 6, "condition": "Windy", "humidity": 40, "wind_kph": 21})
+        );
+        // Ten seconds past midnight UTC: the first day is still tomorrow.
+        let f = forecast("Oslo", 2, 1_782_604_800_000 + 10_000);
+        assert_eq!(
+            f,
+            [
+                json!({"date": "2026-06-29", "high": 8, "low": 1, "condition": "Rain"}),
+                json!({"date": "2026-06-30", "high": 20, "low": 11, "condition": "Rain"}),
+            ]
+        );
+        for city in ["Oslo", "Lima", "Cairo", "Perth", "Quito", "Nuuk", "Baku", "Riga"] {
+            let c = current(city);
+            assert!((5..=35).contains(&c["temperature"].as_i64().unwrap()), "{c}");
+            assert!((30..90).contains(&c["humidity"].as_u64().unwrap()), "{c}");
+            assert!(c["wind_kph"].as_u64().unwrap() < 40, "{c}");
+            for d in forecast(city, 7, 1_782_648_000_000) {
+                let (high, low) = (d["high"].as_i64().unwrap(), d["low"].as_i64().unwrap());
+                assert!((0..20).contains(&low) && (4..=13).contains(&(high - low)), "{d}");
+                assert!(CONDITIONS.iter().any(|c| d["condition"] == *c), "{d}");
+            }
+        }
+    }
+
+    #[test]
     fn a_clock_at_the_end_of_time_gives_dates_not_a_panic() {
         let f = forecast("Seoul", 3, u64::MAX - 1);
         assert_eq!(f.len(), 3);
