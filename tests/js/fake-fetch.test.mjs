@@ -34,6 +34,17 @@ function body() {
   return { stream, write: (t) => ctl.enqueue(enc.encode(t)), end: () => ctl.close(), drained: () => ctl.desiredSize > 0 };
 }
 
+/** `fakeFetch` whose event streams are bodies the test writes, in `bodies` as they open. */
+function sseStreams() {
+  const bodies = [];
+  const calls = fakeFetch(() => {
+    const b = body();
+    bodies.push(b);
+    return new Response(b.stream, { status: 200, headers: { "content-type": "text/event-stream" } });
+  });
+  return { bodies, calls };
+}
+
 /** A body of `text`, then nothing more, ever; aborted (`signal`), it errors, as a real fetch's does. */
 function endlessBody(signal, text) {
   let sent = false;
@@ -57,12 +68,7 @@ const message = (seq, text) =>
   `id: ${seq}\nevent: message\ndata: ${JSON.stringify({ type: "message", room_id: "r", bridge_id: null, channel_type: "channel_public", payload: { body: text }, sequence: seq })}\n\n`;
 
 test("Switch over SSE: the stream's request, its body split anywhere, a reopen from the cursor, close() aborts it", { timeout: 10_000 }, async () => {
-  const bodies = [];
-  const calls = fakeFetch(() => {
-    const b = body();
-    bodies.push(b);
-    return new Response(b.stream, { status: 200, headers: { "content-type": "text/event-stream" } });
-  });
+  const { bodies, calls } = sseStreams();
   const events = [];
   const connecting = SwitchClient.connect("http://switch.test/base", {
     token: "agent-key",
@@ -153,12 +159,7 @@ test("Switch over SSE: a refusal whose body never ends is its status after 2 s, 
 });
 
 test("Switch auto: an upgrade refused with 403, which the socket tells, goes on over SSE", { timeout: 10_000 }, async () => {
-  const bodies = [];
-  const calls = fakeFetch(() => {
-    const b = body();
-    bodies.push(b);
-    return new Response(b.stream, { status: 200 });
-  });
+  const { bodies, calls } = sseStreams();
   const events = [];
   const connecting = SwitchClient.connect("http://switch.test", {
     token: "k",
@@ -238,12 +239,7 @@ test("fetchWebSocket: close() while a refusal's body is read ends with the calle
 // between them, so a chunk of more events than that is delivered whole, without the queue's
 // overflow and the reopen it brings. Before, every such chunk overflowed and reopened.
 test("Switch over SSE: one chunk of more events than the engine queues is delivered without a reopen", { timeout: 10_000 }, async () => {
-  const bodies = [];
-  fakeFetch(() => {
-    const b = body();
-    bodies.push(b);
-    return new Response(b.stream, { status: 200, headers: { "content-type": "text/event-stream" } });
-  });
+  const { bodies } = sseStreams();
   const events = [];
   const connecting = SwitchClient.connect("http://switch.test", {
     token: "agent-key",
@@ -270,12 +266,7 @@ test("Switch over SSE: one chunk of more events than the engine queues is delive
 // page reads promptly keeps 1 MiB of its own whatever the others hold. Its bound was cut to one
 // byte, so the second event of an SSE slice overflowed it, and it reopened after every chunk.
 test("Switch over SSE: a client that reads keeps its events while others hold the module's bound", { timeout: 60_000 }, async () => {
-  const bodies = [];
-  const calls = fakeFetch(() => {
-    const b = body();
-    bodies.push(b);
-    return new Response(b.stream, { status: 200, headers: { "content-type": "text/event-stream" } });
-  });
+  const { bodies, calls } = sseStreams();
   const open = async (base, options) => {
     const connecting = SwitchClient.connect(base, { token: "agent-key", agentId: "a", transport: "sse", ...options });
     await until(() => calls.some((c) => c.url.startsWith(base) && c.url.includes("/events?")), "the stream");
@@ -312,12 +303,7 @@ test("Switch over SSE: a client that reads keeps its events while others hold th
 // in Chromium at 80,000 events/s; beats 7.7 s apart, past the 6 s TTL). It lets tasks run
 // between chunks: a timer set before the chunks are read runs after the first.
 test("Switch over SSE: chunks queued in the body let timers run between them", { timeout: 10_000 }, async () => {
-  const bodies = [];
-  fakeFetch(() => {
-    const b = body();
-    bodies.push(b);
-    return new Response(b.stream, { status: 200, headers: { "content-type": "text/event-stream" } });
-  });
+  const { bodies } = sseStreams();
   let delivered = 0;
   const connecting = SwitchClient.connect("http://switch.test", {
     token: "agent-key",
