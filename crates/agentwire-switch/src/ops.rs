@@ -20,7 +20,7 @@ use crate::error::SwitchError;
 use crate::http::{HttpRequest, CONNECTION_ID_HEADER};
 use crate::json::{self, FromJson, JsonError, Obj};
 use crate::open::{check_id, encode_segment, is_uuid};
-use agentwire_core::json::read::{Tape, Value};
+use agentwire_core::json::read::{self, Kind, Tape, Value};
 use agentwire_core::json::{push_string, write};
 use agentwire_core::ErrorKind;
 use serde::Serialize;
@@ -75,11 +75,13 @@ pub fn op(agent_id: &str, connection_id: Option<&str>, name: &str, args: &str) -
     }
     let args = args.trim();
     let args = if args.is_empty() { "{}" } else { args };
-    let raw: &RawValue = serde_json::from_str(args).map_err(|e| invalid(format!("arguments are not JSON: {e}")))?;
-    if !raw.get().starts_with('{') {
+    // Checked as serde_json checks a raw value (the lenient parse: syntax only, any depth), on
+    // core's reader: serde_json's own parser would cost the wasm about 2 KB gzipped.
+    let tape = read::parse_lenient(args, usize::MAX).map_err(|e| invalid(format!("arguments are not JSON: {e}")))?;
+    if tape.root().kind() != Kind::Object {
         return Err(invalid("arguments must be a JSON object"));
     }
-    let mut req = HttpRequest::post_json(agent_path(agent_id, &format!("ops/{name}"))?, raw.get().to_owned());
+    let mut req = HttpRequest::post_json(agent_path(agent_id, &format!("ops/{name}"))?, args.to_owned());
     if let Some(c) = connection_id {
         check_connection(c)?;
         req = req.with_header(CONNECTION_ID_HEADER, c);
@@ -713,6 +715,44 @@ mod tests {
             .unwrap_err()
             .message
             .contains("twice"));
+    }
+
+    /// The arguments' check takes what serde_json's raw value took (syntax only: a lone
+    /// surrogate escape, a number beyond `f64`, any depth) and refuses what it refused, the
+    /// text sent as given.
+    #[test]
+    fn arguments_are_checked_as_serde_json_checked_a_raw_value() {
+        let deep = format!("{{\"a\":{}1{}}}", "[".repeat(300), "]".repeat(300));
+        let texts = [
+            r#"{"a":"\ud800"}"#,
+            r#"{"a":1e400}"#,
+            &deep,
+            r#"{"a":1} x"#,
+            "{\"a\":\"\u{1}\"}",
+            r#"{"a":01}"#,
+            r#"{"a":"\x"}"#,
+            r#"{"a":tru}"#,
+            r#" {"a": [1, {"b": null}]} "#,
+            "[{}]",
+            "\"{}\"",
+        ];
+        for text in texts {
+            let serde = serde_json::from_str::<&RawValue>(text.trim()).map(|r| r.get().starts_with('{'));
+            let ours = op("a", None, "post_message", text);
+            assert_eq!(ours.is_ok(), matches!(serde, Ok(true)), "{text}: {ours:?}");
+            if let Ok(r) = ours {
+                assert_eq!(r.body.as_deref(), Some(text.trim()));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arguments_are_refused_where_serde_json_refused_them(text in r#"[ {}\[\]":,0-9a-z\\.eE+-]{0,24}"#) {
+            let serde = serde_json::from_str::<&RawValue>(text.trim()).map(|r| r.get().starts_with('{'));
+            let expected = text.trim().is_empty() || matches!(serde, Ok(true));
+            proptest::prop_assert_eq!(op("a", None, "post_message", &text).is_ok(), expected);
+        }
     }
 
     /// An operation name is 1 to `MAX_OP_NAME` characters: the empty one and one longer are
