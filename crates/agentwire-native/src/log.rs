@@ -1,6 +1,9 @@
 //! The RKT server's log lines, written to stderr by a thread of their own: a stderr that does
 //! not drain (a pipe nobody reads) must not stall the runtime's workers, and so the server. A
 //! line that finds [`CAPACITY`] lines waiting is dropped, and the writer says how many went.
+//! A line may quote a peer (a client's close reason): it is written as one line, terminal-safe
+//! ([`agentwire_core::text::terminal_safe`]: a newline, a CR, an escape sequence or a bidi
+//! override is a visible `\uXXXX`), so a peer can neither forge a line nor act on the terminal.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,7 +71,7 @@ fn write_lines(mut out: impl Write, rx: Receiver<Item>, dropped: &AtomicU64) {
     for item in rx {
         // Written or not (a reader gone: `2>&1 | head`), a line is advice; nothing waits on it.
         if let Item::Line(line) = &item {
-            let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "{}", agentwire_core::text::terminal_safe(line, false));
         }
         let gone = dropped.swap(0, Ordering::Relaxed);
         if gone > 0 {
@@ -166,6 +169,32 @@ mod tests {
         assert!(
             text.lines().count() < 10,
             "at most the waiting lines, the count, the last: {text}"
+        );
+    }
+
+    /// A line quotes what a peer sent (the RKT server's close reason is the client's): a newline
+    /// in it would forge a line of its own, an escape sequence would reach the terminal raw.
+    #[test]
+    fn a_line_is_one_line_with_no_control_character_raw() {
+        #[derive(Clone, Default)]
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let log = Log::new(sink.clone(), 4).unwrap();
+        log.line("rkt 127.0.0.1:1: closed 4000 bye\nrkt 203.0.113.9:443: open\u{1b}[31m\r\u{9b}\u{202e}\tok".into());
+        log.flush(Duration::from_secs(5));
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            text,
+            "rkt 127.0.0.1:1: closed 4000 bye\\u000arkt 203.0.113.9:443: open\\u001b[31m\\u000d\\u009b\\u202e\tok\n"
         );
     }
 
