@@ -7,8 +7,8 @@ use agentwire_moltzap::session::{
     Participant, PresenceStatus, SendMessage, FORGOTTEN_CAP,
 };
 use agentwire_moltzap::{
-    Credentials, Event, Generation, GenerationChoice, Id, Session, SessionConfig, SessionState, CURRENT_PROTOCOL,
-    RELEASED_PROTOCOL,
+    Credentials, DecodeOptions, Event, Generation, GenerationChoice, Id, Session, SessionConfig, SessionState,
+    CURRENT_PROTOCOL, RELEASED_PROTOCOL,
 };
 use serde_json::{json, Value};
 
@@ -169,6 +169,29 @@ fn timeouts_of_zero_are_refused_at_connect() {
         let e = s.connect(0, Credentials::AgentKey("k".into())).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Invalid);
         assert!(e.error.message.starts_with(field), "{e}");
+        assert_eq!((s.state(), sent(&mut s).len()), (SessionState::Open, 0));
+    }
+}
+
+/// A decode bound of 0 refuses every frame, the connect's answer too: the connect waited out
+/// `handshake_timeout_ms` (npm: "no answer to the connect"), where Switch refuses the same
+/// bound at `start`.
+#[test]
+fn decode_bounds_of_zero_are_refused_at_connect() {
+    type Set = fn(&mut DecodeOptions);
+    let cases: [(Set, &str); 4] = [
+        (|d| d.max_message_bytes = 0, "decode.max_message_bytes"),
+        (|d| d.max_depth = 0, "decode.max_depth"),
+        (|d| d.max_frames = 0, "decode.max_frames"),
+        (|d| d.max_id_len = 0, "decode.max_id_len"),
+    ];
+    for (set, field) in cases {
+        let mut cfg = SessionConfig::default();
+        set(&mut cfg.decode);
+        let mut s = session_with(cfg);
+        let e = s.connect(0, Credentials::AgentKey("k".into())).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invalid, "{field}");
+        assert_eq!(e.error.message, format!("{field} must be at least 1"));
         assert_eq!((s.state(), sent(&mut s).len()), (SessionState::Open, 0));
     }
 }

@@ -86,11 +86,17 @@ pub struct SessionConfig {
 impl SessionConfig {
     /// The configuration refused (kind `invalid`, naming the field) where no session could work
     /// with it: a `request_timeout_ms` or `handshake_timeout_ms` of 0 would time every call, or
-    /// the connect, out at once. [`Session::connect`] checks it.
+    /// the connect, out at once; a `decode` bound of 0 would refuse every frame, the connect's
+    /// answer too (as Switch refuses its own at `start`). [`Session::connect`] checks it.
     pub fn check(&self) -> Result<(), MoltZapError> {
+        let d = &self.decode;
         for (value, field) in [
             (self.request_timeout_ms, "request_timeout_ms"),
             (self.handshake_timeout_ms, "handshake_timeout_ms"),
+            (d.max_message_bytes as u64, "decode.max_message_bytes"),
+            (d.max_depth as u64, "decode.max_depth"),
+            (d.max_frames as u64, "decode.max_frames"),
+            (d.max_id_len as u64, "decode.max_id_len"),
         ] {
             if value == 0 {
                 return Err(MoltZapError::local(
