@@ -137,6 +137,27 @@ async fn released_hello_carries_the_agent() {
     );
 }
 
+/// A configuration no session could work with is refused before anything opens, as the
+/// engine's `SessionConfig::check` words it: a `handshake_timeout_ms` of 0 bounded the upgrade
+/// first, and an upgrade not done at once failed `timeout` "no WebSocket upgrade from … within
+/// 0 ms", after the TCP connection was made.
+#[tokio::test]
+async fn a_configuration_check_refuses_before_connecting() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/ws", listener.local_addr().unwrap());
+    let mut cfg = config(GenerationChoice::Current);
+    cfg.session.handshake_timeout_ms = 0;
+    let connecting = MoltZapClient::connect(&url, Credentials::AgentKey("moltzap_agent_x".into()), cfg);
+    let e = tokio::time::timeout(WAIT, connecting)
+        .await
+        .expect("bounded")
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(e.error.message, "handshake_timeout_ms must be at least 1");
+    let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+    assert!(accepted.is_err(), "the connect opened a connection");
+}
+
 #[tokio::test]
 async fn refusals_are_typed() {
     for generation in [Generation::Current, Generation::Released] {

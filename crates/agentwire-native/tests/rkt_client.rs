@@ -433,6 +433,28 @@ async fn a_connect_timeout_names_the_phase_that_hung() {
     .await
 }
 
+/// A configuration no session could work with is refused before anything opens, as the
+/// engine's `ClientConfig::check` words it: a `handshake_timeout_ms` of 0 was spent on the
+/// upgrade, a connect to a listener that answers nothing failed `timeout` "no WebSocket upgrade
+/// from … within 0 ms", retryable, and the TCP connection was made.
+#[tokio::test]
+async fn a_configuration_check_refuses_before_connecting() {
+    bounded(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
+        let cfg = ClientConfig {
+            handshake_timeout_ms: 0,
+            ..ClientConfig::default()
+        };
+        let e = RktClient::connect(&url, cfg).await.unwrap_err();
+        assert_eq!((e.kind(), e.error.retryable), (ErrorKind::Invalid, false), "{e}");
+        assert_eq!(e.error.message, "handshake_timeout_ms must be at least 1");
+        let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+        assert!(accepted.is_err(), "the connect opened a connection");
+    })
+    .await
+}
+
 /// A peer that answers HELLO with `first` (text; `{hello}` is the HELLO's Message-ID), then a
 /// message of a type the client does not know, then closes with `code` and `reason`. Returns
 /// the `ws://` URL.

@@ -101,12 +101,15 @@ impl MoltZapClient {
     /// of `cfg.session.generation`. The upgrade and the handshake each take at most
     /// `handshake_timeout_ms`. A refused connect (`auth`), a protocol version out of range
     /// (`version`) or a timeout is the error; the socket is then closed, as it is when the future
-    /// is dropped before it resolves.
+    /// is dropped before it resolves. A configuration [`SessionConfig::check`] refuses fails
+    /// `invalid` before anything opens.
     pub async fn connect(
         url: &str,
         credentials: Credentials,
         cfg: MoltZapConfig,
     ) -> Result<MoltZapClient, MoltZapError> {
+        // Before the network: a limit of 0 would otherwise be spent on the upgrade.
+        cfg.session.check()?;
         let limit = cfg.session.handshake_timeout_ms;
         let upgrade = tokio::time::timeout(Duration::from_millis(limit), open(url, &cfg.session)).await;
         let ws = match upgrade {

@@ -241,9 +241,12 @@ impl RktClient {
     /// error, kind `auth`), all within `cfg.handshake_timeout_ms`. A timeout (`timeout`) says
     /// which phase hung: "no WebSocket upgrade from …" (the network, a proxy, the server's HTTP
     /// side) or "… answered the WebSocket upgrade but no HELLO_ACK …" (the RKT server). Dropping
-    /// the future before it resolves closes the socket.
+    /// the future before it resolves closes the socket. A configuration [`ClientConfig::check`]
+    /// refuses fails `invalid` before anything opens.
     pub async fn connect(address: &str, cfg: ClientConfig) -> Result<RktClient, RktError> {
         let url = resolve(address).map_err(|e| RktError::local(ErrorKind::Invalid, e.0))?;
+        // Before the network: a limit of 0 would otherwise be spent on the upgrade.
+        cfg.check()?;
         let limit = cfg.handshake_timeout_ms;
         // One deadline for both phases; a limit past the clock's range is 30 years (as
         // `tokio::time::timeout` takes it).
