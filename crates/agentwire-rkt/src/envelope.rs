@@ -48,6 +48,16 @@ pub(crate) fn check_header_value(field: &str, value: &str) -> Result<(), RktErro
     }
 }
 
+/// A HELLO's version range, refused `invalid` when it holds no version (`min_version` above
+/// `max_version`): the peer could only refuse the handshake.
+pub(crate) fn check_versions(min_version: u32, max_version: u32) -> Result<(), RktError> {
+    if min_version > max_version {
+        let m = format!("min_version {min_version} is above max_version {max_version}: no version to agree on");
+        return Err(RktError::local(ErrorKind::Invalid, m));
+    }
+    Ok(())
+}
+
 /// `capabilities`, written as one comma-separated `Capabilities` header: each checked as
 /// [`check_header_value`], and none may hold a comma (it would come back as two).
 pub(crate) fn check_capabilities(capabilities: &[String]) -> Result<(), RktError> {

@@ -7,7 +7,7 @@
 use crate::body::*;
 use crate::client::{split_list, PeerInfo};
 use crate::codec::{self, decode, encode, Message, MessageType};
-use crate::envelope::{check_capabilities, check_header_value, compact, envelope};
+use crate::envelope::{check_capabilities, check_header_value, check_versions, compact, envelope};
 use crate::errors::{codes, decode_error_body, error_body, RktError};
 use crate::lines::{starts_line_mode, LineAssembler};
 use agentwire_core::{Entropy, ErrorKind, Millis, Outgoing, Timers, TokenBucket};
@@ -44,12 +44,14 @@ impl ServerConfig {
     /// The configuration refused (kind `invalid`, naming the field) where the session would
     /// write headers its own decoder refuses: an `agent`, `user_agent` or capability with a
     /// control character (tab apart; CR and LF included) or DEL, or a capability with a comma
-    /// (it would come back as two). [`ServerSession::new`] checks it: a session given such a
+    /// (it would come back as two), or a `min_version` above `max_version` (no version to
+    /// agree on). [`ServerSession::new`] checks it: a session given such a
     /// configuration starts closed.
     pub fn check(&self) -> Result<(), RktError> {
         check_header_value("agent", &self.agent)?;
         check_header_value("user_agent", &self.user_agent)?;
-        check_capabilities(&self.capabilities)
+        check_capabilities(&self.capabilities)?;
+        check_versions(self.min_version, self.max_version)
     }
 }
 

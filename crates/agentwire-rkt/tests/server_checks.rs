@@ -3,7 +3,7 @@
 //! the other tests let through.
 mod common;
 
-use agentwire_core::{Outgoing, SeededEntropy};
+use agentwire_core::{ErrorKind, Outgoing, SeededEntropy};
 use agentwire_rkt::*;
 use common::T0;
 
@@ -311,4 +311,31 @@ fn hello_ack_carries_capabilities_only_when_configured() {
         let got = ack.lines().find_map(|l| l.strip_prefix("Capabilities:"));
         assert_eq!(got.map(str::trim), header, "{ack}");
     }
+}
+
+/// A version range with no version (`min_version` above `max_version`) is refused by the
+/// configuration's check and the session starts closed: it answered every HELLO with ERROR 603
+/// "no common version".
+#[test]
+fn a_server_configuration_with_no_version_closes_the_session_at_once() {
+    let cfg = ServerConfig {
+        min_version: 2,
+        max_version: 1,
+        ..Default::default()
+    };
+    let e = cfg.check().unwrap_err();
+    assert_eq!(
+        (e.kind(), e.error.message.as_str()),
+        (
+            ErrorKind::Invalid,
+            "min_version 2 is above max_version 1: no version to agree on"
+        )
+    );
+    let mut s = server(cfg);
+    s.handle_text(T0, &msg("HELLO", "h1", "s1"));
+    assert_eq!(s.state(), ServerState::Closed);
+    assert!(matches!(
+        events(&mut s).as_slice(),
+        [ServerEvent::Closed { code: 1011, .. }]
+    ));
 }

@@ -429,9 +429,20 @@ fn a_ttl_of_zero_is_refused_and_the_session_goes_on() {
     assert!(matches!(p.take_events().as_slice(), [ClientEvent::Response { .. }]));
 }
 
+/// A configuration that times out at once, or offers no version (`min_version` above
+/// `max_version`: the HELLO left with an empty range, for the server to refuse), is refused at
+/// open.
 #[test]
-fn a_configuration_that_times_out_at_once_is_refused_at_open() {
+fn a_configuration_no_session_could_use_is_refused_at_open() {
     for (cfg, field) in [
+        (
+            ClientConfig {
+                min_version: 2,
+                max_version: 1,
+                ..Default::default()
+            },
+            "min_version 2 is above max_version 1",
+        ),
         (
             ClientConfig {
                 ttl_s: 0,
