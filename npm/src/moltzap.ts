@@ -29,7 +29,7 @@ export interface MoltZapOptions {
   idleProbeMs?: number | undefined;
   /** Prefix of request ids (default `aw-`). */
   idPrefix?: string | undefined;
-  /** Largest frame taken in (default 8 MiB, at most 64 MiB; a full `agent/message/list`
+  /** Largest frame taken in (default 8 MiB, at least 1, at most 64 MiB; a full `agent/message/list`
    * window fits). */
   maxMessageBytes?: number | undefined;
   /** Largest frame sent: a larger request is refused with kind `limit` (default 1 MiB). */
