@@ -97,9 +97,10 @@ impl Default for ClientConfig {
 impl ClientConfig {
     /// The configuration refused (kind `invalid`, naming the field) where no session could work
     /// with it: a `ttl_s` or `handshake_timeout_ms` of 0 would time every request, or the
-    /// handshake, out at once; a `min_version` above `max_version` offers no version; a `from`, `user_agent` or capability with a control character
-    /// (tab apart; CR and LF included) or DEL, or a capability with a comma, would make a HELLO
-    /// the server cannot read (or that splits the capability in two).
+    /// handshake, out at once; a `min_version` above `max_version` offers no version; a `from`,
+    /// `user_agent` or capability with a control character (tab apart; CR and LF included) or
+    /// DEL, or a capability with a comma, would make a HELLO the server cannot read (or that
+    /// splits the capability in two).
     /// [`ClientSession::handle_open`] checks it.
     pub fn check(&self) -> Result<(), RktError> {
         if let Some(from) = &self.from {
