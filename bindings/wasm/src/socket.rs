@@ -340,6 +340,48 @@ impl OpenDeadline {
     }
 }
 
+/// The unsent bytes (`bufferedAmount`) past which an engine's next frames wait in the engine: a
+/// WebSocket never refuses a send, it buffers, so a client handing it every frame at once would
+/// hold any amount for a peer that reads slowly or not at all, and send calls given up on long
+/// before. Held in the engine, a call that ends first is never sent (and says so: retryable).
+/// One frame always goes below it, however large (as the native driver's write buffer).
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+const SEND_BUFFER: f64 = (1 << 20) as f64;
+
+/// How soon a socket over [`SEND_BUFFER`] is looked at again: no event says it drained.
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+const SEND_RECHECK_MS: Millis = 20;
+
+/// Hands the engine's frames (`poll`) to `socket` while it holds under [`SEND_BUFFER`] unsent
+/// (every frame when not `bounded`, as once the session is closed; without a socket they are
+/// dropped). True when it stopped for a socket over it: see [`send_recheck`].
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+pub(crate) fn send_while_room(
+    socket: Option<&Socket>,
+    bounded: bool,
+    mut poll: impl FnMut() -> Option<agentwire_core::Outgoing>,
+) -> bool {
+    loop {
+        if bounded && socket.is_some_and(Socket::backed_up) {
+            return true;
+        }
+        let Some(frame) = poll() else { return false };
+        if let Some(socket) = socket {
+            socket.transmit(frame)
+        }
+    }
+}
+
+/// When the driver's timer fires: at `at`, or sooner, [`SEND_RECHECK_MS`] from `now`, when frames
+/// wait for a socket over [`SEND_BUFFER`] (`held`).
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+pub(crate) fn send_recheck(at: Option<Millis>, held: bool, now: Millis) -> Option<Millis> {
+    match held {
+        true => Some(at.unwrap_or(Millis::MAX).min(now.saturating_add(SEND_RECHECK_MS))),
+        false => at,
+    }
+}
+
 /// Why a socket could not be made where the host has no global `WebSocket` and none was given.
 pub(crate) const NO_WEB_SOCKET: &str =
     "this host has no global WebSocket: pass the `webSocket` option (a WebSocket constructor, such as undici's WebSocket on Node 20)";
@@ -474,10 +516,18 @@ impl Socket {
         Ok(state.as_f64().map_or(WebSocket::CLOSED, |s| s as u16))
     }
 
+    /// The socket holds [`SEND_BUFFER`] or more unsent (`bufferedAmount`, read with
+    /// `Reflect.get`: a getter that throws, or a test double without it, is 0).
+    #[cfg(any(feature = "rkt", feature = "moltzap"))]
+    fn backed_up(&self) -> bool {
+        let amount = Reflect::get(&self.ws, &JsValue::from_str("bufferedAmount"));
+        amount.ok().and_then(|a| a.as_f64()).is_some_and(|a| a >= SEND_BUFFER)
+    }
+
     /// Puts an engine's frame on the socket; a frame for a socket that is not open is dropped
     /// (its close event follows and tells the engine).
     #[cfg(any(feature = "rkt", feature = "moltzap"))]
-    pub(crate) fn transmit(&self, frame: agentwire_core::Outgoing) {
+    fn transmit(&self, frame: agentwire_core::Outgoing) {
         use agentwire_core::Outgoing;
         match frame {
             Outgoing::Text(t) => drop(self.send(&t)),

@@ -6,7 +6,10 @@
 use super::options::{self, error};
 use crate::errors::{self, opt_text, text};
 use crate::host::Timer;
-use crate::socket::{as_sink, closed_words, deliver_calls, elsewhere, timer, Calls, Input, OpenDeadline, Sink, Socket};
+use crate::socket::{
+    as_sink, closed_words, deliver_calls, elsewhere, send_recheck, send_while_room, timer, Calls, Input, OpenDeadline,
+    Sink, Socket,
+};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::session::SendMessage;
 use agentwire_moltzap::{Credentials, Event, MoltZapError, RequestId, Session, SessionState};
@@ -102,13 +105,15 @@ impl Driver {
     /// Sends the engine's frames, routes its events (which may queue frames: a failed connect
     /// closes the socket) and re-arms the timer.
     fn pump(&mut self, now: Millis, calls: &mut Calls) {
+        let mut held;
         loop {
             let mut idle = true;
-            while let Some(frame) = self.session.poll_transmit() {
-                idle = false;
-                let Some(socket) = &self.socket else { continue };
-                socket.transmit(frame)
-            }
+            let bounded = self.session.state() != SessionState::Closed;
+            held = send_while_room(self.socket.as_ref(), bounded, || {
+                let frame = self.session.poll_transmit();
+                idle &= frame.is_none();
+                frame
+            });
             while let Some(event) = self.session.poll_event() {
                 idle = false;
                 self.route(event, calls);
@@ -126,7 +131,10 @@ impl Driver {
         if let Some(t) = &mut self.timer {
             match self.closed {
                 true => t.cancel(),
-                false => t.arm_by(OpenDeadline::earliest(self.session.poll_timeout(), self.opening), now),
+                false => {
+                    let at = OpenDeadline::earliest(self.session.poll_timeout(), self.opening);
+                    t.arm_by(send_recheck(at, held, now), now)
+                }
             }
         }
     }

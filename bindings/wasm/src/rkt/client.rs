@@ -5,11 +5,14 @@
 use super::options;
 use crate::errors::{self, opt_text, text};
 use crate::host::{JsEntropy, Timer};
-use crate::socket::{as_sink, closed_words, deliver_calls, elsewhere, timer, Calls, Input, OpenDeadline, Sink, Socket};
+use crate::socket::{
+    as_sink, closed_words, deliver_calls, elsewhere, send_recheck, send_while_room, timer, Calls, Input, OpenDeadline,
+    Sink, Socket,
+};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
 use agentwire_rkt::json::error_json;
-use agentwire_rkt::{resolve, ClientEvent, ClientSession, RktError};
+use agentwire_rkt::{resolve, ClientEvent, ClientSession, ClientState, RktError};
 use js_sys::Function;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -101,10 +104,8 @@ impl Sink for Driver {
 impl Driver {
     /// Sends the engine's frames, routes its events and re-arms the timer.
     fn pump(&mut self, now: Millis, calls: &mut Calls) {
-        while let Some(frame) = self.session.poll_transmit() {
-            let Some(socket) = &self.socket else { continue };
-            socket.transmit(frame)
-        }
+        let bounded = self.session.state() != ClientState::Closed;
+        let held = send_while_room(self.socket.as_ref(), bounded, || self.session.poll_transmit());
         while let Some(event) = self.session.poll_event() {
             self.route(event, calls);
         }
@@ -117,7 +118,10 @@ impl Driver {
         if let Some(t) = &mut self.timer {
             match self.closed {
                 true => t.cancel(),
-                false => t.arm_by(OpenDeadline::earliest(self.session.poll_timeout(), self.opening), now),
+                false => {
+                    let at = OpenDeadline::earliest(self.session.poll_timeout(), self.opening);
+                    t.arm_by(send_recheck(at, held, now), now)
+                }
             }
         }
     }

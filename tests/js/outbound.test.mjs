@@ -1,0 +1,92 @@
+// The application sending faster than the peer reads: a browser WebSocket never refuses a send,
+// it buffers (`bufferedAmount`), so a client that hands it every frame at once holds any amount
+// for a peer that stopped reading. The clients hand frames over only while `bufferedAmount` is
+// under 1 MiB; the rest wait in the engine, where a call given up on first is never sent.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { MoltZapClient } from "agentwire/moltzap";
+import { RktClient } from "agentwire/rkt";
+import { FakeRkt, FakeWebSocket, last } from "./fake-ws.mjs";
+
+const MIB = 1 << 20;
+const big = "x".repeat(64 << 10);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A socket whose peer reads nothing while `stalled`: what is sent stays in `bufferedAmount`.
+ * `handed` counts the characters given to send() once `counting` is set. */
+const stalling = (Base) =>
+  class extends Base {
+    bufferedAmount = 0;
+    stalled = false;
+    counting = false;
+    handed = 0;
+    send(t) {
+      if (this.counting) this.handed += t.length;
+      if (this.stalled) this.bufferedAmount += t.length;
+      super.send(t);
+    }
+  };
+
+/** 40 calls of 64 KiB each to a peer that stopped reading, given up on after `timeoutMs`: what
+ * was handed to the socket, and how each call failed. Then the peer reads again. */
+async function flood(ws, call) {
+  ws.stalled = true;
+  ws.counting = true;
+  const settled = Promise.allSettled(Array.from({ length: 40 }, () => call(big, 300)));
+  const failed = (await settled).map((r) => r.reason?.kind);
+  const handed = ws.handed;
+  ws.stalled = false;
+  ws.bufferedAmount = 0;
+  return { failed, handed };
+}
+
+test("RKT: a peer that stops reading holds at most about 1 MiB in the socket; the calls held back and given up on are never sent", { timeout: 10_000 }, async () => {
+  const client = await RktClient.connect("ws://fake/rkt", { webSocket: stalling(FakeRkt), keepalive: false });
+  const ws = last();
+  try {
+    const { failed, handed } = await flood(ws, (p, timeoutMs) => client.request("s", { p }, { timeoutMs }));
+    assert.deepEqual(new Set(failed), new Set(["timeout"]));
+    assert.ok(handed <= MIB + 2 * big.length, `${handed} characters handed to a socket holding them all`);
+    // Those held back were given up on before they left, and never sent.
+    assert.ok(ws.sent.filter((t) => t.startsWith("RKT/1.0 REQUEST\n")).length <= 17, String(ws.sent.length));
+    // The peer reads again: the frames held back go without another call.
+    const requests = () => ws.sent.filter((t) => t.startsWith("RKT/1.0 REQUEST\n")).length;
+    ws.stalled = true;
+    const base = requests();
+    const held = Array.from({ length: 20 }, () => client.request("s", { p: big }, { timeoutMs: 5_000 }).catch(() => {}));
+    await sleep(50);
+    assert.ok(requests() - base < 20, `${requests() - base} of 20 sent to a peer that reads nothing`);
+    ws.stalled = false;
+    ws.bufferedAmount = 0;
+    await sleep(200);
+    assert.equal(requests() - base, 20);
+    void held;
+  } finally {
+    await client.close();
+  }
+});
+
+test("MoltZap: a peer that stops reading holds at most about 1 MiB in the socket; the calls held back and given up on are never sent", { timeout: 10_000 }, async () => {
+  const sent = [];
+  class Peer extends stalling(FakeWebSocket) {
+    send(t) {
+      super.send(t);
+      sent.push(t);
+      const m = JSON.parse(t);
+      if (m.method === "agent/network/connect") queueMicrotask(() => this.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id: m.id, result: {} }) }));
+    }
+  }
+  const connecting = MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: Peer, timeoutMs: 2_000 });
+  const ws = last();
+  ws.readyState = 1;
+  ws.onopen({});
+  const client = await connecting;
+  try {
+    const { failed, handed } = await flood(ws, (p, timeoutMs) => client.call("x/y", { p }, { timeoutMs }));
+    assert.deepEqual(new Set(failed), new Set(["timeout"]));
+    assert.ok(handed <= MIB + 2 * big.length, `${handed} characters handed to a socket holding them all`);
+    assert.ok(sent.filter((t) => JSON.parse(t).method === "x/y").length <= 17, String(sent.length));
+  } finally {
+    await client.close();
+  }
+});
