@@ -75,7 +75,8 @@ export function unanswered(e: AgentwireError): AgentwireError {
 }
 
 /** Starts a call with `start(resolve, reject)` (which returns its id) and settles it on its
- * reply, on `signal`, or after `timeoutMs`; the last two also `cancel(id)` it in the engine. */
+ * reply, on `signal`, or after `timeoutMs`; the last two also `cancel(id)` it in the engine
+ * (which returns true when its frame never left: the error then stays retryable). */
 export function call<T>(
   start: (resolve: (v: T) => void, reject: (e: unknown) => void) => string,
   cancel: (id: string) => unknown,
@@ -95,10 +96,10 @@ export function call<T>(
       signal?.removeEventListener("abort", onAbort);
       return true;
     };
+    // `cancel` says true when the call's frame never left (held for a backed-up socket).
     const giveUp = (e: AgentwireError) => {
       if (!finish()) return;
-      reject(id === undefined ? e : unanswered(e));
-      if (id !== undefined) cancel(id);
+      reject(id === undefined || cancel(id) === true ? e : unanswered(e));
     };
     const onAbort = () => giveUp(abortError(signal!));
     // Before the start: a bad timeoutMs throws, and the executor rejects with it.

@@ -28,27 +28,31 @@ const stalling = (Base) =>
   };
 
 /** 40 calls of 64 KiB each to a peer that stopped reading, given up on after `timeoutMs`: what
- * was handed to the socket, and how each call failed. Then the peer reads again. */
+ * was handed to the socket, how each call failed and how many may be made again. Then the peer
+ * reads again. */
 async function flood(ws, call) {
   ws.stalled = true;
   ws.counting = true;
   const settled = Promise.allSettled(Array.from({ length: 40 }, () => call(big, 300)));
-  const failed = (await settled).map((r) => r.reason?.kind);
+  const reasons = (await settled).map((r) => r.reason);
   const handed = ws.handed;
   ws.stalled = false;
   ws.bufferedAmount = 0;
-  return { failed, handed };
+  return { failed: reasons.map((e) => e?.kind), handed, retryable: reasons.filter((e) => e?.retryable).length };
 }
 
-test("RKT: a peer that stops reading holds at most about 1 MiB in the socket; the calls held back and given up on are never sent", { timeout: 10_000 }, async () => {
+test("RKT: a peer that stops reading holds at most about 1 MiB in the socket; the calls held back and given up on are never sent, and stay retryable", { timeout: 10_000 }, async () => {
   const client = await RktClient.connect("ws://fake/rkt", { webSocket: stalling(FakeRkt), keepalive: false });
   const ws = last();
   try {
-    const { failed, handed } = await flood(ws, (p, timeoutMs) => client.request("s", { p }, { timeoutMs }));
+    const { failed, handed, retryable } = await flood(ws, (p, timeoutMs) => client.request("s", { p }, { timeoutMs }));
     assert.deepEqual(new Set(failed), new Set(["timeout"]));
     assert.ok(handed <= MIB + 2 * big.length, `${handed} characters handed to a socket holding them all`);
-    // Those held back were given up on before they left, and never sent.
-    assert.ok(ws.sent.filter((t) => t.startsWith("RKT/1.0 REQUEST\n")).length <= 17, String(ws.sent.length));
+    // Those held back were given up on before they left: never sent, and safe to make again
+    // (those sent may have run: not retryable).
+    const sent = ws.sent.filter((t) => t.startsWith("RKT/1.0 REQUEST\n")).length;
+    assert.ok(sent <= 17, String(sent));
+    assert.equal(retryable, 40 - sent);
     // The peer reads again: the frames held back go without another call.
     const requests = () => ws.sent.filter((t) => t.startsWith("RKT/1.0 REQUEST\n")).length;
     ws.stalled = true;
@@ -66,7 +70,7 @@ test("RKT: a peer that stops reading holds at most about 1 MiB in the socket; th
   }
 });
 
-test("MoltZap: a peer that stops reading holds at most about 1 MiB in the socket; the calls held back and given up on are never sent", { timeout: 10_000 }, async () => {
+test("MoltZap: a peer that stops reading holds at most about 1 MiB in the socket; the calls held back and given up on are never sent, and stay retryable", { timeout: 10_000 }, async () => {
   const sent = [];
   class Peer extends stalling(FakeWebSocket) {
     send(t) {
@@ -82,10 +86,13 @@ test("MoltZap: a peer that stops reading holds at most about 1 MiB in the socket
   ws.onopen({});
   const client = await connecting;
   try {
-    const { failed, handed } = await flood(ws, (p, timeoutMs) => client.call("x/y", { p }, { timeoutMs }));
+    // Given up on by a signal (MoltZap's `timeoutMs` is the engine's own request timeout).
+    const { failed, handed, retryable } = await flood(ws, (p, ms) => client.call("x/y", { p }, { signal: AbortSignal.timeout(ms) }));
     assert.deepEqual(new Set(failed), new Set(["timeout"]));
     assert.ok(handed <= MIB + 2 * big.length, `${handed} characters handed to a socket holding them all`);
-    assert.ok(sent.filter((t) => JSON.parse(t).method === "x/y").length <= 17, String(sent.length));
+    const requests = sent.filter((t) => JSON.parse(t).method === "x/y").length;
+    assert.ok(requests <= 17, String(requests));
+    assert.equal(retryable, 40 - requests);
   } finally {
     await client.close();
   }

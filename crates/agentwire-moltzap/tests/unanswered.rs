@@ -121,3 +121,18 @@ fn no_post_id_makes_a_send_idempotent() {
     s.handle_close(3, 1006, "");
     check(&mut s, &want, ErrorKind::Closed);
 }
+
+/// `unsent` says whether a request's frame is still to be polled (held in the session): what
+/// the npm client asks when its own timer or signal gives up on a call.
+#[test]
+fn unsent_is_true_until_the_frame_is_polled() {
+    let mut s = ready();
+    let id = s.system_ping(2).unwrap();
+    assert!(s.unsent(&id));
+    assert_eq!(drain(&mut s), 1);
+    assert!(!s.unsent(&id));
+    assert!(!s.unsent("not-a-request"));
+    let held = s.system_ping(3).unwrap();
+    assert!(s.cancel(&held));
+    assert!(!s.unsent(&held), "ended: no longer pending");
+}

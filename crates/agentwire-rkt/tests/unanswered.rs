@@ -113,3 +113,22 @@ fn a_timeout_after_sending_is_final_for_a_pay() {
     }
     assert!(c.poll_transmit().is_none(), "the unsent PAY is never written");
 }
+
+/// `unsent` says whether a command's frame is still to be polled (queued for HELLO_ACK, or held
+/// in the session): what the npm client asks when its own timer or signal gives up on a call.
+#[test]
+fn unsent_is_true_until_the_frame_is_polled() {
+    let mut c = ClientSession::new(ClientConfig::default(), Box::new(agentwire_core::SeededEntropy::new(2)));
+    c.handle_open(0);
+    let early = c.ping(0).unwrap(); // queued for HELLO_ACK
+    assert!(c.unsent(&early));
+    let mut c = ready();
+    let id = c.request(1, "s", None, RequestOptions::default()).unwrap();
+    assert!(c.unsent(&id));
+    while c.poll_transmit().is_some() {}
+    assert!(!c.unsent(&id));
+    assert!(!c.unsent("not-a-command"));
+    let held = c.request(1, "s", None, RequestOptions::default()).unwrap();
+    assert!(c.cancel(&held));
+    assert!(!c.unsent(&held), "ended: no longer pending");
+}

@@ -366,12 +366,14 @@ impl MoltZapDriver {
         })
     }
 
-    /// Ends a call early: its `reject` gets kind `cancelled`. False when it is not pending.
+    /// Ends a call early: its `reject` gets kind `cancelled`. True when its frame had not left
+    /// (held while the socket was backed up): making it again is safe.
     pub fn cancel(&self, id: &str) -> bool {
         deliver_calls(&self.state, |d, now, calls| {
+            let unsent = d.session.unsent(id);
             let found = d.waiters.contains_key(id) && d.session.cancel(id);
             d.pump(now, calls);
-            found
+            found && unsent
         })
         .unwrap_or(false)
     }

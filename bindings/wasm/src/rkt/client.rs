@@ -353,12 +353,14 @@ impl RktDriver {
         self.start(Waiter::Reply { resolve, reject }, |s, now| s.ping(now))
     }
 
-    /// Ends a command early: its reject (or stream end) gets kind `cancelled`.
+    /// Ends a command early: its reject (or stream end) gets kind `cancelled`. True when its
+    /// frame had not left (held while the socket was backed up): making it again is safe.
     pub fn cancel(&self, id: &str) -> bool {
         deliver_calls(&self.state, |d, now, calls| {
-            let found = d.session.cancel(id);
+            let unsent = d.session.unsent(id);
+            d.session.cancel(id);
             d.pump(now, calls);
-            found
+            unsent
         })
         .unwrap_or(false)
     }

@@ -443,6 +443,13 @@ impl Session {
         self.call(now, method, Some(&json))
     }
 
+    /// Whether request `id` is pending and its frame has not been polled yet (held by a driver
+    /// whose socket is backed up): ended now, it never leaves, and making it again is safe.
+    /// What a binding that gives up on a call by its own timer asks before [`Session::cancel`].
+    pub fn unsent(&self, id: &str) -> bool {
+        self.pending.contains_key(id) && self.transmit.iter().any(|(_, of)| of.as_deref() == Some(id))
+    }
+
     /// Ends a request early: `Failed` with `cancelled`; a late response is dropped quietly.
     /// A pending connect can be cancelled too (`ConnectFailed`). False when `id` is not pending.
     pub fn cancel(&mut self, id: &str) -> bool {

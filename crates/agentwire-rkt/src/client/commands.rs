@@ -180,6 +180,14 @@ impl ClientSession {
         self.command(now, MessageType::Ping, Op::Ping, self.cfg.ttl_s, None, false, |_| {})
     }
 
+    /// Whether command `id` is pending and its frame has not been polled yet (queued for
+    /// HELLO_ACK, or held by a driver whose socket is backed up): ended now, it never leaves,
+    /// and making it again is safe. What a binding that gives up on a call by its own timer
+    /// asks before [`ClientSession::cancel`].
+    pub fn unsent(&self, id: &str) -> bool {
+        self.pending.contains_key(id) && self.frame_waits(id)
+    }
+
     /// Ends a command early: it gets `Failed` with `cancelled`, a late reply is dropped. Returns
     /// false when the id is not pending.
     pub fn cancel(&mut self, id: &str) -> bool {

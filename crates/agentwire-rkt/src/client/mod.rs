@@ -540,11 +540,17 @@ impl ClientSession {
         self.queue.iter().any(|q| q.id == id)
     }
 
+    /// Whether the frame of command `id` has not been polled: queued for HELLO_ACK, or waiting
+    /// in `transmit`.
+    fn frame_waits(&self, id: &str) -> bool {
+        self.is_queued(id) || self.transmit.iter().any(|(_, of)| of.as_deref() == Some(id))
+    }
+
     /// Ends command `id` before its reply (cancelled, timed out, failed). Its frame is taken back
     /// when not polled yet; one that went out may still be answered, so its id is remembered
     /// and a late reply dropped quietly. The command, and whether its frame went out.
     fn end_early(&mut self, id: &str) -> Option<(Pending, bool)> {
-        let went_out = !self.is_queued(id) && !self.transmit.iter().any(|(_, of)| of.as_deref() == Some(id));
+        let went_out = !self.frame_waits(id);
         let p = self.take_pending(id)?;
         if went_out {
             self.forget(id.to_string());
