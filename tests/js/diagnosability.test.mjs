@@ -180,6 +180,25 @@ test("connect's timeoutMs names the phase it stopped in (the socket not open, no
   assert.equal((await mz(OpensSilent)).message, "no MoltZap connection within 300 ms (no answer to the connect)");
 });
 
+/** A MoltZap server that answers the connect with an empty HelloOk (the socket opens at once). */
+class AnswersConnect extends OpensSilent {
+  send(text) {
+    const { id } = JSON.parse(text);
+    setTimeout(() => this.onmessage?.({ data: JSON.stringify({ jsonrpc: "2.0", id, result: {} }) }));
+  }
+}
+
+// A `maxMessageBytes` too small for the connect's answer: the answer came and was refused for
+// its size, and the connect says so at once, `limit` (it waited out timeoutMs and said "no
+// answer to the connect").
+test("MoltZap: a connect answer refused by maxMessageBytes fails the connect at once with limit, not a timeout", { timeout: 10_000 }, async () => {
+  const started = Date.now();
+  const e = await MoltZapClient.connect("wss://mz.example/ws", { agentKey: "k", webSocket: AnswersConnect, maxMessageBytes: 1, timeoutMs: 5000 }).then(() => undefined, (e) => e);
+  assert.equal(e?.kind, "limit", e?.message);
+  assert.match(e.message, /the connect's answer could not be read: message of \d+ bytes exceeds the limit of 1 bytes/);
+  assert.ok(Date.now() - started < 2000, `at once, not at the timeout (${Date.now() - started} ms)`);
+});
+
 /** An RKT server that answers HELLO with a message of a type the client does not know (after
  * `first`, text that cannot be read, when given), then closes with `code` and `reason`. */
 const closesInTheHandshake = (first, code, reason) =>

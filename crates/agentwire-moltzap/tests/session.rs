@@ -196,6 +196,80 @@ fn decode_bounds_of_zero_are_refused_at_connect() {
     }
 }
 
+/// A decode bound above 0 but too small for the connect's answer refused it, and the connect
+/// waited out `handshake_timeout_ms` (npm: "no answer to the connect"): a frame refused by the
+/// bounds before its id was read, once the connect's frame is out, is taken as its answer and
+/// fails it at once with the bound's `limit` error. Before the frame leaves, or with no connect
+/// in flight, it is only a diagnostic.
+#[test]
+fn a_connect_answer_refused_by_the_decode_bounds_fails_the_connect_at_once() {
+    let answer = r#"{"jsonrpc":"2.0","id":"aw-1","result":{}}"#;
+    let deep = r#"{"jsonrpc":"2.0","id":"aw-1","result":{"a":[[[]]]}}"#;
+    type Set = fn(&mut DecodeOptions);
+    let cases: [(Set, &str, &str); 3] = [
+        (
+            |d| d.max_message_bytes = 1,
+            answer,
+            "message of 41 bytes exceeds the limit of 1 bytes",
+        ),
+        (
+            |d| d.max_id_len = 2,
+            answer,
+            "id of 4 bytes exceeds the limit of 2 bytes",
+        ),
+        (|d| d.max_frames = 1, "[{}, {}]", "more than 1 frames in one message"),
+    ];
+    for (set, text, why) in cases {
+        let mut cfg = SessionConfig {
+            generation: GenerationChoice::Current,
+            id_prefix: "a".into(),
+            ..SessionConfig::default()
+        };
+        set(&mut cfg.decode);
+        let mut s = session_with(cfg);
+        let not_diagnostics = |s: &mut Session| {
+            let all = events(s);
+            assert!(matches!(all.first(), Some(Event::Diagnostic(_))), "{why}: {all:?}");
+            all.into_iter()
+                .filter(|e| !matches!(e, Event::Diagnostic(_)))
+                .collect::<Vec<_>>()
+        };
+        // Before the connect: diagnostics only.
+        s.handle_text(0, text);
+        assert!(not_diagnostics(&mut s).is_empty(), "{why}");
+        let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+        // Its frame not yet out: it cannot be the answer.
+        s.handle_text(1, text);
+        assert!(not_diagnostics(&mut s).is_empty(), "{why}");
+        assert_eq!(s.state(), SessionState::Connecting);
+        sent(&mut s);
+        s.handle_text(2, text);
+        match &not_diagnostics(&mut s)[..] {
+            [Event::ConnectFailed { id: got, error }] => {
+                assert_eq!(got, &id);
+                assert_eq!(error.kind(), ErrorKind::Limit);
+                assert_eq!(
+                    error.error.message,
+                    format!("the connect's answer could not be read: {why}")
+                );
+                assert_eq!(error.request_id, Some(Id::Str(id.clone())));
+            }
+            other => panic!("{why}: {other:?}"),
+        }
+        assert_eq!((s.state(), s.poll_timeout()), (SessionState::Open, None));
+    }
+    // Too deep: the frame's id is read, and it answers the connect (as before).
+    let mut cfg = SessionConfig::default();
+    cfg.decode.max_depth = 2;
+    let mut s = session_with(cfg);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    sent(&mut s);
+    s.handle_text(1, &deep.replace("aw-1", &id));
+    assert!(
+        matches!(&events(&mut s)[..], [Event::Diagnostic(_), Event::ConnectFailed { error, .. }] if error.kind() == ErrorKind::Limit)
+    );
+}
+
 #[test]
 fn released_unauthorized_then_retry_on_the_same_socket() {
     let mut s = session(GenerationChoice::Released);

@@ -179,6 +179,22 @@ impl Session {
         }
     }
 
+    /// A frame refused by the decode bounds before its id was read (`error`, `limit`) while the
+    /// connect's frame is out: the server answers nothing else before the connect, so it is
+    /// taken as the answer, refused, and the connect fails with it at once rather than at its
+    /// timeout. With no connect in flight (before, or once connected) it is only the
+    /// diagnostic: no request is failed on a guess.
+    pub(super) fn connect_answer_refused(&mut self, error: &MoltZapError) {
+        let Some(c) = &self.connecting else { return };
+        if self.transmit.iter().any(|(_, of)| of.as_deref() == Some(c.id.as_str())) {
+            return; // not sent: nothing can answer it yet
+        }
+        let id = Id::Str(c.id.clone());
+        let mut error = error.clone().for_request(id);
+        error.error.message = format!("the connect's answer could not be read: {}", error.error.message);
+        self.connect_failed(error);
+    }
+
     /// Ends the connect in flight with `error`; the socket stays open for another connect.
     pub(super) fn connect_failed(&mut self, error: MoltZapError) {
         let Some(c) = self.connecting.take() else { return };

@@ -560,6 +560,10 @@ impl Session {
     fn on_frame_error(&mut self, e: FrameError) {
         let error = MoltZapError::frame(&e);
         self.diagnostic(error.clone());
+        if e.is_limit() && e.id.is_none() {
+            // Refused by the decode bounds before its id was read: it may be the connect's answer.
+            return self.connect_answer_refused(&error);
+        }
         // A malformed event or request carrying a pending id answers nothing: its response may
         // still come.
         let (Some(Id::Str(id)), true) = (&e.id, e.response) else {
