@@ -320,3 +320,24 @@ test("Switch over SSE: chunks queued in the body let timers run between them", {
   assert.ok(atTimer < 30, `the timer ran after all ${atTimer} events`);
   await client.close();
 });
+
+// The shortest operation timeout is the engine's rule (native's `op_timeout` takes the same):
+// `opTimeoutMs` and a call's `timeoutMs` under 1 ms are refused, `invalid`, before any fetch.
+test("Switch: an opTimeoutMs or a call's timeoutMs under 1 ms is refused with invalid, nothing fetched", { timeout: 10_000 }, async () => {
+  const { bodies, calls } = sseStreams();
+  const e = await SwitchClient.connect("http://switch.test", { token: "k", agentId: "a", transport: "sse", opTimeoutMs: 0 }).then(() => undefined, (e) => e);
+  assert.equal(e?.kind, "invalid", e?.message);
+  assert.match(e.message, /`opTimeoutMs` must be at least 1 ms/);
+  assert.equal(calls.length, 0);
+  const connecting = SwitchClient.connect("http://switch.test", { token: "k", agentId: "a", transport: "sse" });
+  await until(() => bodies.length === 1, "the stream");
+  bodies[0].write(state);
+  const client = await connecting;
+  for (const timeoutMs of [0, 0.5, -1]) {
+    const e = await client.listOps({ timeoutMs }).then(() => undefined, (e) => e);
+    assert.equal(e?.kind, "invalid", `${timeoutMs}: ${e?.message}`);
+    assert.equal(e.message, `timeout of ${timeoutMs} ms: must be at least 1 ms`);
+  }
+  assert.equal(calls.length, 1, "only the stream");
+  await client.close();
+});

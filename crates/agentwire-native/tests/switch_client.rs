@@ -11,7 +11,7 @@ mod switch_common;
 
 use agentwire_core::ErrorKind;
 use agentwire_native::switch::{self, SwitchClient, SwitchOptions};
-use agentwire_peer_switch::Generation;
+use agentwire_peer_switch::{Agent, Generation};
 use agentwire_switch::frame::EvictionCode;
 use agentwire_switch::ops::{ConnectToRoom, PostMessage};
 use agentwire_switch::{Event, State, Transport, Wire};
@@ -459,7 +459,7 @@ async fn set_op_timeout_bounds_the_operations_that_follow() {
         a.call(&ConnectToRoom::new(&w.room)).await.unwrap();
 
         hold.store(true, Ordering::SeqCst);
-        a.set_op_timeout(Duration::from_millis(300));
+        a.set_op_timeout(Duration::from_millis(300)).unwrap();
         let started = std::time::Instant::now();
         let e = a.call(&PostMessage::new("held")).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
@@ -467,11 +467,59 @@ async fn set_op_timeout_bounds_the_operations_that_follow() {
         assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
 
         hold.store(false, Ordering::SeqCst);
-        a.set_op_timeout(Duration::from_secs(5));
+        // Under 1 ms: refused, the bound unchanged.
+        let e = a.set_op_timeout(Duration::from_micros(999)).unwrap_err();
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::Invalid, "op_timeout must be at least 1 ms")
+        );
+        a.set_op_timeout(Duration::from_secs(5)).unwrap();
         a.call(&PostMessage::new("answered")).await.unwrap();
         a.close().await;
     })
     .await;
+}
+
+/// An operation bound of 0 (one tokio tick in practice: every operation a `timeout`) is refused
+/// by the engine's rule, as npm's `opTimeoutMs`: `connect_with`'s `op_timeout` and the free
+/// functions' `timeout`, `invalid` naming the option, before any connection is made. (They took
+/// it.)
+#[tokio::test]
+async fn an_operation_bound_of_zero_is_refused_before_connecting() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let agent = Agent {
+        id: "a".into(),
+        name: "a".into(),
+        key: "k".into(),
+    };
+    let opts = SwitchOptions {
+        op_timeout: Duration::ZERO,
+        ..SwitchOptions::default()
+    };
+    let connecting = SwitchClient::connect_with(&origin, "k", config(&agent, Transport::WebSocket, &[]), opts);
+    let e = tokio::time::timeout(WAIT, connecting)
+        .await
+        .expect("bounded")
+        .unwrap_err();
+    assert_eq!(
+        (e.kind, e.message.as_str()),
+        (ErrorKind::Invalid, "op_timeout must be at least 1 ms")
+    );
+    let e = switch::list_ops(&origin, "k", "a", Duration::ZERO).await.unwrap_err();
+    assert_eq!(
+        (e.kind, e.message.as_str()),
+        (ErrorKind::Invalid, "timeout must be at least 1 ms")
+    );
+    let e = switch::op(&origin, "k", "a", None, "list_rooms", "{}", Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.kind, e.message.as_str()),
+        (ErrorKind::Invalid, "timeout must be at least 1 ms")
+    );
+    let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+    assert!(accepted.is_err(), "a connection was made");
 }
 
 /// `try_next_event` hands over an event already waiting without awaiting, and nothing once the

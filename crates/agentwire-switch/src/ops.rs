@@ -31,6 +31,20 @@ use std::collections::BTreeMap;
 /// caller says otherwise (every surface's default: native, npm, the CLI).
 pub const DEFAULT_OP_TIMEOUT_MS: u64 = 30_000;
 
+/// The shortest timeout an operation takes, on every surface: 0 would end it before its
+/// request could leave.
+pub const MIN_OP_TIMEOUT_MS: u64 = 1;
+
+/// An operation's timeout of `ms`, checked against [`MIN_OP_TIMEOUT_MS`]: below it, an
+/// `invalid` error naming the option `what` ("op_timeout must be at least 1 ms").
+pub fn check_op_timeout_ms(ms: u64, what: &str) -> Result<u64, SwitchError> {
+    if ms < MIN_OP_TIMEOUT_MS {
+        let m = format!("{what} must be at least {MIN_OP_TIMEOUT_MS} ms");
+        return Err(SwitchError::local(ErrorKind::Invalid, m));
+    }
+    Ok(ms)
+}
+
 /// Largest response body a decoder accepts (16 MiB): past it the answer is a `limit` error.
 pub const MAX_RESPONSE_BYTES: usize = 16 << 20;
 /// Longest operation name.

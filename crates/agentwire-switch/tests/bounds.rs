@@ -1,7 +1,7 @@
 //! The bounds every surface takes from the engine rather than keeping its own copy: the largest
 //! frame on either wire (`ConnectionConfig::set_max_message_bytes`), how much of a refused
 //! open's body counts (`REFUSAL_BODY_MAX`), `connect_attempts` as a plain number, and the clamp on
-//! a `connection_state`'s heartbeat interval.
+//! a `connection_state`'s heartbeat interval, the shortest operation timeout.
 
 mod common;
 
@@ -190,4 +190,20 @@ fn a_connection_states_heartbeat_interval_is_clamped() {
     assert_eq!(state("0"), None);
     assert_eq!(state("-1"), None);
     assert_eq!(state("null"), None);
+}
+
+/// The shortest operation timeout, one rule for every surface (native's `op_timeout`, npm's
+/// `opTimeoutMs` and a call's `timeoutMs`): 0 is refused, `invalid`, naming the option.
+#[test]
+fn an_operation_timeout_is_at_least_one_millisecond() {
+    use agentwire_switch::ops::{check_op_timeout_ms, DEFAULT_OP_TIMEOUT_MS, MIN_OP_TIMEOUT_MS};
+    assert_eq!(MIN_OP_TIMEOUT_MS, 1);
+    let e = check_op_timeout_ms(0, "op_timeout").unwrap_err();
+    assert_eq!(
+        (e.kind, e.message.as_str()),
+        (ErrorKind::Invalid, "op_timeout must be at least 1 ms")
+    );
+    for ms in [1, DEFAULT_OP_TIMEOUT_MS, u64::MAX] {
+        assert_eq!(check_op_timeout_ms(ms, "op_timeout").unwrap(), ms);
+    }
 }

@@ -8,6 +8,7 @@ use agentwire_core::json::fields::{FieldError, Object};
 use agentwire_core::json::read;
 use agentwire_core::{Entropy, ErrorKind};
 use agentwire_switch::open::{Filter, OpenParams, ProtocolRange, Scope, StartFrom};
+use agentwire_switch::ops::check_op_timeout_ms;
 use agentwire_switch::{ConnectionConfig, Transport};
 use wasm_bindgen::JsValue;
 
@@ -188,9 +189,7 @@ fn read(json: &str) -> Result<Parsed, Refusal> {
         cfg.decode.max_depth = v;
     }
     let op_timeout_ms = o.uint("opTimeoutMs")?.unwrap_or(DEFAULT_OP_TIMEOUT_MS);
-    if op_timeout_ms == 0 {
-        return Err(Refusal::Other("`opTimeoutMs` must be at least 1".into()));
-    }
+    let op_timeout_ms = check_op_timeout_ms(op_timeout_ms, "`opTimeoutMs`").map_err(|e| Refusal::Other(e.message))?;
     Ok(Parsed { cfg, op_timeout_ms })
 }
 
@@ -199,8 +198,8 @@ fn read(json: &str) -> Result<Parsed, Refusal> {
 pub(crate) fn timeout_ms(ms: Option<f64>, default: u64) -> Result<u64, JsValue> {
     match ms {
         None => Ok(default),
-        Some(ms) if ms >= 1.0 => Ok(ms as u64),
-        Some(ms) => Err(invalid(format!("timeout of {ms} ms: must be at least 1"))),
+        // Below 1 (a fraction, negative, NaN): 0, which the engine's rule refuses.
+        Some(ms) => check_op_timeout_ms(ms as u64, &format!("timeout of {ms} ms:")).map_err(|e| invalid(e.message)),
     }
 }
 

@@ -1,9 +1,9 @@
 //! [`SwitchClient`]: one agent connection, its events, and operations acting for it.
 
 use super::driver::{Command, Driver};
-use super::exchange;
 use super::socket::{Dialer, CLOSE_GRACE};
 use super::Status;
+use super::{check_op_timeout, exchange};
 use crate::events;
 
 /// A Switch client's events ([`SwitchClient::events`]), bounded in count and in bytes.
@@ -38,7 +38,8 @@ pub struct SwitchOptions {
     /// than it waits alone). Beyond it, events wait in the engine, bounded by
     /// [`ConnectionConfig::max_queued_bytes`].
     pub event_capacity_bytes: usize,
-    /// Each operation's bound, from connecting to the last byte (default 30 s).
+    /// Each operation's bound, from connecting to the last byte (default 30 s; at least 1 ms,
+    /// [`agentwire_switch::ops::MIN_OP_TIMEOUT_MS`], or `connect_with` refuses it, `invalid`).
     pub op_timeout: Duration,
     /// `connect`'s bound; `None`: [`CONNECT_OPEN_TIMEOUTS`] × `open_timeout_ms`.
     pub connect_timeout: Option<Duration>,
@@ -108,6 +109,7 @@ impl SwitchClient {
     ) -> Result<SwitchClient, SwitchError> {
         let parsed = Origin::parse(origin)?;
         check_key(key)?;
+        check_op_timeout(opts.op_timeout, "op_timeout")?;
         let limit = opts.connect_timeout.unwrap_or_else(|| {
             Duration::from_millis(cfg.open_timeout_ms.saturating_mul(u64::from(CONNECT_OPEN_TIMEOUTS)))
         });
@@ -184,9 +186,11 @@ impl SwitchClient {
         }
     }
 
-    /// Changes the bound of later operations.
-    pub fn set_op_timeout(&mut self, timeout: Duration) {
+    /// Changes the bound of later operations; under 1 ms, an `invalid` error and no change.
+    pub fn set_op_timeout(&mut self, timeout: Duration) -> Result<(), SwitchError> {
+        check_op_timeout(timeout, "op_timeout")?;
         self.op_timeout = timeout;
+        Ok(())
     }
 
     /// The next event; `None` after `Stopped` (and after `close`), and at once after

@@ -64,7 +64,8 @@ pub struct Status {
 /// `POST /agents/{agent_id}/ops/{name}` with `args` (a JSON object), without a client: acting
 /// for `connection_id` when given. Returns the answer's `result`, raw. Bounded by `timeout`,
 /// from connecting to the last byte (a client's operations use [`DEFAULT_OP_TIMEOUT`] unless
-/// [`SwitchOptions::op_timeout`] says otherwise); past it, a `timeout` error.
+/// [`SwitchOptions::op_timeout`] says otherwise); past it, a `timeout` error. Under 1 ms, an
+/// `invalid` error before anything is sent.
 pub async fn op(
     origin: &str,
     key: &str,
@@ -74,6 +75,7 @@ pub async fn op(
     args: &str,
     timeout: Duration,
 ) -> Result<Box<RawValue>, SwitchError> {
+    check_op_timeout(timeout, "timeout")?;
     let origin = http::Origin::parse(origin)?;
     let request = ops::op(agent_id, connection_id, name, args)?;
     let (status, body) = exchange(&origin, key, &request, timeout).await?;
@@ -83,10 +85,18 @@ pub async fn op(
 /// `GET /agents/{agent_id}/ops`: the operations the server offers, without a client. Bounded by
 /// `timeout`, as [`op`].
 pub async fn list_ops(origin: &str, key: &str, agent_id: &str, timeout: Duration) -> Result<OpsCatalog, SwitchError> {
+    check_op_timeout(timeout, "timeout")?;
     let origin = http::Origin::parse(origin)?;
     let request = ops::list_ops(agent_id)?;
     let (status, body) = exchange(&origin, key, &request, timeout).await?;
     ops::decode_ops(status, &body)
+}
+
+/// An operation's bound, checked by the engine's rule ([`ops::check_op_timeout_ms`]): under
+/// 1 ms (`Duration::ZERO` would end it at the next tick), `invalid` naming the option `what`.
+pub(crate) fn check_op_timeout(timeout: Duration, what: &str) -> Result<(), SwitchError> {
+    let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    ops::check_op_timeout_ms(ms, what).map(drop)
 }
 
 /// One Switch call with the agent key: the answer, or the transport failure as a `SwitchError`.
