@@ -10,6 +10,7 @@ use crate::socket::{
     as_sink, closed_words, deliver_calls, elsewhere, send_recheck, send_while_room, timer, Calls, Input, OpenDeadline,
     Sink, Socket,
 };
+use agentwire_core::json::{read, write::Obj};
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_moltzap::session::SendMessage;
 use agentwire_moltzap::{Credentials, Event, MoltZapError, RequestId, Session, SessionState};
@@ -155,13 +156,7 @@ impl Driver {
                 if self.connect_id.as_ref() == Some(id) {
                     self.connect_id = None;
                     if let Some((on_ready, _)) = self.ready.take() {
-                        let mut info = event.to_json();
-                        info["url"] = self.url.clone().into();
-                        if let Some(o) = info.as_object_mut() {
-                            o.remove("type");
-                            o.remove("id");
-                        }
-                        calls.push(&on_ready, info.to_string().into());
+                        calls.push(&on_ready, ready_info(&event, &self.url).into());
                     }
                 }
             }
@@ -419,5 +414,62 @@ impl MoltZapDriver {
             |_| String::new(),
             |d| OpenDeadline::phase(d.opening, "answer to the connect"),
         )
+    }
+}
+
+/// What `ready` gets: the `connected` event's object without its `type` and `id`, with the `url`
+/// (written from the event's text on core's reader: a `serde_json::Value` would bring its tree
+/// and writer into the wasm).
+fn ready_info(event: &Event, url: &str) -> String {
+    let text = event.to_json_string();
+    let mut out = String::with_capacity(text.len() + url.len() + 16);
+    let mut o = Obj::begin(&mut out);
+    if let Ok(tape) = read::parse_lenient(&text, usize::MAX) {
+        for (k, v) in tape.root().members().filter(|(k, _)| !k.is("type") && !k.is("id")) {
+            o.raw(&k.text(), v.raw());
+        }
+    }
+    o.str("url", url);
+    o.end();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentwire_moltzap::{Generation, HelloOk};
+
+    /// `ready` gets what it got when it was built on the event's `serde_json` tree: the event's
+    /// object, `type` and `id` taken out, `url` put in; the answer embedded as JSON, or as text
+    /// where a `Value` would not hold it.
+    #[test]
+    fn ready_info_is_the_connected_event_without_type_and_id_with_the_url() {
+        let url = "ws://h/\"x\u{7f}";
+        for raw in [
+            r#"{"protocolVersion":"1","n":[1.5,{"a":null}]}"#,
+            "{}",
+            "null",
+            r#"{"x":"\ud800"}"#,
+            "{\"n\":1e400}",
+            "not json",
+        ] {
+            let event = Event::Connected {
+                id: "c1".into(),
+                generation: Generation::Current,
+                hello: HelloOk {
+                    raw: raw.into(),
+                    protocol_version: Some("0.4".into()),
+                    agent_id: Some("a\n".into()),
+                    heartbeat_interval_ms: Some(5_000),
+                },
+            };
+            let mut old = event.to_json();
+            old["url"] = url.into();
+            let o = old.as_object_mut().unwrap();
+            o.remove("type");
+            o.remove("id");
+            let ours: serde_json::Value = serde_json::from_str(&ready_info(&event, url)).unwrap();
+            assert_eq!(ours, old, "{raw}");
+        }
     }
 }
