@@ -234,8 +234,8 @@ impl ReferenceConfig {
     }
 }
 
-/// State every connection shares: memory, the ledger, issued session tokens.
-#[derive(Debug)]
+/// State every connection shares: memory, the ledger, issued session tokens. `Debug` counts the
+/// tokens and shows none.
 pub struct Shared {
     pub memory: MemoryStore,
     pub ledger: Ledger,
@@ -244,6 +244,25 @@ pub struct Shared {
     /// `max_tokens` are alive, the oldest of these makes room for a new one.
     released: VecDeque<String>,
     next_anonymous: u64,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Shared {
+            memory,
+            ledger,
+            tokens,
+            released,
+            next_anonymous,
+        } = self;
+        f.debug_struct("Shared")
+            .field("memory", memory)
+            .field("ledger", ledger)
+            .field("tokens", &tokens.len())
+            .field("released", &released.len())
+            .field("next_anonymous", next_anonymous)
+            .finish()
+    }
 }
 
 impl Shared {
@@ -702,6 +721,22 @@ mod config_tests {
         };
         let e = cfg.check().unwrap_err();
         assert!(e.error.message.contains("max_connections"), "{e}");
+    }
+
+    /// The issued session tokens are credentials: `Shared`'s `Debug` counts them, live and
+    /// released, and shows none.
+    #[test]
+    fn shared_debug_counts_the_session_tokens_and_shows_none() {
+        let cfg = ReferenceConfig::default();
+        let mut shared = Shared::new(&cfg);
+        for t in ["rkt_SECRET1", "rkt_SECRET2"] {
+            shared.tokens.insert(t.into(), ("did:rkt:x".into(), 1));
+        }
+        shared.released.push_back("rkt_SECRET1".into());
+        let text = format!("{shared:?}");
+        assert!(!text.contains("SECRET"), "{text}");
+        assert!(text.contains("tokens: 2, released: 1"), "{text}");
+        assert!(text.starts_with("Shared { memory: MemoryStore {"), "{text}");
     }
 
     #[test]
