@@ -739,6 +739,42 @@ mod config_tests {
         assert!(text.starts_with("Shared { memory: MemoryStore {"), "{text}");
     }
 
+    /// The session runs with the agent's name, capabilities (HELLO_ACK's `Capabilities`), rate
+    /// and burst; the rest is the session's default.
+    #[test]
+    fn the_session_takes_the_agents_name_capabilities_and_rate() {
+        let cfg = ReferenceConfig {
+            agent: "rkt://weather.test".into(),
+            capabilities: vec!["weather".into()],
+            rate_per_s: 2.5,
+            burst: 3,
+            ..ReferenceConfig::default()
+        };
+        let s = cfg.server_config();
+        assert_eq!(s.agent, "rkt://weather.test");
+        assert_eq!(s.capabilities, ["weather"]);
+        assert_eq!((s.rate_per_s, s.burst), (2.5, 3));
+        assert_eq!(s.session_timeout_s, ServerConfig::default().session_timeout_s);
+    }
+
+    /// An ended connection's token joins the released ones, and the names of released tokens
+    /// already gone are dropped then, so the list stays within the live tokens (it grew by one
+    /// name a connection when the prune was skipped).
+    #[test]
+    fn an_ended_connection_drops_the_names_of_released_tokens_already_gone() {
+        let cfg = ReferenceConfig::default();
+        let mut shared = Shared::new(&cfg);
+        for n in 0..10 {
+            // The token of the connection before has expired and been swept.
+            shared.tokens.clear();
+            shared.tokens.insert(format!("t{n}"), ("did:rkt:x".into(), 1));
+            let mut conn = Connection::new(&cfg);
+            conn.token = Some(format!("t{n}"));
+            conn.close(&mut shared);
+        }
+        assert_eq!(shared.released, ["t9"]);
+    }
+
     #[test]
     fn allowed_origins_are_origins() {
         let with = |o: &str| ReferenceConfig {
