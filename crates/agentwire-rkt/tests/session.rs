@@ -1605,6 +1605,109 @@ mod review_regressions {
         );
     }
 
+    /// Every field the agent bounds is refused one byte past `MAX_FIELD_LEN`, naming it, and
+    /// taken at `MAX_FIELD_LEN`; AUTH's scopes past `MAX_SCOPES` too (only PAY's currency was
+    /// tested: any other bound could be dropped or moved by one byte unseen).
+    #[test]
+    fn each_bounded_field_is_refused_one_byte_past_its_limit() {
+        let cfg = ReferenceConfig::default();
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        a.feed(&mut shared, T0, &hello("s", "h"));
+        let scopes = |n: usize| format!(r#""did:rkt:x","scopes":{}"#, json!(vec!["s"; n]));
+        let cases = [
+            ("REQUEST", "intent", r#"{"intent":"X"}"#.to_string()),
+            ("MEMORY_SET", "key", r#"{"key":"X","value":1}"#.into()),
+            (
+                "MEMORY_SET",
+                "namespace",
+                r#"{"key":"k","value":1,"namespace":"X"}"#.into(),
+            ),
+            ("MEMORY_GET", "key", r#"{"key":"X"}"#.into()),
+            ("MEMORY_GET", "namespace", r#"{"key":"k","namespace":"X"}"#.into()),
+            ("PAY", "currency", r#"{"amount":1,"currency":"X"}"#.into()),
+            (
+                "PAY",
+                "description",
+                r#"{"amount":1,"currency":"RKTT","description":"X"}"#.into(),
+            ),
+            (
+                "PAY",
+                "recipient",
+                r#"{"amount":1,"currency":"RKTT","recipient":"X"}"#.into(),
+            ),
+            ("AUTH", "token", r#"{"scheme":"bearer","token":"X"}"#.into()),
+            (
+                "AUTH",
+                "token",
+                r#"{"scheme":"bearer","token":"k","scopes":["X"]}"#.into(),
+            ),
+            ("AUTH", "did", r#"{"scheme":"did","did":"X"}"#.into()),
+            (
+                "AUTH",
+                "did",
+                r#"{"scheme":"did","did":"did:rkt:x","scopes":["X"]}"#.into(),
+            ),
+        ];
+        let refused = |out: &[String], field: &str| {
+            out[0].contains("is longer than") && out[0].contains(&format!(r#""field":"{field}""#))
+        };
+        for len in [reference::MAX_FIELD_LEN, reference::MAX_FIELD_LEN + 1] {
+            let x = "x".repeat(len);
+            let over = len > reference::MAX_FIELD_LEN;
+            for (kind, field, body) in &cases {
+                let out = a.feed(&mut shared, T0, &msg(kind, "m", &body.replace('X', &x)));
+                assert_eq!(refused(&out, field), over, "{kind} {field} of {len} bytes: {out:?}");
+            }
+            let echo = msg("REQUEST", "r", r#"{"intent":"echo"}"#);
+            let out = a.feed(
+                &mut shared,
+                T0,
+                &echo.replace("TTL: 30\n", &format!("TTL: 30\nAuthorization: {x}\n")),
+            );
+            assert_eq!(
+                refused(&out, "Authorization"),
+                over,
+                "Authorization of {len} bytes: {out:?}"
+            );
+        }
+        for n in [reference::MAX_SCOPES, reference::MAX_SCOPES + 1] {
+            let out = a.feed(
+                &mut shared,
+                T0,
+                &msg("AUTH", "a", &format!(r#"{{"scheme":"did","did":{}}}"#, scopes(n))),
+            );
+            assert_eq!(refused(&out, "did"), n > reference::MAX_SCOPES, "{n} scopes: {out:?}");
+            let bearer = format!(r#"{{"scheme":"bearer","token":"k","scopes":{}}}"#, json!(vec!["s"; n]));
+            let out = a.feed(&mut shared, T0, &msg("AUTH", "a", &bearer));
+            assert_eq!(refused(&out, "token"), n > reference::MAX_SCOPES, "{n} scopes: {out:?}");
+        }
+    }
+
+    /// A city is a string of 1 to `MAX_FIELD_LEN` bytes: an empty or a longer one, or another
+    /// type, is 400 naming `params.city` (no test asked for an empty city or one at the bound).
+    #[test]
+    fn a_city_is_a_string_of_one_byte_to_the_field_limit() {
+        let cfg = ReferenceConfig::default();
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        a.feed(&mut shared, T0, &hello("s", "h"));
+        let max = reference::MAX_FIELD_LEN;
+        for (city, taken) in [
+            (json!(""), false),
+            (json!("x"), true),
+            (json!("x".repeat(max)), true),
+            (json!("x".repeat(max + 1)), false),
+            (json!(1), false),
+        ] {
+            let body = json!({"intent": "weather.current", "params": {"city": city}});
+            let out = a.feed(&mut shared, T0, &msg("REQUEST", "r", &body.to_string()));
+            let answered = out[0].starts_with("RKT/1.0 RESPONSE\n");
+            assert_eq!(answered, taken, "{city}: {out:?}");
+            assert_eq!(out[0].contains(r#""field":"params.city""#), !taken, "{city}: {out:?}");
+        }
+    }
+
     /// A ledger with room for `accounts` accounts.
     fn small_ledger(accounts: usize) -> (ReferenceConfig, Shared) {
         let cfg = ReferenceConfig {
@@ -1734,6 +1837,38 @@ mod review_regressions {
         assert!(out[0].contains("\nRetry-After: 1\n"), "{}", out[0]);
     }
 
+    /// A token is dead at its expiry: not taken in a header, and a full store then takes a new
+    /// AUTH (one expiring at that very millisecond could be kept and the AUTH refused 429).
+    #[test]
+    fn a_token_at_its_expiry_makes_room_for_a_new_auth() {
+        let cfg = ReferenceConfig {
+            max_tokens: 1,
+            token_lifetime_s: 60,
+            ..Default::default()
+        };
+        let mut shared = Shared::new(&cfg);
+        let auth = msg("AUTH", "a", r#"{"scheme":"did","did":"did:rkt:x"}"#);
+        let mut live = Server::new(&cfg, 1);
+        live.feed(&mut shared, T0, &hello("s", "h"));
+        let out = live.feed(&mut shared, T0, &auth);
+        let token = body_of(&out[0])["session_token"].as_str().unwrap().to_string();
+        // Presented in a header on another connection, it is taken until its expiry.
+        let with_token = msg("REQUEST", "r", r#"{"intent":"echo"}"#)
+            .replace("TTL: 30\n", &format!("TTL: 30\nAuthorization: Bearer {token}\n"));
+        let mut other = Server::new(&cfg, 2);
+        other.feed(&mut shared, T0, &hello("s", "h"));
+        let out = other.feed(&mut shared, T0 + 59_999, &with_token);
+        assert!(out[0].starts_with("RKT/1.0 RESPONSE\n"), "{out:?}");
+        let out = other.feed(&mut shared, T0 + 59_999, &auth);
+        assert!(out[0].contains(r#""code":429"#), "{out:?}");
+        let mut third = Server::new(&cfg, 3);
+        third.feed(&mut shared, T0, &hello("s", "h"));
+        let out = third.feed(&mut shared, T0 + 60_000, &with_token);
+        assert!(out[0].contains(r#""code":401"#), "{out:?}");
+        let out = other.feed(&mut shared, T0 + 60_000, &auth);
+        assert!(out[0].starts_with("RKT/1.0 AUTH_OK\n"), "{out:?}");
+    }
+
     #[test]
     fn did_allowlist_is_enforced_whenever_set() {
         let cfg = ReferenceConfig {
@@ -1749,6 +1884,74 @@ mod review_regressions {
             &msg("AUTH", "a", r#"{"scheme":"did","did":"did:rkt:other"}"#),
         );
         assert!(out[0].contains("\"code\":401"), "{out:?}");
+    }
+
+    fn body_of(frame: &str) -> Value {
+        serde_json::from_str(frame.split_once("\n\n").unwrap().1).unwrap()
+    }
+
+    /// An intent is enabled by its own capability only, and DISCOVER lists what is enabled,
+    /// with the prices and whether AUTH is required (a config with `weather` alone enabled the
+    /// forecast too when any capability other than the one needed was matched; DISCOVER's body
+    /// was read by agentwire-native's tests only).
+    #[test]
+    fn an_intent_needs_its_own_capability_and_discover_lists_the_enabled_ones() {
+        let cfg = ReferenceConfig {
+            agent: "rkt://weather.test".into(),
+            capabilities: vec!["weather".into()],
+            prices: [("echo".to_string(), 0.5)].into(),
+            ..Default::default()
+        };
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        a.feed(&mut shared, T0, &hello("s", "h"));
+        let out = a.feed(&mut shared, T0, &msg("DISCOVER", "d", ""));
+        let m = body_of(&out[0]);
+        assert_eq!(m["agent"], "rkt://weather.test");
+        assert_eq!(m["capabilities"], json!(["weather"]));
+        assert_eq!(m["intents"], json!(["echo", "weather.current"]));
+        assert_eq!(m["payment"], json!({"currency": "RKTT", "prices": {"echo": 0.5}}));
+        assert_eq!(m["auth"]["required"], false);
+        let out = a.feed(
+            &mut shared,
+            T0,
+            &msg("REQUEST", "f", r#"{"intent":"weather.forecast"}"#),
+        );
+        let e = body_of(&out[0]);
+        assert_eq!(e["code"], 602, "{out:?}");
+        assert_eq!(e["details"]["available_intents"], json!(["echo", "weather.current"]));
+        let out = a.feed(&mut shared, T0, &msg("REQUEST", "c", r#"{"intent":"weather.current"}"#));
+        assert!(out[0].starts_with("RKT/1.0 RESPONSE\n"), "{out:?}");
+        // With keys, the manifest says AUTH is required.
+        let keyed = ReferenceConfig {
+            api_keys: vec!["k1".into()],
+            ..Default::default()
+        };
+        assert_eq!(keyed.manifest()["auth"]["required"], true);
+    }
+
+    /// A connection names its principal once authenticated: the DID AUTH took, or `key:<n>` for
+    /// the n-th key in an `Authorization` header (`Connection::principal` was read by no test).
+    #[test]
+    fn a_connection_names_its_principal_once_authenticated() {
+        let cfg = ReferenceConfig::default();
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        a.feed(&mut shared, T0, &hello("s", "h"));
+        assert_eq!(a.conn.principal(), None);
+        a.feed(
+            &mut shared,
+            T0,
+            &msg("AUTH", "a", r#"{"scheme":"did","did":"did:rkt:x"}"#),
+        );
+        assert_eq!(a.conn.principal(), Some("did:rkt:x"));
+        let keyed = ReferenceConfig {
+            api_keys: vec!["k0".into(), "k1".into()],
+            ..Default::default()
+        };
+        let mut b = Server::new(&keyed, 2);
+        b.feed(&mut shared, T0, &(hello("s", "h") + "Authorization: Bearer k1\n"));
+        assert_eq!(b.conn.principal(), Some("key:1"));
     }
 
     /// rkt.md "Auth": an `Authorization` header authenticates the connection for the rest of its
