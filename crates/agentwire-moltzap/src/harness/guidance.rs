@@ -340,6 +340,18 @@ pub(crate) mod tests {
         assert_eq!(names, ["required", "permitted", "wait", "none"]);
         for e in ResponseExpectation::ALL {
             assert_eq!(ResponseExpectation::parse(e.as_str()), Some(*e));
+            assert_eq!(e.to_string(), e.as_str());
         }
+    }
+
+    /// A probability reads back as given, one zero for both (`get` and `Display` of an
+    /// expectation were read by no test).
+    #[test]
+    fn a_probability_reads_back_as_given() {
+        for p in [0.25, 1.0] {
+            assert_eq!(Probability::new(p).unwrap().get(), p);
+        }
+        let zero = Probability::new(-0.0).unwrap().get();
+        assert!(zero == 0.0 && zero.is_sign_positive(), "{zero}");
     }
 }
