@@ -168,7 +168,7 @@ mod tests {
             r#"[{"text":"hi","type":"text"},{"type":"data","value":{"a":[1]}}]"#
         );
         let bad =
-            JsonValue::parse(r#"[{"type":"text","text":1,"x":0},{"type":"image"},{"text":"a"},{"type":"data"},7]"#)
+            JsonValue::parse(r#"[{"type":"text","text":1,"x":0},{"type":"image"},{"text":"a"},{"type":"data"},7,{"type":5},{"type":"text","text":"ok","y":0}]"#)
                 .unwrap();
         let issues: Vec<String> = Content::from_json(&bad)
             .unwrap_err()
@@ -184,6 +184,10 @@ mod tests {
                 "content[2].type is missing",
                 "content[3].value is missing",
                 "content[4]: expected a text or data part object",
+                // A type that is not a string is named as such, not as missing; a part whose
+                // payload is good is still refused for a key it has beside it.
+                "content[5].type: expected \"text\" or \"data\"",
+                "content[6].y is unexpected",
             ]
         );
         assert!(Content::from_json(&JsonValue::Array(vec![])).is_err());
