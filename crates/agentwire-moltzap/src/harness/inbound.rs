@@ -557,7 +557,8 @@ mod tests {
     fn a_group_message_carries_exactly_its_groups_members() {
         let content = Content::text("hi").unwrap();
         let members = group().members().to_vec();
-        assert!(GroupMessage::new(post(), group(), a("agent:bob"), members.clone(), content.clone()).is_ok());
+        let m = GroupMessage::new(post(), group(), a("agent:bob"), members.clone(), content.clone()).unwrap();
+        assert_eq!(m.members(), members, "the members, as the group lists them");
         let mut reordered = members.clone();
         reordered.reverse();
         let e = GroupMessage::new(post(), group(), a("agent:bob"), reordered, content.clone()).unwrap_err();
