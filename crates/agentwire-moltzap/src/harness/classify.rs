@@ -273,6 +273,25 @@ mod tests {
             classify(&alone, &direct(), &agent("bob"), NOW),
             Classified::Response(_)
         ));
+        // A close alike: its part alone, nothing beside it (no test classified a close).
+        let close = crate::harness::collective::ClosePart {
+            id: CollectiveId::derive(&agent("alice"), &Nonce::from_bytes(&[7; 32])),
+            included: vec![],
+        };
+        let part = crate::harness::collective::CollectivePart::Close(close.clone()).to_part();
+        let alone = Content::new(vec![part.clone()]).unwrap();
+        assert_eq!(
+            classify(&alone, &group(), &agent("alice"), NOW),
+            Classified::Close(close)
+        );
+        let chatty = Content::new(vec![Part::Text("done".into()), part]).unwrap();
+        let ConsumeReason::MalformedPart(issues) = consumed(classify(&chatty, &group(), &agent("alice"), NOW)) else {
+            panic!("a close with a text part")
+        };
+        assert_eq!(
+            issues[0].to_string(),
+            "content: expected a close's collective part alone"
+        );
     }
 
     #[test]
