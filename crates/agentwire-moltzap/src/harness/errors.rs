@@ -724,6 +724,16 @@ mod tests {
             SendError::invalid_address(&long, "why").to_string(),
             format!("send failed: \"agent:{}\"… is not an address: why", "\\n".repeat(74))
         );
+        // 80 characters are shown whole, 81 cut to 80 (characters, not bytes: é is two).
+        let at_limit = format!("agent:{}", "é".repeat(74));
+        assert_eq!(
+            SendError::invalid_address(&at_limit, "why").to_string(),
+            format!("send failed: \"{at_limit}\" is not an address: why")
+        );
+        assert_eq!(
+            SendError::invalid_address(&format!("{at_limit}x"), "why").to_string(),
+            format!("send failed: \"{at_limit}\"… is not an address: why")
+        );
         // Every quoted text reads back as the input.
         for input in [
             "plain",
