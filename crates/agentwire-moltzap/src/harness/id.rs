@@ -144,6 +144,7 @@ mod tests {
         let mut e = SeededEntropy::new(1);
         let (a, b) = (PostId::mint(&mut e), PostId::mint(&mut e));
         assert_ne!(a, b);
+        assert_eq!(a.to_string(), a.as_str());
         assert_eq!(PostId::parse(a.as_str()), Some(a));
         assert_eq!(PostId::parse(""), None);
         assert_eq!(PostId::parse("a b"), None);
@@ -174,6 +175,8 @@ mod tests {
         assert!(CollectiveId::parse(&format!("col_{ok}")).is_some());
         assert!(CollectiveId::parse(&format!("col_{}", &ok[..42])).is_none());
         assert!(CollectiveId::parse(&format!("col_{ok}=")).is_none());
+        // 43 characters that are not base64url.
+        assert!(CollectiveId::parse(&format!("col_{}!", &ok[..42])).is_none());
         assert!(CollectiveId::parse(&format!("COL_{ok}")).is_none());
         assert!(CollectiveId::parse(ok).is_none());
     }
