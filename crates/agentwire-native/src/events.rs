@@ -236,6 +236,97 @@ mod tests {
         Event::Event { event, gap: None }
     }
 
+    #[test]
+    fn a_moltzap_event_weighs_its_data_routing_ids_name_and_message() {
+        use agentwire_moltzap::{Event as E, MoltZapError};
+        let (data, text) = (|| "d".repeat(100), |n: usize| Some("t".repeat(n)));
+        let weighs = [
+            (
+                E::MessageReceived {
+                    data: data(),
+                    conversation_id: text(20),
+                    message_id: text(3),
+                    sender_id: text(5),
+                },
+                128,
+            ),
+            (
+                E::MessageReceived {
+                    data: data(),
+                    conversation_id: None,
+                    message_id: None,
+                    sender_id: None,
+                },
+                100,
+            ),
+            (
+                E::ConversationCreated {
+                    data: data(),
+                    conversation_id: text(7),
+                },
+                107,
+            ),
+            (
+                E::ConversationUpdated {
+                    data: data(),
+                    conversation_id: text(7),
+                },
+                107,
+            ),
+            (
+                E::ConversationArchived {
+                    data: data(),
+                    conversation_id: text(7),
+                },
+                107,
+            ),
+            (
+                E::ConversationUnarchived {
+                    data: data(),
+                    conversation_id: None,
+                },
+                100,
+            ),
+            (
+                E::PresenceChanged {
+                    data: data(),
+                    agent_id: text(20),
+                    status: text(3),
+                },
+                123,
+            ),
+            (
+                E::Other {
+                    name: "n".repeat(9),
+                    data: text(30),
+                },
+                39,
+            ),
+            (
+                E::Other {
+                    name: "n".repeat(9),
+                    data: None,
+                },
+                9,
+            ),
+            (
+                E::Diagnostic(MoltZapError::local(agentwire_core::ErrorKind::Decode, "m".repeat(11))),
+                11,
+            ),
+            (E::MissedPings { count: 3 }, 0),
+            (
+                E::Disconnected {
+                    code: 1000,
+                    reason: "r".repeat(50),
+                },
+                0,
+            ),
+        ];
+        for (event, weight) in weighs {
+            assert_eq!(event.weight(), weight, "{event:?}");
+        }
+    }
+
     #[tokio::test]
     async fn the_budget_in_bytes_holds_events_back_until_the_reader_takes_some() {
         let (tx, mut rx) = channel(100, 1_000);
