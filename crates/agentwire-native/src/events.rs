@@ -363,6 +363,20 @@ mod tests {
         assert!(parked.is_none());
     }
 
+    #[test]
+    fn a_channel_tells_its_free_slots_its_waiting_events_and_a_gone_reader() {
+        let (tx, rx) = channel(3, 1 << 20);
+        assert_eq!((tx.slots(), tx.max_slots(), rx.len(), rx.is_empty()), (3, 3, 0, true));
+        assert!(!tx.is_closed());
+        for _ in 0..2 {
+            assert!(tx.try_send(event(10)).is_ok());
+        }
+        assert_eq!((tx.slots(), tx.max_slots(), rx.len(), rx.is_empty()), (1, 3, 2, false));
+        assert_eq!(format!("{rx:?}"), "Events { waiting: 2 }");
+        drop(rx);
+        assert!(tx.is_closed());
+    }
+
     #[tokio::test]
     async fn channels_sharing_a_budget_each_stop_at_their_own_first() {
         let shared = ByteBudget::new(1_000);
