@@ -49,5 +49,10 @@ mod tests {
         assert_eq!(&a[14..15], "4");
         assert!(now_ms() > 1_700_000_000_000);
         assert_eq!(until(0), Duration::ZERO);
+        let wait = until(now_ms() + 60_000);
+        assert!(
+            wait > Duration::from_secs(59) && wait <= Duration::from_secs(60),
+            "{wait:?}"
+        );
     }
 }
