@@ -404,3 +404,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Wire<S> {
         .await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The numbers written out: 16 KiB read at a time (the idle memory test bounds it only from
+    /// above), the engine's limit and 4 KiB more on messages and frames, no limit kept as none.
+    #[test]
+    fn a_socket_reads_16_kib_at_a_time_and_takes_4_kib_over_the_engines_limit() {
+        let cfg = ws_config(frame_limit(1_000));
+        assert_eq!(cfg.read_buffer_size, 16 * 1024);
+        assert_eq!((cfg.max_message_size, cfg.max_frame_size), (Some(5_096), Some(5_096)));
+        assert_eq!(frame_limit(usize::MAX), usize::MAX);
+    }
+}
