@@ -1,6 +1,7 @@
 //! [`Response::chunk`] over a socket on 127.0.0.1: a wait that is dropped (as the Switch driver
 //! drops its read on every turn of its loop) loses nothing, and the read buffer is kept from one
 //! call to the next instead of made anew. [`Response::body_start`] reads a body's start only.
+//! The head's bound, and the timeout of an [`exchange`] never answered.
 
 use super::*;
 
@@ -88,4 +89,73 @@ async fn the_start_of_an_endless_body_is_read() {
     .expect("bounded");
     done.send(()).unwrap();
     server.await.unwrap();
+}
+
+/// A request the server took and never answered: a timeout naming the path without its query
+/// (which may carry a credential), the server and the bound; and it was sent.
+#[tokio::test]
+async fn an_unanswered_request_names_its_path_without_the_query() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = Origin::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+    let server = tokio::spawn(async move {
+        let _held = request_read(&listener).await;
+        std::future::pending::<()>().await
+    });
+    let request = HttpRequest::get("/agents/a/events?token=SECRET".into());
+    let e = exchange(&origin, None, &request, Duration::from_millis(200), 1_000)
+        .await
+        .unwrap_err();
+    assert!(e.sent);
+    assert_eq!(e.error.kind, ErrorKind::Timeout);
+    let said = format!(
+        "no answer to GET /agents/a/events from {} within 200 ms",
+        origin.authority()
+    );
+    assert_eq!(e.error.message, said);
+    server.abort();
+}
+
+/// A head over [`MAX_HEAD_BYTES`] is refused however the reads fall: here its first 1,000 bytes
+/// come alone, so that reads of 4 KiB would pass 16 KiB before the head's end.
+#[tokio::test]
+async fn a_head_over_16_kib_is_refused_when_it_comes_in_uneven_pieces() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = Origin::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+    let server = tokio::spawn(async move {
+        let mut s = request_read(&listener).await;
+        let mut head = format!("HTTP/1.1 200 OK\r\nX-Pad: {}\r\n", "p".repeat(16_400)).into_bytes();
+        head.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+        s.write_all(&head[..1_000]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = s.write_all(&head[1_000..]).await;
+    });
+    let e = Response::send(&origin, None, &HttpRequest::get("/a".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Limit, "{e}");
+    server.await.unwrap();
+}
+
+/// A body's start is there once `limit` bytes are: it does not wait for more (nor for the
+/// deadline) when they stop there.
+#[tokio::test]
+async fn a_body_start_is_read_once_its_limit_is_there() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = Origin::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+    let server = tokio::spawn(async move {
+        let mut s = request_read(&listener).await;
+        s.write_all(b"HTTP/1.1 409 Conflict\r\nContent-Length: 100\r\n\r\n0123456789")
+            .await
+            .unwrap();
+        std::future::pending::<()>().await
+    });
+    let response = Response::send(&origin, None, &HttpRequest::get("/a".into()))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let start = tokio::time::timeout(Duration::from_secs(5), response.body_start(10, deadline))
+        .await
+        .expect("waited on with its 10 bytes read");
+    assert_eq!(start.unwrap(), "0123456789");
+    server.abort();
 }

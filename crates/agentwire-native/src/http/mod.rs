@@ -445,6 +445,8 @@ mod tests {
         for bad in ["", "a b", "a\r\nX: y", "é"] {
             assert!(check_key(bad).is_err(), "{bad:?}");
         }
+        assert!(check_key(&"k".repeat(4096)).is_ok(), "4096 characters are a key");
+        assert!(check_key(&"k".repeat(4097)).is_err(), "4097 are not");
         let o = Origin::parse("http://h:1/p").unwrap();
         let r = HttpRequest::post_json("/agents/a/ops/x".into(), "{}".into());
         let text = String::from_utf8(request_bytes(&o, Some("k"), &r).unwrap()).unwrap();
@@ -455,6 +457,10 @@ mod tests {
         );
         let r = HttpRequest::get("/a".into()).with_header("X", "a\nb");
         assert!(request_bytes(&o, Some("k"), &r).is_err());
+        for bad in ["/a b", "/a\tb", "a", ""] {
+            let e = request_bytes(&o, None, &HttpRequest::get(bad.into())).unwrap_err();
+            assert!(e.message.contains("request path"), "{bad:?}: {e}");
+        }
         let text = String::from_utf8(request_bytes(&o, None, &HttpRequest::get("/a".into())).unwrap()).unwrap();
         assert!(!text.contains("Authorization"), "{text}");
     }
