@@ -321,9 +321,19 @@ async fn fifty_concurrent_requests_are_correlated() {
 async fn server_shutdown_ends_the_session_and_later_calls_fail_closed() {
     bounded(async {
         let srv = server(ReferenceConfig::default()).await;
-        let c = client(&srv).await;
+        let mut c = client(&srv).await;
+        let events = c.events().unwrap();
         assert!(c.request("echo", None, opts()).await.is_ok());
         srv.shutdown().await.unwrap();
+        // The server says GOODBYE first, and closes 1000.
+        let seen: Vec<ClientEvent> = futures_util::StreamExt::collect(events).await;
+        assert!(
+            matches!(
+                seen.as_slice(),
+                [ClientEvent::Goodbye, ClientEvent::Closed { code: 1000, .. }]
+            ),
+            "{seen:?}"
+        );
         let e = c.request("echo", None, opts()).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
         let e = c.ping().await.unwrap_err();
