@@ -6,6 +6,7 @@
 
 use agentwire_core::parse_iso8601;
 use agentwire_core::text::{clip, NAME_MAX};
+use std::borrow::Cow;
 use std::fmt;
 
 /// The default size limit of one message, in bytes (1 MiB).
@@ -120,29 +121,24 @@ impl Headers {
 
     /// Replaces the value of `name`, or appends it. A character the decoder refuses in a value
     /// (a control character but tab, CR and LF included, or DEL; see [`header_value_fault`])
-    /// becomes a space, so a header can never split a message, and a message built by hand
-    /// still decodes. The sessions refuse such a value from their caller instead (`invalid`).
+    /// becomes a space, and one it refuses in a name (any but a letter, a digit, `-` and `_`)
+    /// becomes `_` (an empty name is `_`), so a header can never split a message, and a message
+    /// built by hand still decodes. The sessions refuse such a value from their caller instead
+    /// (`invalid`); the names they write are their own.
     pub fn set(&mut self, name: &str, value: impl AsRef<str>) {
         let value = value.as_ref();
-        let cleaned: String;
-        let value = if has_control(value) {
-            cleaned = value
-                .chars()
-                .map(|c| {
-                    if u8::try_from(c).is_ok_and(refused_in_value) {
-                        ' '
-                    } else {
-                        c
-                    }
-                })
-                .collect();
-            cleaned.as_str()
-        } else {
-            value
+        let name = match is_token(name) {
+            true => Cow::Borrowed(name),
+            false if name.is_empty() => Cow::Borrowed("_"),
+            false => replace_chars(name, |c| !u8::try_from(c).is_ok_and(is_token_byte), '_'),
         };
-        match self.position(name) {
-            Some(i) => self.rebuild(i, Some(value)),
-            None => self.push(name, value),
+        let value = match has_control(value) {
+            true => replace_chars(value, |c| u8::try_from(c).is_ok_and(refused_in_value), ' '),
+            false => Cow::Borrowed(value),
+        };
+        match self.position(&name) {
+            Some(i) => self.rebuild(i, Some(&value)),
+            None => self.push(&name, &value),
         }
     }
 
@@ -493,6 +489,11 @@ pub(crate) fn valid_id(v: &str) -> bool {
 #[inline]
 fn refused_in_value(b: u8) -> bool {
     (b < 0x20 && b != b'\t') | (b == 0x7f)
+}
+
+/// `s` with each character `refused` replaced by `by`.
+fn replace_chars(s: &str, refused: fn(char) -> bool, by: char) -> Cow<'static, str> {
+    Cow::Owned(s.chars().map(|c| if refused(c) { by } else { c }).collect())
 }
 
 /// A value holds a byte [`refused_in_value`]. No early exit, so the check vectorizes.

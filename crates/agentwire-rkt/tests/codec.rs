@@ -1154,6 +1154,28 @@ fn encode_keeps_an_existing_content_type_and_flattens_newlines() {
     assert_eq!(back.header("User-Agent"), Some("Evil/1.0 TTL: 0"));
 }
 
+#[test]
+fn a_header_name_set_by_hand_stays_one_header() {
+    // Every parser the guide gives splits lines first: a newline in a name forged a `To`.
+    let mut m = guide_hello_message();
+    m.headers.set("X-Note\nTo: did:rkt:victim\nX", "v");
+    let text = encode(&m);
+    assert!(text.contains("\nX-Note_To__did_rkt_victim_X: v\n"), "{text:?}");
+    assert!(!text.contains("\nTo:"), "{text:?}");
+    let back = dec(&text);
+    assert_eq!(back.header("X-Note_To__did_rkt_victim_X"), Some("v"));
+    assert_eq!(back.header("To"), None);
+    // Each character that is not a token's (letters, digits, `-`, `_`) becomes one `_`, so no
+    // name becomes one the guide uses (they have no `_`); an empty name is `_`.
+    for (name, written) in [("A b:\u{e9}\0", "A_b___"), ("", "_"), ("Message ID", "Message_ID")] {
+        let mut m = guide_hello_message();
+        m.headers.set(name, "v");
+        assert!(encode(&m).contains(&format!("\n{written}: v\n")), "{name:?}");
+        assert_eq!(dec(&encode(&m)).header(written), Some("v"), "{name:?}");
+        assert_eq!(dec(&encode(&m)).header("Message-ID"), Some(MID), "{name:?}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Properties
 // ---------------------------------------------------------------------------------------------
@@ -1399,6 +1421,16 @@ proptest! {
         let text = encode(&m);
         let back = decode(&text, DEFAULT_MAX_MESSAGE_SIZE);
         prop_assert_eq!(back.as_ref(), Ok(&m), "wire:\n{}", text);
+    }
+
+    #[test]
+    fn any_header_set_by_hand_decodes_as_set(name in any::<String>(), value in any::<String>()) {
+        // `X` first, so the name is none of the guide's, whose values are checked.
+        let mut m = guide_hello_message();
+        m.headers.set(&format!("X{name}"), value);
+        let names = |m: &Message| m.headers.iter().map(|(n, _)| n.to_owned()).collect::<Vec<_>>();
+        let back = decode(&encode(&m), usize::MAX).map(|m| names(&m));
+        prop_assert_eq!(back, Ok(names(&with_content_type(m))));
     }
 
     #[test]
