@@ -92,7 +92,7 @@ impl OpenParams {
         }
         check_rooms(&self.rooms)?;
         if let Some(g) = &self.expected_generation {
-            check_id("expected_generation", g)?;
+            check_query_value("expected_generation", g)?;
         }
         if let Some(p) = self.protocol {
             if p.accepts > p.speaks {
@@ -104,11 +104,7 @@ impl OpenParams {
         }
         for (name, v) in [("client", &self.client), ("client_version", &self.client_version)] {
             if let Some(v) = v {
-                if v.is_empty() || v.len() > MAX_ID_LEN || v.chars().any(char::is_control) {
-                    return Err(invalid(format!(
-                        "{name} must be 1..={MAX_ID_LEN} bytes of printable characters"
-                    )));
-                }
+                check_query_value(name, v)?;
             }
         }
         Ok(())
@@ -192,6 +188,18 @@ pub(crate) fn check_room(room: &str) -> Result<(), Error> {
     if room.trim() != room {
         return Err(invalid(format!(
             "room id {room:?} has leading or trailing whitespace (the relay trims each declared room)"
+        )));
+    }
+    Ok(())
+}
+
+/// A value that only goes in the query (`expected_generation`, `client`, `client_version`):
+/// percent-encoded there, a `/` or a dot cannot change the path, so only what a server or the
+/// relay refuses in any query value is: empty, over [`MAX_ID_LEN`] bytes, a control character.
+pub(crate) fn check_query_value(name: &str, v: &str) -> Result<(), Error> {
+    if v.is_empty() || v.len() > MAX_ID_LEN || v.chars().any(char::is_control) {
+        return Err(invalid(format!(
+            "{name} must be 1..={MAX_ID_LEN} bytes of printable characters"
         )));
     }
     Ok(())
@@ -320,6 +328,39 @@ mod tests {
     }
 
     #[test]
+    fn expected_generation_is_a_query_value_not_a_path_segment() {
+        // Percent-encoded in the query, a '/', a dot or a '?' cannot change the path: the
+        // generation goes as the server gave it, so the reopen stays fenced.
+        let with = |g: &str| {
+            OpenParams {
+                expected_generation: Some(g.into()),
+                ..OpenParams::new("a", CID)
+            }
+            .ws_path()
+        };
+        for (g, sent) in [
+            ("a/b", "a%2Fb"),
+            ("..", ".."),
+            (".", "."),
+            ("/", "%2F"),
+            ("g?x=1#f", "g%3Fx%3D1%23f"),
+        ] {
+            let path = with(g).unwrap_or_else(|e| panic!("{g:?}: {e:?}"));
+            assert!(path.ends_with(&format!("&expected_generation={sent}")), "{path}");
+        }
+        // What no query carries, as for `client`: empty, too long, a control character.
+        for g in ["", "a\nb", &"g".repeat(MAX_ID_LEN + 1)] {
+            let e = with(g).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Invalid, "{g:?}");
+            assert!(
+                e.message.starts_with("expected_generation must be 1..=256 bytes"),
+                "{e:?}"
+            );
+        }
+        assert!(with(&"g".repeat(MAX_ID_LEN)).is_ok());
+    }
+
+    #[test]
     fn refusals_before_sending() {
         let bad = |p: OpenParams| p.ws_path().unwrap_err();
         assert!(bad(OpenParams::new("a", "nope")).message.contains("UUID"));
@@ -409,10 +450,8 @@ mod tests {
         let e = check_id("room", &"é".repeat(200)).unwrap_err();
         assert!(e.message.starts_with("room must be 1..=256 bytes without '/'"), "{e:?}");
         assert!(check_id("room", &"é".repeat(128)).is_ok());
-        for name in ["rooms", "expected_generation"] {
-            assert!(check_id(name, &longest).is_ok());
-            assert!(check_id(name, &format!("{longest}i")).is_err());
-        }
+        assert!(check_id("rooms", &longest).is_ok());
+        assert!(check_id("rooms", &format!("{longest}i")).is_err());
     }
 
     /// A range of one revision (`protocol_accepts` = `protocol`) is a range.

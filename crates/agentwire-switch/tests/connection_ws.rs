@@ -1969,9 +1969,10 @@ fn merged_gaps_name_a_bounded_number_of_rooms() {
 
 #[test]
 fn server_values_that_cannot_go_on_an_open_url_do_not_stop_the_reconnect() {
-    // A generation over 256 characters (or with a '/'), and a single-scope room with a comma:
-    // the reopen could not carry them. Each is a diagnostic; the reopen goes without it.
-    for generation in ["g".repeat(300), "a/b".to_owned()] {
+    // A generation over 256 characters (or with a control character), and a single-scope room
+    // with a comma: the reopen could not carry them. Each is a diagnostic; the reopen goes
+    // without it.
+    for generation in ["g".repeat(300), "a\\u0001b".to_owned()] {
         let (mut d, _) = Driver::opened(ws());
         let cs = connection_state(None, 0, &[ROOM])
             .replace(r#""scope""#, &format!(r#""generation":"{generation}","scope""#));
@@ -2003,6 +2004,24 @@ fn server_values_that_cannot_go_on_an_open_url_do_not_stop_the_reconnect() {
         "{path}"
     );
     assert_eq!(d.conn.state(), State::Opening);
+}
+
+#[test]
+fn a_generation_with_a_slash_or_dots_fences_the_reopen() {
+    // A query value, percent-encoded: before, the path segment check refused it and the reopens
+    // went unfenced (with a diagnostic), so one could take over another client's connection.
+    for (generation, sent) in [("a/b", "a%2Fb"), ("..", ".."), ("2026/12/07 1", "2026%2F12%2F07%201")] {
+        let (mut d, _) = Driver::opened(ws());
+        let cs = connection_state(None, 0, &[ROOM])
+            .replace(r#""scope""#, &format!(r#""generation":"{generation}","scope""#));
+        d.text(&cs);
+        let e = d.events();
+        assert!(matches!(&e[..], [Event::Connected { .. }]), "{generation:?}: {e:?}");
+        d.conn.handle_close(d.now, 1006, "");
+        d.drain();
+        let path = d.reopen();
+        assert!(path.ends_with(&format!("&expected_generation={sent}")), "{path}");
+    }
 }
 
 #[test]

@@ -130,7 +130,7 @@ impl Connection {
         if let Some(g) = &s.generation {
             // One the open URL cannot carry would make every reopen fail: reopen unfenced
             // instead (the previous generation is stale and would be refused as taken over).
-            match crate::open::check_id("generation", &g.to_string()) {
+            match crate::open::check_query_value("generation", &g.to_string()) {
                 Ok(()) => self.generation = Some(g.clone()),
                 Err(e) => {
                     self.generation = None;
