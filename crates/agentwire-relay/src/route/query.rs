@@ -86,17 +86,30 @@ impl Query {
     }
 
     /// The forwarded parameters, except those in `drop`, encoded again (`?` included unless
-    /// empty).
+    /// empty). `rooms` is the list [`Query::rooms`] gives, the one the relay checks: trimmed,
+    /// without empty entries, and left out when none is left.
     pub fn forward(&self, drop: &[&str]) -> String {
         let mut out = String::new();
         for (name, value) in &self.0 {
             if !FORWARDED.contains(&name.as_str()) || drop.contains(&name.as_str()) {
                 continue;
             }
+            let rooms = name == "rooms";
+            let checked;
+            let value = match rooms {
+                true => {
+                    checked = self.rooms().join(",");
+                    if checked.is_empty() {
+                        continue;
+                    }
+                    &checked
+                }
+                false => value,
+            };
             out.push(if out.is_empty() { '?' } else { '&' });
             encode_into(&mut out, name, false);
             out.push('=');
-            encode_into(&mut out, value, name == "rooms");
+            encode_into(&mut out, value, rooms);
         }
         out
     }
@@ -155,6 +168,22 @@ mod tests {
         );
         assert_eq!(q.forward(&["rooms", "client"]), "?connection_id=c-1&start_from=42");
         assert_eq!(Query::parse("").unwrap().forward(&[]), "");
+    }
+
+    #[test]
+    fn rooms_are_forwarded_as_they_were_checked() {
+        // Checked trimmed (`rooms()`), they went on as given: " r1" claimed upstream under a
+        // token that allows "r1", or an upstream that does not trim reading another room.
+        let q = Query::parse("connection_id=c&rooms=%20r1%20,,r%202%E3%80%80,%20").unwrap();
+        assert_eq!(q.rooms(), ["r1", "r 2"]);
+        assert_eq!(q.forward(&[]), "?connection_id=c&rooms=r1,r%202");
+        // None left to check: none declared.
+        for none in ["rooms=", "rooms=%20,,"] {
+            assert_eq!(
+                Query::parse(&format!("connection_id=c&{none}")).unwrap().forward(&[]),
+                "?connection_id=c"
+            );
+        }
     }
 
     #[test]

@@ -409,6 +409,14 @@ fn rooms_claims_limit_what_can_be_claimed() {
         ws_token(&mut r, &format!("{WS}&rooms=r1"), &t),
         Decision::Connect(_)
     ));
+    // Checked trimmed, and so forwarded: the upstream reads the room the token allows.
+    match ws_token(&mut r, &format!("{WS}&rooms=%20r1%E3%80%80"), &t) {
+        Decision::Connect(c) => assert!(
+            c.ws_url.ends_with("&rooms=r1") && c.sse_url.ends_with("&rooms=r1"),
+            "{c:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(refused(ws_token(&mut r, &format!("{WS}&rooms=r1,r2"), &t)).code, 4403);
     assert_eq!(refused(ws_token(&mut r, &format!("{WS}&scope=all"), &t)).code, 4403);
     assert_eq!(refused(ws_token(&mut r, &format!("{WS}&scope=ALL"), &t)).code, 4403);
