@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { MoltZapClient } from "agentwire/moltzap";
 import { RktClient } from "agentwire/rkt";
-import { FakeRkt, FakeWebSocket, last } from "./fake-ws.mjs";
+import { FakeRkt, FakeWebSocket, last, rktHeader } from "./fake-ws.mjs";
 
 const MIB = 1 << 20;
 const big = "x".repeat(64 << 10);
@@ -96,4 +96,51 @@ test("MoltZap: a peer that stops reading holds at most about 1 MiB in the socket
   } finally {
     await client.close();
   }
+});
+
+// A peer gone without a close (a half-open socket) while the socket holds over 1 MiB: the
+// liveness probe (MoltZap) and the keepalive PING (RKT) wait behind it in the engine, which
+// counts them only once they have left; a socket that sends nothing for 5 s is taken as dead
+// (1006), as the native drivers' write bound does. Both clients at once: one 5 s wait.
+test("a socket over 1 MiB that sends nothing for 5 s ends the session (1006): a half-open peer is found dead", { timeout: 20_000 }, async () => {
+  const gone = { moltzap: [], rkt: [] };
+  class MoltZapPeer extends stalling(FakeWebSocket) {
+    send(t) {
+      super.send(t);
+      const m = JSON.parse(t);
+      if (m.method === "agent/network/connect") queueMicrotask(() => this.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id: m.id, result: {} }) }));
+    }
+  }
+  const connecting = MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: MoltZapPeer, idleProbeMs: 200, requestTimeoutMs: 300, onEvent: (e) => gone.moltzap.push(e) });
+  const mz = last();
+  mz.readyState = 1;
+  mz.onopen({});
+  const moltzap = await connecting;
+  // An RKT server whose session timeout makes the keepalive PING after 1 s.
+  class RktPeer extends stalling(FakeRkt) {
+    send(t) {
+      if (!t.startsWith("RKT/1.0 HELLO\n")) return super.send(t);
+      this.session = rktHeader(t, "Session-ID");
+      setTimeout(() => this.reply(rktHeader(t, "Message-ID"), "HELLO_ACK", '{"agreed_version":1,"session_timeout":2}'));
+    }
+  }
+  const rkt = await RktClient.connect("ws://fake/rkt", { webSocket: RktPeer, ttlS: 1, onEvent: (e) => gone.rkt.push(e) });
+  const rs = last();
+  // The keepalive takes a peer for dead only once it has answered a PING.
+  const ping = rkt.ping();
+  rs.reply(rktHeader(rs.sent.at(-1), "Message-ID"), "PONG");
+  await ping;
+  const t0 = Date.now();
+  for (const ws of [mz, rs]) ws.stalled = true;
+  await Promise.allSettled([
+    ...Array.from({ length: 20 }, () => moltzap.call("x/y", { p: big })),
+    ...Array.from({ length: 20 }, () => rkt.request("s", { p: big })),
+  ]);
+  const ended = (events, type) => events.find((e) => e.type === type);
+  while (Date.now() - t0 < 9_000 && !(ended(gone.moltzap, "disconnected") && ended(gone.rkt, "closed"))) await sleep(50);
+  assert.ok(mz.bufferedAmount >= MIB && rs.bufferedAmount >= MIB);
+  assert.equal(ended(gone.moltzap, "disconnected")?.code, 1006, JSON.stringify(gone.moltzap));
+  assert.match(ended(gone.moltzap, "disconnected").reason, /write blocked for 5000 ms/);
+  assert.deepEqual([ended(gone.rkt, "closed")?.code, ended(gone.rkt, "closed")?.reason], [1006, "write blocked for 5000 ms"]);
+  assert.ok(Date.now() - t0 < 8_000, `${Date.now() - t0} ms`);
 });

@@ -352,20 +352,38 @@ const SEND_BUFFER: f64 = (1 << 20) as f64;
 #[cfg(any(feature = "rkt", feature = "moltzap"))]
 const SEND_RECHECK_MS: Millis = 20;
 
+/// How long a socket over [`SEND_BUFFER`] may go without sending a byte (its `bufferedAmount`
+/// not falling) before it counts as dead, as the native drivers' `WRITE_TIMEOUT`: a peer gone
+/// without a close (a half-open socket) would otherwise hold the engine's frames for good, the
+/// liveness probe (MoltZap) or keepalive PING (RKT) among them, which the engines count only
+/// once it has left ("held behind a long write, which the driver bounds itself").
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+const SEND_STALL_MS: Millis = 5_000;
+
+/// The close reason of a socket that sent nothing for [`SEND_STALL_MS`] (the native drivers'
+/// words).
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+const WRITE_BLOCKED: &str = "write blocked for 5000 ms";
+
 /// Hands the engine's frames (`poll`) to `socket` while it holds under [`SEND_BUFFER`] unsent
 /// (every frame when not `bounded`, as once the session is closed; without a socket they are
-/// dropped). True when it stopped for a socket over it: see [`send_recheck`].
+/// dropped). `Ok(true)` when it stopped for a socket over it: see [`send_recheck`]. `Err` with
+/// the close reason when that socket sent nothing for [`SEND_STALL_MS`]: the driver drops it and
+/// tells the engine it closed (1006).
 #[cfg(any(feature = "rkt", feature = "moltzap"))]
 pub(crate) fn send_while_room(
     socket: Option<&Socket>,
     bounded: bool,
+    now: Millis,
     mut poll: impl FnMut() -> Option<agentwire_core::Outgoing>,
-) -> bool {
+) -> Result<bool, &'static str> {
     loop {
-        if bounded && socket.is_some_and(Socket::backed_up) {
-            return true;
+        if bounded {
+            if let Some(stalled) = socket.and_then(|s| s.backed_up(now)) {
+                return if stalled { Err(WRITE_BLOCKED) } else { Ok(true) };
+            }
         }
-        let Some(frame) = poll() else { return false };
+        let Some(frame) = poll() else { return Ok(false) };
         if let Some(socket) = socket {
             socket.transmit(frame)
         }
@@ -390,6 +408,9 @@ pub(crate) const NO_WEB_SOCKET: &str =
 pub(crate) struct Socket {
     ws: WebSocket,
     _handlers: [Closure<dyn FnMut(JsValue)>; 4],
+    /// While over [`SEND_BUFFER`]: its `bufferedAmount` when last seen falling, and since when.
+    #[cfg(any(feature = "rkt", feature = "moltzap"))]
+    stall: Cell<Option<(f64, Millis)>>,
 }
 
 impl Socket {
@@ -487,6 +508,8 @@ impl Socket {
         Ok(Socket {
             ws,
             _handlers: handlers,
+            #[cfg(any(feature = "rkt", feature = "moltzap"))]
+            stall: Cell::new(None),
         })
     }
 
@@ -516,12 +539,23 @@ impl Socket {
         Ok(state.as_f64().map_or(WebSocket::CLOSED, |s| s as u16))
     }
 
-    /// The socket holds [`SEND_BUFFER`] or more unsent (`bufferedAmount`, read with
-    /// `Reflect.get`: a getter that throws, or a test double without it, is 0).
+    /// `None` when the socket holds under [`SEND_BUFFER`] unsent (`bufferedAmount`, read with
+    /// `Reflect.get`: a getter that throws, or a test double without it, is 0); else whether it
+    /// has sent nothing for [`SEND_STALL_MS`] (its amount not below the last one seen).
     #[cfg(any(feature = "rkt", feature = "moltzap"))]
-    fn backed_up(&self) -> bool {
+    fn backed_up(&self, now: Millis) -> Option<bool> {
         let amount = Reflect::get(&self.ws, &JsValue::from_str("bufferedAmount"));
-        amount.ok().and_then(|a| a.as_f64()).is_some_and(|a| a >= SEND_BUFFER)
+        let Some(amount) = amount.ok().and_then(|a| a.as_f64()).filter(|a| *a >= SEND_BUFFER) else {
+            self.stall.set(None);
+            return None;
+        };
+        match self.stall.get() {
+            Some((last, since)) if amount >= last => Some(now.saturating_sub(since) >= SEND_STALL_MS),
+            _ => {
+                self.stall.set(Some((amount, now)));
+                Some(false)
+            }
+        }
     }
 
     /// Puts an engine's frame on the socket; a frame for a socket that is not open is dropped

@@ -110,10 +110,17 @@ impl Driver {
         loop {
             let mut idle = true;
             let bounded = self.session.state() != SessionState::Closed;
-            held = send_while_room(self.socket.as_ref(), bounded, || {
+            let sent = send_while_room(self.socket.as_ref(), bounded, now, || {
                 let frame = self.session.poll_transmit();
                 idle &= frame.is_none();
                 frame
+            });
+            held = sent.unwrap_or_else(|m| {
+                // The socket sent nothing for long: dead, as one that dropped (its handlers let go).
+                self.socket = None;
+                self.session.handle_close(now, 1006, m);
+                idle = false;
+                false
             });
             while let Some(event) = self.session.poll_event() {
                 idle = false;

@@ -105,7 +105,13 @@ impl Driver {
     /// Sends the engine's frames, routes its events and re-arms the timer.
     fn pump(&mut self, now: Millis, calls: &mut Calls) {
         let bounded = self.session.state() != ClientState::Closed;
-        let held = send_while_room(self.socket.as_ref(), bounded, || self.session.poll_transmit());
+        let held = send_while_room(self.socket.as_ref(), bounded, now, || self.session.poll_transmit());
+        let held = held.unwrap_or_else(|m| {
+            // The socket sent nothing for long: dead, as one that dropped (its handlers let go).
+            self.socket = None;
+            self.session.handle_close(now, 1006, m);
+            false
+        });
         while let Some(event) = self.session.poll_event() {
             self.route(event, calls);
         }
