@@ -197,12 +197,15 @@ export class RktClient extends Client<RktEvent> {
       stopTimer();
       signal?.removeEventListener("abort", onAbort);
     };
-    // The chunks not read yet are dropped: the next read is the abort or the timeout.
+    // The chunks not read yet are dropped: the next read is the abort or the timeout, "may have
+    // run" only when its frame left (`cancel` is true for one held back); the engine's own end
+    // of the stream (`cancelled`) is not it.
+    let stopping = false;
     const stop = (e: AgentwireError) => {
-      queue.fail(unanswered(e));
-      cancel();
+      stopping = true;
+      queue.fail(cancel() === true ? e : unanswered(e));
     };
-    const end = (e?: unknown) => queue.end(e === undefined || e === null ? undefined : toError(e));
+    const end = (e?: unknown) => stopping || queue.end(e === undefined || e === null ? undefined : toError(e));
     try {
       // Not an AbortSignal: kind `invalid`; one aborted already: nothing is sent.
       signal = signalOf(opts);

@@ -70,6 +70,23 @@ test("RKT: a peer that stops reading holds at most about 1 MiB in the socket; th
   }
 });
 
+test("RKT streams: those held back and given up on by timeoutMs are never sent, and stay retryable", { timeout: 10_000 }, async () => {
+  const client = await RktClient.connect("ws://fake/rkt", { webSocket: stalling(FakeRkt), keepalive: false });
+  const ws = last();
+  try {
+    const read = async (p, timeoutMs) => {
+      for await (const chunk of client.stream("s", { p }, { timeoutMs })) void chunk;
+    };
+    const { failed, retryable } = await flood(ws, read);
+    assert.deepEqual(new Set(failed), new Set(["timeout"]));
+    const sent = ws.sent.filter((t) => t.startsWith("RKT/1.0 REQUEST\n")).length;
+    assert.ok(sent <= 17, String(sent));
+    assert.equal(retryable, 40 - sent);
+  } finally {
+    await client.close();
+  }
+});
+
 test("MoltZap: a peer that stops reading holds at most about 1 MiB in the socket; the calls held back and given up on are never sent, and stay retryable", { timeout: 10_000 }, async () => {
   const sent = [];
   class Peer extends stalling(FakeWebSocket) {
