@@ -124,9 +124,9 @@ fn unsent_is_true_until_the_frame_is_polled() {
     assert!(c.unsent(&early));
     let mut c = ready();
     let id = c.request(1, "s", None, RequestOptions::default()).unwrap();
-    assert!(c.unsent(&id));
+    assert!(c.unsent(&id) && c.has_transmit());
     while c.poll_transmit().is_some() {}
-    assert!(!c.unsent(&id));
+    assert!(!c.unsent(&id) && !c.has_transmit());
     assert!(!c.unsent("not-a-command"));
     let held = c.request(1, "s", None, RequestOptions::default()).unwrap();
     assert!(c.cancel(&held));

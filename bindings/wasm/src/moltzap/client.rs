@@ -109,7 +109,9 @@ impl Driver {
         let mut held;
         loop {
             let mut idle = true;
-            let bounded = self.session.state() != SessionState::Closed;
+            // The socket is looked at only when a frame waits (reading `bufferedAmount` per
+            // input cost about 15 % of an event's time), and not once the session is closed.
+            let bounded = self.session.has_transmit() && self.session.state() != SessionState::Closed;
             let sent = send_while_room(self.socket.as_ref(), bounded, now, || {
                 let frame = self.session.poll_transmit();
                 idle &= frame.is_none();

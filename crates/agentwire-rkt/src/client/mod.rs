@@ -347,6 +347,13 @@ impl ClientSession {
         self.transmit.pop_front().map(|(frame, _)| frame)
     }
 
+    /// Whether a frame waits for [`Self::poll_transmit`]: a driver that holds frames back for a
+    /// socket with much unsent looks at the socket only then (a look can cost more than the
+    /// input it follows).
+    pub fn has_transmit(&self) -> bool {
+        !self.transmit.is_empty()
+    }
+
     pub fn poll_event(&mut self) -> Option<ClientEvent> {
         self.events.pop_front()
     }
