@@ -78,6 +78,12 @@ async function inFlight(button, sync, send) {
   }
 }
 
+// The second click of a double click (`detail` 2) is not a second send: a local peer's answer
+// can come back between the two clicks, and the busy button above holds only until it does.
+for (const id of ["rkt-send", "mz-send", "sw-post"]) {
+  $(id).addEventListener("click", (ev) => ev.detail > 1 && ev.preventDefault());
+}
+
 /** Whether a button may be clicked: its panel is up and no send of its own is in flight. */
 const idle = (id) => !$(id).dataset.busy;
 

@@ -176,12 +176,12 @@ test("a double click sends once; an empty message or recipient is refused in the
   await tab.selectOption("#mz-from", "alice");
   await tab.fill("#mz-to", "bob");
   await tab.fill("#mz-text", mzText);
-  await tab.dblclick("#mz-send");
+  await tab.dblclick("#mz-send", { delay: 150 });
   await waitText("mz-events-bob", "event", mzText);
   if (config.switchRelay) {
     const swText = `once @bob ${Math.random().toString(36).slice(2, 8)}`;
     await tab.fill("#sw-text", swText);
-    await tab.dblclick("#sw-post");
+    await tab.dblclick("#sw-post", { delay: 150 });
     await waitText("sw-events-bob", "event", swText);
     await tab.waitForTimeout(500);
     assert.equal(await entries("sw-events-alice", "sent").filter({ hasText: swText }).count(), 1);
