@@ -220,4 +220,29 @@ mod tests {
         assert_eq!(text, "a\n(7 log lines dropped: stderr was not read)\nb\nc\n");
         open.join().unwrap();
     }
+
+    /// A stderr that never drains keeps the queue full: flush gives up at its bound, it does
+    /// not wait for room.
+    #[test]
+    fn flush_gives_up_at_its_bound_when_the_queue_stays_full() {
+        let gate = Gate::default();
+        let log = Arc::new(Log::new(gate.clone(), 1).unwrap());
+        log.line("a".into());
+        gate.entered();
+        log.line("b".into());
+        let (took, flushed) = std::sync::mpsc::channel();
+        let flushing = log.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            flushing.flush(Duration::from_millis(100));
+            let _ = took.send(start.elapsed());
+        });
+        let took = flushed
+            .recv_timeout(Duration::from_secs(5))
+            .expect("flush still waits after 5 s");
+        assert!(took >= Duration::from_millis(100), "{took:?}");
+        let (lock, open) = &*gate.0;
+        lock.lock().unwrap().0 = true;
+        open.notify_all();
+    }
 }
