@@ -2,7 +2,10 @@
 
 mod common;
 
-use common::{head1, listen, listen_with_env, listen_with_stderr_closed, run, run_full, run_with_stderr_closed, Guard};
+use common::{
+    head1, listen, listen_with_env, listen_with_stderr, listen_with_stderr_closed, run, run_full,
+    run_with_stderr_closed, Guard,
+};
 use std::process::Command;
 
 struct Server {
@@ -181,6 +184,21 @@ fn serve_goes_on_serving_when_its_stderr_is_closed() {
         assert!(out.starts_with("pong: "), "{out}");
     }
     assert!(process.0.try_wait().unwrap().is_none(), "serve exited");
+}
+
+#[test]
+fn serve_writes_a_line_per_connection_on_stderr() {
+    let (_process, url, lines) = listen_with_stderr(&["rkt", "serve", "--port", "0"]);
+    let (status, out, err) = run_full(&["rkt", "ping", &url, "--count", "1"]);
+    assert!(status.success(), "{status}: {out}{err}");
+    let mut seen = Vec::new();
+    while let Ok(line) = lines.recv_timeout(common::LIMIT) {
+        if line.starts_with("rkt 127.0.0.1:") && line.ends_with(": open") {
+            return;
+        }
+        seen.push(line);
+    }
+    panic!("no `open` line on stderr: {seen:?}");
 }
 
 #[test]

@@ -92,6 +92,23 @@ pub fn listen_with_stderr_closed(args: &[&str]) -> (Guard, String) {
     listen_from(child)
 }
 
+/// [`listen`] with stderr read line by line: the lines come on the receiver.
+pub fn listen_with_stderr(args: &[&str]) -> (Guard, String, mpsc::Receiver<String>) {
+    let mut child = spawn_bin(args, Stdio::null(), Stdio::piped());
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (process, url) = listen_from(child);
+    (process, url, rx)
+}
+
 fn listen_from(mut child: Child) -> (Guard, String) {
     let stdout = child.stdout.take().unwrap();
     let process = Guard(child);
