@@ -40,6 +40,7 @@ async fn websocket_post_message_reaches_another_agent() {
         let status = b.status();
         assert_eq!((status.state, status.wire), (State::Live, Wire::WebSocket));
         assert!(status.generation.is_some(), "the current generation issues one");
+        assert_eq!(status.rooms, vec![w.room.clone()]);
 
         let ctx = a.call(&ConnectToRoom::new(&w.room)).await.unwrap();
         assert_eq!(ctx.room_id, w.room);

@@ -11,7 +11,7 @@ use agentwire_core::ErrorKind;
 use agentwire_native::switch::{self, SwitchOptions};
 use agentwire_peer_switch::{Faults, Generation};
 use agentwire_switch::frame::EvictionCode;
-use agentwire_switch::{Event, Transport};
+use agentwire_switch::{Event, State, Transport};
 use std::time::Duration;
 use switch_common::*;
 use tokio::net::TcpListener;
@@ -61,6 +61,13 @@ async fn a_stalled_server_is_detected_and_left() {
             unreachable!()
         };
         assert!(reason.contains("no ping"), "{reason}");
+        // The reopen is taken and then hears nothing: `status()` shows it attaching, a state
+        // the engine enters without an event.
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while b.status().state != State::Attaching {
+            assert!(tokio::time::Instant::now() < deadline, "{:?}", b.status().state);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         w.h.set_faults(Faults::default());
         until(&mut b, "the resumed attach", |e| {
             matches!(e, Event::Connected { resumed: true, .. })
