@@ -95,29 +95,14 @@ pub fn listen_with_stderr_closed(args: &[&str]) -> (Guard, String) {
 /// [`listen`] with stderr read line by line: the lines come on the receiver.
 pub fn listen_with_stderr(args: &[&str]) -> (Guard, String, mpsc::Receiver<String>) {
     let mut child = spawn_bin(args, Stdio::null(), Stdio::piped());
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = lines_of(child.stderr.take().unwrap());
     let (process, url) = listen_from(child);
     (process, url, rx)
 }
 
 fn listen_from(mut child: Child) -> (Guard, String) {
-    let stdout = child.stdout.take().unwrap();
+    let rx = lines_of(child.stdout.take().unwrap());
     let process = Guard(child);
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let _ = tx.send(line.unwrap_or_default());
-        }
-    });
     let line = rx.recv_timeout(LIMIT).expect("no `listening on` line");
     let url = line
         .strip_prefix("listening on ")
@@ -146,6 +131,20 @@ pub fn run_with_stderr_closed(args: &[&str]) -> ExitStatus {
     status
 }
 
+/// `r`'s lines on a receiver, read by a thread of their own until it ends or the receiver goes.
+fn lines_of(r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(r).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
 fn read_all(mut r: impl Read + Send + 'static) -> thread::JoinHandle<String> {
     thread::spawn(move || {
         let mut out = String::new();
@@ -163,16 +162,7 @@ pub struct Lines {
 impl Lines {
     pub fn spawn(args: &[&str]) -> Lines {
         let mut child = spawn_bin(args, Stdio::null(), Stdio::inherit());
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let rx = lines_of(child.stdout.take().unwrap());
         Lines {
             process: Guard(child),
             rx,
