@@ -331,6 +331,18 @@ export interface SwitchSession {
   pollTimeout(): number | undefined;
   readonly connectionId: string;
   readonly agentId: string;
+  /** Where the connection is (`SwitchClient.status()`'s `state`). */
+  readonly state: SwitchStatus["state"];
+  /** The transport of the current (or next) open. */
+  readonly wire: "websocket" | "sse";
+  /** The highest sequence handed out (the resume point), or `undefined` before any. */
+  readonly cursor: number | undefined;
+  /** The `generation` of the last `connection_state`, as text, or `undefined`. */
+  readonly generation: string | undefined;
+  /** The covered rooms as the server last reported them. */
+  readonly rooms: string[];
+  /** Reconnect attempts since the connection was last stable. */
+  readonly attempt: number;
   /** Frees the wasm memory now (else the garbage collector does). */
   free(): void;
   /** `free()`, for `using`. */

@@ -12,9 +12,12 @@ import {
   type MoltZapSessionEvent,
   type MoltZapSessionOptions,
   type RktEvent,
+  RktSession,
   type RktSessionEvent,
   type SwitchEvent,
   type SwitchOptions,
+  type SwitchSession,
+  type SwitchStatus,
   type WebSocketConstructor,
 } from "agentwire";
 import * as rktOnly from "agentwire/rkt";
@@ -200,4 +203,43 @@ if (typeof rktEntryClient.connect !== "function" || typeof moltzapOnly.MoltZapCl
 if (rktDecode("RKT/1.0 PING\nVersion: 1\nMessage-ID: a\nSession-ID: b\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 5\n").type !== "PING") {
   throw new Error("rktDecode");
 }
+// Every method and getter of each sans-IO session, exactly as the package declares it (a key
+// missing here or unknown to the interface fails to compile), against the wasm class's own.
+const RKT_SESSION: Record<Exclude<keyof RktSession, symbol>, true> = {
+  handleOpen: true, handleText: true, handleBinary: true, handleClose: true, handleTimeout: true, pollTransmit: true,
+  pollEvent: true, pollTimeout: true, request: true, discover: true, memorySet: true, memoryGet: true, ping: true,
+  cancel: true, goodbye: true, free: true,
+};
+const MOLTZAP_SESSION: Record<Exclude<keyof MoltZapSession, symbol>, true> = {
+  handleOpen: true, handleText: true, handleBinary: true, handlePing: true, handleClose: true, handleTimeout: true,
+  pollTransmit: true, pollEvent: true, pollTimeout: true, connect: true, call: true, cancel: true, close: true,
+  state: true, generation: true, free: true,
+};
+const SWITCH_SESSION: Record<Exclude<keyof SwitchSession, symbol>, true> = {
+  start: true, handleOpen: true, handleOpenFailed: true, handleOpenError: true, handleText: true, handleBinary: true,
+  handleBytes: true, handleClose: true, handleHttpResponse: true, handleHttpFailed: true, handleTimeout: true,
+  close: true, reconnectNow: true, pollTransmit: true, pollEvent: true, pollTimeout: true, connectionId: true,
+  agentId: true, state: true, wire: true, cursor: true, generation: true, rooms: true, attempt: true, free: true,
+};
+const sessions: [string, object, object][] = [
+  ["RktSession", new RktSession(), RKT_SESSION],
+  ["MoltZapSession", new MoltZapSession(JSON.stringify({ agentKey: "k" })), MOLTZAP_SESSION],
+  ["SwitchSession", new switchOnly.SwitchSession(JSON.stringify({ agentId: "a" })), SWITCH_SESSION],
+];
+for (const [name, session, declaredMembers] of sessions) {
+  const own = Object.getOwnPropertyNames(Object.getPrototypeOf(session)).filter((k) => k !== "constructor" && !k.startsWith("__"));
+  if (own.sort().join() !== Object.keys(declaredMembers).sort().join()) throw new Error(`${name}: wasm ${own.sort().join()} != declared ${Object.keys(declaredMembers).sort().join()}`);
+}
+// A sans-IO Switch connection's getters, typed as what they hold.
+const sw = new switchOnly.SwitchSession(JSON.stringify({ agentId: "a" }));
+sw.start(1);
+const swState: SwitchStatus["state"] = sw.state;
+const swWire: SwitchStatus["wire"] = sw.wire;
+const swCursor: number | undefined = sw.cursor;
+const swGeneration: string | undefined = sw.generation;
+const swRooms: string[] = sw.rooms;
+const swAttempt: number = sw.attempt;
+const swGot = JSON.stringify([swState, swWire, swCursor ?? null, swGeneration ?? null, swRooms, swAttempt]);
+if (swGot !== '["opening","websocket",null,null,[],0]') throw new Error(`SwitchSession getters: ${swGot}`);
+sw.free();
 (globalThis as unknown as { console: { log(m: string): void } }).console.log(`strict consumer: ${Object.keys(KINDS).length} error kinds and every event type, as the engine has; agentwire/rkt, /moltzap, /switch load their own modules`);
