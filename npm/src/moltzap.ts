@@ -66,15 +66,16 @@ export interface MoltZapInfo {
 
 /** Server pushes and what answers no call; `disconnected` comes last. MoltZap does not
  * reconnect: after `disconnected`, connect again (and read what was missed with
- * `recentMessages`). */
+ * `recentMessages`). A push's `data` is its params as sent, left out when the server sent none
+ * or `null`. */
 export type MoltZapEvent =
-  | { type: "messageReceived"; conversationId?: string; messageId?: string; senderId?: string; data: unknown }
+  | { type: "messageReceived"; conversationId?: string; messageId?: string; senderId?: string; data?: unknown }
   | {
       type: "conversationCreated" | "conversationUpdated" | "conversationArchived" | "conversationUnarchived";
       conversationId?: string;
-      data: unknown;
+      data?: unknown;
     }
-  | { type: "presenceChanged"; agentId?: string; status?: string; data: unknown }
+  | { type: "presenceChanged"; agentId?: string; status?: string; data?: unknown }
   | { type: "other"; name: string; data?: unknown }
   | { type: "diagnostic"; error: ErrorInfo }
   | { type: "missedPings"; count: number }
@@ -85,7 +86,8 @@ export type MoltZapSessionEvent =
   | MoltZapEvent
   | { type: "connected"; id: string; generation: MoltZapGeneration; hello: unknown }
   | { type: "connectFailed" | "failed"; id: string; error: ErrorInfo }
-  | { type: "response"; id: string; result: unknown };
+  /** `result` is left out when it is `null`. */
+  | { type: "response"; id: string; result?: unknown };
 
 /** Where `send` goes: an agent by name (a DM is created or reused) or a conversation. */
 export type MoltZapTarget = { agent: string } | { conversationId: string };

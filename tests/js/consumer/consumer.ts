@@ -9,6 +9,7 @@ import {
   eventTypes,
   rktDecode,
   type ErrorKind,
+  type MoltZapEvent,
   type MoltZapSessionEvent,
   type MoltZapSessionOptions,
   type RktEvent,
@@ -242,4 +243,31 @@ const swAttempt: number = sw.attempt;
 const swGot = JSON.stringify([swState, swWire, swCursor ?? null, swGeneration ?? null, swRooms, swAttempt]);
 if (swGot !== '["opening","websocket",null,null,[],0]') throw new Error(`SwitchSession getters: ${swGot}`);
 sw.free();
+// What the engine hands out, against literals typed as the package declares them: a literal the
+// type refuses fails to compile, one the engine does not give fails here.
+const canon = (v: unknown): string =>
+  JSON.stringify(v, (_, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x));
+function same<T>(got: string | undefined, want: T, what: string): void {
+  if (got === undefined || canon(JSON.parse(got)) !== canon(want)) throw new Error(`${what}: the engine gave ${got}, the literal is ${canon(want)}`);
+}
+// MoltZap: a `null` result, and pushes without params, leave the payload out.
+const mz = new MoltZapSession(JSON.stringify({ agentKey: "moltzap_agent_k" }));
+mz.handleOpen(1);
+const helloId = mz.connect(1);
+mz.handleText(2, JSON.stringify({ jsonrpc: "2.0", id: helloId, result: {} }));
+same<MoltZapSessionEvent>(mz.pollEvent(), { type: "connected", id: helloId, generation: "current", hello: {} }, "connected");
+const callId = mz.call(3, "x/y", "{}");
+mz.handleText(4, JSON.stringify({ jsonrpc: "2.0", id: callId, result: null }));
+same<MoltZapSessionEvent>(mz.pollEvent(), { type: "response", id: callId }, "a null result");
+for (const [method, event] of [
+  ["messages/received", { type: "messageReceived" }],
+  ["conversations/created", { type: "conversationCreated" }],
+  ["conversations/archived", { type: "conversationArchived" }],
+  ["presence/changed", { type: "presenceChanged" }],
+  ["agent/other", { type: "other", name: "agent/other" }],
+] satisfies [string, MoltZapEvent][]) {
+  mz.handleText(5, JSON.stringify({ jsonrpc: "2.0", method }));
+  same<MoltZapEvent>(mz.pollEvent(), event, `${method} without params`);
+}
+mz.free();
 (globalThis as unknown as { console: { log(m: string): void } }).console.log(`strict consumer: ${Object.keys(KINDS).length} error kinds and every event type, as the engine has; agentwire/rkt, /moltzap, /switch load their own modules`);
