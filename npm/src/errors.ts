@@ -21,7 +21,8 @@ export type ErrorKind =
 
 /** What the engine reports: the shared fields, plus the protocol's own (RKT `name`, `details`,
  * `requestId`, `retryAfterS`; MoltZap `name`, `tag`, `data`, `requestId`; Switch `status`,
- * `detail`). Every key the engines write is declared here (a Rust test checks it). */
+ * `detail`; `rktDecode`'s `reason`, `field`). Every key the engines write is declared here (a
+ * Rust test checks it). */
 export interface ErrorInfo {
   /** What went wrong, in agentwire's words: the field to branch on. */
   kind: ErrorKind;
@@ -52,6 +53,10 @@ export interface ErrorInfo {
   status?: number;
   /** Switch: the server's `detail`, parsed when it is JSON. */
   detail?: unknown;
+  /** `rktDecode`: what was wrong, the decode error's name (such as `bad_header_value`). */
+  reason?: string;
+  /** `rktDecode`: the part at fault (a header's name, `start-line`, `headers`, `message`). */
+  field?: string;
   [field: string]: unknown;
 }
 

@@ -72,11 +72,23 @@ fn switch() -> serde_json::Value {
     text
 }
 
+/// `rktDecode`'s error: the codec's own fields.
+fn rkt_decode() -> serde_json::Value {
+    let e = agentwire_rkt::codec::decode("RKT/1.0 PING\nVersion: x\n", 1024).expect_err("a bad Version");
+    agentwire_rkt::json::decode_error_json(&e)
+}
+
 #[test]
 fn every_key_of_an_engine_error_is_declared_in_error_info() {
     let declared = declared();
     let mut written = BTreeSet::new();
-    for (protocol, v) in [("rkt", rkt()), ("moltzap", moltzap()), ("switch", switch())] {
+    let errors = [
+        ("rkt", rkt()),
+        ("rktDecode", rkt_decode()),
+        ("moltzap", moltzap()),
+        ("switch", switch()),
+    ];
+    for (protocol, v) in errors {
         let keys = keys(&v);
         let undeclared: Vec<_> = keys.difference(&declared).collect();
         assert!(

@@ -83,6 +83,19 @@ pub fn error_json(e: &RktError) -> Value {
     Value::Object(o)
 }
 
+/// What a binding's codec (npm's `rktDecode`) reports of a message it could not decode:
+/// `{kind: "decode", message, retryable: false, reason, field}`, `reason` the decode error's
+/// name (such as `bad_header_value`) and `field` the part at fault.
+pub fn decode_error_json(e: &crate::codec::DecodeError) -> Value {
+    json!({
+        "kind": agentwire_core::ErrorKind::Decode.as_str(),
+        "message": e.to_string(),
+        "retryable": false,
+        "reason": e.kind.name(),
+        "field": e.field(),
+    })
+}
+
 /// Every `type` [`ClientEvent::to_json`] can give, for bindings to check their own types against.
 pub const EVENT_TYPES: [&str; 11] = [
     "ready",

@@ -201,6 +201,15 @@ void workerSocket;
 if (typeof rktEntryClient.connect !== "function" || typeof moltzapOnly.MoltZapClient.connect !== "function" || typeof switchOnly.SwitchClient.connect !== "function") {
   throw new Error("a protocol entry lacks its client");
 }
+// A message the codec refuses: kind `decode`, and `info.reason` and `info.field` as declared.
+try {
+  rktDecode("RKT/1.0 PING\nVersion: x\n");
+} catch (e) {
+  const info = e instanceof AgentwireError ? e.info : undefined;
+  const reason: string | undefined = info?.reason;
+  const field: string | undefined = info?.field;
+  if (info?.kind !== "decode" || reason !== "bad_header_value" || field !== "Version") throw new Error(`rktDecode's error: ${JSON.stringify(info)}`);
+}
 if (rktDecode("RKT/1.0 PING\nVersion: 1\nMessage-ID: a\nSession-ID: b\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 5\n").type !== "PING") {
   throw new Error("rktDecode");
 }

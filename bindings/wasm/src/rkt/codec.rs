@@ -21,15 +21,6 @@ pub fn rkt_decode(wire: JsValue, max_size: Option<u32>) -> Result<String, JsValu
             }
             Ok(json!({"type": m.kind.as_str(), "headers": headers, "body": m.body}).to_string())
         }
-        Err(e) => Err(errors::to_js(
-            &json!({
-                "kind": "decode",
-                "message": e.to_string(),
-                "retryable": false,
-                "reason": e.kind.name(),
-                "field": e.field(),
-            })
-            .to_string(),
-        )),
+        Err(e) => Err(errors::to_js(&agentwire_rkt::json::decode_error_json(&e).to_string())),
     }
 }
