@@ -143,17 +143,17 @@ export type SwitchEvent =
       type: "event";
       kind: string;
       sequence: number;
-      room_id?: string;
+      room_id: string;
       bridge_id?: string;
       channel_type?: string;
       payload: unknown;
       gap?: Record<string, unknown>;
     }
-  | { type: "subscription_changed"; rooms: string[]; reason?: string }
+  | { type: "subscription_changed"; rooms: string[]; reason: string }
   | { type: "room_released"; room_id: string; session_id?: string }
   | { type: "control"; name: string; data?: unknown }
-  | { type: "evicted"; code: string; reason?: string; room_id?: string }
-  | { type: "disconnected"; code?: number; reason?: string; retry_in_ms?: number; attempt?: number }
+  | { type: "evicted"; code: string; reason: string; room_id?: string }
+  | { type: "disconnected"; code?: number; reason: string; retry_in_ms: number; attempt: number }
   | { type: "stopped"; error?: ErrorInfo }
   | { type: "diagnostic"; error: ErrorInfo };
 

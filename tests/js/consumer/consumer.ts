@@ -279,4 +279,39 @@ for (const [method, event] of [
   same<MoltZapEvent>(mz.pollEvent(), event, `${method} without params`);
 }
 mz.free();
+// Switch: what the engine always writes (even when the server sent none) is required in the types.
+const always = (e: SwitchEvent): string | number => {
+  switch (e.type) {
+    case "disconnected":
+      return e.retry_in_ms + e.attempt + e.reason;
+    case "event":
+      return e.room_id;
+    case "subscription_changed":
+    case "evicted":
+      return e.reason;
+    default:
+      return "";
+  }
+};
+const swConn = "00000000-0000-4000-8000-000000000001";
+const swe = new switchOnly.SwitchSession(JSON.stringify({ agentId: "a", connectionId: swConn, connectAttempts: 2 }));
+swe.start(1);
+swe.handleOpenFailed(2, 503, "busy");
+swe.handleTimeout(1e6);
+swe.handleOpen(1e6);
+for (const frame of [
+  { event: "connection_state", data: { connection_id: swConn, agent_id: "a", scope: "single", filter: "all", spawn_capable: false, rooms: [], cursor: 0 } },
+  { event: "message", id: 1, data: { type: "message", room_id: "r", payload: {}, sequence: 1 } },
+  { event: "subscription_changed", data: { rooms: ["r"] } },
+  { event: "evicted", data: { code: "taken_over" } },
+]) swe.handleText(1e6, JSON.stringify(frame));
+const swTypes: string[] = [];
+for (let text; (text = swe.pollEvent()) !== undefined; ) {
+  const e = JSON.parse(text) as SwitchEvent;
+  swTypes.push(e.type);
+  const required = { disconnected: ["reason", "retry_in_ms", "attempt"], event: ["room_id"], subscription_changed: ["reason"], evicted: ["reason"] }[e.type as string] ?? [];
+  if (required.some((k) => !(k in e)) || always(e) === undefined) throw new Error(`a field the type requires is missing: ${text}`);
+}
+if (swTypes.join() !== "disconnected,connected,event,subscription_changed,evicted,stopped") throw new Error(`Switch events: ${swTypes.join()}`);
+swe.free();
 (globalThis as unknown as { console: { log(m: string): void } }).console.log(`strict consumer: ${Object.keys(KINDS).length} error kinds and every event type, as the engine has; agentwire/rkt, /moltzap, /switch load their own modules`);
