@@ -239,8 +239,9 @@ export class RktClient extends Client<RktEvent> {
     ).then((b) => parseBody<unknown>(b));
   }
 
-  /** MEMORY_GET `key`: the reply as the server sends it. Of `opts`, only `namespace`,
-   * `signal` and `timeoutMs` are read. */
+  /** MEMORY_GET `key`: the reply as the server sends it (`{key, value, found}`); a reply that
+   * is not an object, or whose `found` is not a boolean, rejects with kind `decode`. Of `opts`,
+   * only `namespace`, `signal` and `timeoutMs` are read. */
   memoryGet(key: string, opts: CallOptions & { namespace?: string | undefined } = {}): Promise<RktMemoryEntry> {
     return call<string | undefined>((res, rej) => this.#driver.memoryGet(key, opts.namespace, res, rej), this.#cancel, opts).then(
       (b) => parseBody<RktMemoryEntry>(b),

@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SwitchClient } from "agentwire/switch";
 import { MoltZapClient } from "agentwire/moltzap";
-import { RktClient } from "agentwire/rkt";
+import { AgentwireError, RktClient } from "agentwire/rkt";
 import { FakeRkt, FakeWebSocket, connectionState, fakeRelay, last } from "./fake-ws.mjs";
 
 const b64url = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
@@ -302,6 +302,26 @@ async function drain(it) {
   }
   return { got };
 }
+
+// memoryGet resolves with an `RktMemoryEntry` (an object), as its type says: a reply the engine's
+// `MemoryGetBody::read_reply` refuses (no body, not an object, a `found` not a boolean) is kind
+// `decode`, as in the native client (docs/protocols/rkt.md, "Acks").
+test("an RKT memoryGet reply that is not an entry is refused with kind decode", async () => {
+  const { client, ws } = await rkt();
+  const lastGet = () => ws.sent.findLast((t) => t.startsWith("RKT/1.0 MEMORY_GET\n")).match(/^Message-ID: (.*)$/m)[1];
+  try {
+    for (const body of ["", "null", "[1]", '"text"', '{"found":"yes"}']) {
+      const got = client.memoryGet("k");
+      ws.reply(lastGet(), "RESPONSE", body);
+      await assert.rejects(got, (e) => e instanceof AgentwireError && e.kind === "decode" && /MEMORY_GET reply/.test(e.message), `body ${JSON.stringify(body)}`);
+    }
+    const entry = client.memoryGet("k");
+    ws.reply(lastGet(), "RESPONSE", '{"key":"k","found":false,"value":null}');
+    assert.deepEqual(await entry, { key: "k", found: false, value: null });
+  } finally {
+    await client.close();
+  }
+});
 
 // An abort, or the stream's timeoutMs, ends the stream at the next read: the chunks still unread
 // are dropped (up to 1024 of them came first, then `cancelled`).

@@ -10,8 +10,9 @@ use crate::socket::{
     Sink, Socket,
 };
 use agentwire_core::{ErrorKind, Millis};
+use agentwire_rkt::body::MemoryGetBody;
 use agentwire_rkt::codec::SUBPROTOCOL;
-use agentwire_rkt::json::error_json;
+use agentwire_rkt::json::{body_value, error_json};
 use agentwire_rkt::{resolve, ClientEvent, ClientSession, ClientState, RktError};
 use js_sys::Function;
 use std::cell::RefCell;
@@ -24,6 +25,9 @@ enum Waiter {
     Reply { resolve: Function, reject: Function },
     /// `chunk(body JSON text | undefined)` per chunk in order, then `end(undefined | error)`.
     Stream { chunk: Function, end: Function },
+    /// A MEMORY_GET: `resolve(body JSON text)` for a reply [`MemoryGetBody::read_reply`] takes,
+    /// else `reject(error)` (kind `decode`).
+    Memory { resolve: Function, reject: Function },
 }
 
 struct Driver {
@@ -145,6 +149,12 @@ impl Driver {
             }
             ClientEvent::Response { id, body: b } => match self.waiters.remove(&id) {
                 Some(Waiter::Reply { resolve, .. }) => calls.push(&resolve, body(b)),
+                Some(Waiter::Memory { resolve, reject }) => {
+                    match MemoryGetBody::read_reply(&body_value(b.as_deref())) {
+                        Ok(_) => calls.push(&resolve, body(b)),
+                        Err(e) => calls.push(&reject, err(&e)),
+                    }
+                }
                 Some(Waiter::Stream { chunk, end }) => {
                     calls.push(&chunk, body(b));
                     calls.push(&end, JsValue::UNDEFINED);
@@ -168,7 +178,7 @@ impl Driver {
                 }
             }
             ClientEvent::Failed { id, error } => match self.waiters.remove(&id) {
-                Some(Waiter::Reply { reject, .. }) => calls.push(&reject, err(&error)),
+                Some(Waiter::Reply { reject, .. } | Waiter::Memory { reject, .. }) => calls.push(&reject, err(&error)),
                 Some(Waiter::Stream { end, .. }) => calls.push(&end, err(&error)),
                 None => {}
             },
@@ -191,7 +201,7 @@ impl Driver {
                 for (_, w) in self.waiters.drain() {
                     let error = err(&RktError::local(ErrorKind::Closed, closed_words(&self.how)));
                     match w {
-                        Waiter::Reply { reject, .. } => calls.push(&reject, error),
+                        Waiter::Reply { reject, .. } | Waiter::Memory { reject, .. } => calls.push(&reject, error),
                         Waiter::Stream { end, .. } => calls.push(&end, error),
                     }
                 }
@@ -351,7 +361,7 @@ impl RktDriver {
         reject: Function,
     ) -> Result<String, JsValue> {
         let (key, namespace) = (text(key, "key")?, opt_text(namespace, "namespace")?);
-        self.start(Waiter::Reply { resolve, reject }, |s, now| {
+        self.start(Waiter::Memory { resolve, reject }, |s, now| {
             s.memory_get(now, &key, namespace.as_deref())
         })
     }
