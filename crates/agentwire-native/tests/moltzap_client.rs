@@ -482,3 +482,60 @@ async fn pushes_never_taken_end_the_connection_at_the_capacity() {
     let sent = tokio::time::timeout(WAIT, b.request(move |s, now| s.messages_send(now, &m))).await;
     assert_eq!(sent.unwrap().unwrap_err().kind(), ErrorKind::Closed);
 }
+
+/// `Events::recv` is cancel-safe: read beside a timer that often wins (a `select!` loop), every
+/// one of 100 direct messages sent a few hundred microseconds apart still comes, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_read_beside_a_timer_lose_nothing() {
+    use common::{read_beside_a_timer, Tiny};
+    let h = peer(PeerConfig::new(Generation::Current)).await;
+    let (ka, kb) = (agent(&h, "hana").await, agent(&h, "ivan").await);
+    let a = connect(&h, &ka, config(GenerationChoice::Current)).await.unwrap();
+    let mut b = connect(&h, &kb, config(GenerationChoice::Current)).await.unwrap();
+    let mut events = b.events().unwrap();
+    let sender = tokio::spawn(async move {
+        let mut tiny = Tiny(7);
+        for n in 0..100 {
+            let m = SendMessage::text_to_agent("ivan", format!("m{n}"));
+            a.request(move |s, now| s.messages_send(now, &m)).await.unwrap();
+            tokio::time::sleep(tiny.next(800)).await;
+        }
+        a
+    });
+    let mut bodies = Vec::new();
+    let mut timer_won_total = 0;
+    while bodies.len() < 100 {
+        let (got, timer_won) = read_beside_a_timer!(1, events.recv());
+        timer_won_total += timer_won;
+        match got.into_iter().next().expect("an event within 20 s") {
+            Event::MessageReceived { data, .. } => bodies.push(json(&data)["message"]["parts"][0]["text"].clone()),
+            Event::ConversationCreated { .. } | Event::PresenceChanged { .. } => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    let want: Vec<_> = (0..100).map(|n| Value::String(format!("m{n}"))).collect();
+    assert_eq!(bodies, want, "every message, in order");
+    assert!(timer_won_total > 20, "the timer won only {timer_won_total} times");
+    sender.await.unwrap().close().await;
+    b.close().await;
+    h.shutdown().await;
+}
+
+/// `MoltZapClient::close` dropped at its first await (polled once, as in a `select!` that
+/// another branch wins) still closes: later calls fail `closed`, and the next `close` returns.
+#[tokio::test]
+async fn a_close_dropped_at_once_still_closes() {
+    let h = peer(PeerConfig::new(Generation::Current)).await;
+    let key = agent(&h, "jonas").await;
+    let c = connect(&h, &key, config(GenerationChoice::Current)).await.unwrap();
+    assert!(
+        futures_util::FutureExt::now_or_never(c.close()).is_none(),
+        "close waits"
+    );
+    let e = c.call("system/ping", Some("{}")).await.unwrap_err();
+    assert_eq!(e.error.kind, ErrorKind::Closed, "{e}");
+    tokio::time::timeout(WAIT, c.close())
+        .await
+        .expect("the next close returns");
+    h.shutdown().await;
+}

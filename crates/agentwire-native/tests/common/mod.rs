@@ -97,3 +97,42 @@ pub async fn refusing(status: u16, path: &str) -> String {
     });
     url
 }
+
+/// A small deterministic generator of tiny waits (no `rand` in the tests).
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub struct Tiny(pub u64);
+
+#[allow(dead_code)]
+impl Tiny {
+    /// 0..`max_us` microseconds.
+    pub fn next(&mut self, max_us: u64) -> Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        Duration::from_micros(self.0 % max_us)
+    }
+}
+
+/// Reads with `$next` (an expression giving `Option<item>`) beside a timer of a random few
+/// hundred microseconds, as a `select!` loop does, until `$want` items came, the end, or 20 s:
+/// the items in the order they came, and how often the timer won.
+#[allow(unused_macros)] // not every test binary that includes this module uses it
+macro_rules! read_beside_a_timer {
+    ($want:expr, $next:expr) => {{
+        let (mut tiny, mut got, mut timer_won) = ($crate::common::Tiny(0xC0FF_EE11), Vec::new(), 0u32);
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        while got.len() < $want && tokio::time::Instant::now() < deadline {
+            tokio::select! {
+                item = $next => match item {
+                    Some(item) => got.push(item),
+                    None => break,
+                },
+                () = tokio::time::sleep(tiny.next(400)) => timer_won += 1,
+            }
+        }
+        (got, timer_won)
+    }};
+}
+
+#[allow(unused_imports)]
+pub(crate) use read_beside_a_timer;

@@ -1,0 +1,241 @@
+//! Cancel safety and sharing of the native clients: futures dropped at any await point (a
+//! `tokio::time::timeout`, a `tokio::select!`), clients shared between tasks by `Arc`, the
+//! event and chunk receivers read beside a timer. Against the local peers on 127.0.0.1; every
+//! wait is bounded.
+
+// `MoltZapError` is the engine's error, by value, as the engine returns it.
+#![allow(clippy::result_large_err)]
+
+mod common;
+mod switch_common;
+
+use agentwire_native::moltzap::MoltZapClient;
+use agentwire_native::rkt::{RktClient, StreamChunks};
+use agentwire_native::switch::SwitchClient;
+use agentwire_rkt::reference::ReferenceConfig;
+use agentwire_rkt::{ClientConfig, RequestOptions};
+use common::{bounded, read_beside_a_timer, server, Tiny};
+use futures_util::StreamExt;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn is_send_sync<T: Send + Sync + 'static>(_: &T) {}
+fn is_send<T: Send + 'static>(_: T) {}
+
+/// Every client, receiver and call future can go to `tokio::spawn` (a client shared by `Arc`).
+#[allow(dead_code, unused_must_use)] // compiled, not run: the bounds are the test
+fn clients_and_their_futures_are_send_and_shareable(
+    r: Arc<RktClient>,
+    m: Arc<MoltZapClient>,
+    s: Arc<SwitchClient>,
+    chunks: StreamChunks,
+) {
+    is_send_sync(&r);
+    is_send_sync(&m);
+    is_send_sync(&s);
+    is_send(chunks);
+    let o = RequestOptions::default;
+    let r2 = r.clone();
+    is_send(async move { r2.request("echo", None, o()).await });
+    let r2 = r.clone();
+    is_send(async move { r2.stream("echo", None, o()).await.unwrap().next().await });
+    let r2 = r.clone();
+    is_send(async move { (r2.ping().await, r2.discover().await, r2.close().await) });
+    is_send(RktClient::connect("ws://127.0.0.1:1/rkt", ClientConfig::default()));
+    let m2 = m.clone();
+    is_send(async move { (m2.call("x", None).await, m2.close().await) });
+    let s2 = s.clone();
+    is_send(async move { (s2.op("x", "{}").await, s2.list_ops().await, s2.close().await) });
+    is_send(async move {
+        let mut s = Arc::into_inner(s).unwrap();
+        s.next_event().await
+    });
+}
+
+/// Eight tasks share one client (`max_in_flight` 4) and give up on their calls and streams after
+/// a random few hundred microseconds, at every point of the call; every answer that does come is
+/// the caller's own, and afterwards no slot is held: four slow-enough calls at once all succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_given_up_at_random_points_leave_no_slot_and_no_crossed_answer() {
+    bounded(async {
+        let srv = server(ReferenceConfig::default()).await;
+        let cfg = ClientConfig {
+            max_in_flight: 4,
+            ..ClientConfig::default()
+        };
+        let c = Arc::new(RktClient::connect(&srv.url(), cfg).await.unwrap());
+        let mut tasks = Vec::new();
+        for t in 0..8u64 {
+            let c = c.clone();
+            tasks.push(tokio::spawn(async move {
+                let (mut tiny, mut answered) = (Tiny(0x9E37_79B9 + t), 0);
+                for i in 0..150u64 {
+                    let params = json!({"t": t, "i": i});
+                    let wait = tiny.next(600);
+                    if i % 5 == 0 {
+                        let call = async {
+                            let chunks =
+                                c.stream("weather.forecast", Some(json!({"days": 3})), RequestOptions::default());
+                            chunks
+                                .await?
+                                .collect::<Vec<_>>()
+                                .await
+                                .into_iter()
+                                .collect::<Result<Vec<_>, _>>()
+                        };
+                        if let Ok(r) = tokio::time::timeout(wait, call).await {
+                            match r {
+                                Ok(days) => assert_eq!(days.len(), 3),
+                                Err(e) => assert_eq!(e.kind(), agentwire_core::ErrorKind::Limit, "{e}"),
+                            }
+                        }
+                        continue;
+                    }
+                    match tokio::time::timeout(wait, c.request("echo", Some(params.clone()), RequestOptions::default()))
+                        .await
+                    {
+                        Ok(Ok(v)) => {
+                            assert_eq!(v["data"], params, "another caller's answer");
+                            answered += 1;
+                        }
+                        Ok(Err(e)) => assert_eq!(e.kind(), agentwire_core::ErrorKind::Limit, "{e}"),
+                        Err(_) => {}
+                    }
+                }
+                answered
+            }));
+        }
+        let mut answered = 0;
+        for t in tasks {
+            answered += t.await.unwrap();
+        }
+        println!("answered {answered} of 960 given-up requests");
+        let calls = (0..4).map(|i| c.request("echo", Some(json!(i)), RequestOptions::default()));
+        for (i, r) in futures_util::future::join_all(calls).await.into_iter().enumerate() {
+            assert_eq!(r.expect("a free slot")["data"], json!(i));
+        }
+        c.close().await;
+    })
+    .await
+}
+
+/// A peer that answers each REQUEST with a stream of `chunks` chunks (`0`, `1`, ...), a few
+/// hundred microseconds apart, then STREAM_END; its `ws://` URL.
+async fn trickling_stream_peer(chunks: u32) -> String {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
+    tokio::spawn(tokio::time::timeout(Duration::from_secs(30), async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let Some(mut ws) = common::rkt_hello(tcp).await else {
+            return;
+        };
+        let mut tiny = Tiny(0x5EED);
+        while let Some(Ok(Message::Text(t))) = ws.next().await {
+            let Some(id) = t.lines().find_map(|l| l.strip_prefix("Message-ID: ")) else {
+                continue;
+            };
+            if !t.starts_with("RKT/1.0 REQUEST\n") {
+                continue;
+            }
+            let head = |kind: &str, n: u32| {
+                format!(
+                    "RKT/1.0 {kind}\nVersion: 1\nMessage-ID: d{n}-{id}\nReply-To: {id}\n\
+                     Session-ID: s-1\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\nSeq: {n}\n\
+                     Content-Type: application/json\n\n"
+                )
+            };
+            let begin = head("STREAM_BEGIN", 0).replace("Seq: 0\n", "") + r#"{"intent":"echo"}"#;
+            let _ = ws.send(Message::text(begin)).await;
+            for n in 0..chunks {
+                let _ = ws.send(Message::text(head("STREAM_DATA", n) + &n.to_string())).await;
+                tokio::time::sleep(tiny.next(800)).await;
+            }
+            let _ = ws.send(Message::text(head("STREAM_END", chunks))).await;
+        }
+    }));
+    url
+}
+
+/// `StreamChunks::recv` and `next` are cancel-safe: read beside a timer that often wins, every
+/// chunk of a trickled stream still comes, in order, then the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_chunks_read_beside_a_timer_lose_nothing() {
+    bounded(async {
+        let c = RktClient::connect(&trickling_stream_peer(200).await, ClientConfig::default())
+            .await
+            .unwrap();
+        let want: Vec<_> = (0..200).map(|n| json!(n)).collect();
+        for by_stream in [false, true] {
+            let mut chunks = c.stream("count", None, RequestOptions::default()).await.unwrap();
+            let (got, timer_won) = if by_stream {
+                read_beside_a_timer!(201, chunks.next())
+            } else {
+                read_beside_a_timer!(201, chunks.recv())
+            };
+            let got: Vec<_> = got.into_iter().map(Result::unwrap).collect();
+            println!("{} chunks, the timer won {timer_won} times", got.len());
+            assert!(timer_won > 20, "the timer won only {timer_won} times");
+            assert_eq!(got, want, "every chunk, in order, then the end");
+        }
+        c.close().await;
+    })
+    .await
+}
+
+/// `SwitchClient::next_event` is cancel-safe: read beside a timer that often wins, every one of
+/// 100 messages posted a few hundred microseconds apart still comes, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switch_events_read_beside_a_timer_lose_nothing() {
+    switch_common::bounded(async {
+        let w = switch_common::world(switch_common::peer_config(agentwire_peer_switch::Generation::Current)).await;
+        let mut b = switch_common::bob_in_the_room(&w).await;
+        let poster = async {
+            let mut tiny = Tiny(11);
+            for n in 0..100 {
+                w.h.post_as_user(&w.room, "carol", &format!("m{n}"));
+                tokio::time::sleep(tiny.next(800)).await;
+            }
+        };
+        let reader = async {
+            let (mut bodies, mut timer_won_total) = (Vec::new(), 0);
+            while bodies.len() < 100 {
+                let (got, timer_won) = read_beside_a_timer!(1, b.next_event());
+                timer_won_total += timer_won;
+                match got.into_iter().next().expect("an event within 20 s") {
+                    agentwire_switch::Event::Event { event, .. } => bodies.push(event.message().unwrap().body),
+                    agentwire_switch::Event::Connected { .. } => {}
+                    other => panic!("{other:?}"),
+                }
+            }
+            (bodies, timer_won_total)
+        };
+        let ((), (bodies, timer_won_total)) = tokio::join!(poster, reader);
+        assert_eq!(bodies, (0..100).map(|n| format!("m{n}")).collect::<Vec<_>>());
+        assert!(timer_won_total > 20, "the timer won only {timer_won_total} times");
+        b.close().await;
+    })
+    .await;
+}
+
+/// `RktClient::close` dropped at its first await (polled once, as in a `select!` that another
+/// branch wins) still closes: later calls fail `closed`, and the next `close` returns.
+#[tokio::test]
+async fn an_rkt_close_dropped_at_once_still_closes() {
+    bounded(async {
+        let srv = server(ReferenceConfig::default()).await;
+        let c = RktClient::connect(&srv.url(), ClientConfig::default()).await.unwrap();
+        assert!(
+            futures_util::FutureExt::now_or_never(c.close()).is_none(),
+            "close waits"
+        );
+        let e = c.request("echo", None, RequestOptions::default()).await.unwrap_err();
+        assert_eq!(e.kind(), agentwire_core::ErrorKind::Closed, "{e}");
+        tokio::time::timeout(Duration::from_secs(4), c.close())
+            .await
+            .expect("the next close returns");
+    })
+    .await
+}
