@@ -185,6 +185,74 @@ async fn stream_chunks_read_beside_a_timer_lose_nothing() {
     .await
 }
 
+/// Bob with the events handed out and room for one event only: the `Connected` fills it, so
+/// the task waits to hand over its last events until they are read (or `close` stops it).
+async fn switch_bob_with_a_full_channel(w: &switch_common::World) -> (SwitchClient, agentwire_native::switch::Events) {
+    use agentwire_native::switch::SwitchOptions;
+    let opts = SwitchOptions {
+        event_capacity: 1,
+        ..SwitchOptions::default()
+    };
+    let cfg = switch_common::config(&w.b, agentwire_switch::Transport::WebSocket, &[&w.room]);
+    let mut b = switch_common::connect_with(&w.h, &w.b.key, cfg, opts).await.unwrap();
+    let events = b.events().unwrap();
+    (b, events)
+}
+
+/// Whether the task behind the events has ended, without waiting: the unread events are read
+/// and the channel is then empty (`false`: its task is still alive) or over (`true`).
+fn task_ended(events: &mut agentwire_native::switch::Events) -> bool {
+    use tokio::sync::mpsc::error::TryRecvError;
+    loop {
+        match events.try_recv() {
+            Ok(_) => continue,
+            Err(TryRecvError::Empty) => return false,
+            Err(TryRecvError::Disconnected) => return true,
+        }
+    }
+}
+
+/// `SwitchClient::close` given up after 100 ms (a `timeout` around it) leaves the close to the
+/// next `close`, which waits for the task to end (or stops it), as the first would have: before,
+/// the first had taken the task's handle with it, and the second returned at once with the task
+/// still alive.
+#[tokio::test]
+async fn a_close_given_up_leaves_the_next_close_to_end_the_task() {
+    switch_common::bounded(async {
+        let w = switch_common::world(switch_common::peer_config(agentwire_peer_switch::Generation::Current)).await;
+        let (b, mut events) = switch_bob_with_a_full_channel(&w).await;
+        assert!(tokio::time::timeout(Duration::from_millis(100), b.close())
+            .await
+            .is_err());
+        b.close().await;
+        assert!(
+            task_ended(&mut events),
+            "close returned with the connection's task alive"
+        );
+    })
+    .await;
+}
+
+/// A second `close` from another holder of a shared client, while the first waits, waits for the
+/// same end: before, it returned at once, with the connection's task still alive.
+#[tokio::test]
+async fn a_second_close_from_another_task_waits_for_the_same_end() {
+    switch_common::bounded(async {
+        let w = switch_common::world(switch_common::peer_config(agentwire_peer_switch::Generation::Current)).await;
+        let (b, mut events) = switch_bob_with_a_full_channel(&w).await;
+        let b = Arc::new(b);
+        let first = tokio::spawn({
+            let b = b.clone();
+            async move { b.close().await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        b.close().await;
+        assert!(task_ended(&mut events), "the second close returned with the task alive");
+        first.await.unwrap();
+    })
+    .await;
+}
+
 /// `SwitchClient::next_event` is cancel-safe: read beside a timer that often wins, every one of
 /// 100 messages posted a few hundred microseconds apart still comes, in order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -72,8 +72,10 @@ pub struct SwitchClient {
     /// `None` once [`SwitchClient::events`] has handed it out.
     events: Mutex<Option<Events>>,
     status: Arc<Mutex<Status>>,
-    /// Taken by the first [`SwitchClient::close`].
-    task: Mutex<Option<JoinHandle<()>>>,
+    /// The connection's task, until a [`SwitchClient::close`] has seen it end; a `close` holds
+    /// it while it waits, so a second one waits for the same end, and one dropped before the
+    /// end leaves it to the next.
+    task: tokio::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for SwitchClient {
@@ -147,7 +149,7 @@ impl SwitchClient {
             commands,
             events: Mutex::new(Some(events)),
             status,
-            task: Mutex::new(Some(task)),
+            task: tokio::sync::Mutex::new(Some(task)),
         };
         match tokio::time::timeout(limit, attached).await {
             Ok(Ok(Ok(state))) => Ok(client(state)),
@@ -277,23 +279,34 @@ impl SwitchClient {
     /// Events not read yet are dropped, unless [`SwitchClient::events`] handed the channel out:
     /// then it stays readable, and while it is full and unread the task waits to hand over its
     /// last events, so `close` takes the whole 3 s. It takes `&self`, so that any holder of a
-    /// client shared between tasks (an `Arc`) can close it; a second `close` returns at once.
+    /// client shared between tasks (an `Arc`) can close it; a `close` while another waits waits
+    /// for the same end, and one after the end returns at once.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped before it returns (a `tokio::time::timeout` around it), the close goes on: the
+    /// connection is told to close at the first poll. The wait is left to the next `close`, which
+    /// waits for the task (bounded again) and stops it if need be; until then the task may still
+    /// be handing over its last events.
     pub async fn close(&self) {
         if let Some(events) = self.events.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
             events.close();
         }
         let _ = self.commands.send(Command::Close);
-        let Some(mut task) = self.task.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+        let mut held = self.task.lock().await;
+        let Some(task) = held.as_mut() else {
             return;
         };
-        if tokio::time::timeout(CLOSE_GRACE + Duration::from_secs(1), &mut task)
+        if tokio::time::timeout(CLOSE_GRACE + Duration::from_secs(1), &mut *task)
             .await
             .is_err()
         {
             // A write still blocked (up to its 5 s bound): the task ends here, with `close`.
             task.abort();
-            let _ = task.await;
+            let _ = (&mut *task).await;
         }
+        // Only once it has ended: a `JoinHandle` is not polled again after its end.
+        *held = None;
     }
 
     /// True once the connection has stopped (closed, refused, taken over).
