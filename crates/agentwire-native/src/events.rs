@@ -168,8 +168,12 @@ impl<T: Weigh> EventTx<T> {
 pub struct Events<T>(mpsc::Receiver<Queued<T>>);
 
 impl<T> Events<T> {
-    /// The next event; `None` once the channel has ended. Cancel-safe: dropped before it
-    /// resolves (in a `tokio::select!`), no event is lost.
+    /// The next event; `None` once the channel has ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe, as is the `Stream`'s `next`: dropped before it resolves (another branch of
+    /// a `tokio::select!` won), no event is lost; the next call gets it.
     pub async fn recv(&mut self) -> Option<T> {
         self.0.recv().await.map(|(event, _bytes)| event)
     }

@@ -15,6 +15,11 @@
 //! `examples/rkt.rs`, `examples/moltzap.rs`, `examples/switch.rs`, e.g.
 //! `cargo run -p agentwire-native --example rkt -- ws://127.0.0.1:7749/rkt`. CI runs all three.
 //!
+//! Every client may be shared between tasks (`Arc`; its calls take `&self`, their futures are
+//! `Send`) and its futures dropped anywhere (`tokio::time::timeout`, `tokio::select!`): each
+//! client's and server's "Cancel safety" section says what a dropped call, `connect`, `close` or
+//! receiver leaves.
+//!
 //! The RKT and MoltZap drivers keep their socket in a `wire::Wire`, the WebSocket plumbing they
 //! share, and take their calls through `call` (a dropped call cancels its command in the
 //! engine); the Switch driver has its own (a connection outlives its sockets, and one may be an SSE

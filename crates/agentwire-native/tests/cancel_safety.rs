@@ -307,3 +307,156 @@ async fn an_rkt_close_dropped_at_once_still_closes() {
     })
     .await
 }
+
+/// Polls `count` every 20 ms until it reads 0, for at most 8 s; the last count read.
+async fn until_none_open(count: impl Fn() -> usize) -> usize {
+    for _ in 0..400 {
+        if count() == 0 {
+            return 0;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    count()
+}
+
+/// Connects given up at random points (0-4 ms: the dial, the upgrade, the handshake) leave no
+/// connection open on the server: each client's socket ends with its future.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connects_given_up_at_random_points_leave_no_connection_open() {
+    switch_common::bounded(async {
+        let mut tiny = Tiny(0xABCD);
+        // RKT: with room for 2 connections, two connect after 40 given up.
+        let srv = server(ReferenceConfig {
+            max_connections: 2,
+            ..ReferenceConfig::default()
+        })
+        .await;
+        let url = srv.url();
+        for _ in 0..40 {
+            // One that completes may be refused while the cap still counts the ones given up.
+            let connect = RktClient::connect(&url, ClientConfig::default());
+            drop(tokio::time::timeout(tiny.next(4_000), connect).await);
+        }
+        let mut open = Vec::new();
+        for _ in 0..400 {
+            if open.len() == 2 {
+                break;
+            }
+            match RktClient::connect(&srv.url(), ClientConfig::default()).await {
+                Ok(c) => open.push(c),
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+        assert_eq!(open.len(), 2, "the server's slots were freed");
+        // MoltZap.
+        let h = agentwire_peer_moltzap::spawn(
+            tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            agentwire_peer_moltzap::PeerConfig::new(agentwire_moltzap::Generation::Current),
+        )
+        .unwrap();
+        let registration = agentwire_moltzap::register::Registration::new("kim");
+        let key = agentwire_native::moltzap::register(&h.http_url(), &registration, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .api_key;
+        let url = h.ws_url();
+        for _ in 0..40 {
+            let credentials = agentwire_moltzap::Credentials::AgentKey(key.clone());
+            let connect = MoltZapClient::connect(&url, credentials, Default::default());
+            drop(tokio::time::timeout(tiny.next(4_000), connect).await);
+        }
+        assert_eq!(
+            until_none_open(|| h.connections()).await,
+            0,
+            "MoltZap sockets left open"
+        );
+        // Switch.
+        let w = switch_common::world(switch_common::peer_config(agentwire_peer_switch::Generation::Current)).await;
+        let origin = w.h.http_url();
+        for _ in 0..40 {
+            let cfg = switch_common::config(&w.b, agentwire_switch::Transport::WebSocket, &[&w.room]);
+            let connect = SwitchClient::connect(&origin, &w.b.key, cfg);
+            drop(tokio::time::timeout(tiny.next(4_000), connect).await);
+        }
+        assert_eq!(
+            until_none_open(|| w.h.connections(&w.b.id)).await,
+            0,
+            "Switch connections left open"
+        );
+    })
+    .await;
+}
+
+/// `serve_until`'s future dropped (its task aborted here) drops every connection at once: a
+/// client's next call fails `closed` (1006, no GOODBYE). `ServerHandle::shutdown` dropped at its
+/// first await still ends the server gracefully: the client sees GOODBYE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_server_future_drops_its_connections_and_a_dropped_shutdown_still_ends_it() {
+    use agentwire_rkt::ClientEvent;
+    bounded(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
+        let serving = tokio::spawn(agentwire_native::rkt::serve(listener, ReferenceConfig::default()));
+        let c = RktClient::connect(&url, ClientConfig::default()).await.unwrap();
+        serving.abort();
+        assert!(serving.await.unwrap_err().is_cancelled());
+        // The connections' tasks are aborted with the server's: each ends at its next turn.
+        let mut e = None;
+        for _ in 0..100 {
+            match c.ping().await {
+                Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                Err(error) => {
+                    e = Some(error);
+                    break;
+                }
+            }
+        }
+        let e = e.expect("the connection was dropped within 2 s");
+        assert_eq!(e.kind(), agentwire_core::ErrorKind::Closed, "{e}");
+        assert!(e.error.message.contains("1006"), "{e}");
+
+        let srv = server(ReferenceConfig::default()).await;
+        let mut c = RktClient::connect(&srv.url(), ClientConfig::default()).await.unwrap();
+        let mut events = c.events().unwrap();
+        assert!(futures_util::FutureExt::now_or_never(srv.shutdown()).is_none());
+        assert!(matches!(events.recv().await, Some(ClientEvent::Goodbye)));
+        assert!(matches!(
+            events.recv().await,
+            Some(ClientEvent::Closed { code: 1000, .. })
+        ));
+    })
+    .await
+}
+
+/// Operations given up at random points (0-3 ms: the dial, the write, the answer), from four
+/// tasks sharing one client, leave the agent connection live and the next operation answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switch_operations_given_up_at_random_points_leave_the_client_serving() {
+    use agentwire_switch::ops::{ConnectToRoom, PostMessage};
+    switch_common::bounded(async {
+        let w = switch_common::world(switch_common::peer_config(agentwire_peer_switch::Generation::Current)).await;
+        let b = switch_common::bob_in_the_room(&w).await;
+        b.call(&ConnectToRoom::new(&w.room)).await.unwrap();
+        let b = Arc::new(b);
+        let mut tasks = Vec::new();
+        for t in 0..4 {
+            let b = b.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut tiny = Tiny(0x1234 + t);
+                for i in 0..30 {
+                    let post = PostMessage::new(format!("{t}-{i}"));
+                    if let Ok(r) = tokio::time::timeout(tiny.next(3_000), b.call(&post)).await {
+                        r.unwrap();
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        b.call(&PostMessage::new("after")).await.unwrap();
+        assert_eq!(b.status().state, agentwire_switch::State::Live);
+        b.close().await;
+    })
+    .await;
+}

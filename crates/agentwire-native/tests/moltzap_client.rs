@@ -539,3 +539,31 @@ async fn a_close_dropped_at_once_still_closes() {
         .expect("the next close returns");
     h.shutdown().await;
 }
+
+/// A call dropped after its request went out is not undone: the server may carry it out, and
+/// its answer is lost (`MoltZapClient`'s "Cancel safety"). A send whose answer the peer holds
+/// back 2 s, given up after 200 ms, still reaches its recipient; the connection goes on.
+#[tokio::test]
+async fn a_call_dropped_after_it_went_out_may_still_be_carried_out() {
+    let h = peer(PeerConfig::new(Generation::Current)).await;
+    let (ka, kb) = (agent(&h, "lena").await, agent(&h, "mika").await);
+    let a = connect(&h, &ka, config(GenerationChoice::Current)).await.unwrap();
+    let mut b = connect(&h, &kb, config(GenerationChoice::Current)).await.unwrap();
+    let mut events = b.events().unwrap();
+    h.set_faults(Faults {
+        delay_ms: vec![("messages/send".into(), 2_000)],
+        ..Faults::default()
+    });
+    let m = SendMessage::text_to_agent("mika", "sent anyway");
+    let send = a.request(move |s, now| s.messages_send(now, &m));
+    assert!(tokio::time::timeout(Duration::from_millis(200), send).await.is_err());
+    loop {
+        match next_event(&mut events).await {
+            Event::MessageReceived { data, .. } => break assert!(data.contains("sent anyway"), "{data}"),
+            Event::ConversationCreated { .. } => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    h.set_faults(Faults::default());
+    assert!(a.call("system/ping", Some("{}")).await.is_ok());
+}

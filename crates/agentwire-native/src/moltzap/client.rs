@@ -80,6 +80,17 @@ fn closed_error(ending: Option<&str>) -> MoltZapError {
 /// disconnected (close 1008) once `event_capacity` pushes, or `event_capacity_bytes` of them,
 /// are waiting. A client that wants no
 /// events calls `events()` and drops the receiver: pushes are then discarded.
+///
+/// # Cancel safety
+///
+/// A call ([`MoltZapClient::call`], [`MoltZapClient::call_with_timeout`],
+/// [`MoltZapClient::request`]) may be dropped at any await point, from any task: the client's own
+/// task writes every frame, never the call, so a dropped call leaves no frame half-written and
+/// the connection serves the next calls; the request is cancelled in the engine (slot freed,
+/// late answer dropped). It is not cancel-safe in what it did: a call dropped after its request
+/// went out may have been carried out by the server (a message sent), and its answer is lost.
+/// [`MoltZapClient::close`] and [`MoltZapClient::connect`] say what dropping them does; the
+/// [`Events`] receiver is cancel-safe.
 #[must_use = "dropping the client closes its connection"]
 pub struct MoltZapClient {
     caller: Caller<Start>,
@@ -103,6 +114,11 @@ impl MoltZapClient {
     /// (`version`) or a timeout is the error; the socket is then closed, as it is when the future
     /// is dropped before it resolves. A configuration [`SessionConfig::check`] refuses fails
     /// `invalid` before anything opens.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped before it resolves, at any point, the connection ends with it: a socket still
+    /// upgrading is closed, a session under way closes (1000).
     pub async fn connect(
         url: &str,
         credentials: Credentials,
@@ -192,6 +208,12 @@ impl MoltZapClient {
     /// Closes the connection (1000) and waits, bounded, for it to end. Calls still waiting, from
     /// any task, then fail with kind `closed`, as do later ones. It takes `&self`, so that any
     /// holder of a client shared between tasks (an `Arc`) can close it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped before it returns, the close goes on: from its first poll the client's task is
+    /// told to close, and calls fail `closed`. Only the wait is given up; another `close` waits
+    /// again.
     pub async fn close(&self) {
         self.caller.close().await
     }

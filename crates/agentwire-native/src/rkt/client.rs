@@ -44,8 +44,12 @@ pub struct StreamChunks {
 }
 
 impl StreamChunks {
-    /// The next chunk; `None` once the stream is over. Cancel-safe: dropped before it resolves
-    /// (in a `tokio::select!`), no chunk is lost.
+    /// The next chunk; `None` once the stream is over.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe, as is the `Stream`'s `next`: dropped before it resolves (another branch of
+    /// a `tokio::select!` won), no chunk is lost; the next call gets it.
     pub async fn recv(&mut self) -> Option<Result<Value, RktError>> {
         self.rx.recv().await.map(|chunk| chunk.map(parse_body))
     }
@@ -216,6 +220,19 @@ impl StreamWaiter {
 /// fail `closed` with its close code and reason ("the connection is closed (1008 session
 /// expired)"); after the app's own [`RktClient::close`], "the connection is closed". A write that blocks for 5 s (a server that stopped reading) ends the
 /// connection the same way (close 1006).
+///
+/// # Cancel safety
+///
+/// A call ([`RktClient::request`], [`RktClient::stream`], [`RktClient::discover`],
+/// [`RktClient::memory_set`], [`RktClient::memory_get`], [`RktClient::pay`],
+/// [`RktClient::auth`], [`RktClient::ping`]) may be dropped at any await point, from any task:
+/// the client's own task writes every frame, never the call, so a dropped call leaves no frame
+/// half-written and the connection serves the next calls; its command is cancelled in the engine
+/// (slot freed, late reply dropped). It is not cancel-safe in what it did: a call dropped after
+/// its frame went out may have been carried out by the server (a PAY, a MEMORY_SET), and its
+/// answer is lost; make it again only when doing it twice is safe. [`RktClient::close`] and
+/// [`RktClient::connect`] say what dropping them does; the [`Events`] and [`StreamChunks`]
+/// receivers are cancel-safe.
 #[must_use = "dropping the client closes its connection"]
 pub struct RktClient {
     caller: Caller<Start>,
@@ -240,9 +257,13 @@ impl RktClient {
     /// `cfg.authorization`, the AUTH it sends (a refused key fails `connect` with the AUTH's
     /// error, kind `auth`), all within `cfg.handshake_timeout_ms`. A timeout (`timeout`) says
     /// which phase hung: "no WebSocket upgrade from …" (the network, a proxy, the server's HTTP
-    /// side) or "… answered the WebSocket upgrade but no HELLO_ACK …" (the RKT server). Dropping
-    /// the future before it resolves closes the socket. A configuration [`ClientConfig::check`]
-    /// refuses fails `invalid` before anything opens.
+    /// side) or "… answered the WebSocket upgrade but no HELLO_ACK …" (the RKT server). A
+    /// configuration [`ClientConfig::check`] refuses fails `invalid` before anything opens.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped before it resolves, at any point, the connection ends with it: a socket still
+    /// upgrading is closed, a session under way says GOODBYE and closes.
     pub async fn connect(address: &str, cfg: ClientConfig) -> Result<RktClient, RktError> {
         let url = resolve(address).map_err(|e| RktError::local(ErrorKind::Invalid, e.0))?;
         // Before the network: a limit of 0 would otherwise be spent on the upgrade.
@@ -420,6 +441,12 @@ impl RktClient {
     /// GOODBYE, close 1000, and waits (bounded) for the connection to end. Calls still waiting,
     /// from any task, then fail with kind `closed`, as do later ones. It takes `&self`, so that
     /// any holder of a client shared between tasks (an `Arc`) can close it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped before it returns, the close goes on: from its first poll the client's task is
+    /// told to close, and calls fail `closed`. Only the wait is given up; another `close` waits
+    /// again.
     pub async fn close(&self) {
         self.caller.close().await
     }

@@ -60,6 +60,11 @@ struct Agent {
 }
 
 /// Serves the reference agent on `listener` until the process ends.
+///
+/// # Cancel safety
+///
+/// Dropping the future (or aborting its task) drops every connection at once, without GOODBYE
+/// (clients see close 1006); [`serve_until`] with a shutdown future ends them gracefully.
 pub async fn serve(listener: TcpListener, cfg: ReferenceConfig) -> io::Result<()> {
     serve_until(listener, cfg, std::future::pending()).await
 }
@@ -67,6 +72,11 @@ pub async fn serve(listener: TcpListener, cfg: ReferenceConfig) -> io::Result<()
 /// Serves until `shutdown` completes; then every open session is ended with GOODBYE and close
 /// 1000 (connections still open after a grace period are dropped). A configuration that
 /// [`ReferenceConfig::check`] refuses is an `InvalidInput` error before anything is accepted.
+///
+/// # Cancel safety
+///
+/// Dropping the future itself, rather than completing `shutdown`, drops every connection at
+/// once, without GOODBYE, as [`serve`] does.
 pub async fn serve_until(
     listener: TcpListener,
     cfg: ReferenceConfig,
@@ -159,6 +169,11 @@ impl ServerHandle {
     }
 
     /// Stops accepting, ends the open sessions and waits for the server to finish.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped before it returns, the shutdown goes on in the server's task (GOODBYE to each
+    /// session, bounded); only the wait is given up.
     pub async fn shutdown(self) -> io::Result<()> {
         let _ = self.stop.send(());
         self.task.await.map_err(io::Error::other)?

@@ -58,8 +58,17 @@ impl Default for SwitchOptions {
 
 /// An agent connection to a Switch server, attached. Events arrive through
 /// [`SwitchClient::next_event`] (the first is the `Connected` of the first attach); operations
-/// run concurrently over HTTP (`&self`), each cancel-safe. Dropping the client closes the
-/// connection; [`SwitchClient::close`] does it and waits.
+/// run concurrently over HTTP (`&self`). Dropping the client closes the connection;
+/// [`SwitchClient::close`] does it and waits.
+///
+/// # Cancel safety
+///
+/// An operation ([`SwitchClient::op`], [`SwitchClient::call`] and the others) has an HTTP
+/// connection of its own, which a dropped future drops: nothing of it is left, and the agent
+/// connection and other operations go on. It is not cancel-safe in what it did: one dropped
+/// after its request went out may have been carried out by the server (a message posted), and
+/// its answer is lost. [`SwitchClient::next_event`] and the [`Events`] receiver are cancel-safe;
+/// [`SwitchClient::connect_with`] and [`SwitchClient::close`] say what dropping them does.
 #[must_use = "dropping the client closes its connection"]
 pub struct SwitchClient {
     origin: Origin,
@@ -101,8 +110,12 @@ impl SwitchClient {
     /// first, a retryable `could not connect: …`), or with a `timeout` error when nothing
     /// attached within [`SwitchOptions::connect_timeout`] (default [`CONNECT_OPEN_TIMEOUTS`] ×
     /// `cfg.open_timeout_ms`; with more attempts the engine reopens with its backoff in between).
-    /// Invalid parameters are an `invalid` error before anything is sent. Dropping the future
-    /// before it resolves closes the connection.
+    /// Invalid parameters are an `invalid` error before anything is sent.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped before it resolves, at any point, the connection ends with it (its task closes
+    /// the socket or the open under way).
     pub async fn connect_with(
         origin: &str,
         key: &str,
@@ -196,8 +209,12 @@ impl SwitchClient {
     }
 
     /// The next event; `None` after `Stopped` (and after `close`), and at once after
-    /// [`SwitchClient::events`] handed the channel out. Cancel-safe: dropped before it resolves,
-    /// no event is lost.
+    /// [`SwitchClient::events`] handed the channel out.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropped before it resolves (another branch of a `tokio::select!` won), no
+    /// event is lost; the next call gets it.
     pub async fn next_event(&mut self) -> Option<Event> {
         self.events_mut().as_mut()?.recv().await
     }
