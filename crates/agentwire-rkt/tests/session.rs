@@ -1213,8 +1213,8 @@ fn commands_never_sent_do_not_push_sent_ones_out_of_the_forgotten_ids() {
     let _ = p.client.poll_transmit(); // on its way
     assert!(p.client.cancel(&went_out));
     // A burst of calls dropped before the backed-up socket took their frames (more than the
-    // 256 forgotten ids the client keeps).
-    for _ in 0..1_000 {
+    // 1024 forgotten ids the client keeps).
+    for _ in 0..2_000 {
         let id = p.client.request(T0, "echo", None, RequestOptions::default()).unwrap();
         assert!(p.client.cancel(&id));
     }
@@ -1226,6 +1226,41 @@ fn commands_never_sent_do_not_push_sent_ones_out_of_the_forgotten_ids() {
         None,
         "the late reply of a command that went out is dropped quietly"
     );
+}
+
+/// A burst of calls given up after their frames went out (an app's `timeout` around each call
+/// while the server stalls, with `max_in_flight` 1024 by default): every late reply is dropped
+/// quietly, up to 1024 of them, as MoltZap's `FORGOTTEN_CAP` does. Before, the client kept only
+/// the last 256 ids: the late replies of all the others were `Error` events ("RESPONSE answers
+/// unknown message"), as if the server had answered nothing it was asked.
+#[test]
+fn the_late_replies_of_1024_cancelled_calls_are_dropped_quietly() {
+    let mut p = ready_pair();
+    let late = |id: &str| {
+        format!("RKT/1.0 RESPONSE\nVersion: 1\nMessage-ID: late-{id}\nReply-To: {id}\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\n\n{{}}")
+    };
+    let ids: Vec<String> = (0..1_025)
+        .map(|_| {
+            let id = p.client.request(T0, "echo", None, RequestOptions::default()).unwrap();
+            while p.client.poll_transmit().is_some() {} // on its way
+            assert!(p.client.cancel(&id));
+            id
+        })
+        .collect();
+    while p.client.poll_event().is_some() {}
+    for id in &ids[1..] {
+        p.client.handle_text(T0 + 1, &late(id));
+    }
+    let events: Vec<_> = std::iter::from_fn(|| p.client.poll_event()).collect();
+    assert!(
+        events.is_empty(),
+        "{} late replies reported, the first {:?}",
+        events.len(),
+        events.first()
+    );
+    // The memory is bounded: the oldest id is forgotten first.
+    p.client.handle_text(T0 + 2, &late(&ids[0]));
+    assert!(matches!(p.client.poll_event(), Some(ClientEvent::Error(_))));
 }
 
 #[test]

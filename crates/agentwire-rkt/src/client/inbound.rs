@@ -211,7 +211,7 @@ impl ClientSession {
                 self.timers.cancel(&Timer::Reply(id.clone()));
                 self.end(p.origin, ClientEvent::Failed { id, error });
             }
-            (Some(id), None) if self.forgotten.contains(&id) => {}
+            (Some(id), None) if self.is_forgotten(&id) => {}
             _ => self.report(error),
         }
     }
@@ -224,7 +224,7 @@ impl ClientSession {
             return;
         }
         let Some(p) = self.pending.get_mut(&id) else {
-            if !self.forgotten.contains(&id) {
+            if !self.is_forgotten(&id) {
                 let m = format!("{} answers unknown message `{id}`; dropped", msg.kind);
                 self.dropped(RktError::local(ErrorKind::Protocol, m));
             }

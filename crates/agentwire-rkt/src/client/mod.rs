@@ -77,8 +77,10 @@ struct Queued {
     msg: Message,
 }
 
-/// Ids of commands that ended early (cancelled, timed out) whose late replies are dropped quietly.
-const FORGOTTEN_CAP: usize = 256;
+/// Ids of commands that ended early (cancelled, timed out) whose late replies are dropped
+/// quietly: as many as the default `max_in_flight`, so that every call in flight given up at once
+/// (a stalled server, a `timeout` around each call) is covered, as MoltZap's `FORGOTTEN_CAP`.
+const FORGOTTEN_CAP: usize = 1024;
 
 /// How late a keepalive timer may fire and still keep the session: Chrome runs the timers of a
 /// tab hidden for five minutes once a minute.
@@ -100,7 +102,9 @@ pub struct ClientSession {
     /// The peer has answered a PING on this connection (PING is an added type).
     pong_seen: bool,
     queue: Vec<Queued>,
+    /// [`FORGOTTEN_CAP`] ids, oldest first, and the same as a set (looked up per reply).
     forgotten: VecDeque<String>,
+    forgotten_set: HashSet<String>,
     timers: Timers<Timer>,
     /// Bytes of out-of-order stream chunks held, over all streams.
     held_bytes: usize,
@@ -144,6 +148,7 @@ impl ClientSession {
             pong_seen: false,
             queue: Vec::new(),
             forgotten: VecDeque::new(),
+            forgotten_set: HashSet::new(),
             timers: Timers::new(),
             held_bytes: 0,
             held_ready: None,
@@ -225,7 +230,7 @@ impl ClientSession {
     /// would be.
     fn on_unknown_type(&mut self, e: &DecodeError) {
         let reply_to = e.reply_to.as_deref();
-        if reply_to.is_some_and(|id| self.forgotten.iter().any(|f| f == id)) {
+        if reply_to.is_some_and(|id| self.is_forgotten(id)) {
             return;
         }
         let mut error = RktError::decode(e);
@@ -261,7 +266,7 @@ impl ClientSession {
                 self.end(p.origin, ClientEvent::Failed { id, error });
             }
             // A late reply to a command that already ended, as `on_reply` and `on_error` drop.
-            None if reply_to.is_some_and(|id| self.forgotten.iter().any(|f| f == id)) => {}
+            None if reply_to.is_some_and(|id| self.is_forgotten(id)) => {}
             None => {
                 let error = match reply_to {
                     Some(id) => error.for_request(id),
@@ -480,10 +485,19 @@ impl ClientSession {
     }
 
     fn forget(&mut self, id: String) {
-        if self.forgotten.len() == FORGOTTEN_CAP {
-            self.forgotten.pop_front();
+        if self.forgotten.len() >= FORGOTTEN_CAP {
+            if let Some(old) = self.forgotten.pop_front() {
+                self.forgotten_set.remove(&old);
+            }
         }
-        self.forgotten.push_back(id);
+        if self.forgotten_set.insert(id.clone()) {
+            self.forgotten.push_back(id);
+        }
+    }
+
+    /// A command that ended early had this id: its late reply is dropped quietly.
+    fn is_forgotten(&self, id: &str) -> bool {
+        self.forgotten_set.contains(id)
     }
 
     fn close(&mut self, code: u16, reason: &str) {
