@@ -43,6 +43,28 @@ fn clients_and_their_futures_are_send_and_shareable(
     let r2 = r.clone();
     is_send(async move { (r2.ping().await, r2.discover().await, r2.close().await) });
     is_send(RktClient::connect("ws://127.0.0.1:1/rkt", ClientConfig::default()));
+    let key = agentwire_moltzap::Credentials::AgentKey("k".into());
+    is_send(MoltZapClient::connect("ws://127.0.0.1:1/ws", key, Default::default()));
+    let registration = agentwire_moltzap::register::Registration::new("name");
+    is_send(
+        async move { agentwire_native::moltzap::register("http://127.0.0.1:1", &registration, Duration::ZERO).await },
+    );
+    let cfg = agentwire_switch::ConnectionConfig::new(agentwire_switch::open::OpenParams::new("a", "c"));
+    is_send(SwitchClient::connect("http://127.0.0.1:1", "k", cfg));
+    is_send(agentwire_native::switch::op(
+        "http://127.0.0.1:1",
+        "k",
+        "a",
+        None,
+        "x",
+        "{}",
+        Duration::ZERO,
+    ));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    is_send(agentwire_native::rkt::serve(
+        tokio::net::TcpListener::from_std(listener).unwrap(),
+        ReferenceConfig::default(),
+    ));
     let m2 = m.clone();
     is_send(async move { (m2.call("x", None).await, m2.close().await) });
     let s2 = s.clone();

@@ -567,3 +567,46 @@ async fn a_call_dropped_after_it_went_out_may_still_be_carried_out() {
     h.set_faults(Faults::default());
     assert!(a.call("system/ping", Some("{}")).await.is_ok());
 }
+
+/// A text message to otto.
+async fn send(a: &MoltZapClient, text: String) -> Result<String, MoltZapError> {
+    let m = SendMessage::text_to_agent("otto", text);
+    a.request(move |s, now| s.messages_send(now, &m)).await
+}
+
+/// Four tasks share one client (`max_in_flight` 4) and give up on their sends after a random
+/// 0-3 ms, at every point of the call: every answer that does come is the caller's own, and
+/// afterwards no slot is held (four sends at once all succeed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_given_up_at_random_points_leave_no_slot_and_no_crossed_answer() {
+    use common::Tiny;
+    let h = peer(PeerConfig::new(Generation::Current)).await;
+    let (ka, _) = (agent(&h, "nora").await, agent(&h, "otto").await);
+    let mut cfg = config(GenerationChoice::Current);
+    cfg.session.max_in_flight = 4;
+    let a = std::sync::Arc::new(connect(&h, &ka, cfg).await.unwrap());
+    let mut tasks = Vec::new();
+    for t in 0..4u64 {
+        let a = a.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tiny = Tiny(0x77 + t);
+            for i in 0..40 {
+                let text = format!("t{t}-{i}");
+                match tokio::time::timeout(tiny.next(3_000), send(&a, text.clone())).await {
+                    Ok(Ok(answer)) => assert!(answer.contains(&format!("\"{text}\"")), "{text}: {answer}"),
+                    Ok(Err(e)) => assert_eq!(e.error.kind, ErrorKind::Limit, "{e}"),
+                    Err(_) => {}
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let sends = (0..4).map(|n| send(&a, format!("after-{n}")));
+    for r in futures_util::future::join_all(sends).await {
+        r.expect("a free slot");
+    }
+    a.close().await;
+    h.shutdown().await;
+}
