@@ -18,6 +18,7 @@ pub mod redact;
 pub mod text;
 mod time;
 mod timers;
+pub mod url;
 
 pub use backoff::Backoff;
 pub use bucket::TokenBucket;

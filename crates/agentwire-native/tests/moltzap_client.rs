@@ -158,6 +158,46 @@ async fn a_configuration_check_refuses_before_connecting() {
     assert!(accepted.is_err(), "the connect opened a connection");
 }
 
+/// A URL is read as every target reads it (`agentwire_core::url::parse`): a scheme in capitals
+/// and surrounding spaces connect (they were refused "URL scheme not supported" and "not a
+/// ws:// URL"); a port out of range is refused `invalid` before anything is dialed (65536 was
+/// read as no port and port 80 dialed; 0 failed `closed`, retryable); user information is
+/// refused, not dropped.
+#[tokio::test]
+async fn urls_are_read_as_a_browser_reads_them() {
+    let h = peer(PeerConfig::new(Generation::Current)).await;
+    let key = agent(&h, "erin").await;
+    let cfg = || config(GenerationChoice::Current);
+    let url = format!(" WS://{} ", h.ws_url().trim_start_matches("ws://"));
+    let c = MoltZapClient::connect(&url, Credentials::AgentKey(key.clone()), cfg())
+        .await
+        .unwrap();
+    assert_eq!(c.info().url, h.ws_url());
+    c.close().await;
+    let authority = h
+        .ws_url()
+        .trim_start_matches("ws://")
+        .trim_end_matches("/ws")
+        .to_owned();
+    for (url, wrong) in [
+        ("ws://127.0.0.1:65536/ws".to_owned(), "port"),
+        ("ws://127.0.0.1:0/ws".to_owned(), "port"),
+        (format!("ws://erin:{key}@{authority}/ws"), "user information"),
+    ] {
+        let connecting = MoltZapClient::connect(&url, Credentials::AgentKey(key.clone()), cfg());
+        let e = tokio::time::timeout(WAIT, connecting).await.unwrap().unwrap_err();
+        assert_eq!(
+            (e.error.kind, e.error.retryable),
+            (ErrorKind::Invalid, false),
+            "{url}: {e:?}"
+        );
+        assert!(
+            e.error.message.contains(wrong) && !e.error.message.contains(&key),
+            "{e:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn refusals_are_typed() {
     for generation in [Generation::Current, Generation::Released] {

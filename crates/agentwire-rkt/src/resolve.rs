@@ -6,9 +6,13 @@
 //!   `rkt://host/path` keeps the path; a query is kept.
 //! - `rkts://host` → `wss://host:7749/rkt` (TLS).
 //! - a bare `host[:port][/path]` is read as `rkt://...`.
-//! - `ws://` and `wss://` URLs are returned unchanged.
+//! - `ws://` and `wss://` URLs are kept.
+//! - every one is read as every target reads a URL ([`agentwire_core::url::parse`]): a scheme
+//!   in any case, a port in 1..=65535 (a default one left out), no user information.
 //!
 //! There is no DNS or registry lookup: the guide names an "RNS" but defines none.
+
+use agentwire_core::url;
 
 /// The default RKT port.
 pub const DEFAULT_PORT: u16 = 7749;
@@ -36,54 +40,32 @@ pub fn resolve(address: &str) -> Result<String, ResolveError> {
     if address.contains('#') {
         return Err(ResolveError("an RKT address has no fragment (#)".into()));
     }
-    if address.starts_with("ws://") || address.starts_with("wss://") {
-        return Ok(address.to_string());
-    }
-    let (scheme, rest) = if let Some(r) = address.strip_prefix("rkts://") {
-        ("wss", r)
-    } else if let Some(r) = address.strip_prefix("rkt://") {
-        ("ws", r)
-    } else if address.contains("://") {
-        return Err(ResolveError(format!(
-            "`{}` is not an rkt://, rkts://, ws:// or wss:// address",
-            agentwire_core::redact::url(address)
-        )));
+    let invalid = |m: &str| ResolveError(format!("`{}`: {m}", agentwire_core::redact::url(address)));
+    let (scheme, rest) = url::split_scheme(address).unwrap_or(("rkt", address));
+    let is = |name: &str| scheme.eq_ignore_ascii_case(name);
+    let scheme = if is("ws") || is("wss") {
+        return url::parse(address, &url::WS).map(|u| u.to_string()).map_err(invalid);
+    } else if is("rkt") {
+        "ws"
+    } else if is("rkts") {
+        "wss"
     } else {
-        ("ws", address)
+        return Err(invalid("not an rkt://, rkts://, ws:// or wss:// address"));
     };
+    let mut url = url::parse(&format!("{scheme}://{rest}"), &url::WS).map_err(invalid)?;
     let split = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(split);
-    if authority.contains('@') {
-        return Err(ResolveError(
-            "an RKT address carries no user information (user@ or user:key@)".into(),
-        ));
+    if !authority
+        .rsplit_once(']')
+        .map_or(authority, |(_, port)| port)
+        .contains(':')
+    {
+        url.port = Some(DEFAULT_PORT);
     }
-    // (Spaces and control characters were refused above.)
-    if authority.is_empty() || authority.starts_with(':') {
-        let shown = agentwire_core::redact::url(address);
-        return Err(ResolveError(format!("`{shown}` has no valid host")));
+    if !tail.starts_with('/') {
+        url.path.replace_range(..1, DEFAULT_PATH);
     }
-    let has_port = match authority.rsplit_once(':') {
-        Some((host, _)) if !host.ends_with(']') && host.contains(':') => false, // bare IPv6
-        Some((_, port)) => {
-            if !port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_err() {
-                return Err(ResolveError(format!("`{port}` is not a port")));
-            }
-            true
-        }
-        None => false,
-    };
-    let authority = if has_port {
-        authority.to_string()
-    } else {
-        format!("{authority}:{DEFAULT_PORT}")
-    };
-    let tail = if tail.is_empty() || tail.starts_with('?') {
-        format!("{DEFAULT_PATH}{tail}")
-    } else {
-        tail.to_string()
-    };
-    Ok(format!("{scheme}://{authority}{tail}"))
+    Ok(url.to_string())
 }
 
 #[cfg(test)]
@@ -100,9 +82,14 @@ mod tests {
             "wss://weather.ai:7749/agents/w"
         );
         assert_eq!(resolve("rkt://[::1]").unwrap(), "ws://[::1]:7749/rkt");
-        assert_eq!(resolve("rkt://[::1]:80").unwrap(), "ws://[::1]:80/rkt");
+        assert_eq!(resolve("rkt://[::1]:80").unwrap(), "ws://[::1]/rkt");
         assert_eq!(resolve("rkt://h?x=1").unwrap(), "ws://h:7749/rkt?x=1");
         assert_eq!(resolve("ws://localhost:7749/rkt").unwrap(), "ws://localhost:7749/rkt");
+        // Schemes in any case, as a browser reads them; a default port left out of `Host`.
+        assert_eq!(resolve("WSS://H:443/rkt").unwrap(), "wss://h/rkt");
+        assert_eq!(resolve("RKT://h").unwrap(), "ws://h:7749/rkt");
+        assert_eq!(resolve("Rkts://h:8443/").unwrap(), "wss://h:8443/");
+        assert_eq!(resolve("ws://h:1?x").unwrap(), "ws://h:1/?x");
         for bad in [
             "http://x",
             "rkt://",
@@ -114,6 +101,11 @@ mod tests {
             "rkt://a/p q",
             "rkt://a/p\r\nX: y",
             "ws://a/\0",
+            "ws://a:65536/rkt",
+            "WSS://a:0/rkt",
+            "rkt://a:0",
+            "ws://u:p@a/rkt",
+            "rkt://::1",
         ] {
             assert!(resolve(bad).is_err(), "{bad:?}");
         }
@@ -137,26 +129,24 @@ mod tests {
 
     proptest::proptest! {
         /// Whatever the input: no panic, and a resolved URL is a ws:// or wss:// URL with a port
-        /// of digits only and no space or control character (it goes into a request line).
+        /// with no space or control character (it goes into a request line), read back as itself.
         #[test]
         fn any_address(address in "\\PC*|(rkts?://)?[a-z0-9.:\\[\\]+@ /?\\r\\n-]{0,24}") {
             if let Ok(url) = resolve(&address) {
                 proptest::prop_assert!(url.starts_with("ws://") || url.starts_with("wss://"), "{url}");
                 proptest::prop_assert!(!url.contains(|c: char| c.is_whitespace() || c.is_control()), "{url:?}");
-                if !address.trim().starts_with("ws") {
-                    let authority = url.split("://").nth(1).unwrap_or("").split(['/', '?']).next().unwrap_or("");
-                    let port = authority.rsplit_once(':').map_or("", |(_, p)| p);
-                    proptest::prop_assert!(!port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()), "{url}");
-                }
+                let read = url::parse(&url, &url::WS).map(|u| u.to_string());
+                proptest::prop_assert_eq!(read.as_deref(), Ok(url.as_str()));
             }
         }
 
         /// `rkt://host:port/path` keeps host, port and path.
         #[test]
-        fn keeps_what_it_is_given(host in "[a-z][a-z0-9.-]{0,15}", port: u16, path in "(/[a-z0-9._~-]{0,8}){0,3}") {
+        fn keeps_what_it_is_given(host in "[a-z][a-z0-9.-]{0,15}", port in 1..=u16::MAX, path in "(/[a-z0-9._~-]{0,8}){0,3}") {
             let url = resolve(&format!("rkt://{host}:{port}{path}")).unwrap();
             let path = if path.is_empty() { DEFAULT_PATH.to_string() } else { path };
-            proptest::prop_assert_eq!(url, format!("ws://{host}:{port}{path}"));
+            let port = if port == 80 { String::new() } else { format!(":{port}") };
+            proptest::prop_assert_eq!(url, format!("ws://{host}{port}{path}"));
         }
     }
 }

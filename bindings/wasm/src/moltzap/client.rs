@@ -247,6 +247,10 @@ impl MoltZapDriver {
         let url = &text(url, "url")?;
         let o = options::options(options)?;
         let invalid = |m: &str| errors::local(ErrorKind::Invalid, m);
+        // As the native client reads it: a URL no target could dial is refused here.
+        let url = &agentwire_core::url::parse(url, &agentwire_core::url::WS)
+            .map_err(|m| invalid(&format!("{}: {m}", agentwire_core::redact::url(url))))?
+            .to_string();
         let credentials = o
             .credentials
             .ok_or_else(|| invalid("MoltZap options: agentKey or sessionToken is required"))?;

@@ -108,7 +108,8 @@ impl std::fmt::Debug for MoltZapClient {
 
 impl MoltZapClient {
     /// Opens the WebSocket at `url` (`ws://host:port/ws`, or `wss://` over TLS: see
-    /// [`crate::tls`]) and authenticates, in the generation
+    /// [`crate::tls`]; read by [`agentwire_core::url::parse`], a URL that can never be dialed an
+    /// `invalid` error) and authenticates, in the generation
     /// of `cfg.session.generation`. The upgrade and the handshake each take at most
     /// `handshake_timeout_ms`. A refused connect (`auth`), a protocol version out of range
     /// (`version`) or a timeout is the error; the socket is then closed, as it is when the future
@@ -126,6 +127,9 @@ impl MoltZapClient {
     ) -> Result<MoltZapClient, MoltZapError> {
         // Before the network: a limit of 0 would otherwise be spent on the upgrade.
         cfg.session.check()?;
+        let url = &agentwire_core::url::parse(url, &agentwire_core::url::WS)
+            .map_err(|m| MoltZapError::local(ErrorKind::Invalid, format!("{}: {m}", agentwire_core::redact::url(url))))?
+            .to_string();
         let limit = cfg.session.handshake_timeout_ms;
         let upgrade = tokio::time::timeout(Duration::from_millis(limit), open(url, &cfg.session)).await;
         let ws = match upgrade {
