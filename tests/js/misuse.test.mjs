@@ -369,3 +369,26 @@ test("eventTypes of anything but a protocol's name is empty", async () => {
   assert.ok(eventTypes("rkt").includes("ready"));
   for (const v of [42, new Uint8Array(16), undefined, {}]) assert.deepEqual(eventTypes(v), []);
 });
+
+// URLs are read by core's `agentwire_core::url`, as the native clients read them: a MoltZap URL
+// with user information went to the WebSocket constructor (which dropped or sent it), a Switch
+// base URL with port 0 or 65536 was taken, and `wss://` or a bare `host:port` was refused.
+test("a URL no target could dial is refused with kind invalid before a socket opens, as natively", async () => {
+  const before = last();
+  const k = { agentKey: "k", webSocket: FakeWebSocket };
+  await assert.rejects(MoltZapClient.connect("ws://bot:SECRET@fake/ws", k), (e) => invalid("user information")(e) && !e.message.includes("SECRET"));
+  await assert.rejects(MoltZapClient.connect("ws://fake:0/ws", k), invalid("port"));
+  await assert.rejects(MoltZapClient.connect("http://fake/ws", k), invalid("ws:// or wss://"));
+  const s = { token: "t", agentId: "a", webSocket: FakeWebSocket };
+  await assert.rejects(SwitchClient.connect("https://fake:65536", s), invalid("port"));
+  await assert.rejects(SwitchClient.connect("https://fake:0/", s), invalid("port"));
+  assert.equal(last(), before, "no socket opened");
+  // What a browser takes is taken: the scheme in capitals, spaces around, the default port.
+  const connecting = MoltZapClient.connect(" WS://fake:80/ws ", { agentKey: "moltzap_agent_x", webSocket: Answering, timeoutMs: 2_000 });
+  const ws = last();
+  assert.equal(ws.url, "ws://fake/ws");
+  ws.readyState = 1;
+  ws.onopen({});
+  const c = await connecting;
+  await c.close();
+});

@@ -35,32 +35,17 @@ fn invalid(m: impl Into<String>) -> JsValue {
     errors::local(ErrorKind::Invalid, m)
 }
 
-/// `http(s)://host[:port][/prefix]` as the HTTP base and the WebSocket base (`ws(s)://`), both
-/// without a trailing `/`.
+/// The base URL (read by [`agentwire_core::url::base`], as the native client reads it) as the
+/// HTTP base and the WebSocket base, both without a trailing `/`.
 fn bases(url: &str) -> Result<(String, String), String> {
-    // Quoted without credentials (a `?token=` or `user:key@` is what is refused below).
-    let shown = agentwire_core::redact::url(url);
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| format!("{shown:?} is not an http(s) URL"))?;
-    let ws = match scheme.to_ascii_lowercase().as_str() {
-        "http" => "ws",
-        "https" => "wss",
-        _ => return Err(format!("{shown:?}: the scheme must be http or https")),
-    };
-    if rest.contains(['?', '#']) {
-        return Err(format!("{shown:?}: a base URL has no query or fragment"));
-    }
-    if rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("{shown:?}: spaces or control characters"));
-    }
-    let authority = rest.split('/').next().unwrap_or_default();
-    if authority.is_empty() || authority.contains('@') {
-        return Err(format!("{shown:?}: a host is required, without credentials"));
-    }
-    let rest = rest.trim_end_matches('/');
-    let scheme = scheme.to_ascii_lowercase();
-    Ok((format!("{scheme}://{rest}"), format!("{ws}://{rest}")))
+    let mut base = agentwire_core::url::base(url)
+        // Quoted without credentials (a `?token=` or `user:key@` is what is refused).
+        .map_err(|m| format!("{:?}: {m}", agentwire_core::redact::url(url)))?;
+    let tls = base.tls();
+    base.scheme = if tls { "https" } else { "http" };
+    let http = base.to_string();
+    base.scheme = if tls { "wss" } else { "ws" };
+    Ok((http, base.to_string()))
 }
 
 /// A Switch agent connection driven by the engine. The npm package's `SwitchClient` wraps it.
@@ -479,9 +464,13 @@ mod tests {
             bases("HTTP://127.0.0.1:7751").unwrap(),
             ("http://127.0.0.1:7751".into(), "ws://127.0.0.1:7751".into())
         );
+        // As the native client reads a base URL (agentwire_core::url::base).
+        assert_eq!(bases("wss://h:443").unwrap(), ("https://h".into(), "wss://h".into()));
+        assert_eq!(bases("h:1").unwrap(), ("http://h:1".into(), "ws://h:1".into()));
         for bad in [
-            "ws://h",
-            "h:1",
+            "https://h:65536",
+            "https://h:0",
+            "ftp://h",
             "http://",
             "http:///x",
             "http://h/?q",

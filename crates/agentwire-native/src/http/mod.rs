@@ -32,63 +32,26 @@ pub(crate) struct Origin {
 }
 
 impl Origin {
-    /// `host:port`, the `Host` header (the port always given).
+    /// `host[:port]`, the `Host` header: the port only when it is not the scheme's default.
     pub(crate) fn authority(&self) -> String {
-        format!("{}:{}", self.host, self.port)
+        let default = if self.tls { 443 } else { 80 };
+        match self.port {
+            port if port == default => self.host.clone(),
+            port => format!("{}:{port}", self.host),
+        }
     }
 
+    /// Read by [`agentwire_core::url::base`], as the npm package reads a Switch base URL.
     pub(crate) fn parse(origin: &str) -> Result<Origin, Error> {
-        let shown = agentwire_core::redact::url(origin);
-        let invalid = |m: &str| Error::new(ErrorKind::Invalid, format!("{shown}: {m}"));
-        let (tls, rest) = match origin.split_once("://") {
-            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("ws") => {
-                (false, rest)
-            }
-            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("wss") => {
-                (true, rest)
-            }
-            Some(_) => return Err(invalid("expected an http://, https://, ws:// or wss:// origin")),
-            None => (false, origin),
-        };
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        if authority.contains('@') {
-            return Err(invalid("an origin carries no user information (user@ or user:key@)"));
-        }
-        if authority.is_empty()
-            || authority.starts_with(':')
-            // Printable ASCII only: it is the `Host` header and what is dialed (a Unicode space
-            // such as U+205F was taken).
-            || authority.chars().any(|c| "?#".contains(c) || !c.is_ascii_graphic())
-        {
-            return Err(invalid("no host"));
-        }
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) if !h.contains(':') || h.ends_with(']') => match p.parse::<u16>() {
-                Ok(port) if p.bytes().all(|b| b.is_ascii_digit()) => (h, port),
-                _ => return Err(invalid("bad port")),
-            },
-            _ => (authority, if tls { 443 } else { 80 }),
-        };
-        if host.is_empty() {
-            return Err(invalid("no host"));
-        }
-        let path = path.trim_end_matches('/');
-        if path
-            .chars()
-            .any(|c| "?#".contains(c) || c.is_whitespace() || c.is_control())
-        {
-            return Err(invalid("the origin may not carry a query, a fragment or spaces"));
-        }
-        let prefix = if path.is_empty() {
-            String::new()
-        } else {
-            format!("/{path}")
-        };
+        let url = agentwire_core::url::base(origin).map_err(|m| {
+            let shown = agentwire_core::redact::url(origin);
+            Error::new(ErrorKind::Invalid, format!("{shown}: {m}"))
+        })?;
         Ok(Origin {
-            host: host.to_owned(),
-            port,
-            tls,
-            prefix,
+            port: url.port_or_default(),
+            tls: url.tls(),
+            host: url.host,
+            prefix: url.path,
         })
     }
 
@@ -403,13 +366,18 @@ mod tests {
         let o = Origin::parse("http://127.0.0.1:9/").unwrap();
         assert_eq!((o.authority().as_str(), o.prefix.as_str()), ("127.0.0.1:9", ""));
         let o = Origin::parse("ws://localhost/base/").unwrap();
-        assert_eq!((o.authority().as_str(), o.prefix.as_str()), ("localhost:80", "/base"));
-        assert_eq!(o.ws_url("/agents/a"), "ws://localhost:80/base/agents/a");
+        assert_eq!((o.authority().as_str(), o.prefix.as_str()), ("localhost", "/base"));
+        assert_eq!(o.ws_url("/agents/a"), "ws://localhost/base/agents/a");
         let o = Origin::parse("[::1]").unwrap();
-        assert_eq!(o.authority(), "[::1]:80");
+        assert_eq!((o.authority().as_str(), o.port), ("[::1]", 80));
+        // The `Host` header names no default port (RFC 9110 §7.2, RFC 6455 §4.1).
         let o = Origin::parse("https://example.com/base").unwrap();
-        assert_eq!((o.authority().as_str(), o.port, o.tls), ("example.com:443", 443, true));
-        assert_eq!(o.ws_url("/agents/a"), "wss://example.com:443/base/agents/a");
+        assert_eq!((o.authority().as_str(), o.port, o.tls), ("example.com", 443, true));
+        assert_eq!(o.ws_url("/agents/a"), "wss://example.com/base/agents/a");
+        let o = Origin::parse("HTTPS://Example.com:443/").unwrap();
+        assert_eq!((o.authority().as_str(), o.port, o.tls), ("example.com", 443, true));
+        let o = Origin::parse("https://example.com:80").unwrap();
+        assert_eq!(o.authority(), "example.com:80");
         let o = Origin::parse("wss://[::1]:8443").unwrap();
         assert_eq!((o.host.as_str(), o.port, o.tls), ("[::1]", 8443, true));
         let o = Origin::parse("http://h").unwrap();
@@ -425,6 +393,9 @@ mod tests {
             "http://h:-0",
             "http://\u{205f}",
             "http://h/a\u{3000}b",
+            // Ports no server listens on: refused, not dialed and retried.
+            "http://h:0",
+            "https://h:65536",
         ] {
             assert_eq!(Origin::parse(bad).unwrap_err().kind, ErrorKind::Invalid, "{bad}");
         }
