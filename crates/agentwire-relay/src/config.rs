@@ -23,7 +23,7 @@
 //! | `MAX_UNACKED_BYTES` | var | 8388608 | The bridge: bytes sent to a browser that has not answered a ping after them; past this (or sooner, at a window fitted to how fast the browser reads) the relay stops reading the upstream stream until it does |
 //! | `UPSTREAM_IDLE_MS` | var | 10000 | An upstream socket silent this long is gone (Switch pings every 2 s): both sides are closed with 1011 |
 
-use agentwire_core::http::local::{is_loopback_host, is_origin};
+use agentwire_core::http::local::{as_sent, is_loopback_host, is_origin};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -199,7 +199,7 @@ impl Config {
                 .filter(|o| !o.is_empty())
                 .map(|o| {
                     if is_origin(o) {
-                        Ok(o.to_owned())
+                        Ok(as_sent(o))
                     } else {
                         Err(bad("ALLOWED_ORIGINS", "every entry must be scheme://host[:port]"))
                     }
@@ -364,6 +364,23 @@ pub(crate) mod tests {
             vars.insert(k.to_string(), v.to_string());
         }
         move |k| vars.get(k).cloned()
+    }
+
+    #[test]
+    fn allowed_origins_are_kept_as_a_browser_sends_them() {
+        // A browser sends `https://app.example`, never the default port or capitals: an entry
+        // written with either matched no request, and every browser was refused.
+        let origins = "https://App.Example:443, http://LOCALHOST:80, https://h:8443, http://[::1]:443";
+        let c = Config::from_env(env(&[("ALLOWED_ORIGINS", origins)])).unwrap();
+        assert_eq!(
+            c.allowed_origins,
+            [
+                "https://app.example",
+                "http://localhost",
+                "https://h:8443",
+                "http://[::1]:443"
+            ]
+        );
     }
 
     #[test]

@@ -74,6 +74,19 @@ pub fn is_loopback_host(host: &str) -> bool {
     split_port(host).is_some_and(|(name, _)| LOOPBACK_HOSTS.iter().any(|l| l.eq_ignore_ascii_case(name)))
 }
 
+/// An origin (one [`is_origin`] takes) as a browser writes it in `Origin`, the form to compare
+/// it in: lowercase, and without a default port (`:443` on `https`, `:80` on `http`). A list of
+/// allowed origins written `https://App.example:443` matches the `https://app.example` a
+/// browser sends once put in this form.
+pub fn as_sent(origin: &str) -> String {
+    let origin = origin.to_ascii_lowercase();
+    let default = if origin.starts_with("https:") { ":443" } else { ":80" };
+    match origin.strip_suffix(default) {
+        Some(o) if !o.ends_with(':') => o.to_owned(),
+        _ => origin,
+    }
+}
+
 /// An `Origin` header of a page on this machine: `http(s)://` and a [`is_loopback_host`].
 /// `null` (a sandboxed or `file:` page) is not.
 pub fn is_loopback_origin(origin: &str) -> bool {
@@ -88,12 +101,13 @@ pub fn allows_host<'a>(hosts: impl IntoIterator<Item = &'a str>) -> bool {
 
 /// Whether a local server answers a request with these `Origin` values (every one it sent; none
 /// is fine, as from a native client): each is [`is_loopback_origin`] or, ASCII-case-insensitively,
-/// one of `also` (origins the server was configured to allow as well). A value that is not text
+/// one of `also` (origins the server was configured to allow as well, compared [`as_sent`]: a
+/// default port written in the list is none). A value that is not text
 /// should be passed as `""`.
 pub fn allows_origin<'a, A: AsRef<str>>(origins: impl IntoIterator<Item = &'a str>, also: &[A]) -> bool {
     origins
         .into_iter()
-        .all(|o| is_loopback_origin(o) || also.iter().any(|a| a.as_ref().eq_ignore_ascii_case(o)))
+        .all(|o| is_loopback_origin(o) || also.iter().any(|a| as_sent(a.as_ref()).eq_ignore_ascii_case(o)))
 }
 
 #[cfg(test)]
@@ -206,6 +220,10 @@ mod tests {
         assert!(!allows_host([""]) && !allows_origin([""], &none));
         assert!(allows_origin(["http://127.0.0.1:7700"], &none));
         assert!(!allows_origin(["http://evil.example"], &none) && !allows_origin(["null"], &none));
+        // Allowed as written in a list (any case, a default port), compared as a browser sends it.
+        assert!(allows_origin(["https://app.example"], &["https://App.Example:443"]));
+        assert!(allows_origin(["http://app.example"], &["http://app.example:80"]));
+        assert!(!allows_origin(["http://app.example"], &["http://app.example:443"]));
         let also = ["https://App.example", "null"];
         assert!(allows_origin(["https://app.example"], &also) && allows_origin(["null"], &also));
         assert!(!allows_origin(["https://app.example.evil"], &also));
