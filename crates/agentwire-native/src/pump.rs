@@ -2,8 +2,7 @@
 //! (user commands, a stop signal) and the engine's timers go in; the engine's events go to the
 //! driver's [`Handler`] and its frames to the socket, until the session is over.
 
-use crate::clock::until;
-use crate::now_ms;
+use crate::clock::{driver_now, until};
 use crate::wire::{Engine, Wire};
 use agentwire_core::Millis;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -112,7 +111,7 @@ where
 {
     let mut inbox_open = true;
     loop {
-        if drain(wire, engine, handler, now_ms()) {
+        if drain(wire, engine, handler, driver_now()) {
             break;
         }
         let wake = engine.poll_timeout().map(until);
@@ -132,9 +131,9 @@ where
                     handler.on_input_end(engine);
                 }
             },
-            io = wire.io() => wire.handle(engine, now_ms(), io),
+            io = wire.io() => wire.handle(engine, driver_now(), io),
             _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
-                engine.handle_timeout(now_ms());
+                engine.handle_timeout(driver_now());
             }
         }
     }

@@ -3,8 +3,8 @@
 //! request id, and server pushes go to one bounded event channel.
 
 use crate::call::{self, Caller, Ending, Waiting};
+use crate::clock::{driven, driver_now};
 use crate::events::{self, EventTx};
-use crate::now_ms;
 use crate::pump::{pump, Handler};
 use crate::tls::Stream;
 use crate::wire::{self, frame_limit, ConnectError, Counted, Wire};
@@ -153,7 +153,7 @@ impl MoltZapClient {
             closers: Vec::new(),
         };
         let session = Session::new(cfg.session);
-        tokio::spawn(drive(Wire::new(ws), session, routes, inbox, credentials, ready));
+        tokio::spawn(driven(drive(Wire::new(ws), session, routes, inbox, credentials, ready)));
         let (generation, hello) = handshake.await.map_err(|_| closed_error(ending.get()))??;
         Ok(MoltZapClient {
             caller: Caller::new(commands, ending),
@@ -279,7 +279,7 @@ async fn drive(
     credentials: Credentials,
     ready: Hello,
 ) {
-    let now = now_ms();
+    let now = driver_now();
     session.handle_open(now);
     match session.connect(now, credentials) {
         Ok(id) => routes.connect = Some((id, ready)),
@@ -302,7 +302,7 @@ impl Handler<Session> for Routes {
             Command::Start {
                 ticket,
                 start: (start, reply),
-            } => match start(session, now_ms()) {
+            } => match start(session, driver_now()) {
                 Ok(id) => self.waiting.insert(ticket, id, reply),
                 Err(e) => drop(reply.send(Err(e))),
             },

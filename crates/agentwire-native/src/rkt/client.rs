@@ -8,11 +8,12 @@
 //! may already have carried out the PAY or MEMORY_SET it answers).
 
 use crate::call::{self, Caller, CancelOnDrop, Ending, Waiting};
+use crate::clock::{driven, driver_now};
 use crate::events::{self, ByteBudget, EventTx, Weigh};
 use crate::pump::{pump, Handler};
 use crate::tls::Stream;
 use crate::wire::{self, frame_limit, ConnectError, Counted, Wire};
-use crate::{now_ms, OsEntropy};
+use crate::OsEntropy;
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::codec::SUBPROTOCOL;
 use agentwire_rkt::json::body_value;
@@ -487,7 +488,7 @@ fn start(url: String, ws: WebSocketStream<Counted<Stream>>, cfg: ClientConfig) -
         notices,
     };
     let session = ClientSession::new(cfg, Box::new(OsEntropy));
-    tokio::spawn(drive(Wire::new(ws), session, routes, inbox));
+    tokio::spawn(driven(drive(Wire::new(ws), session, routes, inbox)));
     Started {
         caller: Caller::new(commands, ending.clone()),
         ending,
@@ -537,7 +538,7 @@ async fn drive(
     mut routes: Routes,
     mut inbox: mpsc::UnboundedReceiver<Command>,
 ) {
-    session.handle_open(now_ms());
+    session.handle_open(driver_now());
     pump(&mut wire, &mut session, &mut routes, &mut inbox).await;
     for done in routes.closers.drain(..) {
         let _ = done.send(());
@@ -552,7 +553,7 @@ impl Handler<ClientSession> for Routes {
             Command::Start {
                 ticket,
                 start: (start, mut waiter),
-            } => match start(session, now_ms()) {
+            } => match start(session, driver_now()) {
                 Ok(id) => {
                     // Timed from the engine taking PING, not from the caller's queueing it.
                     if let Waiter::Pong { sent, .. } = &mut waiter {
@@ -569,13 +570,13 @@ impl Handler<ClientSession> for Routes {
             }
             Command::Close(done) => {
                 self.closers.push(done);
-                session.goodbye(now_ms());
+                session.goodbye(driver_now());
             }
         }
     }
 
     fn on_input_end(&mut self, session: &mut ClientSession) {
-        session.goodbye(now_ms());
+        session.goodbye(driver_now());
     }
 
     /// Routes one event to its waiter; true when the session closed. The engine answers a

@@ -11,9 +11,10 @@
 //! to stderr when it opens and when it closes (dropped if stderr cannot be written); message
 //! contents are never logged.
 
+use crate::clock::{driven, driver_now};
 use crate::pump::{pump, Handler, StopSignal};
 use crate::wire::{self, frame_limit, Counted, Wire, CLOSE_GRACE};
-use crate::{now_ms, OsEntropy};
+use crate::OsEntropy;
 use agentwire_core::http::local;
 use agentwire_core::Millis;
 use agentwire_rkt::codec::SUBPROTOCOL;
@@ -103,7 +104,7 @@ pub async fn serve_until(
             accepted = listener.accept() => match accepted {
                 Ok((tcp, peer)) => match slots.clone().try_acquire_owned() {
                     Ok(slot) => {
-                        connections.spawn(connection(tcp, peer, agent.clone(), stopped.clone(), slot));
+                        connections.spawn(driven(connection(tcp, peer, agent.clone(), stopped.clone(), slot)));
                     }
                     Err(_) => {
                         drop(tcp);
@@ -301,7 +302,7 @@ impl<'a> Driver<'a> {
     }
 
     async fn run(mut self, stopped: watch::Receiver<()>) -> End {
-        self.session.handle_open(now_ms());
+        self.session.handle_open(driver_now());
         let mut handler = Reference {
             agent: self.agent,
             conn: self.conn,
@@ -365,7 +366,7 @@ impl Handler<ServerSession> for Reference<'_> {
 
     /// The server is stopping: GOODBYE.
     fn on_input(&mut self, session: &mut ServerSession, _stop: ()) {
-        session.goodbye(now_ms());
+        session.goodbye(driver_now());
     }
 
     fn on_input_end(&mut self, _session: &mut ServerSession) {}

@@ -8,8 +8,9 @@ use crate::events;
 
 /// A Switch client's events ([`SwitchClient::events`]), bounded in count and in bytes.
 pub type Events = events::Events<Event>;
+use crate::clock::{driven, driver_now};
 use crate::http::{check_key, Origin};
-use crate::{now_ms, OsEntropy};
+use crate::OsEntropy;
 use agentwire_core::ErrorKind;
 use agentwire_switch::frame::ConnectionState;
 use agentwire_switch::ops::{self, Operation, OpsCatalog, Placed, Subscribed};
@@ -136,7 +137,7 @@ impl SwitchClient {
         };
         let (agent_id, connection_id) = (cfg.open.agent_id.clone(), cfg.open.connection_id.clone());
         let mut conn = Connection::new(cfg, Box::new(OsEntropy));
-        conn.start(now_ms())?;
+        conn.start(driver_now())?;
         let status = Arc::new(Mutex::new(Status {
             state: conn.state(),
             wire: conn.wire(),
@@ -151,7 +152,7 @@ impl SwitchClient {
         let (ready, attached) = oneshot::channel();
         let seen = status.clone();
         let driver = Driver::new(conn, dialer, events_tx, inbox, status.clone(), ready);
-        let task = tokio::spawn(driver.run());
+        let task = tokio::spawn(driven(driver.run()));
         let client = |attached| SwitchClient {
             origin: parsed,
             key,

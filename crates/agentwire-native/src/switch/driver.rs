@@ -14,9 +14,9 @@
 
 use super::socket::{Dialer, Incoming, OpenFailed, Socket, CLOSE_GRACE};
 use super::Status;
+use crate::clock::driver_now;
 use crate::clock::until;
 use crate::events::EventTx;
-use crate::now_ms;
 use agentwire_core::ErrorKind;
 use agentwire_switch::connection::Transmit;
 use agentwire_switch::frame::ConnectionState;
@@ -100,17 +100,17 @@ impl Driver {
             tokio::select! {
                 command = self.commands.recv(), if commands_open => match command {
                     Some(Command::ReconnectNow) => {
-                        self.conn.reconnect_now(now_ms());
+                        self.conn.reconnect_now(driver_now());
                     }
-                    Some(Command::Close) => self.conn.close(now_ms()),
+                    Some(Command::Close) => self.conn.close(driver_now()),
                     None => {
                         commands_open = false; // the client is gone
-                        self.conn.close(now_ms());
+                        self.conn.close(driver_now());
                     }
                 },
                 opened = next_opened(&mut self.opening) => {
                     self.opening = None;
-                    let now = now_ms();
+                    let now = driver_now();
                     match opened {
                         Ok(socket) => {
                             self.socket = Some(socket);
@@ -125,7 +125,7 @@ impl Driver {
                 incoming = next_incoming(&mut self.socket) => self.on_incoming(incoming),
                 Some(answer) = self.beats.join_next(), if !self.beats.is_empty() => {
                     if let Ok((id, answer)) = answer {
-                        let now = now_ms();
+                        let now = driver_now();
                         match answer {
                             Ok((status, body)) => self.conn.handle_http_response(now, id, status, &body),
                             Err(e) => self.conn.handle_http_failed(now, id, &e.message),
@@ -134,7 +134,7 @@ impl Driver {
                 }
                 () = self.events.send_parked(&mut self.parked), if self.parked.is_some() => {}
                 _ = tokio::time::sleep(wake.unwrap_or_default()), if wake.is_some() => {
-                    self.conn.handle_timeout(now_ms());
+                    self.conn.handle_timeout(driver_now());
                 }
             }
         }
@@ -179,7 +179,7 @@ impl Driver {
                 let Some(socket) = &mut self.socket else { return };
                 if let Err(reason) = socket.send_text(text).await {
                     self.drop_socket(None);
-                    self.conn.handle_close(now_ms(), 1006, &reason);
+                    self.conn.handle_close(driver_now(), 1006, &reason);
                 }
             }
             Transmit::Http { id, request } => {
@@ -207,7 +207,7 @@ impl Driver {
     }
 
     fn on_incoming(&mut self, incoming: Incoming) {
-        let now = now_ms();
+        let now = driver_now();
         match incoming {
             Incoming::Text(text) => self.conn.handle_text(now, text.as_str()),
             Incoming::Binary(bytes) => self.conn.handle_binary(now, &bytes),
