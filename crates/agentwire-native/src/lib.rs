@@ -25,15 +25,23 @@
 //! engine); the Switch driver has its own (a connection outlives its sockets, and one may be an SSE
 //! stream).
 //!
-//! # In tests: paused time
+//! # In tests: runtimes and paused time
+//!
+//! Each connection runs as a task on the runtime that connected it (a current-thread runtime,
+//! `#[tokio::test]`'s, will do: nothing blocks it). Its calls may come from any runtime, but the
+//! task moves only while its own runtime runs: a client connected in one `block_on` of a
+//! current-thread runtime and called from another runtime waits until the first runs again. A
+//! client whose runtime was dropped (a runtime per test) fails every call `closed` at once, and
+//! may be dropped anywhere, outside any runtime too.
 //!
 //! The time a connection's engine runs on ([`now_ms`] where it started) follows the clock of the
-//! runtime the connection runs on, so tokio's paused time (`#[tokio::test(start_paused = true)]`, `tokio::time::pause` and `advance`) drives
-//! every engine timer (call timeouts, keepalives, handshakes, reconnects, heartbeats): a call with a
-//! 5 s timeout fails at the `advance` that moves the clock 5 s, as a tokio `sleep` would. Paused
-//! time moves on by itself whenever the runtime has nothing to do, though, even while it waits on
-//! a real socket (tokio's auto-advance): with peers in the same runtime that is at once, but a
-//! peer outside it (another thread, process or machine) may seem not to answer within a timeout.
+//! runtime the connection runs on, so tokio's paused time (`#[tokio::test(start_paused = true)]`,
+//! `tokio::time::pause` and `advance`) drives every engine timer (call timeouts, keepalives,
+//! handshakes, reconnects, heartbeats): a call with a 5 s timeout fails at the `advance` that moves
+//! the clock 5 s, as a tokio `sleep` would. Paused time moves on by itself whenever the runtime has
+//! nothing to do, though, even while it waits on a real socket (tokio's auto-advance): with peers
+//! in the same runtime that is at once, but a peer outside it (another thread, process or machine)
+//! may seem not to answer within a timeout.
 
 // `RktError` (the engine's error, returned by value as the engine does) and tungstenite's
 // `ErrorResponse` (its upgrade callback's signature) are large: that is their API, not ours.

@@ -192,3 +192,101 @@ fn a_stalled_switch_socket_is_found_dead_under_paused_time() {
     );
     assert!(cpu < Duration::from_millis(500), "and {cpu:?} of CPU");
 }
+
+/// A runtime per test: clients connected on a runtime that is then dropped fail their calls from
+/// the next runtime with `closed` at once, close at once, and are dropped outside any runtime
+/// without a panic (no Drop needs a reactor).
+#[test]
+fn clients_outlive_the_runtime_that_connected_them() {
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let first = runtime();
+    let (rkt, server, moltzap, mut switch, peers) = first.block_on(async {
+        let server = common::server(Default::default()).await;
+        let rkt = RktClient::connect(&server.url(), ClientConfig::default())
+            .await
+            .unwrap();
+        let (moltzap_peer, moltzap) = moltzap_never_answering().await;
+        let w = switch_common::world(switch_common::peer_config(agentwire_peer_switch::Generation::Current)).await;
+        let switch = switch_common::bob_in_the_room(&w).await;
+        (rkt, server, moltzap, switch, (moltzap_peer, w))
+    });
+    drop(first);
+    let events = switch.events();
+    runtime().block_on(async {
+        let bounded = Duration::from_secs(5);
+        let rkt_err = tokio::time::timeout(bounded, rkt.request("echo", None, ttl(5))).await;
+        assert_eq!(rkt_err.expect("at once").unwrap_err().error.kind, ErrorKind::Closed);
+        let moltzap_err = tokio::time::timeout(bounded, moltzap.call("x/y", None)).await;
+        assert_eq!(moltzap_err.expect("at once").unwrap_err().error.kind, ErrorKind::Closed);
+        tokio::time::timeout(bounded, rkt.close()).await.expect("at once");
+        tokio::time::timeout(bounded, moltzap.close()).await.expect("at once");
+        tokio::time::timeout(bounded, switch.close()).await.expect("at once");
+        drop(peers);
+    });
+    drop((rkt, server, moltzap, switch, events));
+}
+
+/// A client connected on a runtime that keeps running is used from another one (a
+/// current-thread runtime of a test, say): calls, pings and close go through.
+#[test]
+fn a_client_is_used_from_a_runtime_other_than_the_one_that_connected_it() {
+    let first = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (server, rkt) = first.block_on(async {
+        let server = common::server(Default::default()).await;
+        let rkt = RktClient::connect(&server.url(), ClientConfig::default())
+            .await
+            .unwrap();
+        (server, rkt)
+    });
+    let second = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    second.block_on(async {
+        let answer = tokio::time::timeout(Duration::from_secs(5), rkt.request("echo", None, ttl(5))).await;
+        answer.expect("in time").expect("answered");
+        tokio::time::timeout(Duration::from_secs(5), rkt.ping())
+            .await
+            .expect("in time")
+            .expect("pong");
+        tokio::time::timeout(Duration::from_secs(5), rkt.close())
+            .await
+            .expect("in time");
+    });
+    first.block_on(async { server.shutdown().await.unwrap() });
+}
+
+/// The limit lib.rs states: a connection's task moves only while its own runtime runs, so a
+/// client connected in a `block_on` of a current-thread runtime that is not running again waits
+/// when called from another runtime.
+#[test]
+fn a_client_of_a_current_thread_runtime_not_running_waits_for_it() {
+    let first = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (server, rkt) = first.block_on(async {
+        let server = common::server(Default::default()).await;
+        let rkt = RktClient::connect(&server.url(), ClientConfig::default())
+            .await
+            .unwrap();
+        (server, rkt)
+    });
+    let second = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let waited = second
+        .block_on(async { tokio::time::timeout(Duration::from_millis(300), rkt.request("echo", None, ttl(5))).await });
+    assert!(waited.is_err(), "answered without its runtime: {waited:?}");
+    drop((server, rkt));
+}
