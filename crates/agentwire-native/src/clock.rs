@@ -1,7 +1,7 @@
 //! The two inputs an engine takes from the machine: time and randomness.
 
 use agentwire_core::{Clock, Entropy, Millis};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch, as the engines take `now`: the wall clock, kept steady by the
@@ -10,55 +10,48 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// runtime they run on sees it: the same, except under tokio's paused time (in tests), where it
 /// goes on as the paused clock does.
 pub fn now_ms() -> Millis {
-    read(Instant::now())
+    process().read(Instant::now())
 }
 
-/// The monotonic clock's origin.
-fn origin() -> Instant {
-    static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    *ORIGIN.get_or_init(Instant::now)
-}
-
-/// [`now_ms`], with the monotonic clock read as `mono`.
-fn read(mono: Instant) -> Millis {
-    static CLOCK: Mutex<Clock> = Mutex::new(Clock::new());
-    let wall = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as Millis);
-    let mono = mono.saturating_duration_since(origin()).as_micros() as u64;
-    // The clock is plain data: one poisoned by a panic elsewhere is still whole.
-    CLOCK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .read(wall, mono)
-}
-
-/// A driver task's time: where it started on the process's clock, the real clock and the task's
-/// runtime clock, and how far the process's clock has moved from the real one since.
-#[derive(Clone, Copy)]
-struct Anchor {
-    clock: Millis,
-    real: Instant,
-    runtime: Instant,
-    /// The process's clock's moves taken so far (catching up with the wall clock, a wake from
-    /// suspend), in milliseconds.
+/// The process's time: its [`Clock`], and what [`driver_now`] counts from.
+struct Process {
+    clock: Clock,
+    /// The clock and the monotonic clock at the first reading.
+    origin: Option<(Millis, Instant)>,
+    /// How far the clock has moved from the monotonic one since the origin (catching up with the
+    /// wall clock, a wake from suspend), as [`driver_now`] takes it: in steps over [`JITTER_MS`].
     moved: i128,
-    /// The last `now` given.
-    last: Millis,
 }
 
-tokio::task_local! {
-    static ANCHOR: std::cell::Cell<Option<Anchor>>;
-}
-
-/// Runs a driver's task with a time of its own ([`driver_now`]).
-pub(crate) fn driven<F: std::future::Future>(task: F) -> impl std::future::Future<Output = F::Output> {
-    ANCHOR.scope(std::cell::Cell::new(None), task)
-}
-
-/// How much smaller moves of the process's clock against the real one are left out: they are the
-/// rounding of the readings to milliseconds, not moves.
+/// How much smaller moves of the process's clock against the monotonic one [`driver_now`] leaves
+/// out: they are the rounding of the readings to milliseconds, not moves.
 const JITTER_MS: i128 = 2;
+
+fn process() -> std::sync::MutexGuard<'static, Process> {
+    static PROCESS: Mutex<Process> = Mutex::new(Process {
+        clock: Clock::new(),
+        origin: None,
+        moved: 0,
+    });
+    // The clock is plain data: one poisoned by a panic elsewhere is still whole.
+    PROCESS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Process {
+    /// The clock, with the monotonic clock read as `mono`.
+    fn read(&mut self, mono: Instant) -> Millis {
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as Millis);
+        let Some((_, origin)) = self.origin else {
+            let now = self.clock.read(wall, 0);
+            self.origin = Some((now, mono));
+            return now;
+        };
+        let mono = mono.saturating_duration_since(origin).as_micros() as u64;
+        self.clock.read(wall, mono)
+    }
+}
 
 /// Whole milliseconds from `from` to `to`, negative when `to` is earlier.
 fn ms_between(from: Instant, to: Instant) -> i128 {
@@ -68,37 +61,48 @@ fn ms_between(from: Instant, to: Instant) -> i128 {
     }
 }
 
-/// The `now` a driver gives its engine: in a task under [`driven`], [`now_ms`] at the task's first
-/// reading, plus the time the tokio runtime's clock has counted since, plus the process clock's
-/// own moves since (over [`JITTER_MS`]); never back. Outside such a task, [`now_ms`].
+tokio::task_local! {
+    /// The last `now` a driver's task gave its engine.
+    static LAST: std::cell::Cell<Millis>;
+}
+
+/// Runs a driver's task with a [`driver_now`] that never goes back.
+pub(crate) fn driven<F: std::future::Future>(task: F) -> impl std::future::Future<Output = F::Output> {
+    LAST.scope(std::cell::Cell::new(0), task)
+}
+
+/// The `now` a driver gives its engine: the process's clock at its first reading, plus the time
+/// the clock of the tokio runtime it runs on has counted since, plus the process clock's own
+/// moves since (in steps over [`JITTER_MS`]). In a task under [`driven`], never back.
 ///
-/// A runtime's clock is the real one, except under tokio's paused time (`start_paused`,
-/// `tokio::time::pause`, `advance`, in a test): there the engine's time goes on as the paused
-/// clock does, as the runtime's timers do, so a timeout fires at the `advance` that reaches it,
-/// and the driver never wakes over and over for a deadline its timer and its engine disagree on.
+/// A runtime's clock is the monotonic one, and so this is [`now_ms`] within a few milliseconds,
+/// except under tokio's paused time (`start_paused`, `tokio::time::pause`, `advance`, in a
+/// test): there the engines' time goes on as the paused clock does, as the runtime's timers do,
+/// the same for every connection on that runtime, so a timeout fires at the `advance` that
+/// reaches it and the driver never wakes over and over for a deadline its timer and its engine
+/// disagree on.
 pub(crate) fn driver_now() -> Millis {
     let real = Instant::now();
-    let clock = read(real);
     let runtime = tokio::time::Instant::now().into_std();
-    ANCHOR
-        .try_with(|cell| {
-            let mut a = cell.get().unwrap_or(Anchor {
-                clock,
-                real,
-                runtime,
-                moved: 0,
-                last: clock,
-            });
-            let moved = i128::from(clock) - i128::from(a.clock) - ms_between(a.real, real);
-            if (moved - a.moved).abs() > JITTER_MS {
-                a.moved = moved;
-            }
-            let now = i128::from(a.clock) + ms_between(a.runtime, runtime) + a.moved;
-            a.last = Millis::try_from(now.max(0)).unwrap_or(Millis::MAX).max(a.last);
-            cell.set(Some(a));
-            a.last
-        })
-        .unwrap_or(clock)
+    let now = {
+        let mut p = process();
+        let clock = p.read(real);
+        let Some((at, origin)) = p.origin else {
+            return clock; // set by the read
+        };
+        let moved = i128::from(clock) - i128::from(at) - ms_between(origin, real);
+        if (moved - p.moved).abs() > JITTER_MS {
+            p.moved = moved;
+        }
+        i128::from(at) + ms_between(origin, runtime) + p.moved
+    };
+    let now = Millis::try_from(now.max(0)).unwrap_or(Millis::MAX);
+    LAST.try_with(|last| {
+        let now = now.max(last.get());
+        last.set(now);
+        now
+    })
+    .unwrap_or(now)
 }
 
 /// How long from [`driver_now`] until an engine deadline (zero when it has passed), for a tokio
@@ -130,9 +134,10 @@ mod tests {
         assert_eq!(&a[14..15], "4");
         assert!(now_ms() > 1_700_000_000_000);
         assert_eq!(until(0), Duration::ZERO);
+        // A driver's time is the process's within the rounding of the readings (JITTER_MS).
         let wait = until(now_ms() + 60_000);
         assert!(
-            wait > Duration::from_secs(59) && wait <= Duration::from_secs(60),
+            wait > Duration::from_secs(59) && wait <= Duration::from_millis(60_003),
             "{wait:?}"
         );
     }
@@ -140,7 +145,7 @@ mod tests {
     /// In a driven task on a runtime whose clock is the real one, a driver's time is the process's
     /// within a few milliseconds (the rounding of the readings, moves of the process clock under
     /// [`JITTER_MS`]) and never goes back; under paused time it goes on by exactly what `advance`
-    /// moves.
+    /// moves, the same in a task started after the `advance`.
     #[test]
     fn a_driver_keeps_the_process_time_and_follows_a_paused_clock() {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -164,6 +169,8 @@ mod tests {
             assert_eq!(driver_now(), paused, "real time does not count");
             tokio::time::advance(Duration::from_secs(3_600)).await;
             assert_eq!(driver_now(), paused + 3_600_000);
+            let other = tokio::spawn(driven(async { driver_now() })).await.unwrap();
+            assert_eq!(other, paused + 3_600_000, "a task started later agrees");
         }));
         let (outside, process) = (driver_now(), now_ms());
         assert!(process - outside <= 1, "outside a driven task: the process's time");

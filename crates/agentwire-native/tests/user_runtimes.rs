@@ -156,6 +156,28 @@ fn advance_fires_a_call_timeout_at_its_deadline() {
     assert!(real < Duration::from_secs(1), "the TTL took {real:?} of real time");
 }
 
+/// Under paused time, connections made at different times agree on the time: one connected
+/// before half an hour of paused time (kept alive by its keepalive meanwhile) sets a key with a
+/// TTL of 60 s on the reference server, and one connected after finds it expired 61 s on.
+#[test]
+fn connections_made_at_different_paused_times_agree_on_the_time() {
+    on_runtime(true, Duration::from_secs(30), || async {
+        let server = common::server(Default::default()).await;
+        let early = RktClient::connect(&server.url(), ClientConfig::default())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(1_800)).await;
+        let late = RktClient::connect(&server.url(), ClientConfig::default())
+            .await
+            .unwrap();
+        early.memory_set("k", "v".into(), None, Some(60)).await.unwrap();
+        assert!(late.memory_get("k", None).await.unwrap().is_some(), "set");
+        tokio::time::sleep(Duration::from_secs(61)).await;
+        assert_eq!(late.memory_get("k", None).await.unwrap(), None, "expired");
+        assert_eq!(early.memory_get("k", None).await.unwrap(), None, "expired");
+    });
+}
+
 /// A Switch connection whose peer stalls is found dead by its heartbeat under paused time, as
 /// the heartbeat's timers say in tokio's clock, not the wall clock's.
 #[test]
