@@ -178,17 +178,23 @@ fn connections_made_at_different_paused_times_agree_on_the_time() {
     });
 }
 
-/// A Switch connection whose peer stalls is found dead by its heartbeat under paused time, as
-/// the heartbeat's timers say in tokio's clock, not the wall clock's.
+/// A Switch connection (WebSocket, SSE) whose peer stalls is found dead by its heartbeat under
+/// paused time, as the heartbeat's timers say in tokio's clock, not the wall clock's.
 #[test]
 fn a_stalled_switch_socket_is_found_dead_under_paused_time() {
+    for transport in [Transport::WebSocket, Transport::Sse] {
+        stalled_switch_found_dead(transport);
+    }
+}
+
+fn stalled_switch_found_dead(transport: Transport) {
     use switch_common::*;
-    let (real, cpu) = on_runtime(true, Duration::from_secs(60), || async {
+    let (real, cpu) = on_runtime(true, Duration::from_secs(60), move || async move {
         let mut peer = peer_config(agentwire_peer_switch::Generation::Current);
         peer.heartbeat_interval = Duration::from_secs(10);
         peer.heartbeat_ttl = Duration::from_secs(30);
         let w = world(peer).await;
-        let mut cfg = config(&w.b, Transport::WebSocket, &[&w.room]);
+        let mut cfg = config(&w.b, transport, &[&w.room]);
         cfg.heartbeat_interval_ms = 10_000;
         cfg.beat_timeout_ms = 10_000;
         let mut b = connect(&w.h, &w.b.key, cfg).await.unwrap();
@@ -210,9 +216,9 @@ fn a_stalled_switch_socket_is_found_dead_under_paused_time() {
     });
     assert!(
         real < Duration::from_secs(2),
-        "the stall was found after {real:?} of real time"
+        "{transport:?}: the stall was found after {real:?} of real time"
     );
-    assert!(cpu < Duration::from_millis(500), "and {cpu:?} of CPU");
+    assert!(cpu < Duration::from_millis(500), "{transport:?}: and {cpu:?} of CPU");
 }
 
 /// A runtime per test: clients connected on a runtime that is then dropped fail their calls from
