@@ -28,11 +28,12 @@
 //! # In tests: runtimes and paused time
 //!
 //! Each connection runs as a task on the runtime that connected it (a current-thread runtime,
-//! `#[tokio::test]`'s, will do: nothing blocks it). Its calls may come from any runtime, but the
-//! task moves only while its own runtime runs: a client connected in one `block_on` of a
-//! current-thread runtime and called from another runtime waits until the first runs again. A
-//! client whose runtime was dropped (a runtime per test) fails every call `closed` at once, and
-//! may be dropped anywhere, outside any runtime too.
+//! `#[tokio::test]`'s, will do: nothing blocks it; the runtime needs its IO and time drivers, as
+//! `enable_all` gives, or tokio panics at `connect` saying which is disabled). Its calls may come
+//! from any runtime, but the task moves only while its own runtime runs: a client connected in one
+//! `block_on` of a current-thread runtime and called from another runtime waits until the first
+//! runs again. A client whose runtime was dropped (a runtime per test) fails every call `closed`
+//! at once, and may be dropped anywhere, outside any runtime too.
 //!
 //! The time a connection's engine runs on ([`now_ms`] where it started) follows the clock of the
 //! runtime the connection runs on, so tokio's paused time (`#[tokio::test(start_paused = true)]`,
