@@ -2,7 +2,7 @@
 # Builds the `agentwire` package from source into npm/dist: the wasm32 engine (cargo, profile
 # `wasm`), its JS glue (wasm-bindgen, the exact version the crate pins, installed with cargo
 # when missing), wasm-opt from npm's binaryen (never Debian's: it breaks wasm-bindgen output),
-# the TypeScript facade (tsc), esbuild's minifier over all the JS, then prints the gzipped sizes
+# short import and export names (short-names.mjs), the TypeScript facade (tsc), esbuild's minifier over all the JS, then prints the gzipped sizes
 # against the budget.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,6 +36,8 @@ wasm_module() { # <out dir> <cargo feature args...>
   "$HERE/node_modules/.bin/wasm-opt" --merge-similar-functions -Oz --converge --low-memory-unused --strip-debug --enable-bulk-memory --enable-nontrapping-float-to-int \
     --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types \
     "$out/agentwire_wasm_bg.wasm" -o "$out/agentwire_wasm_bg.wasm"
+  # Short import and export names in the module and its glue (wasm-bindgen's are long and hashed).
+  node "$HERE/short-names.mjs" "$out" >/dev/null
 }
 rm -rf "$HERE/dist"
 # The licence texts go in the tarball as files (npm leaves symbolic links out); git ignores these copies.
