@@ -289,12 +289,13 @@ impl MoltZapDriver {
     }
 
     /// Starts a request the engine builds with `start`; its reply goes to `resolve(result JSON
-    /// text)` or `reject(error)`. Throws when the engine refuses it.
+    /// text)` or `reject(error)`. Throws when the engine refuses it. `start` is a trait object:
+    /// one copy of this for every request.
     fn start(
         &self,
         resolve: Function,
         reject: Function,
-        start: impl FnOnce(&mut Session, Millis) -> Result<String, MoltZapError>,
+        start: &dyn Fn(&mut Session, Millis) -> Result<String, MoltZapError>,
     ) -> Result<String, JsValue> {
         deliver_calls(&self.state, |d, now, calls| {
             if d.closed {
@@ -322,7 +323,7 @@ impl MoltZapDriver {
     ) -> Result<String, JsValue> {
         let method = text(method, "method")?;
         let timeout = timeout_ms.map(options::timeout_ms).transpose()?;
-        self.start(resolve, reject, |s, now| {
+        self.start(resolve, reject, &|s, now| {
             let params = params.as_deref();
             match timeout {
                 None => s.call(now, &method, params),
@@ -355,7 +356,7 @@ impl MoltZapDriver {
                 return Err(errors::local(ErrorKind::Invalid, m));
             }
         };
-        self.start(resolve, reject, |s, now| s.messages_send(now, &msg))
+        self.start(resolve, reject, &|s, now| s.messages_send(now, &msg))
     }
 
     /// Recent messages (`Session::recent_messages`): one conversation's, or the window across
@@ -369,7 +370,7 @@ impl MoltZapDriver {
         reject: Function,
     ) -> Result<String, JsValue> {
         let conversation_id = opt_text(conversation_id, "conversationId")?;
-        self.start(resolve, reject, |s, now| {
+        self.start(resolve, reject, &|s, now| {
             s.recent_messages(now, conversation_id.as_deref(), limit)
         })
     }

@@ -277,10 +277,11 @@ impl RktDriver {
     }
 
     /// Starts a command with `waiter`; returns its id. Throws when the engine refuses it.
+    /// `command` is called once (a trait object: one copy of this for every command).
     fn start(
         &self,
         waiter: Waiter,
-        command: impl FnOnce(&mut ClientSession, Millis) -> Result<String, RktError>,
+        command: &mut dyn FnMut(&mut ClientSession, Millis) -> Result<String, RktError>,
     ) -> Result<String, JsValue> {
         deliver_calls(&self.state, |d, now, calls| {
             if d.closed {
@@ -306,9 +307,9 @@ impl RktDriver {
     ) -> Result<String, JsValue> {
         let intent = text(intent, "intent")?;
         let params = options::json_arg("params", params, self.max)?;
-        let opts = options::request(options, false, self.max)?;
-        self.start(Waiter::Reply { resolve, reject }, |s, now| {
-            s.request(now, &intent, params, opts)
+        let (mut params, mut opts) = (params, options::request(options, false, self.max)?);
+        self.start(Waiter::Reply { resolve, reject }, &mut |s, now| {
+            s.request(now, &intent, params.take(), std::mem::take(&mut opts))
         })
     }
 
@@ -324,14 +325,14 @@ impl RktDriver {
     ) -> Result<String, JsValue> {
         let intent = text(intent, "intent")?;
         let params = options::json_arg("params", params, self.max)?;
-        let opts = options::request(options, true, self.max)?;
-        self.start(Waiter::Stream { chunk, end }, |s, now| {
-            s.request(now, &intent, params, opts)
+        let (mut params, mut opts) = (params, options::request(options, true, self.max)?);
+        self.start(Waiter::Stream { chunk, end }, &mut |s, now| {
+            s.request(now, &intent, params.take(), std::mem::take(&mut opts))
         })
     }
 
     pub fn discover(&self, resolve: Function, reject: Function) -> Result<String, JsValue> {
-        self.start(Waiter::Reply { resolve, reject }, |s, now| s.discover(now))
+        self.start(Waiter::Reply { resolve, reject }, &mut |s, now| s.discover(now))
     }
 
     #[wasm_bindgen(js_name = memorySet)]
@@ -345,10 +346,10 @@ impl RktDriver {
         reject: Function,
     ) -> Result<String, JsValue> {
         let (key, namespace) = (text(key, "key")?, opt_text(namespace, "namespace")?);
-        let value = options::json_arg("value", Some(value.to_string()), self.max)?.unwrap_or_default();
+        let mut value = options::json_arg("value", Some(value.to_string()), self.max)?.unwrap_or_default();
         let ttl = options::ttl_s(ttl_s)?;
-        self.start(Waiter::Reply { resolve, reject }, |s, now| {
-            s.memory_set(now, &key, value, namespace.as_deref(), ttl)
+        self.start(Waiter::Reply { resolve, reject }, &mut |s, now| {
+            s.memory_set(now, &key, std::mem::take(&mut value), namespace.as_deref(), ttl)
         })
     }
 
@@ -361,14 +362,14 @@ impl RktDriver {
         reject: Function,
     ) -> Result<String, JsValue> {
         let (key, namespace) = (text(key, "key")?, opt_text(namespace, "namespace")?);
-        self.start(Waiter::Memory { resolve, reject }, |s, now| {
+        self.start(Waiter::Memory { resolve, reject }, &mut |s, now| {
             s.memory_get(now, &key, namespace.as_deref())
         })
     }
 
     /// PING; `resolve(pong JSON: {type, id, rttMs})`.
     pub fn ping(&self, resolve: Function, reject: Function) -> Result<String, JsValue> {
-        self.start(Waiter::Reply { resolve, reject }, |s, now| s.ping(now))
+        self.start(Waiter::Reply { resolve, reject }, &mut |s, now| s.ping(now))
     }
 
     /// Ends a command early: its reject (or stream end) gets kind `cancelled`. True when its
