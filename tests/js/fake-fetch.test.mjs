@@ -322,7 +322,8 @@ test("Switch over SSE: chunks queued in the body let timers run between them", {
 });
 
 // The shortest operation timeout is the engine's rule (native's `op_timeout` takes the same):
-// `opTimeoutMs` and a call's `timeoutMs` under 1 ms are refused, `invalid`, before any fetch.
+// `opTimeoutMs` and a call's `timeoutMs` under 1 ms are refused, `invalid`, before any fetch,
+// the number written as JavaScript writes it (not Rust's `-inf`, `-0` or `0.0000001`).
 test("Switch: an opTimeoutMs or a call's timeoutMs under 1 ms is refused with invalid, nothing fetched", { timeout: 10_000 }, async () => {
   const { bodies, calls } = sseStreams();
   const e = await SwitchClient.connect("http://switch.test", { token: "k", agentId: "a", transport: "sse", opTimeoutMs: 0 }).then(() => undefined, (e) => e);
@@ -333,7 +334,7 @@ test("Switch: an opTimeoutMs or a call's timeoutMs under 1 ms is refused with in
   await until(() => bodies.length === 1, "the stream");
   bodies[0].write(state);
   const client = await connecting;
-  for (const timeoutMs of [0, 0.5, -1]) {
+  for (const timeoutMs of [0, 0.5, -1, -0, 1e-7, -Infinity, NaN]) {
     const e = await client.listOps({ timeoutMs }).then(() => undefined, (e) => e);
     assert.equal(e?.kind, "invalid", `${timeoutMs}: ${e?.message}`);
     assert.equal(e.message, `timeout of ${timeoutMs} ms: must be at least 1 ms`);
