@@ -99,6 +99,8 @@ test("the sans-IO sessions refuse a non-string input with kind invalid and go on
   assert.throws(() => m.handleText(now, new Uint8Array(3)), string("text"));
   assert.throws(() => m.connect(now, 5), string("credentials"));
   assert.throws(() => m.call(now, 5), string("method"));
+  // A refused timeout is written as JavaScript writes it (Rust's `{}` said `-inf`, `-0.0000001`).
+  for (const t of [-Infinity, -1e-7, NaN]) assert.throws(() => m.call(now, "m", undefined, t), invalid(`timeoutMs must be a number ≥ 0, not ${t}`), String(t));
   assert.throws(() => m.close(1000, 5), string("reason"));
   assert.throws(() => new MoltZapSession(7), string("options"));
   assert.match(m.connect(now), /./);

@@ -124,7 +124,10 @@ pub(crate) fn credentials(text: &str) -> Result<Credentials, JsValue> {
 /// A JavaScript timeout (ms) as the engine's; refused when negative or NaN (`Infinity`: none).
 pub(crate) fn timeout_ms(ms: f64) -> Result<u64, JsValue> {
     if ms.is_nan() || ms < 0.0 {
-        return Err(invalid(format!("timeoutMs must be a number ≥ 0, not {ms}")));
+        return Err(invalid(format!(
+            "timeoutMs must be a number ≥ 0, not {}",
+            errors::js_number(ms)
+        )));
     }
     Ok(ms as u64)
 }

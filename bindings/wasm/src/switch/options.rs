@@ -201,18 +201,9 @@ pub(crate) fn timeout_ms(ms: Option<f64>, default: u64) -> Result<u64, JsValue> 
         // Below 1 (a fraction, negative, NaN): 0, which the engine's rule refuses. The number is
         // written as JavaScript writes it (`-Infinity`, `1e-7`; Rust's `{}` says `-inf` and
         // `0.0000001`, and its float formatting is the module's largest function).
-        Some(ms) => {
-            check_op_timeout_ms(ms as u64, &format!("timeout of {} ms:", js_number(ms))).map_err(|e| invalid(e.message))
-        }
+        Some(ms) => check_op_timeout_ms(ms as u64, &format!("timeout of {} ms:", errors::js_number(ms)))
+            .map_err(|e| invalid(e.message)),
     }
-}
-
-/// `String(n)` in JavaScript.
-fn js_number(n: f64) -> String {
-    js_sys::Number::from(n)
-        .to_string_with_radix(10)
-        .map(String::from)
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
