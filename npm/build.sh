@@ -2,8 +2,8 @@
 # Builds the `agentwire` package from source into npm/dist: the wasm32 engine (cargo, profile
 # `wasm`), its JS glue (wasm-bindgen, the exact version the crate pins, installed with cargo
 # when missing), wasm-opt from npm's binaryen (never Debian's: it breaks wasm-bindgen output),
-# short import and export names (short-names.mjs), the TypeScript facade (tsc), esbuild's minifier over all the JS, then prints the gzipped sizes
-# against the budget.
+# short import and export names (short-names.mjs), the TypeScript facade (tsc), esbuild's
+# minifier over all the JS, then prints the gzipped sizes against the budget.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"

@@ -47,6 +47,7 @@ pub(crate) fn text(v: JsValue, name: &str) -> Result<String, JsValue> {
 /// `String(n)` in JavaScript: a number in a message as the caller wrote it (`-Infinity`, `1e-7`,
 /// where Rust's `{}` says `-inf` and `0.0000001` and brings in its float formatting, about 9 KB
 /// gzipped).
+#[cfg(any(feature = "moltzap", feature = "switch"))]
 pub(crate) fn js_number(n: f64) -> String {
     js_sys::Number::from(n)
         .to_string_with_radix(10)
