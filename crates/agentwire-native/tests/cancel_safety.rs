@@ -156,21 +156,13 @@ async fn trickling_stream_peer(chunks: u32) -> String {
         };
         let mut tiny = Tiny(0x5EED);
         while let Some(Ok(Message::Text(t))) = ws.next().await {
-            let Some(id) = t.lines().find_map(|l| l.strip_prefix("Message-ID: ")) else {
+            let Some(id) = common::request_id(&t) else {
                 continue;
             };
-            if !t.starts_with("RKT/1.0 REQUEST\n") {
-                continue;
-            }
-            let head = |kind: &str, n: u32| {
-                format!(
-                    "RKT/1.0 {kind}\nVersion: 1\nMessage-ID: d{n}-{id}\nReply-To: {id}\n\
-                     Session-ID: s-1\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\nSeq: {n}\n\
-                     Content-Type: application/json\n\n"
-                )
-            };
-            let begin = head("STREAM_BEGIN", 0).replace("Seq: 0\n", "") + r#"{"intent":"echo"}"#;
-            let _ = ws.send(Message::text(begin)).await;
+            let head = |kind: &str, n: u32| common::stream_head(kind, n, id);
+            let _ = ws
+                .send(Message::text(head("STREAM_BEGIN", 0) + r#"{"intent":"echo"}"#))
+                .await;
             for n in 0..chunks {
                 let _ = ws.send(Message::text(head("STREAM_DATA", n) + &n.to_string())).await;
                 tokio::time::sleep(tiny.next(800)).await;

@@ -616,24 +616,15 @@ async fn raw_peer(after: After) -> String {
             After::FloodStream => {
                 while let Some(Ok(m)) = ws.next().await {
                     let Message::Text(t) = m else { continue };
-                    let Some(id) = t.lines().find_map(|l| l.strip_prefix("Message-ID: ")) else {
+                    let Some(id) = common::request_id(&t) else {
                         continue;
-                    };
-                    if !t.starts_with("RKT/1.0 REQUEST\n") {
-                        continue;
-                    }
-                    let head = |kind: &str, n: u32| {
-                        format!(
-                            "RKT/1.0 {kind}\nVersion: 1\nMessage-ID: d{n}-{id}\nReply-To: {id}\n\
-                             Session-ID: s-1\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\nSeq: {n}\n\
-                             Content-Type: application/json\n\n"
-                        )
                     };
                     let body = format!("\"{}\"", "x".repeat(512 << 10));
-                    let begin = head("STREAM_BEGIN", 0).replace("Seq: 0\n", "") + r#"{"intent":"echo"}"#;
+                    let begin = common::stream_head("STREAM_BEGIN", 0, id) + r#"{"intent":"echo"}"#;
                     let _ = ws.send(Message::text(begin)).await;
                     for n in 0..200 {
-                        if ws.send(Message::text(head("STREAM_DATA", n) + &body)).await.is_err() {
+                        let data = common::stream_head("STREAM_DATA", n, id) + &body;
+                        if ws.send(Message::text(data)).await.is_err() {
                             return;
                         }
                     }

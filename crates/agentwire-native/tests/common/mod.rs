@@ -73,6 +73,30 @@ where
     Some((ws, id))
 }
 
+/// The Message-ID of `text` when it is an RKT REQUEST, as a test peer answers it.
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub fn request_id(text: &str) -> Option<&str> {
+    text.strip_prefix("RKT/1.0 REQUEST\n")?
+        .lines()
+        .find_map(|l| l.strip_prefix("Message-ID: "))
+}
+
+/// The head of a test peer's stream frame `kind` number `n` answering the REQUEST `id`, up to
+/// its blank line: a STREAM_BEGIN has no `Seq`.
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub fn stream_head(kind: &str, n: u32, id: &str) -> String {
+    let seq = if kind == "STREAM_BEGIN" {
+        String::new()
+    } else {
+        format!("Seq: {n}\n")
+    };
+    format!(
+        "RKT/1.0 {kind}\nVersion: 1\nMessage-ID: d{n}-{id}\nReply-To: {id}\n\
+         Session-ID: s-1\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\n{seq}\
+         Content-Type: application/json\n\n"
+    )
+}
+
 /// A peer on 127.0.0.1 that answers one WebSocket upgrade with HTTP `status`. Returns its
 /// `ws://` URL (ending in `path`).
 #[allow(dead_code)] // not every test binary that includes this module uses it
