@@ -786,6 +786,28 @@ fn unknown_type_recovers_message_id() {
     assert_eq!(err(&text).message_id.as_deref(), Some(MID));
 }
 
+/// The server refuses an unknown type at its start line, before its headers: whatever else is
+/// wrong, the error is `unknown_type`. Only the client reads such a message through first, so
+/// the same text is refused there for its first bad header.
+#[test]
+fn the_server_refuses_an_unknown_type_before_reading_its_headers() {
+    for text in [
+        "RKT/1.0 TELEPORT\n\n".to_owned(),
+        GUIDE_HELLO
+            .replacen("HELLO", "TELEPORT", 1)
+            .replace("2026-06-28T12:00:00Z", "noon"),
+        GUIDE_HELLO
+            .replacen("HELLO", "TELEPORT", 1)
+            .replace("TTL: 30", "TTL: 30\nttl: 30"),
+    ] {
+        let e = err(&text);
+        assert_eq!(e.kind, DecodeErrorKind::UnknownType("TELEPORT".into()), "{text}");
+        let client = codec::decode_for_client(&text, DEFAULT_MAX_MESSAGE_SIZE).unwrap_err();
+        assert_ne!(client.kind, e.kind, "{text}");
+        assert_eq!(client.message_type.as_deref(), Some("TELEPORT"));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Required headers
 // ---------------------------------------------------------------------------------------------
