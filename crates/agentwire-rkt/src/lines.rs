@@ -269,6 +269,19 @@ mod tests {
     }
 
     #[test]
+    fn escapes_end_with_their_next_byte_and_a_cut_string_in_an_object_waits_for_the_close() {
+        // `\"` and `\\` are one escape each: the string closes at the last quote and the object
+        // with it, on this line.
+        let body = r#"{"intent":"say \"hi\" \\"}"#;
+        let out = feed(&["RKT/1.0 REQUEST", "TTL: 30", "", body]);
+        assert_eq!(out, [format!("RKT/1.0 REQUEST\nTTL: 30\n\n{body}")]);
+        // A string inside an object that the line cuts ends there, but the object does not: the
+        // body goes on to its closing bracket on the next line.
+        let out = feed(&["RKT/1.0 REQUEST", "TTL: 30", "", "{\"intent\":\"ech", "}"]);
+        assert_eq!(out, ["RKT/1.0 REQUEST\nTTL: 30\n\n{\"intent\":\"ech\n}"]);
+    }
+
+    #[test]
     fn wscat_paste_of_the_guide_hello() {
         let out = feed(&[
             "RKT/1.0 HELLO",
