@@ -299,6 +299,26 @@ mod tests {
         );
     }
 
+    /// A poll with nothing new read parses nothing, however often; a buffer shorter than the
+    /// last one is not that buffer grown (the driver reads another answer into it): the reader
+    /// starts again and reads it whole, from its first byte.
+    #[test]
+    fn a_poll_with_nothing_new_parses_nothing_and_a_shorter_buffer_starts_again() {
+        let mut r = HeadReader::new();
+        let cut = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nx-pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        assert_eq!(r.poll(&cut[..20]).unwrap(), None);
+        for _ in 0..3 {
+            assert_eq!(r.poll(&cut[..30]).unwrap(), None);
+            assert_eq!(r.bytes_parsed(), 20);
+        }
+        assert_eq!(r.poll(cut).unwrap(), None);
+        assert_eq!(r.bytes_parsed(), 20 + cut.len() as u64);
+        let whole = b"HTTP/1.1 204 No Content\r\n\r\n";
+        assert!(whole.len() < cut.len());
+        assert_eq!(r.poll(whole).unwrap(), parse_head(whole).unwrap());
+        assert_eq!(r.bytes_parsed(), whole.len() as u64);
+    }
+
     /// A malformed head is still refused as it arrives: by the time twice its first bad byte has.
     #[test]
     fn a_trickled_malformed_head_is_refused_within_twice_its_bytes() {
