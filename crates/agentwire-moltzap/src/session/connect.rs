@@ -186,7 +186,7 @@ impl Session {
     /// diagnostic: no request is failed on a guess.
     pub(super) fn connect_answer_refused(&mut self, error: &MoltZapError) {
         let Some(c) = &self.connecting else { return };
-        if self.transmit.iter().any(|(_, of)| of.as_deref() == Some(c.id.as_str())) {
+        if self.queued(&c.id) {
             return; // not sent: nothing can answer it yet
         }
         let id = Id::Str(c.id.clone());

@@ -454,7 +454,13 @@ impl Session {
     /// whose socket is backed up): ended now, it never leaves, and making it again is safe.
     /// What a binding that gives up on a call by its own timer asks before [`Session::cancel`].
     pub fn unsent(&self, id: &str) -> bool {
-        self.pending.contains_key(id) && self.transmit.iter().any(|(_, of)| of.as_deref() == Some(id))
+        self.pending.contains_key(id) && self.queued(id)
+    }
+
+    /// Whether the frame of request `id` (a call, the connect or a probe) waits in the transmit
+    /// queue, not yet polled by the driver.
+    pub(super) fn queued(&self, id: &str) -> bool {
+        self.transmit.iter().any(|(_, of)| of.as_deref() == Some(id))
     }
 
     /// Ends a request early: `Failed` with `cancelled`; a late response is dropped quietly.
@@ -711,7 +717,7 @@ impl Session {
                 let id = p.id.clone();
                 self.probe = None;
                 self.end_early(&id);
-            } else if self.transmit.iter().any(|(_, of)| of.as_deref() == Some(p.id.as_str())) {
+            } else if self.queued(&p.id) {
                 // Not sent yet (held behind a long write, which the driver bounds itself): the
                 // wait starts once it has left.
                 let wait = self.cfg.request_timeout_ms.max(1);
