@@ -387,6 +387,38 @@ mod tests {
         );
     }
 
+    /// 33 names (32 members, this agent among them, and one written twice) are read, so the
+    /// canonical group names the duplicate; 34 are refused as they are read. Past 64 names the
+    /// list is not read on: a bad 65th name is seen, a bad 66th is not.
+    #[test]
+    fn a_group_input_is_read_to_33_names_and_its_list_to_65() {
+        let me = agent("alice");
+        let text = |list: &[AgentAddress], tail: &str| {
+            let list: Vec<&str> = list.iter().map(AgentAddress::name).collect();
+            format!("group:{}{tail}", list.join(","))
+        };
+        let mut dup = names(31);
+        dup.push(me.clone());
+        dup.push(agent("member-00"));
+        let input = MessageAddressInput::parse(&text(&dup, "")).unwrap();
+        assert_eq!(
+            input.canonical(&me).unwrap_err().to_string(),
+            "send failed: agent:member-00 named more than once in the group"
+        );
+        let e = MessageAddressInput::parse(&text(&names(34), "")).unwrap_err();
+        assert_eq!(e.reason, SendErrorReason::MembershipInvalid);
+        assert!(e.to_string().ends_with("names more"), "{e}");
+
+        assert_eq!(
+            reason(MessageAddressInput::parse(&text(&names(64), ",Bad"))),
+            SendErrorReason::InvalidAddress
+        );
+        assert_eq!(
+            reason(MessageAddressInput::parse(&text(&names(65), ",Bad"))),
+            SendErrorReason::MembershipInvalid
+        );
+    }
+
     #[test]
     fn direct_send_to_self_is_refused() {
         let me = agent("alice");
@@ -422,6 +454,11 @@ mod tests {
                 "{bad:?}"
             );
         }
+        // An empty name is a stray comma, not a bad name.
+        assert_eq!(
+            MessageAddressInput::parse("group:bob,,carol").unwrap_err().to_string(),
+            "send failed: \"group:bob,,carol\" is not an address: a group lists agent names separated by single commas"
+        );
         assert_eq!(
             MessageAddressInput::parse("group:bob,Carol").unwrap_err().to_string(),
             "send failed: \"group:bob,Carol\" is not an address: \"Carol\": an agent name is 3 to 32 characters of a-z, 0-9, '_' and '-', starting and ending with a letter or digit"
