@@ -61,7 +61,8 @@ pub fn write_canonical(out: &mut String, value: &JsonValue) {
     }
 }
 
-/// `x` as ECMAScript's `Number.prototype.toString` writes it (`x` finite).
+/// `x` as ECMAScript's `Number.prototype.toString` writes it (`x` finite: NaN and the
+/// infinities, which no [`JsonValue`] holds, are written `0`, never as text that is not JSON).
 pub fn format_number(x: f64) -> String {
     let mut out = String::new();
     push_number(&mut out, x);
@@ -204,6 +205,24 @@ pub(crate) mod tests {
         ] {
             assert_eq!(format_number(f64::from_bits(bits)), text, "{bits:016x}");
         }
+        // Ties whose lower neighbour is odd: the one above, as Rust writes it (`x.75` is
+        // `x.8`, not `x.7`, `…215.9375` is `…215.938`, not `…215.936`).
+        for (bits, text) in [
+            (0x43143ff3c1cb095bu64, "1424953923781206.8"),
+            (0x42ba17712ddd7ff0, "28687985401215.938"),
+        ] {
+            assert_eq!(format_number(f64::from_bits(bits)), text, "{bits:016x}");
+        }
+        // Next to a tie but no tie (the digit after the shortest is 5 only once rounded): the
+        // nearer of the two, as Rust writes it, though the other reads back too. What
+        // JavaScript's String(x) gives for these bit patterns.
+        for (bits, text) in [
+            (0x3f668ca619f3b61eu64, "0.0027526134650688447"),
+            (0x41c20d356d518d76, "605711066.6371295"),
+            (0x3fd56d4ffe0a4fd5, "0.33479690369244725"),
+        ] {
+            assert_eq!(format_number(f64::from_bits(bits)), text, "{bits:016x}");
+        }
         // The two non-finite rows of the table cannot be a JsonValue at all.
         assert!(crate::harness::json::JsonNumber::new(f64::from_bits(0x7fffffffffffffff)).is_none());
         assert!(crate::harness::json::JsonNumber::new(f64::from_bits(0x7ff0000000000000)).is_none());
@@ -228,6 +247,10 @@ pub(crate) mod tests {
             (1e-27, "1e-27"),
         ] {
             assert_eq!(format_number(x), text);
+        }
+        // Not a JsonNumber, but never written as text that is not JSON (`NaN`, `inf`).
+        for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert_eq!(format_number(x), "0");
         }
     }
 
