@@ -489,6 +489,49 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn an_op_displays_as_its_name_and_a_response_weighs_its_answer() {
+        assert_eq!(AskOp::Gather.to_string(), "gather");
+        assert_eq!(AskOp::AllGather.to_string(), "all_gather");
+        let node = std::mem::size_of::<CollectiveResponse>();
+        assert_eq!(CollectiveResponse::Decline.footprint(), node);
+        let mut answer = AnswerContent::default();
+        answer.0.insert(
+            "note".into(),
+            crate::harness::schema::AnswerValue::String("x".repeat(1000)),
+        );
+        let weight = answer.footprint();
+        assert!(weight > 1000);
+        assert_eq!(CollectiveResponse::Accept(answer).footprint(), node + weight);
+    }
+
+    /// A close lists the other members' records: at most 31, a group's 32 less the requester.
+    #[test]
+    fn a_close_includes_at_most_31_record_hashes() {
+        let close = |n: usize| {
+            let hashes: Vec<String> = (0..n).map(|i| format!("\"h{i}\"")).collect();
+            JsonValue::parse(&format!(
+                r#"{{"{COLLECTIVE_KEY}":{{"kind":"close","id":"col_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8","included":[{}]}}}}"#,
+                hashes.join(",")
+            ))
+            .unwrap()
+        };
+        let Ok(CollectivePart::Close(c)) = CollectivePart::parse(&close(31)) else {
+            panic!("31 hashes refused")
+        };
+        assert_eq!(c.included.len(), 31);
+        assert_eq!(
+            CollectivePart::parse(&close(32))
+                .unwrap_err()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            [format!(
+                "[\"{COLLECTIVE_KEY}\"].included: expected at most 31 record hashes"
+            )]
+        );
+    }
+
+    #[test]
     fn malformed_parts_name_their_fields() {
         let k = "org.social-harness/collective";
         assert_eq!(
