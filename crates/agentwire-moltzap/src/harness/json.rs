@@ -636,6 +636,21 @@ mod tests {
     }
 
     #[test]
+    fn reads_every_escape_in_either_case_of_hex() {
+        let v = JsonValue::parse(r#""\"\\\/\b\f\n\r\t\u00e9\u00C9\uAbCd\uD83D\uDE00""#).unwrap();
+        assert_eq!(v.as_str(), Some("\"\\/\u{8}\u{c}\n\r\t\u{e9}\u{c9}\u{abcd}\u{1f600}"));
+        for (text, read) in [("\"\\uFFFF\"", "\u{ffff}"), ("\"\\u0009x\"", "\tx")] {
+            assert_eq!(JsonValue::parse(text).unwrap().as_str(), Some(read), "{text}");
+        }
+        // A high surrogate followed by an escape that is not a low one: a lone surrogate, and
+        // the next escape read as itself.
+        let (v, issues) = parse_lenient(r#"["\ud800\u0041","\ud800\ud800"]"#).unwrap();
+        let strings: Vec<&str> = v.as_array().unwrap().iter().filter_map(JsonValue::as_str).collect();
+        assert_eq!(strings, ["\u{fffd}A", "\u{fffd}\u{fffd}"]);
+        assert_eq!(issues.len(), 3);
+    }
+
+    #[test]
     fn refuses_duplicate_keys_nonfinite_numbers_and_lone_surrogates() {
         let e = JsonValue::parse(r#"{"a":{"k":1,"k":2}}"#).unwrap_err();
         assert_eq!(e.to_string(), r#"a.k: the key "k" appears twice"#);
@@ -695,6 +710,13 @@ mod tests {
         assert!(JsonValue::parse(&ok).is_ok());
         let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
         assert!(matches!(JsonValue::parse(&deep), Err(JsonError::TooDeep { .. })));
+        // Objects count as arrays do.
+        let objects = |n: usize| r#"{"a":"#.repeat(n - 1) + "{}" + &"}".repeat(n - 1);
+        assert!(JsonValue::parse(&objects(MAX_DEPTH)).is_ok());
+        assert!(matches!(
+            JsonValue::parse(&objects(MAX_DEPTH + 1)),
+            Err(JsonError::TooDeep { .. })
+        ));
         let huge = "[".repeat(1_000_000);
         assert!(matches!(JsonValue::parse(&huge), Err(JsonError::Syntax { .. })));
         let huge = "[".repeat(1_000_000) + &"]".repeat(1_000_000);
@@ -748,6 +770,21 @@ mod tests {
     fn paths_quote_keys_that_are_not_plain() {
         let p = JsonPath::root("content").key("a b").index(2).key("x");
         assert_eq!(p.as_str(), r#"content["a b"][2].x"#);
+    }
+
+    #[test]
+    fn a_value_names_its_type_and_weighs_its_nodes_strings_and_entries() {
+        let v = JsonValue::parse(r#"[null,true,1,"abc",[],{"key":"ab"}]"#).unwrap();
+        let items = v.as_array().unwrap();
+        let names: Vec<&str> = items.iter().map(JsonValue::type_name).collect();
+        assert_eq!(names, ["null", "boolean", "number", "string", "array", "object"]);
+        const NODE: usize = std::mem::size_of::<JsonValue>();
+        const ENTRY: usize = std::mem::size_of::<String>() + NODE + 16;
+        let weights: Vec<usize> = items.iter().map(JsonValue::footprint).collect();
+        let object = NODE + ENTRY + "key".len() + "ab".len();
+        assert_eq!(weights, [NODE, NODE, NODE, NODE + 3, NODE, object]);
+        assert_eq!(object_footprint(items[5].as_object().unwrap()), object);
+        assert_eq!(v.footprint(), NODE + weights.iter().sum::<usize>());
     }
 
     #[test]
