@@ -82,10 +82,12 @@ pub(crate) fn driven<F: std::future::Future>(task: F) -> impl std::future::Futur
 /// reaches it and the driver never wakes over and over for a deadline its timer and its engine
 /// disagree on.
 pub(crate) fn driver_now() -> Millis {
-    let real = Instant::now();
-    let runtime = tokio::time::Instant::now().into_std();
     let now = {
         let mut p = process();
+        // Read under the lock, as `now_ms` reads them: read before it, a wait for the lock made
+        // them older than the process clock read in it, and that wait counted as a move.
+        let real = Instant::now();
+        let runtime = tokio::time::Instant::now().into_std();
         let clock = p.read(real);
         let Some((at, origin)) = p.origin else {
             return clock; // set by the read

@@ -35,9 +35,10 @@
 //! runs again. A client whose runtime was dropped (a runtime per test) fails every call `closed`
 //! at once, and may be dropped anywhere, outside any runtime too.
 //!
-//! The time a connection's engine runs on ([`now_ms`] where it started) follows the clock of the
-//! runtime the connection runs on, so tokio's paused time (`#[tokio::test(start_paused = true)]`,
-//! `tokio::time::pause` and `advance`) drives every engine timer (call timeouts, keepalives,
+//! The time a connection's engine runs on is [`now_ms`] (within a few milliseconds) on a runtime
+//! whose clock is not paused: it follows the clock of the runtime the connection runs on, so
+//! tokio's paused time (`#[tokio::test(start_paused = true)]`, `tokio::time::pause` and
+//! `advance`) drives every engine timer (call timeouts, keepalives,
 //! handshakes, reconnects, heartbeats): a call with a 5 s timeout fails at the `advance` that moves
 //! the clock 5 s, as a tokio `sleep` would. Paused time moves on by itself whenever the runtime has
 //! nothing to do, though, even while it waits on a real socket (tokio's auto-advance): with peers
