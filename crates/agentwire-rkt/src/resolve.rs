@@ -55,12 +55,16 @@ pub fn resolve(address: &str) -> Result<String, ResolveError> {
     let mut url = url::parse(&format!("{scheme}://{rest}"), &url::WS).map_err(invalid)?;
     let split = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(split);
-    if !authority
+    // The port after the last `:` outside brackets: none written is RKT's; `h:` is refused, not
+    // read as the `ws://` default (80) as `url::parse` reads it.
+    match authority
         .rsplit_once(']')
         .map_or(authority, |(_, port)| port)
-        .contains(':')
+        .rsplit_once(':')
     {
-        url.port = Some(DEFAULT_PORT);
+        None => url.port = Some(DEFAULT_PORT),
+        Some((_, "")) => return Err(invalid("the port is empty")),
+        Some(_) => {}
     }
     if !tail.starts_with('/') {
         // As `replace_range(..1, DEFAULT_PATH)` (the path starts with `/`), without its splice
@@ -108,6 +112,11 @@ mod tests {
             "rkt://a:0",
             "ws://u:p@a/rkt",
             "rkt://::1",
+            // An empty port is not RKT's default, nor the ws:// one.
+            "rkt://h:",
+            "h:",
+            "rkts://h:/x",
+            "rkt://[::1]:",
         ] {
             assert!(resolve(bad).is_err(), "{bad:?}");
         }
