@@ -380,13 +380,14 @@ test("a URL no target could dial is refused with kind invalid before a socket op
   const k = { agentKey: "k", webSocket: FakeWebSocket };
   await assert.rejects(MoltZapClient.connect("ws://bot:SECRET@fake/ws", k), (e) => invalid("user information")(e) && !e.message.includes("SECRET"));
   await assert.rejects(MoltZapClient.connect("ws://fake:0/ws", k), invalid("port"));
-  await assert.rejects(MoltZapClient.connect("http://fake/ws", k), invalid("ws:// or wss://"));
+  await assert.rejects(MoltZapClient.connect("ftp://fake/ws", k), invalid("ws:// or wss://"));
   const s = { token: "t", agentId: "a", webSocket: FakeWebSocket };
   await assert.rejects(SwitchClient.connect("https://fake:65536", s), invalid("port"));
   await assert.rejects(SwitchClient.connect("https://fake:0/", s), invalid("port"));
   assert.equal(last(), before, "no socket opened");
-  // What a browser takes is taken: the scheme in capitals, spaces around, the default port.
-  const connecting = MoltZapClient.connect(" WS://fake:80/ws ", { agentKey: "moltzap_agent_x", webSocket: Answering, timeoutMs: 2_000 });
+  // What a browser takes is taken: the scheme in capitals, spaces around, the default port,
+  // http:// as ws://.
+  const connecting = MoltZapClient.connect(" HTTP://fake:80/ws ", { agentKey: "moltzap_agent_x", webSocket: Answering, timeoutMs: 2_000 });
   const ws = last();
   assert.equal(ws.url, "ws://fake/ws");
   ws.readyState = 1;

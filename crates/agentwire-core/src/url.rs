@@ -136,6 +136,18 @@ pub fn parse(url: &str, schemes: &[&'static str]) -> Result<Url, &'static str> {
     })
 }
 
+/// Reads a WebSocket URL as a browser's `WebSocket` constructor does: [`parse`] with [`ANY`],
+/// `http://` taken as `ws://` and `https://` as `wss://`.
+pub fn websocket(url: &str) -> Result<Url, &'static str> {
+    let mut url = parse(url, &ANY)?;
+    url.scheme = match url.scheme {
+        "http" => "ws",
+        "https" => "wss",
+        ws => ws,
+    };
+    Ok(url)
+}
+
 /// Reads a base URL (`http(s)://host[:port][/prefix]`, or `ws(s)://`; no scheme is `http://`):
 /// [`parse`], with no query, and the path without its trailing `/` (`""` for none), so that
 /// `path + "/agents/..."` is the request path whether the user wrote `https://h/api/` or
@@ -219,6 +231,24 @@ mod tests {
             assert!(e.contains(wrong), "{given:?}: {e}");
             assert!(!e.contains("SECRET") && !e.contains(given), "{e}");
         }
+    }
+
+    #[test]
+    fn a_websocket_url_takes_http_as_a_browser_does() {
+        for (given, read) in [
+            ("http://h/ws", "ws://h/ws"),
+            ("HTTPS://h:443/ws", "wss://h/ws"),
+            ("https://h:80/ws", "wss://h:80/ws"),
+            ("wss://h/ws", "wss://h/ws"),
+        ] {
+            assert_eq!(
+                websocket(given).map(|u| u.to_string()).as_deref(),
+                Ok(read),
+                "{given:?}"
+            );
+        }
+        assert!(websocket("ftp://h/ws").unwrap_err().contains("ws://"));
+        assert!(websocket("/ws").is_err(), "a relative URL has no host to dial");
     }
 
     #[test]

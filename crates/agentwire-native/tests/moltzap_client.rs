@@ -158,17 +158,17 @@ async fn a_configuration_check_refuses_before_connecting() {
     assert!(accepted.is_err(), "the connect opened a connection");
 }
 
-/// A URL is read as every target reads it (`agentwire_core::url::parse`): a scheme in capitals
-/// and surrounding spaces connect (they were refused "URL scheme not supported" and "not a
-/// ws:// URL"); a port out of range is refused `invalid` before anything is dialed (65536 was
-/// read as no port and port 80 dialed; 0 failed `closed`, retryable); user information is
-/// refused, not dropped.
+/// A URL is read as every target reads it (`agentwire_core::url::websocket`): a scheme in
+/// capitals, `http://` for `ws://` and surrounding spaces connect (they were refused "URL scheme
+/// not supported" and "not a ws:// URL"); a port out of range is refused `invalid` before
+/// anything is dialed (65536 was read as no port and port 80 dialed; 0 failed `closed`,
+/// retryable); user information is refused, not dropped.
 #[tokio::test]
 async fn urls_are_read_as_a_browser_reads_them() {
     let h = peer(PeerConfig::new(Generation::Current)).await;
     let key = agent(&h, "erin").await;
     let cfg = || config(GenerationChoice::Current);
-    let url = format!(" WS://{} ", h.ws_url().trim_start_matches("ws://"));
+    let url = format!(" HTTP://{} ", h.ws_url().trim_start_matches("ws://"));
     let c = MoltZapClient::connect(&url, Credentials::AgentKey(key.clone()), cfg())
         .await
         .unwrap();

@@ -248,7 +248,7 @@ impl MoltZapDriver {
         let o = options::options(options)?;
         let invalid = |m: &str| errors::local(ErrorKind::Invalid, m);
         // As the native client reads it: a URL no target could dial is refused here.
-        let url = &agentwire_core::url::parse(url, &agentwire_core::url::WS)
+        let url = &agentwire_core::url::websocket(url)
             .map_err(|m| invalid(&format!("{}: {m}", agentwire_core::redact::url(url))))?
             .to_string();
         let credentials = o

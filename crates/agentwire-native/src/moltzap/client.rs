@@ -127,7 +127,7 @@ impl MoltZapClient {
     ) -> Result<MoltZapClient, MoltZapError> {
         // Before the network: a limit of 0 would otherwise be spent on the upgrade.
         cfg.session.check()?;
-        let url = &agentwire_core::url::parse(url, &agentwire_core::url::WS)
+        let url = &agentwire_core::url::websocket(url)
             .map_err(|m| MoltZapError::local(ErrorKind::Invalid, format!("{}: {m}", agentwire_core::redact::url(url))))?
             .to_string();
         let limit = cfg.session.handshake_timeout_ms;
