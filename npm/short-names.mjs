@@ -79,12 +79,14 @@ const parts = [wasm.subarray(0, 8)];
 pos = 8;
 const renamed = { imports: 0, exports: 0 };
 while (pos < wasm.length) {
+  // A section is copied from its id on, as written: its size may be a padded LEB128.
+  const from = pos;
   const id = byte();
   const size = uleb();
   const start = pos;
   const end = start + size;
   if (id !== 2 && id !== 7) {
-    parts.push(wasm.subarray(start - 1 - ulebBytes(size).length, end));
+    parts.push(wasm.subarray(from, end));
     pos = end;
     continue;
   }
