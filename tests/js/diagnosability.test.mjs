@@ -65,11 +65,12 @@ function closingRelay(code, reason) {
     constructor(url) {
       super(url);
       opened++;
+      // A socket the client gave up on (the connect's timeout) before this runs has no handlers.
       setTimeout(() => {
         this.readyState = 1;
-        this.onopen({});
+        this.onopen?.({});
         this.readyState = 3;
-        this.onclose({ code, reason });
+        this.onclose?.({ code, reason });
       });
     }
   }
