@@ -147,13 +147,7 @@ async fn calls_given_up_at_random_points_leave_no_slot_and_no_crossed_answer() {
 async fn trickling_stream_peer(chunks: u32) -> String {
     use futures_util::SinkExt;
     use tokio_tungstenite::tungstenite::Message;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
-    tokio::spawn(tokio::time::timeout(Duration::from_secs(30), async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let Some(mut ws) = common::rkt_hello(tcp).await else {
-            return;
-        };
+    common::rkt_peer(move |mut ws| async move {
         let mut tiny = Tiny(0x5EED);
         while let Some(Ok(Message::Text(t))) = ws.next().await {
             let Some(id) = common::request_id(&t) else {
@@ -169,8 +163,8 @@ async fn trickling_stream_peer(chunks: u32) -> String {
             }
             let _ = ws.send(Message::text(head("STREAM_END", chunks))).await;
         }
-    }));
-    url
+    })
+    .await
 }
 
 /// `StreamChunks::recv` and `next` are cancel-safe: read beside a timer that often wins, every

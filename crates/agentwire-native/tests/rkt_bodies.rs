@@ -9,20 +9,13 @@ use agentwire_rkt::{ClientConfig, RequestOptions};
 use common::bounded;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use std::time::Duration;
 use tokio_tungstenite::tungstenite::Message;
 
 /// A peer for one connection that answers every command with `body`: a REQUEST with
 /// `Stream: true` with STREAM_BEGIN, one STREAM_DATA and STREAM_END, anything else with a
 /// RESPONSE. Returns its `ws://` URL.
 async fn answering(body: &'static str) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
-    tokio::spawn(tokio::time::timeout(Duration::from_secs(30), async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let Some(mut ws) = common::rkt_hello(tcp).await else {
-            return;
-        };
+    common::rkt_peer(move |mut ws| async move {
         while let Some(Ok(m)) = ws.next().await {
             let Message::Text(t) = m else { continue };
             let Some(id) = t.lines().find_map(|l| l.strip_prefix("Message-ID: ")) else {
@@ -49,8 +42,8 @@ async fn answering(body: &'static str) -> String {
                 }
             }
         }
-    }));
-    url
+    })
+    .await
 }
 
 #[tokio::test]

@@ -586,13 +586,7 @@ async fn raw_peer(after: After) -> String {
     use futures_util::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::Message;
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
-    tokio::spawn(tokio::time::timeout(Duration::from_secs(30), async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let Some(mut ws) = common::rkt_hello(tcp).await else {
-            return;
-        };
+    common::rkt_peer(move |mut ws| async move {
         match after {
             After::Read => while let Some(Ok(_)) = ws.next().await {},
             After::BeginStreams => {
@@ -654,8 +648,8 @@ async fn raw_peer(after: After) -> String {
                 }
             }
         }
-    }));
-    url
+    })
+    .await
 }
 
 /// A client of a [`raw_peer`] that sends `bad` undecodable messages, an ERROR 503 and a GOODBYE,

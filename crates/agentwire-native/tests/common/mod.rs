@@ -39,6 +39,25 @@ where
     Some(ws)
 }
 
+/// A test peer on 127.0.0.1 for one RKT connection: [`rkt_hello`], then `serve` on the socket,
+/// all bounded to 30 s. Returns its `ws://` URL.
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub async fn rkt_peer<F, Fut>(serve: F) -> String
+where
+    F: FnOnce(tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/rkt", listener.local_addr().unwrap());
+    tokio::spawn(tokio::time::timeout(Duration::from_secs(30), async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        if let Some(ws) = rkt_hello(tcp).await {
+            serve(ws).await;
+        }
+    }));
+    url
+}
+
 /// The server's side of an RKT open on `stream` up to the client's HELLO: the upgrade (echoing
 /// `rkt.1.0`) and the HELLO's Message-ID. `None` when the client leaves before its HELLO.
 #[allow(dead_code)] // not every test binary that includes this module uses it
