@@ -86,9 +86,17 @@ impl Connection {
         });
     }
 
+    /// Drops the current socket: a `Transmit::Close`, or, when the driver has not taken its
+    /// `Transmit::Open` yet, that open taken back (never opened, it attached nothing).
     pub(super) fn close_socket(&mut self, reason: &str) {
         if self.socket_open {
             self.socket_open = false;
+            let queued = self.transmit.len();
+            self.transmit.retain(|t| !matches!(t, Transmit::Open(_)));
+            if self.transmit.len() != queued {
+                self.open_may_attach = false;
+                return;
+            }
             self.transmit.push_back(Transmit::Close {
                 code: 1000,
                 reason: reason.to_owned(),
