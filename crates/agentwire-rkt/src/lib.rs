@@ -6,6 +6,18 @@
 //! with `poll_transmit`, `poll_event` and `poll_timeout`. The protocol as implemented is in
 //! `docs/protocols/rkt.md`.
 //!
+//! A driver of its own transport opens the WebSocket with the subprotocol
+//! [`codec::SUBPROTOCOL`] (`rkt.1.0`, which servers require), calls `handle_open`, and after
+//! every input *and every command* (a `request` queues its frame) drains `poll_transmit` and
+//! `poll_event` until both are empty, then calls `handle_timeout` at `poll_timeout`. A
+//! [`ClientSession`] serves one connection: after [`ClientEvent::Closed`] it ignores everything
+//! (a `handle_open` too), and a new connection takes a new session.
+//!
+//! `now` must never decrease. Read it through [`agentwire_core::Clock`] (the wall clock kept
+//! steady by a monotonic one), as the native and npm drivers do: the wall clock alone
+//! (`SystemTime::now()`) steps back with an NTP correction, and every deadline then waits out the
+//! step (the keepalive PING does not leave, and the server ends the session as idle).
+//!
 //! A client and a reference server wired back to back, the way a driver wires a socket:
 //!
 //! ```
@@ -20,6 +32,7 @@
 //! let mut client = ClientSession::new(ClientConfig::default(), Box::new(SeededEntropy::new(2)));
 //! let mut entropy = SeededEntropy::new(3);
 //!
+//! server.handle_open(now); // the HELLO deadline
 //! client.handle_open(now); // sends HELLO
 //! let id = client.request(now, "weather.current", Some(serde_json::json!({"city": "Seoul"})), RequestOptions::default())?;
 //! let mut answer = None;

@@ -1,6 +1,40 @@
 //! The client session, sans-IO: the handshake of both generations (and `auto`), request
 //! correlation with timeouts, cancellation and a bound on requests in flight, server pushes as
 //! typed events, ping watching. The decisions are in `docs/protocols/moltzap.md` ("Session").
+//!
+//! A driver of its own transport opens the WebSocket, calls [`Session::handle_open`] and
+//! [`Session::connect`], and after every input *and every command* (a `call` queues its frame)
+//! drains `poll_transmit` and `poll_event` until both are empty, then calls `handle_timeout` at
+//! `poll_timeout`. It reports the WebSocket pings it answers with `handle_ping`. After
+//! [`Event::Disconnected`] the same session serves the next socket: `handle_open`, then
+//! `connect` again (an RKT `ClientSession`, by contrast, serves one connection).
+//!
+//! `now` must never decrease. Read it through [`agentwire_core::Clock`] (the wall clock kept
+//! steady by a monotonic one), as the native and npm drivers do: the wall clock alone steps back
+//! with an NTP correction, every deadline then waits out the step, and a frame stamped before the
+//! liveness probe left does not count as an answer to it.
+//!
+//! ```
+//! use agentwire_core::Outgoing;
+//! use agentwire_moltzap::{Credentials, Event, Session, SessionConfig};
+//!
+//! let now = 1_782_648_000_000;
+//! let mut session = Session::new(SessionConfig::default());
+//! session.handle_open(now);
+//! let connect = session.connect(now, Credentials::AgentKey("moltzap_agent_k".into()))?;
+//! let Some(Outgoing::Text(frame)) = session.poll_transmit() else { unreachable!() };
+//! assert!(frame.contains(r#""method":"agent/network/connect""#));
+//! // The server's answer, as the socket hands it over.
+//! session.handle_text(now, &format!(r#"{{"jsonrpc":"2.0","id":"{connect}","result":{{}}}}"#));
+//! assert!(matches!(session.poll_event(), Some(Event::Connected { .. })));
+//! let ping = session.call(now, "system/ping", Some("{}"))?;
+//! assert!(session.poll_transmit().is_some()); // the call's frame, to send
+//! assert_eq!(session.poll_timeout(), Some(now + 30_000)); // its timeout: handle_timeout then
+//! session.handle_close(now, 1006, "");
+//! assert!(matches!(session.poll_event(), Some(Event::Failed { id, .. }) if id == ping));
+//! assert!(matches!(session.poll_event(), Some(Event::Disconnected { code: 1006, .. })));
+//! # Ok::<(), agentwire_moltzap::MoltZapError>(())
+//! ```
 
 mod connect;
 mod events;

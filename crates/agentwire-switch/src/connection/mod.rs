@@ -19,6 +19,11 @@
 //!
 //! `poll_event` holds events back while a pong is waiting in `poll_transmit`, so pings are
 //! answered before queued events reach the user, whatever order the driver polls in.
+//!
+//! `now` must never decrease. Read it through [`agentwire_core::Clock`] (the wall clock kept
+//! steady by a monotonic one), as the native and npm drivers do: the wall clock alone steps back
+//! with an NTP correction and every deadline waits out the step, or steps forward and fires
+//! them all at once (a healthy socket torn down for a missed ping).
 
 mod frames;
 mod json;
