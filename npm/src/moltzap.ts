@@ -161,7 +161,9 @@ export class MoltZapClient extends Client<MoltZapEvent> {
 
 }
 
-/** The sans-IO MoltZap client session. */
+/** The sans-IO MoltZap client session: feed it socket events with the time (ms since the
+ * epoch), then drain `pollTransmit`, `pollEvent` and `pollTimeout` until empty (after a command
+ * too). It serves the next socket: after `disconnected`, `handleOpen` and `connect` again. */
 export interface MoltZapSession {
   handleOpen(now: number): void;
   handleText(now: number, text: string): void;

@@ -266,7 +266,9 @@ function requestOptions(opts: RktRequestOptions): string {
 }
 
 /** The sans-IO RKT client session: feed it socket events with the time (ms since the epoch),
- * then drain `pollTransmit`, `pollEvent` and `pollTimeout` until empty. */
+ * then drain `pollTransmit`, `pollEvent` and `pollTimeout` until empty (after a command too). It
+ * serves one connection: after `closed` it ignores everything, and a new socket takes a new
+ * session. */
 export interface RktSession {
   /** The socket is open (opened with the subprotocol `rkt.1.0`, which the server requires):
    * the session sends HELLO. */

@@ -349,7 +349,11 @@ export interface SwitchSession {
   [Symbol.dispose](): void;
 }
 
-/** What a sans-IO Switch connection wants done. */
+/** What a sans-IO Switch connection wants done: `open` a WebSocket (or, for the SSE wire, an
+ * SSE stream) at `path` on the server's origin with `headers` and `Authorization: Bearer <agent
+ * key>` added, replacing any socket held; send `text` on the socket; make the `http` call
+ * (`Authorization` added) and report its answer with `id`; `close` the socket or stream and
+ * report nothing more about it (a late close event would be taken as the next open failing). */
 export type SwitchTransmit =
   | { type: "open"; wire: "websocket" | "sse"; method: string; path: string; headers: Record<string, string> }
   | { type: "text"; text: string }
