@@ -153,6 +153,26 @@ fn pings_are_answered_before_queued_events_surface() {
     assert_eq!(sequences(&e), vec![5]);
 }
 
+/// A pong not polled when the driver reports its socket closed has no socket to go on: it is
+/// dropped, as RKT and MoltZap drop a closed socket's frames, so it neither holds the events back
+/// (the event and the `Disconnected` come to a driver that polls events first) nor comes out
+/// before the next open as text to send on a socket the driver no longer has.
+#[test]
+fn a_pong_unsent_when_the_socket_closes_is_dropped() {
+    let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
+    d.text(&message(1));
+    d.text(PING);
+    d.conn.handle_close(d.now, 1006, "");
+    let e = d.events();
+    assert_eq!(sequences(&e), vec![1]);
+    assert!(
+        matches!(e.last(), Some(Event::Disconnected { code: Some(1006), .. })),
+        "{e:?}"
+    );
+    d.reopen();
+    assert!(d.transmits().is_empty());
+}
+
 #[test]
 fn three_intervals_without_a_ping_is_a_dead_socket() {
     let mut d = Driver::live_ws(ws(), 0, &[ROOM]);
