@@ -312,8 +312,11 @@ impl ServerSession {
         );
     }
 
+    /// The socket closed: `Closed`; what waited in `poll_transmit` had that socket to go on and
+    /// goes with it.
     pub fn handle_close(&mut self, _now: Millis, code: u16, reason: &str) {
         self.finish(code, reason);
+        self.transmit.clear();
     }
 
     pub fn handle_timeout(&mut self, now: Millis) {

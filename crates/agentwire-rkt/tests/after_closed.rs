@@ -93,3 +93,35 @@ fn nothing_comes_out_after_closed_whichever_way_it_closed() {
     drain_to_closed(&mut c);
     feed_everything(&mut c, &hello);
 }
+
+/// The socket closed (`handle_close`): what waited to go on it has nowhere to go. A PONG to a
+/// PING read just before, or the GOODBYE and close frame of a `goodbye` not polled yet, is not
+/// handed to the driver after `Closed` as a frame to send on a socket it has been told is gone.
+#[test]
+fn frames_queued_when_the_socket_closes_go_with_it() {
+    let (mut c, hello) = opened();
+    c.handle_text(1, &message("HELLO_ACK", &hello, ACK));
+    while c.poll_transmit().is_some() {}
+    c.handle_text(2, &message("PING", "x", ""));
+    c.handle_close(3, 1006, "gone");
+    assert_eq!(c.poll_transmit(), None);
+    drain_to_closed(&mut c);
+
+    // Said GOODBYE, then the socket closed before the driver took the frames.
+    let (mut c, hello) = opened();
+    c.handle_text(1, &message("HELLO_ACK", &hello, ACK));
+    c.goodbye(2);
+    c.handle_close(3, 1006, "gone");
+    assert_eq!(c.poll_transmit(), None);
+    drain_to_closed(&mut c);
+
+    // A server session: its HELLO_ACK not taken when the client's socket closed.
+    let mut c = ClientSession::new(ClientConfig::default(), Box::new(SeededEntropy::new(1)));
+    let mut s = ServerSession::new(ServerConfig::default(), Box::new(SeededEntropy::new(2)));
+    s.handle_open(0);
+    c.handle_open(0);
+    let hello = c.poll_transmit().unwrap();
+    s.handle_text(1, hello.as_text().unwrap());
+    s.handle_close(2, 1006, "gone");
+    assert_eq!(s.poll_transmit(), None);
+}

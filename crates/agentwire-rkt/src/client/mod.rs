@@ -292,9 +292,11 @@ impl ClientSession {
     }
 
     /// The socket closed (by either side): every pending command fails `closed`, oldest call
-    /// first (also within a millisecond), then `Closed`.
+    /// first (also within a millisecond), then `Closed`. What waited in `poll_transmit` had that
+    /// socket to go on and goes with it (a PONG, a GOODBYE and its close frame).
     pub fn handle_close(&mut self, _now: Millis, code: u16, reason: &str) {
         self.finish(code, reason);
+        self.transmit.clear();
     }
 
     /// The time is `now`: what is due fires, earliest first; commands whose TTLs end together
