@@ -98,3 +98,15 @@ fn nothing_comes_out_after_disconnected_whichever_way_it_closed() {
     drain_to_disconnected(&mut s);
     feed_everything(&mut s, &id);
 }
+
+/// The socket closed (`handle_close`): the close frame of a `close` not polled yet had that
+/// socket to go on and goes with it, as every other frame does, rather than being handed over
+/// after `Disconnected` for a socket the driver reported gone.
+#[test]
+fn a_close_frame_queued_when_the_socket_closes_goes_with_it() {
+    let (mut s, _) = ready();
+    s.close(1000, "bye");
+    s.handle_close(3, 1006, "gone");
+    assert_eq!(s.poll_transmit(), None);
+    drain_to_disconnected(&mut s);
+}

@@ -356,9 +356,12 @@ impl Session {
     }
 
     /// The socket closed (either side): every pending request fails with `closed`, then
-    /// `Disconnected`. No reconnect: call `handle_open` for a new socket, then `connect`.
+    /// `Disconnected`. No reconnect: call `handle_open` for a new socket, then `connect`. What
+    /// waited in `poll_transmit` had that socket to go on and goes with it (the close frame of a
+    /// `close` not polled yet, too).
     pub fn handle_close(&mut self, _now: Millis, code: u16, reason: &str) {
         self.finish(code, reason);
+        self.transmit.clear();
     }
 
     pub fn handle_timeout(&mut self, now: Millis) {
