@@ -9,9 +9,10 @@
 //! A driver of its own transport opens the WebSocket with the subprotocol
 //! [`codec::SUBPROTOCOL`] (`rkt.1.0`, which servers require), calls `handle_open`, and after
 //! every input *and every command* (a `request` queues its frame) drains `poll_transmit` and
-//! `poll_event` until both are empty, then calls `handle_timeout` at `poll_timeout`. A
-//! [`ClientSession`] serves one connection: after [`ClientEvent::Closed`] it ignores everything
-//! (a `handle_open` too), and a new connection takes a new session.
+//! `poll_event` until both are empty, then calls `handle_timeout` at `poll_timeout` (which may
+//! be `now` or already past: a deadline a late driver missed; wait with a saturating
+//! subtraction). A [`ClientSession`] serves one connection: after [`ClientEvent::Closed`] it
+//! ignores everything (a `handle_open` too), and a new connection takes a new session.
 //!
 //! `now` must never decrease. Read it through [`agentwire_core::Clock`] (the wall clock kept
 //! steady by a monotonic one), as the native and npm drivers do: the wall clock alone

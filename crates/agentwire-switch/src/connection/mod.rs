@@ -12,7 +12,9 @@
 //!    [`Connection::handle_text`] or every SSE body chunk with [`Connection::handle_bytes`];
 //!    the end with [`Connection::handle_close`]; answers to [`Transmit::Http`] (beats) with
 //!    [`Connection::handle_http_response`] / [`Connection::handle_http_failed`]; and
-//!    [`Connection::handle_timeout`] at [`Connection::poll_timeout`].
+//!    [`Connection::handle_timeout`] at [`Connection::poll_timeout`], read after the draining
+//!    of step 3 (the `poll_event` that empties a queue that overflowed sets a timer due at
+//!    once: `poll_timeout` may be `now` or already past).
 //! 3. After every input, drain [`Connection::poll_transmit`] and [`Connection::poll_event`]
 //!    until both are empty. [`Transmit::Close`] means: drop the current socket or stream and
 //!    report nothing more about it; a new [`Transmit::Open`] follows when the engine reconnects.
