@@ -5,9 +5,10 @@
 //! A driver of its own transport opens the WebSocket, calls [`Session::handle_open`] and
 //! [`Session::connect`], and after every input *and every command* (a `call` queues its frame)
 //! drains `poll_transmit` and `poll_event` until both are empty, then calls `handle_timeout` at
-//! `poll_timeout` (which may be already past: a deadline a late driver missed). It reports the WebSocket pings it answers with `handle_ping`. After
-//! [`Event::Disconnected`] the same session serves the next socket: `handle_open`, then
-//! `connect` again (an RKT `ClientSession`, by contrast, serves one connection).
+//! `poll_timeout` (which may be already past: a deadline a late driver missed). It reports the
+//! WebSocket pings it answers with `handle_ping`. After [`Event::Disconnected`] the same session
+//! serves the next socket: `handle_open`, then `connect` again (an RKT `ClientSession`, by
+//! contrast, serves one connection).
 //!
 //! `now` must never decrease. Read it through [`agentwire_core::Clock`] (the wall clock kept
 //! steady by a monotonic one), as the native and npm drivers do: the wall clock alone steps back
