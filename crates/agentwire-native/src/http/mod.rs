@@ -7,6 +7,7 @@
 
 use crate::tls::{self, Stream};
 use agentwire_core::http::{parse_head, Dechunker, Framing, Head, HeadReader};
+use agentwire_core::url::Url;
 use agentwire_core::{Error, ErrorKind, HttpRequest};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,26 +20,21 @@ pub(crate) const MAX_HEAD_BYTES: usize = 16 << 10;
 const READ_BUF: usize = 16 << 10;
 
 /// Where requests go: `http://host:port[/prefix]` or `ws://…` (the same server); `https://` or
-/// `wss://` for TLS (default port 443).
+/// `wss://` for TLS (default port 443). The [`Url`] it is read from, whose path is the prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Origin {
-    /// What the socket connects to (an IPv6 host in brackets).
-    pub(crate) host: String,
-    pub(crate) port: u16,
-    /// `https://` or `wss://`.
-    pub(crate) tls: bool,
-    /// A path prefix before every `/agents/...` path, without a trailing `/` (often empty).
-    pub(crate) prefix: String,
+    url: Url,
 }
 
 impl Origin {
-    /// `host[:port]`, the `Host` header: the port only when it is not the scheme's default.
+    /// `host[:port]`, the `Host` header: [`Url::authority`].
     pub(crate) fn authority(&self) -> String {
-        let default = if self.tls { 443 } else { 80 };
-        match self.port {
-            port if port == default => self.host.clone(),
-            port => format!("{}:{port}", self.host),
-        }
+        self.url.authority()
+    }
+
+    /// A path prefix before every `/agents/...` path, without a trailing `/` (often empty).
+    pub(crate) fn prefix(&self) -> &str {
+        &self.url.path
     }
 
     /// Read by [`agentwire_core::url::base`], as the npm package reads a Switch base URL.
@@ -47,23 +43,18 @@ impl Origin {
             let shown = agentwire_core::redact::url(origin);
             Error::new(ErrorKind::Invalid, format!("{shown}: {m}"))
         })?;
-        Ok(Origin {
-            port: url.port_or_default(),
-            tls: url.tls(),
-            host: url.host,
-            prefix: url.path,
-        })
+        Ok(Origin { url })
     }
 
     /// The WebSocket URL of a request path (`/agents/...?...`).
     pub(crate) fn ws_url(&self, path: &str) -> String {
-        let scheme = if self.tls { "wss" } else { "ws" };
-        format!("{scheme}://{}{}{path}", self.authority(), self.prefix)
+        let scheme = if self.url.tls() { "wss" } else { "ws" };
+        format!("{scheme}://{}{}{path}", self.authority(), self.prefix())
     }
 
     /// Connects to it (TCP, and TLS for `https://`): [`tls::dial`].
     pub(crate) async fn dial(&self) -> Result<Stream, Error> {
-        tls::dial(&self.host, self.port, self.tls).await
+        tls::dial(&self.url.host, self.url.port_or_default(), self.url.tls()).await
     }
 }
 
@@ -143,7 +134,7 @@ fn request_bytes(origin: &Origin, key: Option<&str>, request: &HttpRequest) -> R
     let mut head = format!(
         "{} {}{} HTTP/1.1\r\nHost: {}\r\n",
         request.method.as_str(),
-        origin.prefix,
+        origin.prefix(),
         request.path,
         origin.authority()
     );
@@ -364,24 +355,33 @@ mod tests {
     #[test]
     fn origins() {
         let o = Origin::parse("http://127.0.0.1:9/").unwrap();
-        assert_eq!((o.authority().as_str(), o.prefix.as_str()), ("127.0.0.1:9", ""));
+        assert_eq!((o.authority().as_str(), o.prefix()), ("127.0.0.1:9", ""));
         let o = Origin::parse("ws://localhost/base/").unwrap();
-        assert_eq!((o.authority().as_str(), o.prefix.as_str()), ("localhost", "/base"));
+        assert_eq!((o.authority().as_str(), o.prefix()), ("localhost", "/base"));
         assert_eq!(o.ws_url("/agents/a"), "ws://localhost/base/agents/a");
         let o = Origin::parse("[::1]").unwrap();
-        assert_eq!((o.authority().as_str(), o.port), ("[::1]", 80));
+        assert_eq!((o.authority().as_str(), o.url.port_or_default()), ("[::1]", 80));
         // The `Host` header names no default port (RFC 9110 §7.2, RFC 6455 §4.1).
         let o = Origin::parse("https://example.com/base").unwrap();
-        assert_eq!((o.authority().as_str(), o.port, o.tls), ("example.com", 443, true));
+        assert_eq!(
+            (o.authority().as_str(), o.url.port_or_default(), o.url.tls()),
+            ("example.com", 443, true)
+        );
         assert_eq!(o.ws_url("/agents/a"), "wss://example.com/base/agents/a");
         let o = Origin::parse("HTTPS://Example.com:443/").unwrap();
-        assert_eq!((o.authority().as_str(), o.port, o.tls), ("example.com", 443, true));
+        assert_eq!(
+            (o.authority().as_str(), o.url.port_or_default(), o.url.tls()),
+            ("example.com", 443, true)
+        );
         let o = Origin::parse("https://example.com:80").unwrap();
         assert_eq!(o.authority(), "example.com:80");
         let o = Origin::parse("wss://[::1]:8443").unwrap();
-        assert_eq!((o.host.as_str(), o.port, o.tls), ("[::1]", 8443, true));
+        assert_eq!(
+            (o.url.host.as_str(), o.url.port_or_default(), o.url.tls()),
+            ("[::1]", 8443, true)
+        );
         let o = Origin::parse("http://h").unwrap();
-        assert_eq!((o.port, o.tls), (80, false));
+        assert_eq!((o.url.port_or_default(), o.url.tls()), (80, false));
         for bad in [
             "ftp://x",
             "http://h:x",
@@ -443,9 +443,9 @@ mod tests {
         fn any_origin(text in "\\PC*|((http|ws)s?://)?[a-z0-9.:\\[\\]+@ /?#\\r\\n-]{0,24}") {
             if let Ok(o) = Origin::parse(&text) {
                 let clean = |s: &str| !s.contains(|c: char| c.is_whitespace() || c.is_control());
-                proptest::prop_assert!(!o.host.is_empty() && clean(&o.authority()), "{o:?}");
+                proptest::prop_assert!(!o.url.host.is_empty() && clean(&o.authority()), "{o:?}");
                 proptest::prop_assert!(clean(&o.ws_url("/agents/a")), "{o:?}");
-                proptest::prop_assert!(!o.prefix.ends_with('/'), "{o:?}");
+                proptest::prop_assert!(!o.prefix().ends_with('/'), "{o:?}");
                 let request = request_bytes(&o, Some("k"), &HttpRequest::get("/a".into())).unwrap();
                 let text = String::from_utf8(request).unwrap();
                 proptest::prop_assert_eq!(text.matches("\r\n").count(), text.lines().count(), "{}", text);
