@@ -29,6 +29,15 @@ fn thread_cpu() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// A current-thread runtime with I/O and time enabled, its clock paused when `paused`.
+fn current_thread(paused: bool) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(paused)
+        .build()
+        .unwrap()
+}
+
 /// Runs `body` on a current-thread runtime (time paused when `paused`) on its own thread, bounded
 /// by `limit` of real time.
 fn on_runtime<T: Send + 'static, F: Future<Output = T> + 'static>(
@@ -38,12 +47,7 @@ fn on_runtime<T: Send + 'static, F: Future<Output = T> + 'static>(
 ) -> T {
     let (tx, rx) = std::sync::mpsc::channel();
     let thread = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(paused)
-            .build()
-            .unwrap();
-        let _ = tx.send(rt.block_on(body()));
+        let _ = tx.send(current_thread(paused).block_on(body()));
     });
     match rx.recv_timeout(limit) {
         Ok(out) => out,
@@ -226,13 +230,7 @@ fn stalled_switch_found_dead(transport: Transport) {
 /// without a panic (no Drop needs a reactor).
 #[test]
 fn clients_outlive_the_runtime_that_connected_them() {
-    let runtime = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    };
-    let first = runtime();
+    let first = current_thread(false);
     let (rkt, server, moltzap, mut switch, peers) = first.block_on(async {
         let server = common::server(Default::default()).await;
         let rkt = RktClient::connect(&server.url(), ClientConfig::default())
@@ -245,7 +243,7 @@ fn clients_outlive_the_runtime_that_connected_them() {
     });
     drop(first);
     let events = switch.events();
-    runtime().block_on(async {
+    current_thread(false).block_on(async {
         let bounded = Duration::from_secs(5);
         let rkt_err = tokio::time::timeout(bounded, rkt.request("echo", None, ttl(5))).await;
         assert_eq!(rkt_err.expect("at once").unwrap_err().error.kind, ErrorKind::Closed);
@@ -275,10 +273,7 @@ fn a_client_is_used_from_a_runtime_other_than_the_one_that_connected_it() {
             .unwrap();
         (server, rkt)
     });
-    let second = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let second = current_thread(false);
     second.block_on(async {
         let answer = tokio::time::timeout(Duration::from_secs(5), rkt.request("echo", None, ttl(5))).await;
         answer.expect("in time").expect("answered");
@@ -298,10 +293,7 @@ fn a_client_is_used_from_a_runtime_other_than_the_one_that_connected_it() {
 /// when called from another runtime.
 #[test]
 fn a_client_of_a_current_thread_runtime_not_running_waits_for_it() {
-    let first = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let first = current_thread(false);
     let (server, rkt) = first.block_on(async {
         let server = common::server(Default::default()).await;
         let rkt = RktClient::connect(&server.url(), ClientConfig::default())
@@ -309,10 +301,7 @@ fn a_client_of_a_current_thread_runtime_not_running_waits_for_it() {
             .unwrap();
         (server, rkt)
     });
-    let second = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let second = current_thread(false);
     let waited = second
         .block_on(async { tokio::time::timeout(Duration::from_millis(300), rkt.request("echo", None, ttl(5))).await });
     assert!(waited.is_err(), "answered without its runtime: {waited:?}");
