@@ -10,12 +10,13 @@ use crate::fields::{
 };
 use crate::frame::{Frame, Generation, Id, Notification, Outcome, Request, Response, RpcError};
 use crate::frame_error::{FrameError, FrameErrorKind as K};
+use agentwire_core::json::fields::{named_array, Object};
 use agentwire_core::json::nests_deeper_than;
 use agentwire_core::json::read::{self as json, parse_lenient, Value};
 use agentwire_core::text::clip;
 use agentwire_core::text::QUOTE_MAX;
-use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 /// Bounds and strictness of decoding. The defaults suit a client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -403,42 +404,64 @@ fn response(generation: Generation, f: &Fields<'_>, id: Option<Id>) -> Result<Re
     Ok(Response { id, outcome })
 }
 
-#[derive(Deserialize)]
-struct ErrorWire<'a> {
-    code: i64,
-    message: String,
-    #[serde(borrow, default)]
-    data: Option<&'a RawValue>,
-    /// Raw: a `_tag` that is not a string is no tag, not a bad error object.
-    #[serde(rename = "_tag", borrow, default)]
-    tag: Option<&'a RawValue>,
-}
+/// The error object's keys, in the order serde read them from an array too.
+const ERROR_FIELDS: [&str; 4] = ["code", "message", "data", "_tag"];
 
-#[derive(Deserialize)]
-struct DataTag {
-    #[serde(rename = "_tag", default)]
-    tag: Option<String>,
-}
-
-/// The error object; `_tag` only in the current generation (the released server has none, and
-/// its encoding writes none: a released error read with one would not survive its own encoding).
+/// The error object, read as serde read it into a derived struct: an object (unknown keys
+/// skipped, a key given twice or holding a lone surrogate escape refused, `null` in `data` or
+/// `_tag` absent) or an array of the fields in that order; `code` an integer within `i64`,
+/// `message` a string. `_tag` only in the current generation (the released server has none, and
+/// its encoding writes none: a released error read with one would not survive its own
+/// encoding): a string `_tag`, else a string `_tag` of an object `data`. On core's reader, not
+/// serde's: serde's type errors keep Rust's float formatting in the wasm (docs/size.md).
 fn rpc_error(generation: Generation, raw: &RawValue) -> Result<RpcError, FrameError> {
-    let w: ErrorWire<'_> = serde_json::from_str(raw.get()).map_err(|e| FrameError::bad_serde("error", &e))?;
+    let bad = |reason: &dyn std::fmt::Display| FrameError::bad("error", reason.to_string());
+    // The text was read as JSON with the frame (its nesting checked): no limit of its own here.
+    let tape = parse_lenient(raw.get(), usize::MAX).map_err(|e| bad(&e))?;
+    let named = named_array(tape.root(), &ERROR_FIELDS);
+    let named_tape;
+    let root = match &named {
+        Some(text) => {
+            named_tape = parse_lenient(text, usize::MAX).map_err(|e| bad(&e))?;
+            named_tape.root()
+        }
+        None => tape.root(),
+    };
+    let o = Object::known(root, &ERROR_FIELDS).map_err(|e| bad(&e))?;
+    o.decoded(&ERROR_FIELDS[..2]).map_err(|e| bad(&e))?;
+    let code = match o.get("code") {
+        Some(v) => v
+            .as_i64()
+            .ok_or_else(|| bad(&"`code` must be an integer that fits 64 bits"))?,
+        None => return Err(bad(&"`code` is missing")),
+    };
+    let message = o
+        .string("message")
+        .map_err(|e| bad(&e))?
+        .ok_or_else(|| bad(&"`message` is missing"))?;
+    let data = o.get("data");
     let tag = match generation {
         Generation::Released => None,
-        Generation::Current => w.tag.and_then(|t| serde_json::from_str(t.get()).ok()).or_else(|| {
-            let data = w.data?.get();
-            data.starts_with('{')
-                .then(|| serde_json::from_str::<DataTag>(data).ok()?.tag)
-                .flatten()
+        Generation::Current => tag_of(o.get("_tag")).or_else(|| {
+            let data = Object::known(data?, &["_tag"]).ok()?;
+            tag_of(data.get("_tag"))
         }),
     };
     Ok(RpcError {
-        code: w.code,
-        message: w.message,
-        data: w.data.map(RawValue::to_owned),
+        code,
+        message,
+        data: match data {
+            // A value of the text just read: not refused.
+            Some(d) => Some(RawValue::from_string(d.raw().to_owned()).map_err(|e| FrameError::bad_serde("error", &e))?),
+            None => None,
+        },
         tag,
     })
+}
+
+/// A `_tag`'s text: a string without a lone surrogate escape, else none.
+fn tag_of(v: Option<Value<'_, '_>>) -> Option<String> {
+    v.filter(|v| !v.lossy())?.as_str().map(Cow::into_owned)
 }
 
 fn string(raw: &RawValue, field: &'static str) -> Result<String, FrameError> {
@@ -685,3 +708,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "decode_error_tests.rs"]
+mod error_tests;
