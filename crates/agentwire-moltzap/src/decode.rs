@@ -464,11 +464,19 @@ fn tag_of(v: Option<Value<'_, '_>>) -> Option<String> {
     v.filter(|v| !v.lossy())?.as_str().map(Cow::into_owned)
 }
 
+/// A string field's text, escapes decoded; a lone surrogate escape is refused, as serde refused it
+/// (on core's reader: serde's type errors keep Rust's float formatting in the wasm).
 fn string(raw: &RawValue, field: &'static str) -> Result<String, FrameError> {
     if !raw.get().starts_with('"') {
         return Err(FrameError::bad(field, "must be a string"));
     }
-    serde_json::from_str(raw.get()).map_err(|e| FrameError::bad_serde(field, &e))
+    // One string: no nesting. Its text was read as JSON with the frame, so this does not fail.
+    let tape = parse_lenient(raw.get(), 0).map_err(|e| FrameError::bad(field, e.to_string()))?;
+    let s = tape.root();
+    if s.lossy() {
+        return Err(FrameError::bad(field, "has a lone surrogate escape"));
+    }
+    Ok(s.as_str().unwrap_or_default().into_owned())
 }
 
 fn parse_id(raw: Option<&RawValue>, generation: Generation, opts: &DecodeOptions) -> Result<Option<Id>, FrameError> {

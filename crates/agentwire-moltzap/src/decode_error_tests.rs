@@ -1,4 +1,5 @@
-//! The error object read on core's reader against serde's derived struct, which read it before.
+//! The error object and string fields read on core's reader against serde, which read them
+//! before.
 
 use super::*;
 use proptest::prelude::*;
@@ -172,5 +173,67 @@ proptest! {
     #[test]
     fn the_error_object_is_read_as_serde_read_a_likely_one(text in likely_error_object()) {
         agree(&text);
+    }
+}
+
+/// `string` as it was, on serde.
+fn serde_string(raw: &RawValue, field: &'static str) -> Result<String, FrameError> {
+    if !raw.get().starts_with('"') {
+        return Err(FrameError::bad(field, "must be a string"));
+    }
+    serde_json::from_str(raw.get()).map_err(|e| FrameError::bad_serde(field, &e))
+}
+
+/// Both take `text` (a JSON value serde's `RawValue` takes) alike: the same string, or both
+/// refuse it, naming the field.
+fn string_agrees(text: &str) {
+    let Ok(raw) = serde_json::from_str::<&RawValue>(text) else {
+        return;
+    };
+    match (string(raw, "method"), serde_string(raw, "method")) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+        (Err(a), Err(_)) => assert_eq!(a.field(), "method", "{text}"),
+        (a, b) => panic!("{text}: ours {a:?}, serde's {b:?}"),
+    }
+}
+
+#[test]
+fn a_string_is_read_as_serde_read_it() {
+    for text in [
+        r#""messages/received""#,
+        r#""""#,
+        r#""\u00e9\n\t\"\\\/\b\f\r""#,
+        r#""\ud83d\ude00""#,
+        r#""\uD83D\uDE00""#,
+        r#""\ud800""#,
+        r#""\udc00""#,
+        r#""\ud800x""#,
+        r#""\ud800\n""#,
+        r#""\ud800\u0041""#,
+        r#""\ud800\ud800""#,
+        r#""\udc00\ud800""#,
+        r#""x\ud83d""#,
+        "\"é€😀\"",
+        "1",
+        "null",
+        "[\"x\"]",
+    ] {
+        string_agrees(text);
+    }
+    // The refusal names the field and the fault, not serde's line and column.
+    let raw = serde_json::from_str::<&RawValue>(r#""a\ud800b""#).unwrap();
+    assert_eq!(
+        string(raw, "method").unwrap_err().to_string(),
+        "`method` has a lone surrogate escape"
+    );
+}
+
+proptest! {
+    #[test]
+    fn a_string_is_read_as_serde_read_any(parts in prop::collection::vec(prop::sample::select(vec![
+        "a", "é", "😀", "\\n", "\\\"", "\\\\", "\\u0041", "\\u00E9", "\\ud83d", "\\ude00", "\\uD83D",
+        "\\uDE00", "\\ud800", "\\udfff", "\\u0000", "\\/",
+    ]), 0..6)) {
+        string_agrees(&format!("\"{}\"", parts.concat()));
     }
 }
