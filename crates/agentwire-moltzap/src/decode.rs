@@ -125,12 +125,15 @@ fn decode_deep(generation: Generation, text: &str, opts: &DecodeOptions) -> Vec<
             }
         };
         let more = if value.get().starts_with('[') {
-            match serde_json::from_str::<Vec<&RawValue>>(value.get()) {
-                Ok(batch) if batch.is_empty() => push(&mut out, opts, Err(FrameError::new(K::EmptyBatch))),
-                Ok(batch) => batch
+            // A `Top` (serde_json's `deserialize_any`), not a `Vec`: the same elements, raw,
+            // without serde_json's type error for a value that is not an array (docs/size.md).
+            match serde_json::from_str::<Top<'_>>(value.get()) {
+                Ok(Top::Batch(batch)) if batch.is_empty() => push(&mut out, opts, Err(FrameError::new(K::EmptyBatch))),
+                Ok(Top::Batch(batch)) => batch
                     .into_iter()
                     .all(|el| push(&mut out, opts, decode_frame_within(generation, el, opts))),
-                // Not reached: the value was read as JSON just before.
+                // Not reached: the value was read as JSON just before, an array.
+                Ok(Top::Frame(_) | Top::Other) => push(&mut out, opts, Err(FrameError::new(K::NotAnObject))),
                 Err(e) => push(&mut out, opts, Err(FrameError::syntax(&e))),
             }
         } else {

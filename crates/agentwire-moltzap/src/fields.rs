@@ -1,6 +1,6 @@
 //! The keys of one frame object, each value borrowed as raw JSON, read in one pass.
 
-use crate::frame_error::{quoted, FrameError};
+use crate::frame_error::{quoted, FrameError, FrameErrorKind};
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -61,8 +61,16 @@ pub(crate) struct Fields<'a> {
 impl<'a> Fields<'a> {
     /// Reads the keys of a frame object (the caller checked it starts with `{`). A key given
     /// twice is not refused here (the first value is kept): see [`Fields::duplicate`].
+    ///
+    /// Read as a [`Top`] (serde_json's `deserialize_any`), not as a map: the same reading of an
+    /// object, errors included, without serde_json's type error for a value that is not one,
+    /// which keeps Rust's float formatting in the wasm (docs/size.md).
     pub(crate) fn parse(json: &'a str) -> Result<Self, FrameError> {
-        serde_json::from_str(json).map_err(|e| FrameError::syntax(&e))
+        match serde_json::from_str(json).map_err(|e| FrameError::syntax(&e))? {
+            Top::Frame(f) => Ok(f),
+            // Not reached: the caller checked for `{`.
+            Top::Batch(_) | Top::Other => Err(FrameError::new(FrameErrorKind::NotAnObject)),
+        }
     }
 
     /// The first known key given twice.
@@ -122,12 +130,6 @@ impl<'de> Visitor<'de> for TopVisitor {
     }
 
     other!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str, visit_borrowed_str: &'de str, visit_string: String);
-}
-
-impl<'de> Deserialize<'de> for Fields<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(FieldsVisitor)
-    }
 }
 
 struct FieldsVisitor;
@@ -194,5 +196,126 @@ impl<'de> Deserialize<'de> for Key<'de> {
             }
         }
         d.deserialize_str(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `Fields` as serde read it before, through `deserialize_map`.
+    struct ByMap<'a>(Fields<'a>);
+
+    impl<'de> Deserialize<'de> for ByMap<'de> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_map(FieldsVisitor).map(ByMap)
+        }
+    }
+
+    fn show(f: &Fields<'_>) -> String {
+        let raw = [
+            f.jsonrpc, f.kind, f.id, f.method, f.params, f.result, f.error, f.event, f.data,
+        ];
+        let raw: Vec<_> = raw.iter().map(|r| r.map(RawValue::get)).collect();
+        format!(
+            "{raw:?} {} {:?} {:?} {}",
+            f.present, f.unknown, f.duplicate, f.duplicated
+        )
+    }
+
+    /// `Fields::parse` (through `Top`) reads an object as `deserialize_map` did: the same keys
+    /// and values, the same syntax error word for word; and a batch through `Top` is the `Vec`
+    /// of raw elements it was.
+    fn agree(text: &str) {
+        if text.starts_with('{') {
+            let ours = Fields::parse(text).map(|f| show(&f));
+            let theirs = serde_json::from_str::<ByMap<'_>>(text)
+                .map(|f| show(&f.0))
+                .map_err(|e| FrameError::syntax(&e));
+            assert_eq!(ours, theirs, "{text}");
+        }
+        if text.starts_with('[') {
+            let raw = |v: Vec<&RawValue>| v.iter().map(|r| r.get().to_string()).collect::<Vec<_>>();
+            let ours = match serde_json::from_str::<Top<'_>>(text) {
+                Ok(Top::Batch(b)) => Ok(raw(b)),
+                Ok(_) => panic!("{text}: not a batch"),
+                Err(e) => Err(e.to_string()),
+            };
+            let theirs = serde_json::from_str::<Vec<&RawValue>>(text)
+                .map(raw)
+                .map_err(|e| e.to_string());
+            assert_eq!(ours, theirs, "{text}");
+        }
+    }
+
+    #[test]
+    fn an_object_and_a_batch_are_read_as_before() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1,2]}}"#,
+            r#"{"id":1,"id":2,"x":3,"y":4,"ty\u0070e":"event"}"#,
+            r#"{"\ud800":1}"#,
+            r#"{"id":"\ud800","x":1e999}"#,
+            "{",
+            "{}",
+            r#"{"a":1,}"#,
+            r#"{"a" 1}"#,
+            r#"{"a":1} x"#,
+            r#"{"a":1}{"b":2}"#,
+            "{\"a\":\"\u{1}\"}",
+            r#"{1:2}"#,
+            "[]",
+            "[1,[2,[3]],{\"a\":\"\\ud800\"}]",
+            "[1,]",
+            "[1 2]",
+            "[",
+            "[1] 2",
+        ] {
+            agree(text);
+        }
+        let deep = format!("[{}1{}]", "[".repeat(200), "]".repeat(200));
+        agree(&deep);
+        let deep = format!(r#"{{"params":{}1{}}}"#, "[".repeat(200), "]".repeat(200));
+        agree(&deep);
+    }
+
+    fn piece() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            " ",
+            "\"id\"",
+            "\"jsonrpc\"",
+            "\"method\"",
+            "\"x\"",
+            "\"\\ud800\"",
+            "\"2.0\"",
+            "1",
+            "-0",
+            "1e999",
+            "null",
+            "true",
+            "\"a\\\"b\"",
+            "\"\\u00e9\"",
+            "x",
+        ])
+    }
+
+    proptest! {
+        #[test]
+        fn any_text_is_read_as_before(open in prop::sample::select(vec!["{", "["]), rest in prop::collection::vec(piece(), 0..12)) {
+            agree(&format!("{open}{}", rest.concat()));
+        }
+
+        #[test]
+        fn objects_are_read_as_before(members in prop::collection::vec((piece(), piece()), 0..6)) {
+            let body: Vec<String> = members.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+            agree(&format!("{{{}}}", body.join(",")));
+            agree(&format!("[{}]", body.join(",")));
+        }
     }
 }
