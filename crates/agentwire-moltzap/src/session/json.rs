@@ -25,8 +25,9 @@ enum Embed<'a> {
 }
 
 /// [`payload`] without building the value: `None` where `payload` gives `null` (left out). The
-/// syntax check is `RawValue`'s; the rare text that passes it but that a `Value` parse refuses
-/// (see [`may_refuse`]) is decided by that parse, so the result always matches [`payload`].
+/// syntax check is `RawValue`'s; the rare text that passes it but that a `Value` parse may refuse
+/// (see [`may_refuse`]) is decided by [`value_is_null`], which reads it as that parse does, so
+/// the result always matches [`payload`].
 fn embed(data: &str) -> Option<Embed<'_>> {
     let Ok(raw) = serde_json::from_str::<&RawValue>(data) else {
         return Some(Embed::Text(data));
@@ -35,13 +36,135 @@ fn embed(data: &str) -> Option<Embed<'_>> {
         return None;
     }
     if may_refuse(raw.get().as_bytes()) {
-        return match serde_json::from_str::<Value>(data) {
-            Ok(Value::Null) => None,
-            Ok(_) => Some(Embed::Json(raw)),
+        return match value_is_null(data) {
+            Ok(true) => None,
+            Ok(false) => Some(Embed::Json(raw)),
             Err(_) => Some(Embed::Text(data)),
         };
     }
     Some(Embed::Json(raw))
+}
+
+/// What a `serde_json::Value` parse of a text gives, without building it: `Ok(true)` for `null`,
+/// `Ok(false)` for another value, `Err` where the parse refuses the text. It reads the text as
+/// that parse does (serde_json's `deserialize_any`, its recursion limit, its number and string
+/// reading, and a map whose first key is serde_json's raw-value token read as the JSON text of
+/// its string), without the `Value` visitor's typed read of that token's string: serde_json's
+/// type error keeps Rust's float formatting in the wasm (docs/size.md).
+fn value_is_null(data: &str) -> Result<bool, serde_json::Error> {
+    serde_json::from_str::<Check>(data).map(|c| c.0)
+}
+
+/// The raw-value token a `serde_json::Value` parse reads a map by (serde_json's `raw_value`).
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// A value read as a `serde_json::Value` parse reads it; true for `null`.
+struct Check(bool);
+
+impl<'de> serde::Deserialize<'de> for Check {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CheckVisitor)
+    }
+}
+
+struct CheckVisitor;
+
+macro_rules! not_null {
+    ($($name:ident: $t:ty),*) => {
+        $(fn $name<E: serde::de::Error>(self, _: $t) -> Result<Check, E> { Ok(Check(false)) })*
+    };
+}
+
+impl<'de> serde::de::Visitor<'de> for CheckVisitor {
+    type Value = Check;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    not_null!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str, visit_string: String);
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Check, E> {
+        Ok(Check(true))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Check, A::Error> {
+        while seq.next_element::<Check>()?.is_some() {}
+        Ok(Check(false))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Check, A::Error> {
+        let Some(Key(first)) = map.next_key::<Key>()? else {
+            return Ok(Check(false));
+        };
+        if first {
+            // The value a `Value` parse gives is that of the JSON text in the string.
+            let Text(text) = map.next_value::<Text>()?;
+            return value_is_null(&text).map(Check).map_err(serde::de::Error::custom);
+        }
+        map.next_value::<Check>()?;
+        while map.next_entry::<Key, Check>()?.is_some() {}
+        Ok(Check(false))
+    }
+}
+
+/// A map key, read (and so checked) as a string; true when it is the raw-value token.
+struct Key(bool);
+
+impl<'de> serde::Deserialize<'de> for Key {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Text::visitor())
+            .map(|Text(t)| Key(t == RAW_VALUE_TOKEN))
+    }
+}
+
+/// A string's text; any other value refused (with an error of its own, not serde's type error).
+struct Text(String);
+
+impl Text {
+    fn visitor() -> TextVisitor {
+        TextVisitor
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(TextVisitor)
+    }
+}
+
+struct TextVisitor;
+
+macro_rules! not_text {
+    ($($name:ident: $t:ty),*) => {
+        $(fn $name<E: serde::de::Error>(self, _: $t) -> Result<Text, E> { Err(E::custom("not a string")) })*
+    };
+}
+
+impl<'de> serde::de::Visitor<'de> for TextVisitor {
+    type Value = Text;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Text, E> {
+        Ok(Text(v.to_owned()))
+    }
+
+    not_text!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Text, E> {
+        Err(E::custom("not a string"))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, _: A) -> Result<Text, A::Error> {
+        Err(serde::de::Error::custom("not a string"))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<Text, A::Error> {
+        Err(serde::de::Error::custom("not a string"))
+    }
 }
 
 /// True when syntactically valid JSON text might still be refused by a `Value` parse, which,
@@ -668,3 +791,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "json_value_tests.rs"]
+mod value_tests;
