@@ -102,7 +102,7 @@ PY
 )"
 export AGENTWIRE_TEST_ENV
 echo "== node $(node --version) (undici's WebSocket), and agentwire/relay-token against the token vectors"
-(cd tests/js && node --test --test-reporter=spec node.test.mjs relay-token.test.mjs serve.test.mjs queue.test.mjs fake-socket.test.mjs outbound.test.mjs fake-fetch.test.mjs collect.test.mjs misuse.test.mjs diagnosability.test.mjs)
+(cd tests/js && node --test --test-reporter=spec node.test.mjs relay-token.test.mjs serve.test.mjs queue.test.mjs fake-socket.test.mjs reentrancy.test.mjs outbound.test.mjs fake-fetch.test.mjs collect.test.mjs misuse.test.mjs diagnosability.test.mjs)
 echo "== node $(node --version) with the ws package's WebSocket (the README names it as a webSocket to pass)"
 (cd tests/js && AGENTWIRE_NODE_WEBSOCKET=ws node --test --test-reporter=spec node.test.mjs)
 echo "== workerd (Miniflare): the package's Workers entries, with workerd's WebSocket"

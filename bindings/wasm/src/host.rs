@@ -122,15 +122,17 @@ pub(crate) async fn yield_to_tasks() {
 /// reached in steps: firing early only makes the driver re-arm.
 const MAX_DELAY_MS: Millis = (1 << 31) - 1;
 
-/// One re-armable `setTimeout` calling `callback`.
+/// One re-armable `setTimeout` calling `callback`: an `Fn`, which a fake clock may run again from
+/// inside a callback that its run made (a tick in `onEvent`); an `FnMut` threw there, and the
+/// driver, its host timer spent, waited for it for good.
 pub(crate) struct Timer {
-    callback: Closure<dyn FnMut()>,
+    callback: Closure<dyn Fn()>,
     handle: Option<JsValue>,
     at: Option<Millis>,
 }
 
 impl Timer {
-    pub(crate) fn new(callback: Closure<dyn FnMut()>) -> Timer {
+    pub(crate) fn new(callback: Closure<dyn Fn()>) -> Timer {
         Timer {
             callback,
             handle: None,

@@ -149,7 +149,7 @@ fn rescue_calls() {
 /// Queues `f` as a microtask unless `queued` says it is already; `queued` is set only once the
 /// host took it, so an exception thrown by `queueMicrotask` (a stack overflow) leaves it to the
 /// next call.
-fn soon(queued: &'static std::thread::LocalKey<Cell<bool>>, f: &'static std::thread::LocalKey<Closure<dyn FnMut()>>) {
+fn soon(queued: &'static std::thread::LocalKey<Cell<bool>>, f: &'static std::thread::LocalKey<Closure<dyn Fn()>>) {
     if !queued.with(Cell::get) {
         f.with(|f| queue_microtask(f.as_ref().unchecked_ref()));
         queued.with(|q| q.set(true));
@@ -159,7 +159,7 @@ fn soon(queued: &'static std::thread::LocalKey<Cell<bool>>, f: &'static std::thr
 thread_local! {
     /// The calls being made by [`Calls::run`], and those queued behind them meanwhile.
     static RUNNING: RefCell<Option<VecDeque<Call>>> = const { RefCell::new(None) };
-    static RESCUE: Closure<dyn FnMut()> = Closure::new(rescue_calls);
+    static RESCUE: Closure<dyn Fn()> = Closure::new(rescue_calls);
     static RESCUE_QUEUED: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -259,7 +259,7 @@ pub(crate) type SinkRef = Weak<RefCell<dyn Sink>>;
 
 thread_local! {
     static DEFERRED: RefCell<VecDeque<(SinkRef, Input)>> = const { RefCell::new(VecDeque::new()) };
-    static DRAIN: Closure<dyn FnMut()> = Closure::new(drain_deferred);
+    static DRAIN: Closure<dyn Fn()> = Closure::new(drain_deferred);
     static DRAIN_QUEUED: Cell<bool> = const { Cell::new(false) };
     /// The drivers found borrowed for good by [`drain_deferred`]. A `Weak`: while it is here its
     /// memory is not reused by another driver (a raw address was, which then got the broken
@@ -267,7 +267,7 @@ thread_local! {
     static BROKEN: RefCell<Vec<SinkRef>> = const { RefCell::new(Vec::new()) };
     /// The drivers a command found busy, for [`probe_busy`].
     static PROBED: RefCell<Vec<SinkRef>> = const { RefCell::new(Vec::new()) };
-    static PROBE: Closure<dyn FnMut()> = Closure::new(probe_busy);
+    static PROBE: Closure<dyn Fn()> = Closure::new(probe_busy);
     /// Sinks that are not their driver (a socket's), with the driver behind each.
     static OWNERS: RefCell<Vec<(SinkRef, SinkRef)>> = const { RefCell::new(Vec::new()) };
 }
@@ -407,7 +407,7 @@ pub(crate) const NO_WEB_SOCKET: &str =
 /// An open (or opening) WebSocket and its handlers.
 pub(crate) struct Socket {
     ws: WebSocket,
-    _handlers: [Closure<dyn FnMut(JsValue)>; 4],
+    _handlers: [Closure<dyn Fn(JsValue)>; 4],
     /// While over [`SEND_BUFFER`]: its `bufferedAmount` when last seen falling, and since when.
     #[cfg(any(feature = "rkt", feature = "moltzap"))]
     stall: Cell<Option<(f64, Millis)>>,
@@ -439,14 +439,20 @@ impl Socket {
             })?,
         };
         set(&ws, "binaryType", &JsValue::from_str("arraybuffer"));
+        // `Fn`, not `FnMut`: wasm-bindgen refuses to enter an `FnMut` closure again while it runs
+        // ("closure invoked recursively or after being dropped", thrown at the caller), and a
+        // handler is entered again whenever the app feeds the socket from inside a callback the
+        // handler made (a test double answering from `send()` a call made in `onEvent`, a harness
+        // pushing its next frame from `onEvent`): the frame was lost. Now `deliver` takes it, at
+        // once or, while the driver is busy, in a microtask.
         let s = sink.clone();
-        let on_open = Closure::<dyn FnMut(JsValue)>::new(move |_| deliver(&s, Input::Open));
+        let on_open = Closure::<dyn Fn(JsValue)>::new(move |_| deliver(&s, Input::Open));
         // The end is delivered once: at `close`, at `error` (which always ends the socket with
         // 1006, its reason what the host's event says; undici 6 fires no `close` at all when the
         // connection cannot be made), or at a frame too large to take.
         let ended = Rc::new(Cell::new(false));
         let (s, done, socket) = (sink.clone(), ended.clone(), ws.clone());
-        let on_message = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
+        let on_message = Closure::<dyn Fn(JsValue)>::new(move |ev: JsValue| {
             if done.get() {
                 return;
             }
@@ -477,7 +483,7 @@ impl Socket {
             deliver(&s, input)
         });
         let (s, done) = (sink.clone(), ended.clone());
-        let on_close = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
+        let on_close = Closure::<dyn Fn(JsValue)>::new(move |ev: JsValue| {
             // Read structurally: Node 20's undici events are not instances of a global CloseEvent.
             let ev = ev.unchecked_ref::<CloseEvent>();
             let (code, reason) = (ev.code(), ev.reason());
@@ -488,7 +494,7 @@ impl Socket {
         });
         // An address with credentials (user information, a query) is not to be quoted.
         let secret = matches!(agentwire_core::redact::url(url), std::borrow::Cow::Owned(_));
-        let on_error = Closure::<dyn FnMut(JsValue)>::new(move |ev: JsValue| {
+        let on_error = Closure::<dyn Fn(JsValue)>::new(move |ev: JsValue| {
             if !ended.replace(true) {
                 let reason = host_message(&ev, secret).unwrap_or_else(|| FAILED.to_string());
                 deliver(
@@ -646,7 +652,7 @@ pub(crate) fn elsewhere(host: &str) -> String {
 thread_local! {
     /// The `onerror` of every dropped socket (one closure, not a `Function` made from source,
     /// which a strict Content-Security-Policy refuses).
-    static IGNORE: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
+    static IGNORE: Closure<dyn Fn(JsValue)> = Closure::new(|_: JsValue| {});
 }
 
 /// Bytes of the host's error message kept as the reason of the close it ends a socket with.
