@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { SwitchClient } from "agentwire/switch";
 import { MoltZapClient } from "agentwire/moltzap";
 import { RktClient } from "agentwire/rkt";
-import { FakeRkt, FakeWebSocket, connectionState, last } from "./fake-ws.mjs";
+import { FakeRkt, FakeWebSocket, connectionState, last, rktHeader } from "./fake-ws.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const outcome = (p) => p.then((v) => v, (e) => `${e.kind}: ${e.message}`);
@@ -128,5 +128,67 @@ test("a timer run from inside onEvent brought by that timer: the driver's timers
   } finally {
     globalThis.setTimeout = realSet;
     globalThis.clearTimeout = realClear;
+  }
+});
+
+// A call aborted from inside the socket's send() (the driver is busy then): its cancel was
+// dropped, and the engine kept the call in flight until its TTL (30 s), its slot taken: with
+// `maxInFlight` 2 the next call was refused with kind `limit`. The cancel now waits for the
+// driver, in a microtask.
+test("an RKT call aborted from inside the socket's send() frees its slot", async () => {
+  const abort = new AbortController();
+  class Aborting extends FakeRkt {
+    send(text) {
+      super.send(text);
+      if (text.startsWith("RKT/1.0 REQUEST\n") && text.includes('"b"')) abort.abort();
+    }
+  }
+  const client = await RktClient.connect("ws://fake/rkt", { webSocket: Aborting, keepalive: false, maxInFlight: 2 });
+  const ws = last();
+  try {
+    const a = outcome(client.request("x", { n: "a" }, { signal: abort.signal }));
+    const b = outcome(client.request("x", { n: "b" }, { timeoutMs: 1_000 }));
+    assert.match(await a, /^cancelled: /);
+    const c = outcome(client.request("x", { n: "c" }, { timeoutMs: 1_000 }));
+    await sleep(5);
+    ws.reply(ws.lastRequest(), "RESPONSE", '{"n":"c"}');
+    assert.deepEqual(await c, { n: "c" });
+    ws.reply(rktHeader(ws.sent.find((t) => t.includes('"b"')), "Message-ID"), "RESPONSE", '{"n":"b"}');
+    assert.deepEqual(await b, { n: "b" });
+  } finally {
+    await client.close();
+  }
+});
+
+test("a MoltZap call aborted from inside the socket's send() frees its slot", async () => {
+  const abort = new AbortController();
+  const sent = [];
+  class Aborting extends FakeWebSocket {
+    send(t) {
+      const m = JSON.parse(t);
+      sent.push(m);
+      if (m.method === "agent/network/connect") this.onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id: m.id, result: {} }) });
+      if (m.method === "x/b") abort.abort();
+    }
+  }
+  const answer = (method) => {
+    const { id } = sent.find((m) => m.method === method);
+    last().onmessage({ data: JSON.stringify({ jsonrpc: "2.0", id, result: { method } }) });
+  };
+  const connecting = MoltZapClient.connect("ws://fake/ws", { agentKey: "moltzap_agent_x", webSocket: Aborting, maxInFlight: 2 });
+  last().readyState = 1;
+  last().onopen({});
+  const client = await connecting;
+  try {
+    const a = outcome(client.call("x/a", {}, { signal: abort.signal }));
+    const b = outcome(client.call("x/b", {}));
+    assert.match(await a, /^cancelled: /);
+    const c = outcome(client.call("x/c", {}));
+    await sleep(5);
+    answer("x/c");
+    answer("x/b");
+    assert.deepEqual([await b, await c], [{ method: "x/b" }, { method: "x/c" }]);
+  } finally {
+    await client.close();
   }
 });

@@ -42,6 +42,10 @@ pub(crate) enum Input {
         refused: Option<Refusal>,
     },
     Timer,
+    /// A command's cancel that found its driver busy (made from inside the driver's own call to
+    /// the socket's `send()`: an `AbortSignal` aborted there), taken once it is free.
+    #[cfg(any(feature = "rkt", feature = "moltzap"))]
+    Cancel(String),
 }
 
 /// A refused upgrade's HTTP status and (the start of) its body.
@@ -730,6 +734,16 @@ pub(crate) fn deliver_calls<S: Sink + 'static, T>(
     };
     calls.run();
     Ok(out)
+}
+
+/// A command's cancel that found `state` busy (`deliver_calls`' `Err`): it goes as
+/// [`Input::Cancel`], taken once the driver is free, in order with its other input; it was
+/// dropped, and the engine kept the call in flight (its `max_in_flight` slot taken) until its
+/// TTL. False: whether its frame left is not known here.
+#[cfg(any(feature = "rkt", feature = "moltzap"))]
+pub(crate) fn later<S: Sink + 'static>(state: &Rc<RefCell<S>>, id: &str) -> bool {
+    deliver(&as_sink(state), Input::Cancel(id.to_string()));
+    false
 }
 
 /// The `state` error of a command to the busy driver `state`; the driver is looked at again in

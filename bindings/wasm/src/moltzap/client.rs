@@ -7,8 +7,8 @@ use super::options::{self, error};
 use crate::errors::{self, opt_text, text};
 use crate::host::Timer;
 use crate::socket::{
-    as_sink, closed_words, deliver_calls, elsewhere, send_recheck, send_while_room, timer, Calls, Input, OpenDeadline,
-    Sink, Socket,
+    as_sink, closed_words, deliver_calls, elsewhere, later, send_recheck, send_while_room, timer, Calls, Input,
+    OpenDeadline, Sink, Socket,
 };
 use agentwire_core::json::{read, write::Obj};
 use agentwire_core::{ErrorKind, Millis};
@@ -95,6 +95,9 @@ impl Sink for Driver {
                     }
                     None => self.session.handle_timeout(now),
                 }
+            }
+            Input::Cancel(id) => {
+                self.session.cancel(&id);
             }
         }
         self.pump(now, calls);
@@ -384,7 +387,7 @@ impl MoltZapDriver {
             d.pump(now, calls);
             found && unsent
         })
-        .unwrap_or(false)
+        .unwrap_or_else(|_| later(&self.state, id))
     }
 
     /// Closes the connection (1000): pending calls are rejected with `closed`, then `onEvent`

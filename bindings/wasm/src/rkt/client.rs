@@ -6,8 +6,8 @@ use super::options;
 use crate::errors::{self, opt_text, text};
 use crate::host::{JsEntropy, Timer};
 use crate::socket::{
-    as_sink, closed_words, deliver_calls, elsewhere, send_recheck, send_while_room, timer, Calls, Input, OpenDeadline,
-    Sink, Socket,
+    as_sink, closed_words, deliver_calls, elsewhere, later, send_recheck, send_while_room, timer, Calls, Input,
+    OpenDeadline, Sink, Socket,
 };
 use agentwire_core::{ErrorKind, Millis};
 use agentwire_rkt::body::MemoryGetBody;
@@ -98,6 +98,9 @@ impl Sink for Driver {
                     }
                     None => self.session.handle_timeout(now),
                 }
+            }
+            Input::Cancel(id) => {
+                self.session.cancel(&id);
             }
         }
         self.pump(now, calls);
@@ -381,7 +384,7 @@ impl RktDriver {
             d.pump(now, calls);
             unsent
         })
-        .unwrap_or(false)
+        .unwrap_or_else(|_| later(&self.state, id))
     }
 
     /// GOODBYE and close 1000; `onEvent` gets `closed` when the socket has closed. A socket the

@@ -209,6 +209,8 @@ impl Driver {
                 self.conn.handle_close(now, code, &reason);
             }
             Input::Timer => return,
+            #[cfg(any(feature = "rkt", feature = "moltzap"))]
+            Input::Cancel(_) => return,
         }
         self.pump(now, calls);
     }
