@@ -793,3 +793,33 @@ fn beat_errors_are_counted_once() {
         "422"
     );
 }
+
+/// A beat keeps alive the stream it was sent for, and the server refuses one with no stream
+/// attached: a beat not polled when the stream ends (the driver reports it ended, the user
+/// closes, the engine drops it) goes with it, as a pong goes with its socket. It is never sent,
+/// so no answer to it comes back as a late one.
+#[test]
+fn a_beat_unsent_when_the_stream_ends_is_dropped() {
+    let mut d = live();
+    d.advance(2_000);
+    d.conn.handle_close(d.now, 1006, "stream ended");
+    let t = d.transmits();
+    assert!(t.is_empty(), "the beat went with the stream: {t:?}");
+    assert!(matches!(&d.events()[..], [Event::Disconnected { .. }]));
+    d.reopen();
+    assert!(d.transmits().is_empty());
+
+    let mut d = live();
+    d.advance(2_000);
+    d.conn.close(d.now);
+    let t = d.transmits();
+    assert!(matches!(&t[..], [Transmit::Close { .. }]), "{t:?}");
+
+    // No beat answered: the third failure drops the stream in the millisecond a beat is due.
+    let mut d = live();
+    beats_for(&mut d, 13_900);
+    d.advance(100);
+    assert_eq!(d.conn.state(), State::Backoff);
+    let t = d.transmits();
+    assert!(matches!(&t[..], [Transmit::Close { .. }]), "{t:?}");
+}

@@ -92,6 +92,15 @@ impl Connection {
         self.transmit.push_back(Transmit::Http { id, request });
     }
 
+    /// The stream ends (the driver reported it ended, or the engine drops it): its beats are no
+    /// longer waited for, and those not polled yet go with it, as a pong goes with its socket. A
+    /// beat keeps the stream it was sent for alive, and the server refuses one with no stream
+    /// attached; sent now, its answer would only come back as a late one.
+    pub(super) fn forget_beats(&mut self) {
+        self.beat_in_flight = None;
+        self.transmit.retain(|t| !matches!(t, Transmit::Http { .. }));
+    }
+
     fn arm_beat_timeout(&mut self, now: Millis) {
         self.timers
             .set(Timer::BeatTimeout, now.saturating_add(self.cfg.beat_timeout_ms));

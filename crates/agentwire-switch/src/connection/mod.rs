@@ -212,7 +212,8 @@ pub enum Transmit {
     /// A WebSocket text message: the pong.
     Text(String),
     /// An HTTP call (the SSE beat); answer with `handle_http_response(id, ..)` or
-    /// `handle_http_failed(id, ..)`.
+    /// `handle_http_failed(id, ..)`. A beat belongs to its stream: one not polled when the
+    /// stream ends is dropped with it.
     Http { id: u64, request: HttpRequest },
     /// Drop the current socket or stream (for a WebSocket, with this close code and reason).
     Close { code: u16, reason: String },
@@ -990,7 +991,7 @@ impl Connection {
         self.close_socket(reason);
         self.state = State::Stopped;
         self.timers.clear();
-        self.beat_in_flight = None;
+        self.forget_beats();
         self.overflowed = false;
         // Stopped goes after everything queued, whatever the bound.
         self.push_always(Event::Stopped { error });

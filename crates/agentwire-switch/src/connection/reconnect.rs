@@ -30,7 +30,7 @@ impl Connection {
         }
         self.socket_open = false;
         self.timers.clear();
-        self.beat_in_flight = None;
+        self.forget_beats();
         let tried = self.attempt.saturating_add(1);
         if let Some(max) = self
             .cfg
@@ -75,7 +75,7 @@ impl Connection {
         self.close_socket(reason);
         self.socket_open = false;
         self.timers.clear();
-        self.beat_in_flight = None;
+        self.forget_beats();
         self.state = State::Backoff;
         self.timers.set(Timer::Reopen, now);
         self.push(Event::Disconnected {
