@@ -44,8 +44,8 @@ export interface MoltZapOptions {
  * reports WebSocket pings (`handlePing`); `MoltZapClient` refuses it, since a browser's
  * WebSocket shows no pings. */
 export interface MoltZapSessionOptions extends MoltZapOptions {
-  /** The server's ping interval, in ms (no default): three intervals without a ping report
-   * `missedPings` and start the `idleProbeMs` probe. */
+  /** The server's ping interval, in ms (no default): three intervals without a ping, from
+   * `connected` on, report `missedPings` and start the `idleProbeMs` probe. */
   pingIntervalMs?: number | undefined;
 }
 

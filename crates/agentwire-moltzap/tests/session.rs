@@ -1242,6 +1242,34 @@ fn a_pending_connect_fails_on_close_and_on_timeout() {
     assert!(matches!(&ev[1], Event::Disconnected { code: 1001, .. }));
 }
 
+/// The ping watch is a connected session's: pings before `Connected` (the socket open, the
+/// connect in flight, one that failed) arm nothing, so `MissedPings` never comes before
+/// `Connected` (the handshake timeout bounds a connect); the watch starts at `Connected`.
+#[test]
+fn no_missed_pings_before_connected() {
+    let mut s = session_with(SessionConfig {
+        ping_interval_ms: Some(1_000),
+        idle_probe_ms: 0,
+        handshake_timeout_ms: 5_000,
+        ..SessionConfig::default()
+    });
+    s.handle_ping(0);
+    assert_eq!(s.poll_timeout(), None, "no watch before the connect");
+    s.handle_timeout(3_000);
+    let early = s.connect(3_000, Credentials::AgentKey(KEY.into())).unwrap();
+    s.handle_ping(3_000);
+    s.handle_timeout(8_000); // the connect times out; pings stopped long before
+    assert!(matches!(&events(&mut s)[..], [Event::ConnectFailed { id, .. }] if id == &early));
+    s.handle_ping(8_000);
+    let id = s.connect(8_000, Credentials::AgentKey(KEY.into())).unwrap();
+    s.handle_timeout(12_000);
+    s.handle_text(12_000, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#));
+    assert!(matches!(&events(&mut s)[..], [Event::Connected { .. }]));
+    assert_eq!(s.poll_timeout(), Some(15_000), "the watch starts at Connected");
+    s.handle_timeout(15_000);
+    assert_eq!(events(&mut s), vec![Event::MissedPings { count: 3 }]);
+}
+
 #[test]
 fn missed_pings_current_only() {
     let cfg = SessionConfig {
@@ -1450,8 +1478,10 @@ fn the_smoke_capture_replayed() {
     assert!(matches!(&ev[2], Event::Failed { error, .. } if error.kind() == ErrorKind::Invalid));
 }
 
+/// An `auto` connect that falls back to released is never watched for pings: not from a ping
+/// before it (the watch starts at `Connected`), nor at its `Connected`, nor from a ping after.
 #[test]
-fn auto_fallback_stops_waiting_for_pings() {
+fn auto_fallback_never_waits_for_pings() {
     let mut s = session_with(SessionConfig {
         generation: GenerationChoice::Auto,
         ping_interval_ms: Some(1000),
@@ -1460,18 +1490,19 @@ fn auto_fallback_stops_waiting_for_pings() {
     });
     s.handle_ping(0);
     let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
-    assert_eq!(s.poll_timeout(), Some(3000));
+    assert_eq!(s.poll_timeout(), Some(10_000), "only the handshake timer");
     s.handle_text(1, &released_error(&id, -32600, "Invalid request frame"));
-    assert_eq!(s.poll_timeout(), Some(10_001), "only the handshake timer is left");
+    assert_eq!(s.poll_timeout(), Some(10_001), "only the handshake timer");
     s.handle_text(2, &released_response(&id, HELLO));
     assert!(matches!(&events(&mut s)[..], [Event::Connected { .. }]));
     assert_eq!(s.poll_timeout(), None);
+    s.handle_ping(3);
+    assert_eq!(s.poll_timeout(), None);
 }
 
-/// `auto` with a session token goes straight to released: a ping watch armed while the socket
-/// still counted as current (a ping before the connect, or before a current connect that timed
-/// out) ends there, so no `MissedPings` and no probe ping in the released generation. (Before:
-/// `MissedPings { count: 3 }` and a released `system/ping` at 3000 ms.)
+/// `auto` with a session token goes straight to released: pings while the socket still counted
+/// as current (before the connect, or before a current connect that timed out) arm no watch, so
+/// no `MissedPings` and no probe ping in the released generation.
 #[test]
 fn auto_with_a_session_token_never_watches_pings() {
     let cfg = SessionConfig {

@@ -53,11 +53,6 @@ impl Session {
         self.next_id += 1;
         let id = c.id.clone();
         self.generation = generation;
-        if generation == Generation::Released {
-            // Released servers send no pings: a watch armed while the socket still counted as
-            // current (a ping before this connect, or before a connect that timed out) ends here.
-            self.timers.cancel(&Timer::Ping);
-        }
         self.connecting = Some(c);
         self.state = SessionState::Connecting;
         self.send_connect(now, wire);
@@ -117,8 +112,6 @@ impl Session {
                 c.may_fall_back = false;
                 c.generation = Generation::Released;
                 self.generation = Generation::Released;
-                // Released servers send no pings.
-                self.timers.cancel(&Timer::Ping);
                 match self.connecting.as_ref().map(|c| self.connect_frame(c)) {
                     Some(Ok(wire)) => self.send_connect(now, wire),
                     Some(Err(e)) => self.connect_failed(e.for_request(Id::Str(id))),

@@ -132,7 +132,8 @@ pub enum Event {
     /// from the server.
     Diagnostic(MoltZapError),
     /// No WebSocket ping arrived for `count` ping intervals (current generation, when
-    /// `ping_interval_ms` is set). Reported once until the next ping; the session then probes
+    /// `ping_interval_ms` is set), counted from `Connected` (never before it) or the last ping
+    /// since. Reported once until the next ping; the session then probes
     /// with `system/ping` and, with no frame in `request_timeout_ms`, closes (`Disconnected`
     /// 1006).
     MissedPings { count: u32 },

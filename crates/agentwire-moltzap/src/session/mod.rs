@@ -97,7 +97,8 @@ pub struct SessionConfig {
     pub handshake_timeout_ms: u64,
     /// The server's WebSocket ping interval, in ms (current generation). When set, three
     /// intervals without a ping report [`Event::MissedPings`] and start a liveness probe (see
-    /// `idle_probe_ms`). Default `None`: the spec names no interval. Ignored in the released
+    /// `idle_probe_ms`), counted from `Connected` and from each ping since (never before
+    /// `Connected`: the handshake timeout bounds a connect). Default `None`: the spec names no interval. Ignored in the released
     /// generation, whose servers send no pings.
     pub ping_interval_ms: Option<u64>,
     /// How long a connected session may go without a frame from the server (a text or binary
@@ -237,7 +238,6 @@ pub struct Session {
     forgotten: VecDeque<String>,
     forgotten_set: HashSet<String>,
     timers: Timers<Timer>,
-    pings_missed_reported: bool,
     /// When the last frame from the server arrived (the liveness watch).
     last_heard: Millis,
     probe: Option<Probe>,
@@ -276,7 +276,6 @@ impl Session {
             forgotten: VecDeque::new(),
             forgotten_set: HashSet::new(),
             timers: Timers::new(),
-            pings_missed_reported: false,
             last_heard: 0,
             probe: None,
             transmit: VecDeque::new(),
@@ -316,7 +315,6 @@ impl Session {
             GenerationChoice::Released => Generation::Released,
             _ => Generation::Current,
         };
-        self.pings_missed_reported = false;
         self.last_heard = now;
         self.probe = None;
     }
@@ -346,14 +344,17 @@ impl Session {
         self.on_frames(now, frames);
     }
 
-    /// The driver answered a WebSocket ping (it sends the pong itself).
+    /// The driver answered a WebSocket ping (it sends the pong itself). The ping watch
+    /// (`ping_interval_ms`) is a connected session's: it starts at `Connected`, and a ping before
+    /// that arms nothing (the handshake timeout bounds a connect).
     pub fn handle_ping(&mut self, now: Millis) {
         if self.state == SessionState::Closed {
             return;
         }
         self.last_heard = now;
-        self.pings_missed_reported = false;
-        self.arm_ping(now);
+        if self.state == SessionState::Ready {
+            self.arm_ping(now);
+        }
     }
 
     /// The socket closed (either side): every pending request fails with `closed`, then
@@ -370,15 +371,13 @@ impl Session {
             match timer {
                 Timer::Request(id) => self.on_request_timeout(id),
                 Timer::Ping => {
-                    // Never in the released generation, whose servers send no pings.
-                    let watched = self.generation == Generation::Current && self.state != SessionState::Closed;
-                    if watched && !self.pings_missed_reported {
-                        self.pings_missed_reported = true;
-                        self.events.push_back(Event::MissedPings { count: MISSED_PINGS });
-                        // A server that stopped pinging may be gone: ask it.
-                        if self.state == SessionState::Ready && self.probe.is_none() {
-                            self.send_probe(now);
-                        }
+                    // Armed only on a connected current socket (its servers ping; released ones
+                    // send none), at `Connected` and at each ping since, and cleared with the
+                    // socket: reported once until the next ping arms it again.
+                    self.events.push_back(Event::MissedPings { count: MISSED_PINGS });
+                    // A server that stopped pinging may be gone: ask it.
+                    if self.probe.is_none() {
+                        self.send_probe(now);
                     }
                 }
                 Timer::Idle => self.on_idle(now),
