@@ -45,6 +45,12 @@ pub use frame::{raw, Frame, Generation, Id, Notification, Outcome, Request, Resp
 pub use frame_error::{FrameError, FrameErrorKind};
 pub use session::{Credentials, Event, GenerationChoice, HelloOk, RequestId, Session, SessionConfig, SessionState};
 
+/// What a driver of its own transport takes from `agentwire-core` (the session's `now`, its
+/// frames, its errors, the harness endpoint's entropy, registration's HTTP request), so that it
+/// needs no dependency of its own on that crate, nor to match its version. The RKT and Switch
+/// crates re-export the same.
+pub use agentwire_core::{Clock, Entropy, Error, ErrorKind, HttpRequest, Method, Millis, Outgoing, SeededEntropy};
+
 /// The protocol version of the current generation.
 pub const CURRENT_PROTOCOL: &str = "2026.811.0";
 /// The protocol version released servers report.

@@ -14,7 +14,7 @@
 //! subtraction). A [`ClientSession`] serves one connection: after [`ClientEvent::Closed`] it
 //! ignores everything (a `handle_open` too), and a new connection takes a new session.
 //!
-//! `now` must never decrease. Read it through [`agentwire_core::Clock`] (the wall clock kept
+//! `now` must never decrease. Read it through [`Clock`] (the wall clock kept
 //! steady by a monotonic one), as the native and npm drivers do: the wall clock alone
 //! (`SystemTime::now()`) steps back with an NTP correction, and every deadline then waits out the
 //! step (the keepalive PING does not leave, and the server ends the session as idle).
@@ -22,9 +22,9 @@
 //! A client and a reference server wired back to back, the way a driver wires a socket:
 //!
 //! ```
-//! use agentwire_core::{Outgoing, SeededEntropy};
 //! use agentwire_rkt::reference::{self, Connection, ReferenceConfig, Shared};
-//! use agentwire_rkt::{ClientConfig, ClientEvent, ClientSession, RequestOptions, ServerEvent, ServerSession};
+//! use agentwire_rkt::{ClientConfig, ClientEvent, ClientSession, Outgoing, RequestOptions, SeededEntropy};
+//! use agentwire_rkt::{ServerEvent, ServerSession};
 //!
 //! let now = 1_782_648_000_000;
 //! let cfg = ReferenceConfig::default();
@@ -75,3 +75,8 @@ pub use codec::{decode, encode, DecodeError, DecodeErrorKind, Headers, Message, 
 pub use errors::{codes, RktError};
 pub use resolve::resolve;
 pub use server::{Inbound, InboundKind, ServerConfig, ServerEvent, ServerSession, ServerState};
+
+/// What a driver of its own transport takes from `agentwire-core` (the sessions' `now`, their
+/// entropy, their frames, their errors), so that it needs no dependency of its own on that crate,
+/// nor to match its version. The MoltZap and Switch crates re-export the same.
+pub use agentwire_core::{Clock, Entropy, Error, ErrorKind, Millis, Outgoing, SeededEntropy};

@@ -23,3 +23,9 @@ pub mod unanswered;
 pub use connection::{Connection, ConnectionConfig, Event, State, Transmit, Transport, Wire};
 pub use error::SwitchError;
 pub use http::{HttpRequest, Method};
+
+/// What a driver of its own transport takes from `agentwire-core` (the connection's `now`, its
+/// entropy and backoff, its errors' kind; [`HttpRequest`] and [`Method`] above), so that it
+/// needs no dependency of its own on that crate, nor to match its version. The RKT and MoltZap
+/// crates re-export the same.
+pub use agentwire_core::{Backoff, Clock, Entropy, ErrorKind, Millis, SeededEntropy};

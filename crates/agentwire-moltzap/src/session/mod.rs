@@ -10,14 +10,13 @@
 //! serves the next socket: `handle_open`, then `connect` again (an RKT `ClientSession`, by
 //! contrast, serves one connection).
 //!
-//! `now` must never decrease. Read it through [`agentwire_core::Clock`] (the wall clock kept
+//! `now` must never decrease. Read it through [`Clock`](crate::Clock) (the wall clock kept
 //! steady by a monotonic one), as the native and npm drivers do: the wall clock alone steps back
 //! with an NTP correction, every deadline then waits out the step, and a frame stamped before the
 //! liveness probe left does not count as an answer to it.
 //!
 //! ```
-//! use agentwire_core::Outgoing;
-//! use agentwire_moltzap::{Credentials, Event, Session, SessionConfig};
+//! use agentwire_moltzap::{Credentials, Event, Outgoing, Session, SessionConfig};
 //!
 //! let now = 1_782_648_000_000;
 //! let mut session = Session::new(SessionConfig::default());

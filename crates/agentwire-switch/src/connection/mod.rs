@@ -22,10 +22,35 @@
 //! `poll_event` holds events back while a pong is waiting in `poll_transmit`, so pings are
 //! answered before queued events reach the user, whatever order the driver polls in.
 //!
-//! `now` must never decrease. Read it through [`agentwire_core::Clock`] (the wall clock kept
+//! `now` must never decrease. Read it through [`Clock`](crate::Clock) (the wall clock kept
 //! steady by a monotonic one), as the native and npm drivers do: the wall clock alone steps back
 //! with an NTP correction and every deadline waits out the step, or steps forward and fires
 //! them all at once (a healthy socket torn down for a missed ping).
+//!
+//! ```
+//! use agentwire_switch::open::OpenParams;
+//! use agentwire_switch::{Clock, Connection, ConnectionConfig, Event, SeededEntropy, Transmit};
+//!
+//! let agent = "e9dc227d-d507-4a61-98ac-65eb81f2f27a";
+//! let id = "19209fad-88d2-4353-b857-10454fb40fa5";
+//! let cfg = ConnectionConfig::new(OpenParams::new(agent, id));
+//! let mut conn = Connection::new(cfg, Box::new(SeededEntropy::new(7)));
+//! // The wall clock in ms and a monotonic one in µs, as the driver reads them.
+//! let mut clock = Clock::new();
+//! let now = clock.read(1_782_648_000_000, 0);
+//! conn.start(now)?;
+//! let Some(Transmit::Open(open)) = conn.poll_transmit() else { unreachable!() };
+//! assert!(open.request.path.starts_with(&format!("/agents/{agent}/connection/ws?")));
+//! // The driver opened that WebSocket (with `Authorization: Bearer <key>` added).
+//! let now = clock.read(1_782_648_000_050, 50_000);
+//! conn.handle_open(now);
+//! conn.handle_text(now, &format!(
+//!     r#"{{"event":"connection_state","data":{{"connection_id":"{id}","agent_id":"{agent}","scope":"single","filter":"all","spawn_capable":false,"rooms":[],"cursor":0,"protocol":1,"heartbeat_interval_seconds":2.0}}}}"#
+//! ));
+//! assert!(matches!(conn.poll_event(), Some(Event::Connected { resumed: false, .. })));
+//! assert_eq!(conn.poll_timeout(), Some(now + 6_000)); // no ping for three intervals: handle_timeout
+//! # Ok::<(), agentwire_switch::SwitchError>(())
+//! ```
 
 mod frames;
 mod json;
