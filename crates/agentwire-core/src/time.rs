@@ -1,6 +1,9 @@
 //! Time as an input: milliseconds since the Unix epoch, and the ISO 8601 text the wire uses.
 
-/// Milliseconds since 1970-01-01T00:00:00Z, passed in by the driver.
+/// Milliseconds since 1970-01-01T00:00:00Z, passed in by the driver. A [`Clock`](crate::Clock)
+/// gives at most `u64::MAX / 1000` (it counts in microseconds); the engines' deadlines are `now`
+/// plus a span, saturating at `u64::MAX`, so only a span that large, or a `now` no `Clock`
+/// gives, is cut short.
 pub type Millis = u64;
 
 /// A time given as an `f64` of milliseconds since the epoch (a JavaScript `number`:

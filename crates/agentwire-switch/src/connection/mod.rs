@@ -27,6 +27,13 @@
 //! with an NTP correction and every deadline waits out the step, or steps forward and fires
 //! them all at once (a healthy socket torn down for a missed ping).
 //!
+//! Every deadline is `now` plus a configured span (the reopen's backoff delay among them),
+//! saturating at `u64::MAX`. A `Clock` gives at most `u64::MAX / 1000` ms (it counts in
+//! microseconds: some 584,000 years after 1970), so no span short of that is cut. A `now` no
+//! `Clock` gives, within a span of `u64::MAX`, has its deadlines cut to `u64::MAX`: due sooner,
+//! never later (the reopen comes at `u64::MAX`), and a `now` of `u64::MAX` finds every deadline
+//! set from it due at once.
+//!
 //! ```
 //! use agentwire_switch::open::OpenParams;
 //! use agentwire_switch::{Clock, Connection, ConnectionConfig, Event, SeededEntropy, Transmit};
