@@ -57,7 +57,8 @@ fn pings_stopping_before_the_connect_report_nothing_and_send_no_probe() {
     assert_eq!(wire[0]["method"], "agent/network/connect");
 }
 
-/// A `ping_interval_ms` of 0 watches nothing (as `None`): no `MissedPings` at once.
+/// A `ping_interval_ms` of 0 watches nothing (as `None`): no `MissedPings` at once, neither
+/// from `Connected` nor from a ping after it.
 #[test]
 fn a_ping_interval_of_zero_watches_nothing() {
     let mut s = Session::new(SessionConfig {
@@ -66,11 +67,16 @@ fn a_ping_interval_of_zero_watches_nothing() {
         ..SessionConfig::default()
     });
     s.handle_open(0);
-    s.handle_ping(0);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    sent(&mut s);
+    s.handle_text(1, &format!(r#"{{"jsonrpc":"2.0","id":"{id}","result":{{}}}}"#));
+    assert!(matches!(events(&mut s)[..], [Event::Connected { .. }]));
+    assert_eq!(s.poll_timeout(), None);
+    s.handle_ping(2);
     assert_eq!(s.poll_timeout(), None);
     s.handle_timeout(10);
     assert!(events(&mut s).is_empty());
-    assert_eq!(s.state(), SessionState::Open);
+    assert_eq!(s.state(), SessionState::Ready);
 }
 
 /// The liveness probe takes a request id of its own: the next request never shares it, so the
