@@ -97,8 +97,8 @@ pub struct SessionConfig {
     /// The server's WebSocket ping interval, in ms (current generation). When set, three
     /// intervals without a ping report [`Event::MissedPings`] and start a liveness probe (see
     /// `idle_probe_ms`), counted from `Connected` and from each ping since (never before
-    /// `Connected`: the handshake timeout bounds a connect). Default `None`: the spec names no interval. Ignored in the released
-    /// generation, whose servers send no pings.
+    /// `Connected`: the handshake timeout bounds a connect). Default `None`: the spec names no
+    /// interval. Ignored in the released generation, whose servers send no pings.
     pub ping_interval_ms: Option<u64>,
     /// How long a connected session may go without a frame from the server (a text or binary
     /// message, or a WebSocket ping the driver reports), in ms, before it sends a liveness probe,
