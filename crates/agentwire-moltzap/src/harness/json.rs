@@ -739,6 +739,27 @@ mod tests {
     }
 
     #[test]
+    fn past_the_limit_strings_are_skipped_whole_and_a_stray_bracket_is_named_where_it_is() {
+        let open = "[".repeat(MAX_DEPTH + 1);
+        let close = "]".repeat(MAX_DEPTH + 1);
+        // Brackets, an escaped quote and an escaped backslash inside a string do not count.
+        let text = format!(r#"{{"a":{open}"]}}\"[{{\\",1{close},"b":"x"}}"#);
+        let (v, issues) = parse_lenient(&text).unwrap();
+        assert_eq!(v.as_object().unwrap()["b"].as_str(), Some("x"));
+        let offset = r#"{"a":"#.len() + MAX_DEPTH - 1;
+        let kinds: Vec<&ValueIssueKind> = issues.iter().map(|i| &i.kind).collect();
+        assert_eq!(kinds, [&ValueIssueKind::TooDeep { offset }]);
+        // A bracket that does not match is named at its own offset.
+        assert_eq!(
+            parse_lenient(&format!("{open}}}")),
+            Err(JsonError::Syntax {
+                offset: MAX_DEPTH + 1,
+                expected: "a matching bracket"
+            })
+        );
+    }
+
+    #[test]
     fn issues_name_their_paths_through_keys_and_items() {
         let text = r#"{"a b":[1,{"x":[0,1e999]}],"k":{"k":1,"k":[2]},"s":{"\ud800":["\udc00"]},"z":[[],[[1e400]]]}"#;
         let (_, issues) = parse_lenient(text).unwrap();
