@@ -1266,6 +1266,57 @@ mod tests {
         }
     }
 
+    /// A bound may equal its other: one length, one number, one count.
+    #[test]
+    fn equal_bounds_are_accepted() {
+        let s = schema(
+            r#"{"type":"object","properties":{
+                "s":{"type":"string","minLength":2,"maxLength":2,"default":"ab"},
+                "n":{"type":"number","minimum":1.5,"maximum":1.5,"default":1.5},
+                "m":{"type":"array","minItems":1,"maxItems":1,"items":{"type":"string","enum":["a"]},"default":["a"]}
+            }}"#,
+        );
+        assert_eq!(s.map(|s| s.properties().len()), Ok(3));
+    }
+
+    /// Each format at its edges: what it takes, and what it refuses a step past them.
+    #[test]
+    fn formats_take_their_edges_and_refuse_a_step_past() {
+        use StringFormat::{Date, DateTime, Uri};
+        let takes = [
+            (Uri, "a+b-c.d:x"),
+            (Date, "2000-02-29"),
+            (Date, "2023-02-28"),
+            (Date, "2024-01-31"),
+            (DateTime, "2024-01-01T23:59:60Z"),
+            (DateTime, "2024-01-01t00:00:00z"),
+            (DateTime, "2024-01-01T00:00:00.123-23:59"),
+        ];
+        for (f, s) in takes {
+            assert!(format_ok(f, s), "{f:?} {s}");
+        }
+        let refuses = [
+            (Uri, "ab:x y"),
+            (Uri, "ab:x\u{7f}"),
+            (Uri, "a_b:x"),
+            (Date, "1900-02-29"),
+            (Date, "2024-04-31"),
+            (Date, "+024-01-01"),
+            (DateTime, "2024-01-01T24:00:00Z"),
+            (DateTime, "2024-01-01T00:60:00Z"),
+            (DateTime, "2024-01-01T00:00:61Z"),
+            (DateTime, "2024-01-01T00:00.00Z"),
+            (DateTime, "2024-01-01T00:00:00"),
+            (DateTime, "2024-01-01T00:00:00*02:00"),
+            (DateTime, "2024-01-01T00:00:00+02.00"),
+            (DateTime, "2024-01-01T00:00:00+24:00"),
+            (DateTime, "2024-01-01T00:00:00+00:60"),
+        ];
+        for (f, s) in refuses {
+            assert!(!format_ok(f, s), "{f:?} {s}");
+        }
+    }
+
     /// An enum, a multi-select's `items.enum` and a `oneOf` of 40,000 values each are read, and a
     /// duplicate is still named at its index. (The check keeps a set of the values seen; how
     /// long it takes is not asserted: the quadratic one it replaced took 15 s here in a debug
