@@ -1266,6 +1266,31 @@ mod tests {
         }
     }
 
+    /// A schema weighs its value as given and its reading (each property's entry, name and enum
+    /// values, each required name); an answer each entry, name and string.
+    #[test]
+    fn schemas_and_answers_weigh_their_entries_and_strings() {
+        const STRING: usize = std::mem::size_of::<String>();
+        const PROPERTY: usize = STRING + std::mem::size_of::<PrimitiveSchema>() + 16;
+        const FIELD: usize = STRING + std::mem::size_of::<AnswerValue>() + 16;
+        let s = schema(
+            r#"{"type":"object","properties":{
+                "ab":{"type":"string","enum":["x","yz"]},
+                "c":{"type":"array","items":{"type":"string","enum":["w"]}},
+                "n":{"type":"number"}
+            },"required":["ab"]}"#,
+        )
+        .unwrap();
+        let reading = (PROPERTY + 2 + (STRING + 1) + (STRING + 2))
+            + (PROPERTY + 1 + (STRING + 1))
+            + (PROPERTY + 1)
+            + (STRING + 16 + 2);
+        assert_eq!(s.footprint(), object_footprint(&s.value) + reading);
+        let a = answer(r#"{"s":"abc","tags":["x","yz"],"n":1,"b":true}"#);
+        let fields = (FIELD + 1 + 3) + (FIELD + 4 + (STRING + 1) + (STRING + 2)) + (FIELD + 1) + (FIELD + 1);
+        assert_eq!(a.footprint(), fields);
+    }
+
     /// A bound may equal its other: one length, one number, one count.
     #[test]
     fn equal_bounds_are_accepted() {
