@@ -37,11 +37,16 @@ export interface ConnectOptions extends CallOptions {
 }
 
 /** Calls `f` after `ms` (never when `ms` is undefined or Infinity); a delay past what
- * `setTimeout` holds (2^31 - 1 ms, which it would turn into 1 ms) is waited in steps. Returns
- * what stops it. Throws kind `invalid` for NaN and negative delays (a `timeoutMs`). */
+ * `setTimeout` holds (2^31 - 1 ms, which it would turn into 1 ms) is waited in steps. A timer
+ * firing over 50 ms late (the event loop was held up: user code, a process stopped, a tab
+ * frozen) calls `f` one task later, after the socket input read meanwhile (Node runs due timers
+ * before the I/O of the same turn): a reply that came in time answers its call. Returns what
+ * stops it. Throws kind `invalid` for NaN and negative delays (a `timeoutMs`). */
 export function after(ms: number | undefined, f: () => void): () => void {
   let t: ReturnType<typeof setTimeout> | undefined;
-  const arm = (left: number) => (t = left > 2147483647 ? setTimeout(() => arm(left - 2147483647), 2147483647) : setTimeout(f, left));
+  const late = (due: number) => () => (Date.now() - due > 50 ? (t = setTimeout(f, 0)) : f());
+  const arm = (left: number) =>
+    (t = left > 2147483647 ? setTimeout(() => arm(left - 2147483647), 2147483647) : setTimeout(late(Date.now() + left), left));
   if (ms! < 0 || ms !== ms) throw agentwireError("invalid", `timeoutMs is ${ms}`);
   if (ms! < Infinity) arm(ms!);
   return () => clearTimeout(t);

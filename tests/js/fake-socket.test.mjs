@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { SwitchClient } from "agentwire/switch";
 import { MoltZapClient } from "agentwire/moltzap";
 import { AgentwireError, RktClient } from "agentwire/rkt";
-import { FakeRkt, FakeWebSocket, connectionState, fakeRelay, last } from "./fake-ws.mjs";
+import { FakeRkt, FakeWebSocket, connectionState, fakeRelay, last, rktHeader } from "./fake-ws.mjs";
 
 const b64url = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
 /** A token shaped as a relay token (claims, then a signature the client never checks). */
@@ -869,4 +869,40 @@ test("Switch: no WebSocket found by a first open that waited for refreshToken is
     (e) => e.kind === "invalid" && /no global WebSocket/.test(e.message) && !e.retryable,
   );
   assert.ok(Date.now() - started < 5_000, "at once, not after openTimeoutMs");
+});
+
+// An event loop blocked past a call's deadline (user code, a process stopped and continued): the
+// timers due meanwhile run first on waking, before the socket's input read meanwhile. The reply
+// is played in the next iteration's check phase, as socket input comes in its poll phase: after
+// its timers. A call whose reply came in that batch resolves, where it failed `timeout`.
+async function afterBlock(ms, call, answer) {
+  return new Promise((resolve) =>
+    setImmediate(() => {
+      const settled = call().then(
+        (v) => ({ v }),
+        (e) => ({ e }),
+      );
+      const end = Date.now() + ms;
+      while (Date.now() < end);
+      setImmediate(answer);
+      resolve(settled);
+    }),
+  );
+}
+
+test("a reply read in the same wake as a call's overdue deadline answers it (timeoutMs, ttlS)", async () => {
+  for (const [opts, callOpts] of [
+    [{}, { timeoutMs: 50 }],
+    [{ ttlS: 1 }, {}],
+  ]) {
+    const { client, ws } = await rkt(opts);
+    try {
+      const ping = () => ws.sent.findLast((t) => t.startsWith("RKT/1.0 PING\n"));
+      const got = await afterBlock(opts.ttlS ? 1200 : 200, () => client.ping(callOpts), () => ws.onmessage && ws.reply(rktHeader(ping(), "Message-ID"), "PONG"));
+      assert.equal(got.e?.message, undefined, JSON.stringify(opts));
+      assert.equal(typeof got.v, "number");
+    } finally {
+      await client.close();
+    }
+  }
 });

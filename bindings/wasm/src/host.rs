@@ -3,7 +3,8 @@
 
 use agentwire_core::{Clock, Millis};
 use js_sys::{Function, JsString, Uint8Array};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -122,33 +123,62 @@ pub(crate) async fn yield_to_tasks() {
 /// reached in steps: firing early only makes the driver re-arm.
 const MAX_DELAY_MS: Millis = (1 << 31) - 1;
 
-/// One re-armable `setTimeout` calling `callback`: an `Fn`, which a fake clock may run again from
-/// inside a callback that its run made (a tick in `onEvent`); an `FnMut` threw there, and the
-/// driver, its host timer spent, waited for it for good.
+/// How late a timer may fire and still be handed over at once. A timer later than this fired
+/// after the event loop was held up (user code blocking it, a process stopped and continued, a
+/// frozen tab resumed): the socket's input read meanwhile waits behind it, as Node runs its due
+/// timers before the I/O of the same turn. It is handed over one task later, after that input,
+/// so a reply that came in before the deadline answers its call rather than lose to it.
+const LATE_MS: f64 = 50.0;
+
+/// A `setTimeout` handle, shared with the closure that fires it.
+type Handle = Rc<RefCell<Option<JsValue>>>;
+
+/// One re-armable `setTimeout` calling `callback`: at once when it fires on time, one task later
+/// when it fires late (see [`LATE_MS`]). Both closures are `Fn`s, which a fake clock may run
+/// again from inside a callback that their run made (a tick in `onEvent`); an `FnMut` threw
+/// there, and the driver, its host timer spent, waited for it for good.
 pub(crate) struct Timer {
-    callback: Closure<dyn Fn()>,
-    handle: Option<JsValue>,
+    /// What `setTimeout` calls: `callback`, or a `setTimeout` of 0 for it when late.
+    fire: Closure<dyn Fn()>,
+    _callback: Closure<dyn Fn()>,
+    handle: Handle,
+    /// When the timer is due, as `Date.now()` has it (what lateness is read against).
+    due: Rc<Cell<f64>>,
     at: Option<Millis>,
 }
 
 impl Timer {
     pub(crate) fn new(callback: Closure<dyn Fn()>) -> Timer {
+        let (handle, due) = (Handle::default(), Rc::new(Cell::new(0.0)));
+        let later: Function = callback.as_ref().unchecked_ref::<Function>().clone();
+        let (h, d) = (handle.clone(), due.clone());
+        // The callback stays alive while `fire` may call it: both are dropped with the timer,
+        // which clears its `setTimeout` first.
+        let fire = Closure::new(move || match date_now() - d.get() > LATE_MS {
+            true => *h.borrow_mut() = Some(set_timeout(&later, 0.0)),
+            false => {
+                let _ = later.call0(&JsValue::UNDEFINED);
+            }
+        });
         Timer {
-            callback,
-            handle: None,
+            fire,
+            _callback: callback,
+            handle,
+            due,
             at: None,
         }
     }
 
     /// Fires at `at` (nothing when `None`); a deadline already armed is kept.
     pub(crate) fn arm(&mut self, at: Option<Millis>, now: Millis) {
-        if at == self.at && (at.is_none() || self.handle.is_some()) {
+        if at == self.at && (at.is_none() || self.handle.borrow().is_some()) {
             return;
         }
         self.cancel();
         if let Some(at) = at {
-            let delay = at.saturating_sub(now).min(MAX_DELAY_MS);
-            self.handle = Some(set_timeout(self.callback.as_ref().unchecked_ref(), delay as f64));
+            let delay = at.saturating_sub(now).min(MAX_DELAY_MS) as f64;
+            self.due.set(date_now() + delay);
+            *self.handle.borrow_mut() = Some(set_timeout(self.fire.as_ref().unchecked_ref(), delay));
             self.at = Some(at);
         }
     }
@@ -161,19 +191,19 @@ impl Timer {
     /// [`arm`]: Timer::arm
     pub(crate) fn arm_by(&mut self, at: Option<Millis>, now: Millis) {
         let earlier = matches!((self.at, at), (Some(armed), Some(at)) if armed <= at);
-        if !(earlier && self.handle.is_some()) {
+        if !(earlier && self.handle.borrow().is_some()) {
             self.arm(at, now);
         }
     }
 
     /// The timer fired: it is no longer armed.
     pub(crate) fn fired(&mut self) {
-        self.handle = None;
+        self.handle.borrow_mut().take();
         self.at = None;
     }
 
     pub(crate) fn cancel(&mut self) {
-        if let Some(h) = self.handle.take() {
+        if let Some(h) = self.handle.borrow_mut().take() {
             clear_timeout(&h);
         }
         self.at = None;
