@@ -322,6 +322,8 @@ export interface SwitchSession {
   handleHttpResponse(now: number, id: number, status: number, body: string): void;
   handleHttpFailed(now: number, id: number, reason: string): void;
   handleTimeout(now: number): void;
+  /** Closes for good: a `close` transmit if the driver took the socket's `open` (an `open` not
+   * polled yet is taken back instead), then a `stopped` event. */
   close(now: number): void;
   /** Reopens now if waiting out the backoff (the network came back); whether it did. */
   reconnectNow(now: number): boolean;
@@ -353,7 +355,8 @@ export interface SwitchSession {
  * SSE stream) at `path` on the server's origin with `headers` and `Authorization: Bearer <agent
  * key>` added, replacing any socket held; send `text` on the socket; make the `http` call
  * (`Authorization` added) and report its answer with `id`; `close` the socket or stream and
- * report nothing more about it (a late close event would be taken as the next open failing). */
+ * report nothing more about it (a late close event would be taken as the next open failing). An
+ * `open` not polled yet when the connection drops its socket is taken back: no `close` follows. */
 export type SwitchTransmit =
   | { type: "open"; wire: "websocket" | "sse"; method: string; path: string; headers: Record<string, string> }
   | { type: "text"; text: string }

@@ -618,7 +618,9 @@ impl Connection {
         Ok(())
     }
 
-    /// Closes for good: the socket is closed with 1000 and `Stopped { error: None }` follows.
+    /// Closes for good: a [`Transmit::Close`] (1000) if the driver took the socket's
+    /// [`Transmit::Open`] (an open not polled yet is taken back instead, with nothing to close),
+    /// and `Stopped { error: None }` follows.
     pub fn close(&mut self, now: Millis) {
         self.now = now;
         if self.state == State::Stopped {
