@@ -1546,6 +1546,28 @@ fn a_close_before_the_open_is_polled_takes_the_open_back() {
     assert!(matches!(&d.transmits()[..], [Transmit::Close { code: 1000, .. }]));
 }
 
+/// A close queued and not polled when the driver reports that socket closed goes with it, as
+/// RKT and MoltZap drop a closed socket's close frame: after the user's close (WebSocket and SSE
+/// stream) and after the engine's own close of a dead socket, whose reopen then brings the open
+/// alone.
+#[test]
+fn a_close_unsent_when_the_socket_closes_is_dropped() {
+    for transport in [Transport::WebSocket, Transport::Sse] {
+        let (mut d, _) = Driver::opened(config(transport));
+        d.conn.close(d.now);
+        d.conn.handle_close(d.now, 1006, "");
+        let (t, e) = d.drain();
+        assert!(t.is_empty(), "{transport:?}: {t:?}");
+        assert!(matches!(&e[..], [Event::Stopped { error: None }]), "{e:?}");
+    }
+    let mut d = Driver::live_ws(ws(), 0, &[]);
+    d.advance(6_000);
+    assert!(d.events().iter().any(|e| matches!(e, Event::Disconnected { .. })));
+    d.conn.handle_close(d.now, 1006, "");
+    d.reopen();
+    assert!(d.transmits().is_empty());
+}
+
 #[test]
 fn nothing_happens_after_stopped() {
     let mut d = Driver::live_ws(ws(), 0, &[ROOM]);

@@ -248,6 +248,7 @@ pub enum Transmit {
     /// stream ends is dropped with it.
     Http { id: u64, request: HttpRequest },
     /// Drop the current socket or stream (for a WebSocket, with this close code and reason).
+    /// One not polled when the driver reports that socket closed is dropped with it.
     Close { code: u16, reason: String },
 }
 
@@ -843,6 +844,10 @@ impl Connection {
     /// SSE stream ended (any code; 1006 is fine).
     pub fn handle_close(&mut self, now: Millis, code: u16, reason: &str) {
         self.now = now;
+        // A close not polled yet is this socket's (one queued after an open was polled is for
+        // that socket, and a close before it takes an unpolled open back): in any state (the
+        // user's close, a stop, the engine's close before a reopen) it goes with the socket.
+        self.transmit.retain(|t| !matches!(t, Transmit::Close { .. }));
         match self.state {
             State::Opening if crate::frame::refusal_status(code).is_none() => self.on_open_failed(now, None, reason),
             State::Opening => self.on_socket_closed(now, code, reason),
