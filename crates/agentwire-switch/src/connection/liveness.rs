@@ -98,7 +98,7 @@ impl Connection {
     /// attached; sent now, its answer would only come back as a late one.
     pub(super) fn forget_beats(&mut self) {
         self.beat_in_flight = None;
-        self.transmit.retain(|t| !matches!(t, Transmit::Http { .. }));
+        self.drop_transmits(|t| matches!(t, Transmit::Http { .. }));
     }
 
     fn arm_beat_timeout(&mut self, now: Millis) {

@@ -840,6 +840,14 @@ impl Connection {
         }
     }
 
+    /// Takes every transmit `which` picks out of `poll_transmit`. A fn pointer, not a generic
+    /// closure: the queue's `retain` is compiled once for the four kinds it drops (a wasm size
+    /// matter), not once per kind.
+    #[inline(never)]
+    fn drop_transmits(&mut self, which: fn(&Transmit) -> bool) {
+        self.transmit.retain(|t| !which(t));
+    }
+
     /// The socket closed (`code` from its close frame; 1006 when it dropped without one) or the
     /// SSE stream ended (any code; 1006 is fine).
     pub fn handle_close(&mut self, now: Millis, code: u16, reason: &str) {
@@ -847,7 +855,7 @@ impl Connection {
         // A close not polled yet is this socket's (one queued after an open was polled is for
         // that socket, and a close before it takes an unpolled open back): in any state (the
         // user's close, a stop, the engine's close before a reopen) it goes with the socket.
-        self.transmit.retain(|t| !matches!(t, Transmit::Close { .. }));
+        self.drop_transmits(|t| matches!(t, Transmit::Close { .. }));
         match self.state {
             State::Opening if crate::frame::refusal_status(code).is_none() => self.on_open_failed(now, None, reason),
             State::Opening => self.on_socket_closed(now, code, reason),

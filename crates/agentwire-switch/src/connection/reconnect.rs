@@ -92,7 +92,7 @@ impl Connection {
         if self.socket_open {
             self.socket_open = false;
             let queued = self.transmit.len();
-            self.transmit.retain(|t| !matches!(t, Transmit::Open(_)));
+            self.drop_transmits(|t| matches!(t, Transmit::Open(_)));
             if self.transmit.len() != queued {
                 self.open_may_attach = false;
                 return;
@@ -219,7 +219,7 @@ impl Connection {
         // the events back, nor come out before the next open as text for a socket gone.
         if self.pongs_unsent > 0 {
             self.pongs_unsent = 0;
-            self.transmit.retain(|t| !matches!(t, Transmit::Text(_)));
+            self.drop_transmits(|t| matches!(t, Transmit::Text(_)));
         }
         let Some(status) = refusal_status(code) else {
             // 1000 (its eviction, if any, was followed when it came) and every other code.
