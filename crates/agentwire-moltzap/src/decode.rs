@@ -10,7 +10,7 @@ use crate::fields::{
 };
 use crate::frame::{Frame, Generation, Id, Notification, Outcome, Request, Response, RpcError};
 use crate::frame_error::{FrameError, FrameErrorKind as K};
-use agentwire_core::json::fields::{named_array, FieldError, Object};
+use agentwire_core::json::fields::{named_array, Object};
 use agentwire_core::json::nests_deeper_than;
 use agentwire_core::json::read::{self as json, parse_lenient, Value};
 use agentwire_core::text::clip;
@@ -431,13 +431,7 @@ fn rpc_error(generation: Generation, raw: &RawValue) -> Result<RpcError, FrameEr
         None => tape.root(),
     };
     let o = Object::known(root, &ERROR_FIELDS).map_err(|e| bad(&e))?;
-    o.decoded(&ERROR_FIELDS[..2]).map_err(|e| match o.get("message") {
-        // A string's lone surrogate escape, worded as `string` words it for the other fields.
-        Some(m) if matches!(&e, FieldError::Lossy(f) if f == "`message`") && m.as_str().is_some() => {
-            bad(&"`message` has a lone surrogate escape")
-        }
-        _ => bad(&e),
-    })?;
+    o.decoded(&ERROR_FIELDS[..2]).map_err(|e| bad(&e))?;
     let code = match o.get("code") {
         Some(v) => v
             .as_i64()
