@@ -233,3 +233,114 @@ fn pings_read_without_polling_each_get_their_own_pong_of_bounded_size() {
         assert!(pong.len() <= 330, "{} bytes: {pong}", pong.len());
     }
 }
+
+fn header<'a>(msg: &'a str, name: &str) -> &'a str {
+    msg.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(": ")))
+        .unwrap_or_else(|| panic!("no {name} in {msg}"))
+}
+fn is_uuid_v4(s: &str) -> bool {
+    let b = s.as_bytes();
+    s.len() == 36
+        && [8, 13, 18, 23].iter().all(|&i| b[i] == b'-')
+        && s.chars()
+            .all(|c| c == '-' || c.is_ascii_digit() || ('a'..='f').contains(&c))
+        && b[14] == b'4'
+}
+
+/// Step 2 of the guide: HELLO is the first thing sent once the socket opens, in the guide's
+/// shape: start line, `Version: 1`, a UUID `Message-ID` and `Session-ID`, an ISO 8601 UTC
+/// `Timestamp`, `TTL: 30`, `User-Agent` and the comma-separated `Capabilities`, then the body
+/// `{"min_version":1,"max_version":1}` after one blank line.
+#[test]
+fn the_hello_goes_first_at_open_in_the_guides_shape() {
+    let mut c = ClientSession::new(
+        ClientConfig {
+            user_agent: "MyAgent/1.0".into(),
+            capabilities: vec!["language".into(), "vision".into()],
+            from: Some("did:rkt:my-agent".into()),
+            keepalive: false,
+            ..Default::default()
+        },
+        Box::new(SeededEntropy::new(3)),
+    );
+    assert!(c.poll_transmit().is_none(), "nothing before the socket opens");
+    c.handle_open(0);
+    let Some(Outgoing::Text(hello)) = c.poll_transmit() else {
+        panic!("no HELLO at open")
+    };
+    let lines: Vec<&str> = hello.lines().collect();
+    assert_eq!(lines[..2], ["RKT/1.0 HELLO", "Version: 1"], "{hello}");
+    assert!(
+        lines[2].starts_with("Message-ID: ") && lines[3].starts_with("Session-ID: "),
+        "{hello}"
+    );
+    assert!(lines[4].starts_with("Timestamp: ") && lines[5] == "TTL: 30", "{hello}");
+    assert!(is_uuid_v4(header(&hello, "Message-ID")), "{hello}");
+    assert_eq!(header(&hello, "Session-ID"), c.session_id());
+    assert!(is_uuid_v4(c.session_id()), "{}", c.session_id());
+    let ts = header(&hello, "Timestamp");
+    assert!(ts.len() >= 20 && ts.ends_with('Z') && &ts[10..11] == "T", "{ts}");
+    assert_eq!(header(&hello, "From"), "did:rkt:my-agent");
+    assert_eq!(header(&hello, "User-Agent"), "MyAgent/1.0");
+    assert_eq!(header(&hello, "Capabilities"), "language,vision");
+    let (_, body) = hello.split_once("\n\n").expect("one blank line before the body");
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(body, serde_json::json!({"min_version": 1, "max_version": 1}));
+}
+
+/// The guide's field table: every `Message-ID` is a UUID unique per message, the HELLO's and
+/// each command's alike, and each initiating message carries the default `TTL: 30`.
+#[test]
+fn every_message_id_is_a_unique_uuid_and_initiating_messages_carry_ttl_30() {
+    let (mut c, hello_id) = client();
+    c.handle_text(1, &ack(&hello_id, r#"{"agreed_version":1,"session_timeout":300}"#));
+    drain(&mut c);
+    let mut ids = std::collections::HashSet::from([hello_id]);
+    for _ in 0..50 {
+        c.request(2, "echo", None, Default::default()).unwrap();
+        c.discover(2).unwrap();
+        c.memory_get(2, "k", None).unwrap();
+        c.ping(2).unwrap();
+    }
+    let mut sent = 0;
+    while let Some(Outgoing::Text(t)) = c.poll_transmit() {
+        let id = header(&t, "Message-ID");
+        assert!(is_uuid_v4(id), "{t}");
+        assert!(ids.insert(id.to_string()), "{id} sent twice");
+        assert_eq!(header(&t, "TTL"), "30", "{t}");
+        sent += 1;
+    }
+    assert_eq!(sent, 200);
+}
+
+/// The guide's header table lists `Accept-Language` (and `From`, `To`, `Authorization`,
+/// `Priority`, `Stream`) as optional headers: a message carrying them decodes on either side,
+/// the value (with its comma and space) kept.
+#[test]
+fn the_guides_optional_headers_decode_on_both_sides() {
+    let req = "RKT/1.0 REQUEST\nVersion: 1\nMessage-ID: r\nSession-ID: s\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\nFrom: did:rkt:gpt-5\nTo: rkt://weather.ai\nAuthorization: Bearer TOKEN\nStream: true\nPriority: URGENT\nCapabilities: language,vision,code\nAccept-Language: ko, en\nContent-Type: application/json\n\n{\"intent\":\"echo\"}";
+    for m in [
+        codec::decode(req, 1 << 20).unwrap(),
+        codec::decode_for_client(
+            &req.replace("REQUEST", "RESPONSE").replace("TTL: 30", "Reply-To: x"),
+            1 << 20,
+        )
+        .unwrap(),
+    ] {
+        assert_eq!(m.header("accept-language"), Some("ko, en"));
+        assert_eq!(m.header("Priority"), Some("URGENT"));
+    }
+}
+
+/// The DISCOVER manifest of the reference server has the keys of the guide's example
+/// (`agent`, `version`, `capabilities`, `streaming`, `memory`, `events`).
+#[test]
+fn the_reference_manifest_has_the_guides_keys() {
+    let m = agentwire_rkt::reference::ReferenceConfig::default().manifest();
+    for key in ["agent", "version", "capabilities", "streaming", "memory", "events"] {
+        assert!(m.get(key).is_some(), "{key} missing from {m}");
+    }
+    assert!(m["version"].is_string() && m["capabilities"].is_array(), "{m}");
+    assert!(m["streaming"].is_boolean() && m["memory"].is_boolean() && m["events"].is_boolean());
+}
