@@ -336,6 +336,52 @@ async fn released_refuses_current_handshake_then_accepts_auth_connect() {
     .await;
 }
 
+/// The released handshake's rules (moltzap-released-2026.425.md, "Handshake"): params are
+/// exactly one credential with `minProtocol` and `maxProtocol`, both keys are -32602 "Invalid
+/// parameters", a bad key is -32000 "Authentication failed", the protocol strings are not
+/// compared, and none of these refusals closes the socket: the connect is retried on it.
+#[tokio::test]
+async fn released_connect_takes_exactly_one_credential_and_keeps_the_socket_on_refusals() {
+    bounded(async {
+        let h = released().await;
+        let (id, key) = register(&h, "one-key").await;
+        let mut w = ws(&h).await;
+        let both = format!(r#"{{"agentKey":"{key}","sessionToken":"t","minProtocol":"1","maxProtocol":"1"}}"#);
+        let v = call(&mut w, &rreq("1", "auth/connect", &both)).await;
+        assert_eq!(
+            v["error"],
+            json!({"code": -32602, "message": "Invalid parameters"}),
+            "{v}"
+        );
+        let v = call(
+            &mut w,
+            &rreq("2", "auth/connect", r#"{"minProtocol":"1","maxProtocol":"1"}"#),
+        )
+        .await;
+        assert_eq!(v["error"]["code"], -32602, "no credential: {v}");
+        let v = call(
+            &mut w,
+            &rreq(
+                "3",
+                "auth/connect",
+                r#"{"agentKey":"moltzap_agent_x_y","minProtocol":"1","maxProtocol":"1"}"#,
+            ),
+        )
+        .await;
+        assert_eq!(
+            v["error"],
+            json!({"code": -32000, "message": "Authentication failed"}),
+            "{v}"
+        );
+        // Any protocol strings: the released server does not compare them.
+        let ok = format!(r#"{{"agentKey":"{key}","minProtocol":"zzz","maxProtocol":"0"}}"#);
+        let v = call(&mut w, &rreq("4", "auth/connect", &ok)).await;
+        assert_eq!(v["result"]["agentId"], id.as_str(), "{v}");
+        h.shutdown().await;
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn current_generation() {
     bounded(async {
