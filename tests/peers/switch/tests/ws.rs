@@ -65,10 +65,13 @@ async fn pongs_keep_a_connection_alive_past_its_ttl() {
         let mut w = ws(&h, &a, &format!("connection_id={}", cid())).await;
         assert_eq!(next_any(&mut w).await.unwrap()["event"], "connection_state");
         let until = tokio::time::Instant::now() + Duration::from_millis(2_500);
+        // "A `generation` in the pong is ignored: the socket uses the generation from when it
+        // opened": each pong names a generation this socket never had, and still counts (other
+        // tests keep sockets alive with plain pongs).
         while tokio::time::Instant::now() < until {
             let f = next_any(&mut w).await.expect("socket ended");
             assert_eq!(f["event"], "ping", "{f}");
-            send(&mut w, r#"{"type":"pong","cursor":0}"#).await;
+            send(&mut w, r#"{"type":"pong","cursor":0,"generation":999}"#).await;
         }
         assert_eq!(h.connections(&a.id), 1);
         h.shutdown().await;
