@@ -1925,6 +1925,62 @@ mod review_regressions {
         serde_json::from_str(frame.split_once("\n\n").unwrap().1).unwrap()
     }
 
+    /// The guide's ERROR body names the message it answers in `request_id` (its example, and
+    /// rkt.md: "with `Reply-To` set to the offending message"): a client reading only the body
+    /// (the guide's raw clients read no `Reply-To`) learns which message failed. Each ERROR of
+    /// the guide's code table the reference server sends (401, 429, 602, 603, 605), and its 400
+    /// and 409, carries both, naming the same message.
+    #[test]
+    fn every_error_names_what_it_answers_in_reply_to_and_request_id() {
+        let mut cfg = ReferenceConfig {
+            rate_per_s: 0.001,
+            burst: 5,
+            ..Default::default()
+        };
+        cfg.prices.insert("echo".into(), 1.0);
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        let mut out = a.feed(&mut shared, T0, &msg("REQUEST", "early", r#"{"intent":"echo"}"#));
+        out.extend(a.feed(
+            &mut shared,
+            T0,
+            &msg("HELLO", "h-9", r#"{"min_version":9,"max_version":9}"#),
+        ));
+        a.feed(&mut shared, T0, &hello("s", "h"));
+        for (id, kind, body) in [
+            ("bad", "REQUEST", r#"{"params":{}}"#),
+            ("missing", "REQUEST", r#"{"intent":"maps.navigate"}"#),
+            ("unpaid", "REQUEST", r#"{"intent":"echo"}"#),
+            ("who", "AUTH", r#"{"scheme":"did","did":"not-a-did"}"#),
+            ("flood", "DISCOVER", ""),
+        ] {
+            out.extend(a.feed(&mut shared, T0, &msg(kind, id, body)));
+        }
+        let codes: Vec<(i64, String)> = out
+            .iter()
+            .filter(|f| f.starts_with("RKT/1.0 ERROR\n"))
+            .map(|f| {
+                let body = body_of(f);
+                let reply_to = f.lines().find_map(|l| l.strip_prefix("Reply-To: ")).unwrap_or("");
+                assert_eq!(body["request_id"], reply_to, "{f}");
+                (body["code"].as_i64().unwrap(), reply_to.to_string())
+            })
+            .collect();
+        let want: Vec<(i64, String)> = [
+            (409, "early"),
+            (603, "h-9"),
+            (400, "bad"),
+            (602, "missing"),
+            (605, "unpaid"),
+            (401, "who"),
+            (429, "flood"),
+        ]
+        .iter()
+        .map(|(c, id)| (*c, id.to_string()))
+        .collect();
+        assert_eq!(codes, want, "{out:#?}");
+    }
+
     /// An intent is enabled by its own capability only, and DISCOVER lists what is enabled,
     /// with the prices and whether AUTH is required (a config with `weather` alone enabled the
     /// forecast too when any capability other than the one needed was matched; DISCOVER's body
