@@ -242,6 +242,37 @@ fn resume_reopens_with_cursor_generation_and_rooms_and_never_delivers_twice() {
     assert_eq!(d.conn.generation().map(ToString::to_string).as_deref(), Some("4"));
 }
 
+/// "Move a client to the WebSocket": the socket's open asks for no event stream (no `Accept:
+/// text/event-stream`) and sends no `Last-Event-ID` ("There's no `Last-Event-ID` on the socket"):
+/// a resume says where in `start_from` alone, first open and reopen alike.
+#[test]
+fn a_websocket_open_carries_none_of_the_streams_headers() {
+    let mut d = Driver::new(ws());
+    d.conn.start(d.now).unwrap();
+    let open = |t: &[Transmit]| match t {
+        [Transmit::Open(o)] => {
+            let r = &o.request;
+            assert!(r.header("Last-Event-ID").is_none(), "{r:?}");
+            assert_ne!(r.header("Accept"), Some("text/event-stream"), "{r:?}");
+            r.path.clone()
+        }
+        other => panic!("{other:?}"),
+    };
+    open(&d.transmits());
+    d.conn.handle_open(d.now);
+    d.text(&connection_state(Some(3), 0, &[ROOM]));
+    for n in 1..=5 {
+        d.text(&message(n));
+    }
+    assert_eq!(d.delivered(), vec![1, 2, 3, 4, 5]);
+    d.conn.handle_close(d.now, 1006, "");
+    d.drain();
+    d.now = d.conn.poll_timeout().expect("a reopen is scheduled");
+    d.conn.handle_timeout(d.now);
+    let again = open(&d.transmits());
+    assert!(again.contains("start_from=5&"), "{again}");
+}
+
 #[test]
 fn a_saved_cursor_resumes_the_first_open() {
     let mut cfg = ws();
