@@ -411,6 +411,26 @@ fn an_idle_stream_is_dead_but_keepalives_keep_it() {
     assert!(matches!(&e[..], [Event::Disconnected { reason, .. }] if reason.contains("nothing on the stream")));
 }
 
+/// "When nothing has happened for 15 seconds, the server writes a bare SSE comment": a stream
+/// with the default configuration, on which nothing but those comments comes for ten minutes
+/// (its beats answered every 2 s), stays live: the default idle bound is past the server's 15 s.
+#[test]
+fn the_servers_15_s_keepalives_keep_a_default_stream_live() {
+    let mut d = live();
+    for s in 1..=600 {
+        d.advance(1_000);
+        if s % 15 == 0 {
+            bytes(&mut d, ": keepalive\n\n");
+        }
+        if s % 2 == 0 {
+            let (id, _) = beat(&mut d);
+            d.conn.handle_http_response(d.now, id, 200, r#"{"ok":true}"#);
+        }
+        assert!(d.events().is_empty(), "at {s} s");
+    }
+    assert_eq!(d.conn.state(), State::Live);
+}
+
 #[test]
 fn a_stream_404_on_a_reopen_after_being_live_is_a_failed_open_and_a_403_still_stops() {
     // Before: one 404 from a proxy mid-deploy stopped a stream live for hours (`invalid`, not
