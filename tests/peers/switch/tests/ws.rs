@@ -9,6 +9,27 @@ use common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// The peer's defaults are the numbers of switch-agent-connection.md and
+/// switch-released-0.19.md (the tests run it faster): a ping (and the announced beat) every 2 s,
+/// a lapse after 6 s without a pong or beat, a `: keepalive` comment after 15 s idle, 32
+/// connections per agent, and a buffer of 2000 events and 15 minutes.
+#[test]
+fn the_defaults_are_the_specs_numbers() {
+    for generation in [Generation::Current, Generation::Released] {
+        let c = agentwire_peer_switch::PeerConfig::new(generation);
+        assert_eq!(
+            (c.heartbeat_interval, c.heartbeat_ttl, c.keepalive, c.replay_max_age),
+            (
+                Duration::from_secs(2),
+                Duration::from_secs(6),
+                Duration::from_secs(15),
+                Duration::from_secs(15 * 60)
+            )
+        );
+        assert_eq!((c.max_connections_per_agent, c.replay_capacity), (32, 2000));
+    }
+}
+
 #[tokio::test]
 async fn open_sends_connection_state_first_then_pings() {
     bounded(async {
