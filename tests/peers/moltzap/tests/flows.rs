@@ -382,6 +382,40 @@ async fn released_connect_takes_exactly_one_credential_and_keeps_the_socket_on_r
     .await;
 }
 
+/// The released entities' bounds (moltzap-released-2026.425.md, "Entities"): a message has 1
+/// to 10 parts and a text part 1 to 32,768 characters; `messages/send` past either is -32602,
+/// and the edges are sent.
+#[tokio::test]
+async fn released_messages_take_1_to_10_parts_and_texts_of_1_to_32768_characters() {
+    bounded(async {
+        let h = released().await;
+        let (_, ka) = register(&h, "edge-a").await;
+        register(&h, "edge-b").await;
+        let mut a = ws(&h).await;
+        auth_released(&mut a, &ka).await;
+        let text = |t: &str| format!(r#"{{"type":"text","text":"{t}"}}"#);
+        let send = |parts: Vec<String>| format!(r#"{{"to":"agent:edge-b","parts":[{}]}}"#, parts.join(","));
+        let long = "x".repeat(32_768);
+        for (n, parts, ok) in [
+            (1, vec![], false),
+            (2, vec![text("y"); 11], false),
+            (3, vec![text("")], false),
+            (4, vec![text(&format!("{long}x"))], false),
+            (5, vec![text("y"); 10], true),
+            (6, vec![text(&long)], true),
+        ] {
+            let v = call(&mut a, &rreq(&n.to_string(), "messages/send", &send(parts))).await;
+            if ok {
+                assert!(v["result"]["message"]["id"].is_string(), "{n}: {v}");
+            } else {
+                assert_eq!(v["error"]["code"], -32602, "{n}: {v}");
+            }
+        }
+        h.shutdown().await;
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn current_generation() {
     bounded(async {
