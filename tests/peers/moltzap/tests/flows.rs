@@ -416,6 +416,51 @@ async fn released_messages_take_1_to_10_parts_and_texts_of_1_to_32768_characters
     .await;
 }
 
+/// The released lookups (moltzap-released-2026.425.md, "Methods served"): `agents/lookup` takes
+/// 1 to 100 UUIDs and `agents/lookupByName` 1 to 100 names, each answering `{agents:
+/// [AgentCard]}` (unknown ones left out); an empty list, 101 entries or an id that is no UUID is
+/// -32602.
+#[tokio::test]
+async fn released_lookups_take_1_to_100_ids_or_names() {
+    bounded(async {
+        let h = released().await;
+        let (a_id, ka) = register(&h, "look-a").await;
+        let mut a = ws(&h).await;
+        auth_released(&mut a, &ka).await;
+        let card = json!({"id": a_id, "name": "look-a", "status": "active"});
+        let names = |n: usize| json!({"names": vec!["look-a"; n]}).to_string();
+        let ids = |n: usize| json!({"agentIds": vec![a_id.as_str(); n]}).to_string();
+        for (n, method, params, want) in [
+            (
+                1,
+                "agents/lookupByName",
+                json!({"names": ["look-a", "nobody"]}).to_string(),
+                Some(1),
+            ),
+            (2, "agents/lookupByName", names(100), Some(0)),
+            (3, "agents/lookupByName", names(0), None),
+            (4, "agents/lookupByName", names(101), None),
+            (5, "agents/lookup", ids(100), Some(0)),
+            (6, "agents/lookup", ids(0), None),
+            (7, "agents/lookup", ids(101), None),
+            (8, "agents/lookup", json!({"agentIds": ["look-a"]}).to_string(), None),
+        ] {
+            let v = call(&mut a, &rreq(&n.to_string(), method, &params)).await;
+            match want {
+                Some(count) => {
+                    let agents = v["result"]["agents"].as_array().unwrap_or_else(|| panic!("{n}: {v}"));
+                    // 0: as many as the server gives for a name repeated (the spec does not say).
+                    assert!(count == 0 || agents.len() == count, "{n}: {v}");
+                    assert_eq!(agents[0], card, "{n}");
+                }
+                None => assert_eq!(v["error"]["code"], -32602, "{n}: {v}"),
+            }
+        }
+        h.shutdown().await;
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn current_generation() {
     bounded(async {
