@@ -80,6 +80,9 @@ async fn subscribe_unsubscribe_and_placements() {
         both.sort();
         assert_eq!(body["placements"], json!({"s1": room, "s9": side}));
         assert_eq!(body["rooms"], json!(both));
+        // "403 otherwise, and nothing changes" (and the same for the 400): the first change c1
+        // hears of since its room was taken is this placement's.
+        assert_eq!(s1.next().await.1["rooms"], json!(both));
         assert_eq!(
             body["released"],
             json!([{"connection_id": c2, "room_id": side, "session_id": "s0"}])
