@@ -388,6 +388,27 @@ fn a_resume_sends_last_event_id() {
     }
 }
 
+/// "Take `resumed_at` from the gap as your new cursor": a stream reopened after a gap resumes
+/// from `resumed_at` in both `Last-Event-ID` (which wins over `start_from` at the server) and
+/// `start_from`, not from the last event received before the gap (which would get the gap again).
+#[test]
+fn a_resume_after_a_gap_asks_from_its_resumed_at() {
+    let mut d = live();
+    bytes(&mut d, &capture("message_unaddressed.sse"));
+    bytes(
+        &mut d,
+        "event: gap\ndata: {\"from_sequence\":5,\"resumed_at\":40,\"reason\":\"events older than the retention window were dropped; re-read room context\"}\n\n",
+    );
+    d.events();
+    match &reopen_after_drop(&mut d)[..] {
+        [Transmit::Open(o)] => {
+            assert_eq!(o.request.header("Last-Event-ID"), Some("40"));
+            assert!(o.request.path.contains("start_from=40"), "{}", o.request.path);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn an_idle_stream_is_dead_but_keepalives_keep_it() {
     let mut d = live();
