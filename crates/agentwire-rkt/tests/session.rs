@@ -1925,6 +1925,37 @@ mod review_regressions {
         serde_json::from_str(frame.split_once("\n\n").unwrap().1).unwrap()
     }
 
+    /// Step 3 of the guide: the reference server answers the guide's HELLO with a HELLO_ACK of
+    /// the guide's shape: `Reply-To` the HELLO's `Message-ID`, the HELLO's `Session-ID`, no
+    /// `TTL` (the guide's HELLO_ACK has none), `From` the agent, `User-Agent`, the comma-separated
+    /// `Capabilities`, and the body `{"agreed_version":1,"session_timeout":300}`.
+    #[test]
+    fn the_hello_ack_has_the_guides_shape() {
+        let cfg = ReferenceConfig {
+            agent: "rkt://weather.ai".into(),
+            capabilities: vec!["weather".into(), "forecast".into()],
+            ..Default::default()
+        };
+        let mut shared = Shared::new(&cfg);
+        let mut a = Server::new(&cfg, 1);
+        let hello = "RKT/1.0 HELLO\nVersion: 1\nMessage-ID: 01960000-0000-7000-ab12-000000000001\nSession-ID: e3ad1f12-4e3a-4b1e-9c2d-000000000042\nTimestamp: 2026-06-28T12:00:00Z\nTTL: 30\nFrom: did:rkt:my-agent\nUser-Agent: MyAgent/1.0\nCapabilities: language,vision,code\n\n{\"min_version\":1,\"max_version\":1}";
+        let out = a.feed(&mut shared, T0, hello);
+        let [ack] = &out[..] else { panic!("{out:?}") };
+        let header = |name: &str| {
+            ack.lines()
+                .take_while(|l| !l.is_empty())
+                .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(": ")))
+        };
+        assert!(ack.starts_with("RKT/1.0 HELLO_ACK\nVersion: 1\nMessage-ID: "), "{ack}");
+        assert_eq!(header("Reply-To"), Some("01960000-0000-7000-ab12-000000000001"));
+        assert_eq!(header("Session-ID"), Some("e3ad1f12-4e3a-4b1e-9c2d-000000000042"));
+        assert_eq!(header("TTL"), None, "{ack}");
+        assert_eq!(header("From"), Some("rkt://weather.ai"));
+        assert!(header("User-Agent").is_some_and(|u| !u.is_empty()), "{ack}");
+        assert_eq!(header("Capabilities"), Some("weather,forecast"));
+        assert_eq!(body_of(ack), json!({"agreed_version": 1, "session_timeout": 300}));
+    }
+
     /// The guide's ERROR body names the message it answers in `request_id` (its example, and
     /// rkt.md: "with `Reply-To` set to the offending message"): a client reading only the body
     /// (the guide's raw clients read no `Reply-To`) learns which message failed. Each ERROR of
