@@ -3,6 +3,7 @@
 
 pub mod fields;
 pub mod read;
+pub mod value;
 pub mod write;
 
 /// serde_json's recursion limit: the arrays and objects it decodes (rather than skips) nest at
