@@ -322,7 +322,11 @@ impl ErrorBody {
             None => None,
             Some(v) => {
                 let deep = agentwire_core::json::nests_deeper_than(v.raw().as_bytes(), SERDE_DEPTH - 1);
-                let parsed = if deep { None } else { serde_json::from_str(v.raw()).ok() };
+                let parsed = if deep {
+                    None
+                } else {
+                    agentwire_core::json::value::parse(v.raw()).ok()
+                };
                 Some(parsed.ok_or(FieldError::Invalid {
                     field: "details",
                     expected: "JSON nested at most 126 levels deep",

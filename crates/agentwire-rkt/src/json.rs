@@ -5,6 +5,7 @@
 
 use crate::client::ClientEvent;
 use crate::errors::RktError;
+use agentwire_core::json::value;
 use serde_json::{json, Map, Value};
 
 fn body(b: &Option<String>) -> Value {
@@ -19,7 +20,7 @@ fn body(b: &Option<String>) -> Value {
 pub fn body_value(body: Option<&str>) -> Value {
     match body {
         None => Value::Null,
-        Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
+        Some(text) => value::parse(text).unwrap_or_else(|_| Value::String(text.to_owned())),
     }
 }
 
@@ -31,7 +32,7 @@ pub fn body_value(body: Option<&str>) -> Value {
 /// (`"\ud800"`) is not JSON here (`docs/protocols/rkt.md`, "JSON arguments").
 pub fn json_arg(what: &str, text: Option<&str>) -> Result<Option<Value>, RktError> {
     text.map(|t| {
-        serde_json::from_str(t)
+        value::parse(t)
             .map_err(|e| RktError::local(agentwire_core::ErrorKind::Invalid, format!("{what} is not JSON: {e}")))
     })
     .transpose()
@@ -240,6 +241,68 @@ mod tests {
         );
         let e = json_arg("params", Some(r#""\ud800""#)).unwrap_err();
         assert_eq!(e.error.kind, ErrorKind::Invalid);
+    }
+
+    /// serde_json's raw-value token is a key like any other, as in a build without serde_json's
+    /// `raw_value` (the RKT crate alone, `agentwire/rkt`); with it (the all-three npm entry,
+    /// agentwire-native) a `Value` parse read the map as its string's JSON text.
+    #[test]
+    fn the_raw_value_token_is_a_key_in_every_build() {
+        let token = agentwire_core::json::value::RAW_VALUE_TOKEN;
+        let text = format!(r#"{{"{token}":"[1]"}}"#);
+        assert_eq!(json_arg("params", Some(&text)).unwrap(), Some(json!({token: "[1]"})));
+        assert_eq!(body_value(Some(&text)), json!({token: "[1]"}));
+    }
+
+    /// A JSON text from pieces: values, syntax, and what serde_json refuses.
+    fn text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop::sample::select(vec![
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            " ",
+            "\"a\"",
+            "\"\\ud800\"",
+            "\"\\u00e9\\n\"",
+            "1",
+            "-0",
+            "1.5e3",
+            "1e400",
+            "18446744073709551616",
+            "-9223372036854775809",
+            "null",
+            "true",
+            "nul",
+            "x",
+        ]);
+        prop::collection::vec(piece, 1..14).prop_map(|p| p.concat())
+    }
+
+    proptest::proptest! {
+        /// `json_arg` and `body_value` read a text as the `serde_json::Value` parse they used
+        /// to (the same values, the same error text), now through core's `json::value::parse`.
+        #[test]
+        fn arguments_and_bodies_are_read_as_a_value_parse_reads_them(text in text()) {
+            let old = serde_json::from_str::<Value>(&text);
+            match (json_arg("params", Some(&text)), &old) {
+                (Ok(ours), Ok(theirs)) => {
+                    let ours = ours.unwrap();
+                    assert_eq!(&ours, theirs, "{text}");
+                    assert_eq!(ours.to_string(), theirs.to_string(), "{text}");
+                }
+                (Err(ours), Err(theirs)) => {
+                    assert_eq!(ours.error.message, format!("params is not JSON: {theirs}"), "{text}");
+                    assert_eq!(ours.error.kind, ErrorKind::Invalid);
+                }
+                (ours, theirs) => panic!("{text}: {ours:?} but serde_json {theirs:?}"),
+            }
+            let theirs = old.unwrap_or_else(|_| Value::String(text.clone()));
+            assert_eq!(body_value(Some(&text)).to_string(), theirs.to_string(), "{text}");
+        }
     }
 
     #[test]
