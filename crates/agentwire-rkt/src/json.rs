@@ -97,6 +97,19 @@ pub fn decode_error_json(e: &crate::codec::DecodeError) -> Value {
     })
 }
 
+/// AUTH_OK's body as its derived `Serialize` writes it, built by hand: `serde_json::to_value` of a
+/// struct reaches serde_json's `Value` parse (and its type error) where the `raw_value` feature is
+/// on (`docs/size.md`, stop 44).
+fn auth_json(auth: &crate::AuthOkBody) -> Value {
+    let mut o = Map::new();
+    o.insert("session_token".into(), json!(auth.session_token));
+    o.insert("scopes".into(), json!(auth.scopes));
+    if let Some(s) = auth.expires_in {
+        o.insert("expires_in".into(), json!(s));
+    }
+    Value::Object(o)
+}
+
 /// Every `type` [`ClientEvent::to_json`] can give, for bindings to check their own types against.
 pub const EVENT_TYPES: [&str; 11] = [
     "ready",
@@ -157,7 +170,7 @@ impl ClientEvent {
             }
             ClientEvent::AuthOk { id, auth } => {
                 put("id", json!(id));
-                put("auth", serde_json::to_value(auth).unwrap_or(Value::Null));
+                put("auth", auth_json(auth));
                 "authOk"
             }
             ClientEvent::Pong { id, rtt_ms } => {
@@ -302,6 +315,22 @@ mod tests {
             }
             let theirs = old.unwrap_or_else(|_| Value::String(text.clone()));
             assert_eq!(body_value(Some(&text)).to_string(), theirs.to_string(), "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        /// An `authOk` event's `auth` is what `serde_json::to_value` of the body gave.
+        #[test]
+        fn auth_ok_is_written_as_its_derive_writes_it(
+            session_token in "\\PC{0,6}",
+            scopes in proptest::collection::vec("\\PC{0,4}", 0..3),
+            expires_in in proptest::option::of(proptest::num::u64::ANY),
+        ) {
+            let auth = crate::AuthOkBody { session_token, scopes, expires_in };
+            let old = serde_json::to_value(&auth).unwrap();
+            let event = ClientEvent::AuthOk { id: "a".into(), auth };
+            assert_eq!(event.to_json()["auth"], old);
+            assert_eq!(event.to_json()["auth"].to_string(), old.to_string());
         }
     }
 
