@@ -1599,6 +1599,40 @@ fn a_close_unsent_when_the_socket_closes_is_dropped() {
     assert!(d.transmits().is_empty());
 }
 
+/// A close or a pong not polled yet when the driver reports the socket gone, in any state,
+/// goes with it: the open failing at the engine's open deadline (the close queued for it), and
+/// the socket closing after the engine closed it (the pong queued before its close), live or
+/// stopped. Sequences found by tests/explore.rs.
+#[test]
+fn a_close_or_pong_unsent_when_the_socket_is_reported_gone_is_dropped() {
+    for fail in [0, 1, 2] {
+        let mut d = Driver::new(ws());
+        d.conn.start(d.now).unwrap();
+        d.expect_open();
+        d.advance(10_000); // the open deadline: a close queued, not polled
+        match fail {
+            0 => d.conn.handle_open_failed(d.now, Some(503), ""),
+            1 => d.conn.handle_open_error(d.now, "refused"),
+            _ => d
+                .conn
+                .handle_open_unusable(d.now, SwitchError::local(ErrorKind::Protocol, "x")),
+        }
+        assert!(d.transmits().is_empty(), "open failure {fail}");
+    }
+    for close in [false, true] {
+        let mut d = Driver::live_ws(ws(), 0, &[]);
+        d.text(PING);
+        if close {
+            d.conn.close(d.now);
+        } else {
+            d.advance(6_000); // no ping for three intervals: the socket closed, after the pong
+        }
+        d.conn.handle_close(d.now, 1006, "");
+        let (t, _) = d.drain();
+        assert!(t.is_empty(), "close() {close}: {t:?}");
+    }
+}
+
 #[test]
 fn nothing_happens_after_stopped() {
     let mut d = Driver::live_ws(ws(), 0, &[ROOM]);

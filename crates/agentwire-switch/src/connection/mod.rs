@@ -248,7 +248,8 @@ pub enum Transmit {
     /// stream ends is dropped with it.
     Http { id: u64, request: HttpRequest },
     /// Drop the current socket or stream (for a WebSocket, with this close code and reason).
-    /// One not polled when the driver reports that socket closed is dropped with it.
+    /// One not polled when the driver reports that socket closed (or its open failed) is dropped
+    /// with it, as a pong is.
     Close { code: u16, reason: String },
 }
 
@@ -727,6 +728,7 @@ impl Connection {
     /// need hand over no more).
     pub fn handle_open_failed(&mut self, now: Millis, status: Option<u16>, body: &str) {
         self.now = now;
+        self.socket_reported_gone();
         if self.state != State::Opening {
             return;
         }
@@ -742,6 +744,7 @@ impl Connection {
     /// a network failure, a refused key or a missing WebSocket route.
     pub fn handle_open_error(&mut self, now: Millis, reason: &str) {
         self.now = now;
+        self.socket_reported_gone();
         if self.state != State::Opening {
             return;
         }
@@ -761,6 +764,7 @@ impl Connection {
             error.kind = ErrorKind::Protocol;
         }
         self.now = now;
+        self.socket_reported_gone();
         if self.state != State::Opening {
             return;
         }
@@ -848,14 +852,21 @@ impl Connection {
         self.transmit.retain(|t| !which(t));
     }
 
+    /// The driver reported its socket gone (closed, or its open failed). A close or a pong not
+    /// polled yet is that socket's (one queued after an open was polled is for it, and a close
+    /// before it takes an unpolled open back): in any state (the user's close, a stop, the
+    /// engine's close before a reopen) it goes with the socket, and the pongs no longer hold the
+    /// events back.
+    fn socket_reported_gone(&mut self) {
+        self.pongs_unsent = 0;
+        self.drop_transmits(|t| matches!(t, Transmit::Close { .. } | Transmit::Text(_)));
+    }
+
     /// The socket closed (`code` from its close frame; 1006 when it dropped without one) or the
     /// SSE stream ended (any code; 1006 is fine).
     pub fn handle_close(&mut self, now: Millis, code: u16, reason: &str) {
         self.now = now;
-        // A close not polled yet is this socket's (one queued after an open was polled is for
-        // that socket, and a close before it takes an unpolled open back): in any state (the
-        // user's close, a stop, the engine's close before a reopen) it goes with the socket.
-        self.drop_transmits(|t| matches!(t, Transmit::Close { .. }));
+        self.socket_reported_gone();
         match self.state {
             State::Opening if crate::frame::refusal_status(code).is_none() => self.on_open_failed(now, None, reason),
             State::Opening => self.on_socket_closed(now, code, reason),

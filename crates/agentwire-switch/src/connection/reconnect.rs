@@ -215,12 +215,7 @@ impl Connection {
 
     pub(super) fn on_socket_closed(&mut self, now: Millis, code: u16, reason: &str) {
         self.socket_open = false;
-        // The pongs not polled yet had this socket to go on, and go with it: they no longer hold
-        // the events back, nor come out before the next open as text for a socket gone.
-        if self.pongs_unsent > 0 {
-            self.pongs_unsent = 0;
-            self.drop_transmits(|t| matches!(t, Transmit::Text(_)));
-        }
+        // The pongs not polled yet went with the socket (`handle_close`).
         let Some(status) = refusal_status(code) else {
             // 1000 (its eviction, if any, was followed when it came) and every other code.
             let reason = if reason.is_empty() {
