@@ -1633,6 +1633,34 @@ fn a_close_or_pong_unsent_when_the_socket_is_reported_gone_is_dropped() {
     }
 }
 
+/// An open that fails (as the decision takes a late close of the old socket, reported while the
+/// reopen's open waits in `poll_transmit`, for the new open failing) is taken back if not
+/// polled: the driver is not handed an open for a connection in backoff (which the next reopen
+/// then opens again beside it) or stopped. Sequences found by tests/explore.rs.
+#[test]
+fn an_open_that_failed_before_it_was_polled_is_taken_back() {
+    let mut cfg = ws();
+    cfg.connect_attempts = None;
+    for then_close in [false, true] {
+        let mut d = Driver::new(cfg.clone());
+        d.conn.start(d.now).unwrap();
+        d.expect_open();
+        d.advance(10_000); // the open deadline: a close queued
+        d.advance(d.conn.poll_timeout().unwrap() - d.now); // the reopen: an open behind it
+        d.conn.handle_close(d.now, 1006, ""); // the old socket's close, late
+        assert_eq!(d.conn.state(), State::Backoff);
+        if then_close {
+            d.conn.close(d.now);
+        }
+        let (t, _) = d.drain();
+        assert!(t.is_empty(), "close() {then_close}: {t:?}");
+        if !then_close {
+            d.reopen();
+            assert!(d.transmits().is_empty());
+        }
+    }
+}
+
 #[test]
 fn nothing_happens_after_stopped() {
     let mut d = Driver::live_ws(ws(), 0, &[ROOM]);

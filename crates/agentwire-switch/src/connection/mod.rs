@@ -856,10 +856,17 @@ impl Connection {
     /// polled yet is that socket's (one queued after an open was polled is for it, and a close
     /// before it takes an unpolled open back): in any state (the user's close, a stop, the
     /// engine's close before a reopen) it goes with the socket, and the pongs no longer hold the
-    /// events back.
+    /// events back. Opening, the report is taken as the open failing, and an open not polled yet
+    /// (a reopen queued behind the old socket's close: the API names no socket) is taken back
+    /// with it: never sent, it attached nothing, and handed out it would open a socket for a
+    /// connection in backoff or stopped.
     fn socket_reported_gone(&mut self) {
         self.pongs_unsent = 0;
         self.drop_transmits(|t| matches!(t, Transmit::Close { .. } | Transmit::Text(_)));
+        if self.state == State::Opening && self.transmit.iter().any(|t| matches!(t, Transmit::Open(_))) {
+            self.drop_transmits(|t| matches!(t, Transmit::Open(_)));
+            self.open_may_attach = false;
+        }
     }
 
     /// The socket closed (`code` from its close frame; 1006 when it dropped without one) or the
