@@ -437,6 +437,38 @@ fn auto_falls_back_to_released_on_invalid_request_frame() {
     ));
 }
 
+/// A request answered before the driver polled its frame (the server answered an earlier frame
+/// of the same id twice, or guessed the counter's next id) is over: its frame is taken back, as
+/// for one cancelled or timed out, never sent after its answer. Found by the interleaving
+/// explorer (tests/interleave.rs): `auto`'s `auth/connect` went out after `Connected`.
+#[test]
+fn a_request_answered_before_its_frame_left_is_not_sent() {
+    // auto: the fallback's auth/connect waits; an answer to the id comes first.
+    let mut s = session(GenerationChoice::Auto);
+    let id = s.connect(0, Credentials::AgentKey(KEY.into())).unwrap();
+    sent(&mut s);
+    s.handle_text(1, &released_error(&id, -32600, "Invalid request frame"));
+    s.handle_text(2, &released_response(&id, HELLO));
+    assert!(matches!(&events(&mut s)[..], [Event::Connected { .. }]));
+    assert_eq!(sent(&mut s), Vec::<Value>::new(), "no connect after Connected");
+
+    // A call: its result, then nothing to send; a malformed answer fails it the same way.
+    let mut s = current_ready(SessionConfig::default());
+    let a = s.call(3, "messages/send", Some("{}")).unwrap();
+    s.handle_text(4, &format!(r#"{{"jsonrpc":"2.0","id":"{a}","result":{{}}}}"#));
+    let b = s.call(5, "messages/send", Some("{}")).unwrap();
+    s.handle_text(
+        6,
+        &format!(r#"{{"jsonrpc":"2.0","id":"{b}","result":1,"error":{{"code":1,"message":"m"}}}}"#),
+    );
+    let ended: Vec<_> = events(&mut s)
+        .into_iter()
+        .filter(|e| matches!(e, Event::Response { .. } | Event::Failed { .. }))
+        .collect();
+    assert_eq!(ended.len(), 2, "{ended:?}");
+    assert_eq!(sent(&mut s), Vec::<Value>::new(), "no frame of an ended request");
+}
+
 #[test]
 fn protocol_out_of_range_is_a_version_error() {
     let mut s = session(GenerationChoice::Released);

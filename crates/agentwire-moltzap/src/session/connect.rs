@@ -131,6 +131,9 @@ impl Session {
             Outcome::Result(result) => {
                 let generation = c.generation;
                 self.timers.cancel(&Timer::Request(id.clone()));
+                // The fallback's auth/connect not polled yet, when the first frame's answer
+                // comes: the connect is over, so it never leaves.
+                self.take_back(&id);
                 self.connecting = None;
                 let hello = match HelloOk::parse(result.get()) {
                     Ok(h) => h,

@@ -538,13 +538,19 @@ impl Session {
     /// when not polled yet (true: it never left); one that went out may still be answered, so
     /// its id is remembered and a late response dropped quietly.
     pub(super) fn end_early(&mut self, id: &str) -> bool {
-        let before = self.transmit.len();
-        self.transmit.retain(|(_, of)| of.as_deref() != Some(id));
-        let unsent = self.transmit.len() != before;
+        let unsent = self.take_back(id);
         if !unsent {
             self.forget(id.to_string());
         }
         unsent
+    }
+
+    /// Takes back the frame of request `id` if the driver has not polled it: the request is over
+    /// (answered, failed, ended early), so it never leaves. True when it was queued.
+    pub(super) fn take_back(&mut self, id: &str) -> bool {
+        let before = self.transmit.len();
+        self.transmit.retain(|(_, of)| of.as_deref() != Some(id));
+        self.transmit.len() != before
     }
 
     /// The id the next request or connect takes; taken (`next_id += 1`) only once its frame is
@@ -632,6 +638,7 @@ impl Session {
             self.connect_failed(error);
         } else if self.pending.remove(id).is_some() {
             self.timers.cancel(&Timer::Request(id.clone()));
+            self.take_back(id);
             self.forget(id.clone());
             self.events.push_back(Event::Failed { id: id.clone(), error });
         }
@@ -662,6 +669,8 @@ impl Session {
             return;
         }
         self.timers.cancel(&Timer::Request(id.clone()));
+        // Answered before its frame was polled (an answer to an earlier frame of the id): over.
+        self.take_back(&id);
         let event = match r.outcome {
             Outcome::Result(result) => Event::Response {
                 id,
