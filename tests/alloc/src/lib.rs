@@ -8,6 +8,11 @@
 //!
 //! and reads [`live`] before and after. One binary has one global allocator, so the count is
 //! the binary's own: keep other work out of the binary while it measures.
+//!
+//! [`explore`] is the other test support the protocol crates share: every order of a session's
+//! inputs up to a small depth.
+
+pub mod explore;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
