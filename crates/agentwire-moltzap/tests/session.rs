@@ -2165,6 +2165,29 @@ fn missed_pings_lead_to_a_probe_then_a_close_or_keep_watching() {
     assert_eq!(events(&mut s), vec![Event::MissedPings { count: 3 }]);
 }
 
+/// A late `handle_timeout` past both the probe's deadline and a later ping deadline: the
+/// probe's silence ends the session first, and the ping watch due in the same call is gone with
+/// it. It reported `MissedPings` after `Disconnected` and queued a second probe, with a timer,
+/// on the closed session. Found by the interleaving explorer (tests/interleave.rs).
+#[test]
+fn a_late_timeout_past_the_probe_and_the_ping_watch_ends_with_disconnected() {
+    let mut s = current_ready(SessionConfig {
+        ping_interval_ms: Some(40_000),
+        ..SessionConfig::default()
+    });
+    // Connected at 1: the idle probe leaves at 60 001, the ping watch is due at 120 001.
+    s.handle_timeout(60_001);
+    assert_eq!(requests(&sent(&mut s))[0].1, "system/ping");
+    // Nothing comes; the driver wakes late (a hidden tab), past the probe's 90 001 and 120 001.
+    s.handle_timeout(130_000);
+    let ev = events(&mut s);
+    assert!(matches!(&ev[..], [Event::Disconnected { code: 1006, .. }]), "{ev:?}");
+    let frames = sent(&mut s);
+    assert_eq!(frames.len(), 1, "only the close: {frames:?}");
+    assert!(frames[0].get("close").is_some(), "{frames:?}");
+    assert_eq!(s.poll_timeout(), None);
+}
+
 /// An `id: null` error while the probe is out may be the probe's: it fails no request.
 #[test]
 fn an_id_null_error_with_a_probe_out_fails_no_request() {

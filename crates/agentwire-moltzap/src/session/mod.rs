@@ -367,6 +367,11 @@ impl Session {
 
     pub fn handle_timeout(&mut self, now: Millis) {
         for timer in self.timers.expire(now) {
+            // An earlier timer of this call closed the session (an unanswered probe): the rest
+            // went with it (`finish` cleared the timers, not this list).
+            if self.state == SessionState::Closed {
+                break;
+            }
             match timer {
                 Timer::Request(id) => self.on_request_timeout(id),
                 Timer::Ping => {
