@@ -28,6 +28,7 @@ enum A {
     PeerPing,
     PeerBye,
     Timeout,
+    Late,
     Tick,
     Request,
     Ping,
@@ -41,7 +42,7 @@ enum A {
     End,
 }
 
-const ALL: [A; 16] = [
+const ALL: [A; 17] = [
     A::Open,
     A::Close,
     A::Ack,
@@ -52,6 +53,7 @@ const ALL: [A; 16] = [
     A::PeerPing,
     A::PeerBye,
     A::Timeout,
+    A::Late,
     A::Tick,
     A::Request,
     A::Ping,
@@ -193,6 +195,12 @@ impl Run {
                     return Ok(false);
                 };
                 self.now = self.now.max(t);
+                self.c.handle_timeout(self.now);
+                timed = true;
+            }
+            A::Late => {
+                // A driver woken late (a hidden tab): past several deadlines at once.
+                self.now += 1500;
                 self.c.handle_timeout(self.now);
                 timed = true;
             }
@@ -396,7 +404,7 @@ impl Run {
                 return Err(("a reply before Ready", id));
             }
             let Some(e) = error else { continue };
-            if e.kind() == ErrorKind::Timeout && a != A::Timeout {
+            if e.kind() == ErrorKind::Timeout && !matches!(a, A::Timeout | A::Late) {
                 return Err(("a command times out outside handle_timeout", format!("{a:?} {e:?}")));
             }
             let due = cmd.made.max(self.acked_at) + 1000;
@@ -491,7 +499,7 @@ const PONG_SEEN: [A; 6] = [A::Open, A::Poll, A::Ack, A::Ping, A::Poll, A::Answer
 
 #[test]
 fn every_order_of_inputs_keeps_the_client_promises() {
-    explore("rkt client", &ALL, &[], 6, |seq| run(seq, false));
+    explore("rkt client", &ALL, &[], 5, |seq| run(seq, false));
     explore("rkt client", &ALL, &READY, 4, |seq| run(seq, false));
     explore("rkt client", &ALL, &PONG_SEEN, 4, |seq| run(seq, false));
 }
@@ -503,11 +511,12 @@ fn every_order_of_inputs_keeps_the_promises_with_authorization() {
 
 /// A stream's inputs: its chunks in order, one skipped (so held), its end, a RESPONSE or an
 /// ERROR instead, a cancel, the close and the time.
-const STREAM: [A; 13] = [
+const STREAM: [A; 14] = [
     A::Close,
     A::Answer,
     A::Err,
     A::Timeout,
+    A::Late,
     A::Tick,
     A::Stream,
     A::Cancel,

@@ -37,6 +37,7 @@ enum A {
     Accept,
     AppBye,
     Timeout,
+    Late,
     Tick,
     Poll,
 }
@@ -177,6 +178,12 @@ impl Run {
                     return Ok(false);
                 };
                 self.now = self.now.max(t);
+                self.s.handle_timeout(self.now);
+                timed = true;
+            }
+            A::Late => {
+                // A driver woken late (a hidden tab): past several deadlines at once.
+                self.now += 1500;
                 self.s.handle_timeout(self.now);
                 timed = true;
             }
@@ -334,7 +341,7 @@ fn run(seq: &[A]) -> Verdict {
 
 /// The handshake: HELLOs, with and without `Authorization`, the application's answer to one,
 /// line mode, the HELLO timeout.
-const HANDSHAKE: [A; 14] = [
+const HANDSHAKE: [A; 15] = [
     A::Close,
     A::Hello,
     A::HelloAuth,
@@ -347,13 +354,14 @@ const HANDSHAKE: [A; 14] = [
     A::Accept,
     A::AppBye,
     A::Timeout,
+    A::Late,
     A::Tick,
     A::Poll,
 ];
 
 /// A ready session: requests and their answers, streamed or not, the rate limit, the idle
 /// timeout.
-const SESSION: [A; 16] = [
+const SESSION: [A; 17] = [
     A::Close,
     A::Request,
     A::StreamRequest,
@@ -368,6 +376,7 @@ const SESSION: [A; 16] = [
     A::Refuse,
     A::AppBye,
     A::Timeout,
+    A::Late,
     A::Tick,
     A::Poll,
 ];
