@@ -321,8 +321,11 @@ class Payload extends Stamped {
   }
 }
 
-/** One descriptor for every lazy field (one shape for every event of a kind). */
-const LAZY: PropertyDescriptor = {
+/** One descriptor for every lazy field (one shape for every event of a kind). Without a
+ * prototype: `defineProperty` reads `value` and `writable` through it, and another library's
+ * `Object.prototype.value` made every payload's definition throw. */
+const LAZY = {
+  __proto__: null,
   get(this: Payload) {
     return Payload.get(this);
   },
@@ -331,7 +334,7 @@ const LAZY: PropertyDescriptor = {
   },
   enumerable: true,
   configurable: true,
-};
+} as PropertyDescriptor;
 
 /** Makes `o[field]` the payload `raw`, parsed on first read (and kept): a callback that never
  * reads it never pays for the parse. The property is own and enumerable, so `JSON.stringify`,

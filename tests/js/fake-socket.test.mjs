@@ -194,6 +194,36 @@ test("Switch events() past its buffer: none is lost", { timeout: 20_000 }, async
   }
 });
 
+// An event's payload is a getter defined with a descriptor object (`lazyField`), and
+// `Object.defineProperty` reads a descriptor's `value` and `writable` through its prototype: with
+// `Object.prototype.value` set by another library (a prototype pollution elsewhere in the app),
+// every event with a payload threw inside the socket's handler and was lost, its sequence taken
+// as delivered (the cursor moved past it). The descriptor has no prototype now.
+test("a realm with Object.prototype.value polluted still delivers Switch payloads", async () => {
+  const events = [];
+  const connecting = SwitchClient.connect("http://fake", { token: "t", agentId: "a", reconnect: false, webSocket: FakeWebSocket, onEvent: (e) => events.push(e) });
+  const ws = last();
+  ws.readyState = 1;
+  ws.onopen({});
+  ws.onmessage({ data: connectionState });
+  const client = await connecting;
+  const message = (n) => JSON.stringify({ event: "message", data: { type: "message", room_id: "r", payload: { n }, sequence: n }, id: n });
+  try {
+    for (const key of ["value", "writable"]) {
+      Object.prototype[key] = 1;
+      try {
+        ws.onmessage({ data: message(key === "value" ? 1 : 2) });
+      } finally {
+        delete Object.prototype[key];
+      }
+    }
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(events.filter((e) => e.type === "event").map((e) => e.payload), [{ n: 1 }, { n: 2 }]);
+  } finally {
+    await client.close();
+  }
+});
+
 // Switch engines hold events back while `events()` is not read, up to `maxQueuedBytes` each
 // (64 MiB), all in one wasm memory: 64 clients of a flooding server filled its 4 GiB, and the
 // instance trapped ("unreachable") for every client. What they hold together is now bounded
