@@ -8,6 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import vm from "node:vm";
 import { pathToFileURL } from "node:url";
 
 const override = process.env.AGENTWIRE_RELAY_TOKEN_MODULE;
@@ -77,6 +78,20 @@ test("a hex secret and its bytes in a subarray mint the same", async () => {
   const padded = new Uint8Array(bytes.length + 8);
   padded.set(bytes, 4);
   assert.equal(await mintRelayToken(padded.subarray(4, 4 + bytes.length), claims(c.expect.claims)), c.token);
+});
+
+// A secret's bytes made in another realm (a \`vm\` context; Jest's test environment, where
+// \`Buffer\` is the outer realm's; an iframe) are a Uint8Array that is not \`instanceof\` this
+// realm's: they were refused as "not a string or a Uint8Array".
+test("a secret's bytes from another realm mint the same", async () => {
+  const c = cases.find((c) => c.name === "valid-hex-secret");
+  const other = vm.runInNewContext("Uint8Array.from(b)", { b: [...secret(c.secret)] });
+  assert.equal(await mintRelayToken(other, claims(c.expect.claims)), c.token);
+  // Other views, and arrays of numbers, are still no secret.
+  const ok = { agentId: "alice", exp: 1750000300 };
+  for (const s of [new Uint16Array(32), new DataView(new ArrayBuffer(32)), vm.runInNewContext("new Uint16Array(32)"), Array(32).fill(1)]) {
+    await refused(mintRelayToken(s, ok), /must be a string or a Uint8Array/);
+  }
 });
 
 test("expiresIn counts from now (seconds, floored), 300 by default", async () => {
