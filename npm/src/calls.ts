@@ -390,6 +390,8 @@ export class Events<E extends { type: string }> {
    * raw JSON apart (parsed on first use: see `lazyField`). */
   readonly emit = (json: string, field?: string, raw?: string): void => {
     const event = JSON.parse(json) as E;
+    // Read before the event is handed over: it is the app's (a callback may rename its `type`).
+    const last = event.type === this.last;
     if (field !== undefined) lazyField(event, field, raw!);
     this.tap?.(event);
     if (this.#onEvent) {
@@ -399,7 +401,7 @@ export class Events<E extends { type: string }> {
       this.#queue!.push(event, json.length + (raw?.length ?? 0), !!this.#hold);
       this.#hold?.();
     }
-    if (event.type === this.last) {
+    if (last) {
       this.#closed = true;
       this.#queue?.end();
       this.#markClosed();

@@ -322,6 +322,19 @@ async function rkt(opts = {}) {
   return { client, ws: last() };
 }
 
+// The event handed to onEvent is the app's: the client looked at its `type` only after the
+// callback, so one that renamed it (`e.type = "rkt:" + e.type`, an app's event bus) hid the last
+// event: close() waited out its 2 s grace, `closed` stayed false, and the client stayed in the
+// package's set of live clients for good. The type is read before the callback now.
+test("an onEvent that renames the event's type does not hide the last event", async () => {
+  const seen = [];
+  const { client } = await rkt({ onEvent: (e) => seen.push((e.type = `rkt:${e.type}`)) });
+  const t = Date.now();
+  await client.close();
+  assert.deepEqual([seen, client.closed], [["rkt:closed"], true]);
+  assert.ok(Date.now() - t < 1000, `close() took ${Date.now() - t} ms`);
+});
+
 /** What reading `it` to its end gives: the values, and the error's kind and message it ended with. */
 async function drain(it) {
   const got = [];
