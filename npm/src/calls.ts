@@ -290,47 +290,35 @@ function parsePayload(raw: string): unknown {
   }
 }
 
-/** Returns the object it is given: lets `Payload` add its private fields to an event. */
-class Stamped {
-  constructor(o: object) {
-    return o;
-  }
-}
-
 const UNPARSED: unique symbol = Symbol("unparsed");
-
-/** An event's payload kept as raw text in private fields of the event itself (invisible to
- * `JSON.stringify`, spread, `Object.keys` and `assert.deepStrictEqual`), parsed on first read. */
-class Payload extends Stamped {
-  #raw: string | undefined;
-  #value: unknown = UNPARSED;
-  constructor(o: object, raw: string) {
-    super(o);
-    this.#raw = raw;
-  }
-  static get(o: Payload): unknown {
-    if (o.#value === UNPARSED) {
-      o.#value = parsePayload(o.#raw!);
-      o.#raw = undefined;
-    }
-    return o.#value;
-  }
-  static set(o: Payload, value: unknown): void {
-    o.#value = value;
-    o.#raw = undefined;
-  }
-}
+/** Where an event keeps its payload's state: `[raw text, value or UNPARSED]`. A key of the event
+ * (not a private field, which only the event itself has): the getter also works for a Proxy
+ * around the event that passes itself as the receiver (Vue's `reactive`) and for an object
+ * inheriting from it. Not enumerable, so out of `JSON.stringify`, spread, `Object.keys` and
+ * `assert.deepStrictEqual`; the array is not extensible, which keeps Vue from wrapping it. */
+const STATE: unique symbol = Symbol("payload");
+type Lazy = { [STATE]: [string | undefined, unknown] };
 
 /** One descriptor for every lazy field (one shape for every event of a kind). Without a
  * prototype: `defineProperty` reads `value` and `writable` through it, and another library's
  * `Object.prototype.value` made every payload's definition throw. */
 const LAZY = {
   __proto__: null,
-  get(this: Payload) {
-    return Payload.get(this);
+  get(this: Lazy) {
+    const s = this[STATE];
+    if (s[1] !== UNPARSED) return s[1];
+    const value = parsePayload(s[0]!);
+    // Kept, unless a deep freeze that went through the event's keys froze the array.
+    if (!Object.isFrozen(s)) {
+      s[0] = undefined;
+      s[1] = value;
+    }
+    return value;
   },
-  set(this: Payload, value: unknown) {
-    Payload.set(this, value);
+  set(this: Lazy, value: unknown) {
+    const s = this[STATE];
+    s[0] = undefined;
+    s[1] = value;
   },
   enumerable: true,
   configurable: true,
@@ -340,7 +328,8 @@ const LAZY = {
  * reads it never pays for the parse. The property is own and enumerable, so `JSON.stringify`,
  * spread and `Object.keys` see it as if it had been parsed eagerly. */
 function lazyField(o: object, field: string, raw: string): void {
-  new Payload(o, raw);
+  // Configurable: a Proxy's `get` may then give another value for it.
+  Object.defineProperty(o, STATE, { __proto__: null, value: Object.preventExtensions([raw, UNPARSED]), configurable: true } as PropertyDescriptor);
   Object.defineProperty(o, field, LAZY);
 }
 

@@ -199,15 +199,21 @@ test("Switch events() past its buffer: none is lost", { timeout: 20_000 }, async
 // `Object.prototype.value` set by another library (a prototype pollution elsewhere in the app),
 // every event with a payload threw inside the socket's handler and was lost, its sequence taken
 // as delivered (the cursor moved past it). The descriptor has no prototype now.
-test("a realm with Object.prototype.value polluted still delivers Switch payloads", async () => {
+/** A Switch client on a fake socket whose events go to `events`; `message(n)` is the frame of
+ * event `n`, with payload `{n}`. */
+async function switchEvents() {
   const events = [];
   const connecting = SwitchClient.connect("http://fake", { token: "t", agentId: "a", reconnect: false, webSocket: FakeWebSocket, onEvent: (e) => events.push(e) });
   const ws = last();
   ws.readyState = 1;
   ws.onopen({});
   ws.onmessage({ data: connectionState });
-  const client = await connecting;
   const message = (n) => JSON.stringify({ event: "message", data: { type: "message", room_id: "r", payload: { n }, sequence: n }, id: n });
+  return { client: await connecting, ws, events, message };
+}
+
+test("a realm with Object.prototype.value polluted still delivers Switch payloads", async () => {
+  const { client, ws, events, message } = await switchEvents();
   try {
     for (const key of ["value", "writable"]) {
       Object.prototype[key] = 1;
@@ -219,6 +225,40 @@ test("a realm with Object.prototype.value polluted still delivers Switch payload
     }
     await new Promise((r) => setTimeout(r, 10));
     assert.deepEqual(events.filter((e) => e.type === "event").map((e) => e.payload), [{ n: 1 }, { n: 2 }]);
+  } finally {
+    await client.close();
+  }
+});
+
+// An event's payload getter kept its state in private fields of the event, which only the event
+// itself has: read through a Proxy that passes itself as the receiver (Vue's `reactive`, which
+// a Vue app's state puts around every object it holds), an object inheriting from the event, or
+// assigned through them, it threw "Cannot read private member". Frozen (immer's state) or
+// cloned, it still reads; the state stays out of `deepStrictEqual`, `Object.keys` and JSON.
+test("an event's payload reads through a reactive Proxy, a frozen event and an heir", async () => {
+  const { client, ws, events, message } = await switchEvents();
+  const reactive = (o) => new Proxy(o, { get: (t, k, r) => Reflect.get(t, k, r), set: (t, k, v, r) => Reflect.set(t, k, v, r) });
+  try {
+    for (let n = 1; n <= 5; n++) ws.onmessage({ data: message(n) });
+    const [e1, e2, e3, e4, e5] = events.filter((e) => e.type === "event");
+    assert.deepEqual(reactive(e1).payload, { n: 1 });
+    const p2 = reactive(e2);
+    p2.payload = "set";
+    assert.deepEqual([p2.payload, e2.payload], ["set", "set"]);
+    assert.deepEqual(Object.create(e3).payload, { n: 3 });
+    assert.deepEqual(Object.freeze(e4).payload, { n: 4 });
+    assert.deepEqual(structuredClone(e4), JSON.parse(JSON.stringify(e4)));
+    assert.deepStrictEqual({ ...e4 }, { type: "event", kind: e4.kind, sequence: 4, room_id: "r", payload: { n: 4 } });
+    assert.deepStrictEqual(e4, { ...e4 });
+    // A deep freeze through every key's descriptor, the payload unread.
+    const freeze = (o) => {
+      for (const k of Reflect.ownKeys(o)) {
+        const v = Object.getOwnPropertyDescriptor(o, k).value;
+        if (typeof v === "object" && v !== null) freeze(v);
+      }
+      return Object.freeze(o);
+    };
+    assert.deepEqual([freeze(e5).payload, e5.payload], [{ n: 5 }, { n: 5 }]);
   } finally {
     await client.close();
   }
