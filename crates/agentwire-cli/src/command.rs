@@ -20,7 +20,14 @@ pub fn block_on(threads: Threads, command: impl Future<Output = ExitCode>) -> Ex
         Threads::Many => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
     };
     match runtime {
-        Ok(rt) => rt.block_on(command),
+        Ok(rt) => {
+            let code = rt.block_on(command);
+            // Dropping the runtime would wait for its blocking threads, among them a read of
+            // stdin that cannot be cancelled: a REPL that ended for another reason (the server
+            // went away) would not exit before a line or the end of input came.
+            rt.shutdown_background();
+            code
+        }
         Err(e) => fail(format!("cannot start the runtime: {e}")),
     }
 }

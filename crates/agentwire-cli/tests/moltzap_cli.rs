@@ -3,13 +3,13 @@
 
 mod common;
 
-use common::{listen, listen_with_stderr_closed, run};
+use common::{listen, listen_with_stderr_closed, run, Lines};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::ExitStatus;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// `GET /health` of the peer: its JSON body.
 fn health(addr: &str) -> String {
@@ -182,4 +182,26 @@ fn controls_in_a_message_are_printed_escaped_in_json() {
     assert_eq!(json(sent.trim())["message"]["parts"][0]["text"], text, "{sent}");
     let event = json(watched.lines().find(|l| l.contains("messageReceived")).expect(&watched));
     assert_eq!(event["data"]["message"]["parts"][0]["text"], text, "{watched}");
+}
+
+/// The REPL ends when the server goes away even while its input stays open (an idle terminal):
+/// it printed `disconnected`, then waited for a line of input before it exited.
+#[test]
+fn connect_ends_when_the_server_goes_away_with_input_still_open() {
+    let (mut peer, url) = listen(&["peers", "moltzap", "--port", "0"]);
+    let http = url.replace("ws://", "http://").replace("/ws", "");
+    let key = register(&http, "alice");
+    let (mut repl, _stdin) = Lines::spawn_with_stdin(&["moltzap", "connect", "--url", &url, "--key", &key]);
+    // The REPL is connected once a request through it is answered.
+    let (status, _) = mz("list", &url, &key, &[], "");
+    assert!(status.success());
+    thread::sleep(Duration::from_millis(300));
+    drop(peer.0.kill());
+    let _ = peer.0.wait();
+    let line = repl.next().expect("the disconnected event");
+    assert_eq!(json(&line)["type"], "disconnected", "{line}");
+    let started = Instant::now();
+    let status = repl.process.wait();
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(status.code().is_some(), "{status}");
 }

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -50,20 +50,28 @@ fn spawn_bin(args: &[&str], stdin: Stdio, stderr: Stdio) -> std::process::Child 
 }
 
 /// Runs `agentwire ARGS` with `input` on stdin; returns its exit status and stdout.
-pub fn run(args: &[&str], input: &str) -> (ExitStatus, String) {
-    let mut child = spawn_bin(args, Stdio::piped(), Stdio::inherit());
+pub fn run(args: &[&str], input: impl AsRef<[u8]>) -> (ExitStatus, String) {
+    let (status, out, _) = run_piped(args, input, Stdio::inherit());
+    (status, out)
+}
+
+/// [`run`] that returns stderr too.
+pub fn run_with_stderr(args: &[&str], input: impl AsRef<[u8]>) -> (ExitStatus, String, String) {
+    run_piped(args, input, Stdio::piped())
+}
+
+fn run_piped(args: &[&str], input: impl AsRef<[u8]>, stderr: Stdio) -> (ExitStatus, String, String) {
+    let mut child = spawn_bin(args, Stdio::piped(), stderr);
     let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
+    let out = read_all(child.stdout.take().unwrap());
+    let err = child.stderr.take().map(read_all);
     let mut guard = Guard(child);
-    let input = input.to_string();
-    let writer = thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let reader = thread::spawn(move || {
-        let mut out = String::new();
-        stdout.read_to_string(&mut out).map(|_| out)
-    });
+    let input = input.as_ref().to_vec();
+    let writer = thread::spawn(move || stdin.write_all(&input));
     let status = guard.wait();
     writer.join().unwrap().unwrap();
-    (status, reader.join().unwrap().unwrap())
+    let err = err.map_or_else(String::new, |e| e.join().unwrap());
+    (status, out.join().unwrap(), err)
 }
 
 /// Starts `agentwire ARGS`, a server that prints `listening on URL` first; returns the guard
@@ -161,12 +169,32 @@ pub struct Lines {
 
 impl Lines {
     pub fn spawn(args: &[&str]) -> Lines {
-        let mut child = spawn_bin(args, Stdio::null(), Stdio::inherit());
+        Lines::from(spawn_bin(args, Stdio::null(), Stdio::inherit()))
+    }
+
+    /// [`Lines::spawn`] with stdin a pipe held open by the returned end (an idle terminal).
+    pub fn spawn_with_stdin(args: &[&str]) -> (Lines, ChildStdin) {
+        let mut child = spawn_bin(args, Stdio::piped(), Stdio::inherit());
+        let stdin = child.stdin.take().unwrap();
+        (Lines::from(child), stdin)
+    }
+
+    fn from(mut child: Child) -> Lines {
         let rx = lines_of(child.stdout.take().unwrap());
         Lines {
             process: Guard(child),
             rx,
         }
+    }
+
+    /// Sends `signal` (`INT`, `TERM`) to the process.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.process.0.id().to_string();
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{signal} {pid}");
     }
 
     /// The next line; `None` once stdout has ended.
