@@ -10,6 +10,7 @@ mod peers;
 mod relay;
 mod repl;
 mod rkt;
+mod signal;
 mod switch;
 mod watch;
 

@@ -56,7 +56,8 @@ pub enum Command {
         #[arg(long, default_value_t = 20)]
         limit: u32,
     },
-    /// Print events as they arrive, until `--count` events or `--for-ms` elapsed (or Ctrl-C)
+    /// Print events as they arrive, until `--count` events or `--for-ms` elapsed (or Ctrl-C or
+    /// SIGTERM)
     Watch {
         #[command(flatten)]
         conn: Conn,
@@ -104,7 +105,7 @@ pub struct Conn {
 pub fn run(command: Command) -> ExitCode {
     block_on(Threads::One, async move {
         match main(command).await {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(code) => code,
             Err(Failed::Error(e)) => fail(e.error),
             Err(Failed::Closed(closed)) => closed.into(),
         }
@@ -138,7 +139,7 @@ async fn print_and_close(client: MoltZapClient, answer: Result<String, MoltZapEr
     printed
 }
 
-async fn main(command: Command) -> Result<(), Failed> {
+async fn main(command: Command) -> Result<ExitCode, Failed> {
     match command {
         Command::Register {
             name,
@@ -155,7 +156,14 @@ async fn main(command: Command) -> Result<(), Failed> {
         Command::Connect(conn) => {
             let mut client = connect(&conn).await?;
             let events = client.events().expect("first take");
-            repl(client, events).await?;
+            let mut stop = crate::signal::Stop::new();
+            // A signal stops the REPL even in the middle of a request.
+            let ended = tokio::select! {
+                ended = repl(&client, events) => ended.map(|()| ExitCode::SUCCESS),
+                signal = stop.recv() => Ok(signal.exit_code()),
+            };
+            client.close().await;
+            return ended;
         }
         Command::Send {
             conn,
@@ -197,7 +205,7 @@ async fn main(command: Command) -> Result<(), Failed> {
             print_and_close(client, answer).await?;
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn connect(conn: &Conn) -> Result<MoltZapClient, MoltZapError> {
@@ -232,9 +240,10 @@ async fn list(client: &MoltZapClient, conversation: Option<String>, limit: u32) 
 
 async fn watch(mut events: Events, count: Option<u64>, for_ms: Option<u64>) -> Result<(), Closed> {
     let deadline = crate::watch::deadline(for_ms);
+    let mut stop = crate::signal::Stop::new();
     let mut seen = 0;
     while count.is_none_or(|c| seen < c) {
-        let Some(event) = crate::watch::next_or_stop(deadline, events.recv()).await else {
+        let Some(event) = crate::watch::next_or_stop(deadline, &mut stop, events.recv()).await else {
             break;
         };
         let last = matches!(event, Event::Disconnected { .. });
@@ -247,8 +256,9 @@ async fn watch(mut events: Events, count: Option<u64>, for_ms: Option<u64>) -> R
     Ok(())
 }
 
-/// Until `quit`, the end of input, the end of the connection or a closed stdout.
-async fn repl(client: MoltZapClient, mut events: Events) -> Result<(), Failed> {
+/// Until `quit`, the end of input, the end of the connection or a closed stdout. The caller
+/// closes the client.
+async fn repl(client: &MoltZapClient, mut events: Events) -> Result<(), Failed> {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut ended = Ok(());
     loop {
@@ -275,7 +285,7 @@ async fn repl(client: MoltZapClient, mut events: Events) -> Result<(), Failed> {
                 if matches!(line, "quit" | "exit") {
                     break;
                 }
-                let printed = match command_line(&client, line).await {
+                let printed = match command_line(client, line).await {
                     Ok(Some(raw)) => print_json(&raw),
                     Ok(None) => Ok(()),
                     Err(e) => {
@@ -290,7 +300,6 @@ async fn repl(client: MoltZapClient, mut events: Events) -> Result<(), Failed> {
             }
         }
     }
-    client.close().await;
     ended.map_err(Failed::from)
 }
 

@@ -19,7 +19,7 @@ const HELP: &str = r#"commands:
   pay AMOUNT CURRENCY [DESCRIPTION]                 send a payment
   auth KEY                                          authenticate with an API key (bearer)
   help                                              this list
-  exit                                              say GOODBYE and quit (so does end of input)"#;
+  exit                                              say GOODBYE and quit (so do end of input, Ctrl-C)"#;
 
 #[derive(Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -245,9 +245,14 @@ async fn execute(client: &RktClient, line: Line) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Runs the REPL until `exit`, the end of input or a closed stdout, then says GOODBYE.
+/// Runs the REPL until `exit`, the end of input, a closed stdout or a signal (Ctrl-C, SIGTERM:
+/// even in the middle of a request), then says GOODBYE.
 pub async fn run(client: RktClient) -> ExitCode {
-    let code = session(&client).await;
+    let mut stop = crate::signal::Stop::new();
+    let code = tokio::select! {
+        code = session(&client) => code,
+        signal = stop.recv() => signal.exit_code(),
+    };
     client.close().await;
     code
 }

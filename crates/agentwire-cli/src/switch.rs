@@ -302,14 +302,15 @@ fn as_json(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| json!(raw))
 }
 
-/// Prints events until the count, the time limit, the end of the connection, a closed stdout
-/// or Ctrl-C. A connection that stopped with an error fails the command.
+/// Prints events until the count, the time limit, the end of the connection, a closed stdout,
+/// Ctrl-C or SIGTERM. A connection that stopped with an error fails the command.
 async fn watch(mut client: SwitchClient, count: Option<u64>, for_ms: Option<u64>) -> ExitCode {
     let deadline = crate::watch::deadline(for_ms);
+    let mut stop = crate::signal::Stop::new();
     let mut seen = 0;
     let mut code = ExitCode::SUCCESS;
     while count.is_none_or(|c| seen < c) {
-        let Some(event) = crate::watch::next_or_stop(deadline, client.next_event()).await else {
+        let Some(event) = crate::watch::next_or_stop(deadline, &mut stop, client.next_event()).await else {
             break;
         };
         if let Err(closed) = outln!("{}", event.to_json()) {

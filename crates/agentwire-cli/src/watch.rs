@@ -1,6 +1,7 @@
 //! What every `watch` command waits with: the next event, or nothing once the `--for-ms`
-//! deadline passes or Ctrl-C is pressed.
+//! deadline passes or Ctrl-C (or SIGTERM) comes.
 
+use crate::signal::Stop;
 use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -10,8 +11,12 @@ pub fn deadline(for_ms: Option<u64>) -> Option<Instant> {
     for_ms.map(|ms| Instant::now() + Duration::from_millis(ms))
 }
 
-/// `next`'s item, or `None` at the deadline or on Ctrl-C.
-pub async fn next_or_stop<T>(deadline: Option<Instant>, next: impl Future<Output = Option<T>>) -> Option<T> {
+/// `next`'s item, or `None` at the deadline or on a signal `stop` hears.
+pub async fn next_or_stop<T>(
+    deadline: Option<Instant>,
+    stop: &mut Stop,
+    next: impl Future<Output = Option<T>>,
+) -> Option<T> {
     let next = async {
         match deadline {
             Some(d) => tokio::time::timeout_at(d, next).await.ok().flatten(),
@@ -20,6 +25,6 @@ pub async fn next_or_stop<T>(deadline: Option<Instant>, next: impl Future<Output
     };
     tokio::select! {
         item = next => item,
-        _ = tokio::signal::ctrl_c() => None,
+        _ = stop.recv() => None,
     }
 }

@@ -4,7 +4,7 @@ mod common;
 
 use common::{
     head1, listen, listen_with_env, listen_with_stderr, listen_with_stderr_closed, run, run_full,
-    run_with_stderr_closed, Guard,
+    run_with_stderr_closed, Guard, Lines,
 };
 use std::process::Command;
 
@@ -291,4 +291,23 @@ fn a_servers_error_message_is_printed_terminal_safe() {
         r"error: remote 602: Intent '\u001b]0;PWNED\u0007\u001b[2J\u000d\u000aerror: fake\u009b31m\u202eevil' not found"
     );
     assert!(lines[2].starts_with("  details: {\"available_intents\":["), "{out}");
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM in the REPL, idle at its prompt: the session says GOODBYE (the
+/// server logs `closed 1000 goodbye`, not a reset) and the command exits 130 or 143, as a shell
+/// reports a command its signal stopped.
+#[test]
+fn repl_says_goodbye_on_sigint_and_sigterm() {
+    let (_server, url, log) = listen_with_stderr(&["rkt", "serve", "--port", "0"]);
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let (mut repl, _stdin) = Lines::spawn_with_stdin(&["rkt", "connect", &url]);
+        let first = repl.next().expect("connected line");
+        assert!(first.starts_with("connected to "), "{first}");
+        repl.signal(signal);
+        assert_eq!(repl.process.wait().code(), Some(code), "SIG{signal}");
+        let closed = std::iter::from_fn(|| log.recv_timeout(common::LIMIT).ok())
+            .find(|l| l.contains(": closed "))
+            .expect("a closed line");
+        assert!(closed.contains("closed 1000 goodbye"), "SIG{signal}: {closed}");
+    }
 }

@@ -205,3 +205,20 @@ fn connect_ends_when_the_server_goes_away_with_input_still_open() {
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     assert!(status.code().is_some(), "{status}");
 }
+
+/// Ctrl-C (SIGINT) or SIGTERM stops the REPL, closing its connection, with the exit code a shell
+/// gives a command the signal stopped: it was killed with the connection open.
+#[test]
+fn connect_closes_on_sigint_and_sigterm() {
+    let (_peer, url) = listen(&["peers", "moltzap", "--port", "0"]);
+    let key = register(&url.replace("ws://", "http://").replace("/ws", ""), "alice");
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let (mut repl, mut stdin) = Lines::spawn_with_stdin(&["moltzap", "connect", "--url", &url, "--key", &key]);
+        // Listening once a command through it is answered.
+        writeln!(stdin, "list").unwrap();
+        let line = repl.next().expect("the list");
+        assert!(json(&line)["messages"].is_array(), "{line}");
+        repl.signal(signal);
+        assert_eq!(repl.process.wait().code(), Some(code), "SIG{signal}");
+    }
+}

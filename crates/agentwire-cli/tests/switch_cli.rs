@@ -363,3 +363,19 @@ fn a_hostile_servers_text_is_printed_terminal_safe() {
     assert!(err.contains(escaped) && err.is_ascii(), "{err}");
     server.join().unwrap();
 }
+
+/// SIGTERM (from `kill`, `timeout`, a service manager) stops a watch as Ctrl-C does: the
+/// connection is closed and the command exits 0. It was killed with the connection open.
+#[test]
+fn watch_stops_cleanly_on_sigterm_and_sigint() {
+    let p = peer(&[], 2, 1);
+    let room = p.rooms["lobby"].clone();
+    for signal in ["TERM", "INT"] {
+        let mut watcher = Lines::spawn(&p.args("watch", "bob", &["--room", &room, "--for-ms", "15000"]));
+        let first = watcher.next().expect("the connected event");
+        assert!(first.contains(r#""type":"connected""#), "{first}");
+        watcher.signal(signal);
+        let status = watcher.process.wait();
+        assert!(status.success(), "SIG{signal}: {status}");
+    }
+}
