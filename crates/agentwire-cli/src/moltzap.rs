@@ -3,6 +3,7 @@
 
 use crate::command::{block_on, fail, Threads};
 use crate::out::{errln, outln, Closed, OneLine};
+use agentwire_core::ErrorKind;
 use agentwire_moltzap::register::Registration;
 use agentwire_moltzap::session::SendMessage;
 use agentwire_moltzap::{Credentials, Event, GenerationChoice, MoltZapError};
@@ -267,7 +268,7 @@ async fn repl(client: &MoltZapClient, mut events: Events) -> Result<(), Failed> 
                 Some(event) => {
                     let last = matches!(event, Event::Disconnected { .. });
                     if let Err(closed) = outln!("{}", event.to_json()) {
-                        ended = Err(closed);
+                        ended = Err(Failed::from(closed));
                         break;
                     }
                     if last {
@@ -277,7 +278,18 @@ async fn repl(client: &MoltZapClient, mut events: Events) -> Result<(), Failed> 
                 None => return Ok(()),
             },
             line = lines.next_line() => {
-                let Ok(Some(line)) = line else { break };
+                let line = match line {
+                    Ok(Some(line)) => line,
+                    Ok(None) => break,
+                    // The rest of the input did not run: the command fails.
+                    Err(e) => {
+                        ended = Err(Failed::Error(MoltZapError::local(
+                            ErrorKind::Invalid,
+                            format!("cannot read input: {e}"),
+                        )));
+                        break;
+                    }
+                };
                 let line = line.trim();
                 if line.is_empty() {
                     continue;
@@ -294,13 +306,13 @@ async fn repl(client: &MoltZapClient, mut events: Events) -> Result<(), Failed> 
                     }
                 };
                 if let Err(closed) = printed {
-                    ended = Err(closed);
+                    ended = Err(Failed::from(closed));
                     break;
                 }
             }
         }
     }
-    ended.map_err(Failed::from)
+    ended
 }
 
 const HELP: &str =

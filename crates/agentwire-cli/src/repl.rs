@@ -280,9 +280,9 @@ async fn session(client: &RktClient) -> ExitCode {
         let line = match lines.next_line().await {
             Ok(Some(line)) => line,
             Ok(None) => return ExitCode::SUCCESS,
-            Err(e) => {
-                return crate::out::exit(outln!("error: cannot read input: {e}"));
-            }
+            // The rest of the script did not run: the command fails (a command's error is
+            // printed inline, this one is the REPL's own).
+            Err(e) => return crate::command::fail(format!("cannot read input: {e}")),
         };
         let printed = match parse(&line) {
             Ok(Line::Exit) => return ExitCode::SUCCESS,

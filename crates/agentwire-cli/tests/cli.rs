@@ -3,7 +3,7 @@
 mod common;
 
 use common::{
-    head1, listen, listen_with_env, listen_with_stderr, listen_with_stderr_closed, run, run_full,
+    head1, listen, listen_with_env, listen_with_stderr, listen_with_stderr_closed, run, run_full, run_with_stderr,
     run_with_stderr_closed, Guard, Lines,
 };
 use std::process::Command;
@@ -310,4 +310,16 @@ fn repl_says_goodbye_on_sigint_and_sigterm() {
             .expect("a closed line");
         assert!(closed.contains("closed 1000 goodbye"), "SIG{signal}: {closed}");
     }
+}
+
+/// A script that is not UTF-8 stops the REPL at that line with a failing exit code and the
+/// reason on stderr: it was exit 0 with the reason on stdout, as if the script had run.
+#[test]
+fn repl_input_that_is_not_utf8_fails_the_command() {
+    let server = serve(&[]);
+    let (status, out, err) = run_with_stderr(&["rkt", "connect", &server.url], b"ping\n\xff\nping\n");
+    assert_eq!(status.code(), Some(1), "{out}{err}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("pong: ")).count(), 1, "{out}");
+    assert!(!out.contains("cannot read input"), "{out}");
+    assert!(err.contains("error: cannot read input"), "{err}");
 }

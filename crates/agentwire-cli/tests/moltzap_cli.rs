@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{listen, listen_with_stderr_closed, run, Lines};
+use common::{listen, listen_with_stderr_closed, run, run_with_stderr, Lines};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -221,4 +221,20 @@ fn connect_closes_on_sigint_and_sigterm() {
         repl.signal(signal);
         assert_eq!(repl.process.wait().code(), Some(code), "SIG{signal}");
     }
+}
+
+/// Input that is not UTF-8 stops the REPL with a failing exit code and the reason on stderr; it
+/// stopped there silently, exit 0.
+#[test]
+fn connect_input_that_is_not_utf8_fails_the_command() {
+    let (_peer, url) = listen(&["peers", "moltzap", "--port", "0"]);
+    let key = register(&url.replace("ws://", "http://").replace("/ws", ""), "alice");
+    let args = ["moltzap", "connect", "--url", &url, "--key", &key];
+    let (status, out, err) = run_with_stderr(&args, b"list\n\xff\nlist\n");
+    assert_eq!(status.code(), Some(1), "{out}{err}");
+    assert_eq!(out.lines().count(), 1, "only the first list ran: {out}");
+    assert!(
+        err.contains("error: invalid: cannot read input: invalid utf-8"),
+        "{err}"
+    );
 }
