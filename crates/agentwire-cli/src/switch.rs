@@ -21,7 +21,7 @@ pub const DEFAULT_PORT: u16 = 7751;
 #[derive(Subcommand)]
 pub enum Command {
     /// Print events as they arrive, one JSON object per line, until `--count` domain events,
-    /// `--for-ms` elapsed, the connection stops, or Ctrl-C
+    /// `--for-ms` elapsed, the connection stops, or Ctrl-C or SIGTERM
     Watch {
         #[command(flatten)]
         conn: Conn,
