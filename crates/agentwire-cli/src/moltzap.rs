@@ -58,7 +58,7 @@ pub enum Command {
         limit: u32,
     },
     /// Print events as they arrive, until `--count` events or `--for-ms` elapsed (or Ctrl-C or
-    /// SIGTERM)
+    /// SIGTERM); the server ending the connection fails it
     Watch {
         #[command(flatten)]
         conn: Conn,
@@ -239,7 +239,20 @@ async fn list(client: &MoltZapClient, conversation: Option<String>, limit: u32) 
         .await
 }
 
-async fn watch(mut events: Events, count: Option<u64>, for_ms: Option<u64>) -> Result<(), Closed> {
+/// Prints `event`. The last one, `Disconnected`, fails the command: the server (or the network)
+/// ended the connection, which the command never does before it is done.
+fn print_event(event: Event) -> Result<(), Failed> {
+    outln!("{}", event.to_json())?;
+    match event {
+        Event::Disconnected { code, reason } => Err(Failed::Error(MoltZapError::local(
+            ErrorKind::Closed,
+            format!("the connection ended: {code} {reason}"),
+        ))),
+        _ => Ok(()),
+    }
+}
+
+async fn watch(mut events: Events, count: Option<u64>, for_ms: Option<u64>) -> Result<(), Failed> {
     let deadline = crate::watch::deadline(for_ms);
     let mut stop = crate::signal::Stop::new();
     let mut seen = 0;
@@ -247,18 +260,14 @@ async fn watch(mut events: Events, count: Option<u64>, for_ms: Option<u64>) -> R
         let Some(event) = crate::watch::next_or_stop(deadline, &mut stop, events.recv()).await else {
             break;
         };
-        let last = matches!(event, Event::Disconnected { .. });
-        outln!("{}", event.to_json())?;
         seen += 1;
-        if last {
-            break;
-        }
+        print_event(event)?;
     }
     Ok(())
 }
 
-/// Until `quit`, the end of input, the end of the connection or a closed stdout. The caller
-/// closes the client.
+/// Until `quit`, the end of input, the end of the connection (which fails the command) or a
+/// closed stdout. The caller closes the client.
 async fn repl(client: &MoltZapClient, mut events: Events) -> Result<(), Failed> {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut ended = Ok(());
@@ -266,13 +275,9 @@ async fn repl(client: &MoltZapClient, mut events: Events) -> Result<(), Failed> 
         tokio::select! {
             event = events.recv() => match event {
                 Some(event) => {
-                    let last = matches!(event, Event::Disconnected { .. });
-                    if let Err(closed) = outln!("{}", event.to_json()) {
-                        ended = Err(Failed::from(closed));
+                    if let Err(e) = print_event(event) {
+                        ended = Err(e);
                         break;
-                    }
-                    if last {
-                        return Ok(());
                     }
                 }
                 None => return Ok(()),

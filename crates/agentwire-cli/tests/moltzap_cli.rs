@@ -5,9 +5,9 @@ mod common;
 
 use common::{listen, listen_with_stderr_closed, run, run_with_stderr, Lines};
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::ExitStatus;
+use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -203,7 +203,40 @@ fn connect_ends_when_the_server_goes_away_with_input_still_open() {
     let started = Instant::now();
     let status = repl.process.wait();
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
-    assert!(status.code().is_some(), "{status}");
+    assert_eq!(status.code(), Some(1), "the server ended the session: {status}");
+}
+
+/// A watch the server ends (it went away) fails the command, as a Switch watch whose connection
+/// stopped with an error does: it printed `disconnected` and exited 0, as at `--count`.
+#[test]
+fn watch_fails_when_the_server_goes_away() {
+    let (mut peer, url) = listen(&["peers", "moltzap", "--port", "0"]);
+    let key = register(&url.replace("ws://", "http://").replace("/ws", ""), "alice");
+    let mut watch = Command::new(common::BIN)
+        .args(["moltzap", "watch", "--url", &url, "--key", &key, "--for-ms", "15000"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(watch.stderr.take().unwrap());
+    let mut out = watch.stdout.take().unwrap();
+    let mut watch = common::Guard(watch);
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.starts_with("connected to "), "{line}");
+    drop(peer.0.kill());
+    let _ = peer.0.wait();
+    let status = watch.wait();
+    let (mut out_text, mut err_text) = (String::new(), String::new());
+    out.read_to_string(&mut out_text).unwrap();
+    err.read_to_string(&mut err_text).unwrap();
+    assert_eq!(status.code(), Some(1), "{out_text}{err_text}");
+    assert_eq!(json(out_text.trim())["type"], "disconnected", "{out_text}");
+    assert!(
+        err_text.starts_with("error: closed: the connection ended: 1006 "),
+        "{err_text}"
+    );
 }
 
 /// Ctrl-C (SIGINT) or SIGTERM stops the REPL, closing its connection, with the exit code a shell
