@@ -2,6 +2,7 @@
 
 use crate::command::{block_on, fail, Threads};
 use crate::out::{errln, outln, OneLine};
+use agentwire_core::ErrorKind;
 use agentwire_native::rkt::{self as native, RktClient};
 use agentwire_rkt::reference::{self, ReferenceConfig};
 use agentwire_rkt::{ClientConfig, RktError};
@@ -222,7 +223,13 @@ async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
                 }
                 rtts.push(ms);
             }
-            Err(e) => errln!("error: {}", OneLine(&e.to_string())),
+            Err(e) => {
+                errln!("error: {}", OneLine(&e.to_string()));
+                // Every ping after it would fail at once: the summary now.
+                if e.kind() == ErrorKind::Closed {
+                    break;
+                }
+            }
         }
     }
     client.close().await;

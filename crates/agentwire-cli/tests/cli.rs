@@ -323,3 +323,27 @@ fn repl_input_that_is_not_utf8_fails_the_command() {
     assert!(!out.contains("cannot read input"), "{out}");
     assert!(err.contains("error: cannot read input"), "{err}");
 }
+
+/// A connection the server closed ends the pings there, with the summary: every ping after it
+/// failed `closed` at once, and the command went on for the rest of `--count` (a second each by
+/// default), an error a ping.
+#[test]
+fn ping_stops_when_the_connection_is_closed() {
+    let server = serve(&[]);
+    let mut pinger = Lines::spawn(&["rkt", "ping", &server.url, "--count", "100", "--interval-ms", "100"]);
+    let first = pinger.next().expect("a pong");
+    assert!(first.starts_with("pong: "), "{first}");
+    let started = std::time::Instant::now();
+    let pid = server.process.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let summary = std::iter::from_fn(|| pinger.next())
+        .find(|l| !l.starts_with("pong: "))
+        .expect("a summary");
+    assert!(summary.contains(" of 100 pongs, rtt "), "{summary}");
+    assert!(pinger.process.wait().success());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+}
