@@ -18,7 +18,8 @@ pub enum Command {
     Connect { url: String },
     /// Print the agent's capability manifest
     Discover { url: String },
-    /// Measure PING/PONG round trips
+    /// Measure PING/PONG round trips, until `--count` or Ctrl-C (or SIGTERM), then print their
+    /// summary
     Ping {
         url: String,
         #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
@@ -210,11 +211,23 @@ async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
     /// so past this the vector grows with the pongs actually received.
     const RESERVED_RTTS: u32 = 4096;
     let mut rtts = Vec::with_capacity(count.min(RESERVED_RTTS) as usize);
+    // Ctrl-C or SIGTERM ends the pings as --count does (ping(1)'s way): GOODBYE, the summary of
+    // the pings answered or failed so far.
+    let mut stop = crate::signal::Stop::new();
+    let mut sent: u32 = 0;
     for n in 0..count {
-        if n > 0 && interval_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(interval_ms)).await;
-        }
-        match client.ping().await {
+        let next = async {
+            if n > 0 && interval_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+            }
+            client.ping().await
+        };
+        let answer = tokio::select! {
+            answer = next => answer,
+            _ = stop.recv() => break,
+        };
+        sent += 1;
+        match answer {
             Ok(rtt) => {
                 let ms = rtt.as_secs_f64() * 1000.0;
                 if let Err(closed) = outln!("pong: {ms:.3} ms") {
@@ -240,7 +253,7 @@ async fn ping(url: &str, count: u32, interval_ms: u64) -> ExitCode {
     let (min, max) = (rtts[0], rtts[rtts.len() - 1]);
     let (median, p99) = (percentile(&rtts, 50.0), percentile(&rtts, 99.0));
     crate::out::exit(outln!(
-        "{} of {count} pongs, rtt min/median/p99/max = {min:.3}/{median:.3}/{p99:.3}/{max:.3} ms",
+        "{} of {sent} pongs, rtt min/median/p99/max = {min:.3}/{median:.3}/{p99:.3}/{max:.3} ms",
         rtts.len()
     ))
 }

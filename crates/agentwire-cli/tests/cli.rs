@@ -339,11 +339,39 @@ fn ping_stops_when_the_connection_is_closed() {
     let summary = std::iter::from_fn(|| pinger.next())
         .find(|l| !l.starts_with("pong: "))
         .expect("a summary");
-    assert!(summary.contains(" of 100 pongs, rtt "), "{summary}");
+    assert!(summary.contains(" pongs, rtt "), "{summary}");
     assert!(pinger.process.wait().success());
     assert!(
         started.elapsed() < std::time::Duration::from_secs(4),
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Ctrl-C or SIGTERM ends `rkt ping` as `--count` does, as ping(1)'s: GOODBYE, then the summary of
+/// the pings sent, exit 0. It was killed: no summary, the connection reset.
+#[test]
+fn ping_ends_with_its_summary_on_sigint_and_sigterm() {
+    let (_server, url, log) = listen_with_stderr(&["rkt", "serve", "--port", "0"]);
+    for signal in ["INT", "TERM"] {
+        let mut pinger = Lines::spawn(&["rkt", "ping", &url, "--count", "100", "--interval-ms", "50"]);
+        for _ in 0..2 {
+            let pong = pinger.next().expect("a pong");
+            assert!(pong.starts_with("pong: "), "{pong}");
+        }
+        pinger.signal(signal);
+        let summary = std::iter::from_fn(|| pinger.next())
+            .find(|l| !l.starts_with("pong: "))
+            .expect("a summary");
+        let (answered, sent) = summary
+            .split_once(" pongs, rtt ")
+            .and_then(|(n, _)| n.split_once(" of "))
+            .expect(&summary);
+        assert_eq!(answered, sent, "SIG{signal}: {summary}");
+        assert!(pinger.process.wait().success(), "SIG{signal}");
+        let closed = std::iter::from_fn(|| log.recv_timeout(common::LIMIT).ok())
+            .find(|l| l.contains(": closed "))
+            .expect("a closed line");
+        assert!(closed.contains("closed 1000 goodbye"), "SIG{signal}: {closed}");
+    }
 }
