@@ -245,7 +245,8 @@ async fn execute(client: &RktClient, line: Line) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Runs the REPL until `exit`, the end of input, a closed stdout or a signal (Ctrl-C, SIGTERM:
+/// Runs the REPL until `exit`, the end of input, the end of the connection (exit 1), a closed
+/// stdout or a signal (Ctrl-C, SIGTERM:
 /// even in the middle of a request), then says GOODBYE.
 pub async fn run(client: RktClient) -> ExitCode {
     let mut stop = crate::signal::Stop::new();
@@ -288,6 +289,11 @@ async fn session(client: &RktClient) -> ExitCode {
             Ok(Line::Exit) => return ExitCode::SUCCESS,
             Ok(line) => match execute(client, line).await {
                 Ok(()) => Ok(()),
+                // The connection is gone: every later command would fail the same way, and
+                // the script did not run to its end.
+                Err(Failed::Error(e)) if e.kind() == ErrorKind::Closed => {
+                    return print_error(&e).map_or_else(ExitCode::from, |()| ExitCode::FAILURE);
+                }
                 Err(Failed::Error(e)) => print_error(&e),
                 Err(Failed::Closed(closed)) => Err(closed),
             },

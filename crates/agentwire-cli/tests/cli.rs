@@ -6,7 +6,10 @@ use common::{
     head1, listen, listen_with_env, listen_with_stderr, listen_with_stderr_closed, run, run_full, run_with_stderr,
     run_with_stderr_closed, Guard, Lines,
 };
+use std::io::Write;
 use std::process::Command;
+use std::thread;
+use std::time::Duration;
 
 struct Server {
     process: Guard,
@@ -374,4 +377,24 @@ fn ping_ends_with_its_summary_on_sigint_and_sigterm() {
             .expect("a closed line");
         assert!(closed.contains("closed 1000 goodbye"), "SIG{signal}: {closed}");
     }
+}
+
+/// A connection the server closed ends the REPL, failing (exit 1), after the command that found
+/// it closed printed its error: it went on reading commands, each failing `closed` at once, and
+/// exited 0 at the end of its input.
+#[test]
+fn repl_ends_when_the_connection_is_closed() {
+    let server = serve(&[]);
+    let (mut repl, mut stdin) = Lines::spawn_with_stdin(&["rkt", "connect", &server.url]);
+    assert!(repl.next().expect("connected").starts_with("connected to "));
+    writeln!(stdin, "ping").unwrap();
+    assert!(repl.next().expect("a pong").starts_with("pong: "));
+    let pid = server.process.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    // The GOODBYE may come before or after this ping goes out: it fails `closed` either way.
+    thread::sleep(Duration::from_millis(300));
+    writeln!(stdin, "ping").unwrap();
+    let error = repl.next().expect("the error");
+    assert!(error.starts_with("error: closed: "), "{error}");
+    assert_eq!(repl.process.wait().code(), Some(1), "stdin still open");
 }
