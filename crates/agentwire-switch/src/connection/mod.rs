@@ -18,6 +18,8 @@
 //! 3. After every input, drain [`Connection::poll_transmit`] and [`Connection::poll_event`]
 //!    until both are empty. [`Transmit::Close`] means: drop the current socket or stream and
 //!    report nothing more about it; a new [`Transmit::Open`] follows when the engine reconnects.
+//!    While a reopen's open waits unpolled behind the old socket's close, the driver still holds
+//!    that socket and no other: its inputs are taken as that socket's (see [`Transmit::Open`]).
 //!
 //! `poll_event` holds events back while a pong is waiting in `poll_transmit`, so pings are
 //! answered before queued events reach the user, whatever order the driver polls in.
@@ -239,7 +241,11 @@ pub struct OpenRequest {
 /// What the driver puts on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transmit {
-    /// Open a new socket (WebSocket) or stream (SSE) with this request.
+    /// Open a new socket (WebSocket) or stream (SSE) with this request. Queued behind the old
+    /// socket's `Close` (a reopen the driver has not polled either), every socket input until
+    /// that close is polled (`handle_open`, a frame, `handle_close`, a failed open) is of the old
+    /// socket, one the engine gave up on: its open and frames are ignored, and its close or
+    /// failed open ends it (its unpolled `Close` dropped) while this open stays queued.
     Open(OpenRequest),
     /// A WebSocket text message: the pong.
     Text(String),
@@ -709,10 +715,11 @@ impl Connection {
 
     // ---- inputs -------------------------------------------------------------------------
 
-    /// The socket (or the stream's `200`) is open.
+    /// The socket (or the stream's `200`) is open. Ignored while a reopen's [`Transmit::Open`]
+    /// waits behind the old socket's close: it is the old socket's.
     pub fn handle_open(&mut self, now: Millis) {
         self.now = now;
-        if self.state != State::Opening {
+        if self.state != State::Opening || self.old_socket_held() {
             return;
         }
         self.state = State::Attaching;
@@ -725,11 +732,11 @@ impl Connection {
     /// The open failed: `status` is the HTTP status of a refused upgrade or stream (`None` when
     /// no answer came: refused connection, DNS, TLS), `body` its body, of which the first
     /// [`REFUSAL_BODY_MAX`](agentwire_core::http::REFUSAL_BODY_MAX) bytes are read (a driver
-    /// need hand over no more).
+    /// need hand over no more). While a reopen's [`Transmit::Open`] waits behind the old
+    /// socket's close it is the old socket's: its unpolled close goes, and the open stays queued.
     pub fn handle_open_failed(&mut self, now: Millis, status: Option<u16>, body: &str) {
         self.now = now;
-        self.socket_reported_gone();
-        if self.state != State::Opening {
+        if self.socket_reported_gone() || self.state != State::Opening {
             return;
         }
         let body = agentwire_core::text::prefix(body, agentwire_core::http::REFUSAL_BODY_MAX);
@@ -741,11 +748,11 @@ impl Connection {
     /// created, a credential it could not get. Retried with the backoff within
     /// `max_reconnect_attempts`. Unlike [`Connection::handle_open_failed`] without a status (for
     /// a host that cannot tell these apart: a browser's WebSocket), the message adds no guess at
-    /// a network failure, a refused key or a missing WebSocket route.
+    /// a network failure, a refused key or a missing WebSocket route. As `handle_open_failed`
+    /// while a reopen's [`Transmit::Open`] waits behind the old socket's close.
     pub fn handle_open_error(&mut self, now: Millis, reason: &str) {
         self.now = now;
-        self.socket_reported_gone();
-        if self.state != State::Opening {
+        if self.socket_reported_gone() || self.state != State::Opening {
             return;
         }
         self.socket_open = false;
@@ -758,14 +765,14 @@ impl Connection {
     /// connection that has been live takes it as an ordinary failed open and reopens with its
     /// backoff: an expired certificate, a clock off or a captive portal may pass. An `error` of
     /// kind `internal` (a bug in agentwire, never a host's judgement of an open) is taken as
-    /// `protocol`.
+    /// `protocol`. As `handle_open_failed` while a reopen's [`Transmit::Open`] waits behind the
+    /// old socket's close.
     pub fn handle_open_unusable(&mut self, now: Millis, mut error: SwitchError) {
         if error.kind == ErrorKind::Internal {
             error.kind = ErrorKind::Protocol;
         }
         self.now = now;
-        self.socket_reported_gone();
-        if self.state != State::Opening {
+        if self.socket_reported_gone() || self.state != State::Opening {
             return;
         }
         if self.ever_attached {
@@ -777,9 +784,13 @@ impl Connection {
         self.stop(Some(error.retryable(false)), "refused");
     }
 
-    /// A WebSocket text message.
+    /// A WebSocket text message. Ignored while a reopen's [`Transmit::Open`] waits behind the old
+    /// socket's close: it is the old socket's.
     pub fn handle_text(&mut self, now: Millis, text: &str) {
         self.now = now;
+        if self.old_socket_held() {
+            return;
+        }
         self.implicit_open(now, Wire::WebSocket);
         if !matches!(self.state, State::Attaching | State::Live) || self.wire != Wire::WebSocket {
             return;
@@ -808,9 +819,13 @@ impl Connection {
         }
     }
 
-    /// A chunk of the SSE body (any split).
+    /// A chunk of the SSE body (any split). Ignored while a reopen's [`Transmit::Open`] waits
+    /// behind the old socket's close: it is the old stream's.
     pub fn handle_bytes(&mut self, now: Millis, chunk: &[u8]) {
         self.now = now;
+        if self.old_socket_held() {
+            return;
+        }
         self.implicit_open(now, Wire::Sse);
         if !matches!(self.state, State::Attaching | State::Live) || self.wire != Wire::Sse {
             return;
@@ -856,24 +871,37 @@ impl Connection {
     /// polled yet is that socket's (one queued after an open was polled is for it, and a close
     /// before it takes an unpolled open back): in any state (the user's close, a stop, the
     /// engine's close before a reopen) it goes with the socket, and the pongs no longer hold the
-    /// events back. Opening, the report is taken as the open failing, and an open not polled yet
-    /// (a reopen queued behind the old socket's close: the API names no socket) is taken back
-    /// with it: never sent, it attached nothing, and handed out it would open a socket for a
-    /// connection in backoff or stopped.
-    fn socket_reported_gone(&mut self) {
+    /// events back. Returns whether the report is that of an old socket, one the engine gave up
+    /// on, with its reopen waiting unpolled ([`Connection::old_socket_held`]): nothing more to do.
+    fn socket_reported_gone(&mut self) -> bool {
+        let old = self.old_socket_held();
         self.pongs_unsent = 0;
         self.drop_transmits(|t| matches!(t, Transmit::Close { .. } | Transmit::Text(_)));
-        if self.state == State::Opening && self.transmit.iter().any(|t| matches!(t, Transmit::Open(_))) {
-            self.drop_transmits(|t| matches!(t, Transmit::Open(_)));
-            self.open_may_attach = false;
-        }
+        old
     }
 
-    /// The socket closed (`code` from its close frame; 1006 when it dropped without one) or the
-    /// SSE stream ended (any code; 1006 is fine).
+    /// A reopen's [`Transmit::Open`] waits unpolled behind the old socket's [`Transmit::Close`]:
+    /// the driver still holds that socket and cannot have opened the new one, so every socket
+    /// input now (an open, a frame, a close, a failed open) is of the old socket, one the engine
+    /// already gave up on (the API names no socket). An open not polled is always the last
+    /// transmit queued (opening, nothing else queues one, and a close takes it back instead); a
+    /// close goes only when polled or when the driver reports its socket gone. Without that
+    /// close the driver holds no socket: input then (a driver reporting an open's outcome
+    /// without polling it) is taken at its word, as the open's.
+    fn old_socket_held(&self) -> bool {
+        matches!(self.transmit.back(), Some(Transmit::Open(_)))
+            && self.transmit.iter().any(|t| matches!(t, Transmit::Close { .. }))
+    }
+
+    /// The socket closed (`code` from its close frame; 1006 when it dropped without one) or the SSE
+    /// stream ended (any code; 1006 is fine). While a reopen's [`Transmit::Open`] waits behind the
+    /// old socket's close it is the old socket's: its unpolled close goes, and the open stays
+    /// queued.
     pub fn handle_close(&mut self, now: Millis, code: u16, reason: &str) {
         self.now = now;
-        self.socket_reported_gone();
+        if self.socket_reported_gone() {
+            return;
+        }
         match self.state {
             State::Opening if crate::frame::refusal_status(code).is_none() => self.on_open_failed(now, None, reason),
             State::Opening => self.on_socket_closed(now, code, reason),
@@ -1151,10 +1179,10 @@ fn merge_gaps(first: Gap, last: Gap) -> Gap {
 }
 
 impl Event {
-    /// What `max_queued_bytes` counts of it: the text it holds (a domain event's payload, room
-    /// id, `bridge_id`, `channel_type` and unknown kind's name, and its gap's, an unknown control frame's name and body, room lists with a
-    /// `String`'s own size per room, ids, reasons, messages). A driver that queues events again
-    /// bounds its own queue with the same measure.
+    /// What `max_queued_bytes` counts of it: the text it holds (a domain event's payload, room id,
+    /// `bridge_id`, `channel_type` and unknown kind's name, and its gap's, an unknown control
+    /// frame's name and body, room lists with a `String`'s own size per room, ids, reasons,
+    /// messages). A driver that queues events again bounds its own queue with the same measure.
     pub fn queued_bytes(&self) -> usize {
         match self {
             Event::Event { event, gap } => domain_bytes(event) + gap.as_ref().map_or(0, gap_bytes),
