@@ -1,6 +1,7 @@
 //! Every order of the driver's inputs up to a small depth, from a fresh session: the socket's
 //! open and close, the server's frames (a result fitting the last request sent, or the last made
-//! before its frame left, the connect's HelloOk included; a malformed answer; a `-32600` without `_tag`, which `auto` falls back on; an `id: null` error;
+//! before its frame left, the connect's HelloOk included; a malformed answer; a `-32600`
+//! without `_tag`, which `auto` falls back on; an `id: null` error;
 //! a push), a WebSocket ping, the time (`handle_timeout` at `poll_timeout`, a step of the
 //! clock), the user's commands (connect, a call, a cancel of the last id, close) and a
 //! `poll_transmit`. After every step the session's promises are checked (the session docs,
