@@ -189,11 +189,18 @@ impl Driver {
             }
             Transmit::Close { code, reason } => {
                 self.opening = None;
-                // Every close makes the engine forget the beat in flight: its answer would only be late.
-                self.beats.abort_all();
+                self.forget_beats();
                 self.drop_socket(Some((code, &reason)));
             }
         }
+    }
+
+    /// Lets go of the beats in flight. The engine forgets them with the socket or stream they were
+    /// sent for (its close, or the driver reporting it gone): an answer fed to it afterwards is a
+    /// late one, a diagnostic. Dropping the set aborts them and drops the answers already in it
+    /// too, which `abort_all` leaves for `join_next`.
+    fn forget_beats(&mut self) {
+        self.beats = JoinSet::new();
     }
 
     /// Drops the current socket; a WebSocket gets its close frame in a task of its own.
@@ -218,6 +225,7 @@ impl Driver {
                     self.closing.retain(|h| !h.is_finished());
                     self.closing.extend(socket.close(None));
                 }
+                self.forget_beats();
                 self.conn.handle_close(now, code, &reason);
             }
         }
