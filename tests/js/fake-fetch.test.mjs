@@ -342,3 +342,37 @@ test("Switch: an opTimeoutMs or a call's timeoutMs under 1 ms is refused with in
   assert.equal(calls.length, 1, "only the stream");
   await client.close();
 });
+
+// The engine forgets a beat with the stream it was sent for: an answer that comes after the
+// stream ended is not fed to it (it was, and gave a diagnostic of a late or unknown HTTP call).
+test("Switch over SSE: a beat answered after its stream ended is not the engine's", { timeout: 10_000 }, async () => {
+  const bodies = [];
+  const beats = [];
+  globalThis.fetch = async (url) => {
+    if (String(url).includes("/events?")) {
+      const b = body();
+      bodies.push(b);
+      return new Response(b.stream, { status: 200, headers: { "content-type": "text/event-stream" } });
+    }
+    return new Promise((answer) => beats.push(() => answer(new Response('{"ok":true}', { status: 200 }))));
+  };
+  const events = [];
+  const connecting = SwitchClient.connect("http://switch.test", {
+    token: "agent-key",
+    agentId: "a",
+    transport: "sse",
+    backoff: { baseMs: 1, maxMs: 1, minMs: 1 },
+    onEvent: (e) => events.push(e),
+  });
+  await until(() => bodies.length === 1, "the stream");
+  bodies[0].write(state.replace('"heartbeat_interval_seconds":2.0', '"heartbeat_interval_seconds":0.1'));
+  const client = await connecting;
+  await until(() => beats.length === 1, "a beat");
+  bodies[0].end();
+  await until(() => events.some((e) => e.type === "disconnected"), "the stream's end");
+  beats[0]();
+  await new Promise((r) => setTimeout(r, 50));
+  const late = events.filter((e) => e.type === "diagnostic" && /not waiting/.test(e.error?.message ?? JSON.stringify(e)));
+  assert.deepEqual(late, []);
+  await client.close();
+});

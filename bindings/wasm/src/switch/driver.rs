@@ -302,9 +302,6 @@ impl Driver {
             Transmit::Close { code, reason } => {
                 self.waiting_open = None;
                 self.retire_socket(Some((code, &reason)));
-                for (_, c) in self.calls_in_flight.drain(..) {
-                    fetch::abort(&c);
-                }
             }
         }
     }
@@ -351,8 +348,13 @@ impl Driver {
         }
     }
     /// Moves the current socket to `retired`, closing it with `frame` when given (a stream is
-    /// aborted).
+    /// aborted), and aborts the engine's HTTP calls in flight (its beats): the engine forgets
+    /// them with the socket or stream they were sent for (its close, a reopen, or the driver
+    /// reporting it gone), and an answer fed to it afterwards was a late one, a diagnostic.
     pub(super) fn retire_socket(&mut self, frame: Option<(u16, &str)>) {
+        for (_, c) in self.calls_in_flight.drain(..) {
+            fetch::abort(&c);
+        }
         if let Some(c) = self.socket.take() {
             match (&c.link, frame) {
                 (Link::Socket { socket, .. }, Some((code, reason))) => socket.close(code, reason),
