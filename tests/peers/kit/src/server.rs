@@ -238,8 +238,14 @@ mod tests {
         assert_eq!(&got, b"1");
         second.read_exact(&mut got).await.unwrap();
         assert_eq!(&got, b"2");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(ticks.load(Ordering::Relaxed) >= 2);
+        // Two ticks of 10 ms, waited for up to 5 s: a loaded machine may run the tick task late.
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while ticks.load(Ordering::Relaxed) < 2 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("two ticks within 5 s");
         // Shutdown ends the connection tasks: the sockets close.
         tokio::time::timeout(Duration::from_secs(5), server.shutdown())
             .await
