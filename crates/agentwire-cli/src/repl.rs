@@ -246,8 +246,7 @@ async fn execute(client: &RktClient, line: Line) -> Result<(), Failed> {
 }
 
 /// Runs the REPL until `exit`, the end of input, the end of the connection (exit 1), a closed
-/// stdout or a signal (Ctrl-C, SIGTERM:
-/// even in the middle of a request), then says GOODBYE.
+/// stdout or a signal (Ctrl-C, SIGTERM: even in the middle of a request), then says GOODBYE.
 pub async fn run(client: RktClient) -> ExitCode {
     let mut stop = crate::signal::Stop::new();
     let code = tokio::select! {
