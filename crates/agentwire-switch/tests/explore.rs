@@ -36,9 +36,9 @@ mod common;
 use agentwire_core::ErrorKind;
 use agentwire_switch::connection::{ConnectionConfig, Event, State, Transmit, Transport, Wire};
 use agentwire_switch::SwitchError;
+use agentwire_test_alloc::explore::quietly;
 use common::*;
 use std::collections::BTreeMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Steps of the lazy driver after `start` (each sequence starts with it).
 const DEPTH: usize = 5;
@@ -554,17 +554,10 @@ fn start(cfg: &ConnectionConfig) -> Model {
 fn run(cfg: &ConnectionConfig, seq: &[Sym]) -> Result<Model, (usize, String)> {
     let mut m = start(cfg);
     for (i, &sym) in seq.iter().enumerate() {
-        match catch_unwind(AssertUnwindSafe(|| m.step(sym))) {
+        match quietly(|| m.step(sym)) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err((i + 1, e)),
-            Err(p) => {
-                let msg = p
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_default();
-                return Err((i + 1, format!("panic: {msg}")));
-            }
+            Err(msg) => return Err((i + 1, format!("panic: {msg}"))),
         }
     }
     Ok(m)
@@ -635,11 +628,8 @@ fn explore(name: &str, cfg: ConnectionConfig, strict: bool, prefix: &[Sym], dept
         sequences: 0,
         failures: BTreeMap::new(),
     };
-    let _ = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
     let root = run(&cfg, &seq).unwrap_or_else(|(_, e)| panic!("{e}"));
     x.explore(&mut seq, &root);
-    let _ = std::panic::take_hook();
     let name = format!("{name}{}", if strict { " (strict)" } else { "" });
     eprintln!("{name}: depth {depth}, {} sequences", x.sequences);
     let mut failures: Vec<_> = x.failures.into_values().collect();

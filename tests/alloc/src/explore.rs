@@ -2,8 +2,11 @@
 //! replayed from a fresh session (which cannot be cloned) by a `run` the test gives, which checks
 //! the session's promises after every step.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Once;
 
 /// A broken promise: what, and what was seen.
 pub type Fail = (&'static str, String);
@@ -18,8 +21,6 @@ pub type Verdict = Result<Option<bool>, Fail>;
 /// from it), to explore further by hand.
 pub fn explore<A: Copy + Debug>(name: &str, alphabet: &[A], seed: &[A], depth: usize, run: impl Fn(&[A]) -> Verdict) {
     let depth = depth.saturating_add_signed(extra_depth());
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
     let started = std::time::Instant::now();
     let mut sequences = 0u64;
     let mut failures = BTreeMap::new();
@@ -32,7 +33,6 @@ pub fn explore<A: Copy + Debug>(name: &str, alphabet: &[A], seed: &[A], depth: u
         &mut sequences,
         &mut failures,
     );
-    std::panic::set_hook(hook);
     eprintln!(
         "{name} after {seed:?}: depth {depth}, {sequences} sequences, {:?}",
         started.elapsed()
@@ -53,8 +53,8 @@ fn dfs<A: Copy>(
 ) {
     for &a in alphabet {
         prefix.push(a);
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(prefix))) {
-            Err(_) => keep(failures, "panic", prefix, String::new()),
+        match quietly(|| run(prefix)) {
+            Err(message) => keep(failures, "panic", prefix, message),
             Ok(Ok(None)) => {}
             Ok(Ok(Some(deeper))) => {
                 *sequences += 1;
@@ -79,9 +79,59 @@ fn keep<A: Copy>(
     }
 }
 
+thread_local! {
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`, giving its panic's message as the error, without the panic printed: a panic is
+/// one of the promises an explorer checks, and a search may meet thousands. The hook that keeps
+/// it quiet is installed once and is silent only on a thread inside `quietly`: a test running
+/// beside it (the harness runs a binary's tests on several threads) still prints its own panics.
+pub fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    let was = QUIET.with(|q| q.replace(true));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(was));
+    result.map_err(|p| {
+        p.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_default()
+    })
+}
+
 fn extra_depth() -> isize {
     std::env::var("INTERLEAVE_DEPTH")
         .ok()
         .and_then(|d| d.parse().ok())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quietly;
+
+    #[test]
+    fn quietly_gives_the_panics_message() {
+        assert_eq!(quietly(|| 1), Ok(1));
+        assert_eq!(
+            quietly(|| panic!("at step {}", 3)),
+            Err::<(), _>("at step 3".to_string())
+        );
+        assert_eq!(quietly(|| panic!("plain")), Err::<(), _>("plain".to_string()));
+        // Nested: the outer call stays quiet after the inner one returns.
+        let outer = quietly::<()>(|| {
+            assert_eq!(quietly::<()>(|| panic!("in")), Err("in".to_string()));
+            panic!("out")
+        });
+        assert_eq!(outer, Err("out".to_string()));
+    }
 }
