@@ -28,8 +28,9 @@
 //!   yet, `Attaching`/`Live` with one reported open, none held in `Backoff` or `Stopped`.
 //!
 //! The failures are printed shortest first, one per violation. The defaults (288,000 sequences)
-//! run in about 15 s in a debug build; deeper: `EXPLORE_DEPTH=6 EXPLORE_STRICT_DEPTH=6 cargo
-//! test -p agentwire-switch --test explore -- --nocapture` (some minutes).
+//! take about 12 s of CPU in a debug build, in three tests the harness runs side by side;
+//! deeper: `EXPLORE_DEPTH=6 EXPLORE_STRICT_DEPTH=6 cargo test -p agentwire-switch --test explore
+//! -- --nocapture` (some minutes).
 
 mod common;
 
@@ -653,31 +654,48 @@ fn base(transport: Transport) -> ConnectionConfig {
     cfg
 }
 
+/// The depths: the lazy driver's and the strict one's, `EXPLORE_DEPTH` and
+/// `EXPLORE_STRICT_DEPTH` when set.
+fn depths() -> (usize, usize) {
+    let var = |name: &str, default| std::env::var(name).ok().and_then(|d| d.parse().ok()).unwrap_or(default);
+    (var("EXPLORE_DEPTH", DEPTH), var("EXPLORE_STRICT_DEPTH", STRICT_DEPTH))
+}
+
+/// From a fresh connection, both drivers, for each configuration.
+fn from_the_start(configs: &[(&str, ConnectionConfig)]) {
+    let (depth, strict_depth) = depths();
+    let mut failures = Vec::new();
+    for (name, cfg) in configs {
+        failures.extend(explore(name, cfg.clone(), true, &[], strict_depth));
+        failures.extend(explore(name, cfg.clone(), false, &[], depth));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// Three tests, so that the harness runs them side by side.
+
 #[test]
-fn every_interleaving_keeps_the_promises() {
-    let depth = std::env::var("EXPLORE_DEPTH")
-        .ok()
-        .and_then(|d| d.parse().ok())
-        .unwrap_or(DEPTH);
+fn every_interleaving_over_a_websocket_keeps_the_promises() {
     let mut connect_once = base(Transport::WebSocket);
     connect_once.connect_attempts = Some(1);
-    let mut failures = Vec::new();
-    let strict_depth = std::env::var("EXPLORE_STRICT_DEPTH")
-        .ok()
-        .and_then(|d| d.parse().ok())
-        .unwrap_or(STRICT_DEPTH);
-    for (name, cfg) in [
+    from_the_start(&[
         ("websocket", base(Transport::WebSocket)),
-        ("sse", base(Transport::Sse)),
-        ("auto", base(Transport::Auto)),
         ("connect_once", connect_once),
-    ] {
-        failures.extend(explore(name, cfg.clone(), true, &[], strict_depth));
-        failures.extend(explore(name, cfg, false, &[], depth));
-    }
-    // From an attached connection, so that beats and a live socket's orders are in reach, one
-    // step less (its alphabet is the largest).
+    ]);
+}
+
+#[test]
+fn every_interleaving_over_sse_and_auto_keeps_the_promises() {
+    from_the_start(&[("sse", base(Transport::Sse)), ("auto", base(Transport::Auto))]);
+}
+
+/// From an attached connection, so that beats and a live socket's orders are in reach, one step
+/// less (its alphabet is the largest).
+#[test]
+fn every_interleaving_from_an_attached_connection_keeps_the_promises() {
+    let (depth, strict_depth) = depths();
     let (depth, strict_depth) = (depth - 1, strict_depth - 1);
+    let mut failures = Vec::new();
     for transport in [Transport::WebSocket, Transport::Sse] {
         let cfg = base(transport);
         let name = format!("{transport:?} attached");
