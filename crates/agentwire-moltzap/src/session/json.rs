@@ -4,6 +4,7 @@
 
 use super::Event;
 use crate::MoltZapError;
+use agentwire_core::json::value::RAW_VALUE_TOKEN;
 use agentwire_core::json::write::Obj;
 use agentwire_core::json::{is_null, plain_run, LazyJson};
 use serde_json::value::RawValue;
@@ -54,9 +55,6 @@ fn embed(data: &str) -> Option<Embed<'_>> {
 fn value_is_null(data: &str) -> Result<bool, serde_json::Error> {
     serde_json::from_str::<Check>(data).map(|c| c.0)
 }
-
-/// The raw-value token a `serde_json::Value` parse reads a map by (serde_json's `raw_value`).
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// A value read as a `serde_json::Value` parse reads it; true for `null`.
 struct Check(bool);
