@@ -14,7 +14,7 @@ use agentwire_core::ErrorKind;
 use agentwire_moltzap::{
     Credentials, Event, Generation, GenerationChoice, Outgoing, Session, SessionConfig, SessionState,
 };
-use agentwire_test_alloc::explore::{explore, Fail, Verdict};
+use agentwire_test_alloc::explore::{explore, frame_text, Fail, Verdict};
 use std::collections::HashMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -266,19 +266,11 @@ impl Run {
     }
 
     fn polled(&mut self, out: Outgoing) -> Result<(), Fail> {
-        if !self.open || self.socket_closed {
+        if !self.open {
             return Err(("a frame is handed out with no socket open", format!("{out:?}")));
         }
-        if self.close_polled {
-            return Err(("a frame is handed out after the close frame", format!("{out:?}")));
-        }
-        let text = match out {
-            Outgoing::Close { .. } => {
-                self.close_polled = true;
-                return Ok(());
-            }
-            Outgoing::Text(t) => t,
-            other => return Err(("a frame that is not text", format!("{other:?}"))),
+        let Some(text) = frame_text(out, self.socket_closed, &mut self.close_polled)? else {
+            return Ok(());
         };
         let v: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| ("a frame that is not JSON", e.to_string()))?;

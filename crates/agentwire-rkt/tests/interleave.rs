@@ -12,7 +12,7 @@ mod common;
 
 use agentwire_core::{ErrorKind, Outgoing, SeededEntropy};
 use agentwire_rkt::*;
-use agentwire_test_alloc::explore::{explore, Fail, Verdict};
+use agentwire_test_alloc::explore::{explore, frame_text, Fail, Verdict};
 use common::{reply, T0};
 use std::collections::{BTreeSet, HashMap};
 
@@ -295,19 +295,8 @@ impl Run {
     }
 
     fn polled(&mut self, out: Outgoing) -> Result<(), Fail> {
-        if self.socket_closed {
-            return Err(("a frame is handed out after handle_close", format!("{out:?}")));
-        }
-        if self.close_polled {
-            return Err(("a frame is handed out after the close frame", format!("{out:?}")));
-        }
-        let text = match out {
-            Outgoing::Close { .. } => {
-                self.close_polled = true;
-                return Ok(());
-            }
-            Outgoing::Text(t) => t,
-            other => return Err(("a frame that is not text", format!("{other:?}"))),
+        let Some(text) = frame_text(out, self.socket_closed, &mut self.close_polled)? else {
+            return Ok(());
         };
         let (kind, id) = frame_of(&text);
         if self.hello.is_none() && kind != "HELLO" {

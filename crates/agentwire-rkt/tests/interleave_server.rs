@@ -12,7 +12,7 @@ mod common;
 
 use agentwire_core::{Outgoing, SeededEntropy};
 use agentwire_rkt::*;
-use agentwire_test_alloc::explore::{explore, Fail, Verdict};
+use agentwire_test_alloc::explore::{explore, frame_text, Fail, Verdict};
 use serde_json::json;
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -207,19 +207,8 @@ impl Run {
     }
 
     fn polled(&mut self, out: Outgoing) -> Result<(), Fail> {
-        if self.socket_closed {
-            return Err(("a frame is handed out after handle_close", format!("{out:?}")));
-        }
-        if self.close_polled {
-            return Err(("a frame is handed out after the close frame", format!("{out:?}")));
-        }
-        let text = match out {
-            Outgoing::Close { .. } => {
-                self.close_polled = true;
-                return Ok(());
-            }
-            Outgoing::Text(t) => t,
-            other => return Err(("a frame that is not text", format!("{other:?}"))),
+        let Some(text) = frame_text(out, self.socket_closed, &mut self.close_polled)? else {
+            return Ok(());
         };
         let msg = decode(&text, usize::MAX).map_err(|e| ("a frame the decoder refuses", format!("{e:?} {text}")))?;
         if let Some(to) = msg.reply_to() {

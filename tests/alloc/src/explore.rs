@@ -2,6 +2,7 @@
 //! replayed from a fresh session (which cannot be cloned) by a `run` the test gives, which checks
 //! the session's promises after every step.
 
+use agentwire_core::Outgoing;
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -76,6 +77,26 @@ fn keep<A: Copy>(
 ) {
     if failures.get(what).is_none_or(|(s, _)| s.len() > seq.len()) {
         failures.insert(what, (seq.to_vec(), detail));
+    }
+}
+
+/// A frame a session handed out to the explorer's driver: its text, or `None` for the close
+/// frame (`close_polled` set). One handed out once the socket was reported gone
+/// (`socket_gone`) or after the close frame, or one that is not text, breaks a promise.
+pub fn frame_text(out: Outgoing, socket_gone: bool, close_polled: &mut bool) -> Result<Option<String>, Fail> {
+    if socket_gone {
+        return Err(("a frame is handed out after handle_close", format!("{out:?}")));
+    }
+    if *close_polled {
+        return Err(("a frame is handed out after the close frame", format!("{out:?}")));
+    }
+    match out {
+        Outgoing::Close { .. } => {
+            *close_polled = true;
+            Ok(None)
+        }
+        Outgoing::Text(t) => Ok(Some(t)),
+        other => Err(("a frame that is not text", format!("{other:?}"))),
     }
 }
 
