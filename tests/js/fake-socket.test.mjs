@@ -194,11 +194,6 @@ test("Switch events() past its buffer: none is lost", { timeout: 20_000 }, async
   }
 });
 
-// An event's payload is a getter defined with a descriptor object (`lazyField`), and
-// `Object.defineProperty` reads a descriptor's `value` and `writable` through its prototype: with
-// `Object.prototype.value` set by another library (a prototype pollution elsewhere in the app),
-// every event with a payload threw inside the socket's handler and was lost, its sequence taken
-// as delivered (the cursor moved past it). The descriptor has no prototype now.
 /** A Switch client on a fake socket whose events go to `events`; `message(n)` is the frame of
  * event `n`, with payload `{n}`. */
 async function switchEvents() {
@@ -212,6 +207,11 @@ async function switchEvents() {
   return { client: await connecting, ws, events, message };
 }
 
+// An event's payload is a getter defined with a descriptor object (`lazyField`), and
+// `Object.defineProperty` reads a descriptor's `value` and `writable` through its prototype: with
+// `Object.prototype.value` set by another library (a prototype pollution elsewhere in the app),
+// every event with a payload threw inside the socket's handler and was lost, its sequence taken
+// as delivered (the cursor moved past it). The descriptor has no prototype now.
 test("a realm with Object.prototype.value polluted still delivers Switch payloads", async () => {
   const { client, ws, events, message } = await switchEvents();
   try {

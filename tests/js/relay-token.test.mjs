@@ -80,8 +80,8 @@ test("a hex secret and its bytes in a subarray mint the same", async () => {
   assert.equal(await mintRelayToken(padded.subarray(4, 4 + bytes.length), claims(c.expect.claims)), c.token);
 });
 
-// A secret's bytes made in another realm (a \`vm\` context; Jest's test environment, where
-// \`Buffer\` is the outer realm's; an iframe) are a Uint8Array that is not \`instanceof\` this
+// A secret's bytes made in another realm (a `vm` context; Jest's test environment, where
+// `Buffer` is the outer realm's; an iframe) are a Uint8Array that is not `instanceof` this
 // realm's: they were refused as "not a string or a Uint8Array".
 test("a secret's bytes from another realm mint the same", async () => {
   const c = cases.find((c) => c.name === "valid-hex-secret");
