@@ -146,8 +146,9 @@ function checkExp(claims: RelayTokenClaims, now: number): number {
 function secretBytes(secret: string | Uint8Array): Uint8Array<ArrayBuffer> {
   let bytes: Uint8Array<ArrayBuffer>;
   if (typeof secret === "string") bytes = encoder.encode(secret);
-  // Not `instanceof`: a Uint8Array (or Buffer) of another realm (a `vm` context, Jest's, an iframe).
-  else if (secret?.[Symbol.toStringTag] === "Uint8Array") bytes = new Uint8Array(secret);
+  // Not `instanceof`: a Uint8Array (or Buffer) of another realm (a `vm` context, Jest's, an
+  // iframe). `isView` (any realm's typed array or DataView), as the tag alone is any object's.
+  else if (ArrayBuffer.isView(secret) && secret[Symbol.toStringTag] === "Uint8Array") bytes = new Uint8Array(secret);
   else fail("the secret must be a string or a Uint8Array");
   if (bytes.length < MIN_SECRET_LEN) fail(`the secret is ${bytes.length} bytes, expected at least ${MIN_SECRET_LEN}`);
   return bytes;

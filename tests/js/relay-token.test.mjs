@@ -89,7 +89,9 @@ test("a secret's bytes from another realm mint the same", async () => {
   assert.equal(await mintRelayToken(other, claims(c.expect.claims)), c.token);
   // Other views, and arrays of numbers, are still no secret.
   const ok = { agentId: "alice", exp: 1750000300 };
-  for (const s of [new Uint16Array(32), new DataView(new ArrayBuffer(32)), vm.runInNewContext("new Uint16Array(32)"), Array(32).fill(1)]) {
+  // Nor an object that only names itself a Uint8Array: it was taken, as 32 zero bytes.
+  const forged = { length: 32, [Symbol.toStringTag]: "Uint8Array" };
+  for (const s of [new Uint16Array(32), new DataView(new ArrayBuffer(32)), vm.runInNewContext("new Uint16Array(32)"), Array(32).fill(1), forged]) {
     await refused(mintRelayToken(s, ok), /must be a string or a Uint8Array/);
   }
 });
