@@ -354,9 +354,11 @@ export interface SwitchSession {
 /** What a sans-IO Switch connection wants done: `open` a WebSocket (or, for the SSE wire, an
  * SSE stream) at `path` on the server's origin with `headers` and `Authorization: Bearer <agent
  * key>` added, replacing any socket held; send `text` on the socket; make the `http` call
- * (`Authorization` added) and report its answer with `id`; `close` the socket or stream and
- * report nothing more about it (a late close event would be taken as the next open failing). An
- * `open` not polled yet when the connection drops its socket is taken back: no `close` follows. */
+ * (`Authorization` added) and report its answer with `id` (unless its stream ended first: drop
+ * that answer or abort the call; fed in, it is a `diagnostic` of kind `protocol`); `close` the
+ * socket or stream and report nothing more about it (a late close event would be taken as the
+ * next open failing). An `open` not polled yet when the connection drops its socket is taken
+ * back: no `close` follows. */
 export type SwitchTransmit =
   | { type: "open"; wire: "websocket" | "sse"; method: string; path: string; headers: Record<string, string> }
   | { type: "text"; text: string }

@@ -1639,6 +1639,41 @@ fn a_close_or_pong_unsent_when_the_socket_is_reported_gone_is_dropped() {
 /// close stays queued; its close or failed open ends it (its close dropped) and the open stays
 /// queued, in an opening connection, for the driver to open next. Sequences found by
 /// tests/explore.rs.
+/// A driver that reports an open's outcome without polling it (no socket held, so the report is
+/// that open's, taken at its word) is not handed that open afterwards: a failed one goes to the
+/// backoff (then exactly one reopen) or stops, a successful one attaches.
+#[test]
+fn an_open_reported_before_it_was_polled_is_not_handed_out() {
+    let mut cfg = ws();
+    cfg.connect_attempts = None;
+    type Report = fn(&mut agentwire_switch::connection::Connection, u64);
+    let reports: [(&str, Report); 4] = [
+        ("failed 503", |c, now| c.handle_open_failed(now, Some(503), "")),
+        ("failed 401", |c, now| c.handle_open_failed(now, Some(401), "")),
+        ("error", |c, now| c.handle_open_error(now, "refused")),
+        ("closed 1006", |c, now| c.handle_close(now, 1006, "")),
+    ];
+    for (what, report) in reports {
+        let mut d = Driver::new(cfg.clone());
+        d.conn.start(d.now).unwrap();
+        report(&mut d.conn, d.now);
+        let (t, _) = d.drain();
+        assert!(t.is_empty(), "{what}: {t:?}");
+        if d.conn.state() == State::Backoff {
+            d.reopen();
+            assert!(d.transmits().is_empty(), "{what}: one open per reopen");
+        } else {
+            assert_eq!(d.conn.state(), State::Stopped, "{what}");
+        }
+    }
+    let mut d = Driver::new(cfg);
+    d.conn.start(d.now).unwrap();
+    d.conn.handle_open(d.now);
+    assert_eq!(d.conn.state(), State::Attaching);
+    let (t, _) = d.drain();
+    assert!(t.is_empty(), "open: {t:?}");
+}
+
 #[test]
 fn input_while_a_reopen_waits_unpolled_is_the_old_sockets() {
     type Old = fn(&mut Driver);

@@ -251,7 +251,8 @@ pub enum Transmit {
     Text(String),
     /// An HTTP call (the SSE beat); answer with `handle_http_response(id, ..)` or
     /// `handle_http_failed(id, ..)`. A beat belongs to its stream: one not polled when the
-    /// stream ends is dropped with it.
+    /// stream ends is dropped with it, and one sent is forgotten with it (an answer fed after
+    /// the stream ended is an [`Event::Diagnostic`] of kind `protocol`: drop it or abort the call).
     Http { id: u64, request: HttpRequest },
     /// Drop the current socket or stream (for a WebSocket, with this close code and reason).
     /// One not polled when the driver reports that socket closed (or its open failed) is dropped
@@ -722,6 +723,9 @@ impl Connection {
         if self.state != State::Opening || self.old_socket_held() {
             return;
         }
+        // Reported without its open polled (no socket held, so it is that open's): taken at its
+        // word, and the open is not handed out again.
+        self.drop_transmits(|t| matches!(t, Transmit::Open(_)));
         self.state = State::Attaching;
         if self.wire == Wire::Sse {
             self.sse.reset();
@@ -868,15 +872,23 @@ impl Connection {
     }
 
     /// The driver reported its socket gone (closed, or its open failed). A close or a pong not
-    /// polled yet is that socket's (one queued after an open was polled is for it, and a close
-    /// before it takes an unpolled open back): in any state (the user's close, a stop, the
-    /// engine's close before a reopen) it goes with the socket, and the pongs no longer hold the
-    /// events back. Returns whether the report is that of an old socket, one the engine gave up
-    /// on, with its reopen waiting unpolled ([`Connection::old_socket_held`]): nothing more to do.
+    /// polled yet is that socket's (a `Close` is queued only for a socket whose open was polled:
+    /// `close_socket` takes an unpolled open back instead): in any state (the user's close, a
+    /// stop, the engine's close before a reopen) it goes with the socket, and the pongs no longer
+    /// hold the events back. Returns whether the report is that of an old socket, one the engine
+    /// gave up on, with its reopen waiting unpolled ([`Connection::old_socket_held`]): nothing
+    /// more to do.
     fn socket_reported_gone(&mut self) -> bool {
         let old = self.old_socket_held();
         self.pongs_unsent = 0;
         self.drop_transmits(|t| matches!(t, Transmit::Close { .. } | Transmit::Text(_)));
+        // Opening with no socket held, a report before the open was polled is that open's
+        // outcome: the open is taken back (never sent, it attached nothing), not handed out in
+        // the backoff or after the stop the report leads to.
+        if !old && self.state == State::Opening && self.transmit.iter().any(|t| matches!(t, Transmit::Open(_))) {
+            self.drop_transmits(|t| matches!(t, Transmit::Open(_)));
+            self.open_may_attach = false;
+        }
         old
     }
 
