@@ -19,7 +19,7 @@ const HELP: &str = r#"commands:
   pay AMOUNT CURRENCY [DESCRIPTION]                 send a payment
   auth KEY                                          authenticate with an API key (bearer)
   help                                              this list
-  exit                                              say GOODBYE and quit (so do end of input, Ctrl-C)"#;
+  exit                                              say GOODBYE and quit (so does end of input; Ctrl-C too, exit 130)"#;
 
 #[derive(Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

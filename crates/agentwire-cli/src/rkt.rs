@@ -18,8 +18,8 @@ pub enum Command {
     Connect { url: String },
     /// Print the agent's capability manifest
     Discover { url: String },
-    /// Measure PING/PONG round trips, until `--count` or Ctrl-C (or SIGTERM), then print their
-    /// summary
+    /// Measure PING/PONG round trips, until `--count`, a closed connection or Ctrl-C (or
+    /// SIGTERM), then print their summary
     Ping {
         url: String,
         #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
